@@ -1,0 +1,63 @@
+"""pare_cc_library: the one place that owns the runtime's compile flags.
+
+Every runtime target goes through this macro, so no target sets its own
+copts. See docs/portable_cpp.md for what the flags forbid and why.
+"""
+
+# Freestanding C++17 for every platform: no exceptions, no RTTI, hidden
+# symbols (only the C API is exported), one section per function and datum
+# so --gc-sections / -dead_strip can drop what selection leaves unreferenced.
+RUNTIME_COPTS = [
+    "-ffreestanding",
+    "-fno-exceptions",
+    "-fno-rtti",
+    "-fno-threadsafe-statics",
+    "-fno-asynchronous-unwind-tables",
+    "-fno-unwind-tables",
+    "-fno-stack-protector",
+    "-fvisibility=hidden",
+    "-fvisibility-inlines-hidden",
+    "-ffunction-sections",
+    "-fdata-sections",
+    "-fPIC",
+    "-Wall",
+    "-Wextra",
+    "-Werror",
+    "-Wno-unused-parameter",
+]
+
+RUNTIME_CXXOPTS = ["-std=c++17"]
+
+def pare_cc_library(name, srcs = [], hdrs = [], deps = [], defines = [], local_defines = [], textual_hdrs = [], visibility = None, **kwargs):
+    """A freestanding runtime library compiled with the house flags.
+
+    Args:
+      name: target name.
+      srcs: C and C++ sources and private headers.
+      hdrs: public headers.
+      deps: other pare_cc_library targets.
+      defines: preprocessor defines that propagate to dependants.
+      local_defines: preprocessor defines for this target only.
+      textual_hdrs: headers included textually (X-macro .def files).
+      visibility: the usual.
+      **kwargs: passed to cc_library (tags, testonly, ...); copts are not accepted.
+    """
+    if "copts" in kwargs:
+        fail("pare_cc_library(%s): copts is owned by //rules/private:cc.bzl; add flags there, not per target" % name)
+    native.cc_library(
+        name = name,
+        srcs = srcs,
+        hdrs = hdrs,
+        deps = deps,
+        defines = defines,
+        local_defines = local_defines,
+        textual_hdrs = textual_hdrs,
+        copts = RUNTIME_COPTS + select({
+            "//conditions:default": [],
+        }),
+        # Link every object: --gc-sections / -dead_strip, rooted at the
+        # exported C API, decide what stays, not archive member selection.
+        alwayslink = True,
+        visibility = visibility,
+        **kwargs
+    )

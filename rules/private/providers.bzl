@@ -1,0 +1,21 @@
+"""Providers shared by Pare's rules."""
+
+PareLibraryInfo = provider(
+    doc = "One platform's build of a Pare library: what ships and what verification reads.",
+    fields = {
+        "label": "(Label) the target, for error messages",
+        "lib_name": "(str) library base name, e.g. pare_demo for libpare_demo.so",
+        "shared": "(File) stripped shared library (.so / .dylib): what ships",
+        "shared_unstripped": "(File) the same library before stripping, with its symbol table",
+        "static": "(File or None) static archive of the same code (iOS only)",
+    },
+)
+
+PareMultiPlatformInfo = provider(
+    doc = "A Pare library built for several platforms in one build.",
+    fields = {
+        "label": "(Label) the target, for error messages",
+        "libraries": "(dict[str, PareLibraryInfo]) platform row name -> that platform's build",
+        "outputs": "(dict[str, tuple[File]]) platform row name -> files at the stable paths",
+    },
+)

@@ -1,0 +1,43 @@
+"""Platform transitions: build one target for several platforms in one build.
+
+A split transition over //command_line_option:platforms gives each platform
+its own configuration, and so its own output directory (Bazel adds an
+-ST-<hash> suffix), so platforms never overwrite each other's outputs.
+"""
+
+load("//platforms:table.bzl", "PLATFORMS_BY_NAME", "platform_label")
+
+def check_platforms(label, attr_name, names):
+    """Fails naming the attribute and the bad value unless every name is a platform row."""
+    for name in names:
+        if name not in PLATFORMS_BY_NAME:
+            fail("%s: %s contains unknown platform %r; use one of %s (rows of //platforms:table.bzl)" % (
+                label,
+                attr_name,
+                name,
+                ", ".join(sorted(PLATFORMS_BY_NAME.keys())),
+            ))
+
+def _split_impl(settings, attr):
+    return {name: {"//command_line_option:platforms": platform_label(name)} for name in attr.platforms}
+
+platforms_split_transition = transition(
+    implementation = _split_impl,
+    inputs = [],
+    outputs = ["//command_line_option:platforms"],
+)
+
+def _single_impl(settings, attr):
+    return {"//command_line_option:platforms": platform_label(attr.platform)}
+
+platform_transition = transition(
+    implementation = _single_impl,
+    inputs = [],
+    outputs = ["//command_line_option:platforms"],
+)
+
+ALLOWLIST_ATTRS = {
+    "_allowlist_function_transition": attr.label(
+        default = "@bazel_tools//tools/allowlists/function_transition_allowlist",
+    ),
+}

@@ -1,0 +1,95 @@
+"""Symbol lists of the system libraries Pare links against without an SDK.
+
+Android: the runtime's .so must carry DT_NEEDED entries for Bionic's libc.so,
+libm.so and liblog.so, resolved at link time against stub libraries, as the
+NDK's own stubs are (//toolchains/android:system_stubs turns these lists into
+ELF stubs with llvm-ifs). iOS: libSystem.B.dylib re-exports libc and libm;
+//toolchains/ios:libsystem writes a TAPI .tbd stub from the same lists.
+
+A symbol missing here fails the link with `-z defs` / ld64's undefined-symbol
+error naming it: add it to the right list (only symbols the real library
+exports on the minimum API level / OS version).
+"""
+
+LIBC_FUNCTIONS = [
+    "abort",
+    "aligned_alloc",
+    "calloc",
+    "clock_gettime",
+    "close",
+    "fclose",
+    "fopen",
+    "fread",
+    "free",
+    "fseek",
+    "fstat",
+    "ftell",
+    "fwrite",
+    "malloc",
+    "memchr",
+    "memcmp",
+    "memcpy",
+    "memmove",
+    "memset",
+    "mmap",
+    "munmap",
+    "open",
+    "posix_memalign",
+    "read",
+    "realloc",
+    "snprintf",
+    "strcmp",
+    "strlen",
+    "strncmp",
+    "vsnprintf",
+    "write",
+    "__errno",
+    "__stack_chk_fail",
+]
+
+LIBC_OBJECTS = [
+    "__stack_chk_guard",
+    "__sF",
+]
+
+_LIBM_F32 = [
+    "acosf",
+    "asinf",
+    "atan2f",
+    "atanf",
+    "ceilf",
+    "cosf",
+    "coshf",
+    "erff",
+    "exp2f",
+    "expf",
+    "expm1f",
+    "fabsf",
+    "floorf",
+    "fmaxf",
+    "fminf",
+    "fmodf",
+    "log10f",
+    "log1pf",
+    "log2f",
+    "logf",
+    "nearbyintf",
+    "powf",
+    "remainderf",
+    "rintf",
+    "roundf",
+    "sinf",
+    "sinhf",
+    "sqrtf",
+    "tanf",
+    "tanhf",
+    "truncf",
+]
+
+# Every float function also in its double form (drop the trailing "f").
+LIBM_FUNCTIONS = _LIBM_F32 + [f[:-1] for f in _LIBM_F32]
+
+LIBLOG_FUNCTIONS = [
+    "__android_log_print",
+    "__android_log_write",
+]

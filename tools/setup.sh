@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# Sets up this machine for Pare. Idempotent: safe to re-run; each step says
+# what it does and skips what is already done. Needs root (or sudo) for apt.
+#
+#   1. apt: Bazel 4.2.3 (bazel-bootstrap) + @platforms (bazel-platforms),
+#      clang/lld/llvm 16, qemu-user and the aarch64 glibc cross packages
+#      (Android emulator harness), JDK headers.
+#   2. .venv: Python deps from requirements.txt (torch pinned, CPU wheel).
+#   3. npm: bazelisk, pinned in package.json / package-lock.json.
+#   4. Machine-specific Bazel settings, in files that are not checked in:
+#      .bazelrc.local (the @platforms override, the venv interpreter) and
+#      .bazeliskrc (bazelisk runs Debian's Bazel binary; see docs/bazel.md).
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$root"
+
+say() { printf '\033[1msetup:\033[0m %s\n' "$*"; }
+as_root() { if [[ $(id -u) -eq 0 ]]; then "$@"; else sudo "$@"; fi; }
+
+APT_PACKAGES=(
+  bazel-bootstrap bazel-platforms
+  clang-16 lld-16 llvm-16
+  qemu-user libc6-dev-arm64-cross libgcc-12-dev-arm64-cross
+  openjdk-17-jdk-headless zip unzip file
+)
+
+missing=()
+for pkg in "${APT_PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
+done
+if ((${#missing[@]})); then
+  say "apt: installing ${missing[*]}"
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get update -q
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}"
+else
+  say "apt: all ${#APT_PACKAGES[@]} packages present"
+fi
+
+python="${PARE_HOST_PYTHON:-python3}"
+if [[ ! -x .venv/bin/python3 ]]; then
+  say "venv: creating .venv with $($python --version)"
+  "$python" -m venv .venv
+fi
+stamp=.venv/.pare-requirements.sha256
+want="$(sha256sum requirements.txt | cut -d' ' -f1)"
+if [[ "$(cat "$stamp" 2>/dev/null)" != "$want" ]]; then
+  say "venv: installing requirements.txt (torch==2.13.0 CPU and friends)"
+  .venv/bin/python3 -m pip install -q --disable-pip-version-check -r requirements.txt
+  echo "$want" > "$stamp"
+else
+  say "venv: requirements.txt already installed"
+fi
+
+if [[ ! -x node_modules/.bin/bazelisk ]] || ! cmp -s package-lock.json node_modules/.package-lock.json 2>/dev/null; then
+  say "npm: installing bazelisk (package-lock.json)"
+  npm ci --no-audit --no-fund --loglevel=error
+else
+  say "npm: bazelisk already installed"
+fi
+
+platforms_dir="$(dirname "$(dpkg -L bazel-platforms | grep '/platforms/WORKSPACE$' | head -n1)")"
+bazel_bin="$(dpkg -L bazel-bootstrap | grep -E '^/usr/bin/bazel-[0-9]' | head -n1)"
+[[ -d "$platforms_dir" ]] || { echo "setup: bazel-platforms' directory not found" >&2; exit 1; }
+[[ -x "$bazel_bin" ]] || { echo "setup: bazel-bootstrap's binary not found" >&2; exit 1; }
+
+write_if_changed() {  # file, content
+  if [[ "$(cat "$1" 2>/dev/null)" != "$2" ]]; then
+    printf '%s\n' "$2" > "$1"
+    say "wrote $1"
+  fi
+}
+write_if_changed .bazelrc.local "# Written by tools/setup.sh for this machine; not checked in.
+build --override_repository=platforms=$platforms_dir
+build --repo_env=PARE_PYTHON=$root/.venv/bin/python3"
+write_if_changed .bazeliskrc "# Written by tools/setup.sh: run Debian's Bazel 4.2.3 offline.
+USE_BAZEL_VERSION=$bazel_bin"
+
+say "done: tools/bazel runs Bazel $(dpkg-query -W -f='${Version}' bazel-bootstrap) ($bazel_bin) with clang $(clang-16 --version | head -n1 | grep -oE '[0-9]+\.[0-9]+\.[0-9]+')"
