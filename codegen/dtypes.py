@@ -1,0 +1,92 @@
+"""Dtype names: Pare's ten, PyTorch's full ScalarType list, C++ spellings.
+
+Manifests name dtypes as PyTorch's `ScalarType` does (the strings in
+`kernel_metadata`). Pare's kernels reach ten of them; the rest are valid
+PyTorch names that no Pare kernel can reach, which is different from a typo.
+"""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Dtype:
+    name: str  # PyTorch ScalarType name, as in kernel_metadata
+    value: int  # PyTorch's numeric ScalarType value, kept by pare::ScalarType
+    cpp_elf: str  # demangled C++ type on Linux and Android
+    cpp_macho: str  # demangled C++ type on Apple targets
+
+
+# In pare::ScalarType order. int64_t is `long` on LP64 Linux/Android but
+# `long long` on Apple, and demangled symbols show the underlying type.
+PARE_DTYPES: tuple[Dtype, ...] = (
+    Dtype("Byte", 0, "unsigned char", "unsigned char"),
+    Dtype("Char", 1, "signed char", "signed char"),
+    Dtype("Short", 2, "short", "short"),
+    Dtype("Int", 3, "int", "int"),
+    Dtype("Long", 4, "long", "long long"),
+    Dtype("Half", 5, "pare::Half", "pare::Half"),
+    Dtype("Float", 6, "float", "float"),
+    Dtype("Double", 7, "double", "double"),
+    Dtype("Bool", 11, "bool", "bool"),
+    Dtype("BFloat16", 15, "pare::BFloat16", "pare::BFloat16"),
+)
+
+DTYPES_BY_NAME: dict[str, Dtype] = {d.name: d for d in PARE_DTYPES}
+PARE_DTYPE_NAMES: tuple[str, ...] = tuple(d.name for d in PARE_DTYPES)
+
+# Every c10::ScalarType name (torch 2.13, values 0..45). A manifest traced by
+# PyTorch may carry any of these; tests compare this list with torch's header.
+PYTORCH_SCALAR_TYPE_NAMES: frozenset[str] = frozenset(
+    """
+    Byte Char Short Int Long Half Float Double ComplexHalf ComplexFloat
+    ComplexDouble Bool QInt8 QUInt8 QInt32 BFloat16 QUInt4x2 QUInt2x4 Bits1x8
+    Bits2x4 Bits4x2 Bits8 Bits16 Float8_e5m2 Float8_e4m3fn Float8_e5m2fnuz
+    Float8_e4m3fnuz UInt16 UInt32 UInt64 UInt1 UInt2 UInt3 UInt4 UInt5 UInt6
+    UInt7 Int1 Int2 Int3 Int4 Int5 Int6 Int7 Float8_e8m0fnu Float4_e2m1fn_x2
+    """.split()
+)
+
+# What people type instead of the ScalarType name.
+_ALIASES: dict[str, str] = {
+    "uint8": "Byte",
+    "int8": "Char",
+    "int16": "Short",
+    "short": "Short",
+    "int32": "Int",
+    "int": "Int",
+    "int64": "Long",
+    "long": "Long",
+    "float16": "Half",
+    "half": "Half",
+    "float32": "Float",
+    "float": "Float",
+    "float64": "Double",
+    "double": "Double",
+    "bool": "Bool",
+    "bfloat16": "BFloat16",
+    "byte": "Byte",
+    "char": "Char",
+}
+
+
+def suggest_dtype(name: str) -> str | None:
+    """The Pare dtype name a misspelt `name` most likely meant, or None."""
+    key = name.strip()
+    for prefix in ("torch.", "at::ScalarType::", "c10::ScalarType::", "ScalarType::", "k"):
+        if key.startswith(prefix) and key[len(prefix) :]:
+            stripped = key[len(prefix) :]
+            if prefix != "k" or stripped[0].isupper():
+                key = stripped
+    if key in DTYPES_BY_NAME:
+        return key
+    lowered = key.lower()
+    if lowered in _ALIASES:
+        return _ALIASES[lowered]
+    for d in PARE_DTYPE_NAMES:
+        if d.lower() == lowered:
+            return d
+    close = difflib.get_close_matches(key, PARE_DTYPE_NAMES, n=1, cutoff=0.5)
+    return close[0] if close else None
