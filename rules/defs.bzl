@@ -7,8 +7,20 @@ load(
     _pare_multi_platform_library = "pare_multi_platform_library",
     _pare_platform_files = "pare_platform_files",
 )
+load("//rules/private:manifest.bzl", _op_manifest = "op_manifest")
+load(
+    "//rules/private:mobile.bzl",
+    _pare_android_aar = "pare_android_aar",
+    _pare_ios_xcframework = "pare_ios_xcframework",
+    _pare_java_library = "pare_java_library",
+)
+load("//rules/private:selection.bzl", _pare_selection = "pare_selection")
+load("//rules/private:verify.bzl", _pare_verify_test = "pare_verify_test")
+load("//rules/private:selective_runtime.bzl", _selective_runtime = "selective_runtime")
 load(
     "//rules/private:providers.bzl",
+    _OpManifestInfo = "OpManifestInfo",
+    _PareSelectionInfo = "PareSelectionInfo",
     _PareLibraryInfo = "PareLibraryInfo",
     _PareMultiPlatformInfo = "PareMultiPlatformInfo",
 )
@@ -19,3 +31,12 @@ pare_multi_platform_library = _pare_multi_platform_library
 pare_platform_files = _pare_platform_files
 PareLibraryInfo = _PareLibraryInfo
 PareMultiPlatformInfo = _PareMultiPlatformInfo
+op_manifest = _op_manifest
+pare_selection = _pare_selection
+selective_runtime = _selective_runtime
+OpManifestInfo = _OpManifestInfo
+PareSelectionInfo = _PareSelectionInfo
+pare_android_aar = _pare_android_aar
+pare_ios_xcframework = _pare_ios_xcframework
+pare_java_library = _pare_java_library
+pare_verify_test = _pare_verify_test

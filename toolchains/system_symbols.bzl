@@ -25,6 +25,7 @@ LIBC_FUNCTIONS = [
     "fstat",
     "ftell",
     "fwrite",
+    "lseek",
     "malloc",
     "memchr",
     "memcmp",
@@ -88,6 +89,14 @@ _LIBM_F32 = [
 
 # Every float function also in its double form (drop the trailing "f").
 LIBM_FUNCTIONS = _LIBM_F32 + [f[:-1] for f in _LIBM_F32]
+
+# Darwin-only libSystem entry points clang emits calls to on its own (it
+# lowers zeroing memset to bzero on Apple targets).
+DARWIN_EXTRA_FUNCTIONS = [
+    "__bzero",
+    "bzero",
+    "memset_pattern16",
+]
 
 LIBLOG_FUNCTIONS = [
     "__android_log_print",

@@ -19,3 +19,22 @@ PareMultiPlatformInfo = provider(
         "outputs": "(dict[str, tuple[File]]) platform row name -> files at the stable paths",
     },
 )
+
+OpManifestInfo = provider(
+    doc = "A selected-operators manifest (PyTorch's YAML schema) and where it came from.",
+    fields = {
+        "label": "(Label) the op_manifest target, for error messages",
+        "manifest": "(File) the YAML file",
+    },
+)
+
+PareSelectionInfo = provider(
+    doc = "Selection headers generated from one manifest, and what they promise.",
+    fields = {
+        "label": "(Label) the selection target",
+        "manifest": "(File) the manifest the headers were generated from",
+        "manifest_label": "(str) label of that manifest, for reports",
+        "headers": "(depset[File]) pare_selection/*.h",
+        "expected_symbols": "(File) expected_symbols.json, for tools/verify",
+    },
+)

@@ -77,6 +77,57 @@ def call_i32(library: Path, symbol: str, arg: int) -> int:
     return int(proc.stdout.strip())
 
 
+@dataclass(frozen=True)
+class TensorData:
+    """A contiguous tensor crossing the harness boundary: ScalarType code,
+    sizes, and its little-endian element bytes."""
+
+    dtype: int
+    sizes: tuple[int, ...]
+    data: bytes
+
+
+def run_program(library: Path, program: bytes, method: str, inputs: list[TensorData],
+                timeout: float = 600) -> list:
+    """Runs METHOD of a Pare program on an Android runtime .so under emulation
+    (the harness's `run` mode). Returns one entry per output: TensorData,
+    int, float, bool, or None for other value kinds."""
+    with tempfile.TemporaryDirectory(prefix="pare-run-") as tmp:
+        root = Path(tmp)
+        (root / "program.pare").write_bytes(program)
+        out_dir = root / "out"
+        out_dir.mkdir()
+        specs = []
+        for i, t in enumerate(inputs):
+            path = root / f"input{i}.bin"
+            path.write_bytes(t.data)
+            specs.append(f"{t.dtype}:{'x'.join(str(s) for s in t.sizes)}:{path}")
+        proc = run(["run", str(Path(library).resolve()), str(root / "program.pare"), method, str(out_dir), *specs],
+                   timeout=timeout, text=True)
+        if proc.returncode != 0:
+            message = proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else f"exit {proc.returncode}"
+            raise HarnessError(f"harness failed ({proc.returncode}): {message.removeprefix('harness: ')}")
+        outputs: list = []
+        for line in proc.stdout.splitlines():
+            fields = line.split()
+            if len(fields) < 3 or fields[0] != "output":
+                continue
+            index, kind = int(fields[1]), fields[2]
+            if kind == "tensor":
+                dtype, ndim = int(fields[3]), int(fields[4])
+                sizes = tuple(int(s) for s in fields[5:5 + ndim])
+                outputs.append(TensorData(dtype, sizes, (out_dir / f"output{index}.bin").read_bytes()))
+            elif kind == "int":
+                outputs.append(int(fields[3]))
+            elif kind == "double":
+                outputs.append(float(fields[3]))
+            elif kind == "bool":
+                outputs.append(fields[3] != "0")
+            else:
+                outputs.append(None)
+        return outputs
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tools.android_harness.run", description=__doc__)
     sub = parser.add_subparsers(dest="cmd", required=True)
@@ -84,10 +135,29 @@ def main(argv: list[str] | None = None) -> int:
     call.add_argument("library", type=Path)
     call.add_argument("symbol")
     call.add_argument("arg", type=int)
+    prog = sub.add_parser("run", help="run a method of a Pare program on an Android runtime .so; prints the "
+                          "harness's output lines (tensor data stays in its temporary directory)")
+    prog.add_argument("library", type=Path)
+    prog.add_argument("program", type=Path)
+    prog.add_argument("method")
+    prog.add_argument("inputs", nargs="*", metavar="DTYPE:SIZES:FILE",
+                      help="ScalarType code, sizes joined by 'x', raw little-endian element file")
     args = parser.parse_args(argv)
     try:
-        print(call_i32(args.library, args.symbol, args.arg))
-    except HarnessError as e:
+        if args.cmd == "call-i32":
+            print(call_i32(args.library, args.symbol, args.arg))
+        else:
+            inputs = []
+            for spec in args.inputs:
+                dtype, sizes, path = spec.split(":", 2)
+                inputs.append(TensorData(int(dtype), tuple(int(s) for s in sizes.split("x") if s),
+                                         Path(path).read_bytes()))
+            for i, out in enumerate(run_program(args.library, args.program.read_bytes(), args.method, inputs)):
+                if isinstance(out, TensorData):
+                    print(f"output {i} tensor dtype={out.dtype} sizes={list(out.sizes)} bytes={len(out.data)}")
+                else:
+                    print(f"output {i} {out!r}")
+    except (HarnessError, OSError, ValueError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     return 0

@@ -1,0 +1,98 @@
+"""Element types: PyTorch ScalarType codes and names, and numpy equivalents.
+
+The codes and names are the ones the program format, the C API and PyTorch
+manifests (kernel_metadata) use. numpy has no bfloat16: BFloat16 data is
+exchanged as float32 (converted with round-to-nearest-even, like PyTorch)
+or as raw uint16 bits.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+
+@dataclasses.dataclass(frozen=True)
+class DType:
+    name: str  # PyTorch ScalarType name ("Float")
+    code: int  # PyTorch ScalarType code (6)
+    itemsize: int
+    numpy: np.dtype | None  # None for BFloat16
+    torch_name: str  # "float32"
+
+    @property
+    def is_floating(self) -> bool:
+        return self.name in ("Half", "BFloat16", "Float", "Double")
+
+    def __str__(self) -> str:
+        return self.name
+
+
+_ALL = [
+    DType("Byte", 0, 1, np.dtype(np.uint8), "uint8"),
+    DType("Char", 1, 1, np.dtype(np.int8), "int8"),
+    DType("Short", 2, 2, np.dtype(np.int16), "int16"),
+    DType("Int", 3, 4, np.dtype(np.int32), "int32"),
+    DType("Long", 4, 8, np.dtype(np.int64), "int64"),
+    DType("Half", 5, 2, np.dtype(np.float16), "float16"),
+    DType("Float", 6, 4, np.dtype(np.float32), "float32"),
+    DType("Double", 7, 8, np.dtype(np.float64), "float64"),
+    DType("Bool", 11, 1, np.dtype(np.bool_), "bool"),
+    DType("BFloat16", 15, 2, None, "bfloat16"),
+]
+
+BY_NAME = {d.name: d for d in _ALL}
+BY_CODE = {d.code: d for d in _ALL}
+ALL = tuple(_ALL)
+
+Byte, Char, Short, Int, Long, Half, Float, Double, Bool, BFloat16 = _ALL
+
+_ALIASES = {
+    # numpy / torch spellings
+    "uint8": Byte, "int8": Char, "int16": Short, "short": Short, "int32": Int, "int": Int,
+    "int64": Long, "long": Long, "float16": Half, "half": Half, "float32": Float,
+    "float": Float, "float64": Double, "double": Double, "bool": Bool, "bfloat16": BFloat16,
+}
+
+
+def get(x) -> DType:
+    """Resolves a DType from a DType, a ScalarType name or code, a numpy
+    dtype, or a torch dtype (without importing torch)."""
+    if isinstance(x, DType):
+        return x
+    if isinstance(x, bool):
+        raise TypeError(f"not a dtype: {x!r}")
+    if isinstance(x, int):
+        if x in BY_CODE:
+            return BY_CODE[x]
+        raise ValueError(f"unsupported ScalarType code {x}; supported: {sorted(BY_CODE)}")
+    if isinstance(x, str):
+        if x in BY_NAME:
+            return BY_NAME[x]
+        key = x.removeprefix("torch.").lower()
+        if key in _ALIASES:
+            return _ALIASES[key]
+        raise ValueError(f"unknown dtype {x!r}; use a PyTorch ScalarType name such as 'Float'")
+    text = str(x)
+    if text.startswith("torch."):
+        return get(text)
+    try:
+        np_dtype = np.dtype(x)
+    except TypeError:
+        raise TypeError(f"not a dtype: {x!r}") from None
+    for d in _ALL:
+        if d.numpy == np_dtype:
+            return d
+    raise ValueError(f"numpy dtype {np_dtype} has no Pare equivalent")
+
+
+def float32_to_bfloat16_bits(a: np.ndarray) -> np.ndarray:
+    """Rounds float32 values to bfloat16 (nearest even, NaN -> 0x7FC0), as bits."""
+    bits = np.ascontiguousarray(a, dtype=np.float32).view(np.uint32)
+    rounded = ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16).astype(np.uint16)
+    return np.where(np.isnan(a), np.uint16(0x7FC0), rounded).astype(np.uint16)
+
+
+def bfloat16_bits_to_float32(bits: np.ndarray) -> np.ndarray:
+    return (np.ascontiguousarray(bits, dtype=np.uint16).astype(np.uint32) << 16).view(np.float32)

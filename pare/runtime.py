@@ -1,0 +1,429 @@
+"""ctypes binding for a Pare runtime shared library (runtime/c_api/pare.h).
+
+    from pare.runtime import Runtime
+
+    rt = Runtime("bazel-bin/runtime/libfull.so")
+    program = rt.load(program_bytes)
+    forward = program.method("forward")
+    (y,) = forward.run(np.ones((1, 16), np.float32))
+
+Every failure raises :class:`PareError` with the runtime's message and
+status. Each Runtime loads its library with RTLD_LOCAL, so differently
+selected runtimes can be used side by side in one process.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import dataclasses
+import os
+from typing import Any, Sequence
+
+import numpy as np
+
+from pare import dtypes as _dtypes
+
+MAX_DIM = 8
+_VALUE_KINDS = {0: "None", 1: "Tensor", 2: "int", 3: "float", 4: "bool", 5: "int[]", 6: "float[]", 7: "str",
+                8: "Tensor[]", 9: "Object"}
+
+
+class PareError(Exception):
+    """A runtime call failed; `status` is the pare_status code, `status_name`
+    its name (e.g. "OperatorNotSelected"), str(e) the runtime's message."""
+
+    def __init__(self, message: str, status: int, status_name: str):
+        super().__init__(message)
+        self.status = status
+        self.status_name = status_name
+
+
+class _TensorInfo(ctypes.Structure):
+    _fields_ = [
+        ("dtype", ctypes.c_int32),
+        ("ndim", ctypes.c_int32),
+        ("sizes", ctypes.c_int64 * MAX_DIM),
+        ("strides", ctypes.c_int64 * MAX_DIM),
+        ("data", ctypes.c_void_p),
+    ]
+
+
+class _MemoryStats(ctypes.Structure):
+    _fields_ = [(name, ctypes.c_uint64) for name in
+                ("arena_bytes", "planned_arena_bytes", "persistent_bytes", "num_plans", "temporary_blocks")]
+
+
+@dataclasses.dataclass(frozen=True)
+class MemoryStats:
+    arena_bytes: int
+    planned_arena_bytes: int
+    persistent_bytes: int
+    num_plans: int
+    temporary_blocks: int
+
+
+@dataclasses.dataclass(frozen=True)
+class Inventory:
+    """What a runtime build contains."""
+
+    ops: tuple[str, ...]
+    kernel_dtypes: dict[str, tuple[str, ...]]  # tag -> dtype names
+    classes: tuple[str, ...]
+    features: tuple[str, ...]
+
+
+@dataclasses.dataclass(frozen=True)
+class OpUse:
+    root: bool  # called by a method's instruction list
+    non_root: bool  # called from inside another kernel
+
+
+@dataclasses.dataclass(frozen=True)
+class Trace:
+    """What programs used on an instrumentation build."""
+
+    ops: dict[str, OpUse]
+    kernel_dtypes: dict[str, tuple[str, ...]]
+    classes: tuple[str, ...]
+    features: tuple[str, ...]
+
+
+@dataclasses.dataclass(frozen=True)
+class InputInfo:
+    dtype: str | None  # None: any
+    shape: tuple[int | None, ...] | None  # None entries: any size; None: any rank
+
+
+@dataclasses.dataclass(frozen=True)
+class ProfileEntry:
+    instruction: int
+    op: str
+    calls: int
+    seconds: float
+
+
+_c = ctypes
+_P = ctypes.c_void_p
+_SIGNATURES = {
+    "pare_version": (_c.c_char_p, []),
+    "pare_format_version_major": (_c.c_uint32, []),
+    "pare_is_tracing_build": (_c.c_int, []),
+    "pare_status_name": (_c.c_char_p, [_c.c_int]),
+    "pare_dtype_name": (_c.c_char_p, [_c.c_int32]),
+    "pare_op_count": (_c.c_size_t, []),
+    "pare_op_name": (_c.c_char_p, [_c.c_size_t]),
+    "pare_kernel_dtype_count": (_c.c_size_t, []),
+    "pare_kernel_dtype": (_c.c_int, [_c.c_size_t, _c.POINTER(_c.c_char_p), _c.POINTER(_c.c_char_p)]),
+    "pare_class_count": (_c.c_size_t, []),
+    "pare_class_name": (_c.c_char_p, [_c.c_size_t]),
+    "pare_feature_count": (_c.c_size_t, []),
+    "pare_feature_name": (_c.c_char_p, [_c.c_size_t]),
+    "pare_program_load": (_c.c_int, [_c.c_void_p, _c.c_size_t, _c.c_uint32, _c.POINTER(_P)]),
+    "pare_program_load_file": (_c.c_int, [_c.c_char_p, _c.POINTER(_P)]),
+    "pare_program_destroy": (None, [_P]),
+    "pare_program_error_message": (_c.c_char_p, [_P]),
+    "pare_program_constants_in_place": (_c.c_int, [_P]),
+    "pare_program_method_count": (_c.c_size_t, [_P]),
+    "pare_program_method_name": (_c.c_char_p, [_P, _c.c_size_t]),
+    "pare_method_create": (_c.c_int, [_P, _c.c_char_p, _c.POINTER(_P)]),
+    "pare_method_destroy": (None, [_P]),
+    "pare_method_error_message": (_c.c_char_p, [_P]),
+    "pare_method_input_count": (_c.c_size_t, [_P]),
+    "pare_method_output_count": (_c.c_size_t, [_P]),
+    "pare_method_input_info": (_c.c_int, [_P, _c.c_size_t, _c.POINTER(_TensorInfo)]),
+    "pare_method_set_input": (_c.c_int, [_P, _c.c_size_t, _c.c_int32, _c.POINTER(_c.c_int64), _c.c_size_t,
+                                         _c.POINTER(_c.c_int64), _c.c_void_p, _c.c_size_t]),
+    "pare_method_execute": (_c.c_int, [_P]),
+    "pare_method_output_kind": (_c.c_int, [_P, _c.c_size_t, _c.POINTER(_c.c_int32)]),
+    "pare_method_output_tensor": (_c.c_int, [_P, _c.c_size_t, _c.POINTER(_TensorInfo)]),
+    "pare_method_output_int": (_c.c_int, [_P, _c.c_size_t, _c.POINTER(_c.c_int64)]),
+    "pare_method_output_double": (_c.c_int, [_P, _c.c_size_t, _c.POINTER(_c.c_double)]),
+    "pare_method_output_bool": (_c.c_int, [_P, _c.c_size_t, _c.POINTER(_c.c_int32)]),
+    "pare_method_memory_stats": (_c.c_int, [_P, _c.POINTER(_MemoryStats)]),
+    "pare_method_set_profiling": (_c.c_int, [_P, _c.c_int]),
+    "pare_method_instruction_count": (_c.c_size_t, [_P]),
+    "pare_method_profile": (_c.c_int, [_P, _c.c_size_t, _c.POINTER(_c.c_char_p), _c.POINTER(_c.c_uint64),
+                                       _c.POINTER(_c.c_uint64)]),
+    "pare_ticks_per_second": (_c.c_uint64, []),
+    "pare_trace_op_count": (_c.c_size_t, [_P]),
+    "pare_trace_op": (_c.c_int, [_P, _c.c_size_t, _c.POINTER(_c.c_char_p), _c.POINTER(_c.c_int32)]),
+    "pare_trace_kernel_dtype_count": (_c.c_size_t, [_P]),
+    "pare_trace_kernel_dtype": (_c.c_int, [_P, _c.c_size_t, _c.POINTER(_c.c_char_p), _c.POINTER(_c.c_char_p)]),
+    "pare_trace_class_count": (_c.c_size_t, [_P]),
+    "pare_trace_class": (_c.c_char_p, [_P, _c.c_size_t]),
+    "pare_trace_feature_count": (_c.c_size_t, [_P]),
+    "pare_trace_feature": (_c.c_char_p, [_P, _c.c_size_t]),
+    "pare_trace_reset": (None, [_P]),
+}
+
+
+def _s(b: bytes | None) -> str | None:
+    # Names come from program files; never let a stray byte raise here.
+    return None if b is None else b.decode(errors="replace")
+
+
+class Runtime:
+    """A loaded runtime library (one build: full, selective or tracing)."""
+
+    def __init__(self, path: str | os.PathLike):
+        self.path = os.fspath(path)
+        try:
+            self._lib = ctypes.CDLL(self.path, mode=os.RTLD_LOCAL | os.RTLD_NOW)
+        except OSError as e:
+            raise PareError(f"cannot load runtime library {self.path}: {e}", -1, "FileError") from None
+        for name, (restype, argtypes) in _SIGNATURES.items():
+            fn = getattr(self._lib, name)
+            fn.restype = restype
+            fn.argtypes = argtypes
+
+    @property
+    def version(self) -> str:
+        return _s(self._lib.pare_version())
+
+    @property
+    def format_version(self) -> int:
+        return self._lib.pare_format_version_major()
+
+    @property
+    def is_tracing_build(self) -> bool:
+        return bool(self._lib.pare_is_tracing_build())
+
+    def status_name(self, status: int) -> str:
+        return _s(self._lib.pare_status_name(status))
+
+    def _error(self, status: int, message: str | None) -> PareError:
+        return PareError(message or self.status_name(status), status, self.status_name(status))
+
+    def inventory(self) -> Inventory:
+        lib = self._lib
+        ops = tuple(_s(lib.pare_op_name(i)) for i in range(lib.pare_op_count()))
+        kernel_dtypes: dict[str, list[str]] = {}
+        tag, dtype = ctypes.c_char_p(), ctypes.c_char_p()
+        for i in range(lib.pare_kernel_dtype_count()):
+            lib.pare_kernel_dtype(i, ctypes.byref(tag), ctypes.byref(dtype))
+            kernel_dtypes.setdefault(_s(tag.value), []).append(_s(dtype.value))
+        classes = tuple(_s(lib.pare_class_name(i)) for i in range(lib.pare_class_count()))
+        features = tuple(_s(lib.pare_feature_name(i)) for i in range(lib.pare_feature_count()))
+        return Inventory(ops, {k: tuple(v) for k, v in kernel_dtypes.items()}, classes, features)
+
+    def load(self, data: bytes, *, borrow: bool = False) -> "Program":
+        """Loads program bytes. By default the runtime copies them; with
+        borrow=True they are placed in a 64-byte aligned buffer the Program
+        keeps alive and the runtime uses in place (as with an mmap'd file)."""
+        handle = ctypes.c_void_p()
+        if borrow:
+            storage = np.empty(len(data) + 64, dtype=np.uint8)
+            start = -storage.ctypes.data % 64
+            buf = storage[start:start + len(data)]
+            buf[:] = np.frombuffer(data, dtype=np.uint8)
+            status = self._lib.pare_program_load(buf.ctypes.data, len(data), 0, ctypes.byref(handle))
+            return self._finish_load(status, handle, keep_alive=storage)
+        buf = ctypes.create_string_buffer(bytes(data), len(data)) if data else None
+        status = self._lib.pare_program_load(buf, len(data), 1, ctypes.byref(handle))
+        return self._finish_load(status, handle)
+
+    def load_file(self, path: str | os.PathLike) -> "Program":
+        handle = ctypes.c_void_p()
+        status = self._lib.pare_program_load_file(os.fsencode(path), ctypes.byref(handle))
+        return self._finish_load(status, handle)
+
+    def _finish_load(self, status: int, handle: ctypes.c_void_p, keep_alive=None) -> "Program":
+        if status != 0:
+            message = _s(self._lib.pare_program_error_message(handle))
+            self._lib.pare_program_destroy(handle)
+            raise self._error(status, message)
+        return Program(self, handle, keep_alive)
+
+
+class Program:
+    def __init__(self, runtime: Runtime, handle: ctypes.c_void_p, keep_alive=None):
+        self.runtime = runtime
+        self._lib = runtime._lib
+        self._handle = handle
+        self._borrowed = keep_alive  # bytes the runtime reads in place
+
+    def __del__(self):
+        self.close()
+
+    def close(self) -> None:
+        if getattr(self, "_handle", None):
+            self._lib.pare_program_destroy(self._handle)
+            self._handle = None
+
+    @property
+    def constants_in_place(self) -> bool:
+        return bool(self._lib.pare_program_constants_in_place(self._handle))
+
+    @property
+    def method_names(self) -> list[str]:
+        n = self._lib.pare_program_method_count(self._handle)
+        return [_s(self._lib.pare_program_method_name(self._handle, i)) for i in range(n)]
+
+    def method(self, name: str = "forward") -> "Method":
+        handle = ctypes.c_void_p()
+        status = self._lib.pare_method_create(self._handle, name.encode(), ctypes.byref(handle))
+        if status != 0:
+            message = _s(self._lib.pare_method_error_message(handle)) if handle else None
+            if handle:
+                self._lib.pare_method_destroy(handle)
+            raise self.runtime._error(status, message)
+        return Method(self, handle)
+
+    def trace(self) -> Trace:
+        lib, h = self._lib, self._handle
+        ops = {}
+        name, flags = ctypes.c_char_p(), ctypes.c_int32()
+        for i in range(lib.pare_trace_op_count(h)):
+            lib.pare_trace_op(h, i, ctypes.byref(name), ctypes.byref(flags))
+            ops[_s(name.value)] = OpUse(bool(flags.value & 1), bool(flags.value & 2))
+        kernel_dtypes: dict[str, list[str]] = {}
+        tag, dtype = ctypes.c_char_p(), ctypes.c_char_p()
+        for i in range(lib.pare_trace_kernel_dtype_count(h)):
+            lib.pare_trace_kernel_dtype(h, i, ctypes.byref(tag), ctypes.byref(dtype))
+            kernel_dtypes.setdefault(_s(tag.value), []).append(_s(dtype.value))
+        classes = tuple(_s(lib.pare_trace_class(h, i)) for i in range(lib.pare_trace_class_count(h)))
+        features = tuple(_s(lib.pare_trace_feature(h, i)) for i in range(lib.pare_trace_feature_count(h)))
+        return Trace(ops, {k: tuple(v) for k, v in kernel_dtypes.items()}, classes, features)
+
+    def reset_trace(self) -> None:
+        self._lib.pare_trace_reset(self._handle)
+
+
+class Method:
+    def __init__(self, program: Program, handle: ctypes.c_void_p):
+        self.program = program  # keeps the program alive longer than the method
+        self._lib = program._lib
+        self._handle = handle
+        self._inputs: dict[int, np.ndarray] = {}  # borrowed by the runtime
+        self._output_dtypes: list[str | None] = []
+
+    def __del__(self):
+        self.close()
+
+    def close(self) -> None:
+        if getattr(self, "_handle", None):
+            self._lib.pare_method_destroy(self._handle)
+            self._handle = None
+
+    def _check(self, status: int) -> None:
+        if status != 0:
+            raise self.program.runtime._error(status, _s(self._lib.pare_method_error_message(self._handle)))
+
+    @property
+    def num_inputs(self) -> int:
+        return self._lib.pare_method_input_count(self._handle)
+
+    @property
+    def num_outputs(self) -> int:
+        return self._lib.pare_method_output_count(self._handle)
+
+    def input_info(self, index: int) -> InputInfo:
+        info = _TensorInfo()
+        self._check(self._lib.pare_method_input_info(self._handle, index, ctypes.byref(info)))
+        dtype = None if info.dtype < 0 else _s(self._lib.pare_dtype_name(info.dtype))
+        shape = None if info.ndim < 0 else tuple(None if s < 0 else s for s in info.sizes[:info.ndim])
+        return InputInfo(dtype, shape)
+
+    def set_input(self, index: int, array, dtype=None) -> None:
+        """Sets input `index` from a numpy array (kept referenced until the
+        next set_input of that index). `dtype` overrides the array's dtype:
+        for BFloat16 pass float32 values (rounded here) or uint16 bits."""
+        arr = np.asarray(array)
+        if dtype is None:
+            declared = self.input_info(index).dtype
+            dt = _dtypes.BFloat16 if declared == "BFloat16" and arr.dtype != np.float16 else _dtypes.get(arr.dtype)
+        else:
+            dt = _dtypes.get(dtype)
+        if dt is _dtypes.BFloat16:
+            arr = arr.view(np.uint16) if arr.dtype == np.uint16 else _dtypes.float32_to_bfloat16_bits(arr)
+        elif arr.dtype != dt.numpy:
+            raise PareError(f"input {index}: array dtype {arr.dtype} does not match dtype {dt.name}", 0x10,
+                            "InvalidArgument")
+        itemsize = arr.dtype.itemsize
+        if arr.ndim > MAX_DIM:
+            raise PareError(f"input {index}: rank {arr.ndim} exceeds {MAX_DIM}", 0x31, "LimitExceeded")
+        if any(s < 0 or s % itemsize for s in arr.strides):
+            arr = np.ascontiguousarray(arr)  # negative or unaligned strides: copy
+        sizes = (ctypes.c_int64 * max(arr.ndim, 1))(*arr.shape)
+        strides = (ctypes.c_int64 * max(arr.ndim, 1))(*(s // itemsize for s in arr.strides))
+        extent = 0 if arr.size == 0 else (sum((n - 1) * s for n, s in zip(arr.shape, arr.strides)) + itemsize)
+        self._inputs[index] = arr
+        self._check(self._lib.pare_method_set_input(self._handle, index, dt.code, sizes, arr.ndim, strides,
+                                                    arr.ctypes.data if arr.size else None, extent))
+
+    def execute(self) -> None:
+        self._check(self._lib.pare_method_execute(self._handle))
+
+    def output(self, index: int) -> Any:
+        """Output `index` of the last execute(): a numpy array (a copy;
+        BFloat16 comes back as float32), or a Python int/float/bool."""
+        kind = ctypes.c_int32()
+        self._check(self._lib.pare_method_output_kind(self._handle, index, ctypes.byref(kind)))
+        if kind.value == 2:
+            v = ctypes.c_int64()
+            self._check(self._lib.pare_method_output_int(self._handle, index, ctypes.byref(v)))
+            return v.value
+        if kind.value == 3:
+            v = ctypes.c_double()
+            self._check(self._lib.pare_method_output_double(self._handle, index, ctypes.byref(v)))
+            return v.value
+        if kind.value == 4:
+            v = ctypes.c_int32()
+            self._check(self._lib.pare_method_output_bool(self._handle, index, ctypes.byref(v)))
+            return bool(v.value)
+        if kind.value != 1:
+            raise PareError(f"output {index} is a {_VALUE_KINDS.get(kind.value, '?')} value; only tensors and "
+                            "scalars can be read", 0x10, "InvalidArgument")
+        info = _TensorInfo()
+        self._check(self._lib.pare_method_output_tensor(self._handle, index, ctypes.byref(info)))
+        dt = _dtypes.BY_CODE[info.dtype]
+        storage = dt.numpy if dt.numpy is not None else np.dtype(np.uint16)
+        shape = tuple(info.sizes[:info.ndim])
+        if info.data is None or 0 in shape:
+            out = np.zeros(shape, dtype=storage)
+        else:
+            strides = tuple(s * dt.itemsize for s in info.strides[:info.ndim])
+            extent = sum((n - 1) * s for n, s in zip(shape, strides)) + dt.itemsize
+            raw = (ctypes.c_char * extent).from_address(info.data)
+            base = np.frombuffer(raw, dtype=np.uint8)
+            out = np.lib.stride_tricks.as_strided(base.view(storage), shape=shape, strides=strides).copy()
+        if dt is _dtypes.BFloat16:
+            out = _dtypes.bfloat16_bits_to_float32(out).reshape(shape)
+        return out
+
+    def output_dtype(self, index: int) -> str | None:
+        info = _TensorInfo()
+        status = self._lib.pare_method_output_tensor(self._handle, index, ctypes.byref(info))
+        return _s(self._lib.pare_dtype_name(info.dtype)) if status == 0 else None
+
+    def run(self, *inputs) -> list:
+        """Sets every input (numpy arrays, or (array, dtype) pairs), executes,
+        and returns every output (see output())."""
+        if len(inputs) != self.num_inputs:
+            raise PareError(f"method takes {self.num_inputs} inputs, got {len(inputs)}", 0x10, "InvalidArgument")
+        for i, x in enumerate(inputs):
+            if isinstance(x, tuple):
+                self.set_input(i, x[0], dtype=x[1])
+            else:
+                self.set_input(i, x)
+        self.execute()
+        return [self.output(i) for i in range(self.num_outputs)]
+
+    def memory_stats(self) -> MemoryStats:
+        s = _MemoryStats()
+        self._check(self._lib.pare_method_memory_stats(self._handle, ctypes.byref(s)))
+        return MemoryStats(s.arena_bytes, s.planned_arena_bytes, s.persistent_bytes, s.num_plans,
+                           s.temporary_blocks)
+
+    def set_profiling(self, enabled: bool = True) -> None:
+        self._check(self._lib.pare_method_set_profiling(self._handle, int(enabled)))
+
+    def profile(self) -> list[ProfileEntry]:
+        ticks_per_second = self._lib.pare_ticks_per_second() or 1
+        entries = []
+        name, calls, ticks = ctypes.c_char_p(), ctypes.c_uint64(), ctypes.c_uint64()
+        for i in range(self._lib.pare_method_instruction_count(self._handle)):
+            if self._lib.pare_method_profile(self._handle, i, ctypes.byref(name), ctypes.byref(calls),
+                                             ctypes.byref(ticks)) == 0:
+                entries.append(ProfileEntry(i, _s(name.value), calls.value, ticks.value / ticks_per_second))
+        return entries

@@ -1,0 +1,154 @@
+"""App integration bundles: the Java API jar, an Android AAR, an iOS xcframework.
+
+    pare_java_library   org.pare.* compiled with javac --release 8 for one
+                        app's library name (System.loadLibrary target)
+    pare_android_aar    classes.jar + AndroidManifest.xml + jni/arm64-v8a/
+                        lib<runtime>.so (+ the program as an asset)
+    pare_ios_xcframework <Name>.xcframework: Info.plist + ios-arm64 slice
+                        (static library, C API header, module.modulemap)
+"""
+
+load(":providers.bzl", "PareMultiPlatformInfo")
+
+_JAVA_SRCS = "//runtime/jni:java_srcs"
+
+def _library_info(ctx, platform):
+    info = ctx.attr.runtime[PareMultiPlatformInfo]
+    if platform not in info.libraries:
+        fail("%s: runtime %s is not built for %s; add it to that selective_runtime's platforms" % (
+            ctx.label,
+            ctx.attr.runtime.label,
+            platform,
+        ))
+    return info.libraries[platform]
+
+def _java_jar(ctx, lib_name, out):
+    args = ctx.actions.args()
+    args.add("jar")
+    args.add("--javac", ctx.executable._javac)
+    args.add("--library-name", lib_name)
+    args.add("--out", out)
+    args.add_all(ctx.files._java_srcs)
+    ctx.actions.run(
+        executable = ctx.executable._package,
+        arguments = [args],
+        inputs = ctx.files._java_srcs,
+        tools = [ctx.executable._javac],
+        outputs = [out],
+        mnemonic = "PareJavac",
+        progress_message = "Compiling the Java API for %s" % ctx.label,
+    )
+
+_COMMON_ATTRS = {
+    "_package": attr.label(default = "//tools/mobile:package", executable = True, cfg = "exec"),
+    "_javac": attr.label(default = "@pare_jdk//:javac", executable = True, cfg = "exec", allow_single_file = True),
+    "_java_srcs": attr.label(default = _JAVA_SRCS),
+}
+
+def _java_library_impl(ctx):
+    out = ctx.actions.declare_file(ctx.label.name + ".jar")
+    _java_jar(ctx, ctx.attr.library_name, out)
+    return [DefaultInfo(files = depset([out]))]
+
+pare_java_library = rule(
+    implementation = _java_library_impl,
+    attrs = dict({
+        "library_name": attr.string(mandatory = True, doc = "Name System.loadLibrary loads (lib<name>.so)."),
+    }, **_COMMON_ATTRS),
+    doc = """The org.pare Java API as a jar (javac --release 8).
+
+Example:
+    pare_java_library(name = "pare_java", library_name = "pare_runtime_jni")
+""",
+)
+
+def _aar_impl(ctx):
+    lib = _library_info(ctx, "android_arm64")
+    classes = ctx.actions.declare_file(ctx.label.name + "/classes.jar")
+    _java_jar(ctx, lib.lib_name, classes)
+    out = ctx.actions.declare_file(ctx.label.name + ".aar")
+    args = ctx.actions.args()
+    args.add("aar")
+    args.add("--out", out)
+    args.add("--package", ctx.attr.package)
+    args.add("--min-sdk", str(ctx.attr.min_sdk))
+    args.add("--classes", classes)
+    args.add("--jni", "arm64-v8a=" + lib.shared.path)
+    inputs = [classes, lib.shared]
+    for f in ctx.files.assets:
+        args.add("--asset", f.basename + "=" + f.path)
+        inputs.append(f)
+    ctx.actions.run(
+        executable = ctx.executable._package,
+        arguments = [args],
+        inputs = inputs,
+        outputs = [out],
+        mnemonic = "PareAar",
+        progress_message = "Assembling %s" % out.short_path,
+    )
+    return [DefaultInfo(files = depset([out]))]
+
+pare_android_aar = rule(
+    implementation = _aar_impl,
+    attrs = dict({
+        "runtime": attr.label(
+            mandatory = True,
+            providers = [PareMultiPlatformInfo],
+            doc = "A selective_runtime with jni = True, built for android_arm64.",
+        ),
+        "package": attr.string(mandatory = True, doc = "Android package name of the library (AndroidManifest.xml)."),
+        "min_sdk": attr.int(default = 24, doc = "minSdkVersion; match --//toolchains:android_api."),
+        "assets": attr.label_list(allow_files = True, doc = "Files bundled under assets/ (e.g. the program)."),
+    }, **_COMMON_ATTRS),
+    doc = """An Android library (.aar) with the app's selective runtime and the Java API.
+
+Layout: AndroidManifest.xml, classes.jar (org.pare.*), jni/arm64-v8a/lib<runtime>.so,
+assets/<files>, proguard.txt, R.txt.
+
+Example:
+    selective_runtime(name = "runtime_jni", manifest = "manifest.yaml", jni = True)
+    pare_android_aar(name = "android_aar", runtime = ":runtime_jni", package = "org.pare.demo")
+""",
+)
+
+def _xcframework_impl(ctx):
+    lib = _library_info(ctx, "ios_arm64")
+    if not lib.static:
+        fail("%s: runtime %s has no iOS static library" % (ctx.label, ctx.attr.runtime.label))
+    out = ctx.actions.declare_directory(ctx.attr.framework_name + ".xcframework")
+    args = ctx.actions.args()
+    args.add("xcframework")
+    args.add("--out", out.path)
+    args.add("--name", ctx.attr.framework_name)
+    args.add("--library", lib.static)
+    args.add_all(ctx.files._headers, before_each = "--header")
+    args.add("--min-ios", ctx.attr.min_ios)
+    ctx.actions.run(
+        executable = ctx.executable._package,
+        arguments = [args],
+        inputs = [lib.static] + ctx.files._headers,
+        outputs = [out],
+        mnemonic = "PareXcframework",
+        progress_message = "Assembling %s" % out.short_path,
+    )
+    return [DefaultInfo(files = depset([out]))]
+
+pare_ios_xcframework = rule(
+    implementation = _xcframework_impl,
+    attrs = dict({
+        "runtime": attr.label(
+            mandatory = True,
+            providers = [PareMultiPlatformInfo],
+            doc = "A selective_runtime built for ios_arm64.",
+        ),
+        "framework_name": attr.string(mandatory = True, doc = "Module and bundle name, e.g. PareDemo."),
+        "min_ios": attr.string(default = "15.0", doc = "MinimumOSVersion; match --//toolchains:ios_min_version."),
+        "_headers": attr.label(default = "//runtime:c_api_headers"),
+    }, **_COMMON_ATTRS),
+    doc = """An iOS xcframework: Info.plist and an ios-arm64 slice with the static runtime,
+the C API header and a module map (import it from Swift as `import <framework_name>`).
+
+Example:
+    pare_ios_xcframework(name = "ios_xcframework", runtime = ":runtime", framework_name = "PareDemo")
+""",
+)

@@ -1,0 +1,83 @@
+"""pare_selection: run codegen on a manifest, as a C++ header library.
+
+Its headers (pare_selection/selected_ops.h, selected_kernel_dtypes.h,
+selected_classes.h) go on the include path of everything that depends on it;
+the runtime's sources include them (docs/selection.md). Each header depends
+only on its slice of the manifest, and Bazel only recompiles what includes a
+header whose bytes changed.
+"""
+
+load("@bazel_tools//tools/cpp:toolchain_utils.bzl", "find_cpp_toolchain")
+load(":manifest.bzl", "choose_manifest")
+load(":providers.bzl", "PareSelectionInfo")
+
+_HEADERS = ["selected_ops.h", "selected_kernel_dtypes.h", "selected_classes.h"]
+
+def _impl(ctx):
+    manifest, manifest_label = choose_manifest(ctx)
+    out_root = ctx.label.name
+    headers = [ctx.actions.declare_file("%s/pare_selection/%s" % (out_root, h)) for h in _HEADERS]
+    expected = ctx.actions.declare_file(out_root + "/expected_symbols.json")
+    inventory_dir = ctx.attr.inventory_dir
+
+    args = ctx.actions.args()
+    args.add("generate")
+    args.add("--manifest", manifest)
+    args.add("--out", expected.dirname)
+    args.add("--inventory", inventory_dir)
+    if ctx.attr.allow_unknown_ops:
+        args.add("--allow-unknown-ops")
+    ctx.actions.run(
+        executable = ctx.executable._codegen,
+        arguments = [args],
+        inputs = [manifest] + ctx.files._inventory,
+        outputs = headers + [expected],
+        mnemonic = "PareCodegen",
+        progress_message = "Generating selection headers for %s from %s" % (ctx.label, manifest.short_path),
+    )
+
+    cc_toolchain = find_cpp_toolchain(ctx)
+    features = cc_common.configure_features(ctx = ctx, cc_toolchain = cc_toolchain)
+    compilation_context, _ = cc_common.compile(
+        name = ctx.label.name,
+        actions = ctx.actions,
+        feature_configuration = features,
+        cc_toolchain = cc_toolchain,
+        public_hdrs = headers,
+        includes = [headers[0].dirname.rsplit("/", 1)[0]],
+        compilation_contexts = [dep[CcInfo].compilation_context for dep in ctx.attr._runtime_headers],
+    )
+    return [
+        DefaultInfo(files = depset(headers + [expected])),
+        CcInfo(compilation_context = compilation_context),
+        PareSelectionInfo(
+            label = ctx.label,
+            manifest = manifest,
+            manifest_label = manifest_label,
+            headers = depset(headers),
+            expected_symbols = expected,
+        ),
+        OutputGroupInfo(expected_symbols = depset([expected])),
+    ]
+
+pare_selection = rule(
+    implementation = _impl,
+    attrs = {
+        "manifest": attr.label(allow_files = [".yaml", ".yml"], doc = "Default manifest (a .yaml or op_manifest)."),
+        "manifests": attr.label_list(allow_files = [".yaml", ".yml"], doc = "Candidates for --define ops=<file>."),
+        "allow_unknown_ops": attr.bool(doc = "Drop operators the runtime lacks (with a warning) instead of failing."),
+        "inventory_dir": attr.string(default = "runtime/kernels", doc = "Workspace-relative directory of the runtime's .def files."),
+        "_inventory": attr.label(default = "//runtime:inventory"),
+        "_runtime_headers": attr.label_list(default = ["//runtime:headers"]),
+        "_codegen": attr.label(default = "//codegen", executable = True, cfg = "exec"),
+        "_cc_toolchain": attr.label(default = "@bazel_tools//tools/cpp:current_cc_toolchain"),
+    },
+    fragments = ["cpp"],
+    toolchains = ["@bazel_tools//tools/cpp:toolchain_type"],
+    provides = [CcInfo, PareSelectionInfo],
+    doc = """Selection headers generated from a manifest by codegen, as a header-only C++ library.
+
+Example:
+    pare_selection(name = "demo_selection", manifest = "manifest.yaml")
+""",
+)

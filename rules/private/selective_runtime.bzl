@@ -1,0 +1,162 @@
+"""selective_runtime: one app's minimal Pare runtime, for every platform, in one build.
+
+    manifest --codegen--> pare_selection/*.h --compile runtime/--> per platform:
+    link (--gc-sections / -dead_strip) --> strip --> stable paths + report.json
+
+The macro expands to:
+  <name>_selection  pare_selection: codegen action, headers as a C++ library
+  <name>_objects    the runtime's sources compiled against those headers
+  <name>_library    pare_platform_library: link, strip, (iOS) archive
+  <name>            the bundle: split over `platforms`, outputs at
+                    bazel-bin/<pkg>/<name>/<platform>/, plus report.json,
+                    expected_symbols.json and the manifest used
+  <name>_verify_<platform>_test
+                    tools/verify on that platform's library (docs/verify.md)
+"""
+
+load("//platforms:table.bzl", "SHIPPED_PLATFORMS")
+load(":cc.bzl", "pare_cc_library")
+load(":link.bzl", "pare_platform_library")
+load(":multi_platform.bzl", "collect_platform_libraries", "copy_file")
+load(":providers.bzl", "PareMultiPlatformInfo", "PareSelectionInfo")
+load(":selection.bzl", "pare_selection")
+load(":verify.bzl", "pare_verify_test")
+load(":transitions.bzl", "ALLOWLIST_ATTRS", "check_platforms", "platforms_split_transition")
+
+def _bundle_impl(ctx):
+    check_platforms(ctx.label, "platforms", ctx.attr.platforms)
+    libraries, outputs = collect_platform_libraries(ctx)
+    selection = ctx.attr.selection[PareSelectionInfo]
+
+    expected = copy_file(ctx, selection.expected_symbols, ctx.label.name + "/expected_symbols.json", "expected symbols")
+    manifest = copy_file(ctx, selection.manifest, ctx.label.name + "/manifest.yaml", "manifest")
+    report = ctx.actions.declare_file(ctx.label.name + "/report.json")
+    args = ctx.actions.args()
+    args.add("--target", str(ctx.label))
+    args.add("--manifest", selection.manifest)
+    args.add("--manifest-label", selection.manifest_label)
+    args.add("--out", report)
+    inputs = [selection.manifest]
+    for platform, info in sorted(libraries.items()):
+        args.add_all("--binary", [platform, info.shared, info.shared_unstripped])
+        inputs += [info.shared, info.shared_unstripped]
+    ctx.actions.run(
+        executable = ctx.executable._report,
+        arguments = [args],
+        inputs = inputs,
+        outputs = [report],
+        mnemonic = "PareSizeReport",
+        progress_message = "Measuring %s" % ctx.label,
+    )
+
+    all_files = [f for files in outputs.values() for f in files] + [expected, manifest, report]
+    return [
+        DefaultInfo(files = depset(all_files), runfiles = ctx.runfiles(files = all_files)),
+        PareMultiPlatformInfo(label = ctx.label, libraries = libraries, outputs = outputs),
+        selection,
+        OutputGroupInfo(report = depset([report]), expected_symbols = depset([expected])),
+    ]
+
+_selective_runtime_bundle = rule(
+    implementation = _bundle_impl,
+    attrs = dict({
+        "library": attr.label(mandatory = True, cfg = platforms_split_transition, doc = "The <name>_library target."),
+        "selection": attr.label(mandatory = True, providers = [PareSelectionInfo], doc = "The <name>_selection target."),
+        "platforms": attr.string_list(doc = "Rows of //platforms:table.bzl."),
+        "_report": attr.label(default = "//tools/size_diff:bundle_report", executable = True, cfg = "exec"),
+    }, **ALLOWLIST_ATTRS),
+    provides = [PareMultiPlatformInfo, PareSelectionInfo],
+)
+
+def selective_runtime(
+        name,
+        manifest = None,
+        manifests = [],
+        platforms = SHIPPED_PLATFORMS,
+        tracing = False,
+        jni = False,
+        allow_unknown_ops = False,
+        visibility = None,
+        tags = []):
+    """The smallest Pare runtime that runs exactly what `manifest` selects.
+
+    Args:
+      name: target name; the library is lib pare_<name> (.so / .dylib / .a).
+      manifest: the manifest (a .yaml file or an op_manifest target) used
+        when no `--define ops=` is given.
+      manifests: candidates `--define ops=<file>` may pick (by file name,
+        path or label); a define naming anything else fails analysis, listing
+        the candidates. Targets without candidates ignore the define.
+      platforms: rows of //platforms:table.bzl to build; default: every
+        shipped platform (android_arm64, ios_arm64, linux_x86_64).
+      tracing: build the instrumentation runtime (records ops, dtypes,
+        classes; used by tools/tracer). Not for shipping.
+      jni: also link the JNI bridge (runtime/jni), exporting JNI_OnLoad and
+        Java_org_pare_Module_* next to the C API, for pare_android_aar and
+        host JVM tests.
+      allow_unknown_ops: drop manifest operators the runtime lacks, with a
+        warning, instead of failing the build.
+      visibility: the usual.
+      tags: the usual.
+
+    Example:
+        load("//rules:defs.bzl", "selective_runtime")
+
+        selective_runtime(
+            name = "runtime",
+            manifest = "manifest.yaml",
+            manifests = ["manifest.yaml", "manifest_v2.yaml"],
+        )
+        # bazel build //apps/demo:runtime --define ops=manifest.yaml
+        #   bazel-bin/apps/demo/runtime/android_arm64/libpare_runtime.so
+        #   bazel-bin/apps/demo/runtime/ios_arm64/libpare_runtime.{a,dylib}
+        #   bazel-bin/apps/demo/runtime/linux_x86_64/libpare_runtime.so
+        #   bazel-bin/apps/demo/runtime/report.json
+    """
+    check_platforms("//%s:%s" % (native.package_name(), name), "platforms", platforms)
+    pare_selection(
+        name = name + "_selection",
+        manifest = manifest,
+        manifests = manifests,
+        allow_unknown_ops = allow_unknown_ops,
+        tags = tags,
+        visibility = visibility,
+    )
+    pare_cc_library(
+        name = name + "_objects",
+        srcs = ["//runtime:srcs"],
+        deps = [
+            ":" + name + "_selection",
+            "//runtime:headers",
+        ] + (["//runtime/jni:jni_bridge"] if jni else []),
+        local_defines = ["PARE_TRACING=1"] if tracing else [],
+        tags = tags,
+        visibility = ["//visibility:private"],
+    )
+    pare_platform_library(
+        name = name + "_library",
+        deps = [":" + name + "_objects"],
+        lib_name = "pare_" + name,
+        tags = tags,
+        visibility = ["//visibility:private"],
+    )
+    _selective_runtime_bundle(
+        name = name,
+        library = ":" + name + "_library",
+        selection = ":" + name + "_selection",
+        platforms = platforms,
+        tags = tags,
+        visibility = visibility,
+    )
+
+    # tools/verify, per platform: selected symbols present, the rest gone,
+    # only the C API (and JNI entry points) exported, platform facts.
+    for platform in platforms:
+        pare_verify_test(
+            name = "%s_verify_%s_test" % (name, platform),
+            runtime = ":" + name,
+            platform = platform,
+            jni = jni,
+            tags = tags,
+            visibility = visibility,
+        )

@@ -1,0 +1,233 @@
+#pragma once
+/* Pare runtime C API: the only symbols a Pare runtime library exports.
+ *
+ * Self-contained C (no other Pare header needed). Handle-based: every
+ * object is created by a function returning a pare_status and destroyed by
+ * an explicit destroy function. Errors come back as a pare_status code
+ * (the same numbers as the runtime's Error enum, grouped by range) plus a
+ * message kept in the handle that failed, so independent programs and
+ * methods never overwrite each other's messages. Load and method creation
+ * return their handle even on failure (unless memory runs out) so the
+ * message can be read; destroy it afterwards.
+ *
+ * Typical use:
+ *
+ *   pare_program* program = NULL;
+ *   if (pare_program_load(bytes, size, 0, &program) != PARE_OK) {
+ *     log(pare_program_error_message(program));   // NULL-safe
+ *     pare_program_destroy(program);
+ *   }
+ *   pare_method* method = NULL;
+ *   pare_method_create(program, "forward", &method);
+ *   int64_t sizes[2] = {1, 16};
+ *   pare_method_set_input(method, 0, PARE_DTYPE_FLOAT, sizes, 2, NULL, data, sizeof(data));
+ *   pare_method_execute(method);
+ *   pare_tensor_info out;
+ *   pare_method_output_tensor(method, 0, &out);  // valid until the next execute
+ *   pare_method_destroy(method);                  // before its program
+ *   pare_program_destroy(program);
+ *
+ * Threading: handles are not thread-safe; use one method per thread. A
+ * program may be shared by methods on different threads only when the
+ * runtime is not an instrumentation build (its observer is per program).
+ */
+
+#include <stddef.h>
+#include <stdint.h>
+
+#if defined(_WIN32)
+#define PARE_API __declspec(dllexport)
+#else
+#define PARE_API __attribute__((visibility("default")))
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define PARE_MAX_DIM 8
+
+/* Program format version this runtime reads (docs/program_format.md). */
+#define PARE_FORMAT_VERSION_MAJOR 1
+
+typedef enum pare_status {
+  PARE_OK = 0x00,
+  /* System */
+  PARE_ERROR_INTERNAL = 0x01,
+  PARE_ERROR_NOT_IMPLEMENTED = 0x02,
+  /* Invalid input */
+  PARE_ERROR_INVALID_ARGUMENT = 0x10,
+  PARE_ERROR_INVALID_PROGRAM = 0x11,
+  PARE_ERROR_INVALID_STATE = 0x12,
+  PARE_ERROR_INVALID_SHAPE = 0x13,
+  PARE_ERROR_UNSUPPORTED_DTYPE = 0x14,
+  PARE_ERROR_INDEX_OUT_OF_RANGE = 0x15,
+  /* Not selected in this build: re-trace or edit the manifest */
+  PARE_ERROR_OPERATOR_NOT_SELECTED = 0x20,
+  PARE_ERROR_OPERATOR_NOT_FOUND = 0x21,
+  PARE_ERROR_DTYPE_NOT_SELECTED = 0x22,
+  PARE_ERROR_CLASS_NOT_SELECTED = 0x23,
+  PARE_ERROR_FEATURE_NOT_SELECTED = 0x24,
+  /* Resources */
+  PARE_ERROR_OUT_OF_MEMORY = 0x30,
+  PARE_ERROR_LIMIT_EXCEEDED = 0x31,
+  PARE_ERROR_FILE = 0x32
+} pare_status;
+
+/* PyTorch ScalarType codes. */
+typedef enum pare_dtype {
+  PARE_DTYPE_BYTE = 0,  /* uint8 */
+  PARE_DTYPE_CHAR = 1,  /* int8 */
+  PARE_DTYPE_SHORT = 2, /* int16 */
+  PARE_DTYPE_INT = 3,   /* int32 */
+  PARE_DTYPE_LONG = 4,  /* int64 */
+  PARE_DTYPE_HALF = 5,
+  PARE_DTYPE_FLOAT = 6,
+  PARE_DTYPE_DOUBLE = 7,
+  PARE_DTYPE_BOOL = 11,
+  PARE_DTYPE_BFLOAT16 = 15
+} pare_dtype;
+
+typedef enum pare_value_kind {
+  PARE_VALUE_NONE = 0,
+  PARE_VALUE_TENSOR = 1,
+  PARE_VALUE_INT = 2,
+  PARE_VALUE_DOUBLE = 3,
+  PARE_VALUE_BOOL = 4,
+  PARE_VALUE_INT_LIST = 5,
+  PARE_VALUE_DOUBLE_LIST = 6,
+  PARE_VALUE_STRING = 7,
+  PARE_VALUE_TENSOR_LIST = 8,
+  PARE_VALUE_OBJECT = 9
+} pare_value_kind;
+
+typedef struct pare_program pare_program;
+typedef struct pare_method pare_method;
+
+/* A tensor's metadata and data. For outputs `data` points at element
+ * [0, ..., 0] (storage offset applied) and strides are in elements; for
+ * declared inputs `sizes` entries may be -1 (any size), `ndim` may be -1
+ * (any rank) and `dtype` -1 (any dtype). */
+typedef struct pare_tensor_info {
+  int32_t dtype;
+  int32_t ndim;
+  int64_t sizes[PARE_MAX_DIM];
+  int64_t strides[PARE_MAX_DIM];
+  const void* data;
+} pare_tensor_info;
+
+typedef struct pare_memory_stats {
+  uint64_t arena_bytes;          /* activation arena currently allocated */
+  uint64_t planned_arena_bytes;  /* arena size the current plan needs */
+  uint64_t persistent_bytes;     /* value slots, init results, objects */
+  uint64_t num_plans;            /* planning runs (first run, shape changes) */
+  uint64_t temporary_blocks;     /* blocks served outside the arena last run */
+} pare_memory_stats;
+
+/* ---- Version and build ------------------------------------------------ */
+
+PARE_API const char* pare_version(void);
+PARE_API uint32_t pare_format_version_major(void);
+/* Non-zero for the instrumentation build (-DPARE_TRACING=1). */
+PARE_API int pare_is_tracing_build(void);
+PARE_API const char* pare_status_name(pare_status status);
+PARE_API const char* pare_dtype_name(int32_t dtype);
+
+/* ---- Inventory: what this build contains (.def files filtered by the
+ * selection headers) ---------------------------------------------------- */
+
+PARE_API size_t pare_op_count(void);
+PARE_API const char* pare_op_name(size_t index);
+/* Every (kernel tag, dtype) pair; returns PARE_ERROR_INDEX_OUT_OF_RANGE
+ * past the end. `dtype_name` is the PyTorch ScalarType name. */
+PARE_API size_t pare_kernel_dtype_count(void);
+PARE_API pare_status pare_kernel_dtype(size_t index, const char** tag, const char** dtype_name);
+PARE_API size_t pare_class_count(void);
+PARE_API const char* pare_class_name(size_t index);
+PARE_API size_t pare_feature_count(void);
+PARE_API const char* pare_feature_name(size_t index);
+
+/* ---- Programs --------------------------------------------------------- */
+
+/* Load flag: copy the bytes (otherwise they are borrowed and must outlive
+ * the program; a 64-byte aligned buffer lets constants be used in place). */
+#define PARE_LOAD_COPY 1u
+
+PARE_API pare_status pare_program_load(const void* data, size_t size, uint32_t flags,
+                                       pare_program** out_program);
+PARE_API pare_status pare_program_load_file(const char* path, pare_program** out_program);
+PARE_API void pare_program_destroy(pare_program* program);
+/* Message of the last failure on this program (load, method creation), or
+ * "" when none. NULL-safe. */
+PARE_API const char* pare_program_error_message(const pare_program* program);
+
+/* 1 when constant tensors are used in place in the loaded bytes (borrowed
+ * or PARE_LOAD_COPY buffer), 0 when the constant segment had to be copied
+ * because the caller's buffer was not 64-byte aligned. */
+PARE_API int pare_program_constants_in_place(const pare_program* program);
+
+PARE_API size_t pare_program_method_count(const pare_program* program);
+PARE_API const char* pare_program_method_name(const pare_program* program, size_t index);
+
+/* ---- Methods ---------------------------------------------------------- */
+
+/* Creates an executable instance of method `name` and runs its init
+ * section (e.g. weight prepacking). Destroy methods before their program. */
+PARE_API pare_status pare_method_create(pare_program* program, const char* name, pare_method** out_method);
+PARE_API void pare_method_destroy(pare_method* method);
+PARE_API const char* pare_method_error_message(const pare_method* method);
+
+PARE_API size_t pare_method_input_count(const pare_method* method);
+PARE_API size_t pare_method_output_count(const pare_method* method);
+/* Declared dtype/shape of an input (see pare_tensor_info); data is NULL. */
+PARE_API pare_status pare_method_input_info(const pare_method* method, size_t index, pare_tensor_info* info);
+
+/* Sets input `index` to a tensor over `data` (borrowed: keep it alive and
+ * unchanged until execute returns). `strides` (in elements, >= 0) may be
+ * NULL for a contiguous tensor; every element must lie within `nbytes`. */
+PARE_API pare_status pare_method_set_input(pare_method* method, size_t index, int32_t dtype,
+                                           const int64_t* sizes, size_t ndim, const int64_t* strides,
+                                           const void* data, size_t nbytes);
+PARE_API pare_status pare_method_execute(pare_method* method);
+
+/* Outputs of the last successful execute (valid until the next execute,
+ * set_input or destroy). */
+PARE_API pare_status pare_method_output_kind(const pare_method* method, size_t index, int32_t* kind);
+PARE_API pare_status pare_method_output_tensor(const pare_method* method, size_t index, pare_tensor_info* info);
+PARE_API pare_status pare_method_output_int(const pare_method* method, size_t index, int64_t* value);
+PARE_API pare_status pare_method_output_double(const pare_method* method, size_t index, double* value);
+PARE_API pare_status pare_method_output_bool(const pare_method* method, size_t index, int32_t* value);
+
+PARE_API pare_status pare_method_memory_stats(const pare_method* method, pare_memory_stats* stats);
+
+/* ---- Build feature op_profiling ---------------------------------------- */
+
+/* PARE_ERROR_FEATURE_NOT_SELECTED when the build lacks op_profiling. */
+PARE_API pare_status pare_method_set_profiling(pare_method* method, int enabled);
+PARE_API size_t pare_method_instruction_count(const pare_method* method);
+/* Per instruction since profiling was enabled: operator name, calls and
+ * ticks of pare_pal_ticks() (see pare_ticks_per_second). */
+PARE_API pare_status pare_method_profile(const pare_method* method, size_t instruction, const char** op_name,
+                                         uint64_t* calls, uint64_t* ticks);
+PARE_API uint64_t pare_ticks_per_second(void);
+
+/* ---- Tracing (instrumentation build; empty otherwise) ------------------ */
+
+/* Everything recorded since load or the last reset, across all methods of
+ * the program. Ops: `flags` bit 0 = called as a root op (by a method),
+ * bit 1 = called from inside another kernel. */
+PARE_API size_t pare_trace_op_count(const pare_program* program);
+PARE_API pare_status pare_trace_op(const pare_program* program, size_t index, const char** name, int32_t* flags);
+PARE_API size_t pare_trace_kernel_dtype_count(const pare_program* program);
+PARE_API pare_status pare_trace_kernel_dtype(const pare_program* program, size_t index, const char** tag,
+                                             const char** dtype_name);
+PARE_API size_t pare_trace_class_count(const pare_program* program);
+PARE_API const char* pare_trace_class(const pare_program* program, size_t index);
+PARE_API size_t pare_trace_feature_count(const pare_program* program);
+PARE_API const char* pare_trace_feature(const pare_program* program, size_t index);
+PARE_API void pare_trace_reset(pare_program* program);
+
+#ifdef __cplusplus
+}  /* extern "C" */
+#endif
+

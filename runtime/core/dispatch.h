@@ -1,0 +1,82 @@
+#pragma once
+// Dtype dispatch with selective build.
+//
+//   return pare::dispatch<tags::add_kernel>(ctx, dtype, [&](auto tt) -> Error {
+//     using T = typename decltype(tt)::type;
+//     ... body for element type T ...
+//   });
+//
+// or, equivalently, PARE_DISPATCH(add_kernel, ctx, dtype, T, { ... }).
+//
+// For each dtype the tag declares (runtime/kernels/*.tags.def) and the
+// selection keeps (should_include_kernel_dtype), the body runs inside the
+// never-inlined function template instance
+// pare::dispatch_case<pare::tags::<tag>, T, F>, whose symbol the size
+// verifier looks for. Every other dtype takes a cold error path decided by
+// `if constexpr`, so its specialisation is never instantiated and its code
+// does not exist in the binary. Dtypes the tag does not declare report
+// "not supported"; declared but unselected ones report "not selected" with
+// the fix.
+
+#include "runtime/core/kernel.h"
+
+namespace pare {
+
+template <typename T>
+struct TypeTag {
+  using type = T;
+};
+
+// One instance per selected (tag, dtype). Never inline: the instance is the
+// unit the linker keeps or drops and the verifier checks.
+template <typename Tag, typename T, typename F>
+PARE_NOINLINE Error dispatch_case(F& fn) {
+  return fn(TypeTag<T>{});
+}
+
+namespace detail {
+
+PARE_COLD Error dtype_not_selected(KernelContext& ctx, TagId tag, ScalarType t);
+PARE_COLD Error dtype_not_supported(KernelContext& ctx, TagId tag, ScalarType t);
+
+template <typename Tag, typename T, typename F>
+PARE_ALWAYS_INLINE Error dispatch_one(KernelContext& ctx, F& fn) {
+  constexpr ScalarType kType = scalar_type_of<T>;
+  if constexpr (!tag_declares<Tag>(kType)) {
+    return dtype_not_supported(ctx, Tag::id, kType);
+  } else if constexpr (!kernel_dtype_selected(Tag::name, kType)) {
+    return dtype_not_selected(ctx, Tag::id, kType);
+  } else {
+    ctx.record_kernel_dtype(Tag::id, kType);
+    return dispatch_case<Tag, T, F>(fn);
+  }
+}
+
+}  // namespace detail
+
+template <typename Tag, typename F>
+Error dispatch(KernelContext& ctx, ScalarType dtype, F&& fn) {
+  switch (dtype) {
+    case ScalarType::Byte: return detail::dispatch_one<Tag, uint8_t>(ctx, fn);
+    case ScalarType::Char: return detail::dispatch_one<Tag, int8_t>(ctx, fn);
+    case ScalarType::Short: return detail::dispatch_one<Tag, int16_t>(ctx, fn);
+    case ScalarType::Int: return detail::dispatch_one<Tag, int32_t>(ctx, fn);
+    case ScalarType::Long: return detail::dispatch_one<Tag, int64_t>(ctx, fn);
+    case ScalarType::Half: return detail::dispatch_one<Tag, Half>(ctx, fn);
+    case ScalarType::Float: return detail::dispatch_one<Tag, float>(ctx, fn);
+    case ScalarType::Double: return detail::dispatch_one<Tag, double>(ctx, fn);
+    case ScalarType::Bool: return detail::dispatch_one<Tag, bool>(ctx, fn);
+    case ScalarType::BFloat16: return detail::dispatch_one<Tag, BFloat16>(ctx, fn);
+    case ScalarType::Undefined: break;
+  }
+  return detail::dtype_not_supported(ctx, Tag::id, dtype);
+}
+
+}  // namespace pare
+
+// PARE_DISPATCH(add_kernel, ctx, dtype, T, { body using T; return Error::Ok; })
+#define PARE_DISPATCH(TAG, CTX, DTYPE, T, ...)                                  \
+  ::pare::dispatch<::pare::tags::TAG>((CTX), (DTYPE), [&](auto pare_type_tag_) -> ::pare::Error { \
+    using T = typename decltype(pare_type_tag_)::type;                          \
+    __VA_ARGS__                                                                 \
+  })

@@ -1,0 +1,179 @@
+#pragma once
+// Error codes, Result<T> and the error-propagation macros.
+//
+// The runtime has no exceptions: every fallible function returns an Error or
+// a Result<T>. Codes are grouped by range so callers (and the C API, which
+// exposes the same numbers) can classify a failure without a table: system
+// faults, invalid input, something the build did not select, and resource
+// exhaustion. The human-readable message that goes with an error is
+// formatted into a fixed buffer owned by the caller's context (see
+// runtime/core/diagnostics.h); this header only carries codes.
+
+#include "runtime/core/compiler.h"
+
+namespace pare {
+
+enum class Error : uint32_t {
+  Ok = 0x00,
+
+  // System: the runtime itself is at fault or cannot proceed.
+  Internal = 0x01,
+  NotImplemented = 0x02,  // valid input the runtime does not handle (yet)
+
+  // Invalid input: the caller, the program or a kernel argument is wrong.
+  InvalidArgument = 0x10,
+  InvalidProgram = 0x11,   // program bytes fail validation
+  InvalidState = 0x12,     // API used out of order (e.g. execute before inputs)
+  InvalidShape = 0x13,
+  UnsupportedDtype = 0x14, // the kernel has no implementation for the dtype
+  IndexOutOfRange = 0x15,
+
+  // Not selected: the program needs something this build left out. The fix
+  // is always to re-trace the model or add the item to the manifest.
+  OperatorNotSelected = 0x20,
+  OperatorNotFound = 0x21,  // no runtime kernel implements the operator
+  DtypeNotSelected = 0x22,
+  ClassNotSelected = 0x23,
+  FeatureNotSelected = 0x24,
+
+  // Resource exhaustion.
+  OutOfMemory = 0x30,
+  LimitExceeded = 0x31,  // e.g. rank above kMaxDim
+  FileError = 0x32,
+};
+
+constexpr const char* to_string(Error e) {
+  switch (e) {
+    case Error::Ok: return "Ok";
+    case Error::Internal: return "Internal";
+    case Error::NotImplemented: return "NotImplemented";
+    case Error::InvalidArgument: return "InvalidArgument";
+    case Error::InvalidProgram: return "InvalidProgram";
+    case Error::InvalidState: return "InvalidState";
+    case Error::InvalidShape: return "InvalidShape";
+    case Error::UnsupportedDtype: return "UnsupportedDtype";
+    case Error::IndexOutOfRange: return "IndexOutOfRange";
+    case Error::OperatorNotSelected: return "OperatorNotSelected";
+    case Error::OperatorNotFound: return "OperatorNotFound";
+    case Error::DtypeNotSelected: return "DtypeNotSelected";
+    case Error::ClassNotSelected: return "ClassNotSelected";
+    case Error::FeatureNotSelected: return "FeatureNotSelected";
+    case Error::OutOfMemory: return "OutOfMemory";
+    case Error::LimitExceeded: return "LimitExceeded";
+    case Error::FileError: return "FileError";
+  }
+  return "Unknown";
+}
+
+constexpr bool is_not_selected(Error e) {
+  return static_cast<uint32_t>(e) >= 0x20 && static_cast<uint32_t>(e) < 0x30;
+}
+
+// Either a T or a non-Ok Error. Construct from a T for success or from an
+// Error for failure; read with ok()/error()/get().
+template <typename T>
+class PARE_NODISCARD Result {
+ public:
+  Result(const T& value) : ok_(true) { PARE_PLACEMENT_NEW(&storage_.value) T(value); }
+  Result(T&& value) : ok_(true) { PARE_PLACEMENT_NEW(&storage_.value) T(pare::move(value)); }
+  Result(Error error) : ok_(false) {
+    // A Result built from Error::Ok would claim failure with no cause;
+    // map it to Internal so the bug surfaces instead of reading garbage.
+    storage_.error = error == Error::Ok ? Error::Internal : error;
+  }
+  Result(const Result& other) : ok_(other.ok_) {
+    if (ok_) PARE_PLACEMENT_NEW(&storage_.value) T(other.storage_.value);
+    else storage_.error = other.storage_.error;
+  }
+  Result& operator=(const Result&) = delete;
+  ~Result() {
+    if (ok_) storage_.value.~T();
+  }
+
+  bool ok() const { return ok_; }
+  Error error() const { return ok_ ? Error::Ok : storage_.error; }
+  T& get() { return storage_.value; }
+  const T& get() const { return storage_.value; }
+  T* operator->() { return &storage_.value; }
+  T& operator*() { return storage_.value; }
+
+ private:
+  union Storage {
+    Storage() {}
+    ~Storage() {}
+    T value;
+    Error error;
+  } storage_;
+  bool ok_;
+};
+
+namespace detail {
+// Swallows a message and its arguments in message-less builds, so variables
+// only used in messages do not become unused (-Werror). Optimised builds
+// drop the string literals with the call.
+template <typename... Args>
+PARE_ALWAYS_INLINE constexpr void ignore_message(const Args&...) {}
+
+constexpr Error error_of(Error e) { return e; }
+template <typename T>
+Error error_of(const Result<T>& r) { return r.error(); }
+}  // namespace detail
+
+}  // namespace pare
+
+#define PARE_CONCAT_IMPL(a, b) a##b
+#define PARE_CONCAT(a, b) PARE_CONCAT_IMPL(a, b)
+
+// Evaluates an Error- or Result-returning expression and returns its error
+// from the enclosing function if it failed. The enclosing function returns
+// Error or any Result<U>.
+#define PARE_TRY(expr)                                                  \
+  do {                                                                  \
+    const ::pare::Error pare_try_error_ = ::pare::detail::error_of(expr); \
+    if (PARE_UNLIKELY(pare_try_error_ != ::pare::Error::Ok)) {          \
+      return pare_try_error_;                                           \
+    }                                                                   \
+  } while (0)
+
+// `PARE_TRY_ASSIGN(Tensor* out, ctx.allocate_output(...));` declares or
+// assigns `lhs` from a Result, returning the error on failure.
+#define PARE_TRY_ASSIGN(lhs, expr) \
+  PARE_TRY_ASSIGN_IMPL(lhs, expr, PARE_CONCAT(pare_try_result_, __LINE__))
+#define PARE_TRY_ASSIGN_IMPL(lhs, expr, tmp)                   \
+  auto tmp = (expr);                                           \
+  if (PARE_UNLIKELY(!tmp.ok())) return tmp.error();            \
+  lhs = pare::move(tmp.get())
+
+// Reports a failure through `sink` (anything with Diagnostics' fail()
+// interface: Diagnostics, KernelContext) and yields the code. With
+// PARE_ENABLE_ERROR_MESSAGES=0 the format string and its arguments are
+// dropped at compile time and only the code's name is kept.
+#if PARE_ENABLE_ERROR_MESSAGES
+#define PARE_FAIL(sink, code, ...) (sink).fail((code), __VA_ARGS__)
+#else
+#define PARE_FAIL(sink, code, ...) \
+  (::pare::detail::ignore_message(__VA_ARGS__), (sink).fail_code(code))
+#endif
+
+// Returns PARE_FAIL(sink, code, fmt, ...) from the enclosing function when
+// `cond` is false. Messages should say what was expected and what was found.
+#define PARE_CHECK_OR_RETURN(sink, cond, code, ...)   \
+  do {                                                \
+    if (PARE_UNLIKELY(!(cond))) {                     \
+      return PARE_FAIL(sink, code, __VA_ARGS__);      \
+    }                                                 \
+  } while (0)
+
+// Internal invariants (never user input): compiled out unless
+// PARE_DEBUG_CHECKS; aborts through the PAL.
+#if PARE_DEBUG_CHECKS
+#include "runtime/pal/pal.h"
+#define PARE_DCHECK(cond)                                                   \
+  do {                                                                      \
+    if (PARE_UNLIKELY(!(cond))) {                                           \
+      pare_pal_abort(__FILE__ ":" PARE_STRINGIZE(__LINE__) ": " #cond);     \
+    }                                                                       \
+  } while (0)
+#else
+#define PARE_DCHECK(cond) ((void)0)
+#endif

@@ -1,0 +1,533 @@
+// The interpreter: method instances, planned activation memory, and the
+// KernelContext services kernels use (see method.h and kernel.h).
+
+#include "runtime/core/method.h"
+
+#include "runtime/core/format.h"
+
+namespace pare {
+
+Method::~Method() {
+  // Objects may own resources beyond their memory; run their destructors.
+  // Their memory, like every other per-instance structure, belongs to
+  // allocator_ and goes with it.
+  for (ObjectBase* o = objects_; o != nullptr;) {
+    ObjectBase* next = o->next_owned;
+    if (o->destroy != nullptr) o->destroy(o);
+    o = next;
+  }
+  release_temporaries();
+  pare_pal_free(arena_);
+}
+
+uint32_t Method::value_id(const Value* v) const {
+  if (desc_ == nullptr || v < values_ || v >= values_ + desc_->num_values) return kNoValue;
+  return static_cast<uint32_t>(v - values_);
+}
+
+Error Method::init(const char* name) {
+  diagnostics_.clear();
+  if (desc_ != nullptr) return PARE_FAIL(diagnostics_, Error::InvalidState, "method already initialised");
+  if (!program_.loaded()) {
+    return PARE_FAIL(diagnostics_, Error::InvalidState, "the program is not loaded");
+  }
+  const MethodDesc* desc = program_.find_method(name != nullptr ? name : "");
+  if (desc == nullptr) {
+    return PARE_FAIL(diagnostics_, Error::InvalidArgument, "the program has no method named '%s'",
+                     name != nullptr ? name : "(null)");
+  }
+  const MethodDesc& m = *desc;
+
+  values_ = allocator_.allocate_array<Value>(m.num_values);
+  instructions_ = allocator_.allocate_array<Instruction>(m.num_instructions);
+  input_set_ = allocator_.allocate_array<bool>(m.num_inputs);
+  planned_inputs_ = allocator_.allocate_array<Tensor>(m.num_inputs);
+  if ((m.num_values > 0 && values_ == nullptr) || (m.num_instructions > 0 && instructions_ == nullptr) ||
+      (m.num_inputs > 0 && (input_set_ == nullptr || planned_inputs_ == nullptr))) {
+    return PARE_FAIL(diagnostics_, Error::OutOfMemory, "out of memory creating method '%s'", m.name);
+  }
+
+  for (uint32_t i = 0; i < m.num_values; ++i) {
+    const ValueDesc& d = m.values[i];
+    Value* v = PARE_PLACEMENT_NEW(&values_[i]) Value();
+    switch (d.kind) {
+      case ValueKind::Tensor:
+        if (d.constant) {
+          // Constants are read-only; kernels never write their inputs.
+          *v = Value::make_tensor(make_tensor(const_cast<void*>(d.data), d.dtype, IntArrayRef(d.sizes, d.dim)));
+        }
+        break;
+      case ValueKind::Int:
+        if (d.constant) *v = Value::make_int(d.int_value);
+        break;
+      case ValueKind::Double:
+        if (d.constant) *v = Value::make_double(d.double_value);
+        break;
+      case ValueKind::Bool:
+        if (d.constant) *v = Value::make_bool(d.bool_value);
+        break;
+      case ValueKind::String:
+        *v = Value::make_string(d.string);
+        break;
+      case ValueKind::IntList: {
+        const int64_t* ints = d.ints;
+        if (d.int_refs != nullptr) {
+          // Symbolic sizes are resolved into a per-instance copy before each
+          // instruction that reads the list.
+          int64_t* copy = allocator_.allocate_array<int64_t>(d.count);
+          if (copy == nullptr) return PARE_FAIL(diagnostics_, Error::OutOfMemory, "out of memory creating method '%s'", m.name);
+          for (uint32_t k = 0; k < d.count; ++k) copy[k] = d.ints[k];
+          ints = copy;
+        }
+        *v = Value::make_int_list(IntArrayRef(ints, d.count));
+        break;
+      }
+      case ValueKind::DoubleList:
+        v->kind = ValueKind::DoubleList;
+        v->double_list = Span<const double>(d.doubles, d.count);
+        break;
+      case ValueKind::TensorList: {
+        Value** items = allocator_.allocate_array<Value*>(d.count);
+        if (items == nullptr && d.count > 0) return PARE_FAIL(diagnostics_, Error::OutOfMemory, "out of memory creating method '%s'", m.name);
+        for (uint32_t k = 0; k < d.count; ++k) items[k] = &values_[d.value_ids[k]];
+        v->kind = ValueKind::TensorList;
+        v->tensor_list = TensorList{items, d.count};
+        break;
+      }
+      case ValueKind::None:
+      case ValueKind::Object:
+        break;
+    }
+  }
+
+  for (uint32_t i = 0; i < m.num_instructions; ++i) {
+    const InstructionDesc& d = m.instructions[i];
+    const ProgramOp& op = program_.op(d.op);
+    Instruction& ins = instructions_[i];
+    const size_t num_args = static_cast<size_t>(d.num_inputs) + d.num_outputs;
+    ins.args = allocator_.allocate_array<Value*>(num_args);
+    if (ins.args == nullptr && num_args > 0) return PARE_FAIL(diagnostics_, Error::OutOfMemory, "out of memory creating method '%s'", m.name);
+    for (size_t k = 0; k < num_args; ++k) ins.args[k] = &values_[d.args[k]];
+    ins.fn = op.entry->fn;
+    ins.op_name = op.name;
+    ins.op_table_index = op.table_index;
+    ins.num_inputs = d.num_inputs;
+    ins.num_outputs = d.num_outputs;
+  }
+  desc_ = desc;
+
+  // The init section: runs once, into persistent memory.
+  phase_ = Phase::Init;
+  for (uint32_t i = 0; i < m.num_init_instructions; ++i) {
+    const Error error = run_instruction(i);
+    if (error != Error::Ok) {
+      phase_ = Phase::Idle;
+      desc_ = nullptr;
+      return error;
+    }
+  }
+  phase_ = Phase::Idle;
+  return Error::Ok;
+}
+
+Error Method::set_input(size_t index, int32_t dtype_code, const int64_t* sizes, size_t ndim,
+                        const int64_t* strides, const void* data, size_t nbytes) {
+  diagnostics_.clear();
+  if (desc_ == nullptr) return PARE_FAIL(diagnostics_, Error::InvalidState, "the method is not initialised");
+  const MethodDesc& m = *desc_;
+  PARE_CHECK_OR_RETURN(diagnostics_, index < m.num_inputs, Error::IndexOutOfRange,
+                       "input index %zu is out of range: method '%s' has %u inputs", index, m.name,
+                       m.num_inputs);
+  const ValueDesc& d = m.values[m.inputs[index]];
+  PARE_CHECK_OR_RETURN(diagnostics_, is_supported_scalar_type_code(dtype_code), Error::UnsupportedDtype,
+                       "input %zu: dtype code %d is not supported", index, dtype_code);
+  const ScalarType dtype = static_cast<ScalarType>(dtype_code);
+  PARE_CHECK_OR_RETURN(diagnostics_, d.dtype == ScalarType::Undefined || d.dtype == dtype,
+                       Error::InvalidArgument, "input %zu of method '%s' expects dtype %s, got %s",
+                       index, m.name, to_string(d.dtype), to_string(dtype));
+  PARE_CHECK_OR_RETURN(diagnostics_, ndim <= kMaxDim, Error::LimitExceeded,
+                       "input %zu has %zu dims; this runtime supports up to %zu", index, ndim, kMaxDim);
+  PARE_CHECK_OR_RETURN(diagnostics_, ndim == 0 || sizes != nullptr, Error::InvalidArgument,
+                       "input %zu: sizes is null", index);
+  if (d.dim != ValueDesc::kUnknownRank) {
+    PARE_CHECK_OR_RETURN(diagnostics_, ndim == d.dim, Error::InvalidShape,
+                         "input %zu of method '%s' expects %u dims, got %zu", index, m.name, d.dim, ndim);
+    for (size_t k = 0; k < ndim; ++k) {
+      PARE_CHECK_OR_RETURN(diagnostics_, d.sizes[k] < 0 || d.sizes[k] == sizes[k], Error::InvalidShape,
+                           "input %zu of method '%s' expects size %lld in dim %zu, got %lld", index,
+                           m.name, static_cast<long long>(d.sizes[k]), k, static_cast<long long>(sizes[k]));
+    }
+  }
+  Tensor t{};
+  t.dtype = dtype;
+  t.dim = static_cast<uint8_t>(ndim);
+  size_t numel = 0;
+  PARE_CHECK_OR_RETURN(diagnostics_, checked_numel(IntArrayRef(sizes, ndim), &numel), Error::InvalidShape,
+                       "input %zu has negative or overflowing sizes %s", index,
+                       sizes_to_string(IntArrayRef(sizes, ndim)).text);
+  for (size_t k = 0; k < ndim; ++k) t.sizes[k] = sizes[k];
+  // Highest element offset reachable, to bound every access by nbytes.
+  uint64_t max_offset = 0;
+  if (strides == nullptr) {
+    (void)contiguous_strides(IntArrayRef(sizes, ndim), t.strides, &numel);
+    max_offset = numel > 0 ? numel - 1 : 0;
+  } else {
+    for (size_t k = 0; k < ndim; ++k) {
+      PARE_CHECK_OR_RETURN(diagnostics_, strides[k] >= 0, Error::InvalidArgument,
+                           "input %zu: negative stride %lld in dim %zu is not supported", index,
+                           static_cast<long long>(strides[k]), k);
+      t.strides[k] = strides[k];
+      uint64_t term = 0;
+      if (numel > 0 &&
+          (__builtin_mul_overflow(static_cast<uint64_t>(sizes[k] - 1), static_cast<uint64_t>(strides[k]), &term) ||
+           __builtin_add_overflow(max_offset, term, &max_offset))) {
+        return PARE_FAIL(diagnostics_, Error::InvalidArgument, "input %zu: strides overflow", index);
+      }
+    }
+  }
+  if (numel > 0) {
+    uint64_t needed = 0;
+    const bool overflow = __builtin_add_overflow(max_offset, 1, &needed) ||
+                          __builtin_mul_overflow(needed, element_size(dtype), &needed);
+    PARE_CHECK_OR_RETURN(diagnostics_, !overflow && needed <= nbytes, Error::InvalidArgument,
+                         "input %zu: sizes %s and strides need %llu bytes but the buffer has %zu",
+                         index, sizes_to_string(IntArrayRef(sizes, ndim)).text,
+                         static_cast<unsigned long long>(needed), nbytes);
+    PARE_CHECK_OR_RETURN(diagnostics_, data != nullptr, Error::InvalidArgument, "input %zu: data is null", index);
+  }
+  t.storage = const_cast<void*>(data);
+  t.storage_offset = 0;
+  Value& v = values_[m.inputs[index]];
+  v = Value::make_tensor(t);
+  input_set_[index] = true;
+  outputs_valid_ = false;
+  return Error::Ok;
+}
+
+bool Method::inputs_match_plan() const {
+  for (uint32_t k = 0; k < desc_->num_inputs; ++k) {
+    const Tensor& now = values_[desc_->inputs[k]].tensor;
+    const Tensor& then = planned_inputs_[k];
+    if (now.dtype != then.dtype || now.dim != then.dim) return false;
+    for (size_t d = 0; d < now.dim; ++d) {
+      if (now.sizes[d] != then.sizes[d] || now.strides[d] != then.strides[d]) return false;
+    }
+  }
+  return true;
+}
+
+void Method::snapshot_inputs() {
+  for (uint32_t k = 0; k < desc_->num_inputs; ++k) planned_inputs_[k] = values_[desc_->inputs[k]].tensor;
+}
+
+void Method::release_temporaries() {
+  for (size_t i = 0; i < temporaries_.size(); ++i) pare_pal_free(temporaries_[i]);
+  temporaries_.clear();
+}
+
+Error Method::execute() {
+  diagnostics_.clear();
+  outputs_valid_ = false;
+  if (desc_ == nullptr) return PARE_FAIL(diagnostics_, Error::InvalidState, "the method is not initialised");
+  const MethodDesc& m = *desc_;
+  for (uint32_t k = 0; k < m.num_inputs; ++k) {
+    PARE_CHECK_OR_RETURN(diagnostics_, input_set_[k], Error::InvalidState,
+                         "input %u of method '%s' is not set", k, m.name);
+  }
+  // The previous run's outputs die here, so its temporary blocks can go and
+  // the arena can be resized to the current plan.
+  release_temporaries();
+  if (planner_.arena_size() > arena_capacity_) {
+    pare_pal_free(arena_);
+    arena_capacity_ = 0;
+    arena_ = static_cast<uint8_t*>(pare_pal_malloc(static_cast<size_t>(planner_.arena_size()), kTensorAlignment));
+    if (arena_ == nullptr) {
+      plan_valid_ = false;
+      return PARE_FAIL(diagnostics_, Error::OutOfMemory, "out of memory allocating a %llu-byte arena",
+                       static_cast<unsigned long long>(planner_.arena_size()));
+    }
+    arena_capacity_ = static_cast<size_t>(planner_.arena_size());
+  }
+  planning_ = !plan_valid_ || !inputs_match_plan();
+  if (planning_) planner_.begin();
+  replay_broken_ = false;
+  replay_cursor_ = 0;
+
+  phase_ = Phase::Run;
+  for (uint32_t i = m.num_init_instructions; i < m.num_instructions; ++i) {
+    const Error error = run_instruction(i);
+    if (error != Error::Ok) {
+      phase_ = Phase::Idle;
+      plan_valid_ = false;  // a partial plan must not be replayed
+      return error;
+    }
+  }
+  phase_ = Phase::Idle;
+  if (planning_) {
+    plan_valid_ = true;
+    snapshot_inputs();
+    ++num_plans_;
+  }
+  if (replay_broken_) plan_valid_ = false;  // re-plan next run
+  outputs_valid_ = true;
+  return Error::Ok;
+}
+
+void Method::resolve_symbolic_lists(const Instruction& ins) {
+  const MethodDesc& m = *desc_;
+  for (uint16_t k = 0; k < ins.num_inputs; ++k) {
+    const uint32_t id = value_id(ins.args[k]);
+    const ValueDesc& d = m.values[id];
+    if (d.kind != ValueKind::IntList || d.int_refs == nullptr) continue;
+    // The per-instance copy init() allocated for this list (never program data).
+    int64_t* ints = const_cast<int64_t*>(values_[id].int_list.data());
+    for (uint32_t e = 0; e < d.count; ++e) {
+      if (d.int_refs[e] != kNoValue) ints[e] = values_[d.int_refs[e]].int_value;
+    }
+  }
+}
+
+Error Method::run_instruction(uint32_t index) {
+  const Instruction& ins = instructions_[index];
+  const MethodDesc& m = *desc_;
+  current_instruction_ = index;
+  resolve_symbolic_lists(ins);
+
+  // Outputs start empty so a kernel that fails to produce one is caught
+  // below instead of leaving a stale tensor from the previous run.
+  Value** outputs = ins.args + ins.num_inputs;
+  for (uint16_t k = 0; k < ins.num_outputs; ++k) {
+    Value* out = outputs[k];
+    if (out->kind == ValueKind::TensorList) {
+      for (size_t e = 0; e < out->tensor_list.size; ++e) *out->tensor_list.items[e] = Value();
+    } else {
+      *out = Value();
+    }
+  }
+
+  program_.observer().record_op(ins.op_table_index, /*root=*/true);
+  KernelContext ctx(this, ins.op_name, nullptr);
+  uint64_t start = 0;
+  if constexpr (feature_selected(FeatureId::op_profiling)) {
+    if (profiling_) start = pare_pal_ticks();
+  }
+  Error error = ins.fn(ctx, ValueSpan(ins.args, ins.num_inputs), ValueSpan(outputs, ins.num_outputs));
+  if constexpr (feature_selected(FeatureId::op_profiling)) {
+    if (profiling_) {
+      profile_ticks_[index] += pare_pal_ticks() - start;
+      profile_calls_[index] += 1;
+    }
+  }
+
+  if (error == Error::Ok) {
+    for (uint16_t k = 0; k < ins.num_outputs; ++k) {
+      const ValueDesc& d = m.values[value_id(outputs[k])];
+      bool produced = outputs[k]->kind == d.kind;
+      if (d.kind == ValueKind::TensorList) {
+        for (size_t e = 0; e < outputs[k]->tensor_list.size; ++e) {
+          produced = produced && outputs[k]->tensor_list.items[e]->kind == ValueKind::Tensor;
+        }
+      }
+      if (!produced) {
+        error = PARE_FAIL(diagnostics_, Error::Internal,
+                          "%s: kernel did not produce output %u as a %s value", ins.op_name, k,
+                          to_string(d.kind));
+        break;
+      }
+    }
+  }
+  if (error != Error::Ok) {
+    if (diagnostics_.code() == Error::Ok) {
+      PARE_FAIL(diagnostics_, error, "%s: %s", ins.op_name, to_string(error));
+    }
+    diagnostics_.append(" (method '%s', instruction %u)", m.name, index);
+  }
+  return error;
+}
+
+const Value* Method::output(size_t index) const {
+  if (desc_ == nullptr || !outputs_valid_ || index >= desc_->num_outputs) return nullptr;
+  return &values_[desc_->outputs[index]];
+}
+
+Result<void*> Method::allocate_storage(Value* value, size_t nbytes) {
+  if (phase_ == Phase::Init) {
+    void* p = allocator_.allocate(nbytes == 0 ? 1 : nbytes, kTensorAlignment);
+    if (p == nullptr) {
+      return PARE_FAIL(diagnostics_, Error::OutOfMemory, "out of memory allocating %zu persistent bytes", nbytes);
+    }
+    if (value != nullptr) value->plan_slot = Value::kNoSlot;
+    return p;
+  }
+  const uint32_t id = value_id(value);
+  const uint32_t last_use = id != kNoValue ? desc_->last_use[id] : current_instruction_;
+  uint32_t slot_index = Value::kNoSlot;
+  void* p = nullptr;
+  if (planning_) {
+    if (!planner_.place(current_instruction_, nbytes, last_use, &slot_index)) {
+      return PARE_FAIL(diagnostics_, Error::OutOfMemory, "out of memory planning method '%s'", desc_->name);
+    }
+    const MemoryPlanner::Slot& slot = planner_.slot(slot_index);
+    if (slot.offset + slot.size <= arena_capacity_) p = arena_ + slot.offset;
+  } else if (!replay_broken_) {
+    if (replay_cursor_ < planner_.num_slots()) {
+      const MemoryPlanner::Slot& slot = planner_.slot(replay_cursor_);
+      if (slot.instruction == current_instruction_ && nbytes <= slot.size &&
+          slot.offset + slot.size <= arena_capacity_) {
+        p = arena_ + slot.offset;
+        slot_index = static_cast<uint32_t>(replay_cursor_++);
+      }
+    }
+    // A kernel asked for something the plan did not foresee (data-dependent
+    // shapes): finish this run outside the arena and re-plan next time.
+    if (p == nullptr) replay_broken_ = true;
+  }
+  if (p == nullptr) {
+    p = pare_pal_malloc(nbytes == 0 ? 1 : nbytes, kTensorAlignment);
+    if (p == nullptr || !temporaries_.push_back(p)) {
+      pare_pal_free(p);
+      return PARE_FAIL(diagnostics_, Error::OutOfMemory, "out of memory allocating %zu bytes", nbytes);
+    }
+  }
+  if (value != nullptr) value->plan_slot = slot_index;
+  return p;
+}
+
+Error Method::set_profiling(bool enabled) {
+  diagnostics_.clear();
+  if (desc_ == nullptr) return PARE_FAIL(diagnostics_, Error::InvalidState, "the method is not initialised");
+  if constexpr (!feature_selected(FeatureId::op_profiling)) {
+    (void)enabled;
+    return PARE_FAIL(diagnostics_, Error::FeatureNotSelected,
+                     "the manifest does not select build feature op_profiling: add it to "
+                     "build_features in the manifest");
+  } else {
+    if (enabled && profile_calls_ == nullptr) {
+      profile_calls_ = allocator_.allocate_array<uint64_t>(desc_->num_instructions);
+      profile_ticks_ = allocator_.allocate_array<uint64_t>(desc_->num_instructions);
+      if (desc_->num_instructions > 0 && (profile_calls_ == nullptr || profile_ticks_ == nullptr)) {
+        profile_calls_ = nullptr;
+        return PARE_FAIL(diagnostics_, Error::OutOfMemory, "out of memory enabling profiling");
+      }
+    }
+    if (enabled) program_.observer().record_feature(FeatureId::op_profiling);
+    profiling_ = enabled;
+    return Error::Ok;
+  }
+}
+
+bool Method::profile(size_t instruction, uint64_t* calls, uint64_t* ticks) const {
+  if (desc_ == nullptr || profile_calls_ == nullptr || instruction >= desc_->num_instructions) return false;
+  *calls = profile_calls_[instruction];
+  *ticks = profile_ticks_[instruction];
+  return true;
+}
+
+MethodMemoryStats Method::memory_stats() const {
+  MethodMemoryStats s{};
+  s.arena_bytes = arena_capacity_;
+  s.planned_arena_bytes = planner_.arena_size();
+  s.persistent_bytes = allocator_.bytes_reserved();
+  s.num_plans = num_plans_;
+  s.temporary_blocks = temporaries_.size();
+  return s;
+}
+
+// ---------------------------------------------------------------------------
+// KernelContext services.
+
+Error KernelContext::fail(Error code, const char* fmt, ...) {
+  char prefix[192];
+  if (caller_ != nullptr) {
+    format_to(prefix, sizeof(prefix), "%s (called from %s)", op_name_, caller_);
+  } else {
+    format_to(prefix, sizeof(prefix), "%s", op_name_);
+  }
+  va_list args;
+  va_start(args, fmt);
+  method_->diagnostics_.vfail(code, prefix, fmt, args);
+  va_end(args);
+  return code;
+}
+
+Error KernelContext::fail_code(Error code) {
+  return PARE_FAIL(method_->diagnostics_, code, "%s: %s", op_name_, to_string(code));
+}
+
+Result<Tensor*> KernelContext::allocate_output(Value& out, ScalarType dtype, IntArrayRef sizes) {
+  PARE_CHECK_OR_RETURN(*this, element_size(dtype) != 0, Error::UnsupportedDtype,
+                       "cannot allocate an output of dtype %s", to_string(dtype));
+  PARE_CHECK_OR_RETURN(*this, sizes.size() <= kMaxDim, Error::LimitExceeded,
+                       "output would have %zu dims; this runtime supports up to %zu", sizes.size(), kMaxDim);
+  size_t numel = 0;
+  size_t nbytes = 0;
+  PARE_CHECK_OR_RETURN(*this,
+                       checked_numel(sizes, &numel) &&
+                           !__builtin_mul_overflow(numel, element_size(dtype), &nbytes),
+                       Error::InvalidShape, "invalid output sizes %s", sizes_to_string(sizes).text);
+  PARE_TRY_ASSIGN(void* memory, method_->allocate_storage(&out, nbytes));
+  const uint32_t slot = out.plan_slot;
+  out = Value::make_tensor(make_tensor(memory, dtype, sizes));
+  out.plan_slot = slot;
+  return &out.tensor;
+}
+
+Result<void*> KernelContext::allocate_scratch(size_t nbytes) {
+  return method_->allocate_storage(nullptr, nbytes);
+}
+
+Error KernelContext::set_output_view(Value& out, const Value& base, IntArrayRef sizes, IntArrayRef strides,
+                                     int64_t storage_offset) {
+  PARE_CHECK_OR_RETURN(*this, base.is_tensor(), Error::InvalidArgument, "a view needs a tensor base");
+  PARE_CHECK_OR_RETURN(*this, sizes.size() == strides.size() && sizes.size() <= kMaxDim,
+                       Error::LimitExceeded, "a view of %zu dims is not supported", sizes.size());
+  Tensor t = base.tensor;
+  t.dim = static_cast<uint8_t>(sizes.size());
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    t.sizes[i] = sizes[i];
+    t.strides[i] = strides[i];
+  }
+  t.storage_offset = storage_offset;
+  const uint32_t slot = base.plan_slot;
+  out = Value::make_tensor(t);
+  out.plan_slot = slot;
+  Method& m = *method_;
+  if (m.planning_ && slot != Value::kNoSlot) {
+    const uint32_t id = m.value_id(&out);
+    m.planner_.extend(slot, id != kNoValue ? m.desc_->last_use[id] : m.current_instruction_);
+  }
+  return Error::Ok;
+}
+
+Result<void*> KernelContext::allocate_persistent(size_t nbytes, size_t alignment) {
+  PARE_CHECK_OR_RETURN(*this, method_->phase_ == Method::Phase::Init, Error::InvalidState,
+                       "persistent memory and objects can only be created by init instructions");
+  void* p = method_->allocator_.allocate(nbytes == 0 ? 1 : nbytes, alignment);
+  PARE_CHECK_OR_RETURN(*this, p != nullptr, Error::OutOfMemory,
+                       "out of memory allocating %zu persistent bytes", nbytes);
+  return p;
+}
+
+void KernelContext::adopt_object(Value& out, ObjectBase* object) {
+  object->next_owned = method_->objects_;
+  method_->objects_ = object;
+  out = Value();
+  out.kind = ValueKind::Object;
+  out.object = object;
+  record_class(object->class_id);
+}
+
+Error KernelContext::call_op(size_t op_index, ValueSpan inputs, ValueSpan outputs) {
+  const OpEntry& entry = kOpTable.entries[op_index];
+  method_->program_.observer().record_op(op_index, /*root=*/false);
+  KernelContext nested(method_, entry.name, op_name_);
+  return entry.fn(nested, inputs, outputs);
+}
+
+void KernelContext::record_kernel_dtype(TagId tag, ScalarType t) {
+  method_->program_.observer().record_kernel_dtype(tag, t);
+}
+
+void KernelContext::record_class(ClassId id) { method_->program_.observer().record_class(id); }
+
+}  // namespace pare

@@ -1,0 +1,119 @@
+#pragma once
+// Method: one executable instance of a program's method, and the
+// interpreter that runs it.
+//
+// Creating a method allocates its value slots and runs its init section
+// once (e.g. packing weights into objects). execute() runs the remaining
+// instructions in order. Kernels compute output shapes as they run; memory
+// for every activation and scratch buffer comes from one arena laid out by
+// the memory planner (runtime/core/memory_planner.h):
+//
+//  * the first run, and any run whose input shapes (or strides) differ from
+//    the planned ones, is a planning run: allocations are placed by value
+//    lifetime as they happen; anything that does not fit the current arena
+//    is served from a temporary block and the arena is resized to the plan
+//    before the next run;
+//  * every other run replays the plan: each allocation is the next slot,
+//    no search, no PAL call.
+//
+// Method outputs stay valid until the next execute(), set_input() or
+// destruction. A method instance is not thread-safe; create one per thread.
+
+#include "runtime/core/kernel.h"
+#include "runtime/core/memory_planner.h"
+#include "runtime/core/program.h"
+
+namespace pare {
+
+struct MethodMemoryStats {
+  uint64_t arena_bytes;          // arena currently allocated
+  uint64_t planned_arena_bytes;  // what the current plan needs
+  uint64_t persistent_bytes;     // value slots, init outputs, objects
+  uint64_t num_plans;            // planning runs so far
+  uint64_t temporary_blocks;     // blocks served outside the arena by the last run
+};
+
+class Method {
+ public:
+  explicit Method(Program& program) : program_(program) {}
+  ~Method();
+  Method(const Method&) = delete;
+  Method& operator=(const Method&) = delete;
+
+  // Builds the instance of method `name` and runs its init section.
+  Error init(const char* name);
+
+  Diagnostics& diagnostics() { return diagnostics_; }
+  const Diagnostics& diagnostics() const { return diagnostics_; }
+  bool initialized() const { return desc_ != nullptr; }
+  const MethodDesc& desc() const { return *desc_; }
+  const Program& program() const { return program_; }
+
+  // Borrows `data` (which must stay valid through execute()). `strides` may
+  // be null for a contiguous tensor; `nbytes` bounds every element.
+  Error set_input(size_t index, int32_t dtype_code, const int64_t* sizes, size_t ndim,
+                  const int64_t* strides, const void* data, size_t nbytes);
+  Error execute();
+  // Null unless a successful execute() produced it.
+  const Value* output(size_t index) const;
+
+  Error set_profiling(bool enabled);
+  // Per instruction: calls and ticks since profiling was enabled.
+  bool profile(size_t instruction, uint64_t* calls, uint64_t* ticks) const;
+
+  MethodMemoryStats memory_stats() const;
+
+ private:
+  friend class KernelContext;
+
+  struct Instruction {
+    KernelFn fn;
+    const char* op_name;
+    size_t op_table_index;
+    Value** args;  // inputs, then outputs
+    uint16_t num_inputs;
+    uint16_t num_outputs;
+  };
+  enum class Phase : uint8_t { Idle, Init, Run };
+
+  Error run_instruction(uint32_t index);
+  void resolve_symbolic_lists(const Instruction& ins);
+  bool inputs_match_plan() const;
+  void snapshot_inputs();
+  void release_temporaries();
+  uint32_t value_id(const Value* v) const;
+  Result<void*> allocate_storage(Value* value, size_t nbytes);
+
+  Program& program_;
+  const MethodDesc* desc_ = nullptr;
+  Diagnostics diagnostics_;
+  LoadAllocator allocator_;  // everything that lives as long as the instance
+  Value* values_ = nullptr;
+  Instruction* instructions_ = nullptr;
+  bool* input_set_ = nullptr;
+  ObjectBase* objects_ = nullptr;
+  bool outputs_valid_ = false;
+
+  // Execution state.
+  Phase phase_ = Phase::Idle;
+  uint32_t current_instruction_ = 0;
+
+  // Memory plan.
+  MemoryPlanner planner_;
+  bool plan_valid_ = false;
+  bool planning_ = false;
+  bool replay_broken_ = false;
+  size_t replay_cursor_ = 0;
+  uint8_t* arena_ = nullptr;
+  size_t arena_capacity_ = 0;
+  DynArray<void*> temporaries_;  // blocks served outside the arena this run
+  Tensor* planned_inputs_ = nullptr;
+  uint64_t num_plans_ = 0;
+
+  // Build feature op_profiling.
+  bool profiling_ = false;
+  uint64_t* profile_calls_ = nullptr;
+  uint64_t* profile_ticks_ = nullptr;
+};
+
+}  // namespace pare

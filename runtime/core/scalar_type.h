@@ -1,0 +1,256 @@
+#pragma once
+// Element types: PyTorch's ScalarType numbering and names, element sizes,
+// the C++ type behind each dtype, type promotion, and portable Half and
+// BFloat16.
+//
+// Numbering and names are PyTorch's (c10/core/ScalarType.h) because they
+// cross three boundaries: the program format stores the code, manifests
+// (PyTorch's kernel_metadata) store the name, and the selection header
+// compares both (docs/selection.md). Only the ten dtypes the runtime
+// supports have enumerators; any other code is rejected where it enters.
+//
+// Half and BFloat16 are storage types: arithmetic converts to float
+// (OpMath<T>) and rounds back once, as PyTorch's CPU kernels do. The
+// conversions are bit-exact round-to-nearest-even and need no hardware
+// support, so every target gives identical results.
+
+#include "runtime/core/compiler.h"
+
+namespace pare {
+
+enum class ScalarType : int8_t {
+  Byte = 0,      // uint8
+  Char = 1,      // int8
+  Short = 2,     // int16
+  Int = 3,       // int32
+  Long = 4,      // int64
+  Half = 5,      // float16
+  Float = 6,     // float32
+  Double = 7,    // float64
+  Bool = 11,
+  BFloat16 = 15,
+  Undefined = -1,
+};
+
+// Dtype codes the runtime supports; everything else (complex, quantized,
+// float8, ...) is rejected by the loader and the C API.
+constexpr bool is_supported_scalar_type_code(int64_t code) {
+  return (code >= 0 && code <= 7) || code == 11 || code == 15;
+}
+
+constexpr const char* to_string(ScalarType t) {
+  switch (t) {
+    case ScalarType::Byte: return "Byte";
+    case ScalarType::Char: return "Char";
+    case ScalarType::Short: return "Short";
+    case ScalarType::Int: return "Int";
+    case ScalarType::Long: return "Long";
+    case ScalarType::Half: return "Half";
+    case ScalarType::Float: return "Float";
+    case ScalarType::Double: return "Double";
+    case ScalarType::Bool: return "Bool";
+    case ScalarType::BFloat16: return "BFloat16";
+    case ScalarType::Undefined: return "Undefined";
+  }
+  return "Unknown";
+}
+
+constexpr size_t element_size(ScalarType t) {
+  switch (t) {
+    case ScalarType::Byte:
+    case ScalarType::Char:
+    case ScalarType::Bool:
+      return 1;
+    case ScalarType::Short:
+    case ScalarType::Half:
+    case ScalarType::BFloat16:
+      return 2;
+    case ScalarType::Int:
+    case ScalarType::Float:
+      return 4;
+    case ScalarType::Long:
+    case ScalarType::Double:
+      return 8;
+    case ScalarType::Undefined:
+      return 0;
+  }
+  return 0;
+}
+
+constexpr bool is_floating_type(ScalarType t) {
+  return t == ScalarType::Half || t == ScalarType::BFloat16 || t == ScalarType::Float ||
+         t == ScalarType::Double;
+}
+
+constexpr bool is_integral_type(ScalarType t, bool include_bool) {
+  return t == ScalarType::Byte || t == ScalarType::Char || t == ScalarType::Short ||
+         t == ScalarType::Int || t == ScalarType::Long ||
+         (include_bool && t == ScalarType::Bool);
+}
+
+// ---------------------------------------------------------------------------
+// Half and BFloat16.
+
+namespace detail {
+
+PARE_ALWAYS_INLINE uint32_t float_bits(float f) { return __builtin_bit_cast(uint32_t, f); }
+PARE_ALWAYS_INLINE float float_from_bits(uint32_t b) { return __builtin_bit_cast(float, b); }
+
+// IEEE binary16 <-> binary32, round to nearest even, with subnormals,
+// infinities and NaN. Same algorithm as PyTorch's c10::Half (from the FP16
+// library), so results match PyTorch bit for bit.
+inline float half_to_float(uint16_t h) {
+  const uint32_t w = static_cast<uint32_t>(h) << 16;
+  const uint32_t sign = w & 0x80000000u;
+  const uint32_t two_w = w + w;
+  const uint32_t exp_offset = 0xE0u << 23;
+  const float exp_scale = 0x1.0p-112f;
+  const float normalized = float_from_bits((two_w >> 4) + exp_offset) * exp_scale;
+  const uint32_t magic_mask = 126u << 23;
+  const float magic_bias = 0.5f;
+  const float denormalized = float_from_bits((two_w >> 17) | magic_mask) - magic_bias;
+  const uint32_t denormalized_cutoff = 1u << 27;
+  const uint32_t result =
+      sign | (two_w < denormalized_cutoff ? float_bits(denormalized) : float_bits(normalized));
+  return float_from_bits(result);
+}
+
+inline uint16_t float_to_half(float f) {
+  const float scale_to_inf = 0x1.0p+112f;
+  const float scale_to_zero = 0x1.0p-110f;
+  const uint32_t w = float_bits(f);
+  float base = (float_from_bits(w & 0x7FFFFFFFu) * scale_to_inf) * scale_to_zero;
+  const uint32_t shl1_w = w + w;
+  const uint32_t sign = w & 0x80000000u;
+  uint32_t bias = shl1_w & 0xFF000000u;
+  if (bias < 0x71000000u) bias = 0x71000000u;
+  base = float_from_bits((bias >> 1) + 0x07800000u) + base;
+  const uint32_t bits = float_bits(base);
+  const uint32_t exp_bits = (bits >> 13) & 0x00007C00u;
+  const uint32_t mantissa_bits = bits & 0x00000FFFu;
+  const uint32_t nonsign = exp_bits + mantissa_bits;
+  return static_cast<uint16_t>((sign >> 16) | (shl1_w > 0xFF000000u ? 0x7E00u : nonsign));
+}
+
+inline float bfloat16_to_float(uint16_t b) { return float_from_bits(static_cast<uint32_t>(b) << 16); }
+
+inline uint16_t float_to_bfloat16(float f) {
+  if (f != f) return 0x7FC0;  // canonical quiet NaN, as c10::BFloat16
+  const uint32_t bits = float_bits(f);
+  const uint32_t rounding_bias = 0x7FFFu + ((bits >> 16) & 1u);
+  return static_cast<uint16_t>((bits + rounding_bias) >> 16);
+}
+
+}  // namespace detail
+
+// Implicit conversions in both directions mirror c10::Half, so generic
+// kernel code can write `T(x)` and `float(h)` for every dtype.
+struct Half {
+  uint16_t bits;
+  Half() = default;
+  Half(float f) : bits(detail::float_to_half(f)) {}
+  operator float() const { return detail::half_to_float(bits); }
+  static Half from_bits(uint16_t b) {
+    Half h;
+    h.bits = b;
+    return h;
+  }
+};
+
+struct BFloat16 {
+  uint16_t bits;
+  BFloat16() = default;
+  BFloat16(float f) : bits(detail::float_to_bfloat16(f)) {}
+  operator float() const { return detail::bfloat16_to_float(bits); }
+  static BFloat16 from_bits(uint16_t b) {
+    BFloat16 h;
+    h.bits = b;
+    return h;
+  }
+};
+
+// ---------------------------------------------------------------------------
+// C++ type <-> ScalarType.
+
+template <ScalarType> struct CppTypeFor;
+template <> struct CppTypeFor<ScalarType::Byte> { using type = uint8_t; };
+template <> struct CppTypeFor<ScalarType::Char> { using type = int8_t; };
+template <> struct CppTypeFor<ScalarType::Short> { using type = int16_t; };
+template <> struct CppTypeFor<ScalarType::Int> { using type = int32_t; };
+template <> struct CppTypeFor<ScalarType::Long> { using type = int64_t; };
+template <> struct CppTypeFor<ScalarType::Half> { using type = Half; };
+template <> struct CppTypeFor<ScalarType::Float> { using type = float; };
+template <> struct CppTypeFor<ScalarType::Double> { using type = double; };
+template <> struct CppTypeFor<ScalarType::Bool> { using type = bool; };
+template <> struct CppTypeFor<ScalarType::BFloat16> { using type = BFloat16; };
+
+template <typename T> struct ScalarTypeOf;
+template <> struct ScalarTypeOf<uint8_t> { static constexpr ScalarType value = ScalarType::Byte; };
+template <> struct ScalarTypeOf<int8_t> { static constexpr ScalarType value = ScalarType::Char; };
+template <> struct ScalarTypeOf<int16_t> { static constexpr ScalarType value = ScalarType::Short; };
+template <> struct ScalarTypeOf<int32_t> { static constexpr ScalarType value = ScalarType::Int; };
+template <> struct ScalarTypeOf<int64_t> { static constexpr ScalarType value = ScalarType::Long; };
+template <> struct ScalarTypeOf<Half> { static constexpr ScalarType value = ScalarType::Half; };
+template <> struct ScalarTypeOf<float> { static constexpr ScalarType value = ScalarType::Float; };
+template <> struct ScalarTypeOf<double> { static constexpr ScalarType value = ScalarType::Double; };
+template <> struct ScalarTypeOf<bool> { static constexpr ScalarType value = ScalarType::Bool; };
+template <> struct ScalarTypeOf<BFloat16> { static constexpr ScalarType value = ScalarType::BFloat16; };
+template <typename T> constexpr ScalarType scalar_type_of = ScalarTypeOf<T>::value;
+
+// The type arithmetic is done in: float for the 16-bit floats, else T.
+template <typename T> struct OpMath { using type = T; };
+template <> struct OpMath<Half> { using type = float; };
+template <> struct OpMath<BFloat16> { using type = float; };
+template <typename T> using opmath_t = typename OpMath<T>::type;
+
+template <typename T> constexpr bool is_reduced_float_v = is_same_v<T, Half> || is_same_v<T, BFloat16>;
+template <typename T>
+constexpr bool is_floating_point_v =
+    is_same_v<T, float> || is_same_v<T, double> || is_reduced_float_v<T>;
+template <typename T>
+constexpr bool is_integral_v = is_same_v<T, uint8_t> || is_same_v<T, int8_t> ||
+                               is_same_v<T, int16_t> || is_same_v<T, int32_t> ||
+                               is_same_v<T, int64_t>;
+
+// Converts between any two supported element types with PyTorch's
+// semantics for the cases C++ leaves open: to bool is `!= 0`, and
+// floating -> integral goes through int64 so narrow integer results wrap
+// like PyTorch's CPU casts instead of being undefined.
+template <typename To, typename From>
+PARE_ALWAYS_INLINE To convert(From v) {
+  if constexpr (is_same_v<To, From>) {
+    return v;
+  } else if constexpr (is_same_v<To, bool>) {
+    return static_cast<opmath_t<From>>(v) != static_cast<opmath_t<From>>(0);
+  } else if constexpr (is_integral_v<To> && is_floating_point_v<From>) {
+    return static_cast<To>(static_cast<int64_t>(static_cast<opmath_t<From>>(v)));
+  } else if constexpr (is_reduced_float_v<To>) {
+    return To(static_cast<float>(v));
+  } else {
+    return static_cast<To>(static_cast<opmath_t<From>>(v));
+  }
+}
+
+// torch.promote_types for the supported dtypes.
+constexpr ScalarType promote_types(ScalarType a, ScalarType b) {
+  if (a == b) return a;
+  if (a == ScalarType::Undefined) return b;
+  if (b == ScalarType::Undefined) return a;
+  if (a == ScalarType::Bool) return b;
+  if (b == ScalarType::Bool) return a;
+  const bool af = is_floating_type(a);
+  const bool bf = is_floating_type(b);
+  if (af && bf) {
+    // The two 16-bit formats have no common 16-bit supertype.
+    if (element_size(a) == 2 && element_size(b) == 2) return ScalarType::Float;
+    return element_size(a) >= element_size(b) ? a : b;
+  }
+  if (af) return a;
+  if (bf) return b;
+  // Both integral, at least one signed unless both are Byte (handled above).
+  if (a == ScalarType::Byte) return b == ScalarType::Char ? ScalarType::Short : b;
+  if (b == ScalarType::Byte) return a == ScalarType::Char ? ScalarType::Short : a;
+  return element_size(a) >= element_size(b) ? a : b;
+}
+
+}  // namespace pare

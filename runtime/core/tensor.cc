@@ -1,0 +1,103 @@
+// Tensor metadata helpers (see tensor.h).
+
+#include "runtime/core/tensor.h"
+
+#include "runtime/core/format.h"
+
+namespace pare {
+
+bool Tensor::is_contiguous() const {
+  int64_t expected = 1;
+  for (size_t i = dim; i-- > 0;) {
+    // Size-1 dims may have any stride, as in PyTorch.
+    if (sizes[i] == 1) continue;
+    if (sizes[i] == 0) return true;
+    if (strides[i] != expected) return false;
+    expected *= sizes[i];
+  }
+  return true;
+}
+
+bool Tensor::is_non_overlapping_and_dense() const {
+  if (is_contiguous()) return true;
+  // Sort dims by stride (insertion sort: dim <= kMaxDim), then check that
+  // they tile memory exactly.
+  size_t order[kMaxDim];
+  for (size_t i = 0; i < dim; ++i) order[i] = i;
+  for (size_t i = 1; i < dim; ++i) {
+    size_t j = i;
+    while (j > 0 && strides[order[j - 1]] > strides[order[j]]) {
+      const size_t t = order[j];
+      order[j] = order[j - 1];
+      order[j - 1] = t;
+      --j;
+    }
+  }
+  int64_t expected = 1;
+  for (size_t k = 0; k < dim; ++k) {
+    const size_t d = order[k];
+    if (sizes[d] == 1) continue;
+    if (strides[d] != expected) return false;
+    expected *= sizes[d];
+  }
+  return true;
+}
+
+bool checked_numel(IntArrayRef sizes, size_t* numel) {
+  size_t n = 1;
+  bool overflow = false;
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    if (sizes[i] < 0) return false;
+    if (sizes[i] == 0) {
+      *numel = 0;
+      // A zero dim makes the product zero whatever the other dims are, but
+      // they must still be non-negative.
+      for (size_t j = i + 1; j < sizes.size(); ++j) {
+        if (sizes[j] < 0) return false;
+      }
+      return true;
+    }
+    overflow |= __builtin_mul_overflow(n, static_cast<size_t>(sizes[i]), &n);
+  }
+  // Keep numel within int64 so element offsets never overflow either.
+  if (overflow || n > static_cast<size_t>(INT64_MAX)) return false;
+  *numel = n;
+  return true;
+}
+
+bool contiguous_strides(IntArrayRef sizes, int64_t* strides, size_t* numel) {
+  if (!checked_numel(sizes, numel)) return false;
+  int64_t stride = 1;
+  for (size_t i = sizes.size(); i-- > 0;) {
+    strides[i] = stride;
+    // Size 0/1 dims do not advance the stride (PyTorch uses max(size, 1)).
+    stride *= sizes[i] > 1 ? sizes[i] : 1;
+  }
+  return true;
+}
+
+Tensor make_tensor(void* data, ScalarType dtype, IntArrayRef sizes) {
+  Tensor t{};
+  t.storage = data;
+  t.storage_offset = 0;
+  t.dtype = dtype;
+  t.dim = static_cast<uint8_t>(sizes.size());
+  for (size_t i = 0; i < sizes.size(); ++i) t.sizes[i] = sizes[i];
+  size_t numel = 0;
+  (void)contiguous_strides(sizes, t.strides, &numel);
+  return t;
+}
+
+SizesString sizes_to_string(IntArrayRef sizes) {
+  SizesString s;
+  FormatBuffer out(s.text, sizeof(s.text));
+  out.append_char('[');
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    if (i > 0) out.append(", ");
+    out.append_int(sizes[i]);
+  }
+  out.append_char(']');
+  return s;
+}
+
+}  // namespace pare

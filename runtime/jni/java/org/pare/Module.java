@@ -1,0 +1,122 @@
+package org.pare;
+
+import java.util.Arrays;
+import java.util.Collections;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * A loaded Pare program. Not thread-safe: use one Module per thread.
+ *
+ * <pre>
+ *   try (Module module = Module.load(programBytes)) {
+ *     Tensor[] outputs = module.forward(Tensor.fromFloats(pixels, 1, 3, 32, 32));
+ *   } catch (PareException e) {
+ *     // e.getMessage() is the runtime's message, e.g. a missing operator and how to fix it.
+ *   }
+ * </pre>
+ */
+public final class Module implements AutoCloseable {
+  private long program;
+  private final Map<String, Long> methods = new HashMap<String, Long>();
+
+  private Module(long program) {
+    this.program = program;
+  }
+
+  /** Loads a program from its bytes (e.g. an asset). */
+  public static Module load(byte[] program) {
+    NativeLibrary.ensureLoaded();
+    return new Module(nativeLoad(program));
+  }
+
+  /** Loads a program file. */
+  public static Module load(String path) {
+    NativeLibrary.ensureLoaded();
+    return new Module(nativeLoadFile(path));
+  }
+
+  public List<String> methodNames() {
+    String joined = nativeMethodNames(handle());
+    return joined.isEmpty() ? Collections.<String>emptyList() : Arrays.asList(joined.split("\n"));
+  }
+
+  /** Runs method "forward". */
+  public Tensor[] forward(Tensor... inputs) {
+    return run("forward", inputs);
+  }
+
+  /** Runs a method by name; returns its outputs (numbers come back as 0-dim tensors). */
+  public Tensor[] run(String method, Tensor... inputs) {
+    long m = method(method);
+    int expected = nativeInputCount(m);
+    if (inputs.length != expected) {
+      throw new PareException(
+          "pare: method '" + method + "' takes " + expected + " input(s), got " + inputs.length);
+    }
+    for (int i = 0; i < inputs.length; i++) {
+      nativeSetInput(m, i, inputs[i].dtype().code, inputs[i].shape(), inputs[i].rawData());
+    }
+    nativeExecute(m);
+    Tensor[] outputs = new Tensor[nativeOutputCount(m)];
+    for (int i = 0; i < outputs.length; i++) {
+      outputs[i] = Tensor.fromNative(nativeOutputDtype(m, i), nativeOutputShape(m, i), nativeOutputData(m, i));
+    }
+    return outputs;
+  }
+
+  @Override
+  public synchronized void close() {
+    for (long m : methods.values()) {
+      nativeDestroyMethod(m);
+    }
+    methods.clear();
+    if (program != 0) {
+      nativeDestroyProgram(program);
+      program = 0;
+    }
+  }
+
+  private long handle() {
+    if (program == 0) {
+      throw new PareException("pare: the module is closed");
+    }
+    return program;
+  }
+
+  private long method(String name) {
+    Long m = methods.get(name);
+    if (m == null) {
+      m = nativeCreateMethod(handle(), name);
+      methods.put(name, m);
+    }
+    return m;
+  }
+
+  private static native long nativeLoad(byte[] program);
+
+  private static native long nativeLoadFile(String path);
+
+  private static native void nativeDestroyProgram(long program);
+
+  private static native String nativeMethodNames(long program);
+
+  private static native long nativeCreateMethod(long program, String name);
+
+  private static native void nativeDestroyMethod(long method);
+
+  private static native int nativeInputCount(long method);
+
+  private static native void nativeSetInput(long method, int index, int dtype, long[] shape, byte[] data);
+
+  private static native void nativeExecute(long method);
+
+  private static native int nativeOutputCount(long method);
+
+  private static native int nativeOutputDtype(long method, int index);
+
+  private static native long[] nativeOutputShape(long method, int index);
+
+  private static native byte[] nativeOutputData(long method, int index);
+}

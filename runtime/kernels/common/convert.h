@@ -1,0 +1,22 @@
+#pragma once
+// Dtype conversion of whole tensors, shared by aten::_to_copy and by type
+// promotion in every elementwise kernel.
+//
+// Conversions dispatch twice on kernel tag copy_kernel (source dtype, then
+// destination dtype), like PyTorch's copy_, so a manifest records exactly
+// the conversions a model performs and a selective build keeps only those.
+
+#include "runtime/core/dispatch.h"
+
+namespace pare {
+
+// Writes every element of `src` (any strides) into `dst` (same sizes, any
+// strides), converting to dst's dtype with PyTorch's cast semantics.
+Error convert_into(KernelContext& ctx, const Tensor& src, const Tensor& dst);
+
+// A contiguous tensor of `dtype` with src's values: `src` itself when it
+// already is one, else a converted copy in scratch memory (valid until the
+// current root op returns).
+Result<Tensor> as_contiguous(KernelContext& ctx, const Tensor& src, ScalarType dtype);
+
+}  // namespace pare

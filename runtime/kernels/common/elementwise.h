@@ -1,0 +1,104 @@
+#pragma once
+// Elementwise kernels made easy: operands, PyTorch type promotion,
+// broadcasting, conversion of mixed-dtype inputs and output allocation in
+// one builder, so an elementwise op is ~20 lines.
+//
+//   Elementwise<2> e(ctx);
+//   e.add_input(self, "self");
+//   e.add_input(other, "other");                 // a Tensor or a wrapped Scalar
+//   const ScalarType dtype = e.result_type();    // torch.result_type
+//   PARE_TRY(e.prepare(out, /*compute=*/dtype, /*output=*/dtype));
+//   return PARE_DISPATCH(mul_kernel, ctx, dtype, T, {
+//     e.run<T, T>([](T a, T b) { return T(opmath_t<T>(a) * opmath_t<T>(b)); });
+//     return Error::Ok;
+//   });
+//
+// prepare() broadcasts the tensor operands (PyTorch rules), converts every
+// tensor operand whose dtype differs from the compute dtype into a
+// contiguous scratch copy (through copy_kernel), allocates a contiguous
+// output of the broadcast shape, and builds the loop geometry. run<Out, In>
+// then walks it with loops::for_each_element, passing scalars already
+// converted to In.
+
+#include "runtime/core/dispatch.h"
+#include "runtime/kernels/common/loops.h"
+
+namespace pare {
+
+// A Tensor argument, or a Python number passed in its place (a "wrapped
+// number" for type promotion).
+struct Operand {
+  const Tensor* tensor;  // null for a scalar
+  Scalar scalar;
+
+  static Operand of(const Tensor& t) { return Operand{&t, Scalar()}; }
+  static Operand of(Scalar s) { return Operand{nullptr, s}; }
+  bool is_scalar() const { return tensor == nullptr; }
+  ScalarType dtype() const { return tensor != nullptr ? tensor->dtype : scalar.wrapped_dtype(); }
+};
+
+// Reads input i as a Tensor or a Scalar (aten::add.Tensor(x, 1) is legal in
+// exported graphs). Errors through `args`.
+Operand tensor_or_scalar(KernelArgs& args, size_t i, const char* name);
+
+// torch.result_type over the operands: dimensioned tensors win over 0-dim
+// tensors, which win over wrapped numbers, unless a lower priority operand
+// is of a higher category (bool < integral < floating).
+ScalarType result_type(const Operand* operands, size_t n);
+
+// Computes the broadcast of `a` and `b` into `out` (PyTorch rules); returns
+// false when they are incompatible.
+bool broadcast_shapes(IntArrayRef a, IntArrayRef b, int64_t* out, size_t* out_dim);
+
+// Shared, non-template part of Elementwise<N>.
+class ElementwiseBase {
+ public:
+  void add_input(const Operand& operand, const char* name);
+  ScalarType result_type() const {
+    return pare::result_type(operands_, num_inputs_ < capacity_ ? num_inputs_ : capacity_);
+  }
+  // Broadcasts, converts inputs to `compute_dtype`, allocates `out` as a
+  // contiguous `output_dtype` tensor of the broadcast shape.
+  Error prepare(Value& out, ScalarType compute_dtype, ScalarType output_dtype);
+  const Tensor& output() const { return *out_; }
+
+ protected:
+  explicit ElementwiseBase(KernelContext& ctx, size_t capacity) : ctx_(ctx), capacity_(capacity) {}
+
+  KernelContext& ctx_;
+  size_t capacity_;
+  size_t num_inputs_ = 0;
+  Operand operands_[loops::kMaxInputs] = {};
+  const char* names_[loops::kMaxInputs] = {};
+  Tensor prepared_[loops::kMaxInputs] = {};
+  Tensor* out_ = nullptr;
+  loops::LoopGeometry geometry_;
+};
+
+// An elementwise operation over N inputs (1 to 3).
+template <size_t N>
+class Elementwise : public ElementwiseBase {
+  static_assert(N >= 1 && N <= loops::kMaxInputs, "1 to 3 inputs");
+
+ public:
+  explicit Elementwise(KernelContext& ctx) : ElementwiseBase(ctx, N) {}
+
+  // out = op(in...) elementwise, with In the compute type given to
+  // prepare() and Out the output type. Call only after prepare() succeeded.
+  template <typename Out, typename In, typename Op>
+  void run(Op op) {
+    const In* inputs[N];
+    In scalars[N];
+    for (size_t k = 0; k < N; ++k) {
+      if (operands_[k].is_scalar()) {
+        scalars[k] = operands_[k].scalar.template to<In>();
+        inputs[k] = &scalars[k];
+      } else {
+        inputs[k] = prepared_[k].template data_as<In>();
+      }
+    }
+    loops::for_each_element<Out, In, N>(geometry_, out_->template data_as<Out>(), inputs, op);
+  }
+};
+
+}  // namespace pare

@@ -1,0 +1,165 @@
+#pragma once
+// Blocked GEMM: C = alpha * A B (+ C), for mm, addmm, linear and conv.
+//
+// float uses a packed, cache-blocked algorithm in the style of BLIS/GotoBLAS:
+// A is packed into row panels of kMR rows and B into column panels of kNR
+// columns, per (kKC depth x kMC rows / kNC columns) block, and a kMR x kNR
+// register-tile micro-kernel written with portable clang vector types
+// (SSE on x86_64, NEON on arm64) does the arithmetic. The driver takes the
+// A and B packers as functors, so an operand can be packed on the fly from
+// any strided matrix, read from a prepacked buffer (prepacked weights: no
+// packing at run time), or packed straight from an image (conv's im2col
+// fused into packing).
+//
+// Other dtypes use gemm_reference(): a row-oriented loop with a contiguous,
+// vectorisable inner loop, accumulating in opmath_t<T> (float for
+// Half/BFloat16) with wrapping integer arithmetic (common/arith.h), as
+// PyTorch's CPU fallback does.
+
+#include "runtime/core/kernel.h"
+#include "runtime/kernels/common/arith.h"
+
+namespace pare {
+namespace gemm {
+
+constexpr int64_t kMR = 6;
+constexpr int64_t kNR = 8;
+constexpr int64_t kKC = 256;
+constexpr int64_t kMC = 72;   // multiple of kMR; 72 x 256 floats = 72 KB of packed A
+constexpr int64_t kNC = 256;  // multiple of kNR; 256 x 256 floats = 256 KB of packed B
+
+constexpr int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
+
+// Element (i, j) at data[i * row_stride + j * col_stride].
+template <typename T>
+struct MatrixView {
+  const T* data;
+  int64_t rows;
+  int64_t cols;
+  int64_t row_stride;
+  int64_t col_stride;
+  T at(int64_t i, int64_t j) const { return data[i * row_stride + j * col_stride]; }
+};
+
+// Packs rows [i0, i0+mc) x depth [p0, p0+kc) of `a` into kMR-row panels
+// (zero-padded): panel r at dst + r * kc * kMR.
+void pack_a(const MatrixView<float>& a, int64_t i0, int64_t mc, int64_t p0, int64_t kc, float* dst);
+// Packs depth [p0, p0+kc) x columns [j0, j0+nc) of `b` into kNR-column
+// panels (zero-padded): panel c at dst + c * kc * kNR.
+void pack_b(const MatrixView<float>& b, int64_t p0, int64_t kc, int64_t j0, int64_t nc, float* dst);
+
+// Whole-matrix packed layouts used by prepacked weights: for each depth
+// block p0 (step kKC), all panels of that block, so block (p0, j0) starts at
+// base + p0 * padded_cols + (j0 / kNR) * kc * kNR. Sizes in floats.
+inline size_t packed_a_size(int64_t m, int64_t k) { return static_cast<size_t>(round_up(m, kMR) * k); }
+inline size_t packed_b_size(int64_t k, int64_t n) { return static_cast<size_t>(round_up(n, kNR) * k); }
+void prepack_a(const MatrixView<float>& a, float* dst);
+void prepack_b(const MatrixView<float>& b, float* dst);
+
+// Packers over prepacked buffers (no copy: they return pointers).
+struct PrepackedA {
+  const float* data;
+  int64_t m;
+  const float* operator()(int64_t i0, int64_t, int64_t p0, int64_t kc, float*) const {
+    return data + p0 * round_up(m, kMR) + (i0 / kMR) * kc * kMR;
+  }
+};
+struct PrepackedB {
+  const float* data;
+  int64_t n;
+  const float* operator()(int64_t p0, int64_t kc, int64_t j0, int64_t, float*) const {
+    return data + p0 * round_up(n, kNR) + (j0 / kNR) * kc * kNR;
+  }
+};
+// Packers over strided matrices.
+struct StridedA {
+  MatrixView<float> view;
+  const float* operator()(int64_t i0, int64_t mc, int64_t p0, int64_t kc, float* scratch) const {
+    pack_a(view, i0, mc, p0, kc, scratch);
+    return scratch;
+  }
+};
+struct StridedB {
+  MatrixView<float> view;
+  const float* operator()(int64_t p0, int64_t kc, int64_t j0, int64_t nc, float* scratch) const {
+    pack_b(view, p0, kc, j0, nc, scratch);
+    return scratch;
+  }
+};
+
+// C tile update: C[mr x nr] (row stride ldc) = alpha * (A panel . B panel)
+// (+ C when accumulate).
+void micro_kernel(int64_t kc, const float* a, const float* b, float* c, int64_t ldc, int64_t mr,
+                  int64_t nr, float alpha, bool accumulate);
+
+// Scratch floats an on-the-fly A or B packer needs (prepacked operands need
+// none and may be given null).
+inline size_t a_scratch_floats(int64_t m, int64_t k) {
+  return static_cast<size_t>((k < kKC ? k : kKC) * round_up(m < kMC ? m : kMC, kMR));
+}
+inline size_t b_scratch_floats(int64_t n, int64_t k) {
+  return static_cast<size_t>((k < kKC ? k : kKC) * round_up(n < kNC ? n : kNC, kNR));
+}
+
+// C[m x n] (row stride ldc, unit column stride) = alpha * A B, plus the
+// previous C when `accumulate`.
+template <typename PackA, typename PackB>
+void sgemm(int64_t m, int64_t n, int64_t k, float alpha, const PackA& pack_a_block,
+           const PackB& pack_b_block, float* c, int64_t ldc, bool accumulate, float* a_scratch,
+           float* b_scratch) {
+  if (m == 0 || n == 0) return;
+  if (k == 0) {
+    if (!accumulate) {
+      for (int64_t i = 0; i < m; ++i) {
+        for (int64_t j = 0; j < n; ++j) c[i * ldc + j] = 0.0f;
+      }
+    }
+    return;
+  }
+  for (int64_t j0 = 0; j0 < n; j0 += kNC) {
+    const int64_t nc = n - j0 < kNC ? n - j0 : kNC;
+    for (int64_t p0 = 0; p0 < k; p0 += kKC) {
+      const int64_t kc = k - p0 < kKC ? k - p0 : kKC;
+      const float* b_block = pack_b_block(p0, kc, j0, nc, b_scratch);
+      const bool acc = accumulate || p0 > 0;
+      for (int64_t i0 = 0; i0 < m; i0 += kMC) {
+        const int64_t mc = m - i0 < kMC ? m - i0 : kMC;
+        const float* a_block = pack_a_block(i0, mc, p0, kc, a_scratch);
+        for (int64_t jr = 0; jr < nc; jr += kNR) {
+          const int64_t nr = nc - jr < kNR ? nc - jr : kNR;
+          for (int64_t ir = 0; ir < mc; ir += kMR) {
+            const int64_t mr = mc - ir < kMR ? mc - ir : kMR;
+            micro_kernel(kc, a_block + (ir / kMR) * kc * kMR, b_block + (jr / kNR) * kc * kNR,
+                         c + (i0 + ir) * ldc + j0 + jr, ldc, mr, nr, alpha, acc);
+          }
+        }
+      }
+    }
+  }
+}
+
+// C[m x n] (contiguous rows, row stride ldc) = alpha * A B + (accumulate ?
+// C : 0) for any dtype. B must have unit column stride for the fast inner
+// loop (callers make it contiguous). `acc_row` holds n opmath_t<T>.
+template <typename T>
+void gemm_reference(int64_t m, int64_t n, int64_t k, opmath_t<T> alpha, const MatrixView<T>& a,
+                    const MatrixView<T>& b, T* c, int64_t ldc, bool accumulate, opmath_t<T>* acc_row) {
+  using Acc = opmath_t<T>;
+  for (int64_t i = 0; i < m; ++i) {
+    for (int64_t j = 0; j < n; ++j) acc_row[j] = Acc(0);
+    for (int64_t p = 0; p < k; ++p) {
+      const Acc aip = static_cast<Acc>(a.at(i, p));
+      const T* brow = b.data + p * b.row_stride;
+      for (int64_t j = 0; j < n; ++j) acc_row[j] = arith::mul_add<Acc>(acc_row[j], aip, static_cast<Acc>(brow[j]));
+    }
+    T* crow = c + i * ldc;
+    for (int64_t j = 0; j < n; ++j) {
+      Acc v = arith::mul_add<Acc>(Acc(0), alpha, acc_row[j]);
+      if (accumulate) v = arith::mul_add<Acc>(v, Acc(1), static_cast<Acc>(crow[j]));
+      crow[j] = static_cast<T>(v);
+    }
+  }
+}
+
+}  // namespace gemm
+}  // namespace pare

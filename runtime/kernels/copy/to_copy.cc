@@ -1,0 +1,40 @@
+// aten::_to_copy: dtype conversion (and the copy torch.export emits for
+// .to(), .float(), .type_as(), ...).
+
+#include "runtime/kernels/common/convert.h"
+#include "runtime/core/format.h"
+
+namespace pare {
+namespace kernels {
+
+// aten::_to_copy(Tensor self, *, ScalarType? dtype=None, Layout? layout=None,
+//   Device? device=None, bool? pin_memory=None, bool non_blocking=False,
+//   MemoryFormat? memory_format=None) -> Tensor
+//
+// Layout must be None or strided (0); device None or "cpu"; pin_memory
+// None or false. The result is always contiguous: values are identical to
+// PyTorch's, strides may differ for memory_format=preserve/channels_last.
+Error aten__to_copy(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs) {
+  KernelArgs args(ctx, inputs, outputs, 1, 7, 1);
+  const Tensor& self = args.tensor(0, "self");
+  const Optional<ScalarType> dtype = args.optional_dtype(1, "dtype");
+  const Optional<int64_t> layout = args.optional_int64(2, "layout");
+  const char* device = args.optional_string(3, "device");
+  const bool pin_memory = args.has(4) && args.boolean(4, "pin_memory");
+  (void)args.boolean_or(5, "non_blocking", false);
+  (void)args.optional_int64(6, "memory_format");
+  PARE_TRY(args.status());
+  PARE_CHECK_OR_RETURN(ctx, !layout.has_value || layout.value == 0, Error::NotImplemented,
+                       "argument 'layout': only torch.strided (0) is supported, got %lld",
+                       static_cast<long long>(layout.value));
+  PARE_CHECK_OR_RETURN(ctx, device == nullptr || string_equal(device, "cpu"), Error::NotImplemented,
+                       "argument 'device': only 'cpu' is supported, got '%s'", device);
+  PARE_CHECK_OR_RETURN(ctx, !pin_memory, Error::NotImplemented, "argument 'pin_memory' must be false");
+
+  const ScalarType out_dtype = dtype.has_value ? dtype.value : self.dtype;
+  PARE_TRY_ASSIGN(Tensor* out, ctx.allocate_output(args.output(0), out_dtype, self.size_span()));
+  return convert_into(ctx, self, *out);
+}
+
+}  // namespace kernels
+}  // namespace pare

@@ -1,0 +1,316 @@
+// View operators: outputs share their input's storage (as in PyTorch) and
+// only sizes, strides and the storage offset change. No data moves and no
+// dtype dispatch. aten::view itself lives in shape/.
+
+#include "runtime/kernels/indexing/indexing.h"
+
+namespace pare {
+namespace kernels {
+
+namespace {
+
+using indexing::clamp_slice_bound;
+using indexing::drop_dim;
+
+// A view of input 0 as output `out`.
+Error view_of(KernelArgs& args, Value& out, const int64_t* sizes, const int64_t* strides, size_t dim,
+              int64_t offset) {
+  return args.ctx().set_output_view(out, args.value(0), IntArrayRef(sizes, dim), IntArrayRef(strides, dim), offset);
+}
+
+// The Tensor[] output of split/unbind, checked against the count the op produces.
+Error output_list_of(KernelArgs& args, int64_t expected, TensorList* list) {
+  *list = args.output_list(0);
+  PARE_TRY(args.status());
+  PARE_CHECK_OR_RETURN(args.ctx(), static_cast<int64_t>(list->size) == expected, Error::InvalidArgument,
+                       "the program expects %zu outputs, but the op produces %lld for these inputs", list->size,
+                       static_cast<long long>(expected));
+  return Error::Ok;
+}
+
+}  // namespace
+
+// aten::alias(Tensor(a) self) -> Tensor(a)
+Error aten_alias(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs) {
+  KernelArgs args(ctx, inputs, outputs, 1, 1, 1);
+  const Tensor& self = args.tensor(0, "self");
+  PARE_TRY(args.status());
+  return view_of(args, args.output(0), self.sizes, self.strides, self.dim, self.storage_offset);
+}
+
+// aten::_unsafe_view(Tensor self, SymInt[] size) -> Tensor
+//
+// aten::view without autograd's view tracking: the same result here.
+Error aten__unsafe_view(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs) {
+  return PARE_CALL_OP(ctx, "aten::view", inputs, outputs);
+}
+
+// aten::permute(Tensor(a) self, int[] dims) -> Tensor(a)
+Error aten_permute(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs) {
+  KernelArgs args(ctx, inputs, outputs, 2, 2, 1);
+  const Tensor& self = args.tensor(0, "self");
+  const IntArrayRef dims = args.int_list(1, "dims");
+  PARE_TRY(args.status());
+  PARE_CHECK_OR_RETURN(ctx, dims.size() == self.dim, Error::InvalidArgument,
+                       "argument 'dims' has %zu entries but the input has %u dims", dims.size(),
+                       static_cast<unsigned>(self.dim));
+  int64_t sizes[kMaxDim];
+  int64_t strides[kMaxDim];
+  bool seen[kMaxDim] = {};
+  for (size_t i = 0; i < dims.size(); ++i) {
+    int64_t d = 0;
+    PARE_TRY(wrap_dim(ctx, dims[i], self.dim, "dims", &d));
+    PARE_CHECK_OR_RETURN(ctx, !seen[d], Error::InvalidArgument, "argument 'dims': dim %lld is repeated",
+                         static_cast<long long>(d));
+    seen[d] = true;
+    sizes[i] = self.sizes[d];
+    strides[i] = self.strides[d];
+  }
+  return view_of(args, args.output(0), sizes, strides, self.dim, self.storage_offset);
+}
+
+// aten::transpose.int(Tensor(a) self, int dim0, int dim1) -> Tensor(a)
+Error aten_transpose_int(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs) {
+  KernelArgs args(ctx, inputs, outputs, 3, 3, 1);
+  const Tensor& self = args.tensor(0, "self");
+  const int64_t dim0 = args.dim(1, "dim0", self.dim);
+  const int64_t dim1 = args.dim(2, "dim1", self.dim);
+  PARE_TRY(args.status());
+  int64_t sizes[kMaxDim];
+  int64_t strides[kMaxDim];
+  for (size_t d = 0; d < self.dim; ++d) {
+    sizes[d] = self.sizes[d];
+    strides[d] = self.strides[d];
+  }
+  if (self.dim > 0) {
+    sizes[dim0] = self.sizes[dim1];
+    strides[dim0] = self.strides[dim1];
+    sizes[dim1] = self.sizes[dim0];
+    strides[dim1] = self.strides[dim0];
+  }
+  return view_of(args, args.output(0), sizes, strides, self.dim, self.storage_offset);
+}
+
+// aten::expand(Tensor(a) self, SymInt[] size, *, bool implicit=False) -> Tensor(a)
+Error aten_expand(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs) {
+  KernelArgs args(ctx, inputs, outputs, 2, 3, 1);
+  const Tensor& self = args.tensor(0, "self");
+  const IntArrayRef size = args.int_list(1, "size");
+  (void)args.boolean_or(2, "implicit", false);
+  PARE_TRY(args.status());
+  const size_t n = size.size();
+  PARE_CHECK_OR_RETURN(ctx, n >= self.dim, Error::InvalidShape,
+                       "argument 'size' %s has fewer entries than the input has dims (%u)",
+                       sizes_to_string(size).text, static_cast<unsigned>(self.dim));
+  PARE_CHECK_OR_RETURN(ctx, n <= kMaxDim, Error::LimitExceeded,
+                       "argument 'size' has %zu dims; this runtime supports up to %zu", n, kMaxDim);
+  int64_t sizes[kMaxDim];
+  int64_t strides[kMaxDim];
+  // PyTorch's inferExpandGeometry, right-aligned.
+  for (size_t i = n; i-- > 0;) {
+    const int64_t d = static_cast<int64_t>(i) - static_cast<int64_t>(n - self.dim);
+    int64_t s = d >= 0 ? self.sizes[d] : 1;
+    int64_t stride = 1;
+    if (d >= 0) {
+      stride = self.strides[d];
+    } else if (i + 1 < n && __builtin_mul_overflow(sizes[i + 1], strides[i + 1], &stride)) {
+      stride = 1;  // only the stride of a size-1 dim, which never moves
+    }
+    int64_t target = size[i];
+    if (target == -1) {
+      PARE_CHECK_OR_RETURN(ctx, d >= 0, Error::InvalidShape,
+                           "argument 'size' %s: -1 is not allowed in a new leading dim (%zu)",
+                           sizes_to_string(size).text, i);
+      target = s;
+    }
+    PARE_CHECK_OR_RETURN(ctx, target >= 0, Error::InvalidShape, "argument 'size' %s: invalid size %lld",
+                         sizes_to_string(size).text, static_cast<long long>(target));
+    if (s != target) {
+      PARE_CHECK_OR_RETURN(ctx, s == 1, Error::InvalidShape,
+                           "argument 'size' %s: the expanded size %lld must match the existing size %lld at "
+                           "non-singleton dim %zu (input sizes %s)",
+                           sizes_to_string(size).text, static_cast<long long>(target), static_cast<long long>(s),
+                           i, sizes_to_string(self.size_span()).text);
+      s = target;
+      stride = 0;
+    }
+    sizes[i] = s;
+    strides[i] = stride;
+  }
+  size_t numel = 0;
+  PARE_CHECK_OR_RETURN(ctx, checked_numel(IntArrayRef(sizes, n), &numel), Error::InvalidShape,
+                       "argument 'size' %s overflows", sizes_to_string(size).text);
+  return view_of(args, args.output(0), sizes, strides, n, self.storage_offset);
+}
+
+// aten::slice.Tensor(Tensor(a) self, int dim=0, SymInt? start=None, SymInt? end=None, SymInt step=1) -> Tensor(a)
+Error aten_slice_Tensor(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs) {
+  KernelArgs args(ctx, inputs, outputs, 1, 5, 1);
+  const Tensor& self = args.tensor(0, "self");
+  PARE_TRY(args.status());
+  PARE_CHECK_OR_RETURN(ctx, self.dim > 0, Error::InvalidShape, "argument 'self': cannot slice a 0-dim tensor");
+  const int64_t dim = args.has(1) ? args.dim(1, "dim", self.dim) : 0;
+  const Optional<int64_t> start_arg = args.optional_int64(2, "start");
+  const Optional<int64_t> end_arg = args.optional_int64(3, "end");
+  const int64_t step = args.int64_or(4, "step", 1);
+  PARE_TRY(args.status());
+  PARE_CHECK_OR_RETURN(ctx, step > 0, Error::InvalidArgument, "argument 'step' must be positive, got %lld",
+                       static_cast<long long>(step));
+  const int64_t size = self.sizes[dim];
+  const int64_t start = clamp_slice_bound(start_arg.has_value ? start_arg.value : 0, size);
+  int64_t end = clamp_slice_bound(end_arg.has_value ? end_arg.value : size, size);
+  if (end < start) end = start;
+  const int64_t length = end == start ? 0 : 1 + (end - start - 1) / step;
+  int64_t sizes[kMaxDim];
+  int64_t strides[kMaxDim];
+  for (size_t d = 0; d < self.dim; ++d) {
+    sizes[d] = self.sizes[d];
+    strides[d] = self.strides[d];
+  }
+  sizes[dim] = length;
+  // With at most one element the stride does not matter: keep the input's
+  // rather than stride * step, which may be huge.
+  if (length <= 1 || __builtin_mul_overflow(self.strides[dim], step, &strides[dim])) {
+    strides[dim] = self.strides[dim];
+  }
+  const int64_t offset = length > 0 ? self.storage_offset + start * self.strides[dim] : self.storage_offset;
+  return view_of(args, args.output(0), sizes, strides, self.dim, offset);
+}
+
+// aten::select.int(Tensor(a) self, int dim, SymInt index) -> Tensor(a)
+Error aten_select_int(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs) {
+  KernelArgs args(ctx, inputs, outputs, 3, 3, 1);
+  const Tensor& self = args.tensor(0, "self");
+  PARE_TRY(args.status());
+  PARE_CHECK_OR_RETURN(ctx, self.dim > 0, Error::InvalidShape, "argument 'self': cannot select from a 0-dim tensor");
+  const int64_t dim = args.dim(1, "dim", self.dim);
+  int64_t index = args.int64(2, "index");
+  PARE_TRY(args.status());
+  const int64_t size = self.sizes[dim];
+  PARE_CHECK_OR_RETURN(ctx, index >= -size && index < size, Error::IndexOutOfRange,
+                       "argument 'index': %lld is out of range for dim %lld of size %lld",
+                       static_cast<long long>(index), static_cast<long long>(dim), static_cast<long long>(size));
+  if (index < 0) index += size;
+  int64_t sizes[kMaxDim];
+  int64_t strides[kMaxDim];
+  const size_t n = drop_dim(self, dim, sizes, strides);
+  return view_of(args, args.output(0), sizes, strides, n, self.storage_offset + index * self.strides[dim]);
+}
+
+// aten::squeeze.dims(Tensor(a) self, int[] dim) -> Tensor(a)
+//
+// Drops the listed dims that have size 1; others stay.
+Error aten_squeeze_dims(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs) {
+  KernelArgs args(ctx, inputs, outputs, 2, 2, 1);
+  const Tensor& self = args.tensor(0, "self");
+  const IntArrayRef dims = args.int_list(1, "dim");
+  PARE_TRY(args.status());
+  bool listed[kMaxDim] = {};
+  for (size_t i = 0; i < dims.size(); ++i) {
+    int64_t d = 0;
+    PARE_TRY(wrap_dim(ctx, dims[i], self.dim, "dim", &d));
+    PARE_CHECK_OR_RETURN(ctx, !listed[d], Error::InvalidArgument,
+                         "argument 'dim': dim %lld appears multiple times in the list of dims",
+                         static_cast<long long>(d));
+    listed[d] = true;
+  }
+  int64_t sizes[kMaxDim];
+  int64_t strides[kMaxDim];
+  size_t n = 0;
+  for (size_t d = 0; d < self.dim; ++d) {
+    if (listed[d] && self.sizes[d] == 1) continue;
+    sizes[n] = self.sizes[d];
+    strides[n] = self.strides[d];
+    ++n;
+  }
+  return view_of(args, args.output(0), sizes, strides, n, self.storage_offset);
+}
+
+// aten::unsqueeze(Tensor(a) self, int dim) -> Tensor(a)
+Error aten_unsqueeze(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs) {
+  KernelArgs args(ctx, inputs, outputs, 2, 2, 1);
+  const Tensor& self = args.tensor(0, "self");
+  const int64_t raw_dim = args.int64(1, "dim");
+  PARE_TRY(args.status());
+  PARE_CHECK_OR_RETURN(ctx, self.dim < kMaxDim, Error::LimitExceeded,
+                       "the result would have %u dims; this runtime supports up to %zu",
+                       static_cast<unsigned>(self.dim) + 1, kMaxDim);
+  int64_t dim = 0;
+  PARE_TRY(wrap_dim(ctx, raw_dim, self.dim + 1, "dim", &dim));
+  int64_t sizes[kMaxDim];
+  int64_t strides[kMaxDim];
+  size_t n = 0;
+  for (size_t d = 0; d <= self.dim; ++d) {
+    if (static_cast<int64_t>(d) == dim) {
+      sizes[n] = 1;
+      strides[n] = d < self.dim ? self.sizes[d] * self.strides[d] : 1;
+      ++n;
+    }
+    if (d < self.dim) {
+      sizes[n] = self.sizes[d];
+      strides[n] = self.strides[d];
+      ++n;
+    }
+  }
+  return view_of(args, args.output(0), sizes, strides, n, self.storage_offset);
+}
+
+// aten::unbind.int(Tensor(a -> *) self, int dim=0) -> Tensor(a)[]
+Error aten_unbind_int(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs) {
+  KernelArgs args(ctx, inputs, outputs, 1, 2, 1);
+  const Tensor& self = args.tensor(0, "self");
+  PARE_TRY(args.status());
+  PARE_CHECK_OR_RETURN(ctx, self.dim > 0, Error::InvalidShape, "argument 'self': cannot unbind a 0-dim tensor");
+  const int64_t dim = args.has(1) ? args.dim(1, "dim", self.dim) : 0;
+  PARE_TRY(args.status());
+  TensorList parts{};
+  PARE_TRY(output_list_of(args, self.sizes[dim], &parts));
+  int64_t sizes[kMaxDim];
+  int64_t strides[kMaxDim];
+  const size_t n = drop_dim(self, dim, sizes, strides);
+  for (size_t k = 0; k < parts.size; ++k) {
+    const int64_t offset = self.storage_offset + static_cast<int64_t>(k) * self.strides[dim];
+    PARE_TRY(view_of(args, *parts.items[k], sizes, strides, n, offset));
+  }
+  return Error::Ok;
+}
+
+// aten::split_with_sizes(Tensor(a -> *) self, SymInt[] split_sizes, int dim=0) -> Tensor(a)[]
+Error aten_split_with_sizes(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs) {
+  KernelArgs args(ctx, inputs, outputs, 2, 3, 1);
+  const Tensor& self = args.tensor(0, "self");
+  const IntArrayRef split_sizes = args.int_list(1, "split_sizes");
+  PARE_TRY(args.status());
+  PARE_CHECK_OR_RETURN(ctx, self.dim > 0, Error::InvalidShape, "argument 'self': cannot split a 0-dim tensor");
+  const int64_t dim = args.has(2) ? args.dim(2, "dim", self.dim) : 0;
+  PARE_TRY(args.status());
+  int64_t total = 0;
+  for (size_t k = 0; k < split_sizes.size(); ++k) {
+    PARE_CHECK_OR_RETURN(ctx, split_sizes[k] >= 0 && !__builtin_add_overflow(total, split_sizes[k], &total),
+                         Error::InvalidArgument, "argument 'split_sizes' %s must be non-negative sizes",
+                         sizes_to_string(split_sizes).text);
+  }
+  PARE_CHECK_OR_RETURN(ctx, total == self.sizes[dim], Error::InvalidArgument,
+                       "argument 'split_sizes' %s must sum to %lld (the size of dim %lld)",
+                       sizes_to_string(split_sizes).text, static_cast<long long>(self.sizes[dim]),
+                       static_cast<long long>(dim));
+  TensorList parts{};
+  PARE_TRY(output_list_of(args, static_cast<int64_t>(split_sizes.size()), &parts));
+  int64_t sizes[kMaxDim];
+  int64_t strides[kMaxDim];
+  for (size_t d = 0; d < self.dim; ++d) {
+    sizes[d] = self.sizes[d];
+    strides[d] = self.strides[d];
+  }
+  int64_t start = 0;
+  for (size_t k = 0; k < parts.size; ++k) {
+    sizes[dim] = split_sizes[k];
+    const int64_t offset = self.storage_offset + (split_sizes[k] > 0 ? start * self.strides[dim] : 0);
+    PARE_TRY(view_of(args, *parts.items[k], sizes, strides, self.dim, offset));
+    start += split_sizes[k];
+  }
+  return Error::Ok;
+}
+
+}  // namespace kernels
+}  // namespace pare

@@ -1,0 +1,67 @@
+// aten::bmm: a batch of matrix products over the blocked GEMM
+// (common/gemm.h). float packs each operand straight from its strides (no
+// copies for transposed or sliced inputs); other dtypes use the reference
+// loop with opmath accumulation and wrapping integers.
+
+#include "runtime/kernels/common/convert.h"
+#include "runtime/kernels/common/gemm.h"
+
+namespace pare {
+namespace kernels {
+
+// aten::bmm(Tensor self, Tensor mat2) -> Tensor
+Error aten_bmm(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs) {
+  KernelArgs args(ctx, inputs, outputs, 2, 2, 1);
+  const Tensor& self = args.tensor(0, "self");
+  const Tensor& mat2 = args.tensor(1, "mat2");
+  PARE_TRY(args.status());
+  PARE_CHECK_OR_RETURN(ctx, self.dim == 3, Error::InvalidShape, "argument 'self' must be 3-d, got sizes %s",
+                       sizes_to_string(self.size_span()).text);
+  PARE_CHECK_OR_RETURN(ctx, mat2.dim == 3, Error::InvalidShape, "argument 'mat2' must be 3-d, got sizes %s",
+                       sizes_to_string(mat2.size_span()).text);
+  PARE_CHECK_OR_RETURN(ctx, mat2.sizes[0] == self.sizes[0] && mat2.sizes[1] == self.sizes[2], Error::InvalidShape,
+                       "'self' of sizes %s and 'mat2' of sizes %s cannot be batch-multiplied: expected 'mat2' to "
+                       "start with [%lld, %lld]",
+                       sizes_to_string(self.size_span()).text, sizes_to_string(mat2.size_span()).text,
+                       static_cast<long long>(self.sizes[0]), static_cast<long long>(self.sizes[2]));
+  PARE_CHECK_OR_RETURN(ctx, self.dtype == mat2.dtype, Error::InvalidArgument,
+                       "expected 'self' and 'mat2' to have the same dtype, but got %s != %s", to_string(self.dtype),
+                       to_string(mat2.dtype));
+  const int64_t batch = self.sizes[0];
+  const int64_t m = self.sizes[1];
+  const int64_t k = self.sizes[2];
+  const int64_t n = mat2.sizes[2];
+  const int64_t sizes[] = {batch, m, n};
+  PARE_TRY_ASSIGN(Tensor* out, ctx.allocate_output(args.output(0), self.dtype, IntArrayRef(sizes, 3)));
+  if (out->numel() == 0) return Error::Ok;
+
+  return PARE_DISPATCH(bmm_kernel, ctx, self.dtype, T, {
+    using Acc = opmath_t<T>;
+    T* c = out->data_as<T>();
+    if constexpr (is_same_v<T, float>) {
+      PARE_TRY_ASSIGN(void* a_scratch, ctx.allocate_scratch((gemm::a_scratch_floats(m, k) + 1) * sizeof(float)));
+      PARE_TRY_ASSIGN(void* b_scratch, ctx.allocate_scratch((gemm::b_scratch_floats(n, k) + 1) * sizeof(float)));
+      for (int64_t b = 0; b < batch; ++b) {
+        const gemm::MatrixView<float> a{self.data_as<float>() + b * self.strides[0], m, k, self.strides[1],
+                                        self.strides[2]};
+        const gemm::MatrixView<float> bv{mat2.data_as<float>() + b * mat2.strides[0], k, n, mat2.strides[1],
+                                         mat2.strides[2]};
+        gemm::sgemm(m, n, k, 1.0f, gemm::StridedA{a}, gemm::StridedB{bv}, c + b * m * n, n, false,
+                    static_cast<float*>(a_scratch), static_cast<float*>(b_scratch));
+      }
+    } else {
+      // The reference loop wants unit-stride rows of mat2.
+      PARE_TRY_ASSIGN(const Tensor rhs, as_contiguous(ctx, mat2, mat2.dtype));
+      PARE_TRY_ASSIGN(void* acc_row, ctx.allocate_scratch(static_cast<size_t>(n) * sizeof(Acc)));
+      for (int64_t b = 0; b < batch; ++b) {
+        const gemm::MatrixView<T> a{self.data_as<T>() + b * self.strides[0], m, k, self.strides[1], self.strides[2]};
+        const gemm::MatrixView<T> bv{rhs.data_as<T>() + b * k * n, k, n, n, 1};
+        gemm::gemm_reference<T>(m, n, k, Acc(1), a, bv, c + b * m * n, n, false, static_cast<Acc*>(acc_row));
+      }
+    }
+    return Error::Ok;
+  });
+}
+
+}  // namespace kernels
+}  // namespace pare

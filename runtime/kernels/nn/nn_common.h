@@ -1,0 +1,93 @@
+#pragma once
+// Helpers shared by the nn kernels (convolution, normalisation, pooling,
+// upsampling): reading PyTorch's "int[2]"-style spatial parameters, the
+// checked output-size arithmetic of convolution and pooling, and the
+// multi-accumulator row sums the normalisation kernels use.
+//
+// Spatial parameters come from a program, so every value is checked and the
+// output-size arithmetic is done with overflow checks: a hostile program gets
+// an error naming the argument, never a wrapped size.
+
+#include "runtime/core/dispatch.h"
+
+namespace pare {
+namespace kernels {
+namespace nn {
+
+// Largest stride, padding or dilation accepted. Far above any real model,
+// and small enough that products with a tensor size stay inside int64.
+constexpr int64_t kMaxSpatialParam = int64_t{1} << 30;
+
+// Reads an int list argument holding one value per spatial dim of an op with
+// `n` spatial dims: a single element is repeated (PyTorch's
+// expand_param_if_needed), `n` elements are taken as they are. When
+// `empty_default` is non-null an empty list takes those values (pooling's
+// `stride=[]`). Values must lie in [min_value, kMaxSpatialParam].
+Error read_spatial(KernelContext& ctx, IntArrayRef list, size_t n, const char* name, int64_t min_value,
+                   const int64_t* empty_default, int64_t* out);
+
+// Output length of a sliding window (convolution, pooling):
+// (in + 2 pad - dilation (kernel - 1) - 1) / stride + 1, with PyTorch's
+// ceil_mode rule for pooling (the last window must start inside the input
+// or the left padding). Fails when the dilated kernel is larger than the
+// padded input, or on overflow.
+bool window_output_size(int64_t in, int64_t kernel, int64_t stride, int64_t pad, int64_t dilation,
+                        bool ceil_mode, int64_t* out);
+
+// Sum of n values of x (converted to Acc) with 8 independent accumulators:
+// the compiler can vectorise it, and float sums are more accurate than one
+// running total.
+template <typename Acc, typename T>
+PARE_ALWAYS_INLINE Acc sum_row(const T* PARE_RESTRICT x, int64_t n) {
+  Acc lanes[8] = {Acc(0), Acc(0), Acc(0), Acc(0), Acc(0), Acc(0), Acc(0), Acc(0)};
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    for (int k = 0; k < 8; ++k) lanes[k] += Acc(x[i + k]);
+  }
+  for (; i < n; ++i) lanes[0] += Acc(x[i]);
+  return ((lanes[0] + lanes[4]) + (lanes[1] + lanes[5])) + ((lanes[2] + lanes[6]) + (lanes[3] + lanes[7]));
+}
+
+// Sum of (x - mean)^2 over n values, like sum_row.
+template <typename Acc, typename T>
+PARE_ALWAYS_INLINE Acc sum_sq_dev_row(const T* PARE_RESTRICT x, int64_t n, Acc mean) {
+  Acc lanes[8] = {Acc(0), Acc(0), Acc(0), Acc(0), Acc(0), Acc(0), Acc(0), Acc(0)};
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    for (int k = 0; k < 8; ++k) {
+      const Acc d = Acc(x[i + k]) - mean;
+      lanes[k] += d * d;
+    }
+  }
+  for (; i < n; ++i) {
+    const Acc d = Acc(x[i]) - mean;
+    lanes[0] += d * d;
+  }
+  return ((lanes[0] + lanes[4]) + (lanes[1] + lanes[5])) + ((lanes[2] + lanes[6]) + (lanes[3] + lanes[7]));
+}
+
+// Element i of a 1-d parameter tensor (weight, bias, running stats) whose
+// dtype is either T or, for Half/BFloat16 inputs, Float (PyTorch's
+// mixed-precision normalisation), converted to Acc.
+template <typename Acc, typename T>
+PARE_ALWAYS_INLINE Acc param_at(const Tensor& p, int64_t i) {
+  if constexpr (!is_same_v<T, float>) {
+    if (p.dtype == ScalarType::Float) return Acc(p.data_as<float>()[i * p.strides[0]]);
+  }
+  return Acc(p.data_as<T>()[i * p.strides[0]]);
+}
+
+// Checks the dtypes of a normalisation op's input and parameter tensors
+// (null entries are absent optional ones): the input must be floating, and
+// the parameters must all have its dtype, or all be Float for a
+// Half/BFloat16 input (PyTorch's mixed-precision rule). Sets *stats_dtype
+// to the dtype of the op's mean/rstd outputs.
+Error check_norm_dtypes(KernelContext& ctx, const Tensor& input, const Tensor* const* params,
+                        const char* const* names, size_t n, ScalarType* stats_dtype);
+
+// Checks that a present 1-d parameter has `count` elements.
+Error check_norm_param_shape(KernelContext& ctx, const Tensor* param, const char* name, int64_t count);
+
+}  // namespace nn
+}  // namespace kernels
+}  // namespace pare

@@ -1,0 +1,294 @@
+// 2-d pooling: max (with indices), average and adaptive average, over
+// 3-d (C, H, W) or 4-d (N, C, H, W) inputs.
+//
+// The input is made contiguous and processed one H x W plane at a time.
+// Each output's window is clamped to the input once (PyTorch's index
+// arithmetic, so windows, divisors and tie-breaking match exactly), and the
+// loops over the window then run without per-element bounds tests.
+
+#include "runtime/kernels/common/arith.h"
+#include "runtime/kernels/common/convert.h"
+#include "runtime/kernels/common/math.h"
+#include "runtime/kernels/nn/nn_common.h"
+
+namespace pare {
+namespace kernels {
+namespace {
+
+struct Planes {
+  int64_t count;  // N * C
+  int64_t height, width;
+  bool batched;
+  int64_t leading[2];  // N, C (or C alone)
+};
+
+// Checks a 3-d or 4-d pooling input with non-empty non-batch dims.
+Error read_planes(KernelContext& ctx, const Tensor& self, Planes* p) {
+  PARE_CHECK_OR_RETURN(ctx, self.dim == 3 || self.dim == 4, Error::InvalidShape,
+                       "argument 'self' must be 3-d (C, H, W) or 4-d (N, C, H, W), got sizes %s",
+                       sizes_to_string(self.size_span()).text);
+  p->batched = self.dim == 4;
+  const size_t c = p->batched ? 1 : 0;
+  for (size_t d = c; d < self.dim; ++d) {
+    PARE_CHECK_OR_RETURN(ctx, self.sizes[d] != 0, Error::InvalidShape,
+                         "argument 'self' of sizes %s: only the batch dim may be empty",
+                         sizes_to_string(self.size_span()).text);
+  }
+  p->leading[0] = self.sizes[0];
+  p->leading[1] = p->batched ? self.sizes[1] : 0;
+  p->count = p->batched ? self.sizes[0] * self.sizes[1] : self.sizes[0];
+  p->height = self.sizes[c + 1];
+  p->width = self.sizes[c + 2];
+  return Error::Ok;
+}
+
+Result<Tensor*> allocate_pooled(KernelContext& ctx, Value& out, ScalarType dtype, const Planes& p, int64_t oh,
+                                int64_t ow) {
+  int64_t sizes[4] = {p.leading[0], p.leading[1], oh, ow};
+  if (!p.batched) {
+    sizes[1] = oh;
+    sizes[2] = ow;
+  }
+  return ctx.allocate_output(out, dtype, IntArrayRef(sizes, p.batched ? 4 : 3));
+}
+
+struct PoolParams {
+  int64_t kernel[2];
+  int64_t stride[2];
+  int64_t padding[2];
+  int64_t dilation[2];
+  int64_t out[2];
+};
+
+// Reads kernel_size, stride (empty = kernel_size), padding and dilation
+// (nullable: avg_pool2d has none) and computes the output size.
+Error read_pool_params(KernelContext& ctx, KernelArgs& args, const Planes& planes, bool with_dilation,
+                       size_t padding_index, bool ceil_mode, PoolParams* p) {
+  const IntArrayRef kernel = args.int_list(1, "kernel_size");
+  const int64_t one[] = {1};
+  const int64_t zero[] = {0};
+  const IntArrayRef stride = args.has(2) ? args.int_list(2, "stride") : IntArrayRef();
+  const IntArrayRef padding = args.has(padding_index) ? args.int_list(padding_index, "padding") : IntArrayRef(zero, 1);
+  const IntArrayRef dilation =
+      with_dilation && args.has(padding_index + 1) ? args.int_list(padding_index + 1, "dilation") : IntArrayRef(one, 1);
+  PARE_TRY(args.status());
+  PARE_TRY(nn::read_spatial(ctx, kernel, 2, "kernel_size", 1, nullptr, p->kernel));
+  PARE_TRY(nn::read_spatial(ctx, stride, 2, "stride", 1, p->kernel, p->stride));
+  PARE_TRY(nn::read_spatial(ctx, padding, 2, "padding", 0, nullptr, p->padding));
+  PARE_TRY(nn::read_spatial(ctx, dilation, 2, "dilation", 1, nullptr, p->dilation));
+  const int64_t in[2] = {planes.height, planes.width};
+  for (size_t i = 0; i < 2; ++i) {
+    PARE_CHECK_OR_RETURN(ctx, p->padding[i] <= p->kernel[i] / 2, Error::InvalidArgument,
+                         "argument 'padding' (%lld) must be at most half of kernel_size (%lld)",
+                         static_cast<long long>(p->padding[i]), static_cast<long long>(p->kernel[i]));
+    PARE_CHECK_OR_RETURN(ctx,
+                         nn::window_output_size(in[i], p->kernel[i], p->stride[i], p->padding[i], p->dilation[i],
+                                                ceil_mode, &p->out[i]),
+                         Error::InvalidShape,
+                         "input of %lld x %lld is too small for kernel_size (%lld, %lld) with padding (%lld, %lld) "
+                         "and dilation (%lld, %lld): the output would be empty",
+                         static_cast<long long>(planes.height), static_cast<long long>(planes.width),
+                         static_cast<long long>(p->kernel[0]), static_cast<long long>(p->kernel[1]),
+                         static_cast<long long>(p->padding[0]), static_cast<long long>(p->padding[1]),
+                         static_cast<long long>(p->dilation[0]), static_cast<long long>(p->dilation[1]));
+  }
+  return Error::Ok;
+}
+
+// The smallest value of T's compute type: -inf for floating types.
+template <typename Acc>
+constexpr Acc lowest_value() {
+  if constexpr (is_same_v<Acc, float> || is_same_v<Acc, double>) {
+    return -Acc(__builtin_inf());
+  } else if constexpr (is_same_v<Acc, uint8_t>) {
+    return 0;
+  } else {
+    // Two's complement minimum of a signed integer type.
+    return static_cast<Acc>(-static_cast<Acc>((static_cast<uint64_t>(1) << (sizeof(Acc) * 8 - 1)) - 1) - 1);
+  }
+}
+
+// First tap >= 0 of a window starting at `start` with step `step`.
+PARE_ALWAYS_INLINE int64_t first_inside(int64_t start, int64_t step) {
+  return start >= 0 ? start : start + ((-start + step - 1) / step) * step;
+}
+
+template <typename T>
+void max_pool_plane(const T* PARE_RESTRICT in, T* PARE_RESTRICT out, int64_t* PARE_RESTRICT indices,
+                    const Planes& planes, const PoolParams& p) {
+  using Acc = opmath_t<T>;
+  const int64_t width = planes.width;
+  for (int64_t oh = 0; oh < p.out[0]; ++oh) {
+    const int64_t start_h = oh * p.stride[0] - p.padding[0];
+    const int64_t ih1 = min_of(start_h + (p.kernel[0] - 1) * p.dilation[0] + 1, planes.height);
+    const int64_t ih0 = first_inside(start_h, p.dilation[0]);
+    for (int64_t ow = 0; ow < p.out[1]; ++ow) {
+      const int64_t start_w = ow * p.stride[1] - p.padding[1];
+      const int64_t iw1 = min_of(start_w + (p.kernel[1] - 1) * p.dilation[1] + 1, width);
+      const int64_t iw0 = first_inside(start_w, p.dilation[1]);
+      int64_t best = ih0 * width + iw0;
+      Acc max = lowest_value<Acc>();
+      for (int64_t ih = ih0; ih < ih1; ih += p.dilation[0]) {
+        const T* row = in + ih * width;
+        for (int64_t iw = iw0; iw < iw1; iw += p.dilation[1]) {
+          const Acc v = Acc(row[iw]);
+          // NaN wins (and the last NaN's index), as in PyTorch.
+          if (v > max || v != v) {
+            max = v;
+            best = ih * width + iw;
+          }
+        }
+      }
+      out[oh * p.out[1] + ow] = T(max);
+      indices[oh * p.out[1] + ow] = best;
+    }
+  }
+}
+
+template <typename T>
+void avg_pool_plane(const T* PARE_RESTRICT in, T* PARE_RESTRICT out, const Planes& planes, const PoolParams& p,
+                    bool count_include_pad, Optional<int64_t> divisor_override) {
+  using Acc = opmath_t<T>;
+  for (int64_t oh = 0; oh < p.out[0]; ++oh) {
+    int64_t ih0 = oh * p.stride[0] - p.padding[0];
+    int64_t ih1 = min_of(ih0 + p.kernel[0], planes.height + p.padding[0]);
+    const int64_t pool_h = ih1 - ih0;
+    ih0 = max_of(ih0, int64_t{0});
+    ih1 = min_of(ih1, planes.height);
+    for (int64_t ow = 0; ow < p.out[1]; ++ow) {
+      int64_t iw0 = ow * p.stride[1] - p.padding[1];
+      int64_t iw1 = min_of(iw0 + p.kernel[1], planes.width + p.padding[1]);
+      const int64_t pool_w = iw1 - iw0;
+      iw0 = max_of(iw0, int64_t{0});
+      iw1 = min_of(iw1, planes.width);
+      T& o = out[oh * p.out[1] + ow];
+      if (ih0 >= ih1 || iw0 >= iw1) {
+        o = T(0);
+        continue;
+      }
+      Acc sum = Acc(0);
+      for (int64_t ih = ih0; ih < ih1; ++ih) {
+        const T* row = in + ih * planes.width;
+        for (int64_t iw = iw0; iw < iw1; ++iw) sum = arith::add<Acc>(sum, Acc(row[iw]));
+      }
+      const int64_t divisor = divisor_override.has_value ? divisor_override.value
+                              : count_include_pad        ? pool_h * pool_w
+                                                         : (ih1 - ih0) * (iw1 - iw0);
+      if constexpr (is_integral_v<Acc>) {
+        // Integer division truncating toward zero, as PyTorch (the one
+        // overflowing quotient, INT64_MIN / -1, wraps).
+        o = (divisor == -1) ? T(arith::sub<Acc>(Acc(0), sum)) : T(sum / divisor);
+      } else {
+        o = T(sum / Acc(divisor));
+      }
+    }
+  }
+}
+
+}  // namespace
+
+// aten::max_pool2d_with_indices(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0,
+//     int[2] dilation=1, bool ceil_mode=False) -> (Tensor, Tensor)
+Error aten_max_pool2d_with_indices(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs) {
+  KernelArgs args(ctx, inputs, outputs, 2, 6, 2);
+  const Tensor& self = args.tensor(0, "self");
+  const bool ceil_mode = args.boolean_or(5, "ceil_mode", false);
+  PARE_TRY(args.status());
+  Planes planes{};
+  PARE_TRY(read_planes(ctx, self, &planes));
+  PoolParams p{};
+  PARE_TRY(read_pool_params(ctx, args, planes, /*with_dilation=*/true, 3, ceil_mode, &p));
+  PARE_TRY_ASSIGN(Tensor* out, allocate_pooled(ctx, args.output(0), self.dtype, planes, p.out[0], p.out[1]));
+  PARE_TRY_ASSIGN(Tensor* indices, allocate_pooled(ctx, args.output(1), ScalarType::Long, planes, p.out[0], p.out[1]));
+  if (out->numel() == 0) return Error::Ok;
+  PARE_TRY_ASSIGN(const Tensor x, as_contiguous(ctx, self, self.dtype));
+  const int64_t in_plane = planes.height * planes.width;
+  const int64_t out_plane = p.out[0] * p.out[1];
+  return PARE_DISPATCH(max_pool2d_kernel, ctx, self.dtype, T, {
+    for (int64_t i = 0; i < planes.count; ++i) {
+      max_pool_plane<T>(x.data_as<T>() + i * in_plane, out->data_as<T>() + i * out_plane,
+                        indices->data_as<int64_t>() + i * out_plane, planes, p);
+    }
+    return Error::Ok;
+  });
+}
+
+// aten::avg_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, bool ceil_mode=False,
+//     bool count_include_pad=True, int? divisor_override=None) -> Tensor
+Error aten_avg_pool2d(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs) {
+  KernelArgs args(ctx, inputs, outputs, 2, 7, 1);
+  const Tensor& self = args.tensor(0, "self");
+  const bool ceil_mode = args.boolean_or(4, "ceil_mode", false);
+  const bool count_include_pad = args.boolean_or(5, "count_include_pad", true);
+  const Optional<int64_t> divisor_override = args.optional_int64(6, "divisor_override");
+  PARE_TRY(args.status());
+  PARE_CHECK_OR_RETURN(ctx, !divisor_override.has_value || divisor_override.value != 0, Error::InvalidArgument,
+                       "argument 'divisor_override' must not be zero");
+  Planes planes{};
+  PARE_TRY(read_planes(ctx, self, &planes));
+  PoolParams p{};
+  PARE_TRY(read_pool_params(ctx, args, planes, /*with_dilation=*/false, 3, ceil_mode, &p));
+  PARE_TRY_ASSIGN(Tensor* out, allocate_pooled(ctx, args.output(0), self.dtype, planes, p.out[0], p.out[1]));
+  if (out->numel() == 0) return Error::Ok;
+  PARE_TRY_ASSIGN(const Tensor x, as_contiguous(ctx, self, self.dtype));
+  const int64_t in_plane = planes.height * planes.width;
+  const int64_t out_plane = p.out[0] * p.out[1];
+  return PARE_DISPATCH(avg_pool2d_kernel, ctx, self.dtype, T, {
+    for (int64_t i = 0; i < planes.count; ++i) {
+      avg_pool_plane<T>(x.data_as<T>() + i * in_plane, out->data_as<T>() + i * out_plane, planes, p,
+                        count_include_pad, divisor_override);
+    }
+    return Error::Ok;
+  });
+}
+
+// aten::_adaptive_avg_pool2d(Tensor self, SymInt[2] output_size) -> Tensor
+Error aten__adaptive_avg_pool2d(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs) {
+  KernelArgs args(ctx, inputs, outputs, 2, 2, 1);
+  const Tensor& self = args.tensor(0, "self");
+  const IntArrayRef output_size = args.int_list(1, "output_size");
+  PARE_TRY(args.status());
+  Planes planes{};
+  PARE_TRY(read_planes(ctx, self, &planes));
+  int64_t out_size[2] = {0, 0};
+  PARE_TRY(nn::read_spatial(ctx, output_size, 2, "output_size", 0, nullptr, out_size));
+  int64_t product = 0;
+  PARE_CHECK_OR_RETURN(ctx,
+                       !__builtin_mul_overflow(out_size[0] + 1, planes.height, &product) &&
+                           !__builtin_mul_overflow(out_size[1] + 1, planes.width, &product),
+                       Error::InvalidArgument, "argument 'output_size' is too large for 'self' of sizes %s",
+                       sizes_to_string(self.size_span()).text);
+  PARE_TRY_ASSIGN(Tensor* out, allocate_pooled(ctx, args.output(0), self.dtype, planes, out_size[0], out_size[1]));
+  if (out->numel() == 0) return Error::Ok;
+  PARE_TRY_ASSIGN(const Tensor x, as_contiguous(ctx, self, self.dtype));
+  const int64_t oh_n = out_size[0];
+  const int64_t ow_n = out_size[1];
+  const int64_t height = planes.height;
+  const int64_t width = planes.width;
+  return PARE_DISPATCH(adaptive_avg_pool2d_kernel, ctx, self.dtype, T, {
+    using Acc = opmath_t<T>;
+    for (int64_t i = 0; i < planes.count; ++i) {
+      const T* in = x.data_as<T>() + i * height * width;
+      T* o = out->data_as<T>() + i * oh_n * ow_n;
+      for (int64_t oh = 0; oh < oh_n; ++oh) {
+        // PyTorch's start_index / end_index.
+        const int64_t ih0 = (oh / oh_n) * height + ((oh % oh_n) * height) / oh_n;
+        const int64_t ih1 = 1 + ((oh + 1) * height - 1) / oh_n;
+        for (int64_t ow = 0; ow < ow_n; ++ow) {
+          const int64_t iw0 = (ow / ow_n) * width + ((ow % ow_n) * width) / ow_n;
+          const int64_t iw1 = 1 + ((ow + 1) * width - 1) / ow_n;
+          Acc sum = Acc(0);
+          for (int64_t ih = ih0; ih < ih1; ++ih) {
+            const T* row = in + ih * width;
+            for (int64_t iw = iw0; iw < iw1; ++iw) sum += Acc(row[iw]);
+          }
+          o[oh * ow_n + ow] = T(sum / Acc(ih1 - ih0) / Acc(iw1 - iw0));
+        }
+      }
+    }
+    return Error::Ok;
+  });
+}
+
+}  // namespace kernels
+}  // namespace pare

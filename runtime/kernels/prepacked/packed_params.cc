@@ -1,0 +1,217 @@
+// Packing and running of the prepacked-weight classes (see packed_params.h).
+
+#include "runtime/kernels/prepacked/packed_params.h"
+
+#include "runtime/kernels/common/convert.h"
+#include "runtime/kernels/common/gemm.h"
+
+namespace pare {
+namespace classes {
+namespace {
+
+// Copies `bias` (any strides) into persistent memory as contiguous floats.
+Result<const float*> pack_bias(KernelContext& ctx, const Tensor* bias, int64_t n) {
+  if (bias == nullptr) return static_cast<const float*>(nullptr);
+  PARE_CHECK_OR_RETURN(ctx, bias->dtype == ScalarType::Float && bias->dim == 1 && bias->sizes[0] == n,
+                       Error::InvalidArgument, "argument 'bias' must be a Float tensor of sizes [%lld], got %s %s",
+                       static_cast<long long>(n), to_string(bias->dtype), sizes_to_string(bias->size_span()).text);
+  PARE_TRY_ASSIGN(void* memory, ctx.allocate_persistent(static_cast<size_t>(n) * sizeof(float), 64));
+  float* out = static_cast<float*>(memory);
+  const float* src = bias->data_as<float>();
+  for (int64_t i = 0; i < n; ++i) out[i] = src[i * bias->strides[0]];
+  return static_cast<const float*>(out);
+}
+
+// Rows of `c` [rows x cols] (row stride ldc) start as the bias.
+void fill_rows_with_bias(float* c, int64_t rows, int64_t cols, int64_t ldc, const float* bias, bool bias_per_row) {
+  for (int64_t i = 0; i < rows; ++i) {
+    float* row = c + i * ldc;
+    if (bias_per_row) {
+      for (int64_t j = 0; j < cols; ++j) row[j] = bias[i];
+    } else {
+      for (int64_t j = 0; j < cols; ++j) row[j] = bias[j];
+    }
+  }
+}
+
+// Packs the conv input for one (image, group) straight from the image: the
+// GEMM's B is the im2col matrix [Cg * kh * kw, OH * OW], never materialised.
+struct Im2ColB {
+  const float* image;  // [Cg, H, W], contiguous
+  int64_t height, width, out_width;
+  int64_t kh, kw, sh, sw, ph, pw, dh, dw;
+
+  const float* operator()(int64_t p0, int64_t kc, int64_t j0, int64_t nc, float* dst) const {
+    for (int64_t jp = 0; jp < nc; jp += gemm::kNR) {
+      const int64_t cols = nc - jp < gemm::kNR ? nc - jp : gemm::kNR;
+      float* panel = dst + (jp / gemm::kNR) * kc * gemm::kNR;
+      int64_t iy0[gemm::kNR];
+      int64_t ix0[gemm::kNR];
+      for (int64_t c = 0; c < cols; ++c) {
+        const int64_t j = j0 + jp + c;
+        iy0[c] = (j / out_width) * sh - ph;
+        ix0[c] = (j % out_width) * sw - pw;
+      }
+      for (int64_t p = 0; p < kc; ++p) {
+        const int64_t kk = p0 + p;
+        const int64_t channel = kk / (kh * kw);
+        const int64_t r = kk % (kh * kw);
+        const int64_t dy = (r / kw) * dh;
+        const int64_t dx = (r % kw) * dw;
+        const float* plane = image + channel * height * width;
+        float* out = panel + p * gemm::kNR;
+        int64_t c = 0;
+        for (; c < cols; ++c) {
+          const int64_t iy = iy0[c] + dy;
+          const int64_t ix = ix0[c] + dx;
+          out[c] = (iy >= 0 && iy < height && ix >= 0 && ix < width) ? plane[iy * width + ix] : 0.0f;
+        }
+        for (; c < gemm::kNR; ++c) out[c] = 0.0f;
+      }
+    }
+    return dst;
+  }
+};
+
+}  // namespace
+
+Error LinearPackedParams::pack(KernelContext& ctx, const Tensor& weight, const Tensor* bias_tensor) {
+  PARE_CHECK_OR_RETURN(ctx, weight.dtype == ScalarType::Float && weight.dim == 2, Error::InvalidArgument,
+                       "argument 'weight' must be a 2-D Float tensor, got %s %s", to_string(weight.dtype),
+                       sizes_to_string(weight.size_span()).text);
+  out_features = weight.sizes[0];
+  in_features = weight.sizes[1];
+  // The GEMM computes input [M, K] x W^T [K, N]; W^T is a strided view.
+  const gemm::MatrixView<float> wt{weight.data_as<float>(), in_features, out_features, weight.strides[1],
+                                   weight.strides[0]};
+  PARE_TRY_ASSIGN(void* memory,
+                  ctx.allocate_persistent(gemm::packed_b_size(in_features, out_features) * sizeof(float), 64));
+  gemm::prepack_b(wt, static_cast<float*>(memory));
+  packed_weight = static_cast<const float*>(memory);
+  PARE_TRY_ASSIGN(bias, pack_bias(ctx, bias_tensor, out_features));
+  return Error::Ok;
+}
+
+Error LinearPackedParams::run(KernelContext& ctx, const Tensor& input, Value& out) const {
+  PARE_CHECK_OR_RETURN(ctx, input.dim >= 1 && input.sizes[input.dim - 1] == in_features, Error::InvalidShape,
+                       "argument 'input' with sizes %s does not end in in_features = %lld",
+                       sizes_to_string(input.size_span()).text, static_cast<long long>(in_features));
+  int64_t sizes[kMaxDim];
+  for (size_t d = 0; d < input.dim; ++d) sizes[d] = input.sizes[d];
+  sizes[input.dim - 1] = out_features;
+  PARE_TRY_ASSIGN(Tensor* result, ctx.allocate_output(out, ScalarType::Float, IntArrayRef(sizes, input.dim)));
+  if (result->numel() == 0) return Error::Ok;
+  // Rows of the product (in_features may be 0, out_features is not here).
+  const int64_t m = static_cast<int64_t>(result->numel()) / out_features;
+  PARE_TRY_ASSIGN(const Tensor x, as_contiguous(ctx, input, ScalarType::Float));
+  PARE_TRY_ASSIGN(void* a_scratch, ctx.allocate_scratch(gemm::a_scratch_floats(m, in_features) * sizeof(float)));
+  float* c = result->data_as<float>();
+  if (bias != nullptr) fill_rows_with_bias(c, m, out_features, out_features, bias, /*bias_per_row=*/false);
+  gemm::sgemm(m, out_features, in_features, 1.0f,
+              gemm::StridedA{{x.data_as<float>(), m, in_features, in_features, 1}},
+              gemm::PrepackedB{packed_weight, out_features}, c, out_features, /*accumulate=*/bias != nullptr,
+              static_cast<float*>(a_scratch), nullptr);
+  return Error::Ok;
+}
+
+Error Conv2dPackedParams::pack(KernelContext& ctx, const Tensor& weight, const Tensor* bias_tensor,
+                               IntArrayRef stride_arg, IntArrayRef padding_arg, IntArrayRef dilation_arg,
+                               int64_t groups_arg) {
+  PARE_CHECK_OR_RETURN(ctx, weight.dtype == ScalarType::Float && weight.dim == 4, Error::InvalidArgument,
+                       "argument 'weight' must be a 4-D Float tensor, got %s %s", to_string(weight.dtype),
+                       sizes_to_string(weight.size_span()).text);
+  PARE_CHECK_OR_RETURN(ctx, stride_arg.size() == 2 && padding_arg.size() == 2 && dilation_arg.size() == 2,
+                       Error::InvalidArgument, "stride, padding and dilation must each have 2 elements");
+  PARE_CHECK_OR_RETURN(ctx, groups_arg >= 1 && weight.sizes[0] % groups_arg == 0, Error::InvalidArgument,
+                       "argument 'groups' = %lld must be positive and divide out_channels = %lld",
+                       static_cast<long long>(groups_arg), static_cast<long long>(weight.sizes[0]));
+  // Bounds keep the output-size arithmetic far from int64 overflow.
+  constexpr int64_t kMaxParam = int64_t{1} << 24;
+  for (size_t i = 0; i < 2; ++i) {
+    PARE_CHECK_OR_RETURN(ctx,
+                         stride_arg[i] >= 1 && stride_arg[i] <= kMaxParam && dilation_arg[i] >= 1 &&
+                             dilation_arg[i] <= kMaxParam && padding_arg[i] >= 0 && padding_arg[i] <= kMaxParam,
+                         Error::InvalidArgument,
+                         "stride and dilation must be in [1, 2^24] and padding in [0, 2^24], got %lld, %lld, %lld",
+                         static_cast<long long>(stride_arg[i]), static_cast<long long>(dilation_arg[i]),
+                         static_cast<long long>(padding_arg[i]));
+    stride[i] = stride_arg[i];
+    padding[i] = padding_arg[i];
+    dilation[i] = dilation_arg[i];
+    kernel[i] = weight.sizes[2 + i];
+  }
+  PARE_CHECK_OR_RETURN(ctx, kernel[0] >= 1 && kernel[1] >= 1 && weight.sizes[1] >= 1, Error::InvalidArgument,
+                       "argument 'weight' sizes %s: kernel and input channels must be non-empty",
+                       sizes_to_string(weight.size_span()).text);
+  groups = groups_arg;
+  out_channels = weight.sizes[0];
+  in_channels = weight.sizes[1] * groups;
+  const int64_t og = out_channels / groups;
+  const int64_t k = weight.sizes[1] * kernel[0] * kernel[1];
+  // Each group's weights form A [og, k] (rows are output channels).
+  PARE_TRY_ASSIGN(const Tensor w, as_contiguous(ctx, weight, ScalarType::Float));
+  const size_t group_floats = gemm::packed_a_size(og, k);
+  PARE_TRY_ASSIGN(void* memory, ctx.allocate_persistent(group_floats * static_cast<size_t>(groups) * sizeof(float), 64));
+  float* packed = static_cast<float*>(memory);
+  for (int64_t g = 0; g < groups; ++g) {
+    gemm::prepack_a({w.data_as<float>() + g * og * k, og, k, k, 1}, packed + g * group_floats);
+  }
+  packed_weight = packed;
+  PARE_TRY_ASSIGN(bias, pack_bias(ctx, bias_tensor, out_channels));
+  return Error::Ok;
+}
+
+Error Conv2dPackedParams::run(KernelContext& ctx, const Tensor& input, Value& out) const {
+  PARE_CHECK_OR_RETURN(ctx, input.dim == 4 || input.dim == 3, Error::InvalidShape,
+                       "argument 'input' must be 3-D or 4-D, got sizes %s", sizes_to_string(input.size_span()).text);
+  const bool batched = input.dim == 4;
+  const int64_t batch = batched ? input.sizes[0] : 1;
+  const int64_t channels = input.sizes[batched ? 1 : 0];
+  const int64_t height = input.sizes[batched ? 2 : 1];
+  const int64_t width = input.sizes[batched ? 3 : 2];
+  PARE_CHECK_OR_RETURN(ctx, channels == in_channels, Error::InvalidShape,
+                       "argument 'input' has %lld channels; the packed weights expect %lld",
+                       static_cast<long long>(channels), static_cast<long long>(in_channels));
+  const int64_t out_h = (height + 2 * padding[0] - dilation[0] * (kernel[0] - 1) - 1) / stride[0] + 1;
+  const int64_t out_w = (width + 2 * padding[1] - dilation[1] * (kernel[1] - 1) - 1) / stride[1] + 1;
+  PARE_CHECK_OR_RETURN(ctx, height + 2 * padding[0] >= dilation[0] * (kernel[0] - 1) + 1 &&
+                                width + 2 * padding[1] >= dilation[1] * (kernel[1] - 1) + 1,
+                       Error::InvalidShape, "input size %lldx%lld (padded) is smaller than the kernel",
+                       static_cast<long long>(height), static_cast<long long>(width));
+  int64_t sizes[4] = {batch, out_channels, out_h, out_w};
+  PARE_TRY_ASSIGN(Tensor* result,
+                  ctx.allocate_output(out, ScalarType::Float,
+                                      batched ? IntArrayRef(sizes, 4) : IntArrayRef(sizes + 1, 3)));
+  if (result->numel() == 0) return Error::Ok;
+  PARE_TRY_ASSIGN(const Tensor x, as_contiguous(ctx, input, ScalarType::Float));
+
+  const int64_t og = out_channels / groups;
+  const int64_t cg = in_channels / groups;
+  const int64_t k = cg * kernel[0] * kernel[1];
+  const int64_t p = out_h * out_w;
+  const size_t group_floats = gemm::packed_a_size(og, k);
+  const bool pointwise = kernel[0] == 1 && kernel[1] == 1 && stride[0] == 1 && stride[1] == 1 &&
+                         padding[0] == 0 && padding[1] == 0;
+  PARE_TRY_ASSIGN(void* b_scratch, ctx.allocate_scratch(gemm::b_scratch_floats(p, k) * sizeof(float)));
+  for (int64_t n = 0; n < batch; ++n) {
+    for (int64_t g = 0; g < groups; ++g) {
+      const float* image = x.data_as<float>() + (n * in_channels + g * cg) * height * width;
+      float* c = result->data_as<float>() + (n * out_channels + g * og) * p;
+      if (bias != nullptr) fill_rows_with_bias(c, og, p, p, bias + g * og, /*bias_per_row=*/true);
+      const gemm::PrepackedA a{packed_weight + g * group_floats, og};
+      if (pointwise) {
+        // A 1x1 convolution is a plain GEMM with the image as B [cg, H*W].
+        gemm::sgemm(og, p, k, 1.0f, a, gemm::StridedB{{image, cg, p, p, 1}}, c, p, bias != nullptr, nullptr,
+                    static_cast<float*>(b_scratch));
+      } else {
+        const Im2ColB b{image, height, width, out_w, kernel[0], kernel[1], stride[0], stride[1],
+                        padding[0], padding[1], dilation[0], dilation[1]};
+        gemm::sgemm(og, p, k, 1.0f, a, b, c, p, bias != nullptr, nullptr, static_cast<float*>(b_scratch));
+      }
+    }
+  }
+  return Error::Ok;
+}
+
+}  // namespace classes
+}  // namespace pare

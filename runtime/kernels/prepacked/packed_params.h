@@ -1,0 +1,70 @@
+#pragma once
+// Custom classes holding weights prepacked for the float GEMM
+// (common/gemm.h): pare::classes::LinearPackedParams and
+// pare::classes::Conv2dPackedParams.
+//
+// How a program uses them (docs/program_format.md, "Objects"): the method's
+// init section calls pare::linear_prepack / pare::conv2d_prepack on constant
+// weights, producing an Object value; the body passes that value to
+// pare::linear_prepacked / pare::conv2d_prepacked. Packing happens once per
+// method instance, into the instance's persistent memory, so every run skips
+// it: for linear layers at small batch sizes the packing of W is as much
+// work as the product itself, so the prepacked op is about twice as fast as
+// aten::addmm; for convolutions the packed weights are read panel by panel
+// and the input is packed straight from the image (no im2col buffer).
+//
+// Every use of the classes is gated on their selection (selective_class_),
+// so a build that does not select a class contains none of its code.
+
+#include "runtime/core/kernel.h"
+
+namespace pare {
+namespace classes {
+
+class LinearPackedParams : public ObjectBase {
+ public:
+  static constexpr char kName[] = "LinearPackedParams";
+  static constexpr ClassId kId = ClassId::LinearPackedParams;
+
+  // weight [out_features, in_features], bias [out_features] or null; float.
+  Error pack(KernelContext& ctx, const Tensor& weight, const Tensor* bias);
+  // input [..., in_features] -> out [..., out_features].
+  Error run(KernelContext& ctx, const Tensor& input, Value& out) const;
+
+  int64_t in_features = 0;
+  int64_t out_features = 0;
+  const float* packed_weight = nullptr;  // W^T in gemm::prepack_b layout
+  const float* bias = nullptr;
+};
+
+class Conv2dPackedParams : public ObjectBase {
+ public:
+  static constexpr char kName[] = "Conv2dPackedParams";
+  static constexpr ClassId kId = ClassId::Conv2dPackedParams;
+
+  // weight [out_channels, in_channels / groups, kh, kw], bias [out_channels]
+  // or null; float.
+  Error pack(KernelContext& ctx, const Tensor& weight, const Tensor* bias, IntArrayRef stride,
+             IntArrayRef padding, IntArrayRef dilation, int64_t groups);
+  // input [N, C, H, W] (or [C, H, W]) -> out [N, O, OH, OW].
+  Error run(KernelContext& ctx, const Tensor& input, Value& out) const;
+
+  int64_t out_channels = 0;
+  int64_t in_channels = 0;
+  int64_t groups = 1;
+  int64_t kernel[2] = {1, 1};
+  int64_t stride[2] = {1, 1};
+  int64_t padding[2] = {0, 0};
+  int64_t dilation[2] = {1, 1};
+  const float* packed_weight = nullptr;  // per group, gemm::prepack_a layout
+  const float* bias = nullptr;
+};
+
+}  // namespace classes
+
+inline constexpr auto kLinearPackedParamsClass =
+    selective_class_<classes::LinearPackedParams>(TORCH_SELECTIVE_CLASS("LinearPackedParams"));
+inline constexpr auto kConv2dPackedParamsClass =
+    selective_class_<classes::Conv2dPackedParams>(TORCH_SELECTIVE_CLASS("Conv2dPackedParams"));
+
+}  // namespace pare

@@ -1,0 +1,90 @@
+// pare::linear_prepack / linear_prepacked / conv2d_prepack / conv2d_prepacked.
+//
+// The pattern for ops over custom classes: each op body is compiled only
+// when its class is selected (`if constexpr` on selective_class_), so a
+// build without the class keeps the op's name but none of the class's code,
+// and reports ClassNotSelected if it is ever reached.
+
+#include "runtime/core/dispatch.h"
+#include "runtime/kernels/prepacked/packed_params.h"
+
+namespace pare {
+namespace kernels {
+
+// pare::linear_prepack(Tensor weight, Tensor? bias=None) -> LinearPackedParams
+Error pare_linear_prepack(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs) {
+  if constexpr (!kLinearPackedParamsClass.selected()) {
+    (void)inputs;
+    (void)outputs;
+    return class_not_selected(ctx, kLinearPackedParamsClass.name());
+  } else {
+    KernelArgs args(ctx, inputs, outputs, 1, 2, 1);
+    const Tensor& weight = args.tensor(0, "weight");
+    const Tensor* bias = args.optional_tensor(1, "bias");
+    PARE_TRY(args.status());
+    PARE_TRY_ASSIGN(classes::LinearPackedParams* params,
+                    ctx.create_object<classes::LinearPackedParams>(args.output(0)));
+    return params->pack(ctx, weight, bias);
+  }
+}
+
+// pare::linear_prepacked(Tensor input, LinearPackedParams packed) -> Tensor
+Error pare_linear_prepacked(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs) {
+  if constexpr (!kLinearPackedParamsClass.selected()) {
+    (void)inputs;
+    (void)outputs;
+    return class_not_selected(ctx, kLinearPackedParamsClass.name());
+  } else {
+    KernelArgs args(ctx, inputs, outputs, 2, 2, 1);
+    const Tensor& input = args.tensor(0, "input");
+    const classes::LinearPackedParams* params = args.object<classes::LinearPackedParams>(1, "packed");
+    PARE_TRY(args.status());
+    return PARE_DISPATCH(prepacked_kernel, ctx, input.dtype, T, {
+      static_assert(is_same_v<T, float>, "prepacked kernels are float-only");
+      return params->run(ctx, input, args.output(0));
+    });
+  }
+}
+
+// pare::conv2d_prepack(Tensor weight, Tensor? bias, int[2] stride, int[2] padding,
+//   int[2] dilation, int groups) -> Conv2dPackedParams
+Error pare_conv2d_prepack(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs) {
+  if constexpr (!kConv2dPackedParamsClass.selected()) {
+    (void)inputs;
+    (void)outputs;
+    return class_not_selected(ctx, kConv2dPackedParamsClass.name());
+  } else {
+    KernelArgs args(ctx, inputs, outputs, 6, 6, 1);
+    const Tensor& weight = args.tensor(0, "weight");
+    const Tensor* bias = args.optional_tensor(1, "bias");
+    const IntArrayRef stride = args.int_list(2, "stride");
+    const IntArrayRef padding = args.int_list(3, "padding");
+    const IntArrayRef dilation = args.int_list(4, "dilation");
+    const int64_t groups = args.int64(5, "groups");
+    PARE_TRY(args.status());
+    PARE_TRY_ASSIGN(classes::Conv2dPackedParams* params,
+                    ctx.create_object<classes::Conv2dPackedParams>(args.output(0)));
+    return params->pack(ctx, weight, bias, stride, padding, dilation, groups);
+  }
+}
+
+// pare::conv2d_prepacked(Tensor input, Conv2dPackedParams packed) -> Tensor
+Error pare_conv2d_prepacked(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs) {
+  if constexpr (!kConv2dPackedParamsClass.selected()) {
+    (void)inputs;
+    (void)outputs;
+    return class_not_selected(ctx, kConv2dPackedParamsClass.name());
+  } else {
+    KernelArgs args(ctx, inputs, outputs, 2, 2, 1);
+    const Tensor& input = args.tensor(0, "input");
+    const classes::Conv2dPackedParams* params = args.object<classes::Conv2dPackedParams>(1, "packed");
+    PARE_TRY(args.status());
+    return PARE_DISPATCH(prepacked_kernel, ctx, input.dtype, T, {
+      static_assert(is_same_v<T, float>, "prepacked kernels are float-only");
+      return params->run(ctx, input, args.output(0));
+    });
+  }
+}
+
+}  // namespace kernels
+}  // namespace pare

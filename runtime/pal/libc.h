@@ -1,0 +1,136 @@
+#pragma once
+// The C library functions the PALs call, declared here instead of taken
+// from libc headers.
+//
+// Pare cross-compiles every target with one clang and no SDK: there are no
+// Android NDK or iOS SDK headers, only clang's freestanding headers and
+// link stubs (docs/portable_cpp.md). So the PAL declares the few POSIX and
+// libm functions it needs itself. Every declaration below is
+// ABI-identical on Linux (glibc), Android (bionic) and iOS (libSystem) for
+// 64-bit targets; platform differences (clock ids, log priorities) are
+// spelled out where they are used. Only PAL sources include this file.
+
+#include <stddef.h>
+#include <stdint.h>
+
+extern "C" {
+
+// Memory.
+int posix_memalign(void** out, size_t alignment, size_t size);
+void free(void* ptr);
+__attribute__((noreturn)) void abort(void);
+
+// Files and output (POSIX). O_RDONLY is 0 and SEEK_SET/SEEK_END are 0/2 on
+// every supported platform; off_t is 64-bit on all 64-bit targets.
+int open(const char* path, int flags, ...);
+long read(int fd, void* buffer, size_t count);
+long write(int fd, const void* buffer, size_t count);
+long lseek(int fd, long offset, int whence);
+int close(int fd);
+
+// Monotonic time. struct timespec is {time_t, long}, two 64-bit fields on
+// every 64-bit target.
+struct pare_timespec {
+  int64_t tv_sec;
+  long tv_nsec;
+};
+int clock_gettime(int clock_id, pare_timespec* ts);
+
+#ifdef __ANDROID__
+int __android_log_write(int priority, const char* tag, const char* text);
+#endif
+
+// libm.
+float expf(float);
+double exp(double);
+float expm1f(float);
+double expm1(double);
+float logf(float);
+double log(double);
+float log1pf(float);
+double log1p(double);
+float tanhf(float);
+double tanh(double);
+float erff(float);
+double erf(double);
+float powf(float, float);
+double pow(double, double);
+float sqrtf(float);
+double sqrt(double);
+float sinf(float);
+double sin(double);
+float cosf(float);
+double cos(double);
+float floorf(float);
+double floor(double);
+float ceilf(float);
+double ceil(double);
+float nearbyintf(float);
+double nearbyint(double);
+float fmodf(float, float);
+double fmod(double, double);
+
+}  // extern "C"
+
+namespace pare {
+namespace pal {
+
+constexpr int kOpenReadOnly = 0;
+constexpr int kSeekSet = 0;
+constexpr int kSeekEnd = 2;
+// CLOCK_MONOTONIC: 1 on Linux and Android, 6 on Apple platforms.
+#if defined(__APPLE__)
+constexpr int kClockMonotonic = 6;
+#else
+constexpr int kClockMonotonic = 1;
+#endif
+
+inline uint64_t monotonic_nanoseconds() {
+  pare_timespec ts{0, 0};
+  clock_gettime(kClockMonotonic, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000u + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+inline void write_stderr(const char* text) {
+  size_t n = 0;
+  while (text[n] != '\0') ++n;
+  (void)write(2, text, n);
+}
+
+// Reads a whole file into memory from `allocate` (the PAL's own malloc, so
+// a recording PAL sees it). Returns 0, -1 on I/O errors, -2 out of memory.
+template <typename Allocate, typename Free>
+int read_whole_file(const char* path, size_t alignment, void** out_data, size_t* out_size, Allocate allocate,
+                    Free release) {
+  *out_data = nullptr;
+  *out_size = 0;
+  const int fd = open(path, kOpenReadOnly);
+  if (fd < 0) return -1;
+  const long size = lseek(fd, 0, kSeekEnd);
+  if (size < 0 || lseek(fd, 0, kSeekSet) != 0) {
+    close(fd);
+    return -1;
+  }
+  uint8_t* data = static_cast<uint8_t*>(allocate(static_cast<size_t>(size), alignment));
+  if (data == nullptr) {
+    close(fd);
+    return -2;
+  }
+  size_t done = 0;
+  while (done < static_cast<size_t>(size)) {
+    const long n = read(fd, data + done, static_cast<size_t>(size) - done);
+    if (n <= 0) break;
+    done += static_cast<size_t>(n);
+  }
+  close(fd);
+  if (done != static_cast<size_t>(size)) {
+    release(data);
+    return -1;
+  }
+  *out_data = data;
+  *out_size = done;
+  return 0;
+}
+
+}  // namespace pal
+}  // namespace pare

@@ -1,0 +1,88 @@
+#pragma once
+/* Platform abstraction layer (PAL): every call the runtime makes into the
+ * platform goes through these extern "C" hooks, so the core stays
+ * freestanding and one clang can cross-compile every target with no SDK.
+ *
+ * One implementation is linked per platform (chosen by a Bazel select() on
+ * platform constraints): pal_posix.cc serves Linux, Android and iOS, which
+ * all have libc and libm; pal_test_double.cc records calls for tests. An
+ * embedded port implements this header and nothing else.
+ *
+ * The hooks are plain C so ports can be written in C. They are hidden
+ * symbols of the runtime library (never exported), so two runtimes loaded
+ * into one process keep their own PALs.
+ *
+ * Not wrapped: memcpy, memmove and memset. Compilers emit calls to them for
+ * aggregate copies even under -ffreestanding, so every target must provide
+ * them anyway; wrapping them would add a call without adding a port point.
+ */
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Memory. `alignment` is a power of two <= 4096. Returns NULL on failure;
+ * the runtime turns that into Error::OutOfMemory, never an abort. */
+void* pare_pal_malloc(size_t size, size_t alignment);
+void pare_pal_free(void* ptr);
+
+/* Diagnostics. */
+enum pare_pal_log_level {
+  PARE_PAL_LOG_DEBUG = 0,
+  PARE_PAL_LOG_INFO = 1,
+  PARE_PAL_LOG_WARNING = 2,
+  PARE_PAL_LOG_ERROR = 3
+};
+void pare_pal_log_message(int level, const char* message);
+/* The only place the runtime may abort: unrecoverable internal invariant
+ * violations. User input never reaches it. */
+__attribute__((noreturn)) void pare_pal_abort(const char* message);
+
+/* Monotonic tick counter for per-op profiling (build feature op_profiling). */
+uint64_t pare_pal_ticks(void);
+uint64_t pare_pal_ticks_per_second(void);
+
+/* Files: reads a whole file into memory obtained from
+ * pare_pal_malloc(size, alignment). Returns 0 on success, a negative value
+ * when the file cannot be opened or read, and -2 when memory runs out. */
+int pare_pal_read_file(const char* path, size_t alignment, void** out_data,
+                       size_t* out_size);
+
+/* libm: only the functions kernels use. Add a pair here (float and double)
+ * when a kernel needs a new one, and implement it in every PAL. */
+float pare_pal_expf(float x);
+double pare_pal_exp(double x);
+float pare_pal_expm1f(float x);
+double pare_pal_expm1(double x);
+float pare_pal_logf(float x);
+double pare_pal_log(double x);
+float pare_pal_log1pf(float x);
+double pare_pal_log1p(double x);
+float pare_pal_tanhf(float x);
+double pare_pal_tanh(double x);
+float pare_pal_erff(float x);
+double pare_pal_erf(double x);
+float pare_pal_powf(float x, float y);
+double pare_pal_pow(double x, double y);
+float pare_pal_sqrtf(float x);
+double pare_pal_sqrt(double x);
+float pare_pal_sinf(float x);
+double pare_pal_sin(double x);
+float pare_pal_cosf(float x);
+double pare_pal_cos(double x);
+float pare_pal_floorf(float x);
+double pare_pal_floor(double x);
+float pare_pal_ceilf(float x);
+double pare_pal_ceil(double x);
+/* Round half to even, as torch.round. */
+float pare_pal_nearbyintf(float x);
+double pare_pal_nearbyint(double x);
+float pare_pal_fmodf(float x, float y);
+double pare_pal_fmod(double x, double y);
+
+#ifdef __cplusplus
+}  /* extern "C" */
+#endif

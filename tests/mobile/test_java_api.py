@@ -1,0 +1,112 @@
+"""The Java path of app integration, proven on a host JVM (issue 7).
+
+The JNI bridge + full runtime are built for x86_64 Linux, loaded into the
+installed JDK with System.load, and driven through org.pare.Module; outputs
+are compared with torch, and runtime errors must arrive as PareException
+carrying the runtime's message.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from pare.program import ProgramBuilder
+from tests.conftest import REPO_ROOT, bazel_build
+
+JNI_RUNTIME = "runtime/jni/full_jni/linux_x86_64/libpare_full_jni.so"
+JAR = "runtime/jni/full_jni_java.jar"
+
+
+@pytest.fixture(scope="module")
+def java_check(tmp_path_factory):
+    javac, java = shutil.which("javac"), shutil.which("java")
+    if not javac or not java:
+        pytest.fail("no JDK on PATH: tools/setup.sh installs openjdk-17-jdk-headless")
+    bin_dir = bazel_build("//runtime/jni:full_jni", "//runtime/jni:full_jni_java")
+    out = tmp_path_factory.mktemp("java")
+    subprocess.run([javac, "--release", "8", "-nowarn", "-cp", str(bin_dir / JAR), "-d", str(out),
+                    str(Path(__file__).with_name("JavaApiCheck.java"))], check=True, capture_output=True)
+    classpath = f"{bin_dir / JAR}:{out}"
+    lib = str(bin_dir / JNI_RUNTIME)
+
+    def run(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([java, "-cp", classpath, "JavaApiCheck", lib, *args],
+                              capture_output=True, text=True, timeout=120)
+
+    return run
+
+
+def _linear_relu_program(path: Path) -> tuple[torch.nn.Module, Path]:
+    torch.manual_seed(0)
+    layer = torch.nn.Linear(6, 3)
+    pb = ProgramBuilder()
+    m = pb.method("forward")
+    x = m.input("Float", [None, 6])
+    wt = m.constant(layer.weight.detach().t().contiguous())
+    y = m.op("aten::addmm", m.constant(layer.bias.detach()), x, wt)
+    m.output(m.op("aten::relu", y))
+    path.write_bytes(pb.to_bytes())
+    return (lambda t: torch.relu(layer(t))), path
+
+
+def _parse(stdout: str) -> list[tuple[str, tuple[int, ...], np.ndarray]]:
+    lines = stdout.strip().splitlines()
+    assert lines[0].startswith("outputs ")
+    outs = []
+    for line in lines[1:]:
+        _, dtype, dims, *values = line.split(" ")
+        shape = tuple(int(d) for d in dims.split(",") if d)
+        outs.append((dtype, shape, np.array([float(v) for v in values], np.float32).reshape(shape)))
+    return outs
+
+
+def test_forward_matches_torch(java_check, tmp_path):
+    model, program = _linear_relu_program(tmp_path / "linear.pare")
+    x = torch.randn(4, 6)
+    (tmp_path / "x.f32").write_bytes(x.numpy().astype("<f4").tobytes())
+    proc = java_check("run", str(program), str(tmp_path / "x.f32"), "4,6")
+    assert proc.returncode == 0, proc.stderr + proc.stdout
+    [(dtype, shape, values)] = _parse(proc.stdout)
+    assert dtype == "FLOAT32" and shape == (4, 3)
+    np.testing.assert_allclose(values, model(x).detach().numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_method_names_from_byte_array(java_check, tmp_path):
+    _, program = _linear_relu_program(tmp_path / "linear.pare")
+    proc = java_check("methods", str(program))
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "methods forward"
+
+
+def test_corrupt_program_is_a_java_exception(java_check, tmp_path):
+    bad = tmp_path / "corrupt.pare"
+    bad.write_bytes(b"PARE" + bytes(range(60)))
+    proc = java_check("methods", str(bad))
+    assert proc.returncode == 3, proc.stdout + proc.stderr
+    assert proc.stdout.startswith("PareException: ")
+    assert "program" in proc.stdout.lower()
+
+
+def test_missing_op_is_a_java_exception(java_check, tmp_path):
+    pb = ProgramBuilder()
+    m = pb.method("forward")
+    m.output(m.op("aten::no_such_op", m.input("Float", [2])))
+    program = tmp_path / "missing.pare"
+    program.write_bytes(pb.to_bytes())
+    proc = java_check("methods", str(program))
+    assert proc.returncode == 3
+    assert "aten::no_such_op" in proc.stdout
+
+
+def test_wrong_input_shape_is_a_java_exception(java_check, tmp_path):
+    _, program = _linear_relu_program(tmp_path / "linear.pare")
+    (tmp_path / "x.f32").write_bytes(np.zeros((2, 5), "<f4").tobytes())
+    proc = java_check("run", str(program), str(tmp_path / "x.f32"), "2,5")
+    assert proc.returncode == 3, proc.stdout + proc.stderr
+    assert proc.stdout.startswith("PareException: ")

@@ -1,0 +1,99 @@
+"""Fixtures for the runtime tests: runtime libraries built from runtime/.
+
+By default every runtime is compiled here with clang++-16 (the house flags,
+the same ones the Bazel pare_cc_library macro applies) into pytest's cache
+directory, keyed by a hash of the sources and flags, so unchanged sources
+are not rebuilt. Point PARE_RUNTIME_LIB (full runtime) and
+PARE_TRACING_RUNTIME_LIB (instrumentation build) at prebuilt libraries,
+e.g. Bazel's //runtime:full, to test those instead. The selective runtime
+(a custom selection that drops ops, a dtype, a class and a feature) and the
+test-double-PAL build are always compiled here.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import runtime_build  # noqa: E402
+from pare.runtime import Runtime  # noqa: E402
+
+# What the selective build keeps (see test_selection.py for what each
+# omission proves).
+SELECTIVE_OPS = [
+    "aten::mul.Tensor", "aten::relu", "aten::add.Scalar", "aten::_to_copy", "aten::view",
+    "pare::linear_prepack", "pare::linear_prepacked", "pare::conv2d_prepack",
+]
+SELECTIVE_KERNEL_DTYPES = {
+    "mul_kernel": ["Float", "Long"],  # Double dropped
+    "relu_kernel": ["Float"],
+    "copy_kernel": ["Float", "Long", "Int"],
+    "prepacked_kernel": ["Float"],
+}
+SELECTIVE_CLASSES = ["LinearPackedParams"]  # Conv2dPackedParams dropped
+SELECTIVE_FEATURES: list[str] = []  # op_profiling dropped
+
+
+def _cache_root(config) -> Path:
+    return Path(config.cache.mkdir("pare_runtime"))
+
+
+def _lib_from_env(var: str) -> Path | None:
+    value = os.environ.get(var)
+    if not value:
+        return None
+    path = Path(value)
+    if not path.is_file():
+        raise pytest.UsageError(f"{var}={value} does not exist")
+    return path
+
+
+@pytest.fixture(scope="session")
+def runtime_lib(pytestconfig) -> Path:
+    return _lib_from_env("PARE_RUNTIME_LIB") or runtime_build.build(
+        _cache_root(pytestconfig), "full", selection_dir=runtime_build.DEFAULT_SELECTION)
+
+
+@pytest.fixture(scope="session")
+def runtime(runtime_lib) -> Runtime:
+    return Runtime(runtime_lib)
+
+
+@pytest.fixture(scope="session")
+def tracing_runtime(pytestconfig) -> Runtime:
+    path = _lib_from_env("PARE_TRACING_RUNTIME_LIB") or runtime_build.build(
+        _cache_root(pytestconfig), "tracing", selection_dir=runtime_build.DEFAULT_SELECTION,
+        defines=["PARE_TRACING=1"])
+    return Runtime(path)
+
+
+@pytest.fixture(scope="session")
+def selection_dir(pytestconfig) -> Path:
+    return runtime_build.write_selection(
+        _cache_root(pytestconfig) / "selection_custom", SELECTIVE_OPS, SELECTIVE_KERNEL_DTYPES,
+        SELECTIVE_CLASSES, SELECTIVE_FEATURES)
+
+
+@pytest.fixture(scope="session")
+def selective_lib(pytestconfig, selection_dir) -> Path:
+    return runtime_build.build(_cache_root(pytestconfig), "selective", selection_dir=selection_dir)
+
+
+@pytest.fixture(scope="session")
+def selective_runtime(selective_lib) -> Runtime:
+    return Runtime(selective_lib)
+
+
+@pytest.fixture(scope="session")
+def test_double_runtime(pytestconfig) -> Runtime:
+    """The full runtime linked with the recording PAL (pal_test_double.cc)."""
+    path = runtime_build.build(_cache_root(pytestconfig), "test_double", selection_dir=runtime_build.DEFAULT_SELECTION,
+                               pal="test_double")
+    return Runtime(path)

@@ -1,0 +1,267 @@
+"""The interpreter: memory planning and re-planning, arena-size regression,
+API misuse errors, profiling, file loading, and (through the recording
+test-double PAL) no steady-state allocation, no leaks, clean out-of-memory."""
+
+import ctypes
+
+import numpy as np
+import pytest
+
+from pare.program import ObjectOf, ProgramBuilder
+from pare.runtime import PareError
+
+
+def relu_chain(n=10, size=1024):
+    pb = ProgramBuilder()
+    m = pb.method()
+    v = m.input("Float", [None])
+    for _ in range(n):
+        v = m.op("aten::relu", v)
+    m.output(v)
+    return pb.to_bytes()
+
+
+def mlp_program():
+    """A small MLP with prepacked linears, softmax and a residual add."""
+    rng = np.random.default_rng(0)
+    pb = ProgramBuilder()
+    m = pb.method()
+    x = m.input("Float", [None, 64])
+    p1 = m.init_op("pare::linear_prepack", rng.standard_normal((128, 64), np.float32), rng.standard_normal(128, np.float32),
+                   returns=ObjectOf("LinearPackedParams"))
+    p2 = m.init_op("pare::linear_prepack", rng.standard_normal((64, 128), np.float32), None,
+                   returns=ObjectOf("LinearPackedParams"))
+    h = m.op("aten::relu", m.op("pare::linear_prepacked", x, p1))
+    y = m.op("aten::add.Tensor", m.op("pare::linear_prepacked", h, p2), x)
+    m.output(m.op("aten::_softmax", y, -1, False))
+    return pb.to_bytes()
+
+
+def test_activations_reuse_memory_by_lifetime(runtime):
+    # Ten 4 KB relus in a chain need two live buffers at any time.
+    method = runtime.load(relu_chain()).method()
+    x = np.linspace(-1, 1, 1024, dtype=np.float32)
+    (y,) = method.run(x)
+    assert np.array_equal(y, np.maximum(x, 0))
+    assert method.memory_stats().planned_arena_bytes == 2 * 4096
+
+
+# Recorded arena sizes (activations plus GEMM packing scratch, placed by
+# lifetime; a naive one-buffer-per-value layout needs 84992 bytes at batch
+# 32). The test fails if planning regresses.
+RECORDED_ARENA_BYTES = {
+    ("mlp", 1): 4096,
+    ("mlp", 32): 51200,
+}
+
+
+@pytest.mark.parametrize("batch", [1, 32])
+def test_arena_use_does_not_grow_past_recorded(runtime, batch):
+    method = runtime.load(mlp_program()).method()
+    x = np.random.default_rng(1).standard_normal((batch, 64)).astype(np.float32)
+    method.run(x)
+    planned = method.memory_stats().planned_arena_bytes
+    recorded = RECORDED_ARENA_BYTES[("mlp", batch)]
+    assert planned <= recorded, f"arena grew from {recorded} to {planned} bytes"
+
+
+def test_replanning_when_input_shapes_change(runtime):
+    method = runtime.load(mlp_program()).method()
+    rng = np.random.default_rng(2)
+    x4 = rng.standard_normal((4, 64)).astype(np.float32)
+    x16 = rng.standard_normal((16, 64)).astype(np.float32)
+    first = method.run(x4)[0]
+    s = method.memory_stats()
+    assert s.num_plans == 1 and s.arena_bytes == 0 and s.temporary_blocks > 0  # first run plans
+    second = method.run(x4)[0]
+    s = method.memory_stats()
+    assert s.num_plans == 1 and s.arena_bytes == s.planned_arena_bytes and s.temporary_blocks == 0
+    assert np.array_equal(first, second)
+    big = method.run(x16)[0]
+    assert method.memory_stats().num_plans == 2
+    big_again = method.run(x16)[0]
+    s = method.memory_stats()
+    assert s.num_plans == 2 and s.temporary_blocks == 0 and s.arena_bytes >= s.planned_arena_bytes
+    assert np.array_equal(big, big_again)
+    np.testing.assert_array_equal(method.run(x4)[0], first)  # back to the small shape: re-plan, same answer
+    assert method.memory_stats().num_plans == 3
+    # Same shape, different strides: also re-planned (kernels may need scratch).
+    np.testing.assert_allclose(method.run(np.asfortranarray(x4))[0], first, rtol=1e-6)
+    assert method.memory_stats().num_plans == 4
+
+
+def test_outputs_stay_valid_until_next_execute(runtime):
+    method = runtime.load(relu_chain(3)).method()
+    method.set_input(0, np.array([-1, 2], np.float32))
+    method.execute()
+    assert method.output(0).tolist() == [0, 2]
+    assert method.output(0).tolist() == [0, 2]
+
+
+def test_api_misuse_gives_clear_errors(runtime):
+    pb = ProgramBuilder()
+    m = pb.method()
+    x = m.input("Float", [2, None])
+    m.output(m.op("aten::relu", x))
+    method = runtime.load(pb.to_bytes()).method()
+    with pytest.raises(PareError, match="input 0 of method 'forward' is not set"):
+        method.execute()
+    with pytest.raises(PareError, match="expects dtype Float, got Double"):
+        method.set_input(0, np.ones((2, 3)))
+    with pytest.raises(PareError, match="expects 2 dims, got 1"):
+        method.set_input(0, np.ones(3, np.float32))
+    with pytest.raises(PareError, match="expects size 2 in dim 0, got 3"):
+        method.set_input(0, np.ones((3, 3), np.float32))
+    with pytest.raises(PareError, match="input index 1 is out of range"):
+        method.set_input(1, np.ones((2, 3), np.float32))
+    with pytest.raises(PareError, match="no method named 'backward'"):
+        runtime.load(pb.to_bytes()).method("backward")
+    with pytest.raises(PareError, match=r"execute\(\) has not succeeded"):
+        method.output(0)
+    method.run(np.ones((2, 3), np.float32))
+    with pytest.raises(PareError, match="output index 1 is out of range"):
+        method.output(1)
+
+
+def test_kernel_errors_say_where(runtime):
+    pb = ProgramBuilder()
+    m = pb.method("predict")
+    x = m.input("Float", [None, None])
+    y = m.op("aten::relu", x)
+    m.output(m.op("aten::view", y, [5]))
+    method = runtime.load(pb.to_bytes()).method("predict")
+    with pytest.raises(PareError) as e:
+        method.run(np.ones((2, 3), np.float32))
+    assert str(e.value) == ("aten::view: shape [5] is invalid for input of size 6 "
+                            "(method 'predict', instruction 1)")
+    assert e.value.status_name == "InvalidShape"
+
+
+def test_input_strides_are_honoured_without_copy(runtime):
+    method = runtime.load(relu_chain(1)).method()
+    base = np.arange(-10, 10, dtype=np.float32)
+    assert method.run(base[::3])[0].tolist() == np.maximum(base[::3], 0).tolist()
+
+
+def test_profiling_feature(runtime):
+    method = runtime.load(relu_chain(3)).method()
+    method.set_profiling(True)
+    for _ in range(4):
+        method.run(np.ones(100, np.float32))
+    profile = method.profile()
+    assert [p.op for p in profile] == ["aten::relu"] * 3
+    assert all(p.calls == 4 and p.seconds >= 0 for p in profile)
+
+
+def test_load_from_file(runtime, tmp_path):
+    path = tmp_path / "model.pare"
+    path.write_bytes(relu_chain(2))
+    (y,) = runtime.load_file(path).method().run(np.array([-1, 1], np.float32))
+    assert y.tolist() == [0, 1]
+    with pytest.raises(PareError, match="cannot read program file") as e:
+        runtime.load_file(tmp_path / "missing.pare")
+    assert e.value.status_name == "FileError"
+
+
+def test_multiple_methods_and_instances(runtime):
+    pb = ProgramBuilder()
+    for name, op in (("a", "aten::relu"), ("b", "aten::_softmax")):
+        m = pb.method(name)
+        x = m.input("Float", [3])
+        m.output(m.op(op, x) if op == "aten::relu" else m.op(op, x, 0, False))
+    program = runtime.load(pb.to_bytes())
+    assert program.method_names == ["a", "b"]
+    a1, a2, b = program.method("a"), program.method("a"), program.method("b")
+    x = np.array([-1, 0, 1], np.float32)
+    assert a1.run(x)[0].tolist() == a2.run(-x)[0][::-1].tolist()
+    np.testing.assert_allclose(b.run(x)[0].sum(), 1.0, rtol=1e-6)
+
+
+# ---- The recording PAL ------------------------------------------------------
+
+
+class PalStats(ctypes.Structure):
+    _fields_ = [(n, ctypes.c_uint64) for n in ("malloc_calls", "free_calls", "failed_mallocs", "live_blocks",
+                                               "live_bytes", "peak_bytes", "log_calls", "abort_calls")] + [
+        ("last_log", ctypes.c_char * 256)]
+
+
+def pal_stats(rt) -> PalStats:
+    s = PalStats()
+    rt._lib.pare_test_pal_stats(ctypes.byref(s))
+    return s
+
+
+def test_no_allocation_in_steady_state_and_no_leaks(test_double_runtime):
+    rt = test_double_runtime
+    rt._lib.pare_test_pal_reset()
+    before = pal_stats(rt).live_blocks
+    program = rt.load(mlp_program())
+    method = program.method()
+    x = np.ones((8, 64), np.float32)
+    method.run(x)  # planning run
+    method.run(x)  # arena allocated
+    calls = pal_stats(rt).malloc_calls
+    for _ in range(5):
+        method.run(x)
+    assert pal_stats(rt).malloc_calls == calls, "steady-state execute must not allocate"
+    method.close()
+    program.close()
+    s = pal_stats(rt)
+    assert s.live_blocks == before and s.malloc_calls == s.free_calls, "leaked blocks"
+    assert s.abort_calls == 0
+
+
+def test_out_of_memory_is_clean_at_every_allocation(test_double_runtime):
+    rt = test_double_runtime
+    data = mlp_program()
+    x = np.ones((2, 64), np.float32)
+    rt._lib.pare_test_pal_fail_after.argtypes = [ctypes.c_int64]
+    rt._lib.pare_test_pal_reset()
+    baseline = pal_stats(rt).live_blocks
+    failures = 0
+    for k in range(200):
+        rt._lib.pare_test_pal_fail_after(k)
+        try:
+            program = rt.load(data)
+            method = program.method()
+            method.run(x)
+            method.run(x)
+            completed = True
+        except PareError as e:
+            assert e.status_name == "OutOfMemory", str(e)
+            failures += 1
+            completed = False
+        finally:
+            rt._lib.pare_test_pal_fail_after(-1)
+            method = program = None
+        assert pal_stats(rt).live_blocks == baseline, f"leak after failing allocation {k}"
+        if completed:
+            break
+    assert failures > 5 and completed
+
+
+def test_constants_are_used_in_place_when_aligned(runtime):
+    pb = ProgramBuilder()
+    m = pb.method()
+    w = np.arange(12, dtype=np.float32).reshape(3, 4)
+    m.output(m.op("aten::mm", m.input("Float", [2, 3]), w))
+    data = pb.to_bytes()
+    x = np.ones((2, 3), np.float32)
+    expected = x @ w
+    borrowed = runtime.load(data, borrow=True)  # 64-byte aligned, like an mmap
+    assert borrowed.constants_in_place
+    np.testing.assert_array_equal(borrowed.method().run(x)[0], expected)
+    assert runtime.load(data).constants_in_place  # the runtime's own copy is aligned too
+    # A misaligned caller buffer: the constant segment is copied once, results unchanged.
+    storage = np.zeros(len(data) + 65, np.uint8)
+    start = (-storage.ctypes.data % 64) + 1
+    storage[start:start + len(data)] = np.frombuffer(data, np.uint8)
+    handle = ctypes.c_void_p()
+    lib = runtime._lib
+    assert lib.pare_program_load(storage[start:].ctypes.data, len(data), 0, ctypes.byref(handle)) == 0
+    from pare.runtime import Program
+
+    misaligned = Program(runtime, handle, keep_alive=storage)
+    assert not misaligned.constants_in_place
+    np.testing.assert_array_equal(misaligned.method().run(x)[0], expected)

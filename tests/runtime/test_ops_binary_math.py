@@ -1,0 +1,689 @@
+"""The binary_math family vs torch: sub, mul.Scalar, div (true/trunc/floor,
+Tensor and Scalar overloads), remainder, pow (three overloads), the six
+comparisons (Tensor and Scalar), logical_and/or/xor, where.self,
+maximum/minimum and bitwise_and/or.
+
+Every op runs for every dtype of its kernel tag, with broadcasting,
+non-contiguous, empty and 0-dim inputs, type promotion (tensor-tensor,
+tensor-Python number, 0-dim tensors), integer division semantics (Python
+floor division and modulo, wrapping, division by zero) and the exact
+rounding PyTorch's CPU kernels use for Half and BFloat16."""
+
+import itertools
+
+import pytest
+import torch
+
+from pare.runtime import PareError
+from runtime_testing import ALL_DTYPES, FLOAT_DTYPES, assert_same, make_tensor, run_op, single_op_program, to_input
+
+aten = torch.ops.aten
+
+NO_BOOL = [d for d in ALL_DTYPES if d != torch.bool]
+INT_DTYPES = [torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64]
+INT_AND_BOOL = INT_DTYPES + [torch.bool]
+REDUCED = [torch.float16, torch.bfloat16]
+
+
+def nonzero(t: torch.Tensor) -> torch.Tensor:
+    """t with integer zeros replaced (integer division by zero is an error)."""
+    if t.dtype.is_floating_point:
+        return t
+    return torch.where(t == 0, torch.ones_like(t), t)
+
+
+def with_zeros(t: torch.Tensor) -> torch.Tensor:
+    """t with every third element zero (for logical ops and comparisons)."""
+    t = t.clone()
+    t.view(-1)[::3] = 0
+    return t
+
+
+def same_or_both_fail(runtime, op, args, reference):
+    """Runs op; when torch raises for these arguments the runtime must fail
+    with a PareError naming the op, otherwise the results must match."""
+    try:
+        expected = reference()
+    except (RuntimeError, NotImplementedError):
+        with pytest.raises(PareError, match=op.replace(".", r"\.")):
+            run_op(runtime, op, *args)
+        return None
+    actual = run_op(runtime, op, *args)
+    assert_same(actual, expected)
+    return actual
+
+
+# Tensor-Tensor ops with their torch reference (Python API, so a Python
+# number in a Tensor position has wrapped-number semantics).
+BINARY = {
+    "aten::sub.Tensor": torch.sub,
+    "aten::div.Tensor": torch.div,
+    "aten::remainder.Tensor": torch.remainder,
+    "aten::pow.Tensor_Tensor": torch.pow,
+    "aten::eq.Tensor": torch.eq,
+    "aten::ne.Tensor": torch.ne,
+    "aten::lt.Tensor": torch.lt,
+    "aten::le.Tensor": torch.le,
+    "aten::gt.Tensor": torch.gt,
+    "aten::ge.Tensor": torch.ge,
+    "aten::logical_and": torch.logical_and,
+    "aten::logical_or": torch.logical_or,
+    "aten::logical_xor": torch.logical_xor,
+    "aten::maximum": torch.maximum,
+    "aten::minimum": torch.minimum,
+    "aten::bitwise_and.Tensor": torch.bitwise_and,
+    "aten::bitwise_or.Tensor": torch.bitwise_or,
+}
+DIV_MODES = {
+    "trunc": lambda a, b: torch.div(a, b, rounding_mode="trunc"),
+    "floor": lambda a, b: torch.div(a, b, rounding_mode="floor"),
+}
+COMPARISONS = ["eq", "ne", "lt", "le", "gt", "ge"]
+
+
+def binary_dtype(op):
+    return torch.int32 if "bitwise" in op else torch.float32
+
+
+def binary_operands(op, a, b):
+    """Operands suited to the op: positive bases for pow, no integer zero divisors."""
+    if "pow" in op and a.dtype.is_floating_point:
+        a = a.abs() + 0.5
+    if op in ("aten::remainder.Tensor",):
+        b = nonzero(b)
+    return a, b
+
+
+# ---- every dtype of every tag --------------------------------------------------
+
+@pytest.mark.parametrize("dtype", NO_BOOL, ids=str)
+def test_sub_every_dtype(runtime, dtype):
+    # Rows of 64: PyTorch's vectorised loop covers every element. Its scalar
+    # loop (tails, strided rows) rounds alpha * other to Half/BFloat16 before
+    # adding, its vector loop rounds once, as the runtime does.
+    a, b = make_tensor((3, 64), dtype, 1), make_tensor((1, 64), dtype, 2)
+    assert_same(run_op(runtime, "aten::sub.Tensor", a, b), torch.sub(a, b))
+    assert_same(run_op(runtime, "aten::sub.Tensor", a, b, 3), torch.sub(a, b, alpha=3))
+    assert_same(run_op(runtime, "aten::sub.Scalar", a, 2), aten.sub.Scalar(a, 2))
+    assert_same(run_op(runtime, "aten::sub.Scalar", a, 2, -3), aten.sub.Scalar(a, 2, -3))
+    if dtype.is_floating_point:
+        assert_same(run_op(runtime, "aten::sub.Tensor", a, b, 0.3), torch.sub(a, b, alpha=0.3))
+        assert_same(run_op(runtime, "aten::sub.Scalar", a, 1.7, 0.3), aten.sub.Scalar(a, 1.7, 0.3))
+
+
+@pytest.mark.parametrize("dtype", ALL_DTYPES, ids=str)
+@pytest.mark.parametrize("scalar", [3, -2.5, True], ids=["int", "float", "bool"])
+def test_mul_scalar_every_dtype(runtime, dtype, scalar):
+    a = make_tensor((4, 6), dtype, 3)
+    assert_same(run_op(runtime, "aten::mul.Scalar", a, scalar), aten.mul.Scalar(a, scalar))
+
+
+@pytest.mark.parametrize("dtype", ALL_DTYPES, ids=str)
+def test_div_true_every_dtype(runtime, dtype):
+    a, b = make_tensor((3, 5), dtype, 4), nonzero(make_tensor((3, 5), dtype, 5))
+    assert_same(run_op(runtime, "aten::div.Tensor", a, b), torch.div(a, b))
+    assert_same(run_op(runtime, "aten::div.Tensor_mode", a, b, None), torch.div(a, b, rounding_mode=None))
+    assert_same(run_op(runtime, "aten::div.Tensor_mode", a, b), torch.div(a, b))  # rounding_mode absent
+    for s in (3, -0.7, True):
+        assert_same(run_op(runtime, "aten::div.Scalar", a, s), aten.div.Scalar(a, s))
+        assert_same(run_op(runtime, "aten::div.Scalar_mode", a, s, None), aten.div.Scalar_mode(a, s, rounding_mode=None))
+
+
+@pytest.mark.parametrize("dtype", NO_BOOL, ids=str)
+@pytest.mark.parametrize("mode", ["trunc", "floor"])
+def test_div_rounding_every_dtype(runtime, dtype, mode):
+    a = make_tensor((4, 6), dtype, 6, low=-50, high=50)
+    b = nonzero(make_tensor((4, 6), dtype, 7))
+    assert_same(run_op(runtime, "aten::div.Tensor_mode", a, b, mode), torch.div(a, b, rounding_mode=mode))
+    assert_same(run_op(runtime, "aten::div.Tensor_mode", a, b[:1], mode), torch.div(a, b[:1], rounding_mode=mode))
+    scalars = (3, -4) + ((0.7, -2.5) if dtype.is_floating_point else ())
+    for s in scalars:
+        assert_same(run_op(runtime, "aten::div.Scalar_mode", a, s, mode), aten.div.Scalar_mode(a, s, rounding_mode=mode))
+        assert_same(run_op(runtime, "aten::div.Tensor_mode", a, s, mode), torch.div(a, s, rounding_mode=mode))
+
+
+@pytest.mark.parametrize("dtype", NO_BOOL, ids=str)
+def test_remainder_every_dtype(runtime, dtype):
+    a = make_tensor((4, 6), dtype, 8, low=-50, high=50)
+    b = nonzero(make_tensor((1, 6), dtype, 9))
+    assert_same(run_op(runtime, "aten::remainder.Tensor", a, b), torch.remainder(a, b))
+    for s in (3, -4) + ((0.7, -2.5) if dtype.is_floating_point else ()):
+        assert_same(run_op(runtime, "aten::remainder.Scalar", a, s), aten.remainder.Scalar(a, s))
+
+
+@pytest.mark.parametrize("dtype", NO_BOOL, ids=str)
+def test_pow_tensor_tensor_every_dtype(runtime, dtype):
+    if dtype.is_floating_point:
+        a = make_tensor((3, 5), dtype, 10, low=0, high=3)
+        b = make_tensor((3, 5), dtype, 11, low=-3, high=3)
+    else:
+        a = make_tensor((3, 5), dtype, 10, low=-5, high=5)
+        b = make_tensor((3, 5), dtype, 11, low=-2, high=5)  # negative exponents give 0 / +-1
+    assert_same(run_op(runtime, "aten::pow.Tensor_Tensor", a, b), torch.pow(a, b))
+    assert_same(run_op(runtime, "aten::pow.Tensor_Tensor", a, b[:1]), torch.pow(a, b[:1]))
+
+
+@pytest.mark.parametrize("dtype", NO_BOOL, ids=str)
+def test_pow_tensor_scalar_every_dtype(runtime, dtype):
+    a = make_tensor((3, 7), dtype, 12, low=-4, high=4)
+    exponents = [0, 1, 2, 3, 5, True, False]
+    if dtype.is_floating_point:
+        a = a.abs() + 0.25
+        exponents += [0.5, -0.5, -1, -2, 2.0, 3.0, -2.0, 0.0, 1.0, 1.7, -0.3, -3]
+    else:
+        exponents += [0.5, -1.5, 2.0]  # float exponents give a float result
+    for e in exponents:
+        assert_same(run_op(runtime, "aten::pow.Tensor_Scalar", a, e), aten.pow.Tensor_Scalar(a, e))
+
+
+def test_pow_tensor_scalar_bool_base(runtime):
+    a = torch.tensor([True, False, True])
+    for e in (True, False, 2, 0, 1, 2.5, 1.0):
+        assert_same(run_op(runtime, "aten::pow.Tensor_Scalar", a, e), aten.pow.Tensor_Scalar(a, e))
+
+
+@pytest.mark.parametrize("dtype", ALL_DTYPES, ids=str)
+def test_pow_scalar_every_exponent_dtype(runtime, dtype):
+    exponent = make_tensor((2, 6), dtype, 13, low=0 if dtype == torch.uint8 else -2, high=4)
+    for base in (2, 3, -2, 1, 0.5, 2.5, 1.0):
+        same_or_both_fail(runtime, "aten::pow.Scalar", (base, exponent), lambda: aten.pow.Scalar(base, exponent))
+    if dtype == torch.bool:
+        with pytest.raises(PareError, match="aten::pow.Scalar: .*Bool"):
+            run_op(runtime, "aten::pow.Scalar", True, exponent)
+
+
+@pytest.mark.parametrize("dtype", ALL_DTYPES, ids=str)
+@pytest.mark.parametrize("name", COMPARISONS)
+def test_comparisons_every_dtype(runtime, name, dtype):
+    a = with_zeros(make_tensor((4, 5), dtype, 14, low=-3, high=3))
+    b = make_tensor((4, 5), dtype, 15, low=-3, high=3)
+    b.view(-1)[::2] = a.view(-1)[::2]  # ties
+    fn = getattr(torch, name)
+    assert_same(run_op(runtime, f"aten::{name}.Tensor", a, b), fn(a, b))
+    assert_same(run_op(runtime, f"aten::{name}.Tensor", a, b[1]), fn(a, b[1]))
+    for s in (1, -2, 0.5, True, False, 1000):
+        assert_same(run_op(runtime, f"aten::{name}.Scalar", a, s), getattr(aten, name).Scalar(a, s))
+        assert_same(run_op(runtime, f"aten::{name}.Tensor", a, s), fn(a, s))  # wrapped number
+
+
+@pytest.mark.parametrize("dtype", ALL_DTYPES, ids=str)
+@pytest.mark.parametrize("name", ["logical_and", "logical_or", "logical_xor"])
+def test_logical_every_dtype(runtime, name, dtype):
+    a = with_zeros(make_tensor((4, 5), dtype, 16))
+    b = with_zeros(make_tensor((5,), dtype, 17).flip(0))
+    fn = getattr(torch, name)
+    assert_same(run_op(runtime, f"aten::{name}", a, b), fn(a, b))
+    if dtype.is_floating_point:
+        special = torch.tensor([float("nan"), 0.0, -0.0, float("inf")], dtype=dtype)
+        assert_same(run_op(runtime, f"aten::{name}", special, special.flip(0)), fn(special, special.flip(0)))
+
+
+@pytest.mark.parametrize("dtype", ALL_DTYPES, ids=str)
+@pytest.mark.parametrize("name", ["maximum", "minimum"])
+def test_maximum_minimum_every_dtype(runtime, name, dtype):
+    a, b = make_tensor((4, 5), dtype, 18), make_tensor((4, 1), dtype, 19)
+    fn = getattr(torch, name)
+    assert_same(run_op(runtime, f"aten::{name}", a, b), fn(a, b))
+    if dtype.is_floating_point:
+        nan, inf = float("nan"), float("inf")
+        x = torch.tensor([nan, 1.0, nan, -inf, 2.0, -0.0], dtype=dtype)
+        y = torch.tensor([1.0, nan, nan, 3.0, inf, 0.0], dtype=dtype)
+        assert_same(run_op(runtime, f"aten::{name}", x, y), fn(x, y))
+
+
+@pytest.mark.parametrize("dtype", INT_AND_BOOL, ids=str)
+@pytest.mark.parametrize("name", ["bitwise_and", "bitwise_or"])
+def test_bitwise_every_dtype(runtime, name, dtype):
+    low, high = (-100, 100) if dtype != torch.uint8 else (0, 255)
+    a, b = make_tensor((4, 5), dtype, 20, low, high), make_tensor((5,), dtype, 21, low, high)
+    fn = getattr(torch, name)
+    assert_same(run_op(runtime, f"aten::{name}.Tensor", a, b), fn(a, b))
+
+
+@pytest.mark.parametrize("dtype", ALL_DTYPES, ids=str)
+def test_where_every_dtype(runtime, dtype):
+    cond = make_tensor((4, 5), torch.bool, 22)
+    a, b = make_tensor((4, 5), dtype, 23), make_tensor((4, 5), dtype, 24)
+    assert_same(run_op(runtime, "aten::where.self", cond, a, b), torch.where(cond, a, b))
+    # Broadcast condition and values; a value as one repeated element.
+    assert_same(run_op(runtime, "aten::where.self", cond[:, :1], a, b[0]), torch.where(cond[:, :1], a, b[0]))
+    assert_same(run_op(runtime, "aten::where.self", cond, a[:1, :1], b), torch.where(cond, a[:1, :1], b))
+
+
+# ---- broadcasting, layouts, empty and 0-dim ---------------------------------
+
+@pytest.mark.parametrize("op", list(BINARY))
+@pytest.mark.parametrize("shape_a,shape_b", [
+    ((4, 1, 3), (5, 3)), ((1,), (2, 3)), ((2, 3), ()), ((), ()), ((3, 1), (1, 4)),
+    ((2, 1, 4, 1), (3, 1, 5)), ((0, 3), (1, 3)), ((2, 0), (2, 1)),
+])
+def test_broadcasting(runtime, op, shape_a, shape_b):
+    dtype = binary_dtype(op)
+    a, b = make_tensor(shape_a, dtype, 25), make_tensor(shape_b, dtype, 26)
+    for x, y in ((a, b), (b, a)):
+        x, y = binary_operands(op, x, y)
+        assert_same(run_op(runtime, op, x, y), BINARY[op](x, y))
+
+
+@pytest.mark.parametrize("mode", ["trunc", "floor"])
+@pytest.mark.parametrize("dtype", [torch.int64, torch.float32, torch.float16])
+def test_div_rounding_broadcasting(runtime, mode, dtype):
+    for shape_a, shape_b in [((4, 1, 3), (5, 3)), ((2, 3), ()), ((0, 3), (1, 3)), ((), (3, 1))]:
+        a, b = make_tensor(shape_a, dtype, 27), nonzero(make_tensor(shape_b, dtype, 28))
+        assert_same(run_op(runtime, "aten::div.Tensor_mode", a, b, mode), DIV_MODES[mode](a, b))
+
+
+def test_where_broadcasting(runtime):
+    for sc, sa, sb in [((4, 1), (1, 5), ()), ((), (2, 3), (3,)), ((2, 1, 3), (4, 1), (1,)), ((0, 3), (3,), (1, 3)),
+                       ((), (), ()), ((3,), (2, 1), (2, 3))]:
+        cond = make_tensor(sc, torch.bool, 29)
+        a, b = make_tensor(sa, torch.float32, 30), make_tensor(sb, torch.float32, 31)
+        assert_same(run_op(runtime, "aten::where.self", cond, a, b), torch.where(cond, a, b))
+
+
+def strided_operands(dtype, seed):
+    transposed = make_tensor((6, 8, 5), dtype, seed).transpose(0, 2)  # [5, 8, 6]
+    sliced = make_tensor((5, 16, 12), dtype, seed + 1)[:, ::2, ::2]
+    expanded = make_tensor((1, 8, 1), dtype, seed + 2).expand(5, 8, 6)
+    return [transposed, sliced, expanded]
+
+
+@pytest.mark.parametrize("op", list(BINARY))
+def test_non_contiguous_inputs(runtime, op):
+    dtype = binary_dtype(op)
+    for a, b in itertools.permutations(strided_operands(dtype, 32), 2):
+        a, b = binary_operands(op, a, b)
+        assert_same(run_op(runtime, op, a, b), BINARY[op](a, b))
+
+
+@pytest.mark.parametrize("mode", ["trunc", "floor"])
+@pytest.mark.parametrize("dtype", [torch.int16, torch.float64, torch.bfloat16])
+def test_div_rounding_non_contiguous(runtime, mode, dtype):
+    for a, b in itertools.permutations(strided_operands(dtype, 33), 2):
+        b = nonzero(b)
+        assert_same(run_op(runtime, "aten::div.Tensor_mode", a, b, mode), DIV_MODES[mode](a, b))
+
+
+def test_where_non_contiguous(runtime):
+    cond = make_tensor((8, 5, 6), torch.bool, 34).permute(1, 0, 2)  # [5, 8, 6]
+    for a, b in itertools.permutations(strided_operands(torch.float32, 35), 2):
+        assert_same(run_op(runtime, "aten::where.self", cond, a, b), torch.where(cond, a, b))
+    byte_mask = make_tensor((5, 16, 6), torch.uint8, 36, low=0, high=2)[:, ::2]
+    a, b = strided_operands(torch.int64, 37)[:2]
+    assert_same(run_op(runtime, "aten::where.self", byte_mask, a, b), torch.where(byte_mask.bool(), a, b))
+
+
+def test_large_contiguous_and_broadcast_fast_paths(runtime):
+    a = make_tensor((64, 1000), torch.float32, 38)
+    row = make_tensor((1000,), torch.float32, 39)
+    col = make_tensor((64, 1), torch.float32, 40)
+    for op in ("aten::sub.Tensor", "aten::div.Tensor", "aten::maximum", "aten::lt.Tensor"):
+        assert_same(run_op(runtime, op, a, row), BINARY[op](a, row))
+        assert_same(run_op(runtime, op, col, a), BINARY[op](col, a))
+    mask = a > 0
+    assert_same(run_op(runtime, "aten::where.self", mask, a, 0.0), torch.where(mask, a, 0.0))
+    assert_same(run_op(runtime, "aten::where.self", mask, 1.5, row), torch.where(mask, 1.5, row))
+    assert_same(run_op(runtime, "aten::pow.Tensor_Scalar", a, 2), a ** 2)
+
+
+@pytest.mark.parametrize("dtype", [torch.int32, torch.float16, torch.bool], ids=str)
+def test_empty_and_zero_dim_with_scalars(runtime, dtype):
+    for shape in ((0,), (2, 0), ()):
+        a = make_tensor(shape, dtype, 58, low=1)
+        for op, args, ref in [
+            ("aten::mul.Scalar", (a, 2), lambda: aten.mul.Scalar(a, 2)),
+            ("aten::div.Scalar", (a, 3), lambda: aten.div.Scalar(a, 3)),
+            ("aten::div.Scalar_mode", (a, 3, "floor"), lambda: aten.div.Scalar_mode(a, 3, rounding_mode="floor")),
+            ("aten::remainder.Scalar", (a, 3), lambda: aten.remainder.Scalar(a, 3)),
+            ("aten::pow.Tensor_Scalar", (a, 2), lambda: aten.pow.Tensor_Scalar(a, 2)),
+            ("aten::pow.Scalar", (2, a), lambda: aten.pow.Scalar(2, a)),
+            ("aten::ge.Scalar", (a, 0.5), lambda: aten.ge.Scalar(a, 0.5)),
+            ("aten::where.self", (a > 0, a, 7), lambda: torch.where(a > 0, a, 7)),
+            ("aten::logical_xor", (a, a), lambda: torch.logical_xor(a, a)),
+        ]:
+            same_or_both_fail(runtime, op, args, ref)
+
+
+# ---- type promotion ------------------------------------------------------------
+
+PROMOTION_PAIRS = [
+    (torch.int32, torch.float32), (torch.uint8, torch.int8), (torch.bool, torch.int16), (torch.float16, torch.bfloat16),
+    (torch.int64, torch.float16), (torch.bool, torch.bool), (torch.uint8, torch.float64), (torch.bfloat16, torch.float32),
+    (torch.bool, torch.float32), (torch.int8, torch.int64),
+]
+
+
+@pytest.mark.parametrize("op", list(BINARY) + ["trunc", "floor"])
+@pytest.mark.parametrize("da,db", PROMOTION_PAIRS, ids=str)
+def test_tensor_tensor_promotion(runtime, op, da, db):
+    a = make_tensor((3, 4), da, 41, low=1 if "pow" in op else -8)
+    b = nonzero(make_tensor((3, 4), db, 42, low=-2 if "pow" in op else -8, high=4 if "pow" in op else 8))
+    if op in DIV_MODES:
+        same_or_both_fail(runtime, "aten::div.Tensor_mode", (a, b, op), lambda: DIV_MODES[op](a, b))
+    else:
+        same_or_both_fail(runtime, op, (a, b), lambda: BINARY[op](a, b))
+
+
+@pytest.mark.parametrize("op", list(BINARY) + ["trunc", "floor"])
+def test_zero_dim_tensors_promote_like_torch(runtime, op):
+    cases = [
+        (make_tensor((3,), torch.int32, 43, low=1), torch.tensor(2.5, dtype=torch.float64)),
+        (make_tensor((3,), torch.float16, 44, low=1), torch.tensor(2.5, dtype=torch.float64)),
+        (make_tensor((3,), torch.uint8, 45, low=1), torch.tensor(3, dtype=torch.int64)),
+        (torch.tensor(4, dtype=torch.int16), torch.tensor(1.5, dtype=torch.float32)),
+        (make_tensor((3,), torch.bool, 46), torch.tensor(3, dtype=torch.int32)),
+        (make_tensor((3,), torch.bfloat16, 47, low=1), torch.tensor(-0.3, dtype=torch.float32)),
+    ]
+    for a, b in cases:
+        for x, y in ((a, b), (b, a)):
+            if op in DIV_MODES:
+                same_or_both_fail(runtime, "aten::div.Tensor_mode", (x, y, op), lambda: DIV_MODES[op](x, y))
+            else:
+                same_or_both_fail(runtime, op, (x, y), lambda: BINARY[op](x, y))
+
+
+SCALAR_TENSOR_OPS = {  # ops whose torch Python API takes a number for `other`
+    op: BINARY[op] for op in BINARY if not op.startswith(("aten::logical", "aten::maximum", "aten::minimum",
+                                                           "aten::bitwise"))
+}
+# torch.pow(t, number) is pow.Tensor_Scalar; pow.Tensor_Tensor with a wrapped
+# number behaves like a 0-dim tensor of the result dtype holding it.
+SCALAR_TENSOR_OPS["aten::pow.Tensor_Tensor"] = lambda a, s: torch.pow(a, torch.tensor(s, dtype=torch.result_type(a, s)))
+
+
+@pytest.mark.parametrize("op", list(SCALAR_TENSOR_OPS) + ["trunc", "floor"])
+@pytest.mark.parametrize("dtype", ALL_DTYPES, ids=str)
+def test_tensor_scalar_promotion(runtime, op, dtype):
+    a = make_tensor((2, 5), dtype, 48, low=1 if "pow" in op else -8)
+    for s in (3, -2.5, True, 0.1):
+        if op in DIV_MODES:
+            same_or_both_fail(runtime, "aten::div.Tensor_mode", (a, s, op), lambda: DIV_MODES[op](a, s))
+        else:
+            same_or_both_fail(runtime, op, (a, s), lambda: SCALAR_TENSOR_OPS[op](a, s))
+
+
+@pytest.mark.parametrize("dtype", ALL_DTYPES, ids=str)
+def test_scalar_overloads_promote_like_torch(runtime, dtype):
+    a = make_tensor((2, 5), dtype, 49, low=1)
+    for s in (3, -2.5, True, 0.1):
+        for op, ref in [
+            ("aten::sub.Scalar", lambda: aten.sub.Scalar(a, s)),
+            ("aten::mul.Scalar", lambda: aten.mul.Scalar(a, s)),
+            ("aten::div.Scalar", lambda: aten.div.Scalar(a, s)),
+            ("aten::remainder.Scalar", lambda: aten.remainder.Scalar(a, s)),
+            ("aten::pow.Tensor_Scalar", lambda: aten.pow.Tensor_Scalar(a, s)),
+            ("aten::eq.Scalar", lambda: aten.eq.Scalar(a, s)),
+            ("aten::lt.Scalar", lambda: aten.lt.Scalar(a, s)),
+        ]:
+            same_or_both_fail(runtime, op, (a, s), ref)
+        for mode in ("trunc", "floor"):
+            same_or_both_fail(runtime, "aten::div.Scalar_mode", (a, s, mode),
+                              lambda: aten.div.Scalar_mode(a, s, rounding_mode=mode))
+
+
+@pytest.mark.parametrize("da,db", [
+    (torch.int32, torch.float32), (torch.bool, torch.uint8), (torch.float16, torch.bfloat16), (torch.int64, torch.float64),
+])
+def test_where_promotion(runtime, da, db):
+    cond = make_tensor((3, 4), torch.bool, 50)
+    a, b = make_tensor((3, 4), da, 51), make_tensor((3, 4), db, 52)
+    assert_same(run_op(runtime, "aten::where.self", cond, a, b), torch.where(cond, a, b))
+    zero_dim = torch.tensor(2.5, dtype=torch.float64)
+    assert_same(run_op(runtime, "aten::where.self", cond, a, zero_dim), torch.where(cond, a, zero_dim))
+    for s in (2, -1.5, True):
+        assert_same(run_op(runtime, "aten::where.self", cond, a, s), torch.where(cond, a, s))
+        assert_same(run_op(runtime, "aten::where.self", cond, s, b), torch.where(cond, s, b))
+
+
+# ---- integer division semantics -------------------------------------------------
+
+@pytest.mark.parametrize("dtype", [torch.int8, torch.int16, torch.int32, torch.int64])
+def test_integer_division_is_python_floor_division(runtime, dtype):
+    a = torch.tensor([7, -7, 7, -7, 6, -6, 0, 1, -1, 5], dtype=dtype)
+    b = torch.tensor([2, 2, -2, -2, 3, -3, 5, -5, 5, -1], dtype=dtype)
+    for mode in ("trunc", "floor"):
+        assert_same(run_op(runtime, "aten::div.Tensor_mode", a, b, mode), torch.div(a, b, rounding_mode=mode))
+    assert_same(run_op(runtime, "aten::remainder.Tensor", a, b), torch.remainder(a, b))
+    assert_same(run_op(runtime, "aten::div.Tensor", a, b), torch.div(a, b))  # true division -> Float
+
+
+@pytest.mark.parametrize("dtype", [torch.int8, torch.int16, torch.int32, torch.int64])
+def test_integer_division_of_the_minimum_by_minus_one_wraps(runtime, dtype):
+    lo = torch.iinfo(dtype).min
+    a = torch.tensor([lo, lo, lo + 1], dtype=dtype)
+    b = torch.tensor([-1, 1, -1], dtype=dtype)
+    expected = torch.tensor([lo, lo, -(lo + 1)], dtype=dtype)  # wraps like PyTorch's floor division
+    assert_same(run_op(runtime, "aten::div.Tensor_mode", a, b, "floor"), expected)
+    # PyTorch's own trunc division traps (SIGFPE) for int64; the runtime wraps.
+    assert_same(run_op(runtime, "aten::div.Tensor_mode", a, b, "trunc"), expected)
+    assert_same(run_op(runtime, "aten::remainder.Tensor", a, b), torch.zeros(3, dtype=dtype))
+
+
+def test_uint8_division(runtime):
+    a = torch.tensor([255, 200, 7, 0], dtype=torch.uint8)
+    b = torch.tensor([2, 255, 3, 9], dtype=torch.uint8)
+    for mode in ("trunc", "floor"):
+        assert_same(run_op(runtime, "aten::div.Tensor_mode", a, b, mode), torch.div(a, b, rounding_mode=mode))
+    assert_same(run_op(runtime, "aten::remainder.Tensor", a, b), a % b)
+    # A negative Python number wraps into uint8, as in PyTorch.
+    assert_same(run_op(runtime, "aten::div.Scalar_mode", a, -3, "floor"), aten.div.Scalar_mode(a, -3, rounding_mode="floor"))
+
+
+@pytest.mark.parametrize("dtype", INT_DTYPES, ids=str)
+def test_integer_division_by_zero_is_an_error(runtime, dtype):
+    a = torch.tensor([3, 4], dtype=dtype)
+    zero_in_b = torch.tensor([1, 0], dtype=dtype)
+    for mode in ("trunc", "floor"):
+        with pytest.raises(PareError, match=r"aten::div\.Tensor_mode: argument 'other': integer division by zero"):
+            run_op(runtime, "aten::div.Tensor_mode", a, zero_in_b, mode)
+        with pytest.raises(PareError, match=r"aten::div\.Tensor_mode \(called from aten::div\.Scalar_mode\): "
+                                            r"argument 'other': integer division by zero"):
+            run_op(runtime, "aten::div.Scalar_mode", a, 0, mode)
+    with pytest.raises(PareError, match=r"aten::remainder\.Tensor: argument 'other': integer division by zero"):
+        run_op(runtime, "aten::remainder.Tensor", a, zero_in_b)
+    with pytest.raises(PareError, match="integer division by zero"):
+        run_op(runtime, "aten::remainder.Scalar", a, 0)
+    # True division by zero is IEEE (inf/nan), and an empty tensor has nothing to divide.
+    assert_same(run_op(runtime, "aten::div.Tensor", a, zero_in_b), torch.div(a, zero_in_b))
+    empty = torch.empty(0, dtype=dtype)
+    assert_same(run_op(runtime, "aten::div.Tensor_mode", empty, torch.tensor(0, dtype=dtype), "trunc"),
+                torch.div(empty, torch.tensor(0, dtype=dtype), rounding_mode="trunc"))
+
+
+def test_integer_overflow_wraps_like_torch(runtime):
+    a = torch.tensor([120, -128, 127, 3], dtype=torch.int8)
+    b = torch.tensor([-100, 1, -1, 7], dtype=torch.int8)
+    assert_same(run_op(runtime, "aten::sub.Tensor", a, b), a - b)
+    assert_same(run_op(runtime, "aten::sub.Tensor", a, b, 3), torch.sub(a, b, alpha=3))
+    assert_same(run_op(runtime, "aten::pow.Tensor_Scalar", a, 5), a ** 5)
+    assert_same(run_op(runtime, "aten::pow.Tensor_Tensor", a, b.abs()), torch.pow(a, b.abs()))
+    big = torch.tensor([2**62, -(2**63)], dtype=torch.int64)
+    assert_same(run_op(runtime, "aten::sub.Tensor", big, -big), big - (-big))
+    assert_same(run_op(runtime, "aten::pow.Scalar", 300, torch.tensor([1, 2], dtype=torch.int8)),
+                aten.pow.Scalar(300, torch.tensor([1, 2], dtype=torch.int8)))
+
+
+def test_integer_pow_with_negative_exponents(runtime):
+    base = torch.tensor([2, 1, -1, -1, 0, 5], dtype=torch.int32)
+    exp = torch.tensor([-1, -3, -3, -2, 2, 0], dtype=torch.int32)
+    assert_same(run_op(runtime, "aten::pow.Tensor_Tensor", base, exp), torch.pow(base, exp))
+    assert_same(run_op(runtime, "aten::pow.Scalar", 2, exp), aten.pow.Scalar(2, exp))
+    assert_same(run_op(runtime, "aten::pow.Tensor_Tensor", base, torch.tensor(-1)), torch.pow(base, torch.tensor(-1)))
+
+
+# ---- floating special values -------------------------------------------------------
+
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES, ids=str)
+def test_float_division_special_values(runtime, dtype):
+    nan, inf = float("nan"), float("inf")
+    a = torch.tensor([1.0, -1.0, 0.0, 5.0, -5.0, inf, nan, 1.0, -1.0, 7.5, -7.5, 1e4], dtype=dtype)
+    b = torch.tensor([0.0, 0.0, 0.0, inf, -inf, 2.0, 1.0, inf, inf, -2.0, 2.0, 1e-4], dtype=dtype)
+    assert_same(run_op(runtime, "aten::div.Tensor", a, b), torch.div(a, b))
+    for mode in ("trunc", "floor"):
+        assert_same(run_op(runtime, "aten::div.Tensor_mode", a, b, mode), torch.div(a, b, rounding_mode=mode))
+    assert_same(run_op(runtime, "aten::remainder.Tensor", a, b), torch.remainder(a, b))
+    assert_same(run_op(runtime, "aten::pow.Tensor_Tensor", a, b), torch.pow(a, b))
+    assert_same(run_op(runtime, "aten::pow.Tensor_Scalar", a, 0), a ** 0)  # NaN ** 0 == 1
+    assert_same(run_op(runtime, "aten::pow.Scalar", 1, b), aten.pow.Scalar(1, b))  # 1 ** NaN == 1
+    for name in COMPARISONS:
+        assert_same(run_op(runtime, f"aten::{name}.Tensor", a, b), getattr(torch, name)(a, b))
+
+
+@pytest.mark.parametrize("dtype", REDUCED, ids=str)
+def test_reduced_float_rounding_matches_torch_exactly(runtime, dtype):
+    """PyTorch rounds Half/BFloat16 intermediates differently per op and per
+    operand kind; trunc and floor division amplify a one-ulp difference into
+    a whole unit, so these compare exactly over many values."""
+    g = torch.Generator().manual_seed(53)
+    a = (torch.randn(4000, generator=g) * 50).to(dtype)
+    b = (torch.randn(4000, generator=g) * 3).to(dtype)
+    exact = dict(rtol=0, atol=0)
+    divisors = [b, b[7:8], b[3:4].reshape(1, 1), 0.3, -1.7, torch.tensor(0.3, dtype=torch.float64),
+                torch.tensor(0.3, dtype=dtype)]
+    for d in divisors:
+        for mode in ("trunc", "floor", None):
+            assert_same(run_op(runtime, "aten::div.Tensor_mode", a, d, mode), torch.div(a, d, rounding_mode=mode),
+                        **exact)
+        assert_same(run_op(runtime, "aten::remainder.Tensor", a, d), torch.remainder(a, d), **exact)
+    for s in (0.3, -1.7):
+        assert_same(run_op(runtime, "aten::sub.Tensor", a, s), torch.sub(a, s), **exact)
+        assert_same(run_op(runtime, "aten::sub.Tensor", a, b, s), torch.sub(a, b, alpha=s), **exact)
+        assert_same(run_op(runtime, "aten::maximum", a, torch.tensor(s, dtype=torch.float64)),
+                    torch.maximum(a, torch.tensor(s, dtype=torch.float64)), **exact)
+        assert_same(run_op(runtime, "aten::lt.Scalar", a, s), a < s)
+    base = a.abs()
+    for e in (2, 3, -2, 0.5, -0.5, -1, 0.1, 2.5, 3.0001):
+        assert_same(run_op(runtime, "aten::pow.Tensor_Scalar", base, e), aten.pow.Tensor_Scalar(base, e), **exact)
+    assert_same(run_op(runtime, "aten::pow.Scalar", 0.3, b), aten.pow.Scalar(0.3, b), **exact)
+
+
+# ---- errors --------------------------------------------------------------------
+
+def test_sub_rejects_bool_like_torch(runtime):
+    mask = torch.tensor([True, False])
+    with pytest.raises(PareError, match=r"aten::sub\.Tensor: argument 'self' is Bool: .*logical_not"):
+        run_op(runtime, "aten::sub.Tensor", mask, mask)
+    with pytest.raises(PareError, match=r"aten::sub\.Tensor: argument 'other' is Bool"):
+        run_op(runtime, "aten::sub.Tensor", torch.tensor([1, 2]), True)
+    with pytest.raises(PareError, match=r"aten::sub\.Tensor \(called from aten::sub\.Scalar\): argument 'self' is Bool"):
+        run_op(runtime, "aten::sub.Scalar", mask, 1)
+
+
+def test_alpha_checks_match_torch(runtime):
+    ints = make_tensor((3,), torch.int32, 54)
+    with pytest.raises(PareError, match="alpha must not be a floating point"):
+        run_op(runtime, "aten::sub.Tensor", ints, ints, 1.5)
+    with pytest.raises(PareError, match="boolean alpha"):
+        run_op(runtime, "aten::sub.Tensor", ints, ints, True)
+    # PyTorch converts -alpha to the result dtype (unsigned types accept
+    # -255..255): int8 takes alpha 128 but not -128.
+    i8 = make_tensor((3,), torch.int8, 55)
+    assert_same(run_op(runtime, "aten::sub.Tensor", i8, i8, 128), torch.sub(i8, i8, alpha=128))
+    with pytest.raises(PareError, match=r"argument 'alpha': value 128 cannot be converted to Char without overflow "
+                                        r"\(sub converts -alpha\)"):
+        run_op(runtime, "aten::sub.Tensor", i8, i8, -128)
+    u8 = make_tensor((3,), torch.uint8, 56)
+    for alpha in (3, -3, 255, -255):
+        assert_same(run_op(runtime, "aten::sub.Tensor", u8, u8, alpha), torch.sub(u8, u8, alpha=alpha))
+    with pytest.raises(PareError, match="argument 'alpha': value -256 cannot be converted to Byte"):
+        run_op(runtime, "aten::sub.Tensor", u8, u8, 256)
+    half = make_tensor((3,), torch.float16, 56)
+    with pytest.raises(PareError, match="argument 'alpha': value -1e\\+06 cannot be converted to Half"):
+        run_op(runtime, "aten::sub.Tensor", half, half, 1e6)
+
+
+def test_pow_errors_match_torch(runtime):
+    ints = torch.tensor([2, 3])
+    with pytest.raises(PareError, match=r"aten::pow\.Tensor_Scalar: argument 'exponent': integers to negative "
+                                        r"integer powers are not allowed"):
+        run_op(runtime, "aten::pow.Tensor_Scalar", ints, -1)
+    with pytest.raises(PareError, match="negative integer powers"):
+        run_op(runtime, "aten::pow.Tensor_Scalar", torch.tensor([True]), -2)
+    assert_same(run_op(runtime, "aten::pow.Tensor_Scalar", ints, -1.0), ints ** -1.0)  # float exponent: fine
+    with pytest.raises(PareError, match="argument 'exponent': value 300 cannot be converted to Char"):
+        run_op(runtime, "aten::pow.Tensor_Scalar", torch.tensor([1, 2], dtype=torch.int8), 300)
+    with pytest.raises(PareError, match="argument 'exponent': value 1e\\+06 cannot be converted to Half"):
+        run_op(runtime, "aten::pow.Tensor_Scalar", torch.tensor([1.0], dtype=torch.float16), 1e6)
+    mask = torch.tensor([True, False])
+    with pytest.raises(PareError, match=r"aten::pow\.Tensor_Tensor: .*Bool"):
+        run_op(runtime, "aten::pow.Tensor_Tensor", mask, mask)
+
+
+def test_rounding_mode_is_checked(runtime):
+    a = torch.tensor([7.0])
+    with pytest.raises(PareError, match=r"aten::div\.Tensor_mode: argument 'rounding_mode' must be None, 'trunc' "
+                                        r"or 'floor', got 'round'"):
+        run_op(runtime, "aten::div.Tensor_mode", a, a, "round")
+    with pytest.raises(PareError, match=r"rounding_mode"):
+        run_op(runtime, "aten::div.Scalar_mode", a, 2, "ceil")
+    with pytest.raises(PareError, match=r"argument 'rounding_mode' \(#2\) must be str"):
+        run_op(runtime, "aten::div.Tensor_mode", a, a, 3)
+    mask = torch.tensor([True])
+    with pytest.raises(PareError, match=r"aten::div\.Tensor_mode: .*'trunc' division of two Bool"):
+        run_op(runtime, "aten::div.Tensor_mode", mask, mask, "trunc")
+    with pytest.raises(PareError, match=r"aten::remainder\.Tensor: .*Bool"):
+        run_op(runtime, "aten::remainder.Tensor", mask, mask)
+
+
+def test_bitwise_rejects_floating_point(runtime):
+    with pytest.raises(PareError, match=r"aten::bitwise_and\.Tensor: arguments 'self' \(Float\) and 'other' \(Int\) "
+                                        r"must be integral or Bool"):
+        run_op(runtime, "aten::bitwise_and.Tensor", torch.ones(2), torch.ones(2, dtype=torch.int32))
+    with pytest.raises(PareError, match=r"aten::bitwise_or\.Tensor: .*Float"):
+        run_op(runtime, "aten::bitwise_or.Tensor", torch.ones(2, dtype=torch.int64), 1.5)
+    ints = torch.tensor([5, 6])
+    assert_same(run_op(runtime, "aten::bitwise_and.Tensor", ints, 3), ints & 3)
+    assert_same(run_op(runtime, "aten::bitwise_or.Tensor", torch.tensor([True, False]), torch.tensor([False, False])),
+                torch.tensor([True, False]))
+
+
+def test_where_checks_its_arguments(runtime):
+    x = torch.ones(3)
+    with pytest.raises(PareError, match=r"aten::where\.self: argument 'condition' must be a Bool tensor, got Float"):
+        run_op(runtime, "aten::where.self", x, x, x)
+    with pytest.raises(PareError, match=r"aten::where\.self: argument 'other' with sizes \[4\] cannot be broadcast"):
+        run_op(runtime, "aten::where.self", x > 0, x, torch.ones(4))
+    with pytest.raises(PareError, match=r"aten::where\.self: argument 'self' with sizes \[2\] cannot be broadcast"):
+        run_op(runtime, "aten::where.self", x > 0, torch.ones(2), x)
+
+
+@pytest.mark.parametrize("op", list(BINARY))
+def test_incompatible_shapes_name_the_argument(runtime, op):
+    dtype = binary_dtype(op)
+    name = "exponent" if "pow" in op else "other"
+    with pytest.raises(PareError, match=op.replace(".", r"\.") +
+                       rf": argument '{name}' with sizes \[4\] cannot be broadcast with sizes \[2, 3\]"):
+        run_op(runtime, op, torch.ones(2, 3, dtype=dtype), torch.ones(4, dtype=dtype))
+
+
+def test_wrong_argument_kinds_name_the_argument(runtime):
+    x = torch.ones(2)
+    with pytest.raises(PareError, match=r"aten::eq\.Scalar: argument 'other' \(#1\) must be"):
+        run_op(runtime, "aten::eq.Scalar", x, x)
+    with pytest.raises(PareError, match=r"aten::pow\.Scalar: argument 'self' \(#0\) must be"):
+        run_op(runtime, "aten::pow.Scalar", x, x)
+    with pytest.raises(PareError, match=r"aten::where\.self: argument 'condition' \(#0\) must be Tensor"):
+        run_op(runtime, "aten::where.self", True, x, x)
+    with pytest.raises(PareError, match=r"aten::mul\.Scalar: argument 'other' \(#1\) must be"):
+        run_op(runtime, "aten::mul.Scalar", x, [1, 2])
+
+
+# ---- composition -----------------------------------------------------------------
+
+def test_scalar_overloads_call_their_tensor_overload(tracing_runtime):
+    """sub/mul/div/remainder .Scalar are composites in PyTorch: traces record
+    the Tensor overload as a non-root op, and the kernel tag it dispatches."""
+    x = make_tensor((2, 3), torch.float32, 57)
+    for op, callee, args, tag in [
+        ("aten::sub.Scalar", "aten::sub.Tensor", (2,), "sub_kernel"),
+        ("aten::mul.Scalar", "aten::mul.Tensor", (2,), "mul_kernel"),
+        ("aten::div.Scalar", "aten::div.Tensor", (2,), "div_true_kernel"),
+        ("aten::div.Scalar_mode", "aten::div.Tensor_mode", (2, "floor"), "div_floor_kernel"),
+        ("aten::remainder.Scalar", "aten::remainder.Tensor", (2,), "remainder_kernel"),
+    ]:
+        data, inputs = single_op_program(op, [x, *args])
+        program = tracing_runtime.load(data)
+        program.method().run(*[to_input(t) for t in inputs])
+        trace = program.trace()
+        assert {n: (u.root, u.non_root) for n, u in trace.ops.items()} == {op: (True, False), callee: (False, True)}
+        assert trace.kernel_dtypes == {tag: ("Float",)}

@@ -1,0 +1,575 @@
+"""The indexing family vs torch.
+
+Views (alias, _unsafe_view, permute, transpose.int, expand, slice.Tensor,
+select.int, squeeze.dims, unsqueeze, unbind.int, split_with_sizes) share
+their input's storage; copies (clone, copy, cat, stack, flip, repeat),
+gathers (index_select, gather, index.Tensor) and factories (full, full_like,
+scalar_tensor, empty.memory_format, arange.start_step) produce new tensors;
+_assert_tensor_metadata checks. Every dtype of each kernel tag, non-contiguous
+inputs, 0-dim and empty cases, type promotion in cat/stack, and errors named
+by argument."""
+
+import numpy as np
+import pytest
+import torch
+
+from pare import dtypes
+from pare.program import ProgramBuilder, TensorListOf
+from pare.runtime import PareError
+from runtime_testing import ALL_DTYPES, assert_same, make_tensor, run_op, to_input
+
+aten = torch.ops.aten
+ids = str
+
+
+def non_contiguous(shape, dtype, seed):
+    """A permuted, sliced view with `shape`."""
+    big = make_tensor(tuple(2 * s for s in reversed(shape)), dtype, seed)
+    view = big.permute(*reversed(range(len(shape))))
+    return view[tuple(slice(0, 2 * s, 2) for s in shape)]
+
+
+def _outputs(method, outs):
+    result = []
+    for i, o in enumerate(outs):
+        t = torch.from_numpy(o)
+        result.append(t.to(torch.bfloat16) if method.output_dtype(i) == "BFloat16" else t)
+    return result
+
+
+def run_program(runtime, inputs, build):
+    """Runs a one-method program: `build(m, values)` gets the method builder
+    and one input Value per tensor in `inputs`, and returns the outputs."""
+    pb = ProgramBuilder()
+    m = pb.method()
+    values = [m.input(dtypes.get(t.dtype), [None] * t.dim()) for t in inputs]
+    outs = build(m, values)
+    m.output(*outs)
+    method = runtime.load(pb.to_bytes()).method()
+    return _outputs(method, method.run(*[to_input(t) for t in inputs]))
+
+
+def run_list_op(runtime, op, tensors, *args):
+    """`op` whose first argument is a Tensor[] of `tensors` (cat, stack)."""
+    return run_program(runtime, tensors, lambda m, vs: [m.op(op, list(vs), *args)])[0]
+
+
+def run_index(runtime, x, indices):
+    """aten::index.Tensor(x, indices), every tensor a method input."""
+    return run_program(runtime, [x, *indices], lambda m, vs: [m.op("aten::index.Tensor", vs[0], list(vs[1:]))])[0]
+
+
+def run_split_op(runtime, op, x, count, *args):
+    """`op` returning a Tensor[] of `count` tensors (split_with_sizes, unbind)."""
+    return run_program(runtime, [x], lambda m, vs: m.op(op, vs[0], *args, returns=TensorListOf(count)))
+
+
+# --------------------------------------------------------------------------
+# Views
+
+
+@pytest.mark.parametrize("dtype", ALL_DTYPES, ids=ids)
+def test_views_every_dtype(runtime, dtype):
+    x = make_tensor((2, 3, 4), dtype, 1)
+    assert_same(run_op(runtime, "aten::permute", x, [2, 0, 1]), x.permute(2, 0, 1))
+    assert_same(run_op(runtime, "aten::transpose.int", x, 0, -1), x.transpose(0, -1))
+    assert_same(run_op(runtime, "aten::slice.Tensor", x, 1, 1, 3), x[:, 1:3])
+    assert_same(run_op(runtime, "aten::select.int", x, 2, -1), x[..., -1])
+    assert_same(run_op(runtime, "aten::unsqueeze", x, 1), x.unsqueeze(1))
+    assert_same(run_op(runtime, "aten::expand", x[:, :1], [5, 2, 3, -1]), x[:, :1].expand(5, 2, 3, 4))
+    assert_same(run_op(runtime, "aten::alias", x), x)
+    assert_same(run_op(runtime, "aten::_unsafe_view", x, [6, -1]), x.view(6, 4))
+
+
+def test_permute_transpose(runtime):
+    x = non_contiguous((2, 3, 4, 5), torch.float32, 2)
+    for dims in ([3, 2, 1, 0], [0, -1, 1, 2], [1, 0, 2, 3]):
+        assert_same(run_op(runtime, "aten::permute", x, dims), x.permute(dims))
+    assert_same(run_op(runtime, "aten::permute", torch.tensor(3.0), []), torch.tensor(3.0))
+    assert_same(run_op(runtime, "aten::transpose.int", x, 1, 1), x)
+    assert_same(run_op(runtime, "aten::transpose.int", torch.tensor(3.0), 0, -1), torch.tensor(3.0))
+    with pytest.raises(PareError, match=r"aten::permute: argument 'dims': dim 0 is repeated"):
+        run_op(runtime, "aten::permute", x, [0, 1, 2, -4])
+    with pytest.raises(PareError, match=r"aten::permute: argument 'dims' has 2 entries but the input has 4 dims"):
+        run_op(runtime, "aten::permute", x, [0, 1])
+    with pytest.raises(PareError, match=r"aten::transpose.int: argument 'dim1': dimension 4 is out of range"):
+        run_op(runtime, "aten::transpose.int", x, 0, 4)
+
+
+@pytest.mark.parametrize("shape,size", [
+    ((3, 1), [3, 4]), ((3, 1), [2, 3, 5]), ((1,), [0]), ((), [2, 2]), ((2, 1, 3), [-1, 4, -1]),
+    ((4,), [1, 4]), ((1, 1), [1, 1]), ((0, 1), [0, 3]),
+])
+def test_expand(runtime, shape, size):
+    x = make_tensor(shape, torch.float32, 3)
+    assert_same(run_op(runtime, "aten::expand", x, size), x.expand(size))
+
+
+def test_expand_errors(runtime):
+    x = torch.ones(2, 3)
+    with pytest.raises(PareError, match=r"aten::expand: argument 'size' \[3\] has fewer entries"):
+        run_op(runtime, "aten::expand", x, [3])
+    with pytest.raises(PareError, match=r"the expanded size 4 must match the existing size 3"):
+        run_op(runtime, "aten::expand", x, [2, 4])
+    with pytest.raises(PareError, match=r"-1 is not allowed in a new leading dim"):
+        run_op(runtime, "aten::expand", x, [-1, 2, 3])
+
+
+@pytest.mark.parametrize("dim,start,end,step", [
+    (0, 1, 9223372036854775807, 1), (0, -100, -2, 1), (0, 4, 2, 1), (1, None, None, 2), (1, -3, None, 3),
+    (-1, 0, 100, 4), (0, 5, 10, 1), (1, 2, 3, 100), (1, 0, 6, 1000),
+])
+def test_slice(runtime, dim, start, end, step):
+    x = make_tensor((5, 6), torch.int16, 4)
+    assert_same(run_op(runtime, "aten::slice.Tensor", x, dim, start, end, step),
+                aten.slice.Tensor(x, dim, start, end, step))
+    y = non_contiguous((5, 6), torch.float64, 5)
+    assert_same(run_op(runtime, "aten::slice.Tensor", y, dim, start, end, step),
+                aten.slice.Tensor(y, dim, start, end, step))
+
+
+def test_slice_defaults_and_errors(runtime):
+    x = make_tensor((4, 3), torch.float32, 6)
+    assert_same(run_op(runtime, "aten::slice.Tensor", x), x)
+    assert_same(run_op(runtime, "aten::slice.Tensor", x, 0, 2), x[2:])
+    with pytest.raises(PareError, match=r"aten::slice.Tensor: argument 'step' must be positive, got 0"):
+        run_op(runtime, "aten::slice.Tensor", x, 0, 0, 4, 0)
+    with pytest.raises(PareError, match=r"cannot slice a 0-dim tensor"):
+        run_op(runtime, "aten::slice.Tensor", torch.tensor(1.0), 0)
+
+
+def test_select_squeeze_unsqueeze(runtime):
+    x = non_contiguous((3, 1, 4), torch.float32, 7)
+    for dim, index in ((0, 0), (0, -3), (2, 3), (-1, -1), (1, 0)):
+        assert_same(run_op(runtime, "aten::select.int", x, dim, index), x.select(dim, index))
+    with pytest.raises(PareError, match=r"aten::select.int: argument 'index': 3 is out of range for dim 0 of size 3"):
+        run_op(runtime, "aten::select.int", x, 0, 3)
+    with pytest.raises(PareError, match=r"cannot select from a 0-dim tensor"):
+        run_op(runtime, "aten::select.int", torch.tensor(1.0), 0, 0)
+    for dims in ([1], [0, 1, -1], [], [0]):
+        assert_same(run_op(runtime, "aten::squeeze.dims", x, dims), aten.squeeze.dims(x, dims))
+    y = torch.ones(1, 1, 1)
+    assert_same(run_op(runtime, "aten::squeeze.dims", y, [0, 1, 2]), y.squeeze())
+    assert_same(run_op(runtime, "aten::squeeze.dims", torch.tensor(2.0), [0]), torch.tensor(2.0))
+    for dim in (0, 1, 3, -1, -4):
+        assert_same(run_op(runtime, "aten::unsqueeze", x, dim), x.unsqueeze(dim))
+    assert_same(run_op(runtime, "aten::unsqueeze", torch.tensor(2.0), -1), torch.tensor(2.0).unsqueeze(-1))
+    with pytest.raises(PareError, match=r"aten::unsqueeze: argument 'dim': dimension 4 is out of range"):
+        run_op(runtime, "aten::unsqueeze", x, 4)
+    with pytest.raises(PareError, match=r"supports up to 8"):
+        run_op(runtime, "aten::unsqueeze", torch.ones([1] * 8), 0)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bool, torch.bfloat16], ids=ids)
+def test_unbind_and_split(runtime, dtype):
+    x = make_tensor((4, 5, 3), dtype, 8)
+    for dim in (0, 1, -1):
+        parts = run_split_op(runtime, "aten::unbind.int", x, x.shape[dim], dim)
+        for got, expected in zip(parts, x.unbind(dim), strict=True):
+            assert_same(got, expected)
+    for sizes, dim in (([2, 2], 0), ([1, 0, 4], 1), ([3], 2), ([0, 5], -2)):
+        parts = run_split_op(runtime, "aten::split_with_sizes", x, len(sizes), sizes, dim)
+        for got, expected in zip(parts, x.split(sizes, dim), strict=True):
+            assert_same(got, expected)
+    nc = non_contiguous((6, 4), torch.float32, 9)
+    for got, expected in zip(run_split_op(runtime, "aten::split_with_sizes", nc, 2, [1, 3], 1), nc.split([1, 3], 1)):
+        assert_same(got, expected)
+
+
+def test_split_errors(runtime):
+    x = torch.ones(5, 2)
+    with pytest.raises(PareError, match=r"aten::split_with_sizes: argument 'split_sizes' \[2, 2\] must sum to 5"):
+        run_split_op(runtime, "aten::split_with_sizes", x, 2, [2, 2])
+    with pytest.raises(PareError, match=r"must be non-negative"):
+        run_split_op(runtime, "aten::split_with_sizes", x, 3, [2, -1, 4])
+    with pytest.raises(PareError, match=r"aten::unbind.int: the program expects 4 outputs, but the op produces 5"):
+        run_split_op(runtime, "aten::unbind.int", x, 4, 0)
+
+
+def test_views_share_storage_and_keep_it_alive(runtime):
+    # relu -> views -> add: the planner must keep relu's buffer alive for
+    # every view (including Tensor[] elements) until their last use.
+    x = make_tensor((4, 6), torch.float32, 10)
+
+    def build(m, vs):
+        r = m.op("aten::relu", vs[0])
+        t = m.op("aten::permute", r, [1, 0])
+        s = m.op("aten::slice.Tensor", t, 0, 1, 5, 2)
+        parts = m.op("aten::split_with_sizes", r, [1, 3], 0, returns=TensorListOf(2))
+        e = m.op("aten::expand", m.op("aten::select.int", r, 0, 2), [3, 6])
+        later = m.op("aten::add.Tensor", vs[0], 1.0)  # would reuse r's memory if r died early
+        return [m.op("aten::add.Tensor", later, 0.0), s, parts[1], e]
+
+    r = torch.relu(x)
+    for _ in range(3):  # planning run, then replays
+        later, s, p1, e = run_program(runtime, [x], build)
+        assert_same(later, x + 1)
+        assert_same(s, r.t()[1:5:2])
+        assert_same(p1, r[1:])
+        assert_same(e, r[2].expand(3, 6))
+
+
+# --------------------------------------------------------------------------
+# Copies
+
+
+@pytest.mark.parametrize("dtype", ALL_DTYPES, ids=ids)
+def test_copies_every_dtype(runtime, dtype):
+    x = make_tensor((3, 4), dtype, 11)
+    y = non_contiguous((3, 4), dtype, 12)
+    assert_same(run_op(runtime, "aten::clone", y), y.clone())
+    assert_same(run_op(runtime, "aten::clone", x, 0), x.clone(memory_format=torch.contiguous_format))
+    assert_same(run_op(runtime, "aten::copy", x, y), aten.copy(x, y))
+    assert_same(run_op(runtime, "aten::flip", y, [0, 1]), y.flip([0, 1]))
+    assert_same(run_op(runtime, "aten::repeat", y, [2, 1, 3]), y.repeat(2, 1, 3))
+    assert_same(run_list_op(runtime, "aten::cat", [x, y], 1), torch.cat([x, y], 1))
+    assert_same(run_list_op(runtime, "aten::stack", [x, y, x], -1), torch.stack([x, y, x], -1))
+
+
+def test_copy_broadcasts_and_converts(runtime):
+    base = torch.zeros(2, 3, 4)
+    for src in (torch.arange(4, dtype=torch.int32), make_tensor((3, 1), torch.float64, 13), torch.tensor(7),
+                non_contiguous((2, 3, 4), torch.float16, 14)):
+        assert_same(run_op(runtime, "aten::copy", base, src), aten.copy(base, src))
+    with pytest.raises(PareError, match=r"aten::copy: argument 'src' with sizes \[2\] cannot be broadcast to \[2, 3, 4\]"):
+        run_op(runtime, "aten::copy", base, torch.ones(2))
+
+
+@pytest.mark.parametrize("dim", [0, 1, 2, -1])
+def test_cat(runtime, dim):
+    shapes = [(2, 3, 4), (2, 3, 4), (2, 3, 4)]
+    tensors = [make_tensor(s, torch.float32, 15 + i) for i, s in enumerate(shapes)]
+    tensors[1] = non_contiguous(shapes[1], torch.float32, 20)
+    sizes = list(shapes[0])
+    sizes[dim] = 0
+    tensors.append(torch.ones(sizes))  # empty along dim
+    assert_same(run_list_op(runtime, "aten::cat", tensors, dim), torch.cat(tensors, dim))
+
+
+def test_cat_promotion_and_legacy_empty(runtime):
+    a = make_tensor((2, 3), torch.int32, 21)
+    b = make_tensor((2, 1), torch.float16, 22)
+    c = make_tensor((2, 2), torch.bool, 23)
+    assert_same(run_list_op(runtime, "aten::cat", [a, b, c], 1), torch.cat([a, b, c], 1))
+    assert_same(run_list_op(runtime, "aten::cat", [c, a], -1), torch.cat([c, a], -1))
+    # 1-d empty tensors are skipped whatever the other shapes (torch's legacy rule).
+    e = torch.ones(0, dtype=torch.float64)
+    assert_same(run_list_op(runtime, "aten::cat", [a, e, a], 1), torch.cat([a, e, a], 1))
+    assert_same(run_list_op(runtime, "aten::cat", [e, e]), torch.cat([e, e]))
+    assert_same(run_list_op(runtime, "aten::cat", [a]), torch.cat([a]))
+    large = [make_tensor((64, 500), torch.float32, 24), make_tensor((64, 700), torch.float32, 25)]
+    assert_same(run_list_op(runtime, "aten::cat", large, 1), torch.cat(large, 1))
+    assert_same(run_list_op(runtime, "aten::cat", [large[0], large[0]], 0), torch.cat([large[0], large[0]]))
+
+
+def test_cat_and_stack_errors(runtime):
+    with pytest.raises(PareError, match=r"aten::cat: argument 'tensors': tensors must have the same number of dims"):
+        run_list_op(runtime, "aten::cat", [torch.ones(2, 3), torch.ones(2)], 1)
+    with pytest.raises(PareError, match=r"sizes must match except in dim 1; tensor 1 has sizes \[3, 3\]"):
+        run_list_op(runtime, "aten::cat", [torch.ones(2, 3), torch.ones(3, 3)], 1)
+    with pytest.raises(PareError, match=r"tensor 0 is 0-dim and cannot be concatenated"):
+        run_list_op(runtime, "aten::cat", [torch.tensor(1.0), torch.tensor(2.0)])
+    with pytest.raises(PareError, match=r"aten::cat: argument 'dim': dimension 2 is out of range"):
+        run_list_op(runtime, "aten::cat", [torch.ones(2, 3)], 2)
+    with pytest.raises(PareError, match=r"aten::stack: argument 'tensors': every tensor must have the same sizes"):
+        run_list_op(runtime, "aten::stack", [torch.ones(2, 3), torch.ones(3, 2)])
+
+
+def test_stack(runtime):
+    xs = [make_tensor((3, 4), torch.int64, 26), non_contiguous((3, 4), torch.int64, 27)]
+    for dim in (0, 1, 2, -1, -3):
+        assert_same(run_list_op(runtime, "aten::stack", xs, dim), torch.stack(xs, dim))
+    mixed = [make_tensor((2,), torch.uint8, 28), make_tensor((2,), torch.int8, 29)]
+    assert_same(run_list_op(runtime, "aten::stack", mixed), torch.stack(mixed))
+    scalars = [torch.tensor(1.5), torch.tensor(2.5)]
+    assert_same(run_list_op(runtime, "aten::stack", scalars), torch.stack(scalars))
+    empties = [torch.ones(0, 2), torch.ones(0, 2)]
+    assert_same(run_list_op(runtime, "aten::stack", empties, 1), torch.stack(empties, 1))
+
+
+def test_flip(runtime):
+    x = non_contiguous((3, 4, 5), torch.float32, 30)
+    for dims in ([0], [1], [2], [0, 2], [-1, 0, 1], []):
+        assert_same(run_op(runtime, "aten::flip", x, dims), x.flip(dims))
+    for t in (torch.tensor(3.0), torch.ones(0, 2), torch.ones(1, 3)):
+        assert_same(run_op(runtime, "aten::flip", t, [0]), t.flip([0]))
+    with pytest.raises(PareError, match=r"aten::flip: argument 'dims': dim 0 appears multiple times"):
+        run_op(runtime, "aten::flip", x, [0, -3])
+
+
+@pytest.mark.parametrize("shape,repeats", [
+    ((2, 3), [2, 2]), ((2, 3), [3, 1, 2]), ((2, 3), [1, 1]), ((2, 3), [2, 0, 1]), ((), [3]), ((), []),
+    ((1, 3), [4, 1]), ((2, 1, 2, 1, 2), [2, 2, 2, 2, 2]), ((2, 2, 2, 2, 2, 2), [2, 1, 2, 1, 2, 2]),
+    ((0, 2), [2, 2]),
+])
+def test_repeat(runtime, shape, repeats):
+    x = make_tensor(shape, torch.float32, 31)
+    assert_same(run_op(runtime, "aten::repeat", x, repeats), x.repeat(repeats))
+
+
+def test_repeat_errors(runtime):
+    with pytest.raises(PareError, match=r"aten::repeat: argument 'repeats' \[2\] has fewer entries"):
+        run_op(runtime, "aten::repeat", torch.ones(2, 3), [2])
+    with pytest.raises(PareError, match=r"invalid repeat count -1"):
+        run_op(runtime, "aten::repeat", torch.ones(2, 3), [2, -1])
+
+
+# --------------------------------------------------------------------------
+# Gathers
+
+
+@pytest.mark.parametrize("dtype", ALL_DTYPES, ids=ids)
+def test_gathers_every_dtype(runtime, dtype):
+    x = make_tensor((4, 5, 3), dtype, 32)
+    idx = torch.tensor([3, 0, 0, 2])
+    assert_same(run_op(runtime, "aten::index_select", x, 1, idx), x.index_select(1, idx))
+    g = torch.randint(0, 5, (4, 2, 3), generator=torch.Generator().manual_seed(33))
+    assert_same(run_op(runtime, "aten::gather", x, 1, g), torch.gather(x, 1, g))
+    assert_same(run_index(runtime, x, [idx]), x[idx])
+
+
+def test_index_select(runtime):
+    x = non_contiguous((5, 6, 7), torch.float32, 34)
+    for dim in (0, 1, 2, -1):
+        for idx in (torch.tensor([4, 0, 2, 2]), torch.tensor([1], dtype=torch.int32), torch.tensor(3),
+                    torch.tensor([], dtype=torch.int64)):
+            assert_same(run_op(runtime, "aten::index_select", x, dim, idx), x.index_select(dim, idx))
+    weight = make_tensor((100, 64), torch.float32, 35)  # embedding-like rows
+    ids_ = torch.randint(0, 100, (50,), generator=torch.Generator().manual_seed(36))
+    assert_same(run_op(runtime, "aten::index_select", weight, 0, ids_), weight.index_select(0, ids_))
+    s = torch.tensor(5.0)
+    assert_same(run_op(runtime, "aten::index_select", s, 0, torch.tensor([0])), s.index_select(0, torch.tensor([0])))
+    with pytest.raises(PareError, match=r"aten::index_select: argument 'index': index 7 is out of range for dim 2"):
+        run_op(runtime, "aten::index_select", x, 2, torch.tensor([0, 7]))
+    with pytest.raises(PareError, match=r"index -1 is out of range"):
+        run_op(runtime, "aten::index_select", x, 2, torch.tensor([-1]))
+    with pytest.raises(PareError, match=r"argument 'index': indices must be Long or Int, got Float"):
+        run_op(runtime, "aten::index_select", x, 0, torch.tensor([0.0]))
+    with pytest.raises(PareError, match=r"argument 'index' must be a vector"):
+        run_op(runtime, "aten::index_select", x, 0, torch.tensor([[0]]))
+
+
+def test_gather(runtime):
+    g = torch.Generator().manual_seed(37)
+    x = non_contiguous((4, 5, 6), torch.float64, 38)
+    for dim in (0, 1, 2, -1):
+        shape = [3, 4, 5]
+        shape[dim] = 7
+        index = torch.randint(0, x.shape[dim], shape, generator=g)
+        assert_same(run_op(runtime, "aten::gather", x, dim, index), torch.gather(x, dim, index))
+        strided = torch.randint(0, x.shape[dim], [2 * s for s in shape], generator=g)[::2, ::2, ::2]
+        assert_same(run_op(runtime, "aten::gather", x, dim, strided), torch.gather(x, dim, strided))
+    assert_same(run_op(runtime, "aten::gather", x, 1, torch.ones(0, 2, 2, dtype=torch.int64)),
+                torch.gather(x, 1, torch.ones(0, 2, 2, dtype=torch.int64)))
+    s = torch.tensor(2.0)
+    assert_same(run_op(runtime, "aten::gather", s, 0, torch.tensor(0)), torch.gather(s, 0, torch.tensor(0)))
+    v = torch.arange(5.0)
+    assert_same(run_op(runtime, "aten::gather", v, 0, torch.tensor(3)), torch.gather(v, 0, torch.tensor(3)))
+    with pytest.raises(PareError, match=r"aten::gather: argument 'index': index 5 is out of bounds for dim 1 with size 5"):
+        run_op(runtime, "aten::gather", x, 1, torch.full((1, 1, 1), 5))
+    with pytest.raises(PareError, match=r"argument 'index' must be a Long \(int64\) tensor, got Int"):
+        run_op(runtime, "aten::gather", x, 1, torch.zeros(1, 1, 1, dtype=torch.int32))
+    with pytest.raises(PareError, match=r"argument 'index' must have as many dims as 'self'"):
+        run_op(runtime, "aten::gather", x, 1, torch.zeros(1, 1, dtype=torch.int64))
+    with pytest.raises(PareError, match=r"must not be larger than 'self'"):
+        run_op(runtime, "aten::gather", x, 1, torch.zeros(5, 1, 1, dtype=torch.int64))
+
+
+def test_index_tensor(runtime):
+    x = non_contiguous((4, 5, 6), torch.float32, 39)
+    i0 = torch.tensor([[3, -1], [0, 2]])
+    i1 = torch.tensor([3, -4], dtype=torch.int32)
+    cases = [[i0], [i1], [i0, i1], [i0, i1, torch.tensor(5)], [torch.tensor(2)], [torch.tensor([], dtype=torch.int64)]]
+    for indices in cases:
+        assert_same(run_index(runtime, x, indices), aten.index.Tensor(x, indices))
+    flat = make_tensor((30,), torch.int16, 40)
+    picks = torch.randint(-30, 30, (7, 3), generator=torch.Generator().manual_seed(41))
+    assert_same(run_index(runtime, flat, [picks]), flat[picks])
+    with pytest.raises(PareError, match=r"aten::index.Tensor: argument 'indices': index 4 is out of bounds for dim 0"):
+        run_index(runtime, x, [torch.tensor([4])])
+    with pytest.raises(PareError, match=r"index tensor 1 with sizes \[3\] cannot be broadcast with \[2\]"):
+        run_index(runtime, x, [torch.tensor([0, 1]), torch.tensor([0, 1, 2])])
+    with pytest.raises(PareError, match=r"boolean mask indices \(tensor 0\) are not supported"):
+        run_index(runtime, x, [torch.ones(4, dtype=torch.bool)])
+    with pytest.raises(PareError, match=r"4 index tensors for a tensor of 3 dims"):
+        run_index(runtime, x, [torch.tensor(0)] * 4)
+
+
+# --------------------------------------------------------------------------
+# Factories
+
+
+@pytest.mark.parametrize("dtype", ALL_DTYPES, ids=ids)
+def test_factories_every_dtype(runtime, dtype):
+    fill = True if dtype == torch.bool else 3
+    assert_same(run_op(runtime, "aten::full", [2, 3], fill, dtype), torch.full([2, 3], fill, dtype=dtype))
+    x = make_tensor((4, 2), torch.float32, 42)
+    assert_same(run_op(runtime, "aten::full_like", x, fill, dtype), torch.full_like(x, fill, dtype=dtype))
+    assert_same(run_op(runtime, "aten::scalar_tensor", fill, dtype), torch.scalar_tensor(fill, dtype=dtype))
+    empty = run_op(runtime, "aten::empty.memory_format", [3, 0, 2], dtype)
+    assert empty.dtype == dtype and empty.shape == (3, 0, 2)
+    if dtype != torch.bool:
+        assert_same(run_op(runtime, "aten::arange.start_step", 1, 11, 3, dtype),
+                    torch.arange(1, 11, 3, dtype=dtype))
+
+
+@pytest.mark.parametrize("fill", [0, 1, -3, 2.5, -0.0, True, False, float("inf"), float("nan"), 2**40])
+def test_full_infers_dtype_and_converts(runtime, fill):
+    assert_same(run_op(runtime, "aten::full", [3], fill), torch.full([3], fill))
+    x = make_tensor((2, 3), torch.int32, 43)
+    if isinstance(fill, float) and fill != fill or fill in (float("inf"), 2**40):
+        return  # does not fit an int32 (torch errors, tested below)
+    assert_same(run_op(runtime, "aten::full_like", x, fill), torch.full_like(x, fill))
+    assert_same(run_op(runtime, "aten::scalar_tensor", fill), torch.scalar_tensor(fill))
+
+
+@pytest.mark.parametrize("value,dtype", [
+    (300, torch.uint8), (-256, torch.uint8), (-0.5, torch.uint8), (255.5, torch.uint8), (2**31, torch.int32),
+    (1e10, torch.int32), (float("nan"), torch.int64), (9.3e18, torch.int64), (65520, torch.float16),
+    (1e300, torch.float32), (3.4e38, torch.bfloat16), (2**63 - 1, torch.float16),
+])
+def test_full_rejects_values_torch_rejects(runtime, value, dtype):
+    with pytest.raises(RuntimeError, match="without overflow"):
+        torch.full([2], value, dtype=dtype)
+    with pytest.raises(PareError, match=rf"aten::full: argument 'fill_value': the value cannot be converted to "):
+        run_op(runtime, "aten::full", [2], value, dtype)
+
+
+@pytest.mark.parametrize("value,dtype", [
+    (-255, torch.uint8), (-1, torch.uint8), (255, torch.uint8), (-2**31, torch.int32), (2**63 - 1, torch.int64),
+    (65504, torch.float16), (float("inf"), torch.float16), (float("-inf"), torch.float32),
+    (2**63 - 1, torch.bfloat16), (300, torch.bool), (-3.5, torch.bool), (1e300, torch.float64), (2.7, torch.int64),
+    (-2.7, torch.int8),
+])
+def test_full_accepts_values_torch_accepts(runtime, value, dtype):
+    assert_same(run_op(runtime, "aten::full", [2], value, dtype), torch.full([2], value, dtype=dtype))
+
+
+def test_single_element_half_fill_skips_the_overflow_check_like_torch(runtime):
+    for dtype in (torch.float16, torch.bfloat16):
+        assert_same(run_op(runtime, "aten::scalar_tensor", 1e300, dtype), torch.scalar_tensor(1e300, dtype=dtype))
+        assert_same(run_op(runtime, "aten::full", [1], 1e300, dtype), torch.full([1], 1e300, dtype=dtype))
+
+
+def test_factory_errors(runtime):
+    with pytest.raises(PareError, match=r"aten::full: argument 'size' \[2, -1\]: invalid size -1"):
+        run_op(runtime, "aten::full", [2, -1], 1.0)
+    with pytest.raises(PareError, match=r"aten::full: argument 'device': only 'cpu' is supported, got 'cuda'"):
+        run_op(runtime, "aten::full", [2], 1.0, None, None, "cuda")
+    with pytest.raises(PareError, match=r"aten::full_like: argument 'layout': only torch.strided"):
+        run_op(runtime, "aten::full_like", torch.ones(2), 1.0, None, 1)
+    with pytest.raises(PareError, match=r"aten::empty.memory_format: argument 'pin_memory' must be false"):
+        run_op(runtime, "aten::empty.memory_format", [2], None, None, None, True)
+
+
+@pytest.mark.parametrize("start,end,step,dtype", [
+    (0, 10, 1, None), (2, 10, 2, None), (10, 0, -3, None), (0, 1, 0.1, None), (-1.5, 2.5, 0.5, None),
+    (0, 2.5, 1, torch.int64), (0, 2.5, 1, torch.int32), (0, 5, 1, torch.float16), (0, 1000, 1, torch.bfloat16),
+    (0, 0, 1, None), (5, 5, -1, None), (0, 100, 7, torch.float64), (3, -4, -0.7, torch.float32),
+    (0, 300, 1, torch.uint8), (-5, 5, 3, torch.int8), (0, 1, 1e-4, None), (0, 2**40, 2**37, None),
+])
+def test_arange(runtime, start, end, step, dtype):
+    assert_same(run_op(runtime, "aten::arange.start_step", start, end, step, dtype),
+                torch.arange(start, end, step, dtype=dtype))
+
+
+def test_arange_errors(runtime):
+    with pytest.raises(PareError, match=r"aten::arange.start_step: argument 'step' must be nonzero"):
+        run_op(runtime, "aten::arange.start_step", 0, 5, 0)
+    with pytest.raises(PareError, match=r"bounds are inconsistent with the step's sign"):
+        run_op(runtime, "aten::arange.start_step", 5, 0, 1)
+    with pytest.raises(PareError, match=r"bounds are inconsistent with the step's sign"):
+        run_op(runtime, "aten::arange.start_step", 0.0, 1.0, -0.5)
+    with pytest.raises(PareError, match=r"must be finite"):
+        run_op(runtime, "aten::arange.start_step", 0.0, float("inf"), 1.0)
+    with pytest.raises(PareError, match=r"arange does not support Bool"):
+        run_op(runtime, "aten::arange.start_step", 0, 2, 1, torch.bool)
+
+
+def test_arange_with_symbolic_end(runtime):
+    # torch.arange(x.shape[0]) with a dynamic dim: `end` is an Int value.
+    pb = ProgramBuilder()
+    m = pb.method()
+    x = m.input("Float", [None, 2])
+    n = m.op("aten::sym_size.int", x, 0, returns="int")
+    m.output(m.op("aten::arange.start_step", 0, n, 1, torch.float32))
+    method = runtime.load(pb.to_bytes()).method()
+    for rows in (3, 7, 0, 7):
+        (out,) = method.run(np.zeros((rows, 2), np.float32))
+        assert_same(torch.from_numpy(out), torch.arange(rows, dtype=torch.float32))
+
+
+def test_assert_tensor_metadata(runtime):
+    x = make_tensor((2, 3), torch.float32, 44)
+
+    def checked(*args):
+        def build(m, vs):
+            m.op("aten::_assert_tensor_metadata", vs[0], *args, returns=())
+            return [m.op("aten::clone", vs[0])]
+        return run_program(runtime, [x], build)[0]
+
+    assert_same(checked([2, 3], None, torch.float32), x)
+    assert_same(checked(None, [3, 1], None, "cpu", 0), x)
+    assert_same(checked(), x)
+    with pytest.raises(PareError, match=r"aten::_assert_tensor_metadata: tensor metadata mismatch: argument 'size' is "
+                                        r"\[3, 2\] but the tensor has sizes \[2, 3\]"):
+        checked([3, 2])
+    with pytest.raises(PareError, match=r"argument 'dtype' is Double but the tensor is Float"):
+        checked(None, None, torch.float64)
+
+
+# --------------------------------------------------------------------------
+# What torch.export emits
+
+
+class Indexing(torch.nn.Module):
+    def forward(self, x, idx):
+        a, b = torch.split(x, [1, 3], dim=1)
+        c = torch.chunk(x, 2, 1)
+        return (x[:, 1:3], x[0], x[..., -1], x[1:, ::2], torch.cat([x, x], 1), a, b, c[1], x.unsqueeze(0),
+                torch.arange(10), torch.arange(2, 10, 2), torch.arange(x.shape[0], dtype=torch.float32),
+                torch.full((2, 3), 1.5), torch.zeros(3, 4), torch.ones(2, dtype=torch.int64), torch.zeros_like(x),
+                torch.ones_like(x), torch.full_like(x, 7), x.permute(1, 0, 2), x.transpose(0, 1),
+                x.expand(2, -1, -1, -1), x.flatten(1), x.squeeze(0),
+                torch.stack([x, x]), *x.unbind(0), torch.flip(x, [0]), x.repeat(2, 1, 1), x[idx],
+                torch.index_select(x, 1, idx), torch.gather(x, 2, idx.view(1, 1, -1).expand(3, 4, -1)),
+                x.new_zeros(3), x.narrow(1, 0, 2), x.mT, x.view(-1)[idx])
+
+
+def test_exported_indexing_runs_like_torch(runtime):
+    from tools.tracer.lowering import LoweringReport, MethodLowering
+
+    x = make_tensor((3, 4, 5), torch.float32, 45)
+    idx = torch.tensor([0, 2])
+    model = Indexing()
+    ep = torch.export.export(model, (x, idx)).run_decompositions()
+    pb = ProgramBuilder()
+    report = LoweringReport()
+    MethodLowering(pb.method("forward"), ep, prepack=False, model_file=None, report=report).lower()
+    assert not set(report.unsupported)
+    ours = runtime.load(pb.to_bytes()).method().run(x.numpy(), idx.numpy())
+    for got, expected in zip(ours, model(x, idx), strict=True):
+        assert_same(torch.from_numpy(got), expected)
+    for name in ("aten::slice.Tensor", "aten::select.int", "aten::cat", "aten::split_with_sizes", "aten::unsqueeze",
+                 "aten::arange.start_step", "aten::full", "aten::full_like", "aten::permute", "aten::expand",
+                 "aten::squeeze.dims", "aten::flip", "aten::repeat", "aten::index.Tensor", "aten::index_select",
+                 "aten::gather"):
+        assert name in report.uses, name
+
+
+def test_tracing_records_dtypes_and_the_view_behind_unsafe_view(tracing_runtime):
+    pb = ProgramBuilder()
+    m = pb.method()
+    x = m.input("Half", [None, 4])
+    i = m.input("Int", [None])
+    v = m.op("aten::_unsafe_view", x, [-1])  # -> aten::view, non-root
+    s = m.op("aten::index_select", x, 0, i)  # Int indices converted through copy_kernel
+    m.output(v, s, m.op("aten::cat", [x, x], 1), m.op("aten::full", [2], 1, torch.int8))
+    program = tracing_runtime.load(pb.to_bytes())
+    program.method().run(np.ones((3, 4), np.float16), np.zeros(2, np.int32))
+    trace = program.trace()
+    assert (trace.ops["aten::view"].root, trace.ops["aten::view"].non_root) == (False, True)
+    assert trace.ops["aten::_unsafe_view"].root
+    assert trace.kernel_dtypes["index_select_kernel"] == ("Half",)
+    assert trace.kernel_dtypes["full_kernel"] == ("Char",)
+    assert set(trace.kernel_dtypes["copy_kernel"]) == {"Int", "Long", "Half"}  # indices; cat's strided copy

@@ -1,0 +1,804 @@
+"""The nn family vs torch: convolution (1d/2d, groups, depthwise, transposed),
+batch/layer/group norm, max/avg/adaptive pooling, nearest/bilinear
+upsampling, constant_pad_nd, embedding, bmm and _log_softmax.
+
+Every dtype of each kernel tag is compared with torch's CPU kernel, with
+the argument lists torch.export emits (test_exported_modules checks those
+forms against a real export), plus non-contiguous, empty and edge cases and
+the errors bad arguments raise."""
+
+import itertools
+
+import pytest
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+from pare.program import ProgramBuilder
+from pare.runtime import PareError
+from runtime_testing import ALL_DTYPES, FLOAT_DTYPES, assert_same, make_tensor, run_op, to_input
+
+A = torch.ops.aten
+NON_BOOL = [d for d in ALL_DTYPES if d != torch.bool]
+INT_DTYPES = [torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64]
+UPSAMPLE_DTYPES = [torch.uint8] + FLOAT_DTYPES
+AVG_POOL_DTYPES = [torch.int64] + FLOAT_DTYPES
+
+
+def _tol(dtype, depth=1):
+    """Summation order differs from torch's; widen with the reduction depth."""
+    if dtype == torch.float32:
+        return dict(rtol=1e-4, atol=1e-5 * max(depth, 1) ** 0.5)
+    if dtype == torch.float64:
+        return dict(rtol=1e-10, atol=1e-10)
+    if dtype in (torch.float16, torch.bfloat16):
+        return dict(rtol=2e-2, atol=2e-2 * max(depth, 1) ** 0.5)
+    return {}
+
+
+def _small(shape, dtype, seed):
+    """Values in [-3, 3] ([0, 3] for uint8): integer sums stay exact."""
+    return make_tensor(shape, dtype, seed, 0 if dtype == torch.uint8 else -3, 3)
+
+
+def _conv(x, w, b, stride, padding, dilation, groups, transposed=False, output_padding=None):
+    nd = w.dim() - 2
+    output_padding = output_padding or [0] * nd
+    args = (x, w, b, stride, padding, dilation, transposed, output_padding, groups)
+    try:
+        want = A.convolution(*args)
+    except NotImplementedError:
+        # torch has integer kernels only for some geometries (not dilated
+        # or transposed ones); the exact reference is then float64 math on
+        # the same small integers.
+        assert not x.dtype.is_floating_point
+        as_double = [t.double() if isinstance(t, torch.Tensor) else t for t in args]
+        want = A.convolution(*as_double).to(x.dtype)
+    return run_op(_conv.runtime, "aten::convolution", *args), want
+
+
+@pytest.fixture(autouse=True)
+def _bind_runtime(runtime):
+    _conv.runtime = runtime
+
+
+# ---------------------------------------------------------------------------
+# convolution
+
+
+@pytest.mark.parametrize("dtype", NON_BOOL, ids=str)
+def test_conv2d_every_dtype(dtype):
+    x, w, b = _small((2, 4, 7, 6), dtype, 1), _small((6, 2, 3, 3), dtype, 2), _small((6,), dtype, 3)
+    got, want = _conv(x, w, b, [2, 1], [1, 2], [1, 2], 2)
+    assert_same(got, want, **_tol(dtype, 18))
+    got, want = _conv(x, w[:, :, :2], None, [1, 1], [0, 0], [1, 1], 2)  # no bias, 2x3 kernel
+    assert_same(got, want, **_tol(dtype, 12))
+
+
+@pytest.mark.parametrize("dtype", NON_BOOL, ids=str)
+def test_conv1d_every_dtype(dtype):
+    x, w, b = _small((2, 6, 11), dtype, 4), _small((4, 3, 3), dtype, 5), _small((4,), dtype, 6)
+    got, want = _conv(x, w, b, [2], [1], [2], 2)
+    assert_same(got, want, **_tol(dtype, 9))
+    got, want = _conv(x, w[:, :, :1], None, [1], [0], [1], 2)  # pointwise
+    assert_same(got, want, **_tol(dtype, 3))
+
+
+@pytest.mark.parametrize("dtype", NON_BOOL, ids=str)
+@pytest.mark.parametrize("stride,padding,dilation", [(1, 1, 1), (2, 1, 1), (1, 2, 2), (3, 0, 1)])
+def test_conv2d_depthwise(dtype, stride, padding, dilation):
+    x = _small((2, 4, 9, 10), dtype, 7)
+    w, b = _small((8, 1, 3, 3), dtype, 8), _small((8,), dtype, 9)  # channel multiplier 2
+    got, want = _conv(x, w, b, [stride] * 2, [padding] * 2, [dilation] * 2, 4)
+    assert_same(got, want, **_tol(dtype, 9))
+
+
+@pytest.mark.parametrize("dtype", NON_BOOL, ids=str)
+def test_conv1d_depthwise_and_single_input_channel(dtype):
+    x, w = _small((1, 3, 12), dtype, 10), _small((3, 1, 5), dtype, 11)
+    got, want = _conv(x, w, None, [1], [2], [1], 3)
+    assert_same(got, want, **_tol(dtype, 5))
+    x1, w1 = _small((2, 1, 6, 5), dtype, 12), _small((5, 1, 2, 3), dtype, 13)
+    got, want = _conv(x1, w1, _small((5,), dtype, 14), [1, 2], [1, 1], [1, 1], 1)
+    assert_same(got, want, **_tol(dtype, 6))
+
+
+@pytest.mark.parametrize("shape,weight,stride,padding,dilation,groups", [
+    ((2, 64, 20, 20), (32, 64, 3, 3), [1, 1], [1, 1], [1, 1], 1),   # k = 576 > one depth block, 400 columns
+    ((1, 16, 23, 19), (80, 16, 3, 3), [1, 1], [0, 0], [1, 1], 1),   # more rows than one GEMM row block
+    ((1, 32, 17, 17), (48, 32, 1, 1), [1, 1], [0, 0], [1, 1], 1),   # pointwise: image as GEMM B
+    ((1, 32, 17, 17), (48, 16, 1, 1), [2, 2], [0, 0], [1, 1], 2),   # strided 1x1 through im2col
+    ((2, 12, 30, 9), (12, 3, 5, 3), [2, 1], [2, 1], [1, 3], 4),
+    ((1, 8, 5, 300), (8, 8, 1, 7), [1, 1], [0, 3], [1, 1], 1),      # long rows: panels inside one row
+])
+def test_conv2d_float_gemm_paths(shape, weight, stride, padding, dilation, groups):
+    x, w = make_tensor(shape, torch.float32, 15, -1, 1), make_tensor(weight, torch.float32, 16, -1, 1)
+    b = make_tensor((weight[0],), torch.float32, 17)
+    got, want = _conv(x, w, b, stride, padding, dilation, groups)
+    assert_same(got, want, **_tol(torch.float32, w[0].numel()))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.int32, torch.bfloat16], ids=str)
+def test_conv_generic_column_blocks(dtype):
+    # More than one 256-column block of the reference GEMM.
+    x, w = _small((1, 3, 20, 21), dtype, 18), _small((4, 3, 3, 3), dtype, 19)
+    got, want = _conv(x, w, _small((4,), dtype, 20), [1, 1], [1, 1], [1, 1], 1)
+    assert_same(got, want, **_tol(dtype, 27))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.int64], ids=str)
+def test_conv_non_contiguous_operands(dtype):
+    x = _small((2, 9, 8, 4), dtype, 21).permute(0, 3, 1, 2)  # [2, 4, 9, 8], channels-last-like
+    w = _small((3, 3, 4, 6), dtype, 22).permute(3, 2, 0, 1)  # [6, 4, 3, 3]
+    b = _small((12,), dtype, 23)[::2]
+    assert not x.is_contiguous() and not w.is_contiguous() and not b.is_contiguous()
+    got, want = _conv(x, w, b, [1, 2], [1, 0], [1, 1], 1)
+    assert_same(got, want, **_tol(dtype, 36))
+    xd = x.contiguous(memory_format=torch.channels_last)
+    got, want = _conv(xd, w[:4, :1], None, [1, 1], [1, 1], [1, 1], 4)  # depthwise, channels_last input
+    assert_same(got, want, **_tol(dtype, 9))
+
+
+def test_conv_single_value_lists_and_empty_input():
+    x, w = make_tensor((2, 4, 6, 6), torch.float32, 24), make_tensor((6, 2, 3, 3), torch.float32, 25)
+    got, want = _conv(x, w, None, [1], [1], [1], 2)  # one value for both dims
+    assert_same(got, want, **_tol(torch.float32, 18))
+    got, want = _conv(x[:0], w, None, [1, 1], [0, 0], [1, 1], 2)
+    assert_same(got, want)
+    with pytest.raises(RuntimeError, match="Only zero batch or zero channel inputs are supported"):
+        A.convolution(x[:, :, :0], w, None, [1, 1], [2, 2], [1, 1], False, [0, 0], 2)
+    with pytest.raises(PareError, match=r"'input' of sizes \[2, 4, 0, 6\]: only the batch and channel dims may be"):
+        run_op(_conv.runtime, "aten::convolution", x[:, :, :0], w, None, [1, 1], [2, 2], [1, 1], False, [0, 0], 2)
+
+
+@pytest.mark.parametrize("dtype", NON_BOOL, ids=str)
+def test_conv_transpose2d_every_dtype(dtype):
+    x, w, b = _small((2, 4, 5, 4), dtype, 27), _small((4, 3, 3, 2), dtype, 28), _small((6,), dtype, 29)
+    got, want = _conv(x, w, b, [2, 3], [1, 0], [1, 2], 2, True, [1, 2])
+    assert_same(got, want, **_tol(dtype, 18))
+    got, want = _conv(x, w[:, :, :1, :1], None, [1, 1], [0, 0], [1, 1], 1, True, [0, 0])
+    assert_same(got, want, **_tol(dtype, 4))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.float16, torch.int32], ids=str)
+def test_conv_transpose1d_and_large(dtype):
+    x, w = _small((2, 6, 9), dtype, 30), _small((6, 4, 4), dtype, 31)
+    got, want = _conv(x, w, _small((4,), dtype, 32), [2], [1], [1], 1, True, [1])
+    assert_same(got, want, **_tol(dtype, 24))
+    # Float: several GEMM column blocks (input pixels > 256), through col2im.
+    xl = make_tensor((1, 8, 20, 17), dtype, 33, -2, 2)
+    wl = make_tensor((8, 5, 3, 3), dtype, 34, -2, 2)
+    got, want = _conv(xl, wl, None, [2, 2], [1, 1], [1, 1], 1, True, [1, 0])
+    assert_same(got, want, **_tol(dtype, 72))
+
+
+def test_conv_errors(runtime):
+    x, w = torch.ones(2, 4, 6, 6), torch.ones(6, 2, 3, 3)
+
+    def conv(*args):
+        return run_op(runtime, "aten::convolution", *args)
+
+    with pytest.raises(PareError, match=r"aten::convolution: given groups=1 and 'weight' of sizes \[6, 2, 3, 3\], "
+                                        r"expected 'input' of sizes \[2, 4, 6, 6\] to have 2 channels, but it has 4"):
+        conv(x, w, None, [1, 1], [0, 0], [1, 1], False, [0, 0], 1)
+    with pytest.raises(PareError, match="out_channels must be a positive multiple of groups = 4"):
+        conv(x, w, None, [1, 1], [0, 0], [1, 1], False, [0, 0], 4)
+    with pytest.raises(PareError, match="smaller than the dilated kernel"):
+        conv(torch.ones(1, 4, 2, 2), w, None, [1, 1], [0, 0], [1, 1], False, [0, 0], 2)
+    with pytest.raises(PareError, match=r"argument 'stride' must hold values in \[1, "):
+        conv(x, w, None, [0, 1], [0, 0], [1, 1], False, [0, 0], 2)
+    with pytest.raises(PareError, match=r"argument 'padding' must hold values in \[0, "):
+        conv(x, w, None, [1, 1], [-1, 0], [1, 1], False, [0, 0], 2)
+    with pytest.raises(PareError, match="argument 'padding' must be a single value or a list of 2 values, got 3"):
+        conv(x, w, None, [1, 1], [1, 1, 1], [1, 1], False, [0, 0], 2)
+    with pytest.raises(PareError, match="argument 'weight' has dtype Double but 'input' is Float"):
+        conv(x, w.double(), None, [1, 1], [0, 0], [1, 1], False, [0, 0], 2)
+    with pytest.raises(PareError, match=r"argument 'bias' must be 1-d with 6 elements, got sizes \[5\]"):
+        conv(x, w, torch.ones(5), [1, 1], [0, 0], [1, 1], False, [0, 0], 2)
+    with pytest.raises(PareError, match=r"expected 4-d 'input' for 4-d 'weight'"):
+        conv(torch.ones(4, 6, 6), w, None, [1, 1], [0, 0], [1, 1], False, [0, 0], 2)
+    with pytest.raises(PareError, match=r"argument 'weight' must be 3-d \(conv1d\) or 4-d \(conv2d\)"):
+        conv(torch.ones(1, 2, 4, 4, 4), torch.ones(3, 2, 2, 2, 2), None, [1] * 3, [0] * 3, [1] * 3, False, [0] * 3, 1)
+    with pytest.raises(PareError, match="argument 'output_padding' .* must be smaller than either stride"):
+        conv(x, torch.ones(4, 3, 3, 3), None, [1, 1], [0, 0], [1, 1], True, [1, 1], 1)
+    with pytest.raises(PareError, match="dtype Bool is not supported"):
+        conv(x.bool(), w.bool(), None, [1, 1], [0, 0], [1, 1], False, [0, 0], 2)
+
+
+# ---------------------------------------------------------------------------
+# batch norm (inference)
+
+
+def _bn_params(c, dtype, seed):
+    w, b = make_tensor((c,), dtype, seed, 0.5, 2), make_tensor((c,), dtype, seed + 1)
+    mean, var = make_tensor((c,), dtype, seed + 2), make_tensor((c,), dtype, seed + 3, 0.1, 3)
+    return w, b, mean, var
+
+
+def _check_norm_outputs(got, want, dtype):
+    assert len(got) == 3
+    for g, e in zip(got, want):
+        assert_same(g, e, **_tol(dtype, 8))
+
+
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES, ids=str)
+@pytest.mark.parametrize("shape", [(2, 3), (2, 3, 5), (2, 3, 4, 5)])
+def test_batch_norm_every_dtype(runtime, dtype, shape):
+    x = make_tensor(shape, dtype, 40)
+    w, b, mean, var = _bn_params(3, dtype, 41)
+    args = (x, w, b, mean, var, 0.1, 1e-5)
+    _check_norm_outputs(run_op(runtime, "aten::_native_batch_norm_legit_no_training", *args, returns=3),
+                        A._native_batch_norm_legit_no_training(*args), dtype)
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=str)
+def test_batch_norm_mixed_precision_and_no_affine(runtime, dtype):
+    x = make_tensor((2, 4, 3, 3), dtype, 45)
+    w, b, mean, var = _bn_params(4, torch.float32, 46)
+    for args in [(x, w, b, mean, var, 0.1, 1e-3), (x, None, None, mean, var, 0.1, 1e-5)]:
+        got = run_op(runtime, "aten::_native_batch_norm_legit_no_training", *args, returns=3)
+        _check_norm_outputs(got, A._native_batch_norm_legit_no_training(*args), dtype)
+        assert got[1].dtype == torch.float32
+
+
+def test_batch_norm_non_contiguous_and_errors(runtime):
+    x = make_tensor((5, 4, 6, 2), torch.float32, 50).permute(0, 3, 1, 2)  # [5, 2, 6, 4]
+    w, b, mean, var = (t[::2] for t in _bn_params(4, torch.float32, 51))
+    args = (x, w, b, mean, var, 0.1, 1e-5)
+    _check_norm_outputs(run_op(runtime, "aten::_native_batch_norm_legit_no_training", *args, returns=3),
+                        A._native_batch_norm_legit_no_training(*args), torch.float32)
+    empty = (x[:0], w, b, mean, var, 0.1, 1e-5)
+    _check_norm_outputs(run_op(runtime, "aten::_native_batch_norm_legit_no_training", *empty, returns=3),
+                        A._native_batch_norm_legit_no_training(*empty), torch.float32)
+    with pytest.raises(PareError, match="argument 'running_mean' has dtype Float but 'input' is Double"):
+        run_op(runtime, "aten::_native_batch_norm_legit_no_training", x.double(), None, None, mean, var.double(),
+               0.1, 1e-5, returns=3)
+    with pytest.raises(PareError, match=r"argument 'weight' must be a 1-d tensor of 2 elements, got sizes \[3\]"):
+        run_op(runtime, "aten::_native_batch_norm_legit_no_training", x, torch.ones(3), None, mean, var, 0.1, 1e-5,
+               returns=3)
+    with pytest.raises(PareError, match="at least 2 dims"):
+        run_op(runtime, "aten::_native_batch_norm_legit_no_training", torch.ones(2), None, None, mean, var, 0.1,
+               1e-5, returns=3)
+    with pytest.raises(PareError, match="dtype Long is not supported"):
+        run_op(runtime, "aten::_native_batch_norm_legit_no_training", x.long(), None, None, mean.long(),
+               var.long(), 0.1, 1e-5, returns=3)
+
+
+# ---------------------------------------------------------------------------
+# layer norm / group norm
+
+
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES, ids=str)
+@pytest.mark.parametrize("shape,normalized", [((4, 7), [7]), ((2, 3, 40), [40]), ((2, 3, 5), [3, 5]), ((6,), [6])])
+def test_layer_norm_every_dtype(runtime, dtype, shape, normalized):
+    x = make_tensor(shape, dtype, 60)
+    w, b = make_tensor(normalized, dtype, 61, 0.5, 2), make_tensor(normalized, dtype, 62)
+    for args in [(x, normalized, w, b, 1e-5), (x, normalized, None, None, 1e-3), (x, normalized, w, None, 1e-5)]:
+        got = run_op(runtime, "aten::native_layer_norm", *args, returns=3)
+        _check_norm_outputs(got, A.native_layer_norm(*args), dtype)
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=str)
+def test_layer_norm_mixed_precision(runtime, dtype):
+    x = make_tensor((3, 16), dtype, 63)
+    args = (x, [16], make_tensor((16,), torch.float32, 64), make_tensor((16,), torch.float32, 65), 1e-5)
+    got = run_op(runtime, "aten::native_layer_norm", *args, returns=3)
+    _check_norm_outputs(got, A.native_layer_norm(*args), dtype)
+    assert got[1].dtype == torch.float32
+
+
+def test_layer_norm_edge_cases(runtime):
+    # Non-contiguous input and weight, a large offset (stable two-pass
+    # variance), an empty batch and an empty normalized dim.
+    x = make_tensor((12, 9), torch.float32, 66).t()
+    w = make_tensor((24,), torch.float32, 67)[::2]
+    cases = [
+        (x, [12], w, None, 1e-5),
+        (make_tensor((4, 300), torch.float32, 68) + 1000.0, [300], None, None, 1e-5),
+        (torch.ones(0, 5), [5], None, None, 1e-5),
+        (torch.ones(2, 0), [0], None, None, 1e-5),
+    ]
+    for args in cases:
+        _check_norm_outputs(run_op(runtime, "aten::native_layer_norm", *args, returns=3),
+                            A.native_layer_norm(*args), torch.float32)
+    with pytest.raises(PareError, match=r"argument 'normalized_shape' \[4\] must be non-empty and match"):
+        run_op(runtime, "aten::native_layer_norm", torch.ones(2, 5), [4], None, None, 1e-5, returns=3)
+    with pytest.raises(PareError, match=r"argument 'bias' of sizes \[4\] must have sizes \[5\]"):
+        run_op(runtime, "aten::native_layer_norm", torch.ones(2, 5), [5], None, torch.ones(4), 1e-5, returns=3)
+    with pytest.raises(PareError, match="argument 'weight' has dtype Half but 'input' is Float"):
+        run_op(runtime, "aten::native_layer_norm", torch.ones(2, 5), [5], torch.ones(5).half(), None, 1e-5,
+               returns=3)
+
+
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES, ids=str)
+@pytest.mark.parametrize("shape,groups", [((2, 6, 5, 4), 3), ((3, 4, 7), 2), ((2, 8, 3), 4), ((1, 6, 3, 3), 1)])
+def test_group_norm_every_dtype(runtime, dtype, shape, groups):
+    x = make_tensor(shape, dtype, 70)
+    n, c = shape[:2]
+    hxw = x[0, 0].numel()
+    w, b = make_tensor((c,), dtype, 71, 0.5, 2), make_tensor((c,), dtype, 72)
+    for args in [(x, w, b, n, c, hxw, groups, 1e-5), (x, None, None, n, c, hxw, groups, 1e-3)]:
+        got = run_op(runtime, "aten::native_group_norm", *args, returns=3)
+        _check_norm_outputs(got, A.native_group_norm(*args), dtype)
+
+
+def test_group_norm_mixed_non_contiguous_and_errors(runtime):
+    x = make_tensor((2, 4, 5, 6), torch.bfloat16, 73).transpose(2, 3)
+    args = (x, make_tensor((4,), torch.float32, 74), make_tensor((4,), torch.float32, 75), 2, 4, 30, 2, 1e-5)
+    got = run_op(runtime, "aten::native_group_norm", *args, returns=3)
+    # torch's CPU group norm only takes contiguous inputs; the runtime takes any.
+    _check_norm_outputs(got, A.native_group_norm(x.contiguous(), *args[1:]), torch.bfloat16)
+    assert got[2].dtype == torch.float32
+    empty = (torch.ones(0, 4, 3), None, None, 0, 4, 3, 2, 1e-5)
+    _check_norm_outputs(run_op(runtime, "aten::native_group_norm", *empty, returns=3), A.native_group_norm(*empty),
+                        torch.float32)
+    with pytest.raises(PareError, match="argument 'group' = 3 must be positive and divide the 4 channels"):
+        run_op(runtime, "aten::native_group_norm", torch.ones(2, 4, 3), None, None, 2, 4, 3, 3, 1e-5, returns=3)
+    with pytest.raises(PareError, match=r"arguments N=2, C=4, HxW=5 do not describe 'input' of sizes \[2, 4, 3\]"):
+        run_op(runtime, "aten::native_group_norm", torch.ones(2, 4, 3), None, None, 2, 4, 5, 2, 1e-5, returns=3)
+
+
+# ---------------------------------------------------------------------------
+# pooling
+
+
+@pytest.mark.parametrize("dtype", NON_BOOL, ids=str)
+def test_max_pool2d_every_dtype(runtime, dtype):
+    x = make_tensor((2, 3, 9, 8), dtype, 80, 0 if dtype == torch.uint8 else -50, 50)
+    for args in [(x, [3, 3], [2, 2], [1, 1], [1, 1], True), (x, [2, 2]), (x[0], [2, 3], [1, 2], [1, 0], [2, 1])]:
+        got = run_op(runtime, "aten::max_pool2d_with_indices", *args, returns=2)
+        want = A.max_pool2d_with_indices(*args)
+        assert_same(got[0], want[0])
+        assert_same(got[1], want[1])
+
+
+@pytest.mark.parametrize("ceil_mode", [False, True])
+@pytest.mark.parametrize("kernel,stride,padding,dilation", [
+    ([3, 3], [2, 2], [1, 1], [1, 1]), ([2, 2], [], [0, 0], [1, 1]), ([3, 2], [3, 1], [1, 1], [2, 3]),
+    ([4], [3], [2], [1]), ([5, 5], [2, 2], [2, 2], [1, 1]),
+])
+def test_max_pool2d_geometry(runtime, ceil_mode, kernel, stride, padding, dilation):
+    x = make_tensor((1, 2, 11, 10), torch.float32, 81)
+    args = (x, kernel, stride, padding, dilation, ceil_mode)
+    got = run_op(runtime, "aten::max_pool2d_with_indices", *args, returns=2)
+    want = A.max_pool2d_with_indices(*args)
+    assert_same(got[0], want[0])
+    assert_same(got[1], want[1])
+
+
+def test_max_pool2d_nan_inf_non_contiguous_and_errors(runtime):
+    x = torch.tensor([[[[1.0, float("nan"), 3.0], [float("nan"), 2.0, -1.0], [float("-inf")] * 3]]])
+    ninf = torch.full((1, 1, 3, 3), float("-inf"))
+    t = make_tensor((2, 7, 8, 3), torch.float32, 82).permute(0, 3, 1, 2)
+    for args in [(x, [2, 2], [1, 1]), (ninf, [2, 2], [1, 1], [1, 1]), (t, [3, 3], [2, 2], [1, 1]),
+                 (t[:0], [2, 2])]:
+        got = run_op(runtime, "aten::max_pool2d_with_indices", *args, returns=2)
+        want = A.max_pool2d_with_indices(*args)
+        assert_same(got[0], want[0])
+        assert_same(got[1], want[1])
+    with pytest.raises(PareError, match=r"argument 'padding' \(2\) must be at most half of kernel_size \(3\)"):
+        run_op(runtime, "aten::max_pool2d_with_indices", t, [3, 3], [1, 1], [2, 2], returns=2)
+    with pytest.raises(PareError, match="input of 2 x 2 is too small"):
+        run_op(runtime, "aten::max_pool2d_with_indices", torch.ones(1, 1, 2, 2), [3, 3], returns=2)
+    with pytest.raises(PareError, match=r"argument 'self' must be 3-d \(C, H, W\) or 4-d"):
+        run_op(runtime, "aten::max_pool2d_with_indices", torch.ones(2, 2), [1, 1], returns=2)
+    with pytest.raises(PareError, match="only the batch dim may be empty"):
+        run_op(runtime, "aten::max_pool2d_with_indices", torch.ones(1, 0, 2, 2), [1, 1], returns=2)
+    with pytest.raises(PareError, match="dtype Bool is not supported"):
+        run_op(runtime, "aten::max_pool2d_with_indices", torch.ones(1, 1, 2, 2, dtype=torch.bool), [1, 1], returns=2)
+
+
+@pytest.mark.parametrize("dtype", AVG_POOL_DTYPES, ids=str)
+def test_avg_pool2d_every_dtype(runtime, dtype):
+    x = make_tensor((2, 3, 9, 8), dtype, 83, -20, 20)
+    for args in [(x, [3, 3], [2, 2], [1, 1], True, False), (x, [2, 2], [2, 2], [0, 0], False, True, 3),
+                 (x, [3, 2]), (x[1], [2, 2], [1, 1], [1, 1], False, True)]:
+        assert_same(run_op(runtime, "aten::avg_pool2d", *args), A.avg_pool2d(*args), **_tol(dtype, 9))
+
+
+@pytest.mark.parametrize("ceil_mode,count_include_pad,divisor", list(itertools.product(
+    [False, True], [False, True], [None, 5, -2])))
+def test_avg_pool2d_options(runtime, ceil_mode, count_include_pad, divisor):
+    for dtype in (torch.float32, torch.int64):
+        x = make_tensor((1, 2, 10, 7), dtype, 84, -30, 30)
+        args = (x, [3, 3], [2, 3], [1, 1], ceil_mode, count_include_pad, divisor)
+        assert_same(run_op(runtime, "aten::avg_pool2d", *args), A.avg_pool2d(*args), **_tol(dtype, 9))
+
+
+def test_avg_pool2d_non_contiguous_and_errors(runtime):
+    x = make_tensor((6, 5, 3), torch.float64, 85).permute(2, 0, 1)
+    assert_same(run_op(runtime, "aten::avg_pool2d", x, [2, 2], [1, 1], [1, 1]), A.avg_pool2d(x, [2, 2], [1, 1], [1, 1]))
+    with pytest.raises(PareError, match="argument 'divisor_override' must not be zero"):
+        run_op(runtime, "aten::avg_pool2d", x, [2, 2], [1, 1], [0, 0], False, True, 0)
+    with pytest.raises(PareError, match="dtype Int is not supported"):
+        run_op(runtime, "aten::avg_pool2d", x.int(), [2, 2])
+
+
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES, ids=str)
+@pytest.mark.parametrize("in_size,out_size", [((9, 9), [3, 4]), ((7, 5), [7, 5]), ((5, 6), [8, 9]), ((10, 3), [1, 1]),
+                                              ((6, 6), [0, 2])])
+def test_adaptive_avg_pool2d(runtime, dtype, in_size, out_size):
+    x = make_tensor((2, 3) + in_size, dtype, 86)
+    assert_same(run_op(runtime, "aten::_adaptive_avg_pool2d", x, out_size), A._adaptive_avg_pool2d(x, out_size),
+                **_tol(dtype, 4))
+    assert_same(run_op(runtime, "aten::_adaptive_avg_pool2d", x[0], out_size),
+                A._adaptive_avg_pool2d(x[0], out_size), **_tol(dtype, 4))
+
+
+def test_adaptive_avg_pool2d_non_contiguous_and_errors(runtime):
+    x = make_tensor((2, 8, 9, 3), torch.float32, 87).permute(0, 3, 1, 2)
+    assert_same(run_op(runtime, "aten::_adaptive_avg_pool2d", x, [4, 2]), A._adaptive_avg_pool2d(x, [4, 2]))
+    assert_same(run_op(runtime, "aten::_adaptive_avg_pool2d", x[:0], [4, 2]), A._adaptive_avg_pool2d(x[:0], [4, 2]))
+    with pytest.raises(PareError, match="only the batch dim may be empty"):
+        run_op(runtime, "aten::_adaptive_avg_pool2d", torch.ones(1, 2, 0, 4), [2, 2])
+    with pytest.raises(PareError, match="argument 'output_size' must be a single value or a list of 2 values"):
+        run_op(runtime, "aten::_adaptive_avg_pool2d", x, [1, 2, 3])
+    with pytest.raises(PareError, match="dtype Long is not supported"):
+        run_op(runtime, "aten::_adaptive_avg_pool2d", x.long(), [2, 2])
+
+
+# ---------------------------------------------------------------------------
+# upsampling
+
+UPSAMPLE_SIZES = [
+    ((5, 7), [10, 14], None), ((5, 7), [9, 11], None), ((6, 6), [3, 4], None), ((4, 5), None, [2.0, 2.0]),
+    ((4, 5), None, [1.5, 2.5]), ((7, 9), None, [0.5, 0.75]), ((3, 3), None, [3.0, 1.0]), ((5, 4), [5, 4], None),
+]
+
+
+def _updata(shape, dtype, seed):
+    return make_tensor(shape, dtype, seed, 0, 255) if dtype == torch.uint8 else make_tensor(shape, dtype, seed)
+
+
+@pytest.mark.parametrize("dtype", UPSAMPLE_DTYPES, ids=str)
+@pytest.mark.parametrize("in_size,size,scales", UPSAMPLE_SIZES)
+def test_upsample_nearest2d_vec(runtime, dtype, in_size, size, scales):
+    x = _updata((2, 3) + in_size, dtype, 90)
+    assert_same(run_op(runtime, "aten::upsample_nearest2d.vec", x, size, scales),
+                A.upsample_nearest2d.vec(x, size, scales))
+
+
+@pytest.mark.parametrize("dtype", UPSAMPLE_DTYPES, ids=str)
+def test_upsample_nearest2d_default_overload(runtime, dtype):
+    x = _updata((1, 2, 5, 6), dtype, 91)
+    for args in [(x, [11, 13]), (x, [11, 13], 2.3, 2.1), (x, [4, 3], None, 0.5), (x, [10, 12], 2.0, 2.0)]:
+        assert_same(run_op(runtime, "aten::upsample_nearest2d", *args), A.upsample_nearest2d(*args))
+
+
+@pytest.mark.parametrize("dtype", UPSAMPLE_DTYPES, ids=str)
+@pytest.mark.parametrize("align_corners", [False, True])
+@pytest.mark.parametrize("in_size,size,scales", UPSAMPLE_SIZES)
+def test_upsample_bilinear2d_vec(runtime, dtype, align_corners, in_size, size, scales):
+    x = _updata((2, 3) + in_size, dtype, 92)
+    want = A.upsample_bilinear2d.vec(x, size, align_corners, scales)
+    assert_same(run_op(runtime, "aten::upsample_bilinear2d.vec", x, size, align_corners, scales), want,
+                **_tol(dtype, 4))
+
+
+@pytest.mark.parametrize("dtype", UPSAMPLE_DTYPES, ids=str)
+@pytest.mark.parametrize("align_corners", [False, True])
+def test_upsample_bilinear2d_default_overload(runtime, dtype, align_corners):
+    x = _updata((2, 5, 6, 5), dtype, 93)
+    for args in [(x, [13, 11], align_corners), (x, [13, 11], align_corners, 2.2, 2.3),
+                 (x, [3, 2], align_corners, None, 0.5), (x, [1, 1], align_corners)]:
+        assert_same(run_op(runtime, "aten::upsample_bilinear2d", *args), A.upsample_bilinear2d(*args),
+                    **_tol(dtype, 4))
+
+
+@pytest.mark.parametrize("channels", [1, 3, 4, 6])
+def test_upsample_bilinear2d_uint8_is_bit_exact(runtime, channels):
+    # PyTorch resizes uint8 with int16 fixed-point weights and a rounded
+    # intermediate; the runtime reproduces it exactly (shapes with an output
+    # width of 1 and more than 4 channels are left out: torch's own generic
+    # uint8 kernel returns a wrong result there).
+    g = torch.Generator().manual_seed(channels)
+    for _ in range(12):
+        h, w = torch.randint(1, 10, (2,), generator=g).tolist()
+        oh, ow = torch.randint(2, 20, (2,), generator=g).tolist()
+        x = torch.randint(0, 256, (2, channels, h, w), generator=g, dtype=torch.uint8)
+        for align_corners in (False, True):
+            assert_same(run_op(runtime, "aten::upsample_bilinear2d.vec", x, [oh, ow], align_corners, None),
+                        A.upsample_bilinear2d.vec(x, [oh, ow], align_corners, None))
+
+
+def test_upsample_non_contiguous_empty_and_errors(runtime):
+    x = make_tensor((2, 6, 5, 3), torch.float32, 94).permute(0, 3, 1, 2)
+    assert_same(run_op(runtime, "aten::upsample_nearest2d.vec", x, None, [2.0, 2.0]),
+                A.upsample_nearest2d.vec(x, None, [2.0, 2.0]))
+    assert_same(run_op(runtime, "aten::upsample_bilinear2d.vec", x, [9, 7], False, None),
+                A.upsample_bilinear2d.vec(x, [9, 7], False, None), **_tol(torch.float32, 4))
+    assert_same(run_op(runtime, "aten::upsample_bilinear2d.vec", x[:0], [9, 7], False, None),
+                A.upsample_bilinear2d.vec(x[:0], [9, 7], False, None))
+    assert_same(run_op(runtime, "aten::upsample_nearest2d.vec", x, None, [2, 3]),  # whole-number scales as ints
+                A.upsample_nearest2d.vec(x, None, [2.0, 3.0]))
+    with pytest.raises(PareError, match="exactly one of 'output_size' and 'scale_factors' must be given, got both"):
+        run_op(runtime, "aten::upsample_nearest2d.vec", x, [4, 4], [2.0, 2.0])
+    with pytest.raises(PareError, match="got neither"):
+        run_op(runtime, "aten::upsample_bilinear2d.vec", x, None, False, None)
+    with pytest.raises(PareError, match=r"argument 'input' must be 4-d \(N, C, H, W\)"):
+        run_op(runtime, "aten::upsample_nearest2d.vec", x[0], [4, 4], None)
+    with pytest.raises(PareError, match=r"output size \(0, 4\) must be positive"):
+        run_op(runtime, "aten::upsample_nearest2d", x, [0, 4])
+    with pytest.raises(PareError, match="argument 'scale_factors': scale 0.1 of an input size of 6"):
+        run_op(runtime, "aten::upsample_bilinear2d.vec", x, None, False, [0.1, 1.0])
+    with pytest.raises(PareError, match="argument 'scale_factors' must have 2 elements, got 1"):
+        run_op(runtime, "aten::upsample_nearest2d.vec", x, None, [2.0])
+    with pytest.raises(PareError, match="dtype Int is not supported"):
+        run_op(runtime, "aten::upsample_nearest2d.vec", x.int(), [4, 4], None)
+
+
+# ---------------------------------------------------------------------------
+# constant_pad_nd
+
+
+@pytest.mark.parametrize("dtype", ALL_DTYPES, ids=str)
+def test_constant_pad_nd_every_dtype(runtime, dtype):
+    x = make_tensor((2, 3, 4), dtype, 100)
+    value = True if dtype == torch.bool else 5
+    for pad in ([1, 2], [1, 1, 0, 2], [2, 0, 1, 1, 1, 0], [-1, 2, 0, -1], []):
+        assert_same(run_op(runtime, "aten::constant_pad_nd", x, pad, value), A.constant_pad_nd(x, pad, value))
+    assert_same(run_op(runtime, "aten::constant_pad_nd", x, [1, 1]), A.constant_pad_nd(x, [1, 1]))
+
+
+def test_constant_pad_nd_edge_cases(runtime):
+    x = make_tensor((4, 6, 5), torch.float32, 101).transpose(0, 2)  # non-contiguous, incl. the last dim
+    cases = [
+        (x, [2, 3, 1, 1], 1.5), (x, [-1, -2, 0, 0, -1, 1], -1.0), (x, [0, 0, -6, 0], 0.0),  # crops to empty
+        (x[:, :0], [1, 1], 2.0), (torch.tensor(3.0), [], 0.0), (torch.ones(3), [-1, -2], 0.0),
+        (make_tensor((2, 3), torch.int32, 102), [1, 1], 2.7), (make_tensor((2,), torch.uint8, 103), [1, 1], -1),
+        (make_tensor((2,), torch.float16, 104), [1, 0], float("inf")),
+        (make_tensor((2,), torch.int64, 105), [1, 0], 2 ** 62), (torch.zeros(2, dtype=torch.bool), [1, 1], 0.5),
+    ]
+    for args in cases:
+        assert_same(run_op(runtime, "aten::constant_pad_nd", *args), A.constant_pad_nd(*args))
+    for dtype, value in [(torch.int8, 128), (torch.float16, 1e6), (torch.int64, float("nan")), (torch.uint8, 256),
+                         (torch.uint8, -1.0), (torch.float32, 1e300)]:
+        with pytest.raises(RuntimeError, match="overflow"):
+            A.constant_pad_nd(torch.ones(2, dtype=dtype), [1, 1], value)
+        with pytest.raises(PareError, match=f"argument 'value' cannot be converted to \\w+ without overflow"):
+            run_op(runtime, "aten::constant_pad_nd", torch.ones(2, dtype=dtype), [1, 1], value)
+    with pytest.raises(PareError, match="argument 'pad' must have an even length, got 1"):
+        run_op(runtime, "aten::constant_pad_nd", x, [1])
+    with pytest.raises(PareError, match="argument 'pad' has 4 elements; at most twice the rank of 'self' \\(1\\)"):
+        run_op(runtime, "aten::constant_pad_nd", torch.ones(3), [1, 1, 1, 1])
+    with pytest.raises(PareError, match="gives a negative size"):
+        run_op(runtime, "aten::constant_pad_nd", torch.ones(3), [-3, -1])
+
+
+# ---------------------------------------------------------------------------
+# embedding
+
+
+@pytest.mark.parametrize("dtype", ALL_DTYPES, ids=str)
+@pytest.mark.parametrize("index_dtype", [torch.int64, torch.int32], ids=str)
+def test_embedding_every_dtype(runtime, dtype, index_dtype):
+    weight = make_tensor((10, 3), dtype, 110)
+    idx = torch.tensor([[1, 9, 0], [3, 3, 7]], dtype=index_dtype)
+    assert_same(run_op(runtime, "aten::embedding", weight, idx), A.embedding(weight, idx))
+    assert_same(run_op(runtime, "aten::embedding", weight, idx, 0), A.embedding(weight, idx, 0))
+
+
+def test_embedding_edge_cases_and_errors(runtime):
+    weight = make_tensor((3, 8), torch.float32, 111).t()  # [8, 3], non-contiguous
+    idx = torch.tensor([7, 0, 2, 5, 1, 1])[::2]
+    for args in [(weight, idx), (weight, torch.tensor(4)), (weight, torch.zeros(0, 2, dtype=torch.int64)),
+                 (torch.zeros(4, 0), torch.tensor([1, 3])), (weight, idx.view(3, 1, 1), -1, False, False)]:
+        assert_same(run_op(runtime, "aten::embedding", *args), A.embedding(*args))
+    with pytest.raises(PareError, match="argument 'indices': index 8 is out of range for 'weight' with 8 rows"):
+        run_op(runtime, "aten::embedding", weight, torch.tensor([1, 8]))
+    with pytest.raises(PareError, match="index -1 is out of range"):
+        run_op(runtime, "aten::embedding", weight, torch.tensor([-1], dtype=torch.int32))
+    with pytest.raises(PareError, match="argument 'indices' must be Long or Int, got Float"):
+        run_op(runtime, "aten::embedding", weight, torch.tensor([1.0]))
+    with pytest.raises(PareError, match=r"argument 'weight' must be 2-d, got sizes \[4\]"):
+        run_op(runtime, "aten::embedding", torch.ones(4), torch.tensor([1]))
+
+
+# ---------------------------------------------------------------------------
+# bmm
+
+
+@pytest.mark.parametrize("dtype", NON_BOOL, ids=str)
+def test_bmm_every_dtype(runtime, dtype):
+    a, b = _small((3, 4, 5), dtype, 120), _small((3, 5, 6), dtype, 121)
+    assert_same(run_op(runtime, "aten::bmm", a, b), torch.bmm(a, b), **_tol(dtype, 5))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.int32, torch.bfloat16], ids=str)
+def test_bmm_non_contiguous_large_and_empty(runtime, dtype):
+    a = make_tensor((70, 2, 300), dtype, 122, -2, 2).permute(1, 0, 2)  # [2, 70, 300]
+    b = make_tensor((2, 260, 600), dtype, 123, -2, 2)[:, ::2, ::2].transpose(1, 2).transpose(1, 2)  # [2, 130, 300]
+    b = b.transpose(1, 2)  # [2, 300, 130], strided
+    assert_same(run_op(runtime, "aten::bmm", a, b), torch.bmm(a, b), **_tol(dtype, 300))
+    for sa, sb in [((0, 3, 4), (0, 4, 5)), ((2, 0, 4), (2, 4, 5)), ((2, 3, 0), (2, 0, 5))]:
+        x, y = make_tensor(sa, dtype, 124), make_tensor(sb, dtype, 125)
+        assert_same(run_op(runtime, "aten::bmm", x, y), torch.bmm(x, y))
+
+
+def test_bmm_errors(runtime):
+    with pytest.raises(PareError, match="expected 'mat2' to start with \\[2, 4\\]"):
+        run_op(runtime, "aten::bmm", torch.ones(2, 3, 4), torch.ones(3, 4, 5))
+    with pytest.raises(PareError, match="expected 'self' and 'mat2' to have the same dtype, but got Float != Double"):
+        run_op(runtime, "aten::bmm", torch.ones(2, 3, 4), torch.ones(2, 4, 5).double())
+    with pytest.raises(PareError, match=r"argument 'self' must be 3-d, got sizes \[3, 4\]"):
+        run_op(runtime, "aten::bmm", torch.ones(3, 4), torch.ones(2, 4, 5))
+    with pytest.raises(PareError, match="dtype Bool is not supported"):
+        run_op(runtime, "aten::bmm", torch.ones(2, 3, 4).bool(), torch.ones(2, 4, 5).bool())
+
+
+# ---------------------------------------------------------------------------
+# _log_softmax
+
+
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES, ids=str)
+@pytest.mark.parametrize("dim", [0, 1, -1])
+def test_log_softmax(runtime, dtype, dim):
+    x = make_tensor((4, 5, 37), dtype, 130, -5, 5)
+    assert_same(run_op(runtime, "aten::_log_softmax", x, dim, False), A._log_softmax(x, dim, False), **_tol(dtype, 2))
+
+
+def test_log_softmax_edge_cases(runtime):
+    cases = [
+        (torch.tensor(3.0), 0), (make_tensor((3, 0), torch.float32, 131), 1), (make_tensor((0, 3), torch.float32, 131), 1),
+        (make_tensor((6, 7), torch.float32, 132).t(), 0), (make_tensor((6, 7, 3), torch.float64, 133).transpose(0, 2), 1),
+        (torch.tensor([[1.0, float("nan")], [float("-inf"), 0.0], [1000.0, -1000.0], [float("-inf")] * 2,
+                       [float("inf"), 1.0]]), 1),
+        (torch.tensor([[1.0, float("nan")], [float("-inf"), 0.0], [1000.0, -1000.0]]).t().contiguous(), 0),
+    ]
+    for x, dim in cases:
+        assert_same(run_op(runtime, "aten::_log_softmax", x, dim, False), A._log_softmax(x, dim, False))
+    with pytest.raises(PareError, match="half to float conversion is not supported on CPU"):
+        run_op(runtime, "aten::_log_softmax", torch.ones(3, dtype=torch.float16), 0, True)
+    with pytest.raises(PareError, match="dtype Long is not supported"):
+        run_op(runtime, "aten::_log_softmax", torch.ones(3, dtype=torch.int64), 0, False)
+
+
+# ---------------------------------------------------------------------------
+# What torch.export emits for nn modules, run as exported.
+
+
+class _Interpolate(nn.Module):
+    def __init__(self, **kw):
+        super().__init__()
+        self.kw = kw
+
+    def forward(self, x):
+        return F.interpolate(x, **self.kw)
+
+
+class _Bmm(nn.Module):
+    def forward(self, a, b):
+        return torch.bmm(a, b)
+
+
+EXPORTED_MODULES = {
+    "conv1d": (lambda: nn.Conv1d(4, 6, 3, stride=2, padding=1), [(2, 4, 10)], "aten::convolution"),
+    "conv1d_same": (lambda: nn.Conv1d(4, 6, 3, bias=False, padding="same"), [(2, 4, 10)], "aten::convolution"),
+    "conv2d": (lambda: nn.Conv2d(4, 6, 3, stride=2, padding=1, dilation=2, groups=2), [(2, 4, 10, 10)],
+               "aten::convolution"),
+    "conv2d_depthwise": (lambda: nn.Conv2d(4, 8, 3, padding=1, groups=4), [(2, 4, 10, 10)], "aten::convolution"),
+    "conv_transpose2d": (lambda: nn.ConvTranspose2d(4, 6, 3, stride=2, padding=1, output_padding=1), [(1, 4, 5, 5)],
+                         "aten::convolution"),
+    "batch_norm2d": (lambda: nn.BatchNorm2d(4), [(2, 4, 5, 5)], "aten::_native_batch_norm_legit_no_training"),
+    "batch_norm1d": (lambda: nn.BatchNorm1d(4), [(2, 4, 5)], "aten::_native_batch_norm_legit_no_training"),
+    "layer_norm": (lambda: nn.LayerNorm([5]), [(2, 3, 5)], "aten::native_layer_norm"),
+    "layer_norm_2d_no_affine": (lambda: nn.LayerNorm([3, 5], elementwise_affine=False), [(2, 3, 5)],
+                                "aten::native_layer_norm"),
+    "group_norm": (lambda: nn.GroupNorm(2, 4), [(2, 4, 5, 5)], "aten::native_group_norm"),
+    "max_pool2d": (lambda: nn.MaxPool2d(3, stride=2, padding=1, ceil_mode=True), [(2, 4, 9, 9)],
+                   "aten::max_pool2d_with_indices"),
+    "max_pool2d_defaults": (lambda: nn.MaxPool2d(2), [(4, 9, 9)], "aten::max_pool2d_with_indices"),
+    "avg_pool2d": (lambda: nn.AvgPool2d(3, stride=2, padding=1, ceil_mode=True, count_include_pad=False),
+                   [(2, 4, 9, 9)], "aten::avg_pool2d"),
+    "avg_pool2d_divisor": (lambda: nn.AvgPool2d(2, divisor_override=3), [(2, 4, 9, 9)], "aten::avg_pool2d"),
+    "adaptive_avg_pool2d": (lambda: nn.AdaptiveAvgPool2d((3, 4)), [(2, 4, 9, 9)], "aten::_adaptive_avg_pool2d"),
+    "upsample_nearest": (lambda: nn.Upsample(scale_factor=2, mode="nearest"), [(2, 4, 5, 5)],
+                         "aten::upsample_nearest2d.vec"),
+    "upsample_nearest_size": (lambda: nn.Upsample(size=(7, 9), mode="nearest"), [(2, 4, 5, 5)],
+                              "aten::upsample_nearest2d.vec"),
+    "upsample_bilinear": (lambda: nn.Upsample(scale_factor=2, mode="bilinear"), [(2, 4, 5, 5)],
+                          "aten::upsample_bilinear2d.vec"),
+    "upsample_bilinear_align": (lambda: nn.Upsample(size=(7, 9), mode="bilinear", align_corners=True),
+                                [(2, 4, 5, 5)], "aten::upsample_bilinear2d.vec"),
+    "interpolate_nearest": (lambda: _Interpolate(scale_factor=1.5, mode="nearest"), [(1, 2, 4, 4)],
+                            "aten::upsample_nearest2d.vec"),
+    "interpolate_bilinear": (lambda: _Interpolate(scale_factor=(2, 3), mode="bilinear"), [(1, 2, 4, 4)],
+                             "aten::upsample_bilinear2d.vec"),
+    "interpolate_recompute": (lambda: _Interpolate(scale_factor=1.5, mode="nearest", recompute_scale_factor=True),
+                              [(1, 2, 4, 4)], "aten::upsample_nearest2d.vec"),
+    "constant_pad": (lambda: nn.ConstantPad2d((1, 2, 0, 3), 1.5), [(2, 4, 5, 5)], "aten::constant_pad_nd"),
+    "zero_pad": (lambda: nn.ZeroPad2d(1), [(2, 4, 5, 5)], "aten::constant_pad_nd"),
+    "embedding": (lambda: nn.Embedding(10, 3), [torch.tensor([[1, 2], [3, 9]])], "aten::embedding"),
+    "embedding_padding_idx": (lambda: nn.Embedding(10, 3, padding_idx=0), [torch.tensor([[1, 0], [3, 9]])],
+                              "aten::embedding"),
+    "log_softmax": (lambda: nn.LogSoftmax(dim=1), [(2, 4)], "aten::_log_softmax"),
+    "bmm": (lambda: _Bmm(), [(2, 3, 4), (2, 4, 5)], "aten::bmm"),
+}
+
+
+def _op_name(target) -> str:
+    packet, overload = target._schema.name, target._overloadname
+    return packet if overload == "default" else f"{packet}.{overload}"
+
+
+@pytest.mark.parametrize("name", list(EXPORTED_MODULES))
+def test_exported_modules(runtime, name):
+    """Exports the module, checks the graph is the expected single op, and
+    runs that node's exact argument list (parameters and buffers as method
+    inputs) through the runtime."""
+    make, shapes, expected_op = EXPORTED_MODULES[name]
+    torch.manual_seed(0)
+    module = make()
+    if isinstance(module, (nn.BatchNorm1d, nn.BatchNorm2d)):
+        module.running_mean.uniform_(-1, 1)
+        module.running_var.uniform_(0.5, 2)
+    if isinstance(module, (nn.GroupNorm, nn.LayerNorm)) and getattr(module, "weight", None) is not None:
+        with torch.no_grad():
+            module.weight.uniform_(0.5, 2)
+            module.bias.uniform_(-1, 1)
+    module.eval()
+    example = tuple(s if isinstance(s, torch.Tensor) else torch.randn(s) for s in shapes)
+    ep = torch.export.export(module, example).run_decompositions()
+    calls = [n for n in ep.graph.nodes if n.op == "call_function" and n.target.__name__ != "getitem"]
+    assert [_op_name(n.target) for n in calls] == [expected_op], ep.graph
+    node = calls[0]
+
+    # Placeholders: parameters/buffers from the state dict, user inputs in order.
+    sig = ep.graph_signature
+    named = {**sig.inputs_to_parameters, **sig.inputs_to_buffers}
+    state = ep.state_dict
+    user = iter(example)
+    env = {}
+    for n in ep.graph.nodes:
+        if n.op == "placeholder":
+            env[n.name] = state[named[n.name]].detach() if n.name in named else next(user)
+
+    def value(a):
+        if isinstance(a, torch.fx.Node):
+            return env[a.name]
+        if isinstance(a, (list, tuple)):
+            return [value(i) for i in a]
+        return a
+
+    assert not node.kwargs, node.kwargs  # export spells every argument positionally
+    args = [value(a) for a in node.args]
+    returns = len(node.target._schema.returns)
+    got = run_op(runtime, expected_op, *args, returns=returns if returns > 1 else "tensor")
+    want = node.target(*args)
+    if returns == 1:
+        got, want = [got], [want]
+    for g, w in zip(got, want):
+        assert_same(g, w, **_tol(w.dtype, 36))
+    # The module's own output is output 0.
+    assert_same(got[0], module(*example), **_tol(got[0].dtype, 36))
+
+
+def test_nn_ops_in_one_program(runtime):
+    """A small CNN as a multi-instruction program: conv -> batch norm -> max
+    pool -> upsample -> pad -> adaptive pool, run repeatedly with changing
+    batch sizes (memory re-planning)."""
+    torch.manual_seed(1)
+    w = torch.randn(8, 3, 3, 3)
+    b = torch.randn(8)
+    mean, var = torch.randn(8), torch.rand(8) + 0.5
+    pb = ProgramBuilder()
+    m = pb.method()
+    x = m.input("Float", [None, 3, 16, 16])
+    y = m.op("aten::convolution", x, m.constant(w), m.constant(b), [1, 1], [1, 1], [1, 1], False, [0, 0], 1)
+    y, _, _ = m.op("aten::_native_batch_norm_legit_no_training", y, None, None, m.constant(mean), m.constant(var),
+                   0.1, 1e-5, returns=3)
+    y, _ = m.op("aten::max_pool2d_with_indices", y, [2, 2], [2, 2], returns=2)
+    y = m.op("aten::upsample_bilinear2d.vec", y, None, False, [2.0, 2.0])
+    y = m.op("aten::constant_pad_nd", y, [1, 1, 1, 1], 0.0)
+    y = m.op("aten::_adaptive_avg_pool2d", y, [3, 3])
+    m.output(y)
+    method = runtime.load(pb.to_bytes()).method()
+    for batch in (2, 1, 3, 2):
+        xin = torch.randn(batch, 3, 16, 16)
+        ref = F.conv2d(xin, w, b, padding=1)
+        ref = F.batch_norm(ref, mean, var, eps=1e-5)
+        ref = F.max_pool2d(ref, 2)
+        ref = F.interpolate(ref, scale_factor=2.0, mode="bilinear")
+        ref = F.adaptive_avg_pool2d(F.pad(ref, [1, 1, 1, 1]), [3, 3])
+        (out,) = method.run(to_input(xin))
+        assert_same(torch.from_numpy(out), ref, **_tol(torch.float32, 27))

@@ -1,0 +1,93 @@
+"""The runtime stays freestanding (docs/portable_cpp.md): every source
+compiles for Android and iOS arm64 with no libc headers at all, with no
+static constructors or exit-time destructors; no forbidden C++ constructs;
+and the linked library needs nothing but libc and libm."""
+
+import concurrent.futures
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+import runtime_build
+
+REPO = runtime_build.REPO
+TARGETS = ["aarch64-linux-android24", "arm64-apple-ios14.0", "x86_64-linux-gnu"]
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_sources_compile_for_target_without_libc_headers(target):
+    if shutil.which(runtime_build.CXX) is None:
+        pytest.skip("clang++-16 not installed")
+    flags = runtime_build.HOUSE_FLAGS + [
+        f"--target={target}", "-nostdlibinc", "-fsyntax-only", "-Wglobal-constructors", "-Wexit-time-destructors",
+        f"-I{REPO}", f"-I{runtime_build.DEFAULT_SELECTION}", "-DPARE_TRACING=1",
+    ]
+    sources = runtime_build.runtime_sources("posix") + [REPO / runtime_build.PAL_SOURCES["test_double"]]
+
+    def check(src: Path):
+        r = subprocess.run([runtime_build.CXX, *flags, str(src)], capture_output=True, text=True)
+        return src, r.returncode, r.stderr
+
+    with concurrent.futures.ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
+        failures = [(s, err) for s, rc, err in pool.map(check, sources) if rc != 0]
+    assert not failures, "\n".join(f"{s.relative_to(REPO)}:\n{err}" for s, err in failures)
+
+
+FORBIDDEN = [
+    (r"#include <(c[a-z]+|new|utility|vector|string|map|memory|functional|algorithm|iostream|atomic|mutex|thread)>",
+     "C++ standard library header"),
+    (r"#include <(stdio|stdlib|string|math|time|unistd|pthread)\.h>", "libc header (declare in runtime/pal/libc.h)"),
+    (r"\bstd::", "std:: name"),
+    (r"\bthread_local\b", "thread_local"),
+    (r"\bthrow\b|\btry\s*\{|\bcatch\s*\(", "exceptions"),
+    (r"\bdynamic_cast\b|\btypeid\b", "RTTI"),
+    (r"\bnew\s+[A-Za-z_:]+\s*[\(\[{;]|\bdelete\s+[A-Za-z_]", "operator new/delete (use the PAL and placement new)"),
+]
+
+
+def test_no_forbidden_constructs():
+    problems = []
+    for path in runtime_build.runtime_files((".h", ".cc", ".c", ".inc", ".def")):
+        for n, line in enumerate(path.read_text().splitlines(), 1):
+            code = line.split("//")[0]
+            for pattern, what in FORBIDDEN:
+                if re.search(pattern, code):
+                    problems.append(f"{path.relative_to(REPO)}:{n}: {what}: {line.strip()}")
+    assert not problems, "\n".join(problems)
+
+
+def test_no_function_local_statics():
+    # Function bodies are indented; namespace-scope statics are not.
+    problems = []
+    for path in runtime_build.runtime_files((".cc", ".h")):
+        for n, line in enumerate(path.read_text().splitlines(), 1):
+            # An indented `static` data declaration (no parenthesis before its
+            # `=` or `;`) other than a constexpr member.
+            if re.match(r"^\s+static\s+(?!constexpr\b)[^(]*[=;]", line):
+                problems.append(f"{path.relative_to(REPO)}:{n}: {line.strip()}")
+    assert not problems, "\n".join(problems)
+
+
+ALLOWED_UNDEFINED = {
+    # libc
+    "posix_memalign", "free", "abort", "open", "read", "write", "lseek", "close", "clock_gettime", "memcpy", "memmove",
+    "memset", "__cxa_finalize", "__stack_chk_fail",
+    # libm
+    "expf", "exp", "expm1f", "expm1", "logf", "log", "log1pf", "log1p", "tanhf", "tanh", "erff", "erf", "powf", "pow",
+    "sqrtf", "sqrt", "sinf", "sin", "cosf", "cos", "floorf", "floor", "ceilf", "ceil", "nearbyintf", "nearbyint",
+    "fmodf", "fmod",
+}
+
+
+def test_library_needs_only_libc_and_libm(runtime_lib):
+    nm = shutil.which("llvm-nm-16") or shutil.which("llvm-nm")
+    if nm is None:
+        pytest.skip("llvm-nm not installed")
+    out = subprocess.run([nm, "-D", "--undefined-only", str(runtime_lib)], capture_output=True, text=True,
+                         check=True).stdout
+    undefined = {line.split()[-1].split("@")[0] for line in out.splitlines() if line.strip().startswith("U ")}
+    assert undefined <= ALLOWED_UNDEFINED, f"unexpected dependencies: {sorted(undefined - ALLOWED_UNDEFINED)}"

@@ -1,0 +1,195 @@
+"""Selective build: what a build lacks fails cleanly and names the fix, two
+differently selected runtimes coexist in one process, the inventory follows
+the selection, and unselected code is absent from the binary."""
+
+import re
+from pathlib import Path
+import shutil
+import subprocess
+
+import numpy as np
+import pytest
+
+from conftest import SELECTIVE_CLASSES, SELECTIVE_FEATURES, SELECTIVE_KERNEL_DTYPES, SELECTIVE_OPS
+from pare.program import ObjectOf, ProgramBuilder
+from pare.runtime import PareError
+
+
+def mul_program(dtype):
+    pb = ProgramBuilder()
+    m = pb.method()
+    x = m.input(dtype, [None])
+    m.output(m.op("aten::mul.Tensor", x, x))
+    return pb.to_bytes()
+
+
+def test_unknown_operator_fails_at_load_naming_it(runtime):
+    pb = ProgramBuilder()
+    m = pb.method()
+    m.output(m.op("aten::frobnicate.default", m.input("Float", [2])))
+    with pytest.raises(PareError, match=r"operator aten::frobnicate.default is not implemented") as e:
+        runtime.load(pb.to_bytes())
+    assert e.value.status_name == "OperatorNotFound"
+
+
+def test_unselected_operator_fails_at_load_with_the_fix(selective_runtime):
+    pb = ProgramBuilder()
+    m = pb.method()
+    x = m.input("Float", [2])
+    m.output(m.op("aten::add.Tensor", x, x))
+    with pytest.raises(PareError) as e:
+        selective_runtime.load(pb.to_bytes())
+    assert e.value.status_name == "OperatorNotSelected"
+    assert "the manifest does not select aten::add.Tensor: re-trace the model or add it to the manifest" in str(e.value)
+
+
+def test_unselected_dtype_names_tag_dtype_and_fix(selective_runtime):
+    method = selective_runtime.load(mul_program("Double")).method()
+    with pytest.raises(PareError) as e:
+        method.run(np.ones(3))
+    assert e.value.status_name == "DtypeNotSelected"
+    message = str(e.value)
+    assert message.startswith("aten::mul.Tensor: dtype Double of kernel tag mul_kernel is not selected")
+    assert "add Double to kernel_metadata[mul_kernel] in the manifest" in message
+    assert "(method 'forward', instruction 0)" in message
+    # The selected dtypes of the same kernel still work.
+    (y,) = selective_runtime.load(mul_program("Float")).method().run(np.full(3, 3, np.float32))
+    assert y.tolist() == [9, 9, 9]
+
+
+def test_unselected_non_root_operator_fails_naming_it(selective_runtime):
+    # aten::add.Scalar is selected but forwards to aten::add.Tensor, which is not.
+    pb = ProgramBuilder()
+    m = pb.method()
+    m.output(m.op("aten::add.Scalar", m.input("Float", [2]), 1))
+    method = selective_runtime.load(pb.to_bytes()).method()
+    with pytest.raises(PareError) as e:
+        method.run(np.ones(2, np.float32))
+    assert e.value.status_name == "OperatorNotSelected"
+    assert "aten::add.Scalar: calls aten::add.Tensor, which the manifest does not select" in str(e.value)
+
+
+def test_unselected_class_fails_at_load(selective_runtime):
+    pb = ProgramBuilder()
+    m = pb.method()
+    x = m.input("Float")
+    packed = m.init_op("pare::conv2d_prepack", np.ones((2, 1, 1, 1), np.float32), None, [1, 1], [0, 0], [1, 1], 1,
+                       returns=ObjectOf("Conv2dPackedParams"))
+    m.output(packed)
+    with pytest.raises(PareError, match="the manifest does not select custom class Conv2dPackedParams") as e:
+        selective_runtime.load(pb.to_bytes())
+    assert e.value.status_name == "ClassNotSelected"
+
+
+def test_unselected_feature(selective_runtime):
+    method = selective_runtime.load(mul_program("Float")).method()
+    with pytest.raises(PareError, match="does not select build feature op_profiling") as e:
+        method.set_profiling(True)
+    assert e.value.status_name == "FeatureNotSelected"
+
+
+def test_selected_class_still_works(selective_runtime):
+    pb = ProgramBuilder()
+    m = pb.method()
+    x = m.input("Float", [1, 2])
+    packed = m.init_op("pare::linear_prepack", np.eye(2, dtype=np.float32), None, returns=ObjectOf("LinearPackedParams"))
+    m.output(m.op("pare::linear_prepacked", x, packed))
+    (y,) = selective_runtime.load(pb.to_bytes()).method().run(np.array([[3, 4]], np.float32))
+    assert y.tolist() == [[3, 4]]
+
+
+def test_inventory_follows_the_selection(runtime, selective_runtime):
+    full = runtime.inventory()
+    sel = selective_runtime.inventory()
+    assert set(sel.ops) == set(SELECTIVE_OPS)
+    assert [o for o in full.ops if o in SELECTIVE_OPS] == list(sel.ops)  # same order as the .def files
+    expected = {tag: tuple(d for d in full.kernel_dtypes[tag] if d in dts) for tag, dts in SELECTIVE_KERNEL_DTYPES.items()}
+    assert sel.kernel_dtypes == expected
+    assert sel.classes == tuple(SELECTIVE_CLASSES)
+    assert sel.features == tuple(SELECTIVE_FEATURES)
+    assert len(full.ops) >= len(sel.ops) + 5
+
+
+def test_two_differently_selected_runtimes_in_one_process(runtime, selective_runtime):
+    full_method = runtime.load(mul_program("Double")).method()
+    sel_double = selective_runtime.load(mul_program("Double")).method()
+    sel_float = selective_runtime.load(mul_program("Float")).method()
+    for i in range(3):  # interleave calls into both libraries
+        assert full_method.run(np.full(2, i, np.float64))[0].tolist() == [i * i] * 2
+        assert sel_float.run(np.full(2, i, np.float32))[0].tolist() == [i * i] * 2
+        with pytest.raises(PareError, match="mul_kernel"):
+            sel_double.run(np.full(2, i, np.float64))
+    assert runtime.inventory().ops != selective_runtime.inventory().ops
+
+
+def _symbols(lib) -> str:
+    nm = shutil.which("llvm-nm-16") or shutil.which("llvm-nm")
+    if nm is None:
+        pytest.skip("llvm-nm not installed")
+    return subprocess.run([nm, "-C", str(lib)], capture_output=True, text=True, check=True).stdout
+
+
+def test_unselected_code_is_absent_from_the_binary(runtime_lib, selective_lib):
+    full = _symbols(runtime_lib)
+    sel = _symbols(selective_lib)
+    if "pare::kernels::aten_mul_Tensor" not in full:
+        pytest.skip("runtime library is stripped")
+
+    def has(symbols, pattern):
+        return re.search(pattern, symbols) is not None
+
+    kernel = r"pare::kernels::{}\(pare::KernelContext&"
+    for op in ("aten_add_Tensor", "aten_mm", "aten_addmm", "aten__softmax", "pare_conv2d_prepacked"):
+        assert has(full, kernel.format(op)), op
+        assert not has(sel, kernel.format(op)), f"unselected kernel {op} is still linked"
+    for op in ("aten_mul_Tensor", "aten_relu", "aten_add_Scalar", "pare_linear_prepacked"):
+        assert has(sel, kernel.format(op)), op
+    case = r"pare::dispatch_case<pare::tags::{}, {},"
+    assert has(full, case.format("mul_kernel", "double")) and has(full, case.format("mul_kernel", "float"))
+    assert has(sel, case.format("mul_kernel", "float")) and has(sel, case.format("mul_kernel", "long"))
+    assert not has(sel, case.format("mul_kernel", "double")), "unselected dtype specialisation is still linked"
+    assert not has(sel, case.format("mul_kernel", "pare::Half"))
+    assert not has(sel, r"pare::dispatch_case<pare::tags::(add_kernel|mm_kernel|softmax_kernel)")
+    assert has(full, r"pare::classes::Conv2dPackedParams::pack") and has(full, r"pare::classes::LinearPackedParams::pack")
+    assert has(sel, r"pare::classes::LinearPackedParams::pack")
+    assert not has(sel, r"pare::classes::Conv2dPackedParams"), "unselected class is still linked"
+
+
+def test_only_the_c_api_is_exported(runtime_lib, selective_lib):
+    nm = shutil.which("llvm-nm-16") or shutil.which("llvm-nm")
+    if nm is None:
+        pytest.skip("llvm-nm not installed")
+    for lib in (runtime_lib, selective_lib):
+        out = subprocess.run([nm, "-D", "--defined-only", str(lib)], capture_output=True, text=True, check=True).stdout
+        names = [line.split()[-1] for line in out.splitlines() if line.strip()]
+        assert names and all(n.startswith("pare_") for n in names), [n for n in names if not n.startswith("pare_")]
+        assert not any(n.startswith("pare_pal_") for n in names), "the PAL must stay hidden"
+
+
+@pytest.mark.parametrize("name,ops,dtypes_for,messages", [
+    # Every op, no dtype/class/feature, error strings compiled out: every
+    # dispatch case and class body is discarded, so any helper only they use
+    # must still compile warning-free (-Werror).
+    ("no_dtypes", None, False, False),
+    # Nothing at all selected.
+    ("empty", [], False, True),
+])
+def test_extreme_selections_compile_and_load(pytestconfig, runtime, name, ops, dtypes_for, messages):
+    import runtime_build
+    from pare.runtime import Runtime
+
+    all_ops = list(runtime.inventory().ops)
+    root = Path(pytestconfig.cache.mkdir("pare_runtime"))
+    sel = runtime_build.write_selection(root / f"selection_{name}", all_ops if ops is None else ops, {}, [], [])
+    defines = [] if messages else ["PARE_ENABLE_ERROR_MESSAGES=0"]
+    lib = runtime_build.build(root, name, selection_dir=sel, defines=defines)
+    rt = Runtime(lib)
+    inventory = rt.inventory()
+    assert list(inventory.ops) == (all_ops if ops is None else [])
+    assert inventory.kernel_dtypes == {} and inventory.classes == () and inventory.features == ()
+    if ops is None:
+        method = rt.load(mul_program("Float")).method()
+        with pytest.raises(PareError) as e:
+            method.run(np.ones(2, np.float32))
+        assert e.value.status_name == "DtypeNotSelected"
+        assert str(e.value).startswith("DtypeNotSelected")  # only the code's name without messages

@@ -1,0 +1,67 @@
+"""The instrumentation build records every op (root and non-root), every
+(kernel tag, dtype) reached, every class and build feature used; normal
+builds record nothing."""
+
+import numpy as np
+
+from pare.program import ObjectOf, ProgramBuilder
+
+
+def traced_program():
+    pb = ProgramBuilder()
+    m = pb.method()
+    x = m.input("Float", [None, 4])
+    i = m.input("Int", [None, 4])
+    packed = m.init_op("pare::linear_prepack", np.ones((2, 4), np.float32), None, returns=ObjectOf("LinearPackedParams"))
+    y = m.op("aten::add.Scalar", x, 1)  # -> aten::add.Tensor, non-root
+    z = m.op("aten::mul.Tensor", y, i)  # Int promoted to Float through copy_kernel
+    m.output(m.op("pare::linear_prepacked", z, packed))
+    return pb.to_bytes()
+
+
+def run_traced(rt):
+    program = rt.load(traced_program())
+    method = program.method()
+    method.run(np.ones((3, 4), np.float32), np.ones((3, 4), np.int32))
+    return program, method
+
+
+def test_tracing_records_everything_used(tracing_runtime):
+    assert tracing_runtime.is_tracing_build
+    program, method = run_traced(tracing_runtime)
+    method.set_profiling(True)
+    trace = program.trace()
+    assert {name: (u.root, u.non_root) for name, u in trace.ops.items()} == {
+        "aten::add.Tensor": (False, True),
+        "aten::add.Scalar": (True, False),
+        "aten::mul.Tensor": (True, False),
+        "pare::linear_prepack": (True, False),
+        "pare::linear_prepacked": (True, False),
+    }
+    assert trace.kernel_dtypes == {
+        "add_kernel": ("Float",),
+        "mul_kernel": ("Float",),
+        "copy_kernel": ("Int", "Float"),  # source dtype, then destination
+        "prepacked_kernel": ("Float",),
+    }
+    assert trace.classes == ("LinearPackedParams",)
+    assert trace.features == ("op_profiling",)
+
+
+def test_trace_accumulates_over_runs_and_resets(tracing_runtime):
+    program, method = run_traced(tracing_runtime)
+    method.run(np.ones((2, 4), np.float32), np.ones((2, 4), np.int32))
+    assert "aten::mul.Tensor" in program.trace().ops
+    program.reset_trace()
+    empty = program.trace()
+    assert empty.ops == {} and empty.kernel_dtypes == {} and empty.classes == () and empty.features == ()
+    method.run(np.ones((2, 4), np.float32), np.ones((2, 4), np.int32))
+    assert set(program.trace().ops) == {"aten::add.Scalar", "aten::add.Tensor", "aten::mul.Tensor",
+                                        "pare::linear_prepacked"}  # prepack ran at method creation only
+
+
+def test_normal_builds_record_nothing(runtime):
+    assert not runtime.is_tracing_build
+    program, _ = run_traced(runtime)
+    trace = program.trace()
+    assert trace.ops == {} and trace.kernel_dtypes == {} and trace.classes == () and trace.features == ()

@@ -1,0 +1,47 @@
+"""Fixtures for the tracer tests: runtimes to run programs on.
+
+The instrumentation runtime and the full runtime are compiled from runtime/
+with tests/runtime/runtime_build.py into pytest's cache (keyed by a hash of
+the sources, shared with tests/runtime), unless PARE_INSTRUMENTATION_LIB (or
+tests/runtime's PARE_TRACING_RUNTIME_LIB) / PARE_RUNTIME_LIB point at prebuilt ones (e.g. Bazel's //runtime:instrumentation
+and //runtime:full).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import tracer_testlib  # noqa: E402,F401  (puts the repo and tests/runtime on sys.path)
+import runtime_build  # noqa: E402
+
+
+def _prebuilt(var: str) -> Path | None:
+    value = os.environ.get(var)
+    if not value:
+        return None
+    if not Path(value).is_file():
+        raise pytest.UsageError(f"{var}={value} does not exist")
+    return Path(value)
+
+
+def _cache_root(config) -> Path:
+    return Path(config.cache.mkdir("pare_runtime"))
+
+
+@pytest.fixture(scope="session")
+def tracing_lib(pytestconfig) -> Path:
+    return _prebuilt("PARE_INSTRUMENTATION_LIB") or _prebuilt("PARE_TRACING_RUNTIME_LIB") or runtime_build.build(
+        _cache_root(pytestconfig), "tracing", selection_dir=runtime_build.DEFAULT_SELECTION,
+        defines=["PARE_TRACING=1"])
+
+
+@pytest.fixture(scope="session")
+def full_lib(pytestconfig) -> Path:
+    return _prebuilt("PARE_RUNTIME_LIB") or runtime_build.build(
+        _cache_root(pytestconfig), "full", selection_dir=runtime_build.DEFAULT_SELECTION)

@@ -1,0 +1,261 @@
+"""export: grouping into methods, dynamic dims, lowering, prepacking, the
+missing-op report. Checked on the program's structure (pare.program.read);
+test_trace.py runs the programs."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from tracer_testlib import MODELS, exported, spec_of
+from torch import nn
+
+from pare import program as pp
+from tools.tracer import MissingOpsError, TracerError, export_model, group_inputs
+from tools.tracer.model_spec import ModelSpec
+
+
+def ops_of(method: pp.MethodInfo) -> list[str]:
+    return [ins.op for ins in method.instructions]
+
+
+def method(info: pp.ProgramInfo, name: str) -> pp.MethodInfo:
+    return next(m for m in info.methods if m.name == name)
+
+
+def spec_from(module: nn.Module, inputs, name: str = "inline.py") -> ModelSpec:
+    return ModelSpec(MODELS / name, module.eval(), tuple(tuple(i) for i in inputs))
+
+
+def test_dynamic_batch_and_constants():
+    info = pp.read(exported("tiny_mlp").program)
+    (m,) = info.methods
+    assert m.name == "forward"
+    (x,) = m.inputs
+    assert m.values[x].describe() == "Tensor Float[?, 12]"  # the batch dim varies across inputs: any size
+    # nn.Linear decomposes to addmm(bias, x, permute(weight)); the permute of a
+    # constant is folded at export, so the runtime needs no permute kernel.
+    assert ops_of(m) == ["aten::sym_size.int", "aten::addmm", "aten::relu", "aten::mul.Tensor", "aten::add.Tensor",
+                         "aten::addmm", "aten::_softmax"]
+    weights = [v for v in m.values if v.kind == pp.TENSOR and v.constant]
+    assert sorted(v.sizes for v in weights) == [[5], [12, 24], [24], [24, 5]]  # weights transposed at export
+    # The second output is the batch size: the sym_size.int instruction's int.
+    assert m.values[m.outputs[1]].kind == pp.INT
+    assert m.instructions[0].outputs == [m.outputs[1]]
+
+
+def test_computed_view_size_becomes_minus_one_and_sym_size_feeds_the_other():
+    info = pp.read(exported("reshape_dynamic").program)
+    (m,) = info.methods
+    views = [ins for ins in m.instructions if ins.op == "aten::view"]
+    sizes = [m.values[v.inputs[1]].payload for v in views]
+    sym = next(ins for ins in m.instructions if ins.op == "aten::sym_size.int").outputs[0]
+    assert sizes == [[-1, 8], [f"%{sym}", 5, 6]]
+    casts = [ins for ins in m.instructions if ins.op == "aten::_to_copy"]
+    assert [m.values[c.inputs[1]].payload for c in casts] == [5, 6]  # ScalarType codes: Half, Float
+
+
+def test_dtype_signatures_become_methods():
+    spec = spec_of("multi_dtype")
+    groups = group_inputs(spec)
+    assert [(g.name, g.indices, g.dynamic_dims) for g in groups] == [
+        ("forward", (0, 2), ((0,), (0,))),
+        ("forward_int64_int64", (1,), ((), ())),
+        ("forward_float64_float64", (3,), ((), ())),
+    ]
+    info = pp.read(exported("multi_dtype").program)
+    assert [m.name for m in info.methods] == ["forward", "forward_int64_int64", "forward_float64_float64"]
+    assert [method(info, "forward_int64_int64").values[i].describe()
+            for i in method(info, "forward_int64_int64").inputs] == ["Tensor Long[2, 4]"] * 2
+
+
+def test_export_is_deterministic():
+    first = exported("tiny_mlp").program
+    again = export_model(spec_of("tiny_mlp")).program
+    assert first == again
+
+
+def test_prepack_rewrites_linear_onto_packed_weights():
+    info = pp.read(exported("tiny_mlp", prepack=True).program)
+    (m,) = info.methods
+    assert m.num_init == 2
+    assert ops_of(m)[:2] == ["pare::linear_prepack", "pare::linear_prepack"]
+    assert ops_of(m).count("pare::linear_prepacked") == 2
+    assert "aten::addmm" not in ops_of(m)
+    # The packed weight is the [out, in] nn.Linear weight.
+    w = m.values[m.instructions[0].inputs[0]]
+    assert w.constant and w.sizes == [24, 12]
+
+
+def test_prepack_rewrites_conv2d_and_leaves_non_constant_weights_alone():
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv = nn.Conv2d(3, 4, 3, stride=2, padding=1)
+            self.dw = nn.Conv2d(4, 4, 3, padding=1, groups=4, bias=False)
+
+        def forward(self, x, w):
+            y = self.dw(self.conv(x))
+            return y, torch.nn.functional.conv2d(x, w)  # weight is an input: not prepackable
+
+    torch.manual_seed(0)
+    spec = spec_from(Net(), [(torch.rand(1, 3, 8, 8), torch.rand(2, 3, 3, 3))])
+    with pytest.raises(MissingOpsError) as e:  # the second conv stays aten::convolution
+        export_model(spec, prepack=True, inventory=_inventory_without("aten::convolution"))
+    assert list(e.value.missing) == ["aten::convolution"]
+    assert len(e.value.missing["aten::convolution"]) == 1
+
+
+def _inventory_without(*ops):
+    import dataclasses
+
+    from tools.tracer import paths
+
+    inv = paths.load_inventory()
+    return dataclasses.replace(inv, ops={k: v for k, v in inv.ops.items() if k not in ops})
+
+
+def test_prepacked_conv_program_structure():
+    torch.manual_seed(0)
+    conv = nn.Sequential(nn.Conv2d(3, 4, 3, stride=2, padding=1), nn.ReLU())
+    spec = spec_from(conv, [(torch.rand(1, 3, 8, 8),), (torch.rand(2, 3, 8, 8),)])
+    info = pp.read(export_model(spec, prepack=True).program)
+    (m,) = info.methods
+    assert ops_of(m) == ["pare::conv2d_prepack", "pare::conv2d_prepacked", "aten::relu"]
+    args = [m.values[i].payload for i in m.instructions[0].inputs[2:]]
+    assert args == [[2, 2], [1, 1], [1, 1], 1]  # stride, padding, dilation, groups
+    assert m.values[m.instructions[0].outputs[0]].describe() == "Object Conv2dPackedParams"
+
+
+def test_missing_ops_are_listed_with_counts_and_source_lines():
+    with pytest.raises(MissingOpsError) as e:
+        export_model(spec_of("missing_ops"))
+    err = e.value
+    assert sorted(err.missing) == ["aten::_linalg_det", "aten::special_bessel_j0"]
+    assert len(err.missing["aten::special_bessel_j0"]) == 2
+    lines = str(err).splitlines()
+    assert "lacks 2 operators" in lines[0] and "add kernels" in lines[0]
+    det = next(line for line in lines if "aten::_linalg_det" in line)
+    assert "x1" in det and "missing_ops.py:9 `d = torch.linalg.det(x)`" in det
+    bessel = next(line for line in lines if "special_bessel_j0" in line)
+    assert "x2" in bessel and "missing_ops.py:10" in bessel and "missing_ops.py:11" in bessel
+
+
+def test_missing_op_names_the_submodule_when_the_line_is_a_container_call():
+    class Block(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.body = nn.Sequential(nn.Linear(4, 4), nn.Softsign())
+
+        def forward(self, x):
+            return self.body(x)
+
+    spec = spec_from(Block(), [(torch.rand(2, 4),)], name="block.py")
+    with pytest.raises(MissingOpsError) as e:
+        export_model(spec, inventory=_inventory_without("aten::abs"))
+    assert "in body.1 (Softsign)" in str(e.value)
+
+
+def test_symint_arithmetic_is_reported_with_its_line():
+    with pytest.raises(MissingOpsError) as e:
+        export_model(spec_of("symint_arith"))
+    (what,) = e.value.missing
+    assert what.startswith("SymInt arithmetic `*` (operator.mul)")
+    assert "symint_arith.py:10" in str(e.value) and "keep that dim static" in str(e.value)
+
+
+def test_assertions_and_dead_code_are_dropped_and_layout_copies_elided():
+    class M(nn.Module):
+        def forward(self, x):
+            unused = torch.relu(x) * 3  # noqa: F841 (dead: never reaches an output)
+            y = (x + 1).clone().contiguous()
+            return y.to(torch.float32), nn.functional.dropout(y, 0.5, training=False)
+
+    spec = spec_from(M(), [(torch.rand(2, 3),), (torch.rand(5, 3),)])
+    (m,) = pp.read(export_model(spec).program).methods
+    assert ops_of(m) == ["aten::add.Tensor"]
+    assert m.outputs[0] == m.outputs[1] == m.instructions[0].outputs[0]
+
+
+def test_kwargs_defaults_and_dropped_device_arguments():
+    class M(nn.Module):
+        def forward(self, x):
+            return x.to(dtype=torch.float64, device="cpu"), x.to(torch.int32).to(torch.bool)
+
+    spec = spec_from(M(), [(torch.rand(2, 3),)])
+    (m,) = pp.read(export_model(spec).program).methods
+    casts = [ins for ins in m.instructions if ins.op == "aten::_to_copy"]
+    assert len(casts) == 3
+    args = [[m.values[a].payload if m.values[a].kind != pp.NONE else None for a in c.inputs[1:]] for c in casts]
+    # dtype kept (ScalarType code), layout/device/pin_memory dropped; trailing defaults left to the kernel.
+    assert args == [[7], [3], [11]]
+
+
+def test_multi_output_ops_and_getitem():
+    class M(nn.Module):
+        def forward(self, x):
+            a, b = torch.split(x, [1, 2], dim=1)
+            return torch.relu(b), a
+
+    spec = spec_from(M(), [(torch.rand(2, 3),)])
+    try:
+        (m,) = pp.read(export_model(spec).program).methods
+    except MissingOpsError as e:
+        pytest.skip(f"runtime lacks {', '.join(e.missing)}")
+    split = next(ins for ins in m.instructions if ins.op.startswith("aten::split"))
+    items = m.values[split.outputs[0]].payload  # a Tensor[] of 2 tensor values
+    assert len(items) == 2
+    relu = next(ins for ins in m.instructions if ins.op == "aten::relu")
+    assert relu.inputs == [items[1]] and m.outputs[1] == items[0]
+
+
+def test_rank_mismatch_within_a_dtype_signature_is_a_user_error():
+    spec = spec_from(nn.ReLU(), [(torch.rand(2, 3),), (torch.rand(2, 3, 4),)])
+    with pytest.raises(TracerError, match="input 0 has different ranks .* same rank, or trace the variants"):
+        group_inputs(spec)
+
+
+def test_specialised_dynamic_dim_is_a_user_error():
+    class Fixed(nn.Module):
+        def forward(self, x):
+            return x.view(2, 3) + 1  # only works for batch 2
+
+    spec = spec_from(Fixed(), [(torch.rand(2, 3),), (torch.rand(4, 3),)])
+    with pytest.raises(TracerError, match=r"input 0 dim 0 varies .*(specialised it to|torch.export failed)"):
+        export_model(spec)
+
+
+def test_unexportable_model_is_summarised():
+    class DataDependent(nn.Module):
+        def forward(self, x):
+            if x.sum() > 0:  # data-dependent control flow
+                return x + 1
+            return x - 1
+
+    spec = spec_from(DataDependent(), [(torch.rand(2, 3),)])
+    with pytest.raises(TracerError, match="torch.export failed for method forward: .*--traceback"):
+        export_model(spec)
+
+
+def test_mutating_a_buffer_is_a_user_error():
+    class Counter(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.register_buffer("count", torch.zeros(1))
+
+        def forward(self, x):
+            self.count.add_(1)
+            return x + self.count
+
+    spec = spec_from(Counter(), [(torch.rand(2),)])
+    with pytest.raises(TracerError, match="updates buffer 'count' in forward"):
+        export_model(spec)
+
+
+def test_unsupported_dtype_is_a_user_error():
+    class Complex(nn.Module):
+        def forward(self, x):
+            return torch.view_as_real(torch.view_as_complex(x) * 2)
+
+    spec = spec_from(Complex(), [(torch.rand(3, 2),)])
+    with pytest.raises(TracerError, match="complex64, which Pare does not support"):
+        export_model(spec)

@@ -1,0 +1,132 @@
+"""trace and check on real runtimes: the manifest's content, determinism,
+numerics against torch, dynamic shapes at sizes never exported, several
+dtype methods, and numeric mismatches."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+import yaml
+from tracer_testlib import exported, spec_of
+
+import codegen
+from pare.runtime import Runtime
+from tools.tracer import NumericMismatchError, TracerError, check_model, trace_model
+from tools.tracer.numerics import Tolerance
+from tools.tracer.runner import to_numpy_input
+
+
+@pytest.fixture(scope="module")
+def mlp_trace(tracing_lib):
+    return trace_model(spec_of("tiny_mlp"), runtime=tracing_lib)
+
+
+def test_trace_writes_what_the_runtime_executed(mlp_trace):
+    m = mlp_trace.manifest
+    assert list(m.operators) == ["aten::_softmax", "aten::add.Tensor", "aten::addmm", "aten::mul.Tensor",
+                                 "aten::relu", "aten::sym_size.int"]
+    for op in m.operators.values():
+        assert op.is_root_operator and not op.is_used_for_training and not op.include_all_overloads
+        assert op.debug_info == ("tests/tracer/models/tiny_mlp.py:forward",)
+    assert m.kernel_metadata["mm_kernel"] == ("Float",)
+    assert m.kernel_metadata["softmax_kernel"] == ("Float",)
+    assert set(m.kernel_metadata) >= {"add_kernel", "mul_kernel", "relu_kernel"}
+    assert not m.include_all_operators and not m.include_all_non_op_selectives
+    assert m.custom_classes == frozenset() and m.build_features == frozenset()
+    (info,) = m.debug_info
+    assert '"model": "tests/tracer/models/tiny_mlp.py"' in info and '"prepack": false' in info
+    assert [c.ok for c in mlp_trace.checks] == [True, True]
+
+
+def test_manifest_text_is_canonical_and_round_trips(mlp_trace):
+    text = mlp_trace.manifest.dump()
+    data = yaml.safe_load(text)
+    assert list(data) == ["include_all_operators", "include_all_non_op_selectives", "debug_info", "operators",
+                          "kernel_metadata", "custom_classes", "build_features"]
+    assert codegen.loads(text).dump() == text
+
+
+def test_trace_is_byte_identical_across_runs(mlp_trace, tracing_lib):
+    again = trace_model(spec_of("tiny_mlp"), runtime=tracing_lib)
+    assert again.manifest.dump() == mlp_trace.manifest.dump()
+
+
+def test_prepack_trace_selects_the_class(tracing_lib):
+    m = trace_model(spec_of("tiny_mlp"), runtime=tracing_lib, prepack=True).manifest
+    assert m.custom_classes == frozenset({"LinearPackedParams"})
+    assert {"pare::linear_prepack", "pare::linear_prepacked"} <= set(m.operators)
+    assert "aten::addmm" not in m.operators
+    assert m.kernel_metadata["prepacked_kernel"] == ("Float",)
+
+
+def test_several_dtype_methods_record_every_dtype(tracing_lib):
+    result = trace_model(spec_of("multi_dtype"), runtime=tracing_lib)
+    m = result.manifest
+    assert m.kernel_metadata["add_kernel"] == ("Double", "Float", "Long")
+    assert m.kernel_metadata["relu_kernel"] == ("Double", "Float", "Long")
+    assert m.operators["aten::relu"].debug_info == (
+        "tests/tracer/models/multi_dtype.py:forward", "tests/tracer/models/multi_dtype.py:forward_int64_int64",
+        "tests/tracer/models/multi_dtype.py:forward_float64_float64")
+    assert [(c.index, c.method) for c in result.checks] == [
+        (0, "forward"), (1, "forward_int64_int64"), (2, "forward"), (3, "forward_float64_float64")]
+
+
+def test_dynamic_batch_runs_at_sizes_never_exported(full_lib):
+    # Exported from batches 2 and 4; run at 1, 7 and 3 on the full runtime.
+    spec = spec_of("reshape_dynamic")
+    method = Runtime(full_lib).load(exported("reshape_dynamic").program).method("forward")
+    for batch in (1, 7, 3):
+        x = torch.randn(batch, 5, 8, generator=torch.Generator().manual_seed(batch))
+        (y,) = method.run(to_numpy_input(x))
+        expected = spec.module(x).detach()
+        assert y.shape == (batch, 5, 6)
+        torch.testing.assert_close(torch.from_numpy(y), expected, rtol=1e-2, atol=1e-3)  # through float16
+
+
+def test_check_passes_on_the_full_runtime(full_lib):
+    checks = check_model(spec_of("multi_dtype"), full_lib)
+    assert len(checks) == 4 and all(c.ok for c in checks)
+    assert [o.line() for o in checks[1].outputs] == ["output 0 Long[2, 4]: ok, exact", "output 1 Long[2, 4]: ok, exact"]
+
+
+def test_check_runs_a_program_file(full_lib):
+    program = exported("tiny_mlp", prepack=True).program
+    checks = check_model(spec_of("tiny_mlp"), full_lib, program=program)
+    assert all(c.ok for c in checks)
+    with pytest.raises(TracerError, match="--program has no method forward_int64_int64"):
+        check_model(spec_of("multi_dtype"), full_lib, program=program)
+
+
+def test_numeric_mismatch_reports_each_output(tracing_lib):
+    with pytest.raises(NumericMismatchError) as e:
+        trace_model(spec_of("drifting"), runtime=tracing_lib)
+    lines = str(e.value).splitlines()
+    assert "differ from torch eager beyond tolerance for 1 of 1 inputs" in lines[0]
+    assert lines[1].startswith("  inputs[0] (forward) output 0 Float[2, 2]: MISMATCH, max abs err ")
+    assert "max rel err" in lines[1] and "(atol 0.0001, rtol 0.0001)" in lines[1]
+    # The manifest is still built (what ran is known), for inspection.
+    assert "aten::mul.Tensor" in e.value.result.manifest.operators
+
+
+def test_tolerance_override_is_applied(full_lib):
+    # float16 round trip: exact tolerance fails, the default passes.
+    with pytest.raises(NumericMismatchError, match=r"\(atol 0, rtol 0\)|must be exact"):
+        check_model(spec_of("reshape_dynamic"), full_lib, tolerance=Tolerance(rtol=0, atol=0))
+
+
+def test_trace_refuses_a_runtime_without_instrumentation(full_lib):
+    with pytest.raises(TracerError, match="not an instrumentation build .*PARE_TRACING=1"):
+        trace_model(spec_of("tiny_mlp"), runtime=full_lib)
+
+
+def test_check_refuses_libraries_it_cannot_run(tmp_path):
+    macho = tmp_path / "libpare.dylib"
+    macho.write_bytes(b"\xcf\xfa\xed\xfe" + bytes(60))
+    with pytest.raises(TracerError, match="Mach-O .* cannot run on this machine"):
+        check_model(spec_of("tiny_mlp"), macho)
+    text = tmp_path / "notes.txt"
+    text.write_text("hello")
+    with pytest.raises(TracerError, match="not an ELF shared library"):
+        check_model(spec_of("tiny_mlp"), text)
+    with pytest.raises(TracerError, match="no such runtime library"):
+        check_model(spec_of("tiny_mlp"), tmp_path / "missing.so")

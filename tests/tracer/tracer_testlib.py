@@ -1,0 +1,35 @@
+"""Helpers shared by the tracer tests (a uniquely named module, so it cannot
+collide with other suites' conftest.py when all tests run together)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parents[1]
+MODELS = HERE / "models"
+for path in (str(REPO), str(REPO / "tests" / "runtime")):
+    if path not in sys.path:
+        sys.path.insert(0, path)
+
+from tools.tracer import exporter, model_spec  # noqa: E402
+
+_specs: dict[str, model_spec.ModelSpec] = {}
+_exports: dict[tuple[str, bool], exporter.ExportedModel] = {}
+
+
+def spec_of(name: str) -> model_spec.ModelSpec:
+    """The model spec tests/tracer/models/<name>.py (loaded once)."""
+    if name not in _specs:
+        _specs[name] = model_spec.load_model_spec(MODELS / f"{name}.py")
+    return _specs[name]
+
+
+def exported(name: str, prepack: bool = False) -> exporter.ExportedModel:
+    """export_model of a test model (once per session and flag): torch.export
+    is the slow part of every test."""
+    key = (name, prepack)
+    if key not in _exports:
+        _exports[key] = exporter.export_model(spec_of(name), prepack=prepack)
+    return _exports[key]

@@ -1,0 +1,58 @@
+"""Fixtures for the tools/verify and tools/size_diff tests: the synthetic runtimes of
+tests/verify/fixture, built once per session with the real toolchains."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+if str(REPO_ROOT) not in sys.path:
+    sys.path.insert(0, str(REPO_ROOT))
+
+from tests.conftest import bazel_build  # noqa: E402
+
+FIXTURE_PKG = "tests/verify/fixture"
+FIXTURE_SRC = REPO_ROOT / FIXTURE_PKG
+VARIANTS = ("clean", "grown", "leaky_kernel", "leaky_export")
+PLATFORM_LIBS = {
+    "android_arm64": "lib{}.so",
+    "ios_arm64": "lib{}.dylib",
+    "linux_x86_64": "lib{}.so",
+}
+
+
+class FixtureBuild:
+    """Paths into bazel-bin/tests/verify/fixture/<variant>/ (selective_runtime's layout)."""
+
+    def __init__(self, root: Path):
+        self.root = root
+
+    def bundle(self, variant: str) -> Path:
+        return self.root / variant
+
+    def lib(self, variant: str, platform: str, *, unstripped: bool = False) -> Path:
+        name = PLATFORM_LIBS[platform].format("pare_" + variant)
+        d = self.root / variant / platform
+        return (d / "unstripped" / name) if unstripped else (d / name)
+
+    def expected(self, variant: str) -> Path:
+        return self.root / variant / "expected_symbols.json"
+
+
+@pytest.fixture(scope="session")
+def fixture_build() -> FixtureBuild:
+    bin_dir = bazel_build(*(f"//{FIXTURE_PKG}:{v}" for v in VARIANTS))
+    return FixtureBuild(bin_dir / FIXTURE_PKG)
+
+
+@pytest.fixture(scope="session")
+def expected_clean() -> Path:
+    return FIXTURE_SRC / "expected" / "clean.expected_symbols.json"
+
+
+@pytest.fixture(scope="session")
+def expected_grown() -> Path:
+    return FIXTURE_SRC / "expected" / "grown.expected_symbols.json"

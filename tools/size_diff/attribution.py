@@ -1,0 +1,177 @@
+"""Who owns each byte of a library's sections: ops, dtype cases, classes, core, other, unattributed.
+
+The basis is the shipped (stripped) library's allocated sections. Symbols and
+their extents come from its unstripped twin (the same link, so the same
+addresses). Every symbol goes to one bucket:
+
+  op            pare::kernels::<fn> of an operator (expected_symbols.json)
+  kernel_dtype  pare::dispatch_case<pare::tags::<tag>, <type>, ...>: (tag, dtype)
+  class         pare::classes::<Name>
+  core          every other pare:: symbol, and the C API / PAL (pare_*)
+  other         named symbols outside Pare (crt files, compiler runtime)
+
+and `unattributed` is what no symbol covers: linker-made sections (.dynsym,
+.rela.dyn, .got, ...), alignment padding, string literals merged across
+functions. When symbols overlap (aliases, a Mach-O symbol's gap extent), every
+byte is counted once, for the first symbol in the order above, so
+
+    sum(op) + sum(kernel_dtype) + sum(class) + core + other + unattributed
+        == sum of the allocated sections' sizes          (residual 0)
+
+holds by construction, and `residual` in the report says so.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+from tools.size_diff.errors import SizeDiffError
+from tools.verify.binary import BinaryInfo, Section
+from tools.verify.expected import CLASS, KERNEL_DTYPE, OP, Expected, classify
+
+CORE = "core"
+OTHER = "other"
+UNATTRIBUTED = "unattributed"
+KEYED_BUCKETS = (OP, KERNEL_DTYPE, CLASS)
+BUCKETS = KEYED_BUCKETS + (CORE, OTHER, UNATTRIBUTED)
+_RANK = {KERNEL_DTYPE: 0, CLASS: 1, OP: 2, CORE: 3, OTHER: 4}
+
+# The qualified name starts with pare:: (after an optional return type, or
+# "vtable for " and friends), or it is a C-level pare_* name.
+_CORE = re.compile(r"^(?:[^()]* )?pare::|^(?:vtable|typeinfo|typeinfo name|guard variable) for pare::|^pare_")
+
+
+@dataclass(frozen=True)
+class AttributedSymbol:
+    name: str  # demangled
+    bytes: int  # bytes counted for it (0 when an alias or overlap took them)
+    section: str
+    bucket: str
+    key: str | None  # op name, "tag/dtype" or class name; None for core/other
+
+
+@dataclass(frozen=True)
+class SectionShare:
+    name: str
+    bytes: int
+    file_backed: bool
+    attributed: int
+
+    @property
+    def unattributed(self) -> int:
+        return self.bytes - self.attributed
+
+
+@dataclass
+class Attribution:
+    sections: list[SectionShare]
+    keyed: dict[str, dict[str, int]]  # bucket -> key -> bytes, for op / kernel_dtype / class
+    core: int
+    other: int
+    unattributed: int
+    symbols: list[AttributedSymbol]
+    # op -> bytes of its kernel plus the dtype cases instantiated from it
+    # (dispatch_case<..., pare::kernels::<fn>(...)::$_0>): what the op costs.
+    op_inclusive: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def section_bytes(self) -> int:
+        return sum(s.bytes for s in self.sections)
+
+    def bucket_total(self, bucket: str) -> int:
+        if bucket in KEYED_BUCKETS:
+            return sum(self.keyed[bucket].values())
+        return {CORE: self.core, OTHER: self.other, UNATTRIBUTED: self.unattributed}[bucket]
+
+    @property
+    def residual(self) -> int:
+        """Section total minus every bucket: 0 unless the accounting is wrong."""
+        return self.section_bytes - sum(self.bucket_total(b) for b in BUCKETS)
+
+
+def check_twins(stripped: BinaryInfo, unstripped: BinaryInfo) -> None:
+    """The stripped library must be the unstripped one minus symbols: identical allocated sections."""
+    a = {(s.name, s.address, s.size) for s in stripped.sections}
+    b = {(s.name, s.address, s.size) for s in unstripped.sections}
+    if (stripped.format, stripped.arch) != (unstripped.format, unstripped.arch) or a != b:
+        diff = sorted(a ^ b)
+        what = f"section {diff[0][0]} differs" if diff else f"{stripped.format}/{stripped.arch} vs {unstripped.format}/{unstripped.arch}"
+        raise SizeDiffError(
+            f"{stripped.path} and {unstripped.path} are not a stripped/unstripped pair ({what}); "
+            "pass both from the same bazel-bin/<pkg>/<name>/<platform>/ directory of one build"
+        )
+
+
+def _bucket(expected: Expected | None, fmt: str, demangled: str) -> tuple[str, str | None]:
+    if expected is not None:
+        entry = classify(expected, fmt, demangled)
+        if entry is not None:
+            return entry.kind, entry.key
+    return (CORE if _CORE.search(demangled) else OTHER), None
+
+
+def attribute(unstripped: BinaryInfo, expected: Expected | None, sections: tuple[Section, ...] | None = None) -> Attribution:
+    """Attributes `sections` (default: the unstripped library's own) to the unstripped library's symbols."""
+    basis = sections if sections is not None else unstripped.sections
+    by_name = {s.name: s for s in basis}
+    if expected is not None and unstripped.format not in expected.symbol_formats:
+        raise SizeDiffError(f"{expected.path}: no match patterns for {unstripped.format}; regenerate it with codegen")
+
+    candidates = []
+    for s in unstripped.symbols:
+        if s.section not in by_name or s.size <= 0:
+            continue
+        bucket, key = _bucket(expected, unstripped.format, s.demangled)
+        candidates.append((s, bucket, key))
+    # Lower address first; at one address the more specific bucket, then the longer extent.
+    candidates.sort(key=lambda c: (c[0].address, _RANK[c[1]], -c[0].size, c[0].name))
+
+    keyed: dict[str, dict[str, int]] = {b: defaultdict(int) for b in KEYED_BUCKETS}
+    core = other = 0
+    per_section: dict[str, int] = defaultdict(int)
+    symbols = []
+    covered = -1
+    for s, bucket, key in candidates:
+        home = by_name[s.section]
+        start = max(s.address, covered)
+        end = min(s.address + s.size, home.end)
+        n = max(0, end - start)
+        covered = max(covered, end)
+        per_section[home.name] += n
+        if bucket in KEYED_BUCKETS:
+            keyed[bucket][key] += n
+        elif bucket == CORE:
+            core += n
+        else:
+            other += n
+        symbols.append(AttributedSymbol(s.demangled, n, home.name, bucket, key))
+
+    shares = [SectionShare(s.name, s.size, s.file_backed, per_section.get(s.name, 0)) for s in basis]
+    unattributed = sum(s.unattributed for s in shares)
+
+    # Every expected entry appears, with 0 bytes when it is not linked, so
+    # diffs show entries appearing and disappearing.
+    if expected is not None:
+        for e in expected.entries:
+            keyed[e.kind].setdefault(e.key, 0)
+
+    op_inclusive = {}
+    if expected is not None:
+        ops = {e.key: e.symbol + "(" for e in expected.entries if e.kind == OP and e.symbol}
+        for op, needle in ops.items():
+            total = keyed[OP].get(op, 0)
+            total += sum(a.bytes for a in symbols if a.bucket == KERNEL_DTYPE and needle in a.name)
+            op_inclusive[op] = total
+
+    symbols.sort(key=lambda a: (-a.bytes, a.name))
+    return Attribution(
+        sections=sorted(shares, key=lambda s: (-s.bytes, s.name)),
+        keyed={b: dict(sorted(v.items())) for b, v in keyed.items()},
+        core=core,
+        other=other,
+        unattributed=unattributed,
+        symbols=symbols,
+        op_inclusive=dict(sorted(op_inclusive.items())),
+    )

@@ -1,0 +1,616 @@
+"""Lowering one core-ATen ExportedProgram into a method of a Pare program.
+
+Each `call_function` node the outputs depend on becomes one instruction,
+its arguments passed positionally in schema order (keyword-only arguments
+included, trailing defaults left out: kernels apply them). What is not an
+operator call is resolved here instead:
+
+* placeholders: user inputs become method inputs (a dynamic dim is declared
+  as "any size"); parameters, buffers and lifted tensor constants become
+  constant tensors, stored once per method and only if used;
+* `getitem` on a multi-output op picks one of the instruction's outputs;
+* `device`, `layout` and `pin_memory` arguments are dropped (passed as None:
+  Pare runs on the CPU with strided tensors), `dtype` becomes its ScalarType
+  code, `memory_format` its c10::MemoryFormat code;
+* symbolic sizes come from `aten::sym_size.int` instructions ("int" values)
+  and are passed as int-list elements; an int-list element computed by
+  SymInt arithmetic (`s0 * 3`) has no runtime operator, so in a `view` it is
+  replaced by -1 (the one size view infers) and anywhere else reported;
+* torch.export's runtime assertions are dropped (nothing uses their results);
+* `alias`/`detach`, and a `clone` or same-dtype `_to_copy` of a tensor that
+  is already contiguous, are the identity in a functional graph: they pass
+  their input on (a copy that makes a tensor contiguous is kept, since a
+  `view` downstream may need it);
+* an op whose tensor inputs are all constants is evaluated now in torch and
+  becomes a constant (e.g. `permute` of a linear weight), unless its result
+  is larger than its largest input (so folding never grows the program much)
+  or the op draws random numbers.
+
+`prepack=True` rewrites `addmm`/`mm` on a constant weight (transposed by
+`permute`, as linear decomposes) and 2-d `convolution` on a constant weight
+onto `pare::linear_prepacked` / `pare::conv2d_prepacked`, with the
+`*_prepack` call in the method's init section (run once at method creation).
+"""
+
+from __future__ import annotations
+
+import operator
+import os
+import re
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch.export import ExportedProgram
+from torch.export.graph_signature import InputKind, OutputKind
+from torch.fx import Node
+from torch.fx.experimental.symbolic_shapes import is_concrete_int, statically_known_true
+
+from pare import dtypes as pare_dtypes
+from pare.program import MethodBuilder, ObjectOf, ProgramError, TensorListOf, Value
+from tools.tracer.errors import OpUse, TracerError
+
+aten = torch.ops.aten
+
+# Arguments Pare drops: the CPU and strided tensors are all it has.
+DROPPED_ARGUMENTS = frozenset({"device", "layout", "pin_memory"})
+# c10::MemoryFormat, as the program passes memory_format arguments.
+MEMORY_FORMAT_CODES = {
+    torch.contiguous_format: 0,
+    torch.preserve_format: 1,
+    torch.channels_last: 2,
+    torch.channels_last_3d: 3,
+}
+# Ops that are the identity on values in a functional graph (Pare kernels
+# take any strides, so a copy into another layout changes nothing).
+IDENTITY_OPS = (aten.clone.default, aten.alias.default, aten.detach.default, aten.lift_fresh_copy.default,
+                aten._to_copy.default)
+# Shape-only ops whose size list may hold one -1 for the size to infer.
+VIEW_OPS = (aten.view.default, aten._unsafe_view.default, aten.reshape.default)
+# Symbolic-int arithmetic torch.export records as Python operators.
+SYMINT_OPERATORS = {
+    operator.add: "+", operator.sub: "-", operator.mul: "*", operator.floordiv: "//", operator.mod: "%",
+    operator.truediv: "/", operator.neg: "neg", operator.pow: "**", torch.sym_max: "max", torch.sym_min: "min",
+    torch.sym_float: "float", torch.sym_int: "int", torch.sym_sum: "sum",
+}
+
+LINEAR_PREPACK = "pare::linear_prepack"
+LINEAR_PREPACKED = "pare::linear_prepacked"
+CONV2D_PREPACK = "pare::conv2d_prepack"
+CONV2D_PREPACKED = "pare::conv2d_prepacked"
+LINEAR_CLASS = "LinearPackedParams"
+CONV2D_CLASS = "Conv2dPackedParams"
+
+_FRAME = re.compile(r'File "([^"]+)", line (\d+), in [^\n]*\n[ \t]*([^\n]*)')
+_TORCH_DIR = str(Path(torch.__file__).resolve().parent)
+
+
+def op_name(op: torch._ops.OpOverload) -> str:
+    """PyTorch's full operator name, the default overload without a dot."""
+    schema = op._schema
+    return schema.name + (f".{schema.overload_name}" if schema.overload_name else "")
+
+
+def source_of(node: Node, model_file: Path | None) -> OpUse:
+    """The model source line a node came from: the last frame of its stack
+    trace in the model's file, else the last frame outside torch."""
+    frames = _FRAME.findall(node.meta.get("stack_trace") or "")
+    chosen = None
+    if model_file is not None:
+        for path, line, code in frames:
+            if _same_file(path, model_file):
+                chosen = (path, line, code)
+    if chosen is None:
+        outside = [f for f in frames if not _is_torch_frame(f[0])]
+        chosen = outside[-1] if outside else None
+    module = _innermost_module(node)
+    if chosen is None:
+        return OpUse(None, None, module)
+    path, line, code = chosen
+    return OpUse(f"{_display_path(path)}:{line}", code.strip() or None, module)
+
+
+def _innermost_module(node: Node) -> str | None:
+    stack = node.meta.get("nn_module_stack") or {}
+    for path, kind in reversed(list(stack.values())):
+        if path and isinstance(path, str) and not path.startswith("_"):
+            name = kind if isinstance(kind, str) else getattr(kind, "__name__", str(kind))
+            return f"{path} ({name.rsplit('.', 1)[-1]})"
+    return None
+
+
+def _same_file(path: str, model_file: Path) -> bool:
+    try:
+        return Path(path).resolve() == model_file
+    except OSError:
+        return False
+
+
+def _is_torch_frame(path: str) -> bool:
+    return not os.path.isabs(path) or path.startswith(_TORCH_DIR) or "site-packages" in path
+
+
+def _display_path(path: str) -> str:
+    try:
+        rel = os.path.relpath(path)
+    except ValueError:
+        return path
+    return path if rel.startswith("..") else rel
+
+
+@dataclass
+class LoweringReport:
+    """Operators a lowered method calls (every use, with its source line) and
+    constructs no runtime operator can run."""
+
+    uses: dict[str, list[OpUse]] = field(default_factory=lambda: defaultdict(list))
+    unsupported: dict[str, list[OpUse]] = field(default_factory=lambda: defaultdict(list))
+
+
+@dataclass(frozen=True)
+class _Plan:
+    kind: str  # "op", "getitem", "alias", "constant", "index_none", "linear_prepack", "conv2d_prepack", ...
+    deps: tuple[Node, ...]
+    args: tuple = ()  # "op": the arguments (with rewrites applied)
+    detail: Any = None
+
+
+class MethodLowering:
+    """Lowers `ep` (core ATen, after run_decompositions) into `mb`."""
+
+    def __init__(self, mb: MethodBuilder, ep: ExportedProgram, *, prepack: bool, model_file: Path | None,
+                 report: LoweringReport):
+        self.mb = mb
+        self.ep = ep
+        self.prepack = prepack
+        self.model_file = model_file
+        self.report = report
+        self.graph = ep.graph_module.graph
+        self.constants: dict[Node, torch.Tensor] = {}
+        self.user_inputs: list[Node] = []
+        self.env: dict[Node, Any] = {}
+        self._constant_values: dict[Node, Value] = {}
+        self._canonical: dict[Node, Node] = {}  # alias of a constant -> that constant's node
+        self._packed: dict[tuple, Value] = {}
+        self._transposed: dict[Node, torch.Tensor] = {}
+
+    # -- entry point ----------------------------------------------------------
+
+    def lower(self) -> None:
+        self._classify_placeholders()
+        output_node = next(n for n in self.graph.nodes if n.op == "output")
+        self._check_outputs()
+        plans = {n: self._plan(n) for n in self.graph.nodes if n.op == "call_function"}
+        needed = self._needed(output_node, plans)
+        for node in self.user_inputs:
+            self.env[node] = self._declare_input(node)
+        for node in self.graph.nodes:
+            if node.op == "call_function" and node in needed:
+                self._lower_node(node, plans[node])
+            elif node.op == "get_attr" and node in needed:
+                raise TracerError(f"the exported graph reads attribute {node.target!r} directly (get_attr), which "
+                                  "Pare cannot lower; keep tensors as parameters or buffers of the module")
+        if self.report.unsupported:
+            return  # the caller reports them; nothing will run
+        outputs = output_node.args[0]
+        user_outputs = [o for o, spec in zip(outputs, self.ep.graph_signature.output_specs)
+                        if spec.kind == OutputKind.USER_OUTPUT]
+        for out in user_outputs:
+            self.mb.output(self._value_of(out))
+
+    # -- graph inspection -----------------------------------------------------
+
+    def _classify_placeholders(self) -> None:
+        by_name = {n.name: n for n in self.graph.nodes if n.op == "placeholder"}
+        for spec in self.ep.graph_signature.input_specs:
+            node = by_name[spec.arg.name]
+            if spec.kind == InputKind.USER_INPUT:
+                self.user_inputs.append(node)
+            elif spec.kind in (InputKind.PARAMETER, InputKind.BUFFER, InputKind.CONSTANT_TENSOR):
+                value = self.ep.state_dict.get(spec.target)
+                if value is None:
+                    value = self.ep.constants.get(spec.target)
+                if not isinstance(value, torch.Tensor):
+                    raise TracerError(f"constant {spec.target!r} of the exported program is not a tensor "
+                                      f"({type(value).__name__}); Pare programs hold tensor constants only")
+                self.constants[node] = value.detach()
+            else:
+                raise TracerError(f"the exported program takes a {spec.kind.name.lower()} input ({spec.target!r}); "
+                                  "Pare programs take tensors only (custom objects and effect tokens are not "
+                                  "supported)")
+
+    def _check_outputs(self) -> None:
+        for spec in self.ep.graph_signature.output_specs:
+            if spec.kind == OutputKind.USER_OUTPUT:
+                continue
+            if spec.kind == OutputKind.BUFFER_MUTATION:
+                raise TracerError(f"the model updates buffer {spec.target!r} in forward(); Pare programs are "
+                                  "functional: call module.eval() in build() (batch norm) or stop mutating state")
+            if spec.kind == OutputKind.USER_INPUT_MUTATION:
+                raise TracerError(f"the model mutates its input {spec.target!r} in place; Pare programs cannot "
+                                  "write to inputs: return a new tensor instead of an in-place op")
+            raise TracerError(f"the exported program has a {spec.kind.name.lower()} output, which Pare programs "
+                              "cannot express; make forward() side-effect free")
+
+    def _is_constant(self, node: Any) -> bool:
+        return isinstance(node, Node) and node in self.constants
+
+    # -- planning (rewrites decided before lowering, so dead inputs drop out) --
+
+    def _plan(self, node: Node) -> _Plan:
+        target = node.target
+        if target is operator.getitem:
+            return _Plan("getitem", (node.args[0],))
+        if isinstance(target, torch._ops.OpOverload):
+            if target in IDENTITY_OPS and self._is_identity(node):
+                source = node.args[0]
+                if self._is_constant(source):
+                    self.constants[node] = self.constants[source]
+                    self._canonical[node] = self._canonical.get(source, source)
+                    return _Plan("constant", ())
+                return _Plan("alias", (source,))
+            if self._fold(node):
+                return _Plan("constant", ())
+            if self.prepack:
+                plan = self._prepack_plan(node)
+                if plan is not None:
+                    return plan
+            if target is aten.index.Tensor and any(i is None for i in node.args[1]):
+                return self._index_with_none_plan(node)
+            args = list(node.args)
+            if target in VIEW_OPS and len(args) > 1 and isinstance(args[1], (list, tuple)):
+                args[1] = self._infer_computed_size(args[1])
+            kwargs = dict(node.kwargs)
+            deps = [n for n in _nodes_in((args, kwargs))]
+            return _Plan("op", tuple(deps), (tuple(args), kwargs))
+        if target in SYMINT_OPERATORS:
+            return _Plan("unsupported", (), detail=f"SymInt arithmetic `{SYMINT_OPERATORS[target]}` "
+                         f"({_callable_name(target)}) on a dynamic size (no runtime operator computes sizes: keep "
+                         "that dim static, or do not return or pass on the computed size)")
+        return _Plan("unsupported", (), detail=_callable_name(target))
+
+    def _is_identity(self, node: Node) -> bool:
+        if node.target in (aten.alias.default, aten.detach.default, aten.lift_fresh_copy.default):
+            return True
+        source = node.args[0].meta.get("val") if isinstance(node.args[0], Node) else None
+        if not isinstance(source, torch.Tensor):
+            return False
+        if node.target is aten._to_copy.default and node.kwargs.get("dtype") not in (None, source.dtype):
+            return False
+        # A copy of a tensor that is already contiguous changes nothing; a
+        # copy that makes one contiguous matters to a view downstream.
+        try:
+            return bool(statically_known_true(source.is_contiguous()))
+        except Exception:  # symbolic strides torch cannot decide
+            return False
+
+    def _fold(self, node: Node) -> bool:
+        """Evaluates `node` now when every tensor it reads is a constant."""
+        op = node.target
+        inputs = list(_nodes_in((node.args, node.kwargs)))
+        if not inputs or not all(self._is_constant(n) for n in inputs) or torch.Tag.nondeterministic_seeded in op.tags:
+            return False
+        val = node.meta.get("val")
+        if not isinstance(val, torch.Tensor) or isinstance(val, torch.SymInt):
+            return False
+        try:
+            pare_dtypes.get(val.dtype)
+        except (TypeError, ValueError):
+            return False
+        if val.numel() > max(self.constants[n].numel() for n in inputs):
+            return False
+
+        def substitute(x):
+            if isinstance(x, Node):
+                return self.constants[x]
+            if isinstance(x, (list, tuple)):
+                return type(x)(substitute(i) for i in x)
+            return x
+
+        try:
+            with torch.no_grad():
+                value = op(*substitute(node.args), **{k: substitute(v) for k, v in node.kwargs.items()})
+        except Exception:  # leave it to the runtime, which reports its own errors
+            return False
+        if not isinstance(value, torch.Tensor):
+            return False
+        self.constants[node] = value.contiguous()
+        return True
+
+    def _index_with_none_plan(self, node: Node) -> _Plan:
+        """x[:, i, j] is index.Tensor(x, [None, i, j]); the program format has
+        no None inside a tensor list, so it becomes permute (indexed dims
+        first), index.Tensor without None, and a permute putting the index
+        dims where torch puts them (at the first indexed dim when the indexed
+        dims are adjacent, else first)."""
+        x, indices = node.args[0], list(node.args[1])
+        rank = x.meta["val"].dim()
+        indexed = [d for d, i in enumerate(indices) if i is not None]
+        rest = [d for d in range(rank) if d not in indexed]
+        index_rank = max(i.meta["val"].dim() if isinstance(i, Node) else 0 for i in indices if i is not None)
+        before = indexed[0] if indexed == list(range(indexed[0], indexed[-1] + 1)) else 0
+        after = [index_rank + d for d in range(before)] + list(range(index_rank)) + \
+            list(range(index_rank + before, index_rank + len(rest)))
+        tensors = tuple(i for i in indices if i is not None)
+        return _Plan("index_none", (x, *[t for t in tensors if isinstance(t, Node)]),
+                     detail=(indexed + rest, tensors, after))
+
+    def _infer_computed_size(self, sizes) -> list:
+        computed = [i for i, s in enumerate(sizes) if isinstance(s, Node) and s.target is not aten.sym_size.int]
+        if len(computed) == 1 and not any(isinstance(s, int) and s == -1 for s in sizes):
+            sizes = list(sizes)
+            sizes[computed[0]] = -1
+        return list(sizes)
+
+    def _prepack_plan(self, node: Node) -> _Plan | None:
+        target = node.target
+        if target in (aten.addmm.default, aten.mm.default):
+            if target is aten.addmm.default:
+                if len(node.args) < 3 or not _is_one(node, 3, "beta") or not _is_one(node, 4, "alpha"):
+                    return None
+                bias, x, mat2 = node.args[:3]
+            else:
+                bias, (x, mat2) = None, node.args[:2]
+            weight = self._linear_weight(mat2)
+            if weight is None or not _is_float_tensor(x):
+                return None
+            if bias is not None:
+                b = self.constants.get(bias) if isinstance(bias, Node) else None
+                if b is None or b.dtype != torch.float32 or b.dim() != 1 or b.shape[0] != weight[1].shape[0]:
+                    return None
+            return _Plan("linear_prepack", (x,), detail=(weight, bias))
+        if target is aten.convolution.default:
+            x, w, bias, stride, padding, dilation, transposed, output_padding, groups = node.args[:9]
+            w_tensor = self.constants.get(w) if isinstance(w, Node) else None
+            if (w_tensor is None or w_tensor.dtype != torch.float32 or w_tensor.dim() != 4 or transposed
+                    or not _is_float_tensor(x) or any(isinstance(v, Node) for v in (*stride, *padding, *dilation))):
+                return None
+            if bias is not None:
+                b = self.constants.get(bias) if isinstance(bias, Node) else None
+                if b is None or b.dtype != torch.float32:
+                    return None
+            return _Plan("conv2d_prepack", (x,), detail=(w, bias, list(stride), list(padding), list(dilation),
+                                                          int(groups)))
+        return None
+
+    def _linear_weight(self, mat2: Any) -> tuple[tuple, torch.Tensor] | None:
+        """(cache key, [out, in] weight) when mat2 is a constant weight,
+        transposed by permute/t as F.linear decomposes, or a constant [in, out]."""
+        if not isinstance(mat2, Node):
+            return None
+        if mat2.target in (aten.permute.default, aten.t.default) and self._is_constant(mat2.args[0]):
+            if mat2.target is aten.permute.default and list(mat2.args[1]) not in ([1, 0], [-1, -2], [1, -2], [-1, 0]):
+                return None
+            w = self.constants[mat2.args[0]]
+            key = (mat2.args[0], "as_is")
+        elif self._is_constant(mat2):
+            w = self.constants[mat2].t()
+            key = (mat2, "transposed")
+        else:
+            return None
+        if w.dim() != 2 or w.dtype != torch.float32:
+            return None
+        return key, w
+
+    def _needed(self, output_node: Node, plans: dict[Node, _Plan]) -> set[Node]:
+        needed: set[Node] = set()
+        stack = list(_nodes_in(output_node.args))
+        while stack:
+            node = stack.pop()
+            if node in needed:
+                continue
+            needed.add(node)
+            if node.op == "call_function":
+                stack.extend(plans[node].deps)
+        return needed
+
+    # -- lowering -------------------------------------------------------------
+
+    def _declare_input(self, node: Node) -> Value:
+        val = node.meta.get("val")
+        if not isinstance(val, torch.Tensor):
+            raise TracerError(f"input {node.name!r} is a {type(val).__name__}; Pare programs take tensors only")
+        shape = [int(s) if is_concrete_int(s) else None for s in val.shape]
+        return self.mb.input(_pare_dtype(val.dtype, f"input {node.name!r}"), shape)
+
+    def _constant(self, node: Node) -> Value:
+        node = self._canonical.get(node, node)
+        if node not in self._constant_values:
+            tensor = self.constants[node]
+            _pare_dtype(tensor.dtype, f"constant {node.name!r}")
+            self._constant_values[node] = self.mb.constant(tensor)
+        return self._constant_values[node]
+
+    def _value_of(self, x: Any) -> Any:
+        if isinstance(x, Node):
+            if x in self.constants:
+                return self._constant(x)
+            return self.env[x]
+        return x
+
+    def _lower_node(self, node: Node, plan: _Plan) -> None:
+        use = source_of(node, self.model_file)
+        if plan.kind == "getitem":
+            source = self.env[node.args[0]]
+            self.env[node] = source if isinstance(source, _Unsupported) else source[node.args[1]]
+        elif plan.kind == "constant":
+            pass  # made a constant Value when first used
+        elif plan.kind == "index_none":
+            order, tensors, after = plan.detail
+            x = self._value_of(plan.deps[0])
+            if order != sorted(order):
+                x = self.mb.op("aten::permute", x, order)
+                self.report.uses["aten::permute"].append(use)
+            y = self.mb.op("aten::index.Tensor", x, [self._value_of(t) for t in tensors])
+            self.report.uses["aten::index.Tensor"].append(use)
+            if after != sorted(after):
+                y = self.mb.op("aten::permute", y, after)
+                self.report.uses["aten::permute"].append(use)
+            self.env[node] = y
+        elif plan.kind == "alias":
+            self.env[node] = self._value_of(plan.deps[0])
+        elif plan.kind == "unsupported":
+            self.report.unsupported[plan.detail].append(use)
+            self.env[node] = _Unsupported(plan.detail)
+        elif plan.kind == "linear_prepack":
+            (key, weight), bias = plan.detail
+            cache_key = ("linear", key, bias)
+            if cache_key not in self._packed:
+                w_value = self._constant(key[0]) if key[1] == "as_is" else self.mb.constant(weight.contiguous())
+                b_value = None if bias is None else self._constant(bias)
+                self._packed[cache_key] = self.mb.init_op(LINEAR_PREPACK, w_value, b_value,
+                                                          returns=ObjectOf(LINEAR_CLASS))
+                self.report.uses[LINEAR_PREPACK].append(use)
+            self.env[node] = self.mb.op(LINEAR_PREPACKED, self._value_of(plan.deps[0]), self._packed[cache_key])
+            self.report.uses[LINEAR_PREPACKED].append(use)
+        elif plan.kind == "conv2d_prepack":
+            w, bias, stride, padding, dilation, groups = plan.detail
+            cache_key = ("conv2d", w, bias, tuple(stride), tuple(padding), tuple(dilation), groups)
+            if cache_key not in self._packed:
+                self._packed[cache_key] = self.mb.init_op(
+                    CONV2D_PREPACK, self._constant(w), None if bias is None else self._constant(bias), stride,
+                    padding, dilation, groups, returns=ObjectOf(CONV2D_CLASS))
+                self.report.uses[CONV2D_PREPACK].append(use)
+            self.env[node] = self.mb.op(CONV2D_PREPACKED, self._value_of(plan.deps[0]), self._packed[cache_key])
+            self.report.uses[CONV2D_PREPACKED].append(use)
+        else:
+            self._lower_op(node, plan, use)
+
+    def _lower_op(self, node: Node, plan: _Plan, use: OpUse) -> None:
+        op = node.target
+        name = op_name(op)
+        args, kwargs = plan.args
+        for result in _tensors_in(node.meta.get("val")):
+            _pare_dtype(result.dtype, f"{name} at {use.location or node.name} returns a tensor that")
+        values = self._arguments(node, op, args, kwargs)
+        self.report.uses[name].append(use)
+        try:
+            self.env[node] = self.mb.op(name, *values, returns=self._returns(node, op))
+        except ProgramError as e:
+            raise TracerError(f"{name} at {use.location or node.name}: {e}") from None
+
+    def _arguments(self, node: Node, op, args: tuple, kwargs: dict) -> list:
+        schema_args = op._schema.arguments
+        values: list = []
+        last_given = -1
+        for i, arg in enumerate(schema_args):
+            if i < len(args) and not arg.kwarg_only:
+                given, value = True, args[i]
+            elif arg.name in kwargs:
+                given, value = True, kwargs[arg.name]
+            elif arg.has_default_value():
+                given, value = False, arg.default_value
+            else:
+                raise TracerError(f"{op_name(op)} ({node.name}): required argument {arg.name!r} is missing "
+                                  "from the exported graph")
+            if arg.name in DROPPED_ARGUMENTS:
+                value = None
+            values.append(self._argument(value, node, arg.name))
+            if given and value is not None:
+                last_given = i
+        # Trailing defaults are left to the kernel, so programs do not depend
+        # on how many optional arguments a given PyTorch version spells out.
+        return values[:last_given + 1]
+
+    def _argument(self, value: Any, node: Node, name: str) -> Any:
+        if isinstance(value, Node):
+            resolved = self._value_of(value)
+            if isinstance(resolved, _Unsupported):
+                return 0  # already reported; the export fails before anything runs
+            if isinstance(resolved, (list, tuple)):
+                raise TracerError(f"{node.name}: argument {name!r} is a whole multi-output value; Pare passes "
+                                  "single values")
+            return resolved
+        if isinstance(value, (list, tuple)):
+            items = [self._argument(v, node, name) for v in value]
+            if any(v is None for v in items):
+                raise TracerError(f"{op_name(node.target)} ({source_of(node, self.model_file).location or node.name})"
+                                  f": argument {name!r} is a list with None entries, which the Pare program "
+                                  "format cannot express")
+            return items
+        if isinstance(value, torch.dtype):
+            return _pare_dtype(value, f"argument {name!r} of {node.name}")
+        if isinstance(value, torch.memory_format):
+            return MEMORY_FORMAT_CODES[value]
+        if isinstance(value, (torch.device, torch.layout)):
+            return None
+        if isinstance(value, (bool, int, float, str)) or value is None:
+            return value
+        raise TracerError(f"{op_name(node.target)} ({node.name}): argument {name!r} is a {type(value).__name__}, "
+                          "which the Pare program format cannot express")
+
+    def _returns(self, node: Node, op) -> Any:
+        returns = op._schema.returns
+        val = node.meta.get("val")
+        if len(returns) == 1:
+            if str(returns[0].type).startswith("List["):
+                return TensorListOf(len(val))
+            return _kind(val)
+        if not isinstance(val, (list, tuple)) or len(val) != len(returns):
+            raise TracerError(f"{op_name(op)} ({node.name}): cannot tell its {len(returns)} outputs apart")
+        return tuple(_kind(v) for v in val)
+
+
+@dataclass(frozen=True)
+class _Unsupported:
+    what: str
+
+
+def _kind(val: Any) -> str:
+    if isinstance(val, (torch.SymBool, bool)):
+        return "bool"
+    if isinstance(val, (torch.SymInt, int)):
+        return "int"
+    if isinstance(val, (torch.SymFloat, float)):
+        return "float"
+    return "tensor"
+
+
+def _tensors_in(x: Any):
+    if isinstance(x, torch.Tensor):
+        yield x
+    elif isinstance(x, (list, tuple)):
+        for item in x:
+            yield from _tensors_in(item)
+
+
+def _nodes_in(x: Any):
+    if isinstance(x, Node):
+        yield x
+    elif isinstance(x, (list, tuple)):
+        for item in x:
+            yield from _nodes_in(item)
+    elif isinstance(x, dict):
+        for item in x.values():
+            yield from _nodes_in(item)
+
+
+def _is_one(node: Node, index: int, name: str) -> bool:
+    value = node.args[index] if len(node.args) > index else node.kwargs.get(name, 1)
+    return not isinstance(value, Node) and value == 1
+
+
+def _is_float_tensor(x: Any) -> bool:
+    val = x.meta.get("val") if isinstance(x, Node) else None
+    return isinstance(val, torch.Tensor) and val.dtype == torch.float32
+
+
+def _callable_name(target: Any) -> str:
+    if isinstance(target, torch._ops.HigherOrderOperator):
+        return f"torch.ops.higher_order.{target.name()}"
+    if isinstance(target, torch._ops.OpOverloadPacket):
+        return str(target)
+    module = getattr(target, "__module__", None) or ""
+    name = getattr(target, "__qualname__", None) or getattr(target, "__name__", None) or repr(target)
+    return f"{module}.{name}".lstrip(".") if module not in ("builtins", "_operator") else f"operator.{name}"
+
+
+def _pare_dtype(dtype: torch.dtype, what: str):
+    try:
+        return pare_dtypes.get(dtype)
+    except (ValueError, TypeError):
+        supported = ", ".join(d.torch_name for d in pare_dtypes.ALL)
+        raise TracerError(f"{what} has dtype {str(dtype).removeprefix('torch.')}, which Pare does not support; "
+                          f"use one of {supported}") from None

@@ -1,0 +1,174 @@
+"""Running a program on a built Pare runtime: an x86_64 .so in this process
+(pare.runtime), an Android arm64 .so under qemu-aarch64 through the emulator
+harness (tools/android_harness). The kind is read from the ELF header.
+
+Outputs come back as numpy arrays (BFloat16 as float32 values) or Python
+scalars, None for a None output.
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+import tempfile
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+import torch
+
+from pare import dtypes as pare_dtypes
+from pare.runtime import PareError, Program, Runtime
+from tools.tracer import paths
+from tools.tracer.errors import TracerError
+
+EM_X86_64 = 62
+EM_AARCH64 = 183
+_MACHO_MAGICS = {b"\xcf\xfa\xed\xfe", b"\xfe\xed\xfa\xcf", b"\xca\xfe\xba\xbe"}
+
+
+def library_kind(path: Path) -> str:
+    """"x86_64" or "android_arm64", from the library's headers."""
+    try:
+        with open(path, "rb") as f:
+            header = f.read(20)
+    except OSError as e:
+        raise TracerError(f"{path}: cannot read the runtime library ({e.strerror}); check the path") from None
+    if header[:4] in _MACHO_MAGICS:
+        raise TracerError(f"{path}: a Mach-O (iOS) runtime, which cannot run on this machine; check it "
+                          "structurally with python -m tools.verify, and run check with the x86_64 or Android .so")
+    if len(header) < 20 or header[:4] != b"\x7fELF":
+        raise TracerError(f"{path}: not an ELF shared library; pass a built Pare runtime (.so)")
+    byteorder = "<" if header[5] == 1 else ">"
+    (machine,) = struct.unpack(byteorder + "H", header[18:20])
+    if machine == EM_X86_64:
+        return "x86_64"
+    if machine == EM_AARCH64:
+        return "android_arm64"
+    raise TracerError(f"{path}: an ELF library for machine {machine}, which neither runs here (x86_64) nor under "
+                      "the aarch64 emulator harness; pass an x86_64 or Android arm64 Pare runtime")
+
+
+def to_numpy_input(t: torch.Tensor):
+    """A method input for pare.runtime: a numpy view, or (bits, dtype) for bfloat16."""
+    t = t.detach()
+    if t.dtype == torch.bfloat16:
+        return (t.contiguous().view(torch.int16).numpy().view(np.uint16), "BFloat16")
+    return t.numpy()
+
+
+class NativeRunner:
+    """Runs programs in this process (x86_64 runtime)."""
+
+    def __init__(self, library: Path):
+        self.library = library
+        try:
+            self.runtime = Runtime(library)
+        except (PareError, AttributeError) as e:
+            raise TracerError(f"{library}: not a loadable Pare runtime ({e}); pass a library built from runtime/ "
+                              "(e.g. bazel-bin/runtime/full/linux_x86_64/libpare_full.so)") from None
+        self.program: Program | None = None
+        self._methods: dict[str, Any] = {}
+
+    def load(self, program: bytes) -> None:
+        self._methods.clear()
+        self.program = None
+        try:
+            self.program = self.runtime.load(program)
+        except PareError as e:
+            raise runtime_error(self.library, "loading the program", e) from None
+
+    def run(self, method: str, inputs: Sequence[torch.Tensor]) -> list[Any]:
+        assert self.program is not None
+        try:
+            if method not in self._methods:
+                self._methods[method] = self.program.method(method)
+            m = self._methods[method]
+            for i, t in enumerate(inputs):
+                x = to_numpy_input(t)
+                if isinstance(x, tuple):
+                    m.set_input(i, x[0], dtype=x[1])
+                else:
+                    m.set_input(i, x)
+            m.execute()
+            return [self._output(m, i) for i in range(m.num_outputs)]
+        except PareError as e:
+            raise runtime_error(self.library, f"running method {method}", e) from None
+
+    @staticmethod
+    def _output(method, index: int) -> Any:
+        try:
+            return method.output(index)
+        except PareError as e:
+            if "is a None value" in str(e):
+                return None
+            raise
+
+    def close(self) -> None:
+        self._methods.clear()
+        if self.program is not None:
+            self.program.close()
+            self.program = None
+
+
+class HarnessRunner:
+    """Runs programs on an Android arm64 runtime under qemu-aarch64."""
+
+    def __init__(self, library: Path):
+        self.library = library.resolve()
+        self._program: bytes | None = None
+        root = paths.repo_root()
+        os.environ.setdefault("PARE_HARNESS_DIR", str(root / "bazel-bin" / "tools" / "android_harness" / "harness" /
+                                                      "linux_arm64"))
+        from tools.android_harness import run as harness  # imported late: only this runner needs it
+
+        self.harness = harness
+
+    def load(self, program: bytes) -> None:
+        self._program = program
+
+    def run(self, method: str, inputs: Sequence[torch.Tensor]) -> list[Any]:
+        assert self._program is not None
+        specs = []
+        for t in inputs:
+            t = t.detach().contiguous()
+            code = pare_dtypes.get(t.dtype).code
+            raw = t.view(torch.int16).numpy().tobytes() if t.dtype == torch.bfloat16 else t.numpy().tobytes()
+            specs.append(self.harness.TensorData(code, tuple(t.shape), raw))
+        try:
+            outputs = self.harness.run_program(self.library, self._program, method, specs)
+        except self.harness.HarnessError as e:
+            raise TracerError(f"{self.library}: running method {method} under the emulator harness failed: {e}") \
+                from None
+        return [_from_harness(o) for o in outputs]
+
+    def close(self) -> None:
+        self._program = None
+
+
+def _from_harness(o: Any) -> Any:
+    if not hasattr(o, "dtype"):
+        return o
+    dtype = pare_dtypes.BY_CODE[o.dtype]
+    if dtype.numpy is None:  # BFloat16 bits
+        return pare_dtypes.bfloat16_bits_to_float32(np.frombuffer(o.data, np.uint16)).reshape(o.sizes)
+    return np.frombuffer(o.data, dtype.numpy).reshape(o.sizes).copy()
+
+
+def runner_for(library: Path):
+    kind = library_kind(library)
+    return NativeRunner(library) if kind == "x86_64" else HarnessRunner(library)
+
+
+def runtime_error(library: Path, what: str, e: PareError) -> TracerError:
+    fix = {
+        "OperatorNotSelected": "this runtime's manifest does not select an operator the model uses: re-trace the "
+                               "model (python -m tools.tracer trace) and rebuild the runtime",
+        "DtypeNotSelected": "this runtime's manifest does not select a dtype the model reaches: re-trace the model "
+                            "and rebuild the runtime",
+        "ClassNotSelected": "this runtime's manifest does not select a class the model uses (did you trace with "
+                            "--prepack and check without it, or the other way round?): re-trace and rebuild",
+        "OperatorNotFound": "this runtime does not implement an operator the program calls: rebuild it from the "
+                            "current runtime/ sources, or export with the runtime the program is for",
+    }.get(e.status_name, "see the runtime's message")
+    return TracerError(f"{library}: {what} failed: {e.status_name}: {e}; {fix}")

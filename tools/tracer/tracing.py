@@ -1,0 +1,229 @@
+"""`trace` and `check`: run a model's program on a Pare runtime over every
+representative input, compare with torch eager, and (trace) turn what the
+instrumentation build recorded into a manifest.
+
+The manifest (PyTorch's selected-operators schema, docs/manifest.md) holds
+exactly what the runtime executed: the root operators the program's
+instructions call, the non-root operators kernels call internally, every
+(kernel tag, dtype) the dispatch reached, the custom classes created and the
+build features used. Its debug_info names the model file (relative to the
+repository, else its file name, so the bytes do not depend on where the
+checkout lives) and, per operator, the model methods that reached it.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+
+import codegen
+from tools.tracer import paths
+from tools.tracer.errors import NumericMismatchError, TracerError
+from tools.tracer.exporter import ExportedModel, MethodGroup, export_model, group_inputs
+from tools.tracer.model_spec import ModelSpec
+from tools.tracer.numerics import OutputCheck, Tolerance, compare, flatten_outputs
+from tools.tracer.progress import Progress
+from tools.tracer.runner import NativeRunner, library_kind, runner_for
+
+
+@dataclass(frozen=True)
+class InputCheck:
+    """The numeric check of one representative input."""
+
+    index: int
+    method: str
+    outputs: tuple[OutputCheck, ...]
+
+    @property
+    def ok(self) -> bool:
+        return all(o.ok for o in self.outputs)
+
+
+@dataclass
+class TraceResult:
+    manifest: codegen.Manifest
+    exported: ExportedModel
+    checks: list[InputCheck]
+    seconds: dict[str, float] = field(default_factory=dict)
+
+
+def model_label(spec: ModelSpec) -> str:
+    """How manifests name the model: its path in the repository, else its
+    file name (never an absolute path, so the bytes are portable)."""
+    try:
+        return str(spec.path.relative_to(paths.repo_root().resolve()))
+    except ValueError:
+        return spec.path.name
+
+
+def eager_outputs(spec: ModelSpec, index: int) -> list[Any]:
+    with torch.no_grad():
+        try:
+            result = spec.module(*spec.inputs[index])
+        except Exception as e:  # the user's model
+            raise TracerError(f"{spec.path}: running the model in torch eager on inputs[{index}] raised "
+                              f"{type(e).__name__}: {e}; fix the model or that input") from None
+    return flatten_outputs(result)
+
+
+def spec_tolerance(spec: ModelSpec, override: Tolerance | None) -> Tolerance:
+    """The CLI's --rtol/--atol over the model spec's TOLERANCE over the defaults."""
+    base = spec.tolerance or Tolerance()
+    if override is None:
+        return base
+    return Tolerance(rtol=base.rtol if override.rtol is None else override.rtol,
+                     atol=base.atol if override.atol is None else override.atol)
+
+
+def run_and_compare(spec: ModelSpec, groups: tuple[MethodGroup, ...], runner, tolerance: Tolerance,
+                    progress: Progress, after_method=None) -> list[InputCheck]:
+    """Runs every representative input on `runner` (program loaded), grouped
+    by method, and compares with torch eager. `after_method(name)` is called
+    after each method's inputs ran (trace reads the per-method trace there)."""
+    checks = []
+    for group in groups:
+        for index in group.indices:
+            expected = eager_outputs(spec, index)
+            actual = runner.run(group.name, spec.inputs[index])
+            checks.append(InputCheck(index, group.name, tuple(compare(actual, expected, tolerance))))
+            shapes = ", ".join(f"{list(t.shape)}" for t in spec.inputs[index])
+            status = "ok" if checks[-1].ok else "MISMATCH"
+            worst = max((o.max_abs for o in checks[-1].outputs), default=0.0)
+            progress.info(f"inputs[{index}] {group.name}({shapes}): {status} (max abs err {worst:.3g})")
+        if after_method is not None:
+            after_method(group.name)
+    return sorted(checks, key=lambda c: c.index)
+
+
+def trace_model(spec: ModelSpec, *, runtime: str | Path | None = None, prepack: bool = False,
+                tolerance: Tolerance | None = None, progress: Progress | None = None) -> TraceResult:
+    """Exports, runs every input on the instrumentation runtime, checks the
+    numerics and builds the manifest. Raises NumericMismatchError after the
+    manifest is built (it is on the error's `result`)."""
+    progress = progress or Progress.silent()
+    seconds: dict[str, float] = {}
+    start = time.monotonic()
+    exported = export_model(spec, prepack=prepack, progress=progress)
+    seconds["export"] = time.monotonic() - start
+
+    library = paths.instrumentation_runtime(runtime, progress)
+    if library_kind(library) != "x86_64":
+        raise TracerError(f"{library}: trace needs the host (x86_64) instrumentation runtime; Android runtimes "
+                          "can be checked (check --runtime) but not traced")
+    runner = NativeRunner(library)
+    if not runner.runtime.is_tracing_build:
+        raise TracerError(f"{library}: not an instrumentation build (compiled without PARE_TRACING=1), so it "
+                          f"records nothing; use bazel-bin/{paths.INSTRUMENTATION_OUTPUT} "
+                          f"(tools/bazel build {paths.INSTRUMENTATION_TARGET})")
+    start = time.monotonic()
+    runner.load(exported.program)
+    per_method: dict[str, Any] = {}
+
+    def read_trace(method: str) -> None:
+        per_method[method] = runner.program.trace()
+        runner.program.reset_trace()
+
+    with progress.step(f"running {len(spec.inputs)} input{'s' if len(spec.inputs) != 1 else ''} on the "
+                       f"instrumentation runtime {paths.display(library)}"):
+        # Method creation runs the init section (prepacking): trace it with
+        # the method's first input.
+        checks = run_and_compare(spec, exported.groups, runner, spec_tolerance(spec, tolerance), progress,
+                                 read_trace)
+    seconds["run"] = time.monotonic() - start
+    manifest = build_manifest(spec, exported, per_method)
+    runner.close()
+    result = TraceResult(manifest, exported, checks, seconds)
+    if not all(c.ok for c in checks):
+        error = NumericMismatchError(paths.display(spec.path), library, checks)
+        error.result = result
+        raise error
+    return result
+
+
+def build_manifest(spec: ModelSpec, exported: ExportedModel, per_method: dict[str, Any]) -> codegen.Manifest:
+    """A manifest from per-method traces (pare.runtime.Trace)."""
+    label = model_label(spec)
+    ops: dict[str, dict[str, Any]] = {}
+    kernel_metadata: dict[str, set[str]] = {}
+    classes: set[str] = set()
+    features: set[str] = set()
+    for method in (g.name for g in exported.groups):
+        trace = per_method.get(method)
+        if trace is None:
+            continue
+        for name, use in trace.ops.items():
+            entry = ops.setdefault(name, {"root": False, "methods": []})
+            entry["root"] = entry["root"] or use.root
+            entry["methods"].append(f"{label}:{method}")
+        for tag, dtypes in trace.kernel_dtypes.items():
+            kernel_metadata.setdefault(tag, set()).update(dtypes)
+        classes.update(trace.classes)
+        features.update(trace.features)
+    operators = [
+        codegen.Operator(name, is_root_operator=e["root"], is_used_for_training=False, include_all_overloads=False,
+                         debug_info=tuple(e["methods"]))
+        for name, e in sorted(ops.items())
+    ]
+    debug = json.dumps({
+        "model": label,
+        "methods": {g.name: {"inputs": list(g.indices), "dtypes": [str(d).removeprefix("torch.") for d in g.dtypes],
+                             "dynamic_dims": [list(d) for d in g.dynamic_dims]} for g in exported.groups},
+        "prepack": exported.prepack,
+        "tracer": "pare tools/tracer",
+    }, sort_keys=True)
+    return codegen.Manifest(
+        operators=operators,
+        kernel_metadata={t: tuple(sorted(d)) for t, d in kernel_metadata.items()},
+        custom_classes=frozenset(classes),
+        build_features=frozenset(features),
+        include_all_operators=False,
+        include_all_non_op_selectives=False,
+        debug_info=(debug,),
+        source=label,
+    )
+
+
+def check_model(spec: ModelSpec, runtime: str | Path, *, prepack: bool = False, program: bytes | None = None,
+                tolerance: Tolerance | None = None, progress: Progress | None = None) -> list[InputCheck]:
+    """Runs every representative input on a built runtime (x86_64 natively,
+    Android arm64 under the emulator harness) and compares with torch.
+    `program`: run these bytes instead of exporting the model again."""
+    progress = progress or Progress.silent()
+    library = Path(runtime)
+    if not library.is_file():
+        raise TracerError(f"--runtime {runtime}: no such runtime library; pass a built Pare runtime .so")
+    runner = runner_for(library)
+    if program is None:
+        exported = export_model(spec, prepack=prepack, progress=progress)
+        groups, program = exported.groups, exported.program
+    else:
+        groups = group_inputs(spec)
+        _check_program_methods(program, groups)
+    runner.load(program)
+    where = "under the qemu-aarch64 harness" if not isinstance(runner, NativeRunner) else "natively"
+    with progress.step(f"running {len(spec.inputs)} input{'s' if len(spec.inputs) != 1 else ''} on "
+                       f"{paths.display(library)} ({where})"):
+        checks = run_and_compare(spec, groups, runner, spec_tolerance(spec, tolerance), progress)
+    runner.close()
+    if not all(c.ok for c in checks):
+        raise NumericMismatchError(paths.display(spec.path), library, checks)
+    return checks
+
+
+def _check_program_methods(program: bytes, groups: tuple[MethodGroup, ...]) -> None:
+    from pare.program import ProgramError, read
+
+    try:
+        names = {m.name for m in read(program).methods}
+    except ProgramError as e:
+        raise TracerError(f"--program: {e}; pass a file written by python -m tools.tracer export") from None
+    missing = [g.name for g in groups if g.name not in names]
+    if missing:
+        raise TracerError(f"--program has no method {', '.join(missing)} for this model's inputs (it has "
+                          f"{', '.join(sorted(names))}); export it again from this model spec")
+

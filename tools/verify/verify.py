@@ -1,0 +1,176 @@
+"""The checks: selected code present, unselected code gone, only the C API exported, platform facts.
+
+    result = verify("bazel-bin/apps/demo/runtime/android_arm64/unstripped/libpare_runtime.so",
+                    "bazel-bin/apps/demo/runtime/expected_symbols.json",
+                    platform="android_arm64",
+                    stripped="bazel-bin/apps/demo/runtime/android_arm64/libpare_runtime.so")
+    result.passed, result.leaks, result.missing, result.export_leaks
+
+Symbols come from the unstripped library's full symbol table (kernels are
+hidden, so only it names them). Exports and platform facts are read from the
+stripped library when given, because that is what ships.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from tools.verify.binary import BinaryInfo, Export, Symbol, read_binary
+from tools.verify.errors import VerifyError
+from tools.verify.expected import Entry, Expected, check_format, classify, load_expected
+from tools.verify.platforms import FactCheck, PlatformFacts, check_platform_facts, get_platform, infer_platform
+
+OK = "ok"
+LEAK = "leak"
+MISSING = "missing"
+
+C_API = re.compile(r"^pare_\w+$")
+JNI = re.compile(r"^(?:JNI_OnLoad|JNI_OnUnload|Java_\w+)$")
+
+
+@dataclass(frozen=True)
+class EntryResult:
+    entry: Entry
+    status: str  # "ok", "leak" (absent but linked) or "missing" (present but not linked)
+    symbols: tuple[Symbol, ...]  # the defined symbols its pattern matches
+
+
+@dataclass(frozen=True)
+class ExportLeak:
+    export: Export
+    reason: str
+
+
+@dataclass(frozen=True)
+class VerifyResult:
+    binary: BinaryInfo  # the unstripped library: symbols
+    shipped: BinaryInfo  # the stripped library when given, else the same: exports, facts
+    expected: Expected
+    platform: PlatformFacts
+    platform_inferred: bool
+    jni: bool
+    entries: tuple[EntryResult, ...]
+    export_leaks: tuple[ExportLeak, ...]
+    facts: tuple[FactCheck, ...]
+
+    @property
+    def leaks(self) -> tuple[EntryResult, ...]:
+        return tuple(r for r in self.entries if r.status == LEAK)
+
+    @property
+    def missing(self) -> tuple[EntryResult, ...]:
+        return tuple(r for r in self.entries if r.status == MISSING)
+
+    @property
+    def failed_facts(self) -> tuple[FactCheck, ...]:
+        return tuple(f for f in self.facts if not f.ok)
+
+    @property
+    def passed(self) -> bool:
+        return not (self.leaks or self.missing or self.export_leaks or self.failed_facts)
+
+
+def check_entries(binary: BinaryInfo, expected: Expected) -> list[EntryResult]:
+    check_format(expected, binary.format)
+    fmt = binary.format
+    results = []
+    for entry in expected.entries:
+        pattern = entry.patterns[fmt]
+        hits = tuple(s for s in binary.symbols if pattern.search(s.demangled))
+        if entry.expect == "absent" and hits:
+            status = LEAK
+        elif entry.expect == "present" and not hits:
+            status = MISSING
+        else:
+            status = OK
+        results.append(EntryResult(entry, status, hits))
+    return results
+
+
+def check_exports(shipped: BinaryInfo, expected: Expected | None, *, jni: bool) -> list[ExportLeak]:
+    """Every exported symbol must be a C API function (pare_*), or a JNI entry point in a JNI build."""
+    leaks = []
+    for e in shipped.exports:
+        if C_API.match(e.name):
+            if not e.is_function:
+                leaks.append(ExportLeak(e, "C API name, but data rather than a function; export an accessor function"))
+            continue
+        if JNI.match(e.name):
+            if not jni:
+                leaks.append(ExportLeak(e, "JNI entry point in a library not verified as a JNI build (pass --jni if it is one)"))
+            elif not e.is_function:
+                leaks.append(ExportLeak(e, "JNI name, but data rather than a function"))
+            continue
+        owner = classify(expected, shipped.format, e.demangled) if expected and shipped.format in expected.symbol_formats else None
+        what = f"{owner.label()}'s code" if owner else "not part of the C API (pare_*)"
+        leaks.append(ExportLeak(e, f"{what}; give it hidden visibility (the default under -fvisibility=hidden)"))
+    return leaks
+
+
+def verify(
+    binary: str | os.PathLike[str],
+    expected: str | os.PathLike[str] | Expected,
+    *,
+    platform: str | None = None,
+    stripped: str | os.PathLike[str] | None = None,
+    jni: bool = False,
+    cxxfilt: str | None = None,
+) -> VerifyResult:
+    """Verifies one platform's library against expected_symbols.json. Raises VerifyError for user errors."""
+    exp = expected if isinstance(expected, Expected) else load_expected(expected)
+    info = read_binary(binary, cxxfilt=cxxfilt)
+    if not info.has_symbol_table:
+        raise VerifyError(
+            f"{info.path}: has no full symbol table (it is stripped); pass the unstripped twin, "
+            "bazel-bin/<pkg>/<name>/<platform>/unstripped/<lib>"
+        )
+    shipped = info
+    if stripped is not None:
+        shipped = read_binary(stripped, cxxfilt=cxxfilt)
+        if (shipped.format, shipped.arch) != (info.format, info.arch):
+            raise VerifyError(
+                f"{shipped.path} ({shipped.format}, {shipped.arch}) is not the stripped twin of {info.path} "
+                f"({info.format}, {info.arch}); pass both from the same bazel-bin/<pkg>/<name>/<platform>/"
+            )
+    facts_for = get_platform(platform) if platform else infer_platform(info)
+    return VerifyResult(
+        binary=info,
+        shipped=shipped,
+        expected=exp,
+        platform=facts_for,
+        platform_inferred=platform is None,
+        jni=jni,
+        entries=tuple(check_entries(info, exp)),
+        export_leaks=tuple(check_exports(shipped, exp, jni=jni)),
+        facts=tuple(check_platform_facts(shipped, facts_for)),
+    )
+
+
+def bundle_platforms(bundle: str | os.PathLike[str]) -> list[str]:
+    """The platforms a multi-platform output directory holds (those with an unstripped/ library)."""
+    root = Path(bundle)
+    if not root.is_dir():
+        raise VerifyError(f"{root}: no such directory; build the target first (tools/bazel build <target>)")
+    found = sorted(p.name for p in root.iterdir() if (p / "unstripped").is_dir())
+    if not found:
+        raise VerifyError(f"{root}: no <platform>/unstripped/ directories; pass a selective_runtime output directory")
+    return found
+
+
+def bundle_paths(bundle: str | os.PathLike[str], platform: str) -> tuple[Path, Path, Path]:
+    """(unstripped, stripped, expected_symbols.json) in a selective_runtime's output directory.
+
+    bazel-bin/<pkg>/<name>/ holds <platform>/lib*.so|.dylib, <platform>/unstripped/ and expected_symbols.json.
+    """
+    root = Path(bundle)
+    have = bundle_platforms(root)
+    if platform not in have:
+        raise VerifyError(f"{root}: not built for {platform} (it has {', '.join(have)})")
+    pdir = root / platform
+    libs = sorted(p for p in (pdir / "unstripped").iterdir() if p.suffix in (".so", ".dylib"))
+    if len(libs) != 1:
+        raise VerifyError(f"{pdir / 'unstripped'}: expected one .so or .dylib, found {len(libs)}")
+    return libs[0], pdir / libs[0].name, root / "expected_symbols.json"
