@@ -1,54 +1,69 @@
-"""The README's main job: build Pare's outputs for every platform and show them.
+"""The README's main job: the demo app's minimal runtime for every platform.
 
-Today: the toolchain smoke library for Android arm64, iOS arm64 and x86_64 in
-one Bazel invocation, plus the Android emulator harness, then a table of what
-was built (format, size) and the smoke library run on x86_64 and under the
-Android harness.
+1. Builds, in one Bazel invocation, the demo's selective runtime
+   (//apps/demo:runtime, from apps/demo/manifest.yaml), the same operators
+   with every dtype (//apps/demo:runtime_all_dtypes), the full runtime
+   (//runtime:full), and the app bundles (AAR, xcframework).
+2. Prints the size table: full vs selective per platform, and what dtype
+   selection alone saves.
+3. Runs the demo model on the x86_64 runtime and compares with torch.
 """
 
 from __future__ import annotations
 
-import ctypes
+import json
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO_ROOT))
 
-from tools.android_harness import run as harness  # noqa: E402
+TARGETS = [
+    "//apps/demo:runtime",
+    "//apps/demo:runtime_all_dtypes",
+    "//runtime:full",
+    "//apps/demo:android_aar",
+    "//apps/demo:ios_xcframework",
+]
+PLATFORMS = ["android_arm64", "ios_arm64", "linux_x86_64"]
 
-SMOKE = "toolchains/smoke/smoke"
-TARGETS = ["//toolchains/smoke", "//tools/android_harness:harness"]
+
+def _report(bin_dir: Path, target: str) -> dict:
+    return json.loads((bin_dir / target / "report.json").read_text())["platforms"]
 
 
-def _file_line(path: Path) -> str:
-    out = subprocess.run(["file", "-b", str(path)], capture_output=True, text=True).stdout.strip()
-    return out.split(", BuildID")[0]
+def size_table(bin_dir: Path) -> str:
+    full = _report(bin_dir, "runtime/full")
+    demo = _report(bin_dir, "apps/demo/runtime")
+    all_dtypes = _report(bin_dir, "apps/demo/runtime_all_dtypes")
+    rows = [
+        "| platform | full runtime | demo runtime | smaller than full | demo, all dtypes | dtype selection saves |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
+    for p in PLATFORMS:
+        f, d, a = full[p]["stripped_bytes"], demo[p]["stripped_bytes"], all_dtypes[p]["stripped_bytes"]
+        rows.append(f"| {p} | {f:,} B | {d:,} B | {100 * (1 - d / f):.1f}% | {a:,} B | {a - d:,} B ({100 * (1 - d / a):.1f}%) |")
+    return "\n".join(rows)
 
 
 def main() -> int:
-    print(f"main job: bazel build {' '.join(TARGETS)}", flush=True)
+    print(f"main job: tools/bazel build {' '.join(TARGETS)}", flush=True)
     start = time.monotonic()
-    proc = subprocess.run([str(REPO_ROOT / "tools" / "bazel"), "build", *TARGETS], cwd=REPO_ROOT)
-    if proc.returncode != 0:
+    if subprocess.run([str(REPO_ROOT / "tools" / "bazel"), "build", *TARGETS], cwd=REPO_ROOT).returncode != 0:
         print("main job: the build failed (see Bazel's output above)", file=sys.stderr)
-        return proc.returncode
-    print(f"built in {time.monotonic() - start:.1f}s\n")
-
+        return 1
+    print(f"\nbuilt in {time.monotonic() - start:.1f}s\n")
     bin_dir = REPO_ROOT / "bazel-bin"
-    rows = sorted(p for p in (bin_dir / SMOKE).rglob("*") if p.is_file())
-    width = max(len(str(p.relative_to(bin_dir))) for p in rows)
-    print(f"{'output (under bazel-bin/)':<{width}}  {'bytes':>8}  format")
-    for p in rows:
-        print(f"{str(p.relative_to(bin_dir)):<{width}}  {p.stat().st_size:>8}  {_file_line(p)}")
+    print("Stripped sizes (what ships):\n")
+    print(size_table(bin_dir))
+    print("\nOutputs: bazel-bin/apps/demo/runtime/<platform>/, bazel-bin/apps/demo/android_aar.aar, "
+          "bazel-bin/apps/demo/PareDemo.xcframework\n")
 
-    host = ctypes.CDLL(str(bin_dir / SMOKE / "linux_x86_64" / "libpare_smoke.so"))
-    print(f"\nx86_64 (native):          pare_smoke_answer(20) = {host.pare_smoke_answer(20)}")
-    android = harness.call_i32(bin_dir / SMOKE / "android_arm64" / "libpare_smoke.so", "pare_smoke_answer", 20)
-    print(f"android_arm64 (qemu harness, emulated): pare_smoke_answer(20) = {android}")
-    return 0
+    print("Checking the demo model on the x86_64 runtime against torch:", flush=True)
+    check = [sys.executable, "-m", "tools.tracer", "check", "apps/demo/model.py",
+             "--runtime", str(bin_dir / "apps/demo/runtime/linux_x86_64/libpare_runtime.so")]
+    return subprocess.run(check, cwd=REPO_ROOT).returncode
 
 
 if __name__ == "__main__":

@@ -94,6 +94,7 @@ def selective_runtime(selective_lib) -> Runtime:
 @pytest.fixture(scope="session")
 def test_double_runtime(pytestconfig) -> Runtime:
     """The full runtime linked with the recording PAL (pal_test_double.cc)."""
-    path = runtime_build.build(_cache_root(pytestconfig), "test_double", selection_dir=runtime_build.DEFAULT_SELECTION,
+    # Same objects as the full runtime, linked with the recording PAL.
+    path = runtime_build.build(_cache_root(pytestconfig), "full", selection_dir=runtime_build.DEFAULT_SELECTION,
                                pal="test_double")
     return Runtime(path)

@@ -36,9 +36,9 @@ def runtime_sources(pal: str = "posix") -> list[Path]:
     return [p for p in runtime_files((".cc", ".c")) if p not in excluded]
 
 
-def _inputs_hash(flags: list[str], selection_dir: Path, pal: str) -> str:
+def _inputs_hash(flags: list[str], selection_dir: Path) -> str:
     h = hashlib.sha256()
-    h.update(repr((CXX, flags, pal)).encode())
+    h.update(repr((CXX, flags)).encode())
     files = runtime_files((".cc", ".c", ".h", ".def", ".inc"))
     files += sorted(p for p in Path(selection_dir).rglob("*.h"))
     for p in files:
@@ -49,51 +49,66 @@ def _inputs_hash(flags: list[str], selection_dir: Path, pal: str) -> str:
 
 def build(cache_root: Path, name: str, *, selection_dir: Path, defines=(), pal: str = "posix",
           opt: str = "-O2") -> Path:
-    """Builds (or reuses) libpare_<name>.so. Safe when several pytest sessions
-    share the cache: each builds in a private directory and renames it into
-    place, so no session ever sees or deletes another's half-built output."""
+    """Builds (or reuses) the runtime library `name` with the chosen PAL.
+
+    Objects are compiled once per (sources, flags, selection) for every PAL
+    and shared by the per-PAL libraries linked from them. Safe when several
+    pytest sessions share the cache: objects are compiled in a private
+    directory renamed into place, and libraries are linked to a private file
+    renamed into place, so no session sees another's half-built output."""
     flags = HOUSE_FLAGS + [opt, "-fPIC", f"-I{REPO}", f"-I{selection_dir}"] + [f"-D{d}" for d in defines]
-    cache_root = Path(cache_root)
-    out_dir = cache_root / f"{name}-{_inputs_hash(flags, selection_dir, pal)}"
-    lib = out_dir / f"libpare_{name}.so"
+    objects_dir = _objects(Path(cache_root), name, flags, selection_dir)
+    lib = objects_dir / (f"libpare_{name}.so" if pal == "posix" else f"libpare_{name}_{pal}.so")
     if lib.is_file():
         return lib
+    excluded = {_object_name(REPO / p) for other, p in PAL_SOURCES.items() if other != pal}
+    objects = sorted(p for p in (objects_dir / "obj").glob("*.o") if p.name not in excluded)
+    tmp = objects_dir / f".{lib.name}.{os.getpid()}.tmp"
+    link = [CXX, "-shared", "-nostdlib++", "-fuse-ld=lld", "-Wl,--gc-sections", "-Wl,-z,defs",
+            "-o", str(tmp), *map(str, objects), "-lm", "-lc"]
+    result = subprocess.run(link, capture_output=True, text=True)
+    if result.returncode != 0:
+        raise RuntimeError(f"linking {lib.name} failed:\n{result.stderr}")
+    os.replace(tmp, lib)
+    return lib
+
+
+def _object_name(src: Path) -> str:
+    return str(src.relative_to(REPO)).replace("/", "_") + ".o"
+
+
+def _objects(cache_root: Path, name: str, flags: list[str], selection_dir: Path) -> Path:
+    """The directory holding every runtime source (all PALs) compiled with `flags`."""
+    out_dir = cache_root / f"{name}-{_inputs_hash(flags, selection_dir)}"
+    if (out_dir / "objects.complete").is_file():
+        return out_dir
     if shutil.which(CXX) is None:
         raise RuntimeError(f"{CXX} not found: install clang-16 or set PARE_RUNTIME_LIB to a prebuilt runtime")
     cache_root.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", dir=cache_root))
     try:
-        _compile_and_link(flags, runtime_sources(pal), work, work / lib.name)
+        (work / "obj").mkdir()
+        sources = runtime_files((".cc", ".c"))
+
+        def compile_one(src: Path) -> None:
+            result = subprocess.run([CXX, *flags, "-c", str(src), "-o", str(work / "obj" / _object_name(src))],
+                                    capture_output=True, text=True)
+            if result.returncode != 0:
+                raise RuntimeError(f"compiling {src.relative_to(REPO)} failed:\n{result.stderr}")
+
+        with concurrent.futures.ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
+            list(pool.map(compile_one, sources))
+        (work / "objects.complete").touch()
         try:
             os.rename(work, out_dir)
         except OSError:
-            if not lib.is_file():  # a leftover without a library: replace it
+            if not (out_dir / "objects.complete").is_file():  # a leftover: replace it
                 shutil.rmtree(out_dir, ignore_errors=True)
                 os.rename(work, out_dir)
     finally:
         shutil.rmtree(work, ignore_errors=True)  # another session won the race
     _prune(cache_root, name, keep=out_dir)
-    return lib
-
-
-def _compile_and_link(flags: list[str], sources: list[Path], work: Path, lib: Path) -> None:
-    obj_dir = work / "obj"
-    obj_dir.mkdir()
-
-    def compile_one(src: Path) -> Path:
-        obj = obj_dir / (str(src.relative_to(REPO)).replace("/", "_") + ".o")
-        result = subprocess.run([CXX, *flags, "-c", str(src), "-o", str(obj)], capture_output=True, text=True)
-        if result.returncode != 0:
-            raise RuntimeError(f"compiling {src.relative_to(REPO)} failed:\n{result.stderr}")
-        return obj
-
-    with concurrent.futures.ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
-        objects = list(pool.map(compile_one, sources))
-    link = [CXX, "-shared", "-nostdlib++", "-fuse-ld=lld", "-Wl,--gc-sections", "-Wl,-z,defs",
-            "-o", str(lib), *map(str, objects), "-lm", "-lc"]
-    result = subprocess.run(link, capture_output=True, text=True)
-    if result.returncode != 0:
-        raise RuntimeError(f"linking {lib.name} failed:\n{result.stderr}")
+    return out_dir
 
 
 def _prune(cache_root: Path, name: str, keep: Path, idle_seconds: float = 3600) -> None:

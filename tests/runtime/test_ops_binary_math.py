@@ -126,7 +126,8 @@ def test_div_true_every_dtype(runtime, dtype):
     assert_same(run_op(runtime, "aten::div.Tensor_mode", a, b), torch.div(a, b))  # rounding_mode absent
     for s in (3, -0.7, True):
         assert_same(run_op(runtime, "aten::div.Scalar", a, s), aten.div.Scalar(a, s))
-        assert_same(run_op(runtime, "aten::div.Scalar_mode", a, s, None), aten.div.Scalar_mode(a, s, rounding_mode=None))
+        assert_same(run_op(runtime, "aten::div.Scalar_mode", a, s, None),
+                    aten.div.Scalar_mode(a, s, rounding_mode=None))
 
 
 @pytest.mark.parametrize("dtype", NO_BOOL, ids=str)
@@ -138,7 +139,8 @@ def test_div_rounding_every_dtype(runtime, dtype, mode):
     assert_same(run_op(runtime, "aten::div.Tensor_mode", a, b[:1], mode), torch.div(a, b[:1], rounding_mode=mode))
     scalars = (3, -4) + ((0.7, -2.5) if dtype.is_floating_point else ())
     for s in scalars:
-        assert_same(run_op(runtime, "aten::div.Scalar_mode", a, s, mode), aten.div.Scalar_mode(a, s, rounding_mode=mode))
+        assert_same(run_op(runtime, "aten::div.Scalar_mode", a, s, mode),
+                    aten.div.Scalar_mode(a, s, rounding_mode=mode))
         assert_same(run_op(runtime, "aten::div.Tensor_mode", a, s, mode), torch.div(a, s, rounding_mode=mode))
 
 
@@ -347,9 +349,10 @@ def test_empty_and_zero_dim_with_scalars(runtime, dtype):
 # ---- type promotion ------------------------------------------------------------
 
 PROMOTION_PAIRS = [
-    (torch.int32, torch.float32), (torch.uint8, torch.int8), (torch.bool, torch.int16), (torch.float16, torch.bfloat16),
-    (torch.int64, torch.float16), (torch.bool, torch.bool), (torch.uint8, torch.float64), (torch.bfloat16, torch.float32),
-    (torch.bool, torch.float32), (torch.int8, torch.int64),
+    (torch.int32, torch.float32), (torch.uint8, torch.int8), (torch.bool, torch.int16),
+    (torch.float16, torch.bfloat16), (torch.int64, torch.float16), (torch.bool, torch.bool),
+    (torch.uint8, torch.float64), (torch.bfloat16, torch.float32), (torch.bool, torch.float32),
+    (torch.int8, torch.int64),
 ]
 
 
@@ -422,7 +425,8 @@ def test_scalar_overloads_promote_like_torch(runtime, dtype):
 
 
 @pytest.mark.parametrize("da,db", [
-    (torch.int32, torch.float32), (torch.bool, torch.uint8), (torch.float16, torch.bfloat16), (torch.int64, torch.float64),
+    (torch.int32, torch.float32), (torch.bool, torch.uint8), (torch.float16, torch.bfloat16),
+    (torch.int64, torch.float64),
 ])
 def test_where_promotion(runtime, da, db):
     cond = make_tensor((3, 4), torch.bool, 50)
@@ -466,7 +470,8 @@ def test_uint8_division(runtime):
         assert_same(run_op(runtime, "aten::div.Tensor_mode", a, b, mode), torch.div(a, b, rounding_mode=mode))
     assert_same(run_op(runtime, "aten::remainder.Tensor", a, b), a % b)
     # A negative Python number wraps into uint8, as in PyTorch.
-    assert_same(run_op(runtime, "aten::div.Scalar_mode", a, -3, "floor"), aten.div.Scalar_mode(a, -3, rounding_mode="floor"))
+    assert_same(run_op(runtime, "aten::div.Scalar_mode", a, -3, "floor"),
+                aten.div.Scalar_mode(a, -3, rounding_mode="floor"))
 
 
 @pytest.mark.parametrize("dtype", INT_DTYPES, ids=str)
@@ -516,11 +521,17 @@ def test_integer_pow_with_negative_exponents(runtime):
 @pytest.mark.parametrize("dtype", FLOAT_DTYPES, ids=str)
 def test_float_division_special_values(runtime, dtype):
     nan, inf = float("nan"), float("inf")
-    a = torch.tensor([1.0, -1.0, 0.0, 5.0, -5.0, inf, nan, 1.0, -1.0, 7.5, -7.5, 1e4], dtype=dtype)
-    b = torch.tensor([0.0, 0.0, 0.0, inf, -inf, 2.0, 1.0, inf, inf, -2.0, 2.0, 1e-4], dtype=dtype)
+    # Includes quotients beyond 2^23 and 2^52 (already integral) and -0.0 results.
+    a = torch.tensor([1.0, -1.0, 0.0, 5.0, -5.0, inf, nan, 1.0, -1.0, 7.5, -7.5, 1e4, 1e30, -3e29, 1e300, -0.5, 0.5],
+                     dtype=dtype)
+    b = torch.tensor([0.0, 0.0, 0.0, inf, -inf, 2.0, 1.0, inf, inf, -2.0, 2.0, 1e-4, 7.0, 3.0, -3.0, 4.0, -4.0],
+                     dtype=dtype)
     assert_same(run_op(runtime, "aten::div.Tensor", a, b), torch.div(a, b))
     for mode in ("trunc", "floor"):
-        assert_same(run_op(runtime, "aten::div.Tensor_mode", a, b, mode), torch.div(a, b, rounding_mode=mode))
+        actual, expected = run_op(runtime, "aten::div.Tensor_mode", a, b, mode), torch.div(a, b, rounding_mode=mode)
+        assert_same(actual, expected)
+        zeros = expected == 0  # -0.0 where torch has it (NaN sign bits are not meaningful)
+        assert torch.equal(torch.signbit(actual[zeros]), torch.signbit(expected[zeros])), mode
     assert_same(run_op(runtime, "aten::remainder.Tensor", a, b), torch.remainder(a, b))
     assert_same(run_op(runtime, "aten::pow.Tensor_Tensor", a, b), torch.pow(a, b))
     assert_same(run_op(runtime, "aten::pow.Tensor_Scalar", a, 0), a ** 0)  # NaN ** 0 == 1
@@ -565,7 +576,8 @@ def test_sub_rejects_bool_like_torch(runtime):
         run_op(runtime, "aten::sub.Tensor", mask, mask)
     with pytest.raises(PareError, match=r"aten::sub\.Tensor: argument 'other' is Bool"):
         run_op(runtime, "aten::sub.Tensor", torch.tensor([1, 2]), True)
-    with pytest.raises(PareError, match=r"aten::sub\.Tensor \(called from aten::sub\.Scalar\): argument 'self' is Bool"):
+    with pytest.raises(PareError,
+                       match=r"aten::sub\.Tensor \(called from aten::sub\.Scalar\): argument 'self' is Bool"):
         run_op(runtime, "aten::sub.Scalar", mask, 1)
 
 

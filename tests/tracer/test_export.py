@@ -6,12 +6,11 @@ from __future__ import annotations
 
 import pytest
 import torch
-from tracer_testlib import MODELS, exported, spec_of
+from tracer_testlib import exported, spec_from, spec_of
 from torch import nn
 
 from pare import program as pp
 from tools.tracer import MissingOpsError, TracerError, export_model, group_inputs
-from tools.tracer.model_spec import ModelSpec
 
 
 def ops_of(method: pp.MethodInfo) -> list[str]:
@@ -20,10 +19,6 @@ def ops_of(method: pp.MethodInfo) -> list[str]:
 
 def method(info: pp.ProgramInfo, name: str) -> pp.MethodInfo:
     return next(m for m in info.methods if m.name == name)
-
-
-def spec_from(module: nn.Module, inputs, name: str = "inline.py") -> ModelSpec:
-    return ModelSpec(MODELS / name, module.eval(), tuple(tuple(i) for i in inputs))
 
 
 def test_dynamic_batch_and_constants():
@@ -259,3 +254,29 @@ def test_unsupported_dtype_is_a_user_error():
     spec = spec_from(Complex(), [(torch.rand(3, 2),)])
     with pytest.raises(TracerError, match="complex64, which Pare does not support"):
         export_model(spec)
+
+
+def test_ops_the_runtime_implements_are_not_decomposed():
+    spec = spec_from(nn.Sequential(nn.Hardswish(), nn.Upsample(scale_factor=2.0)), [(torch.rand(1, 2, 4, 4),)])
+    (m,) = pp.read(export_model(spec).program).methods
+    assert ops_of(m) == ["aten::hardswish", "aten::upsample_nearest2d.vec"]
+    # A runtime without hardswish gets torch's core-ATen decomposition instead.
+    (m,) = pp.read(export_model(spec, inventory=_inventory_without("aten::hardswish")).program).methods
+    assert "aten::hardswish" not in ops_of(m) and "aten::clamp" in ops_of(m)
+
+
+@pytest.mark.parametrize("index,expected", [
+    (lambda x, i, j: x[:, i], ["aten::permute", "aten::index.Tensor", "aten::permute"]),
+    (lambda x, i, j: x[i, :, j], ["aten::permute", "aten::index.Tensor"]),  # torch puts index dims first
+    (lambda x, i, j: x[i], ["aten::index.Tensor"]),
+])
+def test_index_with_none_is_rewritten_without_none(index, expected):
+    class M(nn.Module):
+        def forward(self, x, i, j):
+            return index(x, i, j)
+
+    spec = spec_from(M(), [(torch.rand(3, 4, 5), torch.tensor([[0, 2], [1, 1]]), torch.tensor([4, 0]))])
+    (m,) = pp.read(export_model(spec).program).methods
+    assert ops_of(m) == expected
+    lists = [m.values[ins.inputs[1]] for ins in m.instructions if ins.op == "aten::index.Tensor"]
+    assert all(v.kind == pp.TENSOR_LIST for v in lists)

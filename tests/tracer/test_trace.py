@@ -7,7 +7,8 @@ from __future__ import annotations
 import pytest
 import torch
 import yaml
-from tracer_testlib import exported, spec_of
+from torch import nn
+from tracer_testlib import exported, spec_from, spec_of
 
 import codegen
 from pare.runtime import Runtime
@@ -130,3 +131,18 @@ def test_check_refuses_libraries_it_cannot_run(tmp_path):
         check_model(spec_of("tiny_mlp"), text)
     with pytest.raises(TracerError, match="no such runtime library"):
         check_model(spec_of("tiny_mlp"), tmp_path / "missing.so")
+
+
+def test_index_with_none_matches_torch(full_lib):
+    class Indexing(nn.Module):
+        def forward(self, x, b, i, j):
+            return x[:, i], x[b, :, j], x[..., j], x[:, :, j[0]]
+
+    g = torch.Generator().manual_seed(5)
+    i, j = torch.tensor([[0, 2], [1, 3]]), torch.tensor([[4, 0], [1, 2]])
+    spec = spec_from(Indexing(), [
+        (torch.rand(3, 4, 5, generator=g), torch.tensor([[0, 2], [1, 1]]), i, j),
+        (torch.rand(2, 4, 5, generator=g), torch.tensor([[1, 0], [0, 1]]), i, j),
+    ])
+    checks = check_model(spec, full_lib)
+    assert all(c.ok for c in checks) and len(checks[0].outputs) == 4

@@ -13,6 +13,8 @@ for path in (str(REPO), str(REPO / "tests" / "runtime")):
     if path not in sys.path:
         sys.path.insert(0, path)
 
+import torch  # noqa: E402
+
 from tools.tracer import exporter, model_spec  # noqa: E402
 
 _specs: dict[str, model_spec.ModelSpec] = {}
@@ -33,3 +35,8 @@ def exported(name: str, prepack: bool = False) -> exporter.ExportedModel:
     if key not in _exports:
         _exports[key] = exporter.export_model(spec_of(name), prepack=prepack)
     return _exports[key]
+
+
+def spec_from(module: torch.nn.Module, inputs, name: str = "inline.py") -> model_spec.ModelSpec:
+    """A model spec for a module defined in a test (named as if in models/)."""
+    return model_spec.ModelSpec(MODELS / name, module.eval(), tuple(tuple(i) for i in inputs))

@@ -20,6 +20,7 @@ runtime's inventory (runtime/kernels/*.def), else MissingOpsError lists them.
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import warnings
 from dataclasses import dataclass
@@ -127,9 +128,14 @@ def decomposition_table(inventory: codegen.Inventory):
     """torch.export's core-ATen decompositions, minus the ops the runtime
     implements itself: one `hardswish` kernel beats the five ops it
     decomposes into, and `upsample_nearest2d` beats `index` with None."""
+    return _decomposition_table(frozenset(inventory.ops)).copy()  # run_decompositions may materialise it
+
+
+@functools.lru_cache(maxsize=4)
+def _decomposition_table(runtime_ops: frozenset[str]):
     table = torch.export.default_decompositions()
     for op in list(table.keys()):
-        if isinstance(op, torch._ops.OpOverload) and op_name(op) in inventory.ops:
+        if isinstance(op, torch._ops.OpOverload) and op_name(op) in runtime_ops:
             del table[op]
     return table
 
@@ -181,14 +187,13 @@ def export_model(spec: ModelSpec, *, prepack: bool = False, inventory: codegen.I
     if inventory is None:
         inventory = paths.load_inventory()
     groups = group_inputs(spec)
-    decompositions = decomposition_table(inventory)
     builder = ProgramBuilder()
     report = LoweringReport()
     exported = []
     for group in groups:
         with progress.step(f"exporting {group.name} with torch.export ({len(group.indices)} input"
                            f"{'s' if len(group.indices) != 1 else ''}; dynamic: {group.describe_dynamic()})"):
-            ep = export_group(spec, group, decompositions)
+            ep = export_group(spec, group, decomposition_table(inventory))
         exported.append(ep)
         try:
             MethodLowering(builder.method(group.name), ep, prepack=prepack, model_file=spec.path,

@@ -9,6 +9,8 @@ operator call is resolved here instead:
   as "any size"); parameters, buffers and lifted tensor constants become
   constant tensors, stored once per method and only if used;
 * `getitem` on a multi-output op picks one of the instruction's outputs;
+* `index.Tensor` with None entries becomes permute + index.Tensor + permute
+  (a tensor list cannot hold None in the program format);
 * `device`, `layout` and `pin_memory` arguments are dropped (passed as None:
   Pare runs on the CPU with strided tensors), `dtype` becomes its ScalarType
   code, `memory_format` its c10::MemoryFormat code;
@@ -63,8 +65,7 @@ MEMORY_FORMAT_CODES = {
     torch.channels_last: 2,
     torch.channels_last_3d: 3,
 }
-# Ops that are the identity on values in a functional graph (Pare kernels
-# take any strides, so a copy into another layout changes nothing).
+# Ops that can be the identity in a functional graph (_is_identity decides).
 IDENTITY_OPS = (aten.clone.default, aten.alias.default, aten.detach.default, aten.lift_fresh_copy.default,
                 aten._to_copy.default)
 # Shape-only ops whose size list may hold one -1 for the size to infer.
@@ -174,7 +175,6 @@ class MethodLowering:
         self._constant_values: dict[Node, Value] = {}
         self._canonical: dict[Node, Node] = {}  # alias of a constant -> that constant's node
         self._packed: dict[tuple, Value] = {}
-        self._transposed: dict[Node, torch.Tensor] = {}
 
     # -- entry point ----------------------------------------------------------
 
@@ -279,6 +279,8 @@ class MethodLowering:
             return False
         if node.target is aten._to_copy.default and node.kwargs.get("dtype") not in (None, source.dtype):
             return False
+        if node.kwargs.get("memory_format") not in (None, torch.contiguous_format, torch.preserve_format):
+            return False
         # A copy of a tensor that is already contiguous changes nothing; a
         # copy that makes one contiguous matters to a view downstream.
         try:
@@ -293,7 +295,7 @@ class MethodLowering:
         if not inputs or not all(self._is_constant(n) for n in inputs) or torch.Tag.nondeterministic_seeded in op.tags:
             return False
         val = node.meta.get("val")
-        if not isinstance(val, torch.Tensor) or isinstance(val, torch.SymInt):
+        if not isinstance(val, torch.Tensor):
             return False
         try:
             pare_dtypes.get(val.dtype)

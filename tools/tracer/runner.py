@@ -170,5 +170,8 @@ def runtime_error(library: Path, what: str, e: PareError) -> TracerError:
                             "--prepack and check without it, or the other way round?): re-trace and rebuild",
         "OperatorNotFound": "this runtime does not implement an operator the program calls: rebuild it from the "
                             "current runtime/ sources, or export with the runtime the program is for",
-    }.get(e.status_name, "see the runtime's message")
-    return TracerError(f"{library}: {what} failed: {e.status_name}: {e}; {fix}")
+    }.get(e.status_name)
+    message = str(e).rstrip(". ")
+    if fix is None or "re-trace" in message:  # the runtime's message already says what to do
+        return TracerError(f"{library}: {what} failed: {e.status_name}: {message}")
+    return TracerError(f"{library}: {what} failed: {e.status_name}: {message}; {fix}")

@@ -8,12 +8,15 @@
 // pow.Tensor_Scalar and pow.Scalar are kernels of their own in PyTorch and
 // here.
 //
-// Half and BFloat16 follow PyTorch's CPU kernels exactly, which round at
-// different points per op: div by a single-element divisor (a Python number
-// or a one-element tensor) computes in float with the divisor's original
-// value; trunc and floor division of two tensors round the quotient to the
-// 16-bit type first; sub rounds alpha to the result type; pow rounds the
-// exponent. See binary_math.h for the element functions.
+// Half and BFloat16 follow PyTorch's CPU kernels bit for bit, which round
+// at different points per op: div by a single-element divisor (a Python
+// number or a one-element tensor) computes in float with the divisor's
+// original value; trunc and floor division of two tensors round the
+// quotient to the 16-bit type first; sub rounds alpha to the result type;
+// pow rounds the exponent. Where PyTorch's vectorised and scalar loops
+// disagree (sub with alpha rounds alpha * other in its scalar loop only),
+// the runtime follows the vectorised loop, which handles contiguous data.
+// See binary_math.h for the element functions.
 
 #include "runtime/core/format.h"
 #include "runtime/kernels/binary_math/binary_math.h"
@@ -32,8 +35,9 @@ Error scalar_overflow(KernelContext& ctx, const char* name, const Scalar& value,
                      "argument '%s': value %g cannot be converted to %s without overflow%s", name,
                      value.as_double(), to_string(dtype), note);
   }
-  return PARE_FAIL(ctx, Error::InvalidArgument, "argument '%s': value %lld cannot be converted to %s without overflow%s",
-                   name, static_cast<long long>(value.as_int()), to_string(dtype), note);
+  return PARE_FAIL(ctx, Error::InvalidArgument,
+                   "argument '%s': value %lld cannot be converted to %s without overflow%s", name,
+                   static_cast<long long>(value.as_int()), to_string(dtype), note);
 }
 
 }  // namespace binary_math
@@ -78,9 +82,12 @@ Error sub(KernelContext& ctx, const Operand& self, const Operand& other, const S
   PARE_TRY(e.prepare(out, dtype, dtype));
   // PyTorch subtracts by adding -alpha * other and converts -alpha to the
   // result type, checking that it fits.
-  const Scalar negated = alpha.is_floating_point() ? Scalar::from_double(-alpha.as_double())
-                         : alpha.is_bool()          ? alpha
-                                                    : Scalar::from_int(static_cast<int64_t>(0ull - static_cast<uint64_t>(alpha.as_int())));
+  Scalar negated = alpha;
+  if (alpha.is_floating_point()) {
+    negated = Scalar::from_double(-alpha.as_double());
+  } else if (!alpha.is_bool()) {
+    negated = Scalar::from_int(static_cast<int64_t>(0ull - static_cast<uint64_t>(alpha.as_int())));  // wraps
+  }
   return PARE_DISPATCH(sub_kernel, ctx, dtype, T, {
     using Acc = opmath_t<T>;
     if (!binary_math::scalar_fits<T>(negated)) {

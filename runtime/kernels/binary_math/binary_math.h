@@ -48,8 +48,27 @@ PARE_ALWAYS_INLINE double signed_zero(double x) {
   return __builtin_bit_cast(double, __builtin_bit_cast(uint64_t, x) & 0x8000000000000000ull);
 }
 
-PARE_ALWAYS_INLINE float trunc(float x) { return x < 0 ? math::ceil(x) : math::floor(x); }
-PARE_ALWAYS_INLINE double trunc(double x) { return x < 0 ? math::ceil(x) : math::floor(x); }
+// trunc and floor without a libm call: exact, branch-free and vectorisable
+// (a PAL call per element would dominate trunc division). Magnitudes from
+// 2^23 (float) / 2^52 (double) up, infinities and NaN are already integral;
+// the sign is copied back so -0.5 truncates to -0.0 as in libm.
+PARE_ALWAYS_INLINE float trunc(float x) {
+  const bool small = math::abs(x) < 8388608.0f;  // 2^23
+  const float t = static_cast<float>(static_cast<int32_t>(small ? x : 0.0f));
+  const uint32_t sign = __builtin_bit_cast(uint32_t, x) & 0x80000000u;
+  return __builtin_bit_cast(float, __builtin_bit_cast(uint32_t, small ? t : x) | sign);
+}
+PARE_ALWAYS_INLINE double trunc(double x) {
+  const bool small = math::abs(x) < 4503599627370496.0;  // 2^52
+  const double t = static_cast<double>(static_cast<int64_t>(small ? x : 0.0));
+  const uint64_t sign = __builtin_bit_cast(uint64_t, x) & 0x8000000000000000ull;
+  return __builtin_bit_cast(double, __builtin_bit_cast(uint64_t, small ? t : x) | sign);
+}
+template <typename Acc>
+PARE_ALWAYS_INLINE Acc floor(Acc x) {
+  const Acc t = trunc(x);
+  return t > x ? t - Acc(1) : t;
+}
 
 // Integer division rounding toward zero. b != 0.
 template <typename T>
@@ -112,7 +131,7 @@ PARE_ALWAYS_INLINE opmath_t<T> div_floor_float(opmath_t<T> a, opmath_t<T> b) {
   Acc div = r(exact / b);
   if (mod != 0 && ((b < 0) != (mod < 0))) div = r(div - Acc(1));
   if (div == 0) return signed_zero(basic);
-  Acc floordiv = math::floor(div);
+  Acc floordiv = floor(div);
   if (r(div - floordiv) > Acc(0.5)) floordiv = r(floordiv + Acc(1));
   return floordiv;
 }

@@ -22,7 +22,13 @@ PARE_ALWAYS_INLINE void select_row(int64_t n, T* PARE_RESTRICT out, const uint8_
                                    const T* PARE_RESTRICT a, const T* PARE_RESTRICT b) {
   const T a0 = a[0];
   const T b0 = b[0];
-  for (int64_t i = 0; i < n; ++i) out[i] = cond[i] != 0 ? (kA ? a[i] : a0) : (kB ? b[i] : b0);
+  for (int64_t i = 0; i < n; ++i) {
+    // Load both sides unconditionally: a select of two loaded values is
+    // if-converted (a blend), a conditional load is a branch.
+    const T x = kA ? a[i] : a0;
+    const T y = kB ? b[i] : b0;
+    out[i] = cond[i] != 0 ? x : y;
+  }
 }
 
 // out = cond ? a : b over the geometry (operand 0 the condition, read as

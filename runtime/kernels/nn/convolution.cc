@@ -45,7 +45,7 @@ struct ConvGeometry {
 };
 
 // Range [lo, hi) of output positions o with 0 <= o * stride + offset < size.
-PARE_ALWAYS_INLINE void valid_range(int64_t offset, int64_t stride, int64_t size, int64_t count, int64_t* lo,
+PARE_UNUSED PARE_ALWAYS_INLINE void valid_range(int64_t offset, int64_t stride, int64_t size, int64_t count, int64_t* lo,
                                     int64_t* hi) {
   int64_t first = 0;
   if (offset < 0) first = (-offset + stride - 1) / stride;

@@ -109,7 +109,7 @@ constexpr Acc lowest_value() {
 }
 
 // First tap >= 0 of a window starting at `start` with step `step`.
-PARE_ALWAYS_INLINE int64_t first_inside(int64_t start, int64_t step) {
+PARE_UNUSED PARE_ALWAYS_INLINE int64_t first_inside(int64_t start, int64_t step) {
   return start >= 0 ? start : start + ((-start + step - 1) / step) * step;
 }
 

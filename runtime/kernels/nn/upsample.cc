@@ -248,7 +248,7 @@ struct FixedTap {
 
 // HelperInterpLinear::compute_index_ranges_int16_weights (antialias off).
 // Returns the weights' precision in bits.
-unsigned fixed_taps(int64_t in, int64_t out, bool align_corners, double opt_scale, FixedTap* taps, double* weights) {
+PARE_UNUSED unsigned fixed_taps(int64_t in, int64_t out, bool align_corners, double opt_scale, FixedTap* taps, double* weights) {
   const double scale = linear_scale<double>(in, out, align_corners, opt_scale);
   const double support = 1.0;  // bilinear: interp_size 2 * 0.5
   double wt_max = 0.0;
@@ -296,7 +296,7 @@ unsigned fixed_taps(int64_t in, int64_t out, bool align_corners, double opt_scal
   return precision;
 }
 
-PARE_ALWAYS_INLINE uint8_t clamp_u8(int32_t v) { return static_cast<uint8_t>(v < 0 ? 0 : (v > 255 ? 255 : v)); }
+PARE_UNUSED PARE_ALWAYS_INLINE uint8_t clamp_u8(int32_t v) { return static_cast<uint8_t>(v < 0 ? 0 : (v > 255 ? 255 : v)); }
 
 PARE_UNUSED Error bilinear_u8(KernelContext& ctx, const Tensor& x, const UpsampleShape& s, bool align_corners,
                               Tensor& out) {
