@@ -49,6 +49,8 @@ def _parser() -> argparse.ArgumentParser:
         "--manifest", required=True, metavar="M", help="manifest YAML (PyTorch selected-operators schema)"
     )
     g.add_argument("--out", required=True, metavar="DIR", help="output directory")
+    g.add_argument("--manifest-name", metavar="NAME", default=None,
+                   help="how the runtime's 'not selected' errors name the manifest (default: its path)")
     inventory_arg(g)
     allow_arg(g)
 
@@ -139,7 +141,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "check":
             print(f"{args.manifest}: ok; {_summary(selection)}")
         else:
-            write_outputs(args.out, render(selection))
+            write_outputs(args.out, render(selection, args.manifest_name))
         return 0
     except CodegenError as e:
         print(f"error: {e}", file=sys.stderr)

@@ -34,7 +34,12 @@ def _allowlist(names: tuple[str, ...]) -> str:
     return '"' + "".join(f"{n};" for n in names) + '"'
 
 
-def selected_ops_h(selection: Selection) -> str:
+def _c_string(text: str) -> str:
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def selected_ops_h(selection: Selection, manifest_name: str | None = None) -> str:
+    name = manifest_name if manifest_name is not None else selection.manifest.source
     body = (
         "#define TORCH_OPERATOR_ALLOWLIST_ALL 1\n"
         if selection.include_all_operators
@@ -45,6 +50,8 @@ def selected_ops_h(selection: Selection) -> str:
         + _GENERATED
         + "// The operators this runtime registers: TORCH_SELECTIVE_SCHEMA keeps a\n"
         "// kernel only if its full name is listed here (docs/selection.md).\n" + body
+        + "// Named in the runtime's \"not selected\" errors, so users know what to edit.\n"
+        + f"#define PARE_MANIFEST_NAME {_c_string(name)}\n"
     )
 
 
@@ -200,10 +207,14 @@ def expected_symbols_json(selection: Selection) -> str:
     return json.dumps(expected_symbols(selection), indent=2, ensure_ascii=True) + "\n"
 
 
-def render(selection: Selection) -> dict[str, str]:
-    """Every output file: path relative to the output directory -> text."""
+def render(selection: Selection, manifest_name: str | None = None) -> dict[str, str]:
+    """Every output file: path relative to the output directory -> text.
+
+    `manifest_name` is how the runtime's errors name the manifest (a Bazel
+    label, say); default: the path it was read from.
+    """
     return {
-        SELECTED_OPS_H: selected_ops_h(selection),
+        SELECTED_OPS_H: selected_ops_h(selection, manifest_name),
         SELECTED_KERNEL_DTYPES_H: selected_kernel_dtypes_h(selection),
         SELECTED_CLASSES_H: selected_classes_h(selection),
         EXPECTED_SYMBOLS_JSON: expected_symbols_json(selection),

@@ -25,6 +25,7 @@ def _impl(ctx):
     args.add("--manifest", manifest)
     args.add("--out", expected.dirname)
     args.add("--inventory", inventory_dir)
+    args.add("--manifest-name", manifest_label)
     if ctx.attr.allow_unknown_ops:
         args.add("--allow-unknown-ops")
     ctx.actions.run(

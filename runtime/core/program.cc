@@ -248,9 +248,9 @@ Error Loader::decode_ops(uint64_t offset) {
     if (entry == nullptr) {
       if (is_known_op(name)) {
         return PARE_FAIL(diag, Error::OperatorNotSelected,
-                         "the manifest does not select %s: re-trace the model or add it to the "
+                         "the manifest (%s) does not select %s: re-trace the model or add it to the "
                          "manifest (this build's runtime was compiled without it)",
-                         name);
+                         PARE_MANIFEST_NAME, name);
       }
       return PARE_FAIL(diag, Error::OperatorNotFound,
                        "operator %s is not implemented by this runtime (no kernel in "

@@ -56,6 +56,12 @@ constexpr bool allowlist_contains(const char* list, const char* item) {
 #include "pare_selection/selected_kernel_dtypes.h"
 #include "pare_selection/selected_classes.h"
 
+// How "not selected" errors name the manifest the build came from (codegen
+// writes the manifest's label; hand-written selections may omit it).
+#ifndef PARE_MANIFEST_NAME
+#define PARE_MANIFEST_NAME "unnamed selection"
+#endif
+
 #if !defined(TORCH_OPERATOR_ALLOWLIST_ALL) && !defined(TORCH_OPERATOR_ALLOWLIST)
 #error "pare_selection/selected_ops.h must define TORCH_OPERATOR_ALLOWLIST_ALL or TORCH_OPERATOR_ALLOWLIST"
 #endif

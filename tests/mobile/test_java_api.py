@@ -9,6 +9,7 @@ carrying the runtime's message.
 from __future__ import annotations
 
 import shutil
+import sys
 import subprocess
 from pathlib import Path
 
@@ -19,8 +20,8 @@ import torch
 from pare.program import ProgramBuilder
 from tests.conftest import REPO_ROOT, bazel_build
 
-JNI_RUNTIME = "runtime/jni/full_jni/linux_x86_64/libpare_full_jni.so"
-JAR = "runtime/jni/full_jni_java.jar"
+JNI_RUNTIME = "apps/demo/runtime_jni/linux_x86_64/libpare_runtime_jni.so"
+JAR = "apps/demo/java_api.jar"
 
 
 @pytest.fixture(scope="module")
@@ -28,7 +29,7 @@ def java_check(tmp_path_factory):
     javac, java = shutil.which("javac"), shutil.which("java")
     if not javac or not java:
         pytest.fail("no JDK on PATH: tools/setup.sh installs openjdk-17-jdk-headless")
-    bin_dir = bazel_build("//runtime/jni:full_jni", "//runtime/jni:full_jni_java")
+    bin_dir = bazel_build("//apps/demo:runtime_jni", "//apps/demo:java_api")
     out = tmp_path_factory.mktemp("java")
     subprocess.run([javac, "--release", "8", "-nowarn", "-cp", str(bin_dir / JAR), "-d", str(out),
                     str(Path(__file__).with_name("JavaApiCheck.java"))], check=True, capture_output=True)
@@ -110,3 +111,35 @@ def test_wrong_input_shape_is_a_java_exception(java_check, tmp_path):
     proc = java_check("run", str(program), str(tmp_path / "x.f32"), "2,5")
     assert proc.returncode == 3, proc.stdout + proc.stderr
     assert proc.stdout.startswith("PareException: ")
+
+
+def test_demo_model_through_java_matches_torch(java_check, tmp_path):
+    from tools.tracer.model_spec import load_model_spec
+
+    program = tmp_path / "demo.pare"
+    proc = subprocess.run([sys.executable, "-m", "tools.tracer", "export", "apps/demo/model.py", "-o", str(program)],
+                          cwd=REPO_ROOT, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    spec = load_model_spec(REPO_ROOT / "apps/demo/model.py")
+    for i, (image,) in enumerate(spec.inputs):
+        raw = tmp_path / f"image{i}.f32"
+        raw.write_bytes(image.numpy().astype("<f4").tobytes())
+        run = java_check("run", str(program), str(raw), ",".join(map(str, image.shape)))
+        assert run.returncode == 0, run.stdout + run.stderr
+        [(dtype, shape, values)] = _parse(run.stdout)
+        with torch.no_grad():
+            want = spec.module(image).numpy()
+        assert dtype == "FLOAT32" and shape == want.shape
+        np.testing.assert_allclose(values, want, rtol=1e-4, atol=1e-6)
+
+
+def test_unselected_op_is_a_java_exception_naming_it(java_check, tmp_path):
+    # aten::tanh exists in the runtime but the demo's manifest does not select it.
+    pb = ProgramBuilder()
+    m = pb.method("forward")
+    m.output(m.op("aten::tanh", m.input("Float", [2])))
+    program = tmp_path / "tanh.pare"
+    program.write_bytes(pb.to_bytes())
+    proc = java_check("methods", str(program))
+    assert proc.returncode == 3
+    assert "aten::tanh" in proc.stdout and "manifest" in proc.stdout

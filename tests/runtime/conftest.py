@@ -83,7 +83,9 @@ def selection_dir(pytestconfig) -> Path:
 
 @pytest.fixture(scope="session")
 def selective_lib(pytestconfig, selection_dir) -> Path:
-    return runtime_build.build(_cache_root(pytestconfig), "selective", selection_dir=selection_dir)
+    # -O0: only linking, symbols and messages are tested here. Unoptimised
+    # code keeps every reference, so "absent" symbol checks are stricter.
+    return runtime_build.build(_cache_root(pytestconfig), "selective", selection_dir=selection_dir, opt="-O0")
 
 
 @pytest.fixture(scope="session")

@@ -125,7 +125,8 @@ def write_selection(directory: Path, ops: list[str], kernel_dtypes: dict[str, li
     sel = Path(directory) / "pare_selection"
     sel.mkdir(parents=True, exist_ok=True)
     (sel / "selected_ops.h").write_text(
-        "#pragma once\n#define TORCH_OPERATOR_ALLOWLIST \"" + "".join(f"{o};" for o in ops) + "\"\n")
+        "#pragma once\n#define TORCH_OPERATOR_ALLOWLIST \"" + "".join(f"{o};" for o in ops) + "\"\n"
+        '#define PARE_MANIFEST_NAME "tests/runtime custom selection"\n')
     terms = []
     for tag, dts in kernel_dtypes.items():
         alts = " || ".join(f"t == ScalarType::{d}" for d in dts)

@@ -15,7 +15,9 @@ import pytest
 import runtime_build
 
 REPO = runtime_build.REPO
-TARGETS = ["aarch64-linux-android24", "arm64-apple-ios14.0", "x86_64-linux-gnu"]
+# The host build already compiles everything for x86_64; these two prove the
+# cross builds need no SDK headers.
+TARGETS = ["aarch64-linux-android24", "arm64-apple-ios14.0"]
 
 
 @pytest.mark.parametrize("target", TARGETS)

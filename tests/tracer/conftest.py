@@ -3,8 +3,8 @@
 The instrumentation runtime and the full runtime are compiled from runtime/
 with tests/runtime/runtime_build.py into pytest's cache (keyed by a hash of
 the sources, shared with tests/runtime), unless PARE_INSTRUMENTATION_LIB (or
-tests/runtime's PARE_TRACING_RUNTIME_LIB) / PARE_RUNTIME_LIB point at prebuilt ones (e.g. Bazel's //runtime:instrumentation
-and //runtime:full).
+tests/runtime's PARE_TRACING_RUNTIME_LIB) and PARE_RUNTIME_LIB point at
+prebuilt ones (e.g. Bazel's //runtime:instrumentation and //runtime:full).
 """
 
 from __future__ import annotations

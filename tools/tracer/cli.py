@@ -155,11 +155,14 @@ def _cmd_export(args, progress) -> int:
 
 
 def _summary(manifest) -> str:
+    from tools.tracer.progress import plural
+
     roots = sum(op.is_root_operator for op in manifest.operators.values())
     pairs = sum(len(d) for d in manifest.kernel_metadata.values())
-    return (f"{len(manifest.operators)} operators ({roots} root), {len(manifest.kernel_metadata)} kernel tags, "
-            f"{pairs} (tag, dtype) pairs, {len(manifest.custom_classes)} custom classes, "
-            f"{len(manifest.build_features)} build features")
+    return (f"{plural(len(manifest.operators), 'operator')} ({roots} root), "
+            f"{plural(len(manifest.kernel_metadata), 'kernel tag')}, {plural(pairs, '(tag, dtype) pair')}, "
+            f"{plural(len(manifest.custom_classes), 'custom class', 'custom classes')}, "
+            f"{plural(len(manifest.build_features), 'build feature')}")
 
 
 def _print_checks(checks, progress) -> None:
@@ -169,6 +172,7 @@ def _print_checks(checks, progress) -> None:
 
 
 def _cmd_trace(args, progress) -> int:
+    from tools.tracer.progress import plural
     from tools.tracer.model_spec import load_model_spec
     from tools.tracer.tracing import trace_model
 
@@ -180,14 +184,15 @@ def _cmd_trace(args, progress) -> int:
     text = result.manifest.dump()
     if args.output:
         _write(args.output, text)
-        print(f"wrote {args.output}: {_summary(result.manifest)}; numeric check passed on {len(result.checks)} "
-              f"inputs ({time.monotonic() - start:.1f}s)")
+        print(f"wrote {args.output}: {_summary(result.manifest)}; numeric check passed on "
+              f"{plural(len(result.checks), 'input')} ({time.monotonic() - start:.1f}s)")
     else:
         sys.stdout.write(text)
     return EXIT_OK
 
 
 def _cmd_check(args, progress) -> int:
+    from tools.tracer.progress import plural
     from tools.tracer.errors import TracerError
     from tools.tracer.model_spec import load_model_spec
     from tools.tracer.tracing import check_model
@@ -206,8 +211,8 @@ def _cmd_check(args, progress) -> int:
                          progress=progress)
     _print_checks(checks, progress)
     outputs = sum(len(c.outputs) for c in checks)
-    print(f"check passed: {len(checks)} inputs, {outputs} outputs match torch eager on {args.runtime} "
-          f"({time.monotonic() - start:.1f}s)")
+    print(f"check passed: {plural(len(checks), 'input')}, {plural(outputs, 'output')} match torch eager on "
+          f"{args.runtime} ({time.monotonic() - start:.1f}s)")
     return EXIT_OK
 
 

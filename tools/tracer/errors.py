@@ -32,7 +32,7 @@ class MissingOpsError(TracerError):
         self.missing = missing  # op name -> every use, in program order
         total = len(missing)
         lines = [
-            f"{model}: the runtime ({inventory_dir}) lacks {total} operator{'s' if total != 1 else ''} this model "
+            f"{model}: the runtime ({inventory_dir}) lacks {total} operator{'' if total == 1 else 's'} this model "
             "needs; add kernels for them to the runtime (runtime/kernels/*.def lists what exists) or change the "
             "model to avoid them:"
         ]

@@ -13,8 +13,9 @@ input tuple, in order). Each group becomes one method of the program:
   torch specialises sizes 0 and 1.
 
 The graph is decomposed to core ATen (`run_decompositions()`), except ops
-the runtime implements directly, and lowered by tools/tracer/lowering.py. Every operator the program calls must be in the
-runtime's inventory (runtime/kernels/*.def), else MissingOpsError lists them.
+the runtime implements directly, and lowered by tools/tracer/lowering.py.
+Every operator the program calls must be in the runtime's inventory
+(runtime/kernels/*.def), else MissingOpsError lists them.
 """
 
 from __future__ import annotations
@@ -24,7 +25,6 @@ import functools
 import logging
 import warnings
 from dataclasses import dataclass
-from pathlib import Path
 
 import torch
 from torch.export import Dim, ExportedProgram
@@ -36,7 +36,7 @@ from tools.tracer import paths
 from tools.tracer.errors import MissingOpsError, TracerError
 from tools.tracer.lowering import LoweringReport, MethodLowering, op_name
 from tools.tracer.model_spec import ModelSpec
-from tools.tracer.progress import Progress
+from tools.tracer.progress import Progress, plural
 
 DEFAULT_METHOD = "forward"
 
@@ -191,8 +191,8 @@ def export_model(spec: ModelSpec, *, prepack: bool = False, inventory: codegen.I
     report = LoweringReport()
     exported = []
     for group in groups:
-        with progress.step(f"exporting {group.name} with torch.export ({len(group.indices)} input"
-                           f"{'s' if len(group.indices) != 1 else ''}; dynamic: {group.describe_dynamic()})"):
+        with progress.step(f"exporting {group.name} with torch.export ({plural(len(group.indices), 'input')}; "
+                           f"dynamic: {group.describe_dynamic()})"):
             ep = export_group(spec, group, decomposition_table(inventory))
         exported.append(ep)
         try:

@@ -39,3 +39,8 @@ class Progress:
         elapsed = time.monotonic() - start
         if elapsed > SLOW_STEP_SECONDS:
             self.info(f"{message}: done in {elapsed:.1f}s")
+
+
+def plural(count: int, noun: str, nouns: str | None = None) -> str:
+    """"1 input", "2 inputs"."""
+    return f"{count} {noun if count == 1 else nouns or noun + 's'}"

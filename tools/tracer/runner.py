@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import struct
-import tempfile
 from pathlib import Path
 from typing import Any, Sequence
 

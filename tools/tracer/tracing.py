@@ -27,7 +27,7 @@ from tools.tracer.errors import NumericMismatchError, TracerError
 from tools.tracer.exporter import ExportedModel, MethodGroup, export_model, group_inputs
 from tools.tracer.model_spec import ModelSpec
 from tools.tracer.numerics import OutputCheck, Tolerance, compare, flatten_outputs
-from tools.tracer.progress import Progress
+from tools.tracer.progress import Progress, plural
 from tools.tracer.runner import NativeRunner, library_kind, runner_for
 
 
@@ -128,7 +128,7 @@ def trace_model(spec: ModelSpec, *, runtime: str | Path | None = None, prepack: 
         per_method[method] = runner.program.trace()
         runner.program.reset_trace()
 
-    with progress.step(f"running {len(spec.inputs)} input{'s' if len(spec.inputs) != 1 else ''} on the "
+    with progress.step(f"running {plural(len(spec.inputs), 'input')} on the "
                        f"instrumentation runtime {paths.display(library)}"):
         # Method creation runs the init section (prepacking): trace it with
         # the method's first input.
@@ -206,7 +206,7 @@ def check_model(spec: ModelSpec, runtime: str | Path, *, prepack: bool = False, 
         _check_program_methods(program, groups)
     runner.load(program)
     where = "under the qemu-aarch64 harness" if not isinstance(runner, NativeRunner) else "natively"
-    with progress.step(f"running {len(spec.inputs)} input{'s' if len(spec.inputs) != 1 else ''} on "
+    with progress.step(f"running {plural(len(spec.inputs), 'input')} on "
                        f"{paths.display(library)} ({where})"):
         checks = run_and_compare(spec, groups, runner, spec_tolerance(spec, tolerance), progress)
     runner.close()

@@ -308,9 +308,14 @@ PARE_UNUSED Error bilinear_u8(KernelContext& ctx, const Tensor& x, const Upsampl
     return Error::Ok;
   }
   const int64_t n_taps = (horizontal ? s.out_w : 0) + (vertical ? s.out_h : 0);
+  // The horizontal pass's output when a vertical pass follows: [in_h, out_w].
+  int64_t staged = 0;
+  PARE_CHECK_OR_RETURN(ctx, !__builtin_mul_overflow(s.in_h, s.out_w, &staged), Error::InvalidArgument,
+                       "output width %lld is too large for an input height of %lld", static_cast<long long>(s.out_w),
+                       static_cast<long long>(s.in_h));
   PARE_TRY_ASSIGN(void* memory,
                   ctx.allocate_scratch(static_cast<size_t>(n_taps) * (sizeof(FixedTap) + 2 * sizeof(double)) +
-                                       (horizontal && vertical ? static_cast<size_t>(s.in_h * s.out_w) : 0) + 1));
+                                       (horizontal && vertical ? static_cast<size_t>(staged) : 0) + 1));
   FixedTap* col_taps = static_cast<FixedTap*>(memory);
   FixedTap* row_taps = col_taps + (horizontal ? s.out_w : 0);
   double* weights = reinterpret_cast<double*>(col_taps + n_taps);
