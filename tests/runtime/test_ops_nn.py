@@ -801,3 +801,27 @@ def test_nn_ops_in_one_program(runtime):
         ref = F.adaptive_avg_pool2d(F.pad(ref, [1, 1, 1, 1]), [3, 3])
         (out,) = method.run(to_input(xin))
         assert_same(torch.from_numpy(out), ref, **_tol(torch.float32, 27))
+
+
+def test_tracing_records_nn_tags(tracing_runtime):
+    """A manifest traced from an nn model lists each op's tag at the dtypes
+    it ran with (embedding copies bytes and records none), plus copy_kernel
+    where an input had to be made contiguous."""
+    pb = ProgramBuilder()
+    m = pb.method()
+    x = m.input("Half", [1, 4, 6, 6])
+    idx = m.input("Int", [3])
+    w = m.constant(torch.randn(4, 1, 3, 3).half())
+    y = m.op("aten::convolution", x, w, None, [1, 1], [1, 1], [1, 1], False, [0, 0], 4)
+    y, _, _ = m.op("aten::native_group_norm", y, None, None, 1, 4, 36, 2, 1e-5, returns=3)
+    e = m.op("aten::embedding", m.constant(torch.randn(5, 2)), idx)
+    m.output(y, e)
+    program = tracing_runtime.load(pb.to_bytes())
+    xin = make_tensor((1, 6, 6, 4), torch.float16, 140).permute(0, 3, 1, 2)  # non-contiguous: copied once
+    program.method().run(to_input(xin), torch.tensor([0, 4, 2], dtype=torch.int32).numpy())
+    trace = program.trace()
+    assert {"aten::convolution", "aten::native_group_norm", "aten::embedding"} <= set(trace.ops)
+    assert trace.kernel_dtypes["convolution_kernel"] == ("Half",)
+    assert trace.kernel_dtypes["group_norm_kernel"] == ("Half",)
+    assert "Half" in trace.kernel_dtypes["copy_kernel"]
+    assert not any("embedding" in tag for tag in trace.kernel_dtypes)

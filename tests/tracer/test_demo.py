@@ -35,3 +35,20 @@ def test_demo_has_a_dynamic_batch(demo_spec):
 
     (group,) = group_inputs(demo_spec)
     assert group.name == "forward" and group.dynamic_dims == ((0,),)
+
+
+@pytest.mark.parametrize("platform", ["linux_x86_64", "android_arm64"])
+def test_demo_selective_runtime_passes_check(demo_spec, platform):
+    """The demo's own runtime (//apps/demo:runtime, built from the checked-in
+    manifest) runs the demo: natively, and under the qemu harness."""
+    from tools.tracer import check_model
+
+    lib = REPO / "bazel-bin" / "apps" / "demo" / "runtime" / platform / "libpare_runtime.so"
+    if not lib.is_file() or lib.stat().st_mtime < DEMO_MANIFEST.stat().st_mtime:
+        pytest.skip(f"{lib.relative_to(REPO)} is missing or older than the manifest: "
+                    "tools/bazel build //apps/demo:runtime")
+    harness = REPO / "bazel-bin" / "tools" / "android_harness" / "harness" / "linux_arm64" / "harness_bin"
+    if platform == "android_arm64" and not harness.is_file():
+        pytest.skip("emulator harness not built: tools/bazel build //tools/android_harness:harness")
+    checks = check_model(demo_spec, lib)
+    assert all(c.ok for c in checks)

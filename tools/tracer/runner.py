@@ -171,6 +171,10 @@ def runtime_error(library: Path, what: str, e: PareError) -> TracerError:
                             "current runtime/ sources, or export with the runtime the program is for",
     }.get(e.status_name)
     message = str(e).rstrip(". ")
+    if e.status_name in ("OperatorNotSelected", "ClassNotSelected") and "prepack" in message:
+        return TracerError(f"{library}: {what} failed: {e.status_name}: {message}; the program uses prepacked "
+                           "weights but the runtime's manifest was traced without --prepack (or the other way "
+                           "round): check with the same --prepack setting the manifest was traced with")
     if fix is None or "re-trace" in message:  # the runtime's message already says what to do
         return TracerError(f"{library}: {what} failed: {e.status_name}: {message}")
     return TracerError(f"{library}: {what} failed: {e.status_name}: {message}; {fix}")
