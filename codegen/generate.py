@@ -167,11 +167,14 @@ def expected_symbols(selection: Selection) -> dict:
     for name, location in inv.classes.items():
         selected = selection.is_custom_class_selected(name)
         pattern = _class_pattern(name)
+        # As for dtypes: selected by include_all_non_op_selectives alone, a
+        # class is linked only if some selected operator uses it.
+        must = selection.include_all_operators or name in selection.manifest.custom_classes
         classes.append(
             {
                 "name": name,
                 "selected": selected,
-                "expect": _expect(selected, True),
+                "expect": _expect(selected, must),
                 "symbol": f"pare::classes::{name}",
                 "match": {fmt: pattern for fmt in SYMBOL_FORMATS},
                 "declared_at": location,
