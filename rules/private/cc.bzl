@@ -28,7 +28,7 @@ RUNTIME_COPTS = [
 
 RUNTIME_CXXOPTS = ["-std=c++17"]
 
-def pare_cc_library(name, srcs = [], hdrs = [], deps = [], defines = [], local_defines = [], textual_hdrs = [], visibility = None, **kwargs):
+def pare_cc_library(name, srcs = [], hdrs = [], deps = [], defines = [], local_defines = [], textual_hdrs = [], optimize = "speed", visibility = None, **kwargs):
     """A freestanding runtime library compiled with the house flags.
 
     Args:
@@ -39,9 +39,13 @@ def pare_cc_library(name, srcs = [], hdrs = [], deps = [], defines = [], local_d
       defines: preprocessor defines that propagate to dependants.
       local_defines: preprocessor defines for this target only.
       textual_hdrs: headers included textually (X-macro .def files).
+      optimize: "speed" (the compilation mode's -O2) or "size" (-Os: for
+        code off the hot path, such as the loader and the C API).
       visibility: the usual.
       **kwargs: passed to cc_library (tags, testonly, ...); copts are not accepted.
     """
+    if optimize not in ("speed", "size"):
+        fail("pare_cc_library(%s): optimize = %r; use \"speed\" or \"size\"" % (name, optimize))
     if "copts" in kwargs:
         fail("pare_cc_library(%s): copts is owned by //rules/private:cc.bzl; add flags there, not per target" % name)
     native.cc_library(
@@ -52,9 +56,7 @@ def pare_cc_library(name, srcs = [], hdrs = [], deps = [], defines = [], local_d
         defines = defines,
         local_defines = local_defines,
         textual_hdrs = textual_hdrs,
-        copts = RUNTIME_COPTS + select({
-            "//conditions:default": [],
-        }),
+        copts = RUNTIME_COPTS + (["-Os"] if optimize == "size" else []),
         # Link every object: --gc-sections / -dead_strip, rooted at the
         # exported C API, decide what stays, not archive member selection.
         alwayslink = True,

@@ -5,7 +5,9 @@
 
 The macro expands to:
   <name>_selection  pare_selection: codegen action, headers as a C++ library
-  <name>_objects    the runtime's sources compiled against those headers
+  <name>_core       the runtime's machinery compiled against those headers
+                    (for size: -Os)
+  <name>_kernels    the kernels compiled against them (for speed)
   <name>_library    pare_platform_library: link, strip, (iOS) archive
   <name>            the bundle: split over `platforms`, outputs at
                     bazel-bin/<pkg>/<name>/<platform>/, plus report.json,
@@ -122,20 +124,34 @@ def selective_runtime(
         tags = tags,
         visibility = visibility,
     )
+    deps = [
+        ":" + name + "_selection",
+        "//runtime:headers",
+    ]
+    local_defines = ["PARE_TRACING=1"] if tracing else []
     pare_cc_library(
-        name = name + "_objects",
-        srcs = ["//runtime:srcs"],
-        deps = [
-            ":" + name + "_selection",
-            "//runtime:headers",
-        ] + (["//runtime/jni:jni_bridge"] if jni else []),
-        local_defines = ["PARE_TRACING=1"] if tracing else [],
+        name = name + "_core",
+        srcs = ["//runtime:core_srcs"],
+        deps = deps,
+        local_defines = local_defines,
+        optimize = "size",
+        tags = tags,
+        visibility = ["//visibility:private"],
+    )
+    pare_cc_library(
+        name = name + "_kernels",
+        srcs = ["//runtime:kernel_srcs"],
+        deps = deps,
+        local_defines = local_defines,
         tags = tags,
         visibility = ["//visibility:private"],
     )
     pare_platform_library(
         name = name + "_library",
-        deps = [":" + name + "_objects"],
+        deps = [
+            ":" + name + "_core",
+            ":" + name + "_kernels",
+        ] + (["//runtime/jni:jni_bridge"] if jni else []),
         lib_name = "pare_" + name,
         tags = tags,
         visibility = ["//visibility:private"],
