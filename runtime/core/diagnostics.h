@@ -5,7 +5,7 @@
 // instance) owns one Diagnostics. Failing code formats the message once, at
 // the point where it knows the op, argument and expectation, and returns the
 // code; callers up the stack propagate the code and may add context with
-// append(). There is no global "last error" (no thread_local, no statics),
+// append(). There is no global "last error" (no thread-local storage, no statics),
 // so independent programs and methods never overwrite each other's message.
 
 #include <stdarg.h>

@@ -1,6 +1,6 @@
 #pragma once
 // Span<T>: a non-owning pointer + length, the runtime's only "container
-// view" (we have no std::span). IntArrayRef is the PyTorch-familiar name for
+// view" (the runtime has no C++ library span). IntArrayRef is the PyTorch-familiar name for
 // a list of sizes or strides.
 
 #include "runtime/core/compiler.h"

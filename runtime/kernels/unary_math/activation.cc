@@ -18,7 +18,7 @@ constexpr double kSqrt2 = 1.41421356237309504880;     // M_SQRT2
 constexpr double k2OverSqrtPi = 1.12837916709551257390;  // M_2_SQRTPI
 constexpr double kSqrtHalf = 0.70710678118654752440;   // M_SQRT1_2
 
-// min(max(x + 3, 0), 6) with std::max/std::min's NaN behaviour (NaN in,
+// min(max(x + 3, 0), 6) with the C++ library's max/min NaN behaviour (NaN in,
 // NaN out), shared by hardswish and hardsigmoid.
 template <typename A>
 PARE_ALWAYS_INLINE A relu6_of_x_plus_3(A x) {

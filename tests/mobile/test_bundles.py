@@ -1,0 +1,75 @@
+"""The app bundles' structure (issue 7): the demo's Android AAR and iOS
+xcframework, as Gradle and Xcode expect them."""
+
+from __future__ import annotations
+
+import io
+import plistlib
+import subprocess
+import zipfile
+
+import lief
+import pytest
+
+from tests.conftest import bazel_build
+
+
+@pytest.fixture(scope="module")
+def bundles():
+    bin_dir = bazel_build("//apps/demo:android_aar", "//apps/demo:ios_xcframework")
+    return bin_dir / "apps/demo/android_aar.aar", bin_dir / "apps/demo/PareDemo.xcframework"
+
+
+def test_aar_layout(bundles):
+    aar, _ = bundles
+    with zipfile.ZipFile(aar) as z:
+        names = set(z.namelist())
+        assert {"AndroidManifest.xml", "classes.jar", "jni/arm64-v8a/libpare_runtime_jni.so",
+                "proguard.txt", "R.txt"} <= names
+        manifest = z.read("AndroidManifest.xml").decode()
+        assert 'package="org.pare.demo"' in manifest and 'android:minSdkVersion="24"' in manifest
+        with zipfile.ZipFile(io.BytesIO(z.read("classes.jar"))) as jar:
+            classes = set(jar.namelist())
+        assert {"org/pare/Module.class", "org/pare/Tensor.class", "org/pare/PareException.class",
+                "org/pare/LibraryName.class"} <= classes
+        so = z.read("jni/arm64-v8a/libpare_runtime_jni.so")
+        # Deterministic: every entry carries the same fixed timestamp.
+        assert {i.date_time for i in z.infolist()} == {(1980, 1, 1, 0, 0, 0)}
+    elf = lief.ELF.parse(list(so))
+    assert elf.header.machine_type == lief.ELF.ARCH.AARCH64
+    exported = {s.name for s in elf.dynamic_symbols if s.exported and s.name}
+    jni = {s for s in exported if s.startswith("Java_") or s == "JNI_OnLoad"}
+    assert "JNI_OnLoad" in jni and "Java_org_pare_Module_nativeLoad" in jni
+    assert exported - jni == {s for s in exported if s.startswith("pare_")}, "only JNI and the C API are exported"
+
+
+def test_java_classes_target_java_8(bundles):
+    aar, _ = bundles
+    with zipfile.ZipFile(aar) as z, zipfile.ZipFile(io.BytesIO(z.read("classes.jar"))) as jar:
+        major = int.from_bytes(jar.read("org/pare/Module.class")[6:8], "big")
+    assert major == 52  # Java 8
+
+
+def test_xcframework_layout(bundles, tmp_path):
+    _, xcf = bundles
+    info = plistlib.loads((xcf / "Info.plist").read_bytes())
+    assert info["CFBundlePackageType"] == "XFWK"
+    [lib] = info["AvailableLibraries"]
+    assert lib["LibraryIdentifier"] == "ios-arm64" and lib["SupportedPlatform"] == "ios"
+    assert lib["SupportedArchitectures"] == ["arm64"]
+    slice_dir = xcf / lib["LibraryIdentifier"]
+    archive = slice_dir / lib["LibraryPath"]
+    assert archive.name == "libpare_runtime.a"
+    headers = slice_dir / lib["HeadersPath"]
+    assert (headers / "pare.h").is_file()
+    modulemap = (headers / "module.modulemap").read_text()
+    assert modulemap.startswith("module PareDemo {") and 'header "pare.h"' in modulemap
+
+    # Every member of the static library is an arm64 Mach-O object for iOS.
+    subprocess.run(["llvm-ar-16", "x", str(archive)], cwd=tmp_path, check=True)
+    members = sorted(tmp_path.glob("*.o"))
+    assert members
+    for member in members:
+        macho = lief.MachO.parse(str(member)).at(0)
+        assert macho.header.cpu_type == lief.MachO.Header.CPU_TYPE.ARM64
+        assert macho.build_version.platform == lief.MachO.BuildVersion.PLATFORMS.IOS
