@@ -22,6 +22,7 @@
 #include "runtime/kernels/binary_math/binary_math.h"
 #include "runtime/kernels/common/convert.h"
 #include "runtime/kernels/common/elementwise.h"
+#include "runtime/kernels/common/scalar_overload.h"
 
 namespace pare {
 namespace kernels {
@@ -372,23 +373,12 @@ Error aten_sub_Tensor(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs) {
 
 // aten::sub.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor
 Error aten_sub_Scalar(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs) {
-  KernelArgs args(ctx, inputs, outputs, 2, 3, 1);
-  (void)args.tensor(0, "self");
-  Value other = Value::make_scalar(args.scalar(1, "other"));
-  Value alpha = Value::make_scalar(args.scalar_or(2, "alpha", Scalar::from_int(1)));
-  PARE_TRY(args.status());
-  Value* forwarded[] = {inputs[0], &other, &alpha};
-  return PARE_CALL_OP(ctx, "aten::sub.Tensor", ValueSpan(forwarded, 3), outputs);
+  return PARE_FORWARD_SCALAR_OVERLOAD(ctx, inputs, outputs, "aten::sub.Tensor", /*has_alpha=*/true);
 }
 
 // aten::mul.Scalar(Tensor self, Scalar other) -> Tensor
 Error aten_mul_Scalar(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs) {
-  KernelArgs args(ctx, inputs, outputs, 2, 2, 1);
-  (void)args.tensor(0, "self");
-  Value other = Value::make_scalar(args.scalar(1, "other"));
-  PARE_TRY(args.status());
-  Value* forwarded[] = {inputs[0], &other};
-  return PARE_CALL_OP(ctx, "aten::mul.Tensor", ValueSpan(forwarded, 2), outputs);
+  return PARE_FORWARD_SCALAR_OVERLOAD(ctx, inputs, outputs, "aten::mul.Tensor", /*has_alpha=*/false);
 }
 
 // aten::div.Tensor(Tensor self, Tensor other) -> Tensor
@@ -414,12 +404,7 @@ Error aten_div_Tensor_mode(KernelContext& ctx, ValueSpan inputs, ValueSpan outpu
 
 // aten::div.Scalar(Tensor self, Scalar other) -> Tensor
 Error aten_div_Scalar(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs) {
-  KernelArgs args(ctx, inputs, outputs, 2, 2, 1);
-  (void)args.tensor(0, "self");
-  Value other = Value::make_scalar(args.scalar(1, "other"));
-  PARE_TRY(args.status());
-  Value* forwarded[] = {inputs[0], &other};
-  return PARE_CALL_OP(ctx, "aten::div.Tensor", ValueSpan(forwarded, 2), outputs);
+  return PARE_FORWARD_SCALAR_OVERLOAD(ctx, inputs, outputs, "aten::div.Tensor", /*has_alpha=*/false);
 }
 
 // aten::div.Scalar_mode(Tensor self, Scalar other, *, str? rounding_mode) -> Tensor
@@ -445,12 +430,7 @@ Error aten_remainder_Tensor(KernelContext& ctx, ValueSpan inputs, ValueSpan outp
 
 // aten::remainder.Scalar(Tensor self, Scalar other) -> Tensor
 Error aten_remainder_Scalar(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs) {
-  KernelArgs args(ctx, inputs, outputs, 2, 2, 1);
-  (void)args.tensor(0, "self");
-  Value other = Value::make_scalar(args.scalar(1, "other"));
-  PARE_TRY(args.status());
-  Value* forwarded[] = {inputs[0], &other};
-  return PARE_CALL_OP(ctx, "aten::remainder.Tensor", ValueSpan(forwarded, 2), outputs);
+  return PARE_FORWARD_SCALAR_OVERLOAD(ctx, inputs, outputs, "aten::remainder.Tensor", /*has_alpha=*/false);
 }
 
 // aten::pow.Tensor_Tensor(Tensor self, Tensor exponent) -> Tensor

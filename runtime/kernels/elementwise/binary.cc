@@ -9,6 +9,7 @@
 
 #include "runtime/kernels/common/arith.h"
 #include "runtime/kernels/common/elementwise.h"
+#include "runtime/kernels/common/scalar_overload.h"
 
 namespace pare {
 namespace kernels {
@@ -72,13 +73,7 @@ Error aten_add_Tensor(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs) {
 // does; the call goes through the registry, so traces record add.Tensor as
 // a non-root operator and a build without it fails cleanly here.
 Error aten_add_Scalar(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs) {
-  KernelArgs args(ctx, inputs, outputs, 2, 3, 1);
-  (void)args.tensor(0, "self");
-  Value other = Value::make_scalar(args.scalar(1, "other"));
-  Value alpha = Value::make_scalar(args.scalar_or(2, "alpha", Scalar::from_int(1)));
-  PARE_TRY(args.status());
-  Value* forwarded[] = {inputs[0], &other, &alpha};
-  return PARE_CALL_OP(ctx, "aten::add.Tensor", ValueSpan(forwarded, 3), outputs);
+  return PARE_FORWARD_SCALAR_OVERLOAD(ctx, inputs, outputs, "aten::add.Tensor", /*has_alpha=*/true);
 }
 
 // aten::mul.Tensor(Tensor self, Tensor other) -> Tensor
