@@ -3,8 +3,9 @@
 # what it does and skips what is already done. Needs root (or sudo) for apt.
 #
 #   1. apt: Bazel 4.2.3 (bazel-bootstrap) + @platforms (bazel-platforms),
-#      clang/lld/llvm 16, qemu-user and the aarch64 glibc cross packages
-#      (Android emulator harness), JDK headers.
+#      clang/lld/llvm 16 with its sanitizer and libFuzzer runtimes
+#      (libclang-rt-16-dev: make sanitize, make fuzz), qemu-user and the
+#      aarch64 glibc cross packages (Android emulator harness), JDK headers.
 #   2. .venv: Python deps from requirements.txt (torch pinned, CPU wheel).
 #   3. npm: bazelisk, pinned in package.json / package-lock.json.
 #   4. Machine-specific Bazel settings, in files that are not checked in:
@@ -19,7 +20,7 @@ as_root() { if [[ $(id -u) -eq 0 ]]; then "$@"; else sudo "$@"; fi; }
 
 APT_PACKAGES=(
   bazel-bootstrap bazel-platforms
-  clang-16 lld-16 llvm-16
+  clang-16 lld-16 llvm-16 libclang-rt-16-dev
   qemu-user libc6-dev-arm64-cross libgcc-12-dev-arm64-cross
   openjdk-17-jdk-headless zip unzip file
 )
