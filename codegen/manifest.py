@@ -18,6 +18,7 @@ import dataclasses
 import difflib
 import hashlib
 import os
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,7 +26,7 @@ from typing import Any
 
 import yaml
 
-from codegen.dtypes import PARE_DTYPE_NAMES, PYTORCH_SCALAR_TYPE_NAMES, suggest_dtype
+from codegen.dtypes import DTYPES_BY_NAME, PARE_DTYPE_NAMES, PYTORCH_SCALAR_TYPE_NAMES, suggest_dtype
 from codegen.errors import ManifestError
 
 TOP_LEVEL_KEYS: tuple[str, ...] = (
@@ -46,6 +47,23 @@ OPERATOR_KEYS: tuple[str, ...] = (
     "debug_info",
 )
 DEFAULT_OVERLOAD_SUFFIX = ".default"
+
+_IDENT = r"[A-Za-z_][A-Za-z0-9_]*"
+# A full PyTorch operator name. Names that cannot be one (`relu`, `aten:relu`)
+# would only fail later as "not provided by the runtime", far from the typo.
+_OP_NAME = re.compile(rf"{_IDENT}::{_IDENT}(?:\.{_IDENT})?")
+# Namespaces a torch.ops-style `aten.add.Tensor` spelling may start with.
+_KNOWN_NAMESPACES = frozenset({"aten", "prim", "quantized", "_quantized", "prepacked", "pare"})
+# Keys people write for a top-level key, too far from it for difflib.
+_TOP_LEVEL_ALIASES = {
+    "ops": "operators",
+    "op": "operators",
+    "selected_operators": "operators",
+    "dtypes": "kernel_metadata",
+    "kernel_dtypes": "kernel_metadata",
+    "classes": "custom_classes",
+    "features": "build_features",
+}
 
 
 def strip_overload(name: str) -> str:
@@ -256,6 +274,15 @@ def load(path: str | os.PathLike[str]) -> Manifest:
         raise ManifestError(
             f"{source}: cannot read manifest ({e.strerror}); check the path and permissions"
         ) from None
+    if data.startswith(b"PARE"):
+        raise ManifestError(
+            f"{source}: this is a Pare program, not a manifest; pass the manifest YAML the tracer wrote for it"
+        )
+    if b"\0" in data:
+        raise ManifestError(
+            f"{source}: a binary file, not a manifest (NUL byte at offset {data.index(0)}); "
+            "pass the manifest YAML"
+        )
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as e:
@@ -268,20 +295,35 @@ def load(path: str | os.PathLike[str]) -> Manifest:
 
 def loads(text: str, source: str = "<string>") -> Manifest:
     """Parse and validate manifest text. `source` names it in errors."""
-    loader = yaml.SafeLoader(text)
+    loader = None
     try:
+        # PyYAML's reader rejects control characters (a binary file) while
+        # the loader is constructed, so that is inside the try too.
+        loader = yaml.SafeLoader(text)
         # Scalars are constructed lazily while walking, so YAML errors (a
         # `!!python/...` tag, say) can surface in either step.
         return _Parser(loader, source).manifest(loader.get_single_node())
+    except yaml.reader.ReaderError as e:
+        line = text.count("\n", 0, e.position) + 1
+        code = e.character if isinstance(e.character, int) else ord(e.character)
+        raise ManifestError(
+            f"{source}:{line}: not a YAML text file (control character {code:#04x} "
+            f"at character {e.position}); pass the manifest YAML, not a binary file"
+        ) from None
     except yaml.MarkedYAMLError as e:
         mark = e.problem_mark or e.context_mark
         where = f"{source}:{mark.line + 1}" if mark is not None else source
-        problem = " ".join(str(p) for p in (e.context, e.problem) if p)
+        problem = _one_line(" ".join(str(p) for p in (e.context, e.problem) if p))
         raise ManifestError(f"{where}: malformed YAML: {problem}; fix the syntax at that line") from None
     except yaml.YAMLError as e:
-        raise ManifestError(f"{source}: malformed YAML: {e}; fix the syntax") from None
+        raise ManifestError(f"{source}: malformed YAML: {_one_line(str(e))}; fix the syntax") from None
     finally:
-        loader.dispose()
+        if loader is not None:
+            loader.dispose()
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
 
 
 class _Parser:
@@ -322,12 +364,33 @@ class _Parser:
     def boolean(self, node: yaml.Node, what: str) -> bool:
         value = self.scalar(node) if isinstance(node, yaml.ScalarNode) else None
         if not isinstance(value, bool):
+            key = what.split(".")[-1]
+            quoted = isinstance(value, str) and value.strip().lower() in ("true", "false")
             raise self.fail(
                 node,
                 f"{what} must be true or false, got {_describe(self, node)}",
-                f"write `{what.split('.')[-1]}: true` or `false`",
+                f"write `{key}: {value.strip().lower()}` without quotes"
+                if quoted
+                else f"write `{key}: true` or `{key}: false`",
             )
         return value
+
+    def op_name(self, node: yaml.Node, what: str) -> str:
+        """A full operator name; a near miss gets the name it most likely meant."""
+        name = self.string(node, what)
+        if _OP_NAME.fullmatch(name):
+            return name
+        suggestion = _suggest_op_name(name)
+        hint = f"did you mean {suggestion}? " if suggestion else ""
+        no_namespace = (
+            ":" not in name
+            and not name.startswith("torch.ops.")
+            and name.split(".")[0] not in _KNOWN_NAMESPACES
+        )
+        problem = f"operator {name!r} {'has no namespace' if no_namespace else 'is not a full operator name'}"
+        raise self.fail(
+            node, problem, f"{hint}write namespace::name or namespace::name.overload, e.g. aten::add.Tensor"
+        )
 
     def string(self, node: yaml.Node, what: str) -> str:
         value = self.scalar(node) if isinstance(node, yaml.ScalarNode) else None
@@ -339,8 +402,11 @@ class _Parser:
             )
         return value
 
-    def string_list(self, node: yaml.Node, what: str, example: str, coerce: bool = False) -> list[str]:
-        """A YAML list of names. `coerce` stringifies scalars as torchgen does for debug_info."""
+    def string_list(
+        self, node: yaml.Node, what: str, example: str, coerce: bool = False, op_names: bool = False
+    ) -> list[str]:
+        """A YAML list of names. `coerce` stringifies scalars as torchgen does
+        for debug_info; `op_names` checks each is a full operator name."""
         if self.is_null(node):
             return []
         if not isinstance(node, yaml.SequenceNode):
@@ -353,6 +419,8 @@ class _Parser:
         for item in node.value:
             if coerce and isinstance(item, yaml.ScalarNode):
                 out.append(str(self.scalar(item)))
+            elif op_names:
+                out.append(self.op_name(item, f"each entry of {what}"))
             else:
                 out.append(self.string(item, f"each entry of {what}"))
         return out
@@ -378,9 +446,17 @@ class _Parser:
         fields: dict[str, Any] = {}
         for key_node, key, value_node in self.mapping(node):
             if key not in TOP_LEVEL_KEYS:
+                if isinstance(key, str) and "::" in key:
+                    raise self.fail(
+                        key_node,
+                        f"operator {key!r} is at the top level",
+                        "indent it under `operators:`",
+                    )
+                alias = _TOP_LEVEL_ALIASES.get(str(key).lower())
+                hint = f" (did you mean {alias!r}?)" if alias else _did_you_mean(str(key), TOP_LEVEL_KEYS)
                 raise self.fail(
                     key_node,
-                    f"unknown top-level key {key!r}{_did_you_mean(str(key), TOP_LEVEL_KEYS)}",
+                    f"unknown top-level key {key!r}{hint}",
                     f"valid keys: {', '.join(TOP_LEVEL_KEYS)}",
                 )
             # Pare reads `key:` with no value as the key's default (torchgen rejects null).
@@ -397,14 +473,24 @@ class _Parser:
             elif key == "et_kernel_metadata":
                 fields[key] = self.et_kernel_metadata(value_node)
             else:  # custom_classes, build_features
-                fields[key] = frozenset(self.string_list(value_node, key, "[LinearPackedParamsBase]"))
+                example = "[LinearPackedParams]" if key == "custom_classes" else "[op_profiling]"
+                fields[key] = frozenset(self.string_list(value_node, key, example))
         return Manifest(source=self.source, **fields)
 
     def legacy_op_list(self, node: yaml.SequenceNode) -> Manifest:
         # PyTorch's older SELECTED_OP_LIST format: the file is a bare list of op
         # names. torchgen loads it with from_legacy_op_registration_allow_list
         # (root, not training, all overloads, all dtypes and classes).
-        names = self.string_list(node, "the operator list", "[aten::add.Tensor]")
+        for item in node.value:
+            if not isinstance(item, yaml.ScalarNode):
+                # `- operators: ...`: a mapping written as a list by mistake.
+                raise self.fail(
+                    item,
+                    f"the manifest is a list (read as a legacy list of operator names) "
+                    f"but this entry is {_describe(self, item)}",
+                    "remove the leading `- ` so the manifest is a mapping starting with `operators:`",
+                )
+        names = self.string_list(node, "the operator list", "[aten::add.Tensor]", op_names=True)
         ops = [
             Operator(n, is_root_operator=True, is_used_for_training=False, include_all_overloads=True)
             for n in names
@@ -416,7 +502,9 @@ class _Parser:
             # `operators:` as a list of names (older hand-written files; torchgen
             # rejects it). Each name gets torchgen's defaults for a bare entry,
             # as from_legacy_operator_name_without_overload gives them.
-            return [Operator(n) for n in self.string_list(node, "operators", "[aten::add.Tensor]")]
+            return [
+                Operator(n) for n in self.string_list(node, "operators", "[aten::add.Tensor]", op_names=True)
+            ]
         if not isinstance(node, yaml.MappingNode):
             raise self.fail(
                 node,
@@ -425,7 +513,7 @@ class _Parser:
             )
         ops = []
         for key_node, name, value_node in self.mapping(node):
-            name = self.string(key_node, "an operator name")
+            name = self.op_name(key_node, "an operator name")
             ops.append(self.operator(name, value_node))
         return ops
 
@@ -441,6 +529,12 @@ class _Parser:
         fields: dict[str, Any] = {}
         for key_node, key, value_node in self.mapping(node):
             if key not in OPERATOR_KEYS:
+                if key in TOP_LEVEL_KEYS:
+                    raise self.fail(
+                        key_node,
+                        f"{key} is inside operator {name}",
+                        f"move it to the top level (no indentation); valid fields here: {', '.join(OPERATOR_KEYS)}",
+                    )
                 raise self.fail(
                     key_node,
                     f"unknown field {key!r} in operator {name}{_did_you_mean(str(key), OPERATOR_KEYS)}",
@@ -475,6 +569,17 @@ class _Parser:
         out: dict[str, tuple[str, ...]] = {}
         for key_node, _, value_node in self.mapping(node):
             tag = self.string(key_node, "a kernel tag")
+            for item in value_node.value if isinstance(value_node, yaml.SequenceNode) else ():
+                number = self.scalar(item) if isinstance(item, yaml.ScalarNode) else None
+                if isinstance(number, int) and not isinstance(number, bool):
+                    # A ScalarType code (6) where its name (Float) belongs.
+                    named = next((d for d in DTYPES_BY_NAME.values() if d.value == number), None)
+                    hint = f"did you mean {named.name}? " if named else ""
+                    raise self.fail(
+                        item,
+                        f"dtype {number} in kernel_metadata.{tag} is a number",
+                        f"{hint}write PyTorch ScalarType names: {' '.join(PARE_DTYPE_NAMES)}",
+                    )
             dtypes = self.string_list(value_node, f"kernel_metadata.{tag}", "[Float, Long]")
             for item, dtype in zip(
                 value_node.value if isinstance(value_node, yaml.SequenceNode) else (), dtypes
@@ -506,6 +611,24 @@ def _describe(parser: _Parser, node: yaml.Node) -> str:
         return "a list"
     value = parser.scalar(node)
     return "nothing" if value is None else f"{type(value).__name__} {value!r}"
+
+
+def _suggest_op_name(name: str) -> str | None:
+    """`relu` -> aten::relu, `aten:relu` / `aten.relu` / `torch.ops.aten.relu` -> aten::relu."""
+    s = name.strip()
+    if s.startswith("torch.ops."):
+        s = s[len("torch.ops.") :]
+    if "::" not in s:
+        parts = s.split(".")
+        if ":" in s:
+            s = s.replace(":", "::", 1)
+        elif len(parts) >= 2 and parts[0] in _KNOWN_NAMESPACES:
+            s = f"{parts[0]}::{'.'.join(parts[1:])}"
+        else:
+            # Ops without a namespace are almost always ATen's.
+            s = f"aten::{s}"
+    s = re.sub(r"\.{2,}", ".", re.sub(r":{3,}", "::", s))
+    return s if _OP_NAME.fullmatch(s) and s != name else None
 
 
 def _did_you_mean(word: str, choices: Iterable[str]) -> str:

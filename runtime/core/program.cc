@@ -123,10 +123,13 @@ bool Loader::in_file(uint64_t offset, uint64_t count, uint64_t elem_size, uint64
 Error Loader::check_range(const char* what, uint64_t offset, uint64_t count, uint64_t elem_size,
                           uint64_t align) {
   if (in_file(offset, count, elem_size, align)) return Error::Ok;
-  return invalid("%s at offset %llu (%llu x %llu bytes, %llu-byte aligned) is outside the %llu-byte file or misaligned",
+  if (align > 1 && offset % align != 0) {
+    return invalid("%s at offset %llu is not %llu-byte aligned", what,
+                   static_cast<unsigned long long>(offset), static_cast<unsigned long long>(align));
+  }
+  return invalid("%s at offset %llu (%llu x %llu bytes) extends past the end of the %llu-byte file",
                  what, static_cast<unsigned long long>(offset), static_cast<unsigned long long>(count),
-                 static_cast<unsigned long long>(elem_size), static_cast<unsigned long long>(align),
-                 static_cast<unsigned long long>(size_));
+                 static_cast<unsigned long long>(elem_size), static_cast<unsigned long long>(size_));
 }
 
 Error Loader::consume(uint64_t count, uint64_t elem_size, const char* what) {
@@ -168,8 +171,12 @@ Error Loader::run() {
   const uint64_t file_size = rd64(base_ + 16);
   if (header_size != kHeaderSize) return invalid("header_size is %u, expected 64", header_size);
   if (flags != 0) return invalid("header flags 0x%x set; version 1.%u defines none", flags, minor);
-  if (file_size < kHeaderSize || file_size > size_) {
-    return invalid("file_size %llu does not fit the %llu-byte buffer",
+  if (file_size < kHeaderSize) {
+    return invalid("file_size %llu is smaller than the %zu-byte header",
+                   static_cast<unsigned long long>(file_size), kHeaderSize);
+  }
+  if (file_size > size_) {
+    return invalid("file_size is %llu but only %llu bytes were given: the file is truncated; copy it again",
                    static_cast<unsigned long long>(file_size), static_cast<unsigned long long>(size_));
   }
   size_ = file_size;  // trailing bytes (e.g. page padding) are ignored
@@ -425,7 +432,7 @@ Error Loader::decode_value(const MethodDesc& m, uint32_t id, const uint8_t* rec,
                                 v.kind == ValueKind::DoubleList || v.kind == ValueKind::String;
   const bool never_constant = v.kind == ValueKind::TensorList || v.kind == ValueKind::Object;
   if ((must_be_constant && !v.constant) || (never_constant && v.constant)) {
-    return invalid("method '%s' value %u: a %s value %s be constant", m.name, id, kind_name,
+    return invalid("method '%s' value %u (%s) %s be constant (flags bit 0)", m.name, id, kind_name,
                    must_be_constant ? "must" : "cannot");
   }
   // Non-constant scalars carry no payload; neither does None.
@@ -447,7 +454,8 @@ Error Loader::decode_value(const MethodDesc& m, uint32_t id, const uint8_t* rec,
 
     case ValueKind::Bool:
       if (a > 1 || b != 0 || c != 0 || d != 0 || (!has_payload && a != 0)) {
-        return invalid("method '%s' value %u (bool) is malformed", m.name, id);
+        return invalid("method '%s' value %u (bool) has payload %u (must be 0 or 1) or unused fields set",
+                       m.name, id, a);
       }
       v.bool_value = a != 0;
       return Error::Ok;
@@ -597,12 +605,19 @@ Error Loader::decode_value(const MethodDesc& m, uint32_t id, const uint8_t* rec,
         return invalid("method '%s' value %u: constant tensor size overflows", m.name, id);
       }
       uint64_t end = 0;
-      if (d != nbytes || c % kDataAlignment != 0 || __builtin_add_overflow(c, d, &end) ||
-          end > data_size_) {
-        return invalid("method '%s' value %u: constant data (offset %llu, %llu bytes; %llu expected) "
-                       "is misaligned or outside the %llu-byte data segment",
+      if (d != nbytes) {
+        return invalid("method '%s' value %u: constant data is %llu bytes but its sizes and dtype need %llu",
+                       m.name, id, static_cast<unsigned long long>(d), static_cast<unsigned long long>(nbytes));
+      }
+      if (c % kDataAlignment != 0) {
+        return invalid("method '%s' value %u: constant data offset %llu is not %llu-byte aligned", m.name,
+                       id, static_cast<unsigned long long>(c), static_cast<unsigned long long>(kDataAlignment));
+      }
+      if (__builtin_add_overflow(c, d, &end) || end > data_size_) {
+        return invalid("method '%s' value %u: constant data (offset %llu, %llu bytes) extends past the "
+                       "%llu-byte data segment",
                        m.name, id, static_cast<unsigned long long>(c), static_cast<unsigned long long>(d),
-                       static_cast<unsigned long long>(nbytes), static_cast<unsigned long long>(data_size_));
+                       static_cast<unsigned long long>(data_size_));
       }
       v.data = data_base_ + c;
       return Error::Ok;
@@ -669,9 +684,12 @@ Error Loader::check_dataflow(MethodDesc& m, ValueDesc* values, uint32_t* last_us
                               v.kind == ValueKind::Double || v.kind == ValueKind::Bool ||
                               v.kind == ValueKind::TensorList || v.kind == ValueKind::Object;
       if (!producible || v.constant || state[id] != DefState::Undefined) {
-        return invalid("method '%s' instruction %u (%s) output %u (value %u, %s) is a constant, an "
-                       "input, defined twice or of a kind no operator produces",
-                       m.name, i, op_name, k, id, to_string(v.kind));
+        const char* why = !producible                         ? "is of a kind no operator produces"
+                          : v.constant                        ? "is a constant"
+                          : state[id] == DefState::MethodInput ? "is a method input"
+                                                              : "is already defined (values are assigned once)";
+        return invalid("method '%s' instruction %u (%s) output %u (value %u, %s) %s", m.name, i, op_name,
+                       k, id, to_string(v.kind), why);
       }
       if (v.kind == ValueKind::Object && !init) {
         return invalid("method '%s' instruction %u (%s) creates an object outside the init section",
