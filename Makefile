@@ -9,3 +9,27 @@ demo: setup
 
 test: setup
 	bash tools/run_tests.sh
+
+# Reliability checks (docs/testing.md). Both run setup first, like the above.
+#
+# make sanitize: the runtime and loader suites on runtimes built with ASan +
+# UBSan; any report fails. CI runs this subset: every test on the full
+# runtime (loader, program format, malformed programs, interpreter, ops,
+# prepacked). Left out: test_selection.py, test_tracing.py and the tests
+# using the tracing or selective runtimes (PARE_SANITIZE_FULL_ONLY=1
+# deselects them): each such build is one more complete compile of the
+# runtime under ASan (minutes on 2 cores) for the same kernels and loader
+# code, and they test selection and tracing, which `make test` covers.
+# Everything: make sanitize SANITIZE_TESTS=tests/runtime SANITIZE_FULL_ONLY=0
+SANITIZE_TESTS ?= tests/runtime --ignore=tests/runtime/test_selection.py --ignore=tests/runtime/test_tracing.py
+SANITIZE_FULL_ONLY ?= 1
+# make fuzz: every fuzz target (fuzz/README.md) for FUZZ_SECONDS each; any
+# crash fails. CI runs FUZZ_SECONDS=20 (3 targets, about 1.5 minutes).
+FUZZ_SECONDS ?= 30
+.PHONY: sanitize fuzz
+
+sanitize: setup
+	PARE_SANITIZE_FULL_ONLY=$(SANITIZE_FULL_ONLY) bash tools/sanitize.sh $(SANITIZE_TESTS)
+
+fuzz: setup
+	bash tools/fuzz.sh $(FUZZ_SECONDS)

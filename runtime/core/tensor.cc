@@ -44,24 +44,20 @@ bool Tensor::is_non_overlapping_and_dense() const {
 }
 
 bool checked_numel(IntArrayRef sizes, size_t* numel) {
-  size_t n = 1;
+  // The product of max(size, 1) over the dims bounds numel and every
+  // contiguous stride. Keeping it within int64 means element offsets and
+  // stride arithmetic never overflow, even for a tensor with a zero dim
+  // whose other dims are huge (fuzz/regressions/loader/empty_with_huge_dims.pare).
+  size_t span = 1;
   bool overflow = false;
+  bool has_zero_dim = false;
   for (size_t i = 0; i < sizes.size(); ++i) {
     if (sizes[i] < 0) return false;
-    if (sizes[i] == 0) {
-      *numel = 0;
-      // A zero dim makes the product zero whatever the other dims are, but
-      // they must still be non-negative.
-      for (size_t j = i + 1; j < sizes.size(); ++j) {
-        if (sizes[j] < 0) return false;
-      }
-      return true;
-    }
-    overflow |= __builtin_mul_overflow(n, static_cast<size_t>(sizes[i]), &n);
+    has_zero_dim |= sizes[i] == 0;
+    overflow |= __builtin_mul_overflow(span, sizes[i] > 1 ? static_cast<size_t>(sizes[i]) : size_t{1}, &span);
   }
-  // Keep numel within int64 so element offsets never overflow either.
-  if (overflow || n > static_cast<size_t>(INT64_MAX)) return false;
-  *numel = n;
+  if (overflow || span > static_cast<size_t>(INT64_MAX)) return false;
+  *numel = has_zero_dim ? 0 : span;
   return true;
 }
 

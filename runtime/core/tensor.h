@@ -54,7 +54,8 @@ struct Tensor {
 // overflow of size_t.
 bool contiguous_strides(IntArrayRef sizes, int64_t* strides, size_t* numel);
 
-// Checked product of sizes (each must be >= 0).
+// Checked product of sizes (each must be >= 0). Also fails when the product
+// of max(size, 1), which bounds the contiguous strides, exceeds int64.
 bool checked_numel(IntArrayRef sizes, size_t* numel);
 
 // Builds a contiguous tensor header over `data`. Sizes must be valid.

@@ -23,22 +23,22 @@ sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import runtime_build  # noqa: E402
+from runtime_testing import (SELECTIVE_CLASSES, SELECTIVE_FEATURES, SELECTIVE_KERNEL_DTYPES,  # noqa: E402
+                             SELECTIVE_OPS)
 from pare.runtime import Runtime  # noqa: E402
 
-# What the selective build keeps (see test_selection.py for what each
-# omission proves).
-SELECTIVE_OPS = [
-    "aten::mul.Tensor", "aten::relu", "aten::add.Scalar", "aten::_to_copy", "aten::view",
-    "pare::linear_prepack", "pare::linear_prepacked", "pare::conv2d_prepack",
-]
-SELECTIVE_KERNEL_DTYPES = {
-    "mul_kernel": ["Float", "Long"],  # Double dropped
-    "relu_kernel": ["Float"],
-    "copy_kernel": ["Float", "Long", "Int"],
-    "prepacked_kernel": ["Float"],
-}
-SELECTIVE_CLASSES = ["LinearPackedParams"]  # Conv2dPackedParams dropped
-SELECTIVE_FEATURES: list[str] = []  # op_profiling dropped
+
+def pytest_configure(config):
+    # CI runs these a second time with ATEN_CPU_CAPABILITY=default (torch's scalar loops).
+    config.addinivalue_line("markers", "fp_ops: op-vs-torch tests whose float results depend on torch's CPU path")
+    try:
+        runtime_build.check_sanitizer_runtime_loaded()
+    except RuntimeError as e:
+        raise pytest.UsageError(str(e)) from None
+
+
+def pytest_collection_modifyitems(config, items):
+    runtime_build.deselect_other_builds(config, items)
 
 
 def _cache_root(config) -> Path:
@@ -49,6 +49,8 @@ def _lib_from_env(var: str) -> Path | None:
     value = os.environ.get(var)
     if not value:
         return None
+    if runtime_build.sanitizers():  # a prebuilt library is not sanitized
+        raise pytest.UsageError(f"{var} is set but {runtime_build.SANITIZE_ENV} asks for sanitized runtimes: unset it")
     path = Path(value)
     if not path.is_file():
         raise pytest.UsageError(f"{var}={value} does not exist")

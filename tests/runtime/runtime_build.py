@@ -1,6 +1,11 @@
 """Compiles runtime/ into a shared library for tests, the way the Bazel
 pare_cc_library macro does (same flags), with a chosen selection directory
-and PAL. Outputs are cached by a hash of every input."""
+and PAL. Outputs are cached by a hash of every input.
+
+With PARE_SANITIZE set (e.g. "address,undefined", as tools/sanitize.sh does)
+every library is built with those sanitizers on top of the house flags, so
+the same fixtures give sanitized runtimes. The process that loads them must
+have the ASan runtime preloaded (see sanitizer_env)."""
 
 from __future__ import annotations
 
@@ -24,6 +29,89 @@ PAL_SOURCES = {"posix": "runtime/pal/pal_posix.cc", "test_double": "runtime/pal/
 # The runtime library proper, as runtime/BUILD.bazel's :srcs (other folders
 # under runtime/, such as jni/, are separate targets built on the C API).
 RUNTIME_DIRS = ("core", "kernels", "c_api", "pal")
+SANITIZE_ENV = "PARE_SANITIZE"
+
+
+def sanitizers() -> tuple[str, ...]:
+    """The sanitizers PARE_SANITIZE asks for ("" or unset: none)."""
+    return tuple(s for s in os.environ.get(SANITIZE_ENV, "").replace(" ", "").split(",") if s)
+
+
+def sanitizer_compile_flags(names: tuple[str, ...]) -> list[str]:
+    if not names:
+        return []
+    # No recovery: the first UBSan finding aborts like an ASan one, so a
+    # report can never scroll past in a passing run. Frame pointers and
+    # line tables make the reports' stacks readable at little build cost.
+    return [f"-fsanitize={','.join(names)}", "-fno-sanitize-recover=all", "-fno-omit-frame-pointer",
+            "-gline-tables-only"]
+
+
+def asan_runtime() -> Path:
+    """clang's shared ASan runtime (it carries UBSan's handlers too): the
+    library to LD_PRELOAD into a process that dlopens a sanitized runtime."""
+    clang = CXX.replace("clang++", "clang")
+    out = subprocess.run([clang, "-print-file-name=libclang_rt.asan-x86_64.so"], capture_output=True, text=True,
+                         env=compiler_env()).stdout.strip()
+    if not out or not Path(out).is_file():
+        raise RuntimeError(f"{clang} has no shared ASan runtime: install libclang-rt-16-dev (make setup does)")
+    return Path(out)
+
+
+# halt_on_error and exitcode: the first report ends the process with a
+# status pytest cannot turn into a pass. detect_leaks=0: CPython and torch
+# keep allocations alive at exit by design. alloc_dealloc_mismatch=0 and
+# the ODR check: torch's own libraries trip them, not Pare's code.
+# allocator_may_return_null: an impossible allocation fails as with libc
+# (the runtime reports OutOfMemory) instead of being an ASan report.
+ASAN_OPTIONS = "halt_on_error=1:exitcode=86:detect_leaks=0:alloc_dealloc_mismatch=0:detect_odr_violation=0:" \
+               "allocator_may_return_null=1"
+UBSAN_OPTIONS = "halt_on_error=1:exitcode=86:print_stacktrace=1"
+
+
+def sanitizer_env(log_dir: Path | None = None) -> dict[str, str]:
+    """Environment for a Python process that loads sanitized runtimes."""
+    env = {"LD_PRELOAD": str(asan_runtime()), "ASAN_OPTIONS": ASAN_OPTIONS, "UBSAN_OPTIONS": UBSAN_OPTIONS}
+    if log_dir is not None:
+        env["ASAN_OPTIONS"] += f":log_path={log_dir}/asan"
+        env["UBSAN_OPTIONS"] += f":log_path={log_dir}/ubsan"
+    return env
+
+
+def check_sanitizer_runtime_loaded() -> None:
+    """Raises with the fix when PARE_SANITIZE is set but this process lacks
+    the ASan runtime (dlopen of a sanitized runtime would abort it)."""
+    if not sanitizers():
+        return
+    maps = Path("/proc/self/maps").read_text() if Path("/proc/self/maps").is_file() else ""
+    if "libclang_rt.asan" not in maps:
+        raise RuntimeError(f"{SANITIZE_ENV}={os.environ[SANITIZE_ENV]} needs clang's ASan runtime preloaded: "
+                           "run `make sanitize` (tools/sanitize.sh), or set LD_PRELOAD=$(clang-16 "
+                           "-print-file-name=libclang_rt.asan-x86_64.so) and ASAN_OPTIONS=detect_leaks=0")
+
+
+# Fixtures that need a runtime other than the full one (the instrumentation
+# and selective builds: each one more complete compile under sanitizers).
+OTHER_BUILD_FIXTURES = frozenset({"tracing_runtime", "selective_runtime", "selective_lib"})
+FULL_ONLY_ENV = "PARE_SANITIZE_FULL_ONLY"
+
+
+def deselect_other_builds(config, items) -> None:
+    """With PARE_SANITIZE_FULL_ONLY=1 (make sanitize's CI subset), deselects
+    the tests that need another runtime build than the full one."""
+    if os.environ.get(FULL_ONLY_ENV) != "1":
+        return
+    keep = [i for i in items if not OTHER_BUILD_FIXTURES & set(getattr(i, "fixturenames", ()))]
+    dropped = [i for i in items if i not in keep]
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = keep
+
+
+def compiler_env() -> dict[str, str]:
+    """The environment for compiler runs: never the sanitizer preload of a
+    sanitized test process (clang itself is not instrumented)."""
+    return {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}
 
 
 def runtime_files(suffixes: tuple[str, ...]) -> list[Path]:
@@ -56,21 +144,50 @@ def build(cache_root: Path, name: str, *, selection_dir: Path, defines=(), pal: 
     pytest sessions share the cache: objects are compiled in a private
     directory renamed into place, and libraries are linked to a private file
     renamed into place, so no session sees another's half-built output."""
-    flags = HOUSE_FLAGS + [opt, "-fPIC", f"-I{REPO}", f"-I{selection_dir}"] + [f"-D{d}" for d in defines]
-    objects_dir = _objects(Path(cache_root), name, flags, selection_dir)
+    sanitize = sanitizers()
+    objects = library_objects(cache_root, name, selection_dir=selection_dir, defines=defines, pal=pal, opt=opt,
+                              sanitize=sanitize)
+    objects_dir = objects[0].parents[1]
+    if sanitize:
+        name = "_".join((name, *sanitize))
     lib = objects_dir / (f"libpare_{name}.so" if pal == "posix" else f"libpare_{name}_{pal}.so")
     if lib.is_file():
         return lib
-    excluded = {_object_name(REPO / p) for other, p in PAL_SOURCES.items() if other != pal}
-    objects = sorted(p for p in (objects_dir / "obj").glob("*.o") if p.name not in excluded)
     tmp = objects_dir / f".{lib.name}.{os.getpid()}.tmp"
     link = [CXX, "-shared", "-nostdlib++", "-fuse-ld=lld", "-Wl,--gc-sections", "-Wl,-z,defs",
             "-o", str(tmp), *map(str, objects), "-lm", "-lc"]
-    result = subprocess.run(link, capture_output=True, text=True)
+    if sanitize:
+        # The shared sanitizer runtime: one copy per process, the preloaded one.
+        link[1:1] = [f"-fsanitize={','.join(sanitize)}", "-shared-libsan"]
+    result = subprocess.run(link, capture_output=True, text=True, env=compiler_env())
     if result.returncode != 0:
         raise RuntimeError(f"linking {lib.name} failed:\n{result.stderr}")
     os.replace(tmp, lib)
     return lib
+
+
+def library_objects(cache_root: Path, name: str, *, selection_dir: Path, defines=(), pal: str = "posix",
+                    opt: str = "-O2", sanitize: tuple[str, ...] = ()) -> list[Path]:
+    """The objects build() links for these arguments (fuzz/build.py reuses
+    the sanitized full runtime's kernels from here)."""
+    if sanitize:  # its own cache name, so plain and sanitized builds never prune each other
+        name = "_".join((name, *sanitize))
+    # UBSan's function check needs the C++ ABI library's type_info, which a
+    # freestanding runtime (-fno-rtti, linked -nostdlib++) does not link.
+    no_function_check = ["-fno-sanitize=function"] if "undefined" in sanitize else []
+    return object_files(cache_root, name, selection_dir=selection_dir, defines=defines, pal=pal, opt=opt,
+                        sanitize=sanitize, extra_flags=no_function_check)
+
+
+def object_files(cache_root: Path, name: str, *, selection_dir: Path, defines=(), pal: str = "posix",
+                 opt: str = "-O2", sanitize: tuple[str, ...] = (), extra_flags=()) -> list[Path]:
+    """The runtime's objects (one PAL's) compiled with the house flags, plus
+    `sanitize` (e.g. ("address", "undefined")) and `extra_flags`."""
+    flags = HOUSE_FLAGS + [opt, "-fPIC", f"-I{REPO}", f"-I{selection_dir}"] + [f"-D{d}" for d in defines]
+    flags += sanitizer_compile_flags(tuple(sanitize)) + list(extra_flags)
+    objects_dir = _objects(Path(cache_root), name, flags, selection_dir)
+    excluded = {_object_name(REPO / p) for other, p in PAL_SOURCES.items() if other != pal}
+    return sorted(p for p in (objects_dir / "obj").glob("*.o") if p.name not in excluded)
 
 
 def _object_name(src: Path) -> str:
@@ -92,7 +209,7 @@ def _objects(cache_root: Path, name: str, flags: list[str], selection_dir: Path)
 
         def compile_one(src: Path) -> None:
             result = subprocess.run([CXX, *flags, "-c", str(src), "-o", str(work / "obj" / _object_name(src))],
-                                    capture_output=True, text=True)
+                                    capture_output=True, text=True, env=compiler_env())
             if result.returncode != 0:
                 raise RuntimeError(f"compiling {src.relative_to(REPO)} failed:\n{result.stderr}")
 
@@ -140,3 +257,15 @@ def write_selection(directory: Path, ops: list[str], kernel_dtypes: dict[str, li
         "#pragma once\n#define TORCH_CUSTOM_CLASS_ALLOWLIST \"" + "".join(f"{c};" for c in classes) + "\"\n"
         "#define TORCH_BUILD_FEATURE_ALLOWLIST \"" + "".join(f"{f};" for f in features) + "\"\n")
     return Path(directory)
+
+
+if __name__ == "__main__":
+    # `runtime_build.py sanitizer-env [LOG_DIR]`: shell exports for a process
+    # that loads sanitized runtimes (tools/sanitize.sh evals them).
+    import shlex
+    import sys
+
+    if len(sys.argv) < 2 or sys.argv[1] != "sanitizer-env":
+        sys.exit("usage: runtime_build.py sanitizer-env [LOG_DIR]")
+    for key, value in sanitizer_env(Path(sys.argv[2]) if len(sys.argv) > 2 else None).items():
+        print(f"export {key}={shlex.quote(value)}")

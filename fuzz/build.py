@@ -1,0 +1,98 @@
+"""Builds the libFuzzer targets into build/fuzz/ (cached: rebuilt only when
+the runtime's sources, the selection or a harness change).
+
+    .venv/bin/python fuzz/build.py            # prints the binaries' paths
+
+The runtime is the full runtime with the default selection, compiled with
+the house flags as tests/runtime/runtime_build.py compiles it:
+- the loader's code (runtime/core, c_api, pal) with
+  -fsanitize=fuzzer-no-link,address,undefined, so libFuzzer's coverage
+  guides the mutations through every check the loader makes;
+- the kernels with -fsanitize=address,undefined only: they are exactly the
+  objects of `make sanitize`'s full runtime (shared through pytest's cache,
+  so one compile serves both). Coverage instrumentation of the template-heavy
+  kernels would multiply their compile time for little guidance.
+Each harness is linked statically with -fsanitize=fuzzer,address,undefined.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "tests" / "runtime"))
+
+import runtime_build  # noqa: E402
+
+OUT = REPO / "build" / "fuzz"
+PYTEST_RUNTIME_CACHE = REPO / ".pytest_cache" / "d" / "pare_runtime"  # tests/runtime/conftest.py's
+HARNESSES = {"loader_fuzzer": REPO / "fuzz" / "loader_fuzzer.cc"}
+SANITIZE = ("address", "undefined")
+COVERED_DIRS = ("core", "c_api", "pal")
+HARNESS_FLAGS = ["-std=c++17", "-O2", "-Wall", "-Wextra", "-Werror", f"-I{REPO}"]
+
+
+def _compile(sources: list[Path], flags: list[str]) -> list[Path]:
+    objects = []
+    for src in sources:
+        key = hashlib.sha256(repr((runtime_build.CXX, flags)).encode())
+        for dep in [src, *runtime_build.runtime_files((".h", ".def", ".inc"))]:
+            key.update(dep.read_bytes())
+        obj = OUT / "obj" / f"{src.stem}-{key.hexdigest()[:16]}.o"
+        if not obj.is_file():
+            obj.parent.mkdir(parents=True, exist_ok=True)
+            tmp = obj.with_suffix(f".{os.getpid()}.tmp")
+            result = subprocess.run([runtime_build.CXX, *flags, "-c", str(src), "-o", str(tmp)], capture_output=True,
+                                    text=True, env=runtime_build.compiler_env())
+            if result.returncode != 0:
+                raise SystemExit(f"compiling {src.relative_to(REPO)} failed:\n{result.stderr}")
+            os.replace(tmp, obj)
+        objects.append(obj)
+    return objects
+
+
+def runtime_objects() -> list[Path]:
+    covered = [p for p in runtime_build.runtime_sources("posix")
+               if p.relative_to(REPO / "runtime").parts[0] in COVERED_DIRS]
+    flags = runtime_build.HOUSE_FLAGS + ["-O2", f"-I{REPO}", f"-I{runtime_build.DEFAULT_SELECTION}"]
+    flags += runtime_build.sanitizer_compile_flags(("fuzzer-no-link", *SANITIZE))
+    objects = _compile(covered, flags)
+    return objects + [p for p in runtime_build.library_objects(PYTEST_RUNTIME_CACHE, "full",
+                                                               selection_dir=runtime_build.DEFAULT_SELECTION,
+                                                               sanitize=SANITIZE)
+                      if p.name.startswith("runtime_kernels_")]
+
+
+def build(name: str) -> Path:
+    source = HARNESSES[name]
+    sanitize = runtime_build.sanitizer_compile_flags(("fuzzer", *SANITIZE))
+    link = [runtime_build.CXX, *HARNESS_FLAGS, *sanitize, "-fuse-ld=lld", str(source),
+            *map(str, runtime_objects()), "-lm"]
+    # Object names carry hashes of their inputs, so the key covers the
+    # runtime, the selection, the harness and the command.
+    key = hashlib.sha256(repr(link).encode() + source.read_bytes()).hexdigest()[:16]
+    binary = OUT / name
+    stamp = OUT / f".{name}.key"
+    if binary.is_file() and stamp.is_file() and stamp.read_text() == key:
+        return binary
+    tmp = OUT / f".{name}.{os.getpid()}.tmp"
+    result = subprocess.run([*link, "-o", str(tmp)], capture_output=True, text=True, env=runtime_build.compiler_env())
+    if result.returncode != 0:
+        raise SystemExit(f"building {name} failed:\n{result.stderr}")
+    os.replace(tmp, binary)
+    stamp.write_text(key)
+    return binary
+
+
+def main() -> int:
+    for name in HARNESSES:
+        print(build(name))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

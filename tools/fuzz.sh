@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# `make fuzz FUZZ_SECONDS=N`: runs every fuzz target (fuzz/README.md) for N
+# seconds each, starting from the checked-in seed corpora; exits non-zero
+# when any target finds a crash (the crashing input is saved under
+# build/fuzz/crashes/ and its path printed).
+#
+#   tools/fuzz.sh [SECONDS] [TARGET...]     targets: loader manifest codegen
+#
+# New interesting inputs go to build/fuzz/corpus/<target>/ (kept between
+# runs, not checked in); the seeds in fuzz/corpus/ are only read.
+set -uo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$root"
+
+seconds="${1:-30}"
+shift || true
+targets=("$@")
+((${#targets[@]})) || targets=(loader manifest codegen)
+python=.venv/bin/python
+out=build/fuzz
+mkdir -p "$out/crashes"
+
+# -timeout bounds one input (a hang is a finding too; inputs take
+# milliseconds, and 30 s leaves room for a busy CI machine); -rss_limit_mb
+# keeps a runaway allocation from taking the shared machine.
+common=(-max_total_time="$seconds" -timeout=30 -rss_limit_mb=3072 -print_final_stats=1)
+
+if [[ " ${targets[*]} " == *" loader "* ]]; then
+  echo "== fuzz: building the loader target (cached)"
+  "$python" fuzz/build.py >/dev/null || exit 1
+fi
+
+failed=()
+for target in "${targets[@]}"; do
+  work="$out/corpus/$target"
+  mkdir -p "$work"
+  case "$target" in
+    loader) cmd=("$out/loader_fuzzer") ;;
+    manifest | codegen) cmd=("$python" fuzz/codegen_targets.py "$target" -dict=fuzz/manifest.dict) ;;
+    *) echo "fuzz: unknown target $target (loader, manifest, codegen)" >&2; exit 2 ;;
+  esac
+  echo "== fuzz: $target for ${seconds}s"
+  log="$out/$target.log"
+  # ASan/UBSan options for the loader (the Python targets ignore them).
+  # Allocations above 1 GB fail (return null) as on a device with little
+  # memory, so a program asking for a huge tensor exercises the runtime's
+  # out-of-memory path instead of being reported as a crash by ASan.
+  ASAN_OPTIONS="halt_on_error=1:detect_leaks=1:allocator_may_return_null=1:max_allocation_size_mb=1024" \
+  UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1" \
+    "${cmd[@]}" "${common[@]}" -artifact_prefix="$out/crashes/$target-" "$work" "fuzz/corpus/$target" \
+    >"$log" 2>&1
+  rc=$?
+  grep -E "^stat::number_of_executed_units|^stat::average_exec_per_sec|^Done [0-9]+ runs" "$log" | sed 's/^/   /'
+  if [[ $rc -ne 0 ]]; then
+    echo "fuzz: $target FAILED (exit $rc); log: $log" >&2
+    grep -E "ERROR|runtime error|Traceback|AssertionError|Exception|Test unit written|artifact" "$log" | head -20 >&2
+    failed+=("$target")
+  fi
+done
+
+if ((${#failed[@]})); then
+  echo "fuzz: crashes in ${failed[*]}: reproduce with fuzz/README.md, then add a tests/fuzz regression" >&2
+  exit 1
+fi
+echo "fuzz: ${targets[*]}: no crashes"

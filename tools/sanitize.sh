@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# `make sanitize`: the runtime and loader suites on runtimes built with ASan +
+# UBSan. Arguments go to pytest (default: tests/runtime; the Makefile passes
+# CI's subset and says why).
+#
+#   1. Wiring check: two planted bugs (tests/fuzz/sanitizer_canary.py, a heap
+#      overflow and a misaligned load inside the runtime) must each end
+#      pytest with a sanitizer report. If either passes, the run fails: a
+#      sanitizer run that cannot fail proves nothing.
+#   2. The suites, with PARE_SANITIZE=address,undefined: the fixtures in
+#      tests/runtime/conftest.py compile every runtime with the house flags
+#      plus -fsanitize=address,undefined -fno-sanitize-recover=all into
+#      pytest's cache (never the Bazel-built PARE_RUNTIME_LIB), and Python
+#      runs with clang's shared ASan runtime preloaded (the runtimes are
+#      dlopened through ctypes). The first report ends the process with exit
+#      code 86; reports also go to a log directory, and any file there fails
+#      the run even if the exit code were lost.
+set -uo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$root"
+
+SANITIZER_EXIT=86  # ASAN_OPTIONS/UBSAN_OPTIONS exitcode (tests/runtime/runtime_build.py)
+tests=("$@")
+((${#tests[@]})) || tests=(tests/runtime)
+
+unset PARE_RUNTIME_LIB PARE_TRACING_RUNTIME_LIB PARE_INSTRUMENTATION_LIB
+export PARE_SANITIZE=address,undefined
+logs="$(mktemp -d "${TMPDIR:-/tmp}/pare_sanitize.XXXXXX")"
+python=.venv/bin/python
+
+# Runs pytest with the sanitizer environment, reports going to $1.
+sanitized_pytest() {
+  local log_dir="$1"
+  shift
+  (
+    eval "$("$python" tests/runtime/runtime_build.py sanitizer-env "$log_dir")" || exit 1
+    exec "$python" -m pytest "$@"
+  )
+}
+
+echo "== sanitize: wiring check (planted bugs must be reported)"
+for canary in asan_heap_overflow ubsan_misaligned_load; do
+  dir="$logs/canary_$canary"
+  mkdir -p "$dir"
+  sanitized_pytest "$dir" tests/fuzz/sanitizer_canary.py -q -k "$canary" >"$dir/pytest.out" 2>&1
+  rc=$?
+  expect="AddressSanitizer"
+  [[ $canary == ubsan_* ]] && expect="runtime error:"
+  if [[ $rc -ne $SANITIZER_EXIT ]] || ! grep -qs "$expect" "$dir"/*san.*; then
+    echo "sanitize: the planted bug $canary was not reported (pytest exit $rc, expected $SANITIZER_EXIT):" \
+         "the sanitizer wiring is broken; see $dir" >&2
+    cat "$dir/pytest.out" >&2
+    exit 1
+  fi
+  echo "   $canary: reported ($(grep -ohs -m1 "$expect[^(]*" "$dir"/*san.* | head -1 | cut -c1-100))"
+done
+
+echo "== sanitize: pytest ${tests[*]} on ASan + UBSan runtimes"
+mkdir -p "$logs/suite"
+start=$SECONDS
+# test_portability.py is left out: it checks sources and the link's
+# dependencies, not behaviour, and a sanitized library rightly depends on
+# the ASan runtime. The plain `make test` runs it.
+sanitized_pytest "$logs/suite" "${tests[@]}" -q --ignore tests/runtime/test_portability.py
+rc=$?
+reports=("$logs"/suite/*san.*)
+if [[ -e ${reports[0]} ]]; then
+  echo "sanitize: sanitizer reports (${#reports[@]} files in $logs/suite):" >&2
+  cat "${reports[@]}" >&2
+  exit 1
+fi
+if [[ $rc -eq $SANITIZER_EXIT ]]; then
+  echo "sanitize: pytest ended with the sanitizer exit code $rc" >&2
+  exit 1
+fi
+if [[ $rc -eq 5 ]]; then
+  echo "sanitize: pytest collected no tests: that is a failure" >&2
+  exit 1
+fi
+if [[ $rc -ne 0 ]]; then
+  echo "sanitize: pytest failed (exit $rc)" >&2
+  exit "$rc"
+fi
+echo "sanitize: 0 sanitizer reports; pytest passed in $((SECONDS - start))s"
+rm -rf "$logs"
