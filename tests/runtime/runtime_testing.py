@@ -12,6 +12,21 @@ ALL_DTYPES = [torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64, to
               torch.float32, torch.float64, torch.bool]
 FLOAT_DTYPES = [torch.float16, torch.bfloat16, torch.float32, torch.float64]
 
+# What the selective runtime fixture (conftest.py) keeps (see
+# test_selection.py for what each omission proves).
+SELECTIVE_OPS = [
+    "aten::mul.Tensor", "aten::relu", "aten::add.Scalar", "aten::_to_copy", "aten::view",
+    "pare::linear_prepack", "pare::linear_prepacked", "pare::conv2d_prepack",
+]
+SELECTIVE_KERNEL_DTYPES = {
+    "mul_kernel": ["Float", "Long"],  # Double dropped
+    "relu_kernel": ["Float"],
+    "copy_kernel": ["Float", "Long", "Int"],
+    "prepacked_kernel": ["Float"],
+}
+SELECTIVE_CLASSES = ["LinearPackedParams"]  # Conv2dPackedParams dropped
+SELECTIVE_FEATURES: list[str] = []  # op_profiling dropped
+
 
 def to_input(t: torch.Tensor):
     """A method input for a torch tensor, keeping its strides (a numpy view)."""
@@ -66,6 +81,13 @@ def run_op(runtime, op: str, *args, returns="tensor"):
 
 
 def tolerances(dtype):
+    # Each float tolerance spans at least one ulp of its dtype everywhere
+    # (two for BFloat16, many more for Float and Double): torch's scalar loop
+    # (ATEN_CPU_CAPABILITY=default, and loop tails), its AVX2 and AVX-512
+    # loops (Sleef, within one float ulp) and libm round a float result
+    # differently by at most that much. Comparisons that must be tighter,
+    # or where torch's loops round at different points, use the ulp helpers
+    # below with a float64 reference.
     return {
         torch.float16: dict(rtol=1e-3, atol=1e-3),
         torch.bfloat16: dict(rtol=1.6e-2, atol=1e-2),
@@ -80,3 +102,76 @@ def assert_same(actual, expected, **kw):
     tol = tolerances(expected.dtype)
     tol.update(kw)
     torch.testing.assert_close(actual, expected, equal_nan=True, **tol)
+
+
+# ---- comparisons that do not depend on torch's CPU code path ----------------
+# torch picks a loop per CPU capability (ATEN_CPU_CAPABILITY: default, avx2,
+# avx512) and hands some ops to oneDNN, whose JIT code depends on the CPU
+# again. The paths round at different points, so a test that needs more
+# than a tolerance compares with a float64 reference instead, within a
+# stated number of units in the last place (ulps).
+
+_FLOAT_BITS = {torch.float16: torch.int16, torch.bfloat16: torch.int16, torch.float32: torch.int32,
+               torch.float64: torch.int64}
+_FAR = 2**62  # the distance reported for NaN vs a number, or an infinity vs anything else
+
+
+def _ordered(t: torch.Tensor) -> torch.Tensor:
+    """The float bits as int64 keys whose order is the floats' order (-0.0 and 0.0 share 0)."""
+    bits = t.contiguous().view(_FLOAT_BITS[t.dtype]).to(torch.int64)
+    magnitude = bits & (torch.iinfo(_FLOAT_BITS[t.dtype]).max)
+    return torch.where(bits < 0, -magnitude, magnitude)
+
+
+def ulp_distance(actual: torch.Tensor, expected: torch.Tensor) -> torch.Tensor:
+    """Per element, how many representable values of the (shared) floating
+    dtype separate actual from expected: 0 for equal values (either zero) and
+    for two NaNs; _FAR for NaN against a number or an infinity against
+    anything but itself."""
+    assert actual.dtype == expected.dtype and actual.dtype in _FLOAT_BITS, (actual.dtype, expected.dtype)
+    ka, ke = _ordered(actual), _ordered(expected)
+    same_side = (ka >= 0) == (ke >= 0)
+    # Keys of one sign cannot overflow when subtracted; across zero the
+    # distance is at least the larger magnitude, which only needs to be "far".
+    distance = torch.where(same_side, (ka - ke).abs(), ka.abs().clamp(max=_FAR // 2) + ke.abs().clamp(max=_FAR // 2))
+    a_nan, e_nan = actual.isnan(), expected.isnan()
+    distance = torch.where(a_nan | e_nan, torch.where(a_nan & e_nan, 0, _FAR), distance)
+    return torch.where((actual.isinf() | expected.isinf()) & (distance != 0), _FAR, distance)
+
+
+def assert_within_ulps(actual: torch.Tensor, expected: torch.Tensor, ulps: int, what: str = ""):
+    """actual matches expected (same dtype and shape) to within `ulps` units
+    in the last place; 0 means the same values (NaN matches NaN)."""
+    assert actual.dtype == expected.dtype, f"{what}: dtype {actual.dtype} != {expected.dtype}"
+    assert actual.shape == expected.shape, f"{what}: shape {tuple(actual.shape)} != {tuple(expected.shape)}"
+    distance = ulp_distance(actual, expected)
+    bad = distance > ulps
+    if bad.any():
+        i = tuple(bad.nonzero()[0].tolist())
+        raise AssertionError(f"{what}: {int(bad.sum())} of {bad.numel()} elements are more than {ulps} ulp(s) from "
+                             f"the reference, e.g. at {i}: {actual[i].item()!r} vs {expected[i].item()!r} "
+                             f"({int(distance[i])} ulps)")
+
+
+def assert_matches_one_of(actual: torch.Tensor, candidates: list[torch.Tensor], ulps: int = 0, what: str = ""):
+    """Each element of actual is within `ulps` of the same element of at
+    least one candidate: for torch, whose loops round at different points."""
+    close = torch.zeros(actual.shape, dtype=torch.bool)
+    for c in candidates:
+        assert c.dtype == actual.dtype and c.shape == actual.shape, (what, c.dtype, actual.dtype, c.shape, actual.shape)
+        close |= ulp_distance(actual, c) <= ulps
+    if not close.all():
+        i = tuple((~close).nonzero()[0].tolist())
+        raise AssertionError(f"{what}: {int((~close).sum())} of {close.numel()} elements match none of the "
+                             f"{len(candidates)} references, e.g. at {i}: {actual[i].item()!r} vs "
+                             f"{[c[i].item() for c in candidates]!r}")
+
+
+def round_like_float_math(exact: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """A float64 result as a kernel computing in float produces it: Half and
+    BFloat16 kernels compute in float, so the value is rounded to float32
+    first and then to the 16-bit type (two IEEE round-to-nearest-even steps,
+    both deterministic on every CPU)."""
+    if dtype in (torch.float16, torch.bfloat16):
+        return exact.to(torch.float32).to(dtype)
+    return exact.to(dtype)

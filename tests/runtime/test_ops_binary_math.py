@@ -11,13 +11,16 @@ rounding PyTorch's CPU kernels use for Half and BFloat16."""
 
 import itertools
 
+import numpy as np
 import pytest
 import torch
 
 from pare.runtime import PareError
-from runtime_testing import ALL_DTYPES, FLOAT_DTYPES, assert_same, make_tensor, run_op, single_op_program, to_input
+from runtime_testing import (ALL_DTYPES, FLOAT_DTYPES, assert_matches_one_of, assert_same, assert_within_ulps,
+                             make_tensor, round_like_float_math, run_op, single_op_program, to_input)
 
 aten = torch.ops.aten
+pytestmark = pytest.mark.fp_ops  # see tests/runtime/conftest.py
 
 NO_BOOL = [d for d in ALL_DTYPES if d != torch.bool]
 INT_DTYPES = [torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64]
@@ -37,6 +40,34 @@ def with_zeros(t: torch.Tensor) -> torch.Tensor:
     t = t.clone()
     t.view(-1)[::3] = 0
     return t
+
+
+def as_dtype(value, dtype) -> torch.Tensor:
+    """A Python number converted to dtype as torch converts a Scalar (through float)."""
+    return torch.tensor(value, dtype=torch.float64).to(torch.float32).to(dtype)
+
+
+def check_reduced_float_sub(runtime, op, a, other, alpha):
+    """sub with alpha != 1 on Half/BFloat16. torch computes a + (-alpha) * other
+    with alpha (and a Python-number `other`) rounded to the tensor's dtype,
+    but rounds differently per loop: its vectorised loop (AVX2 and AVX-512
+    builds, on contiguous rows) does one fused multiply-add in float and
+    rounds once; its scalar loop (ATEN_CPU_CAPABILITY=default, loop tails)
+    rounds alpha * other to the 16-bit type first, which near cancellation
+    is many ulps away. The runtime does what the vectorised loop does, by
+    design (one rounding, like float32). The product of two 16-bit values is
+    exact in float64 and in float32, so both are computed exactly here; the
+    runtime must equal the single-rounding reference bit for bit, and torch
+    (whichever loop ran) one of the two."""
+    dtype = a.dtype
+    product = as_dtype(alpha, dtype).double() * (other if isinstance(other, torch.Tensor)
+                                                 else as_dtype(other, dtype)).double()
+    rounded_once = round_like_float_math(a.double() - product, dtype)
+    product_rounded_first = round_like_float_math(a.double() - product.to(torch.float32).to(dtype).double(), dtype)
+    actual = run_op(runtime, op, a, other, alpha)
+    expected = torch.sub(a, other, alpha=alpha) if op == "aten::sub.Tensor" else aten.sub.Scalar(a, other, alpha)
+    assert_within_ulps(actual, rounded_once, 0, f"{op} alpha={alpha}")
+    assert_matches_one_of(expected, [rounded_once, product_rounded_first], 0, f"torch {op} alpha={alpha}")
 
 
 def same_or_both_fail(runtime, op, args, reference):
@@ -98,13 +129,20 @@ def binary_operands(op, a, b):
 
 @pytest.mark.parametrize("dtype", NO_BOOL, ids=str)
 def test_sub_every_dtype(runtime, dtype):
-    # Rows of 64: PyTorch's vectorised loop covers every element. Its scalar
-    # loop (tails, strided rows) rounds alpha * other to Half/BFloat16 before
-    # adding, its vector loop rounds once, as the runtime does.
     a, b = make_tensor((3, 64), dtype, 1), make_tensor((1, 64), dtype, 2)
     assert_same(run_op(runtime, "aten::sub.Tensor", a, b), torch.sub(a, b))
-    assert_same(run_op(runtime, "aten::sub.Tensor", a, b, 3), torch.sub(a, b, alpha=3))
     assert_same(run_op(runtime, "aten::sub.Scalar", a, 2), aten.sub.Scalar(a, 2))
+    if dtype in REDUCED:
+        # torch's loops round alpha * other differently: see check_reduced_float_sub.
+        check_reduced_float_sub(runtime, "aten::sub.Tensor", a, b, 3)
+        check_reduced_float_sub(runtime, "aten::sub.Scalar", a, 2, -3)
+        check_reduced_float_sub(runtime, "aten::sub.Tensor", a, b, 0.3)
+        check_reduced_float_sub(runtime, "aten::sub.Scalar", a, 1.7, 0.3)
+        return
+    # Float and Double: the vectorised loop's fused multiply-add and the
+    # scalar loop's multiply-then-add differ by at most half an ulp of
+    # alpha * other, inside the float tolerance; integers are exact.
+    assert_same(run_op(runtime, "aten::sub.Tensor", a, b, 3), torch.sub(a, b, alpha=3))
     assert_same(run_op(runtime, "aten::sub.Scalar", a, 2, -3), aten.sub.Scalar(a, 2, -3))
     if dtype.is_floating_point:
         assert_same(run_op(runtime, "aten::sub.Tensor", a, b, 0.3), torch.sub(a, b, alpha=0.3))
@@ -544,10 +582,19 @@ def test_float_division_special_values(runtime, dtype):
 def test_reduced_float_rounding_matches_torch_exactly(runtime, dtype):
     """PyTorch rounds Half/BFloat16 intermediates differently per op and per
     operand kind; trunc and floor division amplify a one-ulp difference into
-    a whole unit, so these compare exactly over many values."""
-    g = torch.Generator().manual_seed(53)
-    a = (torch.randn(4000, generator=g) * 50).to(dtype)
-    b = (torch.randn(4000, generator=g) * 3).to(dtype)
+    a whole unit, so these compare exactly over many values.
+
+    Division, remainder, sub without alpha, maximum and comparisons compute
+    in float from the same rounded operands in torch's vectorised and scalar
+    loops (IEEE division and fmod are exact or correctly rounded), so they
+    are compared with torch bit for bit. sub with alpha and pow round at
+    different points per loop: those compare with float64 references (see
+    check_reduced_float_sub and below)."""
+    # numpy's generator, not torch.randn: torch's normal sampler has an AVX2
+    # variant, so its values (not only their rounding) depend on the CPU.
+    rng = np.random.default_rng(53)
+    a = (torch.from_numpy(rng.standard_normal(4000)) * 50).to(dtype)
+    b = (torch.from_numpy(rng.standard_normal(4000)) * 3).to(dtype)
     exact = dict(rtol=0, atol=0)
     divisors = [b, b[7:8], b[3:4].reshape(1, 1), 0.3, -1.7, torch.tensor(0.3, dtype=torch.float64),
                 torch.tensor(0.3, dtype=dtype)]
@@ -558,14 +605,53 @@ def test_reduced_float_rounding_matches_torch_exactly(runtime, dtype):
         assert_same(run_op(runtime, "aten::remainder.Tensor", a, d), torch.remainder(a, d), **exact)
     for s in (0.3, -1.7):
         assert_same(run_op(runtime, "aten::sub.Tensor", a, s), torch.sub(a, s), **exact)
-        assert_same(run_op(runtime, "aten::sub.Tensor", a, b, s), torch.sub(a, b, alpha=s), **exact)
+        check_reduced_float_sub(runtime, "aten::sub.Tensor", a, b, s)
         assert_same(run_op(runtime, "aten::maximum", a, torch.tensor(s, dtype=torch.float64)),
                     torch.maximum(a, torch.tensor(s, dtype=torch.float64)), **exact)
         assert_same(run_op(runtime, "aten::lt.Scalar", a, s), a < s)
     base = a.abs()
     for e in (2, 3, -2, 0.5, -0.5, -1, 0.1, 2.5, 3.0001):
-        assert_same(run_op(runtime, "aten::pow.Tensor_Scalar", base, e), aten.pow.Tensor_Scalar(base, e), **exact)
-    assert_same(run_op(runtime, "aten::pow.Scalar", 0.3, b), aten.pow.Scalar(0.3, b), **exact)
+        check_reduced_float_pow(runtime, base, e)
+    # pow.Scalar: torch wraps the base in a tensor of the exponent's dtype
+    # (0.3 rounds) and calls pow in float: Sleef in its vectorised loop, libm
+    # in the scalar one, each within one float ulp, which can move the final
+    # rounding by one 16-bit ulp.
+    reference = round_like_float_math(as_dtype(0.3, dtype).double().pow(b.double()), dtype)
+    assert_within_ulps(run_op(runtime, "aten::pow.Scalar", 0.3, b), reference, 1, "aten::pow.Scalar")
+    assert_within_ulps(aten.pow.Scalar(0.3, b), reference, 1, "torch pow.Scalar")
+
+
+def check_reduced_float_pow(runtime, base, exponent):
+    """pow.Tensor_Scalar on Half/BFloat16 against float64 references of what
+    torch's kernel computes. The exponent is rounded to the tensor's dtype.
+    Half always calls pow in float. BFloat16 takes sqrt for 0.5, 1 / x for
+    -1 and 1 / sqrt(x) for -0.5 (float arithmetic, rounded once), squares as
+    x * x, cubes as (x * x rounded) * x and takes 1 / (x * x rounded) for -2:
+    IEEE-exact arithmetic, so the runtime must match those bit for bit. Calls
+    to pow are Sleef (vectorised loop) or libm (scalar loop, and the
+    runtime's PAL), each within one float ulp: one 16-bit ulp is allowed.
+    One difference between torch's loops: its scalar rsqrt rounds sqrt(x) to
+    BFloat16 before dividing (ATEN_CPU_CAPABILITY=default); the runtime
+    rounds once, as the vectorised loop does."""
+    dtype = base.dtype
+    x = base.double()
+    e = as_dtype(exponent, dtype).double().item()
+
+    def rounded(value):
+        return round_like_float_math(value, dtype)
+
+    references, ulps = [rounded(x.pow(e))], 1
+    if dtype == torch.bfloat16:
+        square = rounded(x * x).double()
+        arithmetic = {2.0: [rounded(x * x)], 3.0: [rounded(square * x)], -2.0: [rounded(1 / square)],
+                      0.5: [rounded(x.sqrt())], -1.0: [rounded(1 / x)]}
+        sqrt_float = x.sqrt().to(torch.float32)  # correctly rounded, like the CPU's sqrt
+        arithmetic[-0.5] = [rounded(1 / sqrt_float.double()), rounded(1 / sqrt_float.to(dtype).double())]
+        if e in arithmetic:
+            references, ulps = arithmetic[e], 0
+    what = f"aten::pow.Tensor_Scalar exponent {exponent}"
+    assert_within_ulps(run_op(runtime, "aten::pow.Tensor_Scalar", base, exponent), references[0], ulps, what)
+    assert_matches_one_of(aten.pow.Tensor_Scalar(base, exponent), references, ulps, "torch " + what)
 
 
 # ---- errors --------------------------------------------------------------------

@@ -9,6 +9,8 @@ import torch
 
 from runtime_testing import ALL_DTYPES, assert_same, make_tensor, run_op
 
+pytestmark = pytest.mark.fp_ops  # see tests/runtime/conftest.py
+
 
 @pytest.mark.parametrize("dtype", ALL_DTYPES, ids=str)
 def test_add_every_dtype(runtime, dtype):

@@ -18,6 +18,8 @@ from pare.program import ProgramBuilder, TensorListOf
 from pare.runtime import PareError
 from runtime_testing import ALL_DTYPES, assert_same, make_tensor, run_op, to_input
 
+pytestmark = pytest.mark.fp_ops  # see tests/runtime/conftest.py
+
 aten = torch.ops.aten
 ids = str
 

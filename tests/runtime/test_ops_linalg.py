@@ -7,6 +7,8 @@ import torch
 from pare.runtime import PareError
 from runtime_testing import ALL_DTYPES, assert_same, make_tensor, run_op
 
+pytestmark = pytest.mark.fp_ops  # see tests/runtime/conftest.py
+
 MM_DTYPES = [d for d in ALL_DTYPES if d != torch.bool]
 
 

@@ -9,6 +9,8 @@ from pare.program import ProgramBuilder
 from pare.runtime import PareError
 from runtime_testing import ALL_DTYPES, FLOAT_DTYPES, assert_same, make_tensor, run_op, to_input
 
+pytestmark = pytest.mark.fp_ops  # see tests/runtime/conftest.py
+
 SCALAR_TYPE_CODES = {torch.uint8: 0, torch.int8: 1, torch.int16: 2, torch.int32: 3, torch.int64: 4,
                      torch.float16: 5, torch.float32: 6, torch.float64: 7, torch.bool: 11, torch.bfloat16: 15}
 

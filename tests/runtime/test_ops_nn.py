@@ -18,6 +18,8 @@ from pare.program import ProgramBuilder
 from pare.runtime import PareError
 from runtime_testing import ALL_DTYPES, FLOAT_DTYPES, assert_same, make_tensor, run_op, to_input
 
+pytestmark = pytest.mark.fp_ops  # see tests/runtime/conftest.py
+
 A = torch.ops.aten
 NON_BOOL = [d for d in ALL_DTYPES if d != torch.bool]
 INT_DTYPES = [torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64]
