@@ -1,12 +1,18 @@
-"""Shared pytest fixtures: building Bazel targets once per session."""
+"""Shared pytest fixtures and helpers: building Bazel targets once per
+session, requiring the tools setup installs, and the skip gate
+(tests/skip_gate.py: PARE_NO_SKIPS=1 or CI=true fails any skip that is not a
+documented platform limit)."""
 
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
+
+from tests import skip_gate
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 BAZEL = [str(REPO_ROOT / "tools" / "bazel")]
@@ -14,11 +20,14 @@ BAZEL = [str(REPO_ROOT / "tools" / "bazel")]
 _built: set[tuple[str, ...]] = set()
 
 
-def bazel(*args: str, check: bool = True, capture: bool = True) -> subprocess.CompletedProcess:
-    """Runs tools/bazel in the repo root; raises with Bazel's output on failure."""
+def bazel(*args: str, check: bool = True, capture: bool = True, cwd: Path = REPO_ROOT,
+          startup: tuple[str, ...] = ()) -> subprocess.CompletedProcess:
+    """Runs tools/bazel in cwd (default: the repo root; another workspace, e.g. a
+    second checkout, works too) with Bazel startup options `startup`; raises with
+    Bazel's output on failure."""
     proc = subprocess.run(
-        BAZEL + list(args),
-        cwd=REPO_ROOT,
+        BAZEL + list(startup) + list(args),
+        cwd=cwd,
         capture_output=capture,
         text=True,
         timeout=1800,
@@ -37,6 +46,24 @@ def bazel_build(*targets: str, flags: tuple[str, ...] = ()) -> Path:
     return REPO_ROOT / "bazel-bin"
 
 
+def require_tool(*names: str, package: str) -> str:
+    """The path of the first of `names` on PATH.
+
+    tools/setup.sh installs every tool the suite runs, so a missing one is a
+    broken setup: the test fails naming the fix instead of skipping.
+    """
+    for name in names:
+        path = shutil.which(name)
+        if path:
+            return path
+    pytest.fail(f"{names[0]} not found on PATH: run `make setup` (tools/setup.sh installs the apt package {package})",
+                pytrace=False)
+
+
+def pytest_configure(config):
+    skip_gate.register(config)
+
+
 @pytest.fixture(scope="session")
 def repo_root() -> Path:
     return REPO_ROOT
@@ -50,4 +77,6 @@ def smoke_outputs() -> Path:
 
 
 def pytest_report_header(config):
-    return [f"pare repo: {REPO_ROOT}", f"PARE_RUNTIME_LIB={os.environ.get('PARE_RUNTIME_LIB', '')}"]
+    gate = "on" if skip_gate.gate_enabled() else f"off (set {skip_gate.ENV_VAR}=1 to fail on skips)"
+    return [f"pare repo: {REPO_ROOT}", f"PARE_RUNTIME_LIB={os.environ.get('PARE_RUNTIME_LIB', '')}",
+            f"skip gate: {gate}"]

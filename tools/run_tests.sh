@@ -3,8 +3,10 @@
 # Bazel tests (`bazel test //...`: verification of every selective runtime on
 # every platform, toolchain smoke tests, rule analysis tests), then the pytest
 # suites under tests/, which reuse the Bazel-built full and instrumentation
-# runtimes instead of compiling their own.
-# pytest's exit code 5 ("no tests collected") is a failure here.
+# runtimes instead of compiling their own, then the floating-point op tests a
+# second time against torch's scalar kernels. Skips fail the run unless they
+# are documented platform limits, and pytest's exit code 5 ("no tests
+# collected") is a failure here (docs/testing.md).
 set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
@@ -18,11 +20,26 @@ export PARE_RUNTIME_LIB="$root/bazel-bin/runtime/full/linux_x86_64/libpare_full.
 export PARE_TRACING_RUNTIME_LIB="$root/bazel-bin/runtime/instrumentation/linux_x86_64/libpare_instrumentation.so"
 export PARE_INSTRUMENTATION_LIB="$PARE_TRACING_RUNTIME_LIB"
 
+# Any skip that is not a @pytest.mark.platform_limit fails the run
+# (tests/skip_gate.py, docs/testing.md).
+export PARE_NO_SKIPS=1
+
+# pytest, failing on exit code 5 ("no tests collected") too.
+run_pytest() {
+  .venv/bin/python -m pytest "$@"
+  local rc=$?
+  if [[ $rc -eq 5 ]]; then
+    echo "pytest collected no tests: that is a failure" >&2
+    return 1
+  fi
+  return $rc
+}
+
 echo "== pytest"
-.venv/bin/python -m pytest tests "$@"
-rc=$?
-if [[ $rc -eq 5 ]]; then
-  echo "pytest collected no tests: that is a failure" >&2
-  exit 1
-fi
-exit $rc
+run_pytest tests "$@" || exit 1
+
+# torch's float results depend on its CPU capability (vector width, fused
+# multiply-add); the op tests compare with torch's semantics, so they must
+# also pass against torch's scalar kernels, what an older CPU gets.
+echo "== pytest: floating-point op tests against torch's scalar kernels (ATEN_CPU_CAPABILITY=default)"
+ATEN_CPU_CAPABILITY=default run_pytest tests/runtime -m fp_ops -q || exit 1

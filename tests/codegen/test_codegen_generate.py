@@ -5,7 +5,6 @@ from __future__ import annotations
 import itertools
 import json
 import re
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -14,10 +13,11 @@ from codegen_testlib import INVENTORY_DIR, MANIFESTS, REPO_ROOT, RUNTIME_STUB, m
 
 import codegen
 from codegen.dtypes import DTYPES_BY_NAME, PARE_DTYPE_NAMES
+from tests.conftest import require_tool
 
-CLANG = shutil.which("clang++-16")
-NM = shutil.which("llvm-nm-16")
-needs_clang = pytest.mark.skipif(CLANG is None, reason="clang++-16 not installed")
+
+def clang() -> str:
+    return require_tool("clang++-16", package="clang-16")
 
 
 def selection(inventory, name: str) -> codegen.Selection:
@@ -317,7 +317,7 @@ def static_assert_tu(sel: codegen.Selection, include: str) -> str:
 
 def compile_syntax(tu: Path, *include_dirs: Path) -> None:
     cmd = [
-        CLANG,
+        clang(),
         "-std=c++17",
         "-fsyntax-only",
         "-ffreestanding",
@@ -333,7 +333,6 @@ def compile_syntax(tu: Path, *include_dirs: Path) -> None:
     assert result.returncode == 0, result.stderr + "\n" + tu.read_text()
 
 
-@needs_clang
 @pytest.mark.parametrize("path", manifest_paths(), ids=lambda p: p.name)
 def test_headers_compile_and_answer_correctly(tmp_path, inventory, path):
     sel = codegen.resolve(codegen.load(path), inventory, allow_unknown_ops=True)
@@ -343,7 +342,6 @@ def test_headers_compile_and_answer_correctly(tmp_path, inventory, path):
     compile_syntax(tu, RUNTIME_STUB, tmp_path / "out")
 
 
-@needs_clang
 def test_static_assert_fails_on_a_wrong_answer(tmp_path, inventory):
     # Guards the test above: a wrong expectation must break the build.
     sel = selection(inventory, "pytorch_tracer.yaml")
@@ -356,7 +354,7 @@ def test_static_assert_fails_on_a_wrong_answer(tmp_path, inventory):
     )
     result = subprocess.run(
         [
-            CLANG,
+            clang(),
             "-std=c++17",
             "-fsyntax-only",
             "-ffreestanding",
@@ -370,11 +368,6 @@ def test_static_assert_fails_on_a_wrong_answer(tmp_path, inventory):
     assert result.returncode != 0 and result.stderr.count("static assertion failed") == 2
 
 
-@needs_clang
-@pytest.mark.skipif(
-    not (REPO_ROOT / "runtime" / "core" / "selective.h").is_file(),
-    reason="runtime/core/selective.h not written yet",
-)
 @pytest.mark.parametrize("name", ["pytorch_tracer.yaml", "include_all.yaml", "non_op_selectives.yaml"])
 def test_headers_compile_against_the_real_runtime(tmp_path, inventory, name):
     sel = selection(inventory, name)
@@ -391,8 +384,6 @@ TARGETS = {
 }
 
 
-@needs_clang
-@pytest.mark.skipif(NM is None, reason="llvm-nm-16 not installed")
 @pytest.mark.parametrize("target", sorted(TARGETS))
 @pytest.mark.parametrize(
     "name", ["pytorch_tracer.yaml", "hand_written.yaml", "include_all.yaml", "non_op_selectives.yaml"]
@@ -404,7 +395,7 @@ def test_expected_symbols_hold_on_a_compiled_mini_runtime(tmp_path, inventory, t
     generate_into(tmp_path / "out", sel)
     obj = tmp_path / "mini.o"
     cmd = [
-        CLANG,
+        clang(),
         f"--target={target}",
         "-std=c++17",
         "-O1",
@@ -423,7 +414,8 @@ def test_expected_symbols_hold_on_a_compiled_mini_runtime(tmp_path, inventory, t
     ]
     result = subprocess.run(cmd, capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
-    nm = subprocess.run([NM, "-C", "--defined-only", str(obj)], capture_output=True, text=True, check=True)
+    nm_tool = require_tool("llvm-nm-16", package="llvm-16")
+    nm = subprocess.run([nm_tool, "-C", "--defined-only", str(obj)], capture_output=True, text=True, check=True)
     symbols = [line.split(" ", 2)[2] for line in nm.stdout.splitlines() if line.count(" ") >= 2]
     fmt = TARGETS[target]
     data = json.loads(codegen.expected_symbols_json(sel))

@@ -15,14 +15,11 @@ import re
 import pytest
 import yaml
 from codegen_testlib import MANIFESTS, manifest_paths
+from torchgen.selective_build.selector import SelectiveBuilder, combine_selective_builders  # torch's wheel
 
 import codegen
 from codegen import Manifest, Operator
 from codegen.dtypes import PARE_DTYPE_NAMES
-
-selector = pytest.importorskip("torchgen.selective_build.selector")
-SelectiveBuilder = selector.SelectiveBuilder
-combine_selective_builders = selector.combine_selective_builders
 
 
 def torchgen_of(manifest: Manifest):

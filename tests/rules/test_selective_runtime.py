@@ -8,6 +8,7 @@ left out.
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 
@@ -15,6 +16,7 @@ import numpy as np
 import pytest
 import torch
 
+from pare.program import ProgramBuilder
 from pare.runtime import PareError, Runtime
 from tests.conftest import REPO_ROOT, bazel, bazel_build
 from tools.tracer.model_spec import load_model_spec
@@ -110,6 +112,51 @@ def test_define_picks_among_candidates_and_rejects_others():
     bad = bazel("build", "--nobuild", "--define", "ops=other.yaml", "//apps/demo:runtime", check=False)
     assert bad.returncode != 0
     assert "--define ops=other.yaml is not one of this target's manifests; candidates: manifest.yaml" in bad.stderr
+
+
+def _fixture_runtime(tmp_path, define: str | None) -> Runtime:
+    """//rules/tests:fixture (manifest a.yaml, candidates a.yaml and b.yaml)
+    built for linux_x86_64 only, with `--define ops=<define>` when given.
+
+    Its _library target on the command line's platform is the bundle's
+    linux_x86_64 half: the same selection, compile and link, a third of the
+    actions. (Bazel 4 cannot transition on --define, so the define must come
+    from the command line.)
+    """
+    flags = ("--platforms=//platforms:linux_x86_64",) + (("--define", f"ops={define}") if define else ())
+    bin_dir = bazel_build("//rules/tests:fixture_library", flags=flags)
+    lib = bin_dir / "rules" / "tests" / "fixture_library_stripped" / "libpare_fixture.so"
+    # Every define writes the same output path: keep this variant's library.
+    copy = tmp_path / (define or "default") / lib.name
+    copy.parent.mkdir()
+    shutil.copyfile(lib, copy)
+    return Runtime(copy)
+
+
+def _add_long_program() -> bytes:
+    pb = ProgramBuilder()
+    m = pb.method()
+    x = m.input("Long", [3])
+    m.output(m.op("aten::add.Tensor", x, x))
+    return pb.to_bytes()
+
+
+def test_define_ops_chooses_among_candidate_manifests(tmp_path):
+    # a.yaml and b.yaml select aten::add.Tensor; b.yaml adds the Long dtype.
+    # Built b first: a.yaml and the default (also a.yaml) then share outputs.
+    runtimes = {define: _fixture_runtime(tmp_path, define) for define in ("b.yaml", "a.yaml", None)}
+    for runtime in runtimes.values():
+        assert runtime.inventory().ops == ("aten::add.Tensor",)
+    # (in the runtime's own dtype order, not the manifest's)
+    assert runtimes["b.yaml"].inventory().kernel_dtypes == {"add_kernel": ("Long", "Float")}
+    assert runtimes["a.yaml"].inventory().kernel_dtypes == {"add_kernel": ("Float",)}
+    assert runtimes[None].inventory().kernel_dtypes == {"add_kernel": ("Float",)}
+
+    (y,) = runtimes["b.yaml"].load(_add_long_program()).method().run(np.array([1, 2, 3], np.int64))
+    assert y.tolist() == [2, 4, 6]
+    with pytest.raises(PareError, match="add_kernel") as e:
+        runtimes["a.yaml"].load(_add_long_program()).method().run(np.array([1, 2, 3], np.int64))
+    assert "(manifest //rules/tests:a.yaml)" in str(e.value)  # names the manifest that left Long out
 
 
 def test_unknown_platform_fails_naming_it():

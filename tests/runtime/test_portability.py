@@ -6,13 +6,13 @@ and the linked library needs nothing but libc and libm."""
 import concurrent.futures
 import os
 import re
-import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
 
 import runtime_build
+from tests.conftest import require_tool
 
 REPO = runtime_build.REPO
 # The host build already compiles everything for x86_64; these two prove the
@@ -22,8 +22,7 @@ TARGETS = ["aarch64-linux-android24", "arm64-apple-ios14.0"]
 
 @pytest.mark.parametrize("target", TARGETS)
 def test_sources_compile_for_target_without_libc_headers(target):
-    if shutil.which(runtime_build.CXX) is None:
-        pytest.skip("clang++-16 not installed")
+    cxx = require_tool(runtime_build.CXX, package="clang-16")
     flags = runtime_build.HOUSE_FLAGS + [
         f"--target={target}", "-nostdlibinc", "-fsyntax-only", "-Wglobal-constructors", "-Wexit-time-destructors",
         f"-I{REPO}", f"-I{runtime_build.DEFAULT_SELECTION}", "-DPARE_TRACING=1",
@@ -31,7 +30,7 @@ def test_sources_compile_for_target_without_libc_headers(target):
     sources = runtime_build.runtime_sources("posix") + [REPO / runtime_build.PAL_SOURCES["test_double"]]
 
     def check(src: Path):
-        r = subprocess.run([runtime_build.CXX, *flags, str(src)], capture_output=True, text=True)
+        r = subprocess.run([cxx, *flags, str(src)], capture_output=True, text=True)
         return src, r.returncode, r.stderr
 
     with concurrent.futures.ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
@@ -86,9 +85,7 @@ ALLOWED_UNDEFINED = {
 
 
 def test_library_needs_only_libc_and_libm(runtime_lib):
-    nm = shutil.which("llvm-nm-16") or shutil.which("llvm-nm")
-    if nm is None:
-        pytest.skip("llvm-nm not installed")
+    nm = require_tool("llvm-nm-16", "llvm-nm", package="llvm-16")
     out = subprocess.run([nm, "-D", "--undefined-only", str(runtime_lib)], capture_output=True, text=True,
                          check=True).stdout
     undefined = {line.split()[-1].split("@")[0] for line in out.splitlines() if line.strip().startswith("U ")}

@@ -1,17 +1,17 @@
 """check on an Android arm64 runtime, run under qemu-aarch64 through the
-emulator harness's `run` mode (an emulated stand-in for a device). Needs
-Bazel's //runtime:full (android_arm64) and //tools/android_harness:harness,
-or PARE_ANDROID_RUNTIME_LIB and PARE_HARNESS_DIR; skipped otherwise."""
+emulator harness's `run` mode (an emulated stand-in for a device). Uses
+PARE_ANDROID_RUNTIME_LIB and PARE_HARNESS_DIR when set; otherwise builds
+Bazel's //runtime:full (android_arm64) and //tools/android_harness:harness."""
 
 from __future__ import annotations
 
 import os
-import shutil
 from pathlib import Path
 
 import pytest
-from tracer_testlib import REPO, exported, spec_of
+from tracer_testlib import exported, spec_of
 
+from tests.conftest import bazel_build, require_tool
 from tools.android_harness import run as harness
 from tools.tracer import check_model
 from tools.tracer.runner import library_kind
@@ -19,18 +19,12 @@ from tools.tracer.runner import library_kind
 
 @pytest.fixture(scope="module")
 def android_lib() -> Path:
-    lib = Path(os.environ.get("PARE_ANDROID_RUNTIME_LIB")
-               or REPO / "bazel-bin" / "runtime" / "full" / "android_arm64" / "libpare_full.so")
-    harness_dir = Path(os.environ.get("PARE_HARNESS_DIR")
-                       or REPO / "bazel-bin" / "tools" / "android_harness" / "harness" / "linux_arm64")
-    if not lib.is_file():
-        pytest.skip(f"no Android runtime at {lib}: tools/bazel build //runtime:full (or set PARE_ANDROID_RUNTIME_LIB)")
-    if not (harness_dir / "harness_bin").is_file():
-        pytest.skip("emulator harness not built: tools/bazel build //tools/android_harness:harness")
-    if not (shutil.which("qemu-aarch64") or shutil.which("qemu-aarch64-static")):
-        pytest.skip("qemu-aarch64 is not installed (tools/setup.sh)")
-    os.environ.setdefault("PARE_HARNESS_DIR", str(harness_dir))
-    return lib
+    require_tool("qemu-aarch64", "qemu-aarch64-static", package="qemu-user")
+    if not os.environ.get("PARE_HARNESS_DIR"):  # unset: the harness runner uses Bazel's output
+        bazel_build("//tools/android_harness:harness")
+    if os.environ.get("PARE_ANDROID_RUNTIME_LIB"):
+        return Path(os.environ["PARE_ANDROID_RUNTIME_LIB"])
+    return bazel_build("//runtime:full") / "runtime" / "full" / "android_arm64" / "libpare_full.so"
 
 
 def test_check_runs_the_android_runtime_under_the_harness(android_lib):

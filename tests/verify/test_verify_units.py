@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 import codegen
+from tests.conftest import require_tool
 from tests.verify.conftest import FIXTURE_SRC, REPO_ROOT
 from tools.verify import VerifyError, load_expected, read_binary
 from tools.verify.demangle import demangle_all, find_cxxfilt, strip_macho_underscore
@@ -166,12 +167,9 @@ def test_every_platform_row_is_known_to_the_verifier():
 
 
 def test_fat_macho_reads_its_arm64_slice(fixture_build, tmp_path):
-    import shutil as _shutil
     import subprocess as _subprocess
 
-    lipo = _shutil.which("llvm-lipo-16") or _shutil.which("llvm-lipo")
-    if lipo is None:
-        pytest.skip("llvm-lipo not installed")
+    lipo = require_tool("llvm-lipo-16", "llvm-lipo", package="llvm-16")
     fat = tmp_path / "fat.dylib"
     _subprocess.run([lipo, "-create", str(fixture_build.lib("clean", "ios_arm64", unstripped=True)), "-output", str(fat)],
                     check=True)
@@ -183,12 +181,9 @@ def test_fat_macho_reads_its_arm64_slice(fixture_build, tmp_path):
 
 
 def test_partially_stripped_elf_counts_as_stripped(fixture_build, tmp_path):
-    import shutil as _shutil
     import subprocess as _subprocess
 
-    strip = _shutil.which("llvm-strip-16") or _shutil.which("llvm-strip")
-    if strip is None:
-        pytest.skip("llvm-strip not installed")
+    strip = require_tool("llvm-strip-16", "llvm-strip", package="llvm-16")
     out = tmp_path / "x.so"
     # -x keeps a .symtab of global symbols only: the hidden kernels are gone from it.
     _subprocess.run([strip, "-x", "-o", str(out), str(fixture_build.lib("clean", "android_arm64", unstripped=True))],

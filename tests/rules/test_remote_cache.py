@@ -1,0 +1,174 @@
+"""A team's HTTP remote cache, proven (docs/remote_cache.md).
+
+Two checkouts of this working tree at different paths, each set up as
+tools/setup.sh would set up a teammate's (its own .venv path in
+.bazelrc.local's PARE_PYTHON), each with its own Bazel output base, share one
+HTTP cache on loopback (tests/rules/http_cache.py). The first builds
+//apps/demo:runtime and uploads every action's result; the second must then
+run nothing: every spawn in its execution log is a remote-cache hit, and its
+outputs are byte-identical to the first's. A miss means an action's key
+depends on where the checkout is (an absolute path in a command line or an
+input): the failure names the action and what differs between the two logs.
+
+1.5 to 2.5 minutes on 2 cores, most of it the first, cold build.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import stat
+import subprocess
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO_ROOT, bazel
+from tests.rules.http_cache import HttpCache
+
+TARGET = "//apps/demo:runtime"
+BUNDLE = Path("apps/demo/runtime")  # under bazel-bin
+PLATFORM_FILES = (
+    "android_arm64/libpare_runtime.so",
+    "android_arm64/unstripped/libpare_runtime.so",
+    "ios_arm64/libpare_runtime.dylib",
+    "ios_arm64/unstripped/libpare_runtime.dylib",
+    "ios_arm64/libpare_runtime.a",
+    "linux_x86_64/libpare_runtime.so",
+    "linux_x86_64/unstripped/libpare_runtime.so",
+)
+# The user's ~/.bazelrc may name a disk or remote cache of their own, which
+# would serve the first build and prove nothing. (The system rc stays: Debian's
+# Bazel finds its install base through /etc/bazel/bazelrc.)
+STARTUP = ("--nohome_rc",)
+
+
+def _snapshot(dst: Path) -> None:
+    """Copies the working tree's files (tracked, and untracked but not ignored:
+    uncommitted work included) to dst, plus what tools/setup.sh leaves in a
+    checkout that git does not hold: node_modules and .venv (symlinks to this
+    checkout's, installing them again would take minutes), .bazeliskrc, and a
+    .bazelrc.local that names dst's own venv path, as setup writes it."""
+    listed = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+                            cwd=REPO_ROOT, check=True, capture_output=True).stdout
+    for name in sorted(set(os.fsdecode(n) for n in listed.split(b"\0") if n)):
+        src = REPO_ROOT / name
+        if not src.exists() and not src.is_symlink():
+            continue  # deleted in the working tree, not yet in git
+        (dst / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(src, dst / name, follow_symlinks=False)
+    for shared in ("node_modules", ".venv"):
+        (dst / shared).symlink_to(REPO_ROOT / shared)
+    if (REPO_ROOT / ".bazeliskrc").is_file():
+        shutil.copy2(REPO_ROOT / ".bazeliskrc", dst / ".bazeliskrc")
+    local_rc = REPO_ROOT / ".bazelrc.local"
+    if not local_rc.is_file():
+        pytest.fail(f"{local_rc} is missing: run tools/setup.sh (it writes this machine's Bazel settings)",
+                    pytrace=False)
+    lines = [line for line in local_rc.read_text().splitlines() if "PARE_PYTHON=" not in line]
+    lines.append(f"build --repo_env=PARE_PYTHON={dst / '.venv' / 'bin' / 'python3'}")
+    (dst / ".bazelrc.local").write_text("\n".join(lines) + "\n")
+
+
+def _read_execution_log(path: Path) -> list[dict]:
+    """--execution_log_json_file: one JSON object per spawn, concatenated."""
+    text, decoder, pos, spawns = path.read_text(), json.JSONDecoder(), 0, []
+    while True:
+        while pos < len(text) and text[pos].isspace():
+            pos += 1
+        if pos == len(text):
+            return spawns
+        spawn, pos = decoder.raw_decode(text, pos)
+        spawns.append(spawn)
+
+
+def _outputs(spawn: dict) -> tuple[str, ...]:
+    return tuple(sorted(o["path"] for o in spawn.get("actualOutputs", [])))
+
+
+def _why_missed(spawn: dict, first: dict | None) -> str:
+    """What differs between a missed spawn and the first build's same action."""
+    head = f"{spawn.get('mnemonic')} {_outputs(spawn)[:1]}"
+    if first is None:
+        return f"{head}: not run by the first build"
+    diffs = []
+    if spawn.get("commandArgs") != first.get("commandArgs"):
+        diffs.append(f"command line {first.get('commandArgs')} -> {spawn.get('commandArgs')}")
+    if spawn.get("environmentVariables") != first.get("environmentVariables"):
+        diffs.append(f"environment {first.get('environmentVariables')} -> {spawn.get('environmentVariables')}")
+    digests = [{i["path"]: i.get("digest", {}).get("hash") for i in s.get("inputs", [])} for s in (first, spawn)]
+    for path in sorted(set(digests[0]) | set(digests[1])):
+        if digests[0].get(path) != digests[1].get(path):
+            diffs.append(f"input {path}")
+    return f"{head}: " + ("; ".join(diffs) or "no difference in the log (platform or tool version?)")
+
+
+def _rmtree(path: Path) -> None:
+    # Bazel leaves its output trees read-only.
+    def make_writable_and_retry(func, p, _exc):
+        os.chmod(os.path.dirname(p), stat.S_IRWXU)
+        if os.path.lexists(p) and not os.path.islink(p):
+            os.chmod(p, stat.S_IRWXU)
+        func(p)
+
+    shutil.rmtree(path, onerror=make_writable_and_retry)
+
+
+@pytest.fixture(scope="module")
+def two_builds():
+    """(first, second) checkouts after building TARGET in each through one
+    cache, each with its execution log; the cache's request counts."""
+    tmp = Path(tempfile.mkdtemp(prefix="pare-remote-cache-"))
+    # Different names and lengths, so a leaked path cannot match by accident.
+    checkouts = {"first": tmp / "first" / "pare", "second": tmp / "second-checkout" / "pare"}
+    started = []
+    try:
+        with HttpCache() as cache:
+            try:
+                for name, checkout in checkouts.items():
+                    _snapshot(checkout)
+                    startup = (*STARTUP, f"--output_base={tmp / name / 'output_base'}")
+                    started.append((checkout, startup))
+                    bazel("build", TARGET,
+                          f"--remote_cache={cache.url}", "--remote_upload_local_results",
+                          "--disk_cache=",  # a disk cache would answer before the remote one
+                          # Debian's /etc/bazel/bazelrc sets --sandbox_debug, which keeps
+                          # every action's sandbox: deleting those takes half a minute.
+                          "--nosandbox_debug",
+                          f"--execution_log_json_file={tmp / name / 'execution_log.json'}",
+                          cwd=checkout, startup=startup)
+                yield {name: (checkout, _read_execution_log(tmp / name / "execution_log.json"))
+                       for name, checkout in checkouts.items()}, cache.requests
+            finally:
+                for checkout, startup in started:  # only the servers this test started
+                    bazel("shutdown", check=False, cwd=checkout, startup=startup)
+    finally:
+        _rmtree(tmp)
+
+
+def test_second_checkout_runs_nothing_every_action_a_remote_cache_hit(two_builds):
+    builds, requests = two_builds
+    first_log, second_log = builds["first"][1], builds["second"][1]
+    assert first_log, "the first build ran no spawn: was it served by another cache?"
+    assert not any(s.get("remoteCacheHit") for s in first_log), "the first build found a warm cache"
+    assert requests[("PUT", "ac", "stored")] == len(first_log)
+
+    first_by_outputs = {_outputs(s): s for s in first_log}
+    missed = [s for s in second_log if not s.get("remoteCacheHit")]
+    assert not missed, (
+        f"{len(missed)} of {len(second_log)} actions of the second checkout missed the remote cache; an absolute "
+        "path of the checkout leaks into their keys:\n  " +
+        "\n  ".join(_why_missed(s, first_by_outputs.get(_outputs(s))) for s in missed))
+    assert len(second_log) == len(first_log)
+    assert requests[("GET", "ac", "hit")] == len(second_log)
+
+
+def test_both_checkouts_produce_byte_identical_runtimes(two_builds):
+    builds, _ = two_builds
+    bundles = [checkout / "bazel-bin" / BUNDLE for checkout, _ in builds.values()]
+    for rel in (*PLATFORM_FILES, "expected_symbols.json", "report.json"):
+        a, b = (bundle / rel for bundle in bundles)
+        assert a.is_file() and b.is_file(), rel
+        assert a.read_bytes() == b.read_bytes(), f"{rel} differs between the two checkouts"

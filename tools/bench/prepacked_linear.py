@@ -1,0 +1,135 @@
+"""pare::linear_prepacked vs aten::addmm on a batch-1 linear layer.
+
+The claim: for the common mobile case (one input row), addmm must pack W on
+every call, which is as much work as the product itself, while the prepacked
+op packed W once at load time. This measures both side by side: pinned to
+one CPU, the two variants interleaved round by round (alternating which goes
+first, so neither always runs on a warmer cache or a quieter moment), many
+rounds, and reports each variant's median time per call and their ratio.
+
+    .venv/bin/python -m tools.bench.prepacked_linear [--runtime LIB] [--cpu N]
+
+The runtime defaults to $PARE_RUNTIME_LIB, else Bazel's shipped build
+(tools/bazel build //runtime:full). The test suite checks the two agree
+(tests/runtime/test_prepacked.py); it never times them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from pare.program import ObjectOf, ProgramBuilder
+from pare.runtime import Method, PareError, Runtime
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+DEFAULT_RUNTIME = REPO_ROOT / "bazel-bin" / "runtime" / "full" / "linux_x86_64" / "libpare_full.so"
+VARIANTS = ("prepacked", "addmm")
+
+
+class BenchError(Exception):
+    """A user error: printed as one line, exit status 2."""
+
+
+def programs(in_features: int, out_features: int, seed: int = 0) -> tuple[dict[str, bytes], np.ndarray]:
+    """The two programs computing x @ W^T + b, and an input row x."""
+    rng = np.random.default_rng(seed)
+    w = rng.uniform(-1, 1, (out_features, in_features)).astype(np.float32)
+    b = rng.uniform(-1, 1, out_features).astype(np.float32)
+    x = rng.uniform(-1, 1, (1, in_features)).astype(np.float32)
+
+    prepacked = ProgramBuilder()
+    m = prepacked.method()
+    packed = m.init_op("pare::linear_prepack", w, b, returns=ObjectOf("LinearPackedParams"))
+    m.output(m.op("pare::linear_prepacked", m.input("Float", [1, in_features]), packed))
+
+    addmm = ProgramBuilder()
+    m = addmm.method()
+    # W^T stored row-major: addmm's most favourable layout (contiguous panels).
+    m.output(m.op("aten::addmm", b, m.input("Float", [1, in_features]), np.ascontiguousarray(w.T)))
+    return {"prepacked": prepacked.to_bytes(), "addmm": addmm.to_bytes()}, x
+
+
+def pin_to_cpu(cpu: int | None) -> int:
+    """Pins this process to one CPU (default: CPU 1 when allowed, as
+    `taskset -c 1` would, else the last allowed one); returns it."""
+    allowed = sorted(os.sched_getaffinity(0))
+    if cpu is None:
+        cpu = 1 if 1 in allowed else allowed[-1]
+    if cpu not in allowed:
+        raise BenchError(f"--cpu {cpu} is not one this process may run on; allowed: {allowed}")
+    os.sched_setaffinity(0, {cpu})
+    return cpu
+
+
+def time_calls(method: Method, calls: int) -> float:
+    """Seconds per call, over `calls` back-to-back executions."""
+    start = time.perf_counter()
+    for _ in range(calls):
+        method.execute()
+    return (time.perf_counter() - start) / calls
+
+
+def measure(methods: dict[str, Method], rounds: int, calls: int) -> dict[str, list[float]]:
+    """Per-call times, one sample per variant per round, variants interleaved."""
+    samples: dict[str, list[float]] = {name: [] for name in methods}
+    names = list(methods)
+    for method in methods.values():  # warm up: first-touch of the arena, caches, branch predictors
+        time_calls(method, calls)
+    for r in range(rounds):
+        for name in names if r % 2 == 0 else reversed(names):
+            samples[name].append(time_calls(methods[name], calls))
+    return samples
+
+
+def report(samples: dict[str, list[float]]) -> str:
+    lines = [f"{'variant':<10} {'median ms':>10} {'min ms':>9} {'max ms':>9}"]
+    for name, times in samples.items():
+        lines.append(f"{name:<10} {statistics.median(times) * 1e3:>10.4f} {min(times) * 1e3:>9.4f} "
+                     f"{max(times) * 1e3:>9.4f}")
+    ratio = statistics.median(samples["addmm"]) / statistics.median(samples["prepacked"])
+    lines.append(f"addmm / prepacked (medians): {ratio:.2f}x")
+    return "\n".join(lines)
+
+
+def run(runtime_path: Path, features: int, rounds: int, calls: int, cpu: int | None) -> str:
+    if not runtime_path.is_file():
+        raise BenchError(f"no runtime at {runtime_path}: run `tools/bazel build //runtime:full` or pass --runtime")
+    pinned = pin_to_cpu(cpu)
+    runtime = Runtime(runtime_path)
+    data, x = programs(features, features)
+    methods = {name: runtime.load(data[name]).method() for name in VARIANTS}
+    outputs = {name: method.run(x)[0] for name, method in methods.items()}  # also sets the input for execute()
+    if not np.allclose(outputs["prepacked"], outputs["addmm"], rtol=1e-4, atol=1e-3):
+        raise BenchError("prepacked and addmm disagree; run tests/runtime/test_prepacked.py")
+    samples = measure(methods, rounds, calls)
+    header = (f"linear 1x{features} -> {features} float32, runtime {runtime_path}\n"
+              f"pinned to CPU {pinned}; {rounds} rounds x {calls} calls per variant, interleaved")
+    return header + "\n" + report(samples)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m tools.bench.prepacked_linear", description=__doc__.split("\n")[0])
+    parser.add_argument("--runtime", type=Path, default=Path(os.environ.get("PARE_RUNTIME_LIB") or DEFAULT_RUNTIME),
+                        help="runtime library (default: $PARE_RUNTIME_LIB, else Bazel's //runtime:full)")
+    parser.add_argument("--features", type=int, default=1024, help="in = out features (default 1024)")
+    parser.add_argument("--rounds", type=int, default=31, help="interleaved rounds (default 31)")
+    parser.add_argument("--calls", type=int, default=20, help="calls timed together per round (default 20)")
+    parser.add_argument("--cpu", type=int, default=None, help="CPU to pin to (default 1)")
+    args = parser.parse_args(argv)
+    try:
+        print(run(args.runtime, args.features, args.rounds, args.calls, args.cpu))
+    except (BenchError, PareError) as e:
+        print(f"prepacked_linear: {e}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
