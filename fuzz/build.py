@@ -70,7 +70,7 @@ def runtime_objects() -> list[Path]:
 def build(name: str) -> Path:
     source = HARNESSES[name]
     sanitize = runtime_build.sanitizer_compile_flags(("fuzzer", *SANITIZE))
-    link = [runtime_build.CXX, *HARNESS_FLAGS, *sanitize, "-fuse-ld=lld", str(source),
+    link = [runtime_build.CXX, *HARNESS_FLAGS, *sanitize, "-fuse-ld=lld", "-Wl,--wrap=pare_pal_malloc", str(source),
             *map(str, runtime_objects()), "-lm"]
     # Object names carry hashes of their inputs, so the key covers the
     # runtime, the selection, the harness and the command.

@@ -11,6 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <sanitizer/allocator_interface.h>
+
 #include "runtime/c_api/pare.h"
 #include "runtime/core/scalar_type.h"
 
@@ -145,6 +147,22 @@ void exercise(pare_program* program) {
 }
 
 }  // namespace
+
+// The runtime's allocations reach the PAL through this wrapper (fuzz/build.py
+// links with --wrap=pare_pal_malloc): like a device, the process has a memory
+// budget, and an allocation past it fails, which the runtime must turn into
+// its OutOfMemory error. Without it, a valid program whose constant shapes
+// ask for several 1 GB intermediates ends the run on libFuzzer's RSS limit,
+// a finding about this machine rather than the runtime.
+constexpr size_t kMemoryBudget = size_t{1} << 30;
+
+extern "C" void* __real_pare_pal_malloc(size_t size, size_t alignment);
+
+extern "C" void* __wrap_pare_pal_malloc(size_t size, size_t alignment) {
+  const size_t used = __sanitizer_get_current_allocated_bytes();
+  if (size > kMemoryBudget || used > kMemoryBudget - size) return nullptr;
+  return __real_pare_pal_malloc(size, alignment);
+}
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   // Odd sizes load a copy, even sizes borrow libFuzzer's exactly sized
