@@ -3,7 +3,8 @@
 See README.md beside this file for what the emulation does and does not prove.
 The harness binary and liblog shim are Bazel outputs of
 //tools/android_harness:harness; `paths()` finds them under bazel-bin (or
-`$PARE_HARNESS_DIR`).
+`$PARE_HARNESS_DIR`), and `ensure_built()` builds them first when they are
+missing from bazel-bin.
 """
 
 from __future__ import annotations
@@ -16,8 +17,10 @@ import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
+HARNESS_TARGET = "//tools/android_harness:harness"
 HARNESS_OUTPUT = "tools/android_harness/harness/linux_arm64"
 
 
@@ -33,14 +36,15 @@ class HarnessPaths:
     qemu: str
 
 
-def paths() -> HarnessPaths:
+def _outputs() -> tuple[Path, Path]:
     out_dir = Path(os.environ.get("PARE_HARNESS_DIR") or REPO_ROOT / "bazel-bin" / HARNESS_OUTPUT)
-    harness = out_dir / "harness_bin"
-    liblog = out_dir / "liblog.so"
+    return out_dir / "harness_bin", out_dir / "liblog.so"
+
+
+def paths() -> HarnessPaths:
+    harness, liblog = _outputs()
     if not harness.exists() or not liblog.exists():
-        raise HarnessError(
-            f"harness not built: {harness} is missing; run `tools/bazel build //tools/android_harness:harness`"
-        )
+        raise HarnessError(f"harness not built: {harness} is missing; run `tools/bazel build {HARNESS_TARGET}`")
     sysroot = Path(os.environ.get("PARE_AARCH64_SYSROOT", "/usr/aarch64-linux-gnu"))
     if not (sysroot / "lib" / "libc.so.6").exists():
         raise HarnessError(f"no aarch64 glibc at {sysroot}; run tools/setup.sh (apt: libc6-dev-arm64-cross)")
@@ -48,6 +52,38 @@ def paths() -> HarnessPaths:
     if not qemu:
         raise HarnessError("qemu-aarch64 not found; run tools/setup.sh (apt: qemu-user)")
     return HarnessPaths(harness, liblog, sysroot, qemu)
+
+
+def _stderr_line(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def ensure_built(info: Callable[[str], None] = _stderr_line) -> HarnessPaths:
+    """paths(), first building the harness with this checkout's tools/bazel
+    when bazel-bin lacks it (a directory named by $PARE_HARNESS_DIR is used as
+    it is). Bazel's progress lines go to `info` as they come; a failed build
+    raises HarnessError naming the command and Bazel's first error."""
+    harness, liblog = _outputs()
+    if os.environ.get("PARE_HARNESS_DIR") or (harness.exists() and liblog.exists()):
+        return paths()
+    command = [str(REPO_ROOT / "tools" / "bazel"), "build", HARNESS_TARGET]
+    info(f"the emulator harness is not built yet: building it (tools/bazel build {HARNESS_TARGET}) ...")
+    try:
+        proc = subprocess.Popen(command, cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    except OSError as e:
+        raise HarnessError(f"cannot run {command[0]} ({e.strerror}); run tools/setup.sh first") from None
+    lines = []
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        line = line.rstrip()
+        lines.append(line)
+        if line:
+            info(f"  bazel: {line}")
+    if proc.wait() != 0:
+        first_error = next((x for x in lines if x.startswith("ERROR")), lines[-1] if lines else "no output")
+        raise HarnessError(f"building the emulator harness failed (tools/bazel build {HARNESS_TARGET}, exit "
+                           f"{proc.returncode}): {first_error}")
+    return paths()
 
 
 def _shim_dir(p: HarnessPaths, root: Path) -> Path:

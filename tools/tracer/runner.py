@@ -8,7 +8,6 @@ scalars, None for a None output.
 
 from __future__ import annotations
 
-import os
 import struct
 from pathlib import Path
 from typing import Any, Sequence
@@ -20,6 +19,7 @@ from pare import dtypes as pare_dtypes
 from pare.runtime import PareError, Program, Runtime
 from tools.tracer import paths
 from tools.tracer.errors import TracerError
+from tools.tracer.progress import Progress
 
 EM_X86_64 = 62
 EM_AARCH64 = 183
@@ -113,15 +113,18 @@ class NativeRunner:
 class HarnessRunner:
     """Runs programs on an Android arm64 runtime under qemu-aarch64."""
 
-    def __init__(self, library: Path):
+    def __init__(self, library: Path, progress: Progress | None = None):
         self.library = library.resolve()
         self._program: bytes | None = None
-        root = paths.repo_root()
-        os.environ.setdefault("PARE_HARNESS_DIR", str(root / "bazel-bin" / "tools" / "android_harness" / "harness" /
-                                                      "linux_arm64"))
         from tools.android_harness import run as harness  # imported late: only this runner needs it
 
         self.harness = harness
+        # Builds the harness on first use (Bazel's progress shown) instead of
+        # stopping with "harness not built".
+        try:
+            harness.ensure_built((progress or Progress()).info)
+        except harness.HarnessError as e:
+            raise TracerError(f"{paths.display(self.library)}: {e}") from None
 
     def load(self, program: bytes) -> None:
         self._program = program
@@ -154,9 +157,9 @@ def _from_harness(o: Any) -> Any:
     return np.frombuffer(o.data, dtype.numpy).reshape(o.sizes).copy()
 
 
-def runner_for(library: Path):
+def runner_for(library: Path, progress: Progress | None = None):
     kind = library_kind(library)
-    return NativeRunner(library) if kind == "x86_64" else HarnessRunner(library)
+    return NativeRunner(library) if kind == "x86_64" else HarnessRunner(library, progress)
 
 
 def runtime_error(library: Path, what: str, e: PareError) -> TracerError:

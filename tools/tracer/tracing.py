@@ -197,7 +197,7 @@ def check_model(spec: ModelSpec, runtime: str | Path, *, prepack: bool = False, 
     library = Path(runtime)
     if not library.is_file():
         raise TracerError(f"--runtime {runtime}: no such runtime library; pass a built Pare runtime .so")
-    runner = runner_for(library)
+    runner = runner_for(library, progress)
     if program is None:
         exported = export_model(spec, prepack=prepack, progress=progress)
         groups, program = exported.groups, exported.program
