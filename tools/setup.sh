@@ -38,6 +38,7 @@ else
 fi
 
 python="${PARE_HOST_PYTHON:-python3}"
+packages_changed=0
 if [[ ! -x .venv/bin/python3 ]]; then
   say "venv: creating .venv with $($python --version)"
   "$python" -m venv .venv
@@ -48,15 +49,27 @@ if [[ "$(cat "$stamp" 2>/dev/null)" != "$want" ]]; then
   say "venv: installing requirements.txt (torch==2.13.0 CPU and friends)"
   .venv/bin/python3 -m pip install -q --disable-pip-version-check -r requirements.txt
   echo "$want" > "$stamp"
+  packages_changed=1
 else
   say "venv: requirements.txt already installed"
 fi
 
-if [[ ! -x node_modules/.bin/bazelisk ]] || ! cmp -s package-lock.json node_modules/.package-lock.json 2>/dev/null; then
+# npm's own record (node_modules/.package-lock.json) never equals the lock
+# file (it omits the root package), so compare what matters: the version.
+locked_bazelisk() { node -p "require('./package-lock.json').packages['node_modules/@bazel/bazelisk'].version" 2>/dev/null; }
+installed_bazelisk() { node -p "require('./node_modules/@bazel/bazelisk/package.json').version.replace(/^v/, '')" 2>/dev/null; }
+if [[ ! -x node_modules/.bin/bazelisk || "$(installed_bazelisk)" != "$(locked_bazelisk)" ]]; then
   say "npm: installing bazelisk (package-lock.json)"
   npm ci --no-audit --no-fund --loglevel=error
 else
   say "npm: bazelisk already installed"
+fi
+
+# @pare_python hashes the venv's packages into the Python toolchain (cache
+# keys, docs/remote_cache.md) when the Bazel server starts: restart it.
+if ((packages_changed)) && [[ -x node_modules/.bin/bazelisk && -f .bazeliskrc ]]; then
+  say "venv packages changed: stopping this workspace's Bazel server so the Python toolchain is re-read"
+  tools/bazel shutdown >/dev/null 2>&1 || true
 fi
 
 platforms_dir="$(dirname "$(dpkg -L bazel-platforms | grep '/platforms/WORKSPACE$' | head -n1)")"
