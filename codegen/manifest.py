@@ -338,7 +338,19 @@ class _Parser:
         return ManifestError(f"{where}: {problem}; {fix}")
 
     def scalar(self, node: yaml.Node) -> Any:
-        return self.loader.construct_object(node, deep=True)
+        try:
+            return self.loader.construct_object(node, deep=True)
+        except yaml.YAMLError:
+            raise  # loads() reports it as malformed YAML, with PyYAML's own words
+        except Exception as e:  # noqa: BLE001 - any other constructor failure is the value's fault
+            # An explicit tag over a value it cannot hold (`!!int includrue`,
+            # `!!bool maybe`, `!!binary` over non-base64, `!!timestamp` over a
+            # bad date): PyYAML's constructors raise ValueError, KeyError and
+            # others, not YAMLError (found by fuzz/codegen_targets.py manifest).
+            tag = node.tag.replace("tag:yaml.org,2002:", "!!")
+            value = str(getattr(node, "value", ""))[:40]
+            raise self.fail(node, f"cannot read {value!r} as {tag} ({type(e).__name__})",
+                            f"remove the explicit {tag} tag or fix the value") from None
 
     def mapping(self, node: yaml.MappingNode) -> list[tuple[yaml.Node, Any, yaml.Node]]:
         """(key node, key value, value node), rejecting duplicate keys."""

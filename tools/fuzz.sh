@@ -23,7 +23,10 @@ mkdir -p "$out/crashes"
 # -timeout bounds one input (a hang is a finding too; inputs take
 # milliseconds, and 30 s leaves room for a busy CI machine); -rss_limit_mb
 # keeps a runaway allocation from taking the shared machine.
-common=(-max_total_time="$seconds" -timeout=30 -rss_limit_mb=3072 -print_final_stats=1)
+# FUZZ_SEED fixes libFuzzer's random seed (CI sets one, so its short round
+# explores the same inputs each time and cannot turn red by chance; longer
+# runs leave it unset, 0 = a new seed each run, to explore).
+common=(-max_total_time="$seconds" -timeout=30 -rss_limit_mb=3072 -print_final_stats=1 -seed="${FUZZ_SEED:-0}")
 
 if [[ " ${targets[*]} " == *" loader "* ]]; then
   echo "== fuzz: building the loader target (cached)"

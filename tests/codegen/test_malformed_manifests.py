@@ -452,3 +452,26 @@ def test_cli_prints_one_line(tmp_path, text, expected, command):
         )
     assert result.stderr == "error: " + expected.format(path=path) + "\n"
     assert not (tmp_path / "out").exists()
+
+
+# Explicit YAML tags over values they cannot hold: PyYAML's constructors raise
+# ValueError or KeyError, which used to escape as a traceback (the manifest
+# fuzz target found `!!int includrue`, kept in fuzz/regressions/manifest/).
+@pytest.mark.parametrize("text, message", [
+    ("!!int includrue\n",
+     "m.yaml:1: cannot read 'includrue' as !!int (ValueError); remove the explicit !!int tag or fix the value"),
+    ("operators:\n  aten::add.Tensor:\n    is_root_operator: !!bool maybe\n",
+     "m.yaml:3: cannot read 'maybe' as !!bool (KeyError); remove the explicit !!bool tag or fix the value"),
+    ("!!binary zz\n",  # PyYAML's own ConstructorError: reported as malformed YAML
+     "m.yaml:1: malformed YAML: failed to decode base64 data: Incorrect padding; fix the syntax at that line"),
+    ("!!timestamp 2020-99-99\n",
+     "m.yaml:1: cannot read '2020-99-99' as !!timestamp (ValueError); remove the explicit !!timestamp tag or fix "
+     "the value"),
+    ("!!python/object:os.system x\n",
+     "m.yaml:1: malformed YAML: could not determine a constructor for the tag "
+     "'tag:yaml.org,2002:python/object:os.system'; fix the syntax at that line"),
+], ids=["int", "bool", "binary", "timestamp", "python_object"])
+def test_explicit_tag_over_a_value_it_cannot_hold(text, message):
+    with pytest.raises(codegen.CodegenError) as e:
+        codegen.loads(text, source="m.yaml")
+    assert str(e.value) == message
