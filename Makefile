@@ -26,10 +26,17 @@ SANITIZE_FULL_ONLY ?= 1
 # make fuzz: every fuzz target (fuzz/README.md) for FUZZ_SECONDS each; any
 # crash fails. CI runs FUZZ_SECONDS=20 (3 targets, about 1.5 minutes).
 FUZZ_SECONDS ?= 30
-.PHONY: sanitize fuzz
+.PHONY: sanitize fuzz zoo
 
 sanitize: setup
 	PARE_SANITIZE_FULL_ONLY=$(SANITIZE_FULL_ONLY) bash tools/sanitize.sh $(SANITIZE_TESTS)
 
 fuzz: setup
 	bash tools/fuzz.sh $(FUZZ_SECONDS)
+
+# make zoo: every model of models/zoo/ traced, built for the three platforms
+# and checked on x86_64 and android_arm64 (qemu); updates models/zoo/results.json
+# and docs/model_zoo.md (about half an hour on 2 cores). make test runs a fast
+# subset (tests/zoo/).
+zoo: setup
+	.venv/bin/python -m tools.zoo

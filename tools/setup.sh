@@ -6,7 +6,8 @@
 #      clang/lld/llvm 16 with its sanitizer and libFuzzer runtimes
 #      (libclang-rt-16-dev: make sanitize, make fuzz), qemu-user and the
 #      aarch64 glibc cross packages (Android emulator harness), JDK headers.
-#   2. .venv: Python deps from requirements.txt (torch pinned, CPU wheel).
+#   2. .venv: Python deps from requirements.txt (torch pinned, CPU wheel),
+#      then requirements-no-deps.txt with --no-deps (torchvision: models/zoo).
 #   3. npm: bazelisk, pinned in package.json / package-lock.json.
 #   4. Machine-specific Bazel settings, in files that are not checked in:
 #      .bazelrc.local (the @platforms override, the venv interpreter) and
@@ -44,10 +45,11 @@ if [[ ! -x .venv/bin/python3 ]]; then
   "$python" -m venv .venv
 fi
 stamp=.venv/.pare-requirements.sha256
-want="$(sha256sum requirements.txt | cut -d' ' -f1)"
+want="$(cat requirements.txt requirements-no-deps.txt | sha256sum | cut -d' ' -f1)"
 if [[ "$(cat "$stamp" 2>/dev/null)" != "$want" ]]; then
-  say "venv: installing requirements.txt (torch==2.13.0 CPU and friends)"
+  say "venv: installing requirements.txt (torch==2.13.0 CPU and friends) and requirements-no-deps.txt (--no-deps)"
   .venv/bin/python3 -m pip install -q --disable-pip-version-check -r requirements.txt
+  .venv/bin/python3 -m pip install -q --disable-pip-version-check --no-deps -r requirements-no-deps.txt
   echo "$want" > "$stamp"
   packages_changed=1
 else

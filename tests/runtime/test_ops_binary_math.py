@@ -1,12 +1,12 @@
 """The binary_math family vs torch: sub, mul.Scalar, div (true/trunc/floor,
-Tensor and Scalar overloads), remainder, pow (three overloads), the six
+Tensor and Scalar overloads), remainder, fmod, pow (three overloads), the six
 comparisons (Tensor and Scalar), logical_and/or/xor, where.self,
 maximum/minimum and bitwise_and/or.
 
 Every op runs for every dtype of its kernel tag, with broadcasting,
 non-contiguous, empty and 0-dim inputs, type promotion (tensor-tensor,
 tensor-Python number, 0-dim tensors), integer division semantics (Python
-floor division and modulo, wrapping, division by zero) and the exact
+floor division and modulo, C's fmod, wrapping, division by zero) and the exact
 rounding PyTorch's CPU kernels use for Half and BFloat16."""
 
 import itertools
@@ -90,6 +90,7 @@ BINARY = {
     "aten::sub.Tensor": torch.sub,
     "aten::div.Tensor": torch.div,
     "aten::remainder.Tensor": torch.remainder,
+    "aten::fmod.Tensor": torch.fmod,
     "aten::pow.Tensor_Tensor": torch.pow,
     "aten::eq.Tensor": torch.eq,
     "aten::ne.Tensor": torch.ne,
@@ -120,7 +121,7 @@ def binary_operands(op, a, b):
     """Operands suited to the op: positive bases for pow, no integer zero divisors."""
     if "pow" in op and a.dtype.is_floating_point:
         a = a.abs() + 0.5
-    if op in ("aten::remainder.Tensor",):
+    if op in ("aten::remainder.Tensor", "aten::fmod.Tensor"):
         b = nonzero(b)
     return a, b
 
@@ -189,6 +190,15 @@ def test_remainder_every_dtype(runtime, dtype):
     assert_same(run_op(runtime, "aten::remainder.Tensor", a, b), torch.remainder(a, b))
     for s in (3, -4) + ((0.7, -2.5) if dtype.is_floating_point else ()):
         assert_same(run_op(runtime, "aten::remainder.Scalar", a, s), aten.remainder.Scalar(a, s))
+
+
+@pytest.mark.parametrize("dtype", NO_BOOL, ids=str)
+def test_fmod_every_dtype(runtime, dtype):
+    a = make_tensor((4, 6), dtype, 8, low=-50, high=50)
+    b = nonzero(make_tensor((1, 6), dtype, 9))
+    assert_same(run_op(runtime, "aten::fmod.Tensor", a, b), torch.fmod(a, b))
+    for s in (3, -4) + ((0.7, -2.5) if dtype.is_floating_point else ()):
+        assert_same(run_op(runtime, "aten::fmod.Scalar", a, s), aten.fmod.Scalar(a, s))
 
 
 @pytest.mark.parametrize("dtype", NO_BOOL, ids=str)
@@ -375,6 +385,7 @@ def test_empty_and_zero_dim_with_scalars(runtime, dtype):
             ("aten::div.Scalar", (a, 3), lambda: aten.div.Scalar(a, 3)),
             ("aten::div.Scalar_mode", (a, 3, "floor"), lambda: aten.div.Scalar_mode(a, 3, rounding_mode="floor")),
             ("aten::remainder.Scalar", (a, 3), lambda: aten.remainder.Scalar(a, 3)),
+            ("aten::fmod.Scalar", (a, 3), lambda: aten.fmod.Scalar(a, 3)),
             ("aten::pow.Tensor_Scalar", (a, 2), lambda: aten.pow.Tensor_Scalar(a, 2)),
             ("aten::pow.Scalar", (2, a), lambda: aten.pow.Scalar(2, a)),
             ("aten::ge.Scalar", (a, 0.5), lambda: aten.ge.Scalar(a, 0.5)),
@@ -452,6 +463,7 @@ def test_scalar_overloads_promote_like_torch(runtime, dtype):
             ("aten::mul.Scalar", lambda: aten.mul.Scalar(a, s)),
             ("aten::div.Scalar", lambda: aten.div.Scalar(a, s)),
             ("aten::remainder.Scalar", lambda: aten.remainder.Scalar(a, s)),
+            ("aten::fmod.Scalar", lambda: aten.fmod.Scalar(a, s)),
             ("aten::pow.Tensor_Scalar", lambda: aten.pow.Tensor_Scalar(a, s)),
             ("aten::eq.Scalar", lambda: aten.eq.Scalar(a, s)),
             ("aten::lt.Scalar", lambda: aten.lt.Scalar(a, s)),
@@ -489,6 +501,19 @@ def test_integer_division_is_python_floor_division(runtime, dtype):
     assert_same(run_op(runtime, "aten::div.Tensor", a, b), torch.div(a, b))  # true division -> Float
 
 
+@pytest.mark.parametrize("dtype", [torch.int8, torch.int16, torch.int32, torch.int64, torch.float32, torch.float64])
+def test_fmod_has_the_sign_of_the_dividend(runtime, dtype):
+    a = torch.tensor([7, -7, 7, -7, 6, -6, 0, 1, -1, 5], dtype=dtype)
+    b = torch.tensor([2, 2, -2, -2, 3, -3, 5, -5, 5, -1], dtype=dtype)
+    expected = torch.tensor([1, -1, 1, -1, 0, -0, 0, 1, -1, 0], dtype=dtype)  # C's %, unlike Python's
+    assert_same(run_op(runtime, "aten::fmod.Tensor", a, b), expected)
+    assert_same(torch.fmod(a, b), expected)
+    assert_same(run_op(runtime, "aten::fmod.Scalar", a, -3), aten.fmod.Scalar(a, -3))
+    if dtype.is_floating_point:  # -0.0 for negative dividends, as C's fmod
+        actual = run_op(runtime, "aten::fmod.Tensor", a, b)
+        assert torch.equal(torch.signbit(actual), torch.signbit(torch.fmod(a, b)))
+
+
 @pytest.mark.parametrize("dtype", [torch.int8, torch.int16, torch.int32, torch.int64])
 def test_integer_division_of_the_minimum_by_minus_one_wraps(runtime, dtype):
     lo = torch.iinfo(dtype).min
@@ -499,6 +524,8 @@ def test_integer_division_of_the_minimum_by_minus_one_wraps(runtime, dtype):
     # PyTorch's own trunc division traps (SIGFPE) for int64; the runtime wraps.
     assert_same(run_op(runtime, "aten::div.Tensor_mode", a, b, "trunc"), expected)
     assert_same(run_op(runtime, "aten::remainder.Tensor", a, b), torch.zeros(3, dtype=dtype))
+    assert_same(run_op(runtime, "aten::fmod.Tensor", a, b), torch.zeros(3, dtype=dtype))
+    assert_same(run_op(runtime, "aten::fmod.Scalar", a, -1), torch.zeros(3, dtype=dtype))
 
 
 def test_uint8_division(runtime):
@@ -507,6 +534,9 @@ def test_uint8_division(runtime):
     for mode in ("trunc", "floor"):
         assert_same(run_op(runtime, "aten::div.Tensor_mode", a, b, mode), torch.div(a, b, rounding_mode=mode))
     assert_same(run_op(runtime, "aten::remainder.Tensor", a, b), a % b)
+    assert_same(run_op(runtime, "aten::fmod.Tensor", a, b), torch.fmod(a, b))
+    # A negative Python number wraps into uint8 here too (-3 is 253).
+    assert_same(run_op(runtime, "aten::fmod.Scalar", a, -3), aten.fmod.Scalar(a, -3))
     # A negative Python number wraps into uint8, as in PyTorch.
     assert_same(run_op(runtime, "aten::div.Scalar_mode", a, -3, "floor"),
                 aten.div.Scalar_mode(a, -3, rounding_mode="floor"))
@@ -526,6 +556,13 @@ def test_integer_division_by_zero_is_an_error(runtime, dtype):
         run_op(runtime, "aten::remainder.Tensor", a, zero_in_b)
     with pytest.raises(PareError, match="integer division by zero"):
         run_op(runtime, "aten::remainder.Scalar", a, 0)
+    with pytest.raises(PareError, match=r"aten::fmod\.Tensor: argument 'other': integer division by zero"):
+        run_op(runtime, "aten::fmod.Tensor", a, zero_in_b)
+    with pytest.raises(PareError, match=r"aten::fmod\.Tensor \(called from aten::fmod\.Scalar\): "
+                                        r"argument 'other': integer division by zero"):
+        run_op(runtime, "aten::fmod.Scalar", a, 0)
+    with pytest.raises(RuntimeError, match="ZeroDivisionError"):
+        torch.fmod(a, zero_in_b)  # torch raises too
     # True division by zero is IEEE (inf/nan), and an empty tensor has nothing to divide.
     assert_same(run_op(runtime, "aten::div.Tensor", a, zero_in_b), torch.div(a, zero_in_b))
     empty = torch.empty(0, dtype=dtype)
@@ -571,11 +608,29 @@ def test_float_division_special_values(runtime, dtype):
         zeros = expected == 0  # -0.0 where torch has it (NaN sign bits are not meaningful)
         assert torch.equal(torch.signbit(actual[zeros]), torch.signbit(expected[zeros])), mode
     assert_same(run_op(runtime, "aten::remainder.Tensor", a, b), torch.remainder(a, b))
+    actual, expected = run_op(runtime, "aten::fmod.Tensor", a, b), torch.fmod(a, b)
+    assert_same(actual, expected)
+    zeros = expected == 0
+    assert torch.equal(torch.signbit(actual[zeros]), torch.signbit(expected[zeros])), "fmod"
     assert_same(run_op(runtime, "aten::pow.Tensor_Tensor", a, b), torch.pow(a, b))
     assert_same(run_op(runtime, "aten::pow.Tensor_Scalar", a, 0), a ** 0)  # NaN ** 0 == 1
     assert_same(run_op(runtime, "aten::pow.Scalar", 1, b), aten.pow.Scalar(1, b))  # 1 ** NaN == 1
     for name in COMPARISONS:
         assert_same(run_op(runtime, f"aten::{name}.Tensor", a, b), getattr(torch, name)(a, b))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16], ids=str)
+def test_fmod_is_exact_for_any_quotient(runtime, dtype):
+    """fmod is exact (x - n * y for the integer n = trunc(x / y), always
+    representable in the operands' dtype), however large the quotient. torch's
+    AVX2 and AVX-512 float loops (Sleef) are not once x / y overflows float,
+    so this compares with numpy's fmod (libm) on the same values in float64,
+    which is exact too."""
+    rng = np.random.default_rng(59)
+    a, b = (torch.from_numpy(rng.standard_normal(2000) * 10.0 ** rng.integers(-30, 30, 2000)).to(dtype)
+            for _ in range(2))
+    expected = torch.from_numpy(np.fmod(a.double().numpy(), b.double().numpy())).to(dtype)
+    assert_same(run_op(runtime, "aten::fmod.Tensor", a, b), expected, rtol=0, atol=0)
 
 
 @pytest.mark.parametrize("dtype", REDUCED, ids=str)
@@ -603,6 +658,7 @@ def test_reduced_float_rounding_matches_torch_exactly(runtime, dtype):
             assert_same(run_op(runtime, "aten::div.Tensor_mode", a, d, mode), torch.div(a, d, rounding_mode=mode),
                         **exact)
         assert_same(run_op(runtime, "aten::remainder.Tensor", a, d), torch.remainder(a, d), **exact)
+        assert_same(run_op(runtime, "aten::fmod.Tensor", a, d), torch.fmod(a, d), **exact)
     for s in (0.3, -1.7):
         assert_same(run_op(runtime, "aten::sub.Tensor", a, s), torch.sub(a, s), **exact)
         check_reduced_float_sub(runtime, "aten::sub.Tensor", a, b, s)
@@ -721,6 +777,13 @@ def test_rounding_mode_is_checked(runtime):
         run_op(runtime, "aten::div.Tensor_mode", mask, mask, "trunc")
     with pytest.raises(PareError, match=r"aten::remainder\.Tensor: .*Bool"):
         run_op(runtime, "aten::remainder.Tensor", mask, mask)
+    with pytest.raises(PareError, match=r"aten::fmod\.Tensor: arguments 'self' and 'other': fmod of two Bool "
+                                        r"operands is not supported"):
+        run_op(runtime, "aten::fmod.Tensor", mask, mask)
+    with pytest.raises(PareError, match=r"aten::fmod\.Tensor \(called from aten::fmod\.Scalar\): .*Bool"):
+        run_op(runtime, "aten::fmod.Scalar", mask, True)
+    with pytest.raises(RuntimeError, match="not implemented for 'Bool'"):
+        torch.fmod(mask, mask)  # torch rejects it too
 
 
 def test_bitwise_rejects_floating_point(runtime):
@@ -769,7 +832,7 @@ def test_wrong_argument_kinds_name_the_argument(runtime):
 # ---- composition -----------------------------------------------------------------
 
 def test_scalar_overloads_call_their_tensor_overload(tracing_runtime):
-    """sub/mul/div/remainder .Scalar are composites in PyTorch: traces record
+    """sub/mul/div/remainder/fmod .Scalar are composites in PyTorch: traces record
     the Tensor overload as a non-root op, and the kernel tag it dispatches."""
     x = make_tensor((2, 3), torch.float32, 57)
     for op, callee, args, tag in [
@@ -778,6 +841,7 @@ def test_scalar_overloads_call_their_tensor_overload(tracing_runtime):
         ("aten::div.Scalar", "aten::div.Tensor", (2,), "div_true_kernel"),
         ("aten::div.Scalar_mode", "aten::div.Tensor_mode", (2, "floor"), "div_floor_kernel"),
         ("aten::remainder.Scalar", "aten::remainder.Tensor", (2,), "remainder_kernel"),
+        ("aten::fmod.Scalar", "aten::fmod.Tensor", (2,), "fmod_kernel"),
     ]:
         data, inputs = single_op_program(op, [x, *args])
         program = tracing_runtime.load(data)

@@ -2,12 +2,12 @@
 
 Views (alias, _unsafe_view, permute, transpose.int, expand, slice.Tensor,
 select.int, squeeze.dims, unsqueeze, unbind.int, split_with_sizes) share
-their input's storage; copies (clone, copy, cat, stack, flip, repeat),
-gathers (index_select, gather, index.Tensor) and factories (full, full_like,
-scalar_tensor, empty.memory_format, arange.start_step) produce new tensors;
-_assert_tensor_metadata checks. Every dtype of each kernel tag, non-contiguous
-inputs, 0-dim and empty cases, type promotion in cat/stack, and errors named
-by argument."""
+their input's storage; copies (clone, copy, slice_scatter, cat, stack, flip,
+roll, repeat), gathers (index_select, gather, index.Tensor) and factories (full,
+full_like, scalar_tensor, empty.memory_format, arange.start_step) produce new
+tensors; _assert_tensor_metadata checks. Every dtype of each kernel tag,
+non-contiguous inputs, 0-dim and empty cases, type promotion in cat/stack,
+and errors named by argument."""
 
 import numpy as np
 import pytest
@@ -223,6 +223,8 @@ def test_copies_every_dtype(runtime, dtype):
     assert_same(run_op(runtime, "aten::clone", x, 0), x.clone(memory_format=torch.contiguous_format))
     assert_same(run_op(runtime, "aten::copy", x, y), aten.copy(x, y))
     assert_same(run_op(runtime, "aten::flip", y, [0, 1]), y.flip([0, 1]))
+    assert_same(run_op(runtime, "aten::roll", y, [1, -3], [0, 1]), y.roll([1, -3], [0, 1]))
+    assert_same(run_op(runtime, "aten::roll", y, [5]), y.roll(5))
     assert_same(run_op(runtime, "aten::repeat", y, [2, 1, 3]), y.repeat(2, 1, 3))
     assert_same(run_list_op(runtime, "aten::cat", [x, y], 1), torch.cat([x, y], 1))
     assert_same(run_list_op(runtime, "aten::stack", [x, y, x], -1), torch.stack([x, y, x], -1))
@@ -235,6 +237,84 @@ def test_copy_broadcasts_and_converts(runtime):
         assert_same(run_op(runtime, "aten::copy", base, src), aten.copy(base, src))
     with pytest.raises(PareError, match=r"aten::copy: argument 'src' with sizes \[2\] cannot be broadcast to \[2, 3, 4\]"):
         run_op(runtime, "aten::copy", base, torch.ones(2))
+
+
+@pytest.mark.parametrize("dtype", ALL_DTYPES, ids=ids)
+def test_slice_scatter_every_dtype(runtime, dtype):
+    x, src = make_tensor((4, 6, 5), dtype, 50), make_tensor((4, 2, 5), dtype, 51)
+    assert_same(run_op(runtime, "aten::slice_scatter", x, src, 1, 1, 5, 2), aten.slice_scatter(x, src, 1, 1, 5, 2))
+    y, src_y = non_contiguous((4, 6, 5), dtype, 52), non_contiguous((4, 6, 2), dtype, 53)
+    assert_same(run_op(runtime, "aten::slice_scatter", y, src_y, -1, -2), aten.slice_scatter(y, src_y, -1, -2))
+
+
+@pytest.mark.parametrize("dim,start,end,step", [
+    (0, 1, 9223372036854775807, 1), (0, -100, -2, 1), (0, 4, 2, 1), (1, None, None, 2), (1, -3, None, 3),
+    (-1, 0, 100, 4), (0, 5, 10, 1), (1, 2, 3, 100), (1, 0, 6, 1000), (-2, -9223372036854775808, 3, 2),
+    (2, 1, -1, 3), (-3, None, 3, 1),
+])
+def test_slice_scatter_bounds(runtime, dim, start, end, step):
+    for x_of, src_of in ((make_tensor, make_tensor), (non_contiguous, non_contiguous), (make_tensor, non_contiguous)):
+        x = x_of((5, 6, 7), torch.float32, 54)
+        shape = tuple(aten.slice.Tensor(x, dim, start, end, step).shape)
+        src = src_of(shape, torch.float32, 55)
+        assert_same(run_op(runtime, "aten::slice_scatter", x, src, dim, start, end, step),
+                    aten.slice_scatter(x, src, dim, start, end, step))
+
+
+def test_slice_scatter_defaults_and_empty(runtime):
+    x, src = make_tensor((4, 3), torch.int64, 56), make_tensor((4, 3), torch.int64, 57)
+    assert_same(run_op(runtime, "aten::slice_scatter", x, src), aten.slice_scatter(x, src))
+    assert_same(run_op(runtime, "aten::slice_scatter", x, src[2:], 0, 2), aten.slice_scatter(x, src[2:], 0, 2))
+    assert_same(run_op(runtime, "aten::slice_scatter", x, src[:, :0], 1, 3), x)  # empty slice: a copy of self
+    empty = torch.zeros(0, 3, dtype=torch.int64)
+    assert_same(run_op(runtime, "aten::slice_scatter", empty, empty, 0, 1, 4),
+                aten.slice_scatter(empty, empty, 0, 1, 4))
+    assert_same(run_op(runtime, "aten::slice_scatter", empty, empty[:, :1], 1, 2), empty)
+
+
+def test_slice_scatter_as_exported_for_slice_assignment(runtime):
+    """`x[:, 1:3] = y` exports as clone -> slice -> copy -> slice_scatter."""
+    pb = ProgramBuilder()
+    m = pb.method()
+    x, y = m.input("Float", [None, 5]), m.input("Double", [None, 2])
+    clone = m.op("aten::clone", x)
+    copied = m.op("aten::copy", m.op("aten::slice.Tensor", clone, 1, 1, 3), y)
+    m.output(m.op("aten::slice_scatter", clone, copied, 1, 1, 3))
+    xin, yin = make_tensor((4, 5), torch.float32, 58), make_tensor((4, 2), torch.float64, 59)
+    (out,) = runtime.load(pb.to_bytes()).method().run(xin.numpy(), yin.numpy())
+    want = xin.clone()
+    want[:, 1:3] = yin
+    assert_same(torch.from_numpy(out), want)
+
+
+def test_slice_scatter_errors(runtime):
+    x = torch.zeros(4, 5)
+
+    def scatter(*args):
+        return run_op(runtime, "aten::slice_scatter", *args)
+
+    with pytest.raises(PareError, match=r"aten::slice_scatter: argument 'src' of sizes \[4, 3\] must have the sizes "
+                                        r"of the slice of 'self', \[4, 2\]") as e:
+        scatter(x, torch.ones(4, 3), 1, 0, 2)
+    assert e.value.status_name == "InvalidShape"
+    with pytest.raises(RuntimeError, match="expected src to have a size equal to the slice of self"):
+        aten.slice_scatter(x, torch.ones(4, 3), 1, 0, 2)
+    with pytest.raises(PareError, match=r"argument 'src' of sizes \[2\] must have the sizes of the slice of 'self', "
+                                        r"\[4, 2\]"):
+        scatter(x, torch.ones(2), 1, 0, 2)  # no broadcasting, like torch
+    with pytest.raises(PareError, match=r"argument 'src' of sizes \[1, 2\] must have the sizes"):
+        scatter(x, torch.ones(1, 2), 1, 0, 2)
+    # torch's eager op converts src; exported programs convert it first (aten::copy, as above).
+    with pytest.raises(PareError, match="argument 'src' has dtype Double but 'self' is Float; they must match"):
+        scatter(x, torch.ones(4, 2, dtype=torch.float64), 1, 0, 2)
+    with pytest.raises(PareError, match="argument 'step' must be positive, got 0"):
+        scatter(x, torch.ones(4, 2), 1, 0, 2, 0)
+    with pytest.raises(PareError, match="argument 'step' must be positive, got -1"):
+        scatter(x, torch.ones(4, 2), 1, 0, 2, -1)
+    with pytest.raises(PareError, match="cannot slice a 0-dim tensor"):
+        scatter(torch.tensor(1.0), torch.tensor(2.0), 0)
+    with pytest.raises(PareError, match="argument 'dim'"):
+        scatter(x, torch.ones(4, 2), 2, 0, 2)
 
 
 @pytest.mark.parametrize("dim", [0, 1, 2, -1])
@@ -297,6 +377,74 @@ def test_flip(runtime):
         assert_same(run_op(runtime, "aten::flip", t, [0]), t.flip([0]))
     with pytest.raises(PareError, match=r"aten::flip: argument 'dims': dim 0 appears multiple times"):
         run_op(runtime, "aten::flip", x, [0, -3])
+
+
+@pytest.mark.parametrize("shifts,dims", [
+    ([1], [0]), ([-1], [2]), ([7], [1]), ([-17], [-1]), ([2, -3], [0, -1]), ([1, 2, 3], [0, 1, 2]),
+    ([1, 1], [1, 1]), ([2, -2], [1, -2]), ([3, 4], [2, 0]), ([0], [1]), ([5], [0]), ([2**62], [1]),
+    ([-(2**62)], [2]), ([4], []), ([-13], []), ([61], []), ([0], []),
+])
+def test_roll(runtime, shifts, dims):
+    """Several (shift, dim) pairs, negative and oversized shifts, negative and
+    repeated dims, and no dims (the flattened tensor rolls), on a permuted,
+    sliced input."""
+    x = non_contiguous((3, 4, 5), torch.float32, 32)
+    assert_same(run_op(runtime, "aten::roll", x, shifts, dims), x.roll(shifts, dims))
+    c = x.contiguous()
+    assert_same(run_op(runtime, "aten::roll", c, shifts, dims), c.roll(shifts, dims))
+    if not dims:
+        assert_same(run_op(runtime, "aten::roll", x, shifts), x.roll(shifts))  # dims defaulted
+
+
+def test_roll_shapes(runtime):
+    # `int[1]` arguments given as single ints.
+    x = make_tensor((4, 6), torch.int64, 33)
+    assert_same(run_op(runtime, "aten::roll", x, -1, 1), x.roll(-1, 1))
+    assert_same(run_op(runtime, "aten::roll", x, 3), x.roll(3))
+    # Swin's shifted windows: [B, H, W, C] rolled over H and W, both ways.
+    w = make_tensor((2, 7, 7, 8), torch.float32, 34)
+    for s in (-3, 3):
+        assert_same(run_op(runtime, "aten::roll", w, [s, s], [1, 2]), w.roll((s, s), (1, 2)))
+    # Every dim of an 8-dim tensor (2^8 blocks), and size-1 dims.
+    big = make_tensor((2, 3, 1, 2, 3, 2, 1, 3), torch.float16, 35)
+    shifts, dims = [1, -1, 5, 1, 2, -3, 2, 1], list(range(8))
+    assert_same(run_op(runtime, "aten::roll", big, shifts, dims), big.roll(shifts, dims))
+    # Broadcast (stride-0) input.
+    e = make_tensor((1, 5), torch.bfloat16, 36).expand(3, 5)
+    assert_same(run_op(runtime, "aten::roll", e, [1, 2], [0, 1]), e.roll([1, 2], [0, 1]))
+    assert_same(run_op(runtime, "aten::roll", e, [4]), e.roll(4))
+    # 0-dim: only the flattened roll exists.
+    t = torch.tensor(2.5)
+    assert_same(run_op(runtime, "aten::roll", t, [3]), t.roll(3))
+    # Empty tensors are copied; like torch, dims are not looked at then.
+    for shape, shifts, dims in [((0, 3), [1], [1]), ((0, 3), [2], []), ((3, 0), [1, 1], [0, 1]), ((0, 3), [1], [5])]:
+        z = torch.ones(shape)
+        assert_same(run_op(runtime, "aten::roll", z, shifts, dims), z.roll(shifts, dims))
+
+
+def test_roll_errors(runtime):
+    x = torch.ones(2, 3)
+    with pytest.raises(PareError, match=r"aten::roll: arguments 'shifts' and 'dims' must have the same length, "
+                                        r"got 2 shifts and 1 dims"):
+        run_op(runtime, "aten::roll", x, [1, 2], [0])
+    with pytest.raises(PareError, match=r"got 2 shifts and 0 dims"):
+        run_op(runtime, "aten::roll", x, [1, 2])
+    with pytest.raises(PareError, match=r"aten::roll: argument 'shifts' must not be empty"):
+        run_op(runtime, "aten::roll", x, [], [])
+    with pytest.raises(PareError, match=r"aten::roll: argument 'dims': dimension 2 is out of range for a 2-dim "
+                                        r"tensor \(expected \[-2, 1\]\)"):
+        run_op(runtime, "aten::roll", x, [1], [2])
+    with pytest.raises(PareError, match=r"aten::roll: argument 'dims': dimension -3 is out of range"):
+        run_op(runtime, "aten::roll", x, [1, 1], [0, -3])
+    with pytest.raises(PareError, match=r"aten::roll: argument 'dims': a 0-dim tensor has no dim 0 to roll"):
+        run_op(runtime, "aten::roll", torch.tensor(1.0), [1], [0])
+    with pytest.raises(PareError, match=r"aten::roll: argument 'shifts' \(#1\) must be int\[\]"):
+        run_op(runtime, "aten::roll", x, 1.5, [0])
+    for args in (([1, 2], [0]), ([1, 2], []), ([], []), ([1], [2]), ([1, 1], [0, -3])):
+        with pytest.raises((RuntimeError, IndexError)):
+            x.roll(*args)  # torch rejects the same arguments
+    with pytest.raises(IndexError):
+        torch.tensor(1.0).roll([1], [0])
 
 
 @pytest.mark.parametrize("shape,repeats", [
@@ -557,6 +705,33 @@ def test_exported_indexing_runs_like_torch(runtime):
                  "aten::squeeze.dims", "aten::flip", "aten::repeat", "aten::index.Tensor", "aten::index_select",
                  "aten::gather"):
         assert name in report.uses, name
+
+
+class Roll(torch.nn.Module):
+    def forward(self, x):
+        return torch.roll(x, (-3, 3), (1, 2)), torch.roll(x, 5), torch.roll(x, -1, 3)
+
+
+@pytest.mark.parametrize("keep_roll", [True, False], ids=["kept", "decomposed"])
+def test_exported_roll_runs_like_torch(runtime, keep_roll):
+    """The tracer keeps aten::roll (the runtime implements it); torch.export's
+    default decomposition turns it into index arithmetic with fmod.Scalar and
+    index_select, which runs too."""
+    from tools.tracer.lowering import LoweringReport, MethodLowering
+
+    x = make_tensor((2, 7, 7, 4), torch.float32, 46)
+    table = torch.export.default_decompositions()
+    if keep_roll:
+        del table[aten.roll.default]
+    ep = torch.export.export(Roll(), (x,)).run_decompositions(table)
+    pb = ProgramBuilder()
+    report = LoweringReport()
+    MethodLowering(pb.method("forward"), ep, prepack=False, model_file=None, report=report).lower()
+    assert not set(report.unsupported)
+    ours = runtime.load(pb.to_bytes()).method().run(x.numpy())
+    for got, expected in zip(ours, Roll()(x), strict=True):
+        assert_same(torch.from_numpy(got), expected)
+    assert ("aten::roll" if keep_roll else "aten::fmod.Scalar") in report.uses
 
 
 def test_tracing_records_dtypes_and_the_view_behind_unsafe_view(tracing_runtime):

@@ -1,4 +1,4 @@
-"""The nn family vs torch: convolution (1d/2d, groups, depthwise, transposed),
+"""The nn family vs torch: convolution (1d/2d/3d, groups, depthwise, transposed),
 batch/layer/group norm, max/avg/adaptive pooling, nearest/bilinear
 upsampling, constant_pad_nd, embedding, bmm and _log_softmax.
 
@@ -199,12 +199,164 @@ def test_conv_errors(runtime):
         conv(x, w, torch.ones(5), [1, 1], [0, 0], [1, 1], False, [0, 0], 2)
     with pytest.raises(PareError, match=r"expected 4-d 'input' for 4-d 'weight'"):
         conv(torch.ones(4, 6, 6), w, None, [1, 1], [0, 0], [1, 1], False, [0, 0], 2)
-    with pytest.raises(PareError, match=r"argument 'weight' must be 3-d \(conv1d\) or 4-d \(conv2d\)"):
-        conv(torch.ones(1, 2, 4, 4, 4), torch.ones(3, 2, 2, 2, 2), None, [1] * 3, [0] * 3, [1] * 3, False, [0] * 3, 1)
+    with pytest.raises(PareError, match=r"argument 'weight' must be 3-d \(conv1d\), 4-d \(conv2d\) or 5-d "):
+        conv(torch.ones(2, 4), torch.ones(6, 2), None, [1], [0], [1], False, [0], 2)
     with pytest.raises(PareError, match="argument 'output_padding' .* must be smaller than either stride"):
         conv(x, torch.ones(4, 3, 3, 3), None, [1, 1], [0, 0], [1, 1], True, [1, 1], 1)
     with pytest.raises(PareError, match="dtype Bool is not supported"):
         conv(x.bool(), w.bool(), None, [1, 1], [0, 0], [1, 1], False, [0, 0], 2)
+
+
+# 3-d convolution: a 5-d weight [O, C / groups, KT, KH, KW] (torchvision's
+# r3d_18, mc3_18, r2plus1d_18), behind its own tag convolution3d_kernel.
+
+
+@pytest.mark.parametrize("dtype", NON_BOOL, ids=str)
+def test_conv3d_every_dtype(dtype):
+    x, w, b = _small((2, 4, 7, 6, 5), dtype, 40), _small((6, 2, 3, 2, 3), dtype, 41), _small((6,), dtype, 42)
+    got, want = _conv(x, w, b, [2, 1, 2], [1, 0, 1], [1, 2, 1], 2)
+    assert_same(got, want, **_tol(dtype, 36))
+    got, want = _conv(x, w[:, :, :1], None, [1, 1, 1], [0, 1, 1], [1, 1, 1], 2)  # spatial only (KT = 1), no bias
+    assert_same(got, want, **_tol(dtype, 12))
+    got, want = _conv(x, w[:, :, :, :1, :1], b, [1, 1, 1], [1, 0, 0], [1, 1, 1], 2)  # temporal only (KH = KW = 1)
+    assert_same(got, want, **_tol(dtype, 6))
+    got, want = _conv(x, _small((4, 1, 3, 3, 3), dtype, 43), None, [2, 2, 1], [1, 1, 1], [2, 1, 1], 4)  # depthwise
+    assert_same(got, want, **_tol(dtype, 27))
+
+
+@pytest.mark.parametrize("shape,weight,stride,padding,dilation,groups", [
+    ((1, 3, 8, 28, 28), (8, 3, 3, 7, 7), [1, 2, 2], [1, 3, 3], [1, 1, 1], 1),  # r3d_18's stem: GEMM blocks
+    ((2, 5, 5, 9, 7), (7, 5, 3, 3, 3), [2, 2, 2], [1, 1, 1], [1, 1, 1], 1),    # odd channels, stride 2 everywhere
+    ((2, 6, 6, 8, 8), (10, 6, 1, 3, 3), [1, 1, 1], [0, 1, 1], [1, 1, 1], 1),   # r2plus1d's spatial (1, 3, 3)
+    ((2, 10, 6, 4, 4), (6, 10, 3, 1, 1), [2, 1, 1], [1, 0, 0], [1, 1, 1], 1),  # r2plus1d's temporal (3, 1, 1)
+    ((1, 8, 4, 5, 5), (16, 8, 1, 1, 1), [1, 1, 1], [0, 0, 0], [1, 1, 1], 1),   # pointwise: image as GEMM B
+    ((2, 6, 5, 6, 7), (9, 2, 2, 3, 2), [1, 2, 1], [2, 0, 1], [3, 1, 2], 3),    # groups, dilation, padding
+    ((2, 6, 5, 6, 7), (6, 1, 3, 3, 3), [1, 1, 1], [1, 1, 1], [1, 1, 1], 6),    # depthwise 3-d: groups == C
+    ((1, 4, 6, 9, 9), (8, 1, 1, 3, 3), [2, 2, 2], [0, 1, 1], [1, 1, 1], 4),    # KT = 1, cg = 1: depthwise 2-d path
+    ((3, 3, 4, 5, 6), (5, 3, 4, 2, 2), [1, 1, 1], [0, 0, 0], [1, 1, 1], 1),    # one output frame: written in place
+    ((1, 2, 3, 4, 4), (4, 2, 3, 3, 3), [3, 1, 1], [2, 1, 1], [2, 1, 1], 1),    # frames mostly out of range
+])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.int32, torch.bfloat16], ids=str)
+def test_conv3d_geometry(dtype, shape, weight, stride, padding, dilation, groups):
+    x, w = _small(shape, dtype, 44), _small(weight, dtype, 45)
+    got, want = _conv(x, w, _small((weight[0],), dtype, 46), stride, padding, dilation, groups)
+    assert_same(got, want, **_tol(dtype, w[0].numel()))
+    got, want = _conv(x, w, None, stride, padding, dilation, groups)
+    assert_same(got, want, **_tol(dtype, w[0].numel()))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.int64, torch.float16], ids=str)
+def test_conv3d_non_contiguous_operands(dtype):
+    x = _small((2, 5, 6, 7, 4), dtype, 47).permute(0, 4, 1, 2, 3)  # [2, 4, 5, 6, 7], channels-last-like
+    w = _small((3, 2, 3, 4, 6), dtype, 48).permute(4, 3, 2, 0, 1)  # [6, 4, 3, 3, 2]
+    b = _small((12,), dtype, 49)[::2]
+    assert not x.is_contiguous() and not w.is_contiguous() and not b.is_contiguous()
+    got, want = _conv(x, w, b, [2, 1, 2], [1, 1, 0], [1, 1, 1], 1)
+    assert_same(got, want, **_tol(dtype, 72))
+    xs = _small((2, 4, 10, 6, 7), dtype, 50)[:, :, ::2]  # every other frame
+    got, want = _conv(xs, w[:4, :1], None, [1, 1, 1], [1, 1, 1], [1, 1, 1], 4)
+    assert_same(got, want, **_tol(dtype, 18))
+
+
+def test_conv3d_single_values_and_empty_batch():
+    x, w = make_tensor((2, 4, 5, 6, 6), torch.float32, 51), make_tensor((6, 2, 3, 3, 3), torch.float32, 52)
+    got, want = _conv(x, w, None, [2], [1], [1], 2)  # one value for all three dims
+    assert_same(got, want, **_tol(torch.float32, 54))
+    got, want = _conv(x[:0], w, None, [1, 1, 1], [0, 0, 0], [1, 1, 1], 2)
+    assert_same(got, want)
+    with pytest.raises(PareError, match=r"'input' of sizes \[2, 4, 0, 6, 6\]: only the batch and channel dims may"):
+        run_op(_conv.runtime, "aten::convolution", x[:, :, :0], w, None, [1] * 3, [2] * 3, [1] * 3, False,
+               [0] * 3, 2)
+
+
+def test_conv3d_errors(runtime):
+    x, w = torch.ones(2, 4, 5, 6, 6), torch.ones(6, 2, 3, 3, 3)
+
+    def conv(*args):
+        return run_op(runtime, "aten::convolution", *args)
+
+    ones, zeros = [1, 1, 1], [0, 0, 0]
+    with pytest.raises(PareError, match=r"argument 'transposed': transposed 3-d convolution \('weight' of sizes "
+                                        r"\[6, 2, 3, 3, 3\]\) is not supported") as e:
+        conv(torch.ones(2, 6, 5, 6, 6), w, None, ones, zeros, ones, True, zeros, 1)
+    assert e.value.status_name == "NotImplemented"
+    with pytest.raises(PareError, match=r"expected 5-d 'input' for 5-d 'weight' \[6, 2, 3, 3, 3\], got 'input' of "
+                                        r"sizes \[2, 4, 6, 6\]"):
+        conv(torch.ones(2, 4, 6, 6), w, None, ones, zeros, ones, False, zeros, 2)
+    with pytest.raises(PareError, match=r"expected 4-d 'input' for 4-d 'weight' \[6, 2, 3, 3\], got 'input' of "
+                                        r"sizes \[2, 4, 5, 6, 6\]"):
+        conv(x, torch.ones(6, 2, 3, 3), None, [1, 1], [0, 0], [1, 1], False, [0, 0], 2)
+    with pytest.raises(PareError, match=r"argument 'weight' must be 3-d \(conv1d\), 4-d \(conv2d\) or 5-d "
+                                        r"\(conv3d\), got sizes \[6, 2, 1, 3, 3, 3\]"):
+        conv(x[..., None], w[:, :, None], None, [1] * 4, [0] * 4, [1] * 4, False, [0] * 4, 2)
+    with pytest.raises(PareError, match=r"aten::convolution: given groups=1 and 'weight' of sizes "
+                                        r"\[6, 2, 3, 3, 3\], expected 'input' of sizes \[2, 4, 5, 6, 6\] to have 2 "
+                                        r"channels, but it has 4"):
+        conv(x, w, None, ones, zeros, ones, False, zeros, 1)
+    with pytest.raises(PareError, match="out_channels must be a positive multiple of groups = 4"):
+        conv(x, w, None, ones, zeros, ones, False, zeros, 4)
+    with pytest.raises(PareError, match=r"'input' of sizes \[1, 4, 2, 6, 6\] with padding \(0, 1, 1\) is smaller "
+                                        r"than the dilated kernel"):
+        conv(torch.ones(1, 4, 2, 6, 6), w, None, ones, [0, 1, 1], ones, False, zeros, 2)
+    with pytest.raises(PareError, match="smaller than the dilated kernel"):
+        conv(x, w, None, ones, zeros, [1, 3, 1], False, zeros, 2)
+    with pytest.raises(PareError, match="argument 'padding' must be a single value or a list of 3 values, got 2"):
+        conv(x, w, None, ones, [1, 1], ones, False, zeros, 2)
+    with pytest.raises(PareError, match=r"argument 'stride' must hold values in \[1, "):
+        conv(x, w, None, [1, 0, 1], zeros, ones, False, zeros, 2)
+    with pytest.raises(PareError, match=r"argument 'dilation' must hold values in \[1, "):
+        conv(x, w, None, ones, zeros, [0, 1, 1], False, zeros, 2)
+    with pytest.raises(PareError, match="argument 'weight' has dtype Double but 'input' is Float"):
+        conv(x, w.double(), None, ones, zeros, ones, False, zeros, 2)
+    with pytest.raises(PareError, match=r"argument 'bias' must be 1-d with 6 elements, got sizes \[5\]"):
+        conv(x, w, torch.ones(5), ones, zeros, ones, False, zeros, 2)
+    with pytest.raises(PareError, match=r"argument 'weight' of sizes \[6, 2, 0, 3, 3\] has an empty kernel"):
+        conv(x, w[:, :, :0], None, ones, zeros, ones, False, zeros, 2)
+    with pytest.raises(PareError, match=r"dtype Bool is not supported \(kernel tag convolution3d_kernel handles"):
+        conv(x.bool(), w.bool(), None, ones, zeros, ones, False, zeros, 2)
+
+
+def test_conv3d_code_is_absent_from_a_conv2d_only_runtime(pytestconfig, runtime_lib):
+    """A runtime selecting aten::convolution with convolution_kernel only (a
+    2-d app) has none of the 3-d code: 5-d convolutions report the tag to
+    select, and no 3-d symbol is linked (the full runtime has them)."""
+    import subprocess
+    from pathlib import Path
+
+    import runtime_build
+    from pare.runtime import Runtime
+    from tests.conftest import require_tool
+
+    root = Path(pytestconfig.cache.mkdir("pare_runtime"))
+    sel = runtime_build.write_selection(root / "selection_conv2d_only", ["aten::convolution"],
+                                        {"convolution_kernel": ["Float"]}, [], [])
+    lib = runtime_build.build(root, "conv2d_only", selection_dir=sel, opt="-O0")
+    rt = Runtime(lib)
+    assert rt.inventory().kernel_dtypes == {"convolution_kernel": ("Float",)}
+    x, w = make_tensor((1, 4, 5, 6, 6), torch.float32, 53), make_tensor((6, 2, 3, 3, 3), torch.float32, 54)
+    x2, w2 = x[:, :, 0].contiguous(), w[:, :, 0].contiguous()  # contiguous: no copy_kernel needed
+    got = run_op(rt, "aten::convolution", x2, w2, None, [1, 1], [0, 0], [1, 1], False, [0, 0], 2)
+    assert_same(got, F.conv2d(x2, w2, groups=2), **_tol(torch.float32, 18))
+    with pytest.raises(PareError, match="dtype Float of kernel tag convolution3d_kernel is not selected") as e:
+        run_op(rt, "aten::convolution", x, w, None, [1] * 3, [0] * 3, [1] * 3, False, [0] * 3, 2)
+    assert e.value.status_name == "DtypeNotSelected"
+
+    nm = require_tool("llvm-nm-16", "llvm-nm", package="llvm-16")
+
+    def symbols(path):
+        out = subprocess.run([nm, "-C", "--format=just-symbols", str(path)], capture_output=True, text=True,
+                             check=True).stdout
+        if not out.strip():  # a stripped Bazel library: its unstripped twin
+            return symbols(Path(path).parent / "unstripped" / Path(path).name)
+        return out.splitlines()
+
+    full = [s for s in symbols(runtime_lib) if "dispatch_case<pare::tags::convolution3d_kernel, float," in s]
+    assert full, "the full runtime lacks the 3-d convolution"
+    # Only the tag's inventory entry (its name and dtype list, which the
+    # runtime's error messages and inventory read) stays.
+    inventory = ("pare::tags::convolution3d_kernel::name", "pare::tags::convolution3d_kernel::dtypes")
+    stray = [s for s in symbols(lib) if ("conv3d" in s or "convolution3d" in s) and s not in inventory]
+    assert not stray, stray
 
 
 # ---------------------------------------------------------------------------
@@ -680,6 +832,12 @@ EXPORTED_MODULES = {
     "conv2d_depthwise": (lambda: nn.Conv2d(4, 8, 3, padding=1, groups=4), [(2, 4, 10, 10)], "aten::convolution"),
     "conv_transpose2d": (lambda: nn.ConvTranspose2d(4, 6, 3, stride=2, padding=1, output_padding=1), [(1, 4, 5, 5)],
                          "aten::convolution"),
+    "conv3d": (lambda: nn.Conv3d(3, 8, (3, 7, 7), stride=(1, 2, 2), padding=(1, 3, 3), bias=False),
+               [(1, 3, 4, 16, 16)], "aten::convolution"),
+    "conv3d_spatial": (lambda: nn.Conv3d(4, 6, (1, 3, 3), padding=(0, 1, 1)), [(2, 4, 3, 6, 6)],
+                       "aten::convolution"),
+    "conv3d_temporal": (lambda: nn.Conv3d(6, 4, (3, 1, 1), stride=(2, 1, 1), padding=(1, 0, 0)), [(2, 6, 5, 4, 4)],
+                        "aten::convolution"),
     "batch_norm2d": (lambda: nn.BatchNorm2d(4), [(2, 4, 5, 5)], "aten::_native_batch_norm_legit_no_training"),
     "batch_norm1d": (lambda: nn.BatchNorm1d(4), [(2, 4, 5)], "aten::_native_batch_norm_legit_no_training"),
     "layer_norm": (lambda: nn.LayerNorm([5]), [(2, 3, 5)], "aten::native_layer_norm"),
@@ -803,6 +961,21 @@ def test_nn_ops_in_one_program(runtime):
         ref = F.adaptive_avg_pool2d(F.pad(ref, [1, 1, 1, 1]), [3, 3])
         (out,) = method.run(to_input(xin))
         assert_same(torch.from_numpy(out), ref, **_tol(torch.float32, 27))
+
+
+def test_tracing_records_the_conv3d_tag(tracing_runtime):
+    """A 3-d convolution records convolution3d_kernel, not the 2-d tag, so a
+    traced video model selects the 3-d code and a 2-d one does not."""
+    pb = ProgramBuilder()
+    m = pb.method()
+    x = m.input("Half", [1, 4, 3, 5, 5])
+    w = m.constant(torch.randn(6, 4, 3, 3, 3).half())
+    m.output(m.op("aten::convolution", x, w, None, [1, 1, 1], [1, 1, 1], [1, 1, 1], False, [0, 0, 0], 1))
+    program = tracing_runtime.load(pb.to_bytes())
+    program.method().run(to_input(make_tensor((1, 4, 3, 5, 5), torch.float16, 141)))
+    trace = program.trace()
+    assert trace.kernel_dtypes["convolution3d_kernel"] == ("Half",)
+    assert "convolution_kernel" not in trace.kernel_dtypes
 
 
 def test_tracing_records_nn_tags(tracing_runtime):

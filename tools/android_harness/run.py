@@ -19,6 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
+from tools import bazel_build
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 HARNESS_TARGET = "//tools/android_harness:harness"
 HARNESS_OUTPUT = "tools/android_harness/harness/linux_arm64"
@@ -66,23 +68,14 @@ def ensure_built(info: Callable[[str], None] = _stderr_line) -> HarnessPaths:
     harness, liblog = _outputs()
     if os.environ.get("PARE_HARNESS_DIR") or (harness.exists() and liblog.exists()):
         return paths()
-    command = [str(REPO_ROOT / "tools" / "bazel"), "build", HARNESS_TARGET]
     info(f"the emulator harness is not built yet: building it (tools/bazel build {HARNESS_TARGET}) ...")
     try:
-        proc = subprocess.Popen(command, cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        result = bazel_build.build([HARNESS_TARGET], info, root=REPO_ROOT)
     except OSError as e:
-        raise HarnessError(f"cannot run {command[0]} ({e.strerror}); run tools/setup.sh first") from None
-    lines = []
-    assert proc.stdout is not None
-    for line in proc.stdout:
-        line = line.rstrip()
-        lines.append(line)
-        if line:
-            info(f"  bazel: {line}")
-    if proc.wait() != 0:
-        first_error = next((x for x in lines if x.startswith("ERROR")), lines[-1] if lines else "no output")
+        raise HarnessError(f"cannot run tools/bazel ({e.strerror}); run tools/setup.sh first") from None
+    if result.returncode != 0:
         raise HarnessError(f"building the emulator harness failed (tools/bazel build {HARNESS_TARGET}, exit "
-                           f"{proc.returncode}): {first_error}")
+                           f"{result.returncode}): {result.first_error()}")
     return paths()
 
 

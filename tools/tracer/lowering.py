@@ -53,6 +53,7 @@ from torch.fx.experimental.symbolic_shapes import is_concrete_int, statically_kn
 from pare import dtypes as pare_dtypes
 from pare.program import MethodBuilder, ObjectOf, ProgramError, TensorListOf, Value
 from tools.tracer.errors import OpUse, TracerError
+from tools.tracer.strided import NoViewRewrite, Slice, as_strided_views
 
 aten = torch.ops.aten
 
@@ -259,6 +260,8 @@ class MethodLowering:
                     return plan
             if target is aten.index.Tensor and any(i is None for i in node.args[1]):
                 return self._index_with_none_plan(node)
+            if target is aten.as_strided.default:
+                return self._as_strided_plan(node)
             args = list(node.args)
             if target in VIEW_OPS and len(args) > 1 and isinstance(args[1], (list, tuple)):
                 args[1] = self._infer_computed_size(args[1])
@@ -338,6 +341,26 @@ class MethodLowering:
         tensors = tuple(i for i in indices if i is not None)
         return _Plan("index_none", (x, *[t for t in tensors if isinstance(t, Node)]),
                      detail=(indexed + rest, tensors, after))
+
+    def _as_strided_plan(self, node: Node) -> _Plan:
+        """as_strided re-viewing its input's elements becomes slice, permute
+        and view (tools/tracer/strided.py); any other pattern is reported
+        as unsupported, naming it."""
+        x = node.args[0]
+        source, result = (x.meta.get("val") if isinstance(x, Node) else None), node.meta.get("val")
+        if not isinstance(source, torch.Tensor) or not isinstance(result, torch.Tensor):
+            return _Plan("unsupported", (), detail="aten::as_strided on a value without shape metadata")
+        try:
+            steps = as_strided_views(source.shape, source.stride(), source.storage_offset(), result.shape,
+                                     result.stride(), result.storage_offset())
+        except NoViewRewrite as e:
+            return _Plan("unsupported", (), detail=(
+                f"aten::as_strided (size {_shape_text(result.shape)}, stride {_shape_text(result.stride())}, "
+                f"offset {result.storage_offset()} over an input of size {_shape_text(source.shape)}, stride "
+                f"{_shape_text(source.stride())}): {e}, so it is no slice/permute/view of its input and Pare "
+                "cannot run it; express it with view, permute, narrow or select in the model"))
+        sizes = self._infer_computed_size(node.args[1])
+        return _Plan("as_strided", (x, *_nodes_in(sizes)), detail=(steps, sizes))
 
     def _infer_computed_size(self, sizes) -> list:
         computed = [i for i, s in enumerate(sizes) if isinstance(s, Node) and s.target is not aten.sym_size.int]
@@ -451,6 +474,18 @@ class MethodLowering:
                 y = self.mb.op("aten::permute", y, after)
                 self.report.uses["aten::permute"].append(use)
             self.env[node] = y
+        elif plan.kind == "as_strided":
+            steps, sizes = plan.detail
+            x = self._value_of(plan.deps[0])
+            for step in steps:
+                if isinstance(step, Slice):
+                    x = self.mb.op("aten::slice.Tensor", x, step.dim, step.start, step.end)
+                    self.report.uses["aten::slice.Tensor"].append(use)
+                else:
+                    x = self.mb.op("aten::permute", x, list(step.order))
+                    self.report.uses["aten::permute"].append(use)
+            self.env[node] = self.mb.op("aten::view", x, [self._argument(s, node, "size") for s in sizes])
+            self.report.uses["aten::view"].append(use)
         elif plan.kind == "alias":
             self.env[node] = self._value_of(plan.deps[0])
         elif plan.kind == "unsupported":
@@ -510,10 +545,13 @@ class MethodLowering:
             if arg.name in DROPPED_ARGUMENTS:
                 value = None
             values.append(self._argument(value, node, arg.name))
-            if given and value is not None:
+            if (given and value is not None) or not arg.has_default_value():
                 last_given = i
         # Trailing defaults are left to the kernel, so programs do not depend
         # on how many optional arguments a given PyTorch version spells out.
+        # An argument without a default is always written, None included:
+        # `float[]? scale_factors` of upsample_*.vec is required though
+        # optional, and the kernel counts on it.
         return values[:last_given + 1]
 
     def _argument(self, value: Any, node: Node, name: str) -> Any:
@@ -597,6 +635,10 @@ def _is_one(node: Node, index: int, name: str) -> bool:
 def _is_float_tensor(x: Any) -> bool:
     val = x.meta.get("val") if isinstance(x, Node) else None
     return isinstance(val, torch.Tensor) and val.dtype == torch.float32
+
+
+def _shape_text(dims) -> str:
+    return "[" + ", ".join(str(d) for d in dims) + "]"
 
 
 def _callable_name(target: Any) -> str:

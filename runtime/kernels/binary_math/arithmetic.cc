@@ -1,10 +1,11 @@
 // aten::sub, mul.Scalar, div (true, trunc and floor; Tensor and Scalar
-// overloads), remainder and pow.
+// overloads), remainder, fmod and pow.
 //
 // The Scalar overloads PyTorch implements as composites (sub.Scalar,
-// mul.Scalar, div.Scalar, div.Scalar_mode, remainder.Scalar) forward to
-// their Tensor overload through the registry with `other` as a wrapped
-// number, as PyTorch does, so traces record the callee as a non-root op.
+// mul.Scalar, div.Scalar, div.Scalar_mode, remainder.Scalar, fmod.Scalar)
+// forward to their Tensor overload through the registry with `other` as a
+// wrapped number, as PyTorch does, so traces record the callee as a
+// non-root op.
 // pow.Tensor_Scalar and pow.Scalar are kernels of their own in PyTorch and
 // here.
 //
@@ -247,17 +248,23 @@ Error div(KernelContext& ctx, const Operand& self, const Operand& other, Roundin
 }
 
 // ---------------------------------------------------------------------------
-// remainder
+// remainder and fmod
 
-Error remainder(KernelContext& ctx, const Operand& self, const Operand& other, Value& out) {
+// remainder (Python's modulo: the sign of the divisor) when kFloor, else
+// fmod (C's: the sign of the dividend). Each has its own tag, so a build
+// selecting one has no code for the other.
+template <typename Tag, bool kFloor>
+Error modulo(KernelContext& ctx, const Operand& self, const Operand& other, Value& out) {
   Elementwise<2> e(ctx);
   e.add_input(self, "self");
   e.add_input(other, "other");
   const ScalarType dtype = e.result_type();
   PARE_CHECK_OR_RETURN(ctx, dtype != ScalarType::Bool, Error::UnsupportedDtype,
-                       "arguments 'self' and 'other': remainder of two Bool operands is not supported");
+                       "arguments 'self' and 'other': %s of two Bool operands is not supported",
+                       kFloor ? "remainder" : "fmod");
   PARE_TRY(e.prepare(out, dtype, dtype));
-  return PARE_DISPATCH(remainder_kernel, ctx, dtype, T, {
+  return dispatch<Tag>(ctx, dtype, [&](auto tt) -> Error {
+    using T = typename decltype(tt)::type;
     using Acc = opmath_t<T>;
     if constexpr (is_integral_v<T>) {
       bool by_zero = false;
@@ -266,11 +273,14 @@ Error remainder(KernelContext& ctx, const Operand& self, const Operand& other, V
           by_zero = true;
           return T(0);
         }
-        return binary_math::remainder_int<T>(x, y);
+        return kFloor ? binary_math::remainder_int<T>(x, y) : binary_math::fmod_int<T>(x, y);
       });
       if (by_zero) return integer_division_by_zero(ctx);
-    } else {
+    } else if constexpr (kFloor) {
       e.run<T, T>([](T x, T y) { return T(binary_math::remainder_float<Acc>(Acc(x), Acc(y))); });
+    } else {
+      // Exact, so Half and BFloat16 need no rounding of their own.
+      e.run<T, T>([](T x, T y) { return T(math::fmod(Acc(x), Acc(y))); });
     }
     return Error::Ok;
   });
@@ -425,12 +435,26 @@ Error aten_remainder_Tensor(KernelContext& ctx, ValueSpan inputs, ValueSpan outp
   const Operand self = tensor_or_scalar(args, 0, "self");
   const Operand other = tensor_or_scalar(args, 1, "other");
   PARE_TRY(args.status());
-  return remainder(ctx, self, other, args.output(0));
+  return modulo<tags::remainder_kernel, true>(ctx, self, other, args.output(0));
 }
 
 // aten::remainder.Scalar(Tensor self, Scalar other) -> Tensor
 Error aten_remainder_Scalar(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs) {
   return PARE_FORWARD_SCALAR_OVERLOAD(ctx, inputs, outputs, "aten::remainder.Tensor", /*has_alpha=*/false);
+}
+
+// aten::fmod.Tensor(Tensor self, Tensor other) -> Tensor
+Error aten_fmod_Tensor(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs) {
+  KernelArgs args(ctx, inputs, outputs, 2, 2, 1);
+  const Operand self = tensor_or_scalar(args, 0, "self");
+  const Operand other = tensor_or_scalar(args, 1, "other");
+  PARE_TRY(args.status());
+  return modulo<tags::fmod_kernel, false>(ctx, self, other, args.output(0));
+}
+
+// aten::fmod.Scalar(Tensor self, Scalar other) -> Tensor
+Error aten_fmod_Scalar(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs) {
+  return PARE_FORWARD_SCALAR_OVERLOAD(ctx, inputs, outputs, "aten::fmod.Tensor", /*has_alpha=*/false);
 }
 
 // aten::pow.Tensor_Tensor(Tensor self, Tensor exponent) -> Tensor

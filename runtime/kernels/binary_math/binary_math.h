@@ -1,7 +1,8 @@
 #pragma once
 // Element functions shared by the binary_math kernels: PyTorch's integer
-// division, floor division, remainder and integer power, nonzero tests and
-// the range check PyTorch applies when it converts a Scalar argument.
+// division, floor division, remainder, fmod and integer power, nonzero
+// tests and the range check PyTorch applies when it converts a Scalar
+// argument.
 //
 // They reproduce PyTorch's CPU results bit for bit where PyTorch defines
 // them (c10/util/generic_math.h, aten/src/ATen/native/cpu/BinaryOpsKernel.cpp
@@ -105,6 +106,15 @@ PARE_ALWAYS_INLINE T remainder_int(T a, T b) {
     const T r = static_cast<T>(a % b);
     return (r != 0 && ((r < 0) != (b < 0))) ? static_cast<T>(r + b) : r;
   }
+}
+
+// C's modulo (PyTorch's fmod): the result has the sign of the dividend. b != 0.
+template <typename T>
+PARE_ALWAYS_INLINE T fmod_int(T a, T b) {
+  if constexpr (is_same_v<T, int32_t> || is_same_v<T, int64_t>) {
+    if (b == T(-1)) return T(0);  // MIN % -1 traps in C++
+  }
+  return static_cast<T>(a % b);  // narrower types divide as int: no overflow
 }
 
 // Python's modulo for floating types, computed in Acc.

@@ -1,11 +1,12 @@
 // Operators that copy data into a new contiguous tensor: aten::clone,
-// aten::copy, aten::cat, aten::stack, aten::flip, aten::repeat.
+// aten::copy, aten::slice_scatter, aten::cat, aten::stack, aten::flip,
+// aten::roll, aten::repeat.
 //
 // Each describes its result as strided views (a slice of the output, a
-// flipped or broadcast view of the input) and moves the data with
-// convert_into, which memcpys when both sides are contiguous and otherwise
-// walks the merged dims through copy_kernel, converting dtypes for cat and
-// stack's type promotion on the way.
+// flipped or broadcast view of the input, the blocks a roll swaps) and
+// moves the data with convert_into, which memcpys when both sides are
+// contiguous and otherwise walks the merged dims through copy_kernel,
+// converting dtypes for cat and stack's type promotion on the way.
 
 #include "runtime/kernels/indexing/indexing.h"
 
@@ -31,6 +32,57 @@ ScalarType promoted_dtype(TensorList list) {
   ScalarType dtype = list.items[0]->tensor.dtype;
   for (size_t k = 1; k < list.size; ++k) dtype = promote_types(dtype, list.items[k]->tensor.dtype);
   return dtype;
+}
+
+// An `int[1]` argument: an int list, or a single int standing for a list of one.
+IntArrayRef int_or_int_list(KernelArgs& args, size_t i, const char* name) {
+  if (args.has(i) && args.value(i).kind == ValueKind::Int) return IntArrayRef(&args.value(i).int_value, 1);
+  return args.int_list(i, name);
+}
+
+// shift modulo size (> 0), in [0, size) like Python's %.
+int64_t wrap_shift(int64_t shift, int64_t size) {
+  const int64_t r = shift % size;
+  return r < 0 ? r + size : r;
+}
+
+// dst = src rolled by shift[d] (in [0, sizes[d])) along every dim d.
+// Rolling one dim by s moves two blocks: src[:size - s] to dst[s:] and
+// src[size - s:] to dst[:s]; k rolled dims make 2^k blocks, each a strided
+// copy.
+Error roll_blocks(KernelContext& ctx, const Tensor& src, const Tensor& dst, const int64_t* shift) {
+  size_t rolled[kMaxDim];
+  size_t k = 0;
+  for (size_t d = 0; d < src.dim; ++d) {
+    if (shift[d] != 0) rolled[k++] = d;
+  }
+  for (uint32_t block = 0; block < (1u << k); ++block) {
+    Tensor from = src;
+    Tensor to = dst;
+    for (size_t j = 0; j < k; ++j) {
+      const size_t d = rolled[j];
+      const int64_t size = src.sizes[d];
+      const int64_t s = shift[d];
+      const bool wraps = ((block >> j) & 1u) != 0;  // the last s elements, which move to the front
+      from.sizes[d] = to.sizes[d] = wraps ? s : size - s;
+      if (wraps) {
+        from.storage_offset += (size - s) * src.strides[d];
+      } else {
+        to.storage_offset += s * dst.strides[d];
+      }
+    }
+    PARE_TRY(convert_into(ctx, from, to));
+  }
+  return Error::Ok;
+}
+
+// t's n elements (t contiguous) as a 1-d tensor.
+Tensor flat_view(const Tensor& t, int64_t n) {
+  Tensor v = t;
+  v.dim = 1;
+  v.sizes[0] = n;
+  v.strides[0] = 1;
+  return v;
 }
 
 }  // namespace
@@ -72,6 +124,34 @@ Error aten_copy(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs) {
                        sizes_to_string(src.size_span()).text, sizes_to_string(self.size_span()).text);
   PARE_TRY_ASSIGN(Tensor* out, ctx.allocate_output(args.output(0), self.dtype, self.size_span()));
   return convert_into(ctx, from, *out);
+}
+
+// aten::slice_scatter(Tensor self, Tensor src, int dim=0, SymInt? start=None, SymInt? end=None,
+//                     SymInt step=1) -> Tensor
+//
+// A copy of self with src written into self[dim][start:end:step], the
+// functional form of `x[:, a:b] = y`.
+Error aten_slice_scatter(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs) {
+  KernelArgs args(ctx, inputs, outputs, 2, 6, 1);
+  const Tensor& self = args.tensor(0, "self");
+  const Tensor& src = args.tensor(1, "src");
+  PARE_TRY(args.status());
+  indexing::Slice slice{};
+  PARE_TRY(indexing::read_slice(args, self, 2, &slice));
+  PARE_CHECK_OR_RETURN(ctx, src.dtype == self.dtype, Error::InvalidArgument,
+                       "argument 'src' has dtype %s but 'self' is %s; they must match", to_string(src.dtype),
+                       to_string(self.dtype));
+  const Tensor slot_of_self = indexing::slice_view(self, slice);
+  bool same = src.dim == self.dim;
+  for (size_t d = 0; same && d < src.dim; ++d) same = src.sizes[d] == slot_of_self.sizes[d];
+  PARE_CHECK_OR_RETURN(ctx, same, Error::InvalidShape,
+                       "argument 'src' of sizes %s must have the sizes of the slice of 'self', %s",
+                       sizes_to_string(src.size_span()).text, sizes_to_string(slot_of_self.size_span()).text);
+  PARE_TRY_ASSIGN(Tensor* out, ctx.allocate_output(args.output(0), self.dtype, self.size_span()));
+  if (out->numel() == 0) return Error::Ok;
+  PARE_TRY(convert_into(ctx, self, *out));
+  if (slice.length == 0) return Error::Ok;
+  return convert_into(ctx, src, indexing::slice_view(*out, slice));
 }
 
 // aten::cat(Tensor[] tensors, int dim=0) -> Tensor
@@ -194,6 +274,44 @@ Error aten_flip(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs) {
   PARE_TRY_ASSIGN(Tensor* out, ctx.allocate_output(args.output(0), self.dtype, self.size_span()));
   if (out->numel() == 0) return Error::Ok;
   return convert_into(ctx, flipped, *out);
+}
+
+// aten::roll(Tensor self, SymInt[1] shifts, int[1] dims=[]) -> Tensor
+//
+// Like PyTorch: each (shift, dim) pair rolls one dim, in turn, so repeated
+// dims add up; with no dims the flattened tensor rolls (one shift only);
+// an empty tensor is copied without looking at dims.
+Error aten_roll(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs) {
+  KernelArgs args(ctx, inputs, outputs, 2, 3, 1);
+  const Tensor& self = args.tensor(0, "self");
+  const IntArrayRef shifts = int_or_int_list(args, 1, "shifts");
+  const IntArrayRef dims = args.has(2) ? int_or_int_list(args, 2, "dims") : IntArrayRef();
+  PARE_TRY(args.status());
+  PARE_CHECK_OR_RETURN(ctx, shifts.size() > 0, Error::InvalidArgument, "argument 'shifts' must not be empty");
+  const bool flatten = dims.empty() && shifts.size() == 1;
+  PARE_CHECK_OR_RETURN(ctx, flatten || shifts.size() == dims.size(), Error::InvalidArgument,
+                       "arguments 'shifts' and 'dims' must have the same length, got %zu shifts and %zu dims",
+                       shifts.size(), dims.size());
+  PARE_TRY_ASSIGN(Tensor* out, ctx.allocate_output(args.output(0), self.dtype, self.size_span()));
+  const int64_t n = static_cast<int64_t>(out->numel());
+  if (n == 0) return Error::Ok;
+  if (flatten) {
+    PARE_TRY_ASSIGN(const Tensor contiguous, as_contiguous(ctx, self, self.dtype));
+    const int64_t shift = wrap_shift(shifts[0], n);
+    return roll_blocks(ctx, flat_view(contiguous, n), flat_view(*out, n), &shift);
+  }
+  PARE_CHECK_OR_RETURN(ctx, self.dim > 0, Error::IndexOutOfRange,
+                       "argument 'dims': a 0-dim tensor has no dim %lld to roll", static_cast<long long>(dims[0]));
+  int64_t shift[kMaxDim] = {};
+  for (size_t i = 0; i < dims.size(); ++i) {
+    int64_t d = 0;
+    PARE_TRY(wrap_dim(ctx, dims[i], self.dim, "dims", &d));
+    const int64_t size = self.sizes[d];
+    const int64_t s = wrap_shift(shifts[i], size);
+    // (shift[d] + s) % size without overflowing for sizes near 2^63.
+    shift[d] = shift[d] >= size - s ? shift[d] - (size - s) : shift[d] + s;
+  }
+  return roll_blocks(ctx, self, *out, shift);
 }
 
 // aten::repeat(Tensor self, SymInt[] repeats) -> Tensor

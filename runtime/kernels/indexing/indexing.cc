@@ -23,6 +23,27 @@ Error check_tensor_options(KernelArgs& args, size_t layout_index, size_t device_
   return Error::Ok;
 }
 
+Error read_slice(KernelArgs& args, const Tensor& self, size_t first, Slice* slice) {
+  KernelContext& ctx = args.ctx();
+  PARE_CHECK_OR_RETURN(ctx, self.dim > 0, Error::InvalidShape, "argument 'self': cannot slice a 0-dim tensor");
+  const int64_t dim = args.has(first) ? args.dim(first, "dim", self.dim) : 0;
+  const Optional<int64_t> start_arg = args.optional_int64(first + 1, "start");
+  const Optional<int64_t> end_arg = args.optional_int64(first + 2, "end");
+  const int64_t step = args.int64_or(first + 3, "step", 1);
+  PARE_TRY(args.status());
+  PARE_CHECK_OR_RETURN(ctx, step > 0, Error::InvalidArgument, "argument 'step' must be positive, got %lld",
+                       static_cast<long long>(step));
+  const int64_t size = self.sizes[dim];
+  const int64_t start = clamp_slice_bound(start_arg.has_value ? start_arg.value : 0, size);
+  int64_t end = clamp_slice_bound(end_arg.has_value ? end_arg.value : size, size);
+  if (end < start) end = start;
+  slice->dim = dim;
+  slice->start = start;
+  slice->length = end == start ? 0 : 1 + (end - start - 1) / step;
+  slice->step = step;
+  return Error::Ok;
+}
+
 Error check_sizes(KernelContext& ctx, IntArrayRef sizes, const char* name) {
   PARE_CHECK_OR_RETURN(ctx, sizes.size() <= kMaxDim, Error::LimitExceeded,
                        "argument '%s' has %zu dims; this runtime supports up to %zu", name, sizes.size(), kMaxDim);

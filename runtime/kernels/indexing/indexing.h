@@ -29,6 +29,34 @@ inline int64_t clamp_slice_bound(int64_t v, int64_t size) {
   return v > size ? size : v;
 }
 
+// A slice of one dim: elements start, start + step, ... (`length` of them).
+struct Slice {
+  int64_t dim;
+  int64_t start;
+  int64_t length;
+  int64_t step;
+};
+
+// Reads the (dim=0, start=None, end=None, step=1) arguments of slice.Tensor
+// and slice_scatter, which start at input `first`, for slicing `self`:
+// negative dims and bounds count from the end, bounds are clamped to the
+// dim like PyTorch's, step must be positive.
+Error read_slice(KernelArgs& args, const Tensor& self, size_t first, Slice* slice);
+
+// The view of `t` (sizes, strides and offset only) that `slice` selects.
+inline Tensor slice_view(const Tensor& t, const Slice& slice) {
+  Tensor v = t;
+  const int64_t stride = t.strides[slice.dim];
+  v.sizes[slice.dim] = slice.length;
+  // With at most one element the stride does not matter: keep the input's
+  // rather than stride * step, which may be huge.
+  if (slice.length <= 1 || __builtin_mul_overflow(stride, slice.step, &v.strides[slice.dim])) {
+    v.strides[slice.dim] = stride;
+  }
+  if (slice.length > 0) v.storage_offset = t.storage_offset + slice.start * stride;
+  return v;
+}
+
 // Copies t's sizes and strides without dim `dim`; returns the new rank.
 inline size_t drop_dim(const Tensor& t, int64_t dim, int64_t* sizes, int64_t* strides) {
   size_t n = 0;

@@ -9,7 +9,6 @@ namespace kernels {
 
 namespace {
 
-using indexing::clamp_slice_bound;
 using indexing::drop_dim;
 
 // A view of input 0 as output `out`.
@@ -148,33 +147,10 @@ Error aten_slice_Tensor(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs)
   KernelArgs args(ctx, inputs, outputs, 1, 5, 1);
   const Tensor& self = args.tensor(0, "self");
   PARE_TRY(args.status());
-  PARE_CHECK_OR_RETURN(ctx, self.dim > 0, Error::InvalidShape, "argument 'self': cannot slice a 0-dim tensor");
-  const int64_t dim = args.has(1) ? args.dim(1, "dim", self.dim) : 0;
-  const Optional<int64_t> start_arg = args.optional_int64(2, "start");
-  const Optional<int64_t> end_arg = args.optional_int64(3, "end");
-  const int64_t step = args.int64_or(4, "step", 1);
-  PARE_TRY(args.status());
-  PARE_CHECK_OR_RETURN(ctx, step > 0, Error::InvalidArgument, "argument 'step' must be positive, got %lld",
-                       static_cast<long long>(step));
-  const int64_t size = self.sizes[dim];
-  const int64_t start = clamp_slice_bound(start_arg.has_value ? start_arg.value : 0, size);
-  int64_t end = clamp_slice_bound(end_arg.has_value ? end_arg.value : size, size);
-  if (end < start) end = start;
-  const int64_t length = end == start ? 0 : 1 + (end - start - 1) / step;
-  int64_t sizes[kMaxDim];
-  int64_t strides[kMaxDim];
-  for (size_t d = 0; d < self.dim; ++d) {
-    sizes[d] = self.sizes[d];
-    strides[d] = self.strides[d];
-  }
-  sizes[dim] = length;
-  // With at most one element the stride does not matter: keep the input's
-  // rather than stride * step, which may be huge.
-  if (length <= 1 || __builtin_mul_overflow(self.strides[dim], step, &strides[dim])) {
-    strides[dim] = self.strides[dim];
-  }
-  const int64_t offset = length > 0 ? self.storage_offset + start * self.strides[dim] : self.storage_offset;
-  return view_of(args, args.output(0), sizes, strides, self.dim, offset);
+  indexing::Slice slice{};
+  PARE_TRY(indexing::read_slice(args, self, 1, &slice));
+  const Tensor view = indexing::slice_view(self, slice);
+  return view_of(args, args.output(0), view.sizes, view.strides, view.dim, view.storage_offset);
 }
 
 // aten::select.int(Tensor(a) self, int dim, SymInt index) -> Tensor(a)

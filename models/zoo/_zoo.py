@@ -1,0 +1,91 @@
+"""Shared helpers for the zoo's model specs (models/zoo/*.py; docs/model_zoo.md).
+
+A spec imports this module by name (the tracer puts the spec's directory on
+sys.path). Every spec is deterministic: seeded weights, seeded inputs.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+import types
+
+import torch
+from torch import nn
+
+TORCHVISION_VERSION = "0.28.0"
+
+
+def torchvision_models():
+    """`torchvision.models`, imported without torchvision's compiled ops.
+
+    The package's `__init__` loads its C++ extension (nms, roi_align, image
+    decoding), which is built against a different torch and fails to
+    register; the model code itself is plain PyTorch. So the package object
+    is created empty and only its `models` subpackage is imported. Installed
+    by tools/setup.sh (`pip install --no-deps torchvision==0.28.0`).
+    """
+    existing = sys.modules.get("torchvision")
+    if existing is None:
+        spec = importlib.util.find_spec("torchvision")
+        if spec is None or spec.submodule_search_locations is None:
+            raise RuntimeError(
+                f"torchvision is not installed in this venv; run `make setup` (it installs torchvision=="
+                f"{TORCHVISION_VERSION} with --no-deps)")
+        package = types.ModuleType("torchvision")
+        package.__path__ = list(spec.submodule_search_locations)
+        package.__spec__ = spec
+        package.__file__ = spec.origin
+        package.__version__ = TORCHVISION_VERSION
+        sys.modules["torchvision"] = package
+    import torchvision.models
+    import torchvision.models.segmentation
+    import torchvision.models.video
+
+    return torchvision.models
+
+
+def randomize_norm_stats(model: nn.Module) -> nn.Module:
+    """Non-trivial batch-norm statistics and affine terms, as a trained model has.
+
+    Freshly built models have running mean 0 / var 1, which hides errors in
+    how a runtime applies them. The ranges keep activations in scale.
+    """
+    with torch.no_grad():
+        for m in model.modules():
+            if isinstance(m, nn.modules.batchnorm._BatchNorm) and m.running_mean is not None:
+                m.running_mean.uniform_(-0.1, 0.1)
+                m.running_var.uniform_(0.8, 1.25)
+                if m.affine:
+                    m.weight.uniform_(0.8, 1.2)
+                    m.bias.uniform_(-0.1, 0.1)
+    return model
+
+
+def images(*batches: int, size: int | tuple[int, int] = 64, channels: int = 3, seed: int = 1):
+    """One input tuple per batch size: N x C x H x W, values as a normalized image."""
+    h, w = (size, size) if isinstance(size, int) else size
+    g = torch.Generator().manual_seed(seed)
+    return [(torch.randn(n, channels, h, w, generator=g),) for n in batches]
+
+
+def clips(*batches: int, frames: int = 4, size: int = 32, seed: int = 1):
+    """One video input per batch size: N x 3 x T x H x W."""
+    g = torch.Generator().manual_seed(seed)
+    return [(torch.randn(n, 3, frames, size, size, generator=g),) for n in batches]
+
+
+def video(name: str):
+    """(model, inputs) for a torchvision video classifier, random weights: clips of 4 frames of 32x32, batch 1."""
+    torch.manual_seed(0)
+    model = getattr(torchvision_models().video, name)(weights=None)
+    return randomize_norm_stats(model).eval(), clips(1)
+
+
+def vision(name: str, *batches: int, size: int | tuple[int, int] = 64, **kwargs):
+    """(model, inputs) for a torchvision classification/segmentation builder, random weights."""
+    torch.manual_seed(0)
+    models = torchvision_models()
+    builder = getattr(models, name, None) or getattr(models.segmentation, name, None)
+    model = builder(weights=None, **kwargs)
+    return randomize_norm_stats(model).eval(), images(*(batches or (1, 2)), size=size)

@@ -1,0 +1,13 @@
+"""torchvision LR-ASPP with a MobileNetV3-Large backbone (sigmoid-gated pooling branch, bilinear upsampling).
+
+Zoo model (docs/model_zoo.md): random weights, non-trivial batch-norm
+statistics, 64x64 images, batch 1 and 2. The model returns {"out": logits}.
+"""
+
+from _zoo import vision
+
+KIND = "segmentation"
+
+
+def build():
+    return vision("lraspp_mobilenet_v3_large", weights_backbone=None)

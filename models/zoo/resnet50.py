@@ -1,0 +1,13 @@
+"""torchvision ResNet-50 (bottleneck blocks).
+
+Zoo model (docs/model_zoo.md): random weights, non-trivial batch-norm
+statistics, 64x64 images, batch 1.
+"""
+
+from _zoo import vision
+
+KIND = "classification"
+
+
+def build():
+    return vision("resnet50", 1)

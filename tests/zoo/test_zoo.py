@@ -1,0 +1,92 @@
+"""The model zoo's fast subset (docs/model_zoo.md), run by make test.
+
+`make zoo` runs every model; here a few small ones go through the same
+runner end to end (trace with --frozen, so a checked-in manifest that is
+out of date fails; build //models/zoo:<model> for the three platforms;
+check on x86_64 and on android_arm64 under qemu), and the models that found
+a failure class have their checked-in manifests re-traced.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from tests.conftest import REPO_ROOT, bazel_build, require_tool
+from tools.tracer.progress import Progress
+from tools.zoo import report, zoo
+
+# Small models covering the kinds: a CNN with ceil-mode pooling, a sequence
+# model, and the two that found runtime bugs (docs/model_zoo.md).
+END_TO_END = ["squeezenet1_1", "lstm_tagger"]
+RETRACED = ["convnext_tiny", "lraspp_mobilenet_v3_large", "mha_padding_mask"]
+
+
+@pytest.fixture(scope="module")
+def harness():
+    require_tool("qemu-aarch64", "qemu-aarch64-static", package="qemu-user")
+    if not os.environ.get("PARE_HARNESS_DIR"):  # unset: the harness runner uses Bazel's output
+        bazel_build("//tools/android_harness:harness")
+
+
+def test_every_spec_has_a_manifest_and_a_kind():
+    specs = zoo.discover()
+    assert len(specs) >= 30
+    manifests = {p.stem for p in (zoo.zoo_dir() / "manifests").glob("*.yaml")}
+    assert {p.stem for p in specs} == manifests
+    kinds = {zoo.spec_metadata(p)[0] for p in specs}
+    assert kinds == {"classification", "segmentation", "video", "sequence"}
+
+
+def test_the_checked_in_record_covers_the_zoo_and_the_doc_shows_it():
+    record = report.load_record(zoo.zoo_dir() / "results.json")
+    assert set(record["models"]) == {p.stem for p in zoo.discover()}
+    doc = (REPO_ROOT / "docs" / "model_zoo.md").read_text()
+    assert report.table(record) in doc
+
+
+def test_fast_subset_traces_builds_for_every_platform_and_matches_torch(harness):
+    results = zoo.run(END_TO_END, progress=Progress.silent(), timing=False, frozen=True)
+    for r in results:
+        assert r.ok, f"{r.model}: {r.status}: {r.error}"
+        assert set(r.sizes) == set(zoo.PLATFORMS) and all(n > 10_000 for n in r.sizes.values())
+        assert r.checked == list(zoo.CHECKED_PLATFORMS)
+        assert not r.manifest_changed
+
+
+@pytest.mark.parametrize("model", RETRACED)
+def test_checked_in_manifest_is_current(model, tmp_path):
+    path = zoo.zoo_dir() / f"{model}.py"
+    traced = zoo.trace_one(path, Progress.silent(), zoo.zoo_dir() / "manifests", frozen=True)
+    assert isinstance(traced, zoo._Traced), f"{traced.status}: {traced.error}"
+
+
+def test_unknown_model_is_a_usage_error_listing_the_zoo():
+    proc = subprocess.run([sys.executable, "-m", "tools.zoo", "--only", "resnet19", "--no-record"], cwd=REPO_ROOT,
+                          capture_output=True, text=True, check=False)
+    assert proc.returncode == 2
+    assert "no zoo model resnet19; the zoo has" in proc.stderr and "resnet18" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_a_failing_step_is_a_row_not_a_crash(tmp_path):
+    (tmp_path / "models" / "zoo").mkdir(parents=True)
+    (tmp_path / "models" / "zoo" / "broken.py").write_text('"""Broken."""\nKIND = "sequence"\nraise ImportError("x")\n')
+    results = zoo.run(None, root=tmp_path, progress=Progress.silent(), timing=False)
+    (r,) = results
+    assert (r.model, r.kind, r.status) == ("broken", "sequence", "trace failed")
+    assert "importing the model spec raised ImportError" in r.error
+
+
+def test_build_errors_are_attributed_to_their_model():
+    errors = ["ERROR: /w/models/zoo/BUILD.bazel:13:23: C++ compilation of rule '//models/zoo:resnet18_kernels' failed",
+              "ERROR: //models/zoo:mobilenet_v3_small: linking failed"]
+    failed = zoo.failed_models(["resnet18", "resnet1", "mobilenet_v3", "mobilenet_v3_small"], errors, 1)
+    assert failed == {"resnet18": errors[0], "mobilenet_v3_small": errors[1]}
+    assert zoo.failed_models(["resnet18"], errors, 0) == {}
+    # An error naming no model (the server died): every model failed, with it.
+    assert zoo.failed_models(["a", "b"], ["ERROR: server crashed"], 1) == {"a": "ERROR: server crashed",
+                                                                            "b": "ERROR: server crashed"}

@@ -1,0 +1,101 @@
+"""`python -m tools.zoo`: trace, build and check every zoo model (docs/model_zoo.md).
+
+Exit status: 0 every model passed, 1 some model failed (its row says why),
+2 a usage error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+PROG = "python -m tools.zoo"
+
+
+def _list(text: str) -> list[str]:
+    return [x for x in (part.strip() for part in text.split(",")) if x]
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # one line, not usage + error
+        from tools.zoo.zoo import ZooError
+
+        raise ZooError(f"{message} (see {PROG} --help)")
+
+
+def _parser() -> argparse.ArgumentParser:
+    from tools.zoo.zoo import PLATFORMS
+
+    p = _Parser(
+        prog=PROG, description="Trace every model of models/zoo/ on the instrumentation runtime, build each one's "
+        "selective runtime for the shipped platforms, check it against torch eager on linux_x86_64 and "
+        "android_arm64 (qemu), and record the results in models/zoo/results.json and docs/model_zoo.md.",
+        epilog=f"examples:\n  {PROG}\n  {PROG} --only resnet18,lstm_tagger --json /tmp/zoo.json",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--only", type=_list, action="extend", metavar="NAME[,NAME]",
+                   help="run these models only (file names under models/zoo/ without .py); repeatable")
+    p.add_argument("--platforms", type=_list, default=list(PLATFORMS), metavar="P[,P]",
+                   help=f"platforms to report and check (default: {','.join(PLATFORMS)}); Bazel builds them all")
+    p.add_argument("--json", metavar="FILE", help="also write this run's results as JSON (one object per model)")
+    p.add_argument("--no-record", action="store_true",
+                   help="do not update models/zoo/results.json and docs/model_zoo.md")
+    p.add_argument("--frozen", action="store_true",
+                   help="never rewrite a manifest: a model whose traced manifest differs from models/zoo/manifests/ "
+                   "fails (what the test suite uses)")
+    p.add_argument("--no-timing", action="store_true", help="skip timing execute() on linux_x86_64")
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress lines")
+    return p
+
+
+def _write(path: Path, text: str) -> None:
+    from tools.zoo.zoo import ZooError
+
+    try:
+        path.write_text(text, encoding="utf-8")
+    except OSError as e:
+        raise ZooError(f"{path}: cannot write ({e.strerror}); check the directory exists and is writable") from None
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    from tools.tracer import paths
+    from tools.tracer.progress import Progress
+    from tools.zoo import report
+    from tools.zoo.zoo import PLATFORMS, ZooError, discover, run, to_json
+
+    try:
+        args = _parser().parse_args(argv)
+        unknown = [p for p in args.platforms if p not in PLATFORMS]
+        if unknown:
+            raise ZooError(f"--platforms: unknown platform {', '.join(unknown)}; choose from {', '.join(PLATFORMS)}")
+        progress = Progress.silent() if args.quiet else Progress(prefix="zoo: ")
+        results = run(args.only, tuple(args.platforms), progress=progress, timing=not args.no_timing,
+                      frozen=args.frozen)
+        if args.json:
+            _write(Path(args.json), to_json(results))
+        root = paths.repo_root()
+        if not args.no_record:
+            record_path = root / "models" / "zoo" / "results.json"
+            record = report.merge(report.load_record(record_path), results, [p.stem for p in discover(root)])
+            _write(record_path, report.json_text(record))
+            report.update_doc(root / "docs" / "model_zoo.md", record)
+    except ZooError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("error: interrupted", file=sys.stderr)
+        return 130
+    failed = [r for r in results if not r.ok]
+    for r in results:
+        sizes = ", ".join(f"{p} {n:,} B" for p, n in r.sizes.items())
+        ms = f", {r.median_ms:.2f} ms" if r.median_ms is not None else ""
+        line = f"{r.model}: {r.status}" + (f" ({r.operators} operators; {sizes}{ms})" if r.ok else f": {r.error}")
+        print(line)
+    print(f"{len(results) - len(failed)} of {len(results)} models passed" +
+          ("" if args.no_record else "; results in models/zoo/results.json and docs/model_zoo.md"))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
