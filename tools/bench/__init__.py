@@ -1,6 +1,10 @@
 """Benchmarks: speed claims measured side by side, outside the test suite.
 
 Tests never assert on elapsed time (it depends on the machine and its load);
-each module here measures one claim and prints numbers for a person to read:
-`.venv/bin/python -m tools.bench.<name>` (docs/testing.md).
+each module here measures one claim and prints numbers for a person to read.
+
+    python -m tools.bench MODEL.py ...        Pare vs torch eager per model (models.py; docs/performance.md)
+    python -m tools.bench.prepacked_linear    prepacked linear vs addmm
+
+`timing.py` holds what they share: pinning, interleaved rounds, medians.
 """

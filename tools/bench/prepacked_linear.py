@@ -20,21 +20,17 @@ import argparse
 import os
 import statistics
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
 
 from pare.program import ObjectOf, ProgramBuilder
-from pare.runtime import Method, PareError, Runtime
+from pare.runtime import PareError, Runtime
+from tools.bench.timing import BenchError, measure, pin_to_cpus
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_RUNTIME = REPO_ROOT / "bazel-bin" / "runtime" / "full" / "linux_x86_64" / "libpare_full.so"
 VARIANTS = ("prepacked", "addmm")
-
-
-class BenchError(Exception):
-    """A user error: printed as one line, exit status 2."""
 
 
 def programs(in_features: int, out_features: int, seed: int = 0) -> tuple[dict[str, bytes], np.ndarray]:
@@ -56,38 +52,6 @@ def programs(in_features: int, out_features: int, seed: int = 0) -> tuple[dict[s
     return {"prepacked": prepacked.to_bytes(), "addmm": addmm.to_bytes()}, x
 
 
-def pin_to_cpu(cpu: int | None) -> int:
-    """Pins this process to one CPU (default: CPU 1 when allowed, as
-    `taskset -c 1` would, else the last allowed one); returns it."""
-    allowed = sorted(os.sched_getaffinity(0))
-    if cpu is None:
-        cpu = 1 if 1 in allowed else allowed[-1]
-    if cpu not in allowed:
-        raise BenchError(f"--cpu {cpu} is not one this process may run on; allowed: {allowed}")
-    os.sched_setaffinity(0, {cpu})
-    return cpu
-
-
-def time_calls(method: Method, calls: int) -> float:
-    """Seconds per call, over `calls` back-to-back executions."""
-    start = time.perf_counter()
-    for _ in range(calls):
-        method.execute()
-    return (time.perf_counter() - start) / calls
-
-
-def measure(methods: dict[str, Method], rounds: int, calls: int) -> dict[str, list[float]]:
-    """Per-call times, one sample per variant per round, variants interleaved."""
-    samples: dict[str, list[float]] = {name: [] for name in methods}
-    names = list(methods)
-    for method in methods.values():  # warm up: first-touch of the arena, caches, branch predictors
-        time_calls(method, calls)
-    for r in range(rounds):
-        for name in names if r % 2 == 0 else reversed(names):
-            samples[name].append(time_calls(methods[name], calls))
-    return samples
-
-
 def report(samples: dict[str, list[float]]) -> str:
     lines = [f"{'variant':<10} {'median ms':>10} {'min ms':>9} {'max ms':>9}"]
     for name, times in samples.items():
@@ -101,14 +65,14 @@ def report(samples: dict[str, list[float]]) -> str:
 def run(runtime_path: Path, features: int, rounds: int, calls: int, cpu: int | None) -> str:
     if not runtime_path.is_file():
         raise BenchError(f"no runtime at {runtime_path}: run `tools/bazel build //runtime:full` or pass --runtime")
-    pinned = pin_to_cpu(cpu)
+    (pinned,) = pin_to_cpus(1, cpu)
     runtime = Runtime(runtime_path)
     data, x = programs(features, features)
     methods = {name: runtime.load(data[name]).method() for name in VARIANTS}
     outputs = {name: method.run(x)[0] for name, method in methods.items()}  # also sets the input for execute()
     if not np.allclose(outputs["prepacked"], outputs["addmm"], rtol=1e-4, atol=1e-3):
         raise BenchError("prepacked and addmm disagree; run tests/runtime/test_prepacked.py")
-    samples = measure(methods, rounds, calls)
+    samples = measure({name: m.execute for name, m in methods.items()}, rounds, {name: calls for name in methods})
     header = (f"linear 1x{features} -> {features} float32, runtime {runtime_path}\n"
               f"pinned to CPU {pinned}; {rounds} rounds x {calls} calls per variant, interleaved")
     return header + "\n" + report(samples)

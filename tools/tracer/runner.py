@@ -56,6 +56,16 @@ def to_numpy_input(t: torch.Tensor):
     return t.numpy()
 
 
+def set_inputs(method, inputs: Sequence[torch.Tensor]) -> None:
+    """Sets a pare.runtime.Method's inputs from torch tensors."""
+    for i, t in enumerate(inputs):
+        x = to_numpy_input(t)
+        if isinstance(x, tuple):
+            method.set_input(i, x[0], dtype=x[1])
+        else:
+            method.set_input(i, x)
+
+
 class NativeRunner:
     """Runs programs in this process (x86_64 runtime)."""
 
@@ -83,12 +93,7 @@ class NativeRunner:
             if method not in self._methods:
                 self._methods[method] = self.program.method(method)
             m = self._methods[method]
-            for i, t in enumerate(inputs):
-                x = to_numpy_input(t)
-                if isinstance(x, tuple):
-                    m.set_input(i, x[0], dtype=x[1])
-                else:
-                    m.set_input(i, x)
+            set_inputs(m, inputs)
             m.execute()
             return [self._output(m, i) for i in range(m.num_outputs)]
         except PareError as e:

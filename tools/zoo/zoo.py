@@ -22,7 +22,6 @@ import ast
 import json
 import os
 import re
-import statistics
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
@@ -31,11 +30,12 @@ from pathlib import Path
 import codegen
 from pare.runtime import PareError
 from tools import bazel_build
+from tools.bench.timing import measure, median, pin_to_cpus
 from tools.tracer import paths
 from tools.tracer.errors import TracerError
 from tools.tracer.model_spec import load_model_spec
 from tools.tracer.progress import Progress
-from tools.tracer.runner import NativeRunner, to_numpy_input
+from tools.tracer.runner import NativeRunner, set_inputs
 from tools.tracer.tracing import check_model, trace_model
 
 PLATFORMS = ("android_arm64", "ios_arm64", "linux_x86_64")
@@ -205,25 +205,16 @@ def time_execute(lib: Path, program: bytes, spec, runs: int = TIMING_RUNS) -> fl
     group = group_inputs(spec)[0]
     inputs = spec.inputs[group.indices[0]]
     method = runner.program.method(group.name)
-    for i, t in enumerate(inputs):
-        x = to_numpy_input(t)
-        method.set_input(i, *x) if isinstance(x, tuple) else method.set_input(i, x)
-    affinity = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else None
+    set_inputs(method, inputs)
+    affinity = os.sched_getaffinity(0)
     try:
-        if affinity:
-            os.sched_setaffinity(0, {max(affinity)})
-        method.execute()  # warm-up: first-touch of the arena, caches
-        times = []
-        for _ in range(runs):
-            start = time.perf_counter()
-            method.execute()
-            times.append(time.perf_counter() - start)
+        pin_to_cpus(1)
+        samples = measure({"pare": method.execute}, runs, {"pare": 1})["pare"]  # after a warm-up call
     finally:
-        if affinity:
-            os.sched_setaffinity(0, affinity)
+        os.sched_setaffinity(0, affinity)
         method.close()
         runner.close()
-    return statistics.median(times) * 1000.0
+    return median(samples) * 1000.0
 
 
 def run(only: list[str] | None = None, platforms: tuple[str, ...] = PLATFORMS, *, root: Path | None = None,

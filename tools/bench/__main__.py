@@ -1,0 +1,85 @@
+"""`python -m tools.bench MODEL.py [MODEL.py ...]`: Pare vs torch eager per model (tools/bench/models.py).
+
+Exit status: 0 measured, 2 a user error (one line on stderr: a missing
+runtime, a model that does not export, output that differs from torch).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+PROG = "python -m tools.bench"
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # one line, not usage + error
+        from tools.bench.timing import BenchError
+
+        raise BenchError(f"{message} (see {PROG} --help)")
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = _Parser(prog=PROG, description="Time Pare's execute() and torch eager side by side on each model spec's "
+                "first input (interleaved rounds, pinned CPUs); print median and p90 µs, Pare's arena bytes and "
+                "the ratio. Other benchmarks: python -m tools.bench.prepacked_linear.",
+                epilog=f"example:\n  {PROG} apps/demo/model.py models/zoo/mobilenet_v2.py --json /tmp/bench.json",
+                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("models", nargs="+", metavar="MODEL", help="model specs (docs/model_spec.md)")
+    p.add_argument("--runtime", type=Path, help="linux_x86_64 Pare runtime (default: $PARE_RUNTIME_LIB, else "
+                   "Bazel's //runtime:full)")
+    p.add_argument("--threads", type=_positive, default=1, help="torch threads and CPUs pinned (default 1; Pare "
+                   "runs one thread)")
+    p.add_argument("--rounds", type=_positive, default=21, help="interleaved rounds per model (default 21)")
+    p.add_argument("--cpu", type=int, help="with --threads 1: the CPU to pin to (default 1, as taskset -c 1)")
+    p.add_argument("--json", metavar="FILE", help="also write one JSON object per model to FILE")
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    from pare.runtime import PareError
+    from tools.bench.models import bench_model, default_runtime, load_runtime, table
+    from tools.bench.timing import BenchError, pin_to_cpus
+    from tools.tracer.errors import TracerError
+
+    try:
+        args = _parser().parse_args(argv)
+        runtime_path = args.runtime or default_runtime()
+        runtime = load_runtime(runtime_path)
+        cpus = pin_to_cpus(args.threads, args.cpu)
+        print(f"runtime {runtime_path}; pinned to CPU {','.join(map(str, cpus))}; torch threads {args.threads}; "
+              f"{args.rounds} interleaved rounds per model", file=sys.stderr)
+        results = []
+        for model in args.models:
+            print(f"bench: {model} ...", file=sys.stderr, flush=True)
+            results.append(bench_model(model, runtime, runtime_path, rounds=args.rounds, threads=args.threads))
+        if args.json:
+            try:
+                Path(args.json).write_text(json.dumps([r.to_json() for r in results], indent=2) + "\n")
+            except OSError as e:
+                raise BenchError(f"--json {args.json}: cannot write ({e.strerror})") from None
+    except (BenchError, TracerError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    except PareError as e:
+        print(f"error: the Pare runtime failed: {e.status_name}: {e}", file=sys.stderr)
+        return 2
+    print(table(results))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
