@@ -58,7 +58,7 @@ def test_fast_subset_traces_builds_for_every_platform_and_matches_torch(harness)
 
 
 @pytest.mark.parametrize("model", RETRACED)
-def test_checked_in_manifest_is_current(model, tmp_path):
+def test_checked_in_manifest_is_current(model):
     path = zoo.zoo_dir() / f"{model}.py"
     traced = zoo.trace_one(path, Progress.silent(), zoo.zoo_dir() / "manifests", frozen=True)
     assert isinstance(traced, zoo._Traced), f"{traced.status}: {traced.error}"

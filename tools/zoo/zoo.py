@@ -33,6 +33,7 @@ from tools import bazel_build
 from tools.bench.timing import measure, median, pin_to_cpus
 from tools.tracer import paths
 from tools.tracer.errors import TracerError
+from tools.tracer.exporter import group_inputs
 from tools.tracer.model_spec import load_model_spec
 from tools.tracer.progress import Progress
 from tools.tracer.runner import NativeRunner, set_inputs
@@ -200,8 +201,6 @@ def time_execute(lib: Path, program: bytes, spec, runs: int = TIMING_RUNS) -> fl
     """Median ms of execute() on the first representative input, pinned to one CPU."""
     runner = NativeRunner(lib)
     runner.load(program)
-    from tools.tracer.exporter import group_inputs
-
     group = group_inputs(spec)[0]
     inputs = spec.inputs[group.indices[0]]
     method = runner.program.method(group.name)
