@@ -108,6 +108,7 @@ _SIGNATURES = {
     "pare_version": (_c.c_char_p, []),
     "pare_format_version_major": (_c.c_uint32, []),
     "pare_is_tracing_build": (_c.c_int, []),
+    "pare_isa": (_c.c_char_p, []),
     "pare_status_name": (_c.c_char_p, [_c.c_int]),
     "pare_dtype_name": (_c.c_char_p, [_c.c_int32]),
     "pare_op_count": (_c.c_size_t, []),
@@ -162,6 +163,28 @@ def _s(b: bytes | None) -> str | None:
     return None if b is None else b.decode(errors="replace")
 
 
+# CPU features (Linux /proc/cpuinfo flag names) each ISA level needs.
+ISA_CPU_FEATURES = {"x86_64_v3": ("avx", "avx2", "fma", "bmi1", "bmi2", "f16c", "movbe")}
+
+
+def host_cpu_flags() -> frozenset[str] | None:
+    """This CPU's feature flags from /proc/cpuinfo, or None where it is not readable."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("flags"):
+                    return frozenset(line.split(":", 1)[1].split())
+    except OSError:
+        pass
+    return None
+
+
+def _missing_cpu_features(isa: str) -> list[str]:
+    needed = ISA_CPU_FEATURES.get(isa, ())
+    flags = host_cpu_flags() if needed else None
+    return [] if flags is None else [f for f in needed if f not in flags]
+
+
 class Runtime:
     """A loaded runtime library (one build: full, selective or tracing)."""
 
@@ -175,6 +198,11 @@ class Runtime:
             fn = getattr(self._lib, name)
             fn.restype = restype
             fn.argtypes = argtypes
+        missing = _missing_cpu_features(self.isa)
+        if missing:
+            raise PareError(f"{self.path} was built for {self.isa} (--//runtime:x86_64_isa=v3) but this CPU lacks "
+                            f"{', '.join(missing)}; build the runtime with --//runtime:x86_64_isa=baseline",
+                            -1, "NotImplemented")
 
     @property
     def version(self) -> str:
@@ -187,6 +215,11 @@ class Runtime:
     @property
     def is_tracing_build(self) -> bool:
         return bool(self._lib.pare_is_tracing_build())
+
+    @property
+    def isa(self) -> str:
+        """What the build was compiled for: x86_64_baseline, x86_64_v3 or arm64_neon."""
+        return _s(self._lib.pare_isa())
 
     def status_name(self, status: int) -> str:
         return _s(self._lib.pare_status_name(status))

@@ -4,7 +4,8 @@
 # every platform, toolchain smoke tests, rule analysis tests), then the pytest
 # suites under tests/, which reuse the Bazel-built full and instrumentation
 # runtimes instead of compiling their own, then the floating-point op tests a
-# second time against torch's scalar kernels. Skips fail the run unless they
+# second time against torch's scalar kernels and a third time on the x86_64
+# v3 (AVX2+FMA) runtime. Skips fail the run unless they
 # are documented platform limits, and pytest's exit code 5 ("no tests
 # collected") is a failure here (docs/testing.md).
 set -uo pipefail
@@ -15,8 +16,9 @@ echo "== bazel test //..."
 tools/bazel test //... || { echo "bazel test failed" >&2; exit 1; }
 
 echo "== bazel build (runtimes the pytest suites load)"
-tools/bazel build //runtime:full //runtime:instrumentation || { echo "bazel build failed" >&2; exit 1; }
+tools/bazel build //runtime:full //runtime:full_v3 //runtime:instrumentation || { echo "bazel build failed" >&2; exit 1; }
 export PARE_RUNTIME_LIB="$root/bazel-bin/runtime/full/linux_x86_64/libpare_full.so"
+export PARE_RUNTIME_V3_LIB="$root/bazel-bin/runtime/full_v3/linux_x86_64/libpare_full_v3.so"
 export PARE_TRACING_RUNTIME_LIB="$root/bazel-bin/runtime/instrumentation/linux_x86_64/libpare_instrumentation.so"
 export PARE_INSTRUMENTATION_LIB="$PARE_TRACING_RUNTIME_LIB"
 
@@ -45,6 +47,14 @@ run_pytest tests "$@" || exit 1
 if [[ $# -eq 0 ]]; then
   echo "== pytest: floating-point op tests against torch's scalar kernels (ATEN_CPU_CAPABILITY=default)"
   ATEN_CPU_CAPABILITY=default run_pytest tests/runtime -m fp_ops -q || exit 1
+  # The same op tests on the x86-64-v3 build (AVX2+FMA: 8-lane vectors,
+  # fused multiply-adds, the 6x16 GEMM tile), where this CPU can run it.
+  if grep -qw avx2 /proc/cpuinfo && grep -qw fma /proc/cpuinfo; then
+    echo "== pytest: floating-point op tests on the x86_64 v3 runtime (//runtime:full_v3)"
+    PARE_RUNTIME_LIB="$PARE_RUNTIME_V3_LIB" run_pytest tests/runtime -m fp_ops -q || exit 1
+  else
+    echo "== this CPU lacks AVX2 or FMA: the v3 runtime's op tests cannot run here (platform limit)"
+  fi
 else
-  echo "== pytest arguments given: the ATEN_CPU_CAPABILITY=default pass of the fp_ops tests is skipped"
+  echo "== pytest arguments given: the ATEN_CPU_CAPABILITY=default and v3 passes of the fp_ops tests are skipped"
 fi

@@ -4,6 +4,8 @@ Every runtime target goes through this macro, so no target sets its own
 copts. See docs/portable_cpp.md for what the flags forbid and why.
 """
 
+load(":isa.bzl", "x86_64_isa_copts")
+
 # Freestanding C++17 for every platform: no exceptions, no RTTI, hidden
 # symbols (only the C API is exported), one section per function and datum
 # so --gc-sections / -dead_strip can drop what selection leaves unreferenced.
@@ -27,6 +29,9 @@ RUNTIME_COPTS = [
 ]
 
 RUNTIME_CXXOPTS = ["-std=c++17"]
+
+# The x86_64 ISA level (--//runtime:x86_64_isa, rules/private/isa.bzl).
+ISA_COPTS = x86_64_isa_copts()
 
 def pare_cc_library(name, srcs = [], hdrs = [], deps = [], defines = [], local_defines = [], textual_hdrs = [], optimize = "speed", visibility = None, **kwargs):
     """A freestanding runtime library compiled with the house flags.
@@ -56,7 +61,7 @@ def pare_cc_library(name, srcs = [], hdrs = [], deps = [], defines = [], local_d
         defines = defines,
         local_defines = local_defines,
         textual_hdrs = textual_hdrs,
-        copts = RUNTIME_COPTS + (["-Os"] if optimize == "size" else []),
+        copts = RUNTIME_COPTS + (["-Os"] if optimize == "size" else []) + ISA_COPTS,
         # Link every object: --gc-sections / -dead_strip, rooted at the
         # exported C API, decide what stays, not archive member selection.
         alwayslink = True,

@@ -65,6 +65,10 @@ _selective_runtime_bundle = rule(
         "library": attr.label(mandatory = True, cfg = platforms_split_transition, doc = "The <name>_library target."),
         "selection": attr.label(mandatory = True, providers = [PareSelectionInfo], doc = "The <name>_selection target."),
         "platforms": attr.string_list(doc = "Rows of //platforms:table.bzl."),
+        "x86_64_isa": attr.string(
+            values = ["", "baseline", "v3"],
+            doc = "Pins --//runtime:x86_64_isa for this runtime (rules/private/isa.bzl); \"\": the flag's.",
+        ),
         "_report": attr.label(default = "//tools/size_diff:bundle_report", executable = True, cfg = "exec"),
     }, **ALLOWLIST_ATTRS),
     provides = [PareMultiPlatformInfo, PareSelectionInfo],
@@ -77,6 +81,7 @@ def selective_runtime(
         platforms = SHIPPED_PLATFORMS,
         tracing = False,
         jni = False,
+        x86_64_isa = "",
         allow_unknown_ops = False,
         visibility = None,
         tags = []):
@@ -96,6 +101,10 @@ def selective_runtime(
       jni: also link the JNI bridge (runtime/jni), exporting JNI_OnLoad and
         Java_org_pare_Module_* next to the C API, for pare_android_aar and
         host JVM tests.
+      x86_64_isa: "baseline" or "v3" pins the x86_64 ISA level of this
+        runtime (AVX2+FMA for v3; rules/private/isa.bzl); "" (default)
+        follows --//runtime:x86_64_isa, itself baseline by default. arm64
+        platforms ignore it.
       allow_unknown_ops: drop manifest operators the runtime lacks, with a
         warning, instead of failing the build.
       visibility: the usual.
@@ -161,6 +170,7 @@ def selective_runtime(
         library = ":" + name + "_library",
         selection = ":" + name + "_selection",
         platforms = platforms,
+        x86_64_isa = x86_64_isa,
         tags = tags,
         visibility = visibility,
     )

@@ -18,13 +18,25 @@ def check_platforms(label, attr_name, names):
                 ", ".join(sorted(PLATFORMS_BY_NAME.keys())),
             ))
 
+# The x86_64 ISA level (rules/private/isa.bzl). A rule with an `x86_64_isa`
+# attribute pins it for its split; "" (and rules without the attribute)
+# keep the command line's --//runtime:x86_64_isa.
+X86_64_ISA_SETTING = str(Label("//runtime:x86_64_isa"))
+
 def _split_impl(settings, attr):
-    return {name: {"//command_line_option:platforms": platform_label(name)} for name in attr.platforms}
+    isa = getattr(attr, "x86_64_isa", "") or settings[X86_64_ISA_SETTING]
+    return {
+        name: {
+            "//command_line_option:platforms": platform_label(name),
+            X86_64_ISA_SETTING: isa,
+        }
+        for name in attr.platforms
+    }
 
 platforms_split_transition = transition(
     implementation = _split_impl,
-    inputs = [],
-    outputs = ["//command_line_option:platforms"],
+    inputs = [X86_64_ISA_SETTING],
+    outputs = ["//command_line_option:platforms", X86_64_ISA_SETTING],
 )
 
 def _single_impl(settings, attr):

@@ -133,6 +133,17 @@ extern "C" {
 const char* pare_version(void) { return pare::kVersion; }
 uint32_t pare_format_version_major(void) { return pare::kFormatVersionMajor; }
 int pare_is_tracing_build(void) { return pare::Observer::kEnabled ? 1 : 0; }
+const char* pare_isa(void) {
+#if defined(__x86_64__) && defined(__AVX2__) && defined(__FMA__)
+  return "x86_64_v3";
+#elif defined(__x86_64__)
+  return "x86_64_baseline";
+#elif defined(__aarch64__)
+  return "arm64_neon";
+#else
+  return "unknown";
+#endif
+}
 const char* pare_status_name(pare_status s) { return pare::to_string(static_cast<Error>(s)); }
 const char* pare_dtype_name(int32_t dtype) {
   return pare::is_supported_scalar_type_code(dtype) ? pare::to_string(static_cast<pare::ScalarType>(dtype))

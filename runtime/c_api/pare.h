@@ -130,6 +130,10 @@ PARE_API const char* pare_version(void);
 PARE_API uint32_t pare_format_version_major(void);
 /* Non-zero for the instrumentation build (-DPARE_TRACING=1). */
 PARE_API int pare_is_tracing_build(void);
+/* The instruction set the build was compiled for: "x86_64_baseline" (SSE2),
+ * "x86_64_v3" (AVX2+FMA: --//runtime:x86_64_isa=v3; dies with SIGILL on a
+ * CPU without them, so check before loading a program), "arm64_neon". */
+PARE_API const char* pare_isa(void);
 PARE_API const char* pare_status_name(pare_status status);
 PARE_API const char* pare_dtype_name(int32_t dtype);
 

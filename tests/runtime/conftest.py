@@ -69,6 +69,15 @@ def runtime(runtime_lib) -> Runtime:
 
 
 @pytest.fixture(scope="session")
+def runtime_v3_lib(pytestconfig) -> Path:
+    """The full runtime at --//runtime:x86_64_isa=v3 (AVX2+FMA): Bazel's
+    //runtime:full_v3 via PARE_RUNTIME_V3_LIB, else compiled here."""
+    return _lib_from_env("PARE_RUNTIME_V3_LIB") or runtime_build.build(
+        _cache_root(pytestconfig), "full_v3", selection_dir=runtime_build.DEFAULT_SELECTION,
+        extra_flags=runtime_build.X86_64_V3_FLAGS)
+
+
+@pytest.fixture(scope="session")
 def tracing_runtime(pytestconfig) -> Runtime:
     path = _lib_from_env("PARE_TRACING_RUNTIME_LIB") or runtime_build.build(
         _cache_root(pytestconfig), "tracing", selection_dir=runtime_build.DEFAULT_SELECTION,

@@ -30,6 +30,8 @@ PAL_SOURCES = {"posix": "runtime/pal/pal_posix.cc", "test_double": "runtime/pal/
 # under runtime/, such as jni/, are separate targets built on the C API).
 RUNTIME_DIRS = ("core", "kernels", "c_api", "pal")
 SANITIZE_ENV = "PARE_SANITIZE"
+# --//runtime:x86_64_isa=v3's flags (rules/private/isa.bzl).
+X86_64_V3_FLAGS = ("-march=x86-64-v3",)
 
 
 def sanitizers() -> tuple[str, ...]:
@@ -136,7 +138,7 @@ def _inputs_hash(flags: list[str], selection_dir: Path) -> str:
 
 
 def build(cache_root: Path, name: str, *, selection_dir: Path, defines=(), pal: str = "posix",
-          opt: str = "-O2") -> Path:
+          opt: str = "-O2", extra_flags=()) -> Path:
     """Builds (or reuses) the runtime library `name` with the chosen PAL.
 
     Objects are compiled once per (sources, flags, selection) for every PAL
@@ -146,7 +148,7 @@ def build(cache_root: Path, name: str, *, selection_dir: Path, defines=(), pal: 
     renamed into place, so no session sees another's half-built output."""
     sanitize = sanitizers()
     objects = library_objects(cache_root, name, selection_dir=selection_dir, defines=defines, pal=pal, opt=opt,
-                              sanitize=sanitize)
+                              sanitize=sanitize, extra_flags=extra_flags)
     objects_dir = objects[0].parents[1]
     if sanitize:
         name = "_".join((name, *sanitize))
@@ -167,16 +169,17 @@ def build(cache_root: Path, name: str, *, selection_dir: Path, defines=(), pal: 
 
 
 def library_objects(cache_root: Path, name: str, *, selection_dir: Path, defines=(), pal: str = "posix",
-                    opt: str = "-O2", sanitize: tuple[str, ...] = ()) -> list[Path]:
+                    opt: str = "-O2", sanitize: tuple[str, ...] = (), extra_flags=()) -> list[Path]:
     """The objects build() links for these arguments (fuzz/build.py reuses
-    the sanitized full runtime's kernels from here)."""
+    the sanitized full runtime's kernels from here); `extra_flags` such as
+    X86_64_V3_FLAGS."""
     if sanitize:  # its own cache name, so plain and sanitized builds never prune each other
         name = "_".join((name, *sanitize))
     # UBSan's function check needs the C++ ABI library's type_info, which a
     # freestanding runtime (-fno-rtti, linked -nostdlib++) does not link.
     no_function_check = ["-fno-sanitize=function"] if "undefined" in sanitize else []
     return object_files(cache_root, name, selection_dir=selection_dir, defines=defines, pal=pal, opt=opt,
-                        sanitize=sanitize, extra_flags=no_function_check)
+                        sanitize=sanitize, extra_flags=[*no_function_check, *extra_flags])
 
 
 def object_files(cache_root: Path, name: str, *, selection_dir: Path, defines=(), pal: str = "posix",

@@ -95,6 +95,23 @@ def test_conv2d_depthwise(dtype, stride, padding, dilation):
     assert_same(got, want, **_tol(dtype, 9))
 
 
+@pytest.mark.parametrize("kernel,stride,padding", [(3, 1, 1), (3, 2, 1), (5, 1, 2), (5, 2, 2), (7, 1, 3), (7, 2, 0),
+                                                   (3, 2, 0)])
+@pytest.mark.parametrize("hw", [(1, 1), (7, 9), (17, 18), (6, 33)])
+def test_conv2d_depthwise_float_fast_path(kernel, stride, padding, hw):
+    # The vectorised K x K kernel (K = 3, 5, 7; stride 1, 2): output rows of
+    # 1 to 33 columns (whole vectors and tails on 4 and 8 lanes), inputs
+    # smaller than the kernel, no bias, batch 2, channel multiplier 2.
+    h, w_ = hw
+    if (h + 2 * padding - kernel) < 0 or (w_ + 2 * padding - kernel) < 0:
+        padding = kernel // 2
+    x = make_tensor((2, 3, h, w_), torch.float32, 20, -1, 1)
+    w = make_tensor((6, 1, kernel, kernel), torch.float32, 21, -1, 1)
+    for b in (make_tensor((6,), torch.float32, 22, -1, 1), None):
+        got, want = _conv(x, w, b, [stride] * 2, [padding] * 2, [1, 1], 3)
+        assert_same(got, want, **_tol(torch.float32, kernel * kernel))
+
+
 @pytest.mark.parametrize("dtype", NON_BOOL, ids=str)
 def test_conv1d_depthwise_and_single_input_channel(dtype):
     x, w = _small((1, 3, 12), dtype, 10), _small((3, 1, 5), dtype, 11)

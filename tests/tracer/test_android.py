@@ -44,3 +44,10 @@ def test_harness_run_mode_outputs_and_errors(android_lib):
         harness.run_program(android_lib, program, "nope", [x])
     with pytest.raises(harness.HarnessError, match="pare_method_set_input failed"):
         harness.run_program(android_lib, program, "forward", [harness.TensorData(6, (2, 7), bytes(2 * 7 * 4))])
+
+
+def test_fast_kernels_match_torch_on_android_arm64(android_lib):
+    # The NEON builds of the vectorised depthwise kernels and the GEMM tile,
+    # on odd shapes (tests/tracer/models/fast_kernels.py).
+    checks = check_model(spec_of("fast_kernels"), android_lib)
+    assert checks and all(c.ok for c in checks), [c.line() for c in checks if not c.ok]

@@ -6,18 +6,11 @@ namespace pare {
 namespace gemm {
 namespace {
 
-// Portable 4-lane float vector: clang lowers it to SSE on x86_64 and NEON
-// on arm64, with no target intrinsics in our code.
-typedef float v4f __attribute__((vector_size(16)));
+using simd::loadv;
+using simd::storev;
+using simd::vec;
 
-PARE_ALWAYS_INLINE v4f load4(const float* p) {
-  v4f v;
-  __builtin_memcpy(&v, p, sizeof(v));
-  return v;
-}
-PARE_ALWAYS_INLINE void store4(float* p, v4f v) { __builtin_memcpy(p, &v, sizeof(v)); }
-
-static_assert(kMR == 6 && kNR == 8, "micro_kernel is written for a 6x8 tile");
+static_assert(kMR == 6 && kNR == 2 * kLanes, "micro_kernel is written for a 6 x (2 vectors) tile");
 
 }  // namespace
 
@@ -39,11 +32,11 @@ void pack_b(const MatrixView<float>& b, int64_t p0, int64_t kc, int64_t j0, int6
     const int64_t cols = nc - jp < kNR ? nc - jp : kNR;
     float* panel = dst + (jp / kNR) * kc * kNR;
     if (cols == kNR && b.col_stride == 1) {
-      // Row-major B: each panel row is 8 consecutive floats.
+      // Row-major B: each panel row is kNR consecutive floats.
       for (int64_t p = 0; p < kc; ++p) {
         const float* src = b.data + (p0 + p) * b.row_stride + j0 + jp;
-        store4(panel + p * kNR, load4(src));
-        store4(panel + p * kNR + 4, load4(src + 4));
+        storev(panel + p * kNR, loadv(src));
+        storev(panel + p * kNR + kLanes, loadv(src + kLanes));
       }
       continue;
     }
@@ -78,15 +71,15 @@ namespace {
 // matrix-vector product over the B panel, 1/kMR of the full tile's work.
 void single_row_kernel(int64_t kc, const float* PARE_RESTRICT a, const float* PARE_RESTRICT b, float* c,
                        int64_t nr, float alpha, bool accumulate) {
-  v4f acc0 = {0, 0, 0, 0};
-  v4f acc1 = {0, 0, 0, 0};
+  vec acc0 = {};
+  vec acc1 = {};
   for (int64_t p = 0; p < kc; ++p) {
-    acc0 += a[p * kMR] * load4(b + p * kNR);
-    acc1 += a[p * kMR] * load4(b + p * kNR + 4);
+    acc0 += a[p * kMR] * loadv(b + p * kNR);
+    acc1 += a[p * kMR] * loadv(b + p * kNR + kLanes);
   }
   float row[kNR];
-  store4(row, alpha * acc0);
-  store4(row + 4, alpha * acc1);
+  storev(row, alpha * acc0);
+  storev(row + kLanes, alpha * acc1);
   for (int64_t j = 0; j < nr; ++j) c[j] = row[j] + (accumulate ? c[j] : 0.0f);
 }
 
@@ -98,14 +91,14 @@ void micro_kernel(int64_t kc, const float* PARE_RESTRICT a, const float* PARE_RE
     single_row_kernel(kc, a, b, c, nr, alpha, accumulate);
     return;
   }
-  v4f acc[kMR][2];
+  vec acc[kMR][2];
   for (int64_t i = 0; i < kMR; ++i) {
-    acc[i][0] = v4f{0, 0, 0, 0};
-    acc[i][1] = v4f{0, 0, 0, 0};
+    acc[i][0] = vec{};
+    acc[i][1] = vec{};
   }
   for (int64_t p = 0; p < kc; ++p) {
-    const v4f b0 = load4(b);
-    const v4f b1 = load4(b + 4);
+    const vec b0 = loadv(b);
+    const vec b1 = loadv(b + kLanes);
     for (int64_t i = 0; i < kMR; ++i) {
       acc[i][0] += a[i] * b0;
       acc[i][1] += a[i] * b1;
@@ -116,22 +109,22 @@ void micro_kernel(int64_t kc, const float* PARE_RESTRICT a, const float* PARE_RE
   if (mr == kMR && nr == kNR) {
     for (int64_t i = 0; i < kMR; ++i) {
       float* row = c + i * ldc;
-      v4f r0 = alpha * acc[i][0];
-      v4f r1 = alpha * acc[i][1];
+      vec r0 = alpha * acc[i][0];
+      vec r1 = alpha * acc[i][1];
       if (accumulate) {
-        r0 += load4(row);
-        r1 += load4(row + 4);
+        r0 += loadv(row);
+        r1 += loadv(row + kLanes);
       }
-      store4(row, r0);
-      store4(row + 4, r1);
+      storev(row, r0);
+      storev(row + kLanes, r1);
     }
     return;
   }
   // Edge tile: go through a buffer and write only the valid part.
   float tile[kMR][kNR];
   for (int64_t i = 0; i < kMR; ++i) {
-    store4(&tile[i][0], acc[i][0]);
-    store4(&tile[i][4], acc[i][1]);
+    storev(&tile[i][0], acc[i][0]);
+    storev(&tile[i][kLanes], acc[i][1]);
   }
   for (int64_t i = 0; i < mr; ++i) {
     float* row = c + i * ldc;

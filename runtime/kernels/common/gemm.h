@@ -5,7 +5,7 @@
 // A is packed into row panels of kMR rows and B into column panels of kNR
 // columns, per (kKC depth x kMC rows / kNC columns) block, and a kMR x kNR
 // register-tile micro-kernel written with portable clang vector types
-// (SSE on x86_64, NEON on arm64) does the arithmetic. The driver takes the
+// (SSE2 or AVX2+FMA on x86_64, NEON on arm64) does the arithmetic. The driver takes the
 // A and B packers as functors, so an operand can be packed on the fly from
 // any strided matrix, read from a prepacked buffer (prepacked weights: no
 // packing at run time), or packed straight from an image (conv's im2col
@@ -18,12 +18,20 @@
 
 #include "runtime/core/kernel.h"
 #include "runtime/kernels/common/arith.h"
+#include "runtime/kernels/common/simd.h"
 
 namespace pare {
 namespace gemm {
 
+// The register tile is kMR rows x two vectors of simd::kLanes floats, so
+// the packed layouts are a property of the build's ISA (prepacked weights
+// are packed at load, never ahead of time): 6x8 on arm64 (NEON) and
+// baseline x86_64 (SSE2); 6x16 with AVX2+FMA (--//runtime:x86_64_isa=v3),
+// whose 12 ymm accumulators, 2 B vectors and the A broadcast take 15 of the
+// 16 registers, as BLIS's Haswell/Zen kernels do.
+constexpr int64_t kLanes = simd::kLanes;
 constexpr int64_t kMR = 6;
-constexpr int64_t kNR = 8;
+constexpr int64_t kNR = 2 * kLanes;
 constexpr int64_t kKC = 256;
 constexpr int64_t kMC = 72;   // multiple of kMR; 72 x 256 floats = 72 KB of packed A
 constexpr int64_t kNC = 256;  // multiple of kNR; 256 x 256 floats = 256 KB of packed B

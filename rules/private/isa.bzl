@@ -1,0 +1,56 @@
+"""x86_64_isa: the instruction-set level x86_64 runtimes are compiled for.
+
+    bazel build //apps/demo:runtime --//runtime:x86_64_isa=v3
+
+  baseline  x86-64 with SSE2 (the default): runs on every x86_64 CPU.
+  v3        x86-64-v3: AVX2, FMA, BMI1/2, F16C (Intel Haswell, 2013; AMD
+            Excavator/Zen): 8-lane vectors and fused multiply-add in every
+            kernel, and the 6x16 GEMM tile (runtime/kernels/common/gemm.h).
+            The library dies with SIGILL on an older CPU; pare.runtime refuses
+            to load it there with a message instead.
+
+arm64 runtimes always use NEON and ignore the setting. docs/performance.md
+gives the speed and size each level costs.
+"""
+
+X86_64_ISA_LEVELS = {
+    "baseline": [],
+    "v3": ["-march=x86-64-v3"],
+}
+
+def _x86_64_isa_impl(ctx):
+    value = ctx.build_setting_value
+    if value not in X86_64_ISA_LEVELS:
+        fail("--%s=%s: unknown x86_64 ISA level; use one of %s" % (
+            ctx.label,
+            value,
+            ", ".join(X86_64_ISA_LEVELS.keys()),
+        ))
+    return []
+
+x86_64_isa_flag = rule(
+    implementation = _x86_64_isa_impl,
+    build_setting = config.string(flag = True),
+    doc = "The x86_64 ISA level (see rules/private/isa.bzl).",
+)
+
+def x86_64_isa_setting(name, default = "baseline"):
+    """The flag `name` and a config_setting `<name>_<level>` per level, true
+    when building for x86_64 at that level."""
+    x86_64_isa_flag(name = name, build_setting_default = default, visibility = ["//visibility:public"])
+    for level in X86_64_ISA_LEVELS:
+        native.config_setting(
+            name = "%s_%s" % (name, level),
+            flag_values = {":" + name: level},
+            constraint_values = ["@platforms//cpu:x86_64"],
+            visibility = ["//visibility:public"],
+        )
+
+def x86_64_isa_copts():
+    """The compile flags of the level --//runtime:x86_64_isa selects (none
+    off x86_64). Labels are resolved here, so the select also works when Pare
+    is an external repository."""
+    return select(dict(
+        [(str(Label("//runtime:x86_64_isa_" + level)), flags) for level, flags in X86_64_ISA_LEVELS.items()],
+        **{"//conditions:default": []}
+    ))

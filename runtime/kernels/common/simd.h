@@ -1,0 +1,46 @@
+#pragma once
+// Portable float vectors for the float fast paths (GEMM, depthwise
+// convolution): clang vector extensions, which clang lowers to SSE2 or AVX
+// on x86_64 and NEON on arm64, with no target intrinsics in our code.
+//
+// The width follows the ISA the runtime is compiled for: 4 lanes on arm64
+// (NEON) and baseline x86_64 (SSE2), 8 lanes with AVX2+FMA
+// (--//runtime:x86_64_isa=v3, rules/private/isa.bzl). `acc += a * b`
+// contracts to one fused multiply-add where the ISA has one (NEON, FMA):
+// clang's default -ffp-contract=on fuses within an expression.
+
+#include "runtime/core/compiler.h"
+
+namespace pare {
+namespace simd {
+
+#if defined(__AVX2__) && defined(__FMA__)
+constexpr long kLanes = 8;
+#else
+constexpr long kLanes = 4;
+#endif
+
+typedef float vec __attribute__((vector_size(kLanes * sizeof(float))));
+
+// Unaligned loads and stores (memcpy: no alignment or aliasing assumption).
+PARE_ALWAYS_INLINE vec loadv(const float* p) {
+  vec v;
+  __builtin_memcpy(&v, p, sizeof(v));
+  return v;
+}
+PARE_ALWAYS_INLINE void storev(float* p, vec v) { __builtin_memcpy(p, &v, sizeof(v)); }
+
+// Lanes 0, 2, 4, ... of the 2 * kLanes floats at p (p[0], p[2], ...): a
+// stride-2 row as one vector.
+PARE_ALWAYS_INLINE vec load_even(const float* p) {
+  const vec lo = loadv(p);
+  const vec hi = loadv(p + kLanes);
+#if defined(__AVX2__) && defined(__FMA__)
+  return __builtin_shufflevector(lo, hi, 0, 2, 4, 6, 8, 10, 12, 14);
+#else
+  return __builtin_shufflevector(lo, hi, 0, 2, 4, 6);
+#endif
+}
+
+}  // namespace simd
+}  // namespace pare

@@ -1,0 +1,153 @@
+"""x86_64 ISA levels (--//runtime:x86_64_isa, rules/private/isa.bzl): the
+baseline runtime carries no AVX instruction, the v3 runtime runs the 6x16
+AVX2+FMA GEMM tile, its float32 GEMM, convolution and prepacked products
+stay within the float32 dot-product bound of a float64 reference, and a v3
+runtime is refused, with the fix, on a CPU without AVX2+FMA.
+
+The whole fp_ops suite also runs on the v3 runtime (tools/run_tests.sh's
+v3 pass); these tests add the tile's edge shapes. Speed is a benchmark:
+python -m tools.bench.sgemm."""
+
+import platform
+import subprocess
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+
+import pare.runtime
+from pare.runtime import PareError, Runtime, host_cpu_flags
+from runtime_testing import make_tensor, run_op
+from test_prepacked import conv_program, linear_program
+from tests.conftest import require_tool
+
+X86_64 = platform.machine() in ("x86_64", "AMD64")
+HAS_V3 = X86_64 and {"avx2", "fma"} <= (host_cpu_flags() or frozenset())
+needs_v3_cpu = pytest.mark.platform_limit("running x86-64-v3 code needs a CPU with AVX2 and FMA")
+pytestmark = pytest.mark.skipif(not X86_64, reason="x86_64 ISA levels are tested on x86_64 hosts")
+EPS32 = float(np.finfo(np.float32).eps)
+
+
+def disassembly(lib) -> str:
+    objdump = require_tool("llvm-objdump-16", "llvm-objdump", package="llvm-16")
+    return subprocess.run([objdump, "-d", "--no-show-raw-insn", str(lib)], capture_output=True, text=True,
+                          check=True).stdout
+
+
+def assert_within_dot_bound(actual: torch.Tensor, exact: torch.Tensor, magnitude: torch.Tensor, depth: int):
+    """|actual - exact| <= depth * eps32 * magnitude elementwise: the bound of
+    a float32 dot product of `depth` terms in any order, fused or not, where
+    `magnitude` is the same product over absolute values (in float64)."""
+    bound = depth * EPS32 * magnitude + 1e-30
+    excess = ((actual.double() - exact).abs() / bound).max().item() if actual.numel() else 0.0
+    assert excess <= 1.0, f"error {excess:.3g}x the float32 dot-product bound (depth {depth})"
+
+
+def test_baseline_runtime_has_no_avx_instruction(runtime, runtime_lib):
+    assert runtime.isa == "x86_64_baseline"
+    text = disassembly(runtime_lib)
+    assert "%xmm" in text  # SSE2 kernels are there
+    assert "%ymm" not in text and "vfmadd" not in text
+
+
+def test_v3_runtime_runs_the_fma_tile(runtime_v3_lib):
+    lines = disassembly(runtime_v3_lib).splitlines()
+    # The micro-kernel's inner loop (the library is stripped, so found by its
+    # shape): 12 ymm FMAs, one per accumulator, within 20 instructions.
+    fma = [i for i, line in enumerate(lines) if "vfmadd231ps" in line and "%ymm" in line]
+    assert any(fma[j + 11] - fma[j] < 20 for j in range(len(fma) - 11)), "no 6x16 FMA tile in the v3 runtime"
+
+
+def test_v3_runtime_is_refused_on_a_cpu_without_avx2(runtime_v3_lib, monkeypatch):
+    monkeypatch.setattr(pare.runtime, "host_cpu_flags", lambda: frozenset({"sse2", "avx"}))
+    with pytest.raises(PareError, match=r"built for x86_64_v3 .* lacks avx2, fma, .*x86_64_isa=baseline"):
+        Runtime(runtime_v3_lib)
+
+
+@pytest.fixture(scope="module")
+def runtime_v3(runtime_v3_lib):
+    if not HAS_V3:
+        pytest.skip("this CPU lacks AVX2 or FMA")
+    rt = Runtime(runtime_v3_lib)
+    assert rt.isa == "x86_64_v3"
+    return rt
+
+
+# m, k, n around the 6x16 tile, the 256-deep and 72-row / 256-column blocks.
+GEMM_SHAPES = [(1, 1, 1), (6, 16, 16), (5, 3, 31), (7, 257, 17), (13, 300, 33), (72, 256, 256), (73, 513, 272),
+               (1, 1000, 100), (0, 4, 3), (3, 0, 5)]
+
+
+@needs_v3_cpu
+@pytest.mark.parametrize("m,k,n", GEMM_SHAPES)
+def test_v3_mm(runtime_v3, m, k, n):
+    a, b = make_tensor((m, k), torch.float32, 3, -1, 1), make_tensor((k, n), torch.float32, 4, -1, 1)
+    got = run_op(runtime_v3, "aten::mm", a, b)
+    assert_within_dot_bound(got, a.double() @ b.double(), a.double().abs() @ b.double().abs(), k)
+
+
+@needs_v3_cpu
+@pytest.mark.parametrize("m,k,n", [(5, 33, 17), (70, 257, 9), (2, 300, 600)])
+def test_v3_addmm_alpha_beta(runtime_v3, m, k, n):
+    bias = make_tensor((n,), torch.float32, 5, -1, 1)
+    a, b = make_tensor((m, k), torch.float32, 6, -1, 1), make_tensor((k, n), torch.float32, 7, -1, 1)
+    got = run_op(runtime_v3, "aten::addmm", bias, a, b, 0.5, 2.0)  # beta, alpha
+    exact = 0.5 * bias.double() + 2.0 * (a.double() @ b.double())
+    magnitude = 0.5 * bias.double().abs() + 2.0 * (a.double().abs() @ b.double().abs())
+    assert_within_dot_bound(got, exact, magnitude, k + 2)
+
+
+CONV_CASES = [  # x, w, stride, padding, groups: odd channels, stride 2, groups, depthwise, 1x1, 7x7, batch > 1
+    ((2, 3, 7, 7), (5, 3, 3, 3), 1, 1, 1),
+    ((1, 17, 9, 11), (19, 17, 3, 3), 2, 1, 1),
+    ((2, 12, 10, 10), (18, 4, 3, 3), 1, 0, 3),
+    ((1, 24, 13, 13), (24, 1, 3, 3), 2, 1, 24),
+    ((1, 33, 1, 1), (40, 33, 1, 1), 1, 0, 1),
+    ((3, 5, 7, 7), (70, 5, 7, 7), 1, 3, 1),
+    ((1, 64, 20, 20), (70, 64, 3, 3), 1, 1, 1),  # depth 576 > one 256-deep block
+]
+
+
+@needs_v3_cpu
+@pytest.mark.parametrize("x_shape,w_shape,stride,padding,groups", CONV_CASES)
+def test_v3_convolution(runtime_v3, x_shape, w_shape, stride, padding, groups):
+    x, w = make_tensor(x_shape, torch.float32, 8, -1, 1), make_tensor(w_shape, torch.float32, 9, -1, 1)
+    b = make_tensor((w_shape[0],), torch.float32, 10, -1, 1)
+    got = run_op(runtime_v3, "aten::convolution", x, w, b, [stride] * 2, [padding] * 2, [1, 1], False, [0, 0],
+                 groups)
+    exact = F.conv2d(x.double(), w.double(), b.double(), stride, padding, 1, groups)
+    magnitude = F.conv2d(x.double().abs(), w.double().abs(), b.double().abs(), stride, padding, 1, groups)
+    assert_within_dot_bound(got, exact, magnitude, w[0].numel() + 1)
+
+
+@needs_v3_cpu
+def test_v3_non_contiguous_mm(runtime_v3):
+    a = make_tensor((40, 21), torch.float32, 11, -1, 1).t()  # [21, 40], column-major
+    b = make_tensor((40, 70), torch.float32, 12, -1, 1)[:, ::2]  # [40, 35], strided columns
+    got = run_op(runtime_v3, "aten::mm", a, b)
+    assert_within_dot_bound(got, a.double() @ b.double(), a.double().abs() @ b.double().abs(), 40)
+
+
+@needs_v3_cpu
+@pytest.mark.parametrize("in_shape,out_features", [((5, 33), 17), ((70, 257), 9), ((1, 300), 600)])
+def test_v3_linear_prepacked(runtime_v3, in_shape, out_features):
+    x = make_tensor(in_shape, torch.float32, 13, -1, 1)
+    w = make_tensor((out_features, in_shape[-1]), torch.float32, 14, -1, 1)
+    b = make_tensor((out_features,), torch.float32, 15, -1, 1)
+    (y,) = runtime_v3.load(linear_program(w, b, in_shape)).method().run(x.numpy())
+    exact = F.linear(x.double(), w.double(), b.double())
+    magnitude = F.linear(x.double().abs(), w.double().abs(), b.double().abs())
+    assert_within_dot_bound(torch.from_numpy(y), exact, magnitude, in_shape[-1] + 1)
+
+
+@needs_v3_cpu
+@pytest.mark.parametrize("x_shape,w_shape,stride,padding,groups", CONV_CASES)
+def test_v3_conv2d_prepacked(runtime_v3, x_shape, w_shape, stride, padding, groups):
+    x, w = make_tensor(x_shape, torch.float32, 16, -1, 1), make_tensor(w_shape, torch.float32, 17, -1, 1)
+    b = make_tensor((w_shape[0],), torch.float32, 18, -1, 1)
+    program = conv_program(w, b, (stride, stride), (padding, padding), (1, 1), groups)
+    (y,) = runtime_v3.load(program).method().run(x.numpy())
+    exact = F.conv2d(x.double(), w.double(), b.double(), stride, padding, 1, groups)
+    magnitude = F.conv2d(x.double().abs(), w.double().abs(), b.double().abs(), stride, padding, 1, groups)
+    assert_within_dot_bound(torch.from_numpy(y), exact, magnitude, w[0].numel() + 1)

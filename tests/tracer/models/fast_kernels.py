@@ -1,0 +1,33 @@
+"""The float fast paths on awkward shapes, for running on each platform's
+runtime (tests/tracer/test_android.py runs it on android_arm64 under qemu):
+the vectorised depthwise kernels (3x3, 5x5, 7x7 at stride 1 and 2, odd
+widths), the GEMM tile through dense 3x3, 1x1 and strided convolution with
+odd channel counts, and a linear layer with odd features; batch 1 and 2."""
+
+import torch
+from torch import nn
+
+
+class FastKernels(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.stem = nn.Conv2d(3, 13, 3, stride=2, padding=1)
+        self.dw3 = nn.Conv2d(13, 13, 3, padding=1, groups=13)
+        self.dw5s2 = nn.Conv2d(13, 26, 5, stride=2, padding=2, groups=13)  # channel multiplier 2
+        self.dw7 = nn.Conv2d(26, 26, 7, padding=3, groups=26, bias=False)
+        self.dw3s2 = nn.Conv2d(26, 26, 3, stride=2, groups=26)
+        self.pw = nn.Conv2d(26, 37, 1)
+        self.fc = nn.Linear(37, 11)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = torch.relu(self.stem(x))
+        x = torch.relu(self.dw3(x)) + x
+        x = self.dw3s2(self.dw7(self.dw5s2(x)))
+        x = self.pw(x)
+        return self.fc(x.mean(dim=(2, 3)))
+
+
+def build():
+    torch.manual_seed(0)
+    g = torch.Generator().manual_seed(1)
+    return FastKernels().eval(), [(torch.randn(1, 3, 45, 37, generator=g),), (torch.randn(2, 3, 45, 37, generator=g),)]

@@ -1,0 +1,112 @@
+// One x86_64 core's float32 peak, measured: what SGEMM GFLOP/s are compared
+// with (python -m tools.bench.sgemm, docs/performance.md).
+//
+//   cpu_peak [SECONDS]   prints: clock_ghz=... fma_gflops=... sse_gflops=...
+//
+// clock_ghz   from a chain of dependent integer adds (one per cycle on every
+//             x86_64 core since the Pentium Pro), so it is the clock the
+//             core actually ran at, turbo and VM included.
+// fma_gflops  12 independent chains of 8-lane fused multiply-adds (AVX2+FMA,
+//             the --//runtime:x86_64_isa=v3 kernels' instruction), registers
+//             only: the most float work the core retires per second.
+// sse_gflops  the same with 4-lane multiply then add (SSE2, the baseline
+//             kernels' instructions).
+// fma_gflops is 0 when the CPU lacks AVX2 or FMA.
+
+#include <immintrin.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+static double now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+// 16 dependent adds per iteration; the loop counter runs in parallel.
+static double clock_ghz(double seconds) {
+  long iterations = 1 << 20;
+  for (;;) {
+    unsigned long x = 0;
+    double start = now();
+    for (long i = 0; i < iterations; ++i) {
+      __asm__ volatile(
+          "add $1, %0\n\tadd $1, %0\n\tadd $1, %0\n\tadd $1, %0\n\t"
+          "add $1, %0\n\tadd $1, %0\n\tadd $1, %0\n\tadd $1, %0\n\t"
+          "add $1, %0\n\tadd $1, %0\n\tadd $1, %0\n\tadd $1, %0\n\t"
+          "add $1, %0\n\tadd $1, %0\n\tadd $1, %0\n\tadd $1, %0"
+          : "+r"(x));
+    }
+    double elapsed = now() - start;
+    if (elapsed >= seconds) return 16.0 * (double)iterations / elapsed * 1e-9;
+    iterations *= 2;
+  }
+}
+
+#define CHAINS 12
+
+__attribute__((target("avx2,fma"))) static double fma_gflops(double seconds) {
+  __m256 acc[CHAINS];
+  for (int j = 0; j < CHAINS; ++j) acc[j] = _mm256_set1_ps((float)j);
+  const __m256 a = _mm256_set1_ps(0.999999f);
+  const __m256 b = _mm256_set1_ps(1e-7f);
+  long iterations = 1 << 16;
+  for (;;) {
+    double start = now();
+    for (long i = 0; i < iterations; ++i) {
+      for (int j = 0; j < CHAINS; ++j) acc[j] = _mm256_fmadd_ps(acc[j], a, b);
+      __asm__ volatile("" : : : "memory");
+    }
+    double elapsed = now() - start;
+    if (elapsed >= seconds) {
+      float sink[8];
+      __m256 sum = acc[0];
+      for (int j = 1; j < CHAINS; ++j) sum = _mm256_add_ps(sum, acc[j]);
+      _mm256_storeu_ps(sink, sum);
+      if (sink[0] == 12345.0f) puts("");  // keeps the chains live
+      return (double)iterations * CHAINS * 8 * 2 / elapsed * 1e-9;
+    }
+    iterations *= 2;
+  }
+}
+
+static double sse_gflops(double seconds) {
+  __m128 acc[CHAINS];
+  for (int j = 0; j < CHAINS; ++j) acc[j] = _mm_set1_ps((float)j);
+  const __m128 a = _mm_set1_ps(0.999999f);
+  const __m128 b = _mm_set1_ps(1e-7f);
+  long iterations = 1 << 16;
+  for (;;) {
+    double start = now();
+    for (long i = 0; i < iterations; ++i) {
+      for (int j = 0; j < CHAINS; ++j) acc[j] = _mm_add_ps(_mm_mul_ps(acc[j], a), b);
+      __asm__ volatile("" : : : "memory");
+    }
+    double elapsed = now() - start;
+    if (elapsed >= seconds) {
+      float sink[4];
+      __m128 sum = acc[0];
+      for (int j = 1; j < CHAINS; ++j) sum = _mm_add_ps(sum, acc[j]);
+      _mm_storeu_ps(sink, sum);
+      if (sink[0] == 12345.0f) puts("");
+      return (double)iterations * CHAINS * 4 * 2 / elapsed * 1e-9;
+    }
+    iterations *= 2;
+  }
+}
+
+int main(int argc, char** argv) {
+  double seconds = argc > 1 ? atof(argv[1]) : 0.2;
+  if (!(seconds > 0)) {
+    fprintf(stderr, "cpu_peak: SECONDS must be a positive number, got %s\n", argv[1]);
+    return 2;
+  }
+  __builtin_cpu_init();
+  int has_fma = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  double ghz = clock_ghz(seconds);
+  double fma = has_fma ? fma_gflops(seconds) : 0.0;
+  double sse = sse_gflops(seconds);
+  printf("clock_ghz=%.4f fma_gflops=%.3f sse_gflops=%.3f\n", ghz, fma, sse);
+  return 0;
+}
