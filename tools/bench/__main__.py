@@ -33,10 +33,13 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _parser() -> argparse.ArgumentParser:
+    from tools.tracer import passes
+
     p = _Parser(prog=PROG, description="Time Pare's execute() and torch eager side by side on each model spec's "
                 "first input (interleaved rounds, pinned CPUs); print median and p90 µs, Pare's arena bytes and "
                 "the ratio. Other benchmarks: python -m tools.bench.prepacked_linear.",
-                epilog=f"example:\n  {PROG} apps/demo/model.py models/zoo/mobilenet_v2.py --json /tmp/bench.json",
+                epilog=f"example:\n  {PROG} apps/demo/model.py models/zoo/mobilenet_v2.py --json /tmp/bench.json\n\n"
+                f"{passes.epilog()}",
                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("models", nargs="+", metavar="MODEL", help="model specs (docs/model_spec.md)")
     p.add_argument("--runtime", type=Path, help="linux_x86_64 Pare runtime (default: $PARE_RUNTIME_LIB, else "
@@ -46,6 +49,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--rounds", type=_positive, default=21, help="interleaved rounds per model (default 21)")
     p.add_argument("--cpu", type=int, help="with --threads 1: the CPU to pin to (default 1, as taskset -c 1)")
     p.add_argument("--json", metavar="FILE", help="also write one JSON object per model to FILE")
+    passes.add_arguments(p)  # as python -m tools.tracer export takes them
     return p
 
 
@@ -53,19 +57,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     from pare.runtime import PareError
     from tools.bench.models import bench_model, default_runtime, load_runtime, table
     from tools.bench.timing import BenchError, pin_to_cpus
+    from tools.tracer import passes
     from tools.tracer.errors import TracerError
 
     try:
         args = _parser().parse_args(argv)
+        selected = passes.from_arguments(args)
         runtime_path = args.runtime or default_runtime()
         runtime = load_runtime(runtime_path)
         cpus = pin_to_cpus(args.threads, args.cpu)
         print(f"runtime {runtime_path}; pinned to CPU {','.join(map(str, cpus))}; torch threads {args.threads}; "
-              f"{args.rounds} interleaved rounds per model", file=sys.stderr)
+              f"{args.rounds} interleaved rounds per model; graph passes {','.join(selected) or passes.NONE}",
+              file=sys.stderr)
         results = []
         for model in args.models:
             print(f"bench: {model} ...", file=sys.stderr, flush=True)
-            results.append(bench_model(model, runtime, runtime_path, rounds=args.rounds, threads=args.threads))
+            results.append(bench_model(model, runtime, runtime_path, rounds=args.rounds, threads=args.threads,
+                                       passes=selected))
         if args.json:
             try:
                 Path(args.json).write_text(json.dumps([r.to_json() for r in results], indent=2) + "\n")

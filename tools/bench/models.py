@@ -1,6 +1,7 @@
 """Model benchmarks: Pare's execute() against torch eager, side by side.
 
-For each model spec: export it (tools.tracer), load the program on a Pare
+For each model spec: export it (tools.tracer, with the selected graph passes:
+the default ones unless told otherwise), load the program on a Pare
 runtime, check one run against torch eager (a benchmark of wrong output is
 worthless), then time Pare's `execute()` and torch eager's `module(*inputs)`
 on the spec's first representative input, interleaved round by round on the
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -23,6 +25,7 @@ import torch
 
 from pare.runtime import PareError, Runtime
 from tools.bench.timing import BenchError, calls_for, measure, median, p90
+from tools.tracer import passes as graph_passes
 from tools.tracer.exporter import export_model
 from tools.tracer.model_spec import load_model_spec
 from tools.tracer.numerics import compare
@@ -44,6 +47,7 @@ class ModelBench:
     arena_bytes: int
     torch_eager_median_us: float
     torch_eager_p90_us: float
+    passes: tuple[str, ...]  # the graph passes the program was exported with
 
     @property
     def ratio_torch(self) -> float:
@@ -57,9 +61,10 @@ def default_runtime() -> Path:
     return Path(os.environ.get("PARE_RUNTIME_LIB") or DEFAULT_RUNTIME)
 
 
-def bench_model(path: str | Path, runtime: Runtime, runtime_path: Path, *, rounds: int, threads: int) -> ModelBench:
+def bench_model(path: str | Path, runtime: Runtime, runtime_path: Path, *, rounds: int, threads: int,
+                passes: str | Sequence[str] = graph_passes.DEFAULT) -> ModelBench:
     spec = load_model_spec(path)
-    exported = export_model(spec)
+    exported = export_model(spec, passes=passes)
     group = exported.groups[0]
     inputs = spec.inputs[group.indices[0]]
     try:
@@ -90,7 +95,7 @@ def bench_model(path: str | Path, runtime: Runtime, runtime_path: Path, *, round
         model=str(path), runtime=str(runtime_path), threads=threads, rounds=rounds,
         median_us=round(median(samples["pare"]) * 1e6, 2), p90_us=round(p90(samples["pare"]) * 1e6, 2),
         arena_bytes=arena, torch_eager_median_us=round(median(samples["torch_eager"]) * 1e6, 2),
-        torch_eager_p90_us=round(p90(samples["torch_eager"]) * 1e6, 2))
+        torch_eager_p90_us=round(p90(samples["torch_eager"]) * 1e6, 2), passes=tuple(r.name for r in exported.passes))
 
 
 def load_runtime(path: Path) -> Runtime:

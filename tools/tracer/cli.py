@@ -58,11 +58,15 @@ def _parser() -> argparse.ArgumentParser:
     sub.add_parser = add_command
 
     def model_command(name: str, help: str) -> argparse.ArgumentParser:
-        c = sub.add_parser(name, help=help, description=help)
+        from tools.tracer import passes  # no torch at import: merge and diff stay light
+
+        c = sub.add_parser(name, help=help, description=help, epilog=passes.epilog(),
+                           formatter_class=argparse.RawDescriptionHelpFormatter)
         c.add_argument("model", metavar="MODEL", help="model spec: a .py file whose build() returns (module, inputs) "
                        "(docs/model_spec.md)")
         c.add_argument("--prepack", action="store_true", help="run linear and conv2d layers with constant weights "
                        "on the runtime's prepacked-weight classes (pare::linear_prepacked, pare::conv2d_prepacked)")
+        passes.add_arguments(c)
         return c
 
     def tolerance_flags(c: argparse.ArgumentParser) -> None:
@@ -84,7 +88,7 @@ def _parser() -> argparse.ArgumentParser:
                       "qemu harness) and compare every output with torch eager")
     c.add_argument("--runtime", required=True, metavar="LIB", help="the runtime .so to check")
     c.add_argument("--program", metavar="FILE", help="run this program file (from export) instead of exporting "
-                   "the model again")
+                   "the model again (--prepack and --passes then do not apply: the file holds what export wrote)")
     tolerance_flags(c)
 
     m = sub.add_parser("merge", help="union of manifests (PyTorch semantics)", description="Union of manifests, as "
@@ -145,13 +149,25 @@ def _cmd_export(args, progress) -> int:
     start = time.monotonic()
     with progress.step(f"loading {args.model}"):
         spec = load_model_spec(args.model)
-    exported = export_model(spec, prepack=args.prepack, progress=progress)
+    exported = export_model(spec, prepack=args.prepack, passes=_passes(args), progress=progress)
     _write(args.output, exported.program)
     methods = ", ".join(f"{g.name} (inputs {', '.join(map(str, g.indices))})" for g in exported.groups)
     print(f"wrote {args.output}: {len(exported.program)} bytes; methods {methods}; "
-          f"{sum(exported.op_counts.values())} instructions over {len(exported.op_counts)} operators "
-          f"({time.monotonic() - start:.1f}s)")
+          f"{sum(exported.op_counts.values())} instructions over {len(exported.op_counts)} operators; "
+          f"{_passes_summary(exported)} ({time.monotonic() - start:.1f}s)")
     return EXIT_OK
+
+
+def _passes(args) -> tuple[str, ...]:
+    from tools.tracer import passes
+
+    return passes.from_arguments(args)
+
+
+def _passes_summary(exported) -> str:
+    if not exported.passes:
+        return "no graph passes"
+    return "passes " + ", ".join(run.describe() for run in exported.passes)
 
 
 def _summary(manifest) -> str:
@@ -172,29 +188,30 @@ def _print_checks(checks, progress) -> None:
 
 
 def _cmd_trace(args, progress) -> int:
-    from tools.tracer.progress import plural
     from tools.tracer.model_spec import load_model_spec
+    from tools.tracer.progress import plural
     from tools.tracer.tracing import trace_model
 
     start = time.monotonic()
     with progress.step(f"loading {args.model}"):
         spec = load_model_spec(args.model)
-    result = trace_model(spec, runtime=args.runtime, prepack=args.prepack, tolerance=_tolerance(args),
-                         progress=progress)
+    result = trace_model(spec, runtime=args.runtime, prepack=args.prepack, passes=_passes(args),
+                         tolerance=_tolerance(args), progress=progress)
     text = result.manifest.dump()
     if args.output:
         _write(args.output, text)
         print(f"wrote {args.output}: {_summary(result.manifest)}; numeric check passed on "
-              f"{plural(len(result.checks), 'input')} ({time.monotonic() - start:.1f}s)")
+              f"{plural(len(result.checks), 'input')}; {_passes_summary(result.exported)} "
+              f"({time.monotonic() - start:.1f}s)")
     else:
         sys.stdout.write(text)
     return EXIT_OK
 
 
 def _cmd_check(args, progress) -> int:
-    from tools.tracer.progress import plural
     from tools.tracer.errors import TracerError
     from tools.tracer.model_spec import load_model_spec
+    from tools.tracer.progress import plural
     from tools.tracer.tracing import check_model
 
     start = time.monotonic()
@@ -207,8 +224,8 @@ def _cmd_check(args, progress) -> int:
                               f"{PROG} export") from None
     with progress.step(f"loading {args.model}"):
         spec = load_model_spec(args.model)
-    checks = check_model(spec, args.runtime, prepack=args.prepack, program=program, tolerance=_tolerance(args),
-                         progress=progress)
+    checks = check_model(spec, args.runtime, prepack=args.prepack, passes=_passes(args), program=program,
+                         tolerance=_tolerance(args), progress=progress)
     _print_checks(checks, progress)
     outputs = sum(len(c.outputs) for c in checks)
     print(f"check passed: {plural(len(checks), 'input')}, {plural(outputs, 'output')} match torch eager on "
@@ -234,7 +251,6 @@ def _cmd_merge(args, progress) -> int:
 
 def _cmd_diff(args, progress) -> int:
     import codegen
-
     from tools.tracer import paths
 
     a, b = codegen.load(args.a), codegen.load(args.b)

@@ -13,7 +13,9 @@ input tuple, in order). Each group becomes one method of the program:
   torch specialises sizes 0 and 1.
 
 The graph is decomposed to core ATen (`run_decompositions()`), except ops
-the runtime implements directly, and lowered by tools/tracer/lowering.py.
+the runtime implements directly, rewritten by the selected graph passes
+(tools/tracer/passes.py: batch-norm folding, ...) and lowered by
+tools/tracer/lowering.py.
 Every operator the program calls must be in the runtime's inventory
 (runtime/kernels/*.def), else MissingOpsError lists them.
 """
@@ -24,6 +26,7 @@ import contextlib
 import functools
 import logging
 import warnings
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 import torch
@@ -32,6 +35,7 @@ from torch.fx.experimental.symbolic_shapes import is_concrete_int
 
 import codegen
 from pare.program import ProgramBuilder, ProgramError
+from tools.tracer import passes as graph_passes
 from tools.tracer import paths
 from tools.tracer.errors import MissingOpsError, TracerError
 from tools.tracer.lowering import LoweringReport, MethodLowering, op_name
@@ -63,6 +67,7 @@ class ExportedModel:
     exported: tuple[ExportedProgram, ...]  # per group
     op_counts: dict[str, int]  # operator -> instructions calling it, over every method
     prepack: bool
+    passes: tuple[graph_passes.PassRun, ...] = ()  # the graph passes that ran, in order, and what they changed
 
     def method_of(self, input_index: int) -> str:
         for g in self.groups:
@@ -180,20 +185,26 @@ def _first_line(e: BaseException) -> str:
     return (line[:400] + "...") if len(line) > 400 else line
 
 
-def export_model(spec: ModelSpec, *, prepack: bool = False, inventory: codegen.Inventory | None = None,
-                 progress: Progress | None = None) -> ExportedModel:
-    """Exports every method group and lowers it into one program."""
+def export_model(spec: ModelSpec, *, prepack: bool = False, passes: str | Iterable[str] = graph_passes.DEFAULT,
+                 inventory: codegen.Inventory | None = None, progress: Progress | None = None) -> ExportedModel:
+    """Exports every method group, runs the graph passes on it and lowers
+    it into one program. `passes`: "default" (every pass), "none", or the
+    names of passes, as a comma list or an iterable (tools/tracer/passes.py);
+    they run in the passes' own order."""
     progress = progress or Progress.silent()
+    selected = graph_passes.resolve(passes)
     if inventory is None:
         inventory = paths.load_inventory()
     groups = group_inputs(spec)
     builder = ProgramBuilder()
     report = LoweringReport()
     exported = []
+    runs = []
     for group in groups:
         with progress.step(f"exporting {group.name} with torch.export ({plural(len(group.indices), 'input')}; "
                            f"dynamic: {group.describe_dynamic()})"):
             ep = export_group(spec, group, decomposition_table(inventory))
+        runs.append(graph_passes.run_passes(ep, selected))
         exported.append(ep)
         try:
             MethodLowering(builder.method(group.name), ep, prepack=prepack, model_file=spec.path,
@@ -209,4 +220,4 @@ def export_model(spec: ModelSpec, *, prepack: bool = False, inventory: codegen.I
     except ProgramError as e:
         raise TracerError(f"{spec.path}: cannot write the program: {e}") from None
     counts = {name: len(uses) for name, uses in sorted(report.uses.items())}
-    return ExportedModel(spec, program, groups, tuple(exported), counts, prepack)
+    return ExportedModel(spec, program, groups, tuple(exported), counts, prepack, graph_passes.combine(runs))

@@ -8,13 +8,15 @@ instructions call, the non-root operators kernels call internally, every
 (kernel tag, dtype) the dispatch reached, the custom classes created and the
 build features used. Its debug_info names the model file (relative to the
 repository, else its file name, so the bytes do not depend on where the
-checkout lives) and, per operator, the model methods that reached it.
+checkout lives), the graph passes the program was exported with and what
+each changed, and, per operator, the model methods that reached it.
 """
 
 from __future__ import annotations
 
 import json
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -22,6 +24,7 @@ from typing import Any
 import torch
 
 import codegen
+from tools.tracer import passes as graph_passes
 from tools.tracer import paths
 from tools.tracer.errors import NumericMismatchError, TracerError
 from tools.tracer.exporter import ExportedModel, MethodGroup, export_model, group_inputs
@@ -101,14 +104,16 @@ def run_and_compare(spec: ModelSpec, groups: tuple[MethodGroup, ...], runner, to
 
 
 def trace_model(spec: ModelSpec, *, runtime: str | Path | None = None, prepack: bool = False,
-                tolerance: Tolerance | None = None, progress: Progress | None = None) -> TraceResult:
-    """Exports, runs every input on the instrumentation runtime, checks the
-    numerics and builds the manifest. Raises NumericMismatchError after the
-    manifest is built (it is on the error's `result`)."""
+                passes: str | Iterable[str] = graph_passes.DEFAULT, tolerance: Tolerance | None = None,
+                progress: Progress | None = None) -> TraceResult:
+    """Exports (with `passes`, as export_model), runs every input on the
+    instrumentation runtime, checks the numerics and builds the manifest.
+    Raises NumericMismatchError after the manifest is built (it is on the
+    error's `result`)."""
     progress = progress or Progress.silent()
     seconds: dict[str, float] = {}
     start = time.monotonic()
-    exported = export_model(spec, prepack=prepack, progress=progress)
+    exported = export_model(spec, prepack=prepack, passes=passes, progress=progress)
     seconds["export"] = time.monotonic() - start
 
     library = paths.instrumentation_runtime(runtime, progress)
@@ -173,6 +178,7 @@ def build_manifest(spec: ModelSpec, exported: ExportedModel, per_method: dict[st
         "model": label,
         "methods": {g.name: {"inputs": list(g.indices), "dtypes": [str(d).removeprefix("torch.") for d in g.dtypes],
                              "dynamic_dims": [list(d) for d in g.dynamic_dims]} for g in exported.groups},
+        "passes": [run.to_json() for run in exported.passes],
         "prepack": exported.prepack,
         "tracer": "pare tools/tracer",
     }, sort_keys=True)
@@ -188,18 +194,21 @@ def build_manifest(spec: ModelSpec, exported: ExportedModel, per_method: dict[st
     )
 
 
-def check_model(spec: ModelSpec, runtime: str | Path, *, prepack: bool = False, program: bytes | None = None,
+def check_model(spec: ModelSpec, runtime: str | Path, *, prepack: bool = False,
+                passes: str | Iterable[str] = graph_passes.DEFAULT, program: bytes | None = None,
                 tolerance: Tolerance | None = None, progress: Progress | None = None) -> list[InputCheck]:
     """Runs every representative input on a built runtime (x86_64 natively,
     Android arm64 under the emulator harness) and compares with torch.
-    `program`: run these bytes instead of exporting the model again."""
+    The program is exported with `prepack` and `passes` as trace_model
+    exports it (so a runtime built from the default trace's manifest runs
+    the default export), or `program`: run these bytes instead."""
     progress = progress or Progress.silent()
     library = Path(runtime)
     if not library.is_file():
         raise TracerError(f"--runtime {runtime}: no such runtime library; pass a built Pare runtime .so")
     runner = runner_for(library, progress)
     if program is None:
-        exported = export_model(spec, prepack=prepack, progress=progress)
+        exported = export_model(spec, prepack=prepack, passes=passes, progress=progress)
         groups, program = exported.groups, exported.program
     else:
         groups = group_inputs(spec)

@@ -1,0 +1,350 @@
+"""Graph passes (tools/tracer/passes.py): batch-norm folding checked against
+torch eager on awkward shapes (on the runtime and through the rewritten
+ExportedProgram), the cases that must not fold, pass selection, what the
+manifest records, and the --passes / --skip-passes flags."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+from torch import nn
+from tracer_testlib import REPO, spec_from
+
+from pare import program as pp
+from tools.tracer import TracerError, check_model, cli, export_model, trace_model
+from tools.tracer import passes as graph_passes
+
+BATCH_NORM = "aten::_native_batch_norm_legit_no_training"
+DEMO = REPO / "apps" / "demo" / "model.py"
+
+
+def trained(module: nn.Module, seed: int = 0) -> nn.Module:
+    """`module` in eval mode with non-trivial batch-norm statistics and
+    affine parameters, as a trained model has (fresh ones are 0/1)."""
+    g = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for m in module.modules():
+            if isinstance(m, nn.modules.batchnorm._BatchNorm):
+                m.running_mean.copy_(torch.rand(m.num_features, generator=g) - 0.5)
+                m.running_var.copy_(torch.rand(m.num_features, generator=g) * 1.5 + 0.5)
+                if m.affine:
+                    m.weight.copy_(torch.rand(m.num_features, generator=g) + 0.5)
+                    m.bias.copy_(torch.rand(m.num_features, generator=g) * 0.4 - 0.2)
+    return module.eval()
+
+
+def ops_of(program: bytes) -> list[str]:
+    return [ins.op for m in pp.read(program).methods for ins in m.instructions]
+
+
+def folded(exported) -> dict[str, int]:
+    return {run.name: dict(run.changes)["folded"] for run in exported.passes}
+
+
+class Twice(nn.Module):
+    """One conv module called twice (a shared weight); only the first call
+    is followed by a batch norm."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 3, 3, padding=1)
+        self.bn = nn.BatchNorm2d(3)
+
+    def forward(self, x):
+        return self.bn(self.conv(x)), self.conv(x)
+
+
+class SharedChain(nn.Module):
+    """One conv module (one weight) followed by a different batch norm each call."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(4, 4, 3, padding=1, bias=False)
+        self.bn1, self.bn2 = nn.BatchNorm2d(4), nn.BatchNorm2d(4)
+
+    def forward(self, x):
+        return self.bn2(self.conv(torch.relu(self.bn1(self.conv(x)))))
+
+
+def seq(*layers):
+    return nn.Sequential(*layers)
+
+
+# name -> (module factory, inputs, folds by fold_conv_bn and fold_linear_bn)
+FOLDING_CASES = {
+    "odd_channels_stride2_no_bias_7x7_batch3": (
+        lambda: seq(nn.Conv2d(3, 5, 3, stride=2, padding=1, bias=False), nn.BatchNorm2d(5), nn.ReLU()),
+        [torch.rand(3, 3, 7, 7)], (1, 0)),
+    "grouped_5x5_padding2_on_1x1": (
+        lambda: seq(nn.Conv2d(6, 9, 5, padding=2, groups=3), nn.BatchNorm2d(9)), [torch.rand(2, 6, 1, 1)], (1, 0)),
+    "depthwise_stride2_dilated": (
+        lambda: seq(nn.Conv2d(7, 7, 3, stride=2, padding=2, dilation=2, groups=7, bias=False), nn.BatchNorm2d(7)),
+        [torch.rand(2, 7, 7, 7)], (1, 0)),
+    "pointwise_1x1_on_1x1_affine_false": (
+        lambda: seq(nn.Conv2d(5, 3, 1), nn.BatchNorm2d(3, affine=False)), [torch.rand(4, 5, 1, 1)], (1, 0)),
+    "conv1d_stride2": (
+        lambda: seq(nn.Conv1d(5, 3, 3, stride=2, padding=1), nn.BatchNorm1d(3)), [torch.rand(2, 5, 9)], (1, 0)),
+    "conv3d": (
+        lambda: seq(nn.Conv3d(2, 3, 3, padding=1, bias=False), nn.BatchNorm3d(3)), [torch.rand(2, 2, 3, 4, 5)],
+        (1, 0)),
+    "transposed_grouped_stride2": (
+        lambda: seq(nn.ConvTranspose2d(4, 6, 3, stride=2, padding=1, output_padding=1, groups=2), nn.BatchNorm2d(6)),
+        [torch.rand(2, 4, 5, 5)], (1, 0)),
+    "chain_with_dynamic_batch": (
+        lambda: seq(nn.Conv2d(3, 8, 3, stride=2, padding=1), nn.BatchNorm2d(8), nn.Hardswish(),
+                    nn.Conv2d(8, 8, 3, padding=1, groups=8), nn.BatchNorm2d(8), nn.ReLU()),
+        [torch.rand(1, 3, 9, 9), torch.rand(3, 3, 9, 9)], (2, 0)),
+    "shared_weight_two_batch_norms": (SharedChain, [torch.rand(2, 4, 6, 6)], (2, 0)),
+    "float64": (
+        lambda: seq(nn.Conv2d(3, 5, 3, stride=2), nn.BatchNorm2d(5)).double(), [torch.rand(2, 3, 7, 7).double()],
+        (1, 0)),
+    "linear_batch3": (
+        lambda: seq(nn.Linear(7, 5), nn.BatchNorm1d(5), nn.ReLU()), [torch.rand(3, 7)], (0, 1)),
+    "linear_no_bias_affine_false": (
+        lambda: seq(nn.Linear(6, 9, bias=False), nn.BatchNorm1d(9, affine=False)), [torch.rand(4, 6)], (0, 1)),
+}
+
+
+@pytest.mark.parametrize("case", sorted(FOLDING_CASES))
+def test_folded_model_matches_torch_and_runs_no_batch_norm(case, full_lib):
+    factory, inputs, expected = FOLDING_CASES[case]
+    torch.manual_seed(0)
+    module = trained(factory())
+    before = {k: v.clone() for k, v in module.state_dict().items()}
+    spec = spec_from(module, [(x,) for x in inputs])
+    exported = export_model(spec)
+    assert folded(exported) == dict(zip(graph_passes.names(), expected))
+    assert BATCH_NORM not in ops_of(exported.program)
+    # On the runtime, against torch eager, at the float32 (or float64) tolerance.
+    checks = check_model(spec, full_lib, program=exported.program)
+    assert all(c.ok for c in checks)
+    # The rewritten ExportedProgram is still a valid one that computes the model.
+    ep = exported.exported[0]
+    ep.validate()
+    with torch.no_grad():
+        torch.testing.assert_close(ep.module()(inputs[-1]), module(inputs[-1]), rtol=1e-5, atol=1e-5)
+    # The module's own parameters and buffers are untouched.
+    after = module.state_dict()
+    assert all(torch.equal(before[k], after[k]) for k in before)
+
+
+def test_the_weight_a_conv_without_batch_norm_reads_is_kept(full_lib):
+    torch.manual_seed(0)
+    spec = spec_from(trained(Twice()), [(torch.rand(2, 3, 5, 5),)])
+    exported = export_model(spec)
+    assert folded(exported)["fold_conv_bn"] == 1
+    (m,) = pp.read(exported.program).methods
+    assert [ins.op for ins in m.instructions] == ["aten::convolution", "aten::convolution"]
+    weights = [v for v in m.values if v.kind == pp.TENSOR and v.constant and v.sizes == [3, 3, 3, 3]]
+    assert len(weights) == 2  # the folded copy, and the original the second conv reads
+    assert all(c.ok for c in check_model(spec, full_lib, program=exported.program))
+
+
+def test_folded_layers_are_prepacked_with_their_folded_weights(full_lib):
+    torch.manual_seed(0)
+    module = trained(seq(nn.Conv2d(3, 6, 3, stride=2, padding=1, bias=False), nn.BatchNorm2d(6), nn.ReLU(),
+                         nn.Flatten(), nn.Linear(6 * 16, 5, bias=False), nn.BatchNorm1d(5)))
+    spec = spec_from(module, [(torch.rand(1, 3, 8, 8),), (torch.rand(3, 3, 8, 8),)])
+    exported = export_model(spec, prepack=True)
+    assert folded(exported) == {"fold_conv_bn": 1, "fold_linear_bn": 1}
+    assert ops_of(exported.program) == ["pare::conv2d_prepack", "pare::linear_prepack", "aten::sym_size.int",
+                                        "pare::conv2d_prepacked", "aten::relu", "aten::view", "pare::linear_prepacked"]
+    assert all(c.ok for c in check_model(spec, full_lib, program=exported.program))
+
+
+class SecondUser(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 4, 3)
+        self.bn = nn.BatchNorm2d(4)
+
+    def forward(self, x):
+        y = self.conv(x)
+        return self.bn(y) + y  # the residual needs y unnormalised
+
+
+class StatsAsInputs(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 4, 3)
+
+    def forward(self, x, mean, var):
+        return nn.functional.batch_norm(self.conv(x), mean, var, training=False)
+
+
+class AfterAdd(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 3, 1)
+        self.bn = nn.BatchNorm2d(3)
+
+    def forward(self, x):
+        return self.bn(self.conv(x) + x)
+
+
+class LinearOn3d(nn.Module):
+    """Linear over [batch, time, features] then batch norm over time: the
+    batch norm's channels are not the linear's outputs."""
+
+    def __init__(self):
+        super().__init__()
+        self.linear = nn.Linear(4, 4)
+        self.bn = nn.BatchNorm1d(5)
+
+    def forward(self, x):
+        return self.bn(self.linear(x))
+
+
+@pytest.mark.parametrize("module,inputs", [
+    (SecondUser, (torch.rand(2, 3, 6, 6),)),
+    (StatsAsInputs, (torch.rand(2, 3, 6, 6), torch.rand(4), torch.rand(4) + 0.5)),
+    (AfterAdd, (torch.rand(2, 3, 4, 4),)),
+    (LinearOn3d, (torch.rand(2, 5, 4),)),
+], ids=lambda x: getattr(x, "__name__", ""))
+def test_batch_norms_that_cannot_fold_are_left_alone(module, inputs, full_lib):
+    torch.manual_seed(0)
+    spec = spec_from(trained(module()), [inputs])
+    exported = export_model(spec)
+    assert set(folded(exported).values()) == {0}
+    assert BATCH_NORM in ops_of(exported.program)
+    assert exported.program == export_model(spec, passes="none").program  # untouched: the same bytes
+    assert all(c.ok for c in check_model(spec, full_lib, program=exported.program))
+
+
+def test_passes_none_keeps_the_batch_norm():
+    torch.manual_seed(0)
+    spec = spec_from(trained(seq(nn.Conv2d(3, 4, 3), nn.BatchNorm2d(4))), [(torch.rand(1, 3, 5, 5),)])
+    exported = export_model(spec, passes="none")
+    assert exported.passes == ()
+    assert ops_of(exported.program) == ["aten::convolution", BATCH_NORM]
+    # Selecting only the other pass, or blocking this one, leaves it too.
+    for passes in ("fold_linear_bn", graph_passes.resolve("default", skip="fold_conv_bn")):
+        exported = export_model(spec, passes=passes)
+        assert [run.name for run in exported.passes] == ["fold_linear_bn"]
+        assert BATCH_NORM in ops_of(exported.program)
+
+
+def test_selection_resolves_to_the_canonical_order():
+    assert graph_passes.names() == ("fold_conv_bn", "fold_linear_bn")
+    assert graph_passes.resolve() == graph_passes.resolve("default") == graph_passes.names()
+    assert graph_passes.resolve("none") == ()
+    assert graph_passes.resolve("fold_linear_bn, fold_conv_bn") == ("fold_conv_bn", "fold_linear_bn")
+    assert graph_passes.resolve(["fold_linear_bn"]) == ("fold_linear_bn",)
+    assert graph_passes.resolve("default", skip="fold_linear_bn") == ("fold_conv_bn",)
+    assert graph_passes.resolve("none", skip=["fold_conv_bn"]) == ()
+
+
+@pytest.mark.parametrize("passes,skip,message", [
+    ("fold_bn", (), "--passes: unknown pass 'fold_bn'; the passes are fold_conv_bn, fold_linear_bn"),
+    ("fold_conv_bn,,fold_linear_bn", (), "empty pass name"),
+    ("default,fold_conv_bn", (), "unknown pass 'default'"),
+    ("default", "none", "--skip-passes: unknown pass 'none'"),
+])
+def test_unknown_pass_names_are_user_errors(passes, skip, message):
+    with pytest.raises(TracerError, match=message) as e:
+        graph_passes.resolve(passes, skip)
+    assert "\n" not in str(e.value)
+
+
+def test_the_docs_describe_every_pass():
+    doc = (REPO / "docs" / "tracer.md").read_text()
+    section = doc[doc.index("## Graph passes"):doc.index("\n## ", doc.index("## Graph passes") + 1)]
+    for name in graph_passes.names():
+        assert f"| `{name}` |" in section, name
+
+
+def test_nothing_to_fold_gives_the_same_program():
+    torch.manual_seed(0)
+    spec = spec_from(seq(nn.Conv2d(3, 4, 3), nn.ReLU(), nn.Flatten(), nn.Linear(36, 2)), [(torch.rand(2, 3, 5, 5),)])
+    assert export_model(spec).program == export_model(spec, passes="none").program
+
+
+@pytest.fixture(scope="module")
+def demo_traces(tracing_lib):
+    from tools.tracer import load_model_spec
+
+    spec = load_model_spec(DEMO)
+    return {passes: trace_model(spec, runtime=tracing_lib, passes=passes).manifest for passes in ("default", "none")}
+
+
+def test_manifest_of_a_folded_model_selects_no_batch_norm(demo_traces):
+    default, none = demo_traces["default"], demo_traces["none"]
+    assert BATCH_NORM not in default.operators and "batch_norm_kernel" not in default.kernel_metadata
+    assert BATCH_NORM in none.operators and none.kernel_metadata["batch_norm_kernel"] == ("Float",)
+    assert set(none.operators) - set(default.operators) == {BATCH_NORM}
+
+
+def test_manifest_debug_info_records_the_passes(demo_traces):
+    (info,) = demo_traces["default"].debug_info
+    assert json.loads(info)["passes"] == [{"name": "fold_conv_bn", "folded": 2},
+                                          {"name": "fold_linear_bn", "folded": 0}]
+    (info,) = demo_traces["none"].debug_info
+    assert json.loads(info)["passes"] == []
+
+
+# -- the flags ------------------------------------------------------------------
+
+
+def run_cli(capsys, *argv: str) -> tuple[int, str, str]:
+    code = cli.main(["-q", *argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_export_flags(capsys, tmp_path):
+    code, out, err = run_cli(capsys, "export", str(DEMO), "-o", str(tmp_path / "default.pare"))
+    assert code == 0, err
+    assert "passes fold_conv_bn (2 folded), fold_linear_bn (0 folded)" in out
+    code, out, err = run_cli(capsys, "export", str(DEMO), "-o", str(tmp_path / "none.pare"), "--passes=none")
+    assert code == 0 and "no graph passes" in out, err
+    code, out, err = run_cli(capsys, "export", str(DEMO), "-o", str(tmp_path / "skip.pare"),
+                             "--skip-passes", "fold_conv_bn")
+    assert code == 0 and "passes fold_linear_bn (0 folded)" in out, err
+    assert BATCH_NORM not in ops_of((tmp_path / "default.pare").read_bytes())
+    assert ops_of((tmp_path / "none.pare").read_bytes()).count(BATCH_NORM) == 2
+    assert (tmp_path / "skip.pare").read_bytes() == (tmp_path / "none.pare").read_bytes()
+
+
+def test_trace_and_check_flags(capsys, tmp_path, tracing_lib, full_lib):
+    out_file = tmp_path / "manifest.yaml"
+    code, out, err = run_cli(capsys, "trace", str(DEMO), "-o", str(out_file), "--runtime", str(tracing_lib),
+                             "--passes", "fold_linear_bn")
+    assert code == 0, err
+    assert "passes fold_linear_bn (0 folded)" in out
+    assert '"passes": [{"folded": 0, "name": "fold_linear_bn"}]' in out_file.read_text()
+    assert BATCH_NORM in out_file.read_text()
+    for passes in ("default", "none"):
+        code, out, err = run_cli(capsys, "check", str(DEMO), "--runtime", str(full_lib), "--passes", passes)
+        assert code == 0 and out.startswith("check passed: 2 inputs"), err
+
+
+@pytest.mark.parametrize("command", ["export", "trace", "check"])
+@pytest.mark.parametrize("flag,value,message", [
+    ("--passes", "fold_everything", ("argument --passes: unknown pass 'fold_everything'; the passes are "
+                                     "fold_conv_bn, fold_linear_bn (or default or none alone)")),
+    ("--skip-passes", "default", ("argument --skip-passes: unknown pass 'default'; the passes are fold_conv_bn, "
+                                  "fold_linear_bn")),
+])
+def test_unknown_pass_flag_is_one_line_exit_2(capsys, tmp_path, command, flag, value, message):
+    extra = {"export": ["-o", str(tmp_path / "x.pare")], "check": ["--runtime", str(tmp_path / "lib.so")]}
+    code, out, err = run_cli(capsys, command, str(DEMO), *extra.get(command, []), flag, value)
+    assert code == 2 and out == ""
+    assert err.startswith(f"error: {message}") and len(err.splitlines()) == 1 and "Traceback" not in err
+    assert not (tmp_path / "x.pare").exists()
+
+
+def test_bench_takes_the_same_flags(capsys, full_lib):
+    from tools.bench.__main__ import main as bench_main
+    from tools.bench.models import bench_model, load_runtime
+
+    assert bench_main([str(DEMO), "--passes", "fold_everything"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: argument --passes: unknown pass 'fold_everything'") and len(err.splitlines()) == 1
+    threads = torch.get_num_threads()
+    try:
+        result = bench_model(DEMO, load_runtime(full_lib), full_lib, rounds=1, threads=1, passes="none")
+    finally:
+        torch.set_num_threads(threads)
+    assert result.passes == () and json.loads(json.dumps(result.to_json()))["passes"] == []
