@@ -52,6 +52,11 @@ def test_linear_prepacked(runtime, in_shape, out_features, bias):
     dict(x=(2, 4, 10, 7), w=(6, 4, 3, 2), stride=(2, 1), padding=(1, 2), dilation=(1, 1), groups=1),
     dict(x=(1, 4, 12, 12), w=(8, 2, 3, 3), stride=(1, 1), padding=(2, 2), dilation=(2, 2), groups=2),
     dict(x=(2, 6, 8, 8), w=(6, 1, 3, 3), stride=(1, 1), padding=(1, 1), dilation=(1, 1), groups=6),  # depthwise
+    # Depthwise on the direct kernel: 5x5 stride 2 with channel multiplier 2, 7x7 on odd widths.
+    dict(x=(2, 4, 11, 13), w=(8, 1, 5, 5), stride=(2, 2), padding=(2, 2), dilation=(1, 1), groups=4),
+    dict(x=(1, 5, 9, 17), w=(5, 1, 7, 7), stride=(1, 1), padding=(3, 3), dilation=(1, 1), groups=5),
+    # Dilated depthwise: no direct kernel, a GEMM per channel.
+    dict(x=(1, 4, 9, 9), w=(4, 1, 3, 3), stride=(1, 1), padding=(2, 2), dilation=(2, 2), groups=4),
     dict(x=(1, 16, 14, 14), w=(32, 16, 1, 1), stride=(1, 1), padding=(0, 0), dilation=(1, 1), groups=1),  # 1x1
     dict(x=(3, 9, 9), w=(5, 3, 3, 3), stride=(2, 2), padding=(1, 1), dilation=(1, 1), groups=1),  # unbatched
     dict(x=(1, 64, 20, 20), w=(70, 64, 3, 3), stride=(1, 1), padding=(1, 1), dilation=(1, 1), groups=1),  # K > 256

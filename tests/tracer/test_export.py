@@ -22,7 +22,7 @@ def method(info: pp.ProgramInfo, name: str) -> pp.MethodInfo:
 
 
 def test_dynamic_batch_and_constants():
-    info = pp.read(exported("tiny_mlp").program)
+    info = pp.read(exported("tiny_mlp", passes="none").program)
     (m,) = info.methods
     assert m.name == "forward"
     (x,) = m.inputs
@@ -70,7 +70,7 @@ def test_export_is_deterministic():
 
 
 def test_prepack_rewrites_linear_onto_packed_weights():
-    info = pp.read(exported("tiny_mlp", prepack=True).program)
+    info = pp.read(exported("tiny_mlp").program)
     (m,) = info.methods
     assert m.num_init == 2
     assert ops_of(m)[:2] == ["pare::linear_prepack", "pare::linear_prepack"]
@@ -95,7 +95,7 @@ def test_prepack_rewrites_conv2d_and_leaves_non_constant_weights_alone():
     torch.manual_seed(0)
     spec = spec_from(Net(), [(torch.rand(1, 3, 8, 8), torch.rand(2, 3, 3, 3))])
     with pytest.raises(MissingOpsError) as e:  # the second conv stays aten::convolution
-        export_model(spec, prepack=True, inventory=_inventory_without("aten::convolution"))
+        export_model(spec, inventory=_inventory_without("aten::convolution"))
     assert list(e.value.missing) == ["aten::convolution"]
     assert len(e.value.missing["aten::convolution"]) == 1
 
@@ -113,7 +113,7 @@ def test_prepacked_conv_program_structure():
     torch.manual_seed(0)
     conv = nn.Sequential(nn.Conv2d(3, 4, 3, stride=2, padding=1), nn.ReLU())
     spec = spec_from(conv, [(torch.rand(1, 3, 8, 8),), (torch.rand(2, 3, 8, 8),)])
-    info = pp.read(export_model(spec, prepack=True).program)
+    info = pp.read(export_model(spec).program)
     (m,) = info.methods
     assert ops_of(m) == ["pare::conv2d_prepack", "pare::conv2d_prepacked", "aten::relu"]
     args = [m.values[i].payload for i in m.instructions[0].inputs[2:]]

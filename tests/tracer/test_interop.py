@@ -111,7 +111,7 @@ def test_written_manifests_load_in_torchgen_with_the_same_answers():
 
 
 def test_traced_manifest_loads_in_torchgen(tracing_lib):
-    m = trace_model(spec_of("tiny_mlp"), runtime=tracing_lib, prepack=True).manifest
+    m = trace_model(spec_of("tiny_mlp"), runtime=tracing_lib).manifest
     assert_torchgen_agrees(m, load_inventory())
 
 

@@ -39,8 +39,13 @@ def ops_of(program: bytes) -> list[str]:
     return [ins.op for m in pp.read(program).methods for ins in m.instructions]
 
 
+# The folding passes alone: programs without prepack_weights' rewrite, so the
+# ops they call can be compared with the unfolded program's.
+FOLDS = "fold_conv_bn,fold_linear_bn"
+
+
 def folded(exported) -> dict[str, int]:
-    return {run.name: dict(run.changes)["folded"] for run in exported.passes}
+    return {run.name: dict(run.changes)["folded"] for run in exported.passes if run.name.startswith("fold_")}
 
 
 class Twice(nn.Module):
@@ -133,7 +138,7 @@ def test_folded_model_matches_torch_and_runs_no_batch_norm(case, full_lib):
 def test_the_weight_a_conv_without_batch_norm_reads_is_kept(full_lib):
     torch.manual_seed(0)
     spec = spec_from(trained(Twice()), [(torch.rand(2, 3, 5, 5),)])
-    exported = export_model(spec)
+    exported = export_model(spec, passes=FOLDS)
     assert folded(exported)["fold_conv_bn"] == 1
     (m,) = pp.read(exported.program).methods
     assert [ins.op for ins in m.instructions] == ["aten::convolution", "aten::convolution"]
@@ -147,7 +152,7 @@ def test_folded_layers_are_prepacked_with_their_folded_weights(full_lib):
     module = trained(seq(nn.Conv2d(3, 6, 3, stride=2, padding=1, bias=False), nn.BatchNorm2d(6), nn.ReLU(),
                          nn.Flatten(), nn.Linear(6 * 16, 5, bias=False), nn.BatchNorm1d(5)))
     spec = spec_from(module, [(torch.rand(1, 3, 8, 8),), (torch.rand(3, 3, 8, 8),)])
-    exported = export_model(spec, prepack=True)
+    exported = export_model(spec)
     assert folded(exported) == {"fold_conv_bn": 1, "fold_linear_bn": 1}
     assert ops_of(exported.program) == ["pare::conv2d_prepack", "pare::linear_prepack", "aten::sym_size.int",
                                         "pare::conv2d_prepacked", "aten::relu", "aten::view", "pare::linear_prepacked"]
@@ -209,7 +214,7 @@ def test_batch_norms_that_cannot_fold_are_left_alone(module, inputs, full_lib):
     exported = export_model(spec)
     assert set(folded(exported).values()) == {0}
     assert BATCH_NORM in ops_of(exported.program)
-    assert exported.program == export_model(spec, passes="none").program  # untouched: the same bytes
+    assert export_model(spec, passes=FOLDS).program == export_model(spec, passes="none").program  # untouched
     assert all(c.ok for c in check_model(spec, full_lib, program=exported.program))
 
 
@@ -222,22 +227,22 @@ def test_passes_none_keeps_the_batch_norm():
     # Selecting only the other pass, or blocking this one, leaves it too.
     for passes in ("fold_linear_bn", graph_passes.resolve("default", skip="fold_conv_bn")):
         exported = export_model(spec, passes=passes)
-        assert [run.name for run in exported.passes] == ["fold_linear_bn"]
+        assert [run.name for run in exported.passes][:1] == ["fold_linear_bn"]
         assert BATCH_NORM in ops_of(exported.program)
 
 
 def test_selection_resolves_to_the_canonical_order():
-    assert graph_passes.names() == ("fold_conv_bn", "fold_linear_bn")
+    assert graph_passes.names() == ("fold_conv_bn", "fold_linear_bn", "prepack_weights")
     assert graph_passes.resolve() == graph_passes.resolve("default") == graph_passes.names()
     assert graph_passes.resolve("none") == ()
-    assert graph_passes.resolve("fold_linear_bn, fold_conv_bn") == ("fold_conv_bn", "fold_linear_bn")
+    assert graph_passes.resolve("prepack_weights,fold_linear_bn, fold_conv_bn") == graph_passes.names()
     assert graph_passes.resolve(["fold_linear_bn"]) == ("fold_linear_bn",)
-    assert graph_passes.resolve("default", skip="fold_linear_bn") == ("fold_conv_bn",)
+    assert graph_passes.resolve("default", skip="fold_linear_bn") == ("fold_conv_bn", "prepack_weights")
     assert graph_passes.resolve("none", skip=["fold_conv_bn"]) == ()
 
 
 @pytest.mark.parametrize("passes,skip,message", [
-    ("fold_bn", (), "--passes: unknown pass 'fold_bn'; the passes are fold_conv_bn, fold_linear_bn"),
+    ("fold_bn", (), "--passes: unknown pass 'fold_bn'; the passes are fold_conv_bn, fold_linear_bn, prepack_weights"),
     ("fold_conv_bn,,fold_linear_bn", (), "empty pass name"),
     ("default,fold_conv_bn", (), "unknown pass 'default'"),
     ("default", "none", "--skip-passes: unknown pass 'none'"),
@@ -258,7 +263,7 @@ def test_the_docs_describe_every_pass():
 def test_nothing_to_fold_gives_the_same_program():
     torch.manual_seed(0)
     spec = spec_from(seq(nn.Conv2d(3, 4, 3), nn.ReLU(), nn.Flatten(), nn.Linear(36, 2)), [(torch.rand(2, 3, 5, 5),)])
-    assert export_model(spec).program == export_model(spec, passes="none").program
+    assert export_model(spec, passes=FOLDS).program == export_model(spec, passes="none").program
 
 
 @pytest.fixture(scope="module")
@@ -266,20 +271,27 @@ def demo_traces(tracing_lib):
     from tools.tracer import load_model_spec
 
     spec = load_model_spec(DEMO)
-    return {passes: trace_model(spec, runtime=tracing_lib, passes=passes).manifest for passes in ("default", "none")}
+    return {passes: trace_model(spec, runtime=tracing_lib, passes=passes).manifest
+            for passes in ("default", FOLDS, "none")}
 
 
 def test_manifest_of_a_folded_model_selects_no_batch_norm(demo_traces):
-    default, none = demo_traces["default"], demo_traces["none"]
-    assert BATCH_NORM not in default.operators and "batch_norm_kernel" not in default.kernel_metadata
+    default, folds, none = demo_traces["default"], demo_traces[FOLDS], demo_traces["none"]
+    assert BATCH_NORM not in folds.operators and "batch_norm_kernel" not in folds.kernel_metadata
     assert BATCH_NORM in none.operators and none.kernel_metadata["batch_norm_kernel"] == ("Float",)
-    assert set(none.operators) - set(default.operators) == {BATCH_NORM}
+    assert set(none.operators) - set(folds.operators) == {BATCH_NORM}
+    # With prepack_weights too, the layers run on the packed-weight classes:
+    # no convolution or addmm kernel, no batch norm.
+    assert BATCH_NORM not in default.operators
+    assert not {"aten::convolution", "aten::addmm"} & set(default.operators)
+    assert default.custom_classes == {"Conv2dPackedParams", "LinearPackedParams"}
 
 
 def test_manifest_debug_info_records_the_passes(demo_traces):
     (info,) = demo_traces["default"].debug_info
     assert json.loads(info)["passes"] == [{"name": "fold_conv_bn", "folded": 2},
-                                          {"name": "fold_linear_bn", "folded": 0}]
+                                          {"name": "fold_linear_bn", "folded": 0},
+                                          {"name": "prepack_weights", "conv2d": 3, "linear": 2}]
     (info,) = demo_traces["none"].debug_info
     assert json.loads(info)["passes"] == []
 
@@ -296,11 +308,11 @@ def run_cli(capsys, *argv: str) -> tuple[int, str, str]:
 def test_export_flags(capsys, tmp_path):
     code, out, err = run_cli(capsys, "export", str(DEMO), "-o", str(tmp_path / "default.pare"))
     assert code == 0, err
-    assert "passes fold_conv_bn (2 folded), fold_linear_bn (0 folded)" in out
+    assert "passes fold_conv_bn (2 folded), fold_linear_bn (0 folded), prepack_weights (3 conv2d, 2 linear)" in out
     code, out, err = run_cli(capsys, "export", str(DEMO), "-o", str(tmp_path / "none.pare"), "--passes=none")
     assert code == 0 and "no graph passes" in out, err
     code, out, err = run_cli(capsys, "export", str(DEMO), "-o", str(tmp_path / "skip.pare"),
-                             "--skip-passes", "fold_conv_bn")
+                             "--skip-passes", "fold_conv_bn,prepack_weights")
     assert code == 0 and "passes fold_linear_bn (0 folded)" in out, err
     assert BATCH_NORM not in ops_of((tmp_path / "default.pare").read_bytes())
     assert ops_of((tmp_path / "none.pare").read_bytes()).count(BATCH_NORM) == 2
@@ -323,9 +335,9 @@ def test_trace_and_check_flags(capsys, tmp_path, tracing_lib, full_lib):
 @pytest.mark.parametrize("command", ["export", "trace", "check"])
 @pytest.mark.parametrize("flag,value,message", [
     ("--passes", "fold_everything", ("argument --passes: unknown pass 'fold_everything'; the passes are "
-                                     "fold_conv_bn, fold_linear_bn (or default or none alone)")),
+                                     "fold_conv_bn, fold_linear_bn, prepack_weights (or default or none alone)")),
     ("--skip-passes", "default", ("argument --skip-passes: unknown pass 'default'; the passes are fold_conv_bn, "
-                                  "fold_linear_bn")),
+                                  "fold_linear_bn, prepack_weights")),
 ])
 def test_unknown_pass_flag_is_one_line_exit_2(capsys, tmp_path, command, flag, value, message):
     extra = {"export": ["-o", str(tmp_path / "x.pare")], "check": ["--runtime", str(tmp_path / "lib.so")]}

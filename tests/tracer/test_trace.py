@@ -19,7 +19,7 @@ from tools.tracer.runner import to_numpy_input
 
 @pytest.fixture(scope="module")
 def mlp_trace(tracing_lib):
-    return trace_model(spec_of("tiny_mlp"), runtime=tracing_lib)
+    return trace_model(spec_of("tiny_mlp"), runtime=tracing_lib, passes="none")
 
 
 def test_trace_writes_what_the_runtime_executed(mlp_trace):
@@ -35,7 +35,7 @@ def test_trace_writes_what_the_runtime_executed(mlp_trace):
     assert not m.include_all_operators and not m.include_all_non_op_selectives
     assert m.custom_classes == frozenset() and m.build_features == frozenset()
     (info,) = m.debug_info
-    assert '"model": "tests/tracer/models/tiny_mlp.py"' in info and '"prepack": false' in info
+    assert '"model": "tests/tracer/models/tiny_mlp.py"' in info and '"passes": []' in info
     assert [c.ok for c in mlp_trace.checks] == [True, True]
 
 
@@ -48,12 +48,12 @@ def test_manifest_text_is_canonical_and_round_trips(mlp_trace):
 
 
 def test_trace_is_byte_identical_across_runs(mlp_trace, tracing_lib):
-    again = trace_model(spec_of("tiny_mlp"), runtime=tracing_lib)
+    again = trace_model(spec_of("tiny_mlp"), runtime=tracing_lib, passes="none")
     assert again.manifest.dump() == mlp_trace.manifest.dump()
 
 
 def test_prepack_trace_selects_the_class(tracing_lib):
-    m = trace_model(spec_of("tiny_mlp"), runtime=tracing_lib, prepack=True).manifest
+    m = trace_model(spec_of("tiny_mlp"), runtime=tracing_lib).manifest
     assert m.custom_classes == frozenset({"LinearPackedParams"})
     assert {"pare::linear_prepack", "pare::linear_prepacked"} <= set(m.operators)
     assert "aten::addmm" not in m.operators
@@ -91,7 +91,7 @@ def test_check_passes_on_the_full_runtime(full_lib):
 
 
 def test_check_runs_a_program_file(full_lib):
-    program = exported("tiny_mlp", prepack=True).program
+    program = exported("tiny_mlp").program
     checks = check_model(spec_of("tiny_mlp"), full_lib, program=program)
     assert all(c.ok for c in checks)
     with pytest.raises(TracerError, match="--program has no method forward_int64_int64"):

@@ -28,12 +28,12 @@ def spec_of(name: str) -> model_spec.ModelSpec:
     return _specs[name]
 
 
-def exported(name: str, prepack: bool = False) -> exporter.ExportedModel:
-    """export_model of a test model (once per session and flag): torch.export
-    is the slow part of every test."""
-    key = (name, prepack)
+def exported(name: str, passes: str = "default") -> exporter.ExportedModel:
+    """export_model of a test model (once per session and pass selection):
+    torch.export is the slow part of every test."""
+    key = (name, passes)
     if key not in _exports:
-        _exports[key] = exporter.export_model(spec_of(name), prepack=prepack)
+        _exports[key] = exporter.export_model(spec_of(name), passes=passes)
     return _exports[key]
 
 

@@ -5,7 +5,7 @@ Library API (the CLI in `tools.tracer.cli` is a thin layer over it)::
     from tools.tracer import load_model_spec, export_model, trace_model, check_model
 
     spec = load_model_spec("apps/demo/model.py")
-    exported = export_model(spec, prepack=False)        # .program (bytes), .groups (methods)
+    exported = export_model(spec)                       # .program (bytes), .groups (methods)
     result = trace_model(spec)                          # .manifest (codegen.Manifest), .checks
     checks = check_model(spec, "libpare_full.so")       # raises NumericMismatchError on a mismatch
 

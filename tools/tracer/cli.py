@@ -64,8 +64,6 @@ def _parser() -> argparse.ArgumentParser:
                            formatter_class=argparse.RawDescriptionHelpFormatter)
         c.add_argument("model", metavar="MODEL", help="model spec: a .py file whose build() returns (module, inputs) "
                        "(docs/model_spec.md)")
-        c.add_argument("--prepack", action="store_true", help="run linear and conv2d layers with constant weights "
-                       "on the runtime's prepacked-weight classes (pare::linear_prepacked, pare::conv2d_prepacked)")
         passes.add_arguments(c)
         return c
 
@@ -88,7 +86,7 @@ def _parser() -> argparse.ArgumentParser:
                       "qemu harness) and compare every output with torch eager")
     c.add_argument("--runtime", required=True, metavar="LIB", help="the runtime .so to check")
     c.add_argument("--program", metavar="FILE", help="run this program file (from export) instead of exporting "
-                   "the model again (--prepack and --passes then do not apply: the file holds what export wrote)")
+                   "the model again (--passes then does not apply: the file holds what export wrote)")
     tolerance_flags(c)
 
     m = sub.add_parser("merge", help="union of manifests (PyTorch semantics)", description="Union of manifests, as "
@@ -149,7 +147,7 @@ def _cmd_export(args, progress) -> int:
     start = time.monotonic()
     with progress.step(f"loading {args.model}"):
         spec = load_model_spec(args.model)
-    exported = export_model(spec, prepack=args.prepack, passes=_passes(args), progress=progress)
+    exported = export_model(spec, passes=_passes(args), progress=progress)
     _write(args.output, exported.program)
     methods = ", ".join(f"{g.name} (inputs {', '.join(map(str, g.indices))})" for g in exported.groups)
     print(f"wrote {args.output}: {len(exported.program)} bytes; methods {methods}; "
@@ -195,7 +193,7 @@ def _cmd_trace(args, progress) -> int:
     start = time.monotonic()
     with progress.step(f"loading {args.model}"):
         spec = load_model_spec(args.model)
-    result = trace_model(spec, runtime=args.runtime, prepack=args.prepack, passes=_passes(args),
+    result = trace_model(spec, runtime=args.runtime, passes=_passes(args),
                          tolerance=_tolerance(args), progress=progress)
     text = result.manifest.dump()
     if args.output:
@@ -224,7 +222,7 @@ def _cmd_check(args, progress) -> int:
                               f"{PROG} export") from None
     with progress.step(f"loading {args.model}"):
         spec = load_model_spec(args.model)
-    checks = check_model(spec, args.runtime, prepack=args.prepack, passes=_passes(args), program=program,
+    checks = check_model(spec, args.runtime, passes=_passes(args), program=program,
                          tolerance=_tolerance(args), progress=progress)
     _print_checks(checks, progress)
     outputs = sum(len(c.outputs) for c in checks)

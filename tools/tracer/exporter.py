@@ -185,7 +185,7 @@ def _first_line(e: BaseException) -> str:
     return (line[:400] + "...") if len(line) > 400 else line
 
 
-def export_model(spec: ModelSpec, *, prepack: bool = False, passes: str | Iterable[str] = graph_passes.DEFAULT,
+def export_model(spec: ModelSpec, *, passes: str | Iterable[str] = graph_passes.DEFAULT,
                  inventory: codegen.Inventory | None = None, progress: Progress | None = None) -> ExportedModel:
     """Exports every method group, runs the graph passes on it and lowers
     it into one program. `passes`: "default" (every pass), "none", or the
@@ -193,6 +193,7 @@ def export_model(spec: ModelSpec, *, prepack: bool = False, passes: str | Iterab
     they run in the passes' own order."""
     progress = progress or Progress.silent()
     selected = graph_passes.resolve(passes)
+    prepack = graph_passes.PREPACK in selected
     if inventory is None:
         inventory = paths.load_inventory()
     groups = group_inputs(spec)
@@ -220,4 +221,6 @@ def export_model(spec: ModelSpec, *, prepack: bool = False, passes: str | Iterab
     except ProgramError as e:
         raise TracerError(f"{spec.path}: cannot write the program: {e}") from None
     counts = {name: len(uses) for name, uses in sorted(report.uses.items())}
+    if prepack:
+        runs.append((graph_passes.PassRun(graph_passes.PREPACK, tuple(sorted(report.prepacked.items()))),))
     return ExportedModel(spec, program, groups, tuple(exported), counts, prepack, graph_passes.combine(runs))

@@ -28,8 +28,9 @@ operator call is resolved here instead:
   is larger than its largest input (so folding never grows the program much)
   or the op draws random numbers.
 
-`prepack=True` rewrites `addmm`/`mm` on a constant weight (transposed by
-`permute`, as linear decomposes) and 2-d `convolution` on a constant weight
+`prepack=True` (the prepack_weights pass, on by default: tools/tracer/passes.py)
+rewrites `addmm`/`mm` on a constant weight (transposed by `permute`, as
+linear decomposes) and 2-d `convolution` on a constant weight
 onto `pare::linear_prepacked` / `pare::conv2d_prepacked`, with the
 `*_prepack` call in the method's init section (run once at method creation).
 """
@@ -149,6 +150,7 @@ class LoweringReport:
 
     uses: dict[str, list[OpUse]] = field(default_factory=lambda: defaultdict(list))
     unsupported: dict[str, list[OpUse]] = field(default_factory=lambda: defaultdict(list))
+    prepacked: dict[str, int] = field(default_factory=lambda: {"linear": 0, "conv2d": 0})  # layers packed
 
 
 @dataclass(frozen=True)
@@ -502,6 +504,7 @@ class MethodLowering:
                 self.report.uses[LINEAR_PREPACK].append(use)
             self.env[node] = self.mb.op(LINEAR_PREPACKED, self._value_of(plan.deps[0]), self._packed[cache_key])
             self.report.uses[LINEAR_PREPACKED].append(use)
+            self.report.prepacked["linear"] += 1
         elif plan.kind == "conv2d_prepack":
             w, bias, stride, padding, dilation, groups = plan.detail
             cache_key = ("conv2d", w, bias, tuple(stride), tuple(padding), tuple(dilation), groups)
@@ -512,6 +515,7 @@ class MethodLowering:
                 self.report.uses[CONV2D_PREPACK].append(use)
             self.env[node] = self.mb.op(CONV2D_PREPACKED, self._value_of(plan.deps[0]), self._packed[cache_key])
             self.report.uses[CONV2D_PREPACKED].append(use)
+            self.report.prepacked["conv2d"] += 1
         else:
             self._lower_op(node, plan, use)
 

@@ -37,6 +37,7 @@ if TYPE_CHECKING:
 
 DEFAULT = "default"
 NONE = "none"
+PREPACK = "prepack_weights"  # applied by lowering, not on the graph
 
 
 class UnknownPassError(TracerError):
@@ -47,7 +48,10 @@ class UnknownPassError(TracerError):
 class GraphPass:
     name: str
     description: str  # one line, shown by --help and docs/tracer.md
-    run: Callable[[PassContext], dict[str, int]]  # rewrites in place; returns counts of what it changed
+    # Rewrites the graph in place; returns counts of what it changed. None:
+    # the pass is applied by lowering (tools/tracer/lowering.py), which
+    # reports its counts (prepack_weights: the layers it packs).
+    run: Callable[[PassContext], dict[str, int]] | None
 
 
 @dataclass(frozen=True)
@@ -162,7 +166,7 @@ def run_passes(program: ExportedProgram, selected: Sequence[str]) -> tuple[PassR
     context = PassContext(program)
     runs = []
     for graph_pass in PASSES:
-        if graph_pass.name in selected:
+        if graph_pass.name in selected and graph_pass.run is not None:
             changes = graph_pass.run(context)
             runs.append(PassRun(graph_pass.name, tuple(changes.items())))
     if context.changed:
@@ -446,4 +450,7 @@ PASSES: tuple[GraphPass, ...] = (
               "convolution's weight and bias", _fold_conv_bn),
     GraphPass("fold_linear_bn", "eval batch norm 1d after a linear (addmm/mm) with a constant weight -> that "
               "linear's weight and bias", _fold_linear_bn),
+    GraphPass(PREPACK, "linear (addmm/mm) and conv2d with constant float32 weights -> "
+              "pare::linear_prepacked / pare::conv2d_prepacked (weights packed once, when the method is created)",
+              None),
 )

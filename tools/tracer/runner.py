@@ -173,16 +173,17 @@ def runtime_error(library: Path, what: str, e: PareError) -> TracerError:
                                "model (python -m tools.tracer trace) and rebuild the runtime",
         "DtypeNotSelected": "this runtime's manifest does not select a dtype the model reaches: re-trace the model "
                             "and rebuild the runtime",
-        "ClassNotSelected": "this runtime's manifest does not select a class the model uses (did you trace with "
-                            "--prepack and check without it, or the other way round?): re-trace and rebuild",
+        "ClassNotSelected": "this runtime's manifest does not select a class the model uses (was it traced with "
+                            "other --passes, e.g. without prepack_weights?): re-trace and rebuild",
         "OperatorNotFound": "this runtime does not implement an operator the program calls: rebuild it from the "
                             "current runtime/ sources, or export with the runtime the program is for",
     }.get(e.status_name)
     message = str(e).rstrip(". ")
     if e.status_name in ("OperatorNotSelected", "ClassNotSelected") and "prepack" in message:
         return TracerError(f"{library}: {what} failed: {e.status_name}: {message}; the program uses prepacked "
-                           "weights but the runtime's manifest was traced without --prepack (or the other way "
-                           "round): check with the same --prepack setting the manifest was traced with")
+                           "weights but the runtime's manifest was traced without the prepack_weights pass (or the "
+                           "other way round): check with the --passes the manifest was traced with (its debug_info "
+                           "records them)")
     if fix is None or "re-trace" in message:  # the runtime's message already says what to do
         return TracerError(f"{library}: {what} failed: {e.status_name}: {message}")
     return TracerError(f"{library}: {what} failed: {e.status_name}: {message}; {fix}")

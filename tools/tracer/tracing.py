@@ -103,7 +103,7 @@ def run_and_compare(spec: ModelSpec, groups: tuple[MethodGroup, ...], runner, to
     return sorted(checks, key=lambda c: c.index)
 
 
-def trace_model(spec: ModelSpec, *, runtime: str | Path | None = None, prepack: bool = False,
+def trace_model(spec: ModelSpec, *, runtime: str | Path | None = None,
                 passes: str | Iterable[str] = graph_passes.DEFAULT, tolerance: Tolerance | None = None,
                 progress: Progress | None = None) -> TraceResult:
     """Exports (with `passes`, as export_model), runs every input on the
@@ -113,7 +113,7 @@ def trace_model(spec: ModelSpec, *, runtime: str | Path | None = None, prepack: 
     progress = progress or Progress.silent()
     seconds: dict[str, float] = {}
     start = time.monotonic()
-    exported = export_model(spec, prepack=prepack, passes=passes, progress=progress)
+    exported = export_model(spec, passes=passes, progress=progress)
     seconds["export"] = time.monotonic() - start
 
     library = paths.instrumentation_runtime(runtime, progress)
@@ -179,7 +179,6 @@ def build_manifest(spec: ModelSpec, exported: ExportedModel, per_method: dict[st
         "methods": {g.name: {"inputs": list(g.indices), "dtypes": [str(d).removeprefix("torch.") for d in g.dtypes],
                              "dynamic_dims": [list(d) for d in g.dynamic_dims]} for g in exported.groups},
         "passes": [run.to_json() for run in exported.passes],
-        "prepack": exported.prepack,
         "tracer": "pare tools/tracer",
     }, sort_keys=True)
     return codegen.Manifest(
@@ -194,12 +193,12 @@ def build_manifest(spec: ModelSpec, exported: ExportedModel, per_method: dict[st
     )
 
 
-def check_model(spec: ModelSpec, runtime: str | Path, *, prepack: bool = False,
+def check_model(spec: ModelSpec, runtime: str | Path, *,
                 passes: str | Iterable[str] = graph_passes.DEFAULT, program: bytes | None = None,
                 tolerance: Tolerance | None = None, progress: Progress | None = None) -> list[InputCheck]:
     """Runs every representative input on a built runtime (x86_64 natively,
     Android arm64 under the emulator harness) and compares with torch.
-    The program is exported with `prepack` and `passes` as trace_model
+    The program is exported with `passes` as trace_model
     exports it (so a runtime built from the default trace's manifest runs
     the default export), or `program`: run these bytes instead."""
     progress = progress or Progress.silent()
@@ -208,7 +207,7 @@ def check_model(spec: ModelSpec, runtime: str | Path, *, prepack: bool = False,
         raise TracerError(f"--runtime {runtime}: no such runtime library; pass a built Pare runtime .so")
     runner = runner_for(library, progress)
     if program is None:
-        exported = export_model(spec, prepack=prepack, passes=passes, progress=progress)
+        exported = export_model(spec, passes=passes, progress=progress)
         groups, program = exported.groups, exported.program
     else:
         groups = group_inputs(spec)

@@ -27,7 +27,7 @@
 
 #include "runtime/kernels/common/convert.h"
 #include "runtime/kernels/common/gemm.h"
-#include "runtime/kernels/common/simd.h"
+#include "runtime/kernels/common/depthwise.h"
 #include "runtime/kernels/nn/nn_common.h"
 
 namespace pare {
@@ -73,101 +73,15 @@ PARE_ALWAYS_INLINE opmath_t<T> bias_at(const Tensor* bias, int64_t i) {
 // ---------------------------------------------------------------------------
 // Depthwise: cg == 1. Output channel oc reads input channel oc / og.
 
-// Float, square K x K kernels (K = 3, 5, 7: MobileNet, EfficientNet,
-// ConvNeXt), equal strides S = 1 or 2, no dilation. Each input plane is
-// copied once into a zero-bordered scratch plane wide enough that every tap
-// of every output vector reads in bounds, so the inner loop has no bounds
-// tests: simd::kLanes outputs at a time, K * K broadcast weights, the taps
-// summed in the generic loop's order (bias, then ky, kx). Stride 2 loads two
-// vectors and keeps the even lanes.
-struct DepthwisePadded {
-  int64_t width;   // >= S * round_up(out_w, kLanes) + K - 1 (and the padded input)
-  int64_t height;  // >= (out_h - 1) * S + K (and the padded input)
-};
-
-PARE_UNUSED DepthwisePadded depthwise_padded_shape(const ConvGeometry& g) {
-  const int64_t vec_w = gemm::round_up(g.out_w, simd::kLanes);
-  int64_t width = g.width + 2 * g.pw;
-  if (width < g.sw * vec_w + g.kw - 1) width = g.sw * vec_w + g.kw - 1;
-  int64_t height = g.height + 2 * g.ph;
-  if (height < (g.out_h - 1) * g.sh + g.kh) height = (g.out_h - 1) * g.sh + g.kh;
-  return {width, height};
-}
-
-// K > 0: a K x K kernel unrolled at compile time (3x3, the common case);
-// K == 0: the kernel size `k` read at run time (5x5, 7x7), one loop for
-// every size, so the rarer sizes cost no extra code per size.
-template <int K, int S>
-void depthwise_plane(const float* padded, int64_t padded_w, const float* PARE_RESTRICT wk, int64_t k, float b,
-                     float* out, int64_t out_h, int64_t out_w) {
-  using simd::kLanes;
-  using simd::vec;
-  const int64_t taps = K > 0 ? K : k;
-  for (int64_t oy = 0; oy < out_h; ++oy) {
-    const float* top = padded + oy * S * padded_w;
-    float* PARE_RESTRICT o = out + oy * out_w;
-    for (int64_t ox = 0; ox < out_w; ox += kLanes) {
-      vec acc = b - vec{};  // b in every lane (b - 0 keeps a -0.0 bias, as the generic loop does)
-      for (int64_t ky = 0; ky < taps; ++ky) {
-        const float* r = top + ky * padded_w + ox * S;
-        for (int64_t kx = 0; kx < taps; ++kx) {
-          if constexpr (S == 1) {
-            acc += wk[ky * taps + kx] * simd::loadv(r + kx);
-          } else {
-            acc += wk[ky * taps + kx] * simd::load_even(r + kx);
-          }
-        }
-      }
-      if (ox + kLanes <= out_w) {
-        simd::storev(o + ox, acc);
-      } else {
-        float tail[kLanes];
-        simd::storev(tail, acc);
-        for (int64_t i = 0; i < out_w - ox; ++i) o[ox + i] = tail[i];
-      }
-    }
-  }
-}
-
-using DepthwisePlaneFn = void (*)(const float*, int64_t, const float*, int64_t, float, float*, int64_t, int64_t);
-
-PARE_UNUSED DepthwisePlaneFn depthwise_plane_fn(const ConvGeometry& g) {
-  if (g.kh != g.kw || g.sh != g.sw || g.dh != 1 || g.dw != 1) return nullptr;
-  const int64_t k = g.kh;
-  if (k != 3 && k != 5 && k != 7) return nullptr;
-  if (g.sh == 1) return k == 3 ? depthwise_plane<3, 1> : depthwise_plane<0, 1>;
-  if (g.sh == 2) return k == 3 ? depthwise_plane<3, 2> : depthwise_plane<0, 2>;
-  return nullptr;
-}
-
-PARE_UNUSED Error depthwise_float(KernelContext& ctx, const ConvGeometry& g, DepthwisePlaneFn plane_fn,
-                                  const float* x, const float* w, const Tensor* bias, float* y) {
-  const DepthwisePadded shape = depthwise_padded_shape(g);
-  const size_t padded_floats = static_cast<size_t>(shape.width * shape.height);
-  PARE_TRY_ASSIGN(void* memory, ctx.allocate_scratch(padded_floats * sizeof(float)));
-  float* padded = static_cast<float*>(memory);
-  for (size_t i = 0; i < padded_floats; ++i) padded[i] = 0.0f;  // borders stay zero; interiors are overwritten
-  const int64_t taps = g.kh * g.kw;
-  for (int64_t n = 0; n < g.batch; ++n) {
-    for (int64_t oc = 0; oc < g.out_channels; ++oc) {
-      if (oc % g.og == 0) {  // a new input channel
-        const float* plane = x + (n * g.in_channels + oc / g.og) * g.planes_in();
-        for (int64_t iy = 0; iy < g.height; ++iy) {
-          __builtin_memcpy(padded + (iy + g.ph) * shape.width + g.pw, plane + iy * g.width,
-                           static_cast<size_t>(g.width) * sizeof(float));
-        }
-      }
-      plane_fn(padded, shape.width, w + oc * taps, g.kh, bias_at<float>(bias, oc),
-               y + (n * g.out_channels + oc) * g.planes_out(), g.out_h, g.out_w);
-    }
-  }
-  return Error::Ok;
-}
-
 template <typename T>
 Error depthwise(KernelContext& ctx, const ConvGeometry& g, const T* x, const T* w, const Tensor* bias, T* y) {
   if constexpr (is_same_v<T, float>) {
-    if (DepthwisePlaneFn plane_fn = depthwise_plane_fn(g)) return depthwise_float(ctx, g, plane_fn, x, w, bias, y);
+    if (depthwise::has_fast_path(g.kh, g.kw, g.sh, g.sw, g.dh, g.dw)) {
+      const depthwise::Geometry dg{g.batch, g.in_channels, g.out_channels, g.height, g.width, g.out_h, g.out_w,
+                                   g.kh, g.sh, g.ph, g.pw};
+      return depthwise::run_float(ctx, dg, x, w, bias != nullptr ? bias->data_as<float>() : nullptr,
+                                  bias != nullptr ? bias->strides[0] : 0, y);
+    }
   }
   using Acc = opmath_t<T>;
   Acc* acc_row = nullptr;

@@ -3,6 +3,7 @@
 #include "runtime/kernels/prepacked/packed_params.h"
 
 #include "runtime/kernels/common/convert.h"
+#include "runtime/kernels/common/depthwise.h"
 #include "runtime/kernels/common/gemm.h"
 
 namespace pare {
@@ -148,8 +149,20 @@ Error Conv2dPackedParams::pack(KernelContext& ctx, const Tensor& weight, const T
   in_channels = weight.sizes[1] * groups;
   const int64_t og = out_channels / groups;
   const int64_t k = weight.sizes[1] * kernel[0] * kernel[1];
-  // Each group's weights form A [og, k] (rows are output channels).
   PARE_TRY_ASSIGN(const Tensor w, as_contiguous(ctx, weight, ScalarType::Float));
+  // A depthwise convolution the direct kernel handles keeps its weights as
+  // they are: a GEMM per channel would be slower.
+  depthwise_direct = weight.sizes[1] == 1 && groups > 1 &&
+                     depthwise::has_fast_path(kernel[0], kernel[1], stride[0], stride[1], dilation[0], dilation[1]);
+  if (depthwise_direct) {
+    const size_t floats = static_cast<size_t>(out_channels * k);
+    PARE_TRY_ASSIGN(void* memory, ctx.allocate_persistent(floats * sizeof(float), 64));
+    __builtin_memcpy(memory, w.data_as<float>(), floats * sizeof(float));
+    packed_weight = static_cast<const float*>(memory);
+    PARE_TRY_ASSIGN(bias, pack_bias(ctx, bias_tensor, out_channels));
+    return Error::Ok;
+  }
+  // Each group's weights form A [og, k] (rows are output channels).
   const size_t group_floats = gemm::packed_a_size(og, k);
   PARE_TRY_ASSIGN(void* memory, ctx.allocate_persistent(group_floats * static_cast<size_t>(groups) * sizeof(float), 64));
   float* packed = static_cast<float*>(memory);
@@ -184,6 +197,11 @@ Error Conv2dPackedParams::run(KernelContext& ctx, const Tensor& input, Value& ou
                                       batched ? IntArrayRef(sizes, 4) : IntArrayRef(sizes + 1, 3)));
   if (result->numel() == 0) return Error::Ok;
   PARE_TRY_ASSIGN(const Tensor x, as_contiguous(ctx, input, ScalarType::Float));
+  if (depthwise_direct) {
+    const depthwise::Geometry g{batch, in_channels, out_channels, height, width, out_h, out_w, kernel[0],
+                                stride[0], padding[0], padding[1]};
+    return depthwise::run_float(ctx, g, x.data_as<float>(), packed_weight, bias, 1, result->data_as<float>());
+  }
 
   const int64_t og = out_channels / groups;
   const int64_t cg = in_channels / groups;

@@ -56,8 +56,11 @@ class Conv2dPackedParams : public ObjectBase {
   int64_t stride[2] = {1, 1};
   int64_t padding[2] = {0, 0};
   int64_t dilation[2] = {1, 1};
-  const float* packed_weight = nullptr;  // per group, gemm::prepack_a layout
+  // Per group, gemm::prepack_a layout; for a depthwise convolution the fast
+  // path takes (depthwise_direct), the weights as given: [out_channels, K, K].
+  const float* packed_weight = nullptr;
   const float* bias = nullptr;
+  bool depthwise_direct = false;
 };
 
 }  // namespace classes

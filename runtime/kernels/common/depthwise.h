@@ -1,0 +1,43 @@
+#pragma once
+// The float depthwise convolution fast path, shared by aten::convolution
+// (runtime/kernels/nn/convolution.cc) and pare::conv2d_prepacked
+// (runtime/kernels/prepacked/): square K x K kernels (K = 3, 5, 7:
+// MobileNet, EfficientNet, ConvNeXt), equal strides 1 or 2, no dilation,
+// one input channel per group (a channel multiplier is fine).
+//
+// Each input plane is copied once into a zero-bordered scratch plane wide
+// enough that every tap of every output vector reads in bounds, so the
+// inner loop has no bounds tests: simd::kLanes outputs at a time, K * K
+// broadcast weights, the taps summed in the generic loop's order (bias, then
+// ky, kx). Stride 2 loads two vectors and keeps the even lanes. 3x3 is
+// unrolled at compile time; 5x5 and 7x7 share one loop over a run-time size,
+// so the rarer sizes cost no code of their own.
+
+#include "runtime/core/kernel.h"
+
+namespace pare {
+namespace depthwise {
+
+struct Geometry {
+  int64_t batch;
+  int64_t in_channels;
+  int64_t out_channels;  // a multiple of in_channels: output channel oc reads input channel oc / (out / in)
+  int64_t height, width, out_h, out_w;
+  int64_t kernel;  // K (square)
+  int64_t stride;  // 1 or 2 (both dims)
+  int64_t pad_h, pad_w;
+};
+
+constexpr bool has_fast_path(int64_t kh, int64_t kw, int64_t sh, int64_t sw, int64_t dh, int64_t dw) {
+  return kh == kw && (kh == 3 || kh == 5 || kh == 7) && sh == sw && (sh == 1 || sh == 2) && dh == 1 && dw == 1;
+}
+
+// y [batch, out_channels, out_h, out_w] = depthwise conv of x [batch,
+// in_channels, height, width] (contiguous) with w [out_channels, 1, K, K]
+// (contiguous) plus bias[oc * bias_stride] (bias may be null). The geometry
+// must pass has_fast_path.
+Error run_float(KernelContext& ctx, const Geometry& g, const float* x, const float* w, const float* bias,
+                int64_t bias_stride, float* y);
+
+}  // namespace depthwise
+}  // namespace pare
