@@ -15,11 +15,11 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
+from runtime_testing import make_tensor, run_op
+from test_prepacked import conv_program, linear_program
 
 import pare.runtime
 from pare.runtime import PareError, Runtime, host_cpu_flags
-from runtime_testing import make_tensor, run_op
-from test_prepacked import conv_program, linear_program
 from tests.conftest import require_tool
 
 X86_64 = platform.machine() in ("x86_64", "AMD64")

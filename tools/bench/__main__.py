@@ -33,6 +33,7 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _parser() -> argparse.ArgumentParser:
+    from tools.bench.runtimes import ISA_LEVELS
     from tools.tracer import passes
 
     p = _Parser(prog=PROG, description="Time Pare's execute() and torch eager side by side on each model spec's "
@@ -42,8 +43,11 @@ def _parser() -> argparse.ArgumentParser:
                 f"{passes.epilog()}",
                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("models", nargs="+", metavar="MODEL", help="model specs (docs/model_spec.md)")
-    p.add_argument("--runtime", type=Path, help="linux_x86_64 Pare runtime (default: $PARE_RUNTIME_LIB, else "
-                   "Bazel's //runtime:full)")
+    source = p.add_mutually_exclusive_group()
+    source.add_argument("--runtime", type=Path, help="linux_x86_64 Pare runtime (default: $PARE_RUNTIME_LIB, else "
+                        "Bazel's //runtime:full)")
+    source.add_argument("--isa", choices=ISA_LEVELS, help="build and run the full runtime at this x86_64 ISA level: "
+                        "//runtime:full (baseline, SSE2) or //runtime:full_v3 (AVX2+FMA)")
     p.add_argument("--threads", type=_positive, default=1, help="torch threads and CPUs pinned (default 1; Pare "
                    "runs one thread)")
     p.add_argument("--rounds", type=_positive, default=21, help="interleaved rounds per model (default 21)")
@@ -55,7 +59,8 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     from pare.runtime import PareError
-    from tools.bench.models import bench_model, default_runtime, load_runtime, table
+    from tools.bench.models import bench_model, load_runtime, table
+    from tools.bench.runtimes import default_runtime, full_runtime
     from tools.bench.timing import BenchError, pin_to_cpus
     from tools.tracer import passes
     from tools.tracer.errors import TracerError
@@ -63,7 +68,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         args = _parser().parse_args(argv)
         selected = passes.from_arguments(args)
-        runtime_path = args.runtime or default_runtime()
+        runtime_path = args.runtime or (full_runtime(args.isa) if args.isa else default_runtime())
         runtime = load_runtime(runtime_path)
         cpus = pin_to_cpus(args.threads, args.cpu)
         print(f"runtime {runtime_path}; pinned to CPU {','.join(map(str, cpus))}; torch threads {args.threads}; "

@@ -16,7 +16,6 @@ version; the numbers for it in issue 11 come from a separate venv.
 from __future__ import annotations
 
 import dataclasses
-import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,9 +30,6 @@ from tools.tracer.model_spec import load_model_spec
 from tools.tracer.numerics import compare
 from tools.tracer.runner import set_inputs
 from tools.tracer.tracing import eager_outputs, spec_tolerance
-
-REPO_ROOT = Path(__file__).resolve().parents[2]
-DEFAULT_RUNTIME = REPO_ROOT / "bazel-bin" / "runtime" / "full" / "linux_x86_64" / "libpare_full.so"
 
 
 @dataclass(frozen=True)
@@ -55,10 +51,6 @@ class ModelBench:
 
     def to_json(self) -> dict:
         return {**dataclasses.asdict(self), "pare_over_torch_eager": round(self.ratio_torch, 4)}
-
-
-def default_runtime() -> Path:
-    return Path(os.environ.get("PARE_RUNTIME_LIB") or DEFAULT_RUNTIME)
 
 
 def bench_model(path: str | Path, runtime: Runtime, runtime_path: Path, *, rounds: int, threads: int,

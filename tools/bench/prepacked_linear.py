@@ -17,7 +17,6 @@ The runtime defaults to $PARE_RUNTIME_LIB, else Bazel's shipped build
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
 import sys
 from pathlib import Path
@@ -26,10 +25,9 @@ import numpy as np
 
 from pare.program import ObjectOf, ProgramBuilder
 from pare.runtime import PareError, Runtime
+from tools.bench.runtimes import default_runtime
 from tools.bench.timing import BenchError, measure, pin_to_cpus
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
-DEFAULT_RUNTIME = REPO_ROOT / "bazel-bin" / "runtime" / "full" / "linux_x86_64" / "libpare_full.so"
 VARIANTS = ("prepacked", "addmm")
 
 
@@ -80,7 +78,7 @@ def run(runtime_path: Path, features: int, rounds: int, calls: int, cpu: int | N
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tools.bench.prepacked_linear", description=__doc__.split("\n")[0])
-    parser.add_argument("--runtime", type=Path, default=Path(os.environ.get("PARE_RUNTIME_LIB") or DEFAULT_RUNTIME),
+    parser.add_argument("--runtime", type=Path, default=default_runtime(),
                         help="runtime library (default: $PARE_RUNTIME_LIB, else Bazel's //runtime:full)")
     parser.add_argument("--features", type=int, default=1024, help="in = out features (default 1024)")
     parser.add_argument("--rounds", type=int, default=31, help="interleaved rounds (default 31)")

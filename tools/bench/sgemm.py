@@ -15,8 +15,9 @@ CPU by //tools/bench:cpu_peak:
                Haswell+; SSE2: 4-lane multiply + add), the FLOP per cycle
                taken from cpu_peak's register-only loop, which reaches it.
 
-Without --runtime, builds Bazel's full x86_64 runtime at --isa (default:
-v3 when this CPU has AVX2 and FMA, else baseline). docs/performance.md
+Without --runtime, builds Bazel's full x86_64 runtime at --isa
+(//runtime:full or //runtime:full_v3; default: v3 when this CPU has AVX2
+and FMA, else baseline). docs/performance.md
 gives this machine's numbers. A benchmark, never a test: tests check the
 GEMM's numerics (tests/runtime/test_ops_linalg.py, test_isa.py).
 """
@@ -34,14 +35,12 @@ from pathlib import Path
 import numpy as np
 
 from pare.program import ProgramBuilder
-from pare.runtime import PareError, Runtime, host_cpu_flags
+from pare.runtime import PareError, Runtime
+from tools.bench.runtimes import ISA_LEVELS, REPO_ROOT, best_isa, build, full_runtime
 from tools.bench.timing import BenchError, calls_for, measure, median, pin_to_cpus
 
 PROG = "python -m tools.bench.sgemm"
-REPO_ROOT = Path(__file__).resolve().parents[2]
-FULL_RUNTIME = REPO_ROOT / "bazel-bin" / "runtime" / "full" / "linux_x86_64" / "libpare_full.so"
 CPU_PEAK = REPO_ROOT / "bazel-bin" / "tools" / "bench" / "cpu_peak"
-ISA_LEVELS = ("baseline", "v3")
 # Relative error bound of a float32 dot product of length n against float64
 # (|error| <= n * eps * sum |a_i b_i|, here with inputs in [-1, 1]).
 EPS32 = float(np.finfo(np.float32).eps)
@@ -54,9 +53,12 @@ class Peak:
     sse_gflops: float  # measured, register-only, 4-lane multiply + add
 
     def for_isa(self, isa: str) -> tuple[int, float]:
-        """(FLOP per cycle, computed peak GFLOP/s) for the runtime's ISA."""
-        measured = self.fma_gflops if isa == "x86_64_v3" else self.sse_gflops
-        per_cycle = 1 << max(0, round(np.log2(max(measured / self.clock_ghz, 1.0))))
+        """(FLOP per cycle, computed peak GFLOP/s) for the runtime's ISA: the
+        measured ratio rounded to a power of two, at most what the ISA's
+        widest core does (2 FMA units x 8 lanes x 2; SSE2: 2 x 4 x 2)."""
+        v3 = isa == "x86_64_v3"
+        measured = self.fma_gflops if v3 else self.sse_gflops
+        per_cycle = min(1 << max(0, round(np.log2(max(measured / self.clock_ghz, 1.0)))), 32 if v3 else 16)
         return per_cycle, self.clock_ghz * per_cycle
 
 
@@ -70,24 +72,8 @@ class SgemmResult:
     max_relative_error: float
 
 
-def best_isa() -> str:
-    flags = host_cpu_flags() or frozenset()
-    return "v3" if {"avx2", "fma"} <= flags else "baseline"
-
-
-def build(targets: list[str], flags: list[str]) -> None:
-    from tools.bazel_build import build as bazel_build
-
-    def info(line: str) -> None:
-        print(line, file=sys.stderr, flush=True)
-
-    result = bazel_build(targets, info, flags=flags, quiet_progress=True)
-    if result.returncode != 0:
-        raise BenchError(f"tools/bazel build {' '.join(flags + targets)} failed: {result.first_error()}")
-
-
-def measure_peak(seconds: float = 0.3) -> Peak:
-    out = subprocess.run([str(CPU_PEAK), str(seconds)], capture_output=True, text=True)
+def measure_peak(seconds: float = 1.0) -> Peak:
+    out = subprocess.run([str(CPU_PEAK), str(seconds)], capture_output=True, text=True, check=False)
     if out.returncode != 0:
         raise BenchError(f"{CPU_PEAK} failed: {out.stderr.strip() or out.returncode}")
     fields = dict(item.split("=") for item in out.stdout.split())
@@ -140,8 +126,9 @@ class _Parser(argparse.ArgumentParser):
 def main(argv: Sequence[str] | None = None) -> int:
     p = _Parser(prog=PROG, description=__doc__.split("\n")[0])
     source = p.add_mutually_exclusive_group()
-    source.add_argument("--isa", choices=ISA_LEVELS, help="build //runtime:full at this --//runtime:x86_64_isa "
-                        "level (default: v3 when this CPU has AVX2 and FMA, else baseline)")
+    source.add_argument("--isa", choices=ISA_LEVELS, help="build and measure the full runtime at this x86_64 ISA "
+                        "level: //runtime:full (baseline) or //runtime:full_v3 (default: v3 when this CPU has AVX2 "
+                        "and FMA, else baseline)")
     source.add_argument("--runtime", type=Path, help="a linux_x86_64 Pare runtime to measure instead")
     p.add_argument("--sizes", type=_sizes, default=[256, 512, 768, 1024], help="square sizes n (default "
                    "256,512,768,1024)")
@@ -151,13 +138,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         args = p.parse_args(argv)
         (cpu,) = pin_to_cpus(1, args.cpu)
-        flags = []
-        if args.runtime is None:
-            flags = [f"--//runtime:x86_64_isa={args.isa or best_isa()}"]
-            build(["//runtime:full", "//tools/bench:cpu_peak"], flags)
-        else:
-            build(["//tools/bench:cpu_peak"], [])
-        runtime_path = args.runtime or FULL_RUNTIME
+        build(["//tools/bench:cpu_peak"])
+        runtime_path = args.runtime or full_runtime(args.isa or best_isa())
         if not runtime_path.is_file():
             raise BenchError(f"no runtime at {runtime_path}")
         runtime = Runtime(runtime_path)

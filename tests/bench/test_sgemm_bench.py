@@ -1,0 +1,51 @@
+"""python -m tools.bench.sgemm: the product it times is right, the peak it
+compares with is computed as stated, bad arguments are one-line errors
+(never how fast anything is: that is the benchmark's job)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from pare.runtime import Runtime
+from tests.conftest import bazel_build
+from tools.bench import sgemm
+
+
+@pytest.fixture(scope="module")
+def full_runtime() -> Runtime:
+    value = os.environ.get("PARE_RUNTIME_LIB")
+    path = Path(value) if value else bazel_build("//runtime:full") / "runtime/full/linux_x86_64/libpare_full.so"
+    return Runtime(path)
+
+
+@pytest.mark.parametrize("n", [5, 17, 65])
+def test_a_size_is_checked_against_float64_and_reported(full_runtime, n):
+    result = sgemm.bench_size(full_runtime, n, rounds=1, peak_gflops=100.0)
+    assert result.n == n and result.median_us > 0 and result.gflops > 0
+    assert result.max_relative_error <= n * sgemm.EPS32
+    assert result.fraction_of_peak == round(result.gflops / 100.0, 4)
+
+
+@pytest.mark.parametrize("clock,fma,sse,isa,expected", [
+    (3.2, 102.0, 49.0, "x86_64_v3", 32),        # 2 FMA units x 8 lanes x 2
+    (3.2, 102.0, 49.0, "x86_64_baseline", 16),  # 4-lane multiply + add, 2 each per cycle
+    (3.0, 48.0, 24.0, "x86_64_v3", 16),         # 128-bit FMA units (Zen 1)
+    (1.0, 300.0, 90.0, "x86_64_v3", 32),        # a clock measured low (a shared core): capped
+])
+def test_peak_is_the_clock_times_the_flop_per_cycle(clock, fma, sse, isa, expected):
+    per_cycle, peak = sgemm.Peak(clock, fma, sse).for_isa(isa)
+    assert per_cycle == expected and peak == pytest.approx(clock * expected)
+
+
+@pytest.mark.parametrize("argv,message", [
+    (["--sizes", "0,256"], "sizes must be in 1..8192"),
+    (["--sizes", "a"], "not a comma list of integers"),
+    (["--isa", "v4"], "invalid choice: 'v4'"),
+])
+def test_bad_arguments_are_one_line_errors(capsys, argv, message):
+    assert sgemm.main(argv) == 2
+    err = capsys.readouterr().err
+    assert message in err and len(err.splitlines()) == 1 and "Traceback" not in err

@@ -1,0 +1,48 @@
+"""The full x86_64 runtimes the benchmarks load, per ISA level
+(--//runtime:x86_64_isa, rules/private/isa.bzl): //runtime:full (baseline,
+SSE2) and //runtime:full_v3 (AVX2+FMA)."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+from pare.runtime import host_cpu_flags
+from tools.bench.timing import BenchError
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+ISA_LEVELS = ("baseline", "v3")
+FULL_RUNTIMES = {
+    "baseline": ("//runtime:full", REPO_ROOT / "bazel-bin/runtime/full/linux_x86_64/libpare_full.so"),
+    "v3": ("//runtime:full_v3", REPO_ROOT / "bazel-bin/runtime/full_v3/linux_x86_64/libpare_full_v3.so"),
+}
+
+
+def best_isa() -> str:
+    """v3 when this CPU has AVX2 and FMA, else baseline."""
+    return "v3" if {"avx2", "fma"} <= (host_cpu_flags() or frozenset()) else "baseline"
+
+
+def default_runtime() -> Path:
+    """$PARE_RUNTIME_LIB, else Bazel's baseline //runtime:full."""
+    return Path(os.environ.get("PARE_RUNTIME_LIB") or FULL_RUNTIMES["baseline"][1])
+
+
+def build(targets: list[str], flags: list[str] = ()) -> None:
+    """tools/bazel build, its progress on stderr; a failure is a BenchError."""
+    from tools.bazel_build import build as bazel_build
+
+    def info(line: str) -> None:
+        print(line, file=sys.stderr, flush=True)
+
+    result = bazel_build(targets, info, flags=list(flags), quiet_progress=True)
+    if result.returncode != 0:
+        raise BenchError(f"tools/bazel build {' '.join([*flags, *targets])} failed: {result.first_error()}")
+
+
+def full_runtime(isa: str) -> Path:
+    """Builds (or finds up to date) the full runtime at `isa`; its path."""
+    target, path = FULL_RUNTIMES[isa]
+    build([target])
+    return path
