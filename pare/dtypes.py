@@ -44,6 +44,7 @@ _ALL = [
 
 BY_NAME = {d.name: d for d in _ALL}
 BY_CODE = {d.code: d for d in _ALL}
+BY_NUMPY = {d.numpy: d for d in _ALL if d.numpy is not None}  # get()'s fast path: run() calls it per input
 ALL = tuple(_ALL)
 
 Byte, Char, Short, Int, Long, Half, Float, Double, Bool, BFloat16 = _ALL
@@ -61,6 +62,8 @@ def get(x) -> DType:
     dtype, or a torch dtype (without importing torch)."""
     if isinstance(x, DType):
         return x
+    if isinstance(x, np.dtype) and x in BY_NUMPY:
+        return BY_NUMPY[x]
     if isinstance(x, bool):
         raise TypeError(f"not a dtype: {x!r}")
     if isinstance(x, int):

@@ -158,6 +158,15 @@ _SIGNATURES = {
 }
 
 
+def _address(arr: np.ndarray) -> int:
+    """The address of arr's first element (a few times faster than
+    arr.ctypes.data, which matters on run()'s path)."""
+    try:
+        return ctypes.addressof(ctypes.c_char.from_buffer(arr))
+    except (TypeError, ValueError):  # read-only or not a plain buffer
+        return arr.__array_interface__["data"][0]
+
+
 def _s(b: bytes | None) -> str | None:
     # Names come from program files; never let a stray byte raise here.
     return None if b is None else b.decode(errors="replace")
@@ -323,12 +332,31 @@ class Program:
 
 
 class Method:
+    # run(), set_input() and output() are on the hot path of every Python
+    # caller: what never changes (input and output counts, declared input
+    # dtypes, the C functions, the ctypes argument buffers) is looked up once
+    # here, so run() adds a few µs over execute() (python -m
+    # tools.bench.run_overhead measures it).
     def __init__(self, program: Program, handle: ctypes.c_void_p):
         self.program = program  # keeps the program alive longer than the method
-        self._lib = program._lib
+        lib = self._lib = program._lib
         self._handle = handle
         self._inputs: dict[int, np.ndarray] = {}  # borrowed by the runtime
         self._output_dtypes: list[str | None] = []
+        self._num_inputs = lib.pare_method_input_count(handle)
+        self._num_outputs = lib.pare_method_output_count(handle)
+        self._declared = [self.input_info(i).dtype for i in range(self._num_inputs)]
+        self._c_set_input = lib.pare_method_set_input
+        self._c_execute = lib.pare_method_execute
+        self._c_output_kind = lib.pare_method_output_kind
+        self._c_output_tensor = lib.pare_method_output_tensor
+        self._shape_buffers = [((ctypes.c_int64 * MAX_DIM)(), (ctypes.c_int64 * MAX_DIM)())
+                               for _ in range(self._num_inputs)]
+        self._kind = ctypes.c_int32()
+        self._kind_ref = ctypes.byref(self._kind)
+        self._info = _TensorInfo()
+        self._info_ref = ctypes.byref(self._info)
+        self._out_views: dict[int, tuple[tuple, np.ndarray]] = {}  # output() reuses a view while its memory is the same
 
     def __del__(self):
         self.close()
@@ -344,11 +372,11 @@ class Method:
 
     @property
     def num_inputs(self) -> int:
-        return self._lib.pare_method_input_count(self._handle)
+        return self._num_inputs
 
     @property
     def num_outputs(self) -> int:
-        return self._lib.pare_method_output_count(self._handle)
+        return self._num_outputs
 
     def input_info(self, index: int) -> InputInfo:
         info = _TensorInfo()
@@ -363,7 +391,7 @@ class Method:
         for BFloat16 pass float32 values (rounded here) or uint16 bits."""
         arr = np.asarray(array)
         if dtype is None:
-            declared = self.input_info(index).dtype
+            declared = self._declared[index] if 0 <= index < self._num_inputs else None
             dt = _dtypes.BFloat16 if declared == "BFloat16" and arr.dtype != np.float16 else _dtypes.get(arr.dtype)
         else:
             dt = _dtypes.get(dtype)
@@ -375,23 +403,62 @@ class Method:
         itemsize = arr.dtype.itemsize
         if arr.ndim > MAX_DIM:
             raise PareError(f"input {index}: rank {arr.ndim} exceeds {MAX_DIM}", 0x31, "LimitExceeded")
-        if any(s < 0 or s % itemsize for s in arr.strides):
+        if not arr.flags.c_contiguous and any(s < 0 or s % itemsize for s in arr.strides):
             arr = np.ascontiguousarray(arr)  # negative or unaligned strides: copy
-        sizes = (ctypes.c_int64 * max(arr.ndim, 1))(*arr.shape)
-        strides = (ctypes.c_int64 * max(arr.ndim, 1))(*(s // itemsize for s in arr.strides))
-        extent = 0 if arr.size == 0 else (sum((n - 1) * s for n, s in zip(arr.shape, arr.strides)) + itemsize)
+        if 0 <= index < self._num_inputs:
+            sizes, strides = self._shape_buffers[index]
+        else:  # the runtime reports the bad index
+            sizes, strides = (ctypes.c_int64 * MAX_DIM)(), (ctypes.c_int64 * MAX_DIM)()
+        shape, byte_strides = arr.shape, arr.strides
+        extent = itemsize if arr.size else 0
+        for k in range(arr.ndim):
+            sizes[k] = shape[k]
+            strides[k] = byte_strides[k] // itemsize
+            extent += (shape[k] - 1) * byte_strides[k] if arr.size else 0
         self._inputs[index] = arr
-        self._check(self._lib.pare_method_set_input(self._handle, index, dt.code, sizes, arr.ndim, strides,
-                                                    arr.ctypes.data if arr.size else None, extent))
+        data = _address(arr) if arr.size else None
+        self._check(self._c_set_input(self._handle, index, dt.code, sizes, arr.ndim, strides, data, extent))
 
     def execute(self) -> None:
-        self._check(self._lib.pare_method_execute(self._handle))
+        status = self._c_execute(self._handle)
+        if status:
+            self._check(status)
 
     def output(self, index: int) -> Any:
         """Output `index` of the last execute(): a numpy array (a copy;
         BFloat16 comes back as float32), or a Python int/float/bool."""
-        kind = ctypes.c_int32()
-        self._check(self._lib.pare_method_output_kind(self._handle, index, ctypes.byref(kind)))
+        info = self._info
+        if self._c_output_tensor(self._handle, index, self._info_ref) != 0:
+            return self._scalar_output(index)  # not a tensor (or a bad index: reported there)
+        key = (info.data, info.dtype, info.ndim, bytes(info.sizes), bytes(info.strides))
+        cached = self._out_views.get(index)
+        if cached is not None and cached[0] == key:
+            view = cached[1]  # the same memory, dtype, shape and strides as last time
+        else:
+            view = self._output_view(info)
+            self._out_views[index] = (key, view)
+        out = view.copy()
+        if info.dtype == _dtypes.BFloat16.code:
+            out = _dtypes.bfloat16_bits_to_float32(out).reshape(view.shape)
+        return out
+
+    def _output_view(self, info: _TensorInfo) -> np.ndarray:
+        """A numpy view of a tensor output's memory (storage dtype: uint16
+        for BFloat16), valid while the runtime keeps that memory."""
+        dt = _dtypes.BY_CODE[info.dtype]
+        storage = dt.numpy if dt.numpy is not None else np.dtype(np.uint16)
+        shape = tuple(info.sizes[:info.ndim])
+        if info.data is None or 0 in shape:
+            return np.zeros(shape, dtype=storage)
+        strides = tuple(s * dt.itemsize for s in info.strides[:info.ndim])
+        extent = sum((n - 1) * s for n, s in zip(shape, strides)) + dt.itemsize
+        raw = (ctypes.c_char * extent).from_address(info.data)
+        base = np.frombuffer(raw, dtype=np.uint8)
+        return np.lib.stride_tricks.as_strided(base.view(storage), shape=shape, strides=strides)
+
+    def _scalar_output(self, index: int) -> Any:
+        kind = self._kind
+        self._check(self._c_output_kind(self._handle, index, self._kind_ref))
         if kind.value == 2:
             v = ctypes.c_int64()
             self._check(self._lib.pare_method_output_int(self._handle, index, ctypes.byref(v)))
@@ -407,22 +474,8 @@ class Method:
         if kind.value != 1:
             raise PareError(f"output {index} is a {_VALUE_KINDS.get(kind.value, '?')} value; only tensors and "
                             "scalars can be read", 0x10, "InvalidArgument")
-        info = _TensorInfo()
-        self._check(self._lib.pare_method_output_tensor(self._handle, index, ctypes.byref(info)))
-        dt = _dtypes.BY_CODE[info.dtype]
-        storage = dt.numpy if dt.numpy is not None else np.dtype(np.uint16)
-        shape = tuple(info.sizes[:info.ndim])
-        if info.data is None or 0 in shape:
-            out = np.zeros(shape, dtype=storage)
-        else:
-            strides = tuple(s * dt.itemsize for s in info.strides[:info.ndim])
-            extent = sum((n - 1) * s for n, s in zip(shape, strides)) + dt.itemsize
-            raw = (ctypes.c_char * extent).from_address(info.data)
-            base = np.frombuffer(raw, dtype=np.uint8)
-            out = np.lib.stride_tricks.as_strided(base.view(storage), shape=shape, strides=strides).copy()
-        if dt is _dtypes.BFloat16:
-            out = _dtypes.bfloat16_bits_to_float32(out).reshape(shape)
-        return out
+        self._check(self._c_output_tensor(self._handle, index, self._info_ref))  # a tensor that failed: why
+        raise PareError(f"output {index}: the runtime gave no tensor", 0x01, "Internal")
 
     def output_dtype(self, index: int) -> str | None:
         info = _TensorInfo()
@@ -432,15 +485,15 @@ class Method:
     def run(self, *inputs) -> list:
         """Sets every input (numpy arrays, or (array, dtype) pairs), executes,
         and returns every output (see output())."""
-        if len(inputs) != self.num_inputs:
-            raise PareError(f"method takes {self.num_inputs} inputs, got {len(inputs)}", 0x10, "InvalidArgument")
+        if len(inputs) != self._num_inputs:
+            raise PareError(f"method takes {self._num_inputs} inputs, got {len(inputs)}", 0x10, "InvalidArgument")
         for i, x in enumerate(inputs):
             if isinstance(x, tuple):
                 self.set_input(i, x[0], dtype=x[1])
             else:
                 self.set_input(i, x)
         self.execute()
-        return [self.output(i) for i in range(self.num_outputs)]
+        return [self.output(i) for i in range(self._num_outputs)]
 
     def memory_stats(self) -> MemoryStats:
         s = _MemoryStats()

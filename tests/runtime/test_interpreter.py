@@ -98,6 +98,22 @@ def test_outputs_stay_valid_until_next_execute(runtime):
     assert method.output(0).tolist() == [0, 2]
 
 
+def test_run_fast_paths_read_every_input_and_output_layout(runtime):
+    # Method.run's shortcuts (pare/runtime.py): input addresses without
+    # arr.ctypes, a read-only input, strided inputs, and the cached output
+    # view, which must follow the output when its memory, shape or strides
+    # change and must hand out copies.
+    method = runtime.load(relu_chain(2)).method()
+    x = np.array([-1, 2, -3, 4, 5, -6], np.float32)
+    readonly = x.copy()
+    readonly.flags.writeable = False
+    for a in (x, readonly, x[::2], x[::-1], x[:0]):
+        (y,) = method.run(a)
+        np.testing.assert_array_equal(y, np.maximum(a, 0))
+        y[...] = 99  # a copy: the next read is unaffected
+        np.testing.assert_array_equal(method.output(0), np.maximum(a, 0))
+
+
 def test_api_misuse_gives_clear_errors(runtime):
     pb = ProgramBuilder()
     m = pb.method()
