@@ -121,3 +121,32 @@ def test_linear_prepacked_matches_addmm(runtime):
     m.output(m.op("aten::addmm", b, m.input("Float", [1, 1024]), w.t().contiguous()))
     unpacked = runtime.load(pb.to_bytes()).method()
     assert np.allclose(prepacked.run(x)[0], unpacked.run(x)[0], rtol=1e-4, atol=1e-3)
+
+
+@pytest.mark.parametrize("bounds", [(0.0, float("inf")), (0.0, 6.0), (-0.5, 0.5), (-float("inf"), 0.25), (1.0, -1.0)])
+def test_fused_output_clamp(runtime, bounds):
+    # output_min / output_max (the fuse_clamp pass's relu, relu6, hardtanh
+    # and clamp): torch.clamp's semantics, NaN kept, min > max gives max.
+    lo, hi = bounds
+    x = make_tensor((2, 9), torch.float32, 7, -4, 4)
+    x[0, 3] = float("nan")
+    w, b = make_tensor((5, 9), torch.float32, 8, -1, 1), make_tensor((5,), torch.float32, 9)
+    pb = ProgramBuilder()
+    m = pb.method()
+    packed = m.init_op("pare::linear_prepack", w, b, returns=ObjectOf("LinearPackedParams"))
+    m.output(m.op("pare::linear_prepacked", m.input("Float", [2, 9]), packed, lo, hi))
+    (y,) = runtime.load(pb.to_bytes()).method().run(x.numpy())
+    want = torch.clamp(F.linear(x, w, b), min=None if lo == -float("inf") else lo, max=None if hi == float("inf") else hi)
+    assert_same(torch.from_numpy(y), want, rtol=1e-5, atol=1e-5)
+    for groups, w_shape in ((1, (4, 3, 3, 3)), (3, (6, 1, 3, 3))):  # the GEMM path and the depthwise kernel
+        image = make_tensor((1, 3, 7, 7), torch.float32, 10, -2, 2)
+        wc = make_tensor(w_shape, torch.float32, 11, -1, 1)
+        pb = ProgramBuilder()
+        m = pb.method()
+        packed = m.init_op("pare::conv2d_prepack", wc, None, [1, 1], [1, 1], [1, 1], groups,
+                           returns=ObjectOf("Conv2dPackedParams"))
+        m.output(m.op("pare::conv2d_prepacked", m.input("Float"), packed, lo, hi))
+        (y,) = runtime.load(pb.to_bytes()).method().run(image.numpy())
+        want = F.conv2d(image, wc, None, 1, 1, 1, groups).clamp(min=None if lo == -float("inf") else lo,
+                                                               max=None if hi == float("inf") else hi)
+        assert_same(torch.from_numpy(y), want, rtol=1e-5, atol=1e-5)

@@ -115,10 +115,12 @@ def test_prepacked_conv_program_structure():
     spec = spec_from(conv, [(torch.rand(1, 3, 8, 8),), (torch.rand(2, 3, 8, 8),)])
     info = pp.read(export_model(spec).program)
     (m,) = info.methods
-    assert ops_of(m) == ["pare::conv2d_prepack", "pare::conv2d_prepacked", "aten::relu"]
+    assert ops_of(m) == ["pare::conv2d_prepack", "pare::conv2d_prepacked"]  # the relu fused (fuse_clamp)
     args = [m.values[i].payload for i in m.instructions[0].inputs[2:]]
     assert args == [[2, 2], [1, 1], [1, 1], 1]  # stride, padding, dilation, groups
     assert m.values[m.instructions[0].outputs[0]].describe() == "Object Conv2dPackedParams"
+    clamp = [m.values[i].payload for i in m.instructions[1].inputs[2:]]
+    assert clamp == [0.0, float("inf")]  # output_min, output_max
 
 
 def test_missing_ops_are_listed_with_counts_and_source_lines():

@@ -17,6 +17,7 @@ from tools.tracer import TracerError, check_model, cli, export_model, trace_mode
 from tools.tracer import passes as graph_passes
 
 BATCH_NORM = "aten::_native_batch_norm_legit_no_training"
+FUSED_IN_DEMO = 2  # apps/demo: the relus after its stem and its pointwise convolution
 DEMO = REPO / "apps" / "demo" / "model.py"
 
 
@@ -154,8 +155,9 @@ def test_folded_layers_are_prepacked_with_their_folded_weights(full_lib):
     spec = spec_from(module, [(torch.rand(1, 3, 8, 8),), (torch.rand(3, 3, 8, 8),)])
     exported = export_model(spec)
     assert folded(exported) == {"fold_conv_bn": 1, "fold_linear_bn": 1}
+    # The relu is fused into the prepacked convolution (fuse_clamp).
     assert ops_of(exported.program) == ["pare::conv2d_prepack", "pare::linear_prepack", "aten::sym_size.int",
-                                        "pare::conv2d_prepacked", "aten::relu", "aten::view", "pare::linear_prepacked"]
+                                        "pare::conv2d_prepacked", "aten::view", "pare::linear_prepacked"]
     assert all(c.ok for c in check_model(spec, full_lib, program=exported.program))
 
 
@@ -232,17 +234,17 @@ def test_passes_none_keeps_the_batch_norm():
 
 
 def test_selection_resolves_to_the_canonical_order():
-    assert graph_passes.names() == ("fold_conv_bn", "fold_linear_bn", "prepack_weights")
+    assert graph_passes.names() == ("fold_conv_bn", "fold_linear_bn", "prepack_weights", "fuse_clamp")
     assert graph_passes.resolve() == graph_passes.resolve("default") == graph_passes.names()
     assert graph_passes.resolve("none") == ()
-    assert graph_passes.resolve("prepack_weights,fold_linear_bn, fold_conv_bn") == graph_passes.names()
+    assert graph_passes.resolve("fuse_clamp,prepack_weights,fold_linear_bn, fold_conv_bn") == graph_passes.names()
     assert graph_passes.resolve(["fold_linear_bn"]) == ("fold_linear_bn",)
-    assert graph_passes.resolve("default", skip="fold_linear_bn") == ("fold_conv_bn", "prepack_weights")
+    assert graph_passes.resolve("default", skip="fold_linear_bn") == ("fold_conv_bn", "prepack_weights", "fuse_clamp")
     assert graph_passes.resolve("none", skip=["fold_conv_bn"]) == ()
 
 
 @pytest.mark.parametrize("passes,skip,message", [
-    ("fold_bn", (), "--passes: unknown pass 'fold_bn'; the passes are fold_conv_bn, fold_linear_bn, prepack_weights"),
+    ("fold_bn", (), "--passes: unknown pass 'fold_bn'; the passes are fold_conv_bn, fold_linear_bn, prepack_weights, fuse_clamp"),
     ("fold_conv_bn,,fold_linear_bn", (), "empty pass name"),
     ("default,fold_conv_bn", (), "unknown pass 'default'"),
     ("default", "none", "--skip-passes: unknown pass 'none'"),
@@ -291,7 +293,8 @@ def test_manifest_debug_info_records_the_passes(demo_traces):
     (info,) = demo_traces["default"].debug_info
     assert json.loads(info)["passes"] == [{"name": "fold_conv_bn", "folded": 2},
                                           {"name": "fold_linear_bn", "folded": 0},
-                                          {"name": "prepack_weights", "conv2d": 3, "linear": 2}]
+                                          {"name": "prepack_weights", "conv2d": 3, "linear": 2},
+                                          {"name": "fuse_clamp", "fused": FUSED_IN_DEMO}]
     (info,) = demo_traces["none"].debug_info
     assert json.loads(info)["passes"] == []
 
@@ -308,11 +311,12 @@ def run_cli(capsys, *argv: str) -> tuple[int, str, str]:
 def test_export_flags(capsys, tmp_path):
     code, out, err = run_cli(capsys, "export", str(DEMO), "-o", str(tmp_path / "default.pare"))
     assert code == 0, err
-    assert "passes fold_conv_bn (2 folded), fold_linear_bn (0 folded), prepack_weights (3 conv2d, 2 linear)" in out
+    assert ("passes fold_conv_bn (2 folded), fold_linear_bn (0 folded), prepack_weights (3 conv2d, 2 linear), "
+            f"fuse_clamp ({FUSED_IN_DEMO} fused)") in out
     code, out, err = run_cli(capsys, "export", str(DEMO), "-o", str(tmp_path / "none.pare"), "--passes=none")
     assert code == 0 and "no graph passes" in out, err
     code, out, err = run_cli(capsys, "export", str(DEMO), "-o", str(tmp_path / "skip.pare"),
-                             "--skip-passes", "fold_conv_bn,prepack_weights")
+                             "--skip-passes", "fold_conv_bn,prepack_weights,fuse_clamp")
     assert code == 0 and "passes fold_linear_bn (0 folded)" in out, err
     assert BATCH_NORM not in ops_of((tmp_path / "default.pare").read_bytes())
     assert ops_of((tmp_path / "none.pare").read_bytes()).count(BATCH_NORM) == 2
@@ -335,9 +339,10 @@ def test_trace_and_check_flags(capsys, tmp_path, tracing_lib, full_lib):
 @pytest.mark.parametrize("command", ["export", "trace", "check"])
 @pytest.mark.parametrize("flag,value,message", [
     ("--passes", "fold_everything", ("argument --passes: unknown pass 'fold_everything'; the passes are "
-                                     "fold_conv_bn, fold_linear_bn, prepack_weights (or default or none alone)")),
+                                     "fold_conv_bn, fold_linear_bn, prepack_weights, fuse_clamp (or default or none "
+                                     "alone)")),
     ("--skip-passes", "default", ("argument --skip-passes: unknown pass 'default'; the passes are fold_conv_bn, "
-                                  "fold_linear_bn, prepack_weights")),
+                                  "fold_linear_bn, prepack_weights, fuse_clamp")),
 ])
 def test_unknown_pass_flag_is_one_line_exit_2(capsys, tmp_path, command, flag, value, message):
     extra = {"export": ["-o", str(tmp_path / "x.pare")], "check": ["--runtime", str(tmp_path / "lib.so")]}
@@ -360,3 +365,53 @@ def test_bench_takes_the_same_flags(capsys, full_lib):
     finally:
         torch.set_num_threads(threads)
     assert result.passes == () and json.loads(json.dumps(result.to_json()))["passes"] == []
+
+
+# -- fuse_clamp -------------------------------------------------------------------
+
+
+class ClampAfterEach(nn.Module):
+    """Every clamp form fuse_clamp takes, and two it must leave alone."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 6, 3, padding=1)
+        self.dw = nn.Conv2d(6, 6, 3, stride=2, padding=1, groups=6)
+        self.conv2 = nn.Conv2d(6, 5, 1)
+        self.fc = nn.Linear(5 * 4 * 4, 7)
+        self.fc2 = nn.Linear(7, 3)
+
+    def forward(self, x):
+        x = torch.relu(self.conv(x))                       # relu: [0, inf]
+        x = nn.functional.relu6(self.dw(x))                # hardtanh(0, 6)
+        y = self.conv2(x)
+        z = torch.clamp(y, min=-0.25)                      # clamp, min only
+        h = nn.functional.hardtanh(self.fc(z.flatten(1)), -0.5, 0.5)
+        out = self.fc2(h)
+        return torch.relu(out), out                        # a second user: not fused
+
+
+def test_fuse_clamp_folds_relu_hardtanh_and_clamp_into_the_prepacked_layer(full_lib):
+    torch.manual_seed(0)
+    spec = spec_from(ClampAfterEach(), [(torch.randn(1, 3, 8, 8),), (torch.randn(2, 3, 8, 8),)])
+    exported = export_model(spec)
+    ops = ops_of(exported.program)
+    assert "aten::hardtanh" not in ops and "aten::clamp" not in ops
+    assert ops.count("aten::relu") == 1  # only the one after fc2, whose output is also returned
+    assert dict(exported.passes[-1].changes) == {"fused": 4}
+    assert all(c.ok for c in check_model(spec, full_lib, program=exported.program))
+    unfused = export_model(spec, passes=graph_passes.resolve("default", skip="fuse_clamp"))
+    assert ops_of(unfused.program).count("aten::relu") == 2 and "aten::hardtanh" in ops_of(unfused.program)
+
+
+def test_prepacked_ops_take_output_min_and_max_together(full_lib):
+    from pare.program import ObjectOf, ProgramBuilder
+    from pare.runtime import PareError, Runtime
+
+    pb = ProgramBuilder()
+    m = pb.method()
+    packed = m.init_op("pare::linear_prepack", torch.ones(2, 3).numpy(), None, returns=ObjectOf("LinearPackedParams"))
+    m.output(m.op("pare::linear_prepacked", m.input("Float", [1, 3]), packed, 0.0))
+    method = Runtime(full_lib).load(pb.to_bytes()).method()
+    with pytest.raises(PareError, match="takes output_min and output_max together, got only one"):
+        method.run(torch.ones(1, 3).numpy())

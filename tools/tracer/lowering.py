@@ -37,6 +37,8 @@ onto `pare::linear_prepacked` / `pare::conv2d_prepacked`, with the
 
 from __future__ import annotations
 
+import dataclasses
+import math
 import operator
 import os
 import re
@@ -151,6 +153,7 @@ class LoweringReport:
     uses: dict[str, list[OpUse]] = field(default_factory=lambda: defaultdict(list))
     unsupported: dict[str, list[OpUse]] = field(default_factory=lambda: defaultdict(list))
     prepacked: dict[str, int] = field(default_factory=lambda: {"linear": 0, "conv2d": 0})  # layers packed
+    fused: dict[str, int] = field(default_factory=lambda: {"fused": 0})  # clamp epilogues fused into them
 
 
 @dataclass(frozen=True)
@@ -159,16 +162,18 @@ class _Plan:
     deps: tuple[Node, ...]
     args: tuple = ()  # "op": the arguments (with rewrites applied)
     detail: Any = None
+    clamp: tuple[float, float] | None = None  # *_prepack: a fused relu / hardtanh / clamp (output_min, output_max)
 
 
 class MethodLowering:
     """Lowers `ep` (core ATen, after run_decompositions) into `mb`."""
 
     def __init__(self, mb: MethodBuilder, ep: ExportedProgram, *, prepack: bool, model_file: Path | None,
-                 report: LoweringReport):
+                 report: LoweringReport, fuse_clamp: bool = False):
         self.mb = mb
         self.ep = ep
         self.prepack = prepack
+        self.fuse_clamp = fuse_clamp  # the fuse_clamp pass: relu / hardtanh / clamp into a prepacked op
         self.model_file = model_file
         self.report = report
         self.graph = ep.graph_module.graph
@@ -178,6 +183,7 @@ class MethodLowering:
         self._constant_values: dict[Node, Value] = {}
         self._canonical: dict[Node, Node] = {}  # alias of a constant -> that constant's node
         self._packed: dict[tuple, Value] = {}
+        self._fused: dict[Node, Node] = {}  # a fused relu / hardtanh / clamp -> the prepacked layer it joined
 
     # -- entry point ----------------------------------------------------------
 
@@ -244,6 +250,8 @@ class MethodLowering:
 
     def _plan(self, node: Node) -> _Plan:
         target = node.target
+        if node in self._fused:  # its clamp runs inside the prepacked layer before it
+            return _Plan("alias", (self._fused[node],))
         if target is operator.getitem:
             return _Plan("getitem", (node.args[0],))
         if isinstance(target, torch._ops.OpOverload):
@@ -387,7 +395,7 @@ class MethodLowering:
                 b = self.constants.get(bias) if isinstance(bias, Node) else None
                 if b is None or b.dtype != torch.float32 or b.dim() != 1 or b.shape[0] != weight[1].shape[0]:
                     return None
-            return _Plan("linear_prepack", (x,), detail=(weight, bias))
+            return self._with_epilogue(node, _Plan("linear_prepack", (x,), detail=(weight, bias)))
         if target is aten.convolution.default:
             x, w, bias, stride, padding, dilation, transposed, output_padding, groups = node.args[:9]
             w_tensor = self.constants.get(w) if isinstance(w, Node) else None
@@ -398,9 +406,19 @@ class MethodLowering:
                 b = self.constants.get(bias) if isinstance(bias, Node) else None
                 if b is None or b.dtype != torch.float32:
                     return None
-            return _Plan("conv2d_prepack", (x,), detail=(w, bias, list(stride), list(padding), list(dilation),
-                                                          int(groups)))
+            return self._with_epilogue(node, _Plan("conv2d_prepack", (x,), detail=(
+                w, bias, list(stride), list(padding), list(dilation), int(groups))))
         return None
+
+    def _with_epilogue(self, node: Node, plan: _Plan) -> _Plan:
+        """`plan` with the clamp of node's only user fused in, when that user
+        is relu, hardtanh or clamp with constant bounds (the fuse_clamp pass)."""
+        users = list(node.users)
+        bounds = _clamp_bounds(users[0], node) if self.fuse_clamp and len(users) == 1 else None
+        if bounds is None:
+            return plan
+        self._fused[users[0]] = node
+        return dataclasses.replace(plan, clamp=bounds)
 
     def _linear_weight(self, mat2: Any) -> tuple[tuple, torch.Tensor] | None:
         """(cache key, [out, in] weight) when mat2 is a constant weight,
@@ -502,7 +520,8 @@ class MethodLowering:
                 self._packed[cache_key] = self.mb.init_op(LINEAR_PREPACK, w_value, b_value,
                                                           returns=ObjectOf(LINEAR_CLASS))
                 self.report.uses[LINEAR_PREPACK].append(use)
-            self.env[node] = self.mb.op(LINEAR_PREPACKED, self._value_of(plan.deps[0]), self._packed[cache_key])
+            self.env[node] = self.mb.op(LINEAR_PREPACKED, self._value_of(plan.deps[0]), self._packed[cache_key],
+                                        *self._clamp_args(plan))
             self.report.uses[LINEAR_PREPACKED].append(use)
             self.report.prepacked["linear"] += 1
         elif plan.kind == "conv2d_prepack":
@@ -513,11 +532,18 @@ class MethodLowering:
                     CONV2D_PREPACK, self._constant(w), None if bias is None else self._constant(bias), stride,
                     padding, dilation, groups, returns=ObjectOf(CONV2D_CLASS))
                 self.report.uses[CONV2D_PREPACK].append(use)
-            self.env[node] = self.mb.op(CONV2D_PREPACKED, self._value_of(plan.deps[0]), self._packed[cache_key])
+            self.env[node] = self.mb.op(CONV2D_PREPACKED, self._value_of(plan.deps[0]), self._packed[cache_key],
+                                        *self._clamp_args(plan))
             self.report.uses[CONV2D_PREPACKED].append(use)
             self.report.prepacked["conv2d"] += 1
         else:
             self._lower_op(node, plan, use)
+
+    def _clamp_args(self, plan: _Plan) -> tuple[float, ...]:
+        if plan.clamp is None:
+            return ()
+        self.report.fused["fused"] += 1
+        return plan.clamp
 
     def _lower_op(self, node: Node, plan: _Plan, use: OpUse) -> None:
         op = node.target
@@ -634,6 +660,33 @@ def _nodes_in(x: Any):
 def _is_one(node: Node, index: int, name: str) -> bool:
     value = node.args[index] if len(node.args) > index else node.kwargs.get(name, 1)
     return not isinstance(value, Node) and value == 1
+
+
+def _clamp_bounds(user: Node, source: Node) -> tuple[float, float] | None:
+    """(min, max) when `user` is relu, hardtanh or clamp of `source` with
+    constant bounds (None: not such a clamp)."""
+    if not user.args or user.args[0] is not source:
+        return None
+
+    def bound(index: int, name: str, default: Any) -> Any:
+        value = user.args[index] if len(user.args) > index else user.kwargs.get(name, default)
+        return None if isinstance(value, Node) else (math.nan if value is None else float(value))
+
+    if user.target is aten.relu.default:
+        return (0.0, math.inf)
+    if user.target is aten.hardtanh.default:
+        lo, hi = bound(1, "min_val", -1.0), bound(2, "max_val", 1.0)
+    elif user.target is aten.clamp.default:
+        lo, hi = bound(1, "min", None), bound(2, "max", None)
+        if lo is not None and math.isnan(lo):
+            lo = -math.inf
+        if hi is not None and math.isnan(hi):
+            hi = math.inf
+    else:
+        return None
+    if lo is None or hi is None or (lo == -math.inf and hi == math.inf):
+        return None
+    return (lo, hi)
 
 
 def _is_float_tensor(x: Any) -> bool:

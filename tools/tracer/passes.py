@@ -38,6 +38,7 @@ if TYPE_CHECKING:
 DEFAULT = "default"
 NONE = "none"
 PREPACK = "prepack_weights"  # applied by lowering, not on the graph
+FUSE_CLAMP = "fuse_clamp"  # applied by lowering, with prepack_weights
 
 
 class UnknownPassError(TracerError):
@@ -453,4 +454,6 @@ PASSES: tuple[GraphPass, ...] = (
     GraphPass(PREPACK, "linear (addmm/mm) and conv2d with constant float32 weights -> "
               "pare::linear_prepacked / pare::conv2d_prepacked (weights packed once, when the method is created)",
               None),
+    GraphPass(FUSE_CLAMP, "relu, relu6 / hardtanh or clamp with constant bounds, the only user of a prepacked "
+              "linear or conv2d -> that op's output_min / output_max (needs prepack_weights)", None),
 )

@@ -23,6 +23,21 @@ Result<const float*> pack_bias(KernelContext& ctx, const Tensor* bias, int64_t n
   return static_cast<const float*>(out);
 }
 
+}  // namespace
+
+void Clamp::apply(float* data, int64_t n) const {
+  if (!active()) return;
+  const float lo = min;
+  const float hi = max;
+  for (int64_t i = 0; i < n; ++i) {  // vectorises; comparisons keep NaN
+    float v = data[i];
+    v = v < lo ? lo : v;
+    data[i] = v > hi ? hi : v;
+  }
+}
+
+namespace {
+
 // Rows of `c` [rows x cols] (row stride ldc) start as the bias.
 void fill_rows_with_bias(float* c, int64_t rows, int64_t cols, int64_t ldc, const float* bias, bool bias_per_row) {
   for (int64_t i = 0; i < rows; ++i) {
@@ -93,7 +108,7 @@ Error LinearPackedParams::pack(KernelContext& ctx, const Tensor& weight, const T
   return Error::Ok;
 }
 
-Error LinearPackedParams::run(KernelContext& ctx, const Tensor& input, Value& out) const {
+Error LinearPackedParams::run(KernelContext& ctx, const Tensor& input, Value& out, Clamp clamp) const {
   PARE_CHECK_OR_RETURN(ctx, input.dim >= 1 && input.sizes[input.dim - 1] == in_features, Error::InvalidShape,
                        "argument 'input' with sizes %s does not end in in_features = %lld",
                        sizes_to_string(input.size_span()).text, static_cast<long long>(in_features));
@@ -112,6 +127,7 @@ Error LinearPackedParams::run(KernelContext& ctx, const Tensor& input, Value& ou
               gemm::StridedA{{x.data_as<float>(), m, in_features, in_features, 1}},
               gemm::PrepackedB{packed_weight, out_features}, c, out_features, /*accumulate=*/bias != nullptr,
               static_cast<float*>(a_scratch), nullptr);
+  clamp.apply(c, result->numel());
   return Error::Ok;
 }
 
@@ -174,7 +190,7 @@ Error Conv2dPackedParams::pack(KernelContext& ctx, const Tensor& weight, const T
   return Error::Ok;
 }
 
-Error Conv2dPackedParams::run(KernelContext& ctx, const Tensor& input, Value& out) const {
+Error Conv2dPackedParams::run(KernelContext& ctx, const Tensor& input, Value& out, Clamp clamp) const {
   PARE_CHECK_OR_RETURN(ctx, input.dim == 4 || input.dim == 3, Error::InvalidShape,
                        "argument 'input' must be 3-D or 4-D, got sizes %s", sizes_to_string(input.size_span()).text);
   const bool batched = input.dim == 4;
@@ -200,7 +216,9 @@ Error Conv2dPackedParams::run(KernelContext& ctx, const Tensor& input, Value& ou
   if (depthwise_direct) {
     const depthwise::Geometry g{batch, in_channels, out_channels, height, width, out_h, out_w, kernel[0],
                                 stride[0], padding[0], padding[1]};
-    return depthwise::run_float(ctx, g, x.data_as<float>(), packed_weight, bias, 1, result->data_as<float>());
+    PARE_TRY(depthwise::run_float(ctx, g, x.data_as<float>(), packed_weight, bias, 1, result->data_as<float>()));
+    clamp.apply(result->data_as<float>(), result->numel());
+    return Error::Ok;
   }
 
   const int64_t og = out_channels / groups;
@@ -228,6 +246,7 @@ Error Conv2dPackedParams::run(KernelContext& ctx, const Tensor& input, Value& ou
       }
     }
   }
+  clamp.apply(result->data_as<float>(), result->numel());
   return Error::Ok;
 }
 

@@ -21,6 +21,16 @@
 namespace pare {
 namespace classes {
 
+// An output clamp fused into a prepacked op (pare::*_prepacked's optional
+// output_min / output_max): relu is [0, inf], relu6 [0, 6], hardtanh and
+// clamp their bounds. NaN stays NaN, as in the ops it replaces.
+struct Clamp {
+  float min = -__builtin_inff();
+  float max = __builtin_inff();
+  bool active() const { return min > -__builtin_inff() || max < __builtin_inff(); }
+  void apply(float* data, int64_t n) const;
+};
+
 class LinearPackedParams : public ObjectBase {
  public:
   static constexpr char kName[] = "LinearPackedParams";
@@ -28,8 +38,9 @@ class LinearPackedParams : public ObjectBase {
 
   // weight [out_features, in_features], bias [out_features] or null; float.
   Error pack(KernelContext& ctx, const Tensor& weight, const Tensor* bias);
-  // input [..., in_features] -> out [..., out_features].
-  Error run(KernelContext& ctx, const Tensor& input, Value& out) const;
+  // input [..., in_features] -> out [..., out_features], clamped to
+  // `clamp` (a fused relu / hardtanh / clamp epilogue; Clamp{} for none).
+  Error run(KernelContext& ctx, const Tensor& input, Value& out, Clamp clamp) const;
 
   int64_t in_features = 0;
   int64_t out_features = 0;
@@ -46,8 +57,8 @@ class Conv2dPackedParams : public ObjectBase {
   // or null; float.
   Error pack(KernelContext& ctx, const Tensor& weight, const Tensor* bias, IntArrayRef stride,
              IntArrayRef padding, IntArrayRef dilation, int64_t groups);
-  // input [N, C, H, W] (or [C, H, W]) -> out [N, O, OH, OW].
-  Error run(KernelContext& ctx, const Tensor& input, Value& out) const;
+  // input [N, C, H, W] (or [C, H, W]) -> out [N, O, OH, OW], clamped to `clamp`.
+  Error run(KernelContext& ctx, const Tensor& input, Value& out, Clamp clamp) const;
 
   int64_t out_channels = 0;
   int64_t in_channels = 0;

@@ -10,6 +10,20 @@
 
 namespace pare {
 namespace kernels {
+namespace {
+
+// The optional output_min / output_max of the *_prepacked ops (arguments 2
+// and 3, both or neither): a fused relu / hardtanh / clamp epilogue.
+classes::Clamp read_clamp(KernelArgs& args, size_t count) {
+  classes::Clamp clamp;
+  if (count == 4) {
+    clamp.min = static_cast<float>(args.real(2, "output_min"));
+    clamp.max = static_cast<float>(args.real(3, "output_max"));
+  }
+  return clamp;
+}
+
+}  // namespace
 
 // pare::linear_prepack(Tensor weight, Tensor? bias=None) -> LinearPackedParams
 Error pare_linear_prepack(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs) {
@@ -28,20 +42,24 @@ Error pare_linear_prepack(KernelContext& ctx, ValueSpan inputs, ValueSpan output
   }
 }
 
-// pare::linear_prepacked(Tensor input, LinearPackedParams packed) -> Tensor
+// pare::linear_prepacked(Tensor input, LinearPackedParams packed, float output_min=-inf,
+//   float output_max=inf) -> Tensor
 Error pare_linear_prepacked(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs) {
   if constexpr (!kLinearPackedParamsClass.selected()) {
     (void)inputs;
     (void)outputs;
     return class_not_selected(ctx, kLinearPackedParamsClass.name());
   } else {
-    KernelArgs args(ctx, inputs, outputs, 2, 2, 1);
+    KernelArgs args(ctx, inputs, outputs, 2, 4, 1);
     const Tensor& input = args.tensor(0, "input");
     const classes::LinearPackedParams* params = args.object<classes::LinearPackedParams>(1, "packed");
+    PARE_CHECK_OR_RETURN(ctx, inputs.size() != 3, Error::InvalidArgument,
+                         "takes output_min and output_max together, got only one");
+    const classes::Clamp clamp = read_clamp(args, inputs.size());
     PARE_TRY(args.status());
     return PARE_DISPATCH(prepacked_kernel, ctx, input.dtype, T, {
       static_assert(is_same_v<T, float>, "prepacked kernels are float-only");
-      return params->run(ctx, input, args.output(0));
+      return params->run(ctx, input, args.output(0), clamp);
     });
   }
 }
@@ -68,20 +86,24 @@ Error pare_conv2d_prepack(KernelContext& ctx, ValueSpan inputs, ValueSpan output
   }
 }
 
-// pare::conv2d_prepacked(Tensor input, Conv2dPackedParams packed) -> Tensor
+// pare::conv2d_prepacked(Tensor input, Conv2dPackedParams packed, float output_min=-inf,
+//   float output_max=inf) -> Tensor
 Error pare_conv2d_prepacked(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs) {
   if constexpr (!kConv2dPackedParamsClass.selected()) {
     (void)inputs;
     (void)outputs;
     return class_not_selected(ctx, kConv2dPackedParamsClass.name());
   } else {
-    KernelArgs args(ctx, inputs, outputs, 2, 2, 1);
+    KernelArgs args(ctx, inputs, outputs, 2, 4, 1);
     const Tensor& input = args.tensor(0, "input");
     const classes::Conv2dPackedParams* params = args.object<classes::Conv2dPackedParams>(1, "packed");
+    PARE_CHECK_OR_RETURN(ctx, inputs.size() != 3, Error::InvalidArgument,
+                         "takes output_min and output_max together, got only one");
+    const classes::Clamp clamp = read_clamp(args, inputs.size());
     PARE_TRY(args.status());
     return PARE_DISPATCH(prepacked_kernel, ctx, input.dtype, T, {
       static_assert(is_same_v<T, float>, "prepacked kernels are float-only");
-      return params->run(ctx, input, args.output(0));
+      return params->run(ctx, input, args.output(0), clamp);
     });
   }
 }
