@@ -12,6 +12,8 @@
 #   4. Machine-specific Bazel settings, in files that are not checked in:
 #      .bazelrc.local (the @platforms override, the venv interpreter) and
 #      .bazeliskrc (bazelisk runs Debian's Bazel binary; see docs/bazel.md).
+#   5. .venv-executorch: ExecuTorch (portable and XNNPACK), the peers
+#      python -m tools.bench times Pare against (tools/setup_executorch.sh).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
@@ -90,5 +92,11 @@ build --override_repository=platforms=$platforms_dir
 build --repo_env=PARE_PYTHON=$root/.venv/bin/python3"
 write_if_changed .bazeliskrc "# Written by tools/setup.sh: run Debian's Bazel 4.2.3 offline.
 USE_BAZEL_VERSION=$bazel_bin"
+
+# ExecuTorch (portable and XNNPACK), the peers python -m tools.bench times Pare
+# against, in its own venv .venv-executorch (docs/performance.md). Its own
+# script, idempotent like this one: it skips when requirements-executorch.txt
+# is already installed.
+tools/setup_executorch.sh
 
 say "done: tools/bazel runs Bazel $(dpkg-query -W -f='${Version}' bazel-bootstrap) ($bazel_bin) with clang $(clang-16 --version | head -n1 | grep -oE '[0-9]+\.[0-9]+\.[0-9]+')"

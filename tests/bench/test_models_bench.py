@@ -1,4 +1,8 @@
-"""python -m tools.bench: what it reports and how it fails (never how fast anything is)."""
+"""python -m tools.bench: what it reports and how it fails (never how fast anything is).
+
+The ExecuTorch worker itself is tested in test_executorch_peer.py; here one
+real worker start checks the wiring, and fakes check the rest.
+"""
 
 from __future__ import annotations
 
@@ -7,12 +11,19 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import ClassVar
 
 import pytest
 
 from tests.conftest import REPO_ROOT, bazel_build
-from tools.bench.models import bench_model, load_runtime, table
-from tools.bench.timing import BenchError, p90
+from tools.bench import __main__ as cli
+from tools.bench import executorch_peer
+from tools.bench.executorch_worker import PORTABLE, SYSTEMS, XNNPACK
+from tools.bench.models import ModelBench, bench_model, load_runtime, table
+from tools.bench.timing import BenchError, measure, p90
+
+EXECUTORCH_FIELDS = ("executorch_portable_median_us", "executorch_portable_p90_us", "executorch_xnnpack_median_us",
+                     "executorch_xnnpack_p90_us")
 
 MODEL = REPO_ROOT / "tests" / "tracer" / "models" / "tiny_mlp.py"
 
@@ -34,6 +45,65 @@ def test_a_model_gets_pare_and_torch_numbers_and_the_json_fields(full_runtime):
     assert result.arena_bytes > 0
     assert row["pare_over_torch_eager"] == round(result.median_us / result.torch_eager_median_us, 4)
     assert f"| {MODEL} | " in table([result])
+    # Not asked for ExecuTorch: its fields are None, and the table has no columns for it.
+    assert all(row[key] is None for key in (*EXECUTORCH_FIELDS, "pare_over_executorch_xnnpack",
+                                            "pare_over_executorch_portable"))
+    assert row["executorch_unavailable"] == {} and "ET+XNNPACK" not in table([result])
+
+
+def test_executorch_is_timed_in_the_same_rounds_with_its_ratios(full_runtime):
+    ready = executorch_peer.available()
+    if not ready:  # setup installs it: a missing venv is a broken setup, not a skip
+        pytest.fail(f"{ready.detail} (make setup does)", pytrace=False)
+    progress = []
+    result = bench_model(MODEL, load_runtime(full_runtime), full_runtime, rounds=3, threads=1, executorch=True,
+                         progress=progress.append)
+    assert "lowering for XNNPACK" in progress
+    assert result.executorch_unavailable == ()
+    for system in SYSTEMS:
+        assert 0 < getattr(result, f"{system}_median_us") <= getattr(result, f"{system}_p90_us")
+    row = result.to_json()
+    assert row["pare_over_executorch_xnnpack"] == round(result.median_us / result.executorch_xnnpack_median_us, 4)
+    assert row["pare_over_executorch_portable"] == round(result.median_us / result.executorch_portable_median_us, 4)
+    assert row["executorch_unavailable"] == {}
+    (line,) = [x for x in table([result]).splitlines() if x.startswith(f"| {MODEL} |")]
+    assert line.endswith(f" {result.executorch_portable_median_us:,.1f} | {result.executorch_xnnpack_median_us:,.1f} "
+                         f"| {row['pare_over_executorch_xnnpack']:.2f}x |")
+
+
+def _bench(**executorch) -> ModelBench:
+    return ModelBench(model="m.py", runtime="lib.so", threads=1, rounds=3, median_us=100.0, p90_us=110.0,
+                      arena_bytes=64, torch_eager_median_us=400.0, torch_eager_p90_us=420.0, passes=(), **executorch)
+
+
+def test_a_system_not_timed_shows_n_a_with_its_reason():
+    result = _bench(executorch_portable_median_us=250.0, executorch_portable_p90_us=260.0,
+                    executorch_unavailable=((XNNPACK, "lowering failed: ValueError: a|b"),))
+    head, _, line = table([result]).splitlines()
+    assert head.endswith("| Pare / torch | ET portable median µs | ET+XNNPACK median µs | Pare / ET+XNNPACK |")
+    assert line.endswith("| 0.25x | 250.0 | n/a (lowering failed: ValueError: a\\|b) | n/a |")
+    row = result.to_json()
+    assert row["pare_over_executorch_portable"] == 0.4 and row["pare_over_executorch_xnnpack"] is None
+    assert row["executorch_unavailable"] == {XNNPACK: "lowering failed: ValueError: a|b"}
+    json.dumps(row)  # and it is JSON
+
+
+def test_measure_interleaves_samplers_with_functions_in_alternating_order():
+    order = []
+
+    def sampler(name, seconds):
+        def sample(calls):
+            order.append((name, calls))
+            return seconds
+        return sample
+
+    samples = measure({"pare": lambda: order.append(("pare", 1))}, 2, {"pare": 1, "a": 5, "b": 7},
+                      samplers={"a": sampler("a", 2.0), "b": sampler("b", 3.0)})
+    warm_up, first, second = order[:3], order[3:6], order[6:]
+    assert warm_up == first == [("pare", 1), ("a", 5), ("b", 7)] and second == first[::-1]
+    assert samples["a"] == [2.0, 2.0] and samples["b"] == [3.0, 3.0] and len(samples["pare"]) == 2
+    with pytest.raises(ValueError, match="share the names"):
+        measure({"a": lambda: None}, 1, {"a": 1}, samplers={"a": sampler("a", 1.0)})
 
 
 def test_p90_is_the_ninetieth_percentile():
@@ -44,12 +114,12 @@ def test_p90_is_the_ninetieth_percentile():
 def test_cli_writes_json_and_reports_errors_in_one_line(full_runtime, tmp_path):
     out = tmp_path / "bench.json"
     env = {**os.environ, "PARE_RUNTIME_LIB": str(full_runtime)}
-    proc = subprocess.run([sys.executable, "-m", "tools.bench", str(MODEL), "--rounds", "2", "--json", str(out)],
-                          cwd=REPO_ROOT, env=env, capture_output=True, text=True, check=False)
+    proc = subprocess.run([sys.executable, "-m", "tools.bench", str(MODEL), "--rounds", "2", "--json", str(out),
+                           "--no-executorch"], cwd=REPO_ROOT, env=env, capture_output=True, text=True, check=False)
     assert proc.returncode == 0, proc.stderr
     (row,) = json.loads(out.read_text())
-    assert row["threads"] == 1 and row["rounds"] == 2
-    assert "Pare / torch" in proc.stdout
+    assert row["threads"] == 1 and row["rounds"] == 2 and row["executorch_xnnpack_median_us"] is None
+    assert "Pare / torch" in proc.stdout and "ET+XNNPACK" not in proc.stdout and "ExecuTorch" not in proc.stderr
     for args, message in [([str(MODEL), "--runtime", str(tmp_path / "none.so")], "no runtime at"),
                           ([str(tmp_path / "missing.py")], "no such model spec"),
                           ([str(MODEL), "--threads", "0"], "must be at least 1")]:
@@ -63,3 +133,61 @@ def test_a_library_that_is_not_a_runtime_is_a_user_error(tmp_path):
     bogus.write_text("not a library")
     with pytest.raises(BenchError, match="not a loadable x86_64 Pare runtime"):
         load_runtime(bogus)
+
+
+class FakePeer:
+    """ExecuTorchPeer's interface: XNNPACK times, portable is unavailable."""
+
+    started: ClassVar[list[tuple[str, set[int]]]] = []  # (spec, the CPUs it started on)
+    closed: ClassVar[int] = 0
+
+    @classmethod
+    def start(cls, spec_path, *, progress=None, **_):
+        cls.started.append((str(spec_path), os.sched_getaffinity(0)))
+        progress("lowering for XNNPACK")
+        return cls()
+
+    def systems(self):
+        return {XNNPACK: lambda calls: 50e-6}
+
+    def unavailable(self):
+        return {PORTABLE: "the ExecuTorch runtime failed: RuntimeError: no kernel"}
+
+    def close(self):
+        FakePeer.closed += 1
+
+
+@pytest.fixture
+def in_process_cli(monkeypatch):
+    """Runs main() here: it pins this process, so the CPUs are given back after."""
+    cpus = os.sched_getaffinity(0)
+    FakePeer.started, FakePeer.closed = [], 0
+    monkeypatch.setattr(executorch_peer, "ExecuTorchPeer", FakePeer)
+    yield cli.main
+    os.sched_setaffinity(0, cpus)
+
+
+def test_cli_measures_executorch_by_default_on_the_pinned_cpu(in_process_cli, full_runtime, monkeypatch, tmp_path,
+                                                              capsys):
+    monkeypatch.setattr(executorch_peer, "available", lambda: executorch_peer.Availability(True, "executorch 9.9"))
+    out, cpu = tmp_path / "bench.json", max(os.sched_getaffinity(0))
+    assert in_process_cli([str(MODEL), "--runtime", str(full_runtime), "--rounds", "2", "--cpu", str(cpu),
+                           "--json", str(out)]) == 0
+    assert FakePeer.started == [(str(MODEL), {cpu})] and FakePeer.closed == 1
+    captured = capsys.readouterr()
+    assert "executorch 9.9 (portable, XNNPACK; 1 thread)" in captured.err
+    assert f"bench: {MODEL}: ExecuTorch: lowering for XNNPACK" in captured.err
+    assert "| 50.0 |" in captured.out and "n/a (the ExecuTorch runtime failed: RuntimeError: no kernel)" in captured.out
+    (row,) = json.loads(out.read_text())
+    assert row["executorch_xnnpack_median_us"] == 50.0 and row["executorch_portable_median_us"] is None
+    assert row["executorch_unavailable"] == {PORTABLE: "the ExecuTorch runtime failed: RuntimeError: no kernel"}
+
+
+def test_cli_without_executorch_says_why_and_leaves_the_columns_out(in_process_cli, full_runtime, monkeypatch,
+                                                                    capsys):
+    monkeypatch.setattr(executorch_peer, "available",
+                        lambda: executorch_peer.Availability(False, "no ExecuTorch venv at /x; run setup"))
+    assert in_process_cli([str(MODEL), "--runtime", str(full_runtime), "--rounds", "1"]) == 0
+    captured = capsys.readouterr()
+    assert "ExecuTorch: not measured: no ExecuTorch venv at /x; run setup\n" in captured.err
+    assert "ET+XNNPACK" not in captured.out and FakePeer.started == []

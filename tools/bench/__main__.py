@@ -1,4 +1,5 @@
-"""`python -m tools.bench MODEL.py [MODEL.py ...]`: Pare vs torch eager per model (tools/bench/models.py).
+"""`python -m tools.bench MODEL.py [MODEL.py ...]`: Pare vs torch eager and ExecuTorch per model
+(tools/bench/models.py).
 
 Exit status: 0 measured, 2 a user error (one line on stderr: a missing
 runtime, a model that does not export, output that differs from torch).
@@ -36,9 +37,10 @@ def _parser() -> argparse.ArgumentParser:
     from tools.bench.runtimes import ISA_LEVELS
     from tools.tracer import passes
 
-    p = _Parser(prog=PROG, description="Time Pare's execute() and torch eager side by side on each model spec's "
-                "first input (interleaved rounds, pinned CPUs); print median and p90 µs, Pare's arena bytes and "
-                "the ratio. Other benchmarks: python -m tools.bench.prepacked_linear.",
+    p = _Parser(prog=PROG, description="Time Pare's execute(), torch eager and ExecuTorch (portable and XNNPACK, "
+                "from .venv-executorch) side by side on each model spec's first input (interleaved rounds, pinned "
+                "CPUs); print median and p90 µs, Pare's arena bytes and the ratios. Other benchmarks: "
+                "python -m tools.bench.prepacked_linear.",
                 epilog=f"example:\n  {PROG} apps/demo/model.py models/zoo/mobilenet_v2.py --json /tmp/bench.json\n\n"
                 f"{passes.epilog()}",
                 formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -53,12 +55,16 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--rounds", type=_positive, default=21, help="interleaved rounds per model (default 21)")
     p.add_argument("--cpu", type=int, help="with --threads 1: the CPU to pin to (default 1, as taskset -c 1)")
     p.add_argument("--json", metavar="FILE", help="also write one JSON object per model to FILE")
+    p.add_argument("--no-executorch", dest="executorch", action="store_false", help="do not time ExecuTorch "
+                   "(by default it is, when tools/setup_executorch.sh has made .venv-executorch; its worker takes "
+                   "10-120 s per model to lower and check the model)")
     passes.add_arguments(p)  # as python -m tools.tracer export takes them
     return p
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     from pare.runtime import PareError
+    from tools.bench.executorch_peer import available
     from tools.bench.models import bench_model, load_runtime, table
     from tools.bench.runtimes import default_runtime, full_runtime
     from tools.bench.timing import BenchError, pin_to_cpus
@@ -71,14 +77,23 @@ def main(argv: Sequence[str] | None = None) -> int:
         runtime_path = args.runtime or (full_runtime(args.isa) if args.isa else default_runtime())
         runtime = load_runtime(runtime_path)
         cpus = pin_to_cpus(args.threads, args.cpu)
+        executorch = None
+        if args.executorch:  # checked after pinning: each model's worker inherits the pinned CPUs
+            executorch = available()
+            if not executorch:
+                print(f"ExecuTorch: not measured: {executorch.detail}", file=sys.stderr)
         print(f"runtime {runtime_path}; pinned to CPU {','.join(map(str, cpus))}; torch threads {args.threads}; "
-              f"{args.rounds} interleaved rounds per model; graph passes {','.join(selected) or passes.NONE}",
-              file=sys.stderr)
+              f"{args.rounds} interleaved rounds per model; graph passes {','.join(selected) or passes.NONE}"
+              + (f"; {executorch.detail} (portable, XNNPACK; 1 thread)" if executorch else ""), file=sys.stderr)
         results = []
         for model in args.models:
             print(f"bench: {model} ...", file=sys.stderr, flush=True)
+
+            def progress(doing: str, model: str = model) -> None:
+                print(f"bench: {model}: ExecuTorch: {doing}", file=sys.stderr, flush=True)
+
             results.append(bench_model(model, runtime, runtime_path, rounds=args.rounds, threads=args.threads,
-                                       passes=selected))
+                                       passes=selected, executorch=bool(executorch), progress=progress))
         if args.json:
             try:
                 Path(args.json).write_text(json.dumps([r.to_json() for r in results], indent=2) + "\n")

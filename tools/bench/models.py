@@ -1,29 +1,42 @@
-"""Model benchmarks: Pare's execute() against torch eager, side by side.
+"""Model benchmarks: Pare's execute() against torch eager and ExecuTorch, side by side.
 
 For each model spec: export it (tools.tracer, with the selected graph passes:
 the default ones unless told otherwise), load the program on a Pare
 runtime, check one run against torch eager (a benchmark of wrong output is
-worthless), then time Pare's `execute()` and torch eager's `module(*inputs)`
-on the spec's first representative input, interleaved round by round on the
-same pinned CPUs. Reports median and p90 µs, the arena Pare planned, and the
-ratio Pare / torch.
+worthless), then time Pare's `execute()`, torch eager's `module(*inputs)`
+and, when asked, ExecuTorch's portable and XNNPACK programs on the spec's
+first representative input, interleaved round by round on the same pinned
+CPUs. Reports median and p90 µs, the arena Pare planned, and the ratios of
+Pare to the others.
 
-Pare runs one thread (threads are issue 12); `--threads N` gives torch N
-threads and pins the process to N CPUs. ExecuTorch is not measured by this
-version; the numbers for it in issue 11 come from a separate venv.
+ExecuTorch runs in its own venv, in a worker process that checks its output
+against torch eager too and times its own calls (tools/bench/executorch_peer.py);
+a system it cannot export, lower, run or match is not timed, and its one-line
+reason is reported in place of the numbers.
+
+Pare and ExecuTorch run one thread (Pare's threads are issue 12); `--threads N`
+gives torch N threads and pins the process to N CPUs.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import torch
 
 from pare.runtime import PareError, Runtime
-from tools.bench.timing import BenchError, calls_for, measure, median, p90
+from tools.bench.executorch_worker import PORTABLE, SYSTEMS, XNNPACK
+from tools.bench.timing import (
+    BenchError,
+    calls_for,
+    calls_for_sampler,
+    measure,
+    median,
+    p90,
+)
 from tools.tracer import passes as graph_passes
 from tools.tracer.exporter import export_model
 from tools.tracer.model_spec import load_model_spec
@@ -44,17 +57,41 @@ class ModelBench:
     torch_eager_median_us: float
     torch_eager_p90_us: float
     passes: tuple[str, ...]  # the graph passes the program was exported with
+    # ExecuTorch: None when not timed, either not asked for (bench_model's
+    # executorch=False) or, with the reason in executorch_unavailable, not able.
+    executorch_portable_median_us: float | None = None
+    executorch_portable_p90_us: float | None = None
+    executorch_xnnpack_median_us: float | None = None
+    executorch_xnnpack_p90_us: float | None = None
+    executorch_unavailable: tuple[tuple[str, str], ...] = ()  # (system, one-line reason)
 
     @property
     def ratio_torch(self) -> float:
         return self.median_us / self.torch_eager_median_us
 
+    def executorch_median_us(self, system: str) -> float | None:
+        return getattr(self, f"{system}_median_us")
+
+    def ratio(self, system: str) -> float | None:
+        """Pare's median over `system`'s (an ExecuTorch one), or None when it was not timed."""
+        peer = self.executorch_median_us(system)
+        return None if peer is None else self.median_us / peer
+
     def to_json(self) -> dict:
-        return {**dataclasses.asdict(self), "pare_over_torch_eager": round(self.ratio_torch, 4)}
+        row = {**dataclasses.asdict(self), "pare_over_torch_eager": round(self.ratio_torch, 4)}
+        for system in (XNNPACK, PORTABLE):
+            ratio = self.ratio(system)
+            row[f"pare_over_{system}"] = None if ratio is None else round(ratio, 4)
+        row["executorch_unavailable"] = dict(self.executorch_unavailable)
+        return row
 
 
 def bench_model(path: str | Path, runtime: Runtime, runtime_path: Path, *, rounds: int, threads: int,
-                passes: str | Sequence[str] = graph_passes.DEFAULT) -> ModelBench:
+                passes: str | Sequence[str] = graph_passes.DEFAULT, executorch: bool = False,
+                progress: Callable[[str], None] | None = None) -> ModelBench:
+    """Benchmarks one model spec (module docstring); `executorch` adds the
+    ExecuTorch peers, whose one-line progress while they prepare (10-120 s)
+    goes to `progress`."""
     spec = load_model_spec(path)
     exported = export_model(spec, passes=passes)
     group = exported.groups[0]
@@ -72,22 +109,40 @@ def bench_model(path: str | Path, runtime: Runtime, runtime_path: Path, *, round
         raise BenchError(f"{path}: Pare's output differs from torch eager ({bad[0]}); run python -m tools.tracer "
                          f"check {path} --runtime {runtime_path}")
 
-    torch.set_num_threads(threads)
-
     def eager() -> None:
         with torch.no_grad():
             spec.module(*inputs)
 
-    systems = {"pare": method.execute, "torch_eager": eager}
-    calls = {name: calls_for(fn) for name, fn in systems.items()}
-    samples = measure(systems, rounds, calls)
+    peer = None
+    try:
+        if executorch:  # only now: a model Pare gets wrong never waits for ExecuTorch's lowering
+            from tools.bench.executorch_peer import ExecuTorchPeer
+
+            peer = ExecuTorchPeer.start(path, progress=progress)  # on this process's (pinned) CPUs
+        peers = peer.systems() if peer else {}
+        torch.set_num_threads(threads)
+        systems = {"pare": method.execute, "torch_eager": eager}
+        calls = {name: calls_for(fn) for name, fn in systems.items()}
+        calls.update({name: calls_for_sampler(sample) for name, sample in peers.items()})
+        samples = measure(systems, rounds, calls, samplers=peers)
+        unavailable = peer.unavailable() if peer else {}
+    finally:
+        if peer:
+            peer.close()
     arena = method.memory_stats().arena_bytes
     method.close()
+
+    def us(system: str, stat: Callable[[list[float]], float]) -> float | None:
+        return round(stat(samples[system]) * 1e6, 2) if system in samples else None
+
     return ModelBench(
         model=str(path), runtime=str(runtime_path), threads=threads, rounds=rounds,
-        median_us=round(median(samples["pare"]) * 1e6, 2), p90_us=round(p90(samples["pare"]) * 1e6, 2),
-        arena_bytes=arena, torch_eager_median_us=round(median(samples["torch_eager"]) * 1e6, 2),
-        torch_eager_p90_us=round(p90(samples["torch_eager"]) * 1e6, 2), passes=tuple(r.name for r in exported.passes))
+        median_us=us("pare", median), p90_us=us("pare", p90), arena_bytes=arena,
+        torch_eager_median_us=us("torch_eager", median), torch_eager_p90_us=us("torch_eager", p90),
+        passes=tuple(r.name for r in exported.passes),
+        executorch_portable_median_us=us(PORTABLE, median), executorch_portable_p90_us=us(PORTABLE, p90),
+        executorch_xnnpack_median_us=us(XNNPACK, median), executorch_xnnpack_p90_us=us(XNNPACK, p90),
+        executorch_unavailable=tuple((system, unavailable[system]) for system in SYSTEMS if system in unavailable))
 
 
 def load_runtime(path: Path) -> Runtime:
@@ -99,11 +154,30 @@ def load_runtime(path: Path) -> Runtime:
         raise BenchError(f"{path}: not a loadable x86_64 Pare runtime ({e}); pass a linux_x86_64 .so") from None
 
 
-def table(results: list[ModelBench]) -> str:
-    lines = ["| model | Pare median µs | Pare p90 µs | arena B | torch eager median µs | Pare / torch |",
-             "|---|---:|---:|---:|---:|---:|"]
-    for r in results:
-        lines.append(f"| {r.model} | {r.median_us:,.1f} | {r.p90_us:,.1f} | {r.arena_bytes:,} | "
-                     f"{r.torch_eager_median_us:,.1f} | {r.ratio_torch:.2f}x |")
-    return "\n".join(lines)
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|")  # a reason must not end its table cell
 
+
+def table(results: list[ModelBench]) -> str:
+    """Markdown; the ExecuTorch columns only when some model was benched with them."""
+    with_executorch = any(r.executorch_unavailable or r.executorch_median_us(s) is not None
+                          for r in results for s in SYSTEMS)
+    head = "| model | Pare median µs | Pare p90 µs | arena B | torch eager median µs | Pare / torch |"
+    rule = "|---|---:|---:|---:|---:|---:|"
+    if with_executorch:
+        head += " ET portable median µs | ET+XNNPACK median µs | Pare / ET+XNNPACK |"
+        rule += "---:|---:|---:|"
+    lines = [head, rule]
+    for r in results:
+        line = (f"| {r.model} | {r.median_us:,.1f} | {r.p90_us:,.1f} | {r.arena_bytes:,} | "
+                f"{r.torch_eager_median_us:,.1f} | {r.ratio_torch:.2f}x |")
+        if with_executorch:
+            reasons = dict(r.executorch_unavailable)
+            for system in SYSTEMS:
+                peer = r.executorch_median_us(system)
+                why = _cell(reasons.get(system, "not measured"))
+                line += f" {peer:,.1f} |" if peer is not None else f" n/a ({why}) |"
+            ratio = r.ratio(XNNPACK)
+            line += f" {ratio:.2f}x |" if ratio is not None else " n/a |"
+        lines.append(line)
+    return "\n".join(lines)
