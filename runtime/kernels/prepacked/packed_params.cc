@@ -244,9 +244,9 @@ Error Conv2dPackedParams::run(KernelContext& ctx, const Tensor& input, Value& ou
                         padding[0], padding[1], dilation[0], dilation[1]};
         gemm::sgemm(og, p, k, 1.0f, a, b, c, p, bias != nullptr, nullptr, static_cast<float*>(b_scratch));
       }
+      clamp.apply(c, og * p);  // while this group's output is still in cache
     }
   }
-  clamp.apply(result->data_as<float>(), result->numel());
   return Error::Ok;
 }
 
