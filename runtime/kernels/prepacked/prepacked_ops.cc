@@ -14,7 +14,7 @@ namespace {
 
 // The optional output_min / output_max of the *_prepacked ops (arguments 2
 // and 3, both or neither): a fused relu / hardtanh / clamp epilogue.
-classes::Clamp read_clamp(KernelArgs& args, size_t count) {
+PARE_UNUSED classes::Clamp read_clamp(KernelArgs& args, size_t count) {
   classes::Clamp clamp;
   if (count == 4) {
     clamp.min = static_cast<float>(args.real(2, "output_min"));
