@@ -25,7 +25,8 @@ from tests.conftest import require_tool
 X86_64 = platform.machine() in ("x86_64", "AMD64")
 HAS_V3 = X86_64 and {"avx2", "fma"} <= (host_cpu_flags() or frozenset())
 needs_v3_cpu = pytest.mark.platform_limit("running x86-64-v3 code needs a CPU with AVX2 and FMA")
-pytestmark = pytest.mark.skipif(not X86_64, reason="x86_64 ISA levels are tested on x86_64 hosts")
+pytestmark = [pytest.mark.skipif(not X86_64, reason="x86_64 ISA levels are tested on x86_64 hosts"),
+              pytest.mark.platform_limit("x86_64 ISA levels exist only on x86_64 hosts")]
 EPS32 = float(np.finfo(np.float32).eps)
 
 
