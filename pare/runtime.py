@@ -158,6 +158,14 @@ _SIGNATURES = {
 }
 
 
+def _row_major_strides(shape: tuple[int, ...], itemsize: int) -> tuple[int, ...]:
+    strides, step = [], itemsize
+    for n in reversed(shape):
+        strides.append(step)
+        step *= max(n, 1)
+    return tuple(reversed(strides))
+
+
 def _address(arr: np.ndarray) -> int:
     """The address of arr's first element (a few times faster than
     arr.ctypes.data, which matters on run()'s path)."""
@@ -173,7 +181,7 @@ def _s(b: bytes | None) -> str | None:
 
 
 # CPU features (Linux /proc/cpuinfo flag names) each ISA level needs.
-ISA_CPU_FEATURES = {"x86_64_v3": ("avx", "avx2", "fma", "bmi1", "bmi2", "f16c", "movbe")}
+ISA_CPU_FEATURES = {"x86_64_v3": ("avx", "avx2", "fma", "bmi1", "bmi2", "f16c", "movbe", "abm")}
 
 
 def host_cpu_flags() -> frozenset[str] | None:
@@ -192,6 +200,12 @@ def _missing_cpu_features(isa: str) -> list[str]:
     needed = ISA_CPU_FEATURES.get(isa, ())
     flags = host_cpu_flags() if needed else None
     return [] if flags is None else [f for f in needed if f not in flags]
+
+
+def cpu_runs(isa: str) -> bool:
+    """Whether this CPU runs code built for `isa` ("x86_64_v3", ...): the one
+    test the loader, the test suite and the benchmarks share."""
+    return not _missing_cpu_features(isa) and (host_cpu_flags() is not None or isa not in ISA_CPU_FEATURES)
 
 
 class Runtime:
@@ -403,13 +417,18 @@ class Method:
         itemsize = arr.dtype.itemsize
         if arr.ndim > MAX_DIM:
             raise PareError(f"input {index}: rank {arr.ndim} exceeds {MAX_DIM}", 0x31, "LimitExceeded")
-        if not arr.flags.c_contiguous and any(s < 0 or s % itemsize for s in arr.strides):
-            arr = np.ascontiguousarray(arr)  # negative or unaligned strides: copy
+        byte_strides = arr.strides
+        if any(s < 0 or s % itemsize for s in byte_strides):
+            if not arr.flags.c_contiguous:
+                arr = np.ascontiguousarray(arr)  # negative or unaligned strides: copy
+            # numpy calls an array with a negative stride in a size-0 or -1 dim
+            # contiguous (no copy): its row-major strides describe it as well.
+            byte_strides = _row_major_strides(arr.shape, itemsize)
         if 0 <= index < self._num_inputs:
             sizes, strides = self._shape_buffers[index]
         else:  # the runtime reports the bad index
             sizes, strides = (ctypes.c_int64 * MAX_DIM)(), (ctypes.c_int64 * MAX_DIM)()
-        shape, byte_strides = arr.shape, arr.strides
+        shape = arr.shape
         extent = itemsize if arr.size else 0
         for k in range(arr.ndim):
             sizes[k] = shape[k]

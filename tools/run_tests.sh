@@ -49,11 +49,11 @@ if [[ $# -eq 0 ]]; then
   ATEN_CPU_CAPABILITY=default run_pytest tests/runtime -m fp_ops -q || exit 1
   # The same op tests on the x86-64-v3 build (AVX2+FMA: 8-lane vectors,
   # fused multiply-adds, the 6x16 GEMM tile), where this CPU can run it.
-  if grep -qw avx2 /proc/cpuinfo && grep -qw fma /proc/cpuinfo; then
+  if .venv/bin/python -c 'import sys; from pare.runtime import cpu_runs; sys.exit(not cpu_runs("x86_64_v3"))'; then
     echo "== pytest: floating-point op tests on the x86_64 v3 runtime (//runtime:full_v3)"
     PARE_RUNTIME_LIB="$PARE_RUNTIME_V3_LIB" run_pytest tests/runtime -m fp_ops -q || exit 1
   else
-    echo "== this CPU lacks AVX2 or FMA: the v3 runtime's op tests cannot run here (platform limit)"
+    echo "== this CPU cannot run x86-64-v3 code (AVX2, FMA, ...): the v3 runtime's op tests cannot run here (platform limit)"
   fi
 else
   echo "== pytest arguments given: the ATEN_CPU_CAPABILITY=default and v3 passes of the fp_ops tests are skipped"

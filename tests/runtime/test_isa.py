@@ -19,11 +19,11 @@ from runtime_testing import make_tensor, run_op
 from test_prepacked import conv_program, linear_program
 
 import pare.runtime
-from pare.runtime import PareError, Runtime, host_cpu_flags
+from pare.runtime import PareError, Runtime, cpu_runs
 from tests.conftest import require_tool
 
 X86_64 = platform.machine() in ("x86_64", "AMD64")
-HAS_V3 = X86_64 and {"avx2", "fma"} <= (host_cpu_flags() or frozenset())
+HAS_V3 = X86_64 and cpu_runs("x86_64_v3")
 needs_v3_cpu = pytest.mark.platform_limit("running x86-64-v3 code needs a CPU with AVX2 and FMA")
 pytestmark = [pytest.mark.skipif(not X86_64, reason="x86_64 ISA levels are tested on x86_64 hosts"),
               pytest.mark.platform_limit("x86_64 ISA levels exist only on x86_64 hosts")]

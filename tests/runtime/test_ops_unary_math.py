@@ -406,7 +406,7 @@ def _float32_sweep(low, high, count=200_001):
 
 
 @pytest.mark.parametrize("op,reference,low,high,ulps", [
-    # Bounds with a margin: a 400,001-point sweep measures 1, 1 and 2 ulps
+    # Bounds with a margin: a 400,001-point sweep measured 1, 1 and 2 ulps
     # (torch's own float kernels: the same), with and without FMA.
     ("aten::exp", torch.exp, -87.3, 88.7, 2),       # normal results
     ("aten::tanh", torch.tanh, -12.0, 12.0, 2),
@@ -424,3 +424,17 @@ def test_float_exp_underflows_gradually(runtime):
     x = torch.linspace(-110.0, -87.3, 20_001, dtype=torch.float64).float()
     got, want = run_op(runtime, "aten::exp", x).double(), torch.exp(x.double())
     assert ((got - want).abs() <= 2 * 1.401298464324817e-45 + 2.4e-7 * want).all()
+
+
+def test_float_polynomials_special_values_are_exact(runtime):
+    # Signed zeros, infinities, NaN and saturation, bit for bit (the ulp
+    # helpers treat -0.0 and 0.0 as equal, so these are checked apart).
+    specials = [0.0, -0.0, float("inf"), float("-inf"), float("nan"), 1e-30, -1e-30, 200.0, -200.0]
+    saturating = [9.5, -20.0, 44.5, -1e30]  # tanh is +-1.0f exactly from |x| > 9.01
+    for op, reference, values in (("aten::tanh", torch.tanh, specials + saturating),
+                                  ("aten::exp", torch.exp, specials)):
+        x = torch.tensor(values)
+        got, want = run_op(runtime, op, x), reference(x.double()).float()
+        assert torch.equal(got.isnan(), want.isnan()), op
+        keep = ~want.isnan()
+        assert torch.equal(got[keep], want[keep]) and torch.equal(got[keep].signbit(), want[keep].signbit()), op

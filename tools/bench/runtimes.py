@@ -8,7 +8,7 @@ import os
 import sys
 from pathlib import Path
 
-from pare.runtime import host_cpu_flags
+from pare.runtime import cpu_runs
 from tools.bench.timing import BenchError
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -20,8 +20,8 @@ FULL_RUNTIMES = {
 
 
 def best_isa() -> str:
-    """v3 when this CPU has AVX2 and FMA, else baseline."""
-    return "v3" if {"avx2", "fma"} <= (host_cpu_flags() or frozenset()) else "baseline"
+    """v3 when this CPU runs x86-64-v3 code (AVX2, FMA, ...), else baseline."""
+    return "v3" if cpu_runs("x86_64_v3") else "baseline"
 
 
 def default_runtime() -> Path:

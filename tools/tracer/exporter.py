@@ -194,7 +194,7 @@ def export_model(spec: ModelSpec, *, passes: str | Iterable[str] = graph_passes.
     progress = progress or Progress.silent()
     selected = graph_passes.resolve(passes)
     prepack = graph_passes.PREPACK in selected
-    fuse_clamp = prepack and graph_passes.FUSE_CLAMP in selected
+    fuse_clamp = graph_passes.FUSE_CLAMP in selected  # fuses nothing without prepack_weights
     if inventory is None:
         inventory = paths.load_inventory()
     groups = group_inputs(spec)
@@ -210,7 +210,7 @@ def export_model(spec: ModelSpec, *, passes: str | Iterable[str] = graph_passes.
         exported.append(ep)
         try:
             MethodLowering(builder.method(group.name), ep, prepack=prepack, model_file=spec.path,
-                           report=report, fuse_clamp=fuse_clamp).lower()
+                           report=report, fuse_clamp=fuse_clamp and prepack).lower()
         except ProgramError as e:
             raise TracerError(f"{spec.path}: cannot lower method {group.name}: {e}") from None
     missing = {name: uses for name, uses in report.uses.items() if name not in inventory.ops}

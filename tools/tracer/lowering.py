@@ -668,20 +668,21 @@ def _clamp_bounds(user: Node, source: Node) -> tuple[float, float] | None:
     if not user.args or user.args[0] is not source:
         return None
 
-    def bound(index: int, name: str, default: Any) -> Any:
+    def bound(index: int, name: str, default: Any, absent: float) -> float | None:
+        """The bound as a float (`absent` when the argument is None), None
+        when it varies at run time or is NaN (left to the clamp operator)."""
         value = user.args[index] if len(user.args) > index else user.kwargs.get(name, default)
-        return None if isinstance(value, Node) else (math.nan if value is None else float(value))
+        if isinstance(value, Node):
+            return None
+        value = absent if value is None else float(value)
+        return None if math.isnan(value) else value
 
     if user.target is aten.relu.default:
         return (0.0, math.inf)
     if user.target is aten.hardtanh.default:
-        lo, hi = bound(1, "min_val", -1.0), bound(2, "max_val", 1.0)
+        lo, hi = bound(1, "min_val", -1.0, -math.inf), bound(2, "max_val", 1.0, math.inf)
     elif user.target is aten.clamp.default:
-        lo, hi = bound(1, "min", None), bound(2, "max", None)
-        if lo is not None and math.isnan(lo):
-            lo = -math.inf
-        if hi is not None and math.isnan(hi):
-            hi = math.inf
+        lo, hi = bound(1, "min", None, -math.inf), bound(2, "max", None, math.inf)
     else:
         return None
     if lo is None or hi is None or (lo == -math.inf and hi == math.inf):

@@ -11,7 +11,10 @@
 // broadcast weights, the taps summed in the generic loop's order (bias, then
 // ky, kx). Stride 2 loads two vectors and keeps the even lanes. 3x3 is
 // unrolled at compile time; 5x5 and 7x7 share one loop over a run-time size,
-// so the rarer sizes cost no code of their own.
+// so the rarer sizes cost no code of their own. Padding taps multiply the
+// zero border, as torch's zero-padded convolution does: an inf or NaN weight
+// makes a border output NaN here (the generic loop skips those taps), and a
+// -0.0 sum next to the border comes out +0.0.
 
 #include "runtime/core/kernel.h"
 
