@@ -159,10 +159,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                       "flop_per_cycle": per_cycle, "peak_gflops": round(peak_gflops, 2),
                       "results": [asdict(r) for r in results]}
             Path(args.json).write_text(json.dumps(record, indent=2) + "\n")
-    except BenchError as e:
-        print(f"{PROG}: {e}", file=sys.stderr)
-        return 2
-    except (PareError, OSError) as e:
+    except (BenchError, PareError, OSError) as e:
         print(f"{PROG}: {e}", file=sys.stderr)
         return 2
     return 0
