@@ -72,6 +72,34 @@ Error dispatch(KernelContext& ctx, ScalarType dtype, F&& fn) {
   return detail::dtype_not_supported(ctx, Tag::id, dtype);
 }
 
+// Fast paths: code that only some shapes take (a 1x1 convolution over a
+// few pixels, a 2x2 max pool), behind a tag of its own, so that only the
+// runtimes whose traced inputs took it contain it:
+//
+//   if constexpr (fast_path_compiled<tags::gemm_narrow_kernel, float>()) {
+//     if (narrow) return run_fast_path<tags::gemm_narrow_kernel, float>(ctx, [&] { ...; return Error::Ok; });
+//   }
+//   ... the general path ...
+//
+// Unlike a dtype dispatch, a build that does not select the (tag, dtype)
+// runs the general path instead: slower, never an error. The instrumentation
+// build compiles every fast path and records the ones taken, so the tracer
+// writes them into the manifest like any kernel dtype; the fast path runs
+// inside dispatch_case<Tag, T, F>, the unit the linker drops and the
+// verifier checks.
+template <typename Tag, typename T>
+constexpr bool fast_path_compiled() {
+  return tag_declares<Tag>(scalar_type_of<T>) && kernel_dtype_selected(Tag::name, scalar_type_of<T>);
+}
+
+template <typename Tag, typename T, typename F>
+PARE_ALWAYS_INLINE Error run_fast_path(KernelContext& ctx, F&& fn) {
+  static_assert(fast_path_compiled<Tag, T>(), "guard the call with if constexpr (fast_path_compiled<Tag, T>())");
+  ctx.record_kernel_dtype(Tag::id, scalar_type_of<T>);
+  auto body = [&fn](TypeTag<T>) -> Error { return fn(); };
+  return dispatch_case<Tag, T>(body);
+}
+
 }  // namespace pare
 
 // PARE_DISPATCH(add_kernel, ctx, dtype, T, { body using T; return Error::Ok; })

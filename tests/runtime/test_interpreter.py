@@ -116,6 +116,26 @@ def test_run_fast_paths_read_every_input_and_output_layout(runtime):
         np.testing.assert_array_equal(method.output(0), np.maximum(a, 0))
 
 
+def test_set_input_reuses_a_layout_only_while_it_holds(runtime):
+    # set_input skips describing an array laid out like the last one it
+    # accepted (pare/runtime.py, _input_layouts); a different layout, and a
+    # rejected one in between, must be described afresh.
+    pb = ProgramBuilder()
+    m = pb.method()
+    x = m.input("Float", [2, None])
+    m.output(m.op("aten::relu", x))
+    method = runtime.load(pb.to_bytes()).method()
+    a = np.array([[-1, 2, -3], [4, -5, 6]], np.float32)
+    t = np.array([[-1, 4], [2, -5], [-3, 6]], np.float32).T  # a's values, column-major
+    b = a * -2
+    for arr in (a, b, t, a, t):  # same layout with new data; new strides; back again
+        np.testing.assert_array_equal(method.run(arr)[0], np.maximum(arr, 0))
+    with pytest.raises(PareError, match="expects size 2 in dim 0, got 3"):
+        method.set_input(0, np.ones((3, 3), np.float32))  # rejected after describing itself
+    for arr in (t, a):
+        np.testing.assert_array_equal(method.run(arr)[0], np.maximum(arr, 0))
+
+
 def test_api_misuse_gives_clear_errors(runtime):
     pb = ProgramBuilder()
     m = pb.method()

@@ -113,6 +113,10 @@ CONV_CASES = [  # x, w, stride, padding, groups: odd channels, stride 2, groups,
     ((1, 33, 1, 1), (40, 33, 1, 1), 1, 0, 1),
     ((3, 5, 7, 7), (70, 5, 7, 7), 1, 3, 1),
     ((1, 64, 20, 20), (70, 64, 3, 3), 1, 1, 1),  # depth 576 > one 256-deep block
+    ((1, 3, 9, 70), (5, 3, 3, 3), 2, 1, 1),  # stride 2 across rows wider than a panel (im2col's strided copies)
+    ((2, 33, 2, 2), (13, 33, 1, 1), 1, 0, 1),  # 1x1 over 4 pixels: the narrow GEMM
+    ((1, 300, 1, 1), (40, 300, 1, 1), 1, 0, 1),  # ... over 1 pixel, 2 depth blocks, a tail of depths
+    ((2, 13, 2, 2), (13, 1, 5, 5), 1, 2, 13),  # depthwise over a tiny plane: vectors across channels
 ]
 
 

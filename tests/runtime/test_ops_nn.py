@@ -112,6 +112,20 @@ def test_conv2d_depthwise_float_fast_path(kernel, stride, padding, hw):
         assert_same(got, want, **_tol(torch.float32, kernel * kernel))
 
 
+@pytest.mark.parametrize("kernel,stride,padding,hw", [(3, 1, 1, (2, 2)), (5, 1, 2, (2, 2)), (5, 2, 2, (4, 4)),
+                                                      (3, 2, 1, (3, 3)), (3, 1, 1, (1, 1)), (7, 1, 3, (1, 4))])
+@pytest.mark.parametrize("channels", [8, 13])
+def test_conv2d_depthwise_float_tiny_planes(kernel, stride, padding, hw, channels):
+    # At most 4 output pixels, one input channel per output channel: vectors
+    # across channels (a whole block of 8, and 13 = a block and a partial one
+    # on 8 lanes), padding taps skipped; batch 2.
+    x = make_tensor((2, channels) + hw, torch.float32, 23, -1, 1)
+    w = make_tensor((channels, 1, kernel, kernel), torch.float32, 24, -1, 1)
+    for b in (make_tensor((channels,), torch.float32, 25, -1, 1), None):
+        got, want = _conv(x, w, b, [stride] * 2, [padding] * 2, [1, 1], channels)
+        assert_same(got, want, **_tol(torch.float32, kernel * kernel))
+
+
 @pytest.mark.parametrize("dtype", NON_BOOL, ids=str)
 def test_conv1d_depthwise_and_single_input_channel(dtype):
     x, w = _small((1, 3, 12), dtype, 10), _small((3, 1, 5), dtype, 11)
@@ -129,6 +143,9 @@ def test_conv1d_depthwise_and_single_input_channel(dtype):
     ((1, 32, 17, 17), (48, 16, 1, 1), [2, 2], [0, 0], [1, 1], 2),   # strided 1x1 through im2col
     ((2, 12, 30, 9), (12, 3, 5, 3), [2, 1], [2, 1], [1, 3], 4),
     ((1, 8, 5, 300), (8, 8, 1, 7), [1, 1], [0, 3], [1, 1], 1),      # long rows: panels inside one row
+    ((1, 3, 9, 70), (5, 3, 3, 3), [2, 2], [1, 1], [1, 1], 1),       # stride 2 inside long rows: strided copies
+    ((2, 300, 2, 2), (13, 300, 1, 1), [1, 1], [0, 0], [1, 1], 1),   # 1x1 over 4 pixels: the narrow GEMM
+    ((1, 12, 1, 1), (9, 4, 1, 1), [1, 1], [0, 0], [1, 1], 3),       # ... over 1 pixel, in groups
 ])
 def test_conv2d_float_gemm_paths(shape, weight, stride, padding, dilation, groups):
     x, w = make_tensor(shape, torch.float32, 15, -1, 1), make_tensor(weight, torch.float32, 16, -1, 1)
@@ -541,8 +558,12 @@ def test_max_pool2d_nan_inf_non_contiguous_and_errors(runtime):
     x = torch.tensor([[[[1.0, float("nan"), 3.0], [float("nan"), 2.0, -1.0], [float("-inf")] * 3]]])
     ninf = torch.full((1, 1, 3, 3), float("-inf"))
     t = make_tensor((2, 7, 8, 3), torch.float32, 82).permute(0, 3, 1, 2)
+    # nn.MaxPool2d(2)'s unrolled loop: NaN first, last or twice in a window, ties, all -inf.
+    nan = float("nan")
+    x2 = torch.tensor([[[[nan, 1.0, 2.0, 2.0, -1.0, nan], [0.0, nan, 2.0, 1.0, nan, 5.0],
+                         [float("-inf")] * 2 + [3.0, 3.0, 0.0, -0.0], [float("-inf")] * 2 + [3.0, 3.0, -0.0, 0.0]]]])
     for args in [(x, [2, 2], [1, 1]), (ninf, [2, 2], [1, 1], [1, 1]), (t, [3, 3], [2, 2], [1, 1]),
-                 (t[:0], [2, 2])]:
+                 (t[:0], [2, 2]), (x2, [2, 2]), (ninf, [2, 2])]:
         got = run_op(runtime, "aten::max_pool2d_with_indices", *args, returns=2)
         want = A.max_pool2d_with_indices(*args)
         assert_same(got[0], want[0])

@@ -60,6 +60,18 @@ def test_linear_prepacked(runtime, in_shape, out_features, bias):
     dict(x=(1, 16, 14, 14), w=(32, 16, 1, 1), stride=(1, 1), padding=(0, 0), dilation=(1, 1), groups=1),  # 1x1
     dict(x=(3, 9, 9), w=(5, 3, 3, 3), stride=(2, 2), padding=(1, 1), dilation=(1, 1), groups=1),  # unbatched
     dict(x=(1, 64, 20, 20), w=(70, 64, 3, 3), stride=(1, 1), padding=(1, 1), dilation=(1, 1), groups=1),  # K > 256
+    # Stride 2 over rows wider than a GEMM panel: im2col's strided row copies, and the tests at the row's ends.
+    dict(x=(1, 3, 9, 70), w=(5, 3, 3, 3), stride=(2, 2), padding=(1, 1), dilation=(1, 1), groups=1),
+    # 1x1 over 1 to 4 pixels: the narrow GEMM (gemm::sgemm_narrow), with depths that are not a multiple of the
+    # kernel's step, more than one 256-deep block, row counts that are not a multiple of 6, and groups.
+    dict(x=(2, 33, 2, 2), w=(13, 33, 1, 1), stride=(1, 1), padding=(0, 0), dilation=(1, 1), groups=1),
+    dict(x=(1, 300, 1, 1), w=(40, 300, 1, 1), stride=(1, 1), padding=(0, 0), dilation=(1, 1), groups=1),
+    dict(x=(1, 7, 1, 2), w=(5, 7, 1, 1), stride=(1, 1), padding=(0, 0), dilation=(1, 1), groups=1),
+    dict(x=(1, 5, 1, 3), w=(9, 5, 1, 1), stride=(1, 1), padding=(0, 0), dilation=(1, 1), groups=1),
+    dict(x=(1, 12, 2, 2), w=(18, 4, 1, 1), stride=(1, 1), padding=(0, 0), dilation=(1, 1), groups=3),
+    # Depthwise over tiny planes (<= 4 output pixels): vectors across channels, a partial block of channels.
+    dict(x=(2, 13, 2, 2), w=(13, 1, 5, 5), stride=(1, 1), padding=(2, 2), dilation=(1, 1), groups=13),
+    dict(x=(1, 20, 4, 4), w=(20, 1, 3, 3), stride=(2, 2), padding=(1, 1), dilation=(1, 1), groups=20),
 ])
 @pytest.mark.parametrize("bias", [True, False])
 def test_conv2d_prepacked(runtime, case, bias):

@@ -2,6 +2,7 @@
 
 #include "runtime/kernels/common/depthwise.h"
 
+#include "runtime/core/dispatch.h"
 #include "runtime/kernels/common/simd.h"
 
 namespace pare {
@@ -67,10 +68,84 @@ PlaneFn plane_fn(int64_t k, int64_t stride) {
   return k == 3 ? plane<3, 2> : plane<0, 2>;
 }
 
+// Tiny output planes (a network's last stages: 1x1 and 2x2 outputs) leave
+// most of a row vector empty, and the per-plane overhead dominates. There
+// (a fast path: tag depthwise_tiny_kernel) the vectors run across kLanes
+// channels instead (one input channel per
+// output channel): each block's input pixels and weights are transposed to
+// [pixel][lane] and [tap][lane] in scratch, and every output pixel sums its
+// in-bounds taps in the generic loop's order (bias, then ky, kx); padding
+// taps are skipped, as the generic loop does.
+constexpr int64_t kTinyOutPlane = 4;
+constexpr int64_t kTinyInPlane = 64;
+
+PARE_UNUSED bool tiny(const Geometry& g) {
+  return g.out_channels == g.in_channels && g.out_h * g.out_w <= kTinyOutPlane &&
+         g.height * g.width <= kTinyInPlane;
+}
+
+PARE_UNUSED size_t tiny_scratch_floats(const Geometry& g) {
+  return static_cast<size_t>((g.height * g.width + g.kernel * g.kernel) * simd::kLanes);
+}
+
+// Channels [c0, c0 + lanes) of one image (x and y at the image's start).
+PARE_UNUSED void tiny_block(const Geometry& g, const float* x, const float* w, const float* bias, int64_t bias_stride,
+                float* y, int64_t c0, int64_t lanes, float* scratch) {
+  using simd::kLanes;
+  using simd::vec;
+  const int64_t plane_in = g.height * g.width;
+  const int64_t plane_out = g.out_h * g.out_w;
+  const int64_t taps = g.kernel * g.kernel;
+  float* in = scratch;                   // [plane_in][kLanes]
+  float* wt = scratch + plane_in * kLanes;  // [taps][kLanes]
+  float b[kLanes] = {};
+  for (int64_t l = 0; l < kLanes; ++l) {
+    const bool live = l < lanes;
+    const float* src = x + (c0 + l) * plane_in;
+    for (int64_t i = 0; i < plane_in; ++i) in[i * kLanes + l] = live ? src[i] : 0.0f;
+    const float* wk = w + (c0 + l) * taps;
+    for (int64_t t = 0; t < taps; ++t) wt[t * kLanes + l] = live ? wk[t] : 0.0f;
+    if (live && bias != nullptr) b[l] = bias[(c0 + l) * bias_stride];
+  }
+  for (int64_t oy = 0; oy < g.out_h; ++oy) {
+    for (int64_t ox = 0; ox < g.out_w; ++ox) {
+      vec acc = simd::loadv(b) - vec{};  // - 0 keeps a -0.0 bias, as the generic loop does
+      for (int64_t ky = 0; ky < g.kernel; ++ky) {
+        const int64_t iy = oy * g.stride - g.pad_h + ky;
+        if (iy < 0 || iy >= g.height) continue;
+        for (int64_t kx = 0; kx < g.kernel; ++kx) {
+          const int64_t ix = ox * g.stride - g.pad_w + kx;
+          if (ix < 0 || ix >= g.width) continue;
+          acc += simd::loadv(wt + (ky * g.kernel + kx) * kLanes) * simd::loadv(in + (iy * g.width + ix) * kLanes);
+        }
+      }
+      float out[kLanes];
+      simd::storev(out, acc);
+      for (int64_t l = 0; l < lanes; ++l) y[(c0 + l) * plane_out + oy * g.out_w + ox] = out[l];
+    }
+  }
+}
+
 }  // namespace
 
 Error run_float(KernelContext& ctx, const Geometry& g, const float* x, const float* w, const float* bias,
                 int64_t bias_stride, float* y) {
+  if constexpr (fast_path_compiled<tags::depthwise_tiny_kernel, float>()) {
+    if (tiny(g)) {
+      return run_fast_path<tags::depthwise_tiny_kernel, float>(ctx, [&]() -> Error {
+        PARE_TRY_ASSIGN(void* memory, ctx.allocate_scratch(tiny_scratch_floats(g) * sizeof(float)));
+        for (int64_t n = 0; n < g.batch; ++n) {
+          const float* image = x + n * g.in_channels * g.height * g.width;
+          float* out = y + n * g.out_channels * g.out_h * g.out_w;
+          for (int64_t c0 = 0; c0 < g.out_channels; c0 += simd::kLanes) {
+            const int64_t lanes = g.out_channels - c0 < simd::kLanes ? g.out_channels - c0 : simd::kLanes;
+            tiny_block(g, image, w, bias, bias_stride, out, c0, lanes, static_cast<float*>(memory));
+          }
+        }
+        return Error::Ok;
+      });
+    }
+  }
   const Padded shape = padded_shape(g);
   const size_t padded_floats = static_cast<size_t>(shape.width * shape.height);
   PARE_TRY_ASSIGN(void* memory, ctx.allocate_scratch(padded_floats * sizeof(float)));

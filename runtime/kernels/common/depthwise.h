@@ -14,7 +14,9 @@
 // so the rarer sizes cost no code of their own. Padding taps multiply the
 // zero border, as torch's zero-padded convolution does: an inf or NaN weight
 // makes a border output NaN here (the generic loop skips those taps), and a
-// -0.0 sum next to the border comes out +0.0.
+// -0.0 sum next to the border comes out +0.0. Planes of at most 4 output
+// pixels (a network's last stages) run with vectors across kLanes channels
+// instead, skipping padding taps (depthwise.cc, tiny_block).
 
 #include "runtime/core/kernel.h"
 

@@ -69,21 +69,139 @@ namespace {
 
 // One row of A (batch-1 linear layers, the common mobile case): a
 // matrix-vector product over the B panel, 1/kMR of the full tile's work.
+// Four depths per step, each into its own accumulators, so the loop is
+// bound by loading B, not by the latency of a chain of FMAs.
 void single_row_kernel(int64_t kc, const float* PARE_RESTRICT a, const float* PARE_RESTRICT b, float* c,
                        int64_t nr, float alpha, bool accumulate) {
-  vec acc0 = {};
-  vec acc1 = {};
-  for (int64_t p = 0; p < kc; ++p) {
-    acc0 += a[p * kMR] * loadv(b + p * kNR);
-    acc1 += a[p * kMR] * loadv(b + p * kNR + kLanes);
+  constexpr int64_t kSteps = 4;
+  vec acc[kSteps][2] = {};
+  int64_t p = 0;
+  for (; p + kSteps <= kc; p += kSteps) {
+    for (int64_t s = 0; s < kSteps; ++s) {
+      acc[s][0] += a[(p + s) * kMR] * loadv(b + (p + s) * kNR);
+      acc[s][1] += a[(p + s) * kMR] * loadv(b + (p + s) * kNR + kLanes);
+    }
+  }
+  for (; p < kc; ++p) {
+    acc[0][0] += a[p * kMR] * loadv(b + p * kNR);
+    acc[0][1] += a[p * kMR] * loadv(b + p * kNR + kLanes);
   }
   float row[kNR];
-  storev(row, alpha * acc0);
-  storev(row + kLanes, alpha * acc1);
+  storev(row, alpha * ((acc[0][0] + acc[1][0]) + (acc[2][0] + acc[3][0])));
+  storev(row + kLanes, alpha * ((acc[0][1] + acc[1][1]) + (acc[2][1] + acc[3][1])));
   for (int64_t j = 0; j < nr; ++j) c[j] = row[j] + (accumulate ? c[j] : 0.0f);
 }
 
+// Floats per step of the narrow kernel: three vectors, a multiple of kMR
+// (24 with 8 lanes, 12 with 4), so lane t of a step always belongs to row
+// t % kMR.
+constexpr int64_t kPeriod = 3 * kLanes;
+static_assert(kPeriod % kMR == 0, "the narrow kernel's step must hold whole depths");
+
+// The kMR row sums of one step's three accumulators (f = the step's floats
+// f[0..kPeriod)): row r is the sum of f[r], f[r + kMR], ..., in lanes 0..5.
+PARE_ALWAYS_INLINE vec fold_rows(vec f0, vec f1, vec f2) {
+#if defined(__AVX2__) && defined(__FMA__)
+  // f[r] + f[r + 12] and f[r + 6] + f[r + 18].
+  const vec lo = f0 + __builtin_shufflevector(f1, f2, 4, 5, 6, 7, 8, 9, 10, 11);
+  const vec hi = __builtin_shufflevector(f0, f1, 6, 7, 8, 9, 10, 11, 12, 13) +
+                 __builtin_shufflevector(f2, f2, 2, 3, 4, 5, 6, 7, 0, 1);
+  return lo + hi;
+#else
+  // Rows 0-3: f[r] + f[r + 6]; rows 4-5 (lanes 4, 5, beyond the vector)
+  // come back in lanes 0, 1 of the second half, folded by the caller.
+  static_assert(kLanes == 4, "fold_rows handles 4 and 8 lanes");
+  return f0 + __builtin_shufflevector(f1, f2, 2, 3, 4, 5);
+#endif
+}
+
+// rows[j][r] = sum over k of A[i0 + r, p] * B[p, j]: one kMR-row panel of
+// prepacked A (every depth block) times N expanded columns (column j at
+// xe + j * xe_stride). With one column, two steps in flight hide the FMA
+// latency.
+template <int N>
+void narrow_panel(const float* PARE_RESTRICT packed_a, int64_t padded_m, int64_t i0, int64_t k,
+                  const float* PARE_RESTRICT xe, int64_t xe_stride, float rows[kNarrowN][kMR]) {
+  constexpr int kUnroll = N == 1 ? 2 : 1;
+  constexpr int kVecs = 3 * kUnroll;
+  vec acc[N][kVecs] = {};
+  float tail[N][kMR] = {};
+  for (int64_t p0 = 0; p0 < k; p0 += kKC) {
+    const int64_t kc = k - p0 < kKC ? k - p0 : kKC;
+    const float* a = packed_a + p0 * padded_m + i0 * kc;
+    const float* x = xe + p0 * kMR;
+    const int64_t len = kc * kMR;
+    int64_t i = 0;
+    for (; i + kUnroll * kPeriod <= len; i += kUnroll * kPeriod) {
+      vec av[kVecs];
+      for (int v = 0; v < kVecs; ++v) av[v] = loadv(a + i + v * kLanes);
+      for (int j = 0; j < N; ++j) {
+        for (int v = 0; v < kVecs; ++v) acc[j][v] += av[v] * loadv(x + j * xe_stride + i + v * kLanes);
+      }
+    }
+    for (; i < len; i += kMR) {  // whole depths
+      for (int j = 0; j < N; ++j) {
+        for (int64_t r = 0; r < kMR; ++r) tail[j][r] += a[i + r] * x[j * xe_stride + i + r];
+      }
+    }
+  }
+  for (int j = 0; j < N; ++j) {
+    vec f0 = acc[j][0];
+    vec f1 = acc[j][1];
+    vec f2 = acc[j][2];
+    if constexpr (kUnroll == 2) {
+      f0 += acc[j][3];
+      f1 += acc[j][4];
+      f2 += acc[j][5];
+    }
+    float lanes[kLanes];
+    storev(lanes, fold_rows(f0, f1, f2));
+    if constexpr (kLanes == 8) {
+      for (int64_t r = 0; r < kMR; ++r) rows[j][r] = lanes[r] + tail[j][r];
+    } else {
+      for (int64_t r = 0; r < 4; ++r) rows[j][r] = lanes[r] + tail[j][r];
+      // Rows 4, 5: f1[0, 1] + f2[2, 3].
+      float hi1[kLanes];
+      float hi2[kLanes];
+      storev(hi1, f1);
+      storev(hi2, f2);
+      rows[j][4] = (hi1[0] + hi2[2]) + tail[j][4];
+      rows[j][5] = (hi1[1] + hi2[3]) + tail[j][5];
+    }
+  }
+}
+
+using NarrowPanelFn = void (*)(const float*, int64_t, int64_t, int64_t, const float*, int64_t,
+                               float[kNarrowN][kMR]);
+
 }  // namespace
+
+void sgemm_narrow(int64_t m, int64_t n, int64_t k, const float* packed_a, const MatrixView<float>& b, float* c,
+                  int64_t ldc, bool accumulate, float* scratch) {
+  if (m == 0 || n == 0) return;
+  // Column j of B, each element kMR times: xe_j[p * kMR + r] = B[p, j].
+  const int64_t xe_stride = kMR * k;
+  for (int64_t j = 0; j < n; ++j) {
+    float* xe = scratch + j * xe_stride;
+    for (int64_t p = 0; p < k; ++p) {
+      const float v = b.at(p, j);
+      for (int64_t r = 0; r < kMR; ++r) xe[p * kMR + r] = v;
+    }
+  }
+  static constexpr NarrowPanelFn kPanels[kNarrowN] = {narrow_panel<1>, narrow_panel<2>, narrow_panel<3>,
+                                                      narrow_panel<4>};
+  const NarrowPanelFn panel_fn = kPanels[n - 1];
+  const int64_t padded_m = round_up(m, kMR);
+  for (int64_t i0 = 0; i0 < m; i0 += kMR) {
+    float rows[kNarrowN][kMR];
+    panel_fn(packed_a, padded_m, i0, k, scratch, xe_stride, rows);
+    const int64_t mr = m - i0 < kMR ? m - i0 : kMR;
+    for (int64_t r = 0; r < mr; ++r) {
+      float* row = c + (i0 + r) * ldc;
+      for (int64_t j = 0; j < n; ++j) row[j] = rows[j][r] + (accumulate ? row[j] : 0.0f);
+    }
+  }
+}
 
 void micro_kernel(int64_t kc, const float* PARE_RESTRICT a, const float* PARE_RESTRICT b, float* c,
                   int64_t ldc, int64_t mr, int64_t nr, float alpha, bool accumulate) {

@@ -100,6 +100,19 @@ struct StridedB {
 void micro_kernel(int64_t kc, const float* a, const float* b, float* c, int64_t ldc, int64_t mr,
                   int64_t nr, float alpha, bool accumulate);
 
+// Narrow products: C[m x n] = A B (+ C when `accumulate`) for n <=
+// kNarrowN columns, A prepacked (prepack_a layout): a 1x1 convolution over
+// a 1x1 or 2x2 image (squeeze-and-excitation, a network's last stages). The
+// register tile's kNR columns would be mostly padding there, so the vectors
+// run along A's packed panels instead: each column of B is expanded once
+// (every element repeated kMR times, in `scratch`), after which a panel
+// (kc depths x kMR rows, interleaved) times an expanded column is an
+// elementwise product whose lanes sum by row. Every lane does useful work.
+constexpr int64_t kNarrowN = 4;
+inline size_t narrow_scratch_floats(int64_t n, int64_t k) { return static_cast<size_t>(n * kMR * k); }
+void sgemm_narrow(int64_t m, int64_t n, int64_t k, const float* packed_a, const MatrixView<float>& b, float* c,
+                  int64_t ldc, bool accumulate, float* scratch);
+
 // Scratch floats an on-the-fly A or B packer needs (prepacked operands need
 // none and may be given null).
 inline size_t a_scratch_floats(int64_t m, int64_t k) {

@@ -28,6 +28,7 @@
 #include "runtime/kernels/common/convert.h"
 #include "runtime/kernels/common/gemm.h"
 #include "runtime/kernels/common/depthwise.h"
+#include "runtime/kernels/common/im2col.h"
 #include "runtime/kernels/nn/nn_common.h"
 
 namespace pare {
@@ -50,6 +51,7 @@ struct ConvGeometry {
   int64_t k() const { return cg * kh * kw; }
   int64_t planes_in() const { return height * width; }
   int64_t planes_out() const { return out_h * out_w; }
+  gemm::Im2ColGeometry im2col() const { return {height, width, out_w, kh, kw, sh, sw, ph, pw, dh, dw}; }
 };
 
 // Range [lo, hi) of output positions o with 0 <= o * stride + offset < size.
@@ -137,76 +139,6 @@ Error depthwise(KernelContext& ctx, const ConvGeometry& g, const T* x, const T* 
 // ---------------------------------------------------------------------------
 // Float: packed GEMM with im2col fused into B's packing.
 
-// Packs depth rows [p0, p0+kc) x columns [j0, j0+nc) of one group's im2col
-// matrix [cg * kh * kw, out_h * out_w] into kNR-column panels.
-struct Im2ColPanels {
-  const float* image;  // the group's [cg, H, W]
-  const ConvGeometry* g;
-
-  const float* operator()(int64_t p0, int64_t kc, int64_t j0, int64_t nc, float* dst) const {
-    constexpr int64_t NR = gemm::kNR;
-    const ConvGeometry& c = *g;
-    const int64_t taps = c.kh * c.kw;
-    for (int64_t jp = 0; jp < nc; jp += NR) {
-      const int64_t cols = nc - jp < NR ? nc - jp : NR;
-      float* panel = dst + (jp / NR) * kc * NR;
-      const int64_t j = j0 + jp;
-      const int64_t oy = j / c.out_w;
-      const int64_t ox = j % c.out_w;
-      // All columns of the panel on one output row: one input row per tap.
-      const bool one_row = ox + cols <= c.out_w;
-      int64_t iy_base[NR];
-      int64_t ix_base[NR];
-      for (int64_t q = 0; q < cols; ++q) {
-        iy_base[q] = ((j + q) / c.out_w) * c.sh - c.ph;
-        ix_base[q] = ((j + q) % c.out_w) * c.sw - c.pw;
-      }
-      int64_t channel = p0 / taps;
-      int64_t ky = (p0 % taps) / c.kw;
-      int64_t kx = (p0 % taps) % c.kw;
-      for (int64_t p = 0; p < kc; ++p) {
-        float* out = panel + p * NR;
-        const float* plane = image + channel * c.planes_in();
-        if (one_row) {
-          const int64_t iy = oy * c.sh - c.ph + ky * c.dh;
-          if (iy < 0 || iy >= c.height) {
-            for (int64_t q = 0; q < NR; ++q) out[q] = 0.0f;
-          } else {
-            const float* row = plane + iy * c.width;
-            const int64_t ix0 = ox * c.sw - c.pw + kx * c.dw;
-            if (c.sw == 1 && cols == NR && ix0 >= 0 && ix0 + NR <= c.width) {
-              for (int64_t q = 0; q < NR; ++q) out[q] = row[ix0 + q];
-            } else {
-              int64_t q = 0;
-              for (; q < cols; ++q) {
-                const int64_t ix = ix0 + q * c.sw;
-                out[q] = (ix >= 0 && ix < c.width) ? row[ix] : 0.0f;
-              }
-              for (; q < NR; ++q) out[q] = 0.0f;
-            }
-          }
-        } else {
-          int64_t q = 0;
-          for (; q < cols; ++q) {
-            const int64_t iy = iy_base[q] + ky * c.dh;
-            const int64_t ix = ix_base[q] + kx * c.dw;
-            out[q] = (iy >= 0 && iy < c.height && ix >= 0 && ix < c.width) ? plane[iy * c.width + ix] : 0.0f;
-          }
-          for (; q < NR; ++q) out[q] = 0.0f;
-        }
-        if (++kx == c.kw) {
-          kx = 0;
-          if (++ky == c.kh) {
-            ky = 0;
-            ++channel;
-          }
-        }
-      }
-    }
-    return dst;
-  }
-};
-
 PARE_UNUSED Error conv_float(KernelContext& ctx, const ConvGeometry& g, const float* x, const float* w,
                              const Tensor* bias, float* y) {
   const int64_t k = g.k();
@@ -218,29 +150,48 @@ PARE_UNUSED Error conv_float(KernelContext& ctx, const ConvGeometry& g, const fl
   for (int64_t grp = 0; grp < g.groups; ++grp) {
     gemm::prepack_a({w + grp * g.og * k, g.og, k, k, 1}, packed + grp * group_floats);
   }
-  PARE_TRY_ASSIGN(void* b_memory, ctx.allocate_scratch((gemm::b_scratch_floats(p, k) + 1) * sizeof(float)));
-  float* b_scratch = static_cast<float*>(b_memory);
   const bool pointwise = g.kh == 1 && g.kw == 1 && g.sh == 1 && g.sw == 1 && g.ph == 0 && g.pw == 0;
-  for (int64_t n = 0; n < g.batch; ++n) {
-    for (int64_t grp = 0; grp < g.groups; ++grp) {
-      const float* image = x + (n * g.in_channels + grp * g.cg) * g.planes_in();
-      float* c = y + (n * g.out_channels + grp * g.og) * p;
-      if (bias != nullptr) {
-        for (int64_t i = 0; i < g.og; ++i) {
-          const float b = bias->data_as<float>()[(grp * g.og + i) * bias->strides[0]];
-          float* row = c + i * p;
-          for (int64_t j = 0; j < p; ++j) row[j] = b;
+  // Runs product(image, c, a) per (image, group): C [og, p] = A [og, k] B,
+  // A's panels at `a`, C starting as the bias.
+  auto each_group = [&](auto&& product) {
+    for (int64_t n = 0; n < g.batch; ++n) {
+      for (int64_t grp = 0; grp < g.groups; ++grp) {
+        const float* image = x + (n * g.in_channels + grp * g.cg) * g.planes_in();
+        float* c = y + (n * g.out_channels + grp * g.og) * p;
+        if (bias != nullptr) {
+          for (int64_t i = 0; i < g.og; ++i) {
+            const float b = bias->data_as<float>()[(grp * g.og + i) * bias->strides[0]];
+            float* row = c + i * p;
+            for (int64_t j = 0; j < p; ++j) row[j] = b;
+          }
         }
-      }
-      const gemm::PrepackedA a{packed + grp * group_floats, g.og};
-      if (pointwise) {
-        gemm::sgemm(g.og, p, k, 1.0f, a, gemm::StridedB{{image, k, p, p, 1}}, c, p, bias != nullptr, nullptr,
-                    b_scratch);
-      } else {
-        gemm::sgemm(g.og, p, k, 1.0f, a, Im2ColPanels{image, &g}, c, p, bias != nullptr, nullptr, b_scratch);
+        product(image, c, packed + grp * group_floats);
       }
     }
+  };
+  if constexpr (fast_path_compiled<tags::gemm_narrow_kernel, float>()) {
+    if (pointwise && p <= gemm::kNarrowN) {  // a 1x1 convolution over a few pixels (gemm.h)
+      return run_fast_path<tags::gemm_narrow_kernel, float>(ctx, [&]() -> Error {
+        PARE_TRY_ASSIGN(void* scratch, ctx.allocate_scratch(gemm::narrow_scratch_floats(p, k) * sizeof(float)));
+        each_group([&](const float* image, float* c, const float* a) {
+          gemm::sgemm_narrow(g.og, p, k, a, {image, k, p, p, 1}, c, p, bias != nullptr, static_cast<float*>(scratch));
+        });
+        return Error::Ok;
+      });
+    }
   }
+  PARE_TRY_ASSIGN(void* b_memory, ctx.allocate_scratch((gemm::b_scratch_floats(p, k) + 1) * sizeof(float)));
+  float* b_scratch = static_cast<float*>(b_memory);
+  each_group([&](const float* image, float* c, const float* a_panels) {
+    const gemm::PrepackedA a{a_panels, g.og};
+    if (pointwise) {
+      gemm::sgemm(g.og, p, k, 1.0f, a, gemm::StridedB{{image, k, p, p, 1}}, c, p, bias != nullptr, nullptr,
+                  b_scratch);
+    } else {
+      gemm::sgemm(g.og, p, k, 1.0f, a, gemm::Im2ColPanels{image, g.im2col()}, c, p, bias != nullptr, nullptr,
+                  b_scratch);
+    }
+  });
   return Error::Ok;
 }
 

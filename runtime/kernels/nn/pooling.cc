@@ -113,6 +113,46 @@ PARE_UNUSED PARE_ALWAYS_INLINE int64_t first_inside(int64_t start, int64_t step)
   return start >= 0 ? start : start + ((-start + step - 1) / step) * step;
 }
 
+// The running max of a window, tap by tap in the window's order: NaN wins
+// (and the last NaN's index), as in PyTorch. Selects, not a branch: on real
+// activations the comparison is a coin flip.
+template <typename Acc>
+PARE_ALWAYS_INLINE void take_max(Acc v, int64_t index, Acc* max, int64_t* best) {
+  const bool take = v > *max || v != v;
+  *max = take ? v : *max;
+  *best = take ? index : *best;
+}
+
+// nn.MaxPool2d(2), the common case (a fast path: tag max_pool2d_2x2_kernel):
+// 2x2 windows at stride 2, no padding or dilation, every window inside the
+// plane; the same taps in the same order as the general loop, unrolled.
+template <typename T>
+void max_pool_plane_2x2(const T* PARE_RESTRICT in, T* PARE_RESTRICT out, int64_t* PARE_RESTRICT indices,
+                        const Planes& planes, const PoolParams& p) {
+  using Acc = opmath_t<T>;
+  const int64_t width = planes.width;
+  for (int64_t oh = 0; oh < p.out[0]; ++oh) {
+    const int64_t top = 2 * oh * width;
+    for (int64_t ow = 0; ow < p.out[1]; ++ow) {
+      const int64_t i = top + 2 * ow;
+      Acc max = Acc(in[i]);
+      int64_t best = i;
+      take_max(Acc(in[i + 1]), i + 1, &max, &best);
+      take_max(Acc(in[i + width]), i + width, &max, &best);
+      take_max(Acc(in[i + width + 1]), i + width + 1, &max, &best);
+      out[oh * p.out[1] + ow] = T(max);
+      indices[oh * p.out[1] + ow] = best;
+    }
+  }
+}
+
+PARE_UNUSED bool is_plain_2x2(const Planes& planes, const PoolParams& p) {
+  for (int d = 0; d < 2; ++d) {
+    if (p.kernel[d] != 2 || p.stride[d] != 2 || p.padding[d] != 0 || p.dilation[d] != 1) return false;
+  }
+  return 2 * p.out[0] <= planes.height && 2 * p.out[1] <= planes.width;  // ceil_mode may add a partial window
+}
+
 template <typename T>
 void max_pool_plane(const T* PARE_RESTRICT in, T* PARE_RESTRICT out, int64_t* PARE_RESTRICT indices,
                     const Planes& planes, const PoolParams& p) {
@@ -131,12 +171,7 @@ void max_pool_plane(const T* PARE_RESTRICT in, T* PARE_RESTRICT out, int64_t* PA
       for (int64_t ih = ih0; ih < ih1; ih += p.dilation[0]) {
         const T* row = in + ih * width;
         for (int64_t iw = iw0; iw < iw1; iw += p.dilation[1]) {
-          const Acc v = Acc(row[iw]);
-          // NaN wins (and the last NaN's index), as in PyTorch.
-          if (v > max || v != v) {
-            max = v;
-            best = ih * width + iw;
-          }
+          take_max(Acc(row[iw]), ih * width + iw, &max, &best);
         }
       }
       out[oh * p.out[1] + ow] = T(max);
@@ -205,6 +240,17 @@ Error aten_max_pool2d_with_indices(KernelContext& ctx, ValueSpan inputs, ValueSp
   const int64_t in_plane = planes.height * planes.width;
   const int64_t out_plane = p.out[0] * p.out[1];
   return PARE_DISPATCH(max_pool2d_kernel, ctx, self.dtype, T, {
+    if constexpr (fast_path_compiled<tags::max_pool2d_2x2_kernel, T>()) {
+      if (is_plain_2x2(planes, p)) {
+        return run_fast_path<tags::max_pool2d_2x2_kernel, T>(ctx, [&]() -> Error {
+          for (int64_t i = 0; i < planes.count; ++i) {
+            max_pool_plane_2x2<T>(x.data_as<T>() + i * in_plane, out->data_as<T>() + i * out_plane,
+                                  indices->data_as<int64_t>() + i * out_plane, planes, p);
+          }
+          return Error::Ok;
+        });
+      }
+    }
     for (int64_t i = 0; i < planes.count; ++i) {
       max_pool_plane<T>(x.data_as<T>() + i * in_plane, out->data_as<T>() + i * out_plane,
                         indices->data_as<int64_t>() + i * out_plane, planes, p);

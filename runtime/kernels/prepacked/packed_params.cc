@@ -2,9 +2,11 @@
 
 #include "runtime/kernels/prepacked/packed_params.h"
 
+#include "runtime/core/dispatch.h"
 #include "runtime/kernels/common/convert.h"
 #include "runtime/kernels/common/depthwise.h"
 #include "runtime/kernels/common/gemm.h"
+#include "runtime/kernels/common/im2col.h"
 
 namespace pare {
 namespace classes {
@@ -49,45 +51,6 @@ void fill_rows_with_bias(float* c, int64_t rows, int64_t cols, int64_t ldc, cons
     }
   }
 }
-
-// Packs the conv input for one (image, group) straight from the image: the
-// GEMM's B is the im2col matrix [Cg * kh * kw, OH * OW], never materialised.
-struct Im2ColB {
-  const float* image;  // [Cg, H, W], contiguous
-  int64_t height, width, out_width;
-  int64_t kh, kw, sh, sw, ph, pw, dh, dw;
-
-  const float* operator()(int64_t p0, int64_t kc, int64_t j0, int64_t nc, float* dst) const {
-    for (int64_t jp = 0; jp < nc; jp += gemm::kNR) {
-      const int64_t cols = nc - jp < gemm::kNR ? nc - jp : gemm::kNR;
-      float* panel = dst + (jp / gemm::kNR) * kc * gemm::kNR;
-      int64_t iy0[gemm::kNR];
-      int64_t ix0[gemm::kNR];
-      for (int64_t c = 0; c < cols; ++c) {
-        const int64_t j = j0 + jp + c;
-        iy0[c] = (j / out_width) * sh - ph;
-        ix0[c] = (j % out_width) * sw - pw;
-      }
-      for (int64_t p = 0; p < kc; ++p) {
-        const int64_t kk = p0 + p;
-        const int64_t channel = kk / (kh * kw);
-        const int64_t r = kk % (kh * kw);
-        const int64_t dy = (r / kw) * dh;
-        const int64_t dx = (r % kw) * dw;
-        const float* plane = image + channel * height * width;
-        float* out = panel + p * gemm::kNR;
-        int64_t c = 0;
-        for (; c < cols; ++c) {
-          const int64_t iy = iy0[c] + dy;
-          const int64_t ix = ix0[c] + dx;
-          out[c] = (iy >= 0 && iy < height && ix >= 0 && ix < width) ? plane[iy * width + ix] : 0.0f;
-        }
-        for (; c < gemm::kNR; ++c) out[c] = 0.0f;
-      }
-    }
-    return dst;
-  }
-};
 
 }  // namespace
 
@@ -228,25 +191,44 @@ Error Conv2dPackedParams::run(KernelContext& ctx, const Tensor& input, Value& ou
   const size_t group_floats = gemm::packed_a_size(og, k);
   const bool pointwise = kernel[0] == 1 && kernel[1] == 1 && stride[0] == 1 && stride[1] == 1 &&
                          padding[0] == 0 && padding[1] == 0;
-  PARE_TRY_ASSIGN(void* b_scratch, ctx.allocate_scratch(gemm::b_scratch_floats(p, k) * sizeof(float)));
-  for (int64_t n = 0; n < batch; ++n) {
-    for (int64_t g = 0; g < groups; ++g) {
-      const float* image = x.data_as<float>() + (n * in_channels + g * cg) * height * width;
-      float* c = result->data_as<float>() + (n * out_channels + g * og) * p;
-      if (bias != nullptr) fill_rows_with_bias(c, og, p, p, bias + g * og, /*bias_per_row=*/true);
-      const gemm::PrepackedA a{packed_weight + g * group_floats, og};
-      if (pointwise) {
-        // A 1x1 convolution is a plain GEMM with the image as B [cg, H*W].
-        gemm::sgemm(og, p, k, 1.0f, a, gemm::StridedB{{image, cg, p, p, 1}}, c, p, bias != nullptr, nullptr,
-                    static_cast<float*>(b_scratch));
-      } else {
-        const Im2ColB b{image, height, width, out_w, kernel[0], kernel[1], stride[0], stride[1],
-                        padding[0], padding[1], dilation[0], dilation[1]};
-        gemm::sgemm(og, p, k, 1.0f, a, b, c, p, bias != nullptr, nullptr, static_cast<float*>(b_scratch));
+  // Runs product(image, c, a) per (image, group): C [og, p] = A [og, k] B,
+  // A's panels at `a`, C starting as the bias and clamped afterwards, while
+  // the group's output is still in cache.
+  auto each_group = [&](auto&& product) {
+    for (int64_t n = 0; n < batch; ++n) {
+      for (int64_t g = 0; g < groups; ++g) {
+        const float* image = x.data_as<float>() + (n * in_channels + g * cg) * height * width;
+        float* c = result->data_as<float>() + (n * out_channels + g * og) * p;
+        if (bias != nullptr) fill_rows_with_bias(c, og, p, p, bias + g * og, /*bias_per_row=*/true);
+        product(image, c, packed_weight + g * group_floats);
+        clamp.apply(c, og * p);
       }
-      clamp.apply(c, og * p);  // while this group's output is still in cache
+    }
+  };
+  if constexpr (fast_path_compiled<tags::gemm_narrow_kernel, float>()) {
+    if (pointwise && p <= gemm::kNarrowN) {  // a 1x1 convolution over a few pixels (gemm.h)
+      return run_fast_path<tags::gemm_narrow_kernel, float>(ctx, [&]() -> Error {
+        PARE_TRY_ASSIGN(void* scratch, ctx.allocate_scratch(gemm::narrow_scratch_floats(p, k) * sizeof(float)));
+        each_group([&](const float* image, float* c, const float* a) {
+          gemm::sgemm_narrow(og, p, k, a, {image, cg, p, p, 1}, c, p, bias != nullptr, static_cast<float*>(scratch));
+        });
+        return Error::Ok;
+      });
     }
   }
+  PARE_TRY_ASSIGN(void* memory, ctx.allocate_scratch(gemm::b_scratch_floats(p, k) * sizeof(float)));
+  float* b_scratch = static_cast<float*>(memory);
+  each_group([&](const float* image, float* c, const float* a_panels) {
+    const gemm::PrepackedA a{a_panels, og};
+    if (pointwise) {
+      // A 1x1 convolution is a plain GEMM with the image as B [cg, H*W].
+      gemm::sgemm(og, p, k, 1.0f, a, gemm::StridedB{{image, cg, p, p, 1}}, c, p, bias != nullptr, nullptr, b_scratch);
+    } else {
+      const gemm::Im2ColPanels b{image, {height, width, out_w, kernel[0], kernel[1], stride[0], stride[1],
+                                         padding[0], padding[1], dilation[0], dilation[1]}};
+      gemm::sgemm(og, p, k, 1.0f, a, b, c, p, bias != nullptr, nullptr, b_scratch);
+    }
+  });
   return Error::Ok;
 }
 

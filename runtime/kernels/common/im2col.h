@@ -1,0 +1,36 @@
+#pragma once
+// im2col fused into the float GEMM's B packing, shared by aten::convolution
+// (runtime/kernels/nn/convolution.cc) and pare::conv2d_prepacked
+// (runtime/kernels/prepacked/): the GEMM's B is one group's im2col matrix
+// [cg * kh * kw, out_h * out_w], packed straight from the image into
+// gemm::kNR-column panels and never materialised.
+//
+// A panel's columns are consecutive output pixels, usually on one output
+// row: then each depth (channel, ky, kx) reads one input row at a fixed
+// stride, copied without per-element bounds tests when the whole panel is
+// inside the image (stride 1 has its own, vectorised loop), and zeros when
+// the row is in the vertical padding. Panels that wrap onto the next output
+// row test each element.
+
+#include "runtime/kernels/common/gemm.h"
+
+namespace pare {
+namespace gemm {
+
+struct Im2ColGeometry {
+  int64_t height, width;  // input plane
+  int64_t out_w;          // output row length (the output height is implied by the columns asked for)
+  int64_t kh, kw, sh, sw, ph, pw, dh, dw;
+};
+
+// A B packer (gemm::sgemm's PackB) over one group's image [cg, H, W],
+// contiguous.
+struct Im2ColPanels {
+  const float* image;
+  Im2ColGeometry g;
+  // Packs depths [p0, p0+kc) x columns [j0, j0+nc) into dst; returns dst.
+  const float* operator()(int64_t p0, int64_t kc, int64_t j0, int64_t nc, float* dst) const;
+};
+
+}  // namespace gemm
+}  // namespace pare
