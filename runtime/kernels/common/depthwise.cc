@@ -71,11 +71,11 @@ PlaneFn plane_fn(int64_t k, int64_t stride) {
 // Tiny output planes (a network's last stages: 1x1 and 2x2 outputs) leave
 // most of a row vector empty, and the per-plane overhead dominates. There
 // (a fast path: tag depthwise_tiny_kernel) the vectors run across kLanes
-// channels instead (one input channel per
-// output channel): each block's input pixels and weights are transposed to
-// [pixel][lane] and [tap][lane] in scratch, and every output pixel sums its
-// in-bounds taps in the generic loop's order (bias, then ky, kx); padding
-// taps are skipped, as the generic loop does.
+// channels instead (one input channel per output channel): each block's
+// input pixels and weights are transposed to [pixel][lane] and [tap][lane]
+// in scratch, and every output pixel sums its in-bounds taps in the generic
+// loop's order (bias, then ky, kx); padding taps are skipped, as the
+// generic loop does.
 constexpr int64_t kTinyOutPlane = 4;
 constexpr int64_t kTinyInPlane = 64;
 
@@ -89,23 +89,27 @@ PARE_UNUSED size_t tiny_scratch_floats(const Geometry& g) {
 }
 
 // Channels [c0, c0 + lanes) of one image (x and y at the image's start).
-PARE_UNUSED void tiny_block(const Geometry& g, const float* x, const float* w, const float* bias, int64_t bias_stride,
-                float* y, int64_t c0, int64_t lanes, float* scratch) {
+PARE_UNUSED void tiny_block(const Geometry& g, const float* x, const float* w, const float* bias,
+                            int64_t bias_stride, float* y, int64_t c0, int64_t lanes, float* scratch) {
   using simd::kLanes;
   using simd::vec;
   const int64_t plane_in = g.height * g.width;
   const int64_t plane_out = g.out_h * g.out_w;
   const int64_t taps = g.kernel * g.kernel;
-  float* in = scratch;                   // [plane_in][kLanes]
+  float* in = scratch;                      // [plane_in][kLanes]
   float* wt = scratch + plane_in * kLanes;  // [taps][kLanes]
   float b[kLanes] = {};
   for (int64_t l = 0; l < kLanes; ++l) {
-    const bool live = l < lanes;
+    if (l >= lanes) {  // past the last channel: zeros, never stored
+      for (int64_t i = 0; i < plane_in; ++i) in[i * kLanes + l] = 0.0f;
+      for (int64_t t = 0; t < taps; ++t) wt[t * kLanes + l] = 0.0f;
+      continue;
+    }
     const float* src = x + (c0 + l) * plane_in;
-    for (int64_t i = 0; i < plane_in; ++i) in[i * kLanes + l] = live ? src[i] : 0.0f;
+    for (int64_t i = 0; i < plane_in; ++i) in[i * kLanes + l] = src[i];
     const float* wk = w + (c0 + l) * taps;
-    for (int64_t t = 0; t < taps; ++t) wt[t * kLanes + l] = live ? wk[t] : 0.0f;
-    if (live && bias != nullptr) b[l] = bias[(c0 + l) * bias_stride];
+    for (int64_t t = 0; t < taps; ++t) wt[t * kLanes + l] = wk[t];
+    if (bias != nullptr) b[l] = bias[(c0 + l) * bias_stride];
   }
   for (int64_t oy = 0; oy < g.out_h; ++oy) {
     for (int64_t ox = 0; ox < g.out_w; ++ox) {
