@@ -17,12 +17,14 @@ FLOAT_DTYPES = [torch.float16, torch.bfloat16, torch.float32, torch.float64]
 SELECTIVE_OPS = [
     "aten::mul.Tensor", "aten::relu", "aten::add.Scalar", "aten::_to_copy", "aten::view",
     "pare::linear_prepack", "pare::linear_prepacked", "pare::conv2d_prepack",
+    "aten::max_pool2d_with_indices",
 ]
 SELECTIVE_KERNEL_DTYPES = {
     "mul_kernel": ["Float", "Long"],  # Double dropped
     "relu_kernel": ["Float"],
     "copy_kernel": ["Float", "Long", "Int"],
     "prepacked_kernel": ["Float"],
+    "max_pool2d_kernel": ["Float"],  # but not its fast path, max_pool2d_2x2_kernel
 }
 SELECTIVE_CLASSES = ["LinearPackedParams"]  # Conv2dPackedParams dropped
 SELECTIVE_FEATURES: list[str] = []  # op_profiling dropped

@@ -8,6 +8,7 @@ import subprocess
 
 import numpy as np
 import pytest
+import torch
 
 from runtime_testing import SELECTIVE_CLASSES, SELECTIVE_FEATURES, SELECTIVE_KERNEL_DTYPES, SELECTIVE_OPS
 from pare.program import ObjectOf, ProgramBuilder
@@ -181,6 +182,39 @@ def test_unselected_code_is_absent_from_the_binary(runtime_lib, selective_lib):
     assert _has(full, klass.format("Conv2dPackedParams")) and _has(full, klass.format("LinearPackedParams"))
     assert _has(sel, klass.format("LinearPackedParams"))
     assert not _has(sel, klass.format("Conv2dPackedParams")), "unselected class is still linked"
+
+
+def test_an_unselected_fast_path_runs_the_general_path(runtime_lib, selective_lib, selective_runtime,
+                                                       tracing_runtime):
+    # Fast paths are kernel tags (runtime/core/dispatch.h, run_fast_path):
+    # the tracing build records max_pool2d_2x2_kernel only when a 2x2 pool
+    # runs; the selective runtime selects max_pool2d_kernel but not the fast
+    # path, so it lacks its code and still pools correctly on the general loop.
+    def pool_program(kernel):
+        pb = ProgramBuilder()
+        m = pb.method()
+        values, indices = m.op("aten::max_pool2d_with_indices", m.input("Float"), kernel, returns=2)
+        m.output(values, indices)
+        return pb.to_bytes()
+
+    x = torch.randn(2, 3, 8, 6, generator=torch.Generator().manual_seed(90))
+    want = torch.ops.aten.max_pool2d_with_indices(x, [2, 2])
+    for rt in (selective_runtime, tracing_runtime):
+        values, indices = rt.load(pool_program([2, 2])).method().run(x.numpy())
+        np.testing.assert_array_equal(values, want[0].numpy())
+        np.testing.assert_array_equal(indices, want[1].numpy())
+    traced = {}
+    for kernel in ([2, 2], [3, 3]):
+        program = tracing_runtime.load(pool_program(kernel))
+        program.method().run(x.numpy())
+        traced[tuple(kernel)] = program.trace().kernel_dtypes
+    assert traced[(2, 2)]["max_pool2d_2x2_kernel"] == ("Float",)
+    assert traced[(2, 2)]["max_pool2d_kernel"] == ("Float",)
+    assert "max_pool2d_2x2_kernel" not in traced[(3, 3)]
+    case = r"pare::dispatch_case<pare::tags::{}, float[,>]"
+    full, sel = _unstripped_symbols(runtime_lib), _unstripped_symbols(selective_lib)
+    assert _has(full, case.format("max_pool2d_2x2_kernel")) and _has(sel, case.format("max_pool2d_kernel"))
+    assert not _has(sel, case.format("max_pool2d_2x2_kernel")), "an unselected fast path is still linked"
 
 
 def test_only_the_c_api_is_exported(runtime_lib, selective_lib):
