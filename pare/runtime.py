@@ -420,10 +420,8 @@ class Method:
                             "InvalidArgument")
         layout = self._input_layouts[index] if 0 <= index < self._num_inputs else None
         if layout is not None and layout[0] == arr.dtype and layout[1] == arr.shape and layout[2] == arr.strides:
-            sizes, strides = self._shape_buffers[index]
-            self._inputs[index] = arr
-            data = _address(arr) if arr.size else None
-            self._check(self._c_set_input(self._handle, index, dt.code, sizes, arr.ndim, strides, data, layout[3]))
+            sizes, strides = self._shape_buffers[index]  # already describe arr
+            self._set_described(index, arr, dt, sizes, strides, layout[3])
             return
         itemsize = arr.dtype.itemsize
         if arr.ndim > MAX_DIM:
@@ -446,11 +444,16 @@ class Method:
             sizes[k] = shape[k]
             strides[k] = byte_strides[k] // itemsize
             extent += (shape[k] - 1) * byte_strides[k] if arr.size else 0
+        self._set_described(index, arr, dt, sizes, strides, extent)
+        if 0 <= index < self._num_inputs:  # described and accepted: reusable
+            self._input_layouts[index] = (arr.dtype, arr.shape, arr.strides, extent)
+
+    def _set_described(self, index: int, arr: np.ndarray, dt, sizes, strides, extent: int) -> None:
+        """Hands arr, described by sizes/strides (elements) and extent
+        (bytes), to the runtime; raises its error."""
         self._inputs[index] = arr
         data = _address(arr) if arr.size else None
         self._check(self._c_set_input(self._handle, index, dt.code, sizes, arr.ndim, strides, data, extent))
-        if 0 <= index < self._num_inputs:  # described and accepted: reusable
-            self._input_layouts[index] = (arr.dtype, arr.shape, arr.strides, extent)
 
     def execute(self) -> None:
         status = self._c_execute(self._handle)

@@ -66,6 +66,17 @@ PARE_UNUSED PARE_ALWAYS_INLINE void valid_range(int64_t offset, int64_t stride, 
   *hi = last > first ? last : first;
 }
 
+// Group grp's output rows c [og, out_h * out_w] start as their channels' bias.
+template <typename T>
+void fill_with_bias(T* c, const ConvGeometry& g, int64_t grp, const Tensor& bias) {
+  const int64_t p = g.planes_out();
+  for (int64_t i = 0; i < g.og; ++i) {
+    const T b = bias.data_as<T>()[(grp * g.og + i) * bias.strides[0]];
+    T* row = c + i * p;
+    for (int64_t j = 0; j < p; ++j) row[j] = b;
+  }
+}
+
 template <typename T>
 PARE_ALWAYS_INLINE opmath_t<T> bias_at(const Tensor* bias, int64_t i) {
   if (bias == nullptr) return opmath_t<T>(0);
@@ -158,13 +169,7 @@ PARE_UNUSED Error conv_float(KernelContext& ctx, const ConvGeometry& g, const fl
       for (int64_t grp = 0; grp < g.groups; ++grp) {
         const float* image = x + (n * g.in_channels + grp * g.cg) * g.planes_in();
         float* c = y + (n * g.out_channels + grp * g.og) * p;
-        if (bias != nullptr) {
-          for (int64_t i = 0; i < g.og; ++i) {
-            const float b = bias->data_as<float>()[(grp * g.og + i) * bias->strides[0]];
-            float* row = c + i * p;
-            for (int64_t j = 0; j < p; ++j) row[j] = b;
-          }
-        }
+        if (bias != nullptr) fill_with_bias(c, g, grp, *bias);
         product(image, c, packed + grp * group_floats);
       }
     }
@@ -251,12 +256,7 @@ Error conv_generic(KernelContext& ctx, const ConvGeometry& g, const T* x, const 
     for (int64_t grp = 0; grp < g.groups; ++grp) {
       const T* image = x + (n * g.in_channels + grp * g.cg) * g.planes_in();
       T* c = y + (n * g.out_channels + grp * g.og) * p;
-      if (bias != nullptr) {
-        for (int64_t i = 0; i < g.og; ++i) {
-          const T b = bias->data_as<T>()[(grp * g.og + i) * bias->strides[0]];
-          for (int64_t j = 0; j < p; ++j) c[i * p + j] = b;
-        }
-      }
+      if (bias != nullptr) fill_with_bias(c, g, grp, *bias);
       const gemm::MatrixView<T> a{w + grp * g.og * k, g.og, k, k, 1};
       for (int64_t j0 = 0; j0 < p; j0 += block) {
         const int64_t nc = p - j0 < block ? p - j0 : block;
