@@ -7,8 +7,8 @@ Building a program::
     pb = ProgramBuilder()
     m = pb.method("forward")
     x = m.input("Float", [None, 16])            # None: any size in that dim
-    w = m.constant(np.ones((8, 16), np.float32))  # constant tensor (numpy or torch)
-    packed = m.init_op("pare::linear_prepack", w, None, returns=ObjectOf("LinearPackedParams"))
+    w = np.ones((8, 16), np.float32)             # numpy arrays and torch tensors become constants
+    packed = m.linear_prepack(w, None)           # W packed here, used in place (pare/packing.py)
     y = m.op("pare::linear_prepacked", x, packed)
     z = m.op("aten::add.Tensor", y, 1.0)        # Python scalars become values
     m.output(z)
@@ -35,6 +35,7 @@ from typing import Any, Iterable, Sequence
 import numpy as np
 
 from pare import dtypes as _dtypes
+from pare import packing as _packing
 
 MAGIC = b"PARE"
 VERSION_MAJOR = 1
@@ -225,6 +226,26 @@ class MethodBuilder:
 
     def init_op(self, name: str, *args, returns="tensor"):
         return self.op(name, *args, returns=returns, init=True)
+
+    def linear_prepack(self, weight, bias) -> Value:
+        """An init-section pare::linear_prepack of nn.Linear's `weight`
+        [out_features, in_features] (float32, numpy or torch), packed here
+        (pare/packing.py), and `bias` [out_features] or None: the
+        LinearPackedParams object pare::linear_prepacked takes."""
+        w = _packing.pack_linear_weight(weight)
+        out_features, in_features = np.shape(weight)
+        return self.init_op("pare::linear_prepack", w, bias, int(in_features), int(out_features),
+                            returns=ObjectOf("LinearPackedParams"))
+
+    def conv2d_prepack(self, weight, bias, stride, padding, dilation, groups: int) -> Value:
+        """An init-section pare::conv2d_prepack of a 2-d convolution's
+        `weight` [out_channels, in_channels / groups, kh, kw] (float32),
+        packed here (pare/packing.py), and `bias` or None: the
+        Conv2dPackedParams object pare::conv2d_prepacked takes."""
+        w = _packing.pack_conv2d_weight(weight, stride, dilation, groups)
+        sizes = [int(s) for s in np.shape(weight)]
+        return self.init_op("pare::conv2d_prepack", w, bias, list(stride), list(padding), list(dilation),
+                            int(groups), sizes, returns=ObjectOf("Conv2dPackedParams"))
 
     def _make_returns(self, returns):
         if isinstance(returns, TensorListOf):

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 import torch
 
-from pare.program import ObjectOf, ProgramBuilder
+from pare.program import ProgramBuilder
 from tests.conftest import REPO_ROOT, bazel_build
 
 JNI_RUNTIME = "apps/demo/runtime_jni/linux_x86_64/libpare_runtime_jni.so"
@@ -51,8 +51,7 @@ def _linear_relu_program(path: Path) -> tuple[torch.nn.Module, Path]:
     x = m.input("Float", [None, 6])
     # What the tracer writes for linear + relu with the default passes
     # (prepack_weights, fuse_clamp), the ops the demo's runtime selects.
-    packed = m.init_op("pare::linear_prepack", layer.weight.detach(), layer.bias.detach(),
-                       returns=ObjectOf("LinearPackedParams"))
+    packed = m.linear_prepack(layer.weight.detach(), layer.bias.detach())
     m.output(m.op("pare::linear_prepacked", x, packed, 0.0, float("inf")))
     path.write_bytes(pb.to_bytes())
     return (lambda t: torch.relu(layer(t))), path

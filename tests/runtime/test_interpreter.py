@@ -7,7 +7,7 @@ import ctypes
 import numpy as np
 import pytest
 
-from pare.program import ObjectOf, ProgramBuilder
+from pare.program import ProgramBuilder
 from pare.runtime import PareError
 
 
@@ -27,10 +27,8 @@ def mlp_program():
     pb = ProgramBuilder()
     m = pb.method()
     x = m.input("Float", [None, 64])
-    p1 = m.init_op("pare::linear_prepack", rng.standard_normal((128, 64), np.float32), rng.standard_normal(128, np.float32),
-                   returns=ObjectOf("LinearPackedParams"))
-    p2 = m.init_op("pare::linear_prepack", rng.standard_normal((64, 128), np.float32), None,
-                   returns=ObjectOf("LinearPackedParams"))
+    p1 = m.linear_prepack(rng.standard_normal((128, 64), np.float32), rng.standard_normal(128, np.float32))
+    p2 = m.linear_prepack(rng.standard_normal((64, 128), np.float32), None)
     h = m.op("aten::relu", m.op("pare::linear_prepacked", x, p1))
     y = m.op("aten::add.Tensor", m.op("pare::linear_prepacked", h, p2), x)
     m.output(m.op("aten::_softmax", y, -1, False))

@@ -162,3 +162,20 @@ def test_v3_conv2d_prepacked(runtime_v3, x_shape, w_shape, stride, padding, grou
     exact = F.conv2d(x.double(), w.double(), b.double(), stride, padding, 1, groups)
     magnitude = F.conv2d(x.double().abs(), w.double().abs(), b.double().abs(), stride, padding, 1, groups)
     assert_within_dot_bound(torch.from_numpy(y), exact, magnitude, w[0].numel() + 1)
+
+
+@needs_v3_cpu
+def test_one_prepacked_program_for_every_isa(runtime, runtime_v3):
+    # Weights are packed ahead of time (pare/packing.py) in one layout for
+    # every build: the same program bytes, a linear layer whose columns and
+    # depth are no multiple of any tile (and span two depth blocks), run on
+    # the baseline and the v3 runtime (and on arm64: test_portability.py).
+    x = make_tensor((5, 300), torch.float32, 19, -1, 1)
+    w = make_tensor((37, 300), torch.float32, 20, -1, 1)
+    b = make_tensor((37,), torch.float32, 21, -1, 1)
+    program = linear_program(w, b, (5, 300))
+    exact = F.linear(x.double(), w.double(), b.double())
+    magnitude = F.linear(x.double().abs(), w.double().abs(), b.double().abs())
+    for rt in (runtime, runtime_v3):
+        (y,) = rt.load(program).method().run(x.numpy())
+        assert_within_dot_bound(torch.from_numpy(y), exact, magnitude, 301)

@@ -10,7 +10,7 @@ import struct
 import numpy as np
 import pytest
 
-from pare.program import ObjectOf, ProgramBuilder, TensorListOf
+from pare.program import ProgramBuilder
 from pare.runtime import PareError
 
 HEADER = struct.Struct("<4sHHIIQQQQQQ")
@@ -22,8 +22,7 @@ def rich_program() -> bytes:
     m = pb.method("forward")
     x = m.input("Float", [None, 4])
     s0 = m.op("aten::sym_size.int", x, 0, returns="int")
-    packed = m.init_op("pare::linear_prepack", np.arange(12, dtype=np.float32).reshape(3, 4),
-                       np.ones(3, np.float32), returns=ObjectOf("LinearPackedParams"))
+    packed = m.linear_prepack(np.arange(12, dtype=np.float32).reshape(3, 4), np.ones(3, np.float32))
     y = m.op("pare::linear_prepacked", x, packed)
     z = m.op("aten::add.Tensor", y, np.float32(0.5) * np.ones((3,), np.float32), 2)
     v = m.op("aten::view", m.op("aten::relu", z), [s0, 3])

@@ -14,7 +14,7 @@ import struct
 import numpy as np
 import pytest
 
-from pare.program import ObjectOf, ProgramBuilder, TensorListOf, read
+from pare.program import ProgramBuilder, TensorListOf, read
 from pare.runtime import PareError
 
 HEADER = struct.Struct("<4sHHIIQQQQQQ")
@@ -26,15 +26,15 @@ def valid_program() -> bytes:
     pb = ProgramBuilder()
     m = pb.method("forward")
     x = m.input("Float", [None, 4])                                          # %0
-    packed = m.init_op("pare::linear_prepack", np.arange(12, dtype=np.float32).reshape(3, 4),
-                       np.ones(3, np.float32), returns=ObjectOf("LinearPackedParams"))  # %1 %2 -> %3
-    s0 = m.op("aten::sym_size.int", x, 0, returns="int")                     # %4 -> %5
-    y = m.op("pare::linear_prepacked", x, packed)                            # %6
-    z = m.op("aten::add.Tensor", y, np.ones((3,), np.float32), 2)            # %7 %8 -> %9
-    r = m.op("aten::relu", z)                                                # %10
-    v = m.op("aten::view", r, [s0, 3])                                       # %11 -> %12
-    parts = m.op("aten::split_with_sizes", v, [1, 2], 1, returns=TensorListOf(2))  # %13 %14 -> %15 %16 %17
-    c = m.op("aten::cat", parts, 1)                                          # %18 -> %19
+    packed = m.linear_prepack(np.arange(12, dtype=np.float32).reshape(3, 4),
+                              np.ones(3, np.float32))                        # %1 %2 %3 %4 -> %5
+    s0 = m.op("aten::sym_size.int", x, 0, returns="int")                     # %6 -> %7
+    y = m.op("pare::linear_prepacked", x, packed)                            # %8
+    z = m.op("aten::add.Tensor", y, np.ones((1, 3), np.float32), 2)          # %9 %10 -> %11
+    r = m.op("aten::relu", z)                                                # %12
+    v = m.op("aten::view", r, [s0, 3])                                       # %13 -> %14
+    parts = m.op("aten::split_with_sizes", v, [1, 2], 1, returns=TensorListOf(2))  # %15 %16 -> %17 %18 %19
+    c = m.op("aten::cat", parts, 1)                                          # %20 %16 -> %21
     m.output(c, s0)
     m2 = pb.method("second")
     a = m2.input("Long", [2])
@@ -179,64 +179,64 @@ CORRUPTIONS = [
      "InvalidProgram", "invalid program: method 'forward' value 4 has reserved bits set"),
     ("value_non_tensor_with_dtype", lambda L: L.put("B", L.value(4) + 1, 6),
      "InvalidProgram", "invalid program: method 'forward' value 4 \\(int\\) has a dtype"),
-    ("value_must_be_constant", lambda L: L.put("B", L.value(11) + 2, 0),
-     "InvalidProgram", "invalid program: method 'forward' value 11 \\(int\\[\\]\\) must be constant \\(flags bit 0\\)"),
-    ("value_object_constant", lambda L: L.put("B", L.value(3) + 2, 1),
-     "InvalidProgram", "invalid program: method 'forward' value 3 \\(Object\\) cannot be constant \\(flags bit 0\\)"),
-    ("tensor_dtype_code_invalid", lambda L: L.put("B", L.value(7) + 1, 9),
-     "InvalidProgram", "invalid program: method 'forward' value 7 has unsupported dtype code 9"),
-    ("tensor_rank_too_big", lambda L: L.put("I", L.value(7) + 4, 9),
-     "LimitExceeded", "method 'forward' value 7 has rank 9; this runtime supports up to 8 dims"),
+    ("value_must_be_constant", lambda L: L.put("B", L.value(13) + 2, 0),
+     "InvalidProgram", "invalid program: method 'forward' value 13 \\(int\\[\\]\\) must be constant \\(flags bit 0\\)"),
+    ("value_object_constant", lambda L: L.put("B", L.value(5) + 2, 1),
+     "InvalidProgram", "invalid program: method 'forward' value 5 \\(Object\\) cannot be constant \\(flags bit 0\\)"),
+    ("tensor_dtype_code_invalid", lambda L: L.put("B", L.value(2) + 1, 9),
+     "InvalidProgram", "invalid program: method 'forward' value 2 has unsupported dtype code 9"),
+    ("tensor_rank_too_big", lambda L: L.put("I", L.value(2) + 4, 9),
+     "LimitExceeded", "method 'forward' value 2 has rank 9; this runtime supports up to 8 dims"),
     ("tensor_negative_size", lambda L: L.put("q", L.u64(L.value(1) + 8), -3),
      "InvalidProgram", "invalid program: method 'forward' value 1 has size -3 in dim 0"),
     ("tensor_input_size_below_minus_one", lambda L: L.put("q", L.u64(L.value(0) + 8), -2),
      "InvalidProgram", "invalid program: method 'forward' value 0 has size -2 in dim 0"),
-    ("tensor_numel_overflow", lambda L: L.put("qq", L.u64(L.value(1) + 8), 1 << 40, 1 << 40),
-     "InvalidProgram", "invalid program: method 'forward' value 1: constant tensor size overflows"),
-    ("tensor_sizes_past_end", lambda L: L.put("Q", L.value(7) + 8, past_end(L)),
+    ("tensor_numel_overflow", lambda L: L.put("qq", L.u64(L.value(9) + 8), 1 << 40, 1 << 40),
+     "InvalidProgram", "invalid program: method 'forward' value 9: constant tensor size overflows"),
+    ("tensor_sizes_past_end", lambda L: L.put("Q", L.value(2) + 8, past_end(L)),
      "InvalidProgram", 'invalid program: tensor sizes at offset \\d+ \\(1 x 8 bytes\\) extends past the end of the \\d+-byte file'),
-    ("tensor_sizes_misaligned", lambda L: L.put("Q", L.value(7) + 8, L.u64(L.value(7) + 8) + 4),
+    ("tensor_sizes_misaligned", lambda L: L.put("Q", L.value(2) + 8, L.u64(L.value(2) + 8) + 4),
      "InvalidProgram", 'invalid program: tensor sizes at offset \\d+ is not 8-byte aligned'),
-    ("tensor_0dim_with_sizes", lambda L: L.put("I", L.value(7) + 4, 0),
-     "InvalidProgram", "invalid program: method 'forward' value 7 \\(0-dim Tensor\\) has a sizes offset"),
-    ("constant_data_past_segment", lambda L: L.put("Q", L.value(7) + 16, L.data_size // 64 * 64 + 64),
-     "InvalidProgram", "invalid program: method 'forward' value 7: constant data \\(offset \\d+, 12 bytes\\) extends past the \\d+-byte data segment"),
-    ("constant_data_misaligned", lambda L: L.put("Q", L.value(7) + 16, L.u64(L.value(7) + 16) + 4),
-     "InvalidProgram", "invalid program: method 'forward' value 7: constant data offset \\d+ is not 64-byte aligned"),
-    ("constant_data_wrong_byte_size", lambda L: L.put("Q", L.value(7) + 24, 8),
-     "InvalidProgram", "invalid program: method 'forward' value 7: constant data is 8 bytes but its sizes and dtype need 12"),
-    ("non_constant_tensor_with_data", lambda L: L.put("Q", L.value(6) + 24, 64),
-     "InvalidProgram", "invalid program: method 'forward' value 6 \\(Tensor\\) has unused fields set"),
-    ("bool_not_0_or_1", lambda L: L.put("BBBBI", L.value(8), 4, 0, 1, 0, 2),
-     "InvalidProgram", "invalid program: method 'forward' value 8 \\(bool\\) has payload 2 \\(must be 0 or 1\\) or unused fields set"),
-    ("int_list_reference_not_int", lambda L: L.put("I", L.u64(L.value(11) + 16), 0),
-     "InvalidProgram", "invalid program: method 'forward' value 11 \\(int\\[\\]\\) element 0 refers to value 0, which is not an int value"),
-    ("int_list_past_end", lambda L: L.put("Q", L.value(13) + 8, past_end(L)),
+    ("tensor_0dim_with_sizes", lambda L: L.put("I", L.value(2) + 4, 0),
+     "InvalidProgram", "invalid program: method 'forward' value 2 \\(0-dim Tensor\\) has a sizes offset"),
+    ("constant_data_past_segment", lambda L: L.put("Q", L.value(2) + 16, L.data_size // 64 * 64 + 64),
+     "InvalidProgram", "invalid program: method 'forward' value 2: constant data \\(offset \\d+, 12 bytes\\) extends past the \\d+-byte data segment"),
+    ("constant_data_misaligned", lambda L: L.put("Q", L.value(2) + 16, L.u64(L.value(2) + 16) + 4),
+     "InvalidProgram", "invalid program: method 'forward' value 2: constant data offset \\d+ is not 64-byte aligned"),
+    ("constant_data_wrong_byte_size", lambda L: L.put("Q", L.value(2) + 24, 8),
+     "InvalidProgram", "invalid program: method 'forward' value 2: constant data is 8 bytes but its sizes and dtype need 12"),
+    ("non_constant_tensor_with_data", lambda L: L.put("Q", L.value(8) + 24, 64),
+     "InvalidProgram", "invalid program: method 'forward' value 8 \\(Tensor\\) has unused fields set"),
+    ("bool_not_0_or_1", lambda L: L.put("BBBBI", L.value(10), 4, 0, 1, 0, 2),
+     "InvalidProgram", "invalid program: method 'forward' value 10 \\(bool\\) has payload 2 \\(must be 0 or 1\\) or unused fields set"),
+    ("int_list_reference_not_int", lambda L: L.put("I", L.u64(L.value(13) + 16), 0),
+     "InvalidProgram", "invalid program: method 'forward' value 13 \\(int\\[\\]\\) element 0 refers to value 0, which is not an int value"),
+    ("int_list_past_end", lambda L: L.put("Q", L.value(15) + 8, past_end(L)),
      "InvalidProgram", 'invalid program: int list at offset \\d+ \\(2 x 8 bytes\\) extends past the end of the \\d+-byte file'),
-    ("tensor_list_element_not_tensor", lambda L: L.put("I", L.u64(L.value(17) + 8), 4),
-     "InvalidProgram", "invalid program: method 'forward' value 17 \\(Tensor\\[\\]\\) element 0 refers to value 4, which is not a tensor value"),
+    ("tensor_list_element_not_tensor", lambda L: L.put("I", L.u64(L.value(19) + 8), 6),
+     "InvalidProgram", "invalid program: method 'forward' value 19 \\(Tensor\\[\\]\\) element 0 refers to value 6, which is not a tensor value"),
     ("object_unknown_class", lambda L: L.rename("LinearPackedParams", "LinearPackedParamz"),
-     "InvalidProgram", "invalid program: method 'forward' value 3 has unknown custom class 'LinearPackedParamz'"),
+     "InvalidProgram", "invalid program: method 'forward' value 5 has unknown custom class 'LinearPackedParamz'"),
     ("method_input_index_out_of_range", lambda L: L.put("I", L.io, 500),
-     "InvalidProgram", "invalid program: method 'forward' input 0 refers to value \\d+; the method has 20 values"),
-    ("method_output_index_out_of_range", lambda L: L.put("I", L.io + 4, 20),
-     "InvalidProgram", "invalid program: method 'forward' output 0 refers to value 20; the method has 20 values"),
+     "InvalidProgram", "invalid program: method 'forward' input 0 refers to value \\d+; the method has 22 values"),
+    ("method_output_index_out_of_range", lambda L: L.put("I", L.io + 4, 22),
+     "InvalidProgram", "invalid program: method 'forward' output 0 refers to value 22; the method has 22 values"),
     ("method_input_is_constant", lambda L: L.put("I", L.io, 1),
      "InvalidProgram", "invalid program: method 'forward' input 0 \\(value 1\\) must be a non-constant Tensor value"),
     ("method_output_never_defined", lambda L: L.put("I", L.record + 16, L.num_instructions - 1),
-     "InvalidProgram", "invalid program: method 'forward' output 0 \\(value 19\\) is never defined"),
+     "InvalidProgram", "invalid program: method 'forward' output 0 \\(value 21\\) is never defined"),
     ("instruction_op_index_out_of_range", lambda L: L.put("I", L.instruction(4), 77),
      "InvalidProgram", "invalid program: method 'forward' instruction 4 uses operator 77; the program has 8 operators"),
     ("instruction_args_past_end", lambda L: L.put("Q", L.instruction(4) + 8, past_end(L)),
      "InvalidProgram", 'invalid program: instruction arguments at offset \\d+ \\(2 x 4 bytes\\) extends past the end of the \\d+-byte file'),
-    ("instruction_arg_index_out_of_range", lambda L: L.put("I", L.args(4), 20),
-     "InvalidProgram", "invalid program: method 'forward' instruction 4 \\(aten::relu\\) argument 0 refers to value 20; the method has 20 values"),
-    ("instruction_reads_undefined_value", lambda L: L.put("I", L.args(4), 12),
-     "InvalidProgram", "invalid program: method 'forward' instruction 4 \\(aten::relu\\) reads value 12 before it is defined"),
-    ("instruction_output_defined_twice", lambda L: L.put("I", L.args(4) + 4, 9),
-     "InvalidProgram", "invalid program: method 'forward' instruction 4 \\(aten::relu\\) output 0 \\(value 9, Tensor\\) is already defined \\(values are assigned once\\)"),
-    ("instruction_output_is_constant", lambda L: L.put("I", L.args(4) + 4, 7),
-     "InvalidProgram", "invalid program: method 'forward' instruction 4 \\(aten::relu\\) output 0 \\(value 7, Tensor\\) is a constant"),
+    ("instruction_arg_index_out_of_range", lambda L: L.put("I", L.args(4), 22),
+     "InvalidProgram", "invalid program: method 'forward' instruction 4 \\(aten::relu\\) argument 0 refers to value 22; the method has 22 values"),
+    ("instruction_reads_undefined_value", lambda L: L.put("I", L.args(4), 14),
+     "InvalidProgram", "invalid program: method 'forward' instruction 4 \\(aten::relu\\) reads value 14 before it is defined"),
+    ("instruction_output_defined_twice", lambda L: L.put("I", L.args(4) + 4, 11),
+     "InvalidProgram", "invalid program: method 'forward' instruction 4 \\(aten::relu\\) output 0 \\(value 11, Tensor\\) is already defined \\(values are assigned once\\)"),
+    ("instruction_output_is_constant", lambda L: L.put("I", L.args(4) + 4, 9),
+     "InvalidProgram", "invalid program: method 'forward' instruction 4 \\(aten::relu\\) output 0 \\(value 9, Tensor\\) is a constant"),
     ("init_section_reads_input", lambda L: L.put("I", L.record + 20, 2),
      "InvalidProgram", "invalid program: method 'forward' instruction 1 \\(aten::sym_size\\.int\\) reads value 0 before it is defined \\(init instructions cannot read method inputs\\)"),
     ("object_created_outside_init", lambda L: L.put("I", L.record + 20, 0),
@@ -252,9 +252,9 @@ def valid():
 def test_the_valid_program_loads_and_runs(runtime, valid):
     # Value ids the cases refer to; if the writer renumbers them, fix the table.
     kinds = [v.describe() for v in read(valid).methods[0].values]
-    assert kinds[0] == "Tensor Float[?, 4]" and kinds[3] == "Object LinearPackedParams"
-    assert kinds[7] == "const Tensor Float[3]" and kinds[11] == "int[] ['%5', 3]"
-    assert kinds[17] == "Tensor[](%15, %16)"
+    assert kinds[0] == "Tensor Float[?, 4]" and kinds[5] == "Object LinearPackedParams"
+    assert kinds[2] == "const Tensor Float[3]" and kinds[9] == "const Tensor Float[1, 3]"
+    assert kinds[10] == "int 2" and kinds[13] == "int[] ['%7', 3]" and kinds[19] == "Tensor[](%17, %18)"
     out, s0 = runtime.load(valid).method("forward").run(np.ones((2, 4), np.float32))
     assert out.shape == (2, 3) and s0 == 2
 
@@ -305,9 +305,7 @@ def selective_program() -> bytes:
     pb = ProgramBuilder()
     m = pb.method("forward")
     x = m.input("Float", [None, 4])
-    packed = m.init_op("pare::linear_prepack", np.ones((3, 4), np.float32), np.ones(3, np.float32),
-                       returns=ObjectOf("LinearPackedParams"))
-    m.output(m.op("pare::linear_prepacked", x, packed))
+    m.output(m.op("pare::linear_prepacked", x, m.linear_prepack(np.ones((3, 4), np.float32), np.ones(3, np.float32))))
     return pb.to_bytes()
 
 
@@ -315,7 +313,7 @@ def test_value_of_the_wrong_kind_fails_at_run_time(runtime, valid):
     # The format does not carry schemas, so relu reading an int value loads
     # and fails when the kernel checks its argument.
     layout = Layout(valid)
-    layout.put("I", layout.args(4), 8)  # relu(%9) -> relu(%8), the constant int 2
+    layout.put("I", layout.args(4), 10)  # relu(%11) -> relu(%10), the constant int 2
     method = runtime.load(layout.bytes()).method("forward")
     with pytest.raises(PareError) as info:
         method.run(np.ones((2, 4), np.float32))

@@ -1,24 +1,33 @@
 """pare::linear_prepacked / pare::conv2d_prepacked (custom classes
-LinearPackedParams / Conv2dPackedParams) vs torch, and the prepacked linear
-against aten::addmm. Their speed is a benchmark, not a test:
+LinearPackedParams / Conv2dPackedParams) vs torch, the prepacked linear
+against aten::addmm, and the packed layout (pare/packing.py) against its
+definition and the runtime's gemm.h. Their speed is a benchmark, not a test:
 `python -m tools.bench.prepacked_linear`."""
+
+import re
+from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
 
+from pare import packing
 from pare.program import ObjectOf, ProgramBuilder, ProgramError
 from pare.runtime import PareError
 from runtime_testing import assert_same, make_tensor
+
+# Persistent bytes a method with one packed layer may use: one chunk of the
+# load allocator (runtime/core/memory.h: 16 KB and its header) for the
+# method's tables and the packed-params object, never a copy of the weights.
+PACKED_OBJECT_BYTES = 16 * 1024 + 64
 
 
 def linear_program(weight, bias, in_shape):
     pb = ProgramBuilder()
     m = pb.method()
     x = m.input("Float", [None] * (len(in_shape) - 1) + [in_shape[-1]])
-    packed = m.init_op("pare::linear_prepack", weight, bias, returns=ObjectOf("LinearPackedParams"))
-    m.output(m.op("pare::linear_prepacked", x, packed))
+    m.output(m.op("pare::linear_prepacked", x, m.linear_prepack(weight, bias)))
     return pb.to_bytes()
 
 
@@ -26,9 +35,7 @@ def conv_program(weight, bias, stride, padding, dilation, groups):
     pb = ProgramBuilder()
     m = pb.method()
     x = m.input("Float")
-    packed = m.init_op("pare::conv2d_prepack", weight, bias, list(stride), list(padding), list(dilation), groups,
-                       returns=ObjectOf("Conv2dPackedParams"))
-    m.output(m.op("pare::conv2d_prepacked", x, packed))
+    m.output(m.op("pare::conv2d_prepacked", x, m.conv2d_prepack(weight, bias, stride, padding, dilation, groups)))
     return pb.to_bytes()
 
 
@@ -43,8 +50,9 @@ def test_linear_prepacked(runtime, in_shape, out_features, bias):
     method = runtime.load(linear_program(w, b, in_shape)).method()
     (y,) = method.run(x.numpy())
     assert_same(torch.from_numpy(y), F.linear(x, w, b), rtol=1e-4, atol=1e-4)
-    # Packed weights live in the method's persistent memory, made once.
-    assert method.memory_stats().persistent_bytes >= w.numel() * 4
+    # The packed weights are the program's constants, used in place: the
+    # method's persistent memory holds the packed-params object only.
+    assert method.memory_stats().persistent_bytes <= PACKED_OBJECT_BYTES
 
 
 @pytest.mark.parametrize("case", [
@@ -83,6 +91,7 @@ def test_conv2d_prepacked(runtime, case, bias):
     (y,) = method.run(x.numpy())
     expected = F.conv2d(x, w, b, case["stride"], case["padding"], case["dilation"], case["groups"])
     assert_same(torch.from_numpy(y), expected, rtol=1e-4, atol=1e-4)
+    assert method.memory_stats().persistent_bytes <= PACKED_OBJECT_BYTES
 
 
 def test_conv2d_prepacked_shape_errors(runtime):
@@ -98,7 +107,8 @@ def test_objects_only_in_init_section(runtime):
     pb = ProgramBuilder()
     m = pb.method()
     x = m.input("Float", [2, 4])
-    packed = m.op("pare::linear_prepack", np.ones((3, 4), np.float32), None, returns=ObjectOf("LinearPackedParams"))
+    packed = m.op("pare::linear_prepack", packing.pack_linear_weight(np.ones((3, 4), np.float32)), None, 4, 3,
+                  returns=ObjectOf("LinearPackedParams"))
     m.output(m.op("pare::linear_prepacked", x, packed))
     with pytest.raises(PareError, match="creates an object outside the init section"):
         runtime.load(pb.to_bytes())
@@ -106,15 +116,14 @@ def test_objects_only_in_init_section(runtime):
     m2 = pb2.method()
     x2 = m2.input("Float", [2, 4])
     with pytest.raises(ProgramError, match="cannot read method input"):
-        m2.init_op("pare::linear_prepack", x2, None, returns=ObjectOf("LinearPackedParams"))
+        m2.init_op("pare::linear_prepack", x2, None, 4, 3, returns=ObjectOf("LinearPackedParams"))
 
 
 def test_wrong_object_class_is_rejected(runtime):
     pb = ProgramBuilder()
     m = pb.method()
     x = m.input("Float", [2, 4])
-    conv = m.init_op("pare::conv2d_prepack", np.ones((3, 4, 1, 1), np.float32), None, [1, 1], [0, 0], [1, 1], 1,
-                     returns=ObjectOf("Conv2dPackedParams"))
+    conv = m.conv2d_prepack(np.ones((3, 4, 1, 1), np.float32), None, [1, 1], [0, 0], [1, 1], 1)
     m.output(m.op("pare::linear_prepacked", x, conv))
     method = runtime.load(pb.to_bytes()).method()
     with pytest.raises(PareError, match="argument 'packed' \\(#1\\) must be a LinearPackedParams object"):
@@ -123,7 +132,7 @@ def test_wrong_object_class_is_rejected(runtime):
 
 def test_linear_prepacked_matches_addmm(runtime):
     # The pair tools/bench/prepacked_linear.py times: a batch-1 linear layer,
-    # packed once at load vs aten::addmm packing W on every call.
+    # packed ahead of time vs aten::addmm packing W on every call.
     w = make_tensor((1024, 1024), torch.float32, 8, -1, 1)
     b = make_tensor((1024,), torch.float32, 9)
     x = make_tensor((1, 1024), torch.float32, 10, -1, 1).numpy()
@@ -145,8 +154,7 @@ def test_fused_output_clamp(runtime, bounds):
     w, b = make_tensor((5, 9), torch.float32, 8, -1, 1), make_tensor((5,), torch.float32, 9)
     pb = ProgramBuilder()
     m = pb.method()
-    packed = m.init_op("pare::linear_prepack", w, b, returns=ObjectOf("LinearPackedParams"))
-    m.output(m.op("pare::linear_prepacked", m.input("Float", [2, 9]), packed, lo, hi))
+    m.output(m.op("pare::linear_prepacked", m.input("Float", [2, 9]), m.linear_prepack(w, b), lo, hi))
     (y,) = runtime.load(pb.to_bytes()).method().run(x.numpy())
     want = torch.clamp(F.linear(x, w, b), min=None if lo == -float("inf") else lo, max=None if hi == float("inf") else hi)
     assert_same(torch.from_numpy(y), want, rtol=1e-5, atol=1e-5)
@@ -155,10 +163,114 @@ def test_fused_output_clamp(runtime, bounds):
         wc = make_tensor(w_shape, torch.float32, 11, -1, 1)
         pb = ProgramBuilder()
         m = pb.method()
-        packed = m.init_op("pare::conv2d_prepack", wc, None, [1, 1], [1, 1], [1, 1], groups,
-                           returns=ObjectOf("Conv2dPackedParams"))
+        packed = m.conv2d_prepack(wc, None, [1, 1], [1, 1], [1, 1], groups)
         m.output(m.op("pare::conv2d_prepacked", m.input("Float"), packed, lo, hi))
         (y,) = runtime.load(pb.to_bytes()).method().run(image.numpy())
         want = F.conv2d(image, wc, None, 1, 1, 1, groups).clamp(min=None if lo == -float("inf") else lo,
                                                                max=None if hi == float("inf") else hi)
         assert_same(torch.from_numpy(y), want, rtol=1e-5, atol=1e-5)
+
+
+GEMM_H = Path(__file__).resolve().parents[2] / "runtime/kernels/common/gemm.h"
+
+
+def test_packing_constants_match_gemm_h():
+    # pare/packing.py packs what runtime/kernels/common/gemm.h reads.
+    text = GEMM_H.read_text()
+    declared = {name: int(v) for name, v in re.findall(r"constexpr int64_t (k\w+) = (\d+);", text)}
+    assert {"kKC": packing.KC, "kMR": packing.MR, "kPanelCols": packing.PANEL_COLS,
+            "kPadCols": packing.PAD_COLS}.items() <= declared.items()
+
+
+@pytest.mark.parametrize("m,k", [(1, 1), (6, 3), (13, 300), (7, 512), (0, 4)])
+def test_pack_a_layout(m, k):
+    # docs/program_format.md: depth blocks of KC; in a block of kc depths,
+    # panel r (rows 6r..6r+5) at p0 * rows + r * kc * 6, depth p's rows at + p * 6.
+    a = np.random.default_rng(m * 1000 + k).standard_normal((m, k)).astype(np.float32)
+    packed = packing.pack_a(a)
+    rows = -(-m // packing.MR) * packing.MR
+    assert packed.dtype == np.float32 and packed.shape == (packing.packed_a_size(m, k),) == (rows * k,)
+    want = np.zeros(rows * k, np.float32)
+    for i in range(m):
+        for p in range(k):
+            p0, kc = p // packing.KC * packing.KC, min(packing.KC, k - p // packing.KC * packing.KC)
+            want[p0 * rows + (i // packing.MR) * kc * packing.MR + (p - p0) * packing.MR + i % packing.MR] = a[i, p]
+    np.testing.assert_array_equal(packed, want)
+
+
+@pytest.mark.parametrize("k,n", [(1, 1), (3, 8), (300, 17), (257, 40), (5, 0)])
+def test_pack_b_layout(k, n):
+    # Columns padded to PAD_COLS; in a block of kc depths, panel c (columns
+    # 8c..8c+7) at p0 * cols + c * kc * 8, depth p's columns at + p * 8.
+    b = np.random.default_rng(k * 1000 + n).standard_normal((k, n)).astype(np.float32)
+    packed = packing.pack_b(b)
+    cols = -(-n // packing.PAD_COLS) * packing.PAD_COLS
+    assert packed.shape == (packing.packed_b_size(k, n),) == (cols * k,)
+    want = np.zeros(cols * k, np.float32)
+    for p in range(k):
+        p0, kc = p // packing.KC * packing.KC, min(packing.KC, k - p // packing.KC * packing.KC)
+        for j in range(n):
+            pc = packing.PANEL_COLS
+            want[p0 * cols + (j // pc) * kc * pc + (p - p0) * pc + j % pc] = b[p, j]
+    np.testing.assert_array_equal(packed, want)
+
+
+def test_packing_rejects_what_it_cannot_pack():
+    with pytest.raises(packing.PackingError, match="must be a 2-D float32 array, got float64"):
+        packing.pack_linear_weight(np.ones((2, 3)))
+    with pytest.raises(packing.PackingError, match="must be a 4-D float32 array"):
+        packing.pack_conv2d_weight(np.ones((2, 3), np.float32), (1, 1), (1, 1), 1)
+    with pytest.raises(packing.PackingError, match="groups = 2 must be positive and divide out_channels = 3"):
+        packing.pack_conv2d_weight(np.ones((3, 1, 1, 1), np.float32), (1, 1), (1, 1), 2)
+
+
+def _method_with(runtime, *init_args, op="pare::linear_prepack", cls="LinearPackedParams"):
+    pb = ProgramBuilder()
+    m = pb.method()
+    x = m.input("Float")
+    packed = m.init_op(op, *init_args, returns=ObjectOf(cls))
+    m.output(m.op(op + "ed", x, packed))
+    return runtime.load(pb.to_bytes())
+
+
+def test_unpacked_or_mis_sized_weights_are_rejected(runtime):
+    # Weights that are not in the packed layout (a program from an older
+    # exporter, or a corrupt one) fail when the method is created, saying
+    # what was expected and to re-export; nothing reads past a constant.
+    w = np.ones((3, 4), np.float32)
+    cases = [
+        # The old schema: the weights as nn.Linear holds them, packed at load.
+        # (Programs from before the exporter packed.)
+        ((w, None), "pare::linear_prepack: takes 4 arguments, the weights packed ahead of time, got 2: a program "
+                    "written before Pare packed weights in the exporter; re-export it"),
+        ((w, None, 4, 3), "must be W\\^T packed as the GEMM's B: a contiguous 1-D Float tensor of 64 floats, "
+                          "got Float \\[3, 4\\]; re-export the program"),
+        ((np.ones(63, np.float32), None, 4, 3), "1-D Float tensor of 64 floats, got Float \\[63\\]"),
+        ((packing.pack_linear_weight(w), np.ones(4, np.float32), 4, 3), "argument 'bias' must be a contiguous "
+                                                                         "Float tensor of sizes \\[3\\]"),
+        ((packing.pack_linear_weight(w), None, 4, 0), "out_features = 0 in \\[1, 2\\^24\\]"),
+        ((packing.pack_linear_weight(w), None, 1 << 40, 3), "in_features = 1099511627776 must be in"),
+    ]
+    for args, message in cases:
+        program = _method_with(runtime, *args)
+        with pytest.raises(PareError, match=message):
+            program.method()
+    conv = np.ones((4, 3, 3, 3), np.float32)
+    conv_cases = [
+        # A 4-D weight is only for the direct depthwise kernel.
+        ((conv, None, [1, 1], [0, 0], [1, 1], 1, [4, 3, 3, 3]), "argument 'weight' is unpacked \\(4-D\\), which "
+                                                                  "only a depthwise 3x3, 5x5 or 7x7"),
+        ((packing.pack_conv2d_weight(conv, (1, 1), (1, 1), 1), None, [1, 1], [0, 0], [1, 1], 1, [4, 3, 3, 2]),
+         "the convolution's weights packed as the GEMM's A: a contiguous 1-D Float tensor of 108 floats, got "
+         "Float \\[162\\]"),
+        ((np.ones((4, 1, 3, 3), np.float32), None, [1, 1], [0, 0], [1, 1], 4, [4, 1, 5, 5]),
+         "must be a contiguous Float tensor of sizes \\[4, 1, 5, 5\\], got Float \\[4, 1, 3, 3\\]"),
+        ((conv, None, [1, 1], [0, 0], [1, 1], 1, [4, 3, 3]), "weight_sizes 4"),
+        ((conv, None, [1, 1], [0, 0], [1, 1], 1, [1 << 30, 3, 3, 3]), "must each be in \\[1, 2\\^24\\]"),
+        ((conv, None, [1, 1], [0, 0], [1, 1], 1 << 20, [1 << 20, 1 << 20, 1 << 10, 1]), "the layer is too large"),
+    ]
+    for args, message in conv_cases:
+        program = _method_with(runtime, *args, op="pare::conv2d_prepack", cls="Conv2dPackedParams")
+        with pytest.raises(PareError, match=message):
+            program.method()
+

@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from runtime_testing import SELECTIVE_CLASSES, SELECTIVE_FEATURES, SELECTIVE_KERNEL_DTYPES, SELECTIVE_OPS
-from pare.program import ObjectOf, ProgramBuilder
+from pare.program import ProgramBuilder
 from pare.runtime import PareError
 from tests.conftest import require_tool
 
@@ -73,9 +73,8 @@ def test_unselected_non_root_operator_fails_naming_it(selective_runtime):
 def test_unselected_class_fails_at_load(selective_runtime):
     pb = ProgramBuilder()
     m = pb.method()
-    x = m.input("Float")
-    packed = m.init_op("pare::conv2d_prepack", np.ones((2, 1, 1, 1), np.float32), None, [1, 1], [0, 0], [1, 1], 1,
-                       returns=ObjectOf("Conv2dPackedParams"))
+    m.input("Float")
+    packed = m.conv2d_prepack(np.ones((2, 1, 1, 1), np.float32), None, [1, 1], [0, 0], [1, 1], 1)
     m.output(packed)
     with pytest.raises(PareError, match="the manifest does not select custom class Conv2dPackedParams") as e:
         selective_runtime.load(pb.to_bytes())
@@ -93,7 +92,7 @@ def test_selected_class_still_works(selective_runtime):
     pb = ProgramBuilder()
     m = pb.method()
     x = m.input("Float", [1, 2])
-    packed = m.init_op("pare::linear_prepack", np.eye(2, dtype=np.float32), None, returns=ObjectOf("LinearPackedParams"))
+    packed = m.linear_prepack(np.eye(2, dtype=np.float32), None)
     m.output(m.op("pare::linear_prepacked", x, packed))
     (y,) = selective_runtime.load(pb.to_bytes()).method().run(np.array([[3, 4]], np.float32))
     assert y.tolist() == [[3, 4]]

@@ -4,7 +4,7 @@ builds record nothing."""
 
 import numpy as np
 
-from pare.program import ObjectOf, ProgramBuilder
+from pare.program import ProgramBuilder
 
 
 def traced_program():
@@ -12,7 +12,7 @@ def traced_program():
     m = pb.method()
     x = m.input("Float", [None, 4])
     i = m.input("Int", [None, 4])
-    packed = m.init_op("pare::linear_prepack", np.ones((2, 4), np.float32), None, returns=ObjectOf("LinearPackedParams"))
+    packed = m.linear_prepack(np.ones((2, 4), np.float32), None)
     y = m.op("aten::add.Scalar", x, 1)  # -> aten::add.Tensor, non-root
     z = m.op("aten::mul.Tensor", y, i)  # Int promoted to Float through copy_kernel
     m.output(m.op("pare::linear_prepacked", z, packed))

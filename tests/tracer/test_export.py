@@ -9,6 +9,7 @@ import torch
 from tracer_testlib import exported, spec_from, spec_of
 from torch import nn
 
+from pare import packing
 from pare import program as pp
 from tools.tracer import MissingOpsError, TracerError, export_model, group_inputs
 
@@ -76,9 +77,11 @@ def test_prepack_rewrites_linear_onto_packed_weights():
     assert ops_of(m)[:2] == ["pare::linear_prepack", "pare::linear_prepack"]
     assert ops_of(m).count("pare::linear_prepacked") == 2
     assert "aten::addmm" not in ops_of(m)
-    # The packed weight is the [out, in] nn.Linear weight.
-    w = m.values[m.instructions[0].inputs[0]]
-    assert w.constant and w.sizes == [24, 12]
+    # The [out, in] = [24, 12] nn.Linear weight, packed at export as the
+    # GEMM's B (pare/packing.py): 12 depths x 24 columns padded to 32.
+    w, _, in_features, out_features = (m.values[i] for i in m.instructions[0].inputs)
+    assert w.constant and w.sizes == [packing.packed_b_size(12, 24)] == [384]
+    assert (in_features.payload, out_features.payload) == (12, 24)
 
 
 def test_prepack_rewrites_conv2d_and_leaves_non_constant_weights_alone():
@@ -117,7 +120,10 @@ def test_prepacked_conv_program_structure():
     (m,) = info.methods
     assert ops_of(m) == ["pare::conv2d_prepack", "pare::conv2d_prepacked"]  # the relu fused (fuse_clamp)
     args = [m.values[i].payload for i in m.instructions[0].inputs[2:]]
-    assert args == [[2, 2], [1, 1], [1, 1], 1]  # stride, padding, dilation, groups
+    assert args == [[2, 2], [1, 1], [1, 1], 1, [4, 3, 3, 3]]  # stride, padding, dilation, groups, weight sizes
+    weight = m.values[m.instructions[0].inputs[0]]  # packed at export: 4 rows padded to 6, depth 3 * 3 * 3
+    assert weight.sizes == [packing.packed_a_size(4, 27)] == [162]
+    assert weight.payload.tolist() == packing.pack_a(conv[0].weight.detach().reshape(4, 27).numpy()).tolist()
     assert m.values[m.instructions[0].outputs[0]].describe() == "Object Conv2dPackedParams"
     clamp = [m.values[i].payload for i in m.instructions[1].inputs[2:]]
     assert clamp == [0.0, float("inf")]  # output_min, output_max

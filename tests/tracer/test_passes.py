@@ -405,12 +405,12 @@ def test_fuse_clamp_folds_relu_hardtanh_and_clamp_into_the_prepacked_layer(full_
 
 
 def test_prepacked_ops_take_output_min_and_max_together(full_lib):
-    from pare.program import ObjectOf, ProgramBuilder
+    from pare.program import ProgramBuilder
     from pare.runtime import PareError, Runtime
 
     pb = ProgramBuilder()
     m = pb.method()
-    packed = m.init_op("pare::linear_prepack", torch.ones(2, 3).numpy(), None, returns=ObjectOf("LinearPackedParams"))
+    packed = m.linear_prepack(torch.ones(2, 3).numpy(), None)
     m.output(m.op("pare::linear_prepacked", m.input("Float", [1, 3]), packed, 0.0))
     method = Runtime(full_lib).load(pb.to_bytes()).method()
     with pytest.raises(PareError, match="takes output_min and output_max together, got only one"):

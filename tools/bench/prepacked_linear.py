@@ -2,7 +2,7 @@
 
 The claim: for the common mobile case (one input row), addmm must pack W on
 every call, which is as much work as the product itself, while the prepacked
-op packed W once at load time. This measures both side by side: pinned to
+op reads W packed ahead of time. This measures both side by side: pinned to
 one CPU, the two variants interleaved round by round (alternating which goes
 first, so neither always runs on a warmer cache or a quieter moment), many
 rounds, and reports each variant's median time per call and their ratio.
@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from pare.program import ObjectOf, ProgramBuilder
+from pare.program import ProgramBuilder
 from pare.runtime import PareError, Runtime
 from tools.bench.runtimes import default_runtime
 from tools.bench.timing import BenchError, measure, pin_to_cpus
@@ -40,7 +40,7 @@ def programs(in_features: int, out_features: int, seed: int = 0) -> tuple[dict[s
 
     prepacked = ProgramBuilder()
     m = prepacked.method()
-    packed = m.init_op("pare::linear_prepack", w, b, returns=ObjectOf("LinearPackedParams"))
+    packed = m.linear_prepack(w, b)
     m.output(m.op("pare::linear_prepacked", m.input("Float", [1, in_features]), packed))
 
     addmm = ProgramBuilder()

@@ -31,8 +31,10 @@ operator call is resolved here instead:
 `prepack=True` (the prepack_weights pass, on by default: tools/tracer/passes.py)
 rewrites `addmm`/`mm` on a constant weight (transposed by `permute`, as
 linear decomposes) and 2-d `convolution` on a constant weight
-onto `pare::linear_prepacked` / `pare::conv2d_prepacked`, with the
-`*_prepack` call in the method's init section (run once at method creation).
+onto `pare::linear_prepacked` / `pare::conv2d_prepacked`, with the weights
+packed now (pare/packing.py) into the program's constants and the
+`*_prepack` call in the method's init section (at method creation it wraps
+the packed constants, used in place).
 """
 
 from __future__ import annotations
@@ -54,7 +56,7 @@ from torch.fx import Node
 from torch.fx.experimental.symbolic_shapes import is_concrete_int, statically_known_true
 
 from pare import dtypes as pare_dtypes
-from pare.program import MethodBuilder, ObjectOf, ProgramError, TensorListOf, Value
+from pare.program import MethodBuilder, ProgramError, TensorListOf, Value
 from tools.tracer.errors import OpUse, TracerError
 from tools.tracer.strided import NoViewRewrite, Slice, as_strided_views
 
@@ -85,8 +87,6 @@ LINEAR_PREPACK = "pare::linear_prepack"
 LINEAR_PREPACKED = "pare::linear_prepacked"
 CONV2D_PREPACK = "pare::conv2d_prepack"
 CONV2D_PREPACKED = "pare::conv2d_prepacked"
-LINEAR_CLASS = "LinearPackedParams"
-CONV2D_CLASS = "Conv2dPackedParams"
 
 _FRAME = re.compile(r'File "([^"]+)", line (\d+), in [^\n]*\n[ \t]*([^\n]*)')
 _TORCH_DIR = str(Path(torch.__file__).resolve().parent)
@@ -515,10 +515,8 @@ class MethodLowering:
             (key, weight), bias = plan.detail
             cache_key = ("linear", key, bias)
             if cache_key not in self._packed:
-                w_value = self._constant(key[0]) if key[1] == "as_is" else self.mb.constant(weight.contiguous())
                 b_value = None if bias is None else self._constant(bias)
-                self._packed[cache_key] = self.mb.init_op(LINEAR_PREPACK, w_value, b_value,
-                                                          returns=ObjectOf(LINEAR_CLASS))
+                self._packed[cache_key] = self.mb.linear_prepack(weight, b_value)
                 self.report.uses[LINEAR_PREPACK].append(use)
             self.env[node] = self.mb.op(LINEAR_PREPACKED, self._value_of(plan.deps[0]), self._packed[cache_key],
                                         *self._clamp_args(plan))
@@ -528,9 +526,9 @@ class MethodLowering:
             w, bias, stride, padding, dilation, groups = plan.detail
             cache_key = ("conv2d", w, bias, tuple(stride), tuple(padding), tuple(dilation), groups)
             if cache_key not in self._packed:
-                self._packed[cache_key] = self.mb.init_op(
-                    CONV2D_PREPACK, self._constant(w), None if bias is None else self._constant(bias), stride,
-                    padding, dilation, groups, returns=ObjectOf(CONV2D_CLASS))
+                self._packed[cache_key] = self.mb.conv2d_prepack(
+                    self.constants[self._canonical.get(w, w)], None if bias is None else self._constant(bias),
+                    stride, padding, dilation, groups)
                 self.report.uses[CONV2D_PREPACK].append(use)
             self.env[node] = self.mb.op(CONV2D_PREPACKED, self._value_of(plan.deps[0]), self._packed[cache_key],
                                         *self._clamp_args(plan))

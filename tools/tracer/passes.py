@@ -452,7 +452,7 @@ PASSES: tuple[GraphPass, ...] = (
     GraphPass("fold_linear_bn", "eval batch norm 1d after a linear (addmm/mm) with a constant weight -> that "
               "linear's weight and bias", _fold_linear_bn),
     GraphPass(PREPACK, "linear (addmm/mm) and conv2d with constant float32 weights -> "
-              "pare::linear_prepacked / pare::conv2d_prepacked (weights packed once, when the method is created)",
+              "pare::linear_prepacked / pare::conv2d_prepacked (weights packed at export, used in place)",
               None),
     GraphPass(FUSE_CLAMP, "relu, relu6 / hardtanh or clamp with constant bounds, the only user of a prepacked "
               "linear or conv2d -> that op's output_min / output_max (needs prepack_weights)", None),

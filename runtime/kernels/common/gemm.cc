@@ -12,6 +12,11 @@ using simd::vec;
 
 static_assert(kMR == 6 && kNR == 2 * kLanes, "micro_kernel is written for a 6 x (2 vectors) tile");
 
+// Where a tile's second B vector starts, from its first: in the next panel
+// with 8 lanes (a panel is one vector wide), in the same panel with 4.
+constexpr int64_t kHiPanel = kLanes / kPanelCols;
+constexpr int64_t kHiOffset = kLanes % kPanelCols;
+
 }  // namespace
 
 void pack_a(const MatrixView<float>& a, int64_t i0, int64_t mc, int64_t p0, int64_t kc, float* dst) {
@@ -28,23 +33,24 @@ void pack_a(const MatrixView<float>& a, int64_t i0, int64_t mc, int64_t p0, int6
 }
 
 void pack_b(const MatrixView<float>& b, int64_t p0, int64_t kc, int64_t j0, int64_t nc, float* dst) {
-  for (int64_t jp = 0; jp < nc; jp += kNR) {
-    const int64_t cols = nc - jp < kNR ? nc - jp : kNR;
-    float* panel = dst + (jp / kNR) * kc * kNR;
-    if (cols == kNR && b.col_stride == 1) {
-      // Row-major B: each panel row is kNR consecutive floats.
+  const int64_t padded = round_up(nc, kNR);  // a tile's panels beyond nc are zeros
+  for (int64_t jp = 0; jp < padded; jp += kPanelCols) {
+    const int64_t left = nc - jp;
+    const int64_t cols = left < 0 ? 0 : left < kPanelCols ? left : kPanelCols;
+    float* panel = dst + (jp / kPanelCols) * kc * kPanelCols;
+    if (cols == kPanelCols && b.col_stride == 1) {
+      // Row-major B: each panel row is kPanelCols consecutive floats.
       for (int64_t p = 0; p < kc; ++p) {
         const float* src = b.data + (p0 + p) * b.row_stride + j0 + jp;
-        storev(panel + p * kNR, loadv(src));
-        storev(panel + p * kNR + kLanes, loadv(src + kLanes));
+        for (int64_t v = 0; v < kPanelCols; v += kLanes) storev(panel + p * kPanelCols + v, loadv(src + v));
       }
       continue;
     }
     for (int64_t p = 0; p < kc; ++p) {
-      float* out = panel + p * kNR;
+      float* out = panel + p * kPanelCols;
       int64_t col = 0;
       for (; col < cols; ++col) out[col] = b.at(p0 + p, j0 + jp + col);
-      for (; col < kNR; ++col) out[col] = 0.0f;
+      for (; col < kPanelCols; ++col) out[col] = 0.0f;
     }
   }
 }
@@ -57,14 +63,6 @@ void prepack_a(const MatrixView<float>& a, float* dst) {
   }
 }
 
-void prepack_b(const MatrixView<float>& b, float* dst) {
-  const int64_t padded = round_up(b.cols, kNR);
-  for (int64_t p0 = 0; p0 < b.rows; p0 += kKC) {
-    const int64_t kc = b.rows - p0 < kKC ? b.rows - p0 : kKC;
-    pack_b(b, p0, kc, 0, b.cols, dst + p0 * padded);
-  }
-}
-
 namespace {
 
 // One row of A (batch-1 linear layers, the common mobile case): a
@@ -74,17 +72,18 @@ namespace {
 void single_row_kernel(int64_t kc, const float* PARE_RESTRICT a, const float* PARE_RESTRICT b, float* c,
                        int64_t nr, float alpha, bool accumulate) {
   constexpr int64_t kSteps = 4;
+  const float* PARE_RESTRICT b_hi = b + kHiPanel * kc * kPanelCols + kHiOffset;
   vec acc[kSteps][2] = {};
   int64_t p = 0;
   for (; p + kSteps <= kc; p += kSteps) {
     for (int64_t s = 0; s < kSteps; ++s) {
-      acc[s][0] += a[(p + s) * kMR] * loadv(b + (p + s) * kNR);
-      acc[s][1] += a[(p + s) * kMR] * loadv(b + (p + s) * kNR + kLanes);
+      acc[s][0] += a[(p + s) * kMR] * loadv(b + (p + s) * kPanelCols);
+      acc[s][1] += a[(p + s) * kMR] * loadv(b_hi + (p + s) * kPanelCols);
     }
   }
   for (; p < kc; ++p) {
-    acc[0][0] += a[p * kMR] * loadv(b + p * kNR);
-    acc[0][1] += a[p * kMR] * loadv(b + p * kNR + kLanes);
+    acc[0][0] += a[p * kMR] * loadv(b + p * kPanelCols);
+    acc[0][1] += a[p * kMR] * loadv(b_hi + p * kPanelCols);
   }
   float row[kNR];
   storev(row, alpha * ((acc[0][0] + acc[1][0]) + (acc[2][0] + acc[3][0])));
@@ -214,15 +213,17 @@ void micro_kernel(int64_t kc, const float* PARE_RESTRICT a, const float* PARE_RE
     acc[i][0] = vec{};
     acc[i][1] = vec{};
   }
+  const float* PARE_RESTRICT b_hi = b + kHiPanel * kc * kPanelCols + kHiOffset;
   for (int64_t p = 0; p < kc; ++p) {
     const vec b0 = loadv(b);
-    const vec b1 = loadv(b + kLanes);
+    const vec b1 = loadv(b_hi);
     for (int64_t i = 0; i < kMR; ++i) {
       acc[i][0] += a[i] * b0;
       acc[i][1] += a[i] * b1;
     }
     a += kMR;
-    b += kNR;
+    b += kPanelCols;
+    b_hi += kPanelCols;
   }
   if (mr == kMR && nr == kNR) {
     for (int64_t i = 0; i < kMR; ++i) {

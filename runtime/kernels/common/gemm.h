@@ -2,8 +2,8 @@
 // Blocked GEMM: C = alpha * A B (+ C), for mm, addmm, linear and conv.
 //
 // float uses a packed, cache-blocked algorithm in the style of BLIS/GotoBLAS:
-// A is packed into row panels of kMR rows and B into column panels of kNR
-// columns, per (kKC depth x kMC rows / kNC columns) block, and a kMR x kNR
+// A is packed into row panels of kMR rows and B into column panels of
+// kPanelCols columns, per (kKC depth x kMC rows / kNC columns) block, and a kMR x kNR
 // register-tile micro-kernel written with portable clang vector types
 // (SSE2 or AVX2+FMA on x86_64, NEON on arm64) does the arithmetic. The driver takes the
 // A and B packers as functors, so an operand can be packed on the fly from
@@ -23,15 +23,24 @@
 namespace pare {
 namespace gemm {
 
-// The register tile is kMR rows x two vectors of simd::kLanes floats, so
-// the packed layouts are a property of the build's ISA (prepacked weights
-// are packed at load, never ahead of time): 6x8 on arm64 (NEON) and
-// baseline x86_64 (SSE2); 6x16 with AVX2+FMA (--//runtime:x86_64_isa=v3),
-// whose 12 ymm accumulators, 2 B vectors and the A broadcast take 15 of the
-// 16 registers, as BLIS's Haswell/Zen kernels do.
+// The register tile is kMR rows x two vectors of simd::kLanes floats: 6x8
+// on arm64 (NEON) and baseline x86_64 (SSE2); 6x16 with AVX2+FMA
+// (--//runtime:x86_64_isa=v3), whose 12 ymm accumulators, 2 B vectors and
+// the A broadcast take 15 of the 16 registers, as BLIS's Haswell/Zen kernels
+// do.
+//
+// The packed layouts are the same on every ISA, because weights are packed
+// ahead of time into program files (tools/tracer, pare/packing.py;
+// docs/program_format.md, "Prepacked weights") and used in place: A in
+// panels of kMR rows, B in panels of kPanelCols columns, a packed B's
+// columns padded to kPadCols (the widest tile). A tile of kNR columns reads
+// kNR / kPanelCols adjacent B panels.
 constexpr int64_t kLanes = simd::kLanes;
 constexpr int64_t kMR = 6;
 constexpr int64_t kNR = 2 * kLanes;
+constexpr int64_t kPanelCols = 8;
+constexpr int64_t kPadCols = 16;
+static_assert(kNR % kPanelCols == 0 && kPadCols % kNR == 0, "B tiles must cover whole panels");
 constexpr int64_t kKC = 256;
 constexpr int64_t kMC = 72;   // multiple of kMR; 72 x 256 floats = 72 KB of packed A
 constexpr int64_t kNC = 256;  // multiple of kNR; 256 x 256 floats = 256 KB of packed B
@@ -52,17 +61,20 @@ struct MatrixView {
 // Packs rows [i0, i0+mc) x depth [p0, p0+kc) of `a` into kMR-row panels
 // (zero-padded): panel r at dst + r * kc * kMR.
 void pack_a(const MatrixView<float>& a, int64_t i0, int64_t mc, int64_t p0, int64_t kc, float* dst);
-// Packs depth [p0, p0+kc) x columns [j0, j0+nc) of `b` into kNR-column
-// panels (zero-padded): panel c at dst + c * kc * kNR.
+// Packs depth [p0, p0+kc) x columns [j0, j0+nc) of `b` into kPanelCols-column
+// panels (zero-padded to a whole tile): panel c at dst + c * kc * kPanelCols.
 void pack_b(const MatrixView<float>& b, int64_t p0, int64_t kc, int64_t j0, int64_t nc, float* dst);
 
-// Whole-matrix packed layouts used by prepacked weights: for each depth
-// block p0 (step kKC), all panels of that block, so block (p0, j0) starts at
-// base + p0 * padded_cols + (j0 / kNR) * kc * kNR. Sizes in floats.
+// Whole-matrix packed layouts of prepacked weights (packed ahead of time by
+// pare/packing.py): for each depth block p0 (step kKC), all panels of that
+// block, so block (p0, i0) of A starts at base + p0 * round_up(m, kMR) +
+// (i0 / kMR) * kc * kMR, and block (p0, j0) of B at base + p0 *
+// round_up(n, kPadCols) + (j0 / kPanelCols) * kc * kPanelCols. Sizes in
+// floats.
 inline size_t packed_a_size(int64_t m, int64_t k) { return static_cast<size_t>(round_up(m, kMR) * k); }
-inline size_t packed_b_size(int64_t k, int64_t n) { return static_cast<size_t>(round_up(n, kNR) * k); }
+inline size_t packed_b_size(int64_t k, int64_t n) { return static_cast<size_t>(round_up(n, kPadCols) * k); }
+// Packs all of `a` so (aten::convolution packs its weights once per call).
 void prepack_a(const MatrixView<float>& a, float* dst);
-void prepack_b(const MatrixView<float>& b, float* dst);
 
 // Packers over prepacked buffers (no copy: they return pointers).
 struct PrepackedA {
@@ -76,7 +88,7 @@ struct PrepackedB {
   const float* data;
   int64_t n;
   const float* operator()(int64_t p0, int64_t kc, int64_t j0, int64_t, float*) const {
-    return data + p0 * round_up(n, kNR) + (j0 / kNR) * kc * kNR;
+    return data + p0 * round_up(n, kPadCols) + (j0 / kPanelCols) * kc * kPanelCols;
   }
 };
 // Packers over strided matrices.
@@ -95,8 +107,9 @@ struct StridedB {
   }
 };
 
-// C tile update: C[mr x nr] (row stride ldc) = alpha * (A panel . B panel)
-// (+ C when accumulate).
+// C tile update: C[mr x nr] (row stride ldc) = alpha * (A panel . B panels)
+// (+ C when accumulate); `b` is the first of the tile's kNR / kPanelCols
+// B panels, each kc * kPanelCols floats.
 void micro_kernel(int64_t kc, const float* a, const float* b, float* c, int64_t ldc, int64_t mr,
                   int64_t nr, float alpha, bool accumulate);
 
@@ -150,7 +163,7 @@ void sgemm(int64_t m, int64_t n, int64_t k, float alpha, const PackA& pack_a_blo
           const int64_t nr = nc - jr < kNR ? nc - jr : kNR;
           for (int64_t ir = 0; ir < mc; ir += kMR) {
             const int64_t mr = mc - ir < kMR ? mc - ir : kMR;
-            micro_kernel(kc, a_block + (ir / kMR) * kc * kMR, b_block + (jr / kNR) * kc * kNR,
+            micro_kernel(kc, a_block + (ir / kMR) * kc * kMR, b_block + (jr / kPanelCols) * kc * kPanelCols,
                          c + (i0 + ir) * ldc + j0 + jr, ldc, mr, nr, alpha, acc);
           }
         }

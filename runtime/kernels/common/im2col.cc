@@ -11,16 +11,23 @@ namespace gemm {
 const float* Im2ColPanels::operator()(int64_t p0, int64_t kc, int64_t j0, int64_t nc, float* dst) const {
   const int64_t taps = g.kh * g.kw;
   const int64_t plane_size = g.height * g.width;
-  for (int64_t jp = 0; jp < nc; jp += kNR) {
-    const int64_t cols = nc - jp < kNR ? nc - jp : kNR;
-    float* panel = dst + (jp / kNR) * kc * kNR;
+  constexpr int64_t kW = kPanelCols;
+  const int64_t padded = round_up(nc, kNR);  // a tile's panels beyond nc are zeros
+  for (int64_t jp = 0; jp < padded; jp += kW) {
+    float* panel = dst + (jp / kW) * kc * kW;
+    if (jp >= nc) {
+      PARE_SCALAR_LOOP
+      for (int64_t q = 0; q < kc * kW; ++q) panel[q] = 0.0f;
+      continue;
+    }
+    const int64_t cols = nc - jp < kW ? nc - jp : kW;
     const int64_t j = j0 + jp;
     const int64_t oy = j / g.out_w;
     const int64_t ox = j % g.out_w;
     // All columns of the panel on one output row: one input row per tap.
     const bool one_row = ox + cols <= g.out_w;
-    int64_t iy_base[kNR];
-    int64_t ix_base[kNR];
+    int64_t iy_base[kW];
+    int64_t ix_base[kW];
     PARE_SCALAR_LOOP
     for (int64_t q = 0; q < cols; ++q) {
       iy_base[q] = ((j + q) / g.out_w) * g.sh - g.ph;
@@ -30,21 +37,21 @@ const float* Im2ColPanels::operator()(int64_t p0, int64_t kc, int64_t j0, int64_
     int64_t ky = (p0 % taps) / g.kw;
     int64_t kx = (p0 % taps) % g.kw;
     for (int64_t p = 0; p < kc; ++p) {
-      float* out = panel + p * kNR;
+      float* out = panel + p * kW;
       const float* plane = image + channel * plane_size;
       if (one_row) {
         const int64_t iy = oy * g.sh - g.ph + ky * g.dh;
         if (iy < 0 || iy >= g.height) {
-          for (int64_t q = 0; q < kNR; ++q) out[q] = 0.0f;
+          for (int64_t q = 0; q < kW; ++q) out[q] = 0.0f;
         } else {
           const float* row = plane + iy * g.width;
           const int64_t ix0 = ox * g.sw - g.pw + kx * g.dw;
-          if (cols == kNR && ix0 >= 0 && ix0 + (kNR - 1) * g.sw < g.width) {  // the panel inside the row
+          if (cols == kW && ix0 >= 0 && ix0 + (kW - 1) * g.sw < g.width) {  // the panel inside the row
             if (g.sw == 1) {
-              for (int64_t q = 0; q < kNR; ++q) out[q] = row[ix0 + q];
+              for (int64_t q = 0; q < kW; ++q) out[q] = row[ix0 + q];
             } else {
               PARE_SCALAR_LOOP
-              for (int64_t q = 0; q < kNR; ++q) out[q] = row[ix0 + q * g.sw];
+              for (int64_t q = 0; q < kW; ++q) out[q] = row[ix0 + q * g.sw];
             }
           } else {
             int64_t q = 0;
@@ -53,7 +60,7 @@ const float* Im2ColPanels::operator()(int64_t p0, int64_t kc, int64_t j0, int64_
               const int64_t ix = ix0 + q * g.sw;
               out[q] = (ix >= 0 && ix < g.width) ? row[ix] : 0.0f;
             }
-            for (; q < kNR; ++q) out[q] = 0.0f;
+            for (; q < kW; ++q) out[q] = 0.0f;
           }
         }
       } else {
@@ -64,7 +71,7 @@ const float* Im2ColPanels::operator()(int64_t p0, int64_t kc, int64_t j0, int64_
           const int64_t ix = ix_base[q] + kx * g.dw;
           out[q] = (iy >= 0 && iy < g.height && ix >= 0 && ix < g.width) ? plane[iy * g.width + ix] : 0.0f;
         }
-        for (; q < kNR; ++q) out[q] = 0.0f;
+        for (; q < kW; ++q) out[q] = 0.0f;
       }
       if (++kx == g.kw) {
         kx = 0;

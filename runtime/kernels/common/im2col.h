@@ -3,7 +3,7 @@
 // (runtime/kernels/nn/convolution.cc) and pare::conv2d_prepacked
 // (runtime/kernels/prepacked/): the GEMM's B is one group's im2col matrix
 // [cg * kh * kw, out_h * out_w], packed straight from the image into
-// gemm::kNR-column panels and never materialised.
+// gemm::kPanelCols-column panels and never materialised.
 //
 // A panel's columns are consecutive output pixels, usually on one output
 // row: then each depth (channel, ky, kx) reads one input row at a fixed

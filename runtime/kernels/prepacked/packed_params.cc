@@ -12,18 +12,33 @@ namespace pare {
 namespace classes {
 namespace {
 
-// Copies `bias` (any strides) into persistent memory as contiguous floats.
-Result<const float*> pack_bias(KernelContext& ctx, const Tensor* bias, int64_t n) {
-  if (bias == nullptr) return static_cast<const float*>(nullptr);
-  PARE_CHECK_OR_RETURN(ctx, bias->dtype == ScalarType::Float && bias->dim == 1 && bias->sizes[0] == n,
-                       Error::InvalidArgument, "argument 'bias' must be a Float tensor of sizes [%lld], got %s %s",
-                       static_cast<long long>(n), to_string(bias->dtype), sizes_to_string(bias->size_span()).text);
-  PARE_TRY_ASSIGN(void* memory, ctx.allocate_persistent(static_cast<size_t>(n) * sizeof(float), 64));
-  float* out = static_cast<float*>(memory);
-  const float* src = bias->data_as<float>();
-  for (int64_t i = 0; i < n; ++i) out[i] = src[i * bias->strides[0]];
-  return static_cast<const float*>(out);
+// The weights and bias of a packed layer are the program's constants, used
+// in place: they must already be in the layout the kernels read.
+const char kRepack[] = "; re-export the program with this version of tools.tracer (docs/program_format.md, \"Prepacked weights\")";
+
+Result<const float*> packed_floats(KernelContext& ctx, const Tensor& t, int64_t floats, const char* what) {
+  PARE_CHECK_OR_RETURN(ctx, t.dtype == ScalarType::Float && t.dim == 1 && t.sizes[0] == floats && t.is_contiguous(),
+                       Error::InvalidArgument,
+                       "argument 'weight' must be %s: a contiguous 1-D Float tensor of %lld floats, got %s %s%s", what,
+                       static_cast<long long>(floats), to_string(t.dtype), sizes_to_string(t.size_span()).text,
+                       kRepack);
+  return t.data_as<float>();
 }
+
+Result<const float*> bias_floats(KernelContext& ctx, const Tensor* bias, int64_t n) {
+  if (bias == nullptr) return static_cast<const float*>(nullptr);
+  PARE_CHECK_OR_RETURN(ctx,
+                       bias->dtype == ScalarType::Float && bias->dim == 1 && bias->sizes[0] == n &&
+                           bias->is_contiguous(),
+                       Error::InvalidArgument, "argument 'bias' must be a contiguous Float tensor of sizes [%lld], got %s %s",
+                       static_cast<long long>(n), to_string(bias->dtype), sizes_to_string(bias->size_span()).text);
+  return bias->data_as<float>();
+}
+
+// Dimensions of a packed layer: positive and small enough that every size
+// computed from them fits in int64.
+constexpr int64_t kMaxDimension = int64_t{1} << 24;
+bool valid_dimension(int64_t v) { return v >= 1 && v <= kMaxDimension; }
 
 }  // namespace
 
@@ -54,20 +69,16 @@ void fill_rows_with_bias(float* c, int64_t rows, int64_t cols, int64_t ldc, cons
 
 }  // namespace
 
-Error LinearPackedParams::pack(KernelContext& ctx, const Tensor& weight, const Tensor* bias_tensor) {
-  PARE_CHECK_OR_RETURN(ctx, weight.dtype == ScalarType::Float && weight.dim == 2, Error::InvalidArgument,
-                       "argument 'weight' must be a 2-D Float tensor, got %s %s", to_string(weight.dtype),
-                       sizes_to_string(weight.size_span()).text);
-  out_features = weight.sizes[0];
-  in_features = weight.sizes[1];
-  // The GEMM computes input [M, K] x W^T [K, N]; W^T is a strided view.
-  const gemm::MatrixView<float> wt{weight.data_as<float>(), in_features, out_features, weight.strides[1],
-                                   weight.strides[0]};
-  PARE_TRY_ASSIGN(void* memory,
-                  ctx.allocate_persistent(gemm::packed_b_size(in_features, out_features) * sizeof(float), 64));
-  gemm::prepack_b(wt, static_cast<float*>(memory));
-  packed_weight = static_cast<const float*>(memory);
-  PARE_TRY_ASSIGN(bias, pack_bias(ctx, bias_tensor, out_features));
+Error LinearPackedParams::init(KernelContext& ctx, const Tensor& packed, const Tensor* bias_tensor, int64_t in,
+                                int64_t out) {
+  PARE_CHECK_OR_RETURN(ctx, in >= 0 && in <= kMaxDimension && valid_dimension(out), Error::InvalidArgument,
+                       "in_features = %lld must be in [0, 2^24] and out_features = %lld in [1, 2^24]",
+                       static_cast<long long>(in), static_cast<long long>(out));
+  in_features = in;
+  out_features = out;
+  PARE_TRY_ASSIGN(packed_weight, packed_floats(ctx, packed, static_cast<int64_t>(gemm::packed_b_size(in, out)),
+                                               "W^T packed as the GEMM's B"));
+  PARE_TRY_ASSIGN(bias, bias_floats(ctx, bias_tensor, out_features));
   return Error::Ok;
 }
 
@@ -94,23 +105,27 @@ Error LinearPackedParams::run(KernelContext& ctx, const Tensor& input, Value& ou
   return Error::Ok;
 }
 
-Error Conv2dPackedParams::pack(KernelContext& ctx, const Tensor& weight, const Tensor* bias_tensor,
+Error Conv2dPackedParams::init(KernelContext& ctx, const Tensor& weight, const Tensor* bias_tensor,
                                IntArrayRef stride_arg, IntArrayRef padding_arg, IntArrayRef dilation_arg,
-                               int64_t groups_arg) {
-  PARE_CHECK_OR_RETURN(ctx, weight.dtype == ScalarType::Float && weight.dim == 4, Error::InvalidArgument,
-                       "argument 'weight' must be a 4-D Float tensor, got %s %s", to_string(weight.dtype),
-                       sizes_to_string(weight.size_span()).text);
-  PARE_CHECK_OR_RETURN(ctx, stride_arg.size() == 2 && padding_arg.size() == 2 && dilation_arg.size() == 2,
-                       Error::InvalidArgument, "stride, padding and dilation must each have 2 elements");
-  PARE_CHECK_OR_RETURN(ctx, groups_arg >= 1 && weight.sizes[0] % groups_arg == 0, Error::InvalidArgument,
+                               int64_t groups_arg, IntArrayRef weight_sizes) {
+  PARE_CHECK_OR_RETURN(ctx,
+                       stride_arg.size() == 2 && padding_arg.size() == 2 && dilation_arg.size() == 2 &&
+                           weight_sizes.size() == 4,
+                       Error::InvalidArgument,
+                       "stride, padding and dilation must each have 2 elements, and weight_sizes 4");
+  for (size_t i = 0; i < 4; ++i) {
+    PARE_CHECK_OR_RETURN(ctx, valid_dimension(weight_sizes[i]), Error::InvalidArgument,
+                         "weight_sizes %s must each be in [1, 2^24]", sizes_to_string(weight_sizes).text);
+  }
+  PARE_CHECK_OR_RETURN(ctx, groups_arg >= 1 && weight_sizes[0] % groups_arg == 0, Error::InvalidArgument,
                        "argument 'groups' = %lld must be positive and divide out_channels = %lld",
-                       static_cast<long long>(groups_arg), static_cast<long long>(weight.sizes[0]));
+                       static_cast<long long>(groups_arg), static_cast<long long>(weight_sizes[0]));
   // Bounds keep the output-size arithmetic far from int64 overflow.
-  constexpr int64_t kMaxParam = int64_t{1} << 24;
   for (size_t i = 0; i < 2; ++i) {
     PARE_CHECK_OR_RETURN(ctx,
-                         stride_arg[i] >= 1 && stride_arg[i] <= kMaxParam && dilation_arg[i] >= 1 &&
-                             dilation_arg[i] <= kMaxParam && padding_arg[i] >= 0 && padding_arg[i] <= kMaxParam,
+                         stride_arg[i] >= 1 && stride_arg[i] <= kMaxDimension && dilation_arg[i] >= 1 &&
+                             dilation_arg[i] <= kMaxDimension && padding_arg[i] >= 0 &&
+                             padding_arg[i] <= kMaxDimension,
                          Error::InvalidArgument,
                          "stride and dilation must be in [1, 2^24] and padding in [0, 2^24], got %lld, %lld, %lld",
                          static_cast<long long>(stride_arg[i]), static_cast<long long>(dilation_arg[i]),
@@ -118,38 +133,45 @@ Error Conv2dPackedParams::pack(KernelContext& ctx, const Tensor& weight, const T
     stride[i] = stride_arg[i];
     padding[i] = padding_arg[i];
     dilation[i] = dilation_arg[i];
-    kernel[i] = weight.sizes[2 + i];
+    kernel[i] = weight_sizes[2 + i];
   }
-  PARE_CHECK_OR_RETURN(ctx, kernel[0] >= 1 && kernel[1] >= 1 && weight.sizes[1] >= 1, Error::InvalidArgument,
-                       "argument 'weight' sizes %s: kernel and input channels must be non-empty",
-                       sizes_to_string(weight.size_span()).text);
   groups = groups_arg;
-  out_channels = weight.sizes[0];
-  in_channels = weight.sizes[1] * groups;
-  const int64_t og = out_channels / groups;
-  const int64_t k = weight.sizes[1] * kernel[0] * kernel[1];
-  PARE_TRY_ASSIGN(const Tensor w, as_contiguous(ctx, weight, ScalarType::Float));
-  // A depthwise convolution the direct kernel handles keeps its weights as
-  // they are: a GEMM per channel would be slower.
-  depthwise_direct = weight.sizes[1] == 1 && groups > 1 &&
-                     depthwise::has_fast_path(kernel[0], kernel[1], stride[0], stride[1], dilation[0], dilation[1]);
+  out_channels = weight_sizes[0];
+  const int64_t cg = weight_sizes[1];
+  int64_t k = 0;
+  int64_t floats = 0;
+  PARE_CHECK_OR_RETURN(ctx,
+                       !__builtin_mul_overflow(groups, cg, &in_channels) && in_channels <= kMaxDimension &&
+                           !__builtin_mul_overflow(cg, kernel[0] * kernel[1], &k) && k <= kMaxDimension &&
+                           !__builtin_mul_overflow(static_cast<int64_t>(gemm::packed_a_size(out_channels / groups, k)),
+                                                   groups, &floats),
+                       Error::InvalidArgument, "weight_sizes %s with groups = %lld: the layer is too large",
+                       sizes_to_string(weight_sizes).text, static_cast<long long>(groups));
+  // A 4-D weight is a depthwise convolution's, for the direct kernel, as
+  // given; any other convolution's weights come packed, per group, as the
+  // GEMM's A [out_channels / groups, k] (rows are output channels).
+  depthwise_direct = weight.dim == 4;
   if (depthwise_direct) {
-    const size_t floats = static_cast<size_t>(out_channels * k);
-    PARE_TRY_ASSIGN(void* memory, ctx.allocate_persistent(floats * sizeof(float), 64));
-    __builtin_memcpy(memory, w.data_as<float>(), floats * sizeof(float));
-    packed_weight = static_cast<const float*>(memory);
-    PARE_TRY_ASSIGN(bias, pack_bias(ctx, bias_tensor, out_channels));
-    return Error::Ok;
+    PARE_CHECK_OR_RETURN(ctx,
+                         cg == 1 && groups > 1 &&
+                             depthwise::has_fast_path(kernel[0], kernel[1], stride[0], stride[1], dilation[0],
+                                                      dilation[1]),
+                         Error::InvalidArgument,
+                         "argument 'weight' is unpacked (4-D), which only a depthwise 3x3, 5x5 or 7x7 convolution "
+                         "with stride 1 or 2 and no dilation may be%s",
+                         kRepack);
+    bool same_sizes = true;
+    for (size_t i = 0; i < 4; ++i) same_sizes = same_sizes && weight.sizes[i] == weight_sizes[i];
+    PARE_CHECK_OR_RETURN(ctx, weight.dtype == ScalarType::Float && weight.is_contiguous() && same_sizes,
+                         Error::InvalidArgument,
+                         "argument 'weight' must be a contiguous Float tensor of sizes %s, got %s %s",
+                         sizes_to_string(weight_sizes).text, to_string(weight.dtype),
+                         sizes_to_string(weight.size_span()).text);
+    packed_weight = weight.data_as<float>();
+  } else {
+    PARE_TRY_ASSIGN(packed_weight, packed_floats(ctx, weight, floats, "the convolution's weights packed as the GEMM's A"));
   }
-  // Each group's weights form A [og, k] (rows are output channels).
-  const size_t group_floats = gemm::packed_a_size(og, k);
-  PARE_TRY_ASSIGN(void* memory, ctx.allocate_persistent(group_floats * static_cast<size_t>(groups) * sizeof(float), 64));
-  float* packed = static_cast<float*>(memory);
-  for (int64_t g = 0; g < groups; ++g) {
-    gemm::prepack_a({w.data_as<float>() + g * og * k, og, k, k, 1}, packed + g * group_floats);
-  }
-  packed_weight = packed;
-  PARE_TRY_ASSIGN(bias, pack_bias(ctx, bias_tensor, out_channels));
+  PARE_TRY_ASSIGN(bias, bias_floats(ctx, bias_tensor, out_channels));
   return Error::Ok;
 }
 

@@ -3,15 +3,19 @@
 // (common/gemm.h): pare::classes::LinearPackedParams and
 // pare::classes::Conv2dPackedParams.
 //
-// How a program uses them (docs/program_format.md, "Objects"): the method's
-// init section calls pare::linear_prepack / pare::conv2d_prepack on constant
-// weights, producing an Object value; the body passes that value to
-// pare::linear_prepacked / pare::conv2d_prepacked. Packing happens once per
-// method instance, into the instance's persistent memory, so every run skips
-// it: for linear layers at small batch sizes the packing of W is as much
-// work as the product itself, so the prepacked op is about twice as fast as
-// aten::addmm; for convolutions the packed weights are read panel by panel
-// and the input is packed straight from the image (no im2col buffer).
+// How a program uses them (docs/program_format.md, "Objects" and "Prepacked
+// weights"): the exporter packs each layer's weights ahead of time into the
+// layout the GEMM reads (pare/packing.py), stored as the program's
+// constants; the method's init section calls pare::linear_prepack /
+// pare::conv2d_prepack on them, which validates the sizes and keeps
+// pointers: the weights are used in place from the loaded program, never
+// copied, and the objects take a few dozen bytes of the instance's
+// persistent memory. The body passes the object to pare::linear_prepacked /
+// pare::conv2d_prepacked. For linear layers at small batch sizes packing W
+// per call is as much work as the product itself, so the prepacked op is
+// about twice as fast as aten::addmm; for convolutions the packed weights
+// are read panel by panel and the input is packed straight from the image
+// (no im2col buffer).
 //
 // Every use of the classes is gated on their selection (selective_class_),
 // so a build that does not select a class contains none of its code.
@@ -36,15 +40,18 @@ class LinearPackedParams : public ObjectBase {
   static constexpr char kName[] = "LinearPackedParams";
   static constexpr ClassId kId = ClassId::LinearPackedParams;
 
-  // weight [out_features, in_features], bias [out_features] or null; float.
-  Error pack(KernelContext& ctx, const Tensor& weight, const Tensor* bias);
+  // packed: W [out_features, in_features] transposed and packed as the
+  // GEMM's B (gemm::packed_b_size floats); bias [out_features] or null.
+  // Both float, contiguous, and kept by pointer.
+  Error init(KernelContext& ctx, const Tensor& packed, const Tensor* bias, int64_t in_features,
+             int64_t out_features);
   // input [..., in_features] -> out [..., out_features], clamped to
   // `clamp` (a fused relu / hardtanh / clamp epilogue; Clamp{} for none).
   Error run(KernelContext& ctx, const Tensor& input, Value& out, Clamp clamp) const;
 
   int64_t in_features = 0;
   int64_t out_features = 0;
-  const float* packed_weight = nullptr;  // W^T in gemm::prepack_b layout
+  const float* packed_weight = nullptr;  // W^T in the packed B layout (gemm.h)
   const float* bias = nullptr;
 };
 
@@ -53,10 +60,13 @@ class Conv2dPackedParams : public ObjectBase {
   static constexpr char kName[] = "Conv2dPackedParams";
   static constexpr ClassId kId = ClassId::Conv2dPackedParams;
 
-  // weight [out_channels, in_channels / groups, kh, kw], bias [out_channels]
-  // or null; float.
-  Error pack(KernelContext& ctx, const Tensor& weight, const Tensor* bias, IntArrayRef stride,
-             IntArrayRef padding, IntArrayRef dilation, int64_t groups);
+  // weight_sizes [out_channels, in_channels / groups, kh, kw]; weight is
+  // either those weights packed per group as the GEMM's A (groups x
+  // gemm::packed_a_size floats, 1-D) or, for a depthwise convolution the
+  // direct kernel runs (depthwise::has_fast_path), the 4-D weights as they
+  // are. bias [out_channels] or null. Float, contiguous, kept by pointer.
+  Error init(KernelContext& ctx, const Tensor& weight, const Tensor* bias, IntArrayRef stride, IntArrayRef padding,
+             IntArrayRef dilation, int64_t groups, IntArrayRef weight_sizes);
   // input [N, C, H, W] (or [C, H, W]) -> out [N, O, OH, OW], clamped to `clamp`.
   Error run(KernelContext& ctx, const Tensor& input, Value& out, Clamp clamp) const;
 
@@ -67,8 +77,9 @@ class Conv2dPackedParams : public ObjectBase {
   int64_t stride[2] = {1, 1};
   int64_t padding[2] = {0, 0};
   int64_t dilation[2] = {1, 1};
-  // Per group, gemm::prepack_a layout; for a depthwise convolution the fast
-  // path takes (depthwise_direct), the weights as given: [out_channels, K, K].
+  // Per group, the packed A layout (gemm.h); for a depthwise convolution the
+  // direct kernel runs (depthwise_direct), the weights as given:
+  // [out_channels, 1, K, K].
   const float* packed_weight = nullptr;
   const float* bias = nullptr;
   bool depthwise_direct = false;

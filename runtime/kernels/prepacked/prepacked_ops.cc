@@ -14,6 +14,16 @@ namespace {
 
 // The optional output_min / output_max of the *_prepacked ops (arguments 2
 // and 3, both or neither): a fused relu / hardtanh / clamp epilogue.
+// Programs from before weights were packed ahead of time call the
+// *_prepack ops with the plain weights and fewer arguments.
+PARE_UNUSED Error check_packed_schema(KernelContext& ctx, ValueSpan inputs, size_t expected) {
+  PARE_CHECK_OR_RETURN(ctx, inputs.size() == expected, Error::InvalidArgument,
+                       "takes %zu arguments, the weights packed ahead of time, got %zu: a program written before "
+                       "Pare packed weights in the exporter; re-export it with this version of tools.tracer",
+                       expected, inputs.size());
+  return Error::Ok;
+}
+
 PARE_UNUSED classes::Clamp read_clamp(KernelArgs& args, size_t count) {
   classes::Clamp clamp;
   if (count == 4) {
@@ -25,20 +35,24 @@ PARE_UNUSED classes::Clamp read_clamp(KernelArgs& args, size_t count) {
 
 }  // namespace
 
-// pare::linear_prepack(Tensor weight, Tensor? bias=None) -> LinearPackedParams
+// pare::linear_prepack(Tensor packed_weight, Tensor? bias, int in_features, int out_features)
+//   -> LinearPackedParams
 Error pare_linear_prepack(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs) {
   if constexpr (!kLinearPackedParamsClass.selected()) {
     (void)inputs;
     (void)outputs;
     return class_not_selected(ctx, kLinearPackedParamsClass.name());
   } else {
-    KernelArgs args(ctx, inputs, outputs, 1, 2, 1);
-    const Tensor& weight = args.tensor(0, "weight");
+    PARE_TRY(check_packed_schema(ctx, inputs, 4));
+    KernelArgs args(ctx, inputs, outputs, 4, 4, 1);
+    const Tensor& weight = args.tensor(0, "packed_weight");
     const Tensor* bias = args.optional_tensor(1, "bias");
+    const int64_t in_features = args.int64(2, "in_features");
+    const int64_t out_features = args.int64(3, "out_features");
     PARE_TRY(args.status());
     PARE_TRY_ASSIGN(classes::LinearPackedParams* params,
                     ctx.create_object<classes::LinearPackedParams>(args.output(0)));
-    return params->pack(ctx, weight, bias);
+    return params->init(ctx, weight, bias, in_features, out_features);
   }
 }
 
@@ -65,24 +79,26 @@ Error pare_linear_prepacked(KernelContext& ctx, ValueSpan inputs, ValueSpan outp
 }
 
 // pare::conv2d_prepack(Tensor weight, Tensor? bias, int[2] stride, int[2] padding,
-//   int[2] dilation, int groups) -> Conv2dPackedParams
+//   int[2] dilation, int groups, int[4] weight_sizes) -> Conv2dPackedParams
 Error pare_conv2d_prepack(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs) {
   if constexpr (!kConv2dPackedParamsClass.selected()) {
     (void)inputs;
     (void)outputs;
     return class_not_selected(ctx, kConv2dPackedParamsClass.name());
   } else {
-    KernelArgs args(ctx, inputs, outputs, 6, 6, 1);
+    PARE_TRY(check_packed_schema(ctx, inputs, 7));
+    KernelArgs args(ctx, inputs, outputs, 7, 7, 1);
     const Tensor& weight = args.tensor(0, "weight");
     const Tensor* bias = args.optional_tensor(1, "bias");
     const IntArrayRef stride = args.int_list(2, "stride");
     const IntArrayRef padding = args.int_list(3, "padding");
     const IntArrayRef dilation = args.int_list(4, "dilation");
     const int64_t groups = args.int64(5, "groups");
+    const IntArrayRef weight_sizes = args.int_list(6, "weight_sizes");
     PARE_TRY(args.status());
     PARE_TRY_ASSIGN(classes::Conv2dPackedParams* params,
                     ctx.create_object<classes::Conv2dPackedParams>(args.output(0)));
-    return params->pack(ctx, weight, bias, stride, padding, dilation, groups);
+    return params->init(ctx, weight, bias, stride, padding, dilation, groups, weight_sizes);
   }
 }
 
