@@ -7,8 +7,9 @@ loader/: every program the runtime tests load (captured by running
 test_interpreter.py, test_prepacked.py and tests/runtime/test_ops_*.py, for at
 most CAPTURE_SECONDS, with a pytest plugin that records Runtime.load), reduced greedily to the smallest
 programs that together cover every operator seen,
-plus the demo and text_classifier apps exported by tools.tracer (plain and
---prepack; `--keep-exports` reuses the ones in the corpus, since exporting
+plus the demo and text_classifier apps exported by tools.tracer (with
+--passes=none and the default passes; `--keep-exports` reuses the ones in
+the corpus, since exporting
 takes a while). manifest/ and codegen/: the real
 manifests (tests/codegen/fixtures/manifests, apps/*/manifest.yaml); codegen
 seeds carry the target's leading flag byte. The whole corpus stays under
@@ -101,11 +102,13 @@ def exported_programs() -> dict[str, bytes]:
     out = {}
     with tempfile.TemporaryDirectory() as tmp:
         for model in EXPORTED_MODELS:
-            for prepack in ([], ["--prepack"]):
-                name = Path(model).parent.name + ("_prepack" if prepack else "")
+            # No graph passes, and the default ones (weights packed ahead of
+            # time, fused epilogues).
+            for suffix, passes in (("", "none"), ("_prepack", "default")):
+                name = Path(model).parent.name + suffix
                 path = Path(tmp) / f"{name}.pare"
-                subprocess.run([str(PYTHON), "-m", "tools.tracer", "export", "-q", *prepack, "-o", str(path), model],
-                               cwd=REPO, check=True)
+                subprocess.run([str(PYTHON), "-m", "tools.tracer", "export", "-q", f"--passes={passes}", "-o",
+                                str(path), model], cwd=REPO, check=True)
                 out[f"export_{name}.pare"] = path.read_bytes()
     return out
 

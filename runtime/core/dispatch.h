@@ -72,6 +72,15 @@ Error dispatch(KernelContext& ctx, ScalarType dtype, F&& fn) {
   return detail::dtype_not_supported(ctx, Tag::id, dtype);
 }
 
+// A dispatch whose dtype is known at compile time (T): the tag's T
+// specialisation, or the not-selected error when the build does not select
+// it (no code for `fn` then). For code selected by a tag of its own within
+// an op that already dispatched, e.g. a prepacked layer's fused epilogues.
+template <typename Tag, typename T, typename F>
+PARE_ALWAYS_INLINE Error dispatch_as(KernelContext& ctx, F&& fn) {
+  return detail::dispatch_one<Tag, T>(ctx, fn);
+}
+
 // Fast paths: code that only some shapes take (a 1x1 convolution over a
 // few pixels, a 2x2 max pool), behind a tag of its own, so that only the
 // runtimes whose traced inputs took it contain it:

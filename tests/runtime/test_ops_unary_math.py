@@ -393,11 +393,11 @@ def test_tracing_records_promotion_and_hardtanh_calling_clamp(tracing_runtime):
     }
 
 
-# float exp and tanh are inline polynomials (runtime/kernels/common/math.h),
+# float exp, tanh and erf are inline polynomials (runtime/kernels/common/math.h),
 # held here to their stated bounds against float64 over their whole range:
 # a dense sweep, the points where their formulas switch, and special values.
 POLY_SPECIAL = [0.0, -0.0, float("inf"), float("-inf"), float("nan"), 88.72, 88.73, -87.33, -103.9, -150.0, 1e-30,
-                -1e-30, 0.625, -0.625, 0.62499994, 9.0, -9.0, 20.0]
+                -1e-30, 0.625, -0.625, 0.62499994, 9.0, -9.0, 20.0, 0.875, -0.87499994, 3.9192057, 3.92]
 
 
 def _float32_sweep(low, high, count=200_001):
@@ -411,6 +411,7 @@ def _float32_sweep(low, high, count=200_001):
     ("aten::exp", torch.exp, -87.3, 88.7, 2),       # normal results
     ("aten::tanh", torch.tanh, -12.0, 12.0, 2),
     ("aten::sigmoid", torch.sigmoid, -80.0, 80.0, 3),  # 1 / (1 + exp(-x)): exp's error and two roundings
+    ("aten::erf", torch.erf, -5.0, 5.0, 2),          # every float measured within 1 ulp of correctly rounded
 ])
 def test_float_polynomials_within_their_ulp_bounds(runtime, op, reference, low, high, ulps):
     x = _float32_sweep(low, high)
@@ -431,8 +432,11 @@ def test_float_polynomials_special_values_are_exact(runtime):
     # helpers treat -0.0 and 0.0 as equal, so these are checked apart).
     specials = [0.0, -0.0, float("inf"), float("-inf"), float("nan"), 1e-30, -1e-30, 200.0, -200.0]
     saturating = [9.5, -20.0, 44.5, -1e30]  # tanh is +-1.0f exactly from |x| > 9.01
+    # erf is +-1.0f from 3.9192059 on (at +-1e-30 it is within its 1 ulp, not exact: the sweep checks it).
+    erf_saturating = [3.9192059, -3.92, 1e30]
     for op, reference, values in (("aten::tanh", torch.tanh, specials + saturating),
-                                  ("aten::exp", torch.exp, specials)):
+                                  ("aten::exp", torch.exp, specials),
+                                  ("aten::erf", torch.erf, specials[:5] + specials[7:] + erf_saturating)):
         x = torch.tensor(values)
         got, want = run_op(runtime, op, x), reference(x.double()).float()
         assert torch.equal(got.isnan(), want.isnan()), op

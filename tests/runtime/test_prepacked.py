@@ -274,3 +274,86 @@ def test_unpacked_or_mis_sized_weights_are_rejected(runtime):
         with pytest.raises(PareError, match=message):
             program.method()
 
+
+
+ACTIVATIONS = {
+    None: lambda y: y,
+    "hardswish": F.hardswish,
+    "hardsigmoid": F.hardsigmoid,
+    "sigmoid": torch.sigmoid,
+    "silu": F.silu,
+    "gelu": F.gelu,
+    "gelu_tanh": lambda y: F.gelu(y, approximate="tanh"),
+}
+# Layers whose kernels apply the epilogue on different paths: the linear
+# GEMM, the conv GEMM (per group), the narrow 1x1 GEMM (<= 4 pixels) and
+# the direct depthwise kernel.
+EPILOGUE_LAYERS = {
+    "linear": dict(x=(3, 2, 19), w=(21, 19)),
+    "conv": dict(x=(2, 6, 7, 9), w=(10, 3, 3, 3), stride=(2, 1), padding=(1, 1), groups=2),
+    "conv_narrow": dict(x=(2, 33, 2, 2), w=(13, 33, 1, 1), stride=(1, 1), padding=(0, 0), groups=1),
+    "depthwise": dict(x=(1, 5, 8, 7), w=(5, 1, 3, 3), stride=(1, 1), padding=(1, 1), groups=5),
+}
+
+
+def epilogue_case(kind, activation, residual, clamp=None):
+    """(program bytes, inputs, expected) for a prepacked layer with a fused
+    epilogue: activation(clamp(layer(x) + r))."""
+    spec = EPILOGUE_LAYERS[kind]
+    x = make_tensor(spec["x"], torch.float32, 30, -4, 4)
+    x.view(-1)[:3] = torch.tensor([float("nan"), float("inf"), -float("inf")])  # special values flow through
+    w = make_tensor(spec["w"], torch.float32, 31, -1, 1)
+    b = make_tensor((spec["w"][0],), torch.float32, 32, -1, 1)
+    if kind == "linear":
+        y = F.linear(x, w, b)
+    else:
+        y = F.conv2d(x, w, b, spec["stride"], spec["padding"], 1, spec["groups"])
+    r = make_tensor(tuple(y.shape), torch.float32, 33, -3, 3) if residual else None
+    want = y + r if residual else y
+    if clamp is not None:
+        want = want.clamp(*clamp)
+    want = ACTIVATIONS.get(activation, ACTIVATIONS[None])(want)
+    pb = ProgramBuilder()
+    m = pb.method()
+    xv = m.input("Float")
+    if kind == "linear":
+        packed, op = m.linear_prepack(w, b), "pare::linear_prepacked"
+    else:
+        packed, op = m.conv2d_prepack(w, b, spec["stride"], spec["padding"], (1, 1), spec["groups"]), \
+            "pare::conv2d_prepacked"
+    args = [xv, packed, *(clamp or (-float("inf"), float("inf"))), activation]
+    inputs = [x.numpy()]
+    if residual:
+        args.append(m.input("Float"))
+        inputs.append(r.numpy())
+    m.output(m.op(op, *args))
+    return pb.to_bytes(), inputs, want
+
+
+@pytest.mark.parametrize("kind", EPILOGUE_LAYERS)
+@pytest.mark.parametrize("activation", ACTIVATIONS)
+@pytest.mark.parametrize("residual", [False, True])
+def test_fused_epilogue(runtime, kind, activation, residual):
+    # The formulas are the aten ops' own (common/activation.h); the layer's
+    # product differs from torch's by float rounding, hence the tolerance.
+    program, inputs, want = epilogue_case(kind, activation, residual)
+    (y,) = runtime.load(program).method().run(*inputs)
+    assert_same(torch.from_numpy(y), want, rtol=1e-4, atol=1e-4)
+
+
+def test_fused_residual_then_relu(runtime):
+    # ResNet's shortcut: relu(conv(x) + r) is a clamp after the residual add.
+    program, inputs, want = epilogue_case("conv", None, True, clamp=(0.0, float("inf")))
+    (y,) = runtime.load(program).method().run(*inputs)
+    assert_same(torch.from_numpy(y), want, rtol=1e-4, atol=1e-4)
+
+
+def test_fused_epilogue_errors(runtime):
+    program, inputs, _ = epilogue_case("linear", "swish", False)
+    with pytest.raises(PareError, match="argument 'activation' must be hardswish, hardsigmoid, sigmoid, silu, gelu "
+                                        "or gelu_tanh, got 'swish'"):
+        runtime.load(program).method().run(*inputs)
+    program, inputs, _ = epilogue_case("conv", None, True)
+    with pytest.raises(PareError, match="argument 'residual' must be a Float tensor of the output's sizes "
+                                        "\\[2, 10, 4, 9\\], got Float \\[2, 10, 4, 8\\]"):
+        runtime.load(program).method().run(inputs[0], inputs[1][..., :8])

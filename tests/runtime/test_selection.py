@@ -252,3 +252,41 @@ def test_extreme_selections_compile_and_load(pytestconfig, runtime, name, ops, d
             method.run(np.ones(2, np.float32))
         assert e.value.status_name == "DtypeNotSelected"
         assert str(e.value).startswith("DtypeNotSelected")  # only the code's name without messages
+
+
+def test_fused_epilogues_are_selected_one_by_one(runtime_lib, selective_lib, selective_runtime, tracing_runtime):
+    # Each fused epilogue of a prepacked layer has its own kernel tag: the
+    # tracing build records the ones a layer runs, and the selective runtime,
+    # which selects prepacked_gelu_kernel only, has no code for the others
+    # and names the missing tag when a program asks for one.
+    w, b = np.linspace(-1, 1, 6, dtype=np.float32).reshape(3, 2), np.float32([0.5, -0.5, 0.0])
+    x = np.float32([[1.5, -2.0], [0.25, 3.0]])
+
+    def program(activation, residual=False):
+        pb = ProgramBuilder()
+        m = pb.method()
+        args = [m.input("Float", [2, 2]), m.linear_prepack(w, b), -np.inf, np.inf, activation]
+        if residual:
+            args.append(m.input("Float", [2, 3]))
+        m.output(m.op("pare::linear_prepacked", *args))
+        return pb.to_bytes()
+
+    y = torch.from_numpy(x) @ torch.from_numpy(w).T + torch.from_numpy(b)
+    (got,) = selective_runtime.load(program("gelu")).method().run(x)
+    np.testing.assert_allclose(got, torch.nn.functional.gelu(y).numpy(), rtol=1e-6, atol=1e-6)
+    method = selective_runtime.load(program("hardswish")).method()
+    with pytest.raises(PareError) as e:
+        method.run(x)
+    assert e.value.status_name == "DtypeNotSelected"
+    assert str(e.value).startswith("pare::linear_prepacked: dtype Float of kernel tag prepacked_hardswish_kernel "
+                                   "is not selected")
+    traced = tracing_runtime.load(program("hardswish", residual=True))
+    traced.method().run(x, np.ones((2, 3), np.float32))
+    kernels = traced.trace().kernel_dtypes
+    assert kernels["prepacked_hardswish_kernel"] == kernels["prepacked_residual_kernel"] == ("Float",)
+    assert "prepacked_gelu_kernel" not in kernels
+    case = r"pare::dispatch_case<pare::tags::{}, float[,>]"
+    full, sel = _unstripped_symbols(runtime_lib), _unstripped_symbols(selective_lib)
+    assert _has(full, case.format("prepacked_hardswish_kernel")) and _has(sel, case.format("prepacked_gelu_kernel"))
+    for tag in ("prepacked_hardswish_kernel", "prepacked_residual_kernel", "prepacked_sigmoid_kernel"):
+        assert not _has(sel, case.format(tag)), f"unselected epilogue {tag} is still linked"

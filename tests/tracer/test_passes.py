@@ -234,17 +234,21 @@ def test_passes_none_keeps_the_batch_norm():
 
 
 def test_selection_resolves_to_the_canonical_order():
-    assert graph_passes.names() == ("fold_conv_bn", "fold_linear_bn", "prepack_weights", "fuse_clamp")
+    assert graph_passes.names() == ("fold_conv_bn", "fold_linear_bn", "prepack_weights", "fuse_add", "fuse_clamp",
+                                    "fuse_activation")
     assert graph_passes.resolve() == graph_passes.resolve("default") == graph_passes.names()
     assert graph_passes.resolve("none") == ()
-    assert graph_passes.resolve("fuse_clamp,prepack_weights,fold_linear_bn, fold_conv_bn") == graph_passes.names()
+    assert (graph_passes.resolve("fuse_clamp,prepack_weights,fold_linear_bn, fold_conv_bn,fuse_activation,fuse_add")
+            == graph_passes.names())
     assert graph_passes.resolve(["fold_linear_bn"]) == ("fold_linear_bn",)
-    assert graph_passes.resolve("default", skip="fold_linear_bn") == ("fold_conv_bn", "prepack_weights", "fuse_clamp")
+    assert graph_passes.resolve("default", skip="fold_linear_bn,fuse_add") == ("fold_conv_bn", "prepack_weights",
+                                                                               "fuse_clamp", "fuse_activation")
     assert graph_passes.resolve("none", skip=["fold_conv_bn"]) == ()
 
 
 @pytest.mark.parametrize("passes,skip,message", [
-    ("fold_bn", (), "--passes: unknown pass 'fold_bn'; the passes are fold_conv_bn, fold_linear_bn, prepack_weights, fuse_clamp"),
+    ("fold_bn", (), "--passes: unknown pass 'fold_bn'; the passes are fold_conv_bn, fold_linear_bn, prepack_weights, "
+                    "fuse_add, fuse_clamp, fuse_activation"),
     ("fold_conv_bn,,fold_linear_bn", (), "empty pass name"),
     ("default,fold_conv_bn", (), "unknown pass 'default'"),
     ("default", "none", "--skip-passes: unknown pass 'none'"),
@@ -294,7 +298,9 @@ def test_manifest_debug_info_records_the_passes(demo_traces):
     assert json.loads(info)["passes"] == [{"name": "fold_conv_bn", "folded": 2},
                                           {"name": "fold_linear_bn", "folded": 0},
                                           {"name": "prepack_weights", "conv2d": 3, "linear": 2},
-                                          {"name": "fuse_clamp", "fused": FUSED_IN_DEMO}]
+                                          {"name": "fuse_add", "fused": 0},
+                                          {"name": "fuse_clamp", "fused": FUSED_IN_DEMO},
+                                          {"name": "fuse_activation", "fused": 2}]  # hardswish, gelu
     (info,) = demo_traces["none"].debug_info
     assert json.loads(info)["passes"] == []
 
@@ -312,11 +318,11 @@ def test_export_flags(capsys, tmp_path):
     code, out, err = run_cli(capsys, "export", str(DEMO), "-o", str(tmp_path / "default.pare"))
     assert code == 0, err
     assert ("passes fold_conv_bn (2 folded), fold_linear_bn (0 folded), prepack_weights (3 conv2d, 2 linear), "
-            f"fuse_clamp ({FUSED_IN_DEMO} fused)") in out
+            f"fuse_add (0 fused), fuse_clamp ({FUSED_IN_DEMO} fused), fuse_activation (2 fused)") in out
     code, out, err = run_cli(capsys, "export", str(DEMO), "-o", str(tmp_path / "none.pare"), "--passes=none")
     assert code == 0 and "no graph passes" in out, err
     code, out, err = run_cli(capsys, "export", str(DEMO), "-o", str(tmp_path / "skip.pare"),
-                             "--skip-passes", "fold_conv_bn,prepack_weights,fuse_clamp")
+                             "--skip-passes", "fold_conv_bn,prepack_weights,fuse_add,fuse_clamp,fuse_activation")
     assert code == 0 and "passes fold_linear_bn (0 folded)" in out, err
     assert BATCH_NORM not in ops_of((tmp_path / "default.pare").read_bytes())
     assert ops_of((tmp_path / "none.pare").read_bytes()).count(BATCH_NORM) == 2
@@ -339,10 +345,10 @@ def test_trace_and_check_flags(capsys, tmp_path, tracing_lib, full_lib):
 @pytest.mark.parametrize("command", ["export", "trace", "check"])
 @pytest.mark.parametrize("flag,value,message", [
     ("--passes", "fold_everything", ("argument --passes: unknown pass 'fold_everything'; the passes are "
-                                     "fold_conv_bn, fold_linear_bn, prepack_weights, fuse_clamp (or default or none "
-                                     "alone)")),
+                                     "fold_conv_bn, fold_linear_bn, prepack_weights, fuse_add, fuse_clamp, "
+                                     "fuse_activation (or default or none alone)")),
     ("--skip-passes", "default", ("argument --skip-passes: unknown pass 'default'; the passes are fold_conv_bn, "
-                                  "fold_linear_bn, prepack_weights, fuse_clamp")),
+                                  "fold_linear_bn, prepack_weights, fuse_add, fuse_clamp, fuse_activation")),
 ])
 def test_unknown_pass_flag_is_one_line_exit_2(capsys, tmp_path, command, flag, value, message):
     extra = {"export": ["-o", str(tmp_path / "x.pare")], "check": ["--runtime", str(tmp_path / "lib.so")]}
@@ -398,10 +404,62 @@ def test_fuse_clamp_folds_relu_hardtanh_and_clamp_into_the_prepacked_layer(full_
     ops = ops_of(exported.program)
     assert "aten::hardtanh" not in ops and "aten::clamp" not in ops
     assert ops.count("aten::relu") == 1  # only the one after fc2, whose output is also returned
-    assert dict(exported.passes[-1].changes) == {"fused": 4}
+    assert {run.name: dict(run.changes) for run in exported.passes}["fuse_clamp"] == {"fused": 4}
     assert all(c.ok for c in check_model(spec, full_lib, program=exported.program))
     unfused = export_model(spec, passes=graph_passes.resolve("default", skip="fuse_clamp"))
     assert ops_of(unfused.program).count("aten::relu") == 2 and "aten::hardtanh" in ops_of(unfused.program)
+
+
+# -- fuse_add, fuse_activation ---------------------------------------------------
+
+
+class EpilogueAfterEach(nn.Module):
+    """Every epilogue fuse_add and fuse_activation take, with the clamp after
+    a fused add, and the cases they must leave alone."""
+
+    def __init__(self):
+        super().__init__()
+        self.stem = nn.Conv2d(3, 8, 3, padding=1)
+        self.dw = nn.Conv2d(8, 8, 3, padding=1, groups=8)
+        self.pw = nn.Conv2d(8, 8, 1)
+        self.se = nn.Conv2d(8, 8, 1)
+        self.late = nn.Conv2d(8, 8, 1)
+        self.fc1 = nn.Linear(8, 16)
+        self.fc2 = nn.Linear(16, 16)
+        self.fc3 = nn.Linear(16, 16)
+        self.fc4 = nn.Linear(16, 5)
+
+    def forward(self, x):
+        x = nn.functional.hardswish(self.stem(x))          # conv -> hardswish
+        x = torch.relu(self.dw(x) + x)                     # ResNet: relu(conv + shortcut)
+        x = x + self.pw(x)                                 # MobileNetV2: shortcut + conv, no activation
+        s = torch.sigmoid(self.se(x.mean((2, 3), keepdim=True)))  # squeeze-and-excitation gate
+        x = x * s
+        y = self.late(x)
+        z = x * 2.0                                        # computed after `late`: not its residual
+        x = y + z
+        x = x + torch.ones(8, 1, 1)                        # a broadcast add: not a residual
+        h = nn.functional.silu(self.fc1(x.mean((2, 3))))
+        h = nn.functional.gelu(self.fc2(h), approximate="tanh")
+        o = self.fc4(nn.functional.gelu(self.fc3(h)))
+        return nn.functional.hardsigmoid(o), o             # o returned too: its hardsigmoid stays an op
+
+
+def test_fuse_add_and_activation_into_the_prepacked_layer(full_lib):
+    torch.manual_seed(0)
+    spec = spec_from(EpilogueAfterEach(), [(torch.randn(1, 3, 6, 6),), (torch.randn(2, 3, 6, 6),)])
+    exported = export_model(spec)
+    counts = {run.name: dict(run.changes) for run in exported.passes}
+    assert counts["fuse_add"] == {"fused": 2} and counts["fuse_clamp"] == {"fused": 1}
+    assert counts["fuse_activation"] == {"fused": 5}  # hardswish, sigmoid, silu, gelu (tanh), gelu
+    ops = ops_of(exported.program)
+    assert not {"aten::hardswish", "aten::sigmoid", "aten::silu", "aten::gelu", "aten::relu"} & set(ops)
+    assert ops.count("aten::hardsigmoid") == 1
+    assert ops.count("aten::add.Tensor") == 2  # the late add (z comes after the conv) and the broadcast one
+    assert all(c.ok for c in check_model(spec, full_lib, program=exported.program))
+    unfused = export_model(spec, passes=graph_passes.resolve("default", skip="fuse_add,fuse_activation"))
+    assert ops_of(unfused.program).count("aten::add.Tensor") == 4 and "aten::hardswish" in ops_of(unfused.program)
+    assert all(c.ok for c in check_model(spec, full_lib, program=unfused.program))
 
 
 def test_prepacked_ops_take_output_min_and_max_together(full_lib):

@@ -194,7 +194,8 @@ def export_model(spec: ModelSpec, *, passes: str | Iterable[str] = graph_passes.
     progress = progress or Progress.silent()
     selected = graph_passes.resolve(passes)
     prepack = graph_passes.PREPACK in selected
-    fuse_clamp = graph_passes.FUSE_CLAMP in selected  # fuses nothing without prepack_weights
+    # The fusions fuse into prepacked ops, so nothing without prepack_weights.
+    fuse = frozenset(name for name in graph_passes.FUSIONS if name in selected and prepack)
     if inventory is None:
         inventory = paths.load_inventory()
     groups = group_inputs(spec)
@@ -210,7 +211,7 @@ def export_model(spec: ModelSpec, *, passes: str | Iterable[str] = graph_passes.
         exported.append(ep)
         try:
             MethodLowering(builder.method(group.name), ep, prepack=prepack, model_file=spec.path,
-                           report=report, fuse_clamp=fuse_clamp and prepack).lower()
+                           report=report, fuse=fuse).lower()
         except ProgramError as e:
             raise TracerError(f"{spec.path}: cannot lower method {group.name}: {e}") from None
     missing = {name: uses for name, uses in report.uses.items() if name not in inventory.ops}
@@ -224,6 +225,7 @@ def export_model(spec: ModelSpec, *, passes: str | Iterable[str] = graph_passes.
     counts = {name: len(uses) for name, uses in sorted(report.uses.items())}
     if prepack:
         runs.append((graph_passes.PassRun(graph_passes.PREPACK, tuple(sorted(report.prepacked.items()))),))
-    if fuse_clamp:
-        runs.append((graph_passes.PassRun(graph_passes.FUSE_CLAMP, tuple(report.fused.items())),))
+    for name in graph_passes.FUSIONS:
+        if name in fuse:
+            runs.append((graph_passes.PassRun(name, (("fused", report.fused[name]),)),))
     return ExportedModel(spec, program, groups, tuple(exported), counts, prepack, graph_passes.combine(runs))

@@ -153,7 +153,8 @@ class LoweringReport:
     uses: dict[str, list[OpUse]] = field(default_factory=lambda: defaultdict(list))
     unsupported: dict[str, list[OpUse]] = field(default_factory=lambda: defaultdict(list))
     prepacked: dict[str, int] = field(default_factory=lambda: {"linear": 0, "conv2d": 0})  # layers packed
-    fused: dict[str, int] = field(default_factory=lambda: {"fused": 0})  # clamp epilogues fused into them
+    # Epilogues fused into them, per pass (fuse_add, fuse_clamp, fuse_activation).
+    fused: dict[str, int] = field(default_factory=lambda: defaultdict(int))
 
 
 @dataclass(frozen=True)
@@ -162,18 +163,25 @@ class _Plan:
     deps: tuple[Node, ...]
     args: tuple = ()  # "op": the arguments (with rewrites applied)
     detail: Any = None
-    clamp: tuple[float, float] | None = None  # *_prepack: a fused relu / hardtanh / clamp (output_min, output_max)
+    # *_prepack: the fused epilogue, applied in this order: a residual add's
+    # other operand, a relu / hardtanh / clamp (output_min, output_max), an
+    # activation's name (the runtime's Activation: "hardswish", "gelu", ...).
+    residual: Node | None = None
+    clamp: tuple[float, float] | None = None
+    activation: str | None = None
 
 
 class MethodLowering:
     """Lowers `ep` (core ATen, after run_decompositions) into `mb`."""
 
     def __init__(self, mb: MethodBuilder, ep: ExportedProgram, *, prepack: bool, model_file: Path | None,
-                 report: LoweringReport, fuse_clamp: bool = False):
+                 report: LoweringReport, fuse: frozenset[str] = frozenset()):
         self.mb = mb
         self.ep = ep
         self.prepack = prepack
-        self.fuse_clamp = fuse_clamp  # the fuse_clamp pass: relu / hardtanh / clamp into a prepacked op
+        # The fusion passes that run (fuse_add, fuse_clamp, fuse_activation):
+        # epilogues fused into a prepacked op.
+        self.fuse = fuse
         self.model_file = model_file
         self.report = report
         self.graph = ep.graph_module.graph
@@ -183,7 +191,8 @@ class MethodLowering:
         self._constant_values: dict[Node, Value] = {}
         self._canonical: dict[Node, Node] = {}  # alias of a constant -> that constant's node
         self._packed: dict[tuple, Value] = {}
-        self._fused: dict[Node, Node] = {}  # a fused relu / hardtanh / clamp -> the prepacked layer it joined
+        self._fused: dict[Node, Node] = {}  # a fused epilogue op -> the node before it (it aliases that)
+        self._order = {n: i for i, n in enumerate(self.graph.nodes)}
 
     # -- entry point ----------------------------------------------------------
 
@@ -250,7 +259,7 @@ class MethodLowering:
 
     def _plan(self, node: Node) -> _Plan:
         target = node.target
-        if node in self._fused:  # its clamp runs inside the prepacked layer before it
+        if node in self._fused:  # it runs inside the prepacked layer before it, as its epilogue
             return _Plan("alias", (self._fused[node],))
         if target is operator.getitem:
             return _Plan("getitem", (node.args[0],))
@@ -411,14 +420,45 @@ class MethodLowering:
         return None
 
     def _with_epilogue(self, node: Node, plan: _Plan) -> _Plan:
-        """`plan` with the clamp of node's only user fused in, when that user
-        is relu, hardtanh or clamp with constant bounds (the fuse_clamp pass)."""
-        users = list(node.users)
-        bounds = _clamp_bounds(users[0], node) if self.fuse_clamp and len(users) == 1 else None
-        if bounds is None:
-            return plan
-        self._fused[users[0]] = node
-        return dataclasses.replace(plan, clamp=bounds)
+        """`plan` with the ops after it fused in as its epilogue, each the
+        only user of the one before: a residual add (fuse_add), then a relu,
+        hardtanh or clamp with constant bounds (fuse_clamp) or an activation
+        (fuse_activation)."""
+        last = node
+        fused: dict[Node, Node] = {}
+        if "fuse_add" in self.fuse and (user := _only_user(last)) is not None:
+            residual = self._residual_of(user, last, node)
+            if residual is not None:
+                plan = dataclasses.replace(plan, residual=residual, deps=plan.deps + (residual,))
+                fused[user], last = last, user
+        if (user := _only_user(last)) is not None:
+            bounds = _clamp_bounds(user, last) if "fuse_clamp" in self.fuse else None
+            activation = _activation_of(user, last) if "fuse_activation" in self.fuse else None
+            if bounds is not None:
+                plan = dataclasses.replace(plan, clamp=bounds)
+                fused[user] = last
+            elif activation is not None:
+                plan = dataclasses.replace(plan, activation=activation)
+                fused[user] = last
+        self._fused.update(fused)
+        return plan
+
+    def _residual_of(self, add: Node, source: Node, layer: Node) -> Node | None:
+        """The other operand of `add` when it is `source + other` (either
+        order, alpha 1) with other a float32 tensor of the same sizes,
+        computed before `layer` (so the layer can read it)."""
+        if add.target is not aten.add.Tensor or len(add.args) != 2 or add.kwargs.get("alpha", 1) != 1:
+            return None
+        a, b = add.args
+        other = b if a is source else a if b is source else None
+        if not isinstance(other, Node) or other is source or self._is_constant(other) or not _is_float_tensor(other):
+            return None
+        if self._order.get(other, len(self._order)) >= self._order[layer]:
+            return None
+        want, got = source.meta["val"].shape, other.meta["val"].shape
+        if len(want) != len(got) or not all(statically_known_true(x == y) for x, y in zip(want, got)):
+            return None
+        return other
 
     def _linear_weight(self, mat2: Any) -> tuple[tuple, torch.Tensor] | None:
         """(cache key, [out, in] weight) when mat2 is a constant weight,
@@ -519,7 +559,7 @@ class MethodLowering:
                 self._packed[cache_key] = self.mb.linear_prepack(weight, b_value)
                 self.report.uses[LINEAR_PREPACK].append(use)
             self.env[node] = self.mb.op(LINEAR_PREPACKED, self._value_of(plan.deps[0]), self._packed[cache_key],
-                                        *self._clamp_args(plan))
+                                        *self._epilogue_args(plan))
             self.report.uses[LINEAR_PREPACKED].append(use)
             self.report.prepacked["linear"] += 1
         elif plan.kind == "conv2d_prepack":
@@ -531,17 +571,24 @@ class MethodLowering:
                     stride, padding, dilation, groups)
                 self.report.uses[CONV2D_PREPACK].append(use)
             self.env[node] = self.mb.op(CONV2D_PREPACKED, self._value_of(plan.deps[0]), self._packed[cache_key],
-                                        *self._clamp_args(plan))
+                                        *self._epilogue_args(plan))
             self.report.uses[CONV2D_PREPACKED].append(use)
             self.report.prepacked["conv2d"] += 1
         else:
             self._lower_op(node, plan, use)
 
-    def _clamp_args(self, plan: _Plan) -> tuple[float, ...]:
-        if plan.clamp is None:
-            return ()
-        self.report.fused["fused"] += 1
-        return plan.clamp
+    def _epilogue_args(self, plan: _Plan) -> tuple:
+        """The *_prepacked op's trailing arguments: output_min, output_max,
+        activation, residual, as far as the epilogue needs them."""
+        for name, present in (("fuse_add", plan.residual), ("fuse_clamp", plan.clamp),
+                              ("fuse_activation", plan.activation)):
+            if present is not None:
+                self.report.fused[name] += 1
+        if plan.residual is not None:
+            return (*(plan.clamp or (-math.inf, math.inf)), plan.activation, self._value_of(plan.residual))
+        if plan.activation is not None:
+            return (*(plan.clamp or (-math.inf, math.inf)), plan.activation)
+        return plan.clamp or ()
 
     def _lower_op(self, node: Node, plan: _Plan, use: OpUse) -> None:
         op = node.target
@@ -658,6 +705,31 @@ def _nodes_in(x: Any):
 def _is_one(node: Node, index: int, name: str) -> bool:
     value = node.args[index] if len(node.args) > index else node.kwargs.get(name, 1)
     return not isinstance(value, Node) and value == 1
+
+
+def _only_user(node: Node) -> Node | None:
+    users = list(node.users)
+    return users[0] if len(users) == 1 else None
+
+
+# Activations a prepacked op applies itself (the fuse_activation pass), by
+# the name the runtime's epilogue takes (runtime/kernels/prepacked/).
+_ACTIVATIONS = {
+    aten.hardswish.default: "hardswish",
+    aten.hardsigmoid.default: "hardsigmoid",
+    aten.sigmoid.default: "sigmoid",
+    aten.silu.default: "silu",
+}
+
+
+def _activation_of(user: Node, source: Node) -> str | None:
+    """The runtime's name for `user` when it is a fusable activation of `source`."""
+    if not user.args or user.args[0] is not source or len(user.args) > 1 and user.target is not aten.gelu.default:
+        return None
+    if user.target is aten.gelu.default:
+        approximate = user.kwargs.get("approximate", user.args[1] if len(user.args) > 1 else "none")
+        return {"none": "gelu", "tanh": "gelu_tanh"}.get(approximate)
+    return _ACTIVATIONS.get(user.target)
 
 
 def _clamp_bounds(user: Node, source: Node) -> tuple[float, float] | None:

@@ -38,7 +38,10 @@ if TYPE_CHECKING:
 DEFAULT = "default"
 NONE = "none"
 PREPACK = "prepack_weights"  # applied by lowering, not on the graph
+FUSE_ADD = "fuse_add"  # applied by lowering, with prepack_weights
 FUSE_CLAMP = "fuse_clamp"  # applied by lowering, with prepack_weights
+FUSE_ACTIVATION = "fuse_activation"  # applied by lowering, with prepack_weights
+FUSIONS = (FUSE_ADD, FUSE_CLAMP, FUSE_ACTIVATION)
 
 
 class UnknownPassError(TracerError):
@@ -454,6 +457,11 @@ PASSES: tuple[GraphPass, ...] = (
     GraphPass(PREPACK, "linear (addmm/mm) and conv2d with constant float32 weights -> "
               "pare::linear_prepacked / pare::conv2d_prepacked (weights packed at export, used in place)",
               None),
+    GraphPass(FUSE_ADD, "add of a prepacked linear or conv2d's output (its only user) and an earlier tensor of "
+              "the same sizes -> that op's residual (needs prepack_weights)", None),
     GraphPass(FUSE_CLAMP, "relu, relu6 / hardtanh or clamp with constant bounds, the only user of a prepacked "
-              "linear or conv2d -> that op's output_min / output_max (needs prepack_weights)", None),
+              "linear or conv2d (or of its fused add) -> that op's output_min / output_max (needs "
+              "prepack_weights)", None),
+    GraphPass(FUSE_ACTIVATION, "hardswish, hardsigmoid, sigmoid, silu or gelu, the only user of a prepacked linear "
+              "or conv2d (or of its fused add) -> that op's activation (needs prepack_weights)", None),
 )

@@ -3,6 +3,7 @@
 #include "runtime/kernels/prepacked/packed_params.h"
 
 #include "runtime/core/dispatch.h"
+#include "runtime/kernels/common/activation.h"
 #include "runtime/kernels/common/convert.h"
 #include "runtime/kernels/common/depthwise.h"
 #include "runtime/kernels/common/gemm.h"
@@ -55,6 +56,66 @@ void Clamp::apply(float* data, int64_t n) const {
 
 namespace {
 
+// out[i] = f(out[i]) under `Tag`: no code for f in a build that does not
+// select the tag.
+template <typename Tag, typename F>
+Error map_tagged(KernelContext& ctx, float* out, int64_t n, F f) {
+  return dispatch_as<Tag, float>(ctx, [&](auto) -> Error {
+    for (int64_t i = 0; i < n; ++i) out[i] = f(out[i]);  // vectorises
+    return Error::Ok;
+  });
+}
+
+}  // namespace
+
+Result<const float*> Epilogue::residual_data(KernelContext& ctx, const Tensor& out) const {
+  if (residual == nullptr) return static_cast<const float*>(nullptr);
+  if constexpr (!kResidual) {
+    (void)out;
+    return detail::dtype_not_selected(ctx, tags::prepacked_residual_kernel::id, ScalarType::Float);
+  }
+  bool same_sizes = residual->dim == out.dim;
+  for (size_t d = 0; same_sizes && d < out.dim; ++d) same_sizes = residual->sizes[d] == out.sizes[d];
+  PARE_CHECK_OR_RETURN(ctx, residual->dtype == ScalarType::Float && same_sizes, Error::InvalidShape,
+                       "argument 'residual' must be a Float tensor of the output's sizes %s, got %s %s",
+                       sizes_to_string(out.size_span()).text, to_string(residual->dtype),
+                       sizes_to_string(residual->size_span()).text);
+  PARE_TRY_ASSIGN(const Tensor r, as_contiguous(ctx, *residual, ScalarType::Float));
+  return r.data_as<float>();
+}
+
+Error Epilogue::apply(KernelContext& ctx, float* out, const float* res, int64_t n) const {
+  if (res != nullptr) {
+    auto add = [&](auto) -> Error {
+      for (int64_t i = 0; i < n; ++i) out[i] += res[i];
+      return Error::Ok;
+    };
+    PARE_TRY((dispatch_as<tags::prepacked_residual_kernel, float>(ctx, add)));
+  }
+  clamp.apply(out, n);
+  if constexpr (!kAnyActivation) return Error::Ok;  // read_epilogue let no activation through
+  switch (activation) {
+    case Activation::None:
+      return Error::Ok;
+    case Activation::Hardswish:
+      return map_tagged<tags::prepacked_hardswish_kernel>(ctx, out, n, [](float x) { return activation::hardswish(x); });
+    case Activation::Hardsigmoid:
+      return map_tagged<tags::prepacked_hardsigmoid_kernel>(ctx, out, n,
+                                                            [](float x) { return activation::hardsigmoid(x); });
+    case Activation::Sigmoid:
+      return map_tagged<tags::prepacked_sigmoid_kernel>(ctx, out, n, [](float x) { return activation::sigmoid(x); });
+    case Activation::Silu:
+      return map_tagged<tags::prepacked_silu_kernel>(ctx, out, n, [](float x) { return activation::silu(x); });
+    case Activation::Gelu:
+      return map_tagged<tags::prepacked_gelu_kernel>(ctx, out, n, [](float x) { return activation::gelu(x); });
+    case Activation::GeluTanh:
+      return map_tagged<tags::prepacked_gelu_kernel>(ctx, out, n, [](float x) { return activation::gelu_tanh(x); });
+  }
+  return Error::Ok;
+}
+
+namespace {
+
 // Rows of `c` [rows x cols] (row stride ldc) start as the bias.
 void fill_rows_with_bias(float* c, int64_t rows, int64_t cols, int64_t ldc, const float* bias, bool bias_per_row) {
   for (int64_t i = 0; i < rows; ++i) {
@@ -82,7 +143,7 @@ Error LinearPackedParams::init(KernelContext& ctx, const Tensor& packed, const T
   return Error::Ok;
 }
 
-Error LinearPackedParams::run(KernelContext& ctx, const Tensor& input, Value& out, Clamp clamp) const {
+Error LinearPackedParams::run(KernelContext& ctx, const Tensor& input, Value& out, const Epilogue& epilogue) const {
   PARE_CHECK_OR_RETURN(ctx, input.dim >= 1 && input.sizes[input.dim - 1] == in_features, Error::InvalidShape,
                        "argument 'input' with sizes %s does not end in in_features = %lld",
                        sizes_to_string(input.size_span()).text, static_cast<long long>(in_features));
@@ -94,6 +155,7 @@ Error LinearPackedParams::run(KernelContext& ctx, const Tensor& input, Value& ou
   // Rows of the product (in_features may be 0, out_features is not here).
   const int64_t m = static_cast<int64_t>(result->numel()) / out_features;
   PARE_TRY_ASSIGN(const Tensor x, as_contiguous(ctx, input, ScalarType::Float));
+  PARE_TRY_ASSIGN(const float* residual, epilogue.residual_data(ctx, *result));
   PARE_TRY_ASSIGN(void* a_scratch, ctx.allocate_scratch(gemm::a_scratch_floats(m, in_features) * sizeof(float)));
   float* c = result->data_as<float>();
   if (bias != nullptr) fill_rows_with_bias(c, m, out_features, out_features, bias, /*bias_per_row=*/false);
@@ -101,8 +163,7 @@ Error LinearPackedParams::run(KernelContext& ctx, const Tensor& input, Value& ou
               gemm::StridedA{{x.data_as<float>(), m, in_features, in_features, 1}},
               gemm::PrepackedB{packed_weight, out_features}, c, out_features, /*accumulate=*/bias != nullptr,
               static_cast<float*>(a_scratch), nullptr);
-  clamp.apply(c, result->numel());
-  return Error::Ok;
+  return epilogue.apply(ctx, c, residual, static_cast<int64_t>(result->numel()));
 }
 
 Error Conv2dPackedParams::init(KernelContext& ctx, const Tensor& weight, const Tensor* bias_tensor,
@@ -175,7 +236,7 @@ Error Conv2dPackedParams::init(KernelContext& ctx, const Tensor& weight, const T
   return Error::Ok;
 }
 
-Error Conv2dPackedParams::run(KernelContext& ctx, const Tensor& input, Value& out, Clamp clamp) const {
+Error Conv2dPackedParams::run(KernelContext& ctx, const Tensor& input, Value& out, const Epilogue& epilogue) const {
   PARE_CHECK_OR_RETURN(ctx, input.dim == 4 || input.dim == 3, Error::InvalidShape,
                        "argument 'input' must be 3-D or 4-D, got sizes %s", sizes_to_string(input.size_span()).text);
   const bool batched = input.dim == 4;
@@ -198,12 +259,12 @@ Error Conv2dPackedParams::run(KernelContext& ctx, const Tensor& input, Value& ou
                                       batched ? IntArrayRef(sizes, 4) : IntArrayRef(sizes + 1, 3)));
   if (result->numel() == 0) return Error::Ok;
   PARE_TRY_ASSIGN(const Tensor x, as_contiguous(ctx, input, ScalarType::Float));
+  PARE_TRY_ASSIGN(const float* residual, epilogue.residual_data(ctx, *result));
   if (depthwise_direct) {
     const depthwise::Geometry g{batch, in_channels, out_channels, height, width, out_h, out_w, kernel[0],
                                 stride[0], padding[0], padding[1]};
     PARE_TRY(depthwise::run_float(ctx, g, x.data_as<float>(), packed_weight, bias, 1, result->data_as<float>()));
-    clamp.apply(result->data_as<float>(), result->numel());
-    return Error::Ok;
+    return epilogue.apply(ctx, result->data_as<float>(), residual, static_cast<int64_t>(result->numel()));
   }
 
   const int64_t og = out_channels / groups;
@@ -214,33 +275,34 @@ Error Conv2dPackedParams::run(KernelContext& ctx, const Tensor& input, Value& ou
   const bool pointwise = kernel[0] == 1 && kernel[1] == 1 && stride[0] == 1 && stride[1] == 1 &&
                          padding[0] == 0 && padding[1] == 0;
   // Runs product(image, c, a) per (image, group): C [og, p] = A [og, k] B,
-  // A's panels at `a`, C starting as the bias and clamped afterwards, while
-  // the group's output is still in cache.
-  auto each_group = [&](auto&& product) {
+  // A's panels at `a`, C starting as the bias, and the epilogue afterwards,
+  // while the group's output is still in cache.
+  auto each_group = [&](auto&& product) -> Error {
     for (int64_t n = 0; n < batch; ++n) {
       for (int64_t g = 0; g < groups; ++g) {
         const float* image = x.data_as<float>() + (n * in_channels + g * cg) * height * width;
-        float* c = result->data_as<float>() + (n * out_channels + g * og) * p;
+        const int64_t offset = (n * out_channels + g * og) * p;
+        float* c = result->data_as<float>() + offset;
         if (bias != nullptr) fill_rows_with_bias(c, og, p, p, bias + g * og, /*bias_per_row=*/true);
         product(image, c, packed_weight + g * group_floats);
-        clamp.apply(c, og * p);
+        PARE_TRY(epilogue.apply(ctx, c, residual == nullptr ? nullptr : residual + offset, og * p));
       }
     }
+    return Error::Ok;
   };
   if constexpr (fast_path_compiled<tags::gemm_narrow_kernel, float>()) {
     if (pointwise && p <= gemm::kNarrowN) {  // a 1x1 convolution over a few pixels (gemm.h)
       return run_fast_path<tags::gemm_narrow_kernel, float>(ctx, [&]() -> Error {
         PARE_TRY_ASSIGN(void* scratch, ctx.allocate_scratch(gemm::narrow_scratch_floats(p, k) * sizeof(float)));
-        each_group([&](const float* image, float* c, const float* a) {
+        return each_group([&](const float* image, float* c, const float* a) {
           gemm::sgemm_narrow(og, p, k, a, {image, cg, p, p, 1}, c, p, bias != nullptr, static_cast<float*>(scratch));
         });
-        return Error::Ok;
       });
     }
   }
   PARE_TRY_ASSIGN(void* memory, ctx.allocate_scratch(gemm::b_scratch_floats(p, k) * sizeof(float)));
   float* b_scratch = static_cast<float*>(memory);
-  each_group([&](const float* image, float* c, const float* a_panels) {
+  return each_group([&](const float* image, float* c, const float* a_panels) {
     const gemm::PrepackedA a{a_panels, og};
     if (pointwise) {
       // A 1x1 convolution is a plain GEMM with the image as B [cg, H*W].
@@ -251,7 +313,6 @@ Error Conv2dPackedParams::run(KernelContext& ctx, const Tensor& input, Value& ou
       gemm::sgemm(og, p, k, 1.0f, a, b, c, p, bias != nullptr, nullptr, b_scratch);
     }
   });
-  return Error::Ok;
 }
 
 }  // namespace classes

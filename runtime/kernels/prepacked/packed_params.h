@@ -21,6 +21,7 @@
 // so a build that does not select a class contains none of its code.
 
 #include "runtime/core/kernel.h"
+#include "runtime/core/selective.h"
 
 namespace pare {
 namespace classes {
@@ -35,6 +36,43 @@ struct Clamp {
   void apply(float* data, int64_t n) const;
 };
 
+// An activation fused into a prepacked op (its optional `activation`
+// argument), with the formula of the aten:: op it replaces
+// (common/activation.h).
+enum class Activation : uint8_t { None, Hardswish, Hardsigmoid, Sigmoid, Silu, Gelu, GeluTanh };
+
+// What a prepacked op does to its output after the product, block by
+// block while the block is in cache: out = activation(clamp(out +
+// residual)). The residual (a fused `add`, e.g. a ResNet or MobileNetV2
+// shortcut) has the output's sizes and is contiguous. The residual add and
+// each activation run under kernel tags of their own
+// (prepacked_residual_kernel, prepacked_<activation>_kernel), so only the
+// epilogues a model uses are compiled into its runtime; an unselected one
+// fails with the not-selected error.
+struct Epilogue {
+  // Whether the build selects any fused activation, and the residual add:
+  // a runtime that selects none has no epilogue code beyond the clamp (and
+  // rejects a program that asks for one, naming what is not selected).
+  static constexpr bool kAnyActivation =
+      kernel_dtype_selected("prepacked_hardswish_kernel", ScalarType::Float) ||
+      kernel_dtype_selected("prepacked_hardsigmoid_kernel", ScalarType::Float) ||
+      kernel_dtype_selected("prepacked_sigmoid_kernel", ScalarType::Float) ||
+      kernel_dtype_selected("prepacked_silu_kernel", ScalarType::Float) ||
+      kernel_dtype_selected("prepacked_gelu_kernel", ScalarType::Float);
+  static constexpr bool kResidual = kernel_dtype_selected("prepacked_residual_kernel", ScalarType::Float);
+
+  Clamp clamp;
+  Activation activation = Activation::None;
+  const Tensor* residual = nullptr;
+
+  // The residual as contiguous floats with `out`'s sizes (null without
+  // one); InvalidShape when its sizes differ.
+  Result<const float*> residual_data(KernelContext& ctx, const Tensor& out) const;
+  // out[0, n) = activation(clamp(out[0, n) + residual[0, n))), residual
+  // null for none.
+  Error apply(KernelContext& ctx, float* out, const float* residual, int64_t n) const;
+};
+
 class LinearPackedParams : public ObjectBase {
  public:
   static constexpr char kName[] = "LinearPackedParams";
@@ -45,9 +83,8 @@ class LinearPackedParams : public ObjectBase {
   // Both float, contiguous, and kept by pointer.
   Error init(KernelContext& ctx, const Tensor& packed, const Tensor* bias, int64_t in_features,
              int64_t out_features);
-  // input [..., in_features] -> out [..., out_features], clamped to
-  // `clamp` (a fused relu / hardtanh / clamp epilogue; Clamp{} for none).
-  Error run(KernelContext& ctx, const Tensor& input, Value& out, Clamp clamp) const;
+  // input [..., in_features] -> out [..., out_features], then `epilogue`.
+  Error run(KernelContext& ctx, const Tensor& input, Value& out, const Epilogue& epilogue) const;
 
   int64_t in_features = 0;
   int64_t out_features = 0;
@@ -67,8 +104,8 @@ class Conv2dPackedParams : public ObjectBase {
   // are. bias [out_channels] or null. Float, contiguous, kept by pointer.
   Error init(KernelContext& ctx, const Tensor& weight, const Tensor* bias, IntArrayRef stride, IntArrayRef padding,
              IntArrayRef dilation, int64_t groups, IntArrayRef weight_sizes);
-  // input [N, C, H, W] (or [C, H, W]) -> out [N, O, OH, OW], clamped to `clamp`.
-  Error run(KernelContext& ctx, const Tensor& input, Value& out, Clamp clamp) const;
+  // input [N, C, H, W] (or [C, H, W]) -> out [N, O, OH, OW], then `epilogue`.
+  Error run(KernelContext& ctx, const Tensor& input, Value& out, const Epilogue& epilogue) const;
 
   int64_t out_channels = 0;
   int64_t in_channels = 0;

@@ -6,14 +6,13 @@
 // and reports ClassNotSelected if it is ever reached.
 
 #include "runtime/core/dispatch.h"
+#include "runtime/core/format.h"
 #include "runtime/kernels/prepacked/packed_params.h"
 
 namespace pare {
 namespace kernels {
 namespace {
 
-// The optional output_min / output_max of the *_prepacked ops (arguments 2
-// and 3, both or neither): a fused relu / hardtanh / clamp epilogue.
 // Programs from before weights were packed ahead of time call the
 // *_prepack ops with the plain weights and fewer arguments.
 PARE_UNUSED Error check_packed_schema(KernelContext& ctx, ValueSpan inputs, size_t expected) {
@@ -24,13 +23,47 @@ PARE_UNUSED Error check_packed_schema(KernelContext& ctx, ValueSpan inputs, size
   return Error::Ok;
 }
 
-PARE_UNUSED classes::Clamp read_clamp(KernelArgs& args, size_t count) {
-  classes::Clamp clamp;
-  if (count == 4) {
-    clamp.min = static_cast<float>(args.real(2, "output_min"));
-    clamp.max = static_cast<float>(args.real(3, "output_max"));
+struct NamedActivation {
+  char name[12];  // an array, not a pointer: no relocation for the table
+  classes::Activation activation;
+};
+PARE_UNUSED constexpr NamedActivation kActivations[] = {
+    {"hardswish", classes::Activation::Hardswish}, {"hardsigmoid", classes::Activation::Hardsigmoid},
+    {"sigmoid", classes::Activation::Sigmoid},     {"silu", classes::Activation::Silu},
+    {"gelu", classes::Activation::Gelu},           {"gelu_tanh", classes::Activation::GeluTanh}};
+
+// The optional epilogue of the *_prepacked ops (arguments 2 to 5):
+// output_min and output_max (both or neither: a fused relu / hardtanh /
+// clamp), activation (a fused activation's name, or None) and residual (a
+// fused add's other operand, or None).
+PARE_UNUSED Error read_epilogue(KernelContext& ctx, KernelArgs& args, size_t count, classes::Epilogue& e) {
+  PARE_CHECK_OR_RETURN(ctx, count != 3, Error::InvalidArgument,
+                       "takes output_min and output_max together, got only one");
+  if (count >= 4) {
+    e.clamp.min = static_cast<float>(args.real(2, "output_min"));
+    e.clamp.max = static_cast<float>(args.real(3, "output_max"));
   }
-  return clamp;
+  const char* name = count >= 5 ? args.optional_string(4, "activation") : nullptr;
+  if (count >= 6) e.residual = args.optional_tensor(5, "residual");
+  PARE_TRY(args.status());
+  if (name == nullptr) return Error::Ok;
+  if constexpr (!classes::Epilogue::kAnyActivation) {
+    return PARE_FAIL(ctx, Error::DtypeNotSelected,
+                     "fused activation '%s': the manifest selects no prepacked_<activation>_kernel; re-trace the "
+                     "model",
+                     name);
+  } else {
+    for (const auto& a : kActivations) {
+      if (string_equal(name, a.name)) {
+        e.activation = a.activation;
+        return Error::Ok;
+      }
+    }
+    return PARE_FAIL(ctx, Error::InvalidArgument,
+                     "argument 'activation' must be hardswish, hardsigmoid, sigmoid, silu, gelu or gelu_tanh, got "
+                     "'%s'",
+                     name);
+  }
 }
 
 }  // namespace
@@ -57,23 +90,21 @@ Error pare_linear_prepack(KernelContext& ctx, ValueSpan inputs, ValueSpan output
 }
 
 // pare::linear_prepacked(Tensor input, LinearPackedParams packed, float output_min=-inf,
-//   float output_max=inf) -> Tensor
+//   float output_max=inf, str? activation=None, Tensor? residual=None) -> Tensor
 Error pare_linear_prepacked(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs) {
   if constexpr (!kLinearPackedParamsClass.selected()) {
     (void)inputs;
     (void)outputs;
     return class_not_selected(ctx, kLinearPackedParamsClass.name());
   } else {
-    KernelArgs args(ctx, inputs, outputs, 2, 4, 1);
+    KernelArgs args(ctx, inputs, outputs, 2, 6, 1);
     const Tensor& input = args.tensor(0, "input");
     const classes::LinearPackedParams* params = args.object<classes::LinearPackedParams>(1, "packed");
-    PARE_CHECK_OR_RETURN(ctx, inputs.size() != 3, Error::InvalidArgument,
-                         "takes output_min and output_max together, got only one");
-    const classes::Clamp clamp = read_clamp(args, inputs.size());
-    PARE_TRY(args.status());
+    classes::Epilogue epilogue;
+    PARE_TRY(read_epilogue(ctx, args, inputs.size(), epilogue));
     return PARE_DISPATCH(prepacked_kernel, ctx, input.dtype, T, {
       static_assert(is_same_v<T, float>, "prepacked kernels are float-only");
-      return params->run(ctx, input, args.output(0), clamp);
+      return params->run(ctx, input, args.output(0), epilogue);
     });
   }
 }
@@ -103,23 +134,21 @@ Error pare_conv2d_prepack(KernelContext& ctx, ValueSpan inputs, ValueSpan output
 }
 
 // pare::conv2d_prepacked(Tensor input, Conv2dPackedParams packed, float output_min=-inf,
-//   float output_max=inf) -> Tensor
+//   float output_max=inf, str? activation=None, Tensor? residual=None) -> Tensor
 Error pare_conv2d_prepacked(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs) {
   if constexpr (!kConv2dPackedParamsClass.selected()) {
     (void)inputs;
     (void)outputs;
     return class_not_selected(ctx, kConv2dPackedParamsClass.name());
   } else {
-    KernelArgs args(ctx, inputs, outputs, 2, 4, 1);
+    KernelArgs args(ctx, inputs, outputs, 2, 6, 1);
     const Tensor& input = args.tensor(0, "input");
     const classes::Conv2dPackedParams* params = args.object<classes::Conv2dPackedParams>(1, "packed");
-    PARE_CHECK_OR_RETURN(ctx, inputs.size() != 3, Error::InvalidArgument,
-                         "takes output_min and output_max together, got only one");
-    const classes::Clamp clamp = read_clamp(args, inputs.size());
-    PARE_TRY(args.status());
+    classes::Epilogue epilogue;
+    PARE_TRY(read_epilogue(ctx, args, inputs.size(), epilogue));
     return PARE_DISPATCH(prepacked_kernel, ctx, input.dtype, T, {
       static_assert(is_same_v<T, float>, "prepacked kernels are float-only");
-      return params->run(ctx, input, args.output(0), clamp);
+      return params->run(ctx, input, args.output(0), epilogue);
     });
   }
 }

@@ -4,30 +4,17 @@
 // Like PyTorch's CPU kernels these take floating tensors only (hardtanh
 // also integers) and keep the input dtype; Half/BFloat16 compute in float.
 // Formulas and operand order follow PyTorch's (aten/src/ATen/native/cpu/
-// Activation.cpp) so results match, NaN included. Piecewise-linear ones
-// are written as selects, which clang vectorises.
+// Activation.cpp) so results match, NaN included; gelu, silu, hardswish and
+// hardsigmoid are common/activation.h's, which the prepacked layers' fused
+// epilogues share. Piecewise-linear ones are written as selects, which
+// clang vectorises.
 
 #include "runtime/core/format.h"
+#include "runtime/kernels/common/activation.h"
 #include "runtime/kernels/unary_math/unary_math.h"
 
 namespace pare {
 namespace kernels {
-namespace {
-
-constexpr double kSqrt2 = 1.41421356237309504880;     // M_SQRT2
-constexpr double k2OverSqrtPi = 1.12837916709551257390;  // M_2_SQRTPI
-constexpr double kSqrtHalf = 0.70710678118654752440;   // M_SQRT1_2
-
-// min(max(x + 3, 0), 6) with the C++ library's max/min NaN behaviour (NaN in,
-// NaN out), shared by hardswish and hardsigmoid.
-template <typename A>
-PARE_ALWAYS_INLINE A relu6_of_x_plus_3(A x) {
-  A v = x + A(3);
-  v = v < A(0) ? A(0) : v;
-  return A(6) < v ? A(6) : v;
-}
-
-}  // namespace
 
 using unary_math::check_scalar_fits;
 using unary_math::opmath_dtype;
@@ -48,19 +35,9 @@ Error aten_gelu(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs) {
   return PARE_DISPATCH(gelu_kernel, ctx, self.dtype, T, {
     using Acc = opmath_t<T>;
     if (use_tanh) {
-      const Acc beta = Acc(kSqrt2 * k2OverSqrtPi * 0.5);
-      const Acc kappa = Acc(0.044715);
-      e.run<T, T>([beta, kappa](T v) {
-        const Acc x = Acc(v);
-        const Acc inner = beta * (x + kappa * (x * x * x));
-        return T(Acc(0.5) * x * (Acc(1) + math::tanh(inner)));
-      });
+      e.run<T, T>([](T v) { return T(activation::gelu_tanh(Acc(v))); });
     } else {
-      const Acc alpha = Acc(kSqrtHalf);
-      e.run<T, T>([alpha](T v) {
-        const Acc x = Acc(v);
-        return T(x * Acc(0.5) * (Acc(1) + math::erf(x * alpha)));
-      });
+      e.run<T, T>([](T v) { return T(activation::gelu(Acc(v))); });
     }
     return Error::Ok;
   });
@@ -75,10 +52,7 @@ Error aten_silu(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs) {
   PARE_TRY(prepare_same_dtype<tags::silu_kernel>(ctx, e, self, args.output(0)));
   return PARE_DISPATCH(silu_kernel, ctx, self.dtype, T, {
     using Acc = opmath_t<T>;
-    e.run<T, T>([](T v) {
-      const Acc x = Acc(v);
-      return T(x / (Acc(1) + math::exp(-x)));
-    });
+    e.run<T, T>([](T v) { return T(activation::silu(Acc(v))); });
     return Error::Ok;
   });
 }
@@ -92,10 +66,7 @@ Error aten_hardswish(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs) {
   PARE_TRY(prepare_same_dtype<tags::hardswish_kernel>(ctx, e, self, args.output(0)));
   return PARE_DISPATCH(hardswish_kernel, ctx, self.dtype, T, {
     using Acc = opmath_t<T>;
-    e.run<T, T>([](T v) {
-      const Acc x = Acc(v);
-      return T(x * relu6_of_x_plus_3(x) / Acc(6));
-    });
+    e.run<T, T>([](T v) { return T(activation::hardswish(Acc(v))); });
     return Error::Ok;
   });
 }
@@ -109,7 +80,7 @@ Error aten_hardsigmoid(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs) 
   PARE_TRY(prepare_same_dtype<tags::hardsigmoid_kernel>(ctx, e, self, args.output(0)));
   return PARE_DISPATCH(hardsigmoid_kernel, ctx, self.dtype, T, {
     using Acc = opmath_t<T>;
-    e.run<T, T>([](T v) { return T(relu6_of_x_plus_3(Acc(v)) / Acc(6)); });
+    e.run<T, T>([](T v) { return T(activation::hardsigmoid(Acc(v))); });
     return Error::Ok;
   });
 }

@@ -8,6 +8,7 @@
 // CPU ones (e.g. sigmoid = 1 / (1 + exp(-x))), so special values (0, -0,
 // negative, inf, NaN) give the same results.
 
+#include "runtime/kernels/common/activation.h"
 #include "runtime/kernels/unary_math/unary_math.h"
 
 namespace pare {
@@ -36,7 +37,7 @@ struct Reciprocal {
 };
 struct Sigmoid {
   template <typename A>
-  A operator()(A x) const { return A(1) / (A(1) + math::exp(-x)); }
+  A operator()(A x) const { return activation::sigmoid(x); }
 };
 struct Tanh {
   template <typename A>
