@@ -122,5 +122,5 @@ def pack_conv2d_weight(weight, stride, dilation, groups: int) -> np.ndarray:
     if depthwise_direct(w.shape, stride, dilation, groups):
         return np.ascontiguousarray(w)
     og = out_channels // groups
-    rows = w.reshape(out_channels, -1)
+    rows = w.reshape(out_channels, int(np.prod(w.shape[1:])))
     return np.concatenate([pack_a(rows[g * og:(g + 1) * og]) for g in range(groups)])

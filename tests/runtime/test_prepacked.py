@@ -41,7 +41,7 @@ def conv_program(weight, bias, stride, padding, dilation, groups):
 
 @pytest.mark.parametrize("in_shape,out_features,bias", [
     ((5, 33), 17, True), ((2, 3, 33), 8, False), ((1, 300), 600, True), ((70, 257), 9, True), ((0, 4), 3, True),
-    ((4,), 6, True),
+    ((4,), 6, True), ((3, 4), 0, True),  # and a layer with no outputs
 ])
 def test_linear_prepacked(runtime, in_shape, out_features, bias):
     x = make_tensor(in_shape, torch.float32, 1, -1, 1)
@@ -248,8 +248,11 @@ def test_unpacked_or_mis_sized_weights_are_rejected(runtime):
         ((np.ones(63, np.float32), None, 4, 3), "1-D Float tensor of 64 floats, got Float \\[63\\]"),
         ((packing.pack_linear_weight(w), np.ones(4, np.float32), 4, 3), "argument 'bias' must be a contiguous "
                                                                          "Float tensor of sizes \\[3\\]"),
-        ((packing.pack_linear_weight(w), None, 4, 0), "out_features = 0 in \\[1, 2\\^24\\]"),
-        ((packing.pack_linear_weight(w), None, 1 << 40, 3), "in_features = 1099511627776 must be in"),
+        ((packing.pack_linear_weight(w), None, 4, -1), "in_features = 4 and out_features = -1 must be in "
+                                                        "\\[0, 2\\^24\\]"),
+        ((packing.pack_linear_weight(w), None, 1 << 40, 3), "in_features = 1099511627776 and out_features = 3"),
+        # A wrong count that is not the old schema's: the generic message.
+        ((packing.pack_linear_weight(w), None, 4, 3, 1), "pare::linear_prepack: expects 4 inputs, got 5"),
     ]
     for args, message in cases:
         program = _method_with(runtime, *args)
@@ -266,7 +269,8 @@ def test_unpacked_or_mis_sized_weights_are_rejected(runtime):
         ((np.ones((4, 1, 3, 3), np.float32), None, [1, 1], [0, 0], [1, 1], 4, [4, 1, 5, 5]),
          "must be a contiguous Float tensor of sizes \\[4, 1, 5, 5\\], got Float \\[4, 1, 3, 3\\]"),
         ((conv, None, [1, 1], [0, 0], [1, 1], 1, [4, 3, 3]), "weight_sizes 4"),
-        ((conv, None, [1, 1], [0, 0], [1, 1], 1, [1 << 30, 3, 3, 3]), "must each be in \\[1, 2\\^24\\]"),
+        ((conv, None, [1, 1], [0, 0], [1, 1], 1, [1 << 30, 3, 3, 3]), "must be in \\[0, 2\\^24\\] \\(out_channels\\)"),
+        ((conv, None, [1, 1], [0, 0], [1, 1], 1, [4, 0, 3, 3]), "and \\[1, 2\\^24\\] \\(the others\\)"),
         ((conv, None, [1, 1], [0, 0], [1, 1], 1 << 20, [1 << 20, 1 << 20, 1 << 10, 1]), "the layer is too large"),
     ]
     for args, message in conv_cases:
@@ -354,6 +358,6 @@ def test_fused_epilogue_errors(runtime):
                                         "or gelu_tanh, got 'swish'"):
         runtime.load(program).method().run(*inputs)
     program, inputs, _ = epilogue_case("conv", None, True)
-    with pytest.raises(PareError, match="argument 'residual' must be a Float tensor of the output's sizes "
-                                        "\\[2, 10, 4, 9\\], got Float \\[2, 10, 4, 8\\]"):
+    with pytest.raises(PareError, match="argument 'residual' must have the output's sizes \\[2, 10, 4, 9\\], "
+                                        "got \\[2, 10, 4, 8\\]"):
         runtime.load(program).method().run(inputs[0], inputs[1][..., :8])

@@ -36,10 +36,10 @@ Result<const float*> bias_floats(KernelContext& ctx, const Tensor* bias, int64_t
   return bias->data_as<float>();
 }
 
-// Dimensions of a packed layer: positive and small enough that every size
-// computed from them fits in int64.
+// Dimensions of a packed layer: positive (or, for its outputs, zero) and
+// small enough that every size computed from them fits in int64.
 constexpr int64_t kMaxDimension = int64_t{1} << 24;
-bool valid_dimension(int64_t v) { return v >= 1 && v <= kMaxDimension; }
+bool valid_dimension(int64_t v, int64_t min = 1) { return v >= min && v <= kMaxDimension; }
 
 }  // namespace
 
@@ -74,12 +74,13 @@ Result<const float*> Epilogue::residual_data(KernelContext& ctx, const Tensor& o
     (void)out;
     return detail::dtype_not_selected(ctx, tags::prepacked_residual_kernel::id, ScalarType::Float);
   }
+  PARE_CHECK_OR_RETURN(ctx, residual->dtype == ScalarType::Float, Error::InvalidArgument,
+                       "argument 'residual' must be a Float tensor, got %s", to_string(residual->dtype));
   bool same_sizes = residual->dim == out.dim;
   for (size_t d = 0; same_sizes && d < out.dim; ++d) same_sizes = residual->sizes[d] == out.sizes[d];
-  PARE_CHECK_OR_RETURN(ctx, residual->dtype == ScalarType::Float && same_sizes, Error::InvalidShape,
-                       "argument 'residual' must be a Float tensor of the output's sizes %s, got %s %s",
-                       sizes_to_string(out.size_span()).text, to_string(residual->dtype),
-                       sizes_to_string(residual->size_span()).text);
+  PARE_CHECK_OR_RETURN(ctx, same_sizes, Error::InvalidShape,
+                       "argument 'residual' must have the output's sizes %s, got %s",
+                       sizes_to_string(out.size_span()).text, sizes_to_string(residual->size_span()).text);
   PARE_TRY_ASSIGN(const Tensor r, as_contiguous(ctx, *residual, ScalarType::Float));
   return r.data_as<float>();
 }
@@ -132,8 +133,8 @@ void fill_rows_with_bias(float* c, int64_t rows, int64_t cols, int64_t ldc, cons
 
 Error LinearPackedParams::init(KernelContext& ctx, const Tensor& packed, const Tensor* bias_tensor, int64_t in,
                                 int64_t out) {
-  PARE_CHECK_OR_RETURN(ctx, in >= 0 && in <= kMaxDimension && valid_dimension(out), Error::InvalidArgument,
-                       "in_features = %lld must be in [0, 2^24] and out_features = %lld in [1, 2^24]",
+  PARE_CHECK_OR_RETURN(ctx, valid_dimension(in, 0) && valid_dimension(out, 0), Error::InvalidArgument,
+                       "in_features = %lld and out_features = %lld must be in [0, 2^24]",
                        static_cast<long long>(in), static_cast<long long>(out));
   in_features = in;
   out_features = out;
@@ -175,8 +176,9 @@ Error Conv2dPackedParams::init(KernelContext& ctx, const Tensor& weight, const T
                        Error::InvalidArgument,
                        "stride, padding and dilation must each have 2 elements, and weight_sizes 4");
   for (size_t i = 0; i < 4; ++i) {
-    PARE_CHECK_OR_RETURN(ctx, valid_dimension(weight_sizes[i]), Error::InvalidArgument,
-                         "weight_sizes %s must each be in [1, 2^24]", sizes_to_string(weight_sizes).text);
+    PARE_CHECK_OR_RETURN(ctx, valid_dimension(weight_sizes[i], i == 0 ? 0 : 1), Error::InvalidArgument,
+                         "weight_sizes %s must be in [0, 2^24] (out_channels) and [1, 2^24] (the others)",
+                         sizes_to_string(weight_sizes).text);
   }
   PARE_CHECK_OR_RETURN(ctx, groups_arg >= 1 && weight_sizes[0] % groups_arg == 0, Error::InvalidArgument,
                        "argument 'groups' = %lld must be positive and divide out_channels = %lld",

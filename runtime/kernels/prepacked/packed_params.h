@@ -41,9 +41,10 @@ struct Clamp {
 // (common/activation.h).
 enum class Activation : uint8_t { None, Hardswish, Hardsigmoid, Sigmoid, Silu, Gelu, GeluTanh };
 
-// What a prepacked op does to its output after the product, block by
-// block while the block is in cache: out = activation(clamp(out +
-// residual)). The residual (a fused `add`, e.g. a ResNet or MobileNetV2
+// What a prepacked op does to its output after the product: out =
+// activation(clamp(out + residual)), for a convolution per (image, group)
+// right after that group's GEMM, for a linear layer over its whole output
+// after the GEMM (no extra operator, dispatch or output tensor either way). The residual (a fused `add`, e.g. a ResNet or MobileNetV2
 // shortcut) has the output's sizes and is contiguous. The residual add and
 // each activation run under kernel tags of their own
 // (prepacked_residual_kernel, prepacked_<activation>_kernel), so only the

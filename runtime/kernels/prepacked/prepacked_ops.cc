@@ -14,9 +14,11 @@ namespace kernels {
 namespace {
 
 // Programs from before weights were packed ahead of time call the
-// *_prepack ops with the plain weights and fewer arguments.
-PARE_UNUSED Error check_packed_schema(KernelContext& ctx, ValueSpan inputs, size_t expected) {
-  PARE_CHECK_OR_RETURN(ctx, inputs.size() == expected, Error::InvalidArgument,
+// *_prepack ops with the plain weights and fewer arguments (`old_min` to
+// `old_max`).
+PARE_UNUSED Error check_packed_schema(KernelContext& ctx, ValueSpan inputs, size_t expected, size_t old_min,
+                                      size_t old_max) {
+  PARE_CHECK_OR_RETURN(ctx, inputs.size() < old_min || inputs.size() > old_max, Error::InvalidArgument,
                        "takes %zu arguments, the weights packed ahead of time, got %zu: a program written before "
                        "Pare packed weights in the exporter; re-export it with this version of tools.tracer",
                        expected, inputs.size());
@@ -48,9 +50,11 @@ PARE_UNUSED Error read_epilogue(KernelContext& ctx, KernelArgs& args, size_t cou
   PARE_TRY(args.status());
   if (name == nullptr) return Error::Ok;
   if constexpr (!classes::Epilogue::kAnyActivation) {
+    // No name table either: the message names the activation and the tags'
+    // pattern (with some selected, the not-selected error names the tag).
     return PARE_FAIL(ctx, Error::DtypeNotSelected,
-                     "fused activation '%s': the manifest selects no prepacked_<activation>_kernel; re-trace the "
-                     "model",
+                     "fused activation '%s': the manifest selects no fused activation (kernel tags "
+                     "prepacked_<activation>_kernel); re-trace the model",
                      name);
   } else {
     for (const auto& a : kActivations) {
@@ -76,7 +80,7 @@ Error pare_linear_prepack(KernelContext& ctx, ValueSpan inputs, ValueSpan output
     (void)outputs;
     return class_not_selected(ctx, kLinearPackedParamsClass.name());
   } else {
-    PARE_TRY(check_packed_schema(ctx, inputs, 4));
+    PARE_TRY(check_packed_schema(ctx, inputs, 4, 1, 2));
     KernelArgs args(ctx, inputs, outputs, 4, 4, 1);
     const Tensor& weight = args.tensor(0, "packed_weight");
     const Tensor* bias = args.optional_tensor(1, "bias");
@@ -117,7 +121,7 @@ Error pare_conv2d_prepack(KernelContext& ctx, ValueSpan inputs, ValueSpan output
     (void)outputs;
     return class_not_selected(ctx, kConv2dPackedParamsClass.name());
   } else {
-    PARE_TRY(check_packed_schema(ctx, inputs, 7));
+    PARE_TRY(check_packed_schema(ctx, inputs, 7, 6, 6));
     KernelArgs args(ctx, inputs, outputs, 7, 7, 1);
     const Tensor& weight = args.tensor(0, "weight");
     const Tensor* bias = args.optional_tensor(1, "bias");
