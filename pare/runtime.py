@@ -17,7 +17,7 @@ from __future__ import annotations
 import ctypes
 import dataclasses
 import os
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 

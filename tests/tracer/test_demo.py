@@ -1,5 +1,6 @@
 """apps/demo/manifest.yaml is what `trace apps/demo/model.py` writes, byte for
-byte, and the demo passes its numeric check."""
+byte (and so is every other app's manifest), and the demo passes its
+numeric check."""
 
 from __future__ import annotations
 
@@ -24,6 +25,19 @@ def test_demo_manifest_is_up_to_date(demo_spec, tracing_lib):
     assert all(c.ok for c in result.checks)
     assert DEMO_MANIFEST.is_file(), f"apps/demo/manifest.yaml is missing; run {REGENERATE}"
     assert result.manifest.dump() == DEMO_MANIFEST.read_text(), f"apps/demo/manifest.yaml is stale; run {REGENERATE}"
+
+
+@pytest.mark.parametrize("app", sorted(p.parent.name for p in (REPO / "apps").glob("*/manifest.yaml")
+                                        if p.parent.name != "demo"))
+def test_other_apps_manifests_are_up_to_date(app, tracing_lib):
+    # Every app's checked-in manifest, like the demo's: a change to the
+    # tracer or the passes that changes what a model selects (or the passes
+    # recorded in debug_info) re-traces them in the same change.
+    manifest = REPO / "apps" / app / "manifest.yaml"
+    regenerate = f"python -m tools.tracer trace apps/{app}/model.py -o apps/{app}/manifest.yaml"
+    result = trace_model(load_model_spec(REPO / "apps" / app / "model.py"), runtime=tracing_lib)
+    assert all(c.ok for c in result.checks)
+    assert result.manifest.dump() == manifest.read_text(), f"apps/{app}/manifest.yaml is stale; run {regenerate}"
 
 
 def test_demo_has_a_dynamic_batch(demo_spec):
