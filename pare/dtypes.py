@@ -99,3 +99,22 @@ def float32_to_bfloat16_bits(a: np.ndarray) -> np.ndarray:
 
 def bfloat16_bits_to_float32(bits: np.ndarray) -> np.ndarray:
     return (np.ascontiguousarray(bits, dtype=np.uint16).astype(np.uint32) << 16).view(np.float32)
+
+
+def is_torch_tensor(x) -> bool:
+    """Whether `x` is a torch tensor (without importing torch)."""
+    return type(x).__module__.startswith("torch") and hasattr(x, "detach")
+
+
+def to_numpy(x) -> tuple[DType, np.ndarray]:
+    """(dtype, array of the bytes to store) for a numpy array or torch
+    tensor: a tensor's contiguous CPU copy, BFloat16 as its uint16 bits."""
+    if is_torch_tensor(x):
+        dtype = get(x.dtype)
+        t = x.detach().cpu().contiguous()
+        if dtype is BFloat16:
+            import torch  # only reachable with a torch tensor in hand
+
+            return dtype, t.view(torch.int16).numpy().view(np.uint16)
+        return dtype, t.numpy()
+    return get(x.dtype), x

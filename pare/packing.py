@@ -32,6 +32,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from pare import dtypes as _dtypes
+
 KC = 256  # depth block (gemm::kKC)
 MR = 6  # rows of an A panel (gemm::kMR)
 PANEL_COLS = 8  # columns of a B panel (gemm::kPanelCols)
@@ -46,12 +48,13 @@ def _round_up(x: int, m: int) -> int:
     return (x + m - 1) // m * m
 
 
-def _float_matrix(w, what: str) -> np.ndarray:
-    if hasattr(w, "detach"):  # a torch tensor, without importing torch
-        w = w.detach().cpu().numpy()
-    w = np.asarray(w)
-    if w.dtype != np.float32 or w.ndim != 2:
-        raise PackingError(f"{what} must be a 2-D float32 array, got {w.dtype} of shape {list(w.shape)}")
+def _float_array(w, ndim: int, what: str) -> np.ndarray:
+    """`w` (a numpy array, a torch tensor or a nested list) as a float32
+    numpy array of `ndim` dims, or a PackingError naming what it is."""
+    dtype, w = _dtypes.to_numpy(w) if _dtypes.is_torch_tensor(w) else (None, np.asarray(w))
+    if w.dtype != np.float32 or w.ndim != ndim:
+        raise PackingError(f"{what} must be a {ndim}-D float32 array, got {dtype or w.dtype} of shape "
+                           f"{list(w.shape)}")
     return w
 
 
@@ -67,7 +70,7 @@ def packed_b_size(k: int, n: int) -> int:
 
 def pack_a(a) -> np.ndarray:
     """A [m, k] packed as the GEMM's left operand: 1-D float32."""
-    a = _float_matrix(a, "A")
+    a = _float_array(a, 2, "A")
     m, k = a.shape
     rows = _round_up(m, MR)
     padded = np.zeros((rows, k), np.float32)
@@ -79,7 +82,7 @@ def pack_a(a) -> np.ndarray:
 
 def pack_b(b) -> np.ndarray:
     """B [k, n] packed as the GEMM's right operand: 1-D float32."""
-    b = _float_matrix(b, "B")
+    b = _float_array(b, 2, "B")
     k, n = b.shape
     cols = _round_up(n, PAD_COLS)
     padded = np.zeros((k, cols), np.float32)
@@ -91,7 +94,7 @@ def pack_b(b) -> np.ndarray:
 
 def pack_linear_weight(weight) -> np.ndarray:
     """nn.Linear's weight [out_features, in_features] as pare::linear_prepack takes it."""
-    w = _float_matrix(weight, "a linear weight")
+    w = _float_array(weight, 2, "a linear weight")
     return pack_b(w.T)
 
 
@@ -110,12 +113,7 @@ def pack_conv2d_weight(weight, stride, dilation, groups: int) -> np.ndarray:
     as pare::conv2d_prepack takes it: as given (4-D) for a depthwise
     convolution the direct kernel runs, otherwise each group's [og, k]
     weights packed as A, the groups one after another (1-D)."""
-    if hasattr(weight, "detach"):
-        weight = weight.detach().cpu().numpy()
-    w = np.asarray(weight)
-    if w.dtype != np.float32 or w.ndim != 4:
-        raise PackingError(f"a convolution weight must be a 4-D float32 array, got {w.dtype} of shape "
-                           f"{list(w.shape)}")
+    w = _float_array(weight, 4, "a convolution weight")
     out_channels = w.shape[0]
     if groups < 1 or out_channels % groups:
         raise PackingError(f"groups = {groups} must be positive and divide out_channels = {out_channels}")

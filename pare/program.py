@@ -168,8 +168,8 @@ class MethodBuilder:
             return self._cached(("str", x), lambda: _ValueRecord(STRING, True, scalar=x))
         if isinstance(x, (list, tuple)):
             return self._list(list(x))
-        if isinstance(x, np.ndarray) or _is_torch_tensor(x):
-            dtype, array = _to_numpy(x)
+        if isinstance(x, np.ndarray) or _dtypes.is_torch_tensor(x):
+            dtype, array = _dtypes.to_numpy(x)
             if array.ndim > MAX_DIM:
                 raise ProgramError(f"constant of rank {array.ndim} exceeds {MAX_DIM}")
             return self._add(_ValueRecord(TENSOR, True, dtype.code, array.ndim, tuple(array.shape),
@@ -305,23 +305,6 @@ class ProgramBuilder:
     def save(self, path) -> None:
         with open(path, "wb") as f:
             f.write(self.to_bytes())
-
-
-def _is_torch_tensor(x) -> bool:
-    return type(x).__module__.startswith("torch") and hasattr(x, "detach")
-
-
-def _to_numpy(x) -> tuple[_dtypes.DType, np.ndarray]:
-    """(dtype, array of the bytes to store) for a numpy array or torch tensor."""
-    if _is_torch_tensor(x):
-        dtype = _dtypes.get(x.dtype)
-        t = x.detach().cpu().contiguous()
-        if dtype is _dtypes.BFloat16:
-            import torch  # only reachable with a torch tensor in hand
-
-            return dtype, t.view(torch.int16).numpy().view(np.uint16)
-        return dtype, t.numpy()
-    return _dtypes.get(x.dtype), x
 
 
 class _Writer:

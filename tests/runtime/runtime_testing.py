@@ -178,3 +178,18 @@ def round_like_float_math(exact: torch.Tensor, dtype: torch.dtype) -> torch.Tens
     if dtype in (torch.float16, torch.bfloat16):
         return exact.to(torch.float32).to(dtype)
     return exact.to(dtype)
+
+
+def special_rows(length: int, seed: int) -> torch.Tensor:
+    """Rows longer than a vector (the float path reduces 4 or 8 lanes at a
+    time, then a scalar tail) with NaN inside the vector part and in the
+    tail, a row of -inf, an inf, and values far apart (for the softmax
+    family)."""
+    x = make_tensor((6, length), torch.float32, seed, -5, 5)
+    x[0, 3] = float("nan")
+    x[1, length - 1] = float("nan")
+    x[2] = float("-inf")
+    x[3, 10] = float("inf")
+    x[4, ::3] = 1000.0
+    x[5, 1::2] = -1000.0
+    return x

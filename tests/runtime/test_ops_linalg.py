@@ -35,6 +35,23 @@ def test_mm_float_gemm_blocking(runtime, m, k, n):
     assert_same(run_op(runtime, "aten::mm", a, b), torch.mm(a, b), **_tol(torch.float32, k))
 
 
+# Every row count of the register tile's last panel (gemm.cc: one or two
+# rows run few_rows_kernel<R> with 4 or 2 depths per step, 3 to 5 the full
+# 6-row tile), depths that leave a step's tail (1, 3, 5) or cross a
+# depth block (258), and columns that fill a tile, leave an edge or make
+# one column: checked against a float64 product within the error bound of
+# float32 summation in any order, gamma_k * sum_p |a_ip| |b_pj| (Higham,
+# Accuracy and Stability of Numerical Algorithms, 3.1).
+@pytest.mark.parametrize("m", range(1, 14))
+@pytest.mark.parametrize("k,n", [(1, 16), (3, 9), (5, 1), (258, 33)])
+def test_mm_float_every_row_count(runtime, m, k, n):
+    a, b = make_tensor((m, k), torch.float32, 13, -1, 1), make_tensor((k, n), torch.float32, 14, -1, 1)
+    expected = torch.mm(a.double(), b.double())
+    actual = run_op(runtime, "aten::mm", a, b).double()
+    bound = 1.01 * k * 2.0 ** -24 * torch.mm(a.double().abs(), b.double().abs())
+    assert bool(((actual - expected).abs() <= bound).all())
+
+
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.int32, torch.float16], ids=str)
 def test_mm_transposed_and_strided(runtime, dtype):
     a = make_tensor((9, 20), dtype, 5, -3, 3).t()  # [20, 9], column-major

@@ -7,7 +7,7 @@ import torch
 
 from pare.program import ProgramBuilder
 from pare.runtime import PareError
-from runtime_testing import ALL_DTYPES, FLOAT_DTYPES, assert_same, make_tensor, run_op, to_input
+from runtime_testing import ALL_DTYPES, FLOAT_DTYPES, assert_same, make_tensor, run_op, special_rows, to_input
 
 pytestmark = pytest.mark.fp_ops  # see tests/runtime/conftest.py
 
@@ -106,6 +106,7 @@ def test_softmax(runtime, dtype, dim):
 
 def test_softmax_edge_cases(runtime):
     cases = [
+        (special_rows(37, 9), 1), (special_rows(16, 10), -1),
         (torch.tensor(3.0), 0),
         (make_tensor((3, 0), torch.float32, 7), 1),
         (make_tensor((6, 7), torch.float32, 8).t(), 0),  # non-contiguous

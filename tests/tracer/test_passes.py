@@ -473,3 +473,38 @@ def test_prepacked_ops_take_output_min_and_max_together(full_lib):
     method = Runtime(full_lib).load(pb.to_bytes()).method()
     with pytest.raises(PareError, match="takes output_min and output_max together, got only one"):
         method.run(torch.ones(1, 3).numpy())
+
+
+# -- linear layers on 3-d inputs -------------------------------------------------
+
+
+class Projections(nn.Module):
+    """Linear layers as attention and a transformer's feed-forward block
+    decompose them: on a transposed 3-d input (bmm on the weight expanded
+    over the batch, the bias added after), and on a contiguous 3-d input
+    (flattened for addmm, its output viewed back), then a relu."""
+
+    def __init__(self):
+        super().__init__()
+        self.proj = nn.Linear(12, 20)
+        self.ff = nn.Linear(20, 7)
+        self.attn = nn.MultiheadAttention(12, 3, batch_first=True)
+
+    def forward(self, x):                                  # [batch, seq, 12]
+        h = self.proj(x.transpose(0, 1))                   # [seq, batch, 20]
+        a, _ = self.attn(x, x, x, need_weights=False)
+        return torch.relu(self.ff(h)), a
+
+
+def test_linear_layers_on_3d_inputs_are_prepacked_with_bias_and_epilogue(full_lib):
+    torch.manual_seed(0)
+    spec = spec_from(Projections(), [(torch.randn(2, 5, 12),), (torch.randn(3, 4, 12),)])
+    unpacked = ops_of(export_model(spec, passes="none").program)
+    assert unpacked.count("aten::bmm") == 4 and unpacked.count("aten::relu") == 1  # two projections, q k^T, a v
+    exported = export_model(spec)
+    ops = ops_of(exported.program)
+    # Each projection is one prepacked layer with its bias; only attention's
+    # products of activations stay bmm, and the relu runs inside ff.
+    assert {run.name: dict(run.changes) for run in exported.passes}["prepack_weights"] == {"conv2d": 0, "linear": 4}
+    assert ops.count("aten::bmm") == 2 and "aten::relu" not in ops and "aten::add.Tensor" not in ops
+    assert all(c.ok for c in check_model(spec, full_lib, program=exported.program))

@@ -390,21 +390,26 @@ class MethodLowering:
 
     def _prepack_plan(self, node: Node) -> _Plan | None:
         target = node.target
-        if target in (aten.addmm.default, aten.mm.default):
+        if target in (aten.addmm.default, aten.mm.default, aten.bmm.default):
             if target is aten.addmm.default:
                 if len(node.args) < 3 or not _is_one(node, 3, "beta") or not _is_one(node, 4, "alpha"):
                     return None
                 bias, x, mat2 = node.args[:3]
-            else:
+            elif target is aten.mm.default:
                 bias, (x, mat2) = None, node.args[:2]
+            else:
+                # A linear layer on a 3-d input that is not contiguous (attention's
+                # in-projection on a transposed sequence) decomposes to bmm with
+                # the weight expanded over the batch: one weight, packed once.
+                bias, (x, mat2) = None, node.args[:2]
+                mat2 = _expanded_matrix(mat2)
             weight = self._linear_weight(mat2)
-            if weight is None or not _is_float_tensor(x):
+            if weight is None or not _is_float_tensor(x) or (bias is not None and not self._is_bias(bias, weight[1].shape[0])):
                 return None
-            if bias is not None:
-                b = self.constants.get(bias) if isinstance(bias, Node) else None
-                if b is None or b.dtype != torch.float32 or b.dim() != 1 or b.shape[0] != weight[1].shape[0]:
-                    return None
-            return self._with_epilogue(node, _Plan("linear_prepack", (x,), detail=(weight, bias)))
+            x, last = self._unflattened(x, node)
+            if bias is None:
+                bias, last = self._bias_add_after(last, weight[1].shape[0])
+            return self._with_epilogue(node, _Plan("linear_prepack", (x,), detail=(weight, bias)), last)
         if target is aten.convolution.default:
             x, w, bias, stride, padding, dilation, transposed, output_padding, groups = node.args[:9]
             w_tensor = self.constants.get(w) if isinstance(w, Node) else None
@@ -419,12 +424,59 @@ class MethodLowering:
                 w, bias, list(stride), list(padding), list(dilation), int(groups))))
         return None
 
-    def _with_epilogue(self, node: Node, plan: _Plan) -> _Plan:
-        """`plan` with the ops after it fused in as its epilogue, each the
-        only user of the one before: a residual add (fuse_add), then a relu,
-        hardtanh or clamp with constant bounds (fuse_clamp) or an activation
-        (fuse_activation)."""
+    def _is_bias(self, bias: Any, out_features: int) -> bool:
+        b = self.constants.get(bias) if isinstance(bias, Node) else None
+        return b is not None and b.dtype == torch.float32 and b.dim() == 1 and b.shape[0] == out_features
+
+    def _unflattened(self, x: Node, node: Node) -> tuple[Node, Node]:
+        """(x0, the view after `node`) when the linear layer `node` reads x =
+        x0 viewed as [-1, in_features] and its only user views its output
+        back to x0's leading sizes, as F.linear on an input of 3 or more
+        dims decomposes: the layer then runs on x0 itself (the prepacked op
+        takes any leading dims) and that view aliases its output, so what
+        follows the view can fuse into the layer. Else (x, node)."""
+        user = _only_user(node)
+        if not (x.target in VIEW_OPS and isinstance(x.args[0], Node) and _is_float_tensor(x.args[0])
+                and user is not None and user.target in VIEW_OPS):
+            return x, node
+        source, flat, out = x.args[0].meta["val"], x.meta["val"], user.meta["val"]
+        if flat.dim() != 2 or out.dim() != source.dim() or not statically_known_true(flat.shape[1] == source.shape[-1]):
+            return x, node
+        if not all(statically_known_true(a == b) for a, b in zip(out.shape[:-1], source.shape[:-1])):
+            return x, node
+        self._fused[user] = node
+        return x.args[0], user
+
+    def _bias_add_after(self, node: Node, out_features: int) -> tuple[Node | None, Node]:
+        """(bias, the add) when the only user of a linear layer without a
+        bias (its output `node`), through views that keep its sizes, adds a
+        constant float32 [out_features] (alpha 1): that constant is the
+        layer's bias, and the views and the add alias the layer's output.
+        Else (None, node)."""
+        chain: dict[Node, Node] = {}
         last = node
+        user = _only_user(last)
+        while user is not None and user.target in VIEW_OPS and _same_sizes(user, last):
+            chain[user], last = last, user
+            user = _only_user(last)
+        if (user is None or user.target is not aten.add.Tensor or len(user.args) != 2
+                or user.kwargs.get("alpha", 1) != 1):
+            return None, node
+        a, b = user.args
+        bias = b if a is last else a if b is last else None
+        if bias is last or not self._is_bias(bias, out_features) or not _same_sizes(user, last):
+            return None, node
+        chain[user] = last
+        self._fused.update(chain)
+        return bias, user
+
+    def _with_epilogue(self, node: Node, plan: _Plan, last: Node | None = None) -> _Plan:
+        """`plan` with the ops after it fused in as its epilogue, each the
+        only user of the one before (from `last`, the layer's last node, by
+        default `node`): a residual add (fuse_add), then a relu, hardtanh or
+        clamp with constant bounds (fuse_clamp) or an activation
+        (fuse_activation)."""
+        last = node if last is None else last
         fused: dict[Node, Node] = {}
         if "fuse_add" in self.fuse and (user := _only_user(last)) is not None:
             residual = self._residual_of(user, last, node)
@@ -705,6 +757,26 @@ def _nodes_in(x: Any):
 def _is_one(node: Node, index: int, name: str) -> bool:
     value = node.args[index] if len(node.args) > index else node.kwargs.get(name, 1)
     return not isinstance(value, Node) and value == 1
+
+
+def _same_sizes(a: Node, b: Node) -> bool:
+    """Whether two nodes' tensors are known to have the same sizes."""
+    x, y = a.meta.get("val"), b.meta.get("val")
+    if not isinstance(x, torch.Tensor) or not isinstance(y, torch.Tensor) or x.dim() != y.dim():
+        return False
+    return all(statically_known_true(p == q) for p, q in zip(x.shape, y.shape))
+
+
+def _expanded_matrix(mat2: Any) -> Any:
+    """The 2-d node a bmm's `mat2` repeats over the batch (expand, then a
+    view that keeps the sizes, as matmul decomposes), else None."""
+    if isinstance(mat2, Node) and mat2.target in VIEW_OPS and isinstance(mat2.args[0], Node):
+        if _same_sizes(mat2, mat2.args[0]):
+            mat2 = mat2.args[0]
+    if not isinstance(mat2, Node) or mat2.target is not aten.expand.default or not isinstance(mat2.args[0], Node):
+        return None
+    source = mat2.args[0].meta.get("val")
+    return mat2.args[0] if isinstance(source, torch.Tensor) and source.dim() == 2 else None
 
 
 def _only_user(node: Node) -> Node | None:

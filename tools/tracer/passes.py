@@ -454,8 +454,9 @@ PASSES: tuple[GraphPass, ...] = (
               "convolution's weight and bias", _fold_conv_bn),
     GraphPass("fold_linear_bn", "eval batch norm 1d after a linear (addmm/mm) with a constant weight -> that "
               "linear's weight and bias", _fold_linear_bn),
-    GraphPass(PREPACK, "linear (addmm/mm) and conv2d with constant float32 weights -> "
-              "pare::linear_prepacked / pare::conv2d_prepacked (weights packed at export, used in place)",
+    GraphPass(PREPACK, "linear (addmm/mm, bmm on a weight expanded over the batch, a constant bias add after "
+              "it) and conv2d with constant float32 weights -> pare::linear_prepacked / pare::conv2d_prepacked "
+              "(weights packed at export, used in place)",
               None),
     GraphPass(FUSE_ADD, "add of a prepacked linear or conv2d's output (its only user) and an earlier tensor of "
               "the same sizes -> that op's residual (needs prepack_weights)", None),

@@ -65,30 +65,50 @@ void prepack_a(const MatrixView<float>& a, float* dst) {
 
 namespace {
 
-// One row of A (batch-1 linear layers, the common mobile case): a
-// matrix-vector product over the B panel, 1/kMR of the full tile's work.
-// Four depths per step, each into its own accumulators, so the loop is
-// bound by loading B, not by the latency of a chain of FMAs.
-void single_row_kernel(int64_t kc, const float* PARE_RESTRICT a, const float* PARE_RESTRICT b, float* c,
-                       int64_t nr, float alpha, bool accumulate) {
-  constexpr int64_t kSteps = 4;
+// One or two rows of A: batch-1 and batch-2 linear layers (a recurrent
+// step of an LSTM or GRU over a batch of two), and a product's last rows.
+// The full tile would compute kMR rows and keep R; this computes R, with
+// kSteps depths per step, each into its own accumulators, so that 8 chains
+// keep the loop bound by loading B, not by the latency of one chain of
+// multiply-adds. Three to five rows take the full tile (at most half of it
+// wasted): a kernel for each costs about 600 B per runtime on android_arm64
+// for a gain on a product's last panel only.
+template <int R>
+void few_rows_kernel(int64_t kc, const float* PARE_RESTRICT a, const float* PARE_RESTRICT b, float* c,
+                     int64_t ldc, int64_t nr, float alpha, bool accumulate) {
+  constexpr int kSteps = 4 / R;
   const float* PARE_RESTRICT b_hi = b + kHiPanel * kc * kPanelCols + kHiOffset;
-  vec acc[kSteps][2] = {};
+  vec acc[kSteps][R][2] = {};
   int64_t p = 0;
   for (; p + kSteps <= kc; p += kSteps) {
-    for (int64_t s = 0; s < kSteps; ++s) {
-      acc[s][0] += a[(p + s) * kMR] * loadv(b + (p + s) * kPanelCols);
-      acc[s][1] += a[(p + s) * kMR] * loadv(b_hi + (p + s) * kPanelCols);
+    for (int s = 0; s < kSteps; ++s) {
+      const vec b0 = loadv(b + (p + s) * kPanelCols);
+      const vec b1 = loadv(b_hi + (p + s) * kPanelCols);
+      for (int i = 0; i < R; ++i) {
+        acc[s][i][0] += a[(p + s) * kMR + i] * b0;
+        acc[s][i][1] += a[(p + s) * kMR + i] * b1;
+      }
     }
   }
   for (; p < kc; ++p) {
-    acc[0][0] += a[p * kMR] * loadv(b + p * kPanelCols);
-    acc[0][1] += a[p * kMR] * loadv(b_hi + p * kPanelCols);
+    const vec b0 = loadv(b + p * kPanelCols);
+    const vec b1 = loadv(b_hi + p * kPanelCols);
+    for (int i = 0; i < R; ++i) {
+      acc[0][i][0] += a[p * kMR + i] * b0;
+      acc[0][i][1] += a[p * kMR + i] * b1;
+    }
   }
-  float row[kNR];
-  storev(row, alpha * ((acc[0][0] + acc[1][0]) + (acc[2][0] + acc[3][0])));
-  storev(row + kLanes, alpha * ((acc[0][1] + acc[1][1]) + (acc[2][1] + acc[3][1])));
-  for (int64_t j = 0; j < nr; ++j) c[j] = row[j] + (accumulate ? c[j] : 0.0f);
+  for (int i = 0; i < R; ++i) {
+    for (int s = 1; s < kSteps; ++s) {
+      acc[0][i][0] += acc[s][i][0];
+      acc[0][i][1] += acc[s][i][1];
+    }
+    float row[kNR];
+    storev(row, alpha * acc[0][i][0]);
+    storev(row + kLanes, alpha * acc[0][i][1]);
+    float* out = c + i * ldc;
+    for (int64_t j = 0; j < nr; ++j) out[j] = row[j] + (accumulate ? out[j] : 0.0f);
+  }
 }
 
 // Floats per step of the narrow kernel: three vectors, a multiple of kMR
@@ -204,10 +224,8 @@ void sgemm_narrow(int64_t m, int64_t n, int64_t k, const float* packed_a, const 
 
 void micro_kernel(int64_t kc, const float* PARE_RESTRICT a, const float* PARE_RESTRICT b, float* c,
                   int64_t ldc, int64_t mr, int64_t nr, float alpha, bool accumulate) {
-  if (mr == 1) {
-    single_row_kernel(kc, a, b, c, nr, alpha, accumulate);
-    return;
-  }
+  if (mr == 1) return few_rows_kernel<1>(kc, a, b, c, ldc, nr, alpha, accumulate);
+  if (mr == 2) return few_rows_kernel<2>(kc, a, b, c, ldc, nr, alpha, accumulate);
   vec acc[kMR][2];
   for (int64_t i = 0; i < kMR; ++i) {
     acc[i][0] = vec{};

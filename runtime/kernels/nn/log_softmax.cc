@@ -4,22 +4,17 @@
 // The input is made contiguous and viewed as [outer, length, inner]. With
 // inner == 1 (the last dim, the usual case) each row is contiguous; else
 // the reduction runs over whole contiguous rows of `inner` elements into
-// per-column buffers, so every loop is unit-stride.
+// per-column buffers, so every loop is unit-stride. A float row's max and
+// sum are vector reductions (common/rows.h), its exponentials a map the
+// compiler vectorises, written to the output row before the result
+// replaces them.
 
 #include "runtime/kernels/common/convert.h"
 #include "runtime/kernels/common/math.h"
+#include "runtime/kernels/common/rows.h"
 
 namespace pare {
 namespace kernels {
-namespace {
-
-// Max that lets NaN win, as PyTorch's softmax family.
-template <typename Acc>
-PARE_ALWAYS_INLINE Acc nan_max(Acc a, Acc v) {
-  return (v > a || v != v) ? v : a;
-}
-
-}  // namespace
 
 // aten::_log_softmax(Tensor self, int dim, bool half_to_float) -> Tensor
 Error aten__log_softmax(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs) {
@@ -51,9 +46,15 @@ Error aten__log_softmax(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs)
         const T* PARE_RESTRICT xr = x + o * length;
         T* PARE_RESTRICT yr = y + o * length;
         Acc max = -Acc(__builtin_inf());
-        for (int64_t k = 0; k < length; ++k) max = nan_max<Acc>(max, Acc(xr[k]));
         Acc sum = 0;
-        for (int64_t k = 0; k < length; ++k) sum += math::exp(Acc(xr[k]) - max);
+        if constexpr (is_same_v<T, float>) {
+          max = rows::max(xr, length);
+          for (int64_t k = 0; k < length; ++k) yr[k] = math::exp(xr[k] - max);
+          sum = rows::sum(yr, length);
+        } else {
+          for (int64_t k = 0; k < length; ++k) max = rows::nan_max<Acc>(max, Acc(xr[k]));
+          for (int64_t k = 0; k < length; ++k) sum += math::exp(Acc(xr[k]) - max);
+        }
         // (x - max) - log(sum), in PyTorch's order: exact near the max.
         const Acc log_sum = math::log(sum);
         for (int64_t k = 0; k < length; ++k) yr[k] = T((Acc(xr[k]) - max) - log_sum);
@@ -72,7 +73,7 @@ Error aten__log_softmax(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs)
       }
       for (int64_t k = 0; k < length; ++k) {
         const T* PARE_RESTRICT xr = xb + k * inner;
-        for (int64_t i = 0; i < inner; ++i) max[i] = nan_max<Acc>(max[i], Acc(xr[i]));
+        for (int64_t i = 0; i < inner; ++i) max[i] = rows::nan_max<Acc>(max[i], Acc(xr[i]));
       }
       for (int64_t k = 0; k < length; ++k) {
         const T* PARE_RESTRICT xr = xb + k * inner;

@@ -1,10 +1,13 @@
 // aten::_softmax: the pattern for reductions along one dim. The input is
 // made contiguous and viewed as [outer, dim, inner]; each (outer, inner)
 // line is reduced in opmath_t<T> (float for Half/BFloat16), subtracting the
-// max for stability, as PyTorch does.
+// max for stability, as PyTorch does. A float softmax over the last dim
+// (the usual case: attention, classifier heads) runs on contiguous rows:
+// vector max and sum (common/rows.h) around maps the compiler vectorises.
 
 #include "runtime/kernels/common/convert.h"
 #include "runtime/kernels/common/math.h"
+#include "runtime/kernels/common/rows.h"
 
 namespace pare {
 namespace kernels {
@@ -37,6 +40,19 @@ Error aten__softmax(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs) {
     using Acc = opmath_t<T>;
     const T* x = in.data_as<T>();
     T* y = out->data_as<T>();
+    if constexpr (is_same_v<T, float>) {
+      if (inner == 1) {
+        for (int64_t o = 0; o < outer; ++o) {
+          const float* PARE_RESTRICT xr = x + o * length;
+          float* PARE_RESTRICT yr = y + o * length;
+          const float max = rows::max(xr, length);
+          for (int64_t k = 0; k < length; ++k) yr[k] = math::exp(xr[k] - max);
+          const float scale = 1.0f / rows::sum(yr, length);
+          for (int64_t k = 0; k < length; ++k) yr[k] *= scale;
+        }
+        return Error::Ok;
+      }
+    }
     for (int64_t o = 0; o < outer; ++o) {
       for (int64_t i = 0; i < inner; ++i) {
         const T* xl = x + o * length * inner + i;
@@ -44,8 +60,7 @@ Error aten__softmax(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs) {
         Acc max = -math::kInfinityF;
         for (int64_t k = 0; k < length; ++k) {
           const Acc v = Acc(xl[k * inner]);
-          // NaN wins, so a NaN line yields NaN as in PyTorch.
-          max = (v > max || v != v) ? v : max;
+          max = rows::nan_max(max, v);  // NaN wins: a NaN line yields NaN, as in PyTorch
         }
         Acc sum = 0;
         for (int64_t k = 0; k < length; ++k) {
