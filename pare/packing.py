@@ -49,13 +49,18 @@ def _round_up(x: int, m: int) -> int:
 
 
 def _float_array(w, ndim: int, what: str) -> np.ndarray:
-    """`w` (a numpy array, a torch tensor or a nested list) as a float32
-    numpy array of `ndim` dims, or a PackingError naming what it is."""
-    dtype, w = _dtypes.to_numpy(w) if _dtypes.is_torch_tensor(w) else (None, np.asarray(w))
-    if w.dtype != np.float32 or w.ndim != ndim:
-        raise PackingError(f"{what} must be a {ndim}-D float32 array, got {dtype or w.dtype} of shape "
-                           f"{list(w.shape)}")
-    return w
+    """`w` (a numpy array or a torch tensor) as a float32 numpy array of
+    `ndim` dims, or a PackingError naming its dtype and shape."""
+    if _dtypes.is_torch_tensor(w):
+        dtype, shape = str(w.dtype), list(w.shape)  # any torch dtype, numpy has one or not
+        if dtype == "torch.float32" and len(shape) == ndim:
+            return _dtypes.to_numpy(w)[1]
+    else:
+        w = np.asarray(w)
+        dtype, shape = str(w.dtype), list(w.shape)
+        if w.dtype == np.float32 and w.ndim == ndim:
+            return w
+    raise PackingError(f"{what} must be a {ndim}-D float32 array, got {dtype} of shape {shape}")
 
 
 def packed_a_size(m: int, k: int) -> int:

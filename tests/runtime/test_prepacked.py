@@ -222,11 +222,14 @@ def test_packing_rejects_what_it_cannot_pack():
         packing.pack_conv2d_weight(np.ones((2, 3), np.float32), (1, 1), (1, 1), 1)
     with pytest.raises(packing.PackingError, match="groups = 2 must be positive and divide out_channels = 3"):
         packing.pack_conv2d_weight(np.ones((3, 1, 1, 1), np.float32), (1, 1), (1, 1), 2)
-    # A torch tensor is named by its dtype (bfloat16 has no numpy dtype to show).
-    with pytest.raises(packing.PackingError, match=r"must be a 2-D float32 array, got BFloat16 of shape \[2, 3\]"):
+    # A torch tensor is named by its torch dtype, whether numpy has one
+    # (bfloat16 has none) or Pare does (complex: neither).
+    with pytest.raises(packing.PackingError, match=r"2-D float32 array, got torch.bfloat16 of shape \[2, 3\]"):
         packing.pack_linear_weight(torch.ones(2, 3, dtype=torch.bfloat16))
-    with pytest.raises(packing.PackingError, match="must be a 4-D float32 array, got Half"):
-        packing.pack_conv2d_weight(torch.ones(2, 1, 1, 1, dtype=torch.float16), (1, 1), (1, 1), 1)
+    with pytest.raises(packing.PackingError, match="must be a 2-D float32 array, got torch.complex64"):
+        packing.pack_linear_weight(torch.ones(2, 3, dtype=torch.complex64))
+    with pytest.raises(packing.PackingError, match="must be a 4-D float32 array, got torch.float32 of shape"):
+        packing.pack_conv2d_weight(torch.ones(2, 1, 1), (1, 1), (1, 1), 1)
     assert packing.pack_linear_weight(torch.ones(2, 3)).dtype == np.float32
 
 

@@ -508,3 +508,34 @@ def test_linear_layers_on_3d_inputs_are_prepacked_with_bias_and_epilogue(full_li
     assert {run.name: dict(run.changes) for run in exported.passes}["prepack_weights"] == {"conv2d": 0, "linear": 4}
     assert ops.count("aten::bmm") == 2 and "aten::relu" not in ops and "aten::add.Tensor" not in ops
     assert all(c.ok for c in check_model(spec, full_lib, program=exported.program))
+
+
+class NotLinear(nn.Module):
+    """Look-alikes the linear rewrites must leave alone: a bmm whose expand
+    stretches a size-1 dim of the matrix (not one weight repeated), a view
+    back that reorders the leading sizes, a bias added with alpha 2, and a
+    0-d input flattened to [1, 1]."""
+
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("column", torch.randn(6, 1))
+        self.a = nn.Linear(6, 4)
+        self.b = nn.Linear(6, 4, bias=False)
+        self.register_buffer("bias", torch.randn(4))
+        self.c = nn.Linear(1, 1)
+
+    def forward(self, x, s):                               # x: [2, 3, 6], s: []
+        stretched = torch.bmm(x, self.column.expand(2, 6, 5))              # [2, 3, 5]
+        reordered = self.a(x.reshape(6, 6)).reshape(3, 2, 4)
+        scaled = torch.add(self.b(x), self.bias, alpha=2.0)
+        return stretched, reordered, scaled, self.c(s.reshape(1, 1)).reshape(())
+
+
+def test_look_alikes_of_linear_layers_keep_their_meaning(full_lib):
+    torch.manual_seed(0)
+    spec = spec_from(NotLinear(), [(torch.randn(2, 3, 6), torch.tensor(0.5))])
+    exported = export_model(spec)
+    ops = ops_of(exported.program)
+    assert ops.count("aten::bmm") == 1 and ops.count("aten::add.Tensor") == 1
+    assert {run.name: dict(run.changes) for run in exported.passes}["prepack_weights"] == {"conv2d": 0, "linear": 3}
+    assert all(c.ok for c in check_model(spec, full_lib, program=exported.program))

@@ -395,16 +395,17 @@ class MethodLowering:
                 if len(node.args) < 3 or not _is_one(node, 3, "beta") or not _is_one(node, 4, "alpha"):
                     return None
                 bias, x, mat2 = node.args[:3]
-            elif target is aten.mm.default:
-                bias, (x, mat2) = None, node.args[:2]
             else:
+                bias, (x, mat2) = None, node.args[:2]
+            if target is aten.bmm.default:
                 # A linear layer on a 3-d input that is not contiguous (attention's
                 # in-projection on a transposed sequence) decomposes to bmm with
                 # the weight expanded over the batch: one weight, packed once.
-                bias, (x, mat2) = None, node.args[:2]
                 mat2 = _expanded_matrix(mat2)
             weight = self._linear_weight(mat2)
-            if weight is None or not _is_float_tensor(x) or (bias is not None and not self._is_bias(bias, weight[1].shape[0])):
+            if weight is None or not _is_float_tensor(x):
+                return None
+            if bias is not None and not self._is_bias(bias, weight[1].shape[0]):
                 return None
             x, last = self._unflattened(x, node)
             if bias is None:
@@ -416,10 +417,8 @@ class MethodLowering:
             if (w_tensor is None or w_tensor.dtype != torch.float32 or w_tensor.dim() != 4 or transposed
                     or not _is_float_tensor(x) or any(isinstance(v, Node) for v in (*stride, *padding, *dilation))):
                 return None
-            if bias is not None:
-                b = self.constants.get(bias) if isinstance(bias, Node) else None
-                if b is None or b.dtype != torch.float32:
-                    return None
+            if bias is not None and not self._is_bias(bias, w_tensor.shape[0]):
+                return None
             return self._with_epilogue(node, _Plan("conv2d_prepack", (x,), detail=(
                 w, bias, list(stride), list(padding), list(dilation), int(groups))))
         return None
@@ -440,7 +439,9 @@ class MethodLowering:
                 and user is not None and user.target in VIEW_OPS):
             return x, node
         source, flat, out = x.args[0].meta["val"], x.meta["val"], user.meta["val"]
-        if flat.dim() != 2 or out.dim() != source.dim() or not statically_known_true(flat.shape[1] == source.shape[-1]):
+        if flat.dim() != 2 or source.dim() < 1 or out.dim() != source.dim():
+            return x, node
+        if not statically_known_true(flat.shape[1] == source.shape[-1]):
             return x, node
         if not all(statically_known_true(a == b) for a, b in zip(out.shape[:-1], source.shape[:-1])):
             return x, node
@@ -775,8 +776,16 @@ def _expanded_matrix(mat2: Any) -> Any:
             mat2 = mat2.args[0]
     if not isinstance(mat2, Node) or mat2.target is not aten.expand.default or not isinstance(mat2.args[0], Node):
         return None
-    source = mat2.args[0].meta.get("val")
-    return mat2.args[0] if isinstance(source, torch.Tensor) and source.dim() == 2 else None
+    source, expanded = mat2.args[0].meta.get("val"), mat2.meta.get("val")
+    if not isinstance(source, torch.Tensor) or not isinstance(expanded, torch.Tensor):
+        return None
+    # Only a new leading dim: an expand that also stretches a size-1 dim of
+    # the matrix is not one weight matrix repeated.
+    if source.dim() != 2 or expanded.dim() != 3:
+        return None
+    if not all(statically_known_true(a == b) for a, b in zip(source.shape, expanded.shape[1:])):
+        return None
+    return mat2.args[0]
 
 
 def _only_user(node: Node) -> Node | None:
