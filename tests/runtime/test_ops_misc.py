@@ -106,7 +106,7 @@ def test_softmax(runtime, dtype, dim):
 
 def test_softmax_edge_cases(runtime):
     cases = [
-        (special_rows(37, 9), 1), (special_rows(16, 10), -1),
+        (special_rows(37, 9), 1), (special_rows(16, 10), -1), (special_rows(37, 11).t(), 0),
         (torch.tensor(3.0), 0),
         (make_tensor((3, 0), torch.float32, 7), 1),
         (make_tensor((6, 7), torch.float32, 8).t(), 0),  # non-contiguous

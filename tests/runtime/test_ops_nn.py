@@ -830,7 +830,7 @@ def test_log_softmax(runtime, dtype, dim):
 
 def test_log_softmax_edge_cases(runtime):
     cases = [
-        (special_rows(37, 134), 1), (special_rows(16, 135), -1),
+        (special_rows(37, 134), 1), (special_rows(16, 135), -1), (special_rows(37, 136).t(), 0),
         (torch.tensor(3.0), 0), (make_tensor((3, 0), torch.float32, 131), 1), (make_tensor((0, 3), torch.float32, 131), 1),
         (make_tensor((6, 7), torch.float32, 132).t(), 0), (make_tensor((6, 7, 3), torch.float64, 133).transpose(0, 2), 1),
         (torch.tensor([[1.0, float("nan")], [float("-inf"), 0.0], [1000.0, -1000.0], [float("-inf")] * 2,

@@ -1,9 +1,10 @@
 // aten::_softmax: the pattern for reductions along one dim. The input is
 // made contiguous and viewed as [outer, dim, inner]; each (outer, inner)
 // line is reduced in opmath_t<T> (float for Half/BFloat16), subtracting the
-// max for stability, as PyTorch does. A float softmax over the last dim
-// (the usual case: attention, classifier heads) runs on contiguous rows:
-// vector max and sum (common/rows.h) around maps the compiler vectorises.
+// max for stability, as PyTorch does. Float lines run one row kernel:
+// vector max and sum (common/rows.h) around maps the compiler vectorises,
+// in place for the last dim (the usual case: attention, classifier heads),
+// through a contiguous copy for any other.
 
 #include "runtime/kernels/common/convert.h"
 #include "runtime/kernels/common/math.h"
@@ -11,6 +12,44 @@
 
 namespace pare {
 namespace kernels {
+namespace {
+
+// y = softmax(x) over one contiguous float row of n > 0 elements.
+// PARE_UNUSED (here and below): selective builds may drop the float case
+// that calls it.
+PARE_UNUSED void softmax_row(const float* PARE_RESTRICT x, float* PARE_RESTRICT y, int64_t n) {
+  const float max = rows::max(x, n);
+#pragma clang loop interleave_count(1)
+  for (int64_t k = 0; k < n; ++k) y[k] = math::exp(x[k] - max);
+  const float scale = 1.0f / rows::sum(y, n);
+#pragma clang loop interleave_count(1)
+  for (int64_t k = 0; k < n; ++k) y[k] *= scale;
+}
+
+// Softmax of every line of a contiguous float [outer, length, inner]: one
+// row kernel for all, a strided line (inner > 1) gathered into `line` (2 *
+// length floats) and its result scattered back. The copies stay scalar:
+// vectorising strided copies buys nothing and costs code.
+PARE_UNUSED void float_softmax(const float* x, float* y, int64_t outer, int64_t length, int64_t inner,
+                               float* line) {
+  for (int64_t o = 0; o < outer; ++o) {
+    for (int64_t i = 0; i < inner; ++i) {
+      const float* xl = x + o * length * inner + i;
+      float* yl = y + o * length * inner + i;
+      if (inner == 1) {
+        softmax_row(xl, yl, length);
+        continue;
+      }
+#pragma clang loop vectorize(disable)
+      for (int64_t k = 0; k < length; ++k) line[k] = xl[k * inner];
+      softmax_row(line, line + length, length);
+#pragma clang loop vectorize(disable)
+      for (int64_t k = 0; k < length; ++k) yl[k * inner] = line[length + k];
+    }
+  }
+}
+
+}  // namespace
 
 // aten::_softmax(Tensor self, int dim, bool half_to_float) -> Tensor
 Error aten__softmax(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs) {
@@ -41,17 +80,13 @@ Error aten__softmax(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs) {
     const T* x = in.data_as<T>();
     T* y = out->data_as<T>();
     if constexpr (is_same_v<T, float>) {
-      if (inner == 1) {
-        for (int64_t o = 0; o < outer; ++o) {
-          const float* PARE_RESTRICT xr = x + o * length;
-          float* PARE_RESTRICT yr = y + o * length;
-          const float max = rows::max(xr, length);
-          for (int64_t k = 0; k < length; ++k) yr[k] = math::exp(xr[k] - max);
-          const float scale = 1.0f / rows::sum(yr, length);
-          for (int64_t k = 0; k < length; ++k) yr[k] *= scale;
-        }
-        return Error::Ok;
+      float* line = nullptr;  // a strided line's copy and its result
+      if (inner != 1) {
+        PARE_TRY_ASSIGN(void* memory, ctx.allocate_scratch(2 * static_cast<size_t>(length) * sizeof(float)));
+        line = static_cast<float*>(memory);
       }
+      float_softmax(x, y, outer, length, inner, line);
+      return Error::Ok;
     }
     for (int64_t o = 0; o < outer; ++o) {
       for (int64_t i = 0; i < inner; ++i) {
