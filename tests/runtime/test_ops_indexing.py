@@ -581,7 +581,7 @@ def test_full_infers_dtype_and_converts(runtime, fill):
 def test_full_rejects_values_torch_rejects(runtime, value, dtype):
     with pytest.raises(RuntimeError, match="without overflow"):
         torch.full([2], value, dtype=dtype)
-    with pytest.raises(PareError, match=rf"aten::full: argument 'fill_value': the value cannot be converted to "):
+    with pytest.raises(PareError, match=r"aten::full: argument 'fill_value': the value cannot be converted to "):
         run_op(runtime, "aten::full", [2], value, dtype)
 
 

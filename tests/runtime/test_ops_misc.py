@@ -7,7 +7,7 @@ import torch
 
 from pare.program import ProgramBuilder
 from pare.runtime import PareError
-from runtime_testing import ALL_DTYPES, FLOAT_DTYPES, assert_same, make_tensor, run_op, special_rows, to_input
+from runtime_testing import ALL_DTYPES, FLOAT_DTYPES, assert_same, make_tensor, run_op, special_rows
 
 pytestmark = pytest.mark.fp_ops  # see tests/runtime/conftest.py
 

@@ -747,7 +747,7 @@ def test_constant_pad_nd_edge_cases(runtime):
                          (torch.uint8, -1.0), (torch.float32, 1e300)]:
         with pytest.raises(RuntimeError, match="overflow"):
             A.constant_pad_nd(torch.ones(2, dtype=dtype), [1, 1], value)
-        with pytest.raises(PareError, match=f"argument 'value' cannot be converted to \\w+ without overflow"):
+        with pytest.raises(PareError, match="argument 'value' cannot be converted to \\w+ without overflow"):
             run_op(runtime, "aten::constant_pad_nd", torch.ones(2, dtype=dtype), [1, 1], value)
     with pytest.raises(PareError, match="argument 'pad' must have an even length, got 1"):
         run_op(runtime, "aten::constant_pad_nd", x, [1])

@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from pare import dtypes
-from pare.program import ObjectOf, ProgramBuilder, ProgramError, TensorListOf, read
+from pare.program import ProgramBuilder, ProgramError, TensorListOf, read
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -254,7 +254,7 @@ def render_markdown(report: dict, *, top: int = 10) -> str:
         for s in p["sections"]:
             mark = "" if s["file_backed"] else " (no file bytes)"
             out.append(f"| `{s['name']}`{mark} | {n(s['bytes'])} | {n(s['attributed'])} | {n(s['unattributed'])} |")
-        out += ["", f"| top symbols | bucket | bytes |", "|---|---|---:|"]
+        out += ["", "| top symbols | bucket | bytes |", "|---|---|---:|"]
         for s in p["symbols"][:top]:
             label = s["bucket"] + (f" {s['key']}" if s["key"] else "")
             out.append(f"| `{_md_escape(s['name'])}` | {label} | {n(s['bytes'])} |")

@@ -1,12 +1,12 @@
 #pragma once
-// Reductions along one contiguous float row, in simd vectors: the max (NaN
-// wins) and the sum that the softmax family (aten::_softmax,
-// aten::_log_softmax) takes over each row of its last dim. The loops in
-// between (exp(x - max), the scaling) are plain maps the compiler
-// vectorises; a reduction it cannot, since reassociating a float sum or a
-// NaN-aware max changes its result, so these are written out: kLanes
-// partial results, folded at the end. The sum's order thus differs from a
-// left-to-right loop (as torch's vectorised kernels' does) by rounding only.
+// Reductions along one contiguous row, written so they vectorise: the max
+// (NaN wins) of the softmax family (aten::_softmax, aten::_log_softmax)
+// and the sums of the normalisations and softmaxes. The compiler
+// vectorises plain maps (exp(x - max), a scaling) but not a reduction,
+// since reassociating a float sum or a NaN-aware max changes its result;
+// these keep several partial results, folded at the end, so their order
+// differs from a left-to-right loop's (as torch's vectorised kernels' does)
+// by rounding only.
 
 #include "runtime/kernels/common/simd.h"
 
@@ -37,16 +37,36 @@ inline float max(const float* x, int64_t n) {
   return m;
 }
 
-inline float sum(const float* x, int64_t n) {
-  simd::vec acc = {};
-  int64_t k = 0;
-  for (; k + simd::kLanes <= n; k += simd::kLanes) acc += simd::loadv(x + k);
-  float lanes[simd::kLanes];
-  simd::storev(lanes, acc);
-  float s = 0.0f;
-  for (float v : lanes) s += v;
-  for (; k < n; ++k) s += x[k];
-  return s;
+// Sum of n values of x (converted to Acc) with 8 independent accumulators:
+// the compiler can vectorise it, and float sums are more accurate than one
+// running total.
+template <typename Acc, typename T>
+PARE_ALWAYS_INLINE Acc sum(const T* PARE_RESTRICT x, int64_t n) {
+  Acc lanes[8] = {Acc(0), Acc(0), Acc(0), Acc(0), Acc(0), Acc(0), Acc(0), Acc(0)};
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    for (int k = 0; k < 8; ++k) lanes[k] += Acc(x[i + k]);
+  }
+  for (; i < n; ++i) lanes[0] += Acc(x[i]);
+  return ((lanes[0] + lanes[4]) + (lanes[1] + lanes[5])) + ((lanes[2] + lanes[6]) + (lanes[3] + lanes[7]));
+}
+
+// Sum of (x - mean)^2 over n values, like sum.
+template <typename Acc, typename T>
+PARE_ALWAYS_INLINE Acc sum_sq_dev(const T* PARE_RESTRICT x, int64_t n, Acc mean) {
+  Acc lanes[8] = {Acc(0), Acc(0), Acc(0), Acc(0), Acc(0), Acc(0), Acc(0), Acc(0)};
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    for (int k = 0; k < 8; ++k) {
+      const Acc d = Acc(x[i + k]) - mean;
+      lanes[k] += d * d;
+    }
+  }
+  for (; i < n; ++i) {
+    const Acc d = Acc(x[i]) - mean;
+    lanes[0] += d * d;
+  }
+  return ((lanes[0] + lanes[4]) + (lanes[1] + lanes[5])) + ((lanes[2] + lanes[6]) + (lanes[3] + lanes[7]));
 }
 
 }  // namespace rows

@@ -50,7 +50,7 @@ Error aten__log_softmax(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs)
         if constexpr (is_same_v<T, float>) {
           max = rows::max(xr, length);
           for (int64_t k = 0; k < length; ++k) yr[k] = math::exp(xr[k] - max);
-          sum = rows::sum(yr, length);
+          sum = rows::sum<float>(yr, length);
         } else {
           for (int64_t k = 0; k < length; ++k) max = rows::nan_max<Acc>(max, Acc(xr[k]));
           for (int64_t k = 0; k < length; ++k) sum += math::exp(Acc(xr[k]) - max);

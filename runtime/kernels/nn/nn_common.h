@@ -34,38 +34,6 @@ Error read_spatial(KernelContext& ctx, IntArrayRef list, size_t n, const char* n
 bool window_output_size(int64_t in, int64_t kernel, int64_t stride, int64_t pad, int64_t dilation,
                         bool ceil_mode, int64_t* out);
 
-// Sum of n values of x (converted to Acc) with 8 independent accumulators:
-// the compiler can vectorise it, and float sums are more accurate than one
-// running total.
-template <typename Acc, typename T>
-PARE_ALWAYS_INLINE Acc sum_row(const T* PARE_RESTRICT x, int64_t n) {
-  Acc lanes[8] = {Acc(0), Acc(0), Acc(0), Acc(0), Acc(0), Acc(0), Acc(0), Acc(0)};
-  int64_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    for (int k = 0; k < 8; ++k) lanes[k] += Acc(x[i + k]);
-  }
-  for (; i < n; ++i) lanes[0] += Acc(x[i]);
-  return ((lanes[0] + lanes[4]) + (lanes[1] + lanes[5])) + ((lanes[2] + lanes[6]) + (lanes[3] + lanes[7]));
-}
-
-// Sum of (x - mean)^2 over n values, like sum_row.
-template <typename Acc, typename T>
-PARE_ALWAYS_INLINE Acc sum_sq_dev_row(const T* PARE_RESTRICT x, int64_t n, Acc mean) {
-  Acc lanes[8] = {Acc(0), Acc(0), Acc(0), Acc(0), Acc(0), Acc(0), Acc(0), Acc(0)};
-  int64_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    for (int k = 0; k < 8; ++k) {
-      const Acc d = Acc(x[i + k]) - mean;
-      lanes[k] += d * d;
-    }
-  }
-  for (; i < n; ++i) {
-    const Acc d = Acc(x[i]) - mean;
-    lanes[0] += d * d;
-  }
-  return ((lanes[0] + lanes[4]) + (lanes[1] + lanes[5])) + ((lanes[2] + lanes[6]) + (lanes[3] + lanes[7]));
-}
-
 // Element i of a 1-d parameter tensor (weight, bias, running stats) whose
 // dtype is either T or, for Half/BFloat16 inputs, Float (PyTorch's
 // mixed-precision normalisation), converted to Acc.

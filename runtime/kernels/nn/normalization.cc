@@ -11,6 +11,7 @@
 
 #include "runtime/kernels/common/convert.h"
 #include "runtime/kernels/common/math.h"
+#include "runtime/kernels/common/rows.h"
 #include "runtime/kernels/nn/nn_common.h"
 
 namespace pare {
@@ -44,8 +45,8 @@ PARE_ALWAYS_INLINE void moments(const T* x, int64_t n, Acc eps, Acc* mean, Acc* 
     *rstd = Acc(0) / Acc(0);
     return;
   }
-  const Acc m = nn::sum_row<Acc>(x, n) / Acc(n);
-  Acc var = nn::sum_sq_dev_row<Acc>(x, n, m) / Acc(n);
+  const Acc m = rows::sum<Acc>(x, n) / Acc(n);
+  Acc var = rows::sum_sq_dev<Acc>(x, n, m) / Acc(n);
   if (var < Acc(0)) var = Acc(0);
   *mean = m;
   *rstd = Acc(1) / math::sqrt(var + eps);

@@ -21,7 +21,7 @@ PARE_UNUSED void softmax_row(const float* PARE_RESTRICT x, float* PARE_RESTRICT 
   const float max = rows::max(x, n);
 #pragma clang loop interleave_count(1)
   for (int64_t k = 0; k < n; ++k) y[k] = math::exp(x[k] - max);
-  const float scale = 1.0f / rows::sum(y, n);
+  const float scale = 1.0f / rows::sum<float>(y, n);
 #pragma clang loop interleave_count(1)
   for (int64_t k = 0; k < n; ++k) y[k] *= scale;
 }
