@@ -508,10 +508,7 @@ class MethodLowering:
             return None
         if self._order.get(other, len(self._order)) >= self._order[layer]:
             return None
-        want, got = source.meta["val"].shape, other.meta["val"].shape
-        if len(want) != len(got) or not all(statically_known_true(x == y) for x, y in zip(want, got)):
-            return None
-        return other
+        return other if _same_sizes(source, other) else None
 
     def _linear_weight(self, mat2: Any) -> tuple[tuple, torch.Tensor] | None:
         """(cache key, [out, in] weight) when mat2 is a constant weight,
