@@ -97,8 +97,15 @@ PARE_ALWAYS_INLINE uint32_t float_bits(float f) { return __builtin_bit_cast(uint
 PARE_ALWAYS_INLINE float float_from_bits(uint32_t b) { return __builtin_bit_cast(float, b); }
 
 // IEEE binary16 <-> binary32, round to nearest even, with subnormals,
-// infinities and NaN. Same algorithm as PyTorch's c10::Half (from the FP16
-// library), so results match PyTorch bit for bit.
+// infinities and NaN, matching PyTorch's c10::Half (the FP16 library's
+// algorithms) bit for bit: a NaN becomes the quiet NaN 0x7E00 with its
+// sign.
+//
+// Half to float stays integer arithmetic on every CPU: it vectorises, and
+// the hardware conversion would not pay. Given `float(h) > c`, clang
+// narrows the comparison to Half, which x86 cannot compare in vectors, and
+// scalarises the loop around it (a Half sigmoid ran nearly 2x slower with
+// vcvtph2ps than with these shifts).
 inline float half_to_float(uint16_t h) {
   const uint32_t w = static_cast<uint32_t>(h) << 16;
   const uint32_t sign = w & 0x80000000u;
@@ -115,6 +122,20 @@ inline float half_to_float(uint16_t h) {
   return float_from_bits(result);
 }
 
+#if defined(__F16C__) || defined(__aarch64__)
+// Float to Half in hardware where the CPU has it (F16C, part of x86-64-v3;
+// every arm64 core): vcvtps2ph / fcvtn, vectorised, instead of fifteen
+// operations per element (on v3, a Half add 1.6x and a Half sigmoid 1.4x
+// faster). A NaN is first made the quiet NaN with no payload, which
+// converts to 0x7E00: the same bits as the software conversion for all
+// 2^32 floats (checked exhaustively on x86-64-v3 and on arm64 under qemu
+// when this was written; tests/runtime/test_ops_misc.py checks the
+// rounding boundaries of every Half).
+inline uint16_t float_to_half(float f) {
+  const float quiet = float_from_bits((float_bits(f) & 0x80000000u) | 0x7FC00000u);
+  return __builtin_bit_cast(uint16_t, static_cast<_Float16>(f != f ? quiet : f));
+}
+#else
 inline uint16_t float_to_half(float f) {
   const float scale_to_inf = 0x1.0p+112f;
   const float scale_to_zero = 0x1.0p-110f;
@@ -131,6 +152,7 @@ inline uint16_t float_to_half(float f) {
   const uint32_t nonsign = exp_bits + mantissa_bits;
   return static_cast<uint16_t>((sign >> 16) | (shl1_w > 0xFF000000u ? 0x7E00u : nonsign));
 }
+#endif
 
 inline float bfloat16_to_float(uint16_t b) { return float_from_bits(static_cast<uint32_t>(b) << 16); }
 

@@ -180,6 +180,36 @@ def round_like_float_math(exact: torch.Tensor, dtype: torch.dtype) -> torch.Tens
     return exact.to(dtype)
 
 
+def half_rounding_cases() -> tuple[torch.Tensor, np.ndarray]:
+    """Floats at every Half's rounding boundaries, and the Half bits
+    PyTorch's c10::Half gives them: each finite Half's value, the midpoint
+    to the next Half away from zero (a tie: to even) and the floats one ulp
+    either side of it, for all 63,488 finite Halves (subnormals, the
+    overflow edge at 65,520), plus NaNs with payloads and both signs, infinities, and floats
+    far below the smallest subnormal. numpy rounds to nearest even like
+    c10::Half; for NaN, c10::Half gives the quiet NaN 0x7E00 with the sign
+    (numpy keeps part of the payload)."""
+    halves = np.arange(1 << 16, dtype=np.uint32).astype(np.uint16).view(np.float16)
+    halves = halves[np.isfinite(halves)]
+    finite = halves.astype(np.float32)
+    # Halfway to the next Half away from zero: 12 significant bits, exact in
+    # float32; +-65,504's is +-65,520. A Half's ulp is 2^(e - 11) for
+    # |h| = m 2^e with m in [0.5, 1), and 2^-24 below 2^-14 (subnormals).
+    h64 = halves.astype(np.float64)
+    ulp = np.where(np.abs(h64) < 2.0**-14, 2.0**-24, np.ldexp(1.0, np.frexp(h64)[1] - 11))
+    mid = (h64 + np.where(np.signbit(halves), -ulp, ulp) / 2).astype(np.float32)
+    nan_bits = np.array([0x7FC00000, 0xFFC00000, 0x7F800001, 0x7FBFFFFF, 0xFFFFFFFF, 0x7FC0ABCD], dtype=np.uint32)
+    extra = np.concatenate([nan_bits.view(np.float32),
+                            np.array([np.inf, -np.inf, 1e-30, -1e-30, 3.4e38, -3.4e38], dtype=np.float32)])
+    x = np.concatenate([finite, mid, np.nextafter(mid, np.float32(-np.inf)), np.nextafter(mid, np.float32(np.inf)),
+                        extra])
+    with np.errstate(over="ignore"):
+        want = x.astype(np.float16).view(np.uint16)
+    nan = np.isnan(x)
+    want[nan] = np.where(np.signbit(x[nan]), 0xFE00, 0x7E00).astype(np.uint16)
+    return torch.from_numpy(x), want
+
+
 def special_rows(length: int, seed: int) -> torch.Tensor:
     """Rows longer than a vector (the float path reduces 4 or 8 lanes at a
     time, then a scalar tail) with NaN inside the vector part and in the

@@ -2,12 +2,14 @@
 
 import itertools
 
+import numpy as np
 import pytest
 import torch
 
 from pare.program import ProgramBuilder
 from pare.runtime import PareError
-from runtime_testing import ALL_DTYPES, FLOAT_DTYPES, assert_same, make_tensor, run_op, special_rows
+from runtime_testing import (ALL_DTYPES, FLOAT_DTYPES, assert_same, half_rounding_cases, make_tensor, run_op,
+                             special_rows)
 
 pytestmark = pytest.mark.fp_ops  # see tests/runtime/conftest.py
 
@@ -42,6 +44,17 @@ def test_to_copy_special_float_values(runtime):
     x = torch.tensor([float("nan"), float("inf"), -0.0, 65504.0, 70000.0, 1e-8, 3.3895e38])
     for dst in (torch.float16, torch.bfloat16, torch.bool):
         assert_same(run_op(runtime, "aten::_to_copy", x, dst), x.to(dst))
+
+
+def test_float_to_half_bit_for_bit_at_every_rounding_boundary(runtime):
+    # Software on baseline x86_64, F16C's vcvtps2ph on v3 (CI's v3 pass),
+    # fcvtn on arm64 (tests/tracer/test_android.py): the same bits.
+    x, want = half_rounding_cases()
+    got = run_op(runtime, "aten::_to_copy", x, torch.float16)
+    mismatched = np.flatnonzero(got.numpy().view(np.uint16) != want)
+    assert mismatched.size == 0, [(hex(int(x[i:i + 1].numpy().view(np.uint32)[0])),
+                                   hex(int(got[i:i + 1].numpy().view(np.uint16)[0])), hex(int(want[i])))
+                                  for i in mismatched[:5]]
 
 
 @pytest.mark.parametrize("shape,size", [

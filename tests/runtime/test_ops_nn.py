@@ -580,6 +580,59 @@ def test_max_pool2d_nan_inf_non_contiguous_and_errors(runtime):
         run_op(runtime, "aten::max_pool2d_with_indices", torch.ones(1, 1, 2, 2, dtype=torch.bool), [1, 1], returns=2)
 
 
+# Geometries for rows wide enough that float pooling runs its vector loop
+# (4 or 8 outputs at a time between scalar ends): stride 1 and 2 along the
+# row (a load, or the even lanes of two), padding, dilation, ceil_mode's
+# partial last window, and a stride of 3 along the row (scalar only).
+WIDE_POOLS = [
+    ([3, 3], [2, 2], [1, 1], [1, 1], False),  # ResNet's stem
+    ([3, 3], [1, 1], [1, 1], [1, 1], False),
+    ([2, 2], [2, 2], [0, 0], [1, 1], False),  # nn.MaxPool2d(2)
+    ([5, 5], [1, 1], [2, 2], [1, 1], True),
+    ([3, 2], [2, 1], [1, 1], [2, 3], True),
+    ([2, 3], [3, 2], [1, 1], [1, 1], True),
+    ([1, 4], [1, 3], [0, 2], [1, 1], True),
+]
+
+
+def wide_pool_input() -> torch.Tensor:
+    """2 x 3 planes of 13 x 61 small integers (ties in most windows), with
+    a NaN, a run of -inf, a row of NaN and an inf, inside the vector part
+    and at the rows' ends."""
+    x = make_tensor((2, 3, 13, 61), torch.float32, 88, -3, 3).round()
+    x[0, 0, 4, 17] = float("nan")
+    x[0, 0, 6, 60] = float("nan")
+    x[0, 1, :, 30:40] = float("-inf")
+    x[1, 2, 5] = float("nan")
+    x[1, 0, 0, 0] = float("inf")
+    return x
+
+
+@pytest.mark.parametrize("kernel,stride,padding,dilation,ceil_mode", WIDE_POOLS)
+def test_max_pool2d_wide_rows(runtime, kernel, stride, padding, dilation, ceil_mode):
+    x = wide_pool_input()
+    # Widths one less (another tail), 14 and 9 (nn.MaxPool2d(2)'s 7 and 4
+    # outputs: half vectors on AVX2) and 6 (3 outputs: scalar).
+    for t in (x, x[..., 1:].contiguous(), x[..., :14].contiguous(), x[..., :9].contiguous(), x[..., :6].contiguous()):
+        args = (t, kernel, stride, padding, dilation, ceil_mode)
+        got = run_op(runtime, "aten::max_pool2d_with_indices", *args, returns=2)
+        want = A.max_pool2d_with_indices(*args)
+        assert_same(got[0], want[0])
+        assert_same(got[1], want[1])
+
+
+@pytest.mark.parametrize("kernel,stride,padding,dilation,ceil_mode", WIDE_POOLS)
+@pytest.mark.parametrize("count_include_pad,divisor", [(True, None), (False, None), (False, 7)])
+def test_avg_pool2d_wide_rows(runtime, kernel, stride, padding, dilation, ceil_mode, count_include_pad, divisor):
+    x = make_tensor((2, 3, 13, 61), torch.float32, 89, -20, 20)
+    x[1, 2, 5, 9] = float("nan")
+    x[1, 2, 7, 40] = float("inf")
+    padding = [min(p, k // 2) for p, k in zip(padding, kernel)]
+    for t in (x, x[:, :, :, 1:].contiguous()):
+        args = (t, kernel, stride, padding, ceil_mode, count_include_pad, divisor)
+        assert_same(run_op(runtime, "aten::avg_pool2d", *args), A.avg_pool2d(*args), **_tol(torch.float32, 25))
+
+
 @pytest.mark.parametrize("dtype", AVG_POOL_DTYPES, ids=str)
 def test_avg_pool2d_every_dtype(runtime, dtype):
     x = make_tensor((2, 3, 9, 8), dtype, 83, -20, 20)

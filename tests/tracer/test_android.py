@@ -8,10 +8,13 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import numpy as np
 import pytest
+import torch
 from tracer_testlib import exported, spec_of
 
 from tests.conftest import bazel_build, require_tool
+from tests.runtime.runtime_testing import half_rounding_cases, single_op_program
 from tools.android_harness import run as harness
 from tools.tracer import check_model
 from tools.tracer.runner import library_kind
@@ -51,3 +54,15 @@ def test_fast_kernels_match_torch_on_android_arm64(android_lib):
     # on odd shapes (tests/tracer/models/fast_kernels.py).
     checks = check_model(spec_of("fast_kernels"), android_lib)
     assert checks and all(c.ok for c in checks), [c.line() for c in checks if not c.ok]
+
+
+def test_float_to_half_is_bit_for_bit_with_arm64_fcvt(android_lib):
+    # arm64 converts Float to Half in hardware (runtime/core/scalar_type.h):
+    # c10::Half's bits at every rounding boundary, NaN canonicalised.
+    x, want = half_rounding_cases()
+    program, _ = single_op_program("aten::_to_copy", [x, torch.float16])
+    (out,) = harness.run_program(android_lib, program, "forward", [harness.TensorData(6, tuple(x.shape),
+                                                                                       x.numpy().tobytes())])
+    got = np.frombuffer(out.data, dtype=np.uint16)
+    assert out.dtype == 5 and got.shape == want.shape
+    assert np.array_equal(got, want), np.flatnonzero(got != want)[:5]

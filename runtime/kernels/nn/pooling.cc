@@ -5,10 +5,19 @@
 // Each output's window is clamped to the input once (PyTorch's index
 // arithmetic, so windows, divisors and tie-breaking match exactly), and the
 // loops over the window then run without per-element bounds tests.
+//
+// Float max and average pooling run simd::kLanes outputs of a row at a time
+// wherever their windows lie inside the row (stride 1 or 2 along the row: a
+// load, or two loads keeping the even lanes): each lane takes the same taps
+// in the same order as the scalar loop, so values, indices, NaN and ties
+// come out exactly as in the scalar loop, which runs the columns at the
+// row's ends. nn.MaxPool2d(2) splits each row pair's columns into the
+// windows' left and right taps instead.
 
 #include "runtime/kernels/common/arith.h"
 #include "runtime/kernels/common/convert.h"
 #include "runtime/kernels/common/math.h"
+#include "runtime/kernels/common/simd.h"
 #include "runtime/kernels/nn/nn_common.h"
 
 namespace pare {
@@ -146,6 +155,30 @@ void max_pool_plane_2x2(const T* PARE_RESTRICT in, T* PARE_RESTRICT out, int64_t
   }
 }
 
+typedef int32_t index_vec __attribute__((vector_size(simd::kLanes * sizeof(int32_t))));
+
+// Widens kLanes (or 4) 32-bit indices to int64 and stores them.
+template <typename I>
+PARE_ALWAYS_INLINE void store_indices(int64_t* out, I indices) {
+  typedef int64_t Wide __attribute__((vector_size(sizeof(I) * 2)));
+  const Wide wide = __builtin_convertvector(indices, Wide);
+  __builtin_memcpy(out, &wide, sizeof(wide));
+}
+
+PARE_ALWAYS_INLINE index_vec lane_steps(int64_t step) {
+  index_vec steps;
+  for (int l = 0; l < simd::kLanes; ++l) steps[l] = static_cast<int32_t>(l * step);
+  return steps;
+}
+
+// One tap of a vector of windows at input indices `at`: take_max per lane.
+template <typename V, typename I>
+PARE_ALWAYS_INLINE void take_max_lanes(V v, I at, V* max, I* best) {
+  const I take = (v > *max) | (v != v);
+  *max = take ? v : *max;
+  *best = take ? at : *best;
+}
+
 PARE_UNUSED bool is_plain_2x2(const Planes& planes, const PoolParams& p) {
   for (int d = 0; d < 2; ++d) {
     if (p.kernel[d] != 2 || p.stride[d] != 2 || p.padding[d] != 0 || p.dilation[d] != 1) return false;
@@ -153,70 +186,265 @@ PARE_UNUSED bool is_plain_2x2(const Planes& planes, const PoolParams& p) {
   return 2 * p.out[0] <= planes.height && 2 * p.out[1] <= planes.width;  // ceil_mode may add a partial window
 }
 
+// The rows of one output row's windows: [ih0, ih1) in steps of the
+// dilation, clamped to the plane.
+struct WindowRows {
+  int64_t first, end;
+};
+
+PARE_ALWAYS_INLINE WindowRows max_window_rows(int64_t oh, const Planes& planes, const PoolParams& p) {
+  const int64_t start_h = oh * p.stride[0] - p.padding[0];
+  return {first_inside(start_h, p.dilation[0]),
+          min_of(start_h + (p.kernel[0] - 1) * p.dilation[0] + 1, planes.height)};
+}
+
+// The output at column ow of a row whose windows span `rows`.
+template <typename T>
+PARE_ALWAYS_INLINE void max_pool_one(const T* PARE_RESTRICT in, WindowRows rows, int64_t ow, const Planes& planes,
+                                     const PoolParams& p, T* PARE_RESTRICT out, int64_t* PARE_RESTRICT index) {
+  using Acc = opmath_t<T>;
+  const int64_t width = planes.width;
+  const int64_t start_w = ow * p.stride[1] - p.padding[1];
+  const int64_t iw1 = min_of(start_w + (p.kernel[1] - 1) * p.dilation[1] + 1, width);
+  const int64_t iw0 = first_inside(start_w, p.dilation[1]);
+  int64_t best = rows.first * width + iw0;
+  Acc max = lowest_value<Acc>();
+  for (int64_t ih = rows.first; ih < rows.end; ih += p.dilation[0]) {
+    const T* row = in + ih * width;
+    for (int64_t iw = iw0; iw < iw1; iw += p.dilation[1]) take_max(Acc(row[iw]), ih * width + iw, &max, &best);
+  }
+  *out = T(max);
+  *index = best;
+}
+
 template <typename T>
 void max_pool_plane(const T* PARE_RESTRICT in, T* PARE_RESTRICT out, int64_t* PARE_RESTRICT indices,
                     const Planes& planes, const PoolParams& p) {
-  using Acc = opmath_t<T>;
-  const int64_t width = planes.width;
   for (int64_t oh = 0; oh < p.out[0]; ++oh) {
-    const int64_t start_h = oh * p.stride[0] - p.padding[0];
-    const int64_t ih1 = min_of(start_h + (p.kernel[0] - 1) * p.dilation[0] + 1, planes.height);
-    const int64_t ih0 = first_inside(start_h, p.dilation[0]);
+    const WindowRows rows = max_window_rows(oh, planes, p);
     for (int64_t ow = 0; ow < p.out[1]; ++ow) {
-      const int64_t start_w = ow * p.stride[1] - p.padding[1];
-      const int64_t iw1 = min_of(start_w + (p.kernel[1] - 1) * p.dilation[1] + 1, width);
-      const int64_t iw0 = first_inside(start_w, p.dilation[1]);
-      int64_t best = ih0 * width + iw0;
-      Acc max = lowest_value<Acc>();
-      for (int64_t ih = ih0; ih < ih1; ih += p.dilation[0]) {
-        const T* row = in + ih * width;
-        for (int64_t iw = iw0; iw < iw1; iw += p.dilation[1]) {
-          take_max(Acc(row[iw]), ih * width + iw, &max, &best);
+      max_pool_one(in, rows, ow, planes, p, &out[oh * p.out[1] + ow], &indices[oh * p.out[1] + ow]);
+    }
+  }
+}
+
+// Calls block(first) for vectors of kL outputs covering columns [begin,
+// end) and returns end, or returns begin when the range is narrower than a
+// vector. The last vector overlaps the one before (the same values written
+// twice) rather than leave up to kL - 1 columns to the scalar loop.
+template <int64_t kL, typename Block>
+PARE_ALWAYS_INLINE int64_t vector_blocks(int64_t begin, int64_t end, const Block& block) {
+  if (end - begin < kL) return begin;
+  int64_t ow = begin;
+  for (; ow + kL <= end; ow += kL) block(ow);
+  if (ow < end) block(end - kL);
+  return end;
+}
+
+// The columns [begin, end) of an output row that run in vectors: every tap
+// of every lane inside the row, including the odd lane a stride-2 load
+// reads past the last even one. `span` is the window's width in input
+// columns ((kernel - 1) * dilation + 1).
+struct VectorColumns {
+  int64_t begin, end;
+};
+
+PARE_ALWAYS_INLINE VectorColumns vector_columns(const Planes& planes, const PoolParams& p, int64_t span) {
+  const int64_t s = p.stride[1];
+  VectorColumns c{0, 0};
+  if (s != 1 && s != 2) return c;
+  c.begin = min_of((p.padding[1] + s - 1) / s, p.out[1]);  // first window starting at column >= 0
+  // Last column ow with ow * s - padding + span - 1 + (s - 1) <= width - 1.
+  const int64_t room = planes.width - span - (s - 1) + p.padding[1];
+  c.end = room < 0 ? 0 : min_of(room / s + 1, p.out[1]);
+  if (c.end < c.begin) c.end = c.begin;
+  return c;
+}
+
+// kLanes consecutive input columns starting at `p`, or every other one.
+PARE_ALWAYS_INLINE simd::vec load_columns(const float* p, int64_t stride) {
+  return stride == 1 ? simd::loadv(p) : simd::load_even(p);
+}
+
+// Float planes: the scalar loop at a row's ends, kLanes outputs at a time
+// in between. Indices are tracked in 32 bits (planes of fewer than 2^31
+// elements; larger ones take the scalar loop) and widened on store.
+PARE_UNUSED void max_pool_plane_float(const float* PARE_RESTRICT in, float* PARE_RESTRICT out,
+                                      int64_t* PARE_RESTRICT indices, const Planes& planes, const PoolParams& p) {
+  const int64_t width = planes.width;
+  VectorColumns cols = vector_columns(planes, p, (p.kernel[1] - 1) * p.dilation[1] + 1);
+  if (planes.height * width > INT32_MAX) cols = {0, 0};
+  const index_vec lane_columns = lane_steps(p.stride[1]);
+  for (int64_t oh = 0; oh < p.out[0]; ++oh) {
+    const WindowRows rows = max_window_rows(oh, planes, p);
+    float* o = out + oh * p.out[1];
+    int64_t* o_index = indices + oh * p.out[1];
+    int64_t ow = 0;
+    for (; ow < cols.begin; ++ow) max_pool_one(in, rows, ow, planes, p, &o[ow], &o_index[ow]);
+    const auto block = [&](int64_t first) {
+      const int64_t start_w = first * p.stride[1] - p.padding[1];
+      simd::vec max = -__builtin_inff() + simd::vec{};
+      index_vec best = static_cast<int32_t>(rows.first * width + start_w) + lane_columns;
+      for (int64_t ih = rows.first; ih < rows.end; ih += p.dilation[0]) {
+        for (int64_t kw = 0; kw < p.kernel[1]; ++kw) {
+          const int64_t at = ih * width + start_w + kw * p.dilation[1];
+          take_max_lanes(load_columns(in + at, p.stride[1]), static_cast<int32_t>(at) + lane_columns, &max, &best);
         }
       }
-      out[oh * p.out[1] + ow] = T(max);
-      indices[oh * p.out[1] + ow] = best;
+      simd::storev(o + first, max);
+      store_indices(o_index + first, best);
+    };
+    ow = vector_blocks<simd::kLanes>(ow, cols.end, block);
+    for (; ow < p.out[1]; ++ow) max_pool_one(in, rows, ow, planes, p, &o[ow], &o_index[ow]);
+  }
+}
+
+// Float vectors of 4 or 8 lanes (simd::vec, or half an AVX2 vector) and
+// their comparison masks, which also hold 32-bit indices.
+typedef float vec4 __attribute__((vector_size(4 * sizeof(float))));
+template <typename V>
+constexpr int lanes_of = sizeof(V) / sizeof(float);
+template <typename V>
+using mask_of = decltype(V{} > V{});
+
+// Lanes kFirst, kFirst + 2, ... of the 2 * lanes floats at p.
+template <typename V, int kFirst>
+PARE_ALWAYS_INLINE V load_alternate(const float* p) {
+  V lo, hi;
+  __builtin_memcpy(&lo, p, sizeof(V));
+  __builtin_memcpy(&hi, p + lanes_of<V>, sizeof(V));
+  if constexpr (lanes_of<V> == 8) {
+    return __builtin_shufflevector(lo, hi, kFirst, kFirst + 2, kFirst + 4, kFirst + 6, kFirst + 8, kFirst + 10,
+                                   kFirst + 12, kFirst + 14);
+  } else {
+    return __builtin_shufflevector(lo, hi, kFirst, kFirst + 2, kFirst + 4, kFirst + 6);
+  }
+}
+
+// nn.MaxPool2d(2) on float planes at least lanes_of<V> outputs wide: that
+// many windows at a time, each row's 2 * lanes columns split into the
+// windows' left and right taps, taps in the scalar loop's order.
+template <typename V>
+void max_pool_plane_2x2_vector(const float* PARE_RESTRICT in, float* PARE_RESTRICT out,
+                               int64_t* PARE_RESTRICT indices, const Planes& planes, const PoolParams& p) {
+  using I = mask_of<V>;
+  constexpr int kL = lanes_of<V>;
+  const int64_t width = planes.width;
+  I evens;
+  for (int l = 0; l < kL; ++l) evens[l] = 2 * l;
+  for (int64_t oh = 0; oh < p.out[0]; ++oh) {
+    const auto block = [&](int64_t first) {
+      const int64_t i = 2 * oh * width + 2 * first;
+      const I at = static_cast<int32_t>(i) + evens;
+      V max = load_alternate<V, 0>(in + i);
+      I best = at;
+      take_max_lanes(load_alternate<V, 1>(in + i), at + 1, &max, &best);
+      take_max_lanes(load_alternate<V, 0>(in + i + width), at + static_cast<int32_t>(width), &max, &best);
+      take_max_lanes(load_alternate<V, 1>(in + i + width), at + static_cast<int32_t>(width + 1), &max, &best);
+      __builtin_memcpy(out + oh * p.out[1] + first, &max, sizeof(max));
+      store_indices(indices + oh * p.out[1] + first, best);
+    };
+    vector_blocks<kL>(0, p.out[1], block);  // the caller checked p.out[1] >= kL
+  }
+}
+
+PARE_UNUSED void max_pool_plane_2x2_float(const float* PARE_RESTRICT in, float* PARE_RESTRICT out,
+                                          int64_t* PARE_RESTRICT indices, const Planes& planes, const PoolParams& p) {
+  if (planes.height * planes.width <= INT32_MAX) {
+    if (p.out[1] >= simd::kLanes) return max_pool_plane_2x2_vector<simd::vec>(in, out, indices, planes, p);
+    // 4 to 7 outputs wide on AVX2 (a 14 x 14 plane): half vectors. Only
+    // AVX2 builds carry them; 4-lane builds already run 4 at a time.
+    if constexpr (simd::kLanes == 8) {
+      if (p.out[1] >= 4) return max_pool_plane_2x2_vector<vec4>(in, out, indices, planes, p);
     }
+  }
+  max_pool_plane_float(in, out, indices, planes, p);  // the general loop: no scalar 2x2 copy for float
+}
+
+// One output row's window rows for average pooling: the rows the window
+// covers, padding included (for count_include_pad), and clamped to the
+// plane.
+struct AvgRows {
+  int64_t pool_h;
+  int64_t first, end;
+};
+
+PARE_ALWAYS_INLINE AvgRows avg_window_rows(int64_t oh, const Planes& planes, const PoolParams& p) {
+  const int64_t ih0 = oh * p.stride[0] - p.padding[0];
+  const int64_t ih1 = min_of(ih0 + p.kernel[0], planes.height + p.padding[0]);
+  return {ih1 - ih0, max_of(ih0, int64_t{0}), min_of(ih1, planes.height)};
+}
+
+struct AvgOptions {
+  bool count_include_pad;
+  Optional<int64_t> divisor_override;
+
+  int64_t divisor(int64_t pool_h, int64_t pool_w, int64_t rows, int64_t cols) const {
+    return divisor_override.has_value ? divisor_override.value : count_include_pad ? pool_h * pool_w : rows * cols;
+  }
+};
+
+template <typename T>
+PARE_ALWAYS_INLINE void avg_pool_one(const T* PARE_RESTRICT in, AvgRows rows, int64_t ow, const Planes& planes,
+                                     const PoolParams& p, const AvgOptions& options, T* PARE_RESTRICT out) {
+  using Acc = opmath_t<T>;
+  int64_t iw0 = ow * p.stride[1] - p.padding[1];
+  int64_t iw1 = min_of(iw0 + p.kernel[1], planes.width + p.padding[1]);
+  const int64_t pool_w = iw1 - iw0;
+  iw0 = max_of(iw0, int64_t{0});
+  iw1 = min_of(iw1, planes.width);
+  if (rows.first >= rows.end || iw0 >= iw1) {
+    *out = T(0);
+    return;
+  }
+  Acc sum = Acc(0);
+  for (int64_t ih = rows.first; ih < rows.end; ++ih) {
+    const T* row = in + ih * planes.width;
+    for (int64_t iw = iw0; iw < iw1; ++iw) sum = arith::add<Acc>(sum, Acc(row[iw]));
+  }
+  const int64_t divisor = options.divisor(rows.pool_h, pool_w, rows.end - rows.first, iw1 - iw0);
+  if constexpr (is_integral_v<Acc>) {
+    // Integer division truncating toward zero, as PyTorch (the one
+    // overflowing quotient, INT64_MIN / -1, wraps).
+    *out = (divisor == -1) ? T(arith::sub<Acc>(Acc(0), sum)) : T(sum / divisor);
+  } else {
+    *out = T(sum / Acc(divisor));
   }
 }
 
 template <typename T>
 void avg_pool_plane(const T* PARE_RESTRICT in, T* PARE_RESTRICT out, const Planes& planes, const PoolParams& p,
-                    bool count_include_pad, Optional<int64_t> divisor_override) {
-  using Acc = opmath_t<T>;
+                    const AvgOptions& options) {
   for (int64_t oh = 0; oh < p.out[0]; ++oh) {
-    int64_t ih0 = oh * p.stride[0] - p.padding[0];
-    int64_t ih1 = min_of(ih0 + p.kernel[0], planes.height + p.padding[0]);
-    const int64_t pool_h = ih1 - ih0;
-    ih0 = max_of(ih0, int64_t{0});
-    ih1 = min_of(ih1, planes.height);
-    for (int64_t ow = 0; ow < p.out[1]; ++ow) {
-      int64_t iw0 = ow * p.stride[1] - p.padding[1];
-      int64_t iw1 = min_of(iw0 + p.kernel[1], planes.width + p.padding[1]);
-      const int64_t pool_w = iw1 - iw0;
-      iw0 = max_of(iw0, int64_t{0});
-      iw1 = min_of(iw1, planes.width);
-      T& o = out[oh * p.out[1] + ow];
-      if (ih0 >= ih1 || iw0 >= iw1) {
-        o = T(0);
-        continue;
-      }
-      Acc sum = Acc(0);
-      for (int64_t ih = ih0; ih < ih1; ++ih) {
-        const T* row = in + ih * planes.width;
-        for (int64_t iw = iw0; iw < iw1; ++iw) sum = arith::add<Acc>(sum, Acc(row[iw]));
-      }
-      const int64_t divisor = divisor_override.has_value ? divisor_override.value
-                              : count_include_pad        ? pool_h * pool_w
-                                                         : (ih1 - ih0) * (iw1 - iw0);
-      if constexpr (is_integral_v<Acc>) {
-        // Integer division truncating toward zero, as PyTorch (the one
-        // overflowing quotient, INT64_MIN / -1, wraps).
-        o = (divisor == -1) ? T(arith::sub<Acc>(Acc(0), sum)) : T(sum / divisor);
-      } else {
-        o = T(sum / Acc(divisor));
-      }
+    const AvgRows rows = avg_window_rows(oh, planes, p);
+    for (int64_t ow = 0; ow < p.out[1]; ++ow) avg_pool_one(in, rows, ow, planes, p, options, &out[oh * p.out[1] + ow]);
+  }
+}
+
+// Float planes: the scalar loop at a row's ends, kLanes outputs at a time
+// in between, where every window spans kernel[1] columns of the row.
+PARE_UNUSED void avg_pool_plane_float(const float* PARE_RESTRICT in, float* PARE_RESTRICT out, const Planes& planes,
+                                      const PoolParams& p, const AvgOptions& options) {
+  const VectorColumns cols = vector_columns(planes, p, p.kernel[1]);
+  for (int64_t oh = 0; oh < p.out[0]; ++oh) {
+    const AvgRows rows = avg_window_rows(oh, planes, p);
+    float* o = out + oh * p.out[1];
+    int64_t ow = 0;
+    if (rows.first < rows.end) {
+      for (; ow < cols.begin; ++ow) avg_pool_one(in, rows, ow, planes, p, options, &o[ow]);
+      const float divisor =
+          static_cast<float>(options.divisor(rows.pool_h, p.kernel[1], rows.end - rows.first, p.kernel[1]));
+      const auto block = [&](int64_t first) {
+        const float* start = in + first * p.stride[1] - p.padding[1];
+        simd::vec sum = simd::vec{};
+        for (int64_t ih = rows.first; ih < rows.end; ++ih) {
+          for (int64_t kw = 0; kw < p.kernel[1]; ++kw) sum += load_columns(start + ih * planes.width + kw, p.stride[1]);
+        }
+        simd::storev(o + first, sum / divisor);
+      };
+      ow = vector_blocks<simd::kLanes>(ow, cols.end, block);
     }
+    for (; ow < p.out[1]; ++ow) avg_pool_one(in, rows, ow, planes, p, options, &o[ow]);
   }
 }
 
@@ -244,16 +472,26 @@ Error aten_max_pool2d_with_indices(KernelContext& ctx, ValueSpan inputs, ValueSp
       if (is_plain_2x2(planes, p)) {
         return run_fast_path<tags::max_pool2d_2x2_kernel, T>(ctx, [&]() -> Error {
           for (int64_t i = 0; i < planes.count; ++i) {
-            max_pool_plane_2x2<T>(x.data_as<T>() + i * in_plane, out->data_as<T>() + i * out_plane,
-                                  indices->data_as<int64_t>() + i * out_plane, planes, p);
+            if constexpr (is_same_v<T, float>) {
+              max_pool_plane_2x2_float(x.data_as<T>() + i * in_plane, out->data_as<T>() + i * out_plane,
+                                   indices->data_as<int64_t>() + i * out_plane, planes, p);
+            } else {
+              max_pool_plane_2x2<T>(x.data_as<T>() + i * in_plane, out->data_as<T>() + i * out_plane,
+                                    indices->data_as<int64_t>() + i * out_plane, planes, p);
+            }
           }
           return Error::Ok;
         });
       }
     }
     for (int64_t i = 0; i < planes.count; ++i) {
-      max_pool_plane<T>(x.data_as<T>() + i * in_plane, out->data_as<T>() + i * out_plane,
-                        indices->data_as<int64_t>() + i * out_plane, planes, p);
+      if constexpr (is_same_v<T, float>) {
+        max_pool_plane_float(x.data_as<T>() + i * in_plane, out->data_as<T>() + i * out_plane,
+                             indices->data_as<int64_t>() + i * out_plane, planes, p);
+      } else {
+        max_pool_plane<T>(x.data_as<T>() + i * in_plane, out->data_as<T>() + i * out_plane,
+                          indices->data_as<int64_t>() + i * out_plane, planes, p);
+      }
     }
     return Error::Ok;
   });
@@ -279,10 +517,14 @@ Error aten_avg_pool2d(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs) {
   PARE_TRY_ASSIGN(const Tensor x, as_contiguous(ctx, self, self.dtype));
   const int64_t in_plane = planes.height * planes.width;
   const int64_t out_plane = p.out[0] * p.out[1];
+  const AvgOptions options{count_include_pad, divisor_override};
   return PARE_DISPATCH(avg_pool2d_kernel, ctx, self.dtype, T, {
     for (int64_t i = 0; i < planes.count; ++i) {
-      avg_pool_plane<T>(x.data_as<T>() + i * in_plane, out->data_as<T>() + i * out_plane, planes, p,
-                        count_include_pad, divisor_override);
+      if constexpr (is_same_v<T, float>) {
+        avg_pool_plane_float(x.data_as<T>() + i * in_plane, out->data_as<T>() + i * out_plane, planes, p, options);
+      } else {
+        avg_pool_plane<T>(x.data_as<T>() + i * in_plane, out->data_as<T>() + i * out_plane, planes, p, options);
+      }
     }
     return Error::Ok;
   });
