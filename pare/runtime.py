@@ -48,9 +48,14 @@ class _TensorInfo(ctypes.Structure):
     ]
 
 
+# pare_planner's values, in order (runtime/c_api/pare.h).
+PLANNERS = ("smaller", "first_fit", "greedy_by_size")
+
+
 class _MemoryStats(ctypes.Structure):
     _fields_ = [(name, ctypes.c_uint64) for name in
-                ("arena_bytes", "planned_arena_bytes", "persistent_bytes", "num_plans", "temporary_blocks")]
+                ("arena_bytes", "planned_arena_bytes", "persistent_bytes", "num_plans", "temporary_blocks",
+                 "first_fit_arena_bytes", "greedy_arena_bytes")]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -60,6 +65,8 @@ class MemoryStats:
     persistent_bytes: int
     num_plans: int
     temporary_blocks: int
+    first_fit_arena_bytes: int  # the last plan's arena laid out first fit ...
+    greedy_arena_bytes: int  # ... and greedy by size (0 when the planner is "first_fit")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -142,6 +149,7 @@ _SIGNATURES = {
     "pare_method_output_bool": (_c.c_int, [_P, _c.c_size_t, _c.POINTER(_c.c_int32)]),
     "pare_method_memory_stats": (_c.c_int, [_P, _c.POINTER(_MemoryStats)]),
     "pare_method_set_profiling": (_c.c_int, [_P, _c.c_int]),
+    "pare_method_set_planner": (_c.c_int, [_P, _c.c_int32]),
     "pare_method_instruction_count": (_c.c_size_t, [_P]),
     "pare_method_profile": (_c.c_int, [_P, _c.c_size_t, _c.POINTER(_c.c_char_p), _c.POINTER(_c.c_uint64),
                                        _c.POINTER(_c.c_uint64)]),
@@ -535,7 +543,16 @@ class Method:
         s = _MemoryStats()
         self._check(self._lib.pare_method_memory_stats(self._handle, ctypes.byref(s)))
         return MemoryStats(s.arena_bytes, s.planned_arena_bytes, s.persistent_bytes, s.num_plans,
-                           s.temporary_blocks)
+                           s.temporary_blocks, s.first_fit_arena_bytes, s.greedy_arena_bytes)
+
+    def set_planner(self, planner: str) -> None:
+        """How the arena is laid out when the method plans (its first run,
+        new input shapes): "smaller" (the default: the smaller of the two
+        layouts), "first_fit" or "greedy_by_size". The next run re-plans.
+        Raises ValueError for another name."""
+        if planner not in PLANNERS:
+            raise ValueError(f"unknown planner {planner!r}: use one of {', '.join(PLANNERS)}")
+        self._check(self._lib.pare_method_set_planner(self._handle, PLANNERS.index(planner)))
 
     def set_profiling(self, enabled: bool = True) -> None:
         self._check(self._lib.pare_method_set_profiling(self._handle, int(enabled)))

@@ -325,6 +325,20 @@ pare_status pare_method_memory_stats(const pare_method* method, pare_memory_stat
   stats->persistent_bytes = s.persistent_bytes;
   stats->num_plans = s.num_plans;
   stats->temporary_blocks = s.temporary_blocks;
+  stats->first_fit_arena_bytes = s.first_fit_arena_bytes;
+  stats->greedy_arena_bytes = s.greedy_arena_bytes;
+  return PARE_OK;
+}
+
+pare_status pare_method_set_planner(pare_method* method, int32_t planner) {
+  if (method == nullptr) return PARE_ERROR_INVALID_ARGUMENT;
+  method->method.diagnostics().clear();
+  if (planner < PARE_PLANNER_SMALLER || planner > PARE_PLANNER_GREEDY_BY_SIZE) {
+    return pare::status(PARE_FAIL(pare::diagnostics_of(method), Error::InvalidArgument,
+                                  "planner %d is not a pare_planner (0, 1 or 2)",
+                                  static_cast<int>(planner)));
+  }
+  method->method.set_planner(static_cast<pare::PlannerStrategy>(planner));
   return PARE_OK;
 }
 

@@ -122,7 +122,20 @@ typedef struct pare_memory_stats {
   uint64_t persistent_bytes;     /* value slots, init results, objects */
   uint64_t num_plans;            /* planning runs (first run, shape changes) */
   uint64_t temporary_blocks;     /* blocks served outside the arena last run */
+  uint64_t first_fit_arena_bytes; /* the last plan laid out first fit ... */
+  uint64_t greedy_arena_bytes;    /* ... and greedy by size (0 under PARE_PLANNER_FIRST_FIT) */
 } pare_memory_stats;
+
+/* How a method lays out its activation arena when it plans (first run,
+ * new input shapes). Greedy by size places the largest blocks first, each
+ * into the tightest gap among blocks alive at the same time (TFLite's and
+ * Static Runtime's planner); first fit places blocks in request order.
+ * Neither always wins, so the default keeps the smaller. */
+typedef enum pare_planner {
+  PARE_PLANNER_SMALLER = 0,
+  PARE_PLANNER_FIRST_FIT = 1,
+  PARE_PLANNER_GREEDY_BY_SIZE = 2,
+} pare_planner;
 
 /* ---- Version and build ------------------------------------------------ */
 
@@ -203,6 +216,9 @@ PARE_API pare_status pare_method_output_double(const pare_method* method, size_t
 PARE_API pare_status pare_method_output_bool(const pare_method* method, size_t index, int32_t* value);
 
 PARE_API pare_status pare_method_memory_stats(const pare_method* method, pare_memory_stats* stats);
+/* Chooses the arena layout (a pare_planner value; PARE_ERROR_INVALID_ARGUMENT
+ * for another); the next execute re-plans. */
+PARE_API pare_status pare_method_set_planner(pare_method* method, int32_t planner);
 
 /* ---- Build feature op_profiling ---------------------------------------- */
 

@@ -264,6 +264,9 @@ Error Method::execute() {
   }
   phase_ = Phase::Idle;
   if (planning_) {
+    // Out of memory for the greedy layout's working arrays: the first-fit
+    // layout the run just used stands.
+    if (!planner_.finish()) diagnostics_.clear();
     plan_valid_ = true;
     snapshot_inputs();
     ++num_plans_;
@@ -430,7 +433,15 @@ MethodMemoryStats Method::memory_stats() const {
   s.persistent_bytes = allocator_.bytes_reserved();
   s.num_plans = num_plans_;
   s.temporary_blocks = temporaries_.size();
+  s.first_fit_arena_bytes = planner_.first_fit_arena_size();
+  s.greedy_arena_bytes = planner_.greedy_arena_size();
   return s;
+}
+
+void Method::set_planner(PlannerStrategy strategy) {
+  if (strategy == planner_.strategy()) return;
+  planner_.set_strategy(strategy);
+  plan_valid_ = false;
 }
 
 // ---------------------------------------------------------------------------

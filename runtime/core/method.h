@@ -31,6 +31,8 @@ struct MethodMemoryStats {
   uint64_t persistent_bytes;     // value slots, init outputs, objects
   uint64_t num_plans;            // planning runs so far
   uint64_t temporary_blocks;     // blocks served outside the arena by the last run
+  uint64_t first_fit_arena_bytes;  // the last plan laid out first fit
+  uint64_t greedy_arena_bytes;     // ... and greedy by size (0 when pinned to first fit)
 };
 
 class Method {
@@ -62,6 +64,9 @@ class Method {
   bool profile(size_t instruction, uint64_t* calls, uint64_t* ticks) const;
 
   MethodMemoryStats memory_stats() const;
+  // Which arena layout plans keep (memory_planner.h); the next run
+  // re-plans.
+  void set_planner(PlannerStrategy strategy);
 
  private:
   friend class KernelContext;

@@ -39,10 +39,13 @@ def full_runtime() -> Path:
 def test_a_model_gets_pare_and_torch_numbers_and_the_json_fields(full_runtime):
     result = bench_model(MODEL, load_runtime(full_runtime), full_runtime, rounds=3, threads=1)
     row = result.to_json()
-    for key in ("model", "runtime", "threads", "median_us", "p90_us", "arena_bytes", "torch_eager_median_us"):
+    for key in ("model", "runtime", "threads", "median_us", "p90_us", "arena_bytes", "first_fit_arena_bytes",
+                "greedy_arena_bytes", "torch_eager_median_us"):
         assert key in row
     assert 0 < result.median_us <= result.p90_us and 0 < result.torch_eager_median_us
-    assert result.arena_bytes > 0
+    # The arena is the smaller of the two planners' layouts.
+    assert result.arena_bytes == min(result.first_fit_arena_bytes, result.greedy_arena_bytes) > 0
+    assert f" | {result.first_fit_arena_bytes:,} / {result.greedy_arena_bytes:,} | " in table([result])
     assert row["pare_over_torch_eager"] == round(result.median_us / result.torch_eager_median_us, 4)
     assert f"| {MODEL} | " in table([result])
     # Not asked for ExecuTorch: its fields are None, and the table has no columns for it.
@@ -73,7 +76,7 @@ def test_executorch_is_timed_in_the_same_rounds_with_its_ratios(full_runtime):
 
 def _bench(**executorch) -> ModelBench:
     return ModelBench(model="m.py", runtime="lib.so", threads=1, rounds=3, median_us=100.0, p90_us=110.0,
-                      arena_bytes=64, torch_eager_median_us=400.0, torch_eager_p90_us=420.0, passes=(), **executorch)
+                      arena_bytes=64, first_fit_arena_bytes=64, greedy_arena_bytes=64, torch_eager_median_us=400.0, torch_eager_p90_us=420.0, passes=(), **executorch)
 
 
 def test_a_system_not_timed_shows_n_a_with_its_reason():

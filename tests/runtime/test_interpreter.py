@@ -88,6 +88,108 @@ def test_replanning_when_input_shapes_change(runtime):
     assert method.memory_stats().num_plans == 4
 
 
+def fragmenting_program():
+    """First fit's classic loss: a 4 KB block dies just before two 16 KB
+    blocks need room, leaving a hole neither fits in.
+
+    t0: s = relu(x)            4 KB, read at t1
+    t1: b = s[:, None] * w     16 KB, live to t3
+    t2: c = x[:, None] * w     16 KB (s's 4 KB hole at offset 0 is too small)
+    t3: d = b + c              16 KB
+
+    First fit: s 0, b 4K, c 20K, d 36K: 52 KB. Greedy by size: b 0, c 16K,
+    d 32K, then s (alive with b only) at 16K..20K: 48 KB."""
+    pb = ProgramBuilder()
+    m = pb.method()
+    x = m.input("Float", [1024])
+    w = np.array([[1.0, -2.0, 0.5, 3.0]], np.float32)
+    s = m.op("aten::relu", x)
+    b = m.op("aten::mul.Tensor", m.op("aten::view", s, [1024, 1]), w)
+    c = m.op("aten::mul.Tensor", m.op("aten::view", x, [1024, 1]), w)
+    m.output(m.op("aten::add.Tensor", b, c))
+    return pb.to_bytes(), w
+
+
+def test_greedy_by_size_planner_beats_first_fit_where_first_fit_fragments(runtime):
+    program, w = fragmenting_program()
+    x = np.linspace(-2, 2, 1024, dtype=np.float32)
+    want = np.maximum(x, 0)[:, None] * w + x[:, None] * w
+    method = runtime.load(program).method()
+    np.testing.assert_array_equal(method.run(x)[0], want)
+    s = method.memory_stats()
+    assert (s.first_fit_arena_bytes, s.greedy_arena_bytes) == (52 * 1024, 48 * 1024)
+    assert s.planned_arena_bytes == 48 * 1024  # the default keeps the smaller layout
+    for planner, planned in [("first_fit", 52 * 1024), ("greedy_by_size", 48 * 1024), ("smaller", 48 * 1024)]:
+        method.set_planner(planner)
+        for _ in range(2):  # the re-planning run, then a replay in the new layout
+            np.testing.assert_array_equal(method.run(x)[0], want)
+        s = method.memory_stats()
+        assert s.planned_arena_bytes == planned and s.temporary_blocks == 0, planner
+    assert method.memory_stats().num_plans == 4
+    with pytest.raises(ValueError, match="unknown planner 'best': use one of smaller, first_fit, greedy_by_size"):
+        method.set_planner("best")
+
+
+def test_planner_name_is_checked_by_the_c_api(runtime):
+    method = runtime.load(relu_chain(2)).method()
+    with pytest.raises(PareError, match=r"planner 7 is not a pare_planner \(0, 1 or 2\)"):
+        method._check(method._lib.pare_method_set_planner(method._handle, 7))
+
+
+def random_program(seed: int):
+    """A random method over 1-d float tensors of mixed lengths: relu, add,
+    mul, cat and slices (views that keep their base alive), each reading
+    earlier values at random, so blocks of many sizes live for random
+    spans. Returns the program, its input and numpy's result for each
+    output."""
+    rng = np.random.default_rng(seed)
+    pb = ProgramBuilder()
+    m = pb.method()
+    x = rng.standard_normal(96).astype(np.float32)
+    values = [(m.input("Float", [96]), x)]
+    for _ in range(int(rng.integers(12, 40))):
+        kind = rng.integers(5)
+        a, ra = values[int(rng.integers(len(values)))]
+        same = [v for v in values if v[1].shape == ra.shape]
+        b, rb = same[int(rng.integers(len(same)))]
+        if kind == 0:
+            v, r = m.op("aten::relu", a), np.maximum(ra, 0)
+        elif kind == 1:
+            v, r = m.op("aten::add.Tensor", a, b), ra + rb
+        elif kind == 2:
+            v, r = m.op("aten::mul.Tensor", a, b), ra * rb
+        elif kind == 3 and ra.size + rb.size <= 4096:
+            v, r = m.op("aten::cat", [a, b], 0), np.concatenate([ra, rb])
+        else:
+            start = int(rng.integers(ra.size))
+            stop = int(rng.integers(start + 1, ra.size + 1))
+            v, r = m.op("aten::slice.Tensor", a, 0, start, stop), ra[start:stop]
+        values.append((v, r))
+    outputs = [values[i] for i in sorted(rng.choice(len(values), size=3, replace=False))]
+    m.output(*[v for v, _ in outputs])
+    return pb.to_bytes(), x, [r for _, r in outputs]
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_every_planner_layout_keeps_live_blocks_apart(runtime, seed):
+    # Overlapping blocks alive at the same time would corrupt a result; each
+    # layout runs twice (the planning run outside the arena, then a replay
+    # in it). The default keeps the smaller layout.
+    program, x, want = random_program(seed)
+    for planner in ("first_fit", "greedy_by_size", "smaller"):
+        method = runtime.load(program).method()
+        method.set_planner(planner)
+        for _ in range(2):
+            for got, expected in zip(method.run(x), want):
+                np.testing.assert_array_equal(got, expected)
+        s = method.memory_stats()
+        assert s.temporary_blocks == 0
+        if planner == "smaller":
+            assert s.planned_arena_bytes == min(s.first_fit_arena_bytes, s.greedy_arena_bytes)
+        if planner == "first_fit":
+            assert s.greedy_arena_bytes == 0 and s.planned_arena_bytes == s.first_fit_arena_bytes
+
+
 def test_outputs_stay_valid_until_next_execute(runtime):
     method = runtime.load(relu_chain(3)).method()
     method.set_input(0, np.array([-1, 2], np.float32))

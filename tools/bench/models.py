@@ -54,6 +54,9 @@ class ModelBench:
     median_us: float
     p90_us: float
     arena_bytes: int
+    # The arena of each planner's layout (the runtime keeps the smaller).
+    first_fit_arena_bytes: int
+    greedy_arena_bytes: int
     torch_eager_median_us: float
     torch_eager_p90_us: float
     passes: tuple[str, ...]  # the graph passes the program was exported with
@@ -129,7 +132,7 @@ def bench_model(path: str | Path, runtime: Runtime, runtime_path: Path, *, round
     finally:
         if peer:
             peer.close()
-    arena = method.memory_stats().arena_bytes
+    memory = method.memory_stats()
     method.close()
 
     def us(system: str, stat: Callable[[list[float]], float]) -> float | None:
@@ -137,7 +140,8 @@ def bench_model(path: str | Path, runtime: Runtime, runtime_path: Path, *, round
 
     return ModelBench(
         model=str(path), runtime=str(runtime_path), threads=threads, rounds=rounds,
-        median_us=us("pare", median), p90_us=us("pare", p90), arena_bytes=arena,
+        median_us=us("pare", median), p90_us=us("pare", p90), arena_bytes=memory.arena_bytes,
+        first_fit_arena_bytes=memory.first_fit_arena_bytes, greedy_arena_bytes=memory.greedy_arena_bytes,
         torch_eager_median_us=us("torch_eager", median), torch_eager_p90_us=us("torch_eager", p90),
         passes=tuple(r.name for r in exported.passes),
         executorch_portable_median_us=us(PORTABLE, median), executorch_portable_p90_us=us(PORTABLE, p90),
@@ -162,14 +166,16 @@ def table(results: list[ModelBench]) -> str:
     """Markdown; the ExecuTorch columns only when some model was benched with them."""
     with_executorch = any(r.executorch_unavailable or r.executorch_median_us(s) is not None
                           for r in results for s in SYSTEMS)
-    head = "| model | Pare median µs | Pare p90 µs | arena B | torch eager median µs | Pare / torch |"
-    rule = "|---|---:|---:|---:|---:|---:|"
+    head = ("| model | Pare median µs | Pare p90 µs | arena B | arena B first fit / greedy | torch eager median µs "
+            "| Pare / torch |")
+    rule = "|---|---:|---:|---:|---:|---:|---:|"
     if with_executorch:
         head += " ET portable median µs | ET+XNNPACK median µs | Pare / ET+XNNPACK |"
         rule += "---:|---:|---:|"
     lines = [head, rule]
     for r in results:
         line = (f"| {r.model} | {r.median_us:,.1f} | {r.p90_us:,.1f} | {r.arena_bytes:,} | "
+                f"{r.first_fit_arena_bytes:,} / {r.greedy_arena_bytes:,} | "
                 f"{r.torch_eager_median_us:,.1f} | {r.ratio_torch:.2f}x |")
         if with_executorch:
             reasons = dict(r.executorch_unavailable)
