@@ -41,9 +41,13 @@ Error Method::init(const char* name) {
   values_ = allocator_.allocate_array<Value>(m.num_values);
   instructions_ = allocator_.allocate_array<Instruction>(m.num_instructions);
   input_set_ = allocator_.allocate_array<bool>(m.num_inputs);
-  planned_inputs_ = allocator_.allocate_array<Tensor>(m.num_inputs);
+  bool plans_ok = true;
+  for (CachedPlan& plan : plans_) {
+    plan.inputs = allocator_.allocate_array<Tensor>(m.num_inputs);
+    plans_ok = plans_ok && (m.num_inputs == 0 || plan.inputs != nullptr);
+  }
   if ((m.num_values > 0 && values_ == nullptr) || (m.num_instructions > 0 && instructions_ == nullptr) ||
-      (m.num_inputs > 0 && (input_set_ == nullptr || planned_inputs_ == nullptr))) {
+      (m.num_inputs > 0 && input_set_ == nullptr) || !plans_ok) {
     return PARE_FAIL(diagnostics_, Error::OutOfMemory, "out of memory creating method '%s'", m.name);
   }
 
@@ -204,10 +208,11 @@ Error Method::set_input(size_t index, int32_t dtype_code, const int64_t* sizes, 
   return Error::Ok;
 }
 
-bool Method::inputs_match_plan() const {
+bool Method::inputs_match(const CachedPlan& plan) const {
+  if (!plan.valid) return false;
   for (uint32_t k = 0; k < desc_->num_inputs; ++k) {
     const Tensor& now = values_[desc_->inputs[k]].tensor;
-    const Tensor& then = planned_inputs_[k];
+    const Tensor& then = plan.inputs[k];
     if (now.dtype != then.dtype || now.dim != then.dim) return false;
     for (size_t d = 0; d < now.dim; ++d) {
       if (now.sizes[d] != then.sizes[d] || now.strides[d] != then.strides[d]) return false;
@@ -216,8 +221,23 @@ bool Method::inputs_match_plan() const {
   return true;
 }
 
-void Method::snapshot_inputs() {
-  for (uint32_t k = 0; k < desc_->num_inputs; ++k) planned_inputs_[k] = values_[desc_->inputs[k]].tensor;
+// Makes the plan for the current input signature active and returns true,
+// or, when none is kept, makes the least recently run plan (or an unused
+// one) active, empty, and returns false: this run plans.
+bool Method::select_plan() {
+  if (inputs_match(plans_[active_plan_])) return true;
+  size_t victim = 0;
+  for (size_t k = 0; k < kPlanCacheSize; ++k) {
+    if (inputs_match(plans_[k])) {
+      active_plan_ = k;
+      return true;
+    }
+    const CachedPlan& v = plans_[victim];
+    if (v.valid && (!plans_[k].valid || plans_[k].last_run < v.last_run)) victim = k;
+  }
+  active_plan_ = victim;
+  plans_[victim].valid = false;
+  return false;
 }
 
 void Method::release_temporaries() {
@@ -237,19 +257,21 @@ Error Method::execute() {
   // The previous run's outputs die here, so its temporary blocks can go and
   // the arena can be resized to the current plan.
   release_temporaries();
-  if (planner_.arena_size() > arena_capacity_) {
+  planning_ = !select_plan();
+  CachedPlan& plan = plans_[active_plan_];
+  plan.last_run = ++runs_;
+  if (planning_) {
+    plan.planner.begin();
+  } else if (plan.planner.arena_size() > arena_capacity_) {
     pare_pal_free(arena_);
     arena_capacity_ = 0;
-    arena_ = static_cast<uint8_t*>(pare_pal_malloc(static_cast<size_t>(planner_.arena_size()), kTensorAlignment));
+    arena_ = static_cast<uint8_t*>(pare_pal_malloc(static_cast<size_t>(plan.planner.arena_size()), kTensorAlignment));
     if (arena_ == nullptr) {
-      plan_valid_ = false;
       return PARE_FAIL(diagnostics_, Error::OutOfMemory, "out of memory allocating a %llu-byte arena",
-                       static_cast<unsigned long long>(planner_.arena_size()));
+                       static_cast<unsigned long long>(plan.planner.arena_size()));
     }
-    arena_capacity_ = static_cast<size_t>(planner_.arena_size());
+    arena_capacity_ = static_cast<size_t>(plan.planner.arena_size());
   }
-  planning_ = !plan_valid_ || !inputs_match_plan();
-  if (planning_) planner_.begin();
   replay_broken_ = false;
   replay_cursor_ = 0;
 
@@ -258,20 +280,20 @@ Error Method::execute() {
     const Error error = run_instruction(i);
     if (error != Error::Ok) {
       phase_ = Phase::Idle;
-      plan_valid_ = false;  // a partial plan must not be replayed
+      plan.valid = false;  // a partial plan must not be replayed
       return error;
     }
   }
   phase_ = Phase::Idle;
   if (planning_) {
-    // Out of memory for the greedy layout's working arrays: the first-fit
-    // layout the run just used stands.
-    if (!planner_.finish()) diagnostics_.clear();
-    plan_valid_ = true;
-    snapshot_inputs();
+    // finish() fails only when out of memory for the greedy layout's
+    // working arrays: the first-fit layout this run used then stands.
+    (void)plan.planner.finish();
+    plan.valid = true;
+    for (uint32_t k = 0; k < m.num_inputs; ++k) plan.inputs[k] = values_[m.inputs[k]].tensor;
     ++num_plans_;
   }
-  if (replay_broken_) plan_valid_ = false;  // re-plan next run
+  if (replay_broken_) plan.valid = false;  // re-plan next run
   outputs_valid_ = true;
   return Error::Ok;
 }
@@ -367,14 +389,14 @@ Result<void*> Method::allocate_storage(Value* value, size_t nbytes) {
   uint32_t slot_index = Value::kNoSlot;
   void* p = nullptr;
   if (planning_) {
-    if (!planner_.place(current_instruction_, nbytes, last_use, &slot_index)) {
+    if (!planner().place(current_instruction_, nbytes, last_use, &slot_index)) {
       return PARE_FAIL(diagnostics_, Error::OutOfMemory, "out of memory planning method '%s'", desc_->name);
     }
-    const MemoryPlanner::Slot& slot = planner_.slot(slot_index);
+    const MemoryPlanner::Slot& slot = planner().slot(slot_index);
     if (slot.offset + slot.size <= arena_capacity_) p = arena_ + slot.offset;
   } else if (!replay_broken_) {
-    if (replay_cursor_ < planner_.num_slots()) {
-      const MemoryPlanner::Slot& slot = planner_.slot(replay_cursor_);
+    if (replay_cursor_ < planner().num_slots()) {
+      const MemoryPlanner::Slot& slot = planner().slot(replay_cursor_);
       if (slot.instruction == current_instruction_ && nbytes <= slot.size &&
           slot.offset + slot.size <= arena_capacity_) {
         p = arena_ + slot.offset;
@@ -429,19 +451,20 @@ bool Method::profile(size_t instruction, uint64_t* calls, uint64_t* ticks) const
 MethodMemoryStats Method::memory_stats() const {
   MethodMemoryStats s{};
   s.arena_bytes = arena_capacity_;
-  s.planned_arena_bytes = planner_.arena_size();
+  s.planned_arena_bytes = planner().arena_size();
   s.persistent_bytes = allocator_.bytes_reserved();
   s.num_plans = num_plans_;
   s.temporary_blocks = temporaries_.size();
-  s.first_fit_arena_bytes = planner_.first_fit_arena_size();
-  s.greedy_arena_bytes = planner_.greedy_arena_size();
+  s.first_fit_arena_bytes = planner().first_fit_arena_size();
+  s.greedy_arena_bytes = planner().greedy_arena_size();
   return s;
 }
 
 void Method::set_planner(PlannerStrategy strategy) {
-  if (strategy == planner_.strategy()) return;
-  planner_.set_strategy(strategy);
-  plan_valid_ = false;
+  for (CachedPlan& plan : plans_) {
+    if (plan.planner.strategy() != strategy) plan.valid = false;
+    plan.planner.set_strategy(strategy);
+  }
 }
 
 // ---------------------------------------------------------------------------
@@ -505,7 +528,7 @@ Error KernelContext::set_output_view(Value& out, const Value& base, IntArrayRef 
   Method& m = *method_;
   if (m.planning_ && slot != Value::kNoSlot) {
     const uint32_t id = m.value_id(&out);
-    m.planner_.extend(slot, id != kNoValue ? m.desc_->last_use[id] : m.current_instruction_);
+    m.planner().extend(slot, id != kNoValue ? m.desc_->last_use[id] : m.current_instruction_);
   }
   return Error::Ok;
 }

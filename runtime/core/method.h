@@ -8,13 +8,18 @@
 // for every activation and scratch buffer comes from one arena laid out by
 // the memory planner (runtime/core/memory_planner.h):
 //
-//  * the first run, and any run whose input shapes (or strides) differ from
-//    the planned ones, is a planning run: allocations are placed by value
-//    lifetime as they happen; anything that does not fit the current arena
-//    is served from a temporary block and the arena is resized to the plan
-//    before the next run;
-//  * every other run replays the plan: each allocation is the next slot,
-//    no search, no PAL call.
+//  * the first run, and any run whose input signature (the dtype, sizes
+//    and strides of every input) matches none of the plans kept, is a
+//    planning run: allocations are placed by value lifetime as they happen;
+//    anything that does not fit the current arena is served from a
+//    temporary block and the arena is resized to the plan before the next
+//    run that replays it;
+//  * every other run replays the plan made for its signature: each
+//    allocation is the next slot, no search, no PAL call. The last
+//    kPlanCacheSize signatures' plans are kept (least recently run
+//    replaced), so inputs that alternate between a few shapes plan each
+//    shape once, and the arena, sized for the largest, is never
+//    reallocated.
 //
 // Method outputs stay valid until the next execute(), set_input() or
 // destruction. A method instance is not thread-safe; create one per thread.
@@ -83,8 +88,16 @@ class Method {
 
   Error run_instruction(uint32_t index);
   void resolve_symbolic_lists(const Instruction& ins);
-  bool inputs_match_plan() const;
-  void snapshot_inputs();
+  struct CachedPlan {
+    MemoryPlanner planner;
+    Tensor* inputs = nullptr;  // the input signature it was made for
+    bool valid = false;
+    uint64_t last_run = 0;
+  };
+  bool inputs_match(const CachedPlan& plan) const;
+  bool select_plan();
+  MemoryPlanner& planner() { return plans_[active_plan_].planner; }
+  const MemoryPlanner& planner() const { return plans_[active_plan_].planner; }
   void release_temporaries();
   uint32_t value_id(const Value* v) const;
   Result<void*> allocate_storage(Value* value, size_t nbytes);
@@ -103,16 +116,17 @@ class Method {
   Phase phase_ = Phase::Idle;
   uint32_t current_instruction_ = 0;
 
-  // Memory plan.
-  MemoryPlanner planner_;
-  bool plan_valid_ = false;
+  // Memory plans, one per recent input signature.
+  static constexpr size_t kPlanCacheSize = 4;
+  CachedPlan plans_[kPlanCacheSize];
+  size_t active_plan_ = 0;
+  uint64_t runs_ = 0;
   bool planning_ = false;
   bool replay_broken_ = false;
   size_t replay_cursor_ = 0;
   uint8_t* arena_ = nullptr;
   size_t arena_capacity_ = 0;
   DynArray<void*> temporaries_;  // blocks served outside the arena this run
-  Tensor* planned_inputs_ = nullptr;
   uint64_t num_plans_ = 0;
 
   // Build feature op_profiling.

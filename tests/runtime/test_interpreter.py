@@ -81,11 +81,34 @@ def test_replanning_when_input_shapes_change(runtime):
     s = method.memory_stats()
     assert s.num_plans == 2 and s.temporary_blocks == 0 and s.arena_bytes >= s.planned_arena_bytes
     assert np.array_equal(big, big_again)
-    np.testing.assert_array_equal(method.run(x4)[0], first)  # back to the small shape: re-plan, same answer
+    # Back to the small shape: its plan was kept, so no planning run and
+    # nothing outside the arena.
+    np.testing.assert_array_equal(method.run(x4)[0], first)
+    s = method.memory_stats()
+    assert s.num_plans == 2 and s.temporary_blocks == 0
+    # Same shape, different strides: a signature of its own (kernels may
+    # need scratch), planned once.
+    for _ in range(2):
+        np.testing.assert_allclose(method.run(np.asfortranarray(x4))[0], first, rtol=1e-6)
     assert method.memory_stats().num_plans == 3
-    # Same shape, different strides: also re-planned (kernels may need scratch).
-    np.testing.assert_allclose(method.run(np.asfortranarray(x4))[0], first, rtol=1e-6)
+
+
+def test_plans_are_kept_for_the_last_four_input_signatures(runtime):
+    method = runtime.load(mlp_program()).method()
+    rng = np.random.default_rng(4)
+    xs = [rng.standard_normal((batch, 64)).astype(np.float32) for batch in (1, 2, 3, 4, 5)]
+    want = [method.run(x)[0] for x in xs[:4]]  # four plans
+    for _ in range(3):
+        for x, y in zip(xs[:4], want):
+            np.testing.assert_array_equal(method.run(x)[0], y)
+            assert method.memory_stats().temporary_blocks == 0
     assert method.memory_stats().num_plans == 4
+    method.run(xs[4])  # a fifth signature replaces the least recently run (batch 1's)
+    assert method.memory_stats().num_plans == 5
+    method.run(xs[3])
+    assert method.memory_stats().num_plans == 5
+    np.testing.assert_array_equal(method.run(xs[0])[0], want[0])
+    assert method.memory_stats().num_plans == 6
 
 
 def fragmenting_program():
@@ -343,6 +366,18 @@ def test_no_allocation_in_steady_state_and_no_leaks(test_double_runtime):
     for _ in range(5):
         method.run(x)
     assert pal_stats(rt).malloc_calls == calls, "steady-state execute must not allocate"
+    # Inputs alternating between two shapes: each planned once, then no
+    # allocation (the arena is sized for the larger).
+    y = np.ones((2, 64), np.float32)
+    for _ in range(2):
+        method.run(y)
+        method.run(x)
+    calls = pal_stats(rt).malloc_calls
+    for _ in range(5):
+        method.run(y)
+        method.run(x)
+    assert pal_stats(rt).malloc_calls == calls, "alternating between planned shapes must not allocate"
+    assert method.memory_stats().num_plans == 2
     method.close()
     program.close()
     s = pal_stats(rt)
