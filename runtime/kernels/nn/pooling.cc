@@ -266,11 +266,12 @@ PARE_ALWAYS_INLINE simd::vec load_columns(const float* p, int64_t stride) {
   return stride == 1 ? simd::loadv(p) : simd::load_even(p);
 }
 
-// Float planes: the scalar loop at a row's ends, kLanes outputs at a time
-// in between. Indices are tracked in 32 bits (planes of fewer than 2^31
+// Float planes (an overload, which calls for float take over the
+// template): the scalar loop at a row's ends, kLanes outputs at a time in
+// between. Indices are tracked in 32 bits (planes of fewer than 2^31
 // elements; larger ones take the scalar loop) and widened on store.
-PARE_UNUSED void max_pool_plane_float(const float* PARE_RESTRICT in, float* PARE_RESTRICT out,
-                                      int64_t* PARE_RESTRICT indices, const Planes& planes, const PoolParams& p) {
+PARE_UNUSED void max_pool_plane(const float* PARE_RESTRICT in, float* PARE_RESTRICT out,
+                                int64_t* PARE_RESTRICT indices, const Planes& planes, const PoolParams& p) {
   const int64_t width = planes.width;
   VectorColumns cols = vector_columns(planes, p, (p.kernel[1] - 1) * p.dilation[1] + 1);
   if (planes.height * width > INT32_MAX) cols = {0, 0};
@@ -348,8 +349,9 @@ void max_pool_plane_2x2_vector(const float* PARE_RESTRICT in, float* PARE_RESTRI
   }
 }
 
-PARE_UNUSED void max_pool_plane_2x2_float(const float* PARE_RESTRICT in, float* PARE_RESTRICT out,
-                                          int64_t* PARE_RESTRICT indices, const Planes& planes, const PoolParams& p) {
+// The float overload of max_pool_plane_2x2.
+PARE_UNUSED void max_pool_plane_2x2(const float* PARE_RESTRICT in, float* PARE_RESTRICT out,
+                                    int64_t* PARE_RESTRICT indices, const Planes& planes, const PoolParams& p) {
   if (planes.height * planes.width <= INT32_MAX) {
     if (p.out[1] >= simd::kLanes) return max_pool_plane_2x2_vector<simd::vec>(in, out, indices, planes, p);
     // 4 to 7 outputs wide on AVX2 (a 14 x 14 plane): half vectors. Only
@@ -358,7 +360,7 @@ PARE_UNUSED void max_pool_plane_2x2_float(const float* PARE_RESTRICT in, float* 
       if (p.out[1] >= 4) return max_pool_plane_2x2_vector<vec4>(in, out, indices, planes, p);
     }
   }
-  max_pool_plane_float(in, out, indices, planes, p);  // the general loop: no scalar 2x2 copy for float
+  max_pool_plane(in, out, indices, planes, p);  // the general loop: no scalar 2x2 copy for float
 }
 
 // One output row's window rows for average pooling: the rows the window
@@ -421,10 +423,10 @@ void avg_pool_plane(const T* PARE_RESTRICT in, T* PARE_RESTRICT out, const Plane
   }
 }
 
-// Float planes: the scalar loop at a row's ends, kLanes outputs at a time
-// in between, where every window spans kernel[1] columns of the row.
-PARE_UNUSED void avg_pool_plane_float(const float* PARE_RESTRICT in, float* PARE_RESTRICT out, const Planes& planes,
-                                      const PoolParams& p, const AvgOptions& options) {
+// The float overload: the scalar loop at a row's ends, kLanes outputs at a
+// time in between, where every window spans kernel[1] columns of the row.
+PARE_UNUSED void avg_pool_plane(const float* PARE_RESTRICT in, float* PARE_RESTRICT out, const Planes& planes,
+                                const PoolParams& p, const AvgOptions& options) {
   const VectorColumns cols = vector_columns(planes, p, p.kernel[1]);
   for (int64_t oh = 0; oh < p.out[0]; ++oh) {
     const AvgRows rows = avg_window_rows(oh, planes, p);
@@ -468,30 +470,22 @@ Error aten_max_pool2d_with_indices(KernelContext& ctx, ValueSpan inputs, ValueSp
   const int64_t in_plane = planes.height * planes.width;
   const int64_t out_plane = p.out[0] * p.out[1];
   return PARE_DISPATCH(max_pool2d_kernel, ctx, self.dtype, T, {
+    // max_pool_plane and max_pool_plane_2x2 have float overloads (vectors).
+    const T* in = x.data_as<T>();
+    T* o = out->data_as<T>();
+    int64_t* index = indices->data_as<int64_t>();
     if constexpr (fast_path_compiled<tags::max_pool2d_2x2_kernel, T>()) {
       if (is_plain_2x2(planes, p)) {
         return run_fast_path<tags::max_pool2d_2x2_kernel, T>(ctx, [&]() -> Error {
           for (int64_t i = 0; i < planes.count; ++i) {
-            if constexpr (is_same_v<T, float>) {
-              max_pool_plane_2x2_float(x.data_as<T>() + i * in_plane, out->data_as<T>() + i * out_plane,
-                                   indices->data_as<int64_t>() + i * out_plane, planes, p);
-            } else {
-              max_pool_plane_2x2<T>(x.data_as<T>() + i * in_plane, out->data_as<T>() + i * out_plane,
-                                    indices->data_as<int64_t>() + i * out_plane, planes, p);
-            }
+            max_pool_plane_2x2(in + i * in_plane, o + i * out_plane, index + i * out_plane, planes, p);
           }
           return Error::Ok;
         });
       }
     }
     for (int64_t i = 0; i < planes.count; ++i) {
-      if constexpr (is_same_v<T, float>) {
-        max_pool_plane_float(x.data_as<T>() + i * in_plane, out->data_as<T>() + i * out_plane,
-                             indices->data_as<int64_t>() + i * out_plane, planes, p);
-      } else {
-        max_pool_plane<T>(x.data_as<T>() + i * in_plane, out->data_as<T>() + i * out_plane,
-                          indices->data_as<int64_t>() + i * out_plane, planes, p);
-      }
+      max_pool_plane(in + i * in_plane, o + i * out_plane, index + i * out_plane, planes, p);
     }
     return Error::Ok;
   });
@@ -520,11 +514,7 @@ Error aten_avg_pool2d(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs) {
   const AvgOptions options{count_include_pad, divisor_override};
   return PARE_DISPATCH(avg_pool2d_kernel, ctx, self.dtype, T, {
     for (int64_t i = 0; i < planes.count; ++i) {
-      if constexpr (is_same_v<T, float>) {
-        avg_pool_plane_float(x.data_as<T>() + i * in_plane, out->data_as<T>() + i * out_plane, planes, p, options);
-      } else {
-        avg_pool_plane<T>(x.data_as<T>() + i * in_plane, out->data_as<T>() + i * out_plane, planes, p, options);
-      }
+      avg_pool_plane(x.data_as<T>() + i * in_plane, out->data_as<T>() + i * out_plane, planes, p, options);
     }
     return Error::Ok;
   });
