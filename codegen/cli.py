@@ -7,6 +7,7 @@ stderr as `warning: ...` lines and do not change the exit status.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 from collections.abc import Sequence
@@ -14,7 +15,7 @@ from collections.abc import Sequence
 from codegen.errors import CodegenError
 from codegen.generate import render, write_outputs
 from codegen.inventory import Inventory, load_inventory
-from codegen.manifest import load
+from codegen.manifest import Manifest, load
 from codegen.selection import ALLOW_UNKNOWN_OPS_FLAG, Selection, resolve
 
 EXIT_USER_ERROR = 2
@@ -51,6 +52,9 @@ def _parser() -> argparse.ArgumentParser:
     g.add_argument("--out", required=True, metavar="DIR", help="output directory")
     g.add_argument("--manifest-name", metavar="NAME", default=None,
                    help="how the runtime's 'not selected' errors name the manifest (default: its path)")
+    g.add_argument("--build-feature", action="append", default=[], metavar="NAME",
+                   help="also select this build feature (repeatable), e.g. output_buffers; the selective_runtime "
+                   "rule's build_features attribute passes these")
     inventory_arg(g)
     allow_arg(g)
 
@@ -63,6 +67,19 @@ def _parser() -> argparse.ArgumentParser:
     inventory_arg(i)
     i.add_argument("--json", action="store_true", help="print JSON instead of text")
     return p
+
+
+def with_build_features(manifest: Manifest, names: Sequence[str], inventory: Inventory) -> Manifest:
+    """`manifest` also selecting build features `names`, which must be the
+    runtime's (unlike a manifest's own list, where an unknown feature is a
+    warning, a feature asked for by name is an error)."""
+    unknown = sorted(set(names) - set(inventory.build_features))
+    if unknown:
+        raise CodegenError(
+            f"--build-feature {', '.join(unknown)}: not a build feature of the runtime ({inventory.root}); "
+            f"its features: {', '.join(inventory.build_features) or 'none'}"
+        )
+    return dataclasses.replace(manifest, build_features=manifest.build_features | frozenset(names))
 
 
 def _warn(selection: Selection) -> None:
@@ -134,9 +151,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             sys.stdout.write(_inventory_json(inv) if args.json else _inventory_text(inv))
             return 0
         manifest = load(args.manifest)
-        selection = resolve(
-            manifest, load_inventory(args.inventory), allow_unknown_ops=args.allow_unknown_ops
-        )
+        inventory = load_inventory(args.inventory)
+        extra = getattr(args, "build_feature", [])
+        if extra:
+            manifest = with_build_features(manifest, extra, inventory)
+        selection = resolve(manifest, inventory, allow_unknown_ops=args.allow_unknown_ops)
         _warn(selection)
         if args.command == "check":
             print(f"{args.manifest}: ok; {_summary(selection)}")

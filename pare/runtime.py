@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import ctypes
 import dataclasses
+import math
 import os
 from typing import Any
 
@@ -150,6 +151,7 @@ _SIGNATURES = {
     "pare_method_memory_stats": (_c.c_int, [_P, _c.POINTER(_MemoryStats)]),
     "pare_method_set_profiling": (_c.c_int, [_P, _c.c_int]),
     "pare_method_set_planner": (_c.c_int, [_P, _c.c_int32]),
+    "pare_method_set_output_buffer": (_c.c_int, [_P, _c.c_size_t, _c.c_void_p, _c.c_size_t]),
     "pare_method_instruction_count": (_c.c_size_t, [_P]),
     "pare_method_profile": (_c.c_int, [_P, _c.c_size_t, _c.POINTER(_c.c_char_p), _c.POINTER(_c.c_uint64),
                                        _c.POINTER(_c.c_uint64)]),
@@ -364,6 +366,7 @@ class Method:
         lib = self._lib = program._lib
         self._handle = handle
         self._inputs: dict[int, np.ndarray] = {}  # borrowed by the runtime
+        self._output_buffers: dict[int, np.ndarray] = {}  # bound by set_output_buffer, written by the runtime
         self._output_dtypes: list[str | None] = []
         self._num_inputs = lib.pare_method_input_count(handle)
         self._num_outputs = lib.pare_method_output_count(handle)
@@ -470,10 +473,17 @@ class Method:
 
     def output(self, index: int) -> Any:
         """Output `index` of the last execute(): a numpy array (a copy;
-        BFloat16 comes back as float32), or a Python int/float/bool."""
+        BFloat16 comes back as float32; an output bound by
+        set_output_buffer() comes back as a view of that buffer, not a
+        copy), or a Python int/float/bool."""
         info = self._info
         if self._c_output_tensor(self._handle, index, self._info_ref) != 0:
             return self._scalar_output(index)  # not a tensor (or a bad index: reported there)
+        bound = self._output_buffers.get(index)
+        if bound is not None and info.dtype != _dtypes.BFloat16.code and info.data == bound.ctypes.data:
+            dt = _dtypes.BY_CODE[info.dtype]
+            shape = tuple(info.sizes[:info.ndim])
+            return bound.reshape(-1).view(np.uint8)[:dt.itemsize * math.prod(shape)].view(dt.numpy).reshape(shape)
         key = (info.data, info.dtype, info.ndim, bytes(info.sizes), bytes(info.strides))
         cached = self._out_views.get(index)
         if cached is not None and cached[0] == key:
@@ -544,6 +554,24 @@ class Method:
         self._check(self._lib.pare_method_memory_stats(self._handle, ctypes.byref(s)))
         return MemoryStats(s.arena_bytes, s.planned_arena_bytes, s.persistent_bytes, s.num_plans,
                            s.temporary_blocks, s.first_fit_arena_bytes, s.greedy_arena_bytes)
+
+    def set_output_buffer(self, index: int, buffer: np.ndarray | None) -> None:
+        """Has every later execute() leave output `index` in `buffer` (a
+        writeable, C-contiguous numpy array of at least the output's bytes,
+        any dtype; None unbinds), written in place by the kernel that
+        produces it where it can be: a steady-state call then allocates
+        nothing and copies nothing. The method keeps a reference to the
+        array while it is bound. Raises PareError when execute() produces
+        more bytes than the buffer holds, and FeatureNotSelected when the
+        runtime's manifest does not select build feature output_buffers."""
+        if buffer is None:
+            self._check(self._lib.pare_method_set_output_buffer(self._handle, index, None, 0))
+            self._output_buffers.pop(index, None)
+            return
+        if not isinstance(buffer, np.ndarray) or not buffer.flags.c_contiguous or not buffer.flags.writeable:
+            raise ValueError("an output buffer must be a writeable, C-contiguous numpy array")
+        self._check(self._lib.pare_method_set_output_buffer(self._handle, index, buffer.ctypes.data, buffer.nbytes))
+        self._output_buffers[index] = buffer
 
     def set_planner(self, planner: str) -> None:
         """How the arena is laid out when the method plans (its first run,

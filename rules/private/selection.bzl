@@ -28,6 +28,7 @@ def _impl(ctx):
     args.add("--manifest-name", manifest_label)
     if ctx.attr.allow_unknown_ops:
         args.add("--allow-unknown-ops")
+    args.add_all(ctx.attr.build_features, before_each = "--build-feature")
     ctx.actions.run(
         executable = ctx.executable._codegen,
         arguments = [args],
@@ -67,6 +68,7 @@ pare_selection = rule(
         "manifest": attr.label(allow_files = [".yaml", ".yml"], doc = "Default manifest (a .yaml or op_manifest)."),
         "manifests": attr.label_list(allow_files = [".yaml", ".yml"], doc = "Candidates for --define ops=<file>."),
         "allow_unknown_ops": attr.bool(doc = "Drop operators the runtime lacks (with a warning) instead of failing."),
+        "build_features": attr.string_list(doc = "Build features selected on top of the manifest's (runtime/kernels/features.def)."),
         "inventory_dir": attr.string(default = "runtime/kernels", doc = "Workspace-relative directory of the runtime's .def files."),
         "_inventory": attr.label(default = "//runtime:inventory"),
         "_runtime_headers": attr.label_list(default = ["//runtime:headers"]),

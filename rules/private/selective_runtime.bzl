@@ -83,6 +83,7 @@ def selective_runtime(
         jni = False,
         x86_64_isa = "",
         allow_unknown_ops = False,
+        build_features = [],
         visibility = None,
         tags = []):
     """The smallest Pare runtime that runs exactly what `manifest` selects.
@@ -107,6 +108,10 @@ def selective_runtime(
         platforms ignore it.
       allow_unknown_ops: drop manifest operators the runtime lacks, with a
         warning, instead of failing the build.
+      build_features: build features to select on top of the manifest's
+        (runtime/kernels/features.def), e.g. ["output_buffers"] for an app
+        that hands the runtime its output buffers; a name the runtime lacks
+        fails the build.
       visibility: the usual.
       tags: the usual.
 
@@ -130,6 +135,7 @@ def selective_runtime(
         manifest = manifest,
         manifests = manifests,
         allow_unknown_ops = allow_unknown_ops,
+        build_features = build_features,
         tags = tags,
         visibility = visibility,
     )

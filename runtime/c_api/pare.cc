@@ -317,6 +317,11 @@ pare_status pare_method_output_bool(const pare_method* method, size_t index, int
   return PARE_OK;
 }
 
+pare_status pare_method_set_output_buffer(pare_method* method, size_t index, void* data, size_t nbytes) {
+  if (method == nullptr) return PARE_ERROR_INVALID_ARGUMENT;
+  return pare::status(method->method.set_output_buffer(index, data, nbytes));
+}
+
 pare_status pare_method_memory_stats(const pare_method* method, pare_memory_stats* stats) {
   if (method == nullptr || stats == nullptr) return PARE_ERROR_INVALID_ARGUMENT;
   const pare::MethodMemoryStats s = method->method.memory_stats();

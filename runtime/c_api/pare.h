@@ -27,9 +27,13 @@
  *   pare_method_destroy(method);                  // before its program
  *   pare_program_destroy(program);
  *
- * Threading: handles are not thread-safe; use one method per thread. A
- * program may be shared by methods on different threads only when the
- * runtime is not an instrumentation build (its observer is per program).
+ * Threading: a method handle is used by one thread at a time; create one
+ * per thread. One loaded program may serve methods on many threads at once
+ * (created and run concurrently): its constants and packed weights are
+ * read-only and exist once, each method has its own arena. Not in an
+ * instrumentation build (its trace is per program), and a failing
+ * pare_method_create also writes the program's error message: with
+ * concurrent creations, read the method's (pare_method_error_message).
  */
 
 #include <stddef.h>
@@ -214,6 +218,15 @@ PARE_API pare_status pare_method_output_tensor(const pare_method* method, size_t
 PARE_API pare_status pare_method_output_int(const pare_method* method, size_t index, int64_t* value);
 PARE_API pare_status pare_method_output_double(const pare_method* method, size_t index, double* value);
 PARE_API pare_status pare_method_output_bool(const pare_method* method, size_t index, int32_t* value);
+/* Binds tensor output `index` to caller memory (16-byte aligned, `nbytes`
+ * long; NULL unbinds): every later execute leaves the output there,
+ * contiguous (written in place by its kernel when it fits, else copied
+ * when the run ends; execute fails, naming the size needed, when it does
+ * not fit), and pare_method_output_tensor describes that buffer. With every
+ * tensor output bound, a steady-state execute neither allocates nor
+ * copies. Build feature output_buffers: PARE_ERROR_FEATURE_NOT_SELECTED
+ * when the build lacks it. */
+PARE_API pare_status pare_method_set_output_buffer(pare_method* method, size_t index, void* data, size_t nbytes);
 
 PARE_API pare_status pare_method_memory_stats(const pare_method* method, pare_memory_stats* stats);
 /* Chooses the arena layout (a pare_planner value; PARE_ERROR_INVALID_ARGUMENT

@@ -41,13 +41,17 @@ Error Method::init(const char* name) {
   values_ = allocator_.allocate_array<Value>(m.num_values);
   instructions_ = allocator_.allocate_array<Instruction>(m.num_instructions);
   input_set_ = allocator_.allocate_array<bool>(m.num_inputs);
+  if constexpr (feature_selected(FeatureId::output_buffers)) {
+    output_buffers_ = allocator_.allocate_array<OutputBuffer>(m.num_outputs);
+  }
   bool plans_ok = true;
   for (CachedPlan& plan : plans_) {
     plan.inputs = allocator_.allocate_array<Tensor>(m.num_inputs);
     plans_ok = plans_ok && (m.num_inputs == 0 || plan.inputs != nullptr);
   }
   if ((m.num_values > 0 && values_ == nullptr) || (m.num_instructions > 0 && instructions_ == nullptr) ||
-      (m.num_inputs > 0 && input_set_ == nullptr) || !plans_ok) {
+      (m.num_inputs > 0 && input_set_ == nullptr) || !plans_ok ||
+      (feature_selected(FeatureId::output_buffers) && m.num_outputs > 0 && output_buffers_ == nullptr)) {
     return PARE_FAIL(diagnostics_, Error::OutOfMemory, "out of memory creating method '%s'", m.name);
   }
 
@@ -285,6 +289,12 @@ Error Method::execute() {
     }
   }
   phase_ = Phase::Idle;
+  if constexpr (feature_selected(FeatureId::output_buffers)) {
+    if (num_output_buffers_ > 0) {
+      const Error error = finish_output_buffers();
+      if (error != Error::Ok) return error;
+    }
+  }
   if (planning_) {
     // finish() fails only when out of memory for the greedy layout's
     // working arrays: the first-fit layout this run used then stands.
@@ -415,7 +425,90 @@ Result<void*> Method::allocate_storage(Value* value, size_t nbytes) {
     }
   }
   if (value != nullptr) value->plan_slot = slot_index;
+  // A bound output is written straight into the caller's buffer. Its slot
+  // is still planned, so the plan does not depend on which outputs are
+  // bound.
+  if constexpr (feature_selected(FeatureId::output_buffers)) {
+    if (num_output_buffers_ > 0) {
+      if (void* buffer = output_buffer_for(value, nbytes)) return buffer;
+    }
+  }
   return p;
+}
+
+void* Method::output_buffer_for(const Value* value, size_t nbytes) const {
+  const uint32_t id = value_id(value);
+  for (uint32_t k = 0; id != kNoValue && k < desc_->num_outputs; ++k) {
+    if (desc_->outputs[k] == id && output_buffers_[k].data != nullptr && nbytes <= output_buffers_[k].nbytes) {
+      return output_buffers_[k].data;
+    }
+  }
+  return nullptr;
+}
+
+Error Method::set_output_buffer(size_t index, void* data, size_t nbytes) {
+  diagnostics_.clear();
+  if (desc_ == nullptr) return PARE_FAIL(diagnostics_, Error::InvalidState, "the method is not initialised");
+  PARE_CHECK_OR_RETURN(diagnostics_, index < desc_->num_outputs, Error::IndexOutOfRange,
+                       "output index %zu is out of range: method '%s' has %u outputs", index, desc_->name,
+                       desc_->num_outputs);
+  if constexpr (!feature_selected(FeatureId::output_buffers)) {
+    (void)data;
+    (void)nbytes;
+    return PARE_FAIL(diagnostics_, Error::FeatureNotSelected,
+                     "the manifest does not select build feature output_buffers: add it to build_features in the "
+                     "manifest (tools.tracer trace --features output_buffers, or the runtime rule's "
+                     "build_features attribute)");
+  } else {
+    PARE_CHECK_OR_RETURN(diagnostics_, data == nullptr || reinterpret_cast<uintptr_t>(data) % 16 == 0,
+                         Error::InvalidArgument, "the buffer for output %zu must be 16-byte aligned", index);
+    OutputBuffer& b = output_buffers_[index];
+    if ((b.data != nullptr) != (data != nullptr)) num_output_buffers_ += data != nullptr ? 1 : size_t(-1);
+    b = OutputBuffer{data, data != nullptr ? nbytes : 0};
+    outputs_valid_ = false;
+    if (data != nullptr) program_.observer().record_feature(FeatureId::output_buffers);
+    return Error::Ok;
+  }
+}
+
+// Leaves each bound output's elements in its buffer, contiguous, and makes
+// the output describe the buffer.
+Error Method::finish_output_buffers() {
+  for (uint32_t k = 0; k < desc_->num_outputs; ++k) {
+    const OutputBuffer& b = output_buffers_[k];
+    Value& v = values_[desc_->outputs[k]];
+    if (b.data == nullptr) continue;
+    PARE_CHECK_OR_RETURN(diagnostics_, v.is_tensor(), Error::InvalidArgument,
+                         "output %u of method '%s' is a %s value, not a tensor: unbind its buffer", k, desc_->name,
+                         to_string(v.kind));
+    const Tensor& t = v.tensor;
+    const size_t nbytes = t.nbytes();
+    PARE_CHECK_OR_RETURN(diagnostics_, nbytes <= b.nbytes, Error::InvalidArgument,
+                         "output %u of method '%s' has %zu bytes (sizes %s) but its buffer holds %zu: bind a "
+                         "larger one",
+                         k, desc_->name, nbytes, sizes_to_string(t.size_span()).text, b.nbytes);
+    if (t.data() != b.data || !t.is_contiguous()) {
+      // A view, an input passed through, or a block too large for the
+      // buffer when allocated: copy, through scratch if it overlaps.
+      const char* begin = nullptr;
+      const char* end = nullptr;
+      element_span(t, &begin, &end);
+      const char* dst = static_cast<const char*>(b.data);
+      if (begin < dst + nbytes && dst < end) {
+        void* scratch = pare_pal_malloc(nbytes == 0 ? 1 : nbytes, kTensorAlignment);
+        if (scratch == nullptr || !temporaries_.push_back(scratch)) {
+          pare_pal_free(scratch);
+          return PARE_FAIL(diagnostics_, Error::OutOfMemory, "out of memory copying output %u", k);
+        }
+        copy_to_contiguous(t, scratch);
+        __builtin_memcpy(b.data, scratch, nbytes);
+      } else {
+        copy_to_contiguous(t, b.data);
+      }
+    }
+    v = Value::make_tensor(make_tensor(b.data, t.dtype, t.size_span()));
+  }
+  return Error::Ok;
 }
 
 Error Method::set_profiling(bool enabled) {

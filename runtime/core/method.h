@@ -63,6 +63,12 @@ class Method {
   Error execute();
   // Null unless a successful execute() produced it.
   const Value* output(size_t index) const;
+  // Binds tensor output `index` to caller memory (`data` = null unbinds):
+  // every later execute() leaves the output's elements there, contiguous:
+  // written in place when the kernel producing it allocates at most
+  // `nbytes`, else copied there when the run ends (an error if it does not
+  // fit). output() then describes the caller's buffer.
+  Error set_output_buffer(size_t index, void* data, size_t nbytes);
 
   Error set_profiling(bool enabled);
   // Per instruction: calls and ticks since profiling was enabled.
@@ -101,6 +107,8 @@ class Method {
   void release_temporaries();
   uint32_t value_id(const Value* v) const;
   Result<void*> allocate_storage(Value* value, size_t nbytes);
+  void* output_buffer_for(const Value* value, size_t nbytes) const;
+  Error finish_output_buffers();
 
   Program& program_;
   const MethodDesc* desc_ = nullptr;
@@ -109,6 +117,12 @@ class Method {
   Value* values_ = nullptr;
   Instruction* instructions_ = nullptr;
   bool* input_set_ = nullptr;
+  struct OutputBuffer {
+    void* data;
+    size_t nbytes;
+  };
+  OutputBuffer* output_buffers_ = nullptr;  // per output; data null when unbound
+  size_t num_output_buffers_ = 0;           // how many are bound
   ObjectBase* objects_ = nullptr;
   bool outputs_valid_ = false;
 

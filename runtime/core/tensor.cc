@@ -18,6 +18,36 @@ bool Tensor::is_contiguous() const {
   return true;
 }
 
+void copy_to_contiguous(const Tensor& src, void* dst) {
+  const size_t n = src.numel();
+  const size_t size = src.element_size();
+  if (n == 0) return;
+  if (src.is_contiguous()) {
+    __builtin_memcpy(dst, src.data(), n * size);
+    return;
+  }
+  int64_t index[kMaxDim] = {};
+  const char* base = static_cast<const char*>(src.data());
+  char* out = static_cast<char*>(dst);
+  for (size_t i = 0; i < n; ++i) {
+    int64_t offset = 0;
+    for (size_t d = 0; d < src.dim; ++d) offset += index[d] * src.strides[d];
+    __builtin_memcpy(out + i * size, base + offset * static_cast<int64_t>(size), size);
+    for (size_t d = src.dim; d-- > 0;) {
+      if (++index[d] < src.sizes[d]) break;
+      index[d] = 0;
+    }
+  }
+}
+
+void element_span(const Tensor& src, const char** begin, const char** end) {
+  *begin = *end = static_cast<const char*>(src.data());
+  if (src.numel() == 0) return;
+  int64_t last = 0;
+  for (size_t d = 0; d < src.dim; ++d) last += (src.sizes[d] - 1) * src.strides[d];
+  *end += (last + 1) * static_cast<int64_t>(src.element_size());
+}
+
 bool Tensor::is_non_overlapping_and_dense() const {
   if (is_contiguous()) return true;
   // Sort dims by stride (insertion sort: dim <= kMaxDim), then check that

@@ -58,6 +58,14 @@ bool contiguous_strides(IntArrayRef sizes, int64_t* strides, size_t* numel);
 // of max(size, 1), which bounds the contiguous strides, exceeds int64.
 bool checked_numel(IntArrayRef sizes, size_t* numel);
 
+// Copies src's elements (any non-negative strides) to dst in row-major
+// order: src.nbytes() bytes. dst must not overlap src's elements.
+void copy_to_contiguous(const Tensor& src, void* dst);
+
+// The bytes [begin, end) that src's elements span (begin == end when
+// empty).
+void element_span(const Tensor& src, const char** begin, const char** end);
+
 // Builds a contiguous tensor header over `data`. Sizes must be valid.
 Tensor make_tensor(void* data, ScalarType dtype, IntArrayRef sizes);
 

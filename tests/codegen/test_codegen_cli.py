@@ -173,3 +173,21 @@ def test_unwritable_out_is_a_user_error(tmp_path, capsys):
     assert cli.main(args + ["--inventory", str(INVENTORY_DIR)]) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: ") and "cannot write" in err and "--out" in err
+
+
+def test_build_feature_flag_adds_to_the_manifest_and_rejects_unknown_names(tmp_path, capsys):
+    # pytorch_tracer.yaml selects no build feature; the flag (what the
+    # selective_runtime rule's build_features attribute passes) adds one.
+    args = ["generate", "--manifest", str(MANIFESTS / "pytorch_tracer.yaml"), "--inventory", str(INVENTORY_DIR)]
+    assert cli.main([*args, "--out", str(tmp_path / "plain")]) == 0
+    assert '#define TORCH_BUILD_FEATURE_ALLOWLIST ""' in (
+        tmp_path / "plain/pare_selection/selected_classes.h").read_text()
+    assert cli.main([*args, "--out", str(tmp_path / "with"), "--build-feature", "op_profiling"]) == 0
+    assert '#define TORCH_BUILD_FEATURE_ALLOWLIST "op_profiling;"' in (
+        tmp_path / "with/pare_selection/selected_classes.h").read_text()
+    capsys.readouterr()
+    assert cli.main([*args, "--out", str(tmp_path / "bad"), "--build-feature", "threadz"]) == 2
+    err = capsys.readouterr().err
+    assert err == (f"error: --build-feature threadz: not a build feature of the runtime ({INVENTORY_DIR}); its "
+                   "features: op_profiling\n")
+    assert not (tmp_path / "bad").exists()

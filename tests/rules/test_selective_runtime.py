@@ -160,6 +160,16 @@ def test_define_ops_chooses_among_candidate_manifests(tmp_path):
     assert "(manifest //rules/tests:a.yaml)" in str(e.value)  # names the manifest that left Long out
 
 
+def test_build_features_attribute_selects_features_on_top_of_the_manifest():
+    # a.yaml selects no build feature; the attribute adds output_buffers.
+    bin_dir = bazel_build("//rules/tests:output_buffers_selection")
+    header = bin_dir / "rules/tests/output_buffers_selection/pare_selection/selected_classes.h"
+    assert '#define TORCH_BUILD_FEATURE_ALLOWLIST "output_buffers;"' in header.read_text()
+    bad = bazel("build", "//rules/tests:unknown_feature_selection", check=False)
+    assert bad.returncode != 0
+    assert "--build-feature threadz: not a build feature of the runtime" in bad.stderr
+
+
 def test_unknown_platform_fails_naming_it():
     # A package that fails to load cannot live in the tree (it would break
     # `bazel build //...`), so the test writes it, builds it, removes it.

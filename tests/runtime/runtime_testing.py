@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import ctypes
+
 import numpy as np
 import torch
 
@@ -223,3 +225,20 @@ def special_rows(length: int, seed: int) -> torch.Tensor:
     x[4, ::3] = 1000.0
     x[5, 1::2] = -1000.0
     return x
+
+
+# ---- The recording PAL (runtime/pal/pal_test_double.cc) ----------------------
+
+
+class PalStats(ctypes.Structure):
+    """pare_test_pal_stats_t."""
+
+    _fields_ = [(n, ctypes.c_uint64) for n in ("malloc_calls", "free_calls", "failed_mallocs", "live_blocks",
+                                               "live_bytes", "peak_bytes", "log_calls", "abort_calls")] + [
+        ("last_log", ctypes.c_char * 256)]
+
+
+def pal_stats(rt) -> PalStats:
+    s = PalStats()
+    rt._lib.pare_test_pal_stats(ctypes.byref(s))
+    return s

@@ -9,6 +9,7 @@ import pytest
 
 from pare.program import ProgramBuilder
 from pare.runtime import PareError
+from runtime_testing import pal_stats
 
 
 def relu_chain(n=10, size=1024):
@@ -341,18 +342,6 @@ def test_multiple_methods_and_instances(runtime):
 # ---- The recording PAL ------------------------------------------------------
 
 
-class PalStats(ctypes.Structure):
-    _fields_ = [(n, ctypes.c_uint64) for n in ("malloc_calls", "free_calls", "failed_mallocs", "live_blocks",
-                                               "live_bytes", "peak_bytes", "log_calls", "abort_calls")] + [
-        ("last_log", ctypes.c_char * 256)]
-
-
-def pal_stats(rt) -> PalStats:
-    s = PalStats()
-    rt._lib.pare_test_pal_stats(ctypes.byref(s))
-    return s
-
-
 def test_no_allocation_in_steady_state_and_no_leaks(test_double_runtime):
     rt = test_double_runtime
     rt._lib.pare_test_pal_reset()
@@ -383,6 +372,59 @@ def test_no_allocation_in_steady_state_and_no_leaks(test_double_runtime):
     s = pal_stats(rt)
     assert s.live_blocks == before and s.malloc_calls == s.free_calls, "leaked blocks"
     assert s.abort_calls == 0
+
+
+def test_outputs_in_caller_buffers_cost_no_allocation_over_1000_calls(test_double_runtime):
+    # Managed outputs: bound to caller buffers, the softmax output is written
+    # there by its kernel, so a steady-state call allocates nothing (the
+    # arena and the plan are the method's own).
+    rt = test_double_runtime
+    rt._lib.pare_test_pal_reset()
+    method = rt.load(mlp_program()).method()
+    x = np.random.default_rng(5).standard_normal((8, 64)).astype(np.float32)
+    want = method.run(x)[0]
+    out = np.empty((8, 64), np.float32)
+    method.set_output_buffer(0, out)
+    method.run(x)
+    calls = pal_stats(rt).malloc_calls
+    for _ in range(1000):
+        method.execute()
+    assert pal_stats(rt).malloc_calls == calls, "a steady-state call with bound outputs must not allocate"
+    np.testing.assert_array_equal(out, want)
+    # The output describes the caller's buffer.
+    assert method._c_output_tensor(method._handle, 0, method._info_ref) == 0 and method._info.data == out.ctypes.data
+    method.close()
+
+
+def test_output_buffers_take_views_and_refuse_what_does_not_fit(runtime):
+    # An output that is a view (a transpose) is copied, contiguous, into its
+    # buffer; one larger than the buffer fails the run, naming the sizes.
+    pb = ProgramBuilder()
+    m = pb.method()
+    x = m.input("Float", [None, 3])
+    y = m.op("aten::relu", x)
+    m.output(m.op("aten::permute", y, [1, 0]), y)
+    method = runtime.load(pb.to_bytes()).method()
+    a = np.arange(-6, 6, dtype=np.float32).reshape(4, 3)
+    t = np.full((3, 4), np.nan, np.float32)
+    r = np.full((4, 3), np.nan, np.float32)
+    method.set_output_buffer(0, t)
+    method.set_output_buffer(1, r)
+    got = method.run(a)
+    np.testing.assert_array_equal(t, np.maximum(a, 0).T)
+    np.testing.assert_array_equal(r, np.maximum(a, 0))
+    assert np.shares_memory(got[0], t) and np.shares_memory(got[1], r)  # views of the buffers, not copies
+    with pytest.raises(PareError, match=r"output 0 of method 'forward' has 60 bytes \(sizes \[3, 5\]\) but its buffer "
+                                        r"holds 48: bind a larger one"):
+        method.run(np.ones((5, 3), np.float32))
+    method.set_output_buffer(0, None)
+    method.set_output_buffer(1, None)
+    got = method.run(np.ones((5, 3), np.float32))
+    assert got[0].shape == (3, 5) and np.all(got[0] == 1)
+    with pytest.raises(PareError, match="output index 2 is out of range"):
+        method.set_output_buffer(2, t)
+    with pytest.raises(ValueError, match="writeable, C-contiguous"):
+        method.set_output_buffer(0, t.T)
 
 
 def test_out_of_memory_is_clean_at_every_allocation(test_double_runtime):

@@ -86,6 +86,15 @@ def test_unselected_feature(selective_runtime):
     with pytest.raises(PareError, match="does not select build feature op_profiling") as e:
         method.set_profiling(True)
     assert e.value.status_name == "FeatureNotSelected"
+    out = np.empty(4, np.float32)
+    with pytest.raises(PareError, match="does not select build feature output_buffers: add it to build_features "
+                       r"in the manifest \(tools.tracer trace --features output_buffers") as e:
+        method.set_output_buffer(0, out)
+    assert e.value.status_name == "FeatureNotSelected"
+    # Nothing was bound: the output is the runtime's own.
+    (y,) = method.run(np.full(4, 3, np.float32))
+    assert y.tolist() == [9, 9, 9, 9]
+    assert not np.shares_memory(y, out)
 
 
 def test_selected_class_still_works(selective_runtime):

@@ -48,6 +48,18 @@ def test_tracing_records_everything_used(tracing_runtime):
     assert trace.features == ("op_profiling",)
 
 
+def test_tracing_records_output_buffers_when_bound(tracing_runtime):
+    program, method = run_traced(tracing_runtime)
+    program.reset_trace()
+    method.set_output_buffer(0, None)  # unbinding uses nothing
+    assert program.trace().features == ()
+    out = np.empty((3, 2), np.float32)
+    method.set_output_buffer(0, out)
+    assert program.trace().features == ("output_buffers",)
+    (y,) = method.run(np.ones((3, 4), np.float32), np.ones((3, 4), np.int32))
+    assert np.shares_memory(y, out)
+
+
 def test_trace_accumulates_over_runs_and_resets(tracing_runtime):
     program, method = run_traced(tracing_runtime)
     method.run(np.ones((2, 4), np.float32), np.ones((2, 4), np.int32))

@@ -3,6 +3,7 @@ clear line (never a traceback)."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import subprocess
 import sys
@@ -53,6 +54,20 @@ def test_trace_and_check_commands(capsys, tmp_path, tracing_lib, full_lib):
     # Without -o the manifest goes to stdout, byte-identical to the file.
     code, out, _ = run_cli(capsys, "trace", str(MODELS / "multi_dtype.py"), "--runtime", str(tracing_lib), "-q")
     assert code == 0 and out == out_file.read_text()
+    # --features adds build features the trace cannot see (the app binds
+    # its output buffers); a name the runtime lacks is a one-line error.
+    code, out, _ = run_cli(capsys, "trace", str(MODELS / "multi_dtype.py"), "--runtime", str(tracing_lib), "-q",
+                           "--features", "output_buffers")
+    assert code == 0
+    (tmp_path / "with_feature.yaml").write_text(out)
+    with_feature = codegen.load(tmp_path / "with_feature.yaml")
+    assert with_feature.build_features == {"output_buffers"}
+    assert dataclasses.replace(with_feature, build_features=frozenset(), source=manifest.source) == manifest
+    code, _, err = run_cli(capsys, "trace", str(MODELS / "multi_dtype.py"), "--runtime", str(tracing_lib), "-q",
+                           "--features", "output_buffers,threadz")
+    assert code == 2
+    assert_one_error_line(err, "--features threadz: not a build feature of", "its features: op_profiling, "
+                          "output_buffers")
 
     code, out, err = run_cli(capsys, "check", str(MODELS / "multi_dtype.py"), "--runtime", str(full_lib))
     assert code == 0, err
@@ -79,6 +94,7 @@ def test_missing_ops_exit_2_with_the_report(capsys, tmp_path):
     (["export", "MODEL"], ["the following arguments are required: -o/--output", "--help"]),
     (["frobnicate"], ["invalid choice: 'frobnicate'"]),
     (["trace", "MODEL", "--rtol", "-1"], ["must be a finite number >= 0"]),
+    (["trace", "MODEL", "--features", "output_buffers,"], ["a comma-separated list of build feature names"]),
     (["trace", "MODEL", "--runtime", "/no/such/lib.so"], ["--runtime /no/such/lib.so: no such runtime library"]),
     (["export", "MODEL", "-o", "x.pare", "--passes", "fold_all"], ["argument --passes: unknown pass 'fold_all'",
                                                                    "the passes are fold_conv_bn, fold_linear_bn"]),

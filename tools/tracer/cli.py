@@ -80,6 +80,9 @@ def _parser() -> argparse.ArgumentParser:
     t.add_argument("-o", "--output", metavar="FILE", help="manifest to write (default: print it on stdout)")
     t.add_argument("--runtime", metavar="LIB", help="instrumentation runtime .so (default: "
                    "$PARE_INSTRUMENTATION_LIB, else bazel-bin/runtime/instrumentation/..., built when missing)")
+    t.add_argument("--features", type=_feature_list, default=(), metavar="NAME[,NAME]",
+                   help="build features the app uses besides those the trace records (e.g. output_buffers, for "
+                   "an app that hands the runtime its output buffers); each must be the runtime's")
     tolerance_flags(t)
 
     c = model_command("check", "run the model on a built runtime (x86_64 .so natively, Android arm64 .so under the "
@@ -113,6 +116,13 @@ def _non_negative(text: str) -> float:
     if not value >= 0 or value == float("inf"):
         raise argparse.ArgumentTypeError(f"must be a finite number >= 0, got {text}")
     return value
+
+
+def _feature_list(text: str) -> tuple[str, ...]:
+    names = tuple(n.strip() for n in text.split(","))
+    if not all(names):
+        raise argparse.ArgumentTypeError(f"a comma-separated list of build feature names, got {text!r}")
+    return names
 
 
 def _write(path: str, text: str | bytes) -> None:
@@ -194,7 +204,7 @@ def _cmd_trace(args, progress) -> int:
     with progress.step(f"loading {args.model}"):
         spec = load_model_spec(args.model)
     result = trace_model(spec, runtime=args.runtime, passes=_passes(args),
-                         tolerance=_tolerance(args), progress=progress)
+                         tolerance=_tolerance(args), features=args.features, progress=progress)
     text = result.manifest.dump()
     if args.output:
         _write(args.output, text)

@@ -105,9 +105,10 @@ def run_and_compare(spec: ModelSpec, groups: tuple[MethodGroup, ...], runner, to
 
 def trace_model(spec: ModelSpec, *, runtime: str | Path | None = None,
                 passes: str | Iterable[str] = graph_passes.DEFAULT, tolerance: Tolerance | None = None,
-                progress: Progress | None = None) -> TraceResult:
+                features: Iterable[str] = (), progress: Progress | None = None) -> TraceResult:
     """Exports (with `passes`, as export_model), runs every input on the
-    instrumentation runtime, checks the numerics and builds the manifest.
+    instrumentation runtime, checks the numerics and builds the manifest,
+    which also selects build `features` (the runtime's, or TracerError).
     Raises NumericMismatchError after the manifest is built (it is on the
     error's `result`)."""
     progress = progress or Progress.silent()
@@ -126,6 +127,11 @@ def trace_model(spec: ModelSpec, *, runtime: str | Path | None = None,
                           f"records nothing; use bazel-bin/{paths.INSTRUMENTATION_OUTPUT} "
                           f"(tools/bazel build {paths.INSTRUMENTATION_TARGET})")
     start = time.monotonic()
+    features = tuple(features)
+    unknown = sorted(set(features) - set(runner.runtime.inventory().features))
+    if unknown:
+        raise TracerError(f"--features {','.join(unknown)}: not a build feature of {paths.display(library)}; "
+                          f"its features: {', '.join(runner.runtime.inventory().features) or 'none'}")
     runner.load(exported.program)
     per_method: dict[str, Any] = {}
 
@@ -140,7 +146,7 @@ def trace_model(spec: ModelSpec, *, runtime: str | Path | None = None,
         checks = run_and_compare(spec, exported.groups, runner, spec_tolerance(spec, tolerance), progress,
                                  read_trace)
     seconds["run"] = time.monotonic() - start
-    manifest = build_manifest(spec, exported, per_method)
+    manifest = build_manifest(spec, exported, per_method, features)
     runner.close()
     result = TraceResult(manifest, exported, checks, seconds)
     if not all(c.ok for c in checks):
@@ -150,13 +156,15 @@ def trace_model(spec: ModelSpec, *, runtime: str | Path | None = None,
     return result
 
 
-def build_manifest(spec: ModelSpec, exported: ExportedModel, per_method: dict[str, Any]) -> codegen.Manifest:
-    """A manifest from per-method traces (pare.runtime.Trace)."""
+def build_manifest(spec: ModelSpec, exported: ExportedModel, per_method: dict[str, Any],
+                   features: Iterable[str] = ()) -> codegen.Manifest:
+    """A manifest from per-method traces (pare.runtime.Trace), also
+    selecting build `features`."""
     label = model_label(spec)
     ops: dict[str, dict[str, Any]] = {}
     kernel_metadata: dict[str, set[str]] = {}
     classes: set[str] = set()
-    features: set[str] = set()
+    features = set(features)
     for method in (g.name for g in exported.groups):
         trace = per_method.get(method)
         if trace is None:
