@@ -152,6 +152,8 @@ _SIGNATURES = {
     "pare_method_set_profiling": (_c.c_int, [_P, _c.c_int]),
     "pare_method_set_planner": (_c.c_int, [_P, _c.c_int32]),
     "pare_method_set_output_buffer": (_c.c_int, [_P, _c.c_size_t, _c.c_void_p, _c.c_size_t]),
+    "pare_method_set_num_threads": (_c.c_int, [_P, _c.c_uint32]),
+    "pare_method_num_threads": (_c.c_uint32, [_P]),
     "pare_method_instruction_count": (_c.c_size_t, [_P]),
     "pare_method_profile": (_c.c_int, [_P, _c.c_size_t, _c.POINTER(_c.c_char_p), _c.POINTER(_c.c_uint64),
                                        _c.POINTER(_c.c_uint64)]),
@@ -572,6 +574,20 @@ class Method:
             raise ValueError("an output buffer must be a writeable, C-contiguous numpy array")
         self._check(self._lib.pare_method_set_output_buffer(self._handle, index, buffer.ctypes.data, buffer.nbytes))
         self._output_buffers[index] = buffer
+
+    def set_num_threads(self, threads: int) -> None:
+        """Runs this method's kernels on `threads` threads (1 to 64; the
+        calling thread plus workers the method owns). Outputs are bitwise
+        identical for every count. More than 1 raises PareError
+        FeatureNotSelected unless the runtime's manifest selects build
+        feature threads."""
+        if not isinstance(threads, int) or isinstance(threads, bool) or not 1 <= threads <= 64:
+            raise ValueError(f"threads must be an int in [1, 64], got {threads!r}")
+        self._check(self._lib.pare_method_set_num_threads(self._handle, threads))
+
+    @property
+    def num_threads(self) -> int:
+        return self._lib.pare_method_num_threads(self._handle)
 
     def set_planner(self, planner: str) -> None:
         """How the arena is laid out when the method plans (its first run,

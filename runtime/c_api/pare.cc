@@ -347,6 +347,15 @@ pare_status pare_method_set_planner(pare_method* method, int32_t planner) {
   return PARE_OK;
 }
 
+pare_status pare_method_set_num_threads(pare_method* method, uint32_t threads) {
+  if (method == nullptr) return PARE_ERROR_INVALID_ARGUMENT;
+  return pare::status(method->method.set_num_threads(threads));
+}
+
+uint32_t pare_method_num_threads(const pare_method* method) {
+  return method != nullptr ? method->method.num_threads() : 0;
+}
+
 pare_status pare_method_set_profiling(pare_method* method, int enabled) {
   if (method == nullptr) return PARE_ERROR_INVALID_ARGUMENT;
   return pare::status(method->method.set_profiling(enabled != 0));

@@ -233,6 +233,18 @@ PARE_API pare_status pare_method_memory_stats(const pare_method* method, pare_me
  * for another); the next execute re-plans. */
 PARE_API pare_status pare_method_set_planner(pare_method* method, int32_t planner);
 
+/* ---- Build feature threads ---------------------------------------------- */
+
+/* Runs the method's kernels on `threads` threads (1 to 64): the calling
+ * thread plus threads - 1 workers the method owns (created here, joined by
+ * pare_method_destroy or a later call). GEMM, convolution, depthwise and
+ * pooling split their output between them when the work pays for it;
+ * outputs are bitwise identical for every thread count. 1 always works;
+ * more returns PARE_ERROR_FEATURE_NOT_SELECTED when the build lacks
+ * threads, PARE_ERROR_OUT_OF_MEMORY when the platform cannot start them. */
+PARE_API pare_status pare_method_set_num_threads(pare_method* method, uint32_t threads);
+PARE_API uint32_t pare_method_num_threads(const pare_method* method);
+
 /* ---- Build feature op_profiling ---------------------------------------- */
 
 /* PARE_ERROR_FEATURE_NOT_SELECTED when the build lacks op_profiling. */

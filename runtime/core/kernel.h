@@ -75,11 +75,66 @@ class KernelContext {
   void record_kernel_dtype(TagId tag, ScalarType t);
   void record_class(ClassId id);
 
+  // Build feature threads. How many chunks to split n items into, in
+  // multiples of `grain` items, for an op costing `work` multiply-adds (or
+  // the like): 1 without the feature, with one thread, or when the work
+  // does not pay for starting the method's threads (the cost model:
+  // kWorkPerChunk per chunk). Depends only on its arguments and the thread
+  // count, so a plan's scratch sizes do too.
+  static constexpr int64_t kWorkPerChunk = int64_t{1} << 16;
+  uint32_t chunks_for(int64_t n, int64_t grain, int64_t work) const {
+    if constexpr (!feature_selected(FeatureId::threads)) {
+      (void)n, (void)grain, (void)work;
+      return 1;
+    } else {
+      return threaded_chunks(n, grain, work);
+    }
+  }
+  // The items of chunk c (of `chunks`) of [0, n): a multiple of `grain`
+  // long but the last.
+  static int64_t chunk_size(int64_t n, int64_t grain, uint32_t chunks) {
+    const int64_t per = (n + chunks - 1) / chunks;
+    return (per + grain - 1) / grain * grain;
+  }
+  // Calls fn(chunk, begin, end) for each of `chunks` (from chunks_for)
+  // ranges of [0, n), chunk 0 on this thread and the others on the method's
+  // threads, and returns when every one has. fn must not use the context
+  // (no errors, no allocation): validate and allocate first. Ranges are
+  // disjoint parts of the output, so results do not depend on `chunks`.
+  template <typename F>
+  void parallel(uint32_t chunks, int64_t n, int64_t grain, F&& fn) {
+    if constexpr (!feature_selected(FeatureId::threads)) {
+      (void)chunks, (void)grain;
+      fn(uint32_t{0}, int64_t{0}, n);
+    } else {
+      if (chunks <= 1) {
+        fn(uint32_t{0}, int64_t{0}, n);
+        return;
+      }
+      struct Job {
+        F* fn;
+        int64_t n;
+        int64_t per;
+      } job{&fn, n, chunk_size(n, grain, chunks)};
+      run_chunks(
+          chunks,
+          [](void* raw, uint32_t c, uint32_t) {
+            const Job& j = *static_cast<const Job*>(raw);
+            const int64_t begin = c * j.per < j.n ? c * j.per : j.n;
+            const int64_t end = begin + j.per < j.n ? begin + j.per : j.n;
+            if (begin < end) (*j.fn)(c, begin, end);
+          },
+          &job);
+    }
+  }
+
  private:
   friend class Method;
   KernelContext(Method* method, const char* op_name, const char* caller)
       : method_(method), op_name_(op_name), caller_(caller) {}
   void adopt_object(Value& out, ObjectBase* object);
+  uint32_t threaded_chunks(int64_t n, int64_t grain, int64_t work) const;
+  void run_chunks(uint32_t chunks, void (*fn)(void*, uint32_t, uint32_t), void* context);
 
   Method* method_;
   const char* op_name_;

@@ -18,6 +18,12 @@ Method::~Method() {
   }
   release_temporaries();
   pare_pal_free(arena_);
+  if constexpr (feature_selected(FeatureId::threads)) {
+    if (pool_ != nullptr) {
+      pool_->~ThreadPool();
+      pare_pal_free(pool_);
+    }
+  }
 }
 
 uint32_t Method::value_id(const Value* v) const {
@@ -511,6 +517,40 @@ Error Method::finish_output_buffers() {
   return Error::Ok;
 }
 
+Error Method::set_num_threads(uint32_t threads) {
+  diagnostics_.clear();
+  if (desc_ == nullptr) return PARE_FAIL(diagnostics_, Error::InvalidState, "the method is not initialised");
+  PARE_CHECK_OR_RETURN(diagnostics_, threads >= 1 && threads <= ThreadPool::kMaxThreads, Error::InvalidArgument,
+                       "thread count %u must be in [1, %u]", threads, ThreadPool::kMaxThreads);
+  if constexpr (!feature_selected(FeatureId::threads)) {
+    if (threads == 1) return Error::Ok;
+    return PARE_FAIL(diagnostics_, Error::FeatureNotSelected,
+                     "the manifest does not select build feature threads: add it to build_features in the "
+                     "manifest (tools.tracer trace --threads, or the runtime rule's build_features attribute)");
+  } else {
+    if (threads == num_threads()) return Error::Ok;
+    if (pool_ != nullptr) {
+      pool_->~ThreadPool();
+      pare_pal_free(pool_);
+      pool_ = nullptr;
+    }
+    // Scratch is allocated per chunk: every kept plan is stale.
+    for (CachedPlan& plan : plans_) plan.valid = false;
+    if (threads == 1) return Error::Ok;
+    void* memory = pare_pal_malloc(sizeof(ThreadPool), alignof(ThreadPool));
+    if (memory == nullptr) return PARE_FAIL(diagnostics_, Error::OutOfMemory, "out of memory creating a thread pool");
+    pool_ = PARE_PLACEMENT_NEW(memory) ThreadPool();
+    if (pool_->start(threads) != Error::Ok) {
+      pool_->~ThreadPool();
+      pare_pal_free(pool_);
+      pool_ = nullptr;
+      return PARE_FAIL(diagnostics_, Error::OutOfMemory, "the platform could not start %u threads", threads - 1);
+    }
+    program_.observer().record_feature(FeatureId::threads);
+    return Error::Ok;
+  }
+}
+
 Error Method::set_profiling(bool enabled) {
   diagnostics_.clear();
   if (desc_ == nullptr) return PARE_FAIL(diagnostics_, Error::InvalidState, "the method is not initialised");
@@ -656,5 +696,20 @@ void KernelContext::record_kernel_dtype(TagId tag, ScalarType t) {
 }
 
 void KernelContext::record_class(ClassId id) { method_->program_.observer().record_class(id); }
+
+uint32_t KernelContext::threaded_chunks(int64_t n, int64_t grain, int64_t work) const {
+  const uint32_t threads = method_->num_threads();
+  if (threads <= 1 || n <= grain || work < 2 * kWorkPerChunk) return 1;
+  const int64_t by_work = work / kWorkPerChunk;
+  const int64_t by_items = (n + grain - 1) / grain;
+  int64_t chunks = threads;
+  if (by_work < chunks) chunks = by_work;
+  if (by_items < chunks) chunks = by_items;
+  return static_cast<uint32_t>(chunks);
+}
+
+void KernelContext::run_chunks(uint32_t chunks, void (*fn)(void*, uint32_t, uint32_t), void* context) {
+  method_->pool_->run(chunks, fn, context);
+}
 
 }  // namespace pare

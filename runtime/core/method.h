@@ -27,6 +27,7 @@
 #include "runtime/core/kernel.h"
 #include "runtime/core/memory_planner.h"
 #include "runtime/core/program.h"
+#include "runtime/core/thread_pool.h"
 
 namespace pare {
 
@@ -73,6 +74,13 @@ class Method {
   Error set_profiling(bool enabled);
   // Per instruction: calls and ticks since profiling was enabled.
   bool profile(size_t instruction, uint64_t* calls, uint64_t* ticks) const;
+
+  // Build feature threads: runs kernels on `threads` threads (1 to
+  // ThreadPool::kMaxThreads; the caller's plus threads - 1 workers this
+  // instance owns). Outputs are bitwise identical for every count. The
+  // next run plans again (scratch is per chunk).
+  Error set_num_threads(uint32_t threads);
+  uint32_t num_threads() const { return pool_ != nullptr ? pool_->threads() : 1; }
 
   MethodMemoryStats memory_stats() const;
   // Which arena layout plans keep (memory_planner.h); the next run
@@ -142,6 +150,9 @@ class Method {
   size_t arena_capacity_ = 0;
   DynArray<void*> temporaries_;  // blocks served outside the arena this run
   uint64_t num_plans_ = 0;
+
+  // Build feature threads: null with one thread.
+  ThreadPool* pool_ = nullptr;
 
   // Build feature op_profiling.
   bool profiling_ = false;

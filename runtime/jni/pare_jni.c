@@ -240,6 +240,14 @@ PARE_JNIEXPORT void Java_org_pare_Module_nativeExecute(JNIEnv* env, jclass cls, 
   if (m && pare_method_execute(m->method) != PARE_OK) throw_message(env, pare_method_error_message(m->method));
 }
 
+PARE_JNIEXPORT void Java_org_pare_Module_nativeSetNumThreads(JNIEnv* env, jclass cls, jlong handle, jint threads) {
+  (void)cls;
+  bridge_method* m = as_method(env, handle);
+  if (m && pare_method_set_num_threads(m->method, (uint32_t)threads) != PARE_OK) {
+    throw_message(env, pare_method_error_message(m->method));
+  }
+}
+
 PARE_JNIEXPORT jint Java_org_pare_Module_nativeOutputCount(JNIEnv* env, jclass cls, jlong handle) {
   (void)cls;
   bridge_method* m = as_method(env, handle);

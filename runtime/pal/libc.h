@@ -36,6 +36,22 @@ struct pare_timespec {
 };
 int clock_gettime(int clock_id, pare_timespec* ts);
 
+// POSIX threads (pal_threads.cc), declared over opaque storage the PAL
+// sizes itself: pthread_t is 8 bytes (an integer or a pointer, passed the
+// same way) and pthread_mutex_t / pthread_cond_t are at most 64 bytes on
+// every 64-bit target (glibc 40/48, bionic 40/48, Darwin 64/48). Attributes
+// are always null.
+int pthread_create(uint64_t* thread, const void* attr, void* (*start)(void*), void* arg);
+int pthread_join(uint64_t thread, void** result);
+int pthread_mutex_init(void* mutex, const void* attr);
+int pthread_mutex_destroy(void* mutex);
+int pthread_mutex_lock(void* mutex);
+int pthread_mutex_unlock(void* mutex);
+int pthread_cond_init(void* cond, const void* attr);
+int pthread_cond_destroy(void* cond);
+int pthread_cond_wait(void* cond, void* mutex);
+int pthread_cond_broadcast(void* cond);
+
 #ifdef __ANDROID__
 int __android_log_write(int priority, const char* tag, const char* text);
 #endif

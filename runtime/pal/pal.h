@@ -51,6 +51,26 @@ uint64_t pare_pal_ticks_per_second(void);
 int pare_pal_read_file(const char* path, size_t alignment, void** out_data,
                        size_t* out_size);
 
+/* Threads (build feature threads; pal_threads.cc implements them on POSIX
+ * threads for every PAL). A runtime without the feature references none of
+ * these, so its link imports no thread symbol.
+ *
+ * pare_pal_thread_start runs entry(arg) on a thread of its own (NULL when
+ * it cannot be created); pare_pal_thread_join waits for it to return and
+ * frees it.
+ * A monitor is the wait/wake primitive: pare_pal_monitor_wait blocks while
+ * the 32-bit word (read atomically, with acquire ordering) equals
+ * `expected`; pare_pal_monitor_wake wakes every waiter, and must be called
+ * after the word changed. Either may return early: callers re-check. */
+typedef struct pare_pal_thread pare_pal_thread;
+typedef struct pare_pal_monitor pare_pal_monitor;
+pare_pal_thread* pare_pal_thread_start(void (*entry)(void* arg), void* arg);
+void pare_pal_thread_join(pare_pal_thread* thread);
+pare_pal_monitor* pare_pal_monitor_create(void);
+void pare_pal_monitor_destroy(pare_pal_monitor* monitor);
+void pare_pal_monitor_wait(pare_pal_monitor* monitor, const uint32_t* word, uint32_t expected);
+void pare_pal_monitor_wake(pare_pal_monitor* monitor);
+
 /* libm: only the functions kernels use. Add a pair here (float and double)
  * when a kernel needs a new one, and implement it in every PAL. */
 float pare_pal_expf(float x);

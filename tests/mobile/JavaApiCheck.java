@@ -10,7 +10,7 @@ import org.pare.Tensor;
 /**
  * Drives the org.pare Java API on a host JVM for tests/mobile/test_java_api.py.
  *
- *   JavaApiCheck LIB run PROGRAM INPUT.f32 D0,D1,...   forward() on one float32 input
+ *   JavaApiCheck LIB run PROGRAM INPUT.f32 D0,D1,... [THREADS]   forward() on one float32 input
  *   JavaApiCheck LIB methods PROGRAM                     method names (loaded from byte[])
  *
  * Prints "outputs N", then per output "output DTYPE d0,d1 v0 v1 ...", or
@@ -32,6 +32,9 @@ public final class JavaApiCheck {
           shape[i] = Long.parseLong(dims[i]);
         }
         try (Module m = Module.load(args[2])) {
+          if (args.length > 5) {
+            m.setNumThreads(Integer.parseInt(args[5]));
+          }
           Tensor[] outs = m.forward(Tensor.fromBytes(org.pare.DType.FLOAT32, raw, shape));
           System.out.println("outputs " + outs.length);
           for (Tensor t : outs) {

@@ -144,3 +144,17 @@ def test_unselected_op_is_a_java_exception_naming_it(java_check, tmp_path):
     proc = java_check("methods", str(program))
     assert proc.returncode == 3
     assert "aten::tanh" in proc.stdout and "manifest" in proc.stdout
+
+
+def test_threads_need_the_feature_and_one_always_works(java_check, tmp_path):
+    # The demo's manifest does not select build feature threads: one thread
+    # runs, two are a PareException naming the feature and the fix.
+    model, program = _linear_relu_program(tmp_path / "linear.pare")
+    x = torch.randn(4, 6)
+    (tmp_path / "x.f32").write_bytes(x.numpy().astype("<f4").tobytes())
+    proc = java_check("run", str(program), str(tmp_path / "x.f32"), "4,6", "1")
+    assert proc.returncode == 0, proc.stderr + proc.stdout
+    np.testing.assert_allclose(_parse(proc.stdout)[0][2], model(x).detach().numpy(), rtol=1e-5, atol=1e-6)
+    proc = java_check("run", str(program), str(tmp_path / "x.f32"), "4,6", "2")
+    assert proc.returncode == 3, proc.stdout + proc.stderr
+    assert proc.stdout.startswith("PareException: ") and "does not select build feature threads" in proc.stdout

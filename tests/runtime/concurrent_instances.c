@@ -2,7 +2,7 @@
  * (tests/runtime/test_concurrency.py builds and runs this, plainly and
  * under ThreadSanitizer).
  *
- *   concurrent_instances PROGRAM INPUTS SHAPE THREADS ITERATIONS REFERENCE
+ *   concurrent_instances PROGRAM INPUTS SHAPE THREADS ITERATIONS REFERENCE [POOL]
  *   concurrent_instances --plant-race   (the sanitizer wiring check)
  *
  * PROGRAM is a program file whose method "forward" takes one float32
@@ -14,7 +14,11 @@
  * create their own instance of the same program and run ITERATIONS
  * executions, thread t's i-th on set (t + i) % K, comparing every output
  * with the reference bit for bit: instances must neither share mutable
- * state nor disturb each other's arenas. Prints one summary line; exit 0
+ * state nor disturb each other's arenas. With POOL > 1 each of those
+ * instances also runs its kernels on POOL threads of its own
+ * (pare_method_set_num_threads; build feature threads) while the reference
+ * ran on one: outputs must not depend on the thread count either. Prints
+ * one summary line; exit 0
  * when every output matched, 1 on a mismatch, 2 on a usage or runtime
  * error. */
 
@@ -36,6 +40,7 @@ typedef struct {
   const float* reference;  /* num_sets * out_floats */
   size_t out_floats;
   int iterations;
+  uint32_t pool;  /* threads per instance */
 } Shared;
 
 typedef struct {
@@ -92,8 +97,10 @@ static void* worker_main(void* arg) {
   const Shared* s = w->shared;
   pare_method* method = NULL;
   pare_status st = pare_method_create(s->program, "forward", &method);
+  if (st == PARE_OK) st = pare_method_set_num_threads(method, s->pool);
   if (st != PARE_OK) {
-    snprintf(w->error, sizeof w->error, "thread %d: creating the method: %s", w->index, pare_status_name(st));
+    snprintf(w->error, sizeof w->error, "thread %d: creating the method: %s: %s", w->index, pare_status_name(st),
+             pare_method_error_message(method));
     pare_method_destroy(method);
     return NULL;
   }
@@ -146,16 +153,20 @@ static int parse_shape(const char* text, int64_t* sizes, size_t* ndim) {
 
 int main(int argc, char** argv) {
   if (argc == 2 && strcmp(argv[1], "--plant-race") == 0) return plant_race();
-  if (argc != 7) {
-    fprintf(stderr, "usage: %s PROGRAM INPUTS SHAPE THREADS ITERATIONS REFERENCE | --plant-race\n", argv[0]);
+  if (argc != 7 && argc != 8) {
+    fprintf(stderr, "usage: %s PROGRAM INPUTS SHAPE THREADS ITERATIONS REFERENCE [POOL] | --plant-race\n",
+            argv[0]);
     return 2;
   }
   Shared s;
   memset(&s, 0, sizeof s);
   const int threads = atoi(argv[4]);
   s.iterations = atoi(argv[5]);
-  if (!parse_shape(argv[3], s.sizes, &s.ndim) || threads < 1 || threads > 64 || s.iterations < 1) {
-    fprintf(stderr, "bad SHAPE, THREADS or ITERATIONS\n");
+  const int pool = argc == 8 ? atoi(argv[7]) : 1;
+  s.pool = (uint32_t)pool;
+  if (!parse_shape(argv[3], s.sizes, &s.ndim) || threads < 1 || threads > 64 || s.iterations < 1 || pool < 1 ||
+      pool > 64) {
+    fprintf(stderr, "bad SHAPE, THREADS, ITERATIONS or POOL\n");
     return 2;
   }
   s.set_floats = 1;
@@ -230,7 +241,7 @@ int main(int argc, char** argv) {
       failed = 1;
     }
   }
-  printf("threads=%d runs=%ld mismatches=%ld sets=%d\n", threads, runs, mismatches, s.num_sets);
+  printf("threads=%d pool=%d runs=%ld mismatches=%ld sets=%d\n", threads, pool, runs, mismatches, s.num_sets);
   pare_program_destroy(s.program);
   free(reference);
   free(inputs);

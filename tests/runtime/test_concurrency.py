@@ -1,6 +1,7 @@
 """Instances that share weights (issue 12): one loaded program, a method
 instance per thread, run concurrently, constants and packed weights once in
-memory.
+memory; and each instance's own thread pool (build feature threads) under
+the same load.
 
 concurrent_instances.c loads a program once (borrowing the file's bytes, so
 the packed weights are used in place), computes a reference on one
@@ -97,20 +98,23 @@ def model(request, tmp_path_factory):
     return d / "model.pare", d / "inputs.bin", "x".join(map(str, shape)), want
 
 
-def _check(driver: Path, model, iterations: int, env=None) -> str:
+def _check(driver: Path, model, iterations: int, env=None, pool: int = 1) -> str:
     program, inputs, shape, want = model
     reference = program.with_name(f"reference_{driver.parent.name}.bin")
-    result = _run([driver, program, inputs, shape, THREADS, iterations, reference], env=env or {})
+    result = _run([driver, program, inputs, shape, THREADS, iterations, reference, pool], env=env or {})
     assert result.returncode == 0, result.stdout + result.stderr
-    assert result.stdout.strip() == f"threads={THREADS} runs={THREADS * iterations} mismatches=0 sets={len(want)}"
+    assert result.stdout.strip() == \
+        f"threads={THREADS} pool={pool} runs={THREADS * iterations} mismatches=0 sets={len(want)}"
     got = np.fromfile(reference, np.float32).reshape(len(want), *want[0].shape)
     for k, w in enumerate(want):
         np.testing.assert_allclose(got[k], w, rtol=1e-4, atol=1e-5, err_msg=f"input set {k}")
     return result.stderr
 
 
-def test_instances_on_four_threads_match_one_instance_bit_for_bit(plain_driver, model):
-    _check(plain_driver, model, iterations=500)
+@pytest.mark.parametrize("pool", [1, 2])
+def test_instances_on_four_threads_match_one_instance_bit_for_bit(plain_driver, model, pool):
+    # pool 2: each instance also runs its kernels on 2 threads of its own.
+    _check(plain_driver, model, iterations=500 if pool == 1 else 150, pool=pool)
 
 
 def test_thread_sanitizer_reports_a_planted_race(tsan_driver):
@@ -120,8 +124,10 @@ def test_thread_sanitizer_reports_a_planted_race(tsan_driver):
         result.stdout + result.stderr
 
 
-def test_instances_on_four_threads_under_thread_sanitizer(tsan_driver, model):
-    stderr = _check(tsan_driver, model, iterations=100, env={"TSAN_OPTIONS": TSAN_OPTIONS})
+@pytest.mark.parametrize("pool", [1, 2])
+def test_instances_on_four_threads_under_thread_sanitizer(tsan_driver, model, pool):
+    stderr = _check(tsan_driver, model, iterations=100 if pool == 1 else 40, env={"TSAN_OPTIONS": TSAN_OPTIONS},
+                    pool=pool)
     assert "ThreadSanitizer" not in stderr
 
 

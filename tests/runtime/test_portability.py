@@ -81,6 +81,10 @@ ALLOWED_UNDEFINED = {
     "expf", "exp", "expm1f", "expm1", "logf", "log", "log1pf", "log1p", "tanhf", "tanh", "erff", "erf", "powf", "pow",
     "sqrtf", "sqrt", "sinf", "sin", "cosf", "cos", "floorf", "floor", "ceilf", "ceil", "nearbyintf", "nearbyint",
     "fmodf", "fmod",
+    # POSIX threads: only with build feature threads (runtime/pal/pal_threads.cc;
+    # tools/verify proves a runtime without it imports none)
+    "pthread_create", "pthread_join", "pthread_mutex_init", "pthread_mutex_destroy", "pthread_mutex_lock",
+    "pthread_mutex_unlock", "pthread_cond_init", "pthread_cond_destroy", "pthread_cond_wait", "pthread_cond_broadcast",
 }
 
 

@@ -63,6 +63,9 @@ def test_trace_and_check_commands(capsys, tmp_path, tracing_lib, full_lib):
     with_feature = codegen.load(tmp_path / "with_feature.yaml")
     assert with_feature.build_features == {"output_buffers"}
     assert dataclasses.replace(with_feature, build_features=frozenset(), source=manifest.source) == manifest
+    code, out, _ = run_cli(capsys, "trace", str(MODELS / "multi_dtype.py"), "--runtime", str(tracing_lib), "-q",
+                           "--threads")
+    assert code == 0 and "build_features:\n- threads\n" in out
     code, _, err = run_cli(capsys, "trace", str(MODELS / "multi_dtype.py"), "--runtime", str(tracing_lib), "-q",
                            "--features", "output_buffers,threadz")
     assert code == 2

@@ -98,6 +98,7 @@ def test_json_output(fixture_build):
     assert data["schema"] == "pare.verify_result" and data["version"] == 1
     assert data["passed"] is False and data["platform"] == "ios_arm64" and data["format"] == "macho"
     assert data["summary"] == {"leaks": 3, "missing": 0, "export_leaks": 0, "failed_platform_facts": 0,
+                               "feature_imports": 0,
                                "defined_symbols": len(r.binary.symbols)}
     mm = next(e for e in data["entries"] if e["name"] == "aten::mm")
     assert mm["kind"] == "op" and mm["status"] == "leak" and mm["expect"] == "absent"

@@ -215,3 +215,27 @@ def test_export_rules(expected_clean):
     assert "--jni" in leaks["JNI_OnLoad"]
     assert leaks["_ZN4pare7kernels7aten_mmERNS_13KernelContextEPNS_6TensorE"].startswith("op aten::mm's code")
     assert "JNI_OnLoad" not in {x.export.name for x in check_exports(binary, exp, jni=True)}
+
+
+def test_unselected_threads_must_import_no_pthread_symbol(expected_clean):
+    # A runtime whose manifest leaves build feature threads out must not
+    # import pthread_*: its thread code was linked in otherwise.
+    import dataclasses
+
+    from tools.verify.binary import BinaryInfo
+    from tools.verify.verify import check_feature_imports
+
+    def importing(*names):
+        return BinaryInfo(path=Path("x.so"), format="elf", arch="arm64", is_shared_library=True, file_bytes=0,
+                          sections=(), symbols=(), has_symbol_table=True, exports=(), needed=(), load_alignments=(),
+                          imports=tuple(names))
+
+    exp = load_expected(expected_clean)
+    binary = importing("free", "posix_memalign", "pthread_create", "pthread_join")
+    without = dataclasses.replace(exp, build_features={"op_profiling": False, "threads": False})
+    found = check_feature_imports(binary, without)
+    assert [(f.name, f.feature) for f in found] == [("pthread_create", "threads"), ("pthread_join", "threads")]
+    assert check_feature_imports(binary, dataclasses.replace(exp, build_features={"threads": True})) == []
+    # An older runtime's expected_symbols.json that has no threads feature: nothing to check.
+    assert check_feature_imports(binary, dataclasses.replace(exp, build_features={"op_profiling": False})) == []
+    assert check_feature_imports(importing("free"), without) == []

@@ -50,8 +50,9 @@ def _parser() -> argparse.ArgumentParser:
                         "Bazel's //runtime:full)")
     source.add_argument("--isa", choices=ISA_LEVELS, help="build and run the full runtime at this x86_64 ISA level: "
                         "//runtime:full (baseline, SSE2) or //runtime:full_v3 (AVX2+FMA)")
-    p.add_argument("--threads", type=_positive, default=1, help="torch threads and CPUs pinned (default 1; Pare "
-                   "runs one thread)")
+    p.add_argument("--threads", type=_positive, default=1, help="Pare and torch threads, and CPUs pinned (default "
+                   "1); above 1, Pare on one thread is timed alongside for the speed-up, and the runtime must select "
+                   "build feature threads (//runtime:full does)")
     p.add_argument("--rounds", type=_positive, default=21, help="interleaved rounds per model (default 21)")
     p.add_argument("--cpu", type=int, help="with --threads 1: the CPU to pin to (default 1, as taskset -c 1)")
     p.add_argument("--json", metavar="FILE", help="also write one JSON object per model to FILE")
@@ -82,7 +83,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             executorch = available()
             if not executorch:
                 print(f"ExecuTorch: not measured: {executorch.detail}", file=sys.stderr)
-        print(f"runtime {runtime_path}; pinned to CPU {','.join(map(str, cpus))}; torch threads {args.threads}; "
+        print(f"runtime {runtime_path}; pinned to CPU {','.join(map(str, cpus))}; "
+              f"Pare and torch threads {args.threads}; "
               f"{args.rounds} interleaved rounds per model; graph passes {','.join(selected) or passes.NONE}"
               + (f"; {executorch.detail} (portable, XNNPACK; 1 thread)" if executorch else ""), file=sys.stderr)
         results = []

@@ -14,8 +14,11 @@ against torch eager too and times its own calls (tools/bench/executorch_peer.py)
 a system it cannot export, lower, run or match is not timed, and its one-line
 reason is reported in place of the numbers.
 
-Pare and ExecuTorch run one thread (Pare's threads are issue 12); `--threads N`
-gives torch N threads and pins the process to N CPUs.
+`--threads N` pins the process to N CPUs and gives Pare (pare_method_set_num_threads;
+the runtime must select build feature threads) and torch N threads; Pare
+with one thread is then timed in the same rounds, for the speed-up, and
+torch eager in rounds of its own (its OpenMP workers spin after each call
+and would take the CPUs Pare's threads need). ExecuTorch runs one thread.
 """
 
 from __future__ import annotations
@@ -67,6 +70,13 @@ class ModelBench:
     executorch_xnnpack_median_us: float | None = None
     executorch_xnnpack_p90_us: float | None = None
     executorch_unavailable: tuple[tuple[str, str], ...] = ()  # (system, one-line reason)
+    # With threads > 1: Pare on one thread, in the same rounds.
+    pare_1_thread_median_us: float | None = None
+    pare_1_thread_p90_us: float | None = None
+
+    @property
+    def thread_speedup(self) -> float | None:
+        return None if self.pare_1_thread_median_us is None else self.pare_1_thread_median_us / self.median_us
 
     @property
     def ratio_torch(self) -> float:
@@ -86,6 +96,8 @@ class ModelBench:
             ratio = self.ratio(system)
             row[f"pare_over_{system}"] = None if ratio is None else round(ratio, 4)
         row["executorch_unavailable"] = dict(self.executorch_unavailable)
+        speedup = self.thread_speedup
+        row["thread_speedup"] = None if speedup is None else round(speedup, 4)
         return row
 
 
@@ -100,7 +112,13 @@ def bench_model(path: str | Path, runtime: Runtime, runtime_path: Path, *, round
     group = exported.groups[0]
     inputs = spec.inputs[group.indices[0]]
     try:
-        method = runtime.load(exported.program).method(group.name)
+        program = runtime.load(exported.program)
+        method = program.method(group.name)
+        if threads > 1:
+            method.set_num_threads(threads)
+            serial = program.method(group.name)  # one thread, for the speed-up
+            set_inputs(serial, inputs)
+            serial.execute()
         set_inputs(method, inputs)
         method.execute()
         actual = [method.output(i) for i in range(method.num_outputs)]
@@ -125,15 +143,28 @@ def bench_model(path: str | Path, runtime: Runtime, runtime_path: Path, *, round
         peers = peer.systems() if peer else {}
         torch.set_num_threads(threads)
         systems = {"pare": method.execute, "torch_eager": eager}
+        if threads > 1:
+            systems["pare_1_thread"] = serial.execute
         calls = {name: calls_for(fn) for name, fn in systems.items()}
         calls.update({name: calls_for_sampler(sample) for name, sample in peers.items()})
-        samples = measure(systems, rounds, calls, samplers=peers)
+        if threads == 1:
+            samples = measure(systems, rounds, calls, samplers=peers)
+        else:
+            # torch's OpenMP workers keep spinning after its calls and take
+            # the CPUs Pare's workers need (Pare's 2-thread demo measured 77
+            # and 236 µs in two runs interleaved with torch, 42 µs without):
+            # with several threads, torch eager gets rounds of its own.
+            del systems["torch_eager"]
+            samples = measure(systems, rounds, calls, samplers=peers)
+            samples.update(measure({"torch_eager": eager}, rounds, calls))
         unavailable = peer.unavailable() if peer else {}
     finally:
         if peer:
             peer.close()
     memory = method.memory_stats()
     method.close()
+    if threads > 1:
+        serial.close()
 
     def us(system: str, stat: Callable[[list[float]], float]) -> float | None:
         return round(stat(samples[system]) * 1e6, 2) if system in samples else None
@@ -146,7 +177,8 @@ def bench_model(path: str | Path, runtime: Runtime, runtime_path: Path, *, round
         passes=tuple(r.name for r in exported.passes),
         executorch_portable_median_us=us(PORTABLE, median), executorch_portable_p90_us=us(PORTABLE, p90),
         executorch_xnnpack_median_us=us(XNNPACK, median), executorch_xnnpack_p90_us=us(XNNPACK, p90),
-        executorch_unavailable=tuple((system, unavailable[system]) for system in SYSTEMS if system in unavailable))
+        executorch_unavailable=tuple((system, unavailable[system]) for system in SYSTEMS if system in unavailable),
+        pare_1_thread_median_us=us("pare_1_thread", median), pare_1_thread_p90_us=us("pare_1_thread", p90))
 
 
 def load_runtime(path: Path) -> Runtime:
@@ -166,9 +198,13 @@ def table(results: list[ModelBench]) -> str:
     """Markdown; the ExecuTorch columns only when some model was benched with them."""
     with_executorch = any(r.executorch_unavailable or r.executorch_median_us(s) is not None
                           for r in results for s in SYSTEMS)
+    with_threads = any(r.thread_speedup is not None for r in results)
     head = ("| model | Pare median µs | Pare p90 µs | arena B | arena B first fit / greedy | torch eager median µs "
             "| Pare / torch |")
     rule = "|---|---:|---:|---:|---:|---:|---:|"
+    if with_threads:
+        head += " Pare 1 thread median µs | speed-up |"
+        rule += "---:|---:|"
     if with_executorch:
         head += " ET portable median µs | ET+XNNPACK median µs | Pare / ET+XNNPACK |"
         rule += "---:|---:|---:|"
@@ -177,6 +213,9 @@ def table(results: list[ModelBench]) -> str:
         line = (f"| {r.model} | {r.median_us:,.1f} | {r.p90_us:,.1f} | {r.arena_bytes:,} | "
                 f"{r.first_fit_arena_bytes:,} / {r.greedy_arena_bytes:,} | "
                 f"{r.torch_eager_median_us:,.1f} | {r.ratio_torch:.2f}x |")
+        if with_threads:
+            line += (f" {r.pare_1_thread_median_us:,.1f} | {r.thread_speedup:.2f}x |" if r.thread_speedup is not None
+                     else " n/a | n/a |")
         if with_executorch:
             reasons = dict(r.executorch_unavailable)
             for system in SYSTEMS:

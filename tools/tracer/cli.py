@@ -80,6 +80,8 @@ def _parser() -> argparse.ArgumentParser:
     t.add_argument("-o", "--output", metavar="FILE", help="manifest to write (default: print it on stdout)")
     t.add_argument("--runtime", metavar="LIB", help="instrumentation runtime .so (default: "
                    "$PARE_INSTRUMENTATION_LIB, else bazel-bin/runtime/instrumentation/..., built when missing)")
+    t.add_argument("--threads", action="store_true", help="select build feature threads (the app calls "
+                   "pare_method_set_num_threads); the same as --features threads")
     t.add_argument("--features", type=_feature_list, default=(), metavar="NAME[,NAME]",
                    help="build features the app uses besides those the trace records (e.g. output_buffers, for "
                    "an app that hands the runtime its output buffers); each must be the runtime's")
@@ -204,7 +206,8 @@ def _cmd_trace(args, progress) -> int:
     with progress.step(f"loading {args.model}"):
         spec = load_model_spec(args.model)
     result = trace_model(spec, runtime=args.runtime, passes=_passes(args),
-                         tolerance=_tolerance(args), features=args.features, progress=progress)
+                         tolerance=_tolerance(args), features=args.features + (("threads",) if args.threads else ()),
+                         progress=progress)
     text = result.manifest.dump()
     if args.output:
         _write(args.output, text)

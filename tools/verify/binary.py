@@ -99,6 +99,7 @@ class BinaryInfo:
     build_platform: str | None = None  # Mach-O LC_BUILD_VERSION platform, e.g. "ios"
     min_os: tuple[int, ...] | None = None  # Mach-O LC_BUILD_VERSION minos
     notes: tuple[str, ...] = field(default=())
+    imports: tuple[str, ...] = field(default=())  # undefined symbols the loader resolves (sorted; Mach-O: no _)
 
     def section_for(self, address: int) -> Section | None:
         for s in self.sections:
@@ -179,6 +180,7 @@ def _read_elf(path: Path, elf: lief.ELF.Binary) -> dict:
         if s.name and s.shndx != 0 and s.binding in exported_bindings and s.visibility in exported_visibility:
             exports.append((s.name, s.value, s.type in (lief.ELF.Symbol.TYPE.FUNC, lief.ELF.Symbol.TYPE.GNU_IFUNC)))
     needed = tuple(e.name for e in elf.dynamic_entries if e.tag == lief.ELF.DynamicEntry.TAG.NEEDED)
+    imports = tuple(sorted({s.name for s in elf.dynamic_symbols if s.name and s.shndx == 0}))
     loads = tuple(seg.alignment for seg in elf.segments if seg.type == lief.ELF.Segment.TYPE.LOAD)
     return {
         "path": path,
@@ -193,6 +195,7 @@ def _read_elf(path: Path, elf: lief.ELF.Binary) -> dict:
         "has_symbol_table": has_symtab and has_locals,
         "raw_exports": exports,
         "needed": needed,
+        "imports": imports,
         "load_alignments": loads,
         "sized_by_table": True,
     }
@@ -245,6 +248,7 @@ def _read_macho(path: Path, macho: lief.MachO.Binary) -> dict:
         lief.MachO.LoadCommand.TYPE.LOAD_UPWARD_DYLIB,
     }
     needed = tuple(c.name for c in macho.commands if c.command in dylib_commands)
+    imports = tuple(sorted({macho_c_name(s.name) for s in macho.imported_symbols if s.name}))
     build_platform = min_os = None
     if macho.has_build_version:
         build_platform = macho.build_version.platform.name.lower()
@@ -262,6 +266,7 @@ def _read_macho(path: Path, macho: lief.MachO.Binary) -> dict:
         "has_symbol_table": has_locals,
         "raw_exports": exports,
         "needed": needed,
+        "imports": imports,
         "load_alignments": (),
         "build_platform": build_platform,
         "min_os": min_os,

@@ -8,6 +8,7 @@ and an expectation: `present` (at least one defined symbol matches),
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
@@ -53,6 +54,7 @@ class Expected:
     symbol_formats: tuple[str, ...]
     entries: tuple[Entry, ...]
     dropped_operators: tuple[str, ...]
+    build_features: dict[str, bool] = dataclasses.field(default_factory=dict)  # name -> selected
 
     def of_kind(self, kind: str) -> tuple[Entry, ...]:
         return tuple(e for e in self.entries if e.kind == kind)
@@ -136,12 +138,19 @@ def parse_expected(data: object, path: Path) -> Expected:
                 dtype=dtype,
             ))
     dropped = data.get("dropped", {}).get("operators", []) if isinstance(data.get("dropped"), dict) else []
+    features = {}
+    for i, item in enumerate(data.get("build_features", [])):
+        if not isinstance(item, dict) or not isinstance(item.get("name"), str) or \
+                not isinstance(item.get("selected"), bool):
+            raise bad(f"build_features[{i}] must be an object with a string 'name' and a boolean 'selected'")
+        features[item["name"]] = item["selected"]
     return Expected(
         path=path,
         manifest_sha256=str(data.get("manifest_sha256", "")),
         symbol_formats=tuple(formats),
         entries=tuple(entries),
         dropped_operators=tuple(str(d) for d in dropped),
+        build_features=features,
     )
 
 

@@ -75,6 +75,13 @@ def render_text(result: VerifyResult, *, verbose: bool = False, max_symbols: int
         for x in result.export_leaks:
             mangled = f" [{x.export.name}]" if x.export.name != x.export.demangled else ""
             lines.append(f"  {x.export.demangled}{mangled}: {x.reason}")
+    if result.feature_imports:
+        lines += ["", f"Imports of unselected build features: {len(result.feature_imports)} in "
+                      f"{_rel(result.shipped.path)}"]
+        for f in result.feature_imports:
+            lines.append(f"  {f.name}: only build feature {f.feature}'s code imports it, and the manifest does not "
+                         f"select {f.feature}; fix: keep {f.feature}'s code behind feature_selected(FeatureId::"
+                         f"{f.feature}) so the linker drops it")
     if result.failed_facts:
         lines += ["", f"Platform {result.platform.name}:"]
         for f in result.failed_facts:
@@ -93,6 +100,9 @@ def render_text(result: VerifyResult, *, verbose: bool = False, max_symbols: int
     exports = result.shipped.exports
     lines.append(f"  exports: {len(exports)}, {len(exports) - len(result.export_leaks)} allowed"
                  f" (C API pare_*{', JNI' if result.jni else ''}), {len(result.export_leaks)} leaked")
+    unselected = sorted(f for f, on in result.expected.build_features.items() if not on)
+    lines.append(f"  imports: {len(result.shipped.imports)}, {len(result.feature_imports)} of unselected build "
+                 f"features ({', '.join(unselected) or 'none unselected'})")
     fact_names = ", ".join(f.check for f in result.facts)
     state = "ok" if not result.failed_facts else f"{len(result.failed_facts)} failed"
     lines.append(f"  platform facts ({fact_names}): {state}")
@@ -137,12 +147,15 @@ def to_json(result: VerifyResult) -> dict:
             "missing": len(result.missing),
             "export_leaks": len(result.export_leaks),
             "failed_platform_facts": len(result.failed_facts),
+            "feature_imports": len(result.feature_imports),
             "defined_symbols": len(result.binary.symbols),
         },
         "entries": [entry_json(r) for r in result.entries],
         "exports": [
             {"name": e.demangled, "mangled": e.name, "function": e.is_function} for e in result.shipped.exports
         ],
+        "feature_imports": [{"name": f.name, "feature": f.feature} for f in result.feature_imports],
+        "imports": list(result.shipped.imports),
         "export_leaks": [
             {"name": x.export.demangled, "mangled": x.export.name, "reason": x.reason} for x in result.export_leaks
         ],

@@ -45,6 +45,17 @@ class ExportLeak:
 
 
 @dataclass(frozen=True)
+class FeatureImport:
+    name: str  # the imported symbol, e.g. pthread_create
+    feature: str  # the unselected build feature whose code imports it
+
+
+# Imports only a build feature's code makes: present with the feature
+# unselected, that feature's code was linked in.
+FEATURE_IMPORTS = {"threads": re.compile(r"^pthread_\w+$")}
+
+
+@dataclass(frozen=True)
 class VerifyResult:
     binary: BinaryInfo  # the unstripped library: symbols
     shipped: BinaryInfo  # the stripped library when given, else the same: exports, facts
@@ -55,6 +66,7 @@ class VerifyResult:
     entries: tuple[EntryResult, ...]
     export_leaks: tuple[ExportLeak, ...]
     facts: tuple[FactCheck, ...]
+    feature_imports: tuple[FeatureImport, ...] = ()
 
     @property
     def leaks(self) -> tuple[EntryResult, ...]:
@@ -70,7 +82,7 @@ class VerifyResult:
 
     @property
     def passed(self) -> bool:
-        return not (self.leaks or self.missing or self.export_leaks or self.failed_facts)
+        return not (self.leaks or self.missing or self.export_leaks or self.failed_facts or self.feature_imports)
 
 
 def check_entries(binary: BinaryInfo, expected: Expected) -> list[EntryResult]:
@@ -110,6 +122,17 @@ def check_exports(shipped: BinaryInfo, expected: Expected | None, *, jni: bool) 
     return leaks
 
 
+def check_feature_imports(shipped: BinaryInfo, expected: Expected) -> list[FeatureImport]:
+    """A build feature the manifest does not select must leave no trace in
+    the imports: no pthread_* symbol without threads."""
+    found = []
+    for feature, pattern in FEATURE_IMPORTS.items():
+        if expected.build_features.get(feature, True):
+            continue  # selected, or a runtime without the feature at all
+        found += [FeatureImport(name, feature) for name in shipped.imports if pattern.match(name)]
+    return found
+
+
 def verify(
     binary: str | os.PathLike[str],
     expected: str | os.PathLike[str] | Expected,
@@ -146,6 +169,7 @@ def verify(
         entries=tuple(check_entries(info, exp)),
         export_leaks=tuple(check_exports(shipped, exp, jni=jni)),
         facts=tuple(check_platform_facts(shipped, facts_for)),
+        feature_imports=tuple(check_feature_imports(shipped, exp)),
     )
 
 

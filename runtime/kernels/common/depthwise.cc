@@ -151,17 +151,25 @@ Error run_float(KernelContext& ctx, const Geometry& g, const float* x, const flo
     }
   }
   const Padded shape = padded_shape(g);
-  const size_t padded_floats = static_cast<size_t>(shape.width * shape.height);
-  PARE_TRY_ASSIGN(void* memory, ctx.allocate_scratch(padded_floats * sizeof(float)));
-  float* padded = static_cast<float*>(memory);
-  for (size_t i = 0; i < padded_floats; ++i) padded[i] = 0.0f;  // borders stay zero; interiors are overwritten
+  // One padded plane per chunk (64-byte aligned each).
+  const size_t padded_floats = static_cast<size_t>((shape.width * shape.height + 15) / 16 * 16);
   const PlaneFn fn = plane_fn(g.kernel, g.stride);
   const int64_t multiplier = g.out_channels / g.in_channels;
   const int64_t taps = g.kernel * g.kernel;
   const int64_t plane_in = g.height * g.width;
   const int64_t plane_out = g.out_h * g.out_w;
-  for (int64_t n = 0; n < g.batch; ++n) {
-    for (int64_t oc = 0; oc < g.out_channels; ++oc) {
+  // Output planes split over the method's threads, each chunk starting at
+  // a new input channel (whole multiplier groups).
+  const int64_t planes = g.batch * g.out_channels;
+  const uint32_t chunks = ctx.chunks_for(planes, multiplier, planes * plane_out * taps);
+  PARE_TRY_ASSIGN(void* memory, ctx.allocate_scratch(padded_floats * chunks * sizeof(float)));
+  float* scratch = static_cast<float*>(memory);
+  for (size_t i = 0; i < padded_floats * chunks; ++i) scratch[i] = 0.0f;  // borders stay zero
+  ctx.parallel(chunks, planes, multiplier, [&](uint32_t chunk, int64_t begin, int64_t end) {
+    float* padded = scratch + chunk * padded_floats;
+    for (int64_t plane = begin; plane < end; ++plane) {
+      const int64_t n = plane / g.out_channels;
+      const int64_t oc = plane % g.out_channels;
       if (oc % multiplier == 0) {  // a new input channel
         const float* src = x + (n * g.in_channels + oc / multiplier) * plane_in;
         for (int64_t iy = 0; iy < g.height; ++iy) {
@@ -170,9 +178,9 @@ Error run_float(KernelContext& ctx, const Geometry& g, const float* x, const flo
         }
       }
       fn(padded, shape.width, w + oc * taps, g.kernel, bias != nullptr ? bias[oc * bias_stride] : 0.0f,
-         y + (n * g.out_channels + oc) * plane_out, g.out_h, g.out_w);
+         y + plane * plane_out, g.out_h, g.out_w);
     }
-  }
+  });
   return Error::Ok;
 }
 

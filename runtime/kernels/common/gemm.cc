@@ -269,5 +269,29 @@ void micro_kernel(int64_t kc, const float* PARE_RESTRICT a, const float* PARE_RE
   }
 }
 
+Result<Split> split_for(KernelContext& ctx, int64_t m, int64_t n, int64_t k, bool pack_a, bool pack_b) {
+  Split split;
+  if constexpr (feature_selected(FeatureId::threads)) {
+    const int64_t work = m * n * k;
+    const uint32_t by_columns = ctx.chunks_for(n, kNR, work);
+    const uint32_t by_rows = ctx.chunks_for(m, kMR, work);
+    split.rows = by_rows > by_columns;
+    split.chunks = split.rows ? by_rows : by_columns;
+  }
+  const int64_t rows = split.rows ? KernelContext::chunk_size(m, kMR, split.chunks) : m;
+  const int64_t columns = split.rows ? n : KernelContext::chunk_size(n, kNR, split.chunks);
+  if (pack_a) {
+    split.a_floats = static_cast<size_t>(round_up(static_cast<int64_t>(a_scratch_floats(rows, k)), 16));  // 64 B
+    PARE_TRY_ASSIGN(void* memory, ctx.allocate_scratch((split.a_floats * split.chunks + 1) * sizeof(float)));
+    split.a_scratch = static_cast<float*>(memory);
+  }
+  if (pack_b) {
+    split.b_floats = static_cast<size_t>(round_up(static_cast<int64_t>(b_scratch_floats(columns, k)), 16));
+    PARE_TRY_ASSIGN(void* memory, ctx.allocate_scratch((split.b_floats * split.chunks + 1) * sizeof(float)));
+    split.b_scratch = static_cast<float*>(memory);
+  }
+  return split;
+}
+
 }  // namespace gemm
 }  // namespace pare

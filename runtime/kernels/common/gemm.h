@@ -136,11 +136,14 @@ inline size_t b_scratch_floats(int64_t n, int64_t k) {
 }
 
 // C[m x n] (row stride ldc, unit column stride) = alpha * A B, plus the
-// previous C when `accumulate`.
+// previous C when `accumulate`. With row0 / col0, rows [row0, row0 + m) of
+// A and columns [col0, col0 + n) of B (the packers are addressed from
+// there; c points at the first of those elements): one part of a split
+// product (row0 a multiple of kMR, col0 of kNR).
 template <typename PackA, typename PackB>
 void sgemm(int64_t m, int64_t n, int64_t k, float alpha, const PackA& pack_a_block,
            const PackB& pack_b_block, float* c, int64_t ldc, bool accumulate, float* a_scratch,
-           float* b_scratch) {
+           float* b_scratch, int64_t row0 = 0, int64_t col0 = 0) {
   if (m == 0 || n == 0) return;
   if (k == 0) {
     if (!accumulate) {
@@ -154,11 +157,11 @@ void sgemm(int64_t m, int64_t n, int64_t k, float alpha, const PackA& pack_a_blo
     const int64_t nc = n - j0 < kNC ? n - j0 : kNC;
     for (int64_t p0 = 0; p0 < k; p0 += kKC) {
       const int64_t kc = k - p0 < kKC ? k - p0 : kKC;
-      const float* b_block = pack_b_block(p0, kc, j0, nc, b_scratch);
+      const float* b_block = pack_b_block(p0, kc, col0 + j0, nc, b_scratch);
       const bool acc = accumulate || p0 > 0;
       for (int64_t i0 = 0; i0 < m; i0 += kMC) {
         const int64_t mc = m - i0 < kMC ? m - i0 : kMC;
-        const float* a_block = pack_a_block(i0, mc, p0, kc, a_scratch);
+        const float* a_block = pack_a_block(row0 + i0, mc, p0, kc, a_scratch);
         for (int64_t jr = 0; jr < nc; jr += kNR) {
           const int64_t nr = nc - jr < kNR ? nc - jr : kNR;
           for (int64_t ir = 0; ir < mc; ir += kMR) {
@@ -170,6 +173,44 @@ void sgemm(int64_t m, int64_t n, int64_t k, float alpha, const PackA& pack_a_blo
       }
     }
   }
+}
+
+// sgemm over the method's threads (build feature threads). C is split into
+// chunks of whole register tiles: its columns in multiples of kNR or, when
+// it has too few columns to give each thread work, its rows in multiples
+// of kMR. Every element is then computed by a tile of the same shape, over
+// the same depth blocks in the same order, as in one sgemm call: results
+// are bitwise identical for every thread count. Operands packed at run
+// time (pack_a / pack_b) get scratch per chunk.
+struct Split {
+  uint32_t chunks = 1;
+  bool rows = false;
+  float* a_scratch = nullptr;  // chunks x a_floats
+  float* b_scratch = nullptr;  // chunks x b_floats
+  size_t a_floats = 0;
+  size_t b_floats = 0;
+};
+// The split for products of this shape (any number of them, e.g. one per
+// group of a convolution, share it) with their scratch allocated.
+Result<Split> split_for(KernelContext& ctx, int64_t m, int64_t n, int64_t k, bool pack_a, bool pack_b);
+
+template <typename PackA, typename PackB>
+void sgemm(KernelContext& ctx, const Split& split, int64_t m, int64_t n, int64_t k, float alpha,
+           const PackA& pack_a_block, const PackB& pack_b_block, float* c, int64_t ldc, bool accumulate) {
+  if constexpr (!feature_selected(FeatureId::threads)) {  // one call, no split code
+    (void)ctx;
+    sgemm(m, n, k, alpha, pack_a_block, pack_b_block, c, ldc, accumulate, split.a_scratch, split.b_scratch);
+    return;
+  }
+  ctx.parallel(split.chunks, split.rows ? m : n, split.rows ? kMR : kNR,
+               [&](uint32_t chunk, int64_t begin, int64_t end) {
+                 float* a_scratch = split.a_scratch == nullptr ? nullptr : split.a_scratch + chunk * split.a_floats;
+                 float* b_scratch = split.b_scratch == nullptr ? nullptr : split.b_scratch + chunk * split.b_floats;
+                 const int64_t row0 = split.rows ? begin : 0;
+                 const int64_t col0 = split.rows ? 0 : begin;
+                 sgemm(split.rows ? end - begin : m, split.rows ? n : end - begin, k, alpha, pack_a_block,
+                       pack_b_block, c + row0 * ldc + col0, ldc, accumulate, a_scratch, b_scratch, row0, col0);
+               });
 }
 
 // C[m x n] (contiguous rows, row stride ldc) = alpha * A B + (accumulate ?

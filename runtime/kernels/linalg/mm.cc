@@ -29,11 +29,9 @@ Error matmul_into(KernelContext& ctx, const Tensor& mat1, const Tensor& mat2, co
     using T = typename decltype(tt)::type;
     using Acc = opmath_t<T>;
     if constexpr (is_same_v<T, float>) {
-      PARE_TRY_ASSIGN(void* a_scratch, ctx.allocate_scratch(gemm::a_scratch_floats(m, k) * sizeof(float)));
-      PARE_TRY_ASSIGN(void* b_scratch, ctx.allocate_scratch(gemm::b_scratch_floats(n, k) * sizeof(float)));
-      gemm::sgemm(m, n, k, alpha.to<float>(), gemm::StridedA{float_view(mat1)}, gemm::StridedB{float_view(mat2)},
-                  out.data_as<float>(), n, accumulate, static_cast<float*>(a_scratch),
-                  static_cast<float*>(b_scratch));
+      PARE_TRY_ASSIGN(const gemm::Split split, gemm::split_for(ctx, m, n, k, /*pack_a=*/true, /*pack_b=*/true));
+      gemm::sgemm(ctx, split, m, n, k, alpha.to<float>(), gemm::StridedA{float_view(mat1)},
+                  gemm::StridedB{float_view(mat2)}, out.data_as<float>(), n, accumulate);
     } else {
       // The reference loop wants unit-stride rows of mat2.
       PARE_TRY_ASSIGN(const Tensor b, as_contiguous(ctx, mat2, mat2.dtype));

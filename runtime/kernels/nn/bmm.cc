@@ -39,15 +39,13 @@ Error aten_bmm(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs) {
     using Acc = opmath_t<T>;
     T* c = out->data_as<T>();
     if constexpr (is_same_v<T, float>) {
-      PARE_TRY_ASSIGN(void* a_scratch, ctx.allocate_scratch((gemm::a_scratch_floats(m, k) + 1) * sizeof(float)));
-      PARE_TRY_ASSIGN(void* b_scratch, ctx.allocate_scratch((gemm::b_scratch_floats(n, k) + 1) * sizeof(float)));
+      PARE_TRY_ASSIGN(const gemm::Split split, gemm::split_for(ctx, m, n, k, /*pack_a=*/true, /*pack_b=*/true));
       for (int64_t b = 0; b < batch; ++b) {
         const gemm::MatrixView<float> a{self.data_as<float>() + b * self.strides[0], m, k, self.strides[1],
                                         self.strides[2]};
         const gemm::MatrixView<float> bv{mat2.data_as<float>() + b * mat2.strides[0], k, n, mat2.strides[1],
                                          mat2.strides[2]};
-        gemm::sgemm(m, n, k, 1.0f, gemm::StridedA{a}, gemm::StridedB{bv}, c + b * m * n, n, false,
-                    static_cast<float*>(a_scratch), static_cast<float*>(b_scratch));
+        gemm::sgemm(ctx, split, m, n, k, 1.0f, gemm::StridedA{a}, gemm::StridedB{bv}, c + b * m * n, n, false);
       }
     } else {
       // The reference loop wants unit-stride rows of mat2.

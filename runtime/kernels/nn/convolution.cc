@@ -185,16 +185,13 @@ PARE_UNUSED Error conv_float(KernelContext& ctx, const ConvGeometry& g, const fl
       });
     }
   }
-  PARE_TRY_ASSIGN(void* b_memory, ctx.allocate_scratch((gemm::b_scratch_floats(p, k) + 1) * sizeof(float)));
-  float* b_scratch = static_cast<float*>(b_memory);
+  PARE_TRY_ASSIGN(const gemm::Split split, gemm::split_for(ctx, g.og, p, k, /*pack_a=*/false, /*pack_b=*/true));
   each_group([&](const float* image, float* c, const float* a_panels) {
     const gemm::PrepackedA a{a_panels, g.og};
     if (pointwise) {
-      gemm::sgemm(g.og, p, k, 1.0f, a, gemm::StridedB{{image, k, p, p, 1}}, c, p, bias != nullptr, nullptr,
-                  b_scratch);
+      gemm::sgemm(ctx, split, g.og, p, k, 1.0f, a, gemm::StridedB{{image, k, p, p, 1}}, c, p, bias != nullptr);
     } else {
-      gemm::sgemm(g.og, p, k, 1.0f, a, gemm::Im2ColPanels{image, g.im2col()}, c, p, bias != nullptr, nullptr,
-                  b_scratch);
+      gemm::sgemm(ctx, split, g.og, p, k, 1.0f, a, gemm::Im2ColPanels{image, g.im2col()}, c, p, bias != nullptr);
     }
   });
   return Error::Ok;

@@ -474,19 +474,25 @@ Error aten_max_pool2d_with_indices(KernelContext& ctx, ValueSpan inputs, ValueSp
     const T* in = x.data_as<T>();
     T* o = out->data_as<T>();
     int64_t* index = indices->data_as<int64_t>();
+    // Planes split over the method's threads (work: one compare per tap).
+    const uint32_t chunks = ctx.chunks_for(planes.count, 1, planes.count * out_plane * p.kernel[0] * p.kernel[1]);
     if constexpr (fast_path_compiled<tags::max_pool2d_2x2_kernel, T>()) {
       if (is_plain_2x2(planes, p)) {
         return run_fast_path<tags::max_pool2d_2x2_kernel, T>(ctx, [&]() -> Error {
-          for (int64_t i = 0; i < planes.count; ++i) {
-            max_pool_plane_2x2(in + i * in_plane, o + i * out_plane, index + i * out_plane, planes, p);
-          }
+          ctx.parallel(chunks, planes.count, 1, [&](uint32_t, int64_t begin, int64_t end) {
+            for (int64_t i = begin; i < end; ++i) {
+              max_pool_plane_2x2(in + i * in_plane, o + i * out_plane, index + i * out_plane, planes, p);
+            }
+          });
           return Error::Ok;
         });
       }
     }
-    for (int64_t i = 0; i < planes.count; ++i) {
-      max_pool_plane(in + i * in_plane, o + i * out_plane, index + i * out_plane, planes, p);
-    }
+    ctx.parallel(chunks, planes.count, 1, [&](uint32_t, int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) {
+        max_pool_plane(in + i * in_plane, o + i * out_plane, index + i * out_plane, planes, p);
+      }
+    });
     return Error::Ok;
   });
 }
@@ -512,10 +518,13 @@ Error aten_avg_pool2d(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs) {
   const int64_t in_plane = planes.height * planes.width;
   const int64_t out_plane = p.out[0] * p.out[1];
   const AvgOptions options{count_include_pad, divisor_override};
+  const uint32_t chunks = ctx.chunks_for(planes.count, 1, planes.count * out_plane * p.kernel[0] * p.kernel[1]);
   return PARE_DISPATCH(avg_pool2d_kernel, ctx, self.dtype, T, {
-    for (int64_t i = 0; i < planes.count; ++i) {
-      avg_pool_plane(x.data_as<T>() + i * in_plane, out->data_as<T>() + i * out_plane, planes, p, options);
-    }
+    ctx.parallel(chunks, planes.count, 1, [&](uint32_t, int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) {
+        avg_pool_plane(x.data_as<T>() + i * in_plane, out->data_as<T>() + i * out_plane, planes, p, options);
+      }
+    });
     return Error::Ok;
   });
 }

@@ -157,13 +157,13 @@ Error LinearPackedParams::run(KernelContext& ctx, const Tensor& input, Value& ou
   const int64_t m = static_cast<int64_t>(result->numel()) / out_features;
   PARE_TRY_ASSIGN(const Tensor x, as_contiguous(ctx, input, ScalarType::Float));
   PARE_TRY_ASSIGN(const float* residual, epilogue.residual_data(ctx, *result));
-  PARE_TRY_ASSIGN(void* a_scratch, ctx.allocate_scratch(gemm::a_scratch_floats(m, in_features) * sizeof(float)));
+  PARE_TRY_ASSIGN(const gemm::Split split,
+                  gemm::split_for(ctx, m, out_features, in_features, /*pack_a=*/true, /*pack_b=*/false));
   float* c = result->data_as<float>();
   if (bias != nullptr) fill_rows_with_bias(c, m, out_features, out_features, bias, /*bias_per_row=*/false);
-  gemm::sgemm(m, out_features, in_features, 1.0f,
+  gemm::sgemm(ctx, split, m, out_features, in_features, 1.0f,
               gemm::StridedA{{x.data_as<float>(), m, in_features, in_features, 1}},
-              gemm::PrepackedB{packed_weight, out_features}, c, out_features, /*accumulate=*/bias != nullptr,
-              static_cast<float*>(a_scratch), nullptr);
+              gemm::PrepackedB{packed_weight, out_features}, c, out_features, /*accumulate=*/bias != nullptr);
   return epilogue.apply(ctx, c, residual, static_cast<int64_t>(result->numel()));
 }
 
@@ -302,17 +302,16 @@ Error Conv2dPackedParams::run(KernelContext& ctx, const Tensor& input, Value& ou
       });
     }
   }
-  PARE_TRY_ASSIGN(void* memory, ctx.allocate_scratch(gemm::b_scratch_floats(p, k) * sizeof(float)));
-  float* b_scratch = static_cast<float*>(memory);
+  PARE_TRY_ASSIGN(const gemm::Split split, gemm::split_for(ctx, og, p, k, /*pack_a=*/false, /*pack_b=*/true));
   return each_group([&](const float* image, float* c, const float* a_panels) {
     const gemm::PrepackedA a{a_panels, og};
     if (pointwise) {
       // A 1x1 convolution is a plain GEMM with the image as B [cg, H*W].
-      gemm::sgemm(og, p, k, 1.0f, a, gemm::StridedB{{image, cg, p, p, 1}}, c, p, bias != nullptr, nullptr, b_scratch);
+      gemm::sgemm(ctx, split, og, p, k, 1.0f, a, gemm::StridedB{{image, cg, p, p, 1}}, c, p, bias != nullptr);
     } else {
       const gemm::Im2ColPanels b{image, {height, width, out_w, kernel[0], kernel[1], stride[0], stride[1],
                                          padding[0], padding[1], dilation[0], dilation[1]}};
-      gemm::sgemm(og, p, k, 1.0f, a, b, c, p, bias != nullptr, nullptr, b_scratch);
+      gemm::sgemm(ctx, split, og, p, k, 1.0f, a, b, c, p, bias != nullptr);
     }
   });
 }

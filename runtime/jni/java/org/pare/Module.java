@@ -20,6 +20,7 @@ import java.util.Map;
 public final class Module implements AutoCloseable {
   private long program;
   private final Map<String, Long> methods = new HashMap<String, Long>();
+  private int numThreads = 1;
 
   private Module(long program) {
     this.program = program;
@@ -40,6 +41,21 @@ public final class Module implements AutoCloseable {
   public List<String> methodNames() {
     String joined = nativeMethodNames(handle());
     return joined.isEmpty() ? Collections.<String>emptyList() : Arrays.asList(joined.split("\n"));
+  }
+
+  /**
+   * Runs every method of this module on {@code threads} threads (1 to 64): the calling thread plus
+   * workers the runtime owns. Outputs are bitwise identical for every count. More than 1 needs a
+   * runtime whose manifest selects build feature threads; otherwise, a PareException naming it.
+   */
+  public synchronized void setNumThreads(int threads) {
+    if (threads < 1 || threads > 64) {
+      throw new PareException("pare: threads must be in [1, 64], got " + threads);
+    }
+    for (long m : methods.values()) {
+      nativeSetNumThreads(m, threads);
+    }
+    numThreads = threads;
   }
 
   /** Runs method "forward". */
@@ -90,6 +106,9 @@ public final class Module implements AutoCloseable {
     if (m == null) {
       m = nativeCreateMethod(handle(), name);
       methods.put(name, m);
+      if (numThreads != 1) {
+        nativeSetNumThreads(m, numThreads);
+      }
     }
     return m;
   }
@@ -111,6 +130,8 @@ public final class Module implements AutoCloseable {
   private static native void nativeSetInput(long method, int index, int dtype, long[] shape, byte[] data);
 
   private static native void nativeExecute(long method);
+
+  private static native void nativeSetNumThreads(long method, int threads);
 
   private static native int nativeOutputCount(long method);
 
