@@ -123,12 +123,25 @@ def test_cli_writes_json_and_reports_errors_in_one_line(full_runtime, tmp_path):
     (row,) = json.loads(out.read_text())
     assert row["threads"] == 1 and row["rounds"] == 2 and row["executorch_xnnpack_median_us"] is None
     assert "Pare / torch" in proc.stdout and "ET+XNNPACK" not in proc.stdout and "ExecuTorch" not in proc.stderr
+    assert row["thread_speedup"] is None and "speed-up" not in proc.stdout
     for args, message in [([str(MODEL), "--runtime", str(tmp_path / "none.so")], "no runtime at"),
                           ([str(tmp_path / "missing.py")], "no such model spec"),
                           ([str(MODEL), "--threads", "0"], "must be at least 1")]:
         proc = subprocess.run([sys.executable, "-m", "tools.bench", *args], cwd=REPO_ROOT, env=env,
                               capture_output=True, text=True, check=False)
         assert proc.returncode == 2 and message in proc.stderr and "Traceback" not in proc.stderr
+    # --threads 2: Pare on two threads, and on one alongside for the speed-up.
+    proc = subprocess.run([sys.executable, "-m", "tools.bench", str(MODEL), "--rounds", "2", "--json", str(out),
+                           "--no-executorch", "--threads", "2"], cwd=REPO_ROOT, env=env, capture_output=True,
+                          text=True, check=False)
+    if len(os.sched_getaffinity(0)) < 2:  # a one-CPU machine: the clear error instead
+        assert proc.returncode == 2 and "2 CPUs asked for" in proc.stderr, proc.stderr
+        return
+    assert proc.returncode == 0, proc.stderr
+    (row,) = json.loads(out.read_text())
+    assert row["threads"] == 2 and row["pare_1_thread_median_us"] > 0 and row["torch_eager_median_us"] > 0
+    assert row["thread_speedup"] == pytest.approx(row["pare_1_thread_median_us"] / row["median_us"], rel=1e-3)
+    assert "Pare 1 thread median µs | speed-up |" in proc.stdout
 
 
 def test_a_library_that_is_not_a_runtime_is_a_user_error(tmp_path):

@@ -116,6 +116,31 @@ def test_mm_bmm_and_convolutions_are_bitwise_identical_for_every_thread_count(ru
         np.testing.assert_allclose(got, expected.numpy(), rtol=1e-4, atol=1e-4, err_msg=f"output {k}")
 
 
+@pytest.mark.parametrize("activation", ["hardswish", "sigmoid", "gelu"])
+def test_fused_epilogues_are_bitwise_identical_for_every_thread_count(runtime, activation):
+    # Residual add, clamp and activation over a 92,160-element output: the
+    # epilogue splits too (elementwise, in 64-float chunks).
+    rng = np.random.default_rng(5)
+    w = rng.standard_normal((64, 8, 3, 3)).astype(np.float32) / 8
+    bias = rng.standard_normal(64).astype(np.float32)
+    pb = ProgramBuilder()
+    mb = pb.method()
+    img = mb.input("Float", [1, 8, 40, 36])
+    res = mb.input("Float", [1, 64, 40, 36])
+    packed = mb.conv2d_prepack(w, bias, [1, 1], [1, 1], [1, 1], 1)
+    mb.output(mb.op("pare::conv2d_prepacked", img, packed, -3.0, 3.0, activation, res))
+    inputs = [rng.standard_normal((1, 8, 40, 36)).astype(np.float32),
+              rng.standard_normal((1, 64, 40, 36)).astype(np.float32)]
+    results = _outputs_for_each_thread_count(runtime.load(pb.to_bytes()), inputs)
+    _assert_bitwise_identical(results)
+    x, r = (torch.from_numpy(a).double() for a in inputs)
+    y = torch.clamp(torch.nn.functional.conv2d(x, torch.from_numpy(w).double(), torch.from_numpy(bias).double(),
+                                               padding=1) + r, -3, 3)
+    want = {"hardswish": torch.nn.functional.hardswish, "sigmoid": torch.sigmoid,
+            "gelu": torch.nn.functional.gelu}[activation](y)
+    np.testing.assert_allclose(results[1][0], want.numpy(), rtol=1e-4, atol=1e-5)
+
+
 @pytest.mark.parametrize("model", ["apps/demo/model.py", "tests/tracer/models/fast_kernels.py"])
 def test_exported_models_are_bitwise_identical_for_every_thread_count(runtime, model):
     spec = load_model_spec(REPO / model)

@@ -141,22 +141,21 @@ def bench_model(path: str | Path, runtime: Runtime, runtime_path: Path, *, round
 
             peer = ExecuTorchPeer.start(path, progress=progress)  # on this process's (pinned) CPUs
         peers = peer.systems() if peer else {}
-        torch.set_num_threads(threads)
         systems = {"pare": method.execute, "torch_eager": eager}
         if threads > 1:
-            systems["pare_1_thread"] = serial.execute
-        calls = {name: calls_for(fn) for name, fn in systems.items()}
-        calls.update({name: calls_for_sampler(sample) for name, sample in peers.items()})
-        if threads == 1:
-            samples = measure(systems, rounds, calls, samplers=peers)
-        else:
-            # torch's OpenMP workers keep spinning after its calls and take
+            # torch's OpenMP workers keep running after its calls and take
             # the CPUs Pare's workers need (Pare's 2-thread demo measured 77
             # and 236 µs in two runs interleaved with torch, 42 µs without):
-            # with several threads, torch eager gets rounds of its own.
-            del systems["torch_eager"]
-            samples = measure(systems, rounds, calls, samplers=peers)
-            samples.update(measure({"torch_eager": eager}, rounds, calls))
+            # with several threads, torch eager is not called before Pare's
+            # rounds end, and then gets rounds of its own (tools.bench also
+            # sets OMP_WAIT_POLICY=PASSIVE).
+            systems = {"pare": method.execute, "pare_1_thread": serial.execute}
+        calls = {name: calls_for(fn) for name, fn in systems.items()}
+        calls.update({name: calls_for_sampler(sample) for name, sample in peers.items()})
+        torch.set_num_threads(threads)
+        samples = measure(systems, rounds, calls, samplers=peers)
+        if threads > 1:
+            samples.update(measure({"torch_eager": eager}, rounds, {"torch_eager": calls_for(eager)}))
         unavailable = peer.unavailable() if peer else {}
     finally:
         if peer:

@@ -86,6 +86,24 @@ Result<const float*> Epilogue::residual_data(KernelContext& ctx, const Tensor& o
 }
 
 Error Epilogue::apply(KernelContext& ctx, float* out, const float* res, int64_t n) const {
+  if constexpr (feature_selected(FeatureId::threads)) {
+    // An error (an epilogue dtype the build left out) comes from the
+    // dispatch before any element: found on an empty range first, so no
+    // chunk can fail. About 4 operations per element.
+    constexpr int64_t kGrain = 64;  // 256 bytes: whole vectors and cache lines
+    const uint32_t chunks = ctx.chunks_for(n, kGrain, 4 * n);
+    if (chunks > 1) {
+      PARE_TRY(apply_range(ctx, out, res, 0));
+      ctx.parallel(chunks, n, kGrain, [&](uint32_t, int64_t begin, int64_t end) {
+        (void)apply_range(ctx, out + begin, res == nullptr ? nullptr : res + begin, end - begin);
+      });
+      return Error::Ok;
+    }
+  }
+  return apply_range(ctx, out, res, n);
+}
+
+Error Epilogue::apply_range(KernelContext& ctx, float* out, const float* res, int64_t n) const {
   if (res != nullptr) {
     auto add = [&](auto) -> Error {
       for (int64_t i = 0; i < n; ++i) out[i] += res[i];

@@ -70,8 +70,12 @@ struct Epilogue {
   // one); InvalidShape when its sizes differ.
   Result<const float*> residual_data(KernelContext& ctx, const Tensor& out) const;
   // out[0, n) = activation(clamp(out[0, n) + residual[0, n))), residual
-  // null for none.
+  // null for none; split over the method's threads when large (build
+  // feature threads: elementwise, so the same bits for any split).
   Error apply(KernelContext& ctx, float* out, const float* residual, int64_t n) const;
+
+ private:
+  Error apply_range(KernelContext& ctx, float* out, const float* residual, int64_t n) const;
 };
 
 class LinearPackedParams : public ObjectBase {
