@@ -18,12 +18,15 @@ Method::~Method() {
   }
   release_temporaries();
   pare_pal_free(arena_);
-  if constexpr (feature_selected(FeatureId::threads)) {
-    if (pool_ != nullptr) {
-      pool_->~ThreadPool();
-      pare_pal_free(pool_);
-    }
-  }
+  if constexpr (feature_selected(FeatureId::threads)) release_pool();
+}
+
+// Joins and frees the thread pool, if any.
+void Method::release_pool() {
+  if (pool_ == nullptr) return;
+  pool_->~ThreadPool();
+  pare_pal_free(pool_);
+  pool_ = nullptr;
 }
 
 uint32_t Method::value_id(const Value* v) const {
@@ -529,11 +532,7 @@ Error Method::set_num_threads(uint32_t threads) {
                      "manifest (tools.tracer trace --threads, or the runtime rule's build_features attribute)");
   } else {
     if (threads == num_threads()) return Error::Ok;
-    if (pool_ != nullptr) {
-      pool_->~ThreadPool();
-      pare_pal_free(pool_);
-      pool_ = nullptr;
-    }
+    release_pool();
     // Scratch is allocated per chunk: every kept plan is stale.
     for (CachedPlan& plan : plans_) plan.valid = false;
     if (threads == 1) return Error::Ok;
@@ -541,9 +540,7 @@ Error Method::set_num_threads(uint32_t threads) {
     if (memory == nullptr) return PARE_FAIL(diagnostics_, Error::OutOfMemory, "out of memory creating a thread pool");
     pool_ = PARE_PLACEMENT_NEW(memory) ThreadPool();
     if (pool_->start(threads) != Error::Ok) {
-      pool_->~ThreadPool();
-      pare_pal_free(pool_);
-      pool_ = nullptr;
+      release_pool();
       return PARE_FAIL(diagnostics_, Error::OutOfMemory, "the platform could not start %u threads", threads - 1);
     }
     program_.observer().record_feature(FeatureId::threads);

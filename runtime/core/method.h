@@ -115,6 +115,7 @@ class Method {
   void release_temporaries();
   uint32_t value_id(const Value* v) const;
   Result<void*> allocate_storage(Value* value, size_t nbytes);
+  void release_pool();
   void* output_buffer_for(const Value* value, size_t nbytes) const;
   Error finish_output_buffers();
 
