@@ -59,4 +59,4 @@ PLATFORMS_BY_NAME = {p.name: p for p in PLATFORMS}
 SHIPPED_PLATFORMS = [p.name for p in PLATFORMS if p.ship]
 
 def platform_label(name):
-    return "@//platforms:" + name
+    return str(Label("//platforms:" + name))

@@ -33,7 +33,7 @@ load(
     "with_feature_set",
 )
 load("@bazel_tools//tools/build_defs/cc:action_names.bzl", "ACTION_NAMES")
-load("@//platforms:table.bzl", "PLATFORMS")
+load("//platforms:table.bzl", "PLATFORMS")
 
 PareSettingInfo = provider(
     doc = "The value of a Pare build setting.",
@@ -279,16 +279,16 @@ pare_cc_toolchain_config = rule(
         "triple": attr.string(mandatory = True, doc = "Clang target triple, without API level / OS version."),
         "include_dirs": attr.string_list(doc = "Directories clang searches by default, for Bazel's include check."),
         "system_libs": attr.label(allow_files = True, doc = "Stub system libraries (Android) or .tbd (iOS); their directory goes on -L."),
-        "_android_api": attr.label(default = "@//toolchains:android_api"),
-        "_ios_min_version": attr.label(default = "@//toolchains:ios_min_version"),
+        "_android_api": attr.label(default = Label("//toolchains:android_api")),
+        "_ios_min_version": attr.label(default = Label("//toolchains:ios_min_version")),
     },
     provides = [CcToolchainConfigInfo],
     doc = "A clang-16 / lld-16 toolchain config for one row of the platform table.",
 )
 
 _SYSTEM_LIBS = {
-    "android": "@//toolchains/android:system_stubs",
-    "ios": "@//toolchains/ios:libsystem",
+    "android": Label("//toolchains/android:system_stubs"),
+    "ios": Label("//toolchains/ios:libsystem"),
 }
 
 def pare_cc_toolchains(include_dirs):

@@ -17,6 +17,8 @@ import sys
 import time
 from pathlib import Path
 
+from tools.bundle import load_bundle
+
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
 TARGETS = [
@@ -30,7 +32,7 @@ PLATFORMS = ["android_arm64", "ios_arm64", "linux_x86_64"]
 
 
 def _report(bin_dir: Path, target: str) -> dict:
-    return json.loads((bin_dir / target / "report.json").read_text())["platforms"]
+    return json.loads(load_bundle(bin_dir / target).file("report").read_text())["platforms"]
 
 
 def size_table(bin_dir: Path) -> str:
@@ -62,7 +64,7 @@ def main() -> int:
 
     print("Checking the demo model on the x86_64 runtime against torch:", flush=True)
     check = [sys.executable, "-m", "tools.tracer", "check", "apps/demo/model.py",
-             "--runtime", str(bin_dir / "apps/demo/runtime/linux_x86_64/libpare_runtime.so")]
+             "--runtime", str(load_bundle(bin_dir / "apps/demo/runtime").platform("linux_x86_64").shared)]
     return subprocess.run(check, cwd=REPO_ROOT).returncode
 
 

@@ -17,9 +17,12 @@ tools/bazel test //... || { echo "bazel test failed" >&2; exit 1; }
 
 echo "== bazel build (runtimes the pytest suites load)"
 tools/bazel build //runtime:full //runtime:full_v3 //runtime:instrumentation || { echo "bazel build failed" >&2; exit 1; }
-export PARE_RUNTIME_LIB="$root/bazel-bin/runtime/full/linux_x86_64/libpare_full.so"
-export PARE_RUNTIME_V3_LIB="$root/bazel-bin/runtime/full_v3/linux_x86_64/libpare_full_v3.so"
-export PARE_TRACING_RUNTIME_LIB="$root/bazel-bin/runtime/instrumentation/linux_x86_64/libpare_instrumentation.so"
+# Each bundle's bundle.json says where its files are (tools/bundle.py).
+shared_lib() { .venv/bin/python -m tools.bundle "$root/bazel-bin/$1" linux_x86_64 shared; }
+PARE_RUNTIME_LIB="$(shared_lib runtime/full)" || exit 1
+PARE_RUNTIME_V3_LIB="$(shared_lib runtime/full_v3)" || exit 1
+PARE_TRACING_RUNTIME_LIB="$(shared_lib runtime/instrumentation)" || exit 1
+export PARE_RUNTIME_LIB PARE_RUNTIME_V3_LIB PARE_TRACING_RUNTIME_LIB
 export PARE_INSTRUMENTATION_LIB="$PARE_TRACING_RUNTIME_LIB"
 
 # Any skip that is not a @pytest.mark.platform_limit fails the run

@@ -10,17 +10,19 @@
 
 load(":providers.bzl", "PareMultiPlatformInfo")
 
-_JAVA_SRCS = "//runtime/jni:java_srcs"
+_JAVA_SRCS = Label("//runtime/jni:java_srcs")
 
 def _library_info(ctx, platform):
+    """The runtime's files on `platform` by role (shared, unstripped, static):
+    the roles its bundle.json lists."""
     info = ctx.attr.runtime[PareMultiPlatformInfo]
-    if platform not in info.libraries:
+    if platform not in info.files:
         fail("%s: runtime %s is not built for %s; add it to that selective_runtime's platforms" % (
             ctx.label,
             ctx.attr.runtime.label,
             platform,
         ))
-    return info.libraries[platform]
+    return info.files[platform]
 
 def _java_jar(ctx, lib_name, out):
     args = ctx.actions.args()
@@ -40,7 +42,7 @@ def _java_jar(ctx, lib_name, out):
     )
 
 _COMMON_ATTRS = {
-    "_package": attr.label(default = "//tools/mobile:package", executable = True, cfg = "exec"),
+    "_package": attr.label(default = Label("//tools/mobile:package"), executable = True, cfg = "exec"),
     "_javac": attr.label(default = "@pare_jdk//:javac", executable = True, cfg = "exec", allow_single_file = True),
     "_java_srcs": attr.label(default = _JAVA_SRCS),
 }
@@ -65,7 +67,7 @@ Example:
 def _aar_impl(ctx):
     lib = _library_info(ctx, "android_arm64")
     classes = ctx.actions.declare_file(ctx.label.name + "/classes.jar")
-    _java_jar(ctx, lib.lib_name, classes)
+    _java_jar(ctx, ctx.attr.runtime[PareMultiPlatformInfo].libraries["android_arm64"].lib_name, classes)
     out = ctx.actions.declare_file(ctx.label.name + ".aar")
     args = ctx.actions.args()
     args.add("aar")
@@ -143,7 +145,7 @@ pare_ios_xcframework = rule(
         ),
         "framework_name": attr.string(mandatory = True, doc = "Module and bundle name, e.g. PareDemo."),
         "min_ios": attr.string(default = "15.0", doc = "MinimumOSVersion; match --//toolchains:ios_min_version."),
-        "_headers": attr.label(default = "//runtime:c_api_headers"),
+        "_headers": attr.label(default = Label("//runtime:c_api_headers")),
     }, **_COMMON_ATTRS),
     doc = """An iOS xcframework: Info.plist and an ios-arm64 slice with the static runtime,
 the C API header and a module map (import it from Swift as `import <framework_name>`).

@@ -6,6 +6,7 @@ results are copied to stable paths:
     bazel-bin/<pkg>/<name>/<platform>/lib<lib>.so        (stripped; .dylib on iOS)
     bazel-bin/<pkg>/<name>/<platform>/lib<lib>.a         (iOS only)
     bazel-bin/<pkg>/<name>/<platform>/unstripped/lib<lib>.so
+    bazel-bin/<pkg>/<name>/bundle.json                   (this list, for tools)
 """
 
 load("//platforms:table.bzl", "SHIPPED_PLATFORMS")
@@ -25,33 +26,66 @@ def copy_file(ctx, src, dst_path, what):
     )
     return out
 
+BUNDLE_SCHEMA = "pare.bundle"
+BUNDLE_VERSION = 1
+
 def collect_platform_libraries(ctx):
     """Copies each platform's PareLibraryInfo files to the stable layout.
 
-    Returns (dict platform -> PareLibraryInfo, dict platform -> tuple of files).
+    Returns (dict platform -> PareLibraryInfo, dict platform -> tuple of
+    files, dict platform -> struct(shared, unstripped, static)).
     """
     libraries = {}
     outputs = {}
+    roles = {}
     for platform, dep in sorted(ctx.split_attr.library.items()):
         info = dep[PareLibraryInfo]
         base = "%s/%s/" % (ctx.label.name, platform)
-        files = [
-            copy_file(ctx, info.shared, base + info.shared.basename, "library"),
-            copy_file(ctx, info.shared_unstripped, base + "unstripped/" + info.shared.basename, "unstripped library"),
-        ]
-        if info.static:
-            files.append(copy_file(ctx, info.static, base + info.static.basename, "static library"))
+        shared = copy_file(ctx, info.shared, base + info.shared.basename, "library")
+        unstripped = copy_file(ctx, info.shared_unstripped, base + "unstripped/" + info.shared.basename, "unstripped library")
+        static = copy_file(ctx, info.static, base + info.static.basename, "static library") if info.static else None
         libraries[platform] = info
-        outputs[platform] = tuple(files)
-    return libraries, outputs
+        outputs[platform] = tuple([shared, unstripped] + ([static] if static else []))
+        roles[platform] = struct(shared = shared, unstripped = unstripped, static = static)
+    return libraries, outputs, roles
+
+def _relative(ctx, f, root):
+    if not f.path.startswith(root):
+        fail("%s: %s is outside the bundle directory %s" % (ctx.label, f.path, root))
+    return f.path[len(root):]
+
+def write_bundle_index(ctx, roles, files = {}):
+    """Writes <name>/bundle.json, the one description of a bundle's layout
+    that tools/verify, tools/size_diff and the main job read
+    (tools/bundle.py): for each platform its files by role, and the
+    bundle-wide files (`files`: role -> File), all as paths relative to the
+    bundle directory. Returns the File."""
+    out = ctx.actions.declare_file(ctx.label.name + "/bundle.json")
+    root = out.dirname + "/"
+    platforms = {}
+    for platform, r in sorted(roles.items()):
+        entry = {"shared": _relative(ctx, r.shared, root), "unstripped": _relative(ctx, r.unstripped, root)}
+        if r.static:
+            entry["static"] = _relative(ctx, r.static, root)
+        platforms[platform] = entry
+    index = {
+        "schema": BUNDLE_SCHEMA,
+        "version": BUNDLE_VERSION,
+        "target": str(ctx.label),
+        "files": {role: _relative(ctx, f, root) for role, f in sorted(files.items())},
+        "platforms": platforms,
+    }
+    ctx.actions.write(out, json.encode_indent(index, indent = "  ") + "\n")
+    return out
 
 def _impl(ctx):
     check_platforms(ctx.label, "platforms", ctx.attr.platforms)
-    libraries, outputs = collect_platform_libraries(ctx)
-    all_files = [f for files in outputs.values() for f in files]
+    libraries, outputs, roles = collect_platform_libraries(ctx)
+    index = write_bundle_index(ctx, roles)
+    all_files = [f for files in outputs.values() for f in files] + [index]
     return [
         DefaultInfo(files = depset(all_files), runfiles = ctx.runfiles(files = all_files)),
-        PareMultiPlatformInfo(label = ctx.label, libraries = libraries, outputs = outputs),
+        PareMultiPlatformInfo(label = ctx.label, libraries = libraries, outputs = outputs, files = roles, index = index),
     ]
 
 pare_multi_platform_library = rule(

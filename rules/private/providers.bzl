@@ -17,6 +17,9 @@ PareMultiPlatformInfo = provider(
         "label": "(Label) the target, for error messages",
         "libraries": "(dict[str, PareLibraryInfo]) platform row name -> that platform's build",
         "outputs": "(dict[str, tuple[File]]) platform row name -> files at the stable paths",
+        "files": "(dict[str, struct]) platform row name -> its stable files by role: shared, unstripped, " +
+                 "static (None but on iOS); the same roles bundle.json lists",
+        "index": "(File) <name>/bundle.json: the bundle's platforms, files and their roles (docs/bazel.md)",
     },
 )
 

@@ -18,7 +18,10 @@ def _impl(ctx):
     out_root = ctx.label.name
     headers = [ctx.actions.declare_file("%s/pare_selection/%s" % (out_root, h)) for h in _HEADERS]
     expected = ctx.actions.declare_file(out_root + "/expected_symbols.json")
-    inventory_dir = ctx.attr.inventory_dir
+    # The directory of the runtime's .def files, wherever the runtime's
+    # repository sits (runtime/kernels here, external/pare/runtime/kernels
+    # when Pare is @pare).
+    inventory_dir = ctx.files._inventory[0].dirname
 
     args = ctx.actions.args()
     args.add("generate")
@@ -69,10 +72,9 @@ pare_selection = rule(
         "manifests": attr.label_list(allow_files = [".yaml", ".yml"], doc = "Candidates for --define ops=<file>."),
         "allow_unknown_ops": attr.bool(doc = "Drop operators the runtime lacks (with a warning) instead of failing."),
         "build_features": attr.string_list(doc = "Build features selected on top of the manifest's (runtime/kernels/features.def)."),
-        "inventory_dir": attr.string(default = "runtime/kernels", doc = "Workspace-relative directory of the runtime's .def files."),
-        "_inventory": attr.label(default = "//runtime:inventory"),
-        "_runtime_headers": attr.label_list(default = ["//runtime:headers"]),
-        "_codegen": attr.label(default = "//codegen", executable = True, cfg = "exec"),
+        "_inventory": attr.label(default = Label("//runtime:inventory")),
+        "_runtime_headers": attr.label_list(default = [Label("//runtime:headers")]),
+        "_codegen": attr.label(default = Label("//codegen"), executable = True, cfg = "exec"),
         "_cc_toolchain": attr.label(default = "@bazel_tools//tools/cpp:current_cc_toolchain"),
     },
     fragments = ["cpp"],

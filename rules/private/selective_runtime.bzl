@@ -11,7 +11,8 @@ The macro expands to:
   <name>_library    pare_platform_library: link, strip, (iOS) archive
   <name>            the bundle: split over `platforms`, outputs at
                     bazel-bin/<pkg>/<name>/<platform>/, plus report.json,
-                    expected_symbols.json and the manifest used
+                    expected_symbols.json, the manifest used and
+                    bundle.json (which lists them all, by role)
   <name>_verify_<platform>_test
                     tools/verify on that platform's library (docs/verify.md)
 """
@@ -19,7 +20,7 @@ The macro expands to:
 load("//platforms:table.bzl", "SHIPPED_PLATFORMS")
 load(":cc.bzl", "pare_cc_library")
 load(":link.bzl", "pare_platform_library")
-load(":multi_platform.bzl", "collect_platform_libraries", "copy_file")
+load(":multi_platform.bzl", "collect_platform_libraries", "copy_file", "write_bundle_index")
 load(":providers.bzl", "PareMultiPlatformInfo", "PareSelectionInfo")
 load(":selection.bzl", "pare_selection")
 load(":verify.bzl", "pare_verify_test")
@@ -27,7 +28,7 @@ load(":transitions.bzl", "ALLOWLIST_ATTRS", "check_platforms", "platforms_split_
 
 def _bundle_impl(ctx):
     check_platforms(ctx.label, "platforms", ctx.attr.platforms)
-    libraries, outputs = collect_platform_libraries(ctx)
+    libraries, outputs, roles = collect_platform_libraries(ctx)
     selection = ctx.attr.selection[PareSelectionInfo]
 
     expected = copy_file(ctx, selection.expected_symbols, ctx.label.name + "/expected_symbols.json", "expected symbols")
@@ -51,10 +52,11 @@ def _bundle_impl(ctx):
         progress_message = "Measuring %s" % ctx.label,
     )
 
-    all_files = [f for files in outputs.values() for f in files] + [expected, manifest, report]
+    index = write_bundle_index(ctx, roles, files = {"expected_symbols": expected, "manifest": manifest, "report": report})
+    all_files = [f for files in outputs.values() for f in files] + [expected, manifest, report, index]
     return [
         DefaultInfo(files = depset(all_files), runfiles = ctx.runfiles(files = all_files)),
-        PareMultiPlatformInfo(label = ctx.label, libraries = libraries, outputs = outputs),
+        PareMultiPlatformInfo(label = ctx.label, libraries = libraries, outputs = outputs, files = roles, index = index),
         selection,
         OutputGroupInfo(report = depset([report]), expected_symbols = depset([expected])),
     ]
@@ -69,7 +71,7 @@ _selective_runtime_bundle = rule(
             values = ["", "baseline", "v3"],
             doc = "Pins --//runtime:x86_64_isa for this runtime (rules/private/isa.bzl); \"\": the flag's.",
         ),
-        "_report": attr.label(default = "//tools/size_diff:bundle_report", executable = True, cfg = "exec"),
+        "_report": attr.label(default = Label("//tools/size_diff:bundle_report"), executable = True, cfg = "exec"),
     }, **ALLOWLIST_ATTRS),
     provides = [PareMultiPlatformInfo, PareSelectionInfo],
 )
@@ -141,12 +143,12 @@ def selective_runtime(
     )
     deps = [
         ":" + name + "_selection",
-        "//runtime:headers",
+        Label("//runtime:headers"),
     ]
     local_defines = ["PARE_TRACING=1"] if tracing else []
     pare_cc_library(
         name = name + "_core",
-        srcs = ["//runtime:core_srcs"],
+        srcs = [Label("//runtime:core_srcs")],
         deps = deps,
         local_defines = local_defines,
         optimize = "size",
@@ -155,7 +157,7 @@ def selective_runtime(
     )
     pare_cc_library(
         name = name + "_kernels",
-        srcs = ["//runtime:kernel_srcs"],
+        srcs = [Label("//runtime:kernel_srcs")],
         deps = deps,
         local_defines = local_defines,
         tags = tags,
@@ -166,7 +168,7 @@ def selective_runtime(
         deps = [
             ":" + name + "_core",
             ":" + name + "_kernels",
-        ] + (["//runtime/jni:jni_bridge"] if jni else []),
+        ] + ([Label("//runtime/jni:jni_bridge")] if jni else []),
         lib_name = "pare_" + name,
         tags = tags,
         visibility = ["//visibility:private"],

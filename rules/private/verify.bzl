@@ -14,20 +14,6 @@ load(":providers.bzl", "PareMultiPlatformInfo", "PareSelectionInfo")
 def _shell_quote(s):
     return "'" + s.replace("'", "'\\''") + "'"
 
-def _stable_files(runtime, platform):
-    """(stripped, unstripped) library at the stable paths <name>/<platform>/[unstripped/], so reports
-    name readable paths; the PareLibraryInfo originals otherwise."""
-    library = runtime.libraries[platform]
-    shipped, unstripped = library.shared, library.shared_unstripped
-    for f in runtime.outputs.get(platform, ()):
-        if f.basename != library.shared.basename:
-            continue
-        if f.dirname.endswith("/unstripped"):
-            unstripped = f
-        else:
-            shipped = f
-    return shipped, unstripped
-
 def _impl(ctx):
     platform = ctx.attr.platform
     if platform not in PLATFORMS_BY_NAME:
@@ -44,7 +30,9 @@ def _impl(ctx):
             platform,
             ", ".join(sorted(runtime.libraries.keys())) or "none",
         ))
-    shipped, unstripped = _stable_files(runtime, platform)
+    # The stable paths (<name>/<platform>/[unstripped/]), so reports name
+    # readable paths.
+    shipped, unstripped = runtime.files[platform].shared, runtime.files[platform].unstripped
 
     expected = ctx.file.expected_symbols
     if expected == None:
@@ -118,7 +106,7 @@ _pare_verify_test = rule(
             allow_single_file = True,
         ),
         "_verify": attr.label(
-            default = "//tools/verify",
+            default = Label("//tools/verify"),
             executable = True,
             cfg = "target",
         ),

@@ -141,9 +141,13 @@ def test_user_errors_are_one_line(fixture_build, tmp_path, capsys, reports):
     assert "it is stripped" in _one_line_error(capsys, ["report", stripped])
     wrong_twin = str(fixture_build.lib("grown", "android_arm64", unstripped=True))
     assert "not a stripped/unstripped pair" in _one_line_error(capsys, ["report", stripped, "--unstripped", wrong_twin])
-    assert "no <platform>/unstripped/" in _one_line_error(capsys, ["report", "--bundle", str(fixture_build.root)])
+    assert "no bundle.json" in _one_line_error(capsys, ["report", "--bundle", str(fixture_build.root)])
+    # A bundle of one platform whose index lists no expected_symbols.json.
     bundle = tmp_path / "bundle"
     shutil.copytree(fixture_build.bundle("clean") / "linux_x86_64", bundle / "linux_x86_64")
+    index = json.loads((fixture_build.bundle("clean") / "bundle.json").read_text())
+    index.update(files={}, platforms={"linux_x86_64": index["platforms"]["linux_x86_64"]})
+    (bundle / "bundle.json").write_text(json.dumps(index))
     assert "no expected_symbols.json" in _one_line_error(capsys, ["report", "--bundle", str(bundle)])
     assert "not built for ios_arm64" in _one_line_error(capsys, ["report", "--bundle", str(bundle), "--platform", "ios_arm64"])
     assert "required" in _one_line_error(capsys, ["diff", str(d / "head.json")])

@@ -27,17 +27,20 @@ def test_demo_manifest_is_up_to_date(demo_spec, tracing_lib):
     assert result.manifest.dump() == DEMO_MANIFEST.read_text(), f"apps/demo/manifest.yaml is stale; run {REGENERATE}"
 
 
-@pytest.mark.parametrize("app", sorted(p.parent.name for p in (REPO / "apps").glob("*/manifest.yaml")
+@pytest.mark.parametrize("app", sorted(str(p.parent.relative_to(REPO)) for p in
+                                        [*(REPO / "apps").glob("*/manifest.yaml"),
+                                         *(REPO / "examples").glob("*/manifest.yaml")]
                                         if p.parent.name != "demo"))
 def test_other_apps_manifests_are_up_to_date(app, tracing_lib):
-    # Every app's checked-in manifest, like the demo's: a change to the
-    # tracer or the passes that changes what a model selects (or the passes
-    # recorded in debug_info) re-traces them in the same change.
-    manifest = REPO / "apps" / app / "manifest.yaml"
-    regenerate = f"python -m tools.tracer trace apps/{app}/model.py -o apps/{app}/manifest.yaml"
-    result = trace_model(load_model_spec(REPO / "apps" / app / "model.py"), runtime=tracing_lib)
+    # Every app's checked-in manifest, like the demo's (and the example
+    # workspace's): a change to the tracer or the passes that changes what a
+    # model selects (or the passes recorded in debug_info) re-traces them in
+    # the same change.
+    manifest = REPO / app / "manifest.yaml"
+    regenerate = f"python -m tools.tracer trace {app}/model.py -o {app}/manifest.yaml"
+    result = trace_model(load_model_spec(REPO / app / "model.py"), runtime=tracing_lib)
     assert all(c.ok for c in result.checks)
-    assert result.manifest.dump() == manifest.read_text(), f"apps/{app}/manifest.yaml is stale; run {regenerate}"
+    assert result.manifest.dump() == manifest.read_text(), f"{app}/manifest.yaml is stale; run {regenerate}"
 
 
 def test_demo_has_a_dynamic_batch(demo_spec):

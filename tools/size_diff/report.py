@@ -18,6 +18,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from tools.bundle import BundleError, load_bundle
 from tools.size_diff.attribution import BUCKETS, CORE, KEYED_BUCKETS, OTHER, UNATTRIBUTED, attribute, check_twins
 from tools.size_diff.errors import SizeDiffError
 from tools.verify.binary import read_binary
@@ -132,12 +133,12 @@ def build_report(target: str | None, runs: list[Run], *, cxxfilt: str | None = N
 
 def bundle_runs(bundle: str | os.PathLike[str], *, expected: str | os.PathLike[str] | None = None,
                 platforms: list[str] | None = None) -> list[Run]:
-    """The runs of a multi-platform output directory, bazel-bin/<pkg>/<name>/<platform>/[unstripped/]lib*."""
+    """The runs of a bundle, bazel-bin/<pkg>/<name> (its bundle.json: tools/bundle.py)."""
     runs = []
     for p in platforms or bundle_platforms(bundle):
         unstripped, stripped, own_expected = bundle_paths(bundle, p)
         exp = Path(expected) if expected else own_expected
-        if not exp.is_file():
+        if exp is None or not exp.is_file():
             if expected:
                 raise SizeDiffError(f"--expected {exp}: no such file")
             raise SizeDiffError(f"{bundle}: no expected_symbols.json (not a selective_runtime output?); pass --expected FILE")
@@ -146,13 +147,11 @@ def bundle_runs(bundle: str | os.PathLike[str], *, expected: str | os.PathLike[s
 
 
 def target_from_bundle(bundle: str | os.PathLike[str]) -> str | None:
-    """//pkg:name for bazel-bin/pkg/name (the stable output layout), else None."""
-    parts = Path(os.path.abspath(bundle)).parts
-    for i, part in enumerate(parts):
-        if part == "bazel-bin" and len(parts) > i + 1:
-            rest = parts[i + 1:]
-            return f"//{'/'.join(rest[:-1])}:{rest[-1]}"
-    return None
+    """The label that built the bundle (its bundle.json), else None."""
+    try:
+        return load_bundle(bundle).target
+    except BundleError:
+        return None
 
 
 # --- reading ---

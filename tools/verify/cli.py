@@ -66,8 +66,12 @@ def _runs(args: argparse.Namespace) -> list[dict]:
         runs = []
         for platform in platforms:
             unstripped, stripped, expected = bundle_paths(root, platform)
-            runs.append({"binary": unstripped, "stripped": stripped, "platform": platform,
-                         "expected": Path(args.expected) if args.expected else expected})
+            if args.expected:
+                expected = Path(args.expected)
+            elif expected is None:
+                raise VerifyError(f"{root}: the bundle lists no expected_symbols.json (not a selective_runtime?); "
+                                  "pass --expected FILE")
+            runs.append({"binary": unstripped, "stripped": stripped, "platform": platform, "expected": expected})
         return runs
     if not args.binary:
         raise VerifyError("give the unstripped library (UNSTRIPPED_LIB) or --bundle DIR")

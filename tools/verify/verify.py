@@ -18,6 +18,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from tools.bundle import Bundle, BundleError, load_bundle
 from tools.verify.binary import BinaryInfo, Export, Symbol, read_binary
 from tools.verify.errors import VerifyError
 from tools.verify.expected import Entry, Expected, check_format, classify, load_expected
@@ -173,28 +174,24 @@ def verify(
     )
 
 
+def _bundle(bundle: str | os.PathLike[str]) -> Bundle:
+    try:
+        return load_bundle(bundle)
+    except BundleError as e:
+        raise VerifyError(str(e)) from None
+
+
 def bundle_platforms(bundle: str | os.PathLike[str]) -> list[str]:
-    """The platforms a multi-platform output directory holds (those with an unstripped/ library)."""
-    root = Path(bundle)
-    if not root.is_dir():
-        raise VerifyError(f"{root}: no such directory; build the target first (tools/bazel build <target>)")
-    found = sorted(p.name for p in root.iterdir() if (p / "unstripped").is_dir())
-    if not found:
-        raise VerifyError(f"{root}: no <platform>/unstripped/ directories; pass a selective_runtime output directory")
-    return found
+    """The platforms a bundle (bazel-bin/<pkg>/<name>, tools/bundle.py) holds."""
+    return sorted(_bundle(bundle).platforms)
 
 
-def bundle_paths(bundle: str | os.PathLike[str], platform: str) -> tuple[Path, Path, Path]:
-    """(unstripped, stripped, expected_symbols.json) in a selective_runtime's output directory.
-
-    bazel-bin/<pkg>/<name>/ holds <platform>/lib*.so|.dylib, <platform>/unstripped/ and expected_symbols.json.
-    """
-    root = Path(bundle)
-    have = bundle_platforms(root)
-    if platform not in have:
-        raise VerifyError(f"{root}: not built for {platform} (it has {', '.join(have)})")
-    pdir = root / platform
-    libs = sorted(p for p in (pdir / "unstripped").iterdir() if p.suffix in (".so", ".dylib"))
-    if len(libs) != 1:
-        raise VerifyError(f"{pdir / 'unstripped'}: expected one .so or .dylib, found {len(libs)}")
-    return libs[0], pdir / libs[0].name, root / "expected_symbols.json"
+def bundle_paths(bundle: str | os.PathLike[str], platform: str) -> tuple[Path, Path, Path | None]:
+    """(unstripped, stripped, expected_symbols.json or None) of one platform of
+    a bundle, from its bundle.json."""
+    b = _bundle(bundle)
+    try:
+        files = b.platform(platform)
+    except BundleError as e:
+        raise VerifyError(str(e)) from None
+    return files.unstripped, files.shared, b.files.get("expected_symbols")

@@ -30,6 +30,7 @@ from pathlib import Path
 import codegen
 from pare.runtime import PareError
 from tools import bazel_build
+from tools.bundle import load_bundle
 from tools.bench.timing import measure, median, pin_to_cpus
 from tools.tracer import paths
 from tools.tracer.errors import TracerError
@@ -184,15 +185,14 @@ def _bundle_dir(root: Path, model: str) -> Path:
 
 
 def library(root: Path, model: str, platform: str) -> Path:
-    suffix = {"android_arm64": ".so", "linux_x86_64": ".so", "ios_arm64": ".dylib"}[platform]
-    return _bundle_dir(root, model) / platform / f"libpare_{model}{suffix}"
+    return load_bundle(_bundle_dir(root, model)).platform(platform).shared
 
 
 def sizes(root: Path, model: str, platforms: tuple[str, ...]) -> dict[str, int]:
     """Bytes per platform: the stripped .so; for iOS the Mach-O's section
     bytes (the dylib file is padded to 16 KB pages, and an app links the
     static archive, so its sections are what the app pays)."""
-    report = json.loads((_bundle_dir(root, model) / "report.json").read_text())["platforms"]
+    report = json.loads(load_bundle(_bundle_dir(root, model)).file("report").read_text())["platforms"]
     key = {"ios_arm64": "section_bytes"}
     return {p: report[p][key.get(p, "stripped_bytes")] for p in platforms if p in report}
 
