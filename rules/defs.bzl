@@ -1,5 +1,6 @@
 """Pare's public Bazel API. Load rules from here only; rules/private/ is internal."""
 
+load("//rules/private:app.bzl", _pare_app = "pare_app")
 load("//rules/private:cc.bzl", _pare_cc_library = "pare_cc_library")
 load("//rules/private:link.bzl", _pare_platform_library = "pare_platform_library")
 load(
@@ -25,6 +26,7 @@ load(
     _PareMultiPlatformInfo = "PareMultiPlatformInfo",
 )
 
+pare_app = _pare_app
 pare_cc_library = _pare_cc_library
 pare_platform_library = _pare_platform_library
 pare_multi_platform_library = _pare_multi_platform_library

@@ -2,7 +2,7 @@
 
 1. Builds, in one Bazel invocation, the demo's selective runtime
    (//apps/demo:runtime, from apps/demo/manifest.yaml), the same operators
-   with every dtype (//apps/demo:runtime_all_dtypes), the full runtime
+   with every dtype (//apps/demo/all_dtypes:runtime), the full runtime
    (//runtime:full), and the app bundles (AAR, xcframework).
 2. Prints the size table: full vs selective per platform, and what dtype
    selection alone saves.
@@ -23,7 +23,7 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 
 TARGETS = [
     "//apps/demo:runtime",
-    "//apps/demo:runtime_all_dtypes",
+    "//apps/demo/all_dtypes:runtime",
     "//runtime:full",
     "//apps/demo:android_aar",
     "//apps/demo:ios_xcframework",
@@ -38,7 +38,7 @@ def _report(bin_dir: Path, target: str) -> dict:
 def size_table(bin_dir: Path) -> str:
     full = _report(bin_dir, "runtime/full")
     demo = _report(bin_dir, "apps/demo/runtime")
-    all_dtypes = _report(bin_dir, "apps/demo/runtime_all_dtypes")
+    all_dtypes = _report(bin_dir, "apps/demo/all_dtypes/runtime")
     rows = [
         "| platform | full runtime | demo runtime | smaller than full | demo, all dtypes | dtype selection saves |",
         "|---|---:|---:|---:|---:|---:|",
