@@ -41,20 +41,26 @@ def _parser() -> argparse.ArgumentParser:
             ALLOW_UNKNOWN_OPS_FLAG,
             dest="allow_unknown_ops",
             action="store_true",
-            help="drop operators and custom classes the runtime does not provide, with a warning, "
-            "instead of failing",
+            help="drop operators and custom classes the runtime does not provide, with a warning, instead of failing",
         )
 
     g = sub.add_parser("generate", help="write <out>/pare_selection/*.h and <out>/expected_symbols.json")
-    g.add_argument(
-        "--manifest", required=True, metavar="M", help="manifest YAML (PyTorch selected-operators schema)"
-    )
+    g.add_argument("--manifest", required=True, metavar="M", help="manifest YAML (PyTorch selected-operators schema)")
     g.add_argument("--out", required=True, metavar="DIR", help="output directory")
-    g.add_argument("--manifest-name", metavar="NAME", default=None,
-                   help="how the runtime's 'not selected' errors name the manifest (default: its path)")
-    g.add_argument("--build-feature", action="append", default=[], metavar="NAME",
-                   help="also select this build feature (repeatable), e.g. output_buffers; the selective_runtime "
-                   "rule's build_features attribute passes these")
+    g.add_argument(
+        "--manifest-name",
+        metavar="NAME",
+        default=None,
+        help="how the runtime's 'not selected' errors name the manifest (default: its path)",
+    )
+    g.add_argument(
+        "--build-feature",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="also select this build feature (repeatable), e.g. output_buffers; the selective_runtime "
+        "rule's build_features attribute passes these",
+    )
     inventory_arg(g)
     allow_arg(g)
 
@@ -117,9 +123,7 @@ def _inventory_text(inv: Inventory) -> str:
     ]
     lines.append("operators:")
     width = max((len(n) for n in inv.ops), default=0)
-    lines += [
-        f"  {op.name:<{width}}  pare::kernels::{op.function}  ({op.location})" for op in inv.ops.values()
-    ]
+    lines += [f"  {op.name:<{width}}  pare::kernels::{op.function}  ({op.location})" for op in inv.ops.values()]
     lines.append("kernel tags:")
     lines += [f"  {t.name}: {' '.join(t.dtypes)}  ({t.location})" for t in inv.tags.values()]
     lines.append("custom classes:")
@@ -131,14 +135,12 @@ def _inventory_text(inv: Inventory) -> str:
 
 def _inventory_json(inv: Inventory) -> str:
     data = {
-        "operators": [
-            {"name": o.name, "function": o.function, "declared_at": o.location} for o in inv.ops.values()
-        ],
+        "operators": [{"name": o.name, "function": o.function, "declared_at": o.location} for o in inv.ops.values()],
         "kernel_tags": [
             {"name": t.name, "dtypes": list(t.dtypes), "declared_at": t.location} for t in inv.tags.values()
         ],
-        "custom_classes": [{"name": n, "declared_at": l} for n, l in inv.classes.items()],
-        "build_features": [{"name": n, "declared_at": l} for n, l in inv.build_features.items()],
+        "custom_classes": [{"name": n, "declared_at": at} for n, at in inv.classes.items()],
+        "build_features": [{"name": n, "declared_at": at} for n, at in inv.build_features.items()],
     }
     return json.dumps(data, indent=2) + "\n"
 

@@ -46,20 +46,17 @@ def selected_ops_h(selection: Selection, manifest_name: str | None = None) -> st
         else f"#define TORCH_OPERATOR_ALLOWLIST {_allowlist(selection.operators)}\n"
     )
     return (
-        "#pragma once\n"
-        + _GENERATED
-        + "// The operators this runtime registers: TORCH_SELECTIVE_SCHEMA keeps a\n"
-        "// kernel only if its full name is listed here (docs/selection.md).\n" + body
-        + "// Named in the runtime's \"not selected\" errors, so users know what to edit.\n"
+        "#pragma once\n" + _GENERATED + "// The operators this runtime registers: TORCH_SELECTIVE_SCHEMA keeps a\n"
+        "// kernel only if its full name is listed here (docs/selection.md).\n"
+        + body
+        + '// Named in the runtime\'s "not selected" errors, so users know what to edit.\n'
         + f"#define PARE_MANIFEST_NAME {_c_string(name)}\n"
     )
 
 
 def selected_kernel_dtypes_h(selection: Selection) -> str:
     head = (
-        "#pragma once\n"
-        + _GENERATED
-        + "// The dtype cases each dispatch tag instantiates; an unselected case never\n"
+        "#pragma once\n" + _GENERATED + "// The dtype cases each dispatch tag instantiates; an unselected case never\n"
         "// instantiates its specialisation (docs/selection.md).\n"
         '#include "runtime/core/scalar_type.h"\n'
     )
@@ -88,9 +85,7 @@ def selected_classes_h(selection: Selection) -> str:
     else:
         features = f"#define TORCH_BUILD_FEATURE_ALLOWLIST {_allowlist(selection.build_features)}\n"
     return (
-        "#pragma once\n"
-        + _GENERATED
-        + "// The custom classes (TORCH_SELECTIVE_CLASS) and build features this\n"
+        "#pragma once\n" + _GENERATED + "// The custom classes (TORCH_SELECTIVE_CLASS) and build features this\n"
         "// runtime keeps (docs/selection.md).\n" + classes + features
     )
 

@@ -25,9 +25,7 @@ _IDENT = r"[A-Za-z_][A-Za-z0-9_]*"
 _OP_NAME = re.compile(rf"{_IDENT}::{_IDENT}(?:\.{_IDENT})?")
 _ENTRY = {
     "PARE_OP": re.compile(rf'PARE_OP\(\s*"(?P<name>[^"]*)"\s*,\s*(?P<fn>{_IDENT})\s*\)'),
-    "PARE_KERNEL_TAG": re.compile(
-        rf"PARE_KERNEL_TAG\(\s*(?P<name>{_IDENT})\s*(?P<dtypes>(?:,\s*{_IDENT}\s*)+)\)"
-    ),
+    "PARE_KERNEL_TAG": re.compile(rf"PARE_KERNEL_TAG\(\s*(?P<name>{_IDENT})\s*(?P<dtypes>(?:,\s*{_IDENT}\s*)+)\)"),
     "PARE_CLASS": re.compile(rf"PARE_CLASS\(\s*(?P<name>{_IDENT})\s*\)"),
     "PARE_BUILD_FEATURE": re.compile(rf"PARE_BUILD_FEATURE\(\s*(?P<name>{_IDENT})\s*\)"),
 }
@@ -138,16 +136,14 @@ def load_inventory(directory: str | os.PathLike[str] | None = None) -> Inventory
                             f"{f'did you mean {hint}? ' if hint else ''}use {' '.join(PARE_DTYPE_NAMES)}"
                         )
                 if len(set(dtypes)) != len(dtypes):
-                    raise InventoryError(
-                        f"{where}: kernel tag {name} lists a dtype twice; list each dtype once"
-                    )
+                    raise InventoryError(f"{where}: kernel tag {name} lists a dtype twice; list each dtype once")
                 ordered = tuple(sorted(dtypes, key=lambda d: DTYPES_BY_NAME[d].value))
                 tags[name] = KernelTag(name, ordered, loc)
             elif macro == "PARE_CLASS":
-                _no_duplicate(classes, name, where, "class", lambda l: f"{shown}/{l}")
+                _no_duplicate(classes, name, where, "class", lambda at: f"{shown}/{at}")
                 classes[name] = loc
             else:
-                _no_duplicate(features, name, where, "build feature", lambda l: f"{shown}/{l}")
+                _no_duplicate(features, name, where, "build feature", lambda at: f"{shown}/{at}")
                 features[name] = loc
 
     return Inventory(

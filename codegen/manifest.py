@@ -271,24 +271,19 @@ def load(path: str | os.PathLike[str]) -> Manifest:
     except FileNotFoundError:
         raise ManifestError(f"{source}: no such manifest file; check the path") from None
     except OSError as e:
-        raise ManifestError(
-            f"{source}: cannot read manifest ({e.strerror}); check the path and permissions"
-        ) from None
+        raise ManifestError(f"{source}: cannot read manifest ({e.strerror}); check the path and permissions") from None
     if data.startswith(b"PARE"):
         raise ManifestError(
             f"{source}: this is a Pare program, not a manifest; pass the manifest YAML the tracer wrote for it"
         )
     if b"\0" in data:
         raise ManifestError(
-            f"{source}: a binary file, not a manifest (NUL byte at offset {data.index(0)}); "
-            "pass the manifest YAML"
+            f"{source}: a binary file, not a manifest (NUL byte at offset {data.index(0)}); pass the manifest YAML"
         )
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as e:
-        raise ManifestError(
-            f"{source}: not UTF-8 text (byte {e.start}); save the manifest as UTF-8 YAML"
-        ) from None
+        raise ManifestError(f"{source}: not UTF-8 text (byte {e.start}); save the manifest as UTF-8 YAML") from None
     manifest = loads(text, source=source)
     return dataclasses.replace(manifest, source_sha256=hashlib.sha256(data).hexdigest())
 
@@ -349,8 +344,11 @@ class _Parser:
             # others, not YAMLError (found by fuzz/codegen_targets.py manifest).
             tag = node.tag.replace("tag:yaml.org,2002:", "!!")
             value = str(getattr(node, "value", ""))[:40]
-            raise self.fail(node, f"cannot read {value!r} as {tag} ({type(e).__name__})",
-                            f"remove the explicit {tag} tag or fix the value") from None
+            raise self.fail(
+                node,
+                f"cannot read {value!r} as {tag} ({type(e).__name__})",
+                f"remove the explicit {tag} tag or fix the value",
+            ) from None
 
     def mapping(self, node: yaml.MappingNode) -> list[tuple[yaml.Node, Any, yaml.Node]]:
         """(key node, key value, value node), rejecting duplicate keys."""
@@ -395,9 +393,7 @@ class _Parser:
         suggestion = _suggest_op_name(name)
         hint = f"did you mean {suggestion}? " if suggestion else ""
         no_namespace = (
-            ":" not in name
-            and not name.startswith("torch.ops.")
-            and name.split(".")[0] not in _KNOWN_NAMESPACES
+            ":" not in name and not name.startswith("torch.ops.") and name.split(".")[0] not in _KNOWN_NAMESPACES
         )
         problem = f"operator {name!r} {'has no namespace' if no_namespace else 'is not a full operator name'}"
         raise self.fail(
@@ -504,8 +500,7 @@ class _Parser:
                 )
         names = self.string_list(node, "the operator list", "[aten::add.Tensor]", op_names=True)
         ops = [
-            Operator(n, is_root_operator=True, is_used_for_training=False, include_all_overloads=True)
-            for n in names
+            Operator(n, is_root_operator=True, is_used_for_training=False, include_all_overloads=True) for n in names
         ]
         return Manifest(operators=ops, include_all_non_op_selectives=True, source=self.source)
 
@@ -514,9 +509,7 @@ class _Parser:
             # `operators:` as a list of names (older hand-written files; torchgen
             # rejects it). Each name gets torchgen's defaults for a bare entry,
             # as from_legacy_operator_name_without_overload gives them.
-            return [
-                Operator(n) for n in self.string_list(node, "operators", "[aten::add.Tensor]", op_names=True)
-            ]
+            return [Operator(n) for n in self.string_list(node, "operators", "[aten::add.Tensor]", op_names=True)]
         if not isinstance(node, yaml.MappingNode):
             raise self.fail(
                 node,
@@ -593,9 +586,7 @@ class _Parser:
                         f"{hint}write PyTorch ScalarType names: {' '.join(PARE_DTYPE_NAMES)}",
                     )
             dtypes = self.string_list(value_node, f"kernel_metadata.{tag}", "[Float, Long]")
-            for item, dtype in zip(
-                value_node.value if isinstance(value_node, yaml.SequenceNode) else (), dtypes
-            ):
+            for item, dtype in zip(value_node.value if isinstance(value_node, yaml.SequenceNode) else (), dtypes):
                 if dtype not in PYTORCH_SCALAR_TYPE_NAMES:
                     raise ManifestError(_bad_dtype_message(self.source, item.start_mark.line + 1, tag, dtype))
             out[tag] = tuple(dtypes)
@@ -699,11 +690,7 @@ def merge(manifests: Sequence[Manifest], source: str = "<merged>") -> MergeResul
             if name in operators:
                 prev = operators[name]
                 if not op.has_overload and prev.include_all_overloads != op.include_all_overloads:
-                    yes, no = (
-                        (m.source, first_seen[name])
-                        if op.include_all_overloads
-                        else (first_seen[name], m.source)
-                    )
+                    yes, no = (m.source, first_seen[name]) if op.include_all_overloads else (first_seen[name], m.source)
                     diagnostics.append(
                         f"{name}: include_all_overloads is true in {yes} but false in {no}; "
                         f"merged as true, selecting every overload of {name}"
@@ -759,9 +746,7 @@ class ManifestDiff:
     build_features: tuple[str, ...] = ()
 
     def is_empty(self) -> bool:
-        return not (
-            self.flags or self.operators or self.kernel_dtypes or self.custom_classes or self.build_features
-        )
+        return not (self.flags or self.operators or self.kernel_dtypes or self.custom_classes or self.build_features)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -793,9 +778,7 @@ def diff(a: Manifest, b: Manifest, inventory: Any = None) -> ManifestDiff:
     runtime does not implement are still compared by name.
     """
     flags = tuple(
-        f
-        for f in ("include_all_operators", "include_all_non_op_selectives")
-        if getattr(a, f) and not getattr(b, f)
+        f for f in ("include_all_operators", "include_all_non_op_selectives") if getattr(a, f) and not getattr(b, f)
     )
 
     ops: set[str] = set()
@@ -821,19 +804,11 @@ def diff(a: Manifest, b: Manifest, inventory: Any = None) -> ManifestDiff:
         ops |= {n for n in inventory.ops if a.is_operator_selected(n) and not b.is_operator_selected(n)}
         for tag in inventory.tags.values():
             for dtype in tag.dtypes:
-                if a.is_kernel_dtype_selected(tag.name, dtype) and not b.is_kernel_dtype_selected(
-                    tag.name, dtype
-                ):
+                if a.is_kernel_dtype_selected(tag.name, dtype) and not b.is_kernel_dtype_selected(tag.name, dtype):
                     dtypes.setdefault(tag.name, set()).add(dtype)
-        classes |= {
-            c
-            for c in inventory.classes
-            if a.is_custom_class_selected(c) and not b.is_custom_class_selected(c)
-        }
+        classes |= {c for c in inventory.classes if a.is_custom_class_selected(c) and not b.is_custom_class_selected(c)}
         features |= {
-            f
-            for f in inventory.build_features
-            if a.is_build_feature_selected(f) and not b.is_build_feature_selected(f)
+            f for f in inventory.build_features if a.is_build_feature_selected(f) and not b.is_build_feature_selected(f)
         }
 
     return ManifestDiff(

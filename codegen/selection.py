@@ -52,9 +52,7 @@ class Selection:
         return dtype in self.kernel_dtypes.get(tag, ())
 
     def is_custom_class_selected(self, name: str) -> bool:
-        return name in self.inventory.classes and (
-            self.include_all_custom_classes or name in self.custom_classes
-        )
+        return name in self.inventory.classes and (self.include_all_custom_classes or name in self.custom_classes)
 
     def is_build_feature_selected(self, name: str) -> bool:
         return name in self.inventory.build_features and (
@@ -113,9 +111,7 @@ def resolve(manifest: Manifest, inventory: Inventory, *, allow_unknown_ops: bool
         reachable = inventory.tags[tag].dtypes
         unreachable = [d for d in dtypes if d not in reachable]
         if unreachable:
-            why = (
-                "" if all(d in DTYPES_BY_NAME for d in unreachable) else " (Pare kernels have no such dtype)"
-            )
+            why = "" if all(d in DTYPES_BY_NAME for d in unreachable) else " (Pare kernels have no such dtype)"
             warnings.append(
                 f"{src}: ignored dtypes that the runtime's {tag} dispatch cannot reach: {', '.join(unreachable)}{why}"
             )
@@ -150,8 +146,7 @@ def _unknown_listing(ops: list[Operator], classes: list[str], inventory: Invento
     parts = []
     if ops:
         parts.append(
-            f"{len(ops)} operator{'s' if len(ops) != 1 else ''} "
-            + ", ".join(_explain_op(op, inventory) for op in ops)
+            f"{len(ops)} operator{'s' if len(ops) != 1 else ''} " + ", ".join(_explain_op(op, inventory) for op in ops)
         )
     if classes:
         parts.append(

@@ -46,8 +46,12 @@ def _compile(sources: list[Path], flags: list[str]) -> list[Path]:
         if not obj.is_file():
             obj.parent.mkdir(parents=True, exist_ok=True)
             tmp = obj.with_suffix(f".{os.getpid()}.tmp")
-            result = subprocess.run([runtime_build.CXX, *flags, "-c", str(src), "-o", str(tmp)], capture_output=True,
-                                    text=True, env=runtime_build.compiler_env())
+            result = subprocess.run(
+                [runtime_build.CXX, *flags, "-c", str(src), "-o", str(tmp)],
+                capture_output=True,
+                text=True,
+                env=runtime_build.compiler_env(),
+            )
             if result.returncode != 0:
                 raise SystemExit(f"compiling {src.relative_to(REPO)} failed:\n{result.stderr}")
             os.replace(tmp, obj)
@@ -56,22 +60,34 @@ def _compile(sources: list[Path], flags: list[str]) -> list[Path]:
 
 
 def runtime_objects() -> list[Path]:
-    covered = [p for p in runtime_build.runtime_sources("posix")
-               if p.relative_to(REPO / "runtime").parts[0] in COVERED_DIRS]
+    covered = [
+        p for p in runtime_build.runtime_sources("posix") if p.relative_to(REPO / "runtime").parts[0] in COVERED_DIRS
+    ]
     flags = runtime_build.HOUSE_FLAGS + ["-O2", f"-I{REPO}", f"-I{runtime_build.DEFAULT_SELECTION}"]
     flags += runtime_build.sanitizer_compile_flags(("fuzzer-no-link", *SANITIZE))
     objects = _compile(covered, flags)
-    return objects + [p for p in runtime_build.library_objects(PYTEST_RUNTIME_CACHE, "full",
-                                                               selection_dir=runtime_build.DEFAULT_SELECTION,
-                                                               sanitize=SANITIZE)
-                      if p.name.startswith("runtime_kernels_")]
+    return objects + [
+        p
+        for p in runtime_build.library_objects(
+            PYTEST_RUNTIME_CACHE, "full", selection_dir=runtime_build.DEFAULT_SELECTION, sanitize=SANITIZE
+        )
+        if p.name.startswith("runtime_kernels_")
+    ]
 
 
 def build(name: str) -> Path:
     source = HARNESSES[name]
     sanitize = runtime_build.sanitizer_compile_flags(("fuzzer", *SANITIZE))
-    link = [runtime_build.CXX, *HARNESS_FLAGS, *sanitize, "-fuse-ld=lld", "-Wl,--wrap=pare_pal_malloc", str(source),
-            *map(str, runtime_objects()), "-lm"]
+    link = [
+        runtime_build.CXX,
+        *HARNESS_FLAGS,
+        *sanitize,
+        "-fuse-ld=lld",
+        "-Wl,--wrap=pare_pal_malloc",
+        str(source),
+        *map(str, runtime_objects()),
+        "-lm",
+    ]
     # Object names carry hashes of their inputs, so the key covers the
     # runtime, the selection, the harness and the command.
     key = hashlib.sha256(repr(link).encode() + source.read_bytes()).hexdigest()[:16]

@@ -33,15 +33,22 @@ MAX_PROGRAM_BYTES = 64 * 1024
 # The op tests load thousands of programs; a few minutes of them cover the
 # operators well, and a loaded machine should not make this take an hour.
 CAPTURE_SECONDS = 600
-CAPTURED_TESTS = ["tests/runtime/test_interpreter.py", "tests/runtime/test_prepacked.py",
-                  "tests/runtime/test_ops_nn.py", "tests/runtime/test_ops_indexing.py",
-                  "tests/runtime/test_ops_reduction.py", "tests/runtime/test_ops_linalg.py",
-                  "tests/runtime/test_ops_misc.py", "tests/runtime/test_ops_elementwise.py",
-                  "tests/runtime/test_ops_unary_math.py", "tests/runtime/test_ops_binary_math.py"]
+CAPTURED_TESTS = [
+    "tests/runtime/test_interpreter.py",
+    "tests/runtime/test_prepacked.py",
+    "tests/runtime/test_ops_nn.py",
+    "tests/runtime/test_ops_indexing.py",
+    "tests/runtime/test_ops_reduction.py",
+    "tests/runtime/test_ops_linalg.py",
+    "tests/runtime/test_ops_misc.py",
+    "tests/runtime/test_ops_elementwise.py",
+    "tests/runtime/test_ops_unary_math.py",
+    "tests/runtime/test_ops_binary_math.py",
+]
 EXPORTED_MODELS = ["apps/demo/model.py", "apps/text_classifier/model.py"]
 
 # A pytest plugin (loaded with -p) that saves every program loaded.
-CAPTURE_PLUGIN = '''
+CAPTURE_PLUGIN = """
 import hashlib, os
 from pathlib import Path
 from pare import runtime as _rt
@@ -52,7 +59,7 @@ def _capturing_load(self, data, **kw):
     (_out / hashlib.sha1(data).hexdigest()).write_bytes(data)
     return _load(self, data, **kw)
 _rt.Runtime.load = _capturing_load
-'''
+"""
 
 
 def _features(data: bytes) -> set[str]:
@@ -74,11 +81,15 @@ def captured_programs() -> list[bytes]:
         (plugin_dir / "pare_seed_capture.py").write_text(CAPTURE_PLUGIN)
         out = Path(tmp) / "programs"
         out.mkdir()
-        env = {**__import__("os").environ, "PARE_SEED_CAPTURE": str(out),
-               "PYTHONPATH": f"{plugin_dir}:{REPO}"}
+        env = {**__import__("os").environ, "PARE_SEED_CAPTURE": str(out), "PYTHONPATH": f"{plugin_dir}:{REPO}"}
         try:
-            subprocess.run([str(PYTHON), "-m", "pytest", "-q", "-x", "-p", "pare_seed_capture", *CAPTURED_TESTS],
-                           cwd=REPO, env=env, check=False, timeout=CAPTURE_SECONDS)
+            subprocess.run(
+                [str(PYTHON), "-m", "pytest", "-q", "-x", "-p", "pare_seed_capture", *CAPTURED_TESTS],
+                cwd=REPO,
+                env=env,
+                check=False,
+                timeout=CAPTURE_SECONDS,
+            )
         except subprocess.TimeoutExpired:
             print(f"capture stopped after {CAPTURE_SECONDS}s: seeds from the tests run so far", file=sys.stderr)
         return [p.read_bytes() for p in sorted(out.iterdir())]
@@ -107,16 +118,22 @@ def exported_programs() -> dict[str, bytes]:
             for suffix, passes in (("", "none"), ("_prepack", "default")):
                 name = Path(model).parent.name + suffix
                 path = Path(tmp) / f"{name}.pare"
-                subprocess.run([str(PYTHON), "-m", "tools.tracer", "export", "-q", f"--passes={passes}", "-o",
-                                str(path), model], cwd=REPO, check=True)
+                subprocess.run(
+                    [str(PYTHON), "-m", "tools.tracer", "export", "-q", f"--passes={passes}", "-o", str(path), model],
+                    cwd=REPO,
+                    check=True,
+                )
                 out[f"export_{name}.pare"] = path.read_bytes()
     return out
 
 
 def main() -> int:
     loader = CORPUS / "loader"
-    exports = ({p.name: p.read_bytes() for p in loader.glob("export_*.pare")} if "--keep-exports" in sys.argv
-               else exported_programs())
+    exports = (
+        {p.name: p.read_bytes() for p in loader.glob("export_*.pare")}
+        if "--keep-exports" in sys.argv
+        else exported_programs()
+    )
     if CORPUS.exists():
         shutil.rmtree(CORPUS)
     loader.mkdir(parents=True)

@@ -51,9 +51,22 @@ Byte, Char, Short, Int, Long, Half, Float, Double, Bool, BFloat16 = _ALL
 
 _ALIASES = {
     # numpy / torch spellings
-    "uint8": Byte, "int8": Char, "int16": Short, "short": Short, "int32": Int, "int": Int,
-    "int64": Long, "long": Long, "float16": Half, "half": Half, "float32": Float,
-    "float": Float, "float64": Double, "double": Double, "bool": Bool, "bfloat16": BFloat16,
+    "uint8": Byte,
+    "int8": Char,
+    "int16": Short,
+    "short": Short,
+    "int32": Int,
+    "int": Int,
+    "int64": Long,
+    "long": Long,
+    "float16": Half,
+    "half": Half,
+    "float32": Float,
+    "float": Float,
+    "float64": Double,
+    "double": Double,
+    "bool": Bool,
+    "bfloat16": BFloat16,
 }
 
 

@@ -80,8 +80,10 @@ def pack_a(a) -> np.ndarray:
     rows = _round_up(m, MR)
     padded = np.zeros((rows, k), np.float32)
     padded[:m] = a
-    blocks = [padded[:, p0:p0 + KC].reshape(rows // MR, MR, min(KC, k - p0)).transpose(0, 2, 1).ravel()
-              for p0 in range(0, k, KC)]
+    blocks = [
+        padded[:, p0 : p0 + KC].reshape(rows // MR, MR, min(KC, k - p0)).transpose(0, 2, 1).ravel()
+        for p0 in range(0, k, KC)
+    ]
     return np.concatenate(blocks) if blocks else np.zeros(0, np.float32)
 
 
@@ -92,8 +94,10 @@ def pack_b(b) -> np.ndarray:
     cols = _round_up(n, PAD_COLS)
     padded = np.zeros((k, cols), np.float32)
     padded[:, :n] = b
-    blocks = [padded[p0:p0 + KC].reshape(min(KC, k - p0), cols // PANEL_COLS, PANEL_COLS).transpose(1, 0, 2).ravel()
-              for p0 in range(0, k, KC)]
+    blocks = [
+        padded[p0 : p0 + KC].reshape(min(KC, k - p0), cols // PANEL_COLS, PANEL_COLS).transpose(1, 0, 2).ravel()
+        for p0 in range(0, k, KC)
+    ]
     return np.concatenate(blocks) if blocks else np.zeros(0, np.float32)
 
 
@@ -109,8 +113,15 @@ def depthwise_direct(weight_sizes, stride, dilation, groups: int) -> bool:
     channel per group, a square 3x3, 5x5 or 7x7 kernel, stride 1 or 2 in
     both dimensions, no dilation."""
     _, cg, kh, kw = weight_sizes
-    return (cg == 1 and groups > 1 and kh == kw and kh in (3, 5, 7) and stride[0] == stride[1]
-            and stride[0] in (1, 2) and tuple(dilation) == (1, 1))
+    return (
+        cg == 1
+        and groups > 1
+        and kh == kw
+        and kh in (3, 5, 7)
+        and stride[0] == stride[1]
+        and stride[0] in (1, 2)
+        and tuple(dilation) == (1, 1)
+    )
 
 
 def pack_conv2d_weight(weight, stride, dilation, groups: int) -> np.ndarray:
@@ -126,4 +137,4 @@ def pack_conv2d_weight(weight, stride, dilation, groups: int) -> np.ndarray:
         return np.ascontiguousarray(w)
     og = out_channels // groups
     rows = w.reshape(out_channels, int(np.prod(w.shape[1:])))
-    return np.concatenate([pack_a(rows[g * og:(g + 1) * og]) for g in range(groups)])
+    return np.concatenate([pack_a(rows[g * og : (g + 1) * og]) for g in range(groups)])

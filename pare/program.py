@@ -172,8 +172,11 @@ class MethodBuilder:
             dtype, array = _dtypes.to_numpy(x)
             if array.ndim > MAX_DIM:
                 raise ProgramError(f"constant of rank {array.ndim} exceeds {MAX_DIM}")
-            return self._add(_ValueRecord(TENSOR, True, dtype.code, array.ndim, tuple(array.shape),
-                                          data=np.ascontiguousarray(array).tobytes()))
+            return self._add(
+                _ValueRecord(
+                    TENSOR, True, dtype.code, array.ndim, tuple(array.shape), data=np.ascontiguousarray(array).tobytes()
+                )
+            )
         raise ProgramError(f"cannot turn {type(x).__name__} into a program value")
 
     def _cached(self, key, make) -> Value:
@@ -188,15 +191,18 @@ class MethodBuilder:
             self._check_owned(v)
         if items and all(isinstance(i, Value) and i.kind == TENSOR for i in items):
             return self._add(_ValueRecord(TENSOR_LIST, False, ids=tuple(i.id for i in items)))
-        if all(isinstance(i, (int, np.integer)) and not isinstance(i, bool) or
-               isinstance(i, Value) and i.kind == INT for i in items):
+        if all(
+            isinstance(i, (int, np.integer)) and not isinstance(i, bool) or isinstance(i, Value) and i.kind == INT
+            for i in items
+        ):
             ints = tuple(0 if isinstance(i, Value) else int(i) for i in items)
             refs = tuple(i.id if isinstance(i, Value) else NO_VALUE for i in items) if values else None
             return self._add(_ValueRecord(INT_LIST, True, ints=ints, refs=refs))
         if all(isinstance(i, (int, float, np.integer, np.floating)) and not isinstance(i, bool) for i in items):
             return self._add(_ValueRecord(DOUBLE_LIST, True, doubles=tuple(float(i) for i in items)))
-        raise ProgramError(f"cannot make a list value from {items!r}: use all ints (or Int values), "
-                           "all floats, or all tensor values")
+        raise ProgramError(
+            f"cannot make a list value from {items!r}: use all ints (or Int values), all floats, or all tensor values"
+        )
 
     def _check_owned(self, v: Value) -> None:
         if v.method is not self:
@@ -234,8 +240,9 @@ class MethodBuilder:
         LinearPackedParams object pare::linear_prepacked takes."""
         w = _packing.pack_linear_weight(weight)
         out_features, in_features = np.shape(weight)
-        return self.init_op("pare::linear_prepack", w, bias, int(in_features), int(out_features),
-                            returns=ObjectOf("LinearPackedParams"))
+        return self.init_op(
+            "pare::linear_prepack", w, bias, int(in_features), int(out_features), returns=ObjectOf("LinearPackedParams")
+        )
 
     def conv2d_prepack(self, weight, bias, stride, padding, dilation, groups: int) -> Value:
         """An init-section pare::conv2d_prepack of a 2-d convolution's
@@ -244,8 +251,17 @@ class MethodBuilder:
         Conv2dPackedParams object pare::conv2d_prepacked takes."""
         w = _packing.pack_conv2d_weight(weight, stride, dilation, groups)
         sizes = [int(s) for s in np.shape(weight)]
-        return self.init_op("pare::conv2d_prepack", w, bias, list(stride), list(padding), list(dilation),
-                            int(groups), sizes, returns=ObjectOf("Conv2dPackedParams"))
+        return self.init_op(
+            "pare::conv2d_prepack",
+            w,
+            bias,
+            list(stride),
+            list(padding),
+            list(dilation),
+            int(groups),
+            sizes,
+            returns=ObjectOf("Conv2dPackedParams"),
+        )
 
     def _make_returns(self, returns):
         if isinstance(returns, TensorListOf):
@@ -366,8 +382,22 @@ class _Writer:
             self.put("Q", r)
         data_offset = self.align(DATA_ALIGNMENT)
         self.buf.extend(self.data)
-        struct.pack_into("<4sHHIIQQQQQQ", self.buf, 0, MAGIC, VERSION_MAJOR, VERSION_MINOR, HEADER_SIZE, 0,
-                         len(self.buf), strings_offset, ops_offset, methods_offset, data_offset, len(self.data))
+        struct.pack_into(
+            "<4sHHIIQQQQQQ",
+            self.buf,
+            0,
+            MAGIC,
+            VERSION_MAJOR,
+            VERSION_MINOR,
+            HEADER_SIZE,
+            0,
+            len(self.buf),
+            strings_offset,
+            ops_offset,
+            methods_offset,
+            data_offset,
+            len(self.data),
+        )
         return bytes(self.buf)
 
     def array(self, fmt: str, items: Iterable, align: int) -> int:
@@ -426,8 +456,18 @@ class _Writer:
         for kind, dtype, flags, a, b, c, d in records:
             self.put("BBBBIQQQ", kind, dtype, flags, 0, a, b, c, d)
         record = self.align(8)
-        self.put("IIIIIIQQQ", self.strings[m.name], len(m._values), len(m._inputs), len(m._outputs),
-                 len(instructions), len(m._init), values_offset, io_offset, instructions_offset)
+        self.put(
+            "IIIIIIQQQ",
+            self.strings[m.name],
+            len(m._values),
+            len(m._inputs),
+            len(m._outputs),
+            len(instructions),
+            len(m._init),
+            values_offset,
+            io_offset,
+            instructions_offset,
+        )
         return record
 
 
@@ -498,7 +538,8 @@ def read(data: bytes) -> ProgramInfo:
 
 def _read(buf: memoryview) -> ProgramInfo:
     magic, major, minor, header_size, flags, file_size, s_off, o_off, m_off, d_off, d_size = struct.unpack_from(
-        "<4sHHIIQQQQQQ", buf, 0)
+        "<4sHHIIQQQQQQ", buf, 0
+    )
     if magic != MAGIC:
         raise ProgramError("not a Pare program (bad magic)")
     if major != VERSION_MAJOR:
@@ -507,7 +548,7 @@ def _read(buf: memoryview) -> ProgramInfo:
     strings = []
     for i in range(count):
         off, length = struct.unpack_from("<QQ", buf, s_off + 8 + 16 * i)
-        strings.append(bytes(buf[off:off + length]).decode())
+        strings.append(bytes(buf[off : off + length]).decode())
     (n_ops,) = struct.unpack_from("<I", buf, o_off)
     ops = [strings[i] for i in struct.unpack_from(f"<{n_ops}I", buf, o_off + 4)]
     n_methods, _ = struct.unpack_from("<II", buf, m_off)
@@ -524,7 +565,7 @@ def _read(buf: memoryview) -> ProgramInfo:
                 info.sizes = None if a == UNKNOWN_RANK else list(struct.unpack_from(f"<{a}q", buf, b)) if a else []
                 if const:
                     dt = _dtypes.BY_CODE[dtype]
-                    raw = bytes(buf[d_off + c:d_off + c + d])
+                    raw = bytes(buf[d_off + c : d_off + c + d])
                     arr = np.frombuffer(raw, dtype=dt.numpy if dt.numpy is not None else np.uint16)
                     info.payload = arr.reshape(info.sizes)
             elif kind == INT:
@@ -557,11 +598,16 @@ def _read(buf: memoryview) -> ProgramInfo:
 
 
 def dump(info: ProgramInfo, out=sys.stdout) -> None:
-    print(f"Pare program v{info.version[0]}.{info.version[1]}, {info.file_size} bytes, "
-          f"{info.data_size} bytes of constants", file=out)
+    print(
+        f"Pare program v{info.version[0]}.{info.version[1]}, {info.file_size} bytes, "
+        f"{info.data_size} bytes of constants",
+        file=out,
+    )
     for m in info.methods:
-        print(f"method {m.name}({', '.join(f'%{i}' for i in m.inputs)}) -> "
-              f"({', '.join(f'%{i}' for i in m.outputs)})", file=out)
+        print(
+            f"method {m.name}({', '.join(f'%{i}' for i in m.inputs)}) -> ({', '.join(f'%{i}' for i in m.outputs)})",
+            file=out,
+        )
         for i, v in enumerate(m.values):
             print(f"  %{i}: {v.describe()}", file=out)
         for i, ins in enumerate(m.instructions):

@@ -25,8 +25,18 @@ import numpy as np
 from pare import dtypes as _dtypes
 
 MAX_DIM = 8
-_VALUE_KINDS = {0: "None", 1: "Tensor", 2: "int", 3: "float", 4: "bool", 5: "int[]", 6: "float[]", 7: "str",
-                8: "Tensor[]", 9: "Object"}
+_VALUE_KINDS = {
+    0: "None",
+    1: "Tensor",
+    2: "int",
+    3: "float",
+    4: "bool",
+    5: "int[]",
+    6: "float[]",
+    7: "str",
+    8: "Tensor[]",
+    9: "Object",
+}
 
 
 class PareError(Exception):
@@ -54,9 +64,18 @@ PLANNERS = ("smaller", "first_fit", "greedy_by_size")
 
 
 class _MemoryStats(ctypes.Structure):
-    _fields_ = [(name, ctypes.c_uint64) for name in
-                ("arena_bytes", "planned_arena_bytes", "persistent_bytes", "num_plans", "temporary_blocks",
-                 "first_fit_arena_bytes", "greedy_arena_bytes")]
+    _fields_ = [
+        (name, ctypes.c_uint64)
+        for name in (
+            "arena_bytes",
+            "planned_arena_bytes",
+            "persistent_bytes",
+            "num_plans",
+            "temporary_blocks",
+            "first_fit_arena_bytes",
+            "greedy_arena_bytes",
+        )
+    ]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -140,8 +159,19 @@ _SIGNATURES = {
     "pare_method_input_count": (_c.c_size_t, [_P]),
     "pare_method_output_count": (_c.c_size_t, [_P]),
     "pare_method_input_info": (_c.c_int, [_P, _c.c_size_t, _c.POINTER(_TensorInfo)]),
-    "pare_method_set_input": (_c.c_int, [_P, _c.c_size_t, _c.c_int32, _c.POINTER(_c.c_int64), _c.c_size_t,
-                                         _c.POINTER(_c.c_int64), _c.c_void_p, _c.c_size_t]),
+    "pare_method_set_input": (
+        _c.c_int,
+        [
+            _P,
+            _c.c_size_t,
+            _c.c_int32,
+            _c.POINTER(_c.c_int64),
+            _c.c_size_t,
+            _c.POINTER(_c.c_int64),
+            _c.c_void_p,
+            _c.c_size_t,
+        ],
+    ),
     "pare_method_execute": (_c.c_int, [_P]),
     "pare_method_output_kind": (_c.c_int, [_P, _c.c_size_t, _c.POINTER(_c.c_int32)]),
     "pare_method_output_tensor": (_c.c_int, [_P, _c.c_size_t, _c.POINTER(_TensorInfo)]),
@@ -155,8 +185,10 @@ _SIGNATURES = {
     "pare_method_set_num_threads": (_c.c_int, [_P, _c.c_uint32]),
     "pare_method_num_threads": (_c.c_uint32, [_P]),
     "pare_method_instruction_count": (_c.c_size_t, [_P]),
-    "pare_method_profile": (_c.c_int, [_P, _c.c_size_t, _c.POINTER(_c.c_char_p), _c.POINTER(_c.c_uint64),
-                                       _c.POINTER(_c.c_uint64)]),
+    "pare_method_profile": (
+        _c.c_int,
+        [_P, _c.c_size_t, _c.POINTER(_c.c_char_p), _c.POINTER(_c.c_uint64), _c.POINTER(_c.c_uint64)],
+    ),
     "pare_ticks_per_second": (_c.c_uint64, []),
     "pare_trace_op_count": (_c.c_size_t, [_P]),
     "pare_trace_op": (_c.c_int, [_P, _c.c_size_t, _c.POINTER(_c.c_char_p), _c.POINTER(_c.c_int32)]),
@@ -235,9 +267,12 @@ class Runtime:
             fn.argtypes = argtypes
         missing = _missing_cpu_features(self.isa)
         if missing:
-            raise PareError(f"{self.path} was built for {self.isa} (--//runtime:x86_64_isa=v3) but this CPU lacks "
-                            f"{', '.join(missing)}; build the runtime with --//runtime:x86_64_isa=baseline",
-                            -1, "NotImplemented")
+            raise PareError(
+                f"{self.path} was built for {self.isa} (--//runtime:x86_64_isa=v3) but this CPU lacks "
+                f"{', '.join(missing)}; build the runtime with --//runtime:x86_64_isa=baseline",
+                -1,
+                "NotImplemented",
+            )
 
     @property
     def version(self) -> str:
@@ -282,7 +317,7 @@ class Runtime:
         if borrow:
             storage = np.empty(len(data) + 64, dtype=np.uint8)
             start = -storage.ctypes.data % 64
-            buf = storage[start:start + len(data)]
+            buf = storage[start : start + len(data)]
             buf[:] = np.frombuffer(data, dtype=np.uint8)
             status = self._lib.pare_program_load(buf.ctypes.data, len(data), 0, ctypes.byref(handle))
             return self._finish_load(status, handle, keep_alive=storage)
@@ -377,8 +412,9 @@ class Method:
         self._c_execute = lib.pare_method_execute
         self._c_output_kind = lib.pare_method_output_kind
         self._c_output_tensor = lib.pare_method_output_tensor
-        self._shape_buffers = [((ctypes.c_int64 * MAX_DIM)(), (ctypes.c_int64 * MAX_DIM)())
-                               for _ in range(self._num_inputs)]
+        self._shape_buffers = [
+            ((ctypes.c_int64 * MAX_DIM)(), (ctypes.c_int64 * MAX_DIM)()) for _ in range(self._num_inputs)
+        ]
         # Per input, (numpy dtype, shape, byte strides, extent) of the last
         # array set_input() described into _shape_buffers: an array laid out
         # the same way (every call of a steady-state loop) reuses them.
@@ -413,7 +449,7 @@ class Method:
         info = _TensorInfo()
         self._check(self._lib.pare_method_input_info(self._handle, index, ctypes.byref(info)))
         dtype = None if info.dtype < 0 else _s(self._lib.pare_dtype_name(info.dtype))
-        shape = None if info.ndim < 0 else tuple(None if s < 0 else s for s in info.sizes[:info.ndim])
+        shape = None if info.ndim < 0 else tuple(None if s < 0 else s for s in info.sizes[: info.ndim])
         return InputInfo(dtype, shape)
 
     def set_input(self, index: int, array, dtype=None) -> None:
@@ -429,8 +465,9 @@ class Method:
         if dt is _dtypes.BFloat16:
             arr = arr.view(np.uint16) if arr.dtype == np.uint16 else _dtypes.float32_to_bfloat16_bits(arr)
         elif arr.dtype != dt.numpy:
-            raise PareError(f"input {index}: array dtype {arr.dtype} does not match dtype {dt.name}", 0x10,
-                            "InvalidArgument")
+            raise PareError(
+                f"input {index}: array dtype {arr.dtype} does not match dtype {dt.name}", 0x10, "InvalidArgument"
+            )
         layout = self._input_layouts[index] if 0 <= index < self._num_inputs else None
         if layout is not None and layout[0] == arr.dtype and layout[1] == arr.shape and layout[2] == arr.strides:
             sizes, strides = self._shape_buffers[index]  # already describe arr
@@ -484,8 +521,8 @@ class Method:
         bound = self._output_buffers.get(index)
         if bound is not None and info.dtype != _dtypes.BFloat16.code and info.data == bound.ctypes.data:
             dt = _dtypes.BY_CODE[info.dtype]
-            shape = tuple(info.sizes[:info.ndim])
-            return bound.reshape(-1).view(np.uint8)[:dt.itemsize * math.prod(shape)].view(dt.numpy).reshape(shape)
+            shape = tuple(info.sizes[: info.ndim])
+            return bound.reshape(-1).view(np.uint8)[: dt.itemsize * math.prod(shape)].view(dt.numpy).reshape(shape)
         key = (info.data, info.dtype, info.ndim, bytes(info.sizes), bytes(info.strides))
         cached = self._out_views.get(index)
         if cached is not None and cached[0] == key:
@@ -503,10 +540,10 @@ class Method:
         for BFloat16), valid while the runtime keeps that memory."""
         dt = _dtypes.BY_CODE[info.dtype]
         storage = dt.numpy if dt.numpy is not None else np.dtype(np.uint16)
-        shape = tuple(info.sizes[:info.ndim])
+        shape = tuple(info.sizes[: info.ndim])
         if info.data is None or 0 in shape:
             return np.zeros(shape, dtype=storage)
-        strides = tuple(s * dt.itemsize for s in info.strides[:info.ndim])
+        strides = tuple(s * dt.itemsize for s in info.strides[: info.ndim])
         extent = sum((n - 1) * s for n, s in zip(shape, strides)) + dt.itemsize
         raw = (ctypes.c_char * extent).from_address(info.data)
         base = np.frombuffer(raw, dtype=np.uint8)
@@ -528,8 +565,11 @@ class Method:
             self._check(self._lib.pare_method_output_bool(self._handle, index, ctypes.byref(v)))
             return bool(v.value)
         if kind.value != 1:
-            raise PareError(f"output {index} is a {_VALUE_KINDS.get(kind.value, '?')} value; only tensors and "
-                            "scalars can be read", 0x10, "InvalidArgument")
+            raise PareError(
+                f"output {index} is a {_VALUE_KINDS.get(kind.value, '?')} value; only tensors and scalars can be read",
+                0x10,
+                "InvalidArgument",
+            )
         self._check(self._c_output_tensor(self._handle, index, self._info_ref))  # a tensor that failed: why
         raise PareError(f"output {index}: the runtime gave no tensor", 0x01, "Internal")
 
@@ -554,8 +594,15 @@ class Method:
     def memory_stats(self) -> MemoryStats:
         s = _MemoryStats()
         self._check(self._lib.pare_method_memory_stats(self._handle, ctypes.byref(s)))
-        return MemoryStats(s.arena_bytes, s.planned_arena_bytes, s.persistent_bytes, s.num_plans,
-                           s.temporary_blocks, s.first_fit_arena_bytes, s.greedy_arena_bytes)
+        return MemoryStats(
+            s.arena_bytes,
+            s.planned_arena_bytes,
+            s.persistent_bytes,
+            s.num_plans,
+            s.temporary_blocks,
+            s.first_fit_arena_bytes,
+            s.greedy_arena_bytes,
+        )
 
     def set_output_buffer(self, index: int, buffer: np.ndarray | None) -> None:
         """Has every later execute() leave output `index` in `buffer` (a
@@ -606,7 +653,11 @@ class Method:
         entries = []
         name, calls, ticks = ctypes.c_char_p(), ctypes.c_uint64(), ctypes.c_uint64()
         for i in range(self._lib.pare_method_instruction_count(self._handle)):
-            if self._lib.pare_method_profile(self._handle, i, ctypes.byref(name), ctypes.byref(calls),
-                                             ctypes.byref(ticks)) == 0:
+            if (
+                self._lib.pare_method_profile(
+                    self._handle, i, ctypes.byref(name), ctypes.byref(calls), ctypes.byref(ticks)
+                )
+                == 0
+            ):
                 entries.append(ProfileEntry(i, _s(name.value), calls.value, ticks.value / ticks_per_second))
         return entries

@@ -17,7 +17,7 @@ load(
     "pare_python_repository",
 )
 
-def pare_dependencies(register_toolchains = True):
+def pare_dependencies(register_toolchains = True):  # buildifier: disable=unnamed-macro (a WORKSPACE macro)
     """Declares @pare_llvm, @pare_python and @pare_jdk and registers Pare's toolchains.
 
     A repository already declared under one of those names is left alone.

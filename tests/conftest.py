@@ -20,8 +20,9 @@ BAZEL = [str(REPO_ROOT / "tools" / "bazel")]
 _built: set[tuple[str, ...]] = set()
 
 
-def bazel(*args: str, check: bool = True, capture: bool = True, cwd: Path = REPO_ROOT,
-          startup: tuple[str, ...] = ()) -> subprocess.CompletedProcess:
+def bazel(
+    *args: str, check: bool = True, capture: bool = True, cwd: Path = REPO_ROOT, startup: tuple[str, ...] = ()
+) -> subprocess.CompletedProcess:
     """Runs tools/bazel in cwd (default: the repo root; another workspace, e.g. a
     second checkout, works too) with Bazel startup options `startup`; raises with
     Bazel's output on failure."""
@@ -56,8 +57,10 @@ def require_tool(*names: str, package: str) -> str:
         path = shutil.which(name)
         if path:
             return path
-    pytest.fail(f"{names[0]} not found on PATH: run `make setup` (tools/setup.sh installs the apt package {package})",
-                pytrace=False)
+    pytest.fail(
+        f"{names[0]} not found on PATH: run `make setup` (tools/setup.sh installs the apt package {package})",
+        pytrace=False,
+    )
 
 
 def pytest_configure(config):
@@ -78,5 +81,8 @@ def smoke_outputs() -> Path:
 
 def pytest_report_header(config):
     gate = "on" if skip_gate.gate_enabled() else f"off (set {skip_gate.ENV_VAR}=1 to fail on skips)"
-    return [f"pare repo: {REPO_ROOT}", f"PARE_RUNTIME_LIB={os.environ.get('PARE_RUNTIME_LIB', '')}",
-            f"skip gate: {gate}"]
+    return [
+        f"pare repo: {REPO_ROOT}",
+        f"PARE_RUNTIME_LIB={os.environ.get('PARE_RUNTIME_LIB', '')}",
+        f"skip gate: {gate}",
+    ]

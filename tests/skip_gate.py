@@ -56,7 +56,8 @@ class SkipGate:
                 if not _marker_reason(marker):
                     raise pytest.UsageError(
                         f"{item.nodeid}: @pytest.mark.{MARKER} needs a reason, e.g. "
-                        f'@pytest.mark.{MARKER}("no KVM on macOS hosts") (docs/testing.md, Skips)')
+                        f'@pytest.mark.{MARKER}("no KVM on macOS hosts") (docs/testing.md, Skips)'
+                    )
 
     def pytest_collectreport(self, report):
         # A module skipped at import (module-level skip or importorskip)
@@ -74,8 +75,11 @@ class SkipGate:
             self.offenders.append(f"SKIPPED {report.nodeid}: {_skip_reason(report)}")
 
     def pytest_sessionfinish(self, session):
-        if self.enabled and self.offenders and session.exitstatus in (pytest.ExitCode.OK,
-                                                                       pytest.ExitCode.NO_TESTS_COLLECTED):
+        if (
+            self.enabled
+            and self.offenders
+            and session.exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.NO_TESTS_COLLECTED)
+        ):
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
     def pytest_terminal_summary(self, terminalreporter):
@@ -85,9 +89,12 @@ class SkipGate:
         tr.section(f"{ENV_VAR}: skips that are not platform limits", sep="=", red=True, bold=True)
         for line in self.offenders:
             tr.line(line, red=True)
-        tr.line(f"{len(self.offenders)} skipped/xfailed test(s) without @pytest.mark.{MARKER}: make each one run "
-                f"(require what it needs), delete it, or mark a true platform limit (docs/testing.md, Skips)",
-                red=True, bold=True)
+        tr.line(
+            f"{len(self.offenders)} skipped/xfailed test(s) without @pytest.mark.{MARKER}: make each one run "
+            f"(require what it needs), delete it, or mark a true platform limit (docs/testing.md, Skips)",
+            red=True,
+            bold=True,
+        )
 
 
 def register(config: pytest.Config) -> None:
@@ -96,7 +103,8 @@ def register(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers",
         f"{MARKER}(reason): this test may skip or xfail for a documented platform limit (docs/testing.md, Skips); "
-        f"with {ENV_VAR}=1 or CI=true every other skip or xfail fails the session")
+        f"with {ENV_VAR}=1 or CI=true every other skip or xfail fails the session",
+    )
     config.pluginmanager.register(SkipGate(gate_enabled()), _PLUGIN_NAME)
 
 

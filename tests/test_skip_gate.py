@@ -16,7 +16,7 @@ from tests.conftest import REPO_ROOT
 
 # One of each way a test can end up not running, plus a platform limit and a
 # plain pass.
-SAMPLE = '''
+SAMPLE = """
 import pytest
 
 def test_passes():
@@ -52,17 +52,17 @@ def test_platform_limit():
 @pytest.mark.skipif(True, reason="no such device on this host")
 def test_platform_limit_skipif():
     pass
-'''
+"""
 
-MODULE_SKIP = '''
+MODULE_SKIP = """
 import pytest
 pytest.importorskip("no_such_module_pare")
 
 def test_never_collected():
     pass
-'''
+"""
 
-ONLY_LIMITS = '''
+ONLY_LIMITS = """
 import pytest
 
 def test_passes():
@@ -71,7 +71,7 @@ def test_passes():
 @pytest.mark.platform_limit("no such device on this host")
 def test_platform_limit():
     pytest.skip("no such device on this host")
-'''
+"""
 
 
 def run_pytest(tmp_path: Path, files: dict[str, str], **env: str) -> subprocess.CompletedProcess:
@@ -82,14 +82,31 @@ def run_pytest(tmp_path: Path, files: dict[str, str], **env: str) -> subprocess.
     environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"  # hypothesis' plugin alone triples the start-up time
     environ.update(env)
     return subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "tests.skip_gate", "-p", "no:cacheprovider", "-q",
-         "--rootdir", str(tmp_path), *files],
-        cwd=tmp_path, env=environ, capture_output=True, text=True, timeout=120)
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-p",
+            "tests.skip_gate",
+            "-p",
+            "no:cacheprovider",
+            "-q",
+            "--rootdir",
+            str(tmp_path),
+            *files,
+        ],
+        cwd=tmp_path,
+        env=environ,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 def offenders(output: str) -> list[str]:
-    return re.findall(r"^((?:SKIPPED|XFAIL|XPASS) \S+?):? ", output.split("skips that are not platform limits")[-1],
-                      re.MULTILINE)
+    return re.findall(
+        r"^((?:SKIPPED|XFAIL|XPASS) \S+?):? ", output.split("skips that are not platform limits")[-1], re.MULTILINE
+    )
 
 
 @pytest.mark.parametrize("env", [{"PARE_NO_SKIPS": "1"}, {"CI": "true"}])
@@ -105,8 +122,14 @@ def test_gate_fails_the_session_listing_each_skip(tmp_path, env):
         "XFAIL test_sample.py::test_xfails",
         "XPASS test_sample.py::test_xpasses",
     ], out
-    for reason in ("tool not installed", "feature not written yet", "known bug", "fixed long ago",
-                   "artifact not built", "no_such_module_pare"):
+    for reason in (
+        "tool not installed",
+        "feature not written yet",
+        "known bug",
+        "fixed long ago",
+        "artifact not built",
+        "no_such_module_pare",
+    ):
         assert reason in out, reason
     assert "6 skipped/xfailed test(s) without @pytest.mark.platform_limit" in out
 
@@ -124,8 +147,10 @@ def test_platform_limits_pass_the_gate(tmp_path):
 
 
 def test_platform_limit_needs_a_reason(tmp_path):
-    proc = run_pytest(tmp_path, {"test_bare.py": "import pytest\n\n@pytest.mark.platform_limit\ndef test_x():\n"
-                                                 "    pytest.skip('why?')\n"})
+    proc = run_pytest(
+        tmp_path,
+        {"test_bare.py": "import pytest\n\n@pytest.mark.platform_limit\ndef test_x():\n    pytest.skip('why?')\n"},
+    )
     assert proc.returncode == pytest.ExitCode.USAGE_ERROR
     assert "test_bare.py::test_x: @pytest.mark.platform_limit needs a reason" in proc.stderr
 
@@ -138,8 +163,7 @@ def test_every_platform_limit_in_the_suite_is_documented():
     for path in sorted((REPO_ROOT / "tests").rglob("*.py")):
         if path.name in ("skip_gate.py", "test_skip_gate.py"):
             continue
-        for reason in re.findall(r"mark\.platform_limit\(\s*(?:reason\s*=\s*)?[\"']([^\"']+)[\"']",
-                                 path.read_text()):
+        for reason in re.findall(r"mark\.platform_limit\(\s*(?:reason\s*=\s*)?[\"']([^\"']+)[\"']", path.read_text()):
             if reason not in docs:
                 undocumented.append(f"{path.relative_to(REPO_ROOT)}: {reason}")
     assert not undocumented, "platform limits missing from docs/testing.md (Skips):\n" + "\n".join(undocumented)

@@ -80,9 +80,11 @@ def _include_dirs(rctx, clang, triple, extra_flags):
     return dirs
 
 def _own_label(label):
-    """A label of Pare's as text that resolves from another repository: in
-    the main repository when Pare is the main repository, in @pare (or
-    whatever name the user gave it) when it is an external one."""
+    """A label of Pare's as text that resolves from another repository.
+
+    In the main repository when Pare is the main repository, in @pare (or
+    whatever name the user gave it) when it is an external one.
+    """
     resolved = Label(label)
     return "@%s//%s:%s" % (resolved.workspace_name, resolved.package, resolved.name)
 

@@ -20,19 +20,17 @@ here: pare_cc_library in //rules:cc.bzl owns them, so host tools and tests can
 still use the full C library.
 """
 
+load("@bazel_tools//tools/build_defs/cc:action_names.bzl", "ACTION_NAMES")
 load(
     "@bazel_tools//tools/cpp:cc_toolchain_config_lib.bzl",
-    "action_config",
     "artifact_name_pattern",
     "feature",
     "flag_group",
     "flag_set",
-    "tool",
     "tool_path",
     "variable_with_value",
     "with_feature_set",
 )
-load("@bazel_tools//tools/build_defs/cc:action_names.bzl", "ACTION_NAMES")
 load("//platforms:table.bzl", "PLATFORMS")
 
 PareSettingInfo = provider(
@@ -169,7 +167,7 @@ def _config_impl(ctx):
         link_libs = ["-lc", "-lm", "-llog"]
     elif flavor == "ios":
         min_version = ctx.attr._ios_min_version[PareSettingInfo].value
-        compile_flags += ["-nostdlibinc"]
+        compile_flags.append("-nostdlibinc")
         link_flags += [
             "-nostdlib",
             # clang only passes -platform_version to a linker it believes is
@@ -291,7 +289,7 @@ _SYSTEM_LIBS = {
     "ios": Label("//toolchains/ios:libsystem"),
 }
 
-def pare_cc_toolchains(include_dirs):
+def pare_cc_toolchains(include_dirs):  # buildifier: disable=unnamed-macro (one toolchain set per repository)
     """Defines config, cc_toolchain and toolchain() for every platform row.
 
     Args:

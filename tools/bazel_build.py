@@ -25,8 +25,14 @@ class BuildResult:
         return self.errors[0] if self.errors else self.last_line or "no output"
 
 
-def build(targets: Sequence[str], info: Callable[[str], None], *, flags: Sequence[str] = (),
-          root: Path = REPO_ROOT, quiet_progress: bool = False) -> BuildResult:
+def build(
+    targets: Sequence[str],
+    info: Callable[[str], None],
+    *,
+    flags: Sequence[str] = (),
+    root: Path = REPO_ROOT,
+    quiet_progress: bool = False,
+) -> BuildResult:
     """`tools/bazel build FLAGS TARGETS` in `root`; raises OSError when
     tools/bazel cannot run. quiet_progress: pass on only Bazel's `[n / m]`
     progress, ERROR and summary lines (not loading, analysis or INFO lines)."""

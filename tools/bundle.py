@@ -53,15 +53,19 @@ class Bundle:
 
     def platform(self, name: str) -> PlatformFiles:
         if name not in self.platforms:
-            raise BundleError(f"{self.root}: not built for {name} (it has {', '.join(self.platforms) or 'none'}); "
-                              f"add {name} to the platforms of {self.target}")
+            raise BundleError(
+                f"{self.root}: not built for {name} (it has {', '.join(self.platforms) or 'none'}); "
+                f"add {name} to the platforms of {self.target}"
+            )
         return self.platforms[name]
 
     def file(self, role: str) -> Path:
         if role not in self.files:
             have = ", ".join(sorted(self.files)) or "none"
-            raise BundleError(f"{self.root}: {self.target} has no {role} file (it has {have}); "
-                              f"only a selective_runtime bundle has expected_symbols, manifest and report")
+            raise BundleError(
+                f"{self.root}: {self.target} has no {role} file (it has {have}); "
+                f"only a selective_runtime bundle has expected_symbols, manifest and report"
+            )
         return self.files[role]
 
 
@@ -75,8 +79,10 @@ def load_bundle(root: str | os.PathLike[str]) -> Bundle:
     if not index.is_file() and any((p / "unstripped").is_dir() for p in root.iterdir()):
         return _unindexed_bundle(root)
     if not index.is_file():
-        raise BundleError(f"{root}: no {INDEX}, so not a Pare bundle: pass the output directory of a selective_runtime "
-                          "or pare_multi_platform_library (bazel-bin/<pkg>/<name>), built by this checkout's rules")
+        raise BundleError(
+            f"{root}: no {INDEX}, so not a Pare bundle: pass the output directory of a selective_runtime "
+            "or pare_multi_platform_library (bazel-bin/<pkg>/<name>), built by this checkout's rules"
+        )
     try:
         data = json.loads(index.read_text(encoding="utf-8"))
     except (json.JSONDecodeError, UnicodeDecodeError) as e:
@@ -135,14 +141,26 @@ def _unindexed_bundle(root: Path) -> Bundle:
     for pdir in sorted(p for p in root.iterdir() if (p / "unstripped").is_dir()):
         libs = sorted(p for p in (pdir / "unstripped").iterdir() if p.suffix in (".so", ".dylib"))
         if len(libs) != 1:
-            raise BundleError(f"{pdir / 'unstripped'}: expected one .so or .dylib, found {len(libs)}; rebuild the bundle")
+            raise BundleError(
+                f"{pdir / 'unstripped'}: expected one .so or .dylib, found {len(libs)}; rebuild the bundle"
+            )
         static = pdir / (libs[0].stem + ".a")
         platforms[pdir.name] = PlatformFiles(pdir / libs[0].name, libs[0], static if static.is_file() else None)
-    files = {role: root / name for role, name in (("expected_symbols", "expected_symbols.json"),
-                                                   ("manifest", "manifest.yaml"), ("report", "report.json"))
-             if (root / name).is_file()}
+    files = {
+        role: root / name
+        for role, name in (
+            ("expected_symbols", "expected_symbols.json"),
+            ("manifest", "manifest.yaml"),
+            ("report", "report.json"),
+        )
+        if (root / name).is_file()
+    }
     parts = Path(os.path.abspath(root)).parts
-    target = f"//{'/'.join(parts[parts.index('bazel-bin') + 1:-1])}:{parts[-1]}" if "bazel-bin" in parts[:-1] else str(root)
+    target = (
+        f"//{'/'.join(parts[parts.index('bazel-bin') + 1 : -1])}:{parts[-1]}"
+        if "bazel-bin" in parts[:-1]
+        else str(root)
+    )
     return Bundle(root, target, files, platforms)
 
 
@@ -150,11 +168,16 @@ def main(argv: list[str] | None = None) -> int:
     import argparse
     import sys
 
-    p = argparse.ArgumentParser(prog="python -m tools.bundle",
-                                description="Print the path of one file of a bundle, from its bundle.json.")
+    p = argparse.ArgumentParser(
+        prog="python -m tools.bundle", description="Print the path of one file of a bundle, from its bundle.json."
+    )
     p.add_argument("bundle", metavar="DIR", help="the bundle directory, bazel-bin/<pkg>/<name>")
-    p.add_argument("what", nargs="+", metavar="ROLE",
-                   help=f"PLATFORM ROLE ({', '.join(PLATFORM_ROLES)}) or a bundle-wide ROLE (e.g. report)")
+    p.add_argument(
+        "what",
+        nargs="+",
+        metavar="ROLE",
+        help=f"PLATFORM ROLE ({', '.join(PLATFORM_ROLES)}) or a bundle-wide ROLE (e.g. report)",
+    )
     args = p.parse_args(argv)
     try:
         bundle = load_bundle(args.bundle)

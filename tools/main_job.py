@@ -45,7 +45,9 @@ def size_table(bin_dir: Path) -> str:
     ]
     for p in PLATFORMS:
         f, d, a = full[p]["stripped_bytes"], demo[p]["stripped_bytes"], all_dtypes[p]["stripped_bytes"]
-        rows.append(f"| {p} | {f:,} B | {d:,} B | {100 * (1 - d / f):.1f}% | {a:,} B | {a - d:,} B ({100 * (1 - d / a):.1f}%) |")
+        rows.append(
+            f"| {p} | {f:,} B | {d:,} B | {100 * (1 - d / f):.1f}% | {a:,} B | {a - d:,} B ({100 * (1 - d / a):.1f}%) |"
+        )
     return "\n".join(rows)
 
 
@@ -59,12 +61,21 @@ def main() -> int:
     bin_dir = REPO_ROOT / "bazel-bin"
     print("Stripped sizes (what ships):\n")
     print(size_table(bin_dir))
-    print("\nOutputs: bazel-bin/apps/demo/runtime/<platform>/, bazel-bin/apps/demo/android_aar.aar, "
-          "bazel-bin/apps/demo/PareDemo.xcframework\n")
+    print(
+        "\nOutputs: bazel-bin/apps/demo/runtime/<platform>/, bazel-bin/apps/demo/android_aar.aar, "
+        "bazel-bin/apps/demo/PareDemo.xcframework\n"
+    )
 
     print("Checking the demo model on the x86_64 runtime against torch:", flush=True)
-    check = [sys.executable, "-m", "tools.tracer", "check", "apps/demo/model.py",
-             "--runtime", str(load_bundle(bin_dir / "apps/demo/runtime").platform("linux_x86_64").shared)]
+    check = [
+        sys.executable,
+        "-m",
+        "tools.tracer",
+        "check",
+        "apps/demo/model.py",
+        "--runtime",
+        str(load_bundle(bin_dir / "apps/demo/runtime").platform("linux_x86_64").shared),
+    ]
     return subprocess.run(check, cwd=REPO_ROOT).returncode
 
 

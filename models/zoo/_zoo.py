@@ -31,7 +31,8 @@ def torchvision_models():
         if spec is None or spec.submodule_search_locations is None:
             raise RuntimeError(
                 f"torchvision is not installed in this venv; run `make setup` (it installs torchvision=="
-                f"{TORCHVISION_VERSION} with --no-deps)")
+                f"{TORCHVISION_VERSION} with --no-deps)"
+            )
         package = types.ModuleType("torchvision")
         package.__path__ = list(spec.submodule_search_locations)
         package.__spec__ = spec

@@ -18,6 +18,13 @@ KIND = "classification"
 def build():
     torch.manual_seed(0)
     maxvit = torchvision_models().maxvit.MaxVit
-    model = maxvit(input_size=(128, 128), stem_channels=64, partition_size=4, block_channels=[64, 128, 256, 512],
-                   block_layers=[2, 2, 5, 2], head_dim=32, stochastic_depth_prob=0.2)
+    model = maxvit(
+        input_size=(128, 128),
+        stem_channels=64,
+        partition_size=4,
+        block_channels=[64, 128, 256, 512],
+        block_layers=[2, 2, 5, 2],
+        head_dim=32,
+        stochastic_depth_prob=0.2,
+    )
     return randomize_norm_stats(model).eval(), images(1, size=128)

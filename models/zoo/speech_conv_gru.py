@@ -16,8 +16,12 @@ class SpeechModel(nn.Module):
     def __init__(self, mels=40, channels=64, hidden=48, symbols=29):
         super().__init__()
         self.frontend = nn.Sequential(
-            nn.Conv1d(mels, channels, kernel_size=5, stride=2, padding=2), nn.BatchNorm1d(channels), nn.ReLU(),
-            nn.Conv1d(channels, channels, kernel_size=3, stride=2, padding=1), nn.BatchNorm1d(channels), nn.ReLU(),
+            nn.Conv1d(mels, channels, kernel_size=5, stride=2, padding=2),
+            nn.BatchNorm1d(channels),
+            nn.ReLU(),
+            nn.Conv1d(channels, channels, kernel_size=3, stride=2, padding=1),
+            nn.BatchNorm1d(channels),
+            nn.ReLU(),
         )
         self.gru = nn.GRU(channels, hidden, batch_first=True, bidirectional=True)
         self.head = nn.Linear(2 * hidden, symbols)

@@ -17,9 +17,17 @@ class Seq2Seq(nn.Module):
         super().__init__()
         with warnings.catch_warnings():  # "enable_nested_tensor is True, but ...": a training fast path
             warnings.simplefilter("ignore", UserWarning)
-            self.transformer = nn.Transformer(width, heads, num_encoder_layers=2, num_decoder_layers=2,
-                                              dim_feedforward=128, dropout=0.1, activation="gelu",
-                                              batch_first=True, norm_first=True)
+            self.transformer = nn.Transformer(
+                width,
+                heads,
+                num_encoder_layers=2,
+                num_decoder_layers=2,
+                dim_feedforward=128,
+                dropout=0.1,
+                activation="gelu",
+                batch_first=True,
+                norm_first=True,
+            )
         self.head = nn.Linear(width, classes)
 
     def forward(self, source, target):

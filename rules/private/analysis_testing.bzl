@@ -11,7 +11,7 @@ tests/rules/test_selective_runtime_define.py.)
     among its default outputs (path suffixes).
 """
 
-def _failure_transition_impl(settings, attr):
+def _failure_transition_impl(_settings, _attr):
     return {
         "//command_line_option:allow_analysis_failures": True,
     }
@@ -24,7 +24,7 @@ _failure_transition = transition(
     ],
 )
 
-def _result(ctx, errors):
+def _result(errors):
     return [
         AnalysisTestResultInfo(success = not errors, message = "\n".join(errors)),
     ]
@@ -32,11 +32,11 @@ def _result(ctx, errors):
 def _failure_impl(ctx):
     target = ctx.attr.target[0]
     if AnalysisFailureInfo not in target:
-        return _result(ctx, ["%s analysed successfully; expected a failure containing %r" % (target.label, ctx.attr.expected_message)])
+        return _result(["%s analysed successfully; expected a failure containing %r" % (target.label, ctx.attr.expected_message)])
     messages = [cause.message for cause in target[AnalysisFailureInfo].causes.to_list()]
     if not [m for m in messages if ctx.attr.expected_message in m]:
-        return _result(ctx, ["no failure of %s contains %r; failures were:\n%s" % (target.label, ctx.attr.expected_message, "\n".join(messages))])
-    return _result(ctx, [])
+        return _result(["no failure of %s contains %r; failures were:\n%s" % (target.label, ctx.attr.expected_message, "\n".join(messages))])
+    return _result([])
 
 analysis_failure_test = rule(
     implementation = _failure_impl,
@@ -69,7 +69,7 @@ def _success_impl(ctx):
     for suffix in ctx.attr.unexpected_files:
         if [p for p in paths if p.endswith(suffix)]:
             errors.append("%s unexpectedly outputs %r" % (target.label, suffix))
-    return _result(ctx, errors)
+    return _result(errors)
 
 analysis_success_test = rule(
     implementation = _success_impl,

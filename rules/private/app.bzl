@@ -34,6 +34,7 @@ load(":selective_runtime.bzl", "selective_runtime")
 def _update_manifest_impl(ctx):
     tracer = ctx.attr._tracer[DefaultInfo].files_to_run.executable
     instrumentation = ctx.attr._instrumentation[PareMultiPlatformInfo].files["linux_x86_64"].shared
+
     # The same command as from a checkout, so the manifest's debug_info (the
     # model's path) is identical: python -m tools.tracer trace MODEL -o MANIFEST.
     args = ["trace", ctx.file.model.short_path, "-o", ctx.attr.manifest_path]
@@ -69,11 +70,21 @@ def _size_budget_test_impl(ctx):
     size_diff = ctx.attr._size_diff[DefaultInfo].files_to_run.executable
     runtime = ctx.attr.runtime[PareMultiPlatformInfo]
     bundle_dir = runtime.index.short_path.rsplit("/", 1)[0]
+
     # As size_budgets.json spells it: //pkg:name for the main repository.
     label = ctx.attr.runtime.label
     target = "//%s:%s" % (label.package, label.name) if not label.workspace_name else str(label)
-    report = [size_diff.short_path, "report", "-q", "--bundle", bundle_dir, "--target", target,
-              "--cxxfilt", ctx.executable._cxxfilt.short_path]
+    report = [
+        size_diff.short_path,
+        "report",
+        "-q",
+        "--bundle",
+        bundle_dir,
+        "--target",
+        target,
+        "--cxxfilt",
+        ctx.executable._cxxfilt.short_path,
+    ]
     check = [size_diff.short_path, "check", "--budgets", ctx.file.budgets.short_path, "--target", target]
     script = write_script(ctx, "pare_app (rules/private/app.bzl): the runtime's size against its budget", [
         'head="${TEST_TMPDIR:-$(mktemp -d)}/head.json"',

@@ -35,8 +35,14 @@ x86_64_isa_flag = rule(
 )
 
 def x86_64_isa_setting(name, default = "baseline"):
-    """The flag `name` and a config_setting `<name>_<level>` per level, true
-    when building for x86_64 at that level."""
+    """The flag `name` and a config_setting `<name>_<level>` per level.
+
+    Each config_setting is true when building for x86_64 at that level.
+
+    Args:
+      name: the flag's name.
+      default: the level when the flag is not set.
+    """
     x86_64_isa_flag(name = name, build_setting_default = default, visibility = ["//visibility:public"])
     for level in X86_64_ISA_LEVELS:
         native.config_setting(
@@ -47,9 +53,14 @@ def x86_64_isa_setting(name, default = "baseline"):
         )
 
 def x86_64_isa_copts():
-    """The compile flags of the level --//runtime:x86_64_isa selects (none
-    off x86_64). Labels are resolved here, so the select also works when Pare
-    is an external repository."""
+    """The compile flags of the level --//runtime:x86_64_isa selects (none off x86_64).
+
+    Labels are resolved here, so the select also works when Pare is an
+    external repository.
+
+    Returns:
+      A select() of compile flags.
+    """
     return select(dict(
         [(str(Label("//runtime:x86_64_isa_" + level)), flags) for level, flags in X86_64_ISA_LEVELS.items()],
         **{"//conditions:default": []}

@@ -27,7 +27,14 @@ Example:
 )
 
 def manifest_of(target):
-    """(File, label string) of a manifest attribute: an op_manifest or a .yaml file."""
+    """The manifest of a manifest attribute: an op_manifest or a .yaml file.
+
+    Args:
+      target: the attribute's target.
+
+    Returns:
+      (File, label string).
+    """
     if OpManifestInfo in target:
         info = target[OpManifestInfo]
         return info.manifest, str(info.label)
@@ -45,6 +52,12 @@ def choose_manifest(ctx):
 
     A target that declares no `manifests` candidates ignores the define, so
     one invocation can build several apps with their own manifests.
+
+    Args:
+      ctx: a rule context with `manifest` and `manifests` attributes.
+
+    Returns:
+      (File, label string), as manifest_of.
     """
     requested = ctx.var.get("ops")
     if requested and ctx.attr.manifests:

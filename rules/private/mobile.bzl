@@ -13,8 +13,10 @@ load(":providers.bzl", "PareMultiPlatformInfo")
 _JAVA_SRCS = Label("//runtime/jni:java_srcs")
 
 def _library_info(ctx, platform):
-    """The runtime's files on `platform` by role (shared, unstripped, static):
-    the roles its bundle.json lists."""
+    """The runtime's files on `platform` by role (shared, unstripped, static).
+
+    The same roles its bundle.json lists.
+    """
     info = ctx.attr.runtime[PareMultiPlatformInfo]
     if platform not in info.files:
         fail("%s: runtime %s is not built for %s; add it to that selective_runtime's platforms" % (

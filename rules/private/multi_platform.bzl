@@ -32,8 +32,13 @@ BUNDLE_VERSION = 1
 def collect_platform_libraries(ctx):
     """Copies each platform's PareLibraryInfo files to the stable layout.
 
-    Returns (dict platform -> PareLibraryInfo, dict platform -> tuple of
-    files, dict platform -> struct(shared, unstripped, static)).
+    Args:
+      ctx: a rule context whose split attribute `library` gives each
+        platform's PareLibraryInfo.
+
+    Returns:
+      (dict platform -> PareLibraryInfo, dict platform -> tuple of files,
+      dict platform -> struct(shared, unstripped, static)).
     """
     libraries = {}
     outputs = {}
@@ -55,11 +60,20 @@ def _relative(ctx, f, root):
     return f.path[len(root):]
 
 def write_bundle_index(ctx, roles, files = {}):
-    """Writes <name>/bundle.json, the one description of a bundle's layout
-    that tools/verify, tools/size_diff and the main job read
-    (tools/bundle.py): for each platform its files by role, and the
-    bundle-wide files (`files`: role -> File), all as paths relative to the
-    bundle directory. Returns the File."""
+    """Writes <name>/bundle.json, the one description of a bundle's layout.
+
+    tools/verify, tools/size_diff, tools/zoo and the main job read it
+    (tools/bundle.py). Paths in it are relative to the bundle directory.
+
+    Args:
+      ctx: the bundle rule's context.
+      roles: dict platform -> struct(shared, unstripped, static), from
+        collect_platform_libraries.
+      files: the bundle-wide files, dict role -> File.
+
+    Returns:
+      The File.
+    """
     out = ctx.actions.declare_file(ctx.label.name + "/bundle.json")
     root = out.dirname + "/"
     platforms = {}

@@ -9,8 +9,16 @@ def shell_command(words):
     return " ".join([shell_quote(w) for w in words])
 
 def write_script(ctx, generator, lines):
-    """Writes <name>.sh (bash, strict mode, a header naming `generator`)
-    running `lines`; returns the File."""
+    """Writes <name>.sh: bash in strict mode running `lines`.
+
+    Args:
+      ctx: the rule context.
+      generator: what generated it, for the header comment.
+      lines: the script's lines after the header.
+
+    Returns:
+      The File.
+    """
     script = ctx.actions.declare_file(ctx.label.name + ".sh")
     ctx.actions.write(
         output = script,

@@ -18,6 +18,7 @@ def _impl(ctx):
     out_root = ctx.label.name
     headers = [ctx.actions.declare_file("%s/pare_selection/%s" % (out_root, h)) for h in _HEADERS]
     expected = ctx.actions.declare_file(out_root + "/expected_symbols.json")
+
     # The directory of the runtime's .def files, wherever the runtime's
     # repository sits (runtime/kernels here, external/pare/runtime/kernels
     # when Pare is @pare).

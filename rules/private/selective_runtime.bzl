@@ -23,8 +23,8 @@ load(":link.bzl", "pare_platform_library")
 load(":multi_platform.bzl", "collect_platform_libraries", "copy_file", "write_bundle_index")
 load(":providers.bzl", "PareMultiPlatformInfo", "PareSelectionInfo")
 load(":selection.bzl", "pare_selection")
-load(":verify.bzl", "pare_verify_test")
 load(":transitions.bzl", "ALLOWLIST_ATTRS", "check_platforms", "platforms_split_transition")
+load(":verify.bzl", "pare_verify_test")
 
 def _bundle_impl(ctx):
     check_platforms(ctx.label, "platforms", ctx.attr.platforms)

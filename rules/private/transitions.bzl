@@ -39,7 +39,7 @@ platforms_split_transition = transition(
     outputs = ["//command_line_option:platforms", X86_64_ISA_SETTING],
 )
 
-def _single_impl(settings, attr):
+def _single_impl(_settings, attr):
     return {"//command_line_option:platforms": platform_label(attr.platform)}
 
 platform_transition = transition(

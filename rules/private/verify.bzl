@@ -28,6 +28,7 @@ def _impl(ctx):
             platform,
             ", ".join(sorted(runtime.libraries.keys())) or "none",
         ))
+
     # The stable paths (<name>/<platform>/[unstripped/]), so reports name
     # readable paths.
     shipped, unstripped = runtime.files[platform].shared, runtime.files[platform].unstripped
@@ -51,6 +52,7 @@ def _impl(ctx):
         "--stripped",
         shipped.short_path,
     ]
+
     # The toolchain's demangler, so the test does not depend on the host PATH.
     args += ["--cxxfilt", ctx.executable._cxxfilt.short_path]
     if ctx.attr.jni:

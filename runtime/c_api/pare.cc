@@ -69,8 +69,8 @@ const Value* output_value(const pare_method* method, size_t index) {
   if (v == nullptr) {
     const size_t count = method->method.initialized() ? method->method.desc().num_outputs : 0;
     if (index >= count) {
-      PARE_FAIL(diagnostics_of(method), Error::IndexOutOfRange, "output index %zu is out of range: the method has %zu outputs",
-                index, count);
+      PARE_FAIL(diagnostics_of(method), Error::IndexOutOfRange,
+                "output index %zu is out of range: the method has %zu outputs", index, count);
     } else {
       PARE_FAIL(diagnostics_of(method), Error::InvalidState,
                 "no outputs: execute() has not succeeded since the last set_input()");
@@ -146,14 +146,11 @@ const char* pare_isa(void) {
 }
 const char* pare_status_name(pare_status s) { return pare::to_string(static_cast<Error>(s)); }
 const char* pare_dtype_name(int32_t dtype) {
-  return pare::is_supported_scalar_type_code(dtype) ? pare::to_string(static_cast<pare::ScalarType>(dtype))
-                                                    : "Unknown";
+  return pare::is_supported_scalar_type_code(dtype) ? pare::to_string(static_cast<pare::ScalarType>(dtype)) : "Unknown";
 }
 
 size_t pare_op_count(void) { return pare::kNumOps; }
-const char* pare_op_name(size_t index) {
-  return index < pare::kNumOps ? pare::kOpTable.entries[index].name : nullptr;
-}
+const char* pare_op_name(size_t index) { return index < pare::kNumOps ? pare::kOpTable.entries[index].name : nullptr; }
 size_t pare_kernel_dtype_count(void) { return pare::kKernelDtypeTable.size; }
 pare_status pare_kernel_dtype(size_t index, const char** tag, const char** dtype_name) {
   if (index >= pare::kKernelDtypeTable.size || tag == nullptr || dtype_name == nullptr) {
@@ -169,7 +166,8 @@ size_t pare_class_count(void) {
 }
 const char* pare_class_name(size_t index) {
   size_t found = 0;
-  return pare::nth(pare::kNumClasses, index, [](size_t i) { return pare::kClasses[i].selected; }, &found)
+  return pare::nth(
+             pare::kNumClasses, index, [](size_t i) { return pare::kClasses[i].selected; }, &found)
              ? pare::kClasses[found].name
              : nullptr;
 }
@@ -178,7 +176,8 @@ size_t pare_feature_count(void) {
 }
 const char* pare_feature_name(size_t index) {
   size_t found = 0;
-  return pare::nth(pare::kNumFeatures, index, [](size_t i) { return pare::kFeatures[i].selected; }, &found)
+  return pare::nth(
+             pare::kNumFeatures, index, [](size_t i) { return pare::kFeatures[i].selected; }, &found)
              ? pare::kFeatures[found].name
              : nullptr;
 }
@@ -267,8 +266,8 @@ pare_status pare_method_input_info(const pare_method* method, size_t index, pare
   return PARE_OK;
 }
 
-pare_status pare_method_set_input(pare_method* method, size_t index, int32_t dtype, const int64_t* sizes,
-                                  size_t ndim, const int64_t* strides, const void* data, size_t nbytes) {
+pare_status pare_method_set_input(pare_method* method, size_t index, int32_t dtype, const int64_t* sizes, size_t ndim,
+                                  const int64_t* strides, const void* data, size_t nbytes) {
   if (method == nullptr) return PARE_ERROR_INVALID_ARGUMENT;
   return pare::status(method->method.set_input(index, dtype, sizes, ndim, strides, data, nbytes));
 }
@@ -340,8 +339,7 @@ pare_status pare_method_set_planner(pare_method* method, int32_t planner) {
   method->method.diagnostics().clear();
   if (planner < PARE_PLANNER_SMALLER || planner > PARE_PLANNER_GREEDY_BY_SIZE) {
     return pare::status(PARE_FAIL(pare::diagnostics_of(method), Error::InvalidArgument,
-                                  "planner %d is not a pare_planner (0, 1 or 2)",
-                                  static_cast<int>(planner)));
+                                  "planner %d is not a pare_planner (0, 1 or 2)", static_cast<int>(planner)));
   }
   method->method.set_planner(static_cast<pare::PlannerStrategy>(planner));
   return PARE_OK;
@@ -365,8 +363,8 @@ size_t pare_method_instruction_count(const pare_method* method) {
   return method != nullptr && method->method.initialized() ? method->method.desc().num_instructions : 0;
 }
 
-pare_status pare_method_profile(const pare_method* method, size_t instruction, const char** op_name,
-                                uint64_t* calls, uint64_t* ticks) {
+pare_status pare_method_profile(const pare_method* method, size_t instruction, const char** op_name, uint64_t* calls,
+                                uint64_t* ticks) {
   if (method == nullptr || op_name == nullptr || calls == nullptr || ticks == nullptr) {
     return PARE_ERROR_INVALID_ARGUMENT;
   }
@@ -391,7 +389,8 @@ pare_status pare_trace_op(const pare_program* program, size_t index, const char*
   if (program == nullptr || name == nullptr || flags == nullptr) return PARE_ERROR_INVALID_ARGUMENT;
   const pare::Observer& o = program->program.observer();
   size_t found = 0;
-  if (!pare::nth(pare::kNumOps, index, [&](size_t i) { return o.op_calls(i) != 0; }, &found)) {
+  if (!pare::nth(
+          pare::kNumOps, index, [&](size_t i) { return o.op_calls(i) != 0; }, &found)) {
     return PARE_ERROR_INDEX_OUT_OF_RANGE;
   }
   *name = pare::kOpTable.entries[found].name;
@@ -429,8 +428,8 @@ const char* pare_trace_class(const pare_program* program, size_t index) {
   if (program == nullptr) return nullptr;
   const pare::Observer& o = program->program.observer();
   size_t found = 0;
-  return pare::nth(pare::kNumClasses, index, [&](size_t i) { return o.class_used(static_cast<pare::ClassId>(i)); },
-                   &found)
+  return pare::nth(
+             pare::kNumClasses, index, [&](size_t i) { return o.class_used(static_cast<pare::ClassId>(i)); }, &found)
              ? pare::kClasses[found].name
              : nullptr;
 }
@@ -446,8 +445,9 @@ const char* pare_trace_feature(const pare_program* program, size_t index) {
   if (program == nullptr) return nullptr;
   const pare::Observer& o = program->program.observer();
   size_t found = 0;
-  return pare::nth(pare::kNumFeatures, index,
-                   [&](size_t i) { return o.feature_used(static_cast<pare::FeatureId>(i)); }, &found)
+  return pare::nth(
+             pare::kNumFeatures, index, [&](size_t i) { return o.feature_used(static_cast<pare::FeatureId>(i)); },
+             &found)
              ? pare::kFeatures[found].name
              : nullptr;
 }

@@ -121,11 +121,11 @@ typedef struct pare_tensor_info {
 } pare_tensor_info;
 
 typedef struct pare_memory_stats {
-  uint64_t arena_bytes;          /* activation arena currently allocated */
-  uint64_t planned_arena_bytes;  /* arena size the current plan needs */
-  uint64_t persistent_bytes;     /* value slots, init results, objects */
-  uint64_t num_plans;            /* planning runs (first run, shape changes) */
-  uint64_t temporary_blocks;     /* blocks served outside the arena last run */
+  uint64_t arena_bytes;           /* activation arena currently allocated */
+  uint64_t planned_arena_bytes;   /* arena size the current plan needs */
+  uint64_t persistent_bytes;      /* value slots, init results, objects */
+  uint64_t num_plans;             /* planning runs (first run, shape changes) */
+  uint64_t temporary_blocks;      /* blocks served outside the arena last run */
   uint64_t first_fit_arena_bytes; /* the last plan laid out first fit ... */
   uint64_t greedy_arena_bytes;    /* ... and greedy by size (0 under PARE_PLANNER_FIRST_FIT) */
 } pare_memory_stats;
@@ -174,8 +174,7 @@ PARE_API const char* pare_feature_name(size_t index);
  * the program; a 64-byte aligned buffer lets constants be used in place). */
 #define PARE_LOAD_COPY 1u
 
-PARE_API pare_status pare_program_load(const void* data, size_t size, uint32_t flags,
-                                       pare_program** out_program);
+PARE_API pare_status pare_program_load(const void* data, size_t size, uint32_t flags, pare_program** out_program);
 PARE_API pare_status pare_program_load_file(const char* path, pare_program** out_program);
 PARE_API void pare_program_destroy(pare_program* program);
 /* Message of the last failure on this program (load, method creation), or
@@ -206,9 +205,8 @@ PARE_API pare_status pare_method_input_info(const pare_method* method, size_t in
 /* Sets input `index` to a tensor over `data` (borrowed: keep it alive and
  * unchanged until execute returns). `strides` (in elements, >= 0) may be
  * NULL for a contiguous tensor; every element must lie within `nbytes`. */
-PARE_API pare_status pare_method_set_input(pare_method* method, size_t index, int32_t dtype,
-                                           const int64_t* sizes, size_t ndim, const int64_t* strides,
-                                           const void* data, size_t nbytes);
+PARE_API pare_status pare_method_set_input(pare_method* method, size_t index, int32_t dtype, const int64_t* sizes,
+                                           size_t ndim, const int64_t* strides, const void* data, size_t nbytes);
 PARE_API pare_status pare_method_execute(pare_method* method);
 
 /* Outputs of the last successful execute (valid until the next execute,
@@ -273,6 +271,5 @@ PARE_API const char* pare_trace_feature(const pare_program* program, size_t inde
 PARE_API void pare_trace_reset(pare_program* program);
 
 #ifdef __cplusplus
-}  /* extern "C" */
+} /* extern "C" */
 #endif
-

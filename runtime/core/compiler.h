@@ -22,8 +22,7 @@
 #define PARE_RESTRICT __restrict__
 // printf-style checking for our own formatter; `fmt_index` is 1-based and
 // counts the implicit `this` for member functions.
-#define PARE_PRINTF(fmt_index, first_arg) \
-  __attribute__((format(printf, fmt_index, first_arg)))
+#define PARE_PRINTF(fmt_index, first_arg) __attribute__((format(printf, fmt_index, first_arg)))
 #define PARE_STRINGIZE_IMPL(x) #x
 #define PARE_STRINGIZE(x) PARE_STRINGIZE_IMPL(x)
 
@@ -54,9 +53,18 @@
 namespace pare {
 
 // <utility> replacements.
-template <typename T> struct remove_reference { using type = T; };
-template <typename T> struct remove_reference<T&> { using type = T; };
-template <typename T> struct remove_reference<T&&> { using type = T; };
+template <typename T>
+struct remove_reference {
+  using type = T;
+};
+template <typename T>
+struct remove_reference<T&> {
+  using type = T;
+};
+template <typename T>
+struct remove_reference<T&&> {
+  using type = T;
+};
 
 template <typename T>
 constexpr typename remove_reference<T>::type&& move(T&& t) noexcept {
@@ -67,19 +75,30 @@ constexpr T&& forward(typename remove_reference<T>::type& t) noexcept {
   return static_cast<T&&>(t);
 }
 
-template <typename A, typename B> struct is_same { static constexpr bool value = false; };
-template <typename A> struct is_same<A, A> { static constexpr bool value = true; };
-template <typename A, typename B> constexpr bool is_same_v = is_same<A, B>::value;
+template <typename A, typename B>
+struct is_same {
+  static constexpr bool value = false;
+};
+template <typename A>
+struct is_same<A, A> {
+  static constexpr bool value = true;
+};
+template <typename A, typename B>
+constexpr bool is_same_v = is_same<A, B>::value;
 
-template <typename T> constexpr T min_of(T a, T b) { return b < a ? b : a; }
-template <typename T> constexpr T max_of(T a, T b) { return a < b ? b : a; }
+template <typename T>
+constexpr T min_of(T a, T b) {
+  return b < a ? b : a;
+}
+template <typename T>
+constexpr T max_of(T a, T b) {
+  return a < b ? b : a;
+}
 
 constexpr bool is_power_of_two(size_t x) { return x != 0 && (x & (x - 1)) == 0; }
 // Rounds `x` up to a multiple of `alignment` (a power of two). Callers that
 // handle untrusted sizes use checked_align_up in runtime/core/checked.h.
-constexpr size_t align_up(size_t x, size_t alignment) {
-  return (x + alignment - 1) & ~(alignment - 1);
-}
+constexpr size_t align_up(size_t x, size_t alignment) { return (x + alignment - 1) & ~(alignment - 1); }
 
 namespace detail {
 // Tag for our placement new. A tag (rather than the standard
@@ -91,9 +110,7 @@ constexpr PlacementTag kPlacement{};
 
 }  // namespace pare
 
-inline void* operator new(size_t, pare::detail::PlacementTag, void* where) noexcept {
-  return where;
-}
+inline void* operator new(size_t, pare::detail::PlacementTag, void* where) noexcept { return where; }
 inline void operator delete(void*, pare::detail::PlacementTag, void*) noexcept {}
 
 // Constructs a T in raw storage: PARE_PLACEMENT_NEW(ptr) T(args...).

@@ -41,8 +41,7 @@ template <typename T>
 class selective_class_ {
  public:
   template <bool kSelected>
-  constexpr explicit selective_class_(SelectiveStr<kSelected> name)
-      : name_(name.name()), selected_(kSelected) {}
+  constexpr explicit selective_class_(SelectiveStr<kSelected> name) : name_(name.name()), selected_(kSelected) {}
   constexpr const char* name() const { return name_; }
   constexpr bool selected() const { return selected_ && class_selected(T::kId); }
 

@@ -112,8 +112,8 @@ PARE_ALWAYS_INLINE Error run_fast_path(KernelContext& ctx, F&& fn) {
 }  // namespace pare
 
 // PARE_DISPATCH(add_kernel, ctx, dtype, T, { body using T; return Error::Ok; })
-#define PARE_DISPATCH(TAG, CTX, DTYPE, T, ...)                                  \
+#define PARE_DISPATCH(TAG, CTX, DTYPE, T, ...)                                                    \
   ::pare::dispatch<::pare::tags::TAG>((CTX), (DTYPE), [&](auto pare_type_tag_) -> ::pare::Error { \
-    using T = typename decltype(pare_type_tag_)::type;                          \
-    __VA_ARGS__                                                                 \
+    using T = typename decltype(pare_type_tag_)::type;                                            \
+    __VA_ARGS__                                                                                   \
   })

@@ -22,10 +22,10 @@ enum class Error : uint32_t {
 
   // Invalid input: the caller, the program or a kernel argument is wrong.
   InvalidArgument = 0x10,
-  InvalidProgram = 0x11,   // program bytes fail validation
-  InvalidState = 0x12,     // API used out of order (e.g. execute before inputs)
+  InvalidProgram = 0x11,  // program bytes fail validation
+  InvalidState = 0x12,    // API used out of order (e.g. execute before inputs)
   InvalidShape = 0x13,
-  UnsupportedDtype = 0x14, // the kernel has no implementation for the dtype
+  UnsupportedDtype = 0x14,  // the kernel has no implementation for the dtype
   IndexOutOfRange = 0x15,
 
   // Not selected: the program needs something this build left out. The fix
@@ -65,9 +65,7 @@ constexpr const char* to_string(Error e) {
   return "Unknown";
 }
 
-constexpr bool is_not_selected(Error e) {
-  return static_cast<uint32_t>(e) >= 0x20 && static_cast<uint32_t>(e) < 0x30;
-}
+constexpr bool is_not_selected(Error e) { return static_cast<uint32_t>(e) >= 0x20 && static_cast<uint32_t>(e) < 0x30; }
 
 // Either a T or a non-Ok Error. Construct from a T for success or from an
 // Error for failure; read with ok()/error()/get().
@@ -82,8 +80,10 @@ class PARE_NODISCARD Result {
     storage_.error = error == Error::Ok ? Error::Internal : error;
   }
   Result(const Result& other) : ok_(other.ok_) {
-    if (ok_) PARE_PLACEMENT_NEW(&storage_.value) T(other.storage_.value);
-    else storage_.error = other.storage_.error;
+    if (ok_)
+      PARE_PLACEMENT_NEW(&storage_.value) T(other.storage_.value);
+    else
+      storage_.error = other.storage_.error;
   }
   Result& operator=(const Result&) = delete;
   ~Result() {
@@ -116,7 +116,9 @@ PARE_ALWAYS_INLINE constexpr void ignore_message(const Args&...) {}
 
 constexpr Error error_of(Error e) { return e; }
 template <typename T>
-Error error_of(const Result<T>& r) { return r.error(); }
+Error error_of(const Result<T>& r) {
+  return r.error();
+}
 }  // namespace detail
 
 }  // namespace pare
@@ -127,21 +129,20 @@ Error error_of(const Result<T>& r) { return r.error(); }
 // Evaluates an Error- or Result-returning expression and returns its error
 // from the enclosing function if it failed. The enclosing function returns
 // Error or any Result<U>.
-#define PARE_TRY(expr)                                                  \
-  do {                                                                  \
+#define PARE_TRY(expr)                                                    \
+  do {                                                                    \
     const ::pare::Error pare_try_error_ = ::pare::detail::error_of(expr); \
-    if (PARE_UNLIKELY(pare_try_error_ != ::pare::Error::Ok)) {          \
-      return pare_try_error_;                                           \
-    }                                                                   \
+    if (PARE_UNLIKELY(pare_try_error_ != ::pare::Error::Ok)) {            \
+      return pare_try_error_;                                             \
+    }                                                                     \
   } while (0)
 
 // `PARE_TRY_ASSIGN(Tensor* out, ctx.allocate_output(...));` declares or
 // assigns `lhs` from a Result, returning the error on failure.
-#define PARE_TRY_ASSIGN(lhs, expr) \
-  PARE_TRY_ASSIGN_IMPL(lhs, expr, PARE_CONCAT(pare_try_result_, __LINE__))
-#define PARE_TRY_ASSIGN_IMPL(lhs, expr, tmp)                   \
-  auto tmp = (expr);                                           \
-  if (PARE_UNLIKELY(!tmp.ok())) return tmp.error();            \
+#define PARE_TRY_ASSIGN(lhs, expr) PARE_TRY_ASSIGN_IMPL(lhs, expr, PARE_CONCAT(pare_try_result_, __LINE__))
+#define PARE_TRY_ASSIGN_IMPL(lhs, expr, tmp)        \
+  auto tmp = (expr);                                \
+  if (PARE_UNLIKELY(!tmp.ok())) return tmp.error(); \
   lhs = pare::move(tmp.get())
 
 // Reports a failure through `sink` (anything with Diagnostics' fail()
@@ -151,28 +152,27 @@ Error error_of(const Result<T>& r) { return r.error(); }
 #if PARE_ENABLE_ERROR_MESSAGES
 #define PARE_FAIL(sink, code, ...) (sink).fail((code), __VA_ARGS__)
 #else
-#define PARE_FAIL(sink, code, ...) \
-  (::pare::detail::ignore_message(__VA_ARGS__), (sink).fail_code(code))
+#define PARE_FAIL(sink, code, ...) (::pare::detail::ignore_message(__VA_ARGS__), (sink).fail_code(code))
 #endif
 
 // Returns PARE_FAIL(sink, code, fmt, ...) from the enclosing function when
 // `cond` is false. Messages should say what was expected and what was found.
-#define PARE_CHECK_OR_RETURN(sink, cond, code, ...)   \
-  do {                                                \
-    if (PARE_UNLIKELY(!(cond))) {                     \
-      return PARE_FAIL(sink, code, __VA_ARGS__);      \
-    }                                                 \
+#define PARE_CHECK_OR_RETURN(sink, cond, code, ...) \
+  do {                                              \
+    if (PARE_UNLIKELY(!(cond))) {                   \
+      return PARE_FAIL(sink, code, __VA_ARGS__);    \
+    }                                               \
   } while (0)
 
 // Internal invariants (never user input): compiled out unless
 // PARE_DEBUG_CHECKS; aborts through the PAL.
 #if PARE_DEBUG_CHECKS
 #include "runtime/pal/pal.h"
-#define PARE_DCHECK(cond)                                                   \
-  do {                                                                      \
-    if (PARE_UNLIKELY(!(cond))) {                                           \
-      pare_pal_abort(__FILE__ ":" PARE_STRINGIZE(__LINE__) ": " #cond);     \
-    }                                                                       \
+#define PARE_DCHECK(cond)                                               \
+  do {                                                                  \
+    if (PARE_UNLIKELY(!(cond))) {                                       \
+      pare_pal_abort(__FILE__ ":" PARE_STRINGIZE(__LINE__) ": " #cond); \
+    }                                                                   \
   } while (0)
 #else
 #define PARE_DCHECK(cond) ((void)0)

@@ -25,8 +25,7 @@ bool string_equal(const char* a, const char* b) {
   return *a == *b;
 }
 
-FormatBuffer::FormatBuffer(char* buffer, size_t capacity)
-    : buffer_(buffer), capacity_(capacity) {
+FormatBuffer::FormatBuffer(char* buffer, size_t capacity) : buffer_(buffer), capacity_(capacity) {
   if (capacity_ > 0) buffer_[0] = '\0';
 }
 
@@ -228,9 +227,7 @@ void FormatBuffer::vformat(const char* fmt, va_list args) {
         append("0x");
         append_uint(reinterpret_cast<uintptr_t>(va_arg(args, void*)), 16);
         break;
-      case 'c':
-        append_char(static_cast<char>(va_arg(args, int)));
-        break;
+      case 'c': append_char(static_cast<char>(va_arg(args, int))); break;
       case 's': {
         const char* s = va_arg(args, const char*);
         if (s == nullptr) s = "(null)";
@@ -245,12 +242,8 @@ void FormatBuffer::vformat(const char* fmt, va_list args) {
       }
       case 'f':
       case 'g':
-      case 'e':
-        append_double(va_arg(args, double), conv, precision);
-        break;
-      case '%':
-        append_char('%');
-        break;
+      case 'e': append_double(va_arg(args, double), conv, precision); break;
+      case '%': append_char('%'); break;
       default:
         append_char('%');
         append_char(conv);

@@ -74,11 +74,11 @@ struct DtypeNames {
 }  // namespace detail
 
 namespace tags {
-#define PARE_KERNEL_TAG(tag, ...)                                  \
-  struct tag : ::pare::detail::DtypeNames {                        \
-    static constexpr char name[] = #tag;                           \
-    static constexpr ::pare::TagId id = ::pare::TagId::tag;        \
-    static constexpr ::pare::ScalarType dtypes[] = {__VA_ARGS__};  \
+#define PARE_KERNEL_TAG(tag, ...)                                 \
+  struct tag : ::pare::detail::DtypeNames {                       \
+    static constexpr char name[] = #tag;                          \
+    static constexpr ::pare::TagId id = ::pare::TagId::tag;       \
+    static constexpr ::pare::ScalarType dtypes[] = {__VA_ARGS__}; \
   };
 #include "runtime/kernels/inventory.inc"
 #undef PARE_KERNEL_TAG
@@ -90,8 +90,7 @@ struct TagInfo {
   size_t num_dtypes;
 };
 inline constexpr TagInfo kTags[] = {
-#define PARE_KERNEL_TAG(tag, ...) \
-  {tags::tag::name, tags::tag::dtypes, sizeof(tags::tag::dtypes) / sizeof(ScalarType)},
+#define PARE_KERNEL_TAG(tag, ...) {tags::tag::name, tags::tag::dtypes, sizeof(tags::tag::dtypes) / sizeof(ScalarType)},
 #include "runtime/kernels/inventory.inc"
 #undef PARE_KERNEL_TAG
 };
@@ -120,12 +119,16 @@ namespace detail {
 template <bool kSelected>
 struct KernelIf {
   template <KernelFn F>
-  static constexpr KernelFn get() { return F; }
+  static constexpr KernelFn get() {
+    return F;
+  }
 };
 template <>
 struct KernelIf<false> {
   template <KernelFn F>
-  static constexpr KernelFn get() { return nullptr; }
+  static constexpr KernelFn get() {
+    return nullptr;
+  }
 };
 
 struct OpCandidate {

@@ -30,8 +30,8 @@ Error dtype_not_supported(KernelContext& ctx, TagId tag, ScalarType t) {
     if (i > 0) out.append(", ");
     out.append(to_string(info.dtypes[i]));
   }
-  return PARE_FAIL(ctx, Error::UnsupportedDtype,
-                   "dtype %s is not supported (kernel tag %s handles %s)", to_string(t), info.name, list);
+  return PARE_FAIL(ctx, Error::UnsupportedDtype, "dtype %s is not supported (kernel tag %s handles %s)", to_string(t),
+                   info.name, list);
 }
 
 Error op_not_selected_in_call(KernelContext& ctx, const char* name) {
@@ -55,38 +55,34 @@ Error wrap_dim(KernelContext& ctx, int64_t dim, int64_t ndim, const char* arg_na
   PARE_CHECK_OR_RETURN(ctx, dim >= -n && dim < n, Error::IndexOutOfRange,
                        "argument '%s': dimension %lld is out of range for a %lld-dim tensor (expected "
                        "[%lld, %lld])",
-                       arg_name, static_cast<long long>(dim), static_cast<long long>(ndim),
-                       static_cast<long long>(-n), static_cast<long long>(n - 1));
+                       arg_name, static_cast<long long>(dim), static_cast<long long>(ndim), static_cast<long long>(-n),
+                       static_cast<long long>(n - 1));
   *out = dim < 0 ? dim + n : dim;
   return Error::Ok;
 }
 
-KernelArgs::KernelArgs(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs, size_t min_inputs,
-                       size_t max_inputs, size_t num_outputs)
+KernelArgs::KernelArgs(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs, size_t min_inputs, size_t max_inputs,
+                       size_t num_outputs)
     : ctx_(ctx), inputs_(inputs), outputs_(outputs) {
   if (inputs.size() < min_inputs || inputs.size() > max_inputs) {
     status_ = min_inputs == max_inputs
-                  ? PARE_FAIL(ctx_, Error::InvalidArgument, "expects %zu inputs, got %zu", min_inputs,
-                              inputs.size())
-                  : PARE_FAIL(ctx_, Error::InvalidArgument, "expects %zu to %zu inputs, got %zu",
-                              min_inputs, max_inputs, inputs.size());
+                  ? PARE_FAIL(ctx_, Error::InvalidArgument, "expects %zu inputs, got %zu", min_inputs, inputs.size())
+                  : PARE_FAIL(ctx_, Error::InvalidArgument, "expects %zu to %zu inputs, got %zu", min_inputs,
+                              max_inputs, inputs.size());
   } else if (outputs.size() != num_outputs) {
-    status_ = PARE_FAIL(ctx_, Error::InvalidArgument, "expects %zu outputs, got %zu", num_outputs,
-                        outputs.size());
+    status_ = PARE_FAIL(ctx_, Error::InvalidArgument, "expects %zu outputs, got %zu", num_outputs, outputs.size());
   }
 }
 
 void KernelArgs::fail_kind(size_t i, const char* name, const char* expected) {
   if (status_ != Error::Ok) return;
   const char* got = i < inputs_.size() ? to_string(inputs_[i]->kind) : "nothing (argument missing)";
-  status_ = PARE_FAIL(ctx_, Error::InvalidArgument, "argument '%s' (#%zu) must be %s, got %s", name, i,
-                      expected, got);
+  status_ = PARE_FAIL(ctx_, Error::InvalidArgument, "argument '%s' (#%zu) must be %s, got %s", name, i, expected, got);
 }
 
 void KernelArgs::fail_class(size_t i, const char* name, const char* expected) {
   if (status_ != Error::Ok) return;
-  status_ = PARE_FAIL(ctx_, Error::InvalidArgument, "argument '%s' (#%zu) must be a %s object", name, i,
-                      expected);
+  status_ = PARE_FAIL(ctx_, Error::InvalidArgument, "argument '%s' (#%zu) must be a %s object", name, i, expected);
 }
 
 const Value* KernelArgs::get(size_t i, const char* name, ValueKind kind) {
@@ -140,9 +136,7 @@ bool KernelArgs::boolean(size_t i, const char* name) {
   return v != nullptr ? v->bool_value : false;
 }
 
-bool KernelArgs::boolean_or(size_t i, const char* name, bool fallback) {
-  return has(i) ? boolean(i, name) : fallback;
-}
+bool KernelArgs::boolean_or(size_t i, const char* name, bool fallback) { return has(i) ? boolean(i, name) : fallback; }
 
 Scalar KernelArgs::scalar(size_t i, const char* name) {
   if (status_ != Error::Ok) return Scalar();
@@ -188,8 +182,8 @@ Optional<ScalarType> KernelArgs::optional_dtype(size_t i, const char* name) {
   const int64_t code = int64(i, name);
   if (status_ != Error::Ok) return {false, ScalarType::Undefined};
   if (!is_supported_scalar_type_code(code)) {
-    status_ = PARE_FAIL(ctx_, Error::UnsupportedDtype, "argument '%s' (#%zu): dtype code %lld is not supported",
-                        name, i, static_cast<long long>(code));
+    status_ = PARE_FAIL(ctx_, Error::UnsupportedDtype, "argument '%s' (#%zu): dtype code %lld is not supported", name,
+                        i, static_cast<long long>(code));
     return {false, ScalarType::Undefined};
   }
   return {true, static_cast<ScalarType>(code)};

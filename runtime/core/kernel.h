@@ -49,8 +49,7 @@ class KernelContext {
   Result<void*> allocate_scratch(size_t nbytes);
   // Makes `out` a view sharing `base`'s storage (view, permute, slice...).
   // The planner keeps the base's memory alive as long as the view.
-  Error set_output_view(Value& out, const Value& base, IntArrayRef sizes, IntArrayRef strides,
-                        int64_t storage_offset);
+  Error set_output_view(Value& out, const Value& base, IntArrayRef sizes, IntArrayRef strides, int64_t storage_offset);
 
   // Memory that lives as long as the method instance. Only init
   // instructions (which run once) may allocate it.
@@ -175,8 +174,8 @@ Error wrap_dim(KernelContext& ctx, int64_t dim, int64_t ndim, const char* arg_na
 //   PARE_TRY(args.status());
 class KernelArgs {
  public:
-  KernelArgs(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs, size_t min_inputs,
-             size_t max_inputs, size_t num_outputs);
+  KernelArgs(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs, size_t min_inputs, size_t max_inputs,
+             size_t num_outputs);
 
   Error status() const { return status_; }
   KernelContext& ctx() const { return ctx_; }

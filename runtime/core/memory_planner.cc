@@ -31,8 +31,7 @@ void MemoryPlanner::expire(uint32_t instruction) {
   while (live_.size() > kept) live_.erase(live_.size() - 1);
 }
 
-bool MemoryPlanner::place(uint32_t instruction, uint64_t size, uint32_t last_use,
-                          uint32_t* slot_index) {
+bool MemoryPlanner::place(uint32_t instruction, uint64_t size, uint32_t last_use, uint32_t* slot_index) {
   expire(instruction);
   const uint64_t rounded = footprint(size);
   uint64_t candidate = 0;

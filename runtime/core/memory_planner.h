@@ -39,8 +39,8 @@ class MemoryPlanner {
   struct Slot {
     uint64_t offset;
     uint64_t size;
-    uint32_t instruction;  // requesting instruction, to validate replays
-    uint32_t last_use;     // last instruction reading this block
+    uint32_t instruction;    // requesting instruction, to validate replays
+    uint32_t last_use;       // last instruction reading this block
     uint64_t greedy_offset;  // finish()'s greedy-by-size layout
   };
 
@@ -49,8 +49,7 @@ class MemoryPlanner {
   // Places a block of `size` bytes requested by `instruction` that must stay
   // intact through instruction `last_use` (>= instruction). Returns the slot
   // index, or false when out of memory for the plan itself.
-  PARE_NODISCARD bool place(uint32_t instruction, uint64_t size, uint32_t last_use,
-                            uint32_t* slot_index);
+  PARE_NODISCARD bool place(uint32_t instruction, uint64_t size, uint32_t last_use, uint32_t* slot_index);
   // A view of the block outlives its base: keep it until `last_use`.
   void extend(uint32_t slot_index, uint32_t last_use);
   // Ends the plan: lays the blocks out greedily by size and keeps the

@@ -83,16 +83,15 @@ Error Method::init(const char* name) {
       case ValueKind::Bool:
         if (d.constant) *v = Value::make_bool(d.bool_value);
         break;
-      case ValueKind::String:
-        *v = Value::make_string(d.string);
-        break;
+      case ValueKind::String: *v = Value::make_string(d.string); break;
       case ValueKind::IntList: {
         const int64_t* ints = d.ints;
         if (d.int_refs != nullptr) {
           // Symbolic sizes are resolved into a per-instance copy before each
           // instruction that reads the list.
           int64_t* copy = allocator_.allocate_array<int64_t>(d.count);
-          if (copy == nullptr) return PARE_FAIL(diagnostics_, Error::OutOfMemory, "out of memory creating method '%s'", m.name);
+          if (copy == nullptr)
+            return PARE_FAIL(diagnostics_, Error::OutOfMemory, "out of memory creating method '%s'", m.name);
           for (uint32_t k = 0; k < d.count; ++k) copy[k] = d.ints[k];
           ints = copy;
         }
@@ -105,15 +104,15 @@ Error Method::init(const char* name) {
         break;
       case ValueKind::TensorList: {
         Value** items = allocator_.allocate_array<Value*>(d.count);
-        if (items == nullptr && d.count > 0) return PARE_FAIL(diagnostics_, Error::OutOfMemory, "out of memory creating method '%s'", m.name);
+        if (items == nullptr && d.count > 0)
+          return PARE_FAIL(diagnostics_, Error::OutOfMemory, "out of memory creating method '%s'", m.name);
         for (uint32_t k = 0; k < d.count; ++k) items[k] = &values_[d.value_ids[k]];
         v->kind = ValueKind::TensorList;
         v->tensor_list = TensorList{items, d.count};
         break;
       }
       case ValueKind::None:
-      case ValueKind::Object:
-        break;
+      case ValueKind::Object: break;
     }
   }
 
@@ -123,7 +122,8 @@ Error Method::init(const char* name) {
     Instruction& ins = instructions_[i];
     const size_t num_args = static_cast<size_t>(d.num_inputs) + d.num_outputs;
     ins.args = allocator_.allocate_array<Value*>(num_args);
-    if (ins.args == nullptr && num_args > 0) return PARE_FAIL(diagnostics_, Error::OutOfMemory, "out of memory creating method '%s'", m.name);
+    if (ins.args == nullptr && num_args > 0)
+      return PARE_FAIL(diagnostics_, Error::OutOfMemory, "out of memory creating method '%s'", m.name);
     for (size_t k = 0; k < num_args; ++k) ins.args[k] = &values_[d.args[k]];
     ins.fn = op.entry->fn;
     ins.op_name = op.name;
@@ -147,32 +147,31 @@ Error Method::init(const char* name) {
   return Error::Ok;
 }
 
-Error Method::set_input(size_t index, int32_t dtype_code, const int64_t* sizes, size_t ndim,
-                        const int64_t* strides, const void* data, size_t nbytes) {
+Error Method::set_input(size_t index, int32_t dtype_code, const int64_t* sizes, size_t ndim, const int64_t* strides,
+                        const void* data, size_t nbytes) {
   diagnostics_.clear();
   if (desc_ == nullptr) return PARE_FAIL(diagnostics_, Error::InvalidState, "the method is not initialised");
   const MethodDesc& m = *desc_;
   PARE_CHECK_OR_RETURN(diagnostics_, index < m.num_inputs, Error::IndexOutOfRange,
-                       "input index %zu is out of range: method '%s' has %u inputs", index, m.name,
-                       m.num_inputs);
+                       "input index %zu is out of range: method '%s' has %u inputs", index, m.name, m.num_inputs);
   const ValueDesc& d = m.values[m.inputs[index]];
   PARE_CHECK_OR_RETURN(diagnostics_, is_supported_scalar_type_code(dtype_code), Error::UnsupportedDtype,
                        "input %zu: dtype code %d is not supported", index, dtype_code);
   const ScalarType dtype = static_cast<ScalarType>(dtype_code);
-  PARE_CHECK_OR_RETURN(diagnostics_, d.dtype == ScalarType::Undefined || d.dtype == dtype,
-                       Error::InvalidArgument, "input %zu of method '%s' expects dtype %s, got %s",
-                       index, m.name, to_string(d.dtype), to_string(dtype));
+  PARE_CHECK_OR_RETURN(diagnostics_, d.dtype == ScalarType::Undefined || d.dtype == dtype, Error::InvalidArgument,
+                       "input %zu of method '%s' expects dtype %s, got %s", index, m.name, to_string(d.dtype),
+                       to_string(dtype));
   PARE_CHECK_OR_RETURN(diagnostics_, ndim <= kMaxDim, Error::LimitExceeded,
                        "input %zu has %zu dims; this runtime supports up to %zu", index, ndim, kMaxDim);
-  PARE_CHECK_OR_RETURN(diagnostics_, ndim == 0 || sizes != nullptr, Error::InvalidArgument,
-                       "input %zu: sizes is null", index);
+  PARE_CHECK_OR_RETURN(diagnostics_, ndim == 0 || sizes != nullptr, Error::InvalidArgument, "input %zu: sizes is null",
+                       index);
   if (d.dim != ValueDesc::kUnknownRank) {
     PARE_CHECK_OR_RETURN(diagnostics_, ndim == d.dim, Error::InvalidShape,
                          "input %zu of method '%s' expects %u dims, got %zu", index, m.name, d.dim, ndim);
     for (size_t k = 0; k < ndim; ++k) {
       PARE_CHECK_OR_RETURN(diagnostics_, d.sizes[k] < 0 || d.sizes[k] == sizes[k], Error::InvalidShape,
-                           "input %zu of method '%s' expects size %lld in dim %zu, got %lld", index,
-                           m.name, static_cast<long long>(d.sizes[k]), k, static_cast<long long>(sizes[k]));
+                           "input %zu of method '%s' expects size %lld in dim %zu, got %lld", index, m.name,
+                           static_cast<long long>(d.sizes[k]), k, static_cast<long long>(sizes[k]));
     }
   }
   Tensor t{};
@@ -204,12 +203,12 @@ Error Method::set_input(size_t index, int32_t dtype_code, const int64_t* sizes, 
   }
   if (numel > 0) {
     uint64_t needed = 0;
-    const bool overflow = __builtin_add_overflow(max_offset, 1, &needed) ||
-                          __builtin_mul_overflow(needed, element_size(dtype), &needed);
+    const bool overflow =
+        __builtin_add_overflow(max_offset, 1, &needed) || __builtin_mul_overflow(needed, element_size(dtype), &needed);
     PARE_CHECK_OR_RETURN(diagnostics_, !overflow && needed <= nbytes, Error::InvalidArgument,
-                         "input %zu: sizes %s and strides need %llu bytes but the buffer has %zu",
-                         index, sizes_to_string(IntArrayRef(sizes, ndim)).text,
-                         static_cast<unsigned long long>(needed), nbytes);
+                         "input %zu: sizes %s and strides need %llu bytes but the buffer has %zu", index,
+                         sizes_to_string(IntArrayRef(sizes, ndim)).text, static_cast<unsigned long long>(needed),
+                         nbytes);
     PARE_CHECK_OR_RETURN(diagnostics_, data != nullptr, Error::InvalidArgument, "input %zu: data is null", index);
   }
   t.storage = const_cast<void*>(data);
@@ -264,8 +263,8 @@ Error Method::execute() {
   if (desc_ == nullptr) return PARE_FAIL(diagnostics_, Error::InvalidState, "the method is not initialised");
   const MethodDesc& m = *desc_;
   for (uint32_t k = 0; k < m.num_inputs; ++k) {
-    PARE_CHECK_OR_RETURN(diagnostics_, input_set_[k], Error::InvalidState,
-                         "input %u of method '%s' is not set", k, m.name);
+    PARE_CHECK_OR_RETURN(diagnostics_, input_set_[k], Error::InvalidState, "input %u of method '%s' is not set", k,
+                         m.name);
   }
   // The previous run's outputs die here, so its temporary blocks can go and
   // the arena can be resized to the current plan.
@@ -373,9 +372,8 @@ Error Method::run_instruction(uint32_t index) {
         }
       }
       if (!produced) {
-        error = PARE_FAIL(diagnostics_, Error::Internal,
-                          "%s: kernel did not produce output %u as a %s value", ins.op_name, k,
-                          to_string(d.kind));
+        error = PARE_FAIL(diagnostics_, Error::Internal, "%s: kernel did not produce output %u as a %s value",
+                          ins.op_name, k, to_string(d.kind));
         break;
       }
     }
@@ -626,8 +624,7 @@ Result<Tensor*> KernelContext::allocate_output(Value& out, ScalarType dtype, Int
   size_t numel = 0;
   size_t nbytes = 0;
   PARE_CHECK_OR_RETURN(*this,
-                       checked_numel(sizes, &numel) &&
-                           !__builtin_mul_overflow(numel, element_size(dtype), &nbytes),
+                       checked_numel(sizes, &numel) && !__builtin_mul_overflow(numel, element_size(dtype), &nbytes),
                        Error::InvalidShape, "invalid output sizes %s", sizes_to_string(sizes).text);
   PARE_TRY_ASSIGN(void* memory, method_->allocate_storage(&out, nbytes));
   const uint32_t slot = out.plan_slot;
@@ -636,15 +633,13 @@ Result<Tensor*> KernelContext::allocate_output(Value& out, ScalarType dtype, Int
   return &out.tensor;
 }
 
-Result<void*> KernelContext::allocate_scratch(size_t nbytes) {
-  return method_->allocate_storage(nullptr, nbytes);
-}
+Result<void*> KernelContext::allocate_scratch(size_t nbytes) { return method_->allocate_storage(nullptr, nbytes); }
 
 Error KernelContext::set_output_view(Value& out, const Value& base, IntArrayRef sizes, IntArrayRef strides,
                                      int64_t storage_offset) {
   PARE_CHECK_OR_RETURN(*this, base.is_tensor(), Error::InvalidArgument, "a view needs a tensor base");
-  PARE_CHECK_OR_RETURN(*this, sizes.size() == strides.size() && sizes.size() <= kMaxDim,
-                       Error::LimitExceeded, "a view of %zu dims is not supported", sizes.size());
+  PARE_CHECK_OR_RETURN(*this, sizes.size() == strides.size() && sizes.size() <= kMaxDim, Error::LimitExceeded,
+                       "a view of %zu dims is not supported", sizes.size());
   Tensor t = base.tensor;
   t.dim = static_cast<uint8_t>(sizes.size());
   for (size_t i = 0; i < sizes.size(); ++i) {
@@ -667,8 +662,8 @@ Result<void*> KernelContext::allocate_persistent(size_t nbytes, size_t alignment
   PARE_CHECK_OR_RETURN(*this, method_->phase_ == Method::Phase::Init, Error::InvalidState,
                        "persistent memory and objects can only be created by init instructions");
   void* p = method_->allocator_.allocate(nbytes == 0 ? 1 : nbytes, alignment);
-  PARE_CHECK_OR_RETURN(*this, p != nullptr, Error::OutOfMemory,
-                       "out of memory allocating %zu persistent bytes", nbytes);
+  PARE_CHECK_OR_RETURN(*this, p != nullptr, Error::OutOfMemory, "out of memory allocating %zu persistent bytes",
+                       nbytes);
   return p;
 }
 

@@ -32,11 +32,11 @@
 namespace pare {
 
 struct MethodMemoryStats {
-  uint64_t arena_bytes;          // arena currently allocated
-  uint64_t planned_arena_bytes;  // what the current plan needs
-  uint64_t persistent_bytes;     // value slots, init outputs, objects
-  uint64_t num_plans;            // planning runs so far
-  uint64_t temporary_blocks;     // blocks served outside the arena by the last run
+  uint64_t arena_bytes;            // arena currently allocated
+  uint64_t planned_arena_bytes;    // what the current plan needs
+  uint64_t persistent_bytes;       // value slots, init outputs, objects
+  uint64_t num_plans;              // planning runs so far
+  uint64_t temporary_blocks;       // blocks served outside the arena by the last run
   uint64_t first_fit_arena_bytes;  // the last plan laid out first fit
   uint64_t greedy_arena_bytes;     // ... and greedy by size (0 when pinned to first fit)
 };
@@ -59,8 +59,8 @@ class Method {
 
   // Borrows `data` (which must stay valid through execute()). `strides` may
   // be null for a contiguous tensor; `nbytes` bounds every element.
-  Error set_input(size_t index, int32_t dtype_code, const int64_t* sizes, size_t ndim,
-                  const int64_t* strides, const void* data, size_t nbytes);
+  Error set_input(size_t index, int32_t dtype_code, const int64_t* sizes, size_t ndim, const int64_t* strides,
+                  const void* data, size_t nbytes);
   Error execute();
   // Null unless a successful execute() produced it.
   const Value* output(size_t index) const;

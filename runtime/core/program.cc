@@ -58,8 +58,7 @@ constexpr uint64_t kListVisitBudgetBase = 1u << 20;
 
 class Loader {
  public:
-  Loader(Program& program, const uint8_t* base, uint64_t size)
-      : program_(program), base_(base), size_(size) {}
+  Loader(Program& program, const uint8_t* base, uint64_t size) : program_(program), base_(base), size_(size) {}
 
   Error run();
 
@@ -69,8 +68,7 @@ class Loader {
   // True when [offset, offset + count * elem_size) lies within the file and
   // offset is a multiple of `align`.
   bool in_file(uint64_t offset, uint64_t count, uint64_t elem_size, uint64_t align) const;
-  Error check_range(const char* what, uint64_t offset, uint64_t count, uint64_t elem_size,
-                    uint64_t align);
+  Error check_range(const char* what, uint64_t offset, uint64_t count, uint64_t elem_size, uint64_t align);
 
   Error decode_strings(uint64_t offset);
   Error decode_ops(uint64_t offset);
@@ -120,15 +118,14 @@ bool Loader::in_file(uint64_t offset, uint64_t count, uint64_t elem_size, uint64
   return end <= size_;
 }
 
-Error Loader::check_range(const char* what, uint64_t offset, uint64_t count, uint64_t elem_size,
-                          uint64_t align) {
+Error Loader::check_range(const char* what, uint64_t offset, uint64_t count, uint64_t elem_size, uint64_t align) {
   if (in_file(offset, count, elem_size, align)) return Error::Ok;
   if (align > 1 && offset % align != 0) {
-    return invalid("%s at offset %llu is not %llu-byte aligned", what,
-                   static_cast<unsigned long long>(offset), static_cast<unsigned long long>(align));
+    return invalid("%s at offset %llu is not %llu-byte aligned", what, static_cast<unsigned long long>(offset),
+                   static_cast<unsigned long long>(align));
   }
-  return invalid("%s at offset %llu (%llu x %llu bytes) extends past the end of the %llu-byte file",
-                 what, static_cast<unsigned long long>(offset), static_cast<unsigned long long>(count),
+  return invalid("%s at offset %llu (%llu x %llu bytes) extends past the end of the %llu-byte file", what,
+                 static_cast<unsigned long long>(offset), static_cast<unsigned long long>(count),
                  static_cast<unsigned long long>(elem_size), static_cast<unsigned long long>(size_));
 }
 
@@ -152,8 +149,8 @@ Error Loader::visit_list(uint64_t count) {
 Error Loader::run() {
   Diagnostics& diag = program_.diagnostics_;
   if (size_ < kHeaderSize) {
-    return invalid("the buffer is %llu bytes; a program has a %zu-byte header",
-                   static_cast<unsigned long long>(size_), kHeaderSize);
+    return invalid("the buffer is %llu bytes; a program has a %zu-byte header", static_cast<unsigned long long>(size_),
+                   kHeaderSize);
   }
   if (base_[0] != 'P' || base_[1] != 'A' || base_[2] != 'R' || base_[3] != 'E') {
     return invalid("bad magic: this is not a Pare program (expected \"PARE\")");
@@ -172,8 +169,8 @@ Error Loader::run() {
   if (header_size != kHeaderSize) return invalid("header_size is %u, expected 64", header_size);
   if (flags != 0) return invalid("header flags 0x%x set; version 1.%u defines none", flags, minor);
   if (file_size < kHeaderSize) {
-    return invalid("file_size %llu is smaller than the %zu-byte header",
-                   static_cast<unsigned long long>(file_size), kHeaderSize);
+    return invalid("file_size %llu is smaller than the %zu-byte header", static_cast<unsigned long long>(file_size),
+                   kHeaderSize);
   }
   if (file_size > size_) {
     return invalid("file_size is %llu but only %llu bytes were given: the file is truncated; copy it again",
@@ -247,8 +244,7 @@ Error Loader::decode_ops(uint64_t offset) {
   for (uint32_t i = 0; i < count; ++i) {
     const uint32_t name_index = rd32(base_ + offset + 4 + 4ull * i);
     if (name_index >= program_.num_strings_) {
-      return invalid("operator %u names string %u; the program has %u strings", i, name_index,
-                     program_.num_strings_);
+      return invalid("operator %u names string %u; the program has %u strings", i, name_index, program_.num_strings_);
     }
     const char* name = program_.strings_[name_index];
     const OpEntry* entry = find_op(name);
@@ -309,8 +305,7 @@ Error Loader::decode_method(uint32_t index, uint64_t offset, MethodDesc& m) {
   const uint64_t instructions_offset = rd64(r + 40);
 
   if (name_index >= program_.num_strings_) {
-    return invalid("method %u names string %u; the program has %u strings", index, name_index,
-                   program_.num_strings_);
+    return invalid("method %u names string %u; the program has %u strings", index, name_index, program_.num_strings_);
   }
   m.name = program_.strings_[name_index];
   method_name_ = m.name;
@@ -322,14 +317,13 @@ Error Loader::decode_method(uint32_t index, uint64_t offset, MethodDesc& m) {
   PARE_TRY(check_range("value table", values_offset, m.num_values, kValueRecordSize, 8));
   const uint64_t num_io = static_cast<uint64_t>(m.num_inputs) + m.num_outputs;
   PARE_TRY(check_range("method inputs/outputs", io_offset, num_io, 4, 4));
-  PARE_TRY(check_range("instruction table", instructions_offset, m.num_instructions,
-                       kInstructionRecordSize, 8));
+  PARE_TRY(check_range("instruction table", instructions_offset, m.num_instructions, kInstructionRecordSize, 8));
   PARE_TRY(consume(m.num_values, kValueRecordSize, "value tables"));
   PARE_TRY(consume(num_io, 4, "method input/output lists"));
   PARE_TRY(consume(m.num_instructions, kInstructionRecordSize, "instruction tables"));
   if (m.num_init_instructions > m.num_instructions) {
-    return invalid("method '%s' has %u init instructions but only %u instructions", m.name,
-                   m.num_init_instructions, m.num_instructions);
+    return invalid("method '%s' has %u init instructions but only %u instructions", m.name, m.num_init_instructions,
+                   m.num_instructions);
   }
 
   LoadAllocator& alloc = program_.allocator_;
@@ -339,8 +333,7 @@ Error Loader::decode_method(uint32_t index, uint64_t offset, MethodDesc& m) {
   uint32_t* io = alloc.allocate_array<uint32_t>(static_cast<size_t>(num_io));
   InstructionDesc* instructions = alloc.allocate_array<InstructionDesc>(m.num_instructions);
   uint32_t* last_use = alloc.allocate_array<uint32_t>(m.num_values);
-  if ((m.num_values > 0 && (values == nullptr || kinds == nullptr || constants == nullptr ||
-                            last_use == nullptr)) ||
+  if ((m.num_values > 0 && (values == nullptr || kinds == nullptr || constants == nullptr || last_use == nullptr)) ||
       (num_io > 0 && io == nullptr) || (m.num_instructions > 0 && instructions == nullptr)) {
     return out_of_memory("a method's tables");
   }
@@ -356,8 +349,7 @@ Error Loader::decode_method(uint32_t index, uint64_t offset, MethodDesc& m) {
     constants[i] = (rd8(rec + 2) & kFlagConstant) != 0;
   }
   for (uint32_t i = 0; i < m.num_values; ++i) {
-    PARE_TRY(decode_value(m, i, base_ + values_offset + kValueRecordSize * i, kinds, constants,
-                          values[i]));
+    PARE_TRY(decode_value(m, i, base_ + values_offset + kValueRecordSize * i, kinds, constants, values[i]));
   }
   m.values = values;
 
@@ -366,8 +358,7 @@ Error Loader::decode_method(uint32_t index, uint64_t offset, MethodDesc& m) {
     if (io[k] >= m.num_values) {
       return invalid("method '%s' %s %llu refers to value %u; the method has %u values", m.name,
                      k < m.num_inputs ? "input" : "output",
-                     static_cast<unsigned long long>(k < m.num_inputs ? k : k - m.num_inputs), io[k],
-                     m.num_values);
+                     static_cast<unsigned long long>(k < m.num_inputs ? k : k - m.num_inputs), io[k], m.num_values);
     }
   }
   m.inputs = io;
@@ -381,8 +372,8 @@ Error Loader::decode_method(uint32_t index, uint64_t offset, MethodDesc& m) {
     ins.num_outputs = rd16(rec + 6);
     const uint64_t args_offset = rd64(rec + 8);
     if (ins.op >= program_.num_ops_) {
-      return invalid("method '%s' instruction %u uses operator %u; the program has %u operators",
-                     m.name, i, ins.op, program_.num_ops_);
+      return invalid("method '%s' instruction %u uses operator %u; the program has %u operators", m.name, i, ins.op,
+                     program_.num_ops_);
     }
     const uint64_t num_args = static_cast<uint64_t>(ins.num_inputs) + ins.num_outputs;
     PARE_TRY(check_range("instruction arguments", args_offset, num_args, 4, 4));
@@ -392,10 +383,10 @@ Error Loader::decode_method(uint32_t index, uint64_t offset, MethodDesc& m) {
     for (uint64_t k = 0; k < num_args; ++k) {
       args[k] = rd32(base_ + args_offset + 4 * k);
       if (args[k] >= m.num_values) {
-        return invalid("method '%s' instruction %u (%s) argument %llu refers to value %u; the "
-                       "method has %u values",
-                       m.name, i, program_.ops_[ins.op].name, static_cast<unsigned long long>(k),
-                       args[k], m.num_values);
+        return invalid(
+            "method '%s' instruction %u (%s) argument %llu refers to value %u; the "
+            "method has %u values",
+            m.name, i, program_.ops_[ins.op].name, static_cast<unsigned long long>(k), args[k], m.num_values);
       }
     }
     ins.args = args;
@@ -407,8 +398,8 @@ Error Loader::decode_method(uint32_t index, uint64_t offset, MethodDesc& m) {
   return Error::Ok;
 }
 
-Error Loader::decode_value(const MethodDesc& m, uint32_t id, const uint8_t* rec,
-                           const ValueKind* kinds, const bool* constants, ValueDesc& v) {
+Error Loader::decode_value(const MethodDesc& m, uint32_t id, const uint8_t* rec, const ValueKind* kinds,
+                           const bool* constants, ValueDesc& v) {
   Diagnostics& diag = program_.diagnostics_;
   const uint8_t dtype_code = rd8(rec + 1);
   const uint8_t flags = rd8(rec + 2);
@@ -448,14 +439,16 @@ Error Loader::decode_value(const MethodDesc& m, uint32_t id, const uint8_t* rec,
       if (a != 0 || c != 0 || d != 0 || (!has_payload && b != 0)) {
         return invalid("method '%s' value %u (%s) has unused fields set", m.name, id, kind_name);
       }
-      if (v.kind == ValueKind::Int) v.int_value = static_cast<int64_t>(b);
-      else v.double_value = __builtin_bit_cast(double, b);
+      if (v.kind == ValueKind::Int)
+        v.int_value = static_cast<int64_t>(b);
+      else
+        v.double_value = __builtin_bit_cast(double, b);
       return Error::Ok;
 
     case ValueKind::Bool:
       if (a > 1 || b != 0 || c != 0 || d != 0 || (!has_payload && a != 0)) {
-        return invalid("method '%s' value %u (bool) has payload %u (must be 0 or 1) or unused fields set",
-                       m.name, id, a);
+        return invalid("method '%s' value %u (bool) has payload %u (must be 0 or 1) or unused fields set", m.name, id,
+                       a);
       }
       v.bool_value = a != 0;
       return Error::Ok;
@@ -490,9 +483,10 @@ Error Loader::decode_value(const MethodDesc& m, uint32_t id, const uint8_t* rec,
         for (uint32_t k = 0; k < a; ++k) {
           refs[k] = rd32(base_ + c + 4ull * k);
           if (refs[k] != kNoValue && (refs[k] >= m.num_values || kinds[refs[k]] != ValueKind::Int)) {
-            return invalid("method '%s' value %u (int[]) element %u refers to value %u, which is "
-                           "not an int value",
-                           m.name, id, k, refs[k]);
+            return invalid(
+                "method '%s' value %u (int[]) element %u refers to value %u, which is "
+                "not an int value",
+                m.name, id, k, refs[k]);
           }
         }
         v.int_refs = refs;
@@ -530,9 +524,10 @@ Error Loader::decode_value(const MethodDesc& m, uint32_t id, const uint8_t* rec,
       for (uint32_t k = 0; k < a; ++k) {
         ids[k] = rd32(base_ + b + 4ull * k);
         if (ids[k] >= m.num_values || kinds[ids[k]] != ValueKind::Tensor) {
-          return invalid("method '%s' value %u (Tensor[]) element %u refers to value %u, which is "
-                         "not a tensor value",
-                         m.name, id, k, ids[k]);
+          return invalid(
+              "method '%s' value %u (Tensor[]) element %u refers to value %u, which is "
+              "not a tensor value",
+              m.name, id, k, ids[k]);
         }
       }
       v.value_ids = ids;
@@ -566,15 +561,16 @@ Error Loader::decode_value(const MethodDesc& m, uint32_t id, const uint8_t* rec,
         v.dtype = static_cast<ScalarType>(dtype_code);
       }
       if (a == kUnknownRankCode && !v.constant) {
-        if (b != 0 || c != 0 || d != 0) return invalid("method '%s' value %u (Tensor) has unused fields set", m.name, id);
+        if (b != 0 || c != 0 || d != 0)
+          return invalid("method '%s' value %u (Tensor) has unused fields set", m.name, id);
         v.dim = ValueDesc::kUnknownRank;
         v.sizes = nullptr;
         return Error::Ok;
       }
       if (a > kMaxDim) {
         return PARE_FAIL(diag, Error::LimitExceeded,
-                         "method '%s' value %u has rank %u; this runtime supports up to %zu dims",
-                         m.name, id, a, kMaxDim);
+                         "method '%s' value %u has rank %u; this runtime supports up to %zu dims", m.name, id, a,
+                         kMaxDim);
       }
       v.dim = static_cast<uint8_t>(a);
       int64_t* sizes = nullptr;
@@ -586,8 +582,8 @@ Error Loader::decode_value(const MethodDesc& m, uint32_t id, const uint8_t* rec,
         for (uint32_t k = 0; k < a; ++k) {
           sizes[k] = static_cast<int64_t>(rd64(base_ + b + 8ull * k));
           if (sizes[k] < (v.constant ? 0 : -1)) {
-            return invalid("method '%s' value %u has size %lld in dim %u", m.name, id,
-                           static_cast<long long>(sizes[k]), k);
+            return invalid("method '%s' value %u has size %lld in dim %u", m.name, id, static_cast<long long>(sizes[k]),
+                           k);
           }
         }
       } else if (b != 0) {
@@ -606,18 +602,19 @@ Error Loader::decode_value(const MethodDesc& m, uint32_t id, const uint8_t* rec,
       }
       uint64_t end = 0;
       if (d != nbytes) {
-        return invalid("method '%s' value %u: constant data is %llu bytes but its sizes and dtype need %llu",
-                       m.name, id, static_cast<unsigned long long>(d), static_cast<unsigned long long>(nbytes));
+        return invalid("method '%s' value %u: constant data is %llu bytes but its sizes and dtype need %llu", m.name,
+                       id, static_cast<unsigned long long>(d), static_cast<unsigned long long>(nbytes));
       }
       if (c % kDataAlignment != 0) {
-        return invalid("method '%s' value %u: constant data offset %llu is not %llu-byte aligned", m.name,
-                       id, static_cast<unsigned long long>(c), static_cast<unsigned long long>(kDataAlignment));
+        return invalid("method '%s' value %u: constant data offset %llu is not %llu-byte aligned", m.name, id,
+                       static_cast<unsigned long long>(c), static_cast<unsigned long long>(kDataAlignment));
       }
       if (__builtin_add_overflow(c, d, &end) || end > data_size_) {
-        return invalid("method '%s' value %u: constant data (offset %llu, %llu bytes) extends past the "
-                       "%llu-byte data segment",
-                       m.name, id, static_cast<unsigned long long>(c), static_cast<unsigned long long>(d),
-                       static_cast<unsigned long long>(data_size_));
+        return invalid(
+            "method '%s' value %u: constant data (offset %llu, %llu bytes) extends past the "
+            "%llu-byte data segment",
+            m.name, id, static_cast<unsigned long long>(c), static_cast<unsigned long long>(d),
+            static_cast<unsigned long long>(data_size_));
       }
       v.data = data_base_ + c;
       return Error::Ok;
@@ -672,37 +669,38 @@ Error Loader::check_dataflow(MethodDesc& m, ValueDesc* values, uint32_t* last_us
         ok = readable(id, init);
       }
       if (!ok) {
-        return invalid("method '%s' instruction %u (%s) reads value %u before it is defined%s", m.name,
-                       i, op_name, id, init ? " (init instructions cannot read method inputs)" : "");
+        return invalid("method '%s' instruction %u (%s) reads value %u before it is defined%s", m.name, i, op_name, id,
+                       init ? " (init instructions cannot read method inputs)" : "");
       }
       last_use[id] = i;
     }
     for (uint32_t k = 0; k < ins.num_outputs; ++k) {
       const uint32_t id = ins.args[ins.num_inputs + k];
       const ValueDesc& v = values[id];
-      const bool producible = v.kind == ValueKind::Tensor || v.kind == ValueKind::Int ||
-                              v.kind == ValueKind::Double || v.kind == ValueKind::Bool ||
-                              v.kind == ValueKind::TensorList || v.kind == ValueKind::Object;
+      const bool producible = v.kind == ValueKind::Tensor || v.kind == ValueKind::Int || v.kind == ValueKind::Double ||
+                              v.kind == ValueKind::Bool || v.kind == ValueKind::TensorList ||
+                              v.kind == ValueKind::Object;
       if (!producible || v.constant || state[id] != DefState::Undefined) {
-        const char* why = !producible                         ? "is of a kind no operator produces"
-                          : v.constant                        ? "is a constant"
+        const char* why = !producible                          ? "is of a kind no operator produces"
+                          : v.constant                         ? "is a constant"
                           : state[id] == DefState::MethodInput ? "is a method input"
-                                                              : "is already defined (values are assigned once)";
-        return invalid("method '%s' instruction %u (%s) output %u (value %u, %s) %s", m.name, i, op_name,
-                       k, id, to_string(v.kind), why);
+                                                               : "is already defined (values are assigned once)";
+        return invalid("method '%s' instruction %u (%s) output %u (value %u, %s) %s", m.name, i, op_name, k, id,
+                       to_string(v.kind), why);
       }
       if (v.kind == ValueKind::Object && !init) {
-        return invalid("method '%s' instruction %u (%s) creates an object outside the init section",
-                       m.name, i, op_name);
+        return invalid("method '%s' instruction %u (%s) creates an object outside the init section", m.name, i,
+                       op_name);
       }
       if (v.kind == ValueKind::TensorList) {
         PARE_TRY(visit_list(v.count));
         for (uint32_t e = 0; e < v.count; ++e) {
           const uint32_t item = v.value_ids[e];
           if (values[item].constant || state[item] != DefState::Undefined) {
-            return invalid("method '%s' instruction %u (%s) output list element %u (value %u) is "
-                           "already defined",
-                           m.name, i, op_name, e, item);
+            return invalid(
+                "method '%s' instruction %u (%s) output list element %u (value %u) is "
+                "already defined",
+                m.name, i, op_name, e, item);
           }
           state[item] = DefState::Defined;
           last_use[item] = i;

@@ -21,16 +21,16 @@ namespace pare {
 
 constexpr uint16_t kFormatVersionMajor = 1;
 constexpr uint16_t kFormatVersionMinor = 0;
-constexpr uint32_t kNoValue = 0xFFFFFFFFu;       // IntList element ref: literal
+constexpr uint32_t kNoValue = 0xFFFFFFFFu;         // IntList element ref: literal
 constexpr uint32_t kLastUseForever = 0xFFFFFFFEu;  // method outputs
 
 struct ValueDesc {
   ValueKind kind;
   bool constant;
-  ScalarType dtype;  // tensors; Undefined when the program leaves it open
-  uint8_t dim;       // tensors; kUnknownRank when open
-  ClassId class_id;  // objects
-  uint32_t count;    // list lengths
+  ScalarType dtype;      // tensors; Undefined when the program leaves it open
+  uint8_t dim;           // tensors; kUnknownRank when open
+  ClassId class_id;      // objects
+  uint32_t count;        // list lengths
   const int64_t* sizes;  // tensors: `dim` sizes, -1 = any (non-constant only)
   const void* data;      // constant tensors
   union {
@@ -38,9 +38,9 @@ struct ValueDesc {
     double double_value;
     bool bool_value;
     const char* string;
-    const int64_t* ints;       // IntList literals
-    const double* doubles;     // DoubleList
-    const uint32_t* value_ids; // TensorList items
+    const int64_t* ints;        // IntList literals
+    const double* doubles;      // DoubleList
+    const uint32_t* value_ids;  // TensorList items
   };
   const uint32_t* int_refs;  // IntList: per element, an Int value id or kNoValue
   static constexpr uint8_t kUnknownRank = 0xFF;

@@ -21,9 +21,7 @@ class Scalar {
   static constexpr Scalar from_bool(bool v) { return Scalar(Kind::Bool, v ? 1 : 0, 0.0); }
 
   Kind kind() const { return kind_; }
-  bool is_integral(bool include_bool) const {
-    return kind_ == Kind::Int || (include_bool && kind_ == Kind::Bool);
-  }
+  bool is_integral(bool include_bool) const { return kind_ == Kind::Int || (include_bool && kind_ == Kind::Bool); }
   bool is_floating_point() const { return kind_ == Kind::Double; }
   bool is_bool() const { return kind_ == Kind::Bool; }
 
@@ -42,9 +40,7 @@ class Scalar {
   // Dtype of this scalar as a wrapped number in type promotion: Python ints
   // are Long, bools Bool, and floats take the default dtype (Float).
   ScalarType wrapped_dtype() const {
-    return kind_ == Kind::Double ? ScalarType::Float
-           : kind_ == Kind::Bool ? ScalarType::Bool
-                                 : ScalarType::Long;
+    return kind_ == Kind::Double ? ScalarType::Float : kind_ == Kind::Bool ? ScalarType::Bool : ScalarType::Long;
   }
 
  private:

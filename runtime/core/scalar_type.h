@@ -19,14 +19,14 @@
 namespace pare {
 
 enum class ScalarType : int8_t {
-  Byte = 0,      // uint8
-  Char = 1,      // int8
-  Short = 2,     // int16
-  Int = 3,       // int32
-  Long = 4,      // int64
-  Half = 5,      // float16
-  Float = 6,     // float32
-  Double = 7,    // float64
+  Byte = 0,    // uint8
+  Char = 1,    // int8
+  Short = 2,   // int16
+  Int = 3,     // int32
+  Long = 4,    // int64
+  Half = 5,    // float16
+  Float = 6,   // float32
+  Double = 7,  // float64
   Bool = 11,
   BFloat16 = 15,
   Undefined = -1,
@@ -59,33 +59,26 @@ constexpr size_t element_size(ScalarType t) {
   switch (t) {
     case ScalarType::Byte:
     case ScalarType::Char:
-    case ScalarType::Bool:
-      return 1;
+    case ScalarType::Bool: return 1;
     case ScalarType::Short:
     case ScalarType::Half:
-    case ScalarType::BFloat16:
-      return 2;
+    case ScalarType::BFloat16: return 2;
     case ScalarType::Int:
-    case ScalarType::Float:
-      return 4;
+    case ScalarType::Float: return 4;
     case ScalarType::Long:
-    case ScalarType::Double:
-      return 8;
-    case ScalarType::Undefined:
-      return 0;
+    case ScalarType::Double: return 8;
+    case ScalarType::Undefined: return 0;
   }
   return 0;
 }
 
 constexpr bool is_floating_type(ScalarType t) {
-  return t == ScalarType::Half || t == ScalarType::BFloat16 || t == ScalarType::Float ||
-         t == ScalarType::Double;
+  return t == ScalarType::Half || t == ScalarType::BFloat16 || t == ScalarType::Float || t == ScalarType::Double;
 }
 
 constexpr bool is_integral_type(ScalarType t, bool include_bool) {
-  return t == ScalarType::Byte || t == ScalarType::Char || t == ScalarType::Short ||
-         t == ScalarType::Int || t == ScalarType::Long ||
-         (include_bool && t == ScalarType::Bool);
+  return t == ScalarType::Byte || t == ScalarType::Char || t == ScalarType::Short || t == ScalarType::Int ||
+         t == ScalarType::Long || (include_bool && t == ScalarType::Bool);
 }
 
 // ---------------------------------------------------------------------------
@@ -117,8 +110,7 @@ inline float half_to_float(uint16_t h) {
   const float magic_bias = 0.5f;
   const float denormalized = float_from_bits((two_w >> 17) | magic_mask) - magic_bias;
   const uint32_t denormalized_cutoff = 1u << 27;
-  const uint32_t result =
-      sign | (two_w < denormalized_cutoff ? float_bits(denormalized) : float_bits(normalized));
+  const uint32_t result = sign | (two_w < denormalized_cutoff ? float_bits(denormalized) : float_bits(normalized));
   return float_from_bits(result);
 }
 
@@ -194,45 +186,117 @@ struct BFloat16 {
 // ---------------------------------------------------------------------------
 // C++ type <-> ScalarType.
 
-template <ScalarType> struct CppTypeFor;
-template <> struct CppTypeFor<ScalarType::Byte> { using type = uint8_t; };
-template <> struct CppTypeFor<ScalarType::Char> { using type = int8_t; };
-template <> struct CppTypeFor<ScalarType::Short> { using type = int16_t; };
-template <> struct CppTypeFor<ScalarType::Int> { using type = int32_t; };
-template <> struct CppTypeFor<ScalarType::Long> { using type = int64_t; };
-template <> struct CppTypeFor<ScalarType::Half> { using type = Half; };
-template <> struct CppTypeFor<ScalarType::Float> { using type = float; };
-template <> struct CppTypeFor<ScalarType::Double> { using type = double; };
-template <> struct CppTypeFor<ScalarType::Bool> { using type = bool; };
-template <> struct CppTypeFor<ScalarType::BFloat16> { using type = BFloat16; };
+template <ScalarType>
+struct CppTypeFor;
+template <>
+struct CppTypeFor<ScalarType::Byte> {
+  using type = uint8_t;
+};
+template <>
+struct CppTypeFor<ScalarType::Char> {
+  using type = int8_t;
+};
+template <>
+struct CppTypeFor<ScalarType::Short> {
+  using type = int16_t;
+};
+template <>
+struct CppTypeFor<ScalarType::Int> {
+  using type = int32_t;
+};
+template <>
+struct CppTypeFor<ScalarType::Long> {
+  using type = int64_t;
+};
+template <>
+struct CppTypeFor<ScalarType::Half> {
+  using type = Half;
+};
+template <>
+struct CppTypeFor<ScalarType::Float> {
+  using type = float;
+};
+template <>
+struct CppTypeFor<ScalarType::Double> {
+  using type = double;
+};
+template <>
+struct CppTypeFor<ScalarType::Bool> {
+  using type = bool;
+};
+template <>
+struct CppTypeFor<ScalarType::BFloat16> {
+  using type = BFloat16;
+};
 
-template <typename T> struct ScalarTypeOf;
-template <> struct ScalarTypeOf<uint8_t> { static constexpr ScalarType value = ScalarType::Byte; };
-template <> struct ScalarTypeOf<int8_t> { static constexpr ScalarType value = ScalarType::Char; };
-template <> struct ScalarTypeOf<int16_t> { static constexpr ScalarType value = ScalarType::Short; };
-template <> struct ScalarTypeOf<int32_t> { static constexpr ScalarType value = ScalarType::Int; };
-template <> struct ScalarTypeOf<int64_t> { static constexpr ScalarType value = ScalarType::Long; };
-template <> struct ScalarTypeOf<Half> { static constexpr ScalarType value = ScalarType::Half; };
-template <> struct ScalarTypeOf<float> { static constexpr ScalarType value = ScalarType::Float; };
-template <> struct ScalarTypeOf<double> { static constexpr ScalarType value = ScalarType::Double; };
-template <> struct ScalarTypeOf<bool> { static constexpr ScalarType value = ScalarType::Bool; };
-template <> struct ScalarTypeOf<BFloat16> { static constexpr ScalarType value = ScalarType::BFloat16; };
-template <typename T> constexpr ScalarType scalar_type_of = ScalarTypeOf<T>::value;
+template <typename T>
+struct ScalarTypeOf;
+template <>
+struct ScalarTypeOf<uint8_t> {
+  static constexpr ScalarType value = ScalarType::Byte;
+};
+template <>
+struct ScalarTypeOf<int8_t> {
+  static constexpr ScalarType value = ScalarType::Char;
+};
+template <>
+struct ScalarTypeOf<int16_t> {
+  static constexpr ScalarType value = ScalarType::Short;
+};
+template <>
+struct ScalarTypeOf<int32_t> {
+  static constexpr ScalarType value = ScalarType::Int;
+};
+template <>
+struct ScalarTypeOf<int64_t> {
+  static constexpr ScalarType value = ScalarType::Long;
+};
+template <>
+struct ScalarTypeOf<Half> {
+  static constexpr ScalarType value = ScalarType::Half;
+};
+template <>
+struct ScalarTypeOf<float> {
+  static constexpr ScalarType value = ScalarType::Float;
+};
+template <>
+struct ScalarTypeOf<double> {
+  static constexpr ScalarType value = ScalarType::Double;
+};
+template <>
+struct ScalarTypeOf<bool> {
+  static constexpr ScalarType value = ScalarType::Bool;
+};
+template <>
+struct ScalarTypeOf<BFloat16> {
+  static constexpr ScalarType value = ScalarType::BFloat16;
+};
+template <typename T>
+constexpr ScalarType scalar_type_of = ScalarTypeOf<T>::value;
 
 // The type arithmetic is done in: float for the 16-bit floats, else T.
-template <typename T> struct OpMath { using type = T; };
-template <> struct OpMath<Half> { using type = float; };
-template <> struct OpMath<BFloat16> { using type = float; };
-template <typename T> using opmath_t = typename OpMath<T>::type;
+template <typename T>
+struct OpMath {
+  using type = T;
+};
+template <>
+struct OpMath<Half> {
+  using type = float;
+};
+template <>
+struct OpMath<BFloat16> {
+  using type = float;
+};
+template <typename T>
+using opmath_t = typename OpMath<T>::type;
 
-template <typename T> constexpr bool is_reduced_float_v = is_same_v<T, Half> || is_same_v<T, BFloat16>;
 template <typename T>
-constexpr bool is_floating_point_v =
-    is_same_v<T, float> || is_same_v<T, double> || is_reduced_float_v<T>;
+constexpr bool is_reduced_float_v = is_same_v<T, Half> || is_same_v<T, BFloat16>;
 template <typename T>
-constexpr bool is_integral_v = is_same_v<T, uint8_t> || is_same_v<T, int8_t> ||
-                               is_same_v<T, int16_t> || is_same_v<T, int32_t> ||
-                               is_same_v<T, int64_t>;
+constexpr bool is_floating_point_v = is_same_v<T, float> || is_same_v<T, double> || is_reduced_float_v<T>;
+template <typename T>
+constexpr bool is_integral_v = is_same_v<T, uint8_t> || is_same_v<T, int8_t> || is_same_v<T, int16_t> ||
+                               is_same_v<T, int32_t> || is_same_v<T, int64_t>;
 
 // Converts between any two supported element types with PyTorch's
 // semantics for the cases C++ leaves open: to bool is `!= 0`, and

@@ -69,7 +69,8 @@ constexpr bool allowlist_contains(const char* list, const char* item) {
 #error "pare_selection/selected_classes.h must define TORCH_CUSTOM_CLASS_ALLOWLIST_ALL or TORCH_CUSTOM_CLASS_ALLOWLIST"
 #endif
 #if !defined(TORCH_BUILD_FEATURE_ALLOWLIST_ALL) && !defined(TORCH_BUILD_FEATURE_ALLOWLIST)
-#error "pare_selection/selected_classes.h must define TORCH_BUILD_FEATURE_ALLOWLIST_ALL or TORCH_BUILD_FEATURE_ALLOWLIST"
+#error \
+    "pare_selection/selected_classes.h must define TORCH_BUILD_FEATURE_ALLOWLIST_ALL or TORCH_BUILD_FEATURE_ALLOWLIST"
 #endif
 
 namespace pare {

@@ -36,9 +36,7 @@ struct Tensor {
   size_t nbytes() const { return numel() * element_size(); }
 
   // Pointer to element [0, ..., 0].
-  void* data() const {
-    return static_cast<char*>(storage) + storage_offset * static_cast<int64_t>(element_size());
-  }
+  void* data() const { return static_cast<char*>(storage) + storage_offset * static_cast<int64_t>(element_size()); }
   template <typename T>
   T* data_as() const {
     return static_cast<T*>(storage) + storage_offset;

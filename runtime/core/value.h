@@ -80,9 +80,7 @@ struct Value {
 
   bool is_none() const { return kind == ValueKind::None; }
   bool is_tensor() const { return kind == ValueKind::Tensor; }
-  bool is_scalar() const {
-    return kind == ValueKind::Int || kind == ValueKind::Double || kind == ValueKind::Bool;
-  }
+  bool is_scalar() const { return kind == ValueKind::Int || kind == ValueKind::Double || kind == ValueKind::Bool; }
   Scalar to_scalar() const {
     return kind == ValueKind::Double ? Scalar::from_double(double_value)
            : kind == ValueKind::Bool ? Scalar::from_bool(bool_value)

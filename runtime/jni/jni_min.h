@@ -41,33 +41,33 @@ typedef const struct pare_jni_interface* JNIEnv;
  * not call. */
 struct pare_jni_interface {
   void* unused_0_3[4];
-  jint (*GetVersion)(JNIEnv* env);                                     /* 4 */
+  jint (*GetVersion)(JNIEnv* env); /* 4 */
   void* unused_5[1];
-  jclass (*FindClass)(JNIEnv* env, const char* name);                  /* 6 */
+  jclass (*FindClass)(JNIEnv* env, const char* name); /* 6 */
   void* unused_7_13[7];
-  jint (*ThrowNew)(JNIEnv* env, jclass clazz, const char* message);    /* 14 */
+  jint (*ThrowNew)(JNIEnv* env, jclass clazz, const char* message); /* 14 */
   void* unused_15_22[8];
-  void (*DeleteLocalRef)(JNIEnv* env, jobject ref);                    /* 23 */
+  void (*DeleteLocalRef)(JNIEnv* env, jobject ref); /* 23 */
   void* unused_24_166[143];
-  jstring (*NewStringUTF)(JNIEnv* env, const char* utf);               /* 167 */
+  jstring (*NewStringUTF)(JNIEnv* env, const char* utf); /* 167 */
   void* unused_168[1];
-  const char* (*GetStringUTFChars)(JNIEnv* env, jstring s, jboolean* is_copy);  /* 169 */
-  void (*ReleaseStringUTFChars)(JNIEnv* env, jstring s, const char* chars);     /* 170 */
-  jsize (*GetArrayLength)(JNIEnv* env, jarray array);                  /* 171 */
+  const char* (*GetStringUTFChars)(JNIEnv* env, jstring s, jboolean* is_copy); /* 169 */
+  void (*ReleaseStringUTFChars)(JNIEnv* env, jstring s, const char* chars);    /* 170 */
+  jsize (*GetArrayLength)(JNIEnv* env, jarray array);                          /* 171 */
   void* unused_172_175[4];
-  jbyteArray (*NewByteArray)(JNIEnv* env, jsize length);               /* 176 */
+  jbyteArray (*NewByteArray)(JNIEnv* env, jsize length); /* 176 */
   void* unused_177_179[3];
-  jlongArray (*NewLongArray)(JNIEnv* env, jsize length);               /* 180 */
+  jlongArray (*NewLongArray)(JNIEnv* env, jsize length); /* 180 */
   void* unused_181_199[19];
-  void (*GetByteArrayRegion)(JNIEnv* env, jbyteArray a, jsize start, jsize len, jbyte* buf);  /* 200 */
+  void (*GetByteArrayRegion)(JNIEnv* env, jbyteArray a, jsize start, jsize len, jbyte* buf); /* 200 */
   void* unused_201_203[3];
-  void (*GetLongArrayRegion)(JNIEnv* env, jlongArray a, jsize start, jsize len, jlong* buf);  /* 204 */
+  void (*GetLongArrayRegion)(JNIEnv* env, jlongArray a, jsize start, jsize len, jlong* buf); /* 204 */
   void* unused_205_207[3];
-  void (*SetByteArrayRegion)(JNIEnv* env, jbyteArray a, jsize start, jsize len, const jbyte* buf);  /* 208 */
+  void (*SetByteArrayRegion)(JNIEnv* env, jbyteArray a, jsize start, jsize len, const jbyte* buf); /* 208 */
   void* unused_209_211[3];
-  void (*SetLongArrayRegion)(JNIEnv* env, jlongArray a, jsize start, jsize len, const jlong* buf);  /* 212 */
+  void (*SetLongArrayRegion)(JNIEnv* env, jlongArray a, jsize start, jsize len, const jlong* buf); /* 212 */
   void* unused_213_227[15];
-  jboolean (*ExceptionCheck)(JNIEnv* env);                             /* 228 */
+  jboolean (*ExceptionCheck)(JNIEnv* env); /* 228 */
 };
 
 #ifdef __cplusplus

@@ -201,8 +201,8 @@ PARE_JNIEXPORT jint Java_org_pare_Module_nativeInputCount(JNIEnv* env, jclass cl
   return m ? (jint)m->num_inputs : 0;
 }
 
-PARE_JNIEXPORT void Java_org_pare_Module_nativeSetInput(JNIEnv* env, jclass cls, jlong handle, jint index,
-                                                        jint dtype, jlongArray shape, jbyteArray data) {
+PARE_JNIEXPORT void Java_org_pare_Module_nativeSetInput(JNIEnv* env, jclass cls, jlong handle, jint index, jint dtype,
+                                                        jlongArray shape, jbyteArray data) {
   (void)cls;
   bridge_method* m = as_method(env, handle);
   if (!m) return;
@@ -271,10 +271,16 @@ typedef struct bridge_output {
 
 static int element_size(int32_t dtype) {
   switch (dtype) {
-    case PARE_DTYPE_BYTE: case PARE_DTYPE_CHAR: case PARE_DTYPE_BOOL: return 1;
-    case PARE_DTYPE_SHORT: case PARE_DTYPE_HALF: case PARE_DTYPE_BFLOAT16: return 2;
-    case PARE_DTYPE_INT: case PARE_DTYPE_FLOAT: return 4;
-    case PARE_DTYPE_LONG: case PARE_DTYPE_DOUBLE: return 8;
+    case PARE_DTYPE_BYTE:
+    case PARE_DTYPE_CHAR:
+    case PARE_DTYPE_BOOL: return 1;
+    case PARE_DTYPE_SHORT:
+    case PARE_DTYPE_HALF:
+    case PARE_DTYPE_BFLOAT16: return 2;
+    case PARE_DTYPE_INT:
+    case PARE_DTYPE_FLOAT: return 4;
+    case PARE_DTYPE_LONG:
+    case PARE_DTYPE_DOUBLE: return 8;
     default: return 0;
   }
 }
@@ -332,8 +338,7 @@ PARE_JNIEXPORT jint Java_org_pare_Module_nativeOutputDtype(JNIEnv* env, jclass c
   return m && read_output(env, m, index, &out) ? out.dtype : -1;
 }
 
-PARE_JNIEXPORT jlongArray Java_org_pare_Module_nativeOutputShape(JNIEnv* env, jclass cls, jlong handle,
-                                                                 jint index) {
+PARE_JNIEXPORT jlongArray Java_org_pare_Module_nativeOutputShape(JNIEnv* env, jclass cls, jlong handle, jint index) {
   (void)cls;
   bridge_method* m = as_method(env, handle);
   bridge_output out;
@@ -344,8 +349,7 @@ PARE_JNIEXPORT jlongArray Java_org_pare_Module_nativeOutputShape(JNIEnv* env, jc
 }
 
 /* The output's elements in row-major order, gathered through its strides. */
-PARE_JNIEXPORT jbyteArray Java_org_pare_Module_nativeOutputData(JNIEnv* env, jclass cls, jlong handle,
-                                                                jint index) {
+PARE_JNIEXPORT jbyteArray Java_org_pare_Module_nativeOutputData(JNIEnv* env, jclass cls, jlong handle, jint index) {
   (void)cls;
   bridge_method* m = as_method(env, handle);
   bridge_output out;

@@ -48,8 +48,7 @@ uint64_t pare_pal_ticks_per_second(void);
 /* Files: reads a whole file into memory obtained from
  * pare_pal_malloc(size, alignment). Returns 0 on success, a negative value
  * when the file cannot be opened or read, and -2 when memory runs out. */
-int pare_pal_read_file(const char* path, size_t alignment, void** out_data,
-                       size_t* out_size);
+int pare_pal_read_file(const char* path, size_t alignment, void** out_data, size_t* out_size);
 
 /* Threads (build feature threads; pal_threads.cc implements them on POSIX
  * threads for every PAL). A runtime without the feature references none of
@@ -104,5 +103,5 @@ float pare_pal_fmodf(float x, float y);
 double pare_pal_fmod(double x, double y);
 
 #ifdef __cplusplus
-}  /* extern "C" */
+} /* extern "C" */
 #endif

@@ -101,8 +101,7 @@ def executorch_venv() -> Path:
 
 @pytest.fixture(scope="module")
 def tiny_peer(executorch_venv, tmp_path_factory):
-    peer = ExecuTorchPeer.start(_spec(tmp_path_factory.mktemp("spec"), "tiny", TINY_CONV_LINEAR),
-                                venv=executorch_venv)
+    peer = ExecuTorchPeer.start(_spec(tmp_path_factory.mktemp("spec"), "tiny", TINY_CONV_LINEAR), venv=executorch_venv)
     yield peer
     peer.close()
 
@@ -172,6 +171,7 @@ def test_a_missing_or_broken_venv_says_how_to_get_one(tmp_path):
 
 # The worker's pure-torch parts, in this venv.
 
+
 def test_load_spec_takes_the_first_input_and_reports_a_failing_build(tmp_path):
     module, inputs, tolerance = load_spec(_spec(tmp_path, "tiny", TINY_CONV_LINEAR))
     assert not module.training and [t.shape for t in inputs] == [(1, 3, 8, 8), (1, 6)] and tolerance is None
@@ -184,8 +184,9 @@ def test_mismatch_compares_as_the_tracer_does():
     assert mismatch([x + 1e-5], [x], TOLERANCES, None) is None
     assert mismatch([x + 1e-2], [x], TOLERANCES, None).startswith("output 0 max abs err 0.01 ")
     assert mismatch([x + 1e-2], [x], TOLERANCES, {"atol": 0.1}) is None
-    assert mismatch([x.nan_to_num()], [x], TOLERANCES, None) == ("output 0: NaN where torch eager has a number, "
-                                                               "or the reverse")
+    assert mismatch([x.nan_to_num()], [x], TOLERANCES, None) == (
+        "output 0: NaN where torch eager has a number, or the reverse"
+    )
     assert mismatch([x[:2]], [x], TOLERANCES, None) == "output 0 is float32[2], torch eager gives float32[3]"
     assert mismatch([x, x], [x], TOLERANCES, None) == "2 outputs, torch eager gives 1"
     ids = torch.tensor([1, 2, 3])

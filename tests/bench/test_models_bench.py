@@ -22,8 +22,12 @@ from tools.bench.executorch_worker import PORTABLE, SYSTEMS, XNNPACK
 from tools.bench.models import ModelBench, bench_model, load_runtime, table
 from tools.bench.timing import BenchError, measure, p90
 
-EXECUTORCH_FIELDS = ("executorch_portable_median_us", "executorch_portable_p90_us", "executorch_xnnpack_median_us",
-                     "executorch_xnnpack_p90_us")
+EXECUTORCH_FIELDS = (
+    "executorch_portable_median_us",
+    "executorch_portable_p90_us",
+    "executorch_xnnpack_median_us",
+    "executorch_xnnpack_p90_us",
+)
 
 MODEL = REPO_ROOT / "tests" / "tracer" / "models" / "tiny_mlp.py"
 
@@ -39,8 +43,17 @@ def full_runtime() -> Path:
 def test_a_model_gets_pare_and_torch_numbers_and_the_json_fields(full_runtime):
     result = bench_model(MODEL, load_runtime(full_runtime), full_runtime, rounds=3, threads=1)
     row = result.to_json()
-    for key in ("model", "runtime", "threads", "median_us", "p90_us", "arena_bytes", "first_fit_arena_bytes",
-                "greedy_arena_bytes", "torch_eager_median_us"):
+    for key in (
+        "model",
+        "runtime",
+        "threads",
+        "median_us",
+        "p90_us",
+        "arena_bytes",
+        "first_fit_arena_bytes",
+        "greedy_arena_bytes",
+        "torch_eager_median_us",
+    ):
         assert key in row
     assert 0 < result.median_us <= result.p90_us and 0 < result.torch_eager_median_us
     # The arena is the smaller of the two planners' layouts.
@@ -49,8 +62,10 @@ def test_a_model_gets_pare_and_torch_numbers_and_the_json_fields(full_runtime):
     assert row["pare_over_torch_eager"] == round(result.median_us / result.torch_eager_median_us, 4)
     assert f"| {MODEL} | " in table([result])
     # Not asked for ExecuTorch: its fields are None, and the table has no columns for it.
-    assert all(row[key] is None for key in (*EXECUTORCH_FIELDS, "pare_over_executorch_xnnpack",
-                                            "pare_over_executorch_portable"))
+    assert all(
+        row[key] is None
+        for key in (*EXECUTORCH_FIELDS, "pare_over_executorch_xnnpack", "pare_over_executorch_portable")
+    )
     assert row["executorch_unavailable"] == {} and "ET+XNNPACK" not in table([result])
 
 
@@ -59,8 +74,9 @@ def test_executorch_is_timed_in_the_same_rounds_with_its_ratios(full_runtime):
     if not ready:  # setup installs it: a missing venv is a broken setup, not a skip
         pytest.fail(f"{ready.detail} (make setup does)", pytrace=False)
     progress = []
-    result = bench_model(MODEL, load_runtime(full_runtime), full_runtime, rounds=3, threads=1, executorch=True,
-                         progress=progress.append)
+    result = bench_model(
+        MODEL, load_runtime(full_runtime), full_runtime, rounds=3, threads=1, executorch=True, progress=progress.append
+    )
     assert "lowering for XNNPACK" in progress
     assert result.executorch_unavailable == ()
     for system in SYSTEMS:
@@ -70,18 +86,36 @@ def test_executorch_is_timed_in_the_same_rounds_with_its_ratios(full_runtime):
     assert row["pare_over_executorch_portable"] == round(result.median_us / result.executorch_portable_median_us, 4)
     assert row["executorch_unavailable"] == {}
     (line,) = [x for x in table([result]).splitlines() if x.startswith(f"| {MODEL} |")]
-    assert line.endswith(f" {result.executorch_portable_median_us:,.1f} | {result.executorch_xnnpack_median_us:,.1f} "
-                         f"| {row['pare_over_executorch_xnnpack']:.2f}x |")
+    assert line.endswith(
+        f" {result.executorch_portable_median_us:,.1f} | {result.executorch_xnnpack_median_us:,.1f} "
+        f"| {row['pare_over_executorch_xnnpack']:.2f}x |"
+    )
 
 
 def _bench(**executorch) -> ModelBench:
-    return ModelBench(model="m.py", runtime="lib.so", threads=1, rounds=3, median_us=100.0, p90_us=110.0,
-                      arena_bytes=64, first_fit_arena_bytes=64, greedy_arena_bytes=64, torch_eager_median_us=400.0, torch_eager_p90_us=420.0, passes=(), **executorch)
+    return ModelBench(
+        model="m.py",
+        runtime="lib.so",
+        threads=1,
+        rounds=3,
+        median_us=100.0,
+        p90_us=110.0,
+        arena_bytes=64,
+        first_fit_arena_bytes=64,
+        greedy_arena_bytes=64,
+        torch_eager_median_us=400.0,
+        torch_eager_p90_us=420.0,
+        passes=(),
+        **executorch,
+    )
 
 
 def test_a_system_not_timed_shows_n_a_with_its_reason():
-    result = _bench(executorch_portable_median_us=250.0, executorch_portable_p90_us=260.0,
-                    executorch_unavailable=((XNNPACK, "lowering failed: ValueError: a|b"),))
+    result = _bench(
+        executorch_portable_median_us=250.0,
+        executorch_portable_p90_us=260.0,
+        executorch_unavailable=((XNNPACK, "lowering failed: ValueError: a|b"),),
+    )
     head, _, line = table([result]).splitlines()
     assert head.endswith("| Pare / torch | ET portable median µs | ET+XNNPACK median µs | Pare / ET+XNNPACK |")
     assert line.endswith("| 0.25x | 250.0 | n/a (lowering failed: ValueError: a\\|b) | n/a |")
@@ -98,10 +132,15 @@ def test_measure_interleaves_samplers_with_functions_in_alternating_order():
         def sample(calls):
             order.append((name, calls))
             return seconds
+
         return sample
 
-    samples = measure({"pare": lambda: order.append(("pare", 1))}, 2, {"pare": 1, "a": 5, "b": 7},
-                      samplers={"a": sampler("a", 2.0), "b": sampler("b", 3.0)})
+    samples = measure(
+        {"pare": lambda: order.append(("pare", 1))},
+        2,
+        {"pare": 1, "a": 5, "b": 7},
+        samplers={"a": sampler("a", 2.0), "b": sampler("b", 3.0)},
+    )
     warm_up, first, second = order[:3], order[3:6], order[6:]
     assert warm_up == first == [("pare", 1), ("a", 5), ("b", 7)] and second == first[::-1]
     assert samples["a"] == [2.0, 2.0] and samples["b"] == [3.0, 3.0] and len(samples["pare"]) == 2
@@ -117,23 +156,54 @@ def test_p90_is_the_ninetieth_percentile():
 def test_cli_writes_json_and_reports_errors_in_one_line(full_runtime, tmp_path):
     out = tmp_path / "bench.json"
     env = {**os.environ, "PARE_RUNTIME_LIB": str(full_runtime)}
-    proc = subprocess.run([sys.executable, "-m", "tools.bench", str(MODEL), "--rounds", "2", "--json", str(out),
-                           "--no-executorch"], cwd=REPO_ROOT, env=env, capture_output=True, text=True, check=False)
+    proc = subprocess.run(
+        [sys.executable, "-m", "tools.bench", str(MODEL), "--rounds", "2", "--json", str(out), "--no-executorch"],
+        cwd=REPO_ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     assert proc.returncode == 0, proc.stderr
     (row,) = json.loads(out.read_text())
     assert row["threads"] == 1 and row["rounds"] == 2 and row["executorch_xnnpack_median_us"] is None
     assert "Pare / torch" in proc.stdout and "ET+XNNPACK" not in proc.stdout and "ExecuTorch" not in proc.stderr
     assert row["thread_speedup"] is None and "speed-up" not in proc.stdout
-    for args, message in [([str(MODEL), "--runtime", str(tmp_path / "none.so")], "no runtime at"),
-                          ([str(tmp_path / "missing.py")], "no such model spec"),
-                          ([str(MODEL), "--threads", "0"], "must be at least 1")]:
-        proc = subprocess.run([sys.executable, "-m", "tools.bench", *args], cwd=REPO_ROOT, env=env,
-                              capture_output=True, text=True, check=False)
+    for args, message in [
+        ([str(MODEL), "--runtime", str(tmp_path / "none.so")], "no runtime at"),
+        ([str(tmp_path / "missing.py")], "no such model spec"),
+        ([str(MODEL), "--threads", "0"], "must be at least 1"),
+    ]:
+        proc = subprocess.run(
+            [sys.executable, "-m", "tools.bench", *args],
+            cwd=REPO_ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
         assert proc.returncode == 2 and message in proc.stderr and "Traceback" not in proc.stderr
     # --threads 2: Pare on two threads, and on one alongside for the speed-up.
-    proc = subprocess.run([sys.executable, "-m", "tools.bench", str(MODEL), "--rounds", "2", "--json", str(out),
-                           "--no-executorch", "--threads", "2"], cwd=REPO_ROOT, env=env, capture_output=True,
-                          text=True, check=False)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "tools.bench",
+            str(MODEL),
+            "--rounds",
+            "2",
+            "--json",
+            str(out),
+            "--no-executorch",
+            "--threads",
+            "2",
+        ],
+        cwd=REPO_ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     if len(os.sched_getaffinity(0)) < 2:  # a one-CPU machine: the clear error instead
         assert proc.returncode == 2 and "2 CPUs asked for" in proc.stderr, proc.stderr
         return
@@ -183,12 +253,17 @@ def in_process_cli(monkeypatch):
     os.sched_setaffinity(0, cpus)
 
 
-def test_cli_measures_executorch_by_default_on_the_pinned_cpu(in_process_cli, full_runtime, monkeypatch, tmp_path,
-                                                              capsys):
+def test_cli_measures_executorch_by_default_on_the_pinned_cpu(
+    in_process_cli, full_runtime, monkeypatch, tmp_path, capsys
+):
     monkeypatch.setattr(executorch_peer, "available", lambda: executorch_peer.Availability(True, "executorch 9.9"))
     out, cpu = tmp_path / "bench.json", max(os.sched_getaffinity(0))
-    assert in_process_cli([str(MODEL), "--runtime", str(full_runtime), "--rounds", "2", "--cpu", str(cpu),
-                           "--json", str(out)]) == 0
+    assert (
+        in_process_cli(
+            [str(MODEL), "--runtime", str(full_runtime), "--rounds", "2", "--cpu", str(cpu), "--json", str(out)]
+        )
+        == 0
+    )
     assert FakePeer.started == [(str(MODEL), {cpu})] and FakePeer.closed == 1
     captured = capsys.readouterr()
     assert "executorch 9.9 (portable, XNNPACK; 1 thread)" in captured.err
@@ -199,10 +274,10 @@ def test_cli_measures_executorch_by_default_on_the_pinned_cpu(in_process_cli, fu
     assert row["executorch_unavailable"] == {PORTABLE: "the ExecuTorch runtime failed: RuntimeError: no kernel"}
 
 
-def test_cli_without_executorch_says_why_and_leaves_the_columns_out(in_process_cli, full_runtime, monkeypatch,
-                                                                    capsys):
-    monkeypatch.setattr(executorch_peer, "available",
-                        lambda: executorch_peer.Availability(False, "no ExecuTorch venv at /x; run setup"))
+def test_cli_without_executorch_says_why_and_leaves_the_columns_out(in_process_cli, full_runtime, monkeypatch, capsys):
+    monkeypatch.setattr(
+        executorch_peer, "available", lambda: executorch_peer.Availability(False, "no ExecuTorch venv at /x; run setup")
+    )
     assert in_process_cli([str(MODEL), "--runtime", str(full_runtime), "--rounds", "1"]) == 0
     captured = capsys.readouterr()
     assert "ExecuTorch: not measured: no ExecuTorch venv at /x; run setup\n" in captured.err

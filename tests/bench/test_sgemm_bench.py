@@ -29,22 +29,28 @@ def test_a_size_is_checked_against_float64_and_reported(full_runtime, n):
     assert result.fraction_of_peak == round(result.gflops / 100.0, 4)
 
 
-@pytest.mark.parametrize("clock,fma,sse,isa,expected", [
-    (3.2, 102.0, 49.0, "x86_64_v3", 32),        # 2 FMA units x 8 lanes x 2
-    (3.2, 102.0, 49.0, "x86_64_baseline", 16),  # 4-lane multiply + add, 2 each per cycle
-    (3.0, 48.0, 24.0, "x86_64_v3", 16),         # 128-bit FMA units (Zen 1)
-    (1.0, 300.0, 90.0, "x86_64_v3", 32),        # a clock measured low (a shared core): capped
-])
+@pytest.mark.parametrize(
+    "clock,fma,sse,isa,expected",
+    [
+        (3.2, 102.0, 49.0, "x86_64_v3", 32),  # 2 FMA units x 8 lanes x 2
+        (3.2, 102.0, 49.0, "x86_64_baseline", 16),  # 4-lane multiply + add, 2 each per cycle
+        (3.0, 48.0, 24.0, "x86_64_v3", 16),  # 128-bit FMA units (Zen 1)
+        (1.0, 300.0, 90.0, "x86_64_v3", 32),  # a clock measured low (a shared core): capped
+    ],
+)
 def test_peak_is_the_clock_times_the_flop_per_cycle(clock, fma, sse, isa, expected):
     per_cycle, peak = sgemm.Peak(clock, fma, sse).for_isa(isa)
     assert per_cycle == expected and peak == pytest.approx(clock * expected)
 
 
-@pytest.mark.parametrize("argv,message", [
-    (["--sizes", "0,256"], "sizes must be in 1..8192"),
-    (["--sizes", "a"], "not a comma list of integers"),
-    (["--isa", "v4"], "invalid choice: 'v4'"),
-])
+@pytest.mark.parametrize(
+    "argv,message",
+    [
+        (["--sizes", "0,256"], "sizes must be in 1..8192"),
+        (["--sizes", "a"], "not a comma list of integers"),
+        (["--isa", "v4"], "invalid choice: 'v4'"),
+    ],
+)
 def test_bad_arguments_are_one_line_errors(capsys, argv, message):
     assert sgemm.main(argv) == 2
     err = capsys.readouterr().err

@@ -13,8 +13,9 @@ for path in (str(_HERE.parents[1]), str(_HERE)):  # the repo root (codegen/), an
     if path not in sys.path:
         sys.path.insert(0, path)
 
-import codegen  # noqa: E402
 from codegen_testlib import INVENTORY_DIR  # noqa: E402
+
+import codegen  # noqa: E402
 
 
 @pytest.fixture(scope="session")

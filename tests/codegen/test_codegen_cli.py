@@ -13,9 +13,7 @@ from codegen import cli
 
 
 def run(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "codegen", *args], cwd=REPO_ROOT, capture_output=True, text=True
-    )
+    return subprocess.run([sys.executable, "-m", "codegen", *args], cwd=REPO_ROOT, capture_output=True, text=True)
 
 
 def test_generate_writes_every_file(tmp_path):
@@ -137,18 +135,14 @@ def test_check_errors(tmp_path, capsys, text, fragment):
 def test_missing_manifest_and_inventory(tmp_path, capsys):
     assert cli.main(["check", str(tmp_path / "none.yaml"), "--inventory", str(INVENTORY_DIR)]) == 2
     assert "no such manifest file" in capsys.readouterr().err
-    assert (
-        cli.main(["check", str(MANIFESTS / "include_all.yaml"), "--inventory", str(tmp_path / "nope")]) == 2
-    )
+    assert cli.main(["check", str(MANIFESTS / "include_all.yaml"), "--inventory", str(tmp_path / "nope")]) == 2
     assert "inventory directory does not exist" in capsys.readouterr().err
 
 
 def test_inventory_text_and_json(capsys):
     assert cli.main(["inventory", "--inventory", str(INVENTORY_DIR)]) == 0
     out = capsys.readouterr().out
-    assert out.startswith(
-        f"{INVENTORY_DIR}: 16 operators, 7 kernel tags, 2 custom classes, 1 build features\n"
-    )
+    assert out.startswith(f"{INVENTORY_DIR}: 16 operators, 7 kernel tags, 2 custom classes, 1 build features\n")
     assert "  aten::add.Tensor        pare::kernels::aten_add_Tensor  (core/binary.ops.def:2)\n" in out
     assert "  relu_kernel: Int Long Half Float Double BFloat16  (core/elementwise.tags.def:4)\n" in out
     assert cli.main(["inventory", "--inventory", str(INVENTORY_DIR), "--json"]) == 0
@@ -180,14 +174,19 @@ def test_build_feature_flag_adds_to_the_manifest_and_rejects_unknown_names(tmp_p
     # selective_runtime rule's build_features attribute passes) adds one.
     args = ["generate", "--manifest", str(MANIFESTS / "pytorch_tracer.yaml"), "--inventory", str(INVENTORY_DIR)]
     assert cli.main([*args, "--out", str(tmp_path / "plain")]) == 0
-    assert '#define TORCH_BUILD_FEATURE_ALLOWLIST ""' in (
-        tmp_path / "plain/pare_selection/selected_classes.h").read_text()
+    assert (
+        '#define TORCH_BUILD_FEATURE_ALLOWLIST ""' in (tmp_path / "plain/pare_selection/selected_classes.h").read_text()
+    )
     assert cli.main([*args, "--out", str(tmp_path / "with"), "--build-feature", "op_profiling"]) == 0
-    assert '#define TORCH_BUILD_FEATURE_ALLOWLIST "op_profiling;"' in (
-        tmp_path / "with/pare_selection/selected_classes.h").read_text()
+    assert (
+        '#define TORCH_BUILD_FEATURE_ALLOWLIST "op_profiling;"'
+        in (tmp_path / "with/pare_selection/selected_classes.h").read_text()
+    )
     capsys.readouterr()
     assert cli.main([*args, "--out", str(tmp_path / "bad"), "--build-feature", "threadz"]) == 2
     err = capsys.readouterr().err
-    assert err == (f"error: --build-feature threadz: not a build feature of the runtime ({INVENTORY_DIR}); its "
-                   "features: op_profiling\n")
+    assert err == (
+        f"error: --build-feature threadz: not a build feature of the runtime ({INVENTORY_DIR}); its "
+        "features: op_profiling\n"
+    )
     assert not (tmp_path / "bad").exists()

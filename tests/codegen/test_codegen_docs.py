@@ -39,9 +39,7 @@ def test_cli_options_are_documented():
 def test_expected_symbols_example_has_the_real_shape(inventory):
     block = SELECTION_MD.split("## `expected_symbols.json`", 1)[1].split("```json\n", 1)[1].split("```", 1)[0]
     example = json.loads(block.replace('"macho": "..."', '"macho": ""'))
-    real = codegen.expected_symbols(
-        codegen.resolve(codegen.load(MANIFESTS / "pytorch_tracer.yaml"), inventory)
-    )
+    real = codegen.expected_symbols(codegen.resolve(codegen.load(MANIFESTS / "pytorch_tracer.yaml"), inventory))
     assert list(example) == list(real)
     for key in ("operators", "kernel_dtypes", "custom_classes", "build_features"):
         assert list(example[key][0]) == list(real[key][0]), key

@@ -41,7 +41,8 @@ def test_selected_ops_h(inventory):
     # Without a name, the path the manifest was read from; quotes escaped.
     assert "#define PARE_MANIFEST_NAME " in codegen.selected_ops_h(selection(inventory, "pytorch_tracer.yaml"))
     assert '#define PARE_MANIFEST_NAME "a\\"b"\n' in codegen.selected_ops_h(
-        selection(inventory, "pytorch_tracer.yaml"), 'a"b')
+        selection(inventory, "pytorch_tracer.yaml"), 'a"b'
+    )
     assert "#define TORCH_OPERATOR_ALLOWLIST_ALL 1\n" in codegen.selected_ops_h(
         selection(inventory, "include_all.yaml")
     )
@@ -80,9 +81,7 @@ def test_selected_classes_h(inventory):
         '#define TORCH_BUILD_FEATURE_ALLOWLIST "op_profiling;"\n'
     )
     text = codegen.selected_classes_h(selection(inventory, "include_all.yaml"))
-    assert text.endswith(
-        "#define TORCH_CUSTOM_CLASS_ALLOWLIST_ALL 1\n#define TORCH_BUILD_FEATURE_ALLOWLIST_ALL 1\n"
-    )
+    assert text.endswith("#define TORCH_CUSTOM_CLASS_ALLOWLIST_ALL 1\n#define TORCH_BUILD_FEATURE_ALLOWLIST_ALL 1\n")
 
 
 def test_headers_start_with_pragma_once(inventory):
@@ -155,9 +154,7 @@ def test_expected_symbols_schema(inventory):
     classes = {c["name"]: c for c in data["custom_classes"]}
     assert classes["LinearPackedParams"]["expect"] == "present"
     assert classes["Conv2dPackedParams"]["expect"] == "absent"
-    assert data["build_features"] == [
-        {"name": "op_profiling", "selected": False, "declared_at": "features.def:1"}
-    ]
+    assert data["build_features"] == [{"name": "op_profiling", "selected": False, "declared_at": "features.def:1"}]
     assert data["dropped"] == {"operators": [], "custom_classes": []}
 
 
@@ -293,9 +290,7 @@ def static_assert_tu(sel: codegen.Selection, include: str) -> str:
         lines.append(f'static_assert({expr} == {str(expected).lower()}, "{label}");')
 
     for op in list(inv.ops) + ["aten::add", "aten::nonexistent.Tensor"]:
-        check(
-            f'pare::op_allowlist_check("{op}")', sel.is_operator_selected(op) or sel.include_all_operators, op
-        )
+        check(f'pare::op_allowlist_check("{op}")', sel.is_operator_selected(op) or sel.include_all_operators, op)
     for tag, dtype in itertools.product(list(inv.tags) + ["not_a_runtime_tag"], PARE_DTYPE_NAMES):
         # The header holds exactly the runtime-reachable pairs the manifest selects.
         expected = sel.include_all_kernel_dtypes or sel.is_kernel_dtype_selected(tag, dtype)

@@ -122,9 +122,7 @@ def test_missing_or_empty_directory(tmp_path):
     with pytest.raises(InventoryError, match="inventory directory does not exist; pass --inventory"):
         codegen.load_inventory(tmp_path / "absent")
     (tmp_path / "README.md").write_text("no defs")
-    with pytest.raises(
-        InventoryError, match=r"no \*\.ops\.def, \*\.tags\.def, classes\.def or features\.def files"
-    ):
+    with pytest.raises(InventoryError, match=r"no \*\.ops\.def, \*\.tags\.def, classes\.def or features\.def files"):
         codegen.load_inventory(tmp_path)
 
 

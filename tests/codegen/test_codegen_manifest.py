@@ -55,8 +55,7 @@ def test_legacy_op_list_is_torchgens_legacy_allow_list():
     m = codegen.load(MANIFESTS / "legacy_op_list.yaml")
     assert m.include_all_non_op_selectives
     assert all(
-        op.include_all_overloads and op.is_root_operator and not op.is_used_for_training
-        for op in m.operators.values()
+        op.include_all_overloads and op.is_root_operator and not op.is_used_for_training for op in m.operators.values()
     )
 
 
@@ -114,9 +113,7 @@ def test_dump_is_deterministic(path):
 
 def test_dump_does_not_depend_on_construction_order():
     ops = [Operator("aten::relu", False, False, False), Operator("aten::add.Tensor", True, False, False)]
-    a = Manifest(
-        operators=ops, kernel_metadata={"b": ("Long", "Float"), "a": ("Float",)}, custom_classes={"Y", "X"}
-    )
+    a = Manifest(operators=ops, kernel_metadata={"b": ("Long", "Float"), "a": ("Float",)}, custom_classes={"Y", "X"})
     b = Manifest(
         operators=list(reversed(ops)),
         kernel_metadata={"a": ("Float",), "b": ("Float", "Long", "Float")},
@@ -197,9 +194,7 @@ def test_empty_manifest():
 
 def test_unknown_top_level_key_suggests():
     msg = _error("operators: {}\nkernel_metdata: {}\n")
-    assert msg.startswith(
-        "m.yaml:2: unknown top-level key 'kernel_metdata' (did you mean 'kernel_metadata'?)"
-    )
+    assert msg.startswith("m.yaml:2: unknown top-level key 'kernel_metdata' (did you mean 'kernel_metadata'?)")
     assert "valid keys:" in msg
 
 
@@ -260,9 +255,7 @@ def test_duplicate_keys_are_errors():
 )
 def test_bad_dtype_suggests_the_closest(bad, suggestion):
     msg = _error(f"kernel_metadata:\n  add_kernel:\n  - Float\n  - {bad}\n")
-    assert msg.startswith(
-        f"m.yaml:4: unknown dtype {bad!r} in kernel_metadata.add_kernel; did you mean {suggestion}?"
-    )
+    assert msg.startswith(f"m.yaml:4: unknown dtype {bad!r} in kernel_metadata.add_kernel; did you mean {suggestion}?")
     assert "Byte Char Short Int Long Half Float Double Bool BFloat16" in msg
 
 
@@ -297,9 +290,7 @@ def test_pytorch_scalar_type_list_matches_torch():
     import torch
 
     include = Path(torch.__file__).parent / "include"
-    headers = list(include.glob("torch/headeronly/core/ScalarType.h")) + list(
-        include.glob("c10/core/ScalarType.h")
-    )
+    headers = list(include.glob("torch/headeronly/core/ScalarType.h")) + list(include.glob("c10/core/ScalarType.h"))
     names = set()
     for header in headers:
         text = header.read_text()
@@ -327,9 +318,7 @@ def test_several_documents_are_an_error():
 
 
 def test_merge_diagnoses_conflicts():
-    a = codegen.loads(
-        "operators:\n  aten::add: {include_all_overloads: false}\n  aten::relu: {}\n", source="a.yaml"
-    )
+    a = codegen.loads("operators:\n  aten::add: {include_all_overloads: false}\n  aten::relu: {}\n", source="a.yaml")
     b = codegen.loads(
         "include_all_non_op_selectives: true\noperators:\n  aten::add: {include_all_overloads: true}\n"
         "  aten::relu.out: {}\n",
@@ -384,9 +373,7 @@ def test_diff_without_inventory_is_by_name():
         "kernel_metadata:\n  add_kernel: [Float, Long]\ncustom_classes: [A]\nbuild_features: [f]\n"
         "include_all_non_op_selectives: true\n"
     )
-    b = codegen.loads(
-        "operators:\n  aten::add.Tensor: {}\n  aten::relu: {}\nkernel_metadata:\n  add_kernel: [Float]\n"
-    )
+    b = codegen.loads("operators:\n  aten::add.Tensor: {}\n  aten::relu: {}\nkernel_metadata:\n  add_kernel: [Float]\n")
     d = codegen.diff(a, b)
     assert d.flags == ("include_all_non_op_selectives",)
     assert d.operators == ("aten::add",)  # all of add's overloads, of which b has one
@@ -401,9 +388,7 @@ def test_diff_without_inventory_is_by_name():
 
 
 def test_diff_with_inventory_expands(inventory):
-    a = codegen.loads(
-        "operators:\n  aten::add: {}\n  aten::nope.x: {}\ninclude_all_non_op_selectives: true\n"
-    )
+    a = codegen.loads("operators:\n  aten::add: {}\n  aten::nope.x: {}\ninclude_all_non_op_selectives: true\n")
     b = codegen.loads("operators:\n  aten::add.Tensor: {}\nkernel_metadata:\n  sigmoid_kernel: [Float]\n")
     d = codegen.diff(a, b, inventory)
     assert d.operators == ("aten::add.Scalar", "aten::nope.x")

@@ -100,19 +100,14 @@ def test_allow_unknown_ops_drops_with_a_warning(inventory):
     sel = codegen.resolve(m, inventory, allow_unknown_ops=True)
     assert sel.operators == ("aten::add.Tensor",)
     assert sel.dropped_operators == ("aten::quantize_per_tensor", "prim::TupleConstruct")
-    assert any(
-        "dropped, not provided by the runtime" in w and "prim::TupleConstruct" in w for w in sel.warnings
-    )
+    assert any("dropped, not provided by the runtime" in w and "prim::TupleConstruct" in w for w in sel.warnings)
 
 
 def test_unknown_tags_dtypes_and_features_are_warnings(inventory):
     m = codegen.load(MANIFESTS / "pytorch_foreign.yaml")
     sel = codegen.resolve(m, inventory, allow_unknown_ops=True)
     text = "\n".join(sel.warnings)
-    assert (
-        "ignored kernel tags the runtime does not have" in text
-        and "quantize_tensor_per_tensor_affine_cpu" in text
-    )
+    assert "ignored kernel tags the runtime does not have" in text and "quantize_tensor_per_tensor_affine_cpu" in text
     assert (
         "ignored dtypes that the runtime's add_kernel dispatch cannot reach: ComplexFloat (Pare kernels have no such dtype)"
         in text
@@ -123,9 +118,7 @@ def test_unknown_tags_dtypes_and_features_are_warnings(inventory):
 
 def test_dtype_the_tag_cannot_reach(inventory):
     sel = resolve(inventory, "kernel_metadata:\n  sigmoid_kernel: [Float, Int]\n")
-    assert sel.warnings == (
-        "m.yaml: ignored dtypes that the runtime's sigmoid_kernel dispatch cannot reach: Int",
-    )
+    assert sel.warnings == ("m.yaml: ignored dtypes that the runtime's sigmoid_kernel dispatch cannot reach: Int",)
     assert dict(sel.kernel_dtypes) == {"sigmoid_kernel": ("Float",)}
 
 
@@ -140,9 +133,7 @@ def test_clean_manifest_has_no_warnings(inventory):
 
 
 def test_code_built_manifest(inventory):
-    m = Manifest(
-        operators=[Operator("aten::relu", False, False, False)], kernel_metadata={"relu_kernel": ("Float",)}
-    )
+    m = Manifest(operators=[Operator("aten::relu", False, False, False)], kernel_metadata={"relu_kernel": ("Float",)})
     sel = codegen.resolve(m, inventory)
     assert sel.operators == ("aten::relu",)
     assert sel.is_operator_selected("aten::relu") and not sel.is_operator_selected("aten::relu_")

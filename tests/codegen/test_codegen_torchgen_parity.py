@@ -65,9 +65,7 @@ def assert_selection_matches(manifest: Manifest, sb, inventory) -> None:
     assert list(sel.operators) == [n for n in inventory.ops if sb.is_operator_selected(n)]
     for tag in inventory.tags.values():
         for dtype in tag.dtypes:
-            assert sel.is_kernel_dtype_selected(tag.name, dtype) == sb.is_kernel_dtype_selected(
-                tag.name, dtype
-            )
+            assert sel.is_kernel_dtype_selected(tag.name, dtype) == sb.is_kernel_dtype_selected(tag.name, dtype)
     # The generated allowlist is exactly torchgen's answer over the runtime's ops.
     header = codegen.selected_ops_h(sel)
     listed = re.search(r'#define TORCH_OPERATOR_ALLOWLIST "([^"]*)"', header)
@@ -153,8 +151,7 @@ def random_manifest(rng: random.Random, source: str) -> Manifest:
         for name in rng.sample(OP_POOL, rng.randint(0, 6))
     ]
     kernel_metadata = {
-        tag: tuple(rng.sample(PARE_DTYPE_NAMES, rng.randint(0, 3)))
-        for tag in rng.sample(TAG_POOL, rng.randint(0, 3))
+        tag: tuple(rng.sample(PARE_DTYPE_NAMES, rng.randint(0, 3))) for tag in rng.sample(TAG_POOL, rng.randint(0, 3))
     }
     return Manifest(
         operators=ops,
@@ -220,12 +217,7 @@ def test_diff_is_what_a_selects_beyond_b(seed, inventory):
         for t in inventory.tags.values()
         for dt in t.dtypes
         if sa.is_kernel_dtype_selected(t.name, dt) and not sb.is_kernel_dtype_selected(t.name, dt)
-    } | {
-        (t, dt)
-        for t, dts in a.kernel_metadata.items()
-        for dt in dts
-        if not sb.is_kernel_dtype_selected(t, dt)
-    }
+    } | {(t, dt) for t, dts in a.kernel_metadata.items() for dt in dts if not sb.is_kernel_dtype_selected(t, dt)}
     assert {(t, dt) for t, dts in d.kernel_dtypes.items() for dt in dts} == expected_dtypes
     # Against the union, nothing is left over.
     assert codegen.diff(a, codegen.merge([a, b]).manifest, inventory).is_empty()

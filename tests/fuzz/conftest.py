@@ -15,6 +15,7 @@ for path in (str(REPO), str(REPO / "tests" / "runtime")):
         sys.path.insert(0, path)
 
 import runtime_build  # noqa: E402
+
 from pare.runtime import Runtime  # noqa: E402
 
 CORPUS = REPO / "fuzz" / "corpus"
@@ -27,5 +28,8 @@ def runtime(pytestconfig) -> Runtime:
     if prebuilt and not runtime_build.sanitizers():
         return Runtime(prebuilt)
     runtime_build.check_sanitizer_runtime_loaded()
-    return Runtime(runtime_build.build(Path(pytestconfig.cache.mkdir("pare_runtime")), "full",
-                                       selection_dir=runtime_build.DEFAULT_SELECTION))
+    return Runtime(
+        runtime_build.build(
+            Path(pytestconfig.cache.mkdir("pare_runtime")), "full", selection_dir=runtime_build.DEFAULT_SELECTION
+        )
+    )

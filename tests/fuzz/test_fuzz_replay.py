@@ -25,8 +25,17 @@ sys.path.insert(0, str(REPO / "fuzz"))
 import codegen_checks  # noqa: E402
 
 MAX_INPUT_ELEMENTS = 4096  # loader_fuzzer.cc's kMaxInputElements
-NUMPY = {"Byte": np.uint8, "Char": np.int8, "Short": np.int16, "Int": np.int32, "Long": np.int64,
-         "Half": np.float16, "Float": np.float32, "Double": np.float64, "Bool": np.bool_}
+NUMPY = {
+    "Byte": np.uint8,
+    "Char": np.int8,
+    "Short": np.int16,
+    "Int": np.int32,
+    "Long": np.int64,
+    "Half": np.float16,
+    "Float": np.float32,
+    "Double": np.float64,
+    "Bool": np.bool_,
+}
 
 
 def _inputs(target: str) -> list[Path]:

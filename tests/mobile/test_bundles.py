@@ -24,14 +24,23 @@ def test_aar_layout(bundles):
     aar, _ = bundles
     with zipfile.ZipFile(aar) as z:
         names = set(z.namelist())
-        assert {"AndroidManifest.xml", "classes.jar", "jni/arm64-v8a/libpare_runtime_jni.so",
-                "proguard.txt", "R.txt"} <= names
+        assert {
+            "AndroidManifest.xml",
+            "classes.jar",
+            "jni/arm64-v8a/libpare_runtime_jni.so",
+            "proguard.txt",
+            "R.txt",
+        } <= names
         manifest = z.read("AndroidManifest.xml").decode()
         assert 'package="org.pare.demo"' in manifest and 'android:minSdkVersion="24"' in manifest
         with zipfile.ZipFile(io.BytesIO(z.read("classes.jar"))) as jar:
             classes = set(jar.namelist())
-        assert {"org/pare/Module.class", "org/pare/Tensor.class", "org/pare/PareException.class",
-                "org/pare/LibraryName.class"} <= classes
+        assert {
+            "org/pare/Module.class",
+            "org/pare/Tensor.class",
+            "org/pare/PareException.class",
+            "org/pare/LibraryName.class",
+        } <= classes
         so = z.read("jni/arm64-v8a/libpare_runtime_jni.so")
         # Deterministic: every entry carries the same fixed timestamp.
         assert {i.date_time for i in z.infolist()} == {(1980, 1, 1, 0, 0, 0)}

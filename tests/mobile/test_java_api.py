@@ -9,8 +9,8 @@ carrying the runtime's message.
 from __future__ import annotations
 
 import shutil
-import sys
 import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -31,14 +31,28 @@ def java_check(tmp_path_factory):
         pytest.fail("no JDK on PATH: tools/setup.sh installs openjdk-17-jdk-headless")
     bin_dir = bazel_build("//apps/demo:runtime_jni", "//apps/demo:java_api")
     out = tmp_path_factory.mktemp("java")
-    subprocess.run([javac, "--release", "8", "-nowarn", "-cp", str(bin_dir / JAR), "-d", str(out),
-                    str(Path(__file__).with_name("JavaApiCheck.java"))], check=True, capture_output=True)
+    subprocess.run(
+        [
+            javac,
+            "--release",
+            "8",
+            "-nowarn",
+            "-cp",
+            str(bin_dir / JAR),
+            "-d",
+            str(out),
+            str(Path(__file__).with_name("JavaApiCheck.java")),
+        ],
+        check=True,
+        capture_output=True,
+    )
     classpath = f"{bin_dir / JAR}:{out}"
     lib = str(bin_dir / JNI_RUNTIME)
 
     def run(*args: str) -> subprocess.CompletedProcess:
-        return subprocess.run([java, "-cp", classpath, "JavaApiCheck", lib, *args],
-                              capture_output=True, text=True, timeout=120)
+        return subprocess.run(
+            [java, "-cp", classpath, "JavaApiCheck", lib, *args], capture_output=True, text=True, timeout=120
+        )
 
     return run
 
@@ -118,8 +132,13 @@ def test_demo_model_through_java_matches_torch(java_check, tmp_path):
     from tools.tracer.model_spec import load_model_spec
 
     program = tmp_path / "demo.pare"
-    proc = subprocess.run([sys.executable, "-m", "tools.tracer", "export", "apps/demo/model.py", "-o", str(program)],
-                          cwd=REPO_ROOT, capture_output=True, text=True, timeout=600)
+    proc = subprocess.run(
+        [sys.executable, "-m", "tools.tracer", "export", "apps/demo/model.py", "-o", str(program)],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert proc.returncode == 0, proc.stderr
     spec = load_model_spec(REPO_ROOT / "apps/demo/model.py")
     for i, (image,) in enumerate(spec.inputs):

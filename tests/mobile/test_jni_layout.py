@@ -30,21 +30,25 @@ def test_every_declared_entry_has_the_jdk_offset(tmp_path):
     names = re.findall(r"\(\*(\w+)\)\(JNIEnv\* env", header)
     assert len(names) >= 10
     checks = "\n".join(
-        f"_Static_assert(offsetof(struct pare_jni_interface, {n}) == offsetof(struct JNINativeInterface_, {n}), "
-        f'"{n}");'
+        f'_Static_assert(offsetof(struct pare_jni_interface, {n}) == offsetof(struct JNINativeInterface_, {n}), "{n}");'
         for n in names
     )
     src = tmp_path / "layout.c"
     src.write_text(
         "#include <stddef.h>\n#include <jni.h>\n"
         # Both headers name the same JNI types; rename ours for this check.
-        + "".join(f"#define {t} pare_{t}\n" for t in
-                  ["JNIEnv", "jobject", "jclass", "jstring", "jarray", "jbyteArray", "jlongArray", "jthrowable"])
-        + '#include "runtime/jni/jni_min.h"\n' + checks + "\nint main(void) { return 0; }\n"
+        + "".join(
+            f"#define {t} pare_{t}\n"
+            for t in ["JNIEnv", "jobject", "jclass", "jstring", "jarray", "jbyteArray", "jlongArray", "jthrowable"]
+        )
+        + '#include "runtime/jni/jni_min.h"\n'
+        + checks
+        + "\nint main(void) { return 0; }\n"
     )
     inc = _jdk_include()
     proc = subprocess.run(
         ["clang-16", "-fsyntax-only", "-std=c11", f"-I{inc}", f"-I{inc}/linux", f"-I{REPO_ROOT}", str(src)],
-        capture_output=True, text=True,
+        capture_output=True,
+        text=True,
     )
     assert proc.returncode == 0, proc.stderr

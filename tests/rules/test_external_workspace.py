@@ -62,8 +62,13 @@ def test_example_runtime_selects_its_manifest_and_runs_its_model(example_bin, tm
     assert "aten::_softmax" in inventory.ops
     assert "pare::conv2d_prepacked" not in inventory.ops  # only what the example's manifest selects
     program = tmp_path / "model.pare"
-    proc = subprocess.run([sys.executable, "-m", "tools.tracer", "export", str(EXAMPLE / "model.py"), "-o", str(program)],
-                          cwd=REPO_ROOT, capture_output=True, text=True, timeout=600)
+    proc = subprocess.run(
+        [sys.executable, "-m", "tools.tracer", "export", str(EXAMPLE / "model.py"), "-o", str(program)],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert proc.returncode == 0, proc.stderr
     spec = load_model_spec(EXAMPLE / "model.py")
     method = runtime.load(program.read_bytes()).method()
@@ -80,8 +85,13 @@ def test_rules_name_no_main_repository_label():
     deliberate exception reads the *user's* workspace (its .venv)."""
     allowed = {'Label("@//:WORKSPACE")'}
     offenders = []
-    for path in sorted([*REPO_ROOT.glob("rules/**/*.bzl"), *REPO_ROOT.glob("toolchains/**/*.bzl"),
-                        *REPO_ROOT.glob("platforms/**/*.bzl")]):
+    for path in sorted(
+        [
+            *REPO_ROOT.glob("rules/**/*.bzl"),
+            *REPO_ROOT.glob("toolchains/**/*.bzl"),
+            *REPO_ROOT.glob("platforms/**/*.bzl"),
+        ]
+    ):
         for number, line in enumerate(path.read_text().splitlines(), 1):
             if re.search(r"[\"']@//", line) and not any(a in line for a in allowed):
                 offenders.append(f"{path.relative_to(REPO_ROOT)}:{number}: {line.strip()}")

@@ -15,8 +15,16 @@ import pytest
 from tests.conftest import REPO_ROOT, bazel, bazel_build
 
 DEMO = "//apps/demo"
-TARGETS = {"runtime", "runtime_jni", "java_api", "android_aar", "ios_xcframework", "update_manifest",
-           "size_budget_test", "demo"}
+TARGETS = {
+    "runtime",
+    "runtime_jni",
+    "java_api",
+    "android_aar",
+    "ios_xcframework",
+    "update_manifest",
+    "size_budget_test",
+    "demo",
+}
 
 
 def test_demo_build_file_is_one_pare_app_call():
@@ -60,8 +68,9 @@ def test_update_manifest_writes_the_checked_in_manifest(update_manifest, tmp_pat
     runfiles = update_manifest.parent / (update_manifest.name + ".runfiles") / "pare"
     env = {**os.environ, "BUILD_WORKSPACE_DIRECTORY": str(tmp_path), "BUILD_WORKING_DIRECTORY": str(tmp_path)}
     env.pop("PARE_INSTRUMENTATION_LIB", None)  # the run target passes its own
-    proc = subprocess.run([str(update_manifest), "-q"], cwd=runfiles, env=env, capture_output=True, text=True,
-                          timeout=600)
+    proc = subprocess.run(
+        [str(update_manifest), "-q"], cwd=runfiles, env=env, capture_output=True, text=True, timeout=600
+    )
     assert proc.returncode == 0, proc.stderr
     written = tmp_path / "apps" / "demo" / "manifest.yaml"
     assert written.read_text() == (REPO_ROOT / "apps" / "demo" / "manifest.yaml").read_text()

@@ -51,8 +51,12 @@ def _snapshot(dst: Path) -> None:
     checkout that git does not hold: node_modules and .venv (symlinks to this
     checkout's, installing them again would take minutes), .bazeliskrc, and a
     .bazelrc.local that names dst's own venv path, as setup writes it."""
-    listed = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
-                            cwd=REPO_ROOT, check=True, capture_output=True).stdout
+    listed = subprocess.run(
+        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+        cwd=REPO_ROOT,
+        check=True,
+        capture_output=True,
+    ).stdout
     for name in sorted(set(os.fsdecode(n) for n in listed.split(b"\0") if n)):
         src = REPO_ROOT / name
         if not src.exists() and not src.is_symlink():
@@ -65,8 +69,9 @@ def _snapshot(dst: Path) -> None:
         shutil.copy2(REPO_ROOT / ".bazeliskrc", dst / ".bazeliskrc")
     local_rc = REPO_ROOT / ".bazelrc.local"
     if not local_rc.is_file():
-        pytest.fail(f"{local_rc} is missing: run tools/setup.sh (it writes this machine's Bazel settings)",
-                    pytrace=False)
+        pytest.fail(
+            f"{local_rc} is missing: run tools/setup.sh (it writes this machine's Bazel settings)", pytrace=False
+        )
     lines = [line for line in local_rc.read_text().splitlines() if "PARE_PYTHON=" not in line]
     lines.append(f"build --repo_env=PARE_PYTHON={dst / '.venv' / 'bin' / 'python3'}")
     (dst / ".bazelrc.local").write_text("\n".join(lines) + "\n")
@@ -131,16 +136,26 @@ def two_builds():
                     _snapshot(checkout)
                     startup = (*STARTUP, f"--output_base={tmp / name / 'output_base'}")
                     started.append((checkout, startup))
-                    bazel("build", TARGET,
-                          f"--remote_cache={cache.url}", "--remote_upload_local_results",
-                          "--disk_cache=",  # a disk cache would answer before the remote one
-                          # Debian's /etc/bazel/bazelrc sets --sandbox_debug, which keeps
-                          # every action's sandbox: deleting those takes half a minute.
-                          "--nosandbox_debug",
-                          f"--execution_log_json_file={tmp / name / 'execution_log.json'}",
-                          cwd=checkout, startup=startup)
-                yield {name: (checkout, _read_execution_log(tmp / name / "execution_log.json"))
-                       for name, checkout in checkouts.items()}, cache.requests
+                    bazel(
+                        "build",
+                        TARGET,
+                        f"--remote_cache={cache.url}",
+                        "--remote_upload_local_results",
+                        "--disk_cache=",  # a disk cache would answer before the remote one
+                        # Debian's /etc/bazel/bazelrc sets --sandbox_debug, which keeps
+                        # every action's sandbox: deleting those takes half a minute.
+                        "--nosandbox_debug",
+                        f"--execution_log_json_file={tmp / name / 'execution_log.json'}",
+                        cwd=checkout,
+                        startup=startup,
+                    )
+                yield (
+                    {
+                        name: (checkout, _read_execution_log(tmp / name / "execution_log.json"))
+                        for name, checkout in checkouts.items()
+                    },
+                    cache.requests,
+                )
             finally:
                 for checkout, startup in started:  # only the servers this test started
                     bazel("shutdown", check=False, cwd=checkout, startup=startup)
@@ -159,8 +174,9 @@ def test_second_checkout_runs_nothing_every_action_a_remote_cache_hit(two_builds
     missed = [s for s in second_log if not s.get("remoteCacheHit")]
     assert not missed, (
         f"{len(missed)} of {len(second_log)} actions of the second checkout missed the remote cache; an absolute "
-        "path of the checkout leaks into their keys:\n  " +
-        "\n  ".join(_why_missed(s, first_by_outputs.get(_outputs(s))) for s in missed))
+        "path of the checkout leaks into their keys:\n  "
+        + "\n  ".join(_why_missed(s, first_by_outputs.get(_outputs(s))) for s in missed)
+    )
     assert len(second_log) == len(first_log)
     assert requests[("GET", "ac", "hit")] == len(second_log)
 

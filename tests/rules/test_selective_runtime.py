@@ -40,8 +40,13 @@ def programs(tmp_path_factory):
     paths = {}
     for app, model in APPS.items():
         path = out / f"{app}.pare"
-        proc = subprocess.run([sys.executable, "-m", "tools.tracer", "export", str(model), "-o", str(path)],
-                              cwd=REPO_ROOT, capture_output=True, text=True, timeout=600)
+        proc = subprocess.run(
+            [sys.executable, "-m", "tools.tracer", "export", str(model), "-o", str(path)],
+            cwd=REPO_ROOT,
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
         assert proc.returncode == 0, proc.stderr
         paths[app] = path
     return paths
@@ -101,8 +106,13 @@ def test_program_needing_an_unselected_op_fails_at_load(bin_dir, programs):
 def test_demo_on_android_under_qemu_matches_torch(bin_dir):
     # The tracer's check runs the Android .so through the emulator harness.
     lib = _lib(bin_dir, "//apps/demo:runtime", "android_arm64")
-    proc = subprocess.run([sys.executable, "-m", "tools.tracer", "check", str(APPS["demo"]), "--runtime", lib],
-                          cwd=REPO_ROOT, capture_output=True, text=True, timeout=900)
+    proc = subprocess.run(
+        [sys.executable, "-m", "tools.tracer", "check", str(APPS["demo"]), "--runtime", lib],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "check passed" in proc.stdout + proc.stderr
 

@@ -37,10 +37,10 @@ typedef struct {
   int num_sets;
   int64_t sizes[PARE_MAX_DIM];
   size_t ndim;
-  const float* reference;  /* num_sets * out_floats */
+  const float* reference; /* num_sets * out_floats */
   size_t out_floats;
   int iterations;
-  uint32_t pool;  /* threads per instance */
+  uint32_t pool; /* threads per instance */
 } Shared;
 
 typedef struct {
@@ -71,8 +71,8 @@ static void* read_file(const char* path, size_t* size) {
 /* Runs input set `k` on `method`; on success *out is its output 0. */
 static int run_set(const Shared* s, pare_method* method, int k, pare_tensor_info* out, char* error) {
   const float* x = s->inputs + (size_t)k * s->set_floats;
-  pare_status st = pare_method_set_input(method, 0, PARE_DTYPE_FLOAT, s->sizes, s->ndim, NULL, x,
-                                         s->set_floats * sizeof(float));
+  pare_status st =
+      pare_method_set_input(method, 0, PARE_DTYPE_FLOAT, s->sizes, s->ndim, NULL, x, s->set_floats * sizeof(float));
   if (st == PARE_OK) st = pare_method_execute(method);
   if (st == PARE_OK) st = pare_method_output_tensor(method, 0, out);
   if (st != PARE_OK) {
@@ -154,8 +154,7 @@ static int parse_shape(const char* text, int64_t* sizes, size_t* ndim) {
 int main(int argc, char** argv) {
   if (argc == 2 && strcmp(argv[1], "--plant-race") == 0) return plant_race();
   if (argc != 7 && argc != 8) {
-    fprintf(stderr, "usage: %s PROGRAM INPUTS SHAPE THREADS ITERATIONS REFERENCE [POOL] | --plant-race\n",
-            argv[0]);
+    fprintf(stderr, "usage: %s PROGRAM INPUTS SHAPE THREADS ITERATIONS REFERENCE [POOL] | --plant-race\n", argv[0]);
     return 2;
   }
   Shared s;
@@ -175,8 +174,7 @@ int main(int argc, char** argv) {
   void* program_bytes = read_file(argv[1], &program_size);
   float* inputs = (float*)read_file(argv[2], &inputs_size);
   if (program_bytes == NULL || inputs == NULL || inputs_size % (s.set_floats * sizeof(float)) != 0) {
-    fprintf(stderr, "cannot read %s and %s (a whole number of %zu-float input sets)\n", argv[1], argv[2],
-            s.set_floats);
+    fprintf(stderr, "cannot read %s and %s (a whole number of %zu-float input sets)\n", argv[1], argv[2], s.set_floats);
     return 2;
   }
   s.inputs = inputs;
@@ -212,8 +210,8 @@ int main(int argc, char** argv) {
   pare_method_destroy(first);
   s.reference = reference;
   FILE* ref = fopen(argv[6], "wb");
-  if (ref == NULL || fwrite(reference, sizeof(float), s.out_floats * (size_t)s.num_sets, ref) !=
-                         s.out_floats * (size_t)s.num_sets) {
+  if (ref == NULL ||
+      fwrite(reference, sizeof(float), s.out_floats * (size_t)s.num_sets, ref) != s.out_floats * (size_t)s.num_sets) {
     fprintf(stderr, "cannot write %s\n", argv[6]);
     return 2;
   }

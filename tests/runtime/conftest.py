@@ -23,8 +23,8 @@ sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import runtime_build  # noqa: E402
-from runtime_testing import (SELECTIVE_CLASSES, SELECTIVE_FEATURES, SELECTIVE_KERNEL_DTYPES,  # noqa: E402
-                             SELECTIVE_OPS)
+from runtime_testing import SELECTIVE_CLASSES, SELECTIVE_FEATURES, SELECTIVE_KERNEL_DTYPES, SELECTIVE_OPS  # noqa: E402
+
 from pare.runtime import Runtime  # noqa: E402
 
 
@@ -60,7 +60,8 @@ def _lib_from_env(var: str) -> Path | None:
 @pytest.fixture(scope="session")
 def runtime_lib(pytestconfig) -> Path:
     return _lib_from_env("PARE_RUNTIME_LIB") or runtime_build.build(
-        _cache_root(pytestconfig), "full", selection_dir=runtime_build.DEFAULT_SELECTION)
+        _cache_root(pytestconfig), "full", selection_dir=runtime_build.DEFAULT_SELECTION
+    )
 
 
 @pytest.fixture(scope="session")
@@ -73,23 +74,30 @@ def runtime_v3_lib(pytestconfig) -> Path:
     """The full runtime at --//runtime:x86_64_isa=v3 (AVX2+FMA): Bazel's
     //runtime:full_v3 via PARE_RUNTIME_V3_LIB, else compiled here."""
     return _lib_from_env("PARE_RUNTIME_V3_LIB") or runtime_build.build(
-        _cache_root(pytestconfig), "full_v3", selection_dir=runtime_build.DEFAULT_SELECTION,
-        extra_flags=runtime_build.X86_64_V3_FLAGS)
+        _cache_root(pytestconfig),
+        "full_v3",
+        selection_dir=runtime_build.DEFAULT_SELECTION,
+        extra_flags=runtime_build.X86_64_V3_FLAGS,
+    )
 
 
 @pytest.fixture(scope="session")
 def tracing_runtime(pytestconfig) -> Runtime:
     path = _lib_from_env("PARE_TRACING_RUNTIME_LIB") or runtime_build.build(
-        _cache_root(pytestconfig), "tracing", selection_dir=runtime_build.DEFAULT_SELECTION,
-        defines=["PARE_TRACING=1"])
+        _cache_root(pytestconfig), "tracing", selection_dir=runtime_build.DEFAULT_SELECTION, defines=["PARE_TRACING=1"]
+    )
     return Runtime(path)
 
 
 @pytest.fixture(scope="session")
 def selection_dir(pytestconfig) -> Path:
     return runtime_build.write_selection(
-        _cache_root(pytestconfig) / "selection_custom", SELECTIVE_OPS, SELECTIVE_KERNEL_DTYPES,
-        SELECTIVE_CLASSES, SELECTIVE_FEATURES)
+        _cache_root(pytestconfig) / "selection_custom",
+        SELECTIVE_OPS,
+        SELECTIVE_KERNEL_DTYPES,
+        SELECTIVE_CLASSES,
+        SELECTIVE_FEATURES,
+    )
 
 
 @pytest.fixture(scope="session")
@@ -108,6 +116,7 @@ def selective_runtime(selective_lib) -> Runtime:
 def test_double_runtime(pytestconfig) -> Runtime:
     """The full runtime linked with the recording PAL (pal_test_double.cc)."""
     # Same objects as the full runtime, linked with the recording PAL.
-    path = runtime_build.build(_cache_root(pytestconfig), "full", selection_dir=runtime_build.DEFAULT_SELECTION,
-                               pal="test_double")
+    path = runtime_build.build(
+        _cache_root(pytestconfig), "full", selection_dir=runtime_build.DEFAULT_SELECTION, pal="test_double"
+    )
     return Runtime(path)

@@ -22,8 +22,16 @@ REPO = Path(__file__).resolve().parents[2]
 DEFAULT_SELECTION = REPO / "runtime" / "selection" / "default"
 CXX = os.environ.get("PARE_CXX", "clang++-16")
 HOUSE_FLAGS = [
-    "-std=c++17", "-ffreestanding", "-fno-exceptions", "-fno-rtti", "-fvisibility=hidden",
-    "-ffunction-sections", "-fdata-sections", "-Wall", "-Wextra", "-Werror",
+    "-std=c++17",
+    "-ffreestanding",
+    "-fno-exceptions",
+    "-fno-rtti",
+    "-fvisibility=hidden",
+    "-ffunction-sections",
+    "-fdata-sections",
+    "-Wall",
+    "-Wextra",
+    "-Werror",
 ]
 PAL_SOURCES = {"posix": "runtime/pal/pal_posix.cc", "test_double": "runtime/pal/pal_test_double.cc"}
 # The runtime library proper, as runtime/BUILD.bazel's :srcs (other folders
@@ -45,16 +53,21 @@ def sanitizer_compile_flags(names: tuple[str, ...]) -> list[str]:
     # No recovery: the first UBSan finding aborts like an ASan one, so a
     # report can never scroll past in a passing run. Frame pointers and
     # line tables make the reports' stacks readable at little build cost.
-    return [f"-fsanitize={','.join(names)}", "-fno-sanitize-recover=all", "-fno-omit-frame-pointer",
-            "-gline-tables-only"]
+    return [
+        f"-fsanitize={','.join(names)}",
+        "-fno-sanitize-recover=all",
+        "-fno-omit-frame-pointer",
+        "-gline-tables-only",
+    ]
 
 
 def asan_runtime() -> Path:
     """clang's shared ASan runtime (it carries UBSan's handlers too): the
     library to LD_PRELOAD into a process that dlopens a sanitized runtime."""
     clang = CXX.replace("clang++", "clang")
-    out = subprocess.run([clang, "-print-file-name=libclang_rt.asan-x86_64.so"], capture_output=True, text=True,
-                         env=compiler_env()).stdout.strip()
+    out = subprocess.run(
+        [clang, "-print-file-name=libclang_rt.asan-x86_64.so"], capture_output=True, text=True, env=compiler_env()
+    ).stdout.strip()
     if not out or not Path(out).is_file():
         raise RuntimeError(f"{clang} has no shared ASan runtime: install libclang-rt-16-dev (make setup does)")
     return Path(out)
@@ -66,8 +79,10 @@ def asan_runtime() -> Path:
 # the ODR check: torch's own libraries trip them, not Pare's code.
 # allocator_may_return_null: an impossible allocation fails as with libc
 # (the runtime reports OutOfMemory) instead of being an ASan report.
-ASAN_OPTIONS = "halt_on_error=1:exitcode=86:detect_leaks=0:alloc_dealloc_mismatch=0:detect_odr_violation=0:" \
-               "allocator_may_return_null=1"
+ASAN_OPTIONS = (
+    "halt_on_error=1:exitcode=86:detect_leaks=0:alloc_dealloc_mismatch=0:detect_odr_violation=0:"
+    "allocator_may_return_null=1"
+)
 UBSAN_OPTIONS = "halt_on_error=1:exitcode=86:print_stacktrace=1"
 
 
@@ -87,9 +102,11 @@ def check_sanitizer_runtime_loaded() -> None:
         return
     maps = Path("/proc/self/maps").read_text() if Path("/proc/self/maps").is_file() else ""
     if "libclang_rt.asan" not in maps:
-        raise RuntimeError(f"{SANITIZE_ENV}={os.environ[SANITIZE_ENV]} needs clang's ASan runtime preloaded: "
-                           "run `make sanitize` (tools/sanitize.sh), or set LD_PRELOAD=$(clang-16 "
-                           "-print-file-name=libclang_rt.asan-x86_64.so) and ASAN_OPTIONS=detect_leaks=0")
+        raise RuntimeError(
+            f"{SANITIZE_ENV}={os.environ[SANITIZE_ENV]} needs clang's ASan runtime preloaded: "
+            "run `make sanitize` (tools/sanitize.sh), or set LD_PRELOAD=$(clang-16 "
+            "-print-file-name=libclang_rt.asan-x86_64.so) and ASAN_OPTIONS=detect_leaks=0"
+        )
 
 
 # Fixtures that need a runtime other than the full one (the instrumentation
@@ -137,8 +154,16 @@ def _inputs_hash(flags: list[str], selection_dir: Path) -> str:
     return h.hexdigest()[:16]
 
 
-def build(cache_root: Path, name: str, *, selection_dir: Path, defines=(), pal: str = "posix",
-          opt: str = "-O2", extra_flags=()) -> Path:
+def build(
+    cache_root: Path,
+    name: str,
+    *,
+    selection_dir: Path,
+    defines=(),
+    pal: str = "posix",
+    opt: str = "-O2",
+    extra_flags=(),
+) -> Path:
     """Builds (or reuses) the runtime library `name` with the chosen PAL.
 
     Objects are compiled once per (sources, flags, selection) for every PAL
@@ -147,8 +172,16 @@ def build(cache_root: Path, name: str, *, selection_dir: Path, defines=(), pal: 
     directory renamed into place, and libraries are linked to a private file
     renamed into place, so no session sees another's half-built output."""
     sanitize = sanitizers()
-    objects = library_objects(cache_root, name, selection_dir=selection_dir, defines=defines, pal=pal, opt=opt,
-                              sanitize=sanitize, extra_flags=extra_flags)
+    objects = library_objects(
+        cache_root,
+        name,
+        selection_dir=selection_dir,
+        defines=defines,
+        pal=pal,
+        opt=opt,
+        sanitize=sanitize,
+        extra_flags=extra_flags,
+    )
     objects_dir = objects[0].parents[1]
     if sanitize:
         name = "_".join((name, *sanitize))
@@ -156,8 +189,19 @@ def build(cache_root: Path, name: str, *, selection_dir: Path, defines=(), pal: 
     if lib.is_file():
         return lib
     tmp = objects_dir / f".{lib.name}.{os.getpid()}.tmp"
-    link = [CXX, "-shared", "-nostdlib++", "-fuse-ld=lld", "-Wl,--gc-sections", "-Wl,-z,defs",
-            "-o", str(tmp), *map(str, objects), "-lm", "-lc"]
+    link = [
+        CXX,
+        "-shared",
+        "-nostdlib++",
+        "-fuse-ld=lld",
+        "-Wl,--gc-sections",
+        "-Wl,-z,defs",
+        "-o",
+        str(tmp),
+        *map(str, objects),
+        "-lm",
+        "-lc",
+    ]
     if sanitize:
         # The shared sanitizer runtime: one copy per process, the preloaded one.
         link[1:1] = [f"-fsanitize={','.join(sanitize)}", "-shared-libsan"]
@@ -168,8 +212,17 @@ def build(cache_root: Path, name: str, *, selection_dir: Path, defines=(), pal: 
     return lib
 
 
-def library_objects(cache_root: Path, name: str, *, selection_dir: Path, defines=(), pal: str = "posix",
-                    opt: str = "-O2", sanitize: tuple[str, ...] = (), extra_flags=()) -> list[Path]:
+def library_objects(
+    cache_root: Path,
+    name: str,
+    *,
+    selection_dir: Path,
+    defines=(),
+    pal: str = "posix",
+    opt: str = "-O2",
+    sanitize: tuple[str, ...] = (),
+    extra_flags=(),
+) -> list[Path]:
     """The objects build() links for these arguments (fuzz/build.py reuses
     the sanitized full runtime's kernels from here); `extra_flags` such as
     X86_64_V3_FLAGS."""
@@ -178,12 +231,29 @@ def library_objects(cache_root: Path, name: str, *, selection_dir: Path, defines
     # UBSan's function check needs the C++ ABI library's type_info, which a
     # freestanding runtime (-fno-rtti, linked -nostdlib++) does not link.
     no_function_check = ["-fno-sanitize=function"] if "undefined" in sanitize else []
-    return object_files(cache_root, name, selection_dir=selection_dir, defines=defines, pal=pal, opt=opt,
-                        sanitize=sanitize, extra_flags=[*no_function_check, *extra_flags])
+    return object_files(
+        cache_root,
+        name,
+        selection_dir=selection_dir,
+        defines=defines,
+        pal=pal,
+        opt=opt,
+        sanitize=sanitize,
+        extra_flags=[*no_function_check, *extra_flags],
+    )
 
 
-def object_files(cache_root: Path, name: str, *, selection_dir: Path, defines=(), pal: str = "posix",
-                 opt: str = "-O2", sanitize: tuple[str, ...] = (), extra_flags=()) -> list[Path]:
+def object_files(
+    cache_root: Path,
+    name: str,
+    *,
+    selection_dir: Path,
+    defines=(),
+    pal: str = "posix",
+    opt: str = "-O2",
+    sanitize: tuple[str, ...] = (),
+    extra_flags=(),
+) -> list[Path]:
     """The runtime's objects (one PAL's) compiled with the house flags, plus
     `sanitize` (e.g. ("address", "undefined")) and `extra_flags`."""
     flags = HOUSE_FLAGS + [opt, "-fPIC", f"-I{REPO}", f"-I{selection_dir}"] + [f"-D{d}" for d in defines]
@@ -211,8 +281,12 @@ def _objects(cache_root: Path, name: str, flags: list[str], selection_dir: Path)
         sources = runtime_files((".cc", ".c"))
 
         def compile_one(src: Path) -> None:
-            result = subprocess.run([CXX, *flags, "-c", str(src), "-o", str(work / "obj" / _object_name(src))],
-                                    capture_output=True, text=True, env=compiler_env())
+            result = subprocess.run(
+                [CXX, *flags, "-c", str(src), "-o", str(work / "obj" / _object_name(src))],
+                capture_output=True,
+                text=True,
+                env=compiler_env(),
+            )
             if result.returncode != 0:
                 raise RuntimeError(f"compiling {src.relative_to(REPO)} failed:\n{result.stderr}")
 
@@ -239,26 +313,31 @@ def _prune(cache_root: Path, name: str, keep: Path, idle_seconds: float = 3600) 
             shutil.rmtree(old, ignore_errors=True)
 
 
-def write_selection(directory: Path, ops: list[str], kernel_dtypes: dict[str, list[str]], classes: list[str],
-                    features: list[str]) -> Path:
+def write_selection(
+    directory: Path, ops: list[str], kernel_dtypes: dict[str, list[str]], classes: list[str], features: list[str]
+) -> Path:
     """Writes a pare_selection/ directory in the docs/selection.md format."""
     sel = Path(directory) / "pare_selection"
     sel.mkdir(parents=True, exist_ok=True)
     (sel / "selected_ops.h").write_text(
-        "#pragma once\n#define TORCH_OPERATOR_ALLOWLIST \"" + "".join(f"{o};" for o in ops) + "\"\n"
-        '#define PARE_MANIFEST_NAME "tests/runtime custom selection"\n')
+        '#pragma once\n#define TORCH_OPERATOR_ALLOWLIST "' + "".join(f"{o};" for o in ops) + '"\n'
+        '#define PARE_MANIFEST_NAME "tests/runtime custom selection"\n'
+    )
     terms = []
     for tag, dts in kernel_dtypes.items():
         alts = " || ".join(f"t == ScalarType::{d}" for d in dts)
-        terms.append(f"(detail::str_eq(tag, \"{tag}\") && ({alts}))")
+        terms.append(f'(detail::str_eq(tag, "{tag}") && ({alts}))')
     (sel / "selected_kernel_dtypes.h").write_text(
-        "#pragma once\n#include \"runtime/core/scalar_type.h\"\nnamespace pare {\n"
+        '#pragma once\n#include "runtime/core/scalar_type.h"\nnamespace pare {\n'
         "constexpr bool should_include_kernel_dtype(const char* tag, ScalarType t) {\n  return "
         # An empty selection must still use both parameters (-Werror).
-        + ("\n      || ".join(terms) if terms else "(void)tag, (void)t, false") + ";\n}\n}  // namespace pare\n")
+        + ("\n      || ".join(terms) if terms else "(void)tag, (void)t, false")
+        + ";\n}\n}  // namespace pare\n"
+    )
     (sel / "selected_classes.h").write_text(
-        "#pragma once\n#define TORCH_CUSTOM_CLASS_ALLOWLIST \"" + "".join(f"{c};" for c in classes) + "\"\n"
-        "#define TORCH_BUILD_FEATURE_ALLOWLIST \"" + "".join(f"{f};" for f in features) + "\"\n")
+        '#pragma once\n#define TORCH_CUSTOM_CLASS_ALLOWLIST "' + "".join(f"{c};" for c in classes) + '"\n'
+        '#define TORCH_BUILD_FEATURE_ALLOWLIST "' + "".join(f"{f};" for f in features) + '"\n'
+    )
     return Path(directory)
 
 

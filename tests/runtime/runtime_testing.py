@@ -10,15 +10,31 @@ import torch
 from pare import dtypes
 from pare.program import ProgramBuilder
 
-ALL_DTYPES = [torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64, torch.float16, torch.bfloat16,
-              torch.float32, torch.float64, torch.bool]
+ALL_DTYPES = [
+    torch.uint8,
+    torch.int8,
+    torch.int16,
+    torch.int32,
+    torch.int64,
+    torch.float16,
+    torch.bfloat16,
+    torch.float32,
+    torch.float64,
+    torch.bool,
+]
 FLOAT_DTYPES = [torch.float16, torch.bfloat16, torch.float32, torch.float64]
 
 # What the selective runtime fixture (conftest.py) keeps (see
 # test_selection.py for what each omission proves).
 SELECTIVE_OPS = [
-    "aten::mul.Tensor", "aten::relu", "aten::add.Scalar", "aten::_to_copy", "aten::view",
-    "pare::linear_prepack", "pare::linear_prepacked", "pare::conv2d_prepack",
+    "aten::mul.Tensor",
+    "aten::relu",
+    "aten::add.Scalar",
+    "aten::_to_copy",
+    "aten::view",
+    "pare::linear_prepack",
+    "pare::linear_prepacked",
+    "pare::conv2d_prepack",
     "aten::max_pool2d_with_indices",
 ]
 SELECTIVE_KERNEL_DTYPES = {
@@ -116,8 +132,12 @@ def assert_same(actual, expected, **kw):
 # than a tolerance compares with a float64 reference instead, within a
 # stated number of units in the last place (ulps).
 
-_FLOAT_BITS = {torch.float16: torch.int16, torch.bfloat16: torch.int16, torch.float32: torch.int32,
-               torch.float64: torch.int64}
+_FLOAT_BITS = {
+    torch.float16: torch.int16,
+    torch.bfloat16: torch.int16,
+    torch.float32: torch.int32,
+    torch.float64: torch.int64,
+}
 _FAR = 2**62  # the distance reported for NaN vs a number, or an infinity vs anything else
 
 
@@ -153,9 +173,11 @@ def assert_within_ulps(actual: torch.Tensor, expected: torch.Tensor, ulps: int, 
     bad = distance > ulps
     if bad.any():
         i = tuple(bad.nonzero()[0].tolist())
-        raise AssertionError(f"{what}: {int(bad.sum())} of {bad.numel()} elements are more than {ulps} ulp(s) from "
-                             f"the reference, e.g. at {i}: {actual[i].item()!r} vs {expected[i].item()!r} "
-                             f"({int(distance[i])} ulps)")
+        raise AssertionError(
+            f"{what}: {int(bad.sum())} of {bad.numel()} elements are more than {ulps} ulp(s) from "
+            f"the reference, e.g. at {i}: {actual[i].item()!r} vs {expected[i].item()!r} "
+            f"({int(distance[i])} ulps)"
+        )
 
 
 def assert_matches_one_of(actual: torch.Tensor, candidates: list[torch.Tensor], ulps: int = 0, what: str = ""):
@@ -167,9 +189,11 @@ def assert_matches_one_of(actual: torch.Tensor, candidates: list[torch.Tensor], 
         close |= ulp_distance(actual, c) <= ulps
     if not close.all():
         i = tuple((~close).nonzero()[0].tolist())
-        raise AssertionError(f"{what}: {int((~close).sum())} of {close.numel()} elements match none of the "
-                             f"{len(candidates)} references, e.g. at {i}: {actual[i].item()!r} vs "
-                             f"{[c[i].item() for c in candidates]!r}")
+        raise AssertionError(
+            f"{what}: {int((~close).sum())} of {close.numel()} elements match none of the "
+            f"{len(candidates)} references, e.g. at {i}: {actual[i].item()!r} vs "
+            f"{[c[i].item() for c in candidates]!r}"
+        )
 
 
 def round_like_float_math(exact: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
@@ -201,10 +225,12 @@ def half_rounding_cases() -> tuple[torch.Tensor, np.ndarray]:
     ulp = np.where(np.abs(h64) < 2.0**-14, 2.0**-24, np.ldexp(1.0, np.frexp(h64)[1] - 11))
     mid = (h64 + np.where(np.signbit(halves), -ulp, ulp) / 2).astype(np.float32)
     nan_bits = np.array([0x7FC00000, 0xFFC00000, 0x7F800001, 0x7FBFFFFF, 0xFFFFFFFF, 0x7FC0ABCD], dtype=np.uint32)
-    extra = np.concatenate([nan_bits.view(np.float32),
-                            np.array([np.inf, -np.inf, 1e-30, -1e-30, 3.4e38, -3.4e38], dtype=np.float32)])
-    x = np.concatenate([finite, mid, np.nextafter(mid, np.float32(-np.inf)), np.nextafter(mid, np.float32(np.inf)),
-                        extra])
+    extra = np.concatenate(
+        [nan_bits.view(np.float32), np.array([np.inf, -np.inf, 1e-30, -1e-30, 3.4e38, -3.4e38], dtype=np.float32)]
+    )
+    x = np.concatenate(
+        [finite, mid, np.nextafter(mid, np.float32(-np.inf)), np.nextafter(mid, np.float32(np.inf)), extra]
+    )
     with np.errstate(over="ignore"):
         want = x.astype(np.float16).view(np.uint16)
     nan = np.isnan(x)
@@ -233,9 +259,19 @@ def special_rows(length: int, seed: int) -> torch.Tensor:
 class PalStats(ctypes.Structure):
     """pare_test_pal_stats_t."""
 
-    _fields_ = [(n, ctypes.c_uint64) for n in ("malloc_calls", "free_calls", "failed_mallocs", "live_blocks",
-                                               "live_bytes", "peak_bytes", "log_calls", "abort_calls")] + [
-        ("last_log", ctypes.c_char * 256)]
+    _fields_ = [
+        (n, ctypes.c_uint64)
+        for n in (
+            "malloc_calls",
+            "free_calls",
+            "failed_mallocs",
+            "live_blocks",
+            "live_bytes",
+            "peak_bytes",
+            "log_calls",
+            "abort_calls",
+        )
+    ] + [("last_log", ctypes.c_char * 256)]
 
 
 def pal_stats(rt) -> PalStats:

@@ -60,8 +60,23 @@ def _compile(cmd: list) -> None:
 def plain_driver(runtime_lib, tmp_path_factory) -> Path:
     """The driver linked against the full runtime library under test."""
     out = tmp_path_factory.mktemp("plain") / "concurrent_instances"
-    _compile([CC, "-std=c11", "-O2", "-Wall", "-Wextra", "-Werror", f"-I{REPO}", DRIVER, "-o", out,
-              runtime_lib, f"-Wl,-rpath,{runtime_lib.parent}", "-lpthread"])
+    _compile(
+        [
+            CC,
+            "-std=c11",
+            "-O2",
+            "-Wall",
+            "-Wextra",
+            "-Werror",
+            f"-I{REPO}",
+            DRIVER,
+            "-o",
+            out,
+            runtime_lib,
+            f"-Wl,-rpath,{runtime_lib.parent}",
+            "-lpthread",
+        ]
+    )
     return out
 
 
@@ -69,16 +84,38 @@ def plain_driver(runtime_lib, tmp_path_factory) -> Path:
 def tsan_driver(pytestconfig, tmp_path_factory) -> Path:
     """The driver and the full runtime's sources compiled with
     -fsanitize=thread into one executable."""
-    objects = runtime_build.library_objects(Path(pytestconfig.cache.mkdir("pare_runtime")), "full",
-                                            selection_dir=runtime_build.DEFAULT_SELECTION, opt="-O1",
-                                            sanitize=("thread",))
+    objects = runtime_build.library_objects(
+        Path(pytestconfig.cache.mkdir("pare_runtime")),
+        "full",
+        selection_dir=runtime_build.DEFAULT_SELECTION,
+        opt="-O1",
+        sanitize=("thread",),
+    )
     # The runtime's own code is instrumented, not only the driver's.
     method_o = next(o for o in objects if o.name == "runtime_core_method.cc.o")
     symbols = _run([runtime_build.CXX.replace("clang++", "llvm-nm"), "--undefined-only", method_o]).stdout
     assert "__tsan_read" in symbols and "__tsan_func_entry" in symbols, symbols[:2000]
     out = tmp_path_factory.mktemp("tsan") / "concurrent_instances"
-    _compile([CC, "-std=c11", "-O1", "-g", "-fsanitize=thread", "-Wall", "-Wextra", "-Werror", f"-I{REPO}",
-              DRIVER, *objects, "-o", out, "-fuse-ld=lld", "-lpthread", "-lm"])
+    _compile(
+        [
+            CC,
+            "-std=c11",
+            "-O1",
+            "-g",
+            "-fsanitize=thread",
+            "-Wall",
+            "-Wextra",
+            "-Werror",
+            f"-I{REPO}",
+            DRIVER,
+            *objects,
+            "-o",
+            out,
+            "-fuse-ld=lld",
+            "-lpthread",
+            "-lm",
+        ]
+    )
     return out
 
 
@@ -103,8 +140,10 @@ def _check(driver: Path, model, iterations: int, env=None, pool: int = 1) -> str
     reference = program.with_name(f"reference_{driver.parent.name}.bin")
     result = _run([driver, program, inputs, shape, THREADS, iterations, reference, pool], env=env or {})
     assert result.returncode == 0, result.stdout + result.stderr
-    assert result.stdout.strip() == \
-        f"threads={THREADS} pool={pool} runs={THREADS * iterations} mismatches=0 sets={len(want)}"
+    assert (
+        result.stdout.strip()
+        == f"threads={THREADS} pool={pool} runs={THREADS * iterations} mismatches=0 sets={len(want)}"
+    )
     got = np.fromfile(reference, np.float32).reshape(len(want), *want[0].shape)
     for k, w in enumerate(want):
         np.testing.assert_allclose(got[k], w, rtol=1e-4, atol=1e-5, err_msg=f"input set {k}")
@@ -120,14 +159,16 @@ def test_instances_on_four_threads_match_one_instance_bit_for_bit(plain_driver, 
 def test_thread_sanitizer_reports_a_planted_race(tsan_driver):
     # The wiring check: a sanitizer build that cannot fail proves nothing.
     result = _run([tsan_driver, "--plant-race"], env={"TSAN_OPTIONS": TSAN_OPTIONS})
-    assert result.returncode == TSAN_EXIT and "WARNING: ThreadSanitizer: data race" in result.stderr, \
+    assert result.returncode == TSAN_EXIT and "WARNING: ThreadSanitizer: data race" in result.stderr, (
         result.stdout + result.stderr
+    )
 
 
 @pytest.mark.parametrize("pool", [1, 2])
 def test_instances_on_four_threads_under_thread_sanitizer(tsan_driver, model, pool):
-    stderr = _check(tsan_driver, model, iterations=100 if pool == 1 else 40, env={"TSAN_OPTIONS": TSAN_OPTIONS},
-                    pool=pool)
+    stderr = _check(
+        tsan_driver, model, iterations=100 if pool == 1 else 40, env={"TSAN_OPTIONS": TSAN_OPTIONS}, pool=pool
+    )
     assert "ThreadSanitizer" not in stderr
 
 
@@ -137,8 +178,9 @@ def _large_weights_program() -> bytes:
     pb = ProgramBuilder()
     m = pb.method()
     x = m.input("Float", [1, 16, 24, 24])
-    conv = m.conv2d_prepack(rng.standard_normal((256, 16, 3, 3), np.float32), np.zeros(256, np.float32),
-                            [1, 1], [1, 1], [1, 1], 1)
+    conv = m.conv2d_prepack(
+        rng.standard_normal((256, 16, 3, 3), np.float32), np.zeros(256, np.float32), [1, 1], [1, 1], [1, 1], 1
+    )
     y = m.op("pare::conv2d_prepacked", x, conv)
     y = m.op("aten::mean.dim", y, [2, 3])
     fc = m.linear_prepack(rng.standard_normal((4096, 256), np.float32) / 16, None)

@@ -6,10 +6,10 @@ import ctypes
 
 import numpy as np
 import pytest
+from runtime_testing import pal_stats
 
 from pare.program import ProgramBuilder
 from pare.runtime import PareError
-from runtime_testing import pal_stats
 
 
 def relu_chain(n=10, size=1024):
@@ -294,8 +294,7 @@ def test_kernel_errors_say_where(runtime):
     method = runtime.load(pb.to_bytes()).method("predict")
     with pytest.raises(PareError) as e:
         method.run(np.ones((2, 3), np.float32))
-    assert str(e.value) == ("aten::view: shape [5] is invalid for input of size 6 "
-                            "(method 'predict', instruction 1)")
+    assert str(e.value) == ("aten::view: shape [5] is invalid for input of size 6 (method 'predict', instruction 1)")
     assert e.value.status_name == "InvalidShape"
 
 
@@ -414,8 +413,11 @@ def test_output_buffers_take_views_and_refuse_what_does_not_fit(runtime):
     np.testing.assert_array_equal(t, np.maximum(a, 0).T)
     np.testing.assert_array_equal(r, np.maximum(a, 0))
     assert np.shares_memory(got[0], t) and np.shares_memory(got[1], r)  # views of the buffers, not copies
-    with pytest.raises(PareError, match=r"output 0 of method 'forward' has 60 bytes \(sizes \[3, 5\]\) but its buffer "
-                                        r"holds 48: bind a larger one"):
+    with pytest.raises(
+        PareError,
+        match=r"output 0 of method 'forward' has 60 bytes \(sizes \[3, 5\]\) but its buffer "
+        r"holds 48: bind a larger one",
+    ):
         method.run(np.ones((5, 3), np.float32))
     method.set_output_buffer(0, None)
     method.set_output_buffer(1, None)
@@ -471,7 +473,7 @@ def test_constants_are_used_in_place_when_aligned(runtime):
     # A misaligned caller buffer: the constant segment is copied once, results unchanged.
     storage = np.zeros(len(data) + 65, np.uint8)
     start = (-storage.ctypes.data % 64) + 1
-    storage[start:start + len(data)] = np.frombuffer(data, np.uint8)
+    storage[start : start + len(data)] = np.frombuffer(data, np.uint8)
     handle = ctypes.c_void_p()
     lib = runtime._lib
     assert lib.pare_program_load(storage[start:].ctypes.data, len(data), 0, ctypes.byref(handle)) == 0

@@ -26,15 +26,18 @@ from tests.conftest import require_tool
 X86_64 = platform.machine() in ("x86_64", "AMD64")
 HAS_V3 = X86_64 and cpu_runs("x86_64_v3")
 needs_v3_cpu = pytest.mark.platform_limit("running x86-64-v3 code needs a CPU with AVX2 and FMA")
-pytestmark = [pytest.mark.skipif(not X86_64, reason="x86_64 ISA levels are tested on x86_64 hosts"),
-              pytest.mark.platform_limit("x86_64 ISA levels exist only on x86_64 hosts")]
+pytestmark = [
+    pytest.mark.skipif(not X86_64, reason="x86_64 ISA levels are tested on x86_64 hosts"),
+    pytest.mark.platform_limit("x86_64 ISA levels exist only on x86_64 hosts"),
+]
 EPS32 = float(np.finfo(np.float32).eps)
 
 
 def disassembly(lib) -> str:
     objdump = require_tool("llvm-objdump-16", "llvm-objdump", package="llvm-16")
-    return subprocess.run([objdump, "-d", "--no-show-raw-insn", str(lib)], capture_output=True, text=True,
-                          check=True).stdout
+    return subprocess.run(
+        [objdump, "-d", "--no-show-raw-insn", str(lib)], capture_output=True, text=True, check=True
+    ).stdout
 
 
 def assert_within_dot_bound(actual: torch.Tensor, exact: torch.Tensor, magnitude: torch.Tensor, depth: int):
@@ -82,8 +85,18 @@ def runtime_v3(runtime_v3_lib):
 
 
 # m, k, n around the 6x16 tile, the 256-deep and 72-row / 256-column blocks.
-GEMM_SHAPES = [(1, 1, 1), (6, 16, 16), (5, 3, 31), (7, 257, 17), (13, 300, 33), (72, 256, 256), (73, 513, 272),
-               (1, 1000, 100), (0, 4, 3), (3, 0, 5)]
+GEMM_SHAPES = [
+    (1, 1, 1),
+    (6, 16, 16),
+    (5, 3, 31),
+    (7, 257, 17),
+    (13, 300, 33),
+    (72, 256, 256),
+    (73, 513, 272),
+    (1, 1000, 100),
+    (0, 4, 3),
+    (3, 0, 5),
+]
 
 
 @needs_v3_cpu
@@ -125,8 +138,7 @@ CONV_CASES = [  # x, w, stride, padding, groups: odd channels, stride 2, groups,
 def test_v3_convolution(runtime_v3, x_shape, w_shape, stride, padding, groups):
     x, w = make_tensor(x_shape, torch.float32, 8, -1, 1), make_tensor(w_shape, torch.float32, 9, -1, 1)
     b = make_tensor((w_shape[0],), torch.float32, 10, -1, 1)
-    got = run_op(runtime_v3, "aten::convolution", x, w, b, [stride] * 2, [padding] * 2, [1, 1], False, [0, 0],
-                 groups)
+    got = run_op(runtime_v3, "aten::convolution", x, w, b, [stride] * 2, [padding] * 2, [1, 1], False, [0, 0], groups)
     exact = F.conv2d(x.double(), w.double(), b.double(), stride, padding, 1, groups)
     magnitude = F.conv2d(x.double().abs(), w.double().abs(), b.double().abs(), stride, padding, 1, groups)
     assert_within_dot_bound(got, exact, magnitude, w[0].numel() + 1)

@@ -148,7 +148,7 @@ def test_random_splices_of_a_valid_program(runtime, valid):
         for _ in range(rng.randrange(1, 6)):
             pos = rng.randrange(HEADER.size, len(data))
             length = rng.randrange(1, 16)
-            data[pos:pos + length] = bytes(rng.getrandbits(8) for _ in range(min(length, len(data) - pos)))
+            data[pos : pos + length] = bytes(rng.getrandbits(8) for _ in range(min(length, len(data) - pos)))
         exercise(runtime, bytes(data))
 
 

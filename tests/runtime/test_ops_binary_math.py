@@ -14,10 +14,20 @@ import itertools
 import numpy as np
 import pytest
 import torch
+from runtime_testing import (
+    ALL_DTYPES,
+    FLOAT_DTYPES,
+    assert_matches_one_of,
+    assert_same,
+    assert_within_ulps,
+    make_tensor,
+    round_like_float_math,
+    run_op,
+    single_op_program,
+    to_input,
+)
 
 from pare.runtime import PareError
-from runtime_testing import (ALL_DTYPES, FLOAT_DTYPES, assert_matches_one_of, assert_same, assert_within_ulps,
-                             make_tensor, round_like_float_math, run_op, single_op_program, to_input)
 
 aten = torch.ops.aten
 pytestmark = pytest.mark.fp_ops  # see tests/runtime/conftest.py
@@ -60,8 +70,10 @@ def check_reduced_float_sub(runtime, op, a, other, alpha):
     runtime must equal the single-rounding reference bit for bit, and torch
     (whichever loop ran) one of the two."""
     dtype = a.dtype
-    product = as_dtype(alpha, dtype).double() * (other if isinstance(other, torch.Tensor)
-                                                 else as_dtype(other, dtype)).double()
+    product = (
+        as_dtype(alpha, dtype).double()
+        * (other if isinstance(other, torch.Tensor) else as_dtype(other, dtype)).double()
+    )
     rounded_once = round_like_float_math(a.double() - product, dtype)
     product_rounded_first = round_like_float_math(a.double() - product.to(torch.float32).to(dtype).double(), dtype)
     actual = run_op(runtime, op, a, other, alpha)
@@ -128,6 +140,7 @@ def binary_operands(op, a, b):
 
 # ---- every dtype of every tag --------------------------------------------------
 
+
 @pytest.mark.parametrize("dtype", NO_BOOL, ids=str)
 def test_sub_every_dtype(runtime, dtype):
     a, b = make_tensor((3, 64), dtype, 1), make_tensor((1, 64), dtype, 2)
@@ -165,8 +178,9 @@ def test_div_true_every_dtype(runtime, dtype):
     assert_same(run_op(runtime, "aten::div.Tensor_mode", a, b), torch.div(a, b))  # rounding_mode absent
     for s in (3, -0.7, True):
         assert_same(run_op(runtime, "aten::div.Scalar", a, s), aten.div.Scalar(a, s))
-        assert_same(run_op(runtime, "aten::div.Scalar_mode", a, s, None),
-                    aten.div.Scalar_mode(a, s, rounding_mode=None))
+        assert_same(
+            run_op(runtime, "aten::div.Scalar_mode", a, s, None), aten.div.Scalar_mode(a, s, rounding_mode=None)
+        )
 
 
 @pytest.mark.parametrize("dtype", NO_BOOL, ids=str)
@@ -178,8 +192,9 @@ def test_div_rounding_every_dtype(runtime, dtype, mode):
     assert_same(run_op(runtime, "aten::div.Tensor_mode", a, b[:1], mode), torch.div(a, b[:1], rounding_mode=mode))
     scalars = (3, -4) + ((0.7, -2.5) if dtype.is_floating_point else ())
     for s in scalars:
-        assert_same(run_op(runtime, "aten::div.Scalar_mode", a, s, mode),
-                    aten.div.Scalar_mode(a, s, rounding_mode=mode))
+        assert_same(
+            run_op(runtime, "aten::div.Scalar_mode", a, s, mode), aten.div.Scalar_mode(a, s, rounding_mode=mode)
+        )
         assert_same(run_op(runtime, "aten::div.Tensor_mode", a, s, mode), torch.div(a, s, rounding_mode=mode))
 
 
@@ -302,11 +317,21 @@ def test_where_every_dtype(runtime, dtype):
 
 # ---- broadcasting, layouts, empty and 0-dim ---------------------------------
 
+
 @pytest.mark.parametrize("op", list(BINARY))
-@pytest.mark.parametrize("shape_a,shape_b", [
-    ((4, 1, 3), (5, 3)), ((1,), (2, 3)), ((2, 3), ()), ((), ()), ((3, 1), (1, 4)),
-    ((2, 1, 4, 1), (3, 1, 5)), ((0, 3), (1, 3)), ((2, 0), (2, 1)),
-])
+@pytest.mark.parametrize(
+    "shape_a,shape_b",
+    [
+        ((4, 1, 3), (5, 3)),
+        ((1,), (2, 3)),
+        ((2, 3), ()),
+        ((), ()),
+        ((3, 1), (1, 4)),
+        ((2, 1, 4, 1), (3, 1, 5)),
+        ((0, 3), (1, 3)),
+        ((2, 0), (2, 1)),
+    ],
+)
 def test_broadcasting(runtime, op, shape_a, shape_b):
     dtype = binary_dtype(op)
     a, b = make_tensor(shape_a, dtype, 25), make_tensor(shape_b, dtype, 26)
@@ -324,8 +349,14 @@ def test_div_rounding_broadcasting(runtime, mode, dtype):
 
 
 def test_where_broadcasting(runtime):
-    for sc, sa, sb in [((4, 1), (1, 5), ()), ((), (2, 3), (3,)), ((2, 1, 3), (4, 1), (1,)), ((0, 3), (3,), (1, 3)),
-                       ((), (), ()), ((3,), (2, 1), (2, 3))]:
+    for sc, sa, sb in [
+        ((4, 1), (1, 5), ()),
+        ((), (2, 3), (3,)),
+        ((2, 1, 3), (4, 1), (1,)),
+        ((0, 3), (3,), (1, 3)),
+        ((), (), ()),
+        ((3,), (2, 1), (2, 3)),
+    ]:
         cond = make_tensor(sc, torch.bool, 29)
         a, b = make_tensor(sa, torch.float32, 30), make_tensor(sb, torch.float32, 31)
         assert_same(run_op(runtime, "aten::where.self", cond, a, b), torch.where(cond, a, b))
@@ -373,7 +404,7 @@ def test_large_contiguous_and_broadcast_fast_paths(runtime):
     mask = a > 0
     assert_same(run_op(runtime, "aten::where.self", mask, a, 0.0), torch.where(mask, a, 0.0))
     assert_same(run_op(runtime, "aten::where.self", mask, 1.5, row), torch.where(mask, 1.5, row))
-    assert_same(run_op(runtime, "aten::pow.Tensor_Scalar", a, 2), a ** 2)
+    assert_same(run_op(runtime, "aten::pow.Tensor_Scalar", a, 2), a**2)
 
 
 @pytest.mark.parametrize("dtype", [torch.int32, torch.float16, torch.bool], ids=str)
@@ -398,9 +429,15 @@ def test_empty_and_zero_dim_with_scalars(runtime, dtype):
 # ---- type promotion ------------------------------------------------------------
 
 PROMOTION_PAIRS = [
-    (torch.int32, torch.float32), (torch.uint8, torch.int8), (torch.bool, torch.int16),
-    (torch.float16, torch.bfloat16), (torch.int64, torch.float16), (torch.bool, torch.bool),
-    (torch.uint8, torch.float64), (torch.bfloat16, torch.float32), (torch.bool, torch.float32),
+    (torch.int32, torch.float32),
+    (torch.uint8, torch.int8),
+    (torch.bool, torch.int16),
+    (torch.float16, torch.bfloat16),
+    (torch.int64, torch.float16),
+    (torch.bool, torch.bool),
+    (torch.uint8, torch.float64),
+    (torch.bfloat16, torch.float32),
+    (torch.bool, torch.float32),
     (torch.int8, torch.int64),
 ]
 
@@ -435,8 +472,9 @@ def test_zero_dim_tensors_promote_like_torch(runtime, op):
 
 
 SCALAR_TENSOR_OPS = {  # ops whose torch Python API takes a number for `other`
-    op: BINARY[op] for op in BINARY if not op.startswith(("aten::logical", "aten::maximum", "aten::minimum",
-                                                           "aten::bitwise"))
+    op: BINARY[op]
+    for op in BINARY
+    if not op.startswith(("aten::logical", "aten::maximum", "aten::minimum", "aten::bitwise"))
 }
 # torch.pow(t, number) is pow.Tensor_Scalar; pow.Tensor_Tensor with a wrapped
 # number behaves like a 0-dim tensor of the result dtype holding it.
@@ -470,14 +508,20 @@ def test_scalar_overloads_promote_like_torch(runtime, dtype):
         ]:
             same_or_both_fail(runtime, op, (a, s), ref)
         for mode in ("trunc", "floor"):
-            same_or_both_fail(runtime, "aten::div.Scalar_mode", (a, s, mode),
-                              lambda: aten.div.Scalar_mode(a, s, rounding_mode=mode))
+            same_or_both_fail(
+                runtime, "aten::div.Scalar_mode", (a, s, mode), lambda: aten.div.Scalar_mode(a, s, rounding_mode=mode)
+            )
 
 
-@pytest.mark.parametrize("da,db", [
-    (torch.int32, torch.float32), (torch.bool, torch.uint8), (torch.float16, torch.bfloat16),
-    (torch.int64, torch.float64),
-])
+@pytest.mark.parametrize(
+    "da,db",
+    [
+        (torch.int32, torch.float32),
+        (torch.bool, torch.uint8),
+        (torch.float16, torch.bfloat16),
+        (torch.int64, torch.float64),
+    ],
+)
 def test_where_promotion(runtime, da, db):
     cond = make_tensor((3, 4), torch.bool, 50)
     a, b = make_tensor((3, 4), da, 51), make_tensor((3, 4), db, 52)
@@ -490,6 +534,7 @@ def test_where_promotion(runtime, da, db):
 
 
 # ---- integer division semantics -------------------------------------------------
+
 
 @pytest.mark.parametrize("dtype", [torch.int8, torch.int16, torch.int32, torch.int64])
 def test_integer_division_is_python_floor_division(runtime, dtype):
@@ -538,8 +583,9 @@ def test_uint8_division(runtime):
     # A negative Python number wraps into uint8 here too (-3 is 253).
     assert_same(run_op(runtime, "aten::fmod.Scalar", a, -3), aten.fmod.Scalar(a, -3))
     # A negative Python number wraps into uint8, as in PyTorch.
-    assert_same(run_op(runtime, "aten::div.Scalar_mode", a, -3, "floor"),
-                aten.div.Scalar_mode(a, -3, rounding_mode="floor"))
+    assert_same(
+        run_op(runtime, "aten::div.Scalar_mode", a, -3, "floor"), aten.div.Scalar_mode(a, -3, rounding_mode="floor")
+    )
 
 
 @pytest.mark.parametrize("dtype", INT_DTYPES, ids=str)
@@ -549,8 +595,11 @@ def test_integer_division_by_zero_is_an_error(runtime, dtype):
     for mode in ("trunc", "floor"):
         with pytest.raises(PareError, match=r"aten::div\.Tensor_mode: argument 'other': integer division by zero"):
             run_op(runtime, "aten::div.Tensor_mode", a, zero_in_b, mode)
-        with pytest.raises(PareError, match=r"aten::div\.Tensor_mode \(called from aten::div\.Scalar_mode\): "
-                                            r"argument 'other': integer division by zero"):
+        with pytest.raises(
+            PareError,
+            match=r"aten::div\.Tensor_mode \(called from aten::div\.Scalar_mode\): "
+            r"argument 'other': integer division by zero",
+        ):
             run_op(runtime, "aten::div.Scalar_mode", a, 0, mode)
     with pytest.raises(PareError, match=r"aten::remainder\.Tensor: argument 'other': integer division by zero"):
         run_op(runtime, "aten::remainder.Tensor", a, zero_in_b)
@@ -558,16 +607,21 @@ def test_integer_division_by_zero_is_an_error(runtime, dtype):
         run_op(runtime, "aten::remainder.Scalar", a, 0)
     with pytest.raises(PareError, match=r"aten::fmod\.Tensor: argument 'other': integer division by zero"):
         run_op(runtime, "aten::fmod.Tensor", a, zero_in_b)
-    with pytest.raises(PareError, match=r"aten::fmod\.Tensor \(called from aten::fmod\.Scalar\): "
-                                        r"argument 'other': integer division by zero"):
+    with pytest.raises(
+        PareError,
+        match=r"aten::fmod\.Tensor \(called from aten::fmod\.Scalar\): "
+        r"argument 'other': integer division by zero",
+    ):
         run_op(runtime, "aten::fmod.Scalar", a, 0)
     with pytest.raises(RuntimeError, match="ZeroDivisionError"):
         torch.fmod(a, zero_in_b)  # torch raises too
     # True division by zero is IEEE (inf/nan), and an empty tensor has nothing to divide.
     assert_same(run_op(runtime, "aten::div.Tensor", a, zero_in_b), torch.div(a, zero_in_b))
     empty = torch.empty(0, dtype=dtype)
-    assert_same(run_op(runtime, "aten::div.Tensor_mode", empty, torch.tensor(0, dtype=dtype), "trunc"),
-                torch.div(empty, torch.tensor(0, dtype=dtype), rounding_mode="trunc"))
+    assert_same(
+        run_op(runtime, "aten::div.Tensor_mode", empty, torch.tensor(0, dtype=dtype), "trunc"),
+        torch.div(empty, torch.tensor(0, dtype=dtype), rounding_mode="trunc"),
+    )
 
 
 def test_integer_overflow_wraps_like_torch(runtime):
@@ -575,12 +629,14 @@ def test_integer_overflow_wraps_like_torch(runtime):
     b = torch.tensor([-100, 1, -1, 7], dtype=torch.int8)
     assert_same(run_op(runtime, "aten::sub.Tensor", a, b), a - b)
     assert_same(run_op(runtime, "aten::sub.Tensor", a, b, 3), torch.sub(a, b, alpha=3))
-    assert_same(run_op(runtime, "aten::pow.Tensor_Scalar", a, 5), a ** 5)
+    assert_same(run_op(runtime, "aten::pow.Tensor_Scalar", a, 5), a**5)
     assert_same(run_op(runtime, "aten::pow.Tensor_Tensor", a, b.abs()), torch.pow(a, b.abs()))
     big = torch.tensor([2**62, -(2**63)], dtype=torch.int64)
     assert_same(run_op(runtime, "aten::sub.Tensor", big, -big), big - (-big))
-    assert_same(run_op(runtime, "aten::pow.Scalar", 300, torch.tensor([1, 2], dtype=torch.int8)),
-                aten.pow.Scalar(300, torch.tensor([1, 2], dtype=torch.int8)))
+    assert_same(
+        run_op(runtime, "aten::pow.Scalar", 300, torch.tensor([1, 2], dtype=torch.int8)),
+        aten.pow.Scalar(300, torch.tensor([1, 2], dtype=torch.int8)),
+    )
 
 
 def test_integer_pow_with_negative_exponents(runtime):
@@ -593,14 +649,17 @@ def test_integer_pow_with_negative_exponents(runtime):
 
 # ---- floating special values -------------------------------------------------------
 
+
 @pytest.mark.parametrize("dtype", FLOAT_DTYPES, ids=str)
 def test_float_division_special_values(runtime, dtype):
     nan, inf = float("nan"), float("inf")
     # Includes quotients beyond 2^23 and 2^52 (already integral) and -0.0 results.
-    a = torch.tensor([1.0, -1.0, 0.0, 5.0, -5.0, inf, nan, 1.0, -1.0, 7.5, -7.5, 1e4, 1e30, -3e29, 1e300, -0.5, 0.5],
-                     dtype=dtype)
-    b = torch.tensor([0.0, 0.0, 0.0, inf, -inf, 2.0, 1.0, inf, inf, -2.0, 2.0, 1e-4, 7.0, 3.0, -3.0, 4.0, -4.0],
-                     dtype=dtype)
+    a = torch.tensor(
+        [1.0, -1.0, 0.0, 5.0, -5.0, inf, nan, 1.0, -1.0, 7.5, -7.5, 1e4, 1e30, -3e29, 1e300, -0.5, 0.5], dtype=dtype
+    )
+    b = torch.tensor(
+        [0.0, 0.0, 0.0, inf, -inf, 2.0, 1.0, inf, inf, -2.0, 2.0, 1e-4, 7.0, 3.0, -3.0, 4.0, -4.0], dtype=dtype
+    )
     assert_same(run_op(runtime, "aten::div.Tensor", a, b), torch.div(a, b))
     for mode in ("trunc", "floor"):
         actual, expected = run_op(runtime, "aten::div.Tensor_mode", a, b, mode), torch.div(a, b, rounding_mode=mode)
@@ -613,7 +672,7 @@ def test_float_division_special_values(runtime, dtype):
     zeros = expected == 0
     assert torch.equal(torch.signbit(actual[zeros]), torch.signbit(expected[zeros])), "fmod"
     assert_same(run_op(runtime, "aten::pow.Tensor_Tensor", a, b), torch.pow(a, b))
-    assert_same(run_op(runtime, "aten::pow.Tensor_Scalar", a, 0), a ** 0)  # NaN ** 0 == 1
+    assert_same(run_op(runtime, "aten::pow.Tensor_Scalar", a, 0), a**0)  # NaN ** 0 == 1
     assert_same(run_op(runtime, "aten::pow.Scalar", 1, b), aten.pow.Scalar(1, b))  # 1 ** NaN == 1
     for name in COMPARISONS:
         assert_same(run_op(runtime, f"aten::{name}.Tensor", a, b), getattr(torch, name)(a, b))
@@ -627,8 +686,9 @@ def test_fmod_is_exact_for_any_quotient(runtime, dtype):
     so this compares with numpy's fmod (libm) on the same values in float64,
     which is exact too."""
     rng = np.random.default_rng(59)
-    a, b = (torch.from_numpy(rng.standard_normal(2000) * 10.0 ** rng.integers(-30, 30, 2000)).to(dtype)
-            for _ in range(2))
+    a, b = (
+        torch.from_numpy(rng.standard_normal(2000) * 10.0 ** rng.integers(-30, 30, 2000)).to(dtype) for _ in range(2)
+    )
     expected = torch.from_numpy(np.fmod(a.double().numpy(), b.double().numpy())).to(dtype)
     assert_same(run_op(runtime, "aten::fmod.Tensor", a, b), expected, rtol=0, atol=0)
 
@@ -651,19 +711,30 @@ def test_reduced_float_rounding_matches_torch_exactly(runtime, dtype):
     a = (torch.from_numpy(rng.standard_normal(4000)) * 50).to(dtype)
     b = (torch.from_numpy(rng.standard_normal(4000)) * 3).to(dtype)
     exact = dict(rtol=0, atol=0)
-    divisors = [b, b[7:8], b[3:4].reshape(1, 1), 0.3, -1.7, torch.tensor(0.3, dtype=torch.float64),
-                torch.tensor(0.3, dtype=dtype)]
+    divisors = [
+        b,
+        b[7:8],
+        b[3:4].reshape(1, 1),
+        0.3,
+        -1.7,
+        torch.tensor(0.3, dtype=torch.float64),
+        torch.tensor(0.3, dtype=dtype),
+    ]
     for d in divisors:
         for mode in ("trunc", "floor", None):
-            assert_same(run_op(runtime, "aten::div.Tensor_mode", a, d, mode), torch.div(a, d, rounding_mode=mode),
-                        **exact)
+            assert_same(
+                run_op(runtime, "aten::div.Tensor_mode", a, d, mode), torch.div(a, d, rounding_mode=mode), **exact
+            )
         assert_same(run_op(runtime, "aten::remainder.Tensor", a, d), torch.remainder(a, d), **exact)
         assert_same(run_op(runtime, "aten::fmod.Tensor", a, d), torch.fmod(a, d), **exact)
     for s in (0.3, -1.7):
         assert_same(run_op(runtime, "aten::sub.Tensor", a, s), torch.sub(a, s), **exact)
         check_reduced_float_sub(runtime, "aten::sub.Tensor", a, b, s)
-        assert_same(run_op(runtime, "aten::maximum", a, torch.tensor(s, dtype=torch.float64)),
-                    torch.maximum(a, torch.tensor(s, dtype=torch.float64)), **exact)
+        assert_same(
+            run_op(runtime, "aten::maximum", a, torch.tensor(s, dtype=torch.float64)),
+            torch.maximum(a, torch.tensor(s, dtype=torch.float64)),
+            **exact,
+        )
         assert_same(run_op(runtime, "aten::lt.Scalar", a, s), a < s)
     base = a.abs()
     for e in (2, 3, -2, 0.5, -0.5, -1, 0.1, 2.5, 3.0001):
@@ -699,8 +770,13 @@ def check_reduced_float_pow(runtime, base, exponent):
     references, ulps = [rounded(x.pow(e))], 1
     if dtype == torch.bfloat16:
         square = rounded(x * x).double()
-        arithmetic = {2.0: [rounded(x * x)], 3.0: [rounded(square * x)], -2.0: [rounded(1 / square)],
-                      0.5: [rounded(x.sqrt())], -1.0: [rounded(1 / x)]}
+        arithmetic = {
+            2.0: [rounded(x * x)],
+            3.0: [rounded(square * x)],
+            -2.0: [rounded(1 / square)],
+            0.5: [rounded(x.sqrt())],
+            -1.0: [rounded(1 / x)],
+        }
         sqrt_float = x.sqrt().to(torch.float32)  # correctly rounded, like the CPU's sqrt
         arithmetic[-0.5] = [rounded(1 / sqrt_float.double()), rounded(1 / sqrt_float.to(dtype).double())]
         if e in arithmetic:
@@ -712,14 +788,16 @@ def check_reduced_float_pow(runtime, base, exponent):
 
 # ---- errors --------------------------------------------------------------------
 
+
 def test_sub_rejects_bool_like_torch(runtime):
     mask = torch.tensor([True, False])
     with pytest.raises(PareError, match=r"aten::sub\.Tensor: argument 'self' is Bool: .*logical_not"):
         run_op(runtime, "aten::sub.Tensor", mask, mask)
     with pytest.raises(PareError, match=r"aten::sub\.Tensor: argument 'other' is Bool"):
         run_op(runtime, "aten::sub.Tensor", torch.tensor([1, 2]), True)
-    with pytest.raises(PareError,
-                       match=r"aten::sub\.Tensor \(called from aten::sub\.Scalar\): argument 'self' is Bool"):
+    with pytest.raises(
+        PareError, match=r"aten::sub\.Tensor \(called from aten::sub\.Scalar\): argument 'self' is Bool"
+    ):
         run_op(runtime, "aten::sub.Scalar", mask, 1)
 
 
@@ -733,8 +811,11 @@ def test_alpha_checks_match_torch(runtime):
     # -255..255): int8 takes alpha 128 but not -128.
     i8 = make_tensor((3,), torch.int8, 55)
     assert_same(run_op(runtime, "aten::sub.Tensor", i8, i8, 128), torch.sub(i8, i8, alpha=128))
-    with pytest.raises(PareError, match=r"argument 'alpha': value 128 cannot be converted to Char without overflow "
-                                        r"\(sub converts -alpha\)"):
+    with pytest.raises(
+        PareError,
+        match=r"argument 'alpha': value 128 cannot be converted to Char without overflow "
+        r"\(sub converts -alpha\)",
+    ):
         run_op(runtime, "aten::sub.Tensor", i8, i8, -128)
     u8 = make_tensor((3,), torch.uint8, 56)
     for alpha in (3, -3, 255, -255):
@@ -748,12 +829,15 @@ def test_alpha_checks_match_torch(runtime):
 
 def test_pow_errors_match_torch(runtime):
     ints = torch.tensor([2, 3])
-    with pytest.raises(PareError, match=r"aten::pow\.Tensor_Scalar: argument 'exponent': integers to negative "
-                                        r"integer powers are not allowed"):
+    with pytest.raises(
+        PareError,
+        match=r"aten::pow\.Tensor_Scalar: argument 'exponent': integers to negative "
+        r"integer powers are not allowed",
+    ):
         run_op(runtime, "aten::pow.Tensor_Scalar", ints, -1)
     with pytest.raises(PareError, match="negative integer powers"):
         run_op(runtime, "aten::pow.Tensor_Scalar", torch.tensor([True]), -2)
-    assert_same(run_op(runtime, "aten::pow.Tensor_Scalar", ints, -1.0), ints ** -1.0)  # float exponent: fine
+    assert_same(run_op(runtime, "aten::pow.Tensor_Scalar", ints, -1.0), ints**-1.0)  # float exponent: fine
     with pytest.raises(PareError, match="argument 'exponent': value 300 cannot be converted to Char"):
         run_op(runtime, "aten::pow.Tensor_Scalar", torch.tensor([1, 2], dtype=torch.int8), 300)
     with pytest.raises(PareError, match="argument 'exponent': value 1e\\+06 cannot be converted to Half"):
@@ -765,8 +849,11 @@ def test_pow_errors_match_torch(runtime):
 
 def test_rounding_mode_is_checked(runtime):
     a = torch.tensor([7.0])
-    with pytest.raises(PareError, match=r"aten::div\.Tensor_mode: argument 'rounding_mode' must be None, 'trunc' "
-                                        r"or 'floor', got 'round'"):
+    with pytest.raises(
+        PareError,
+        match=r"aten::div\.Tensor_mode: argument 'rounding_mode' must be None, 'trunc' "
+        r"or 'floor', got 'round'",
+    ):
         run_op(runtime, "aten::div.Tensor_mode", a, a, "round")
     with pytest.raises(PareError, match=r"rounding_mode"):
         run_op(runtime, "aten::div.Scalar_mode", a, 2, "ceil")
@@ -777,8 +864,11 @@ def test_rounding_mode_is_checked(runtime):
         run_op(runtime, "aten::div.Tensor_mode", mask, mask, "trunc")
     with pytest.raises(PareError, match=r"aten::remainder\.Tensor: .*Bool"):
         run_op(runtime, "aten::remainder.Tensor", mask, mask)
-    with pytest.raises(PareError, match=r"aten::fmod\.Tensor: arguments 'self' and 'other': fmod of two Bool "
-                                        r"operands is not supported"):
+    with pytest.raises(
+        PareError,
+        match=r"aten::fmod\.Tensor: arguments 'self' and 'other': fmod of two Bool "
+        r"operands is not supported",
+    ):
         run_op(runtime, "aten::fmod.Tensor", mask, mask)
     with pytest.raises(PareError, match=r"aten::fmod\.Tensor \(called from aten::fmod\.Scalar\): .*Bool"):
         run_op(runtime, "aten::fmod.Scalar", mask, True)
@@ -787,15 +877,20 @@ def test_rounding_mode_is_checked(runtime):
 
 
 def test_bitwise_rejects_floating_point(runtime):
-    with pytest.raises(PareError, match=r"aten::bitwise_and\.Tensor: arguments 'self' \(Float\) and 'other' \(Int\) "
-                                        r"must be integral or Bool"):
+    with pytest.raises(
+        PareError,
+        match=r"aten::bitwise_and\.Tensor: arguments 'self' \(Float\) and 'other' \(Int\) "
+        r"must be integral or Bool",
+    ):
         run_op(runtime, "aten::bitwise_and.Tensor", torch.ones(2), torch.ones(2, dtype=torch.int32))
     with pytest.raises(PareError, match=r"aten::bitwise_or\.Tensor: .*Float"):
         run_op(runtime, "aten::bitwise_or.Tensor", torch.ones(2, dtype=torch.int64), 1.5)
     ints = torch.tensor([5, 6])
     assert_same(run_op(runtime, "aten::bitwise_and.Tensor", ints, 3), ints & 3)
-    assert_same(run_op(runtime, "aten::bitwise_or.Tensor", torch.tensor([True, False]), torch.tensor([False, False])),
-                torch.tensor([True, False]))
+    assert_same(
+        run_op(runtime, "aten::bitwise_or.Tensor", torch.tensor([True, False]), torch.tensor([False, False])),
+        torch.tensor([True, False]),
+    )
 
 
 def test_where_checks_its_arguments(runtime):
@@ -812,8 +907,10 @@ def test_where_checks_its_arguments(runtime):
 def test_incompatible_shapes_name_the_argument(runtime, op):
     dtype = binary_dtype(op)
     name = "exponent" if "pow" in op else "other"
-    with pytest.raises(PareError, match=op.replace(".", r"\.") +
-                       rf": argument '{name}' with sizes \[4\] cannot be broadcast with sizes \[2, 3\]"):
+    with pytest.raises(
+        PareError,
+        match=op.replace(".", r"\.") + rf": argument '{name}' with sizes \[4\] cannot be broadcast with sizes \[2, 3\]",
+    ):
         run_op(runtime, op, torch.ones(2, 3, dtype=dtype), torch.ones(4, dtype=dtype))
 
 
@@ -830,6 +927,7 @@ def test_wrong_argument_kinds_name_the_argument(runtime):
 
 
 # ---- composition -----------------------------------------------------------------
+
 
 def test_scalar_overloads_call_their_tensor_overload(tracing_runtime):
     """sub/mul/div/remainder/fmod .Scalar are composites in PyTorch: traces record

@@ -6,7 +6,6 @@ import itertools
 
 import pytest
 import torch
-
 from runtime_testing import ALL_DTYPES, assert_same, make_tensor, run_op
 
 pytestmark = pytest.mark.fp_ops  # see tests/runtime/conftest.py
@@ -44,10 +43,19 @@ def test_relu_rejects_bool_with_a_clear_error(runtime):
         run_op(runtime, "aten::relu", torch.ones(3, dtype=torch.bool))
 
 
-@pytest.mark.parametrize("shape_a,shape_b", [
-    ((4, 1, 3), (5, 3)), ((1,), (2, 3)), ((2, 3), ()), ((), ()), ((3, 1), (1, 4)),
-    ((2, 1, 4, 1), (3, 1, 5)), ((0, 3), (1, 3)), ((2, 0), (2, 1)),
-])
+@pytest.mark.parametrize(
+    "shape_a,shape_b",
+    [
+        ((4, 1, 3), (5, 3)),
+        ((1,), (2, 3)),
+        ((2, 3), ()),
+        ((), ()),
+        ((3, 1), (1, 4)),
+        ((2, 1, 4, 1), (3, 1, 5)),
+        ((0, 3), (1, 3)),
+        ((2, 0), (2, 1)),
+    ],
+)
 def test_broadcasting(runtime, shape_a, shape_b):
     a, b = make_tensor(shape_a, torch.float32, 6), make_tensor(shape_b, torch.float32, 7)
     assert_same(run_op(runtime, "aten::add.Tensor", a, b, 3), torch.add(a, b, alpha=3))
@@ -74,11 +82,19 @@ def test_large_contiguous_and_broadcast_fast_paths(runtime):
     assert_same(run_op(runtime, "aten::mul.Tensor", a, 0.5), a * 0.5)
 
 
-@pytest.mark.parametrize("da,db", [
-    (torch.int32, torch.float32), (torch.uint8, torch.int8), (torch.bool, torch.int16),
-    (torch.float16, torch.bfloat16), (torch.int64, torch.float16), (torch.bool, torch.bool),
-    (torch.uint8, torch.float64), (torch.bfloat16, torch.float32),
-])
+@pytest.mark.parametrize(
+    "da,db",
+    [
+        (torch.int32, torch.float32),
+        (torch.uint8, torch.int8),
+        (torch.bool, torch.int16),
+        (torch.float16, torch.bfloat16),
+        (torch.int64, torch.float16),
+        (torch.bool, torch.bool),
+        (torch.uint8, torch.float64),
+        (torch.bfloat16, torch.float32),
+    ],
+)
 def test_tensor_tensor_promotion(runtime, da, db):
     a, b = make_tensor((3, 4), da, 13), make_tensor((3, 4), db, 14)
     assert_same(run_op(runtime, "aten::add.Tensor", a, b), torch.add(a, b))

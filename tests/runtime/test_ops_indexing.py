@@ -12,11 +12,11 @@ and errors named by argument."""
 import numpy as np
 import pytest
 import torch
+from runtime_testing import ALL_DTYPES, assert_same, make_tensor, run_op, to_input
 
 from pare import dtypes
 from pare.program import ProgramBuilder, TensorListOf
 from pare.runtime import PareError
-from runtime_testing import ALL_DTYPES, assert_same, make_tensor, run_op, to_input
 
 pytestmark = pytest.mark.fp_ops  # see tests/runtime/conftest.py
 
@@ -98,10 +98,19 @@ def test_permute_transpose(runtime):
         run_op(runtime, "aten::transpose.int", x, 0, 4)
 
 
-@pytest.mark.parametrize("shape,size", [
-    ((3, 1), [3, 4]), ((3, 1), [2, 3, 5]), ((1,), [0]), ((), [2, 2]), ((2, 1, 3), [-1, 4, -1]),
-    ((4,), [1, 4]), ((1, 1), [1, 1]), ((0, 1), [0, 3]),
-])
+@pytest.mark.parametrize(
+    "shape,size",
+    [
+        ((3, 1), [3, 4]),
+        ((3, 1), [2, 3, 5]),
+        ((1,), [0]),
+        ((), [2, 2]),
+        ((2, 1, 3), [-1, 4, -1]),
+        ((4,), [1, 4]),
+        ((1, 1), [1, 1]),
+        ((0, 1), [0, 3]),
+    ],
+)
 def test_expand(runtime, shape, size):
     x = make_tensor(shape, torch.float32, 3)
     assert_same(run_op(runtime, "aten::expand", x, size), x.expand(size))
@@ -117,17 +126,29 @@ def test_expand_errors(runtime):
         run_op(runtime, "aten::expand", x, [-1, 2, 3])
 
 
-@pytest.mark.parametrize("dim,start,end,step", [
-    (0, 1, 9223372036854775807, 1), (0, -100, -2, 1), (0, 4, 2, 1), (1, None, None, 2), (1, -3, None, 3),
-    (-1, 0, 100, 4), (0, 5, 10, 1), (1, 2, 3, 100), (1, 0, 6, 1000),
-])
+@pytest.mark.parametrize(
+    "dim,start,end,step",
+    [
+        (0, 1, 9223372036854775807, 1),
+        (0, -100, -2, 1),
+        (0, 4, 2, 1),
+        (1, None, None, 2),
+        (1, -3, None, 3),
+        (-1, 0, 100, 4),
+        (0, 5, 10, 1),
+        (1, 2, 3, 100),
+        (1, 0, 6, 1000),
+    ],
+)
 def test_slice(runtime, dim, start, end, step):
     x = make_tensor((5, 6), torch.int16, 4)
-    assert_same(run_op(runtime, "aten::slice.Tensor", x, dim, start, end, step),
-                aten.slice.Tensor(x, dim, start, end, step))
+    assert_same(
+        run_op(runtime, "aten::slice.Tensor", x, dim, start, end, step), aten.slice.Tensor(x, dim, start, end, step)
+    )
     y = non_contiguous((5, 6), torch.float64, 5)
-    assert_same(run_op(runtime, "aten::slice.Tensor", y, dim, start, end, step),
-                aten.slice.Tensor(y, dim, start, end, step))
+    assert_same(
+        run_op(runtime, "aten::slice.Tensor", y, dim, start, end, step), aten.slice.Tensor(y, dim, start, end, step)
+    )
 
 
 def test_slice_defaults_and_errors(runtime):
@@ -232,10 +253,16 @@ def test_copies_every_dtype(runtime, dtype):
 
 def test_copy_broadcasts_and_converts(runtime):
     base = torch.zeros(2, 3, 4)
-    for src in (torch.arange(4, dtype=torch.int32), make_tensor((3, 1), torch.float64, 13), torch.tensor(7),
-                non_contiguous((2, 3, 4), torch.float16, 14)):
+    for src in (
+        torch.arange(4, dtype=torch.int32),
+        make_tensor((3, 1), torch.float64, 13),
+        torch.tensor(7),
+        non_contiguous((2, 3, 4), torch.float16, 14),
+    ):
         assert_same(run_op(runtime, "aten::copy", base, src), aten.copy(base, src))
-    with pytest.raises(PareError, match=r"aten::copy: argument 'src' with sizes \[2\] cannot be broadcast to \[2, 3, 4\]"):
+    with pytest.raises(
+        PareError, match=r"aten::copy: argument 'src' with sizes \[2\] cannot be broadcast to \[2, 3, 4\]"
+    ):
         run_op(runtime, "aten::copy", base, torch.ones(2))
 
 
@@ -247,18 +274,32 @@ def test_slice_scatter_every_dtype(runtime, dtype):
     assert_same(run_op(runtime, "aten::slice_scatter", y, src_y, -1, -2), aten.slice_scatter(y, src_y, -1, -2))
 
 
-@pytest.mark.parametrize("dim,start,end,step", [
-    (0, 1, 9223372036854775807, 1), (0, -100, -2, 1), (0, 4, 2, 1), (1, None, None, 2), (1, -3, None, 3),
-    (-1, 0, 100, 4), (0, 5, 10, 1), (1, 2, 3, 100), (1, 0, 6, 1000), (-2, -9223372036854775808, 3, 2),
-    (2, 1, -1, 3), (-3, None, 3, 1),
-])
+@pytest.mark.parametrize(
+    "dim,start,end,step",
+    [
+        (0, 1, 9223372036854775807, 1),
+        (0, -100, -2, 1),
+        (0, 4, 2, 1),
+        (1, None, None, 2),
+        (1, -3, None, 3),
+        (-1, 0, 100, 4),
+        (0, 5, 10, 1),
+        (1, 2, 3, 100),
+        (1, 0, 6, 1000),
+        (-2, -9223372036854775808, 3, 2),
+        (2, 1, -1, 3),
+        (-3, None, 3, 1),
+    ],
+)
 def test_slice_scatter_bounds(runtime, dim, start, end, step):
     for x_of, src_of in ((make_tensor, make_tensor), (non_contiguous, non_contiguous), (make_tensor, non_contiguous)):
         x = x_of((5, 6, 7), torch.float32, 54)
         shape = tuple(aten.slice.Tensor(x, dim, start, end, step).shape)
         src = src_of(shape, torch.float32, 55)
-        assert_same(run_op(runtime, "aten::slice_scatter", x, src, dim, start, end, step),
-                    aten.slice_scatter(x, src, dim, start, end, step))
+        assert_same(
+            run_op(runtime, "aten::slice_scatter", x, src, dim, start, end, step),
+            aten.slice_scatter(x, src, dim, start, end, step),
+        )
 
 
 def test_slice_scatter_defaults_and_empty(runtime):
@@ -267,8 +308,9 @@ def test_slice_scatter_defaults_and_empty(runtime):
     assert_same(run_op(runtime, "aten::slice_scatter", x, src[2:], 0, 2), aten.slice_scatter(x, src[2:], 0, 2))
     assert_same(run_op(runtime, "aten::slice_scatter", x, src[:, :0], 1, 3), x)  # empty slice: a copy of self
     empty = torch.zeros(0, 3, dtype=torch.int64)
-    assert_same(run_op(runtime, "aten::slice_scatter", empty, empty, 0, 1, 4),
-                aten.slice_scatter(empty, empty, 0, 1, 4))
+    assert_same(
+        run_op(runtime, "aten::slice_scatter", empty, empty, 0, 1, 4), aten.slice_scatter(empty, empty, 0, 1, 4)
+    )
     assert_same(run_op(runtime, "aten::slice_scatter", empty, empty[:, :1], 1, 2), empty)
 
 
@@ -293,14 +335,20 @@ def test_slice_scatter_errors(runtime):
     def scatter(*args):
         return run_op(runtime, "aten::slice_scatter", *args)
 
-    with pytest.raises(PareError, match=r"aten::slice_scatter: argument 'src' of sizes \[4, 3\] must have the sizes "
-                                        r"of the slice of 'self', \[4, 2\]") as e:
+    with pytest.raises(
+        PareError,
+        match=r"aten::slice_scatter: argument 'src' of sizes \[4, 3\] must have the sizes "
+        r"of the slice of 'self', \[4, 2\]",
+    ) as e:
         scatter(x, torch.ones(4, 3), 1, 0, 2)
     assert e.value.status_name == "InvalidShape"
     with pytest.raises(RuntimeError, match="expected src to have a size equal to the slice of self"):
         aten.slice_scatter(x, torch.ones(4, 3), 1, 0, 2)
-    with pytest.raises(PareError, match=r"argument 'src' of sizes \[2\] must have the sizes of the slice of 'self', "
-                                        r"\[4, 2\]"):
+    with pytest.raises(
+        PareError,
+        match=r"argument 'src' of sizes \[2\] must have the sizes of the slice of 'self', "
+        r"\[4, 2\]",
+    ):
         scatter(x, torch.ones(2), 1, 0, 2)  # no broadcasting, like torch
     with pytest.raises(PareError, match=r"argument 'src' of sizes \[1, 2\] must have the sizes"):
         scatter(x, torch.ones(1, 2), 1, 0, 2)
@@ -379,11 +427,28 @@ def test_flip(runtime):
         run_op(runtime, "aten::flip", x, [0, -3])
 
 
-@pytest.mark.parametrize("shifts,dims", [
-    ([1], [0]), ([-1], [2]), ([7], [1]), ([-17], [-1]), ([2, -3], [0, -1]), ([1, 2, 3], [0, 1, 2]),
-    ([1, 1], [1, 1]), ([2, -2], [1, -2]), ([3, 4], [2, 0]), ([0], [1]), ([5], [0]), ([2**62], [1]),
-    ([-(2**62)], [2]), ([4], []), ([-13], []), ([61], []), ([0], []),
-])
+@pytest.mark.parametrize(
+    "shifts,dims",
+    [
+        ([1], [0]),
+        ([-1], [2]),
+        ([7], [1]),
+        ([-17], [-1]),
+        ([2, -3], [0, -1]),
+        ([1, 2, 3], [0, 1, 2]),
+        ([1, 1], [1, 1]),
+        ([2, -2], [1, -2]),
+        ([3, 4], [2, 0]),
+        ([0], [1]),
+        ([5], [0]),
+        ([2**62], [1]),
+        ([-(2**62)], [2]),
+        ([4], []),
+        ([-13], []),
+        ([61], []),
+        ([0], []),
+    ],
+)
 def test_roll(runtime, shifts, dims):
     """Several (shift, dim) pairs, negative and oversized shifts, negative and
     repeated dims, and no dims (the flattened tensor rolls), on a permuted,
@@ -424,15 +489,21 @@ def test_roll_shapes(runtime):
 
 def test_roll_errors(runtime):
     x = torch.ones(2, 3)
-    with pytest.raises(PareError, match=r"aten::roll: arguments 'shifts' and 'dims' must have the same length, "
-                                        r"got 2 shifts and 1 dims"):
+    with pytest.raises(
+        PareError,
+        match=r"aten::roll: arguments 'shifts' and 'dims' must have the same length, "
+        r"got 2 shifts and 1 dims",
+    ):
         run_op(runtime, "aten::roll", x, [1, 2], [0])
     with pytest.raises(PareError, match=r"got 2 shifts and 0 dims"):
         run_op(runtime, "aten::roll", x, [1, 2])
     with pytest.raises(PareError, match=r"aten::roll: argument 'shifts' must not be empty"):
         run_op(runtime, "aten::roll", x, [], [])
-    with pytest.raises(PareError, match=r"aten::roll: argument 'dims': dimension 2 is out of range for a 2-dim "
-                                        r"tensor \(expected \[-2, 1\]\)"):
+    with pytest.raises(
+        PareError,
+        match=r"aten::roll: argument 'dims': dimension 2 is out of range for a 2-dim "
+        r"tensor \(expected \[-2, 1\]\)",
+    ):
         run_op(runtime, "aten::roll", x, [1], [2])
     with pytest.raises(PareError, match=r"aten::roll: argument 'dims': dimension -3 is out of range"):
         run_op(runtime, "aten::roll", x, [1, 1], [0, -3])
@@ -447,11 +518,21 @@ def test_roll_errors(runtime):
         torch.tensor(1.0).roll([1], [0])
 
 
-@pytest.mark.parametrize("shape,repeats", [
-    ((2, 3), [2, 2]), ((2, 3), [3, 1, 2]), ((2, 3), [1, 1]), ((2, 3), [2, 0, 1]), ((), [3]), ((), []),
-    ((1, 3), [4, 1]), ((2, 1, 2, 1, 2), [2, 2, 2, 2, 2]), ((2, 2, 2, 2, 2, 2), [2, 1, 2, 1, 2, 2]),
-    ((0, 2), [2, 2]),
-])
+@pytest.mark.parametrize(
+    "shape,repeats",
+    [
+        ((2, 3), [2, 2]),
+        ((2, 3), [3, 1, 2]),
+        ((2, 3), [1, 1]),
+        ((2, 3), [2, 0, 1]),
+        ((), [3]),
+        ((), []),
+        ((1, 3), [4, 1]),
+        ((2, 1, 2, 1, 2), [2, 2, 2, 2, 2]),
+        ((2, 2, 2, 2, 2, 2), [2, 1, 2, 1, 2, 2]),
+        ((0, 2), [2, 2]),
+    ],
+)
 def test_repeat(runtime, shape, repeats):
     x = make_tensor(shape, torch.float32, 31)
     assert_same(run_op(runtime, "aten::repeat", x, repeats), x.repeat(repeats))
@@ -481,8 +562,12 @@ def test_gathers_every_dtype(runtime, dtype):
 def test_index_select(runtime):
     x = non_contiguous((5, 6, 7), torch.float32, 34)
     for dim in (0, 1, 2, -1):
-        for idx in (torch.tensor([4, 0, 2, 2]), torch.tensor([1], dtype=torch.int32), torch.tensor(3),
-                    torch.tensor([], dtype=torch.int64)):
+        for idx in (
+            torch.tensor([4, 0, 2, 2]),
+            torch.tensor([1], dtype=torch.int32),
+            torch.tensor(3),
+            torch.tensor([], dtype=torch.int64),
+        ):
             assert_same(run_op(runtime, "aten::index_select", x, dim, idx), x.index_select(dim, idx))
     weight = make_tensor((100, 64), torch.float32, 35)  # embedding-like rows
     ids_ = torch.randint(0, 100, (50,), generator=torch.Generator().manual_seed(36))
@@ -509,13 +594,17 @@ def test_gather(runtime):
         assert_same(run_op(runtime, "aten::gather", x, dim, index), torch.gather(x, dim, index))
         strided = torch.randint(0, x.shape[dim], [2 * s for s in shape], generator=g)[::2, ::2, ::2]
         assert_same(run_op(runtime, "aten::gather", x, dim, strided), torch.gather(x, dim, strided))
-    assert_same(run_op(runtime, "aten::gather", x, 1, torch.ones(0, 2, 2, dtype=torch.int64)),
-                torch.gather(x, 1, torch.ones(0, 2, 2, dtype=torch.int64)))
+    assert_same(
+        run_op(runtime, "aten::gather", x, 1, torch.ones(0, 2, 2, dtype=torch.int64)),
+        torch.gather(x, 1, torch.ones(0, 2, 2, dtype=torch.int64)),
+    )
     s = torch.tensor(2.0)
     assert_same(run_op(runtime, "aten::gather", s, 0, torch.tensor(0)), torch.gather(s, 0, torch.tensor(0)))
     v = torch.arange(5.0)
     assert_same(run_op(runtime, "aten::gather", v, 0, torch.tensor(3)), torch.gather(v, 0, torch.tensor(3)))
-    with pytest.raises(PareError, match=r"aten::gather: argument 'index': index 5 is out of bounds for dim 1 with size 5"):
+    with pytest.raises(
+        PareError, match=r"aten::gather: argument 'index': index 5 is out of bounds for dim 1 with size 5"
+    ):
         run_op(runtime, "aten::gather", x, 1, torch.full((1, 1, 1), 5))
     with pytest.raises(PareError, match=r"argument 'index' must be a Long \(int64\) tensor, got Int"):
         run_op(runtime, "aten::gather", x, 1, torch.zeros(1, 1, 1, dtype=torch.int32))
@@ -559,8 +648,7 @@ def test_factories_every_dtype(runtime, dtype):
     empty = run_op(runtime, "aten::empty.memory_format", [3, 0, 2], dtype)
     assert empty.dtype == dtype and empty.shape == (3, 0, 2)
     if dtype != torch.bool:
-        assert_same(run_op(runtime, "aten::arange.start_step", 1, 11, 3, dtype),
-                    torch.arange(1, 11, 3, dtype=dtype))
+        assert_same(run_op(runtime, "aten::arange.start_step", 1, 11, 3, dtype), torch.arange(1, 11, 3, dtype=dtype))
 
 
 @pytest.mark.parametrize("fill", [0, 1, -3, 2.5, -0.0, True, False, float("inf"), float("nan"), 2**40])
@@ -573,11 +661,23 @@ def test_full_infers_dtype_and_converts(runtime, fill):
     assert_same(run_op(runtime, "aten::scalar_tensor", fill), torch.scalar_tensor(fill))
 
 
-@pytest.mark.parametrize("value,dtype", [
-    (300, torch.uint8), (-256, torch.uint8), (-0.5, torch.uint8), (255.5, torch.uint8), (2**31, torch.int32),
-    (1e10, torch.int32), (float("nan"), torch.int64), (9.3e18, torch.int64), (65520, torch.float16),
-    (1e300, torch.float32), (3.4e38, torch.bfloat16), (2**63 - 1, torch.float16),
-])
+@pytest.mark.parametrize(
+    "value,dtype",
+    [
+        (300, torch.uint8),
+        (-256, torch.uint8),
+        (-0.5, torch.uint8),
+        (255.5, torch.uint8),
+        (2**31, torch.int32),
+        (1e10, torch.int32),
+        (float("nan"), torch.int64),
+        (9.3e18, torch.int64),
+        (65520, torch.float16),
+        (1e300, torch.float32),
+        (3.4e38, torch.bfloat16),
+        (2**63 - 1, torch.float16),
+    ],
+)
 def test_full_rejects_values_torch_rejects(runtime, value, dtype):
     with pytest.raises(RuntimeError, match="without overflow"):
         torch.full([2], value, dtype=dtype)
@@ -585,12 +685,25 @@ def test_full_rejects_values_torch_rejects(runtime, value, dtype):
         run_op(runtime, "aten::full", [2], value, dtype)
 
 
-@pytest.mark.parametrize("value,dtype", [
-    (-255, torch.uint8), (-1, torch.uint8), (255, torch.uint8), (-2**31, torch.int32), (2**63 - 1, torch.int64),
-    (65504, torch.float16), (float("inf"), torch.float16), (float("-inf"), torch.float32),
-    (2**63 - 1, torch.bfloat16), (300, torch.bool), (-3.5, torch.bool), (1e300, torch.float64), (2.7, torch.int64),
-    (-2.7, torch.int8),
-])
+@pytest.mark.parametrize(
+    "value,dtype",
+    [
+        (-255, torch.uint8),
+        (-1, torch.uint8),
+        (255, torch.uint8),
+        (-(2**31), torch.int32),
+        (2**63 - 1, torch.int64),
+        (65504, torch.float16),
+        (float("inf"), torch.float16),
+        (float("-inf"), torch.float32),
+        (2**63 - 1, torch.bfloat16),
+        (300, torch.bool),
+        (-3.5, torch.bool),
+        (1e300, torch.float64),
+        (2.7, torch.int64),
+        (-2.7, torch.int8),
+    ],
+)
 def test_full_accepts_values_torch_accepts(runtime, value, dtype):
     assert_same(run_op(runtime, "aten::full", [2], value, dtype), torch.full([2], value, dtype=dtype))
 
@@ -612,15 +725,32 @@ def test_factory_errors(runtime):
         run_op(runtime, "aten::empty.memory_format", [2], None, None, None, True)
 
 
-@pytest.mark.parametrize("start,end,step,dtype", [
-    (0, 10, 1, None), (2, 10, 2, None), (10, 0, -3, None), (0, 1, 0.1, None), (-1.5, 2.5, 0.5, None),
-    (0, 2.5, 1, torch.int64), (0, 2.5, 1, torch.int32), (0, 5, 1, torch.float16), (0, 1000, 1, torch.bfloat16),
-    (0, 0, 1, None), (5, 5, -1, None), (0, 100, 7, torch.float64), (3, -4, -0.7, torch.float32),
-    (0, 300, 1, torch.uint8), (-5, 5, 3, torch.int8), (0, 1, 1e-4, None), (0, 2**40, 2**37, None),
-])
+@pytest.mark.parametrize(
+    "start,end,step,dtype",
+    [
+        (0, 10, 1, None),
+        (2, 10, 2, None),
+        (10, 0, -3, None),
+        (0, 1, 0.1, None),
+        (-1.5, 2.5, 0.5, None),
+        (0, 2.5, 1, torch.int64),
+        (0, 2.5, 1, torch.int32),
+        (0, 5, 1, torch.float16),
+        (0, 1000, 1, torch.bfloat16),
+        (0, 0, 1, None),
+        (5, 5, -1, None),
+        (0, 100, 7, torch.float64),
+        (3, -4, -0.7, torch.float32),
+        (0, 300, 1, torch.uint8),
+        (-5, 5, 3, torch.int8),
+        (0, 1, 1e-4, None),
+        (0, 2**40, 2**37, None),
+    ],
+)
 def test_arange(runtime, start, end, step, dtype):
-    assert_same(run_op(runtime, "aten::arange.start_step", start, end, step, dtype),
-                torch.arange(start, end, step, dtype=dtype))
+    assert_same(
+        run_op(runtime, "aten::arange.start_step", start, end, step, dtype), torch.arange(start, end, step, dtype=dtype)
+    )
 
 
 def test_arange_errors(runtime):
@@ -656,13 +786,17 @@ def test_assert_tensor_metadata(runtime):
         def build(m, vs):
             m.op("aten::_assert_tensor_metadata", vs[0], *args, returns=())
             return [m.op("aten::clone", vs[0])]
+
         return run_program(runtime, [x], build)[0]
 
     assert_same(checked([2, 3], None, torch.float32), x)
     assert_same(checked(None, [3, 1], None, "cpu", 0), x)
     assert_same(checked(), x)
-    with pytest.raises(PareError, match=r"aten::_assert_tensor_metadata: tensor metadata mismatch: argument 'size' is "
-                                        r"\[3, 2\] but the tensor has sizes \[2, 3\]"):
+    with pytest.raises(
+        PareError,
+        match=r"aten::_assert_tensor_metadata: tensor metadata mismatch: argument 'size' is "
+        r"\[3, 2\] but the tensor has sizes \[2, 3\]",
+    ):
         checked([3, 2])
     with pytest.raises(PareError, match=r"argument 'dtype' is Double but the tensor is Float"):
         checked(None, None, torch.float64)
@@ -676,14 +810,42 @@ class Indexing(torch.nn.Module):
     def forward(self, x, idx):
         a, b = torch.split(x, [1, 3], dim=1)
         c = torch.chunk(x, 2, 1)
-        return (x[:, 1:3], x[0], x[..., -1], x[1:, ::2], torch.cat([x, x], 1), a, b, c[1], x.unsqueeze(0),
-                torch.arange(10), torch.arange(2, 10, 2), torch.arange(x.shape[0], dtype=torch.float32),
-                torch.full((2, 3), 1.5), torch.zeros(3, 4), torch.ones(2, dtype=torch.int64), torch.zeros_like(x),
-                torch.ones_like(x), torch.full_like(x, 7), x.permute(1, 0, 2), x.transpose(0, 1),
-                x.expand(2, -1, -1, -1), x.flatten(1), x.squeeze(0),
-                torch.stack([x, x]), *x.unbind(0), torch.flip(x, [0]), x.repeat(2, 1, 1), x[idx],
-                torch.index_select(x, 1, idx), torch.gather(x, 2, idx.view(1, 1, -1).expand(3, 4, -1)),
-                x.new_zeros(3), x.narrow(1, 0, 2), x.mT, x.view(-1)[idx])
+        return (
+            x[:, 1:3],
+            x[0],
+            x[..., -1],
+            x[1:, ::2],
+            torch.cat([x, x], 1),
+            a,
+            b,
+            c[1],
+            x.unsqueeze(0),
+            torch.arange(10),
+            torch.arange(2, 10, 2),
+            torch.arange(x.shape[0], dtype=torch.float32),
+            torch.full((2, 3), 1.5),
+            torch.zeros(3, 4),
+            torch.ones(2, dtype=torch.int64),
+            torch.zeros_like(x),
+            torch.ones_like(x),
+            torch.full_like(x, 7),
+            x.permute(1, 0, 2),
+            x.transpose(0, 1),
+            x.expand(2, -1, -1, -1),
+            x.flatten(1),
+            x.squeeze(0),
+            torch.stack([x, x]),
+            *x.unbind(0),
+            torch.flip(x, [0]),
+            x.repeat(2, 1, 1),
+            x[idx],
+            torch.index_select(x, 1, idx),
+            torch.gather(x, 2, idx.view(1, 1, -1).expand(3, 4, -1)),
+            x.new_zeros(3),
+            x.narrow(1, 0, 2),
+            x.mT,
+            x.view(-1)[idx],
+        )
 
 
 def test_exported_indexing_runs_like_torch(runtime):
@@ -700,10 +862,24 @@ def test_exported_indexing_runs_like_torch(runtime):
     ours = runtime.load(pb.to_bytes()).method().run(x.numpy(), idx.numpy())
     for got, expected in zip(ours, model(x, idx), strict=True):
         assert_same(torch.from_numpy(got), expected)
-    for name in ("aten::slice.Tensor", "aten::select.int", "aten::cat", "aten::split_with_sizes", "aten::unsqueeze",
-                 "aten::arange.start_step", "aten::full", "aten::full_like", "aten::permute", "aten::expand",
-                 "aten::squeeze.dims", "aten::flip", "aten::repeat", "aten::index.Tensor", "aten::index_select",
-                 "aten::gather"):
+    for name in (
+        "aten::slice.Tensor",
+        "aten::select.int",
+        "aten::cat",
+        "aten::split_with_sizes",
+        "aten::unsqueeze",
+        "aten::arange.start_step",
+        "aten::full",
+        "aten::full_like",
+        "aten::permute",
+        "aten::expand",
+        "aten::squeeze.dims",
+        "aten::flip",
+        "aten::repeat",
+        "aten::index.Tensor",
+        "aten::index_select",
+        "aten::gather",
+    ):
         assert name in report.uses, name
 
 

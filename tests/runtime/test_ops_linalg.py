@@ -3,9 +3,9 @@ edge sizes, transposed and strided operands, broadcast bias, beta/alpha."""
 
 import pytest
 import torch
+from runtime_testing import ALL_DTYPES, assert_same, make_tensor, run_op
 
 from pare.runtime import PareError
-from runtime_testing import ALL_DTYPES, assert_same, make_tensor, run_op
 
 pytestmark = pytest.mark.fp_ops  # see tests/runtime/conftest.py
 
@@ -27,9 +27,20 @@ def test_mm_every_dtype(runtime, dtype):
     assert_same(run_op(runtime, "aten::mm", a, b), torch.mm(a, b), **_tol(dtype, 7))
 
 
-@pytest.mark.parametrize("m,k,n", [
-    (1, 1, 1), (6, 8, 8), (7, 9, 17), (13, 300, 5), (73, 257, 260), (1, 512, 1000), (0, 4, 3), (3, 0, 5), (4, 5, 0),
-])
+@pytest.mark.parametrize(
+    "m,k,n",
+    [
+        (1, 1, 1),
+        (6, 8, 8),
+        (7, 9, 17),
+        (13, 300, 5),
+        (73, 257, 260),
+        (1, 512, 1000),
+        (0, 4, 3),
+        (3, 0, 5),
+        (4, 5, 0),
+    ],
+)
 def test_mm_float_gemm_blocking(runtime, m, k, n):
     a, b = make_tensor((m, k), torch.float32, 3, -1, 1), make_tensor((k, n), torch.float32, 4, -1, 1)
     assert_same(run_op(runtime, "aten::mm", a, b), torch.mm(a, b), **_tol(torch.float32, k))
@@ -48,7 +59,7 @@ def test_mm_float_every_row_count(runtime, m, k, n):
     a, b = make_tensor((m, k), torch.float32, 13, -1, 1), make_tensor((k, n), torch.float32, 14, -1, 1)
     expected = torch.mm(a.double(), b.double())
     actual = run_op(runtime, "aten::mm", a, b).double()
-    bound = 1.01 * k * 2.0 ** -24 * torch.mm(a.double().abs(), b.double().abs())
+    bound = 1.01 * k * 2.0**-24 * torch.mm(a.double().abs(), b.double().abs())
     assert bool(((actual - expected).abs() <= bound).all())
 
 
@@ -64,8 +75,9 @@ def test_addmm_every_dtype(runtime, dtype):
     bias = make_tensor((4,), dtype, 7, -4, 4)
     a, b = make_tensor((3, 6), dtype, 8, -4, 4), make_tensor((6, 4), dtype, 9, -4, 4)
     assert_same(run_op(runtime, "aten::addmm", bias, a, b), torch.addmm(bias, a, b), **_tol(dtype, 6))
-    assert_same(run_op(runtime, "aten::addmm", bias, a, b, 2, 3), torch.addmm(bias, a, b, beta=2, alpha=3),
-                **_tol(dtype, 6))
+    assert_same(
+        run_op(runtime, "aten::addmm", bias, a, b, 2, 3), torch.addmm(bias, a, b, beta=2, alpha=3), **_tol(dtype, 6)
+    )
 
 
 @pytest.mark.parametrize("bias_shape", [(), (1,), (9,), (1, 9), (5, 1), (5, 9)])
@@ -73,8 +85,11 @@ def test_addmm_bias_broadcast(runtime, bias_shape):
     bias = make_tensor(bias_shape, torch.float32, 10)
     a, w = make_tensor((5, 33), torch.float32, 11), make_tensor((9, 33), torch.float32, 12)
     # The linear-layer spelling: addmm(bias, x, w.t()).
-    assert_same(run_op(runtime, "aten::addmm", bias, a, w.t(), 0.5, 1.5),
-                torch.addmm(bias, a, w.t(), beta=0.5, alpha=1.5), **_tol(torch.float32, 33))
+    assert_same(
+        run_op(runtime, "aten::addmm", bias, a, w.t(), 0.5, 1.5),
+        torch.addmm(bias, a, w.t(), beta=0.5, alpha=1.5),
+        **_tol(torch.float32, 33),
+    )
 
 
 def test_addmm_beta_zero_ignores_nan_bias(runtime):

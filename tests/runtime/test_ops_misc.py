@@ -5,20 +5,38 @@ import itertools
 import numpy as np
 import pytest
 import torch
+from runtime_testing import (
+    ALL_DTYPES,
+    FLOAT_DTYPES,
+    assert_same,
+    half_rounding_cases,
+    make_tensor,
+    run_op,
+    special_rows,
+)
 
 from pare.program import ProgramBuilder
 from pare.runtime import PareError
-from runtime_testing import (ALL_DTYPES, FLOAT_DTYPES, assert_same, half_rounding_cases, make_tensor, run_op,
-                             special_rows)
 
 pytestmark = pytest.mark.fp_ops  # see tests/runtime/conftest.py
 
-SCALAR_TYPE_CODES = {torch.uint8: 0, torch.int8: 1, torch.int16: 2, torch.int32: 3, torch.int64: 4,
-                     torch.float16: 5, torch.float32: 6, torch.float64: 7, torch.bool: 11, torch.bfloat16: 15}
+SCALAR_TYPE_CODES = {
+    torch.uint8: 0,
+    torch.int8: 1,
+    torch.int16: 2,
+    torch.int32: 3,
+    torch.int64: 4,
+    torch.float16: 5,
+    torch.float32: 6,
+    torch.float64: 7,
+    torch.bool: 11,
+    torch.bfloat16: 15,
+}
 
 
-@pytest.mark.parametrize("src,dst", list(itertools.product(ALL_DTYPES, ALL_DTYPES)),
-                         ids=lambda d: str(d).removeprefix("torch."))
+@pytest.mark.parametrize(
+    "src,dst", list(itertools.product(ALL_DTYPES, ALL_DTYPES)), ids=lambda d: str(d).removeprefix("torch.")
+)
 def test_to_copy_every_dtype_pair(runtime, src, dst):
     # Values inside every integer range so the conversion is defined in C++
     # and torch alike (out-of-range float->int casts are undefined in both).
@@ -32,8 +50,9 @@ def test_to_copy_every_dtype_pair(runtime, src, dst):
 def test_to_copy_non_contiguous_and_defaults(runtime):
     x = make_tensor((4, 6, 5), torch.float32, 2).permute(2, 0, 1)[:, 1:, ::2]
     assert_same(run_op(runtime, "aten::_to_copy", x), x.clone())
-    assert_same(run_op(runtime, "aten::_to_copy", x, torch.float16, None, "cpu", False, False, None),
-                x.to(torch.float16))
+    assert_same(
+        run_op(runtime, "aten::_to_copy", x, torch.float16, None, "cpu", False, False, None), x.to(torch.float16)
+    )
     with pytest.raises(PareError, match="argument 'device': only 'cpu'"):
         run_op(runtime, "aten::_to_copy", x, None, None, "cuda")
     with pytest.raises(PareError, match="dtype code 9 is not supported"):
@@ -52,15 +71,29 @@ def test_float_to_half_bit_for_bit_at_every_rounding_boundary(runtime):
     x, want = half_rounding_cases()
     got = run_op(runtime, "aten::_to_copy", x, torch.float16)
     mismatched = np.flatnonzero(got.numpy().view(np.uint16) != want)
-    assert mismatched.size == 0, [(hex(int(x[i:i + 1].numpy().view(np.uint32)[0])),
-                                   hex(int(got[i:i + 1].numpy().view(np.uint16)[0])), hex(int(want[i])))
-                                  for i in mismatched[:5]]
+    assert mismatched.size == 0, [
+        (
+            hex(int(x[i : i + 1].numpy().view(np.uint32)[0])),
+            hex(int(got[i : i + 1].numpy().view(np.uint16)[0])),
+            hex(int(want[i])),
+        )
+        for i in mismatched[:5]
+    ]
 
 
-@pytest.mark.parametrize("shape,size", [
-    ((2, 3, 4), [6, 4]), ((2, 3, 4), [-1]), ((2, 3, 4), [4, -1, 2]), ((24,), [2, 3, 4]), ((), [1, 1]),
-    ((0, 3), [3, 0]), ((0, 3), [-1, 3]), ((1, 5), [5]),
-])
+@pytest.mark.parametrize(
+    "shape,size",
+    [
+        ((2, 3, 4), [6, 4]),
+        ((2, 3, 4), [-1]),
+        ((2, 3, 4), [4, -1, 2]),
+        ((24,), [2, 3, 4]),
+        ((), [1, 1]),
+        ((0, 3), [3, 0]),
+        ((0, 3), [-1, 3]),
+        ((1, 5), [5]),
+    ],
+)
 def test_view(runtime, shape, size):
     x = make_tensor(shape, torch.float32, 3)
     assert_same(run_op(runtime, "aten::view", x, size), x.view(size))
@@ -119,7 +152,9 @@ def test_softmax(runtime, dtype, dim):
 
 def test_softmax_edge_cases(runtime):
     cases = [
-        (special_rows(37, 9), 1), (special_rows(16, 10), -1), (special_rows(37, 11).t(), 0),
+        (special_rows(37, 9), 1),
+        (special_rows(16, 10), -1),
+        (special_rows(37, 11).t(), 0),
         (torch.tensor(3.0), 0),
         (make_tensor((3, 0), torch.float32, 7), 1),
         (make_tensor((6, 7), torch.float32, 8).t(), 0),  # non-contiguous

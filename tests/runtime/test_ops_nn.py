@@ -13,10 +13,10 @@ import pytest
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+from runtime_testing import ALL_DTYPES, FLOAT_DTYPES, assert_same, make_tensor, run_op, special_rows, to_input
 
 from pare.program import ProgramBuilder
 from pare.runtime import PareError
-from runtime_testing import ALL_DTYPES, FLOAT_DTYPES, assert_same, make_tensor, run_op, special_rows, to_input
 
 pytestmark = pytest.mark.fp_ops  # see tests/runtime/conftest.py
 
@@ -95,8 +95,9 @@ def test_conv2d_depthwise(dtype, stride, padding, dilation):
     assert_same(got, want, **_tol(dtype, 9))
 
 
-@pytest.mark.parametrize("kernel,stride,padding", [(3, 1, 1), (3, 2, 1), (5, 1, 2), (5, 2, 2), (7, 1, 3), (7, 2, 0),
-                                                   (3, 2, 0)])
+@pytest.mark.parametrize(
+    "kernel,stride,padding", [(3, 1, 1), (3, 2, 1), (5, 1, 2), (5, 2, 2), (7, 1, 3), (7, 2, 0), (3, 2, 0)]
+)
 @pytest.mark.parametrize("hw", [(1, 1), (7, 9), (17, 18), (6, 33)])
 def test_conv2d_depthwise_float_fast_path(kernel, stride, padding, hw):
     # The vectorised K x K kernel (K = 3, 5, 7; stride 1, 2): output rows of
@@ -112,8 +113,10 @@ def test_conv2d_depthwise_float_fast_path(kernel, stride, padding, hw):
         assert_same(got, want, **_tol(torch.float32, kernel * kernel))
 
 
-@pytest.mark.parametrize("kernel,stride,padding,hw", [(3, 1, 1, (2, 2)), (5, 1, 2, (2, 2)), (5, 2, 2, (4, 4)),
-                                                      (3, 2, 1, (3, 3)), (3, 1, 1, (1, 1)), (7, 1, 3, (1, 4))])
+@pytest.mark.parametrize(
+    "kernel,stride,padding,hw",
+    [(3, 1, 1, (2, 2)), (5, 1, 2, (2, 2)), (5, 2, 2, (4, 4)), (3, 2, 1, (3, 3)), (3, 1, 1, (1, 1)), (7, 1, 3, (1, 4))],
+)
 @pytest.mark.parametrize("channels", [8, 13])
 def test_conv2d_depthwise_float_tiny_planes(kernel, stride, padding, hw, channels):
     # At most 4 output pixels, one input channel per output channel: vectors
@@ -136,17 +139,20 @@ def test_conv1d_depthwise_and_single_input_channel(dtype):
     assert_same(got, want, **_tol(dtype, 6))
 
 
-@pytest.mark.parametrize("shape,weight,stride,padding,dilation,groups", [
-    ((2, 64, 20, 20), (32, 64, 3, 3), [1, 1], [1, 1], [1, 1], 1),   # k = 576 > one depth block, 400 columns
-    ((1, 16, 23, 19), (80, 16, 3, 3), [1, 1], [0, 0], [1, 1], 1),   # more rows than one GEMM row block
-    ((1, 32, 17, 17), (48, 32, 1, 1), [1, 1], [0, 0], [1, 1], 1),   # pointwise: image as GEMM B
-    ((1, 32, 17, 17), (48, 16, 1, 1), [2, 2], [0, 0], [1, 1], 2),   # strided 1x1 through im2col
-    ((2, 12, 30, 9), (12, 3, 5, 3), [2, 1], [2, 1], [1, 3], 4),
-    ((1, 8, 5, 300), (8, 8, 1, 7), [1, 1], [0, 3], [1, 1], 1),      # long rows: panels inside one row
-    ((1, 3, 9, 70), (5, 3, 3, 3), [2, 2], [1, 1], [1, 1], 1),       # stride 2 inside long rows: strided copies
-    ((2, 300, 2, 2), (13, 300, 1, 1), [1, 1], [0, 0], [1, 1], 1),   # 1x1 over 4 pixels: the narrow GEMM
-    ((1, 12, 1, 1), (9, 4, 1, 1), [1, 1], [0, 0], [1, 1], 3),       # ... over 1 pixel, in groups
-])
+@pytest.mark.parametrize(
+    "shape,weight,stride,padding,dilation,groups",
+    [
+        ((2, 64, 20, 20), (32, 64, 3, 3), [1, 1], [1, 1], [1, 1], 1),  # k = 576 > one depth block, 400 columns
+        ((1, 16, 23, 19), (80, 16, 3, 3), [1, 1], [0, 0], [1, 1], 1),  # more rows than one GEMM row block
+        ((1, 32, 17, 17), (48, 32, 1, 1), [1, 1], [0, 0], [1, 1], 1),  # pointwise: image as GEMM B
+        ((1, 32, 17, 17), (48, 16, 1, 1), [2, 2], [0, 0], [1, 1], 2),  # strided 1x1 through im2col
+        ((2, 12, 30, 9), (12, 3, 5, 3), [2, 1], [2, 1], [1, 3], 4),
+        ((1, 8, 5, 300), (8, 8, 1, 7), [1, 1], [0, 3], [1, 1], 1),  # long rows: panels inside one row
+        ((1, 3, 9, 70), (5, 3, 3, 3), [2, 2], [1, 1], [1, 1], 1),  # stride 2 inside long rows: strided copies
+        ((2, 300, 2, 2), (13, 300, 1, 1), [1, 1], [0, 0], [1, 1], 1),  # 1x1 over 4 pixels: the narrow GEMM
+        ((1, 12, 1, 1), (9, 4, 1, 1), [1, 1], [0, 0], [1, 1], 3),  # ... over 1 pixel, in groups
+    ],
+)
 def test_conv2d_float_gemm_paths(shape, weight, stride, padding, dilation, groups):
     x, w = make_tensor(shape, torch.float32, 15, -1, 1), make_tensor(weight, torch.float32, 16, -1, 1)
     b = make_tensor((weight[0],), torch.float32, 17)
@@ -214,8 +220,11 @@ def test_conv_errors(runtime):
     def conv(*args):
         return run_op(runtime, "aten::convolution", *args)
 
-    with pytest.raises(PareError, match=r"aten::convolution: given groups=1 and 'weight' of sizes \[6, 2, 3, 3\], "
-                                        r"expected 'input' of sizes \[2, 4, 6, 6\] to have 2 channels, but it has 4"):
+    with pytest.raises(
+        PareError,
+        match=r"aten::convolution: given groups=1 and 'weight' of sizes \[6, 2, 3, 3\], "
+        r"expected 'input' of sizes \[2, 4, 6, 6\] to have 2 channels, but it has 4",
+    ):
         conv(x, w, None, [1, 1], [0, 0], [1, 1], False, [0, 0], 1)
     with pytest.raises(PareError, match="out_channels must be a positive multiple of groups = 4"):
         conv(x, w, None, [1, 1], [0, 0], [1, 1], False, [0, 0], 4)
@@ -258,18 +267,21 @@ def test_conv3d_every_dtype(dtype):
     assert_same(got, want, **_tol(dtype, 27))
 
 
-@pytest.mark.parametrize("shape,weight,stride,padding,dilation,groups", [
-    ((1, 3, 8, 28, 28), (8, 3, 3, 7, 7), [1, 2, 2], [1, 3, 3], [1, 1, 1], 1),  # r3d_18's stem: GEMM blocks
-    ((2, 5, 5, 9, 7), (7, 5, 3, 3, 3), [2, 2, 2], [1, 1, 1], [1, 1, 1], 1),    # odd channels, stride 2 everywhere
-    ((2, 6, 6, 8, 8), (10, 6, 1, 3, 3), [1, 1, 1], [0, 1, 1], [1, 1, 1], 1),   # r2plus1d's spatial (1, 3, 3)
-    ((2, 10, 6, 4, 4), (6, 10, 3, 1, 1), [2, 1, 1], [1, 0, 0], [1, 1, 1], 1),  # r2plus1d's temporal (3, 1, 1)
-    ((1, 8, 4, 5, 5), (16, 8, 1, 1, 1), [1, 1, 1], [0, 0, 0], [1, 1, 1], 1),   # pointwise: image as GEMM B
-    ((2, 6, 5, 6, 7), (9, 2, 2, 3, 2), [1, 2, 1], [2, 0, 1], [3, 1, 2], 3),    # groups, dilation, padding
-    ((2, 6, 5, 6, 7), (6, 1, 3, 3, 3), [1, 1, 1], [1, 1, 1], [1, 1, 1], 6),    # depthwise 3-d: groups == C
-    ((1, 4, 6, 9, 9), (8, 1, 1, 3, 3), [2, 2, 2], [0, 1, 1], [1, 1, 1], 4),    # KT = 1, cg = 1: depthwise 2-d path
-    ((3, 3, 4, 5, 6), (5, 3, 4, 2, 2), [1, 1, 1], [0, 0, 0], [1, 1, 1], 1),    # one output frame: written in place
-    ((1, 2, 3, 4, 4), (4, 2, 3, 3, 3), [3, 1, 1], [2, 1, 1], [2, 1, 1], 1),    # frames mostly out of range
-])
+@pytest.mark.parametrize(
+    "shape,weight,stride,padding,dilation,groups",
+    [
+        ((1, 3, 8, 28, 28), (8, 3, 3, 7, 7), [1, 2, 2], [1, 3, 3], [1, 1, 1], 1),  # r3d_18's stem: GEMM blocks
+        ((2, 5, 5, 9, 7), (7, 5, 3, 3, 3), [2, 2, 2], [1, 1, 1], [1, 1, 1], 1),  # odd channels, stride 2 everywhere
+        ((2, 6, 6, 8, 8), (10, 6, 1, 3, 3), [1, 1, 1], [0, 1, 1], [1, 1, 1], 1),  # r2plus1d's spatial (1, 3, 3)
+        ((2, 10, 6, 4, 4), (6, 10, 3, 1, 1), [2, 1, 1], [1, 0, 0], [1, 1, 1], 1),  # r2plus1d's temporal (3, 1, 1)
+        ((1, 8, 4, 5, 5), (16, 8, 1, 1, 1), [1, 1, 1], [0, 0, 0], [1, 1, 1], 1),  # pointwise: image as GEMM B
+        ((2, 6, 5, 6, 7), (9, 2, 2, 3, 2), [1, 2, 1], [2, 0, 1], [3, 1, 2], 3),  # groups, dilation, padding
+        ((2, 6, 5, 6, 7), (6, 1, 3, 3, 3), [1, 1, 1], [1, 1, 1], [1, 1, 1], 6),  # depthwise 3-d: groups == C
+        ((1, 4, 6, 9, 9), (8, 1, 1, 3, 3), [2, 2, 2], [0, 1, 1], [1, 1, 1], 4),  # KT = 1, cg = 1: depthwise 2-d path
+        ((3, 3, 4, 5, 6), (5, 3, 4, 2, 2), [1, 1, 1], [0, 0, 0], [1, 1, 1], 1),  # one output frame: written in place
+        ((1, 2, 3, 4, 4), (4, 2, 3, 3, 3), [3, 1, 1], [2, 1, 1], [2, 1, 1], 1),  # frames mostly out of range
+    ],
+)
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.int32, torch.bfloat16], ids=str)
 def test_conv3d_geometry(dtype, shape, weight, stride, padding, dilation, groups):
     x, w = _small(shape, dtype, 44), _small(weight, dtype, 45)
@@ -299,8 +311,7 @@ def test_conv3d_single_values_and_empty_batch():
     got, want = _conv(x[:0], w, None, [1, 1, 1], [0, 0, 0], [1, 1, 1], 2)
     assert_same(got, want)
     with pytest.raises(PareError, match=r"'input' of sizes \[2, 4, 0, 6, 6\]: only the batch and channel dims may"):
-        run_op(_conv.runtime, "aten::convolution", x[:, :, :0], w, None, [1] * 3, [2] * 3, [1] * 3, False,
-               [0] * 3, 2)
+        run_op(_conv.runtime, "aten::convolution", x[:, :, :0], w, None, [1] * 3, [2] * 3, [1] * 3, False, [0] * 3, 2)
 
 
 def test_conv3d_errors(runtime):
@@ -310,27 +321,45 @@ def test_conv3d_errors(runtime):
         return run_op(runtime, "aten::convolution", *args)
 
     ones, zeros = [1, 1, 1], [0, 0, 0]
-    with pytest.raises(PareError, match=r"argument 'transposed': transposed 3-d convolution \('weight' of sizes "
-                                        r"\[6, 2, 3, 3, 3\]\) is not supported") as e:
+    with pytest.raises(
+        PareError,
+        match=r"argument 'transposed': transposed 3-d convolution \('weight' of sizes "
+        r"\[6, 2, 3, 3, 3\]\) is not supported",
+    ) as e:
         conv(torch.ones(2, 6, 5, 6, 6), w, None, ones, zeros, ones, True, zeros, 1)
     assert e.value.status_name == "NotImplemented"
-    with pytest.raises(PareError, match=r"expected 5-d 'input' for 5-d 'weight' \[6, 2, 3, 3, 3\], got 'input' of "
-                                        r"sizes \[2, 4, 6, 6\]"):
+    with pytest.raises(
+        PareError,
+        match=r"expected 5-d 'input' for 5-d 'weight' \[6, 2, 3, 3, 3\], got 'input' of "
+        r"sizes \[2, 4, 6, 6\]",
+    ):
         conv(torch.ones(2, 4, 6, 6), w, None, ones, zeros, ones, False, zeros, 2)
-    with pytest.raises(PareError, match=r"expected 4-d 'input' for 4-d 'weight' \[6, 2, 3, 3\], got 'input' of "
-                                        r"sizes \[2, 4, 5, 6, 6\]"):
+    with pytest.raises(
+        PareError,
+        match=r"expected 4-d 'input' for 4-d 'weight' \[6, 2, 3, 3\], got 'input' of "
+        r"sizes \[2, 4, 5, 6, 6\]",
+    ):
         conv(x, torch.ones(6, 2, 3, 3), None, [1, 1], [0, 0], [1, 1], False, [0, 0], 2)
-    with pytest.raises(PareError, match=r"argument 'weight' must be 3-d \(conv1d\), 4-d \(conv2d\) or 5-d "
-                                        r"\(conv3d\), got sizes \[6, 2, 1, 3, 3, 3\]"):
+    with pytest.raises(
+        PareError,
+        match=r"argument 'weight' must be 3-d \(conv1d\), 4-d \(conv2d\) or 5-d "
+        r"\(conv3d\), got sizes \[6, 2, 1, 3, 3, 3\]",
+    ):
         conv(x[..., None], w[:, :, None], None, [1] * 4, [0] * 4, [1] * 4, False, [0] * 4, 2)
-    with pytest.raises(PareError, match=r"aten::convolution: given groups=1 and 'weight' of sizes "
-                                        r"\[6, 2, 3, 3, 3\], expected 'input' of sizes \[2, 4, 5, 6, 6\] to have 2 "
-                                        r"channels, but it has 4"):
+    with pytest.raises(
+        PareError,
+        match=r"aten::convolution: given groups=1 and 'weight' of sizes "
+        r"\[6, 2, 3, 3, 3\], expected 'input' of sizes \[2, 4, 5, 6, 6\] to have 2 "
+        r"channels, but it has 4",
+    ):
         conv(x, w, None, ones, zeros, ones, False, zeros, 1)
     with pytest.raises(PareError, match="out_channels must be a positive multiple of groups = 4"):
         conv(x, w, None, ones, zeros, ones, False, zeros, 4)
-    with pytest.raises(PareError, match=r"'input' of sizes \[1, 4, 2, 6, 6\] with padding \(0, 1, 1\) is smaller "
-                                        r"than the dilated kernel"):
+    with pytest.raises(
+        PareError,
+        match=r"'input' of sizes \[1, 4, 2, 6, 6\] with padding \(0, 1, 1\) is smaller "
+        r"than the dilated kernel",
+    ):
         conv(torch.ones(1, 4, 2, 6, 6), w, None, ones, [0, 1, 1], ones, False, zeros, 2)
     with pytest.raises(PareError, match="smaller than the dilated kernel"):
         conv(x, w, None, ones, zeros, [1, 3, 1], False, zeros, 2)
@@ -358,12 +387,14 @@ def test_conv3d_code_is_absent_from_a_conv2d_only_runtime(pytestconfig, runtime_
     from pathlib import Path
 
     import runtime_build
+
     from pare.runtime import Runtime
     from tests.conftest import require_tool
 
     root = Path(pytestconfig.cache.mkdir("pare_runtime"))
-    sel = runtime_build.write_selection(root / "selection_conv2d_only", ["aten::convolution"],
-                                        {"convolution_kernel": ["Float"]}, [], [])
+    sel = runtime_build.write_selection(
+        root / "selection_conv2d_only", ["aten::convolution"], {"convolution_kernel": ["Float"]}, [], []
+    )
     lib = runtime_build.build(root, "conv2d_only", selection_dir=sel, opt="-O0")
     rt = Runtime(lib)
     assert rt.inventory().kernel_dtypes == {"convolution_kernel": ("Float",)}
@@ -378,8 +409,9 @@ def test_conv3d_code_is_absent_from_a_conv2d_only_runtime(pytestconfig, runtime_
     nm = require_tool("llvm-nm-16", "llvm-nm", package="llvm-16")
 
     def symbols(path):
-        out = subprocess.run([nm, "-C", "--format=just-symbols", str(path)], capture_output=True, text=True,
-                             check=True).stdout
+        out = subprocess.run(
+            [nm, "-C", "--format=just-symbols", str(path)], capture_output=True, text=True, check=True
+        ).stdout
         if not out.strip():  # a stripped Bazel library: its unstripped twin
             return symbols(Path(path).parent / "unstripped" / Path(path).name)
         return out.splitlines()
@@ -415,8 +447,11 @@ def test_batch_norm_every_dtype(runtime, dtype, shape):
     x = make_tensor(shape, dtype, 40)
     w, b, mean, var = _bn_params(3, dtype, 41)
     args = (x, w, b, mean, var, 0.1, 1e-5)
-    _check_norm_outputs(run_op(runtime, "aten::_native_batch_norm_legit_no_training", *args, returns=3),
-                        A._native_batch_norm_legit_no_training(*args), dtype)
+    _check_norm_outputs(
+        run_op(runtime, "aten::_native_batch_norm_legit_no_training", *args, returns=3),
+        A._native_batch_norm_legit_no_training(*args),
+        dtype,
+    )
 
 
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=str)
@@ -433,23 +468,69 @@ def test_batch_norm_non_contiguous_and_errors(runtime):
     x = make_tensor((5, 4, 6, 2), torch.float32, 50).permute(0, 3, 1, 2)  # [5, 2, 6, 4]
     w, b, mean, var = (t[::2] for t in _bn_params(4, torch.float32, 51))
     args = (x, w, b, mean, var, 0.1, 1e-5)
-    _check_norm_outputs(run_op(runtime, "aten::_native_batch_norm_legit_no_training", *args, returns=3),
-                        A._native_batch_norm_legit_no_training(*args), torch.float32)
+    _check_norm_outputs(
+        run_op(runtime, "aten::_native_batch_norm_legit_no_training", *args, returns=3),
+        A._native_batch_norm_legit_no_training(*args),
+        torch.float32,
+    )
     empty = (x[:0], w, b, mean, var, 0.1, 1e-5)
-    _check_norm_outputs(run_op(runtime, "aten::_native_batch_norm_legit_no_training", *empty, returns=3),
-                        A._native_batch_norm_legit_no_training(*empty), torch.float32)
+    _check_norm_outputs(
+        run_op(runtime, "aten::_native_batch_norm_legit_no_training", *empty, returns=3),
+        A._native_batch_norm_legit_no_training(*empty),
+        torch.float32,
+    )
     with pytest.raises(PareError, match="argument 'running_mean' has dtype Float but 'input' is Double"):
-        run_op(runtime, "aten::_native_batch_norm_legit_no_training", x.double(), None, None, mean, var.double(),
-               0.1, 1e-5, returns=3)
+        run_op(
+            runtime,
+            "aten::_native_batch_norm_legit_no_training",
+            x.double(),
+            None,
+            None,
+            mean,
+            var.double(),
+            0.1,
+            1e-5,
+            returns=3,
+        )
     with pytest.raises(PareError, match=r"argument 'weight' must be a 1-d tensor of 2 elements, got sizes \[3\]"):
-        run_op(runtime, "aten::_native_batch_norm_legit_no_training", x, torch.ones(3), None, mean, var, 0.1, 1e-5,
-               returns=3)
+        run_op(
+            runtime,
+            "aten::_native_batch_norm_legit_no_training",
+            x,
+            torch.ones(3),
+            None,
+            mean,
+            var,
+            0.1,
+            1e-5,
+            returns=3,
+        )
     with pytest.raises(PareError, match="at least 2 dims"):
-        run_op(runtime, "aten::_native_batch_norm_legit_no_training", torch.ones(2), None, None, mean, var, 0.1,
-               1e-5, returns=3)
+        run_op(
+            runtime,
+            "aten::_native_batch_norm_legit_no_training",
+            torch.ones(2),
+            None,
+            None,
+            mean,
+            var,
+            0.1,
+            1e-5,
+            returns=3,
+        )
     with pytest.raises(PareError, match="dtype Long is not supported"):
-        run_op(runtime, "aten::_native_batch_norm_legit_no_training", x.long(), None, None, mean.long(),
-               var.long(), 0.1, 1e-5, returns=3)
+        run_op(
+            runtime,
+            "aten::_native_batch_norm_legit_no_training",
+            x.long(),
+            None,
+            None,
+            mean.long(),
+            var.long(),
+            0.1,
+            1e-5,
+            returns=3,
+        )
 
 
 # ---------------------------------------------------------------------------
@@ -487,15 +568,15 @@ def test_layer_norm_edge_cases(runtime):
         (torch.ones(2, 0), [0], None, None, 1e-5),
     ]
     for args in cases:
-        _check_norm_outputs(run_op(runtime, "aten::native_layer_norm", *args, returns=3),
-                            A.native_layer_norm(*args), torch.float32)
+        _check_norm_outputs(
+            run_op(runtime, "aten::native_layer_norm", *args, returns=3), A.native_layer_norm(*args), torch.float32
+        )
     with pytest.raises(PareError, match=r"argument 'normalized_shape' \[4\] must be non-empty and match"):
         run_op(runtime, "aten::native_layer_norm", torch.ones(2, 5), [4], None, None, 1e-5, returns=3)
     with pytest.raises(PareError, match=r"argument 'bias' of sizes \[4\] must have sizes \[5\]"):
         run_op(runtime, "aten::native_layer_norm", torch.ones(2, 5), [5], None, torch.ones(4), 1e-5, returns=3)
     with pytest.raises(PareError, match="argument 'weight' has dtype Half but 'input' is Float"):
-        run_op(runtime, "aten::native_layer_norm", torch.ones(2, 5), [5], torch.ones(5).half(), None, 1e-5,
-               returns=3)
+        run_op(runtime, "aten::native_layer_norm", torch.ones(2, 5), [5], torch.ones(5).half(), None, 1e-5, returns=3)
 
 
 @pytest.mark.parametrize("dtype", FLOAT_DTYPES, ids=str)
@@ -518,8 +599,9 @@ def test_group_norm_mixed_non_contiguous_and_errors(runtime):
     _check_norm_outputs(got, A.native_group_norm(x.contiguous(), *args[1:]), torch.bfloat16)
     assert got[2].dtype == torch.float32
     empty = (torch.ones(0, 4, 3), None, None, 0, 4, 3, 2, 1e-5)
-    _check_norm_outputs(run_op(runtime, "aten::native_group_norm", *empty, returns=3), A.native_group_norm(*empty),
-                        torch.float32)
+    _check_norm_outputs(
+        run_op(runtime, "aten::native_group_norm", *empty, returns=3), A.native_group_norm(*empty), torch.float32
+    )
     with pytest.raises(PareError, match="argument 'group' = 3 must be positive and divide the 4 channels"):
         run_op(runtime, "aten::native_group_norm", torch.ones(2, 4, 3), None, None, 2, 4, 3, 3, 1e-5, returns=3)
     with pytest.raises(PareError, match=r"arguments N=2, C=4, HxW=5 do not describe 'input' of sizes \[2, 4, 3\]"):
@@ -541,10 +623,16 @@ def test_max_pool2d_every_dtype(runtime, dtype):
 
 
 @pytest.mark.parametrize("ceil_mode", [False, True])
-@pytest.mark.parametrize("kernel,stride,padding,dilation", [
-    ([3, 3], [2, 2], [1, 1], [1, 1]), ([2, 2], [], [0, 0], [1, 1]), ([3, 2], [3, 1], [1, 1], [2, 3]),
-    ([4], [3], [2], [1]), ([5, 5], [2, 2], [2, 2], [1, 1]),
-])
+@pytest.mark.parametrize(
+    "kernel,stride,padding,dilation",
+    [
+        ([3, 3], [2, 2], [1, 1], [1, 1]),
+        ([2, 2], [], [0, 0], [1, 1]),
+        ([3, 2], [3, 1], [1, 1], [2, 3]),
+        ([4], [3], [2], [1]),
+        ([5, 5], [2, 2], [2, 2], [1, 1]),
+    ],
+)
 def test_max_pool2d_geometry(runtime, ceil_mode, kernel, stride, padding, dilation):
     x = make_tensor((1, 2, 11, 10), torch.float32, 81)
     args = (x, kernel, stride, padding, dilation, ceil_mode)
@@ -560,10 +648,26 @@ def test_max_pool2d_nan_inf_non_contiguous_and_errors(runtime):
     t = make_tensor((2, 7, 8, 3), torch.float32, 82).permute(0, 3, 1, 2)
     # nn.MaxPool2d(2)'s unrolled loop: NaN first, last or twice in a window, ties, all -inf.
     nan = float("nan")
-    x2 = torch.tensor([[[[nan, 1.0, 2.0, 2.0, -1.0, nan], [0.0, nan, 2.0, 1.0, nan, 5.0],
-                         [float("-inf")] * 2 + [3.0, 3.0, 0.0, -0.0], [float("-inf")] * 2 + [3.0, 3.0, -0.0, 0.0]]]])
-    for args in [(x, [2, 2], [1, 1]), (ninf, [2, 2], [1, 1], [1, 1]), (t, [3, 3], [2, 2], [1, 1]),
-                 (t[:0], [2, 2]), (x2, [2, 2]), (ninf, [2, 2])]:
+    x2 = torch.tensor(
+        [
+            [
+                [
+                    [nan, 1.0, 2.0, 2.0, -1.0, nan],
+                    [0.0, nan, 2.0, 1.0, nan, 5.0],
+                    [float("-inf")] * 2 + [3.0, 3.0, 0.0, -0.0],
+                    [float("-inf")] * 2 + [3.0, 3.0, -0.0, 0.0],
+                ]
+            ]
+        ]
+    )
+    for args in [
+        (x, [2, 2], [1, 1]),
+        (ninf, [2, 2], [1, 1], [1, 1]),
+        (t, [3, 3], [2, 2], [1, 1]),
+        (t[:0], [2, 2]),
+        (x2, [2, 2]),
+        (ninf, [2, 2]),
+    ]:
         got = run_op(runtime, "aten::max_pool2d_with_indices", *args, returns=2)
         want = A.max_pool2d_with_indices(*args)
         assert_same(got[0], want[0])
@@ -636,13 +740,18 @@ def test_avg_pool2d_wide_rows(runtime, kernel, stride, padding, dilation, ceil_m
 @pytest.mark.parametrize("dtype", AVG_POOL_DTYPES, ids=str)
 def test_avg_pool2d_every_dtype(runtime, dtype):
     x = make_tensor((2, 3, 9, 8), dtype, 83, -20, 20)
-    for args in [(x, [3, 3], [2, 2], [1, 1], True, False), (x, [2, 2], [2, 2], [0, 0], False, True, 3),
-                 (x, [3, 2]), (x[1], [2, 2], [1, 1], [1, 1], False, True)]:
+    for args in [
+        (x, [3, 3], [2, 2], [1, 1], True, False),
+        (x, [2, 2], [2, 2], [0, 0], False, True, 3),
+        (x, [3, 2]),
+        (x[1], [2, 2], [1, 1], [1, 1], False, True),
+    ]:
         assert_same(run_op(runtime, "aten::avg_pool2d", *args), A.avg_pool2d(*args), **_tol(dtype, 9))
 
 
-@pytest.mark.parametrize("ceil_mode,count_include_pad,divisor", list(itertools.product(
-    [False, True], [False, True], [None, 5, -2])))
+@pytest.mark.parametrize(
+    "ceil_mode,count_include_pad,divisor", list(itertools.product([False, True], [False, True], [None, 5, -2]))
+)
 def test_avg_pool2d_options(runtime, ceil_mode, count_include_pad, divisor):
     for dtype in (torch.float32, torch.int64):
         x = make_tensor((1, 2, 10, 7), dtype, 84, -30, 30)
@@ -660,14 +769,21 @@ def test_avg_pool2d_non_contiguous_and_errors(runtime):
 
 
 @pytest.mark.parametrize("dtype", FLOAT_DTYPES, ids=str)
-@pytest.mark.parametrize("in_size,out_size", [((9, 9), [3, 4]), ((7, 5), [7, 5]), ((5, 6), [8, 9]), ((10, 3), [1, 1]),
-                                              ((6, 6), [0, 2])])
+@pytest.mark.parametrize(
+    "in_size,out_size", [((9, 9), [3, 4]), ((7, 5), [7, 5]), ((5, 6), [8, 9]), ((10, 3), [1, 1]), ((6, 6), [0, 2])]
+)
 def test_adaptive_avg_pool2d(runtime, dtype, in_size, out_size):
     x = make_tensor((2, 3) + in_size, dtype, 86)
-    assert_same(run_op(runtime, "aten::_adaptive_avg_pool2d", x, out_size), A._adaptive_avg_pool2d(x, out_size),
-                **_tol(dtype, 4))
-    assert_same(run_op(runtime, "aten::_adaptive_avg_pool2d", x[0], out_size),
-                A._adaptive_avg_pool2d(x[0], out_size), **_tol(dtype, 4))
+    assert_same(
+        run_op(runtime, "aten::_adaptive_avg_pool2d", x, out_size),
+        A._adaptive_avg_pool2d(x, out_size),
+        **_tol(dtype, 4),
+    )
+    assert_same(
+        run_op(runtime, "aten::_adaptive_avg_pool2d", x[0], out_size),
+        A._adaptive_avg_pool2d(x[0], out_size),
+        **_tol(dtype, 4),
+    )
 
 
 def test_adaptive_avg_pool2d_non_contiguous_and_errors(runtime):
@@ -686,8 +802,14 @@ def test_adaptive_avg_pool2d_non_contiguous_and_errors(runtime):
 # upsampling
 
 UPSAMPLE_SIZES = [
-    ((5, 7), [10, 14], None), ((5, 7), [9, 11], None), ((6, 6), [3, 4], None), ((4, 5), None, [2.0, 2.0]),
-    ((4, 5), None, [1.5, 2.5]), ((7, 9), None, [0.5, 0.75]), ((3, 3), None, [3.0, 1.0]), ((5, 4), [5, 4], None),
+    ((5, 7), [10, 14], None),
+    ((5, 7), [9, 11], None),
+    ((6, 6), [3, 4], None),
+    ((4, 5), None, [2.0, 2.0]),
+    ((4, 5), None, [1.5, 2.5]),
+    ((7, 9), None, [0.5, 0.75]),
+    ((3, 3), None, [3.0, 1.0]),
+    ((5, 4), [5, 4], None),
 ]
 
 
@@ -699,8 +821,9 @@ def _updata(shape, dtype, seed):
 @pytest.mark.parametrize("in_size,size,scales", UPSAMPLE_SIZES)
 def test_upsample_nearest2d_vec(runtime, dtype, in_size, size, scales):
     x = _updata((2, 3) + in_size, dtype, 90)
-    assert_same(run_op(runtime, "aten::upsample_nearest2d.vec", x, size, scales),
-                A.upsample_nearest2d.vec(x, size, scales))
+    assert_same(
+        run_op(runtime, "aten::upsample_nearest2d.vec", x, size, scales), A.upsample_nearest2d.vec(x, size, scales)
+    )
 
 
 @pytest.mark.parametrize("dtype", UPSAMPLE_DTYPES, ids=str)
@@ -716,18 +839,22 @@ def test_upsample_nearest2d_default_overload(runtime, dtype):
 def test_upsample_bilinear2d_vec(runtime, dtype, align_corners, in_size, size, scales):
     x = _updata((2, 3) + in_size, dtype, 92)
     want = A.upsample_bilinear2d.vec(x, size, align_corners, scales)
-    assert_same(run_op(runtime, "aten::upsample_bilinear2d.vec", x, size, align_corners, scales), want,
-                **_tol(dtype, 4))
+    assert_same(
+        run_op(runtime, "aten::upsample_bilinear2d.vec", x, size, align_corners, scales), want, **_tol(dtype, 4)
+    )
 
 
 @pytest.mark.parametrize("dtype", UPSAMPLE_DTYPES, ids=str)
 @pytest.mark.parametrize("align_corners", [False, True])
 def test_upsample_bilinear2d_default_overload(runtime, dtype, align_corners):
     x = _updata((2, 5, 6, 5), dtype, 93)
-    for args in [(x, [13, 11], align_corners), (x, [13, 11], align_corners, 2.2, 2.3),
-                 (x, [3, 2], align_corners, None, 0.5), (x, [1, 1], align_corners)]:
-        assert_same(run_op(runtime, "aten::upsample_bilinear2d", *args), A.upsample_bilinear2d(*args),
-                    **_tol(dtype, 4))
+    for args in [
+        (x, [13, 11], align_corners),
+        (x, [13, 11], align_corners, 2.2, 2.3),
+        (x, [3, 2], align_corners, None, 0.5),
+        (x, [1, 1], align_corners),
+    ]:
+        assert_same(run_op(runtime, "aten::upsample_bilinear2d", *args), A.upsample_bilinear2d(*args), **_tol(dtype, 4))
 
 
 @pytest.mark.parametrize("channels", [1, 3, 4, 6])
@@ -742,20 +869,31 @@ def test_upsample_bilinear2d_uint8_is_bit_exact(runtime, channels):
         oh, ow = torch.randint(2, 20, (2,), generator=g).tolist()
         x = torch.randint(0, 256, (2, channels, h, w), generator=g, dtype=torch.uint8)
         for align_corners in (False, True):
-            assert_same(run_op(runtime, "aten::upsample_bilinear2d.vec", x, [oh, ow], align_corners, None),
-                        A.upsample_bilinear2d.vec(x, [oh, ow], align_corners, None))
+            assert_same(
+                run_op(runtime, "aten::upsample_bilinear2d.vec", x, [oh, ow], align_corners, None),
+                A.upsample_bilinear2d.vec(x, [oh, ow], align_corners, None),
+            )
 
 
 def test_upsample_non_contiguous_empty_and_errors(runtime):
     x = make_tensor((2, 6, 5, 3), torch.float32, 94).permute(0, 3, 1, 2)
-    assert_same(run_op(runtime, "aten::upsample_nearest2d.vec", x, None, [2.0, 2.0]),
-                A.upsample_nearest2d.vec(x, None, [2.0, 2.0]))
-    assert_same(run_op(runtime, "aten::upsample_bilinear2d.vec", x, [9, 7], False, None),
-                A.upsample_bilinear2d.vec(x, [9, 7], False, None), **_tol(torch.float32, 4))
-    assert_same(run_op(runtime, "aten::upsample_bilinear2d.vec", x[:0], [9, 7], False, None),
-                A.upsample_bilinear2d.vec(x[:0], [9, 7], False, None))
-    assert_same(run_op(runtime, "aten::upsample_nearest2d.vec", x, None, [2, 3]),  # whole-number scales as ints
-                A.upsample_nearest2d.vec(x, None, [2.0, 3.0]))
+    assert_same(
+        run_op(runtime, "aten::upsample_nearest2d.vec", x, None, [2.0, 2.0]),
+        A.upsample_nearest2d.vec(x, None, [2.0, 2.0]),
+    )
+    assert_same(
+        run_op(runtime, "aten::upsample_bilinear2d.vec", x, [9, 7], False, None),
+        A.upsample_bilinear2d.vec(x, [9, 7], False, None),
+        **_tol(torch.float32, 4),
+    )
+    assert_same(
+        run_op(runtime, "aten::upsample_bilinear2d.vec", x[:0], [9, 7], False, None),
+        A.upsample_bilinear2d.vec(x[:0], [9, 7], False, None),
+    )
+    assert_same(
+        run_op(runtime, "aten::upsample_nearest2d.vec", x, None, [2, 3]),  # whole-number scales as ints
+        A.upsample_nearest2d.vec(x, None, [2.0, 3.0]),
+    )
     with pytest.raises(PareError, match="exactly one of 'output_size' and 'scale_factors' must be given, got both"):
         run_op(runtime, "aten::upsample_nearest2d.vec", x, [4, 4], [2.0, 2.0])
     with pytest.raises(PareError, match="got neither"):
@@ -788,16 +926,28 @@ def test_constant_pad_nd_every_dtype(runtime, dtype):
 def test_constant_pad_nd_edge_cases(runtime):
     x = make_tensor((4, 6, 5), torch.float32, 101).transpose(0, 2)  # non-contiguous, incl. the last dim
     cases = [
-        (x, [2, 3, 1, 1], 1.5), (x, [-1, -2, 0, 0, -1, 1], -1.0), (x, [0, 0, -6, 0], 0.0),  # crops to empty
-        (x[:, :0], [1, 1], 2.0), (torch.tensor(3.0), [], 0.0), (torch.ones(3), [-1, -2], 0.0),
-        (make_tensor((2, 3), torch.int32, 102), [1, 1], 2.7), (make_tensor((2,), torch.uint8, 103), [1, 1], -1),
+        (x, [2, 3, 1, 1], 1.5),
+        (x, [-1, -2, 0, 0, -1, 1], -1.0),
+        (x, [0, 0, -6, 0], 0.0),  # crops to empty
+        (x[:, :0], [1, 1], 2.0),
+        (torch.tensor(3.0), [], 0.0),
+        (torch.ones(3), [-1, -2], 0.0),
+        (make_tensor((2, 3), torch.int32, 102), [1, 1], 2.7),
+        (make_tensor((2,), torch.uint8, 103), [1, 1], -1),
         (make_tensor((2,), torch.float16, 104), [1, 0], float("inf")),
-        (make_tensor((2,), torch.int64, 105), [1, 0], 2 ** 62), (torch.zeros(2, dtype=torch.bool), [1, 1], 0.5),
+        (make_tensor((2,), torch.int64, 105), [1, 0], 2**62),
+        (torch.zeros(2, dtype=torch.bool), [1, 1], 0.5),
     ]
     for args in cases:
         assert_same(run_op(runtime, "aten::constant_pad_nd", *args), A.constant_pad_nd(*args))
-    for dtype, value in [(torch.int8, 128), (torch.float16, 1e6), (torch.int64, float("nan")), (torch.uint8, 256),
-                         (torch.uint8, -1.0), (torch.float32, 1e300)]:
+    for dtype, value in [
+        (torch.int8, 128),
+        (torch.float16, 1e6),
+        (torch.int64, float("nan")),
+        (torch.uint8, 256),
+        (torch.uint8, -1.0),
+        (torch.float32, 1e300),
+    ]:
         with pytest.raises(RuntimeError, match="overflow"):
             A.constant_pad_nd(torch.ones(2, dtype=dtype), [1, 1], value)
         with pytest.raises(PareError, match="argument 'value' cannot be converted to \\w+ without overflow"):
@@ -826,8 +976,13 @@ def test_embedding_every_dtype(runtime, dtype, index_dtype):
 def test_embedding_edge_cases_and_errors(runtime):
     weight = make_tensor((3, 8), torch.float32, 111).t()  # [8, 3], non-contiguous
     idx = torch.tensor([7, 0, 2, 5, 1, 1])[::2]
-    for args in [(weight, idx), (weight, torch.tensor(4)), (weight, torch.zeros(0, 2, dtype=torch.int64)),
-                 (torch.zeros(4, 0), torch.tensor([1, 3])), (weight, idx.view(3, 1, 1), -1, False, False)]:
+    for args in [
+        (weight, idx),
+        (weight, torch.tensor(4)),
+        (weight, torch.zeros(0, 2, dtype=torch.int64)),
+        (torch.zeros(4, 0), torch.tensor([1, 3])),
+        (weight, idx.view(3, 1, 1), -1, False, False),
+    ]:
         assert_same(run_op(runtime, "aten::embedding", *args), A.embedding(*args))
     with pytest.raises(PareError, match="argument 'indices': index 8 is out of range for 'weight' with 8 rows"):
         run_op(runtime, "aten::embedding", weight, torch.tensor([1, 8]))
@@ -883,11 +1038,20 @@ def test_log_softmax(runtime, dtype, dim):
 
 def test_log_softmax_edge_cases(runtime):
     cases = [
-        (special_rows(37, 134), 1), (special_rows(16, 135), -1), (special_rows(37, 136).t(), 0),
-        (torch.tensor(3.0), 0), (make_tensor((3, 0), torch.float32, 131), 1), (make_tensor((0, 3), torch.float32, 131), 1),
-        (make_tensor((6, 7), torch.float32, 132).t(), 0), (make_tensor((6, 7, 3), torch.float64, 133).transpose(0, 2), 1),
-        (torch.tensor([[1.0, float("nan")], [float("-inf"), 0.0], [1000.0, -1000.0], [float("-inf")] * 2,
-                       [float("inf"), 1.0]]), 1),
+        (special_rows(37, 134), 1),
+        (special_rows(16, 135), -1),
+        (special_rows(37, 136).t(), 0),
+        (torch.tensor(3.0), 0),
+        (make_tensor((3, 0), torch.float32, 131), 1),
+        (make_tensor((0, 3), torch.float32, 131), 1),
+        (make_tensor((6, 7), torch.float32, 132).t(), 0),
+        (make_tensor((6, 7, 3), torch.float64, 133).transpose(0, 2), 1),
+        (
+            torch.tensor(
+                [[1.0, float("nan")], [float("-inf"), 0.0], [1000.0, -1000.0], [float("-inf")] * 2, [float("inf"), 1.0]]
+            ),
+            1,
+        ),
         (torch.tensor([[1.0, float("nan")], [float("-inf"), 0.0], [1000.0, -1000.0]]).t().contiguous(), 0),
     ]
     for x, dim in cases:
@@ -919,49 +1083,93 @@ class _Bmm(nn.Module):
 EXPORTED_MODULES = {
     "conv1d": (lambda: nn.Conv1d(4, 6, 3, stride=2, padding=1), [(2, 4, 10)], "aten::convolution"),
     "conv1d_same": (lambda: nn.Conv1d(4, 6, 3, bias=False, padding="same"), [(2, 4, 10)], "aten::convolution"),
-    "conv2d": (lambda: nn.Conv2d(4, 6, 3, stride=2, padding=1, dilation=2, groups=2), [(2, 4, 10, 10)],
-               "aten::convolution"),
+    "conv2d": (
+        lambda: nn.Conv2d(4, 6, 3, stride=2, padding=1, dilation=2, groups=2),
+        [(2, 4, 10, 10)],
+        "aten::convolution",
+    ),
     "conv2d_depthwise": (lambda: nn.Conv2d(4, 8, 3, padding=1, groups=4), [(2, 4, 10, 10)], "aten::convolution"),
-    "conv_transpose2d": (lambda: nn.ConvTranspose2d(4, 6, 3, stride=2, padding=1, output_padding=1), [(1, 4, 5, 5)],
-                         "aten::convolution"),
-    "conv3d": (lambda: nn.Conv3d(3, 8, (3, 7, 7), stride=(1, 2, 2), padding=(1, 3, 3), bias=False),
-               [(1, 3, 4, 16, 16)], "aten::convolution"),
-    "conv3d_spatial": (lambda: nn.Conv3d(4, 6, (1, 3, 3), padding=(0, 1, 1)), [(2, 4, 3, 6, 6)],
-                       "aten::convolution"),
-    "conv3d_temporal": (lambda: nn.Conv3d(6, 4, (3, 1, 1), stride=(2, 1, 1), padding=(1, 0, 0)), [(2, 6, 5, 4, 4)],
-                        "aten::convolution"),
+    "conv_transpose2d": (
+        lambda: nn.ConvTranspose2d(4, 6, 3, stride=2, padding=1, output_padding=1),
+        [(1, 4, 5, 5)],
+        "aten::convolution",
+    ),
+    "conv3d": (
+        lambda: nn.Conv3d(3, 8, (3, 7, 7), stride=(1, 2, 2), padding=(1, 3, 3), bias=False),
+        [(1, 3, 4, 16, 16)],
+        "aten::convolution",
+    ),
+    "conv3d_spatial": (lambda: nn.Conv3d(4, 6, (1, 3, 3), padding=(0, 1, 1)), [(2, 4, 3, 6, 6)], "aten::convolution"),
+    "conv3d_temporal": (
+        lambda: nn.Conv3d(6, 4, (3, 1, 1), stride=(2, 1, 1), padding=(1, 0, 0)),
+        [(2, 6, 5, 4, 4)],
+        "aten::convolution",
+    ),
     "batch_norm2d": (lambda: nn.BatchNorm2d(4), [(2, 4, 5, 5)], "aten::_native_batch_norm_legit_no_training"),
     "batch_norm1d": (lambda: nn.BatchNorm1d(4), [(2, 4, 5)], "aten::_native_batch_norm_legit_no_training"),
     "layer_norm": (lambda: nn.LayerNorm([5]), [(2, 3, 5)], "aten::native_layer_norm"),
-    "layer_norm_2d_no_affine": (lambda: nn.LayerNorm([3, 5], elementwise_affine=False), [(2, 3, 5)],
-                                "aten::native_layer_norm"),
+    "layer_norm_2d_no_affine": (
+        lambda: nn.LayerNorm([3, 5], elementwise_affine=False),
+        [(2, 3, 5)],
+        "aten::native_layer_norm",
+    ),
     "group_norm": (lambda: nn.GroupNorm(2, 4), [(2, 4, 5, 5)], "aten::native_group_norm"),
-    "max_pool2d": (lambda: nn.MaxPool2d(3, stride=2, padding=1, ceil_mode=True), [(2, 4, 9, 9)],
-                   "aten::max_pool2d_with_indices"),
+    "max_pool2d": (
+        lambda: nn.MaxPool2d(3, stride=2, padding=1, ceil_mode=True),
+        [(2, 4, 9, 9)],
+        "aten::max_pool2d_with_indices",
+    ),
     "max_pool2d_defaults": (lambda: nn.MaxPool2d(2), [(4, 9, 9)], "aten::max_pool2d_with_indices"),
-    "avg_pool2d": (lambda: nn.AvgPool2d(3, stride=2, padding=1, ceil_mode=True, count_include_pad=False),
-                   [(2, 4, 9, 9)], "aten::avg_pool2d"),
+    "avg_pool2d": (
+        lambda: nn.AvgPool2d(3, stride=2, padding=1, ceil_mode=True, count_include_pad=False),
+        [(2, 4, 9, 9)],
+        "aten::avg_pool2d",
+    ),
     "avg_pool2d_divisor": (lambda: nn.AvgPool2d(2, divisor_override=3), [(2, 4, 9, 9)], "aten::avg_pool2d"),
     "adaptive_avg_pool2d": (lambda: nn.AdaptiveAvgPool2d((3, 4)), [(2, 4, 9, 9)], "aten::_adaptive_avg_pool2d"),
-    "upsample_nearest": (lambda: nn.Upsample(scale_factor=2, mode="nearest"), [(2, 4, 5, 5)],
-                         "aten::upsample_nearest2d.vec"),
-    "upsample_nearest_size": (lambda: nn.Upsample(size=(7, 9), mode="nearest"), [(2, 4, 5, 5)],
-                              "aten::upsample_nearest2d.vec"),
-    "upsample_bilinear": (lambda: nn.Upsample(scale_factor=2, mode="bilinear"), [(2, 4, 5, 5)],
-                          "aten::upsample_bilinear2d.vec"),
-    "upsample_bilinear_align": (lambda: nn.Upsample(size=(7, 9), mode="bilinear", align_corners=True),
-                                [(2, 4, 5, 5)], "aten::upsample_bilinear2d.vec"),
-    "interpolate_nearest": (lambda: _Interpolate(scale_factor=1.5, mode="nearest"), [(1, 2, 4, 4)],
-                            "aten::upsample_nearest2d.vec"),
-    "interpolate_bilinear": (lambda: _Interpolate(scale_factor=(2, 3), mode="bilinear"), [(1, 2, 4, 4)],
-                             "aten::upsample_bilinear2d.vec"),
-    "interpolate_recompute": (lambda: _Interpolate(scale_factor=1.5, mode="nearest", recompute_scale_factor=True),
-                              [(1, 2, 4, 4)], "aten::upsample_nearest2d.vec"),
+    "upsample_nearest": (
+        lambda: nn.Upsample(scale_factor=2, mode="nearest"),
+        [(2, 4, 5, 5)],
+        "aten::upsample_nearest2d.vec",
+    ),
+    "upsample_nearest_size": (
+        lambda: nn.Upsample(size=(7, 9), mode="nearest"),
+        [(2, 4, 5, 5)],
+        "aten::upsample_nearest2d.vec",
+    ),
+    "upsample_bilinear": (
+        lambda: nn.Upsample(scale_factor=2, mode="bilinear"),
+        [(2, 4, 5, 5)],
+        "aten::upsample_bilinear2d.vec",
+    ),
+    "upsample_bilinear_align": (
+        lambda: nn.Upsample(size=(7, 9), mode="bilinear", align_corners=True),
+        [(2, 4, 5, 5)],
+        "aten::upsample_bilinear2d.vec",
+    ),
+    "interpolate_nearest": (
+        lambda: _Interpolate(scale_factor=1.5, mode="nearest"),
+        [(1, 2, 4, 4)],
+        "aten::upsample_nearest2d.vec",
+    ),
+    "interpolate_bilinear": (
+        lambda: _Interpolate(scale_factor=(2, 3), mode="bilinear"),
+        [(1, 2, 4, 4)],
+        "aten::upsample_bilinear2d.vec",
+    ),
+    "interpolate_recompute": (
+        lambda: _Interpolate(scale_factor=1.5, mode="nearest", recompute_scale_factor=True),
+        [(1, 2, 4, 4)],
+        "aten::upsample_nearest2d.vec",
+    ),
     "constant_pad": (lambda: nn.ConstantPad2d((1, 2, 0, 3), 1.5), [(2, 4, 5, 5)], "aten::constant_pad_nd"),
     "zero_pad": (lambda: nn.ZeroPad2d(1), [(2, 4, 5, 5)], "aten::constant_pad_nd"),
     "embedding": (lambda: nn.Embedding(10, 3), [torch.tensor([[1, 2], [3, 9]])], "aten::embedding"),
-    "embedding_padding_idx": (lambda: nn.Embedding(10, 3, padding_idx=0), [torch.tensor([[1, 0], [3, 9]])],
-                              "aten::embedding"),
+    "embedding_padding_idx": (
+        lambda: nn.Embedding(10, 3, padding_idx=0),
+        [torch.tensor([[1, 0], [3, 9]])],
+        "aten::embedding",
+    ),
     "log_softmax": (lambda: nn.LogSoftmax(dim=1), [(2, 4)], "aten::_log_softmax"),
     "bmm": (lambda: _Bmm(), [(2, 3, 4), (2, 4, 5)], "aten::bmm"),
 }
@@ -1036,8 +1244,17 @@ def test_nn_ops_in_one_program(runtime):
     m = pb.method()
     x = m.input("Float", [None, 3, 16, 16])
     y = m.op("aten::convolution", x, m.constant(w), m.constant(b), [1, 1], [1, 1], [1, 1], False, [0, 0], 1)
-    y, _, _ = m.op("aten::_native_batch_norm_legit_no_training", y, None, None, m.constant(mean), m.constant(var),
-                   0.1, 1e-5, returns=3)
+    y, _, _ = m.op(
+        "aten::_native_batch_norm_legit_no_training",
+        y,
+        None,
+        None,
+        m.constant(mean),
+        m.constant(var),
+        0.1,
+        1e-5,
+        returns=3,
+    )
     y, _ = m.op("aten::max_pool2d_with_indices", y, [2, 2], [2, 2], returns=2)
     y = m.op("aten::upsample_bilinear2d.vec", y, None, False, [2.0, 2.0])
     y = m.op("aten::constant_pad_nd", y, [1, 1, 1, 1], 0.0)

@@ -9,9 +9,9 @@ and the errors torch raises, named by argument."""
 
 import pytest
 import torch
+from runtime_testing import ALL_DTYPES, FLOAT_DTYPES, assert_same, make_tensor, run_op, to_input
 
 from pare.runtime import PareError
-from runtime_testing import ALL_DTYPES, FLOAT_DTYPES, assert_same, make_tensor, run_op, to_input
 
 pytestmark = pytest.mark.fp_ops  # see tests/runtime/conftest.py
 
@@ -24,9 +24,17 @@ ids = str
 # dim, first dim, middle dim, adjacent dims, non-adjacent dims (permuted
 # copy), every dim, size-1 dims around the reduced ones.
 DIM_CASES = [
-    ((3, 4, 5), [-1]), ((3, 4, 5), [0]), ((3, 4, 5), [1]), ((3, 4, 5), [1, 2]), ((3, 4, 5), [0, 2]),
-    ((3, 4, 5), [0, 1, 2]), ((3, 1, 5), [0, 2]), ((2, 3, 4, 5), [0, 2]), ((2, 3, 4, 5), [3, 1]),
-    ((1, 4, 1, 5), [1]), ((7,), [0]),
+    ((3, 4, 5), [-1]),
+    ((3, 4, 5), [0]),
+    ((3, 4, 5), [1]),
+    ((3, 4, 5), [1, 2]),
+    ((3, 4, 5), [0, 2]),
+    ((3, 4, 5), [0, 1, 2]),
+    ((3, 1, 5), [0, 2]),
+    ((2, 3, 4, 5), [0, 2]),
+    ((2, 3, 4, 5), [3, 1]),
+    ((1, 4, 1, 5), [1]),
+    ((7,), [0]),
 ]
 
 
@@ -46,8 +54,9 @@ def test_sum_every_dtype(runtime, dtype):
     x = make_tensor((4, 6), dtype, 1)
     for dim in ([1], [0], None, []):
         for keepdim in (False, True):
-            assert_same(run_op(runtime, "aten::sum.dim_IntList", x, dim, keepdim),
-                        aten.sum.dim_IntList(x, dim, keepdim))
+            assert_same(
+                run_op(runtime, "aten::sum.dim_IntList", x, dim, keepdim), aten.sum.dim_IntList(x, dim, keepdim)
+            )
 
 
 @pytest.mark.parametrize("shape,dim", DIM_CASES, ids=str)
@@ -77,19 +86,37 @@ def test_prod_every_dtype(runtime, dtype):
             assert_same(run_op(runtime, "aten::prod.dim_int", x, dim, keepdim), aten.prod.dim_int(x, dim, keepdim))
 
 
-@pytest.mark.parametrize("src,dst", [
-    (torch.int32, torch.float32), (torch.float16, torch.float32), (torch.float32, torch.float64),
-    (torch.int64, torch.int32), (torch.float32, torch.int16), (torch.bool, torch.uint8), (torch.int8, torch.bool),
-    (torch.bfloat16, torch.float16), (torch.uint8, torch.int64),
-], ids=str)
+@pytest.mark.parametrize(
+    "src,dst",
+    [
+        (torch.int32, torch.float32),
+        (torch.float16, torch.float32),
+        (torch.float32, torch.float64),
+        (torch.int64, torch.int32),
+        (torch.float32, torch.int16),
+        (torch.bool, torch.uint8),
+        (torch.int8, torch.bool),
+        (torch.bfloat16, torch.float16),
+        (torch.uint8, torch.int64),
+    ],
+    ids=str,
+)
 def test_sum_and_prod_dtype_argument(runtime, src, dst):
     x = make_tensor((4, 5), src, 6, -3, 4)
     assert_same(run_op(runtime, "aten::sum.dim_IntList", x, [1], False, dst), aten.sum.dim_IntList(x, [1], dtype=dst))
     assert_same(run_op(runtime, "aten::prod.dim_int", x, 0, True, dst), aten.prod.dim_int(x, 0, True, dtype=dst))
 
 
-@pytest.mark.parametrize("src,dst", [(torch.int32, torch.float32), (torch.float16, torch.float32),
-                                     (torch.uint8, torch.float64), (torch.float64, torch.bfloat16)], ids=str)
+@pytest.mark.parametrize(
+    "src,dst",
+    [
+        (torch.int32, torch.float32),
+        (torch.float16, torch.float32),
+        (torch.uint8, torch.float64),
+        (torch.float64, torch.bfloat16),
+    ],
+    ids=str,
+)
 def test_mean_dtype_argument(runtime, src, dst):
     x = make_tensor((4, 5), src, 7)
     assert_same(run_op(runtime, "aten::mean.dim", x, [0], False, dst), aten.mean.dim(x, [0], dtype=dst))
@@ -269,7 +296,14 @@ def test_any_layouts_and_edge_cases(runtime):
     for shape, dim in DIM_CASES:
         x = make_tensor(shape, torch.bool, 17) & make_tensor(shape, torch.bool, 18)
         assert_same(run_op(runtime, "aten::any.dims", x, dim), aten.any.dims(x, dim))
-    y = non_contiguous((5, 6), torch.int32, 19, ) * 0
+    y = (
+        non_contiguous(
+            (5, 6),
+            torch.int32,
+            19,
+        )
+        * 0
+    )
     y[2, 3] = 1
     assert_same(run_op(runtime, "aten::any.dim", y, 0), aten.any.dim(y, 0))
     for t in (torch.ones(0, 3), torch.tensor(0.0), torch.tensor(2, dtype=torch.uint8)):
@@ -296,17 +330,26 @@ def test_var_layouts(runtime, shape, dim):
     x = make_tensor(shape, torch.float64, 21)
     assert_same(run_op(runtime, "aten::var.correction", x, dim), aten.var.correction(x, dim))
     y = non_contiguous(shape, torch.float32, 22)
-    assert_same(run_op(runtime, "aten::var.correction", y, dim, 0, True), aten.var.correction(y, dim, correction=0,
-                                                                                              keepdim=True))
+    assert_same(
+        run_op(runtime, "aten::var.correction", y, dim, 0, True),
+        aten.var.correction(y, dim, correction=0, keepdim=True),
+    )
 
 
 def test_var_edge_cases(runtime):
     # One element with correction 1, more correction than elements, empty:
     # torch gives NaN or inf without an error.
-    for x, correction in ((torch.ones(1, 3), 1), (torch.tensor([1.0, 2.0, 4.0]), 5), (torch.ones(0, 2), 1),
-                          (torch.tensor(3.0), 0), (torch.tensor([1.0, float("nan")]), 1)):
-        assert_same(run_op(runtime, "aten::var.correction", x, [0], correction),
-                    aten.var.correction(x, [0], correction=correction))
+    for x, correction in (
+        (torch.ones(1, 3), 1),
+        (torch.tensor([1.0, 2.0, 4.0]), 5),
+        (torch.ones(0, 2), 1),
+        (torch.tensor(3.0), 0),
+        (torch.tensor([1.0, float("nan")]), 1),
+    ):
+        assert_same(
+            run_op(runtime, "aten::var.correction", x, [0], correction),
+            aten.var.correction(x, [0], correction=correction),
+        )
     # A large offset: two passes in double give the exact float variance;
     # torch's float32 Welford is off by ~7e-5 here.
     x = 1e6 + make_tensor((1000,), torch.float32, 23)
@@ -329,9 +372,18 @@ def test_cumsum_cumprod_every_dtype(runtime, dtype):
         assert_same(run_op(runtime, "aten::cumprod", x, dim), aten.cumprod(x, dim))
 
 
-@pytest.mark.parametrize("src,dst", [(torch.int32, torch.float32), (torch.int8, torch.int8),
-                                     (torch.float16, torch.float64), (torch.bool, torch.int32),
-                                     (torch.float32, torch.int64), (torch.uint8, torch.float16)], ids=str)
+@pytest.mark.parametrize(
+    "src,dst",
+    [
+        (torch.int32, torch.float32),
+        (torch.int8, torch.int8),
+        (torch.float16, torch.float64),
+        (torch.bool, torch.int32),
+        (torch.float32, torch.int64),
+        (torch.uint8, torch.float16),
+    ],
+    ids=str,
+)
 def test_cumsum_cumprod_dtype_argument(runtime, src, dst):
     x = make_tensor((3, 40), src, 25, -3, 8)
     assert_same(run_op(runtime, "aten::cumsum", x, 1, dst), aten.cumsum(x, 1, dtype=dst))
@@ -365,11 +417,32 @@ def test_cumsum_edge_cases(runtime):
 
 class Reductions(torch.nn.Module):
     def forward(self, x, y, b):
-        return (x.mean(-1), x.mean(dim=(0, 1), keepdim=True), x.mean(), x.sum(), x.sum(-1), y.sum(-1),
-                x.amax(-1), x.max(-1).values, x.max(), x.min(1).indices, x.argmax(-1), x.argmax(),
-                x.argmin(0, keepdim=True), x.cumsum(-1), y.cumsum(0), b.any(-1), b.any(), b.any(dim=(0, 1)),
-                x.prod(-1), x.var(-1), x.var(dim=(0, 2), unbiased=False), x.amin(dim=(0, 2)),
-                y.cumprod(1), x.sum(dim=1, dtype=torch.float64))
+        return (
+            x.mean(-1),
+            x.mean(dim=(0, 1), keepdim=True),
+            x.mean(),
+            x.sum(),
+            x.sum(-1),
+            y.sum(-1),
+            x.amax(-1),
+            x.max(-1).values,
+            x.max(),
+            x.min(1).indices,
+            x.argmax(-1),
+            x.argmax(),
+            x.argmin(0, keepdim=True),
+            x.cumsum(-1),
+            y.cumsum(0),
+            b.any(-1),
+            b.any(),
+            b.any(dim=(0, 1)),
+            x.prod(-1),
+            x.var(-1),
+            x.var(dim=(0, 2), unbiased=False),
+            x.amin(dim=(0, 2)),
+            y.cumprod(1),
+            x.sum(dim=1, dtype=torch.float64),
+        )
 
 
 def test_exported_reductions_run_like_torch(runtime):
@@ -390,9 +463,25 @@ def test_exported_reductions_run_like_torch(runtime):
     for got, expected in zip(ours, model(x, y, b), strict=True):
         assert_same(torch.from_numpy(got), expected)
     # The overloads this test is about.
-    for name in ("aten::mean.dim", "aten::mean", "aten::sum.dim_IntList", "aten::amax", "aten::max.dim", "aten::max",
-                 "aten::min.dim", "aten::argmax", "aten::argmin", "aten::cumsum", "aten::any.dim", "aten::any",
-                 "aten::any.dims", "aten::prod.dim_int", "aten::var.correction", "aten::amin", "aten::cumprod"):
+    for name in (
+        "aten::mean.dim",
+        "aten::mean",
+        "aten::sum.dim_IntList",
+        "aten::amax",
+        "aten::max.dim",
+        "aten::max",
+        "aten::min.dim",
+        "aten::argmax",
+        "aten::argmin",
+        "aten::cumsum",
+        "aten::any.dim",
+        "aten::any",
+        "aten::any.dims",
+        "aten::prod.dim_int",
+        "aten::var.correction",
+        "aten::amin",
+        "aten::cumprod",
+    ):
         assert name in report.uses, name
 
 
@@ -403,11 +492,16 @@ def test_tracing_records_reduction_dtypes(tracing_runtime):
     m = pb.method()
     x = m.input("Short", [None, 4])
     f = m.input("BFloat16", [None, 4])
-    m.output(m.op("aten::sum.dim_IntList", x, [1]), m.op("aten::mean.dim", f, None),
-             m.op("aten::argmax", x, 0), m.op("aten::cumsum", x, 1, torch.float32))
+    m.output(
+        m.op("aten::sum.dim_IntList", x, [1]),
+        m.op("aten::mean.dim", f, None),
+        m.op("aten::argmax", x, 0),
+        m.op("aten::cumsum", x, 1, torch.float32),
+    )
     program = tracing_runtime.load(pb.to_bytes())
-    program.method().run(to_input(make_tensor((3, 4), torch.int16, 31)),
-                         to_input(make_tensor((3, 4), torch.bfloat16, 32)))
+    program.method().run(
+        to_input(make_tensor((3, 4), torch.int16, 31)), to_input(make_tensor((3, 4), torch.bfloat16, 32))
+    )
     trace = program.trace()
     assert trace.kernel_dtypes["sum_kernel"] == ("Short",)  # accumulates in int64 without a Long copy
     assert trace.kernel_dtypes["mean_kernel"] == ("BFloat16",)

@@ -12,10 +12,10 @@ promotion, broadcasting and error messages."""
 
 import pytest
 import torch
+from runtime_testing import ALL_DTYPES, FLOAT_DTYPES, assert_same, assert_within_ulps, make_tensor, run_op
 
 from pare.program import ProgramBuilder
 from pare.runtime import PareError
-from runtime_testing import ALL_DTYPES, FLOAT_DTYPES, assert_same, assert_within_ulps, make_tensor, run_op
 
 pytestmark = pytest.mark.fp_ops  # see tests/runtime/conftest.py
 
@@ -73,12 +73,12 @@ SAME_DTYPE_OPS = {
     "aten::round": A.round,
 }
 
-ALL_OPS = {**{k: v[0] for k, v in FLOATING_OPS.items()}, **{k: v[0] for k, v in ACTIVATIONS.items()},
-           **SAME_DTYPE_OPS}
+ALL_OPS = {**{k: v[0] for k, v in FLOATING_OPS.items()}, **{k: v[0] for k, v in ACTIVATIONS.items()}, **SAME_DTYPE_OPS}
 
 
 # ---------------------------------------------------------------------------
 # Every op x every dtype.
+
 
 @pytest.mark.parametrize("dtype", ALL_DTYPES, ids=str)
 @pytest.mark.parametrize("op", FLOATING_OPS)
@@ -152,8 +152,19 @@ def test_round_is_half_to_even(runtime):
 
 
 @pytest.mark.parametrize("dtype", INT_DTYPES, ids=str)
-@pytest.mark.parametrize("op", ["aten::abs", "aten::neg", "aten::sign", "aten::bitwise_not", "aten::logical_not",
-                                "aten::floor", "aten::ceil", "aten::round"])
+@pytest.mark.parametrize(
+    "op",
+    [
+        "aten::abs",
+        "aten::neg",
+        "aten::sign",
+        "aten::bitwise_not",
+        "aten::logical_not",
+        "aten::floor",
+        "aten::ceil",
+        "aten::round",
+    ],
+)
 def test_integer_extremes_wrap_like_torch(runtime, op, dtype):
     info = torch.iinfo(dtype)
     a = torch.tensor([info.min, info.min + 1, -1 if info.min < 0 else 1, 0, 1, info.max - 1, info.max], dtype=dtype)
@@ -163,14 +174,18 @@ def test_integer_extremes_wrap_like_torch(runtime, op, dtype):
 @pytest.mark.parametrize("dtype", INT_DTYPES + [torch.bool], ids=str)
 def test_floating_ops_on_integer_extremes(runtime, dtype):
     info = torch.iinfo(dtype) if dtype != torch.bool else None
-    a = torch.tensor([info.min, -1 if info.min < 0 else 2, 0, 1, info.max], dtype=dtype) if info \
+    a = (
+        torch.tensor([info.min, -1 if info.min < 0 else 2, 0, 1, info.max], dtype=dtype)
+        if info
         else torch.tensor([True, False])
+    )
     for op in ["aten::sqrt", "aten::reciprocal", "aten::exp", "aten::log", "aten::sigmoid"]:
         check(runtime, op, FLOATING_OPS[op][0], a)
 
 
 # ---------------------------------------------------------------------------
 # Layouts: non-contiguous, expanded, 0-dim, empty, large.
+
 
 def layouts(dtype, seed):
     base = make_tensor((6, 8, 5), dtype, seed, -4, 4)
@@ -198,14 +213,23 @@ def test_layouts(runtime, op, layout):
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.int64, torch.uint8], ids=str)
 def test_layouts_other_dtypes(runtime, dtype, layout):
     a = layouts(dtype, 20)[layout]
-    for op in ["aten::sqrt", "aten::sigmoid", "aten::abs", "aten::neg", "aten::sign", "aten::logical_not",
-               "aten::floor", "aten::hardtanh"]:
+    for op in [
+        "aten::sqrt",
+        "aten::sigmoid",
+        "aten::abs",
+        "aten::neg",
+        "aten::sign",
+        "aten::logical_not",
+        "aten::floor",
+        "aten::hardtanh",
+    ]:
         check(runtime, op, ALL_OPS[op], a)
     check(runtime, "aten::clamp", A.clamp, a, 1, 3)
 
 
 # ---------------------------------------------------------------------------
 # Activation parameters.
+
 
 @pytest.mark.parametrize("dtype", FLOAT_DTYPES, ids=str)
 @pytest.mark.parametrize("approximate", ["none", "tanh"])
@@ -229,8 +253,11 @@ def test_elu_parameters(runtime, dtype, params):
 
 
 @pytest.mark.parametrize("dtype", [d for d in ALL_DTYPES if d != torch.bool], ids=str)
-@pytest.mark.parametrize("bounds", [(), (-2,), (-3, 2), (-2.7, 3.9), (0, 5), (5, 1), (-0.5, 0.5), (-1e6, 1e6),
-                                    (-300, 300), (float("-inf"), INF)], ids=str)
+@pytest.mark.parametrize(
+    "bounds",
+    [(), (-2,), (-3, 2), (-2.7, 3.9), (0, 5), (5, 1), (-0.5, 0.5), (-1e6, 1e6), (-300, 300), (float("-inf"), INF)],
+    ids=str,
+)
 def test_hardtanh_bounds(runtime, dtype, bounds):
     # Integral tensors truncate the bounds and never promote; Byte rejects
     # negative bounds; bounds that do not fit the dtype are errors.
@@ -241,9 +268,26 @@ def test_hardtanh_bounds(runtime, dtype, bounds):
 # ---------------------------------------------------------------------------
 # clamp with Scalar bounds.
 
-CLAMP_BOUNDS = [(-2, 3), (2, None), (None, 1), (-1.5, 2.5), (0.25, None), (None, -0.25), (True, None), (False, True),
-                (5, 1), (0, 200), (-200, 0), (-255, 300), (1e6, None), (None, 1e39), (NAN, None), (None, NAN),
-                (NAN, 1), (float("-inf"), INF)]
+CLAMP_BOUNDS = [
+    (-2, 3),
+    (2, None),
+    (None, 1),
+    (-1.5, 2.5),
+    (0.25, None),
+    (None, -0.25),
+    (True, None),
+    (False, True),
+    (5, 1),
+    (0, 200),
+    (-200, 0),
+    (-255, 300),
+    (1e6, None),
+    (None, 1e39),
+    (NAN, None),
+    (None, NAN),
+    (NAN, 1),
+    (float("-inf"), INF),
+]
 
 
 @pytest.mark.parametrize("dtype", ALL_DTYPES, ids=str)
@@ -271,6 +315,7 @@ def test_clamp_nan_elements_propagate(runtime):
 # ---------------------------------------------------------------------------
 # clamp.Tensor.
 
+
 @pytest.mark.parametrize("dtype", ALL_DTYPES, ids=str)
 @pytest.mark.parametrize("which", ["both", "min", "max"])
 def test_clamp_tensor_every_dtype(runtime, dtype, which):
@@ -281,8 +326,11 @@ def test_clamp_tensor_every_dtype(runtime, dtype, which):
     check(runtime, "aten::clamp.Tensor", A.clamp.Tensor, *args)
 
 
-@pytest.mark.parametrize("shapes", [((4, 1, 3), (5, 3), (1,)), ((2, 3), (), ()), ((), (3,), (2, 1)),
-                                    ((0, 3), (1, 3), (3,)), ((3, 1), (1, 4), None)], ids=str)
+@pytest.mark.parametrize(
+    "shapes",
+    [((4, 1, 3), (5, 3), (1,)), ((2, 3), (), ()), ((), (3,), (2, 1)), ((0, 3), (1, 3), (3,)), ((3, 1), (1, 4), None)],
+    ids=str,
+)
 def test_clamp_tensor_broadcasting(runtime, shapes):
     sa, smin, smax = shapes
     a = make_tensor(sa, torch.float32, 12)
@@ -291,9 +339,17 @@ def test_clamp_tensor_broadcasting(runtime, shapes):
     check(runtime, "aten::clamp.Tensor", A.clamp.Tensor, a, lo, hi)
 
 
-@pytest.mark.parametrize("dtypes", [(torch.int32, torch.float32, torch.int64), (torch.uint8, torch.int8, None),
-                                    (torch.float16, torch.bfloat16, None), (torch.bool, torch.int16, torch.bool),
-                                    (torch.int64, torch.float64, torch.float16)], ids=str)
+@pytest.mark.parametrize(
+    "dtypes",
+    [
+        (torch.int32, torch.float32, torch.int64),
+        (torch.uint8, torch.int8, None),
+        (torch.float16, torch.bfloat16, None),
+        (torch.bool, torch.int16, torch.bool),
+        (torch.int64, torch.float64, torch.float16),
+    ],
+    ids=str,
+)
 def test_clamp_tensor_promotion(runtime, dtypes):
     da, dmin, dmax = dtypes
     a = make_tensor((3, 5), da, 15)
@@ -319,6 +375,7 @@ def test_clamp_tensor_non_contiguous_and_nan(runtime):
 # ---------------------------------------------------------------------------
 # round.decimals.
 
+
 @pytest.mark.parametrize("dtype", ALL_DTYPES, ids=str)
 @pytest.mark.parametrize("decimals", [0, 1, 2, 3, -1, -2, 400, -400])
 def test_round_decimals(runtime, dtype, decimals):
@@ -331,12 +388,21 @@ def test_round_decimals(runtime, dtype, decimals):
 # ---------------------------------------------------------------------------
 # Errors name the op, the argument and the expectation.
 
+
 def test_error_messages(runtime):
     ints = torch.arange(4)
     cases = [
-        ("aten::gelu", (ints,), r"aten::gelu: argument 'self' has dtype Long, which is not supported "
-                                 r"\(kernel tag gelu_kernel handles Half, BFloat16, Float, Double\)"),
-        ("aten::gelu", (torch.ones(2), "erf"), r"aten::gelu: argument 'approximate' must be 'none' or 'tanh', got 'erf'"),
+        (
+            "aten::gelu",
+            (ints,),
+            r"aten::gelu: argument 'self' has dtype Long, which is not supported "
+            r"\(kernel tag gelu_kernel handles Half, BFloat16, Float, Double\)",
+        ),
+        (
+            "aten::gelu",
+            (torch.ones(2), "erf"),
+            r"aten::gelu: argument 'approximate' must be 'none' or 'tanh', got 'erf'",
+        ),
         ("aten::abs", (torch.ones(2, dtype=torch.bool),), r"aten::abs: argument 'self' has dtype Bool"),
         ("aten::neg", (torch.ones(2, dtype=torch.bool),), r"aten::neg: argument 'self': negation of a Bool tensor"),
         ("aten::bitwise_not", (torch.ones(2),), r"aten::bitwise_not: argument 'self' has dtype Float"),
@@ -344,21 +410,43 @@ def test_error_messages(runtime):
         ("aten::clamp", (torch.ones(2),), r"aten::clamp: at least one of arguments 'min' and 'max' must not be None"),
         ("aten::clamp", (torch.ones(2), None, None), r"at least one of arguments 'min' and 'max'"),
         ("aten::clamp.Tensor", (torch.ones(2), None, None), r"aten::clamp.Tensor: at least one of arguments"),
-        ("aten::clamp", (torch.ones(2, dtype=torch.int8), 300),
-         r"aten::clamp: argument 'min': value 300 cannot be converted to Char without overflow"),
-        ("aten::clamp", (torch.ones(2, dtype=torch.float16), None, 1e6),
-         r"argument 'max': value 1e\+06 cannot be converted to Half without overflow"),
-        ("aten::clamp", (torch.ones(2, dtype=torch.bool), True),
-         r"aten::clamp: the result .* has dtype Bool, which is not supported"),
-        ("aten::clamp.Tensor", (torch.ones(2, dtype=torch.bool),) * 3, r"clamping Bool tensors between 'min' and 'max'"),
-        ("aten::clamp.Tensor", (torch.ones(2, 3), torch.ones(4)),
-         r"aten::clamp.Tensor: argument 'min' with sizes \[4\] cannot be broadcast"),
+        (
+            "aten::clamp",
+            (torch.ones(2, dtype=torch.int8), 300),
+            r"aten::clamp: argument 'min': value 300 cannot be converted to Char without overflow",
+        ),
+        (
+            "aten::clamp",
+            (torch.ones(2, dtype=torch.float16), None, 1e6),
+            r"argument 'max': value 1e\+06 cannot be converted to Half without overflow",
+        ),
+        (
+            "aten::clamp",
+            (torch.ones(2, dtype=torch.bool), True),
+            r"aten::clamp: the result .* has dtype Bool, which is not supported",
+        ),
+        (
+            "aten::clamp.Tensor",
+            (torch.ones(2, dtype=torch.bool),) * 3,
+            r"clamping Bool tensors between 'min' and 'max'",
+        ),
+        (
+            "aten::clamp.Tensor",
+            (torch.ones(2, 3), torch.ones(4)),
+            r"aten::clamp.Tensor: argument 'min' with sizes \[4\] cannot be broadcast",
+        ),
         ("aten::hardtanh", (torch.ones(2, dtype=torch.bool),), r"aten::hardtanh: argument 'self': .*Bool"),
-        ("aten::hardtanh", (torch.ones(2, dtype=torch.uint8), -1, 3),
-         r"aten::hardtanh: arguments 'min_val' and 'max_val' must not be negative for a Byte tensor, got -1 and 3"),
+        (
+            "aten::hardtanh",
+            (torch.ones(2, dtype=torch.uint8), -1, 3),
+            r"aten::hardtanh: arguments 'min_val' and 'max_val' must not be negative for a Byte tensor, got -1 and 3",
+        ),
         ("aten::hardtanh", (ints, NAN), r"aten::hardtanh: argument 'min_val': value nan cannot be converted to Long"),
-        ("aten::hardtanh", (torch.ones(2, dtype=torch.int8), 0, 1000),
-         r"aten::hardtanh: argument 'max_val': value 1000 cannot be converted to Char"),
+        (
+            "aten::hardtanh",
+            (torch.ones(2, dtype=torch.int8), 0, 1000),
+            r"aten::hardtanh: argument 'max_val': value 1000 cannot be converted to Char",
+        ),
         ("aten::leaky_relu", (torch.ones(2), 1e300), r"argument 'negative_slope': value 1e\+300 cannot be converted"),
         ("aten::elu", (torch.ones(2), 1, 1e300), r"aten::elu: argument 'scale'"),
         ("aten::sqrt", ([1, 2],), r"aten::sqrt: argument 'self' \(#0\) must be Tensor"),
@@ -371,6 +459,7 @@ def test_error_messages(runtime):
 
 # ---------------------------------------------------------------------------
 # Tracing: what a manifest needs for these ops.
+
 
 def test_tracing_records_promotion_and_hardtanh_calling_clamp(tracing_runtime):
     pb = ProgramBuilder()
@@ -396,8 +485,30 @@ def test_tracing_records_promotion_and_hardtanh_calling_clamp(tracing_runtime):
 # float exp, tanh and erf are inline polynomials (runtime/kernels/common/math.h),
 # held here to their stated bounds against float64 over their whole range:
 # a dense sweep, the points where their formulas switch, and special values.
-POLY_SPECIAL = [0.0, -0.0, float("inf"), float("-inf"), float("nan"), 88.72, 88.73, -87.33, -103.9, -150.0, 1e-30,
-                -1e-30, 0.625, -0.625, 0.62499994, 9.0, -9.0, 20.0, 0.875, -0.87499994, 3.9192057, 3.92]
+POLY_SPECIAL = [
+    0.0,
+    -0.0,
+    float("inf"),
+    float("-inf"),
+    float("nan"),
+    88.72,
+    88.73,
+    -87.33,
+    -103.9,
+    -150.0,
+    1e-30,
+    -1e-30,
+    0.625,
+    -0.625,
+    0.62499994,
+    9.0,
+    -9.0,
+    20.0,
+    0.875,
+    -0.87499994,
+    3.9192057,
+    3.92,
+]
 
 
 def _float32_sweep(low, high, count=200_001):
@@ -405,14 +516,17 @@ def _float32_sweep(low, high, count=200_001):
     return torch.cat([values, torch.tensor(POLY_SPECIAL, dtype=torch.float32)])
 
 
-@pytest.mark.parametrize("op,reference,low,high,ulps", [
-    # Bounds with a margin: a 400,001-point sweep measured 1, 1 and 2 ulps
-    # (torch's own float kernels: the same), with and without FMA.
-    ("aten::exp", torch.exp, -87.3, 88.7, 2),       # normal results
-    ("aten::tanh", torch.tanh, -12.0, 12.0, 2),
-    ("aten::sigmoid", torch.sigmoid, -80.0, 80.0, 3),  # 1 / (1 + exp(-x)): exp's error and two roundings
-    ("aten::erf", torch.erf, -5.0, 5.0, 2),          # every float measured within 1 ulp of correctly rounded
-])
+@pytest.mark.parametrize(
+    "op,reference,low,high,ulps",
+    [
+        # Bounds with a margin: a 400,001-point sweep measured 1, 1 and 2 ulps
+        # (torch's own float kernels: the same), with and without FMA.
+        ("aten::exp", torch.exp, -87.3, 88.7, 2),  # normal results
+        ("aten::tanh", torch.tanh, -12.0, 12.0, 2),
+        ("aten::sigmoid", torch.sigmoid, -80.0, 80.0, 3),  # 1 / (1 + exp(-x)): exp's error and two roundings
+        ("aten::erf", torch.erf, -5.0, 5.0, 2),  # every float measured within 1 ulp of correctly rounded
+    ],
+)
 def test_float_polynomials_within_their_ulp_bounds(runtime, op, reference, low, high, ulps):
     x = _float32_sweep(low, high)
     got = run_op(runtime, op, x)
@@ -434,9 +548,11 @@ def test_float_polynomials_special_values_are_exact(runtime):
     saturating = [9.5, -20.0, 44.5, -1e30]  # tanh is +-1.0f exactly from |x| > 9.01
     # erf is +-1.0f from 3.9192059 on (at +-1e-30 it is within its 1 ulp, not exact: the sweep checks it).
     erf_saturating = [3.9192059, -3.92, 1e30]
-    for op, reference, values in (("aten::tanh", torch.tanh, specials + saturating),
-                                  ("aten::exp", torch.exp, specials),
-                                  ("aten::erf", torch.erf, specials[:5] + specials[7:] + erf_saturating)):
+    for op, reference, values in (
+        ("aten::tanh", torch.tanh, specials + saturating),
+        ("aten::exp", torch.exp, specials),
+        ("aten::erf", torch.erf, specials[:5] + specials[7:] + erf_saturating),
+    ):
         x = torch.tensor(values)
         got, want = run_op(runtime, op, x), reference(x.double()).float()
         assert torch.equal(got.isnan(), want.isnan()), op

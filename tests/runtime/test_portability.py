@@ -10,8 +10,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
-
 import runtime_build
+
 from tests.conftest import require_tool
 
 REPO = runtime_build.REPO
@@ -24,8 +24,14 @@ TARGETS = ["aarch64-linux-android24", "arm64-apple-ios14.0"]
 def test_sources_compile_for_target_without_libc_headers(target):
     cxx = require_tool(runtime_build.CXX, package="clang-16")
     flags = runtime_build.HOUSE_FLAGS + [
-        f"--target={target}", "-nostdlibinc", "-fsyntax-only", "-Wglobal-constructors", "-Wexit-time-destructors",
-        f"-I{REPO}", f"-I{runtime_build.DEFAULT_SELECTION}", "-DPARE_TRACING=1",
+        f"--target={target}",
+        "-nostdlibinc",
+        "-fsyntax-only",
+        "-Wglobal-constructors",
+        "-Wexit-time-destructors",
+        f"-I{REPO}",
+        f"-I{runtime_build.DEFAULT_SELECTION}",
+        "-DPARE_TRACING=1",
     ]
     sources = runtime_build.runtime_sources("posix") + [REPO / runtime_build.PAL_SOURCES["test_double"]]
 
@@ -39,8 +45,10 @@ def test_sources_compile_for_target_without_libc_headers(target):
 
 
 FORBIDDEN = [
-    (r"#include <(c[a-z]+|new|utility|vector|string|map|memory|functional|algorithm|iostream|atomic|mutex|thread)>",
-     "C++ standard library header"),
+    (
+        r"#include <(c[a-z]+|new|utility|vector|string|map|memory|functional|algorithm|iostream|atomic|mutex|thread)>",
+        "C++ standard library header",
+    ),
     (r"#include <(stdio|stdlib|string|math|time|unistd|pthread)\.h>", "libc header (declare in runtime/pal/libc.h)"),
     (r"\bstd::", "std:: name"),
     (r"\bthread_local\b", "thread_local"),
@@ -75,22 +83,68 @@ def test_no_function_local_statics():
 
 ALLOWED_UNDEFINED = {
     # libc
-    "posix_memalign", "free", "abort", "open", "read", "write", "lseek", "close", "clock_gettime", "memcpy", "memmove",
-    "memset", "__cxa_finalize", "__stack_chk_fail",
+    "posix_memalign",
+    "free",
+    "abort",
+    "open",
+    "read",
+    "write",
+    "lseek",
+    "close",
+    "clock_gettime",
+    "memcpy",
+    "memmove",
+    "memset",
+    "__cxa_finalize",
+    "__stack_chk_fail",
     # libm
-    "expf", "exp", "expm1f", "expm1", "logf", "log", "log1pf", "log1p", "tanhf", "tanh", "erff", "erf", "powf", "pow",
-    "sqrtf", "sqrt", "sinf", "sin", "cosf", "cos", "floorf", "floor", "ceilf", "ceil", "nearbyintf", "nearbyint",
-    "fmodf", "fmod",
+    "expf",
+    "exp",
+    "expm1f",
+    "expm1",
+    "logf",
+    "log",
+    "log1pf",
+    "log1p",
+    "tanhf",
+    "tanh",
+    "erff",
+    "erf",
+    "powf",
+    "pow",
+    "sqrtf",
+    "sqrt",
+    "sinf",
+    "sin",
+    "cosf",
+    "cos",
+    "floorf",
+    "floor",
+    "ceilf",
+    "ceil",
+    "nearbyintf",
+    "nearbyint",
+    "fmodf",
+    "fmod",
     # POSIX threads: only with build feature threads (runtime/pal/pal_threads.cc;
     # tools/verify proves a runtime without it imports none)
-    "pthread_create", "pthread_join", "pthread_mutex_init", "pthread_mutex_destroy", "pthread_mutex_lock",
-    "pthread_mutex_unlock", "pthread_cond_init", "pthread_cond_destroy", "pthread_cond_wait", "pthread_cond_broadcast",
+    "pthread_create",
+    "pthread_join",
+    "pthread_mutex_init",
+    "pthread_mutex_destroy",
+    "pthread_mutex_lock",
+    "pthread_mutex_unlock",
+    "pthread_cond_init",
+    "pthread_cond_destroy",
+    "pthread_cond_wait",
+    "pthread_cond_broadcast",
 }
 
 
 def test_library_needs_only_libc_and_libm(runtime_lib):
     nm = require_tool("llvm-nm-16", "llvm-nm", package="llvm-16")
-    out = subprocess.run([nm, "-D", "--undefined-only", str(runtime_lib)], capture_output=True, text=True,
-                         check=True).stdout
+    out = subprocess.run(
+        [nm, "-D", "--undefined-only", str(runtime_lib)], capture_output=True, text=True, check=True
+    ).stdout
     undefined = {line.split()[-1].split("@")[0] for line in out.splitlines() if line.strip().startswith("U ")}
     assert undefined <= ALLOWED_UNDEFINED, f"unexpected dependencies: {sorted(undefined - ALLOWED_UNDEFINED)}"

@@ -11,11 +11,11 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
+from runtime_testing import assert_same, make_tensor
 
 from pare import packing
 from pare.program import ObjectOf, ProgramBuilder, ProgramError
 from pare.runtime import PareError
-from runtime_testing import assert_same, make_tensor
 
 # Persistent bytes a method with one packed layer may use: one chunk of the
 # load allocator (runtime/core/memory.h: 16 KB and its header) for the
@@ -39,10 +39,18 @@ def conv_program(weight, bias, stride, padding, dilation, groups):
     return pb.to_bytes()
 
 
-@pytest.mark.parametrize("in_shape,out_features,bias", [
-    ((5, 33), 17, True), ((2, 3, 33), 8, False), ((1, 300), 600, True), ((70, 257), 9, True), ((0, 4), 3, True),
-    ((4,), 6, True), ((3, 4), 0, True),  # and a layer with no outputs
-])
+@pytest.mark.parametrize(
+    "in_shape,out_features,bias",
+    [
+        ((5, 33), 17, True),
+        ((2, 3, 33), 8, False),
+        ((1, 300), 600, True),
+        ((70, 257), 9, True),
+        ((0, 4), 3, True),
+        ((4,), 6, True),
+        ((3, 4), 0, True),  # and a layer with no outputs
+    ],
+)
 def test_linear_prepacked(runtime, in_shape, out_features, bias):
     x = make_tensor(in_shape, torch.float32, 1, -1, 1)
     w = make_tensor((out_features, in_shape[-1]), torch.float32, 2, -1, 1)
@@ -55,39 +63,43 @@ def test_linear_prepacked(runtime, in_shape, out_features, bias):
     assert method.memory_stats().persistent_bytes <= PACKED_OBJECT_BYTES
 
 
-@pytest.mark.parametrize("case", [
-    dict(x=(1, 3, 9, 9), w=(4, 3, 3, 3), stride=(1, 1), padding=(0, 0), dilation=(1, 1), groups=1),
-    dict(x=(2, 4, 10, 7), w=(6, 4, 3, 2), stride=(2, 1), padding=(1, 2), dilation=(1, 1), groups=1),
-    dict(x=(1, 4, 12, 12), w=(8, 2, 3, 3), stride=(1, 1), padding=(2, 2), dilation=(2, 2), groups=2),
-    dict(x=(2, 6, 8, 8), w=(6, 1, 3, 3), stride=(1, 1), padding=(1, 1), dilation=(1, 1), groups=6),  # depthwise
-    # Depthwise on the direct kernel: 5x5 stride 2 with channel multiplier 2, 7x7 on odd widths.
-    dict(x=(2, 4, 11, 13), w=(8, 1, 5, 5), stride=(2, 2), padding=(2, 2), dilation=(1, 1), groups=4),
-    dict(x=(1, 5, 9, 17), w=(5, 1, 7, 7), stride=(1, 1), padding=(3, 3), dilation=(1, 1), groups=5),
-    # Dilated depthwise: no direct kernel, a GEMM per channel.
-    dict(x=(1, 4, 9, 9), w=(4, 1, 3, 3), stride=(1, 1), padding=(2, 2), dilation=(2, 2), groups=4),
-    dict(x=(1, 16, 14, 14), w=(32, 16, 1, 1), stride=(1, 1), padding=(0, 0), dilation=(1, 1), groups=1),  # 1x1
-    dict(x=(3, 9, 9), w=(5, 3, 3, 3), stride=(2, 2), padding=(1, 1), dilation=(1, 1), groups=1),  # unbatched
-    dict(x=(1, 64, 20, 20), w=(70, 64, 3, 3), stride=(1, 1), padding=(1, 1), dilation=(1, 1), groups=1),  # K > 256
-    # Stride 2 over rows wider than a GEMM panel: im2col's strided row copies, and the tests at the row's ends.
-    dict(x=(1, 3, 9, 70), w=(5, 3, 3, 3), stride=(2, 2), padding=(1, 1), dilation=(1, 1), groups=1),
-    # 1x1 over 1 to 4 pixels: the narrow GEMM (gemm::sgemm_narrow), with depths that are not a multiple of the
-    # kernel's step, more than one 256-deep block, row counts that are not a multiple of 6, and groups.
-    dict(x=(2, 33, 2, 2), w=(13, 33, 1, 1), stride=(1, 1), padding=(0, 0), dilation=(1, 1), groups=1),
-    dict(x=(1, 300, 1, 1), w=(40, 300, 1, 1), stride=(1, 1), padding=(0, 0), dilation=(1, 1), groups=1),
-    dict(x=(1, 7, 1, 2), w=(5, 7, 1, 1), stride=(1, 1), padding=(0, 0), dilation=(1, 1), groups=1),
-    dict(x=(1, 5, 1, 3), w=(9, 5, 1, 1), stride=(1, 1), padding=(0, 0), dilation=(1, 1), groups=1),
-    dict(x=(1, 12, 2, 2), w=(18, 4, 1, 1), stride=(1, 1), padding=(0, 0), dilation=(1, 1), groups=3),
-    # Depthwise over tiny planes (<= 4 output pixels): vectors across channels, a partial block of channels.
-    dict(x=(2, 13, 2, 2), w=(13, 1, 5, 5), stride=(1, 1), padding=(2, 2), dilation=(1, 1), groups=13),
-    dict(x=(1, 20, 4, 4), w=(20, 1, 3, 3), stride=(2, 2), padding=(1, 1), dilation=(1, 1), groups=20),
-])
+@pytest.mark.parametrize(
+    "case",
+    [
+        dict(x=(1, 3, 9, 9), w=(4, 3, 3, 3), stride=(1, 1), padding=(0, 0), dilation=(1, 1), groups=1),
+        dict(x=(2, 4, 10, 7), w=(6, 4, 3, 2), stride=(2, 1), padding=(1, 2), dilation=(1, 1), groups=1),
+        dict(x=(1, 4, 12, 12), w=(8, 2, 3, 3), stride=(1, 1), padding=(2, 2), dilation=(2, 2), groups=2),
+        dict(x=(2, 6, 8, 8), w=(6, 1, 3, 3), stride=(1, 1), padding=(1, 1), dilation=(1, 1), groups=6),  # depthwise
+        # Depthwise on the direct kernel: 5x5 stride 2 with channel multiplier 2, 7x7 on odd widths.
+        dict(x=(2, 4, 11, 13), w=(8, 1, 5, 5), stride=(2, 2), padding=(2, 2), dilation=(1, 1), groups=4),
+        dict(x=(1, 5, 9, 17), w=(5, 1, 7, 7), stride=(1, 1), padding=(3, 3), dilation=(1, 1), groups=5),
+        # Dilated depthwise: no direct kernel, a GEMM per channel.
+        dict(x=(1, 4, 9, 9), w=(4, 1, 3, 3), stride=(1, 1), padding=(2, 2), dilation=(2, 2), groups=4),
+        dict(x=(1, 16, 14, 14), w=(32, 16, 1, 1), stride=(1, 1), padding=(0, 0), dilation=(1, 1), groups=1),  # 1x1
+        dict(x=(3, 9, 9), w=(5, 3, 3, 3), stride=(2, 2), padding=(1, 1), dilation=(1, 1), groups=1),  # unbatched
+        dict(x=(1, 64, 20, 20), w=(70, 64, 3, 3), stride=(1, 1), padding=(1, 1), dilation=(1, 1), groups=1),  # K > 256
+        # Stride 2 over rows wider than a GEMM panel: im2col's strided row copies, and the tests at the row's ends.
+        dict(x=(1, 3, 9, 70), w=(5, 3, 3, 3), stride=(2, 2), padding=(1, 1), dilation=(1, 1), groups=1),
+        # 1x1 over 1 to 4 pixels: the narrow GEMM (gemm::sgemm_narrow), with depths that are not a multiple of the
+        # kernel's step, more than one 256-deep block, row counts that are not a multiple of 6, and groups.
+        dict(x=(2, 33, 2, 2), w=(13, 33, 1, 1), stride=(1, 1), padding=(0, 0), dilation=(1, 1), groups=1),
+        dict(x=(1, 300, 1, 1), w=(40, 300, 1, 1), stride=(1, 1), padding=(0, 0), dilation=(1, 1), groups=1),
+        dict(x=(1, 7, 1, 2), w=(5, 7, 1, 1), stride=(1, 1), padding=(0, 0), dilation=(1, 1), groups=1),
+        dict(x=(1, 5, 1, 3), w=(9, 5, 1, 1), stride=(1, 1), padding=(0, 0), dilation=(1, 1), groups=1),
+        dict(x=(1, 12, 2, 2), w=(18, 4, 1, 1), stride=(1, 1), padding=(0, 0), dilation=(1, 1), groups=3),
+        # Depthwise over tiny planes (<= 4 output pixels): vectors across channels, a partial block of channels.
+        dict(x=(2, 13, 2, 2), w=(13, 1, 5, 5), stride=(1, 1), padding=(2, 2), dilation=(1, 1), groups=13),
+        dict(x=(1, 20, 4, 4), w=(20, 1, 3, 3), stride=(2, 2), padding=(1, 1), dilation=(1, 1), groups=20),
+    ],
+)
 @pytest.mark.parametrize("bias", [True, False])
 def test_conv2d_prepacked(runtime, case, bias):
     x = make_tensor(case["x"], torch.float32, 4, -1, 1)
     w = make_tensor(case["w"], torch.float32, 5, -1, 1)
     b = make_tensor((case["w"][0],), torch.float32, 6) if bias else None
-    method = runtime.load(conv_program(w, b, case["stride"], case["padding"], case["dilation"],
-                                       case["groups"])).method()
+    method = runtime.load(
+        conv_program(w, b, case["stride"], case["padding"], case["dilation"], case["groups"])
+    ).method()
     (y,) = method.run(x.numpy())
     expected = F.conv2d(x, w, b, case["stride"], case["padding"], case["dilation"], case["groups"])
     assert_same(torch.from_numpy(y), expected, rtol=1e-4, atol=1e-4)
@@ -107,8 +119,14 @@ def test_objects_only_in_init_section(runtime):
     pb = ProgramBuilder()
     m = pb.method()
     x = m.input("Float", [2, 4])
-    packed = m.op("pare::linear_prepack", packing.pack_linear_weight(np.ones((3, 4), np.float32)), None, 4, 3,
-                  returns=ObjectOf("LinearPackedParams"))
+    packed = m.op(
+        "pare::linear_prepack",
+        packing.pack_linear_weight(np.ones((3, 4), np.float32)),
+        None,
+        4,
+        3,
+        returns=ObjectOf("LinearPackedParams"),
+    )
     m.output(m.op("pare::linear_prepacked", x, packed))
     with pytest.raises(PareError, match="creates an object outside the init section"):
         runtime.load(pb.to_bytes())
@@ -156,7 +174,9 @@ def test_fused_output_clamp(runtime, bounds):
     m = pb.method()
     m.output(m.op("pare::linear_prepacked", m.input("Float", [2, 9]), m.linear_prepack(w, b), lo, hi))
     (y,) = runtime.load(pb.to_bytes()).method().run(x.numpy())
-    want = torch.clamp(F.linear(x, w, b), min=None if lo == -float("inf") else lo, max=None if hi == float("inf") else hi)
+    want = torch.clamp(
+        F.linear(x, w, b), min=None if lo == -float("inf") else lo, max=None if hi == float("inf") else hi
+    )
     assert_same(torch.from_numpy(y), want, rtol=1e-5, atol=1e-5)
     for groups, w_shape in ((1, (4, 3, 3, 3)), (3, (6, 1, 3, 3))):  # the GEMM path and the depthwise kernel
         image = make_tensor((1, 3, 7, 7), torch.float32, 10, -2, 2)
@@ -166,8 +186,9 @@ def test_fused_output_clamp(runtime, bounds):
         packed = m.conv2d_prepack(wc, None, [1, 1], [1, 1], [1, 1], groups)
         m.output(m.op("pare::conv2d_prepacked", m.input("Float"), packed, lo, hi))
         (y,) = runtime.load(pb.to_bytes()).method().run(image.numpy())
-        want = F.conv2d(image, wc, None, 1, 1, 1, groups).clamp(min=None if lo == -float("inf") else lo,
-                                                               max=None if hi == float("inf") else hi)
+        want = F.conv2d(image, wc, None, 1, 1, 1, groups).clamp(
+            min=None if lo == -float("inf") else lo, max=None if hi == float("inf") else hi
+        )
         assert_same(torch.from_numpy(y), want, rtol=1e-5, atol=1e-5)
 
 
@@ -178,8 +199,12 @@ def test_packing_constants_match_gemm_h():
     # pare/packing.py packs what runtime/kernels/common/gemm.h reads.
     text = GEMM_H.read_text()
     declared = {name: int(v) for name, v in re.findall(r"constexpr int64_t (k\w+) = (\d+);", text)}
-    assert {"kKC": packing.KC, "kMR": packing.MR, "kPanelCols": packing.PANEL_COLS,
-            "kPadCols": packing.PAD_COLS}.items() <= declared.items()
+    assert {
+        "kKC": packing.KC,
+        "kMR": packing.MR,
+        "kPanelCols": packing.PANEL_COLS,
+        "kPadCols": packing.PAD_COLS,
+    }.items() <= declared.items()
 
 
 @pytest.mark.parametrize("m,k", [(1, 1), (6, 3), (13, 300), (7, 512), (0, 4)])
@@ -250,15 +275,25 @@ def test_unpacked_or_mis_sized_weights_are_rejected(runtime):
     cases = [
         # The old schema: the weights as nn.Linear holds them, packed at load.
         # (Programs from before the exporter packed.)
-        ((w, None), "pare::linear_prepack: takes 4 arguments, the weights packed ahead of time, got 2: a program "
-                    "written before Pare packed weights in the exporter; re-export it"),
-        ((w, None, 4, 3), "must be W\\^T packed as the GEMM's B: a contiguous 1-D Float tensor of 64 floats, "
-                          "got Float \\[3, 4\\]; re-export the program"),
+        (
+            (w, None),
+            "pare::linear_prepack: takes 4 arguments, the weights packed ahead of time, got 2: a program "
+            "written before Pare packed weights in the exporter; re-export it",
+        ),
+        (
+            (w, None, 4, 3),
+            "must be W\\^T packed as the GEMM's B: a contiguous 1-D Float tensor of 64 floats, "
+            "got Float \\[3, 4\\]; re-export the program",
+        ),
         ((np.ones(63, np.float32), None, 4, 3), "1-D Float tensor of 64 floats, got Float \\[63\\]"),
-        ((packing.pack_linear_weight(w), np.ones(4, np.float32), 4, 3), "argument 'bias' must be a contiguous "
-                                                                         "Float tensor of sizes \\[3\\]"),
-        ((packing.pack_linear_weight(w), None, 4, -1), "in_features = 4 and out_features = -1 must be in "
-                                                        "\\[0, 2\\^24\\]"),
+        (
+            (packing.pack_linear_weight(w), np.ones(4, np.float32), 4, 3),
+            "argument 'bias' must be a contiguous Float tensor of sizes \\[3\\]",
+        ),
+        (
+            (packing.pack_linear_weight(w), None, 4, -1),
+            "in_features = 4 and out_features = -1 must be in \\[0, 2\\^24\\]",
+        ),
         ((packing.pack_linear_weight(w), None, 1 << 40, 3), "in_features = 1099511627776 and out_features = 3"),
         # A wrong count that is not the old schema's: the generic message.
         ((packing.pack_linear_weight(w), None, 4, 3, 1), "pare::linear_prepack: expects 4 inputs, got 5"),
@@ -270,13 +305,19 @@ def test_unpacked_or_mis_sized_weights_are_rejected(runtime):
     conv = np.ones((4, 3, 3, 3), np.float32)
     conv_cases = [
         # A 4-D weight is only for the direct depthwise kernel.
-        ((conv, None, [1, 1], [0, 0], [1, 1], 1, [4, 3, 3, 3]), "argument 'weight' is unpacked \\(4-D\\), which "
-                                                                  "only a depthwise 3x3, 5x5 or 7x7"),
-        ((packing.pack_conv2d_weight(conv, (1, 1), (1, 1), 1), None, [1, 1], [0, 0], [1, 1], 1, [4, 3, 3, 2]),
-         "the convolution's weights packed as the GEMM's A: a contiguous 1-D Float tensor of 108 floats, got "
-         "Float \\[162\\]"),
-        ((np.ones((4, 1, 3, 3), np.float32), None, [1, 1], [0, 0], [1, 1], 4, [4, 1, 5, 5]),
-         "must be a contiguous Float tensor of sizes \\[4, 1, 5, 5\\], got Float \\[4, 1, 3, 3\\]"),
+        (
+            (conv, None, [1, 1], [0, 0], [1, 1], 1, [4, 3, 3, 3]),
+            "argument 'weight' is unpacked \\(4-D\\), which only a depthwise 3x3, 5x5 or 7x7",
+        ),
+        (
+            (packing.pack_conv2d_weight(conv, (1, 1), (1, 1), 1), None, [1, 1], [0, 0], [1, 1], 1, [4, 3, 3, 2]),
+            "the convolution's weights packed as the GEMM's A: a contiguous 1-D Float tensor of 108 floats, got "
+            "Float \\[162\\]",
+        ),
+        (
+            (np.ones((4, 1, 3, 3), np.float32), None, [1, 1], [0, 0], [1, 1], 4, [4, 1, 5, 5]),
+            "must be a contiguous Float tensor of sizes \\[4, 1, 5, 5\\], got Float \\[4, 1, 3, 3\\]",
+        ),
         ((conv, None, [1, 1], [0, 0], [1, 1], 1, [4, 3, 3]), "weight_sizes 4"),
         ((conv, None, [1, 1], [0, 0], [1, 1], 1, [1 << 30, 3, 3, 3]), "must be in \\[0, 2\\^24\\] \\(out_channels\\)"),
         ((conv, None, [1, 1], [0, 0], [1, 1], 1, [4, 0, 3, 3]), "and \\[1, 2\\^24\\] \\(the others\\)"),
@@ -286,7 +327,6 @@ def test_unpacked_or_mis_sized_weights_are_rejected(runtime):
         program = _method_with(runtime, *args, op="pare::conv2d_prepack", cls="Conv2dPackedParams")
         with pytest.raises(PareError, match=message):
             program.method()
-
 
 
 ACTIVATIONS = {
@@ -332,8 +372,10 @@ def epilogue_case(kind, activation, residual, clamp=None):
     if kind == "linear":
         packed, op = m.linear_prepack(w, b), "pare::linear_prepacked"
     else:
-        packed, op = m.conv2d_prepack(w, b, spec["stride"], spec["padding"], (1, 1), spec["groups"]), \
-            "pare::conv2d_prepacked"
+        packed, op = (
+            m.conv2d_prepack(w, b, spec["stride"], spec["padding"], (1, 1), spec["groups"]),
+            "pare::conv2d_prepacked",
+        )
     args = [xv, packed, *(clamp or (-float("inf"), float("inf"))), activation]
     inputs = [x.numpy()]
     if residual:
@@ -363,10 +405,13 @@ def test_fused_residual_then_relu(runtime):
 
 def test_fused_epilogue_errors(runtime):
     program, inputs, _ = epilogue_case("linear", "swish", False)
-    with pytest.raises(PareError, match="argument 'activation' must be hardswish, hardsigmoid, sigmoid, silu, gelu "
-                                        "or gelu_tanh, got 'swish'"):
+    with pytest.raises(
+        PareError,
+        match="argument 'activation' must be hardswish, hardsigmoid, sigmoid, silu, gelu or gelu_tanh, got 'swish'",
+    ):
         runtime.load(program).method().run(*inputs)
     program, inputs, _ = epilogue_case("conv", None, True)
-    with pytest.raises(PareError, match="argument 'residual' must have the output's sizes \\[2, 10, 4, 9\\], "
-                                        "got \\[2, 10, 4, 8\\]"):
+    with pytest.raises(
+        PareError, match="argument 'residual' must have the output's sizes \\[2, 10, 4, 9\\], got \\[2, 10, 4, 8\\]"
+    ):
         runtime.load(program).method().run(inputs[0], inputs[1][..., :8])

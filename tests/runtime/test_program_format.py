@@ -46,7 +46,8 @@ def test_roundtrip_through_reader():
 def test_layout_rules():
     data = example().to_bytes()
     magic, major, minor, header_size, flags, file_size, *offsets, data_offset, data_size = struct.unpack_from(
-        "<4sHHIIQQQQQQ", data)
+        "<4sHHIIQQQQQQ", data
+    )
     assert magic == b"PARE" and header_size == 64 and flags == 0 and file_size == len(data)
     assert data_offset % 64 == 0 and data_offset + data_size == len(data)
     info = read(data)
@@ -93,12 +94,14 @@ def test_builder_errors_are_clear():
 def test_dump_cli(tmp_path):
     path = tmp_path / "p.pare"
     example().save(path)
-    out = subprocess.run([sys.executable, "-m", "pare.program", "dump", str(path)], capture_output=True, text=True,
-                         cwd=REPO, check=True).stdout
+    out = subprocess.run(
+        [sys.executable, "-m", "pare.program", "dump", str(path)], capture_output=True, text=True, cwd=REPO, check=True
+    ).stdout
     assert "method forward(%0)" in out and "aten::view" in out and "const Tensor Short[5]" in out
     path.write_bytes(b"garbage")
-    bad = subprocess.run([sys.executable, "-m", "pare.program", "dump", str(path)], capture_output=True, text=True,
-                         cwd=REPO)
+    bad = subprocess.run(
+        [sys.executable, "-m", "pare.program", "dump", str(path)], capture_output=True, text=True, cwd=REPO
+    )
     assert bad.returncode == 1 and bad.stderr.startswith("error:") and "Traceback" not in bad.stderr
 
 
@@ -106,7 +109,9 @@ def test_dump_cli(tmp_path):
 
 DEF_LINE = {
     ".ops.def": re.compile(r'^PARE_OP\("([a-z_]+::[A-Za-z0-9_]+(\.[A-Za-z0-9_]+)?)", ([A-Za-z0-9_]+)\)$'),
-    ".tags.def": re.compile(r"^PARE_KERNEL_TAG\(([a-z0-9_]+)((, (Byte|Char|Short|Int|Long|Half|Float|Double|Bool|BFloat16))+)\)$"),
+    ".tags.def": re.compile(
+        r"^PARE_KERNEL_TAG\(([a-z0-9_]+)((, (Byte|Char|Short|Int|Long|Half|Float|Double|Bool|BFloat16))+)\)$"
+    ),
     "classes.def": re.compile(r"^PARE_CLASS\(([A-Za-z0-9_]+)\)$"),
     "features.def": re.compile(r"^PARE_BUILD_FEATURE\(([a-z0-9_]+)\)$"),
 }

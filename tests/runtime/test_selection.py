@@ -3,14 +3,14 @@ differently selected runtimes coexist in one process, the inventory follows
 the selection, and unselected code is absent from the binary."""
 
 import re
-from pathlib import Path
 import subprocess
+from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
-
 from runtime_testing import SELECTIVE_CLASSES, SELECTIVE_FEATURES, SELECTIVE_KERNEL_DTYPES, SELECTIVE_OPS
+
 from pare.program import ProgramBuilder
 from pare.runtime import PareError
 from tests.conftest import require_tool
@@ -41,7 +41,10 @@ def test_unselected_operator_fails_at_load_with_the_fix(selective_runtime):
     with pytest.raises(PareError) as e:
         selective_runtime.load(pb.to_bytes())
     assert e.value.status_name == "OperatorNotSelected"
-    assert "the manifest (tests/runtime custom selection) does not select aten::add.Tensor: re-trace the model or add it to the manifest" in str(e.value)
+    assert (
+        "the manifest (tests/runtime custom selection) does not select aten::add.Tensor: re-trace the model or add it to the manifest"
+        in str(e.value)
+    )
 
 
 def test_unselected_dtype_names_tag_dtype_and_fix(selective_runtime):
@@ -67,7 +70,10 @@ def test_unselected_non_root_operator_fails_naming_it(selective_runtime):
     with pytest.raises(PareError) as e:
         method.run(np.ones(2, np.float32))
     assert e.value.status_name == "OperatorNotSelected"
-    assert "aten::add.Scalar: calls aten::add.Tensor, which the manifest (tests/runtime custom selection) does not select" in str(e.value)
+    assert (
+        "aten::add.Scalar: calls aten::add.Tensor, which the manifest (tests/runtime custom selection) does not select"
+        in str(e.value)
+    )
 
 
 def test_unselected_class_fails_at_load(selective_runtime):
@@ -87,8 +93,11 @@ def test_unselected_feature(selective_runtime):
         method.set_profiling(True)
     assert e.value.status_name == "FeatureNotSelected"
     out = np.empty(4, np.float32)
-    with pytest.raises(PareError, match="does not select build feature output_buffers: add it to build_features "
-                       r"in the manifest \(tools.tracer trace --features output_buffers") as e:
+    with pytest.raises(
+        PareError,
+        match="does not select build feature output_buffers: add it to build_features "
+        r"in the manifest \(tools.tracer trace --features output_buffers",
+    ) as e:
         method.set_output_buffer(0, out)
     assert e.value.status_name == "FeatureNotSelected"
     # Nothing was bound: the output is the runtime's own.
@@ -112,7 +121,9 @@ def test_inventory_follows_the_selection(runtime, selective_runtime):
     sel = selective_runtime.inventory()
     assert set(sel.ops) == set(SELECTIVE_OPS)
     assert [o for o in full.ops if o in SELECTIVE_OPS] == list(sel.ops)  # same order as the .def files
-    expected = {tag: tuple(d for d in full.kernel_dtypes[tag] if d in dts) for tag, dts in SELECTIVE_KERNEL_DTYPES.items()}
+    expected = {
+        tag: tuple(d for d in full.kernel_dtypes[tag] if d in dts) for tag, dts in SELECTIVE_KERNEL_DTYPES.items()
+    }
     assert sel.kernel_dtypes == expected
     assert sel.classes == tuple(SELECTIVE_CLASSES)
     assert sel.features == tuple(SELECTIVE_FEATURES)
@@ -137,8 +148,9 @@ def _nm() -> str:
 
 def _symbols(lib) -> list[str]:
     """Demangled names from a library's full symbol table (empty when stripped)."""
-    out = subprocess.run([_nm(), "-C", "--format=just-symbols", str(lib)], capture_output=True, text=True,
-                         check=True).stdout
+    out = subprocess.run(
+        [_nm(), "-C", "--format=just-symbols", str(lib)], capture_output=True, text=True, check=True
+    ).stdout
     return out.splitlines()
 
 
@@ -155,9 +167,11 @@ def _unstripped_symbols(lib: Path) -> list[str]:
     if symbols:
         return symbols
     twin = lib.parent / "unstripped" / lib.name
-    assert twin.is_file(), (f"{lib} is stripped and has no unstripped twin at {twin}: point PARE_RUNTIME_LIB at "
-                            "a selective_runtime output (bazel-bin/runtime/full/linux_x86_64/libpare_full.so) "
-                            "or unset it")
+    assert twin.is_file(), (
+        f"{lib} is stripped and has no unstripped twin at {twin}: point PARE_RUNTIME_LIB at "
+        "a selective_runtime output (bazel-bin/runtime/full/linux_x86_64/libpare_full.so) "
+        "or unset it"
+    )
     symbols = _symbols(twin)
     assert symbols, f"{twin} has no symbol table either"
     return symbols
@@ -192,8 +206,7 @@ def test_unselected_code_is_absent_from_the_binary(runtime_lib, selective_lib):
     assert not _has(sel, klass.format("Conv2dPackedParams")), "unselected class is still linked"
 
 
-def test_an_unselected_fast_path_runs_the_general_path(runtime_lib, selective_lib, selective_runtime,
-                                                       tracing_runtime):
+def test_an_unselected_fast_path_runs_the_general_path(runtime_lib, selective_lib, selective_runtime, tracing_runtime):
     # Fast paths are kernel tags (runtime/core/dispatch.h, run_fast_path):
     # the tracing build records max_pool2d_2x2_kernel only when a 2x2 pool
     # runs; the selective runtime selects max_pool2d_kernel but not the fast
@@ -227,23 +240,28 @@ def test_an_unselected_fast_path_runs_the_general_path(runtime_lib, selective_li
 
 def test_only_the_c_api_is_exported(runtime_lib, selective_lib):
     for lib in (runtime_lib, selective_lib):
-        out = subprocess.run([_nm(), "-D", "--defined-only", str(lib)], capture_output=True, text=True,
-                             check=True).stdout
+        out = subprocess.run(
+            [_nm(), "-D", "--defined-only", str(lib)], capture_output=True, text=True, check=True
+        ).stdout
         names = [line.split()[-1] for line in out.splitlines() if line.strip()]
         assert names and all(n.startswith("pare_") for n in names), [n for n in names if not n.startswith("pare_")]
         assert not any(n.startswith("pare_pal_") for n in names), "the PAL must stay hidden"
 
 
-@pytest.mark.parametrize("name,ops,dtypes_for,messages", [
-    # Every op, no dtype/class/feature, error strings compiled out: every
-    # dispatch case and class body is discarded, so any helper only they use
-    # must still compile warning-free (-Werror).
-    ("no_dtypes", None, False, False),
-    # Nothing at all selected.
-    ("empty", [], False, True),
-])
+@pytest.mark.parametrize(
+    "name,ops,dtypes_for,messages",
+    [
+        # Every op, no dtype/class/feature, error strings compiled out: every
+        # dispatch case and class body is discarded, so any helper only they use
+        # must still compile warning-free (-Werror).
+        ("no_dtypes", None, False, False),
+        # Nothing at all selected.
+        ("empty", [], False, True),
+    ],
+)
 def test_extreme_selections_compile_and_load(pytestconfig, runtime, name, ops, dtypes_for, messages):
     import runtime_build
+
     from pare.runtime import Runtime
 
     all_ops = list(runtime.inventory().ops)
@@ -287,8 +305,9 @@ def test_fused_epilogues_are_selected_one_by_one(runtime_lib, selective_lib, sel
     with pytest.raises(PareError) as e:
         method.run(x)
     assert e.value.status_name == "DtypeNotSelected"
-    assert str(e.value).startswith("pare::linear_prepacked: dtype Float of kernel tag prepacked_hardswish_kernel "
-                                   "is not selected")
+    assert str(e.value).startswith(
+        "pare::linear_prepacked: dtype Float of kernel tag prepacked_hardswish_kernel is not selected"
+    )
     traced = tracing_runtime.load(program("hardswish", residual=True))
     traced.method().run(x, np.ones((2, 3), np.float32))
     kernels = traced.trace().kernel_dtypes

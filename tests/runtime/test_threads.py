@@ -56,11 +56,14 @@ def _linear_program(m, k, n, rng):
     return pb.to_bytes(), (torch.from_numpy(w), torch.from_numpy(b))
 
 
-@pytest.mark.parametrize("m,k,n", [
-    (1, 512, 1000),   # a classifier head: columns split
-    (600, 512, 8),    # 8 columns, 600 rows: rows split
-    (37, 300, 77),    # odd sizes: partial tiles at every chunk's end
-])
+@pytest.mark.parametrize(
+    "m,k,n",
+    [
+        (1, 512, 1000),  # a classifier head: columns split
+        (600, 512, 8),  # 8 columns, 600 rows: rows split
+        (37, 300, 77),  # odd sizes: partial tiles at every chunk's end
+    ],
+)
 def test_linear_is_bitwise_identical_for_every_thread_count(runtime, m, k, n):
     rng = np.random.default_rng(m + n)
     data, (w, b) = _linear_program(m, k, n, rng)
@@ -89,10 +92,8 @@ def test_mm_bmm_and_convolutions_are_bitwise_identical_for_every_thread_count(ru
     bmm = mb.op("aten::bmm", batched, mb.op("aten::transpose.int", batched, 1, 2))
     convs = [
         mb.op("pare::conv2d_prepacked", img, mb.conv2d_prepack(weights["dense"], None, [1, 1], [1, 1], [1, 1], 1)),
-        mb.op("pare::conv2d_prepacked", img, mb.conv2d_prepack(weights["pointwise"], None, [1, 1], [0, 0], [1, 1],
-                                                               1)),
-        mb.op("pare::conv2d_prepacked", img, mb.conv2d_prepack(weights["depthwise"], None, [2, 2], [2, 2], [1, 1],
-                                                               8)),
+        mb.op("pare::conv2d_prepacked", img, mb.conv2d_prepack(weights["pointwise"], None, [1, 1], [0, 0], [1, 1], 1)),
+        mb.op("pare::conv2d_prepacked", img, mb.conv2d_prepack(weights["depthwise"], None, [2, 2], [2, 2], [1, 1], 8)),
         mb.op("aten::convolution", img, weights["grouped"], None, [1, 1], [1, 1], [1, 1], False, [0, 0], 2),
     ]
     pooled = [
@@ -107,11 +108,17 @@ def test_mm_bmm_and_convolutions_are_bitwise_identical_for_every_thread_count(ru
     a_t, b_t, img_t, batched_t = (torch.from_numpy(x).double() for x in inputs)
     w = {name: torch.from_numpy(v).double() for name, v in weights.items()}
     F = torch.nn.functional
-    want = [a_t @ b_t, batched_t @ batched_t.transpose(1, 2),
-            F.conv2d(img_t, w["dense"], padding=1), F.conv2d(img_t, w["pointwise"]),
-            F.conv2d(img_t, w["depthwise"], stride=2, padding=2, groups=8),
-            F.conv2d(img_t, w["grouped"], padding=1, groups=2),
-            F.max_pool2d(img_t, 3, 2, 1), F.avg_pool2d(img_t, 3, 1, 1), F.max_pool2d(img_t, 2)]
+    want = [
+        a_t @ b_t,
+        batched_t @ batched_t.transpose(1, 2),
+        F.conv2d(img_t, w["dense"], padding=1),
+        F.conv2d(img_t, w["pointwise"]),
+        F.conv2d(img_t, w["depthwise"], stride=2, padding=2, groups=8),
+        F.conv2d(img_t, w["grouped"], padding=1, groups=2),
+        F.max_pool2d(img_t, 3, 2, 1),
+        F.avg_pool2d(img_t, 3, 1, 1),
+        F.max_pool2d(img_t, 2),
+    ]
     for k, (got, expected) in enumerate(zip(results[1], want)):
         np.testing.assert_allclose(got, expected.numpy(), rtol=1e-4, atol=1e-4, err_msg=f"output {k}")
 
@@ -129,15 +136,21 @@ def test_fused_epilogues_are_bitwise_identical_for_every_thread_count(runtime, a
     res = mb.input("Float", [1, 64, 40, 36])
     packed = mb.conv2d_prepack(w, bias, [1, 1], [1, 1], [1, 1], 1)
     mb.output(mb.op("pare::conv2d_prepacked", img, packed, -3.0, 3.0, activation, res))
-    inputs = [rng.standard_normal((1, 8, 40, 36)).astype(np.float32),
-              rng.standard_normal((1, 64, 40, 36)).astype(np.float32)]
+    inputs = [
+        rng.standard_normal((1, 8, 40, 36)).astype(np.float32),
+        rng.standard_normal((1, 64, 40, 36)).astype(np.float32),
+    ]
     results = _outputs_for_each_thread_count(runtime.load(pb.to_bytes()), inputs)
     _assert_bitwise_identical(results)
     x, r = (torch.from_numpy(a).double() for a in inputs)
-    y = torch.clamp(torch.nn.functional.conv2d(x, torch.from_numpy(w).double(), torch.from_numpy(bias).double(),
-                                               padding=1) + r, -3, 3)
-    want = {"hardswish": torch.nn.functional.hardswish, "sigmoid": torch.sigmoid,
-            "gelu": torch.nn.functional.gelu}[activation](y)
+    y = torch.clamp(
+        torch.nn.functional.conv2d(x, torch.from_numpy(w).double(), torch.from_numpy(bias).double(), padding=1) + r,
+        -3,
+        3,
+    )
+    want = {"hardswish": torch.nn.functional.hardswish, "sigmoid": torch.sigmoid, "gelu": torch.nn.functional.gelu}[
+        activation
+    ](y)
     np.testing.assert_allclose(results[1][0], want.numpy(), rtol=1e-4, atol=1e-5)
 
 
@@ -206,8 +219,11 @@ def test_selective_runtime_without_threads_refuses_more_than_one(selective_runti
     mb.output(mb.op("aten::mul.Tensor", x, x))
     method = selective_runtime.load(pb.to_bytes()).method()
     method.set_num_threads(1)  # always fine
-    with pytest.raises(PareError, match="does not select build feature threads: add it to build_features in the "
-                       r"manifest \(tools.tracer trace --threads") as e:
+    with pytest.raises(
+        PareError,
+        match="does not select build feature threads: add it to build_features in the "
+        r"manifest \(tools.tracer trace --threads",
+    ) as e:
         method.set_num_threads(2)
     assert e.value.status_name == "FeatureNotSelected"
     assert method.num_threads == 1

@@ -68,8 +68,12 @@ def test_trace_accumulates_over_runs_and_resets(tracing_runtime):
     empty = program.trace()
     assert empty.ops == {} and empty.kernel_dtypes == {} and empty.classes == () and empty.features == ()
     method.run(np.ones((2, 4), np.float32), np.ones((2, 4), np.int32))
-    assert set(program.trace().ops) == {"aten::add.Scalar", "aten::add.Tensor", "aten::mul.Tensor",
-                                        "pare::linear_prepacked"}  # prepack ran at method creation only
+    assert set(program.trace().ops) == {
+        "aten::add.Scalar",
+        "aten::add.Tensor",
+        "aten::mul.Tensor",
+        "pare::linear_prepacked",
+    }  # prepack ran at method creation only
 
 
 def test_normal_builds_record_nothing(runtime):

@@ -23,8 +23,14 @@ PLATFORMS = ("android_arm64", "ios_arm64", "linux_x86_64")
 @pytest.mark.parametrize("variant", ["clean", "grown", "leaky_kernel", "leaky_export"])
 @pytest.mark.parametrize("platform", PLATFORMS)
 def test_buckets_sum_to_section_total(fixture_build, variant, platform):
-    _, p = measure(Run(platform, fixture_build.lib(variant, platform), fixture_build.lib(variant, platform, unstripped=True),
-                       fixture_build.expected(variant)))
+    _, p = measure(
+        Run(
+            platform,
+            fixture_build.lib(variant, platform),
+            fixture_build.lib(variant, platform, unstripped=True),
+            fixture_build.expected(variant),
+        )
+    )
     a = p["attribution"]
     total = sum(sum(a[b].values()) if isinstance(a[b], dict) else a[b] for b in BUCKETS)
     assert a["residual"] == 0 and total == p["section_bytes"] == sum(s["bytes"] for s in p["sections"])
@@ -36,17 +42,30 @@ def test_buckets_sum_to_section_total(fixture_build, variant, platform):
 
 @pytest.mark.parametrize("platform", PLATFORMS)
 def test_ops_dtypes_classes_land_in_their_buckets(fixture_build, platform):
-    _, clean = measure(Run(platform, fixture_build.lib("clean", platform), fixture_build.lib("clean", platform, unstripped=True),
-                           fixture_build.expected("clean")))
+    _, clean = measure(
+        Run(
+            platform,
+            fixture_build.lib("clean", platform),
+            fixture_build.lib("clean", platform, unstripped=True),
+            fixture_build.expected("clean"),
+        )
+    )
     a = clean["attribution"]
     assert {k for k, v in a["op"].items() if v} == {"aten::add.Tensor", "aten::relu"}
     assert a["op"]["aten::mm"] == 0  # listed, so diffs show it appear
-    assert {k for k, v in a["kernel_dtype"].items() if v} == {"add_kernel/Float", "add_kernel/Long", "relu_kernel/Float"}
+    assert {k for k, v in a["kernel_dtype"].items() if v} == {
+        "add_kernel/Float",
+        "add_kernel/Long",
+        "relu_kernel/Float",
+    }
     assert {k for k, v in a["class"].items() if v} == {"LinearPackedParams"}
     assert a["core"] > 0  # pare_run_kernel, the registry table, ...
     # An op's cost includes the dtype cases instantiated from its kernel.
     inc = clean["op_inclusive"]
-    assert inc["aten::add.Tensor"] == a["op"]["aten::add.Tensor"] + a["kernel_dtype"]["add_kernel/Float"] + a["kernel_dtype"]["add_kernel/Long"]
+    assert (
+        inc["aten::add.Tensor"]
+        == a["op"]["aten::add.Tensor"] + a["kernel_dtype"]["add_kernel/Float"] + a["kernel_dtype"]["add_kernel/Long"]
+    )
     assert inc["aten::relu"] == a["op"]["aten::relu"] + a["kernel_dtype"]["relu_kernel/Float"]
     # Linker-made sections are unattributed, code is (almost) all attributed.
     sections = {s["name"]: s for s in clean["sections"]}
@@ -57,8 +76,15 @@ def test_ops_dtypes_classes_land_in_their_buckets(fixture_build, platform):
 
 
 def test_report_is_deterministic_and_path_free(fixture_build):
-    runs = [Run(p, fixture_build.lib("clean", p), fixture_build.lib("clean", p, unstripped=True), fixture_build.expected("clean"))
-            for p in PLATFORMS]
+    runs = [
+        Run(
+            p,
+            fixture_build.lib("clean", p),
+            fixture_build.lib("clean", p, unstripped=True),
+            fixture_build.expected("clean"),
+        )
+        for p in PLATFORMS
+    ]
     a, b = build_report("//x:clean", runs), build_report("//x:clean", runs)
     assert a == b
     assert "/" not in str(a["platforms"]["ios_arm64"]["expected_symbols"])
@@ -73,9 +99,19 @@ def _sym(name, address, size, section=".text", source="st_size"):
 
 
 def _binary(symbols, sections):
-    return BinaryInfo(path=Path("synthetic.so"), format="elf", arch="arm64", is_shared_library=True, file_bytes=4096,
-                      sections=tuple(sections), symbols=tuple(symbols), has_symbol_table=True, exports=(), needed=(),
-                      load_alignments=())
+    return BinaryInfo(
+        path=Path("synthetic.so"),
+        format="elf",
+        arch="arm64",
+        is_shared_library=True,
+        file_bytes=4096,
+        sections=tuple(sections),
+        symbols=tuple(symbols),
+        has_symbol_table=True,
+        exports=(),
+        needed=(),
+        load_alignments=(),
+    )
 
 
 def test_overlaps_and_aliases_count_each_byte_once(expected_clean):
@@ -89,9 +125,9 @@ def test_overlaps_and_aliases_count_each_byte_once(expected_clean):
         _sym("pare_alias_of_add", 0x1000, 0x40),  # an alias: the op keeps the bytes
         _sym(case, 0x1030, 0x30),  # overlaps the kernel's tail by 0x10
         _sym("pare::classes::LinearPackedParams::apply(float) const", 0x1080, 0x10),
-        _sym("memcpy", 0x10a0, 0x20),
+        _sym("memcpy", 0x10A0, 0x20),
         _sym("pare::kTable", 0x2000, 0x20, ".rodata"),
-        _sym("pare::overruns_section()", 0x10f0, 0x40),  # clipped to the section end
+        _sym("pare::overruns_section()", 0x10F0, 0x40),  # clipped to the section end
     ]
     a = attribute(_binary(symbols, [text, rodata, dyn]), exp)
     assert a.keyed["op"]["aten::add.Tensor"] == 0x40

@@ -12,7 +12,7 @@ import sys
 import pytest
 
 from tests.verify.conftest import REPO_ROOT
-from tools.size_diff import SizeDiffError, bundle_runs, build_report, check, diff_reports, load_budgets
+from tools.size_diff import SizeDiffError, build_report, bundle_runs, check, diff_reports, load_budgets
 from tools.size_diff.cli import main as size_diff_main
 from tools.size_diff.errors import EXIT_FAILED, EXIT_OK, EXIT_USER_ERROR
 
@@ -21,7 +21,9 @@ TARGET = "//tests/verify/fixture:clean"
 
 
 def run_cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "tools.size_diff", *args], cwd=REPO_ROOT, capture_output=True, text=True)
+    return subprocess.run(
+        [sys.executable, "-m", "tools.size_diff", *args], cwd=REPO_ROOT, capture_output=True, text=True
+    )
 
 
 @pytest.fixture(scope="module")
@@ -56,8 +58,15 @@ def test_unchanged_build_passes(reports):
 def test_max_bytes_violation_names_largest_items(reports, tmp_path):
     base, _, _ = reports
     budgets = tmp_path / "b.json"
-    budgets.write_text(json.dumps({"schema": "pare.size_budgets", "version": 1, "targets": {
-        TARGET: {"platforms": {"android_arm64": {"max_bytes": 1000}}}}}))
+    budgets.write_text(
+        json.dumps(
+            {
+                "schema": "pare.size_budgets",
+                "version": 1,
+                "targets": {TARGET: {"platforms": {"android_arm64": {"max_bytes": 1000}}}},
+            }
+        )
+    )
     result = check(load_budgets(budgets), base)
     assert len(result.violations) == 1
     v = result.violations[0]
@@ -94,8 +103,17 @@ def test_diff_names_top_contributors(reports, tmp_path):
 
 
 def test_report_cli_writes_json_markdown_png(fixture_build, tmp_path):
-    out = run_cli("report", "--bundle", str(fixture_build.bundle("clean")), "--json", str(tmp_path / "r.json"),
-                  "--markdown", str(tmp_path / "r.md"), "--png", str(tmp_path / "r.png"))
+    out = run_cli(
+        "report",
+        "--bundle",
+        str(fixture_build.bundle("clean")),
+        "--json",
+        str(tmp_path / "r.json"),
+        "--markdown",
+        str(tmp_path / "r.md"),
+        "--png",
+        str(tmp_path / "r.png"),
+    )
     assert out.returncode == 0, out.stderr
     assert "measuring android_arm64" in out.stderr  # progress
     data = json.loads((tmp_path / "r.json").read_text())
@@ -108,8 +126,17 @@ def test_report_cli_writes_json_markdown_png(fixture_build, tmp_path):
 
 def test_report_cli_single_binary(fixture_build, tmp_path):
     lib, unstripped = fixture_build.lib("clean", "ios_arm64"), fixture_build.lib("clean", "ios_arm64", unstripped=True)
-    out = run_cli("report", str(lib), "--unstripped", str(unstripped), "--expected", str(fixture_build.expected("clean")),
-                  "--json", str(tmp_path / "r.json"), "-q")
+    out = run_cli(
+        "report",
+        str(lib),
+        "--unstripped",
+        str(unstripped),
+        "--expected",
+        str(fixture_build.expected("clean")),
+        "--json",
+        str(tmp_path / "r.json"),
+        "-q",
+    )
     assert out.returncode == 0 and out.stdout == ""
     data = json.loads((tmp_path / "r.json").read_text())
     p = data["platforms"]["ios_arm64"]  # inferred
@@ -130,13 +157,21 @@ def test_user_errors_are_one_line(fixture_build, tmp_path, capsys, reports):
     bad = tmp_path / "bad.json"
     bad.write_text("[1,")
     assert "not valid JSON" in _one_line_error(capsys, ["diff", str(bad), str(d / "head.json")])
-    assert "not a size report" in _one_line_error(capsys, ["check", "--budgets", str(FIXTURE_BUDGETS),
-                                                           str(fixture_build.expected("clean"))])
-    assert "no such budgets file" in _one_line_error(capsys, ["check", "--budgets", str(tmp_path / "x"), str(d / "head.json")])
+    assert "not a size report" in _one_line_error(
+        capsys, ["check", "--budgets", str(FIXTURE_BUDGETS), str(fixture_build.expected("clean"))]
+    )
+    assert "no such budgets file" in _one_line_error(
+        capsys, ["check", "--budgets", str(tmp_path / "x"), str(d / "head.json")]
+    )
     other = tmp_path / "other.json"
-    other.write_text(json.dumps({"schema": "pare.size_budgets", "version": 1, "targets": {
-        "//a:b": {"platforms": {"android_arm64": {}}}}}))
-    assert "//tests/verify/fixture:clean: no budget" in _one_line_error(capsys, ["check", "--budgets", str(other), str(d / "head.json")])
+    other.write_text(
+        json.dumps(
+            {"schema": "pare.size_budgets", "version": 1, "targets": {"//a:b": {"platforms": {"android_arm64": {}}}}}
+        )
+    )
+    assert "//tests/verify/fixture:clean: no budget" in _one_line_error(
+        capsys, ["check", "--budgets", str(other), str(d / "head.json")]
+    )
     stripped = str(fixture_build.lib("clean", "android_arm64"))
     assert "it is stripped" in _one_line_error(capsys, ["report", stripped])
     wrong_twin = str(fixture_build.lib("grown", "android_arm64", unstripped=True))
@@ -149,7 +184,9 @@ def test_user_errors_are_one_line(fixture_build, tmp_path, capsys, reports):
     index.update(files={}, platforms={"linux_x86_64": index["platforms"]["linux_x86_64"]})
     (bundle / "bundle.json").write_text(json.dumps(index))
     assert "no expected_symbols.json" in _one_line_error(capsys, ["report", "--bundle", str(bundle)])
-    assert "not built for ios_arm64" in _one_line_error(capsys, ["report", "--bundle", str(bundle), "--platform", "ios_arm64"])
+    assert "not built for ios_arm64" in _one_line_error(
+        capsys, ["report", "--bundle", str(bundle), "--platform", "ios_arm64"]
+    )
     assert "required" in _one_line_error(capsys, ["diff", str(d / "head.json")])
 
 
@@ -157,14 +194,34 @@ def test_user_errors_are_one_line(fixture_build, tmp_path, capsys, reports):
     "budget, message",
     [
         ({"schema": "x"}, "not a budgets file"),
-        ({"schema": "pare.size_budgets", "version": 1, "targets": {"apps/demo:runtime": {"platforms": {"a": {}}}}},
-         "not an absolute Bazel label"),
-        ({"schema": "pare.size_budgets", "version": 1, "targets": {"//a:b": {"platforms": {"android_arm64": {"max_size": 1}}}}},
-         "unknown key 'max_size'"),
-        ({"schema": "pare.size_budgets", "version": 1, "targets": {"//a:b": {"platforms": {"android_arm64": {"max_bytes": "1k"}}}}},
-         "want a whole number of bytes"),
-        ({"schema": "pare.size_budgets", "version": 1, "targets": {"//a:b": {"platforms": {"ios_arm64": {"measure": "vm"}}}}},
-         "measure = 'vm'"),
+        (
+            {"schema": "pare.size_budgets", "version": 1, "targets": {"apps/demo:runtime": {"platforms": {"a": {}}}}},
+            "not an absolute Bazel label",
+        ),
+        (
+            {
+                "schema": "pare.size_budgets",
+                "version": 1,
+                "targets": {"//a:b": {"platforms": {"android_arm64": {"max_size": 1}}}},
+            },
+            "unknown key 'max_size'",
+        ),
+        (
+            {
+                "schema": "pare.size_budgets",
+                "version": 1,
+                "targets": {"//a:b": {"platforms": {"android_arm64": {"max_bytes": "1k"}}}},
+            },
+            "want a whole number of bytes",
+        ),
+        (
+            {
+                "schema": "pare.size_budgets",
+                "version": 1,
+                "targets": {"//a:b": {"platforms": {"ios_arm64": {"measure": "vm"}}}},
+            },
+            "measure = 'vm'",
+        ),
         ({"schema": "pare.size_budgets", "version": 1, "targets": {"//a:b": {"platforms": {}}}}, "non-empty object"),
         ({"schema": "pare.size_budgets", "version": 1, "targets": {}, "extra": 1}, "unknown key 'extra'"),
     ],

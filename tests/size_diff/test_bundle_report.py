@@ -10,8 +10,16 @@ from tools.size_diff.bundle_report import main
 
 def test_bundle_report_cli(fixture_build, tmp_path):
     out = tmp_path / "report.json"
-    args = ["--target", "//tests/verify/fixture:clean", "--manifest", str(FIXTURE_SRC / "manifests" / "clean.yaml"),
-            "--manifest-label", "//tests/verify/fixture:manifests/clean.yaml", "--out", str(out)]
+    args = [
+        "--target",
+        "//tests/verify/fixture:clean",
+        "--manifest",
+        str(FIXTURE_SRC / "manifests" / "clean.yaml"),
+        "--manifest-label",
+        "//tests/verify/fixture:manifests/clean.yaml",
+        "--out",
+        str(out),
+    ]
     for p in ("android_arm64", "ios_arm64"):
         args += ["--binary", p, str(fixture_build.lib("clean", p)), str(fixture_build.lib("clean", p, unstripped=True))]
     assert main(args) == 0
@@ -32,6 +40,20 @@ def test_bundle_report_bad_binary(tmp_path, capsys):
     bogus = tmp_path / "lib.so"
     bogus.write_text("not a binary")
     manifest = FIXTURE_SRC / "manifests" / "clean.yaml"
-    rc = main(["--target", "//x:y", "--manifest", str(manifest), "--manifest-label", "m", "--out", str(tmp_path / "r.json"),
-               "--binary", "android_arm64", str(bogus), str(bogus)])
+    rc = main(
+        [
+            "--target",
+            "//x:y",
+            "--manifest",
+            str(manifest),
+            "--manifest-label",
+            "m",
+            "--out",
+            str(tmp_path / "r.json"),
+            "--binary",
+            "android_arm64",
+            str(bogus),
+            str(bogus),
+        ]
+    )
     assert rc == 2 and "not an ELF or Mach-O binary" in capsys.readouterr().err

@@ -35,8 +35,14 @@ FIXTURE_BUDGETS = REPO_ROOT / "tests" / "size_diff" / "fixture_budgets.json"
 def presubmit(*args: str, cwd: Path = REPO_ROOT, env: dict | None = None, script: Path = PRESUBMIT):
     # CI unset unless a test sets it: the runner's own CI=true must not change
     # what the lenient-path tests see.
-    return subprocess.run(["bash", str(script), *args], cwd=cwd, capture_output=True, text=True, timeout=1200,
-                          env={**os.environ, "CI": "", **(env or {})})
+    return subprocess.run(
+        ["bash", str(script), *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=1200,
+        env={**os.environ, "CI": "", **(env or {})},
+    )
 
 
 def _last_line(p: subprocess.CompletedProcess) -> str:
@@ -72,8 +78,9 @@ def test_target_whose_selection_gained_an_op_fails_naming_it(fixture_build, tmp_
     base.mkdir()
     report = build_report(target, bundle_runs(fixture_build.bundle("clean")))
     (base / "tests_verify_fixture_grown.json").write_text(json.dumps(report))
-    p = presubmit("--budgets", str(_budgets_for(tmp_path, target)), "--base-reports", str(base),
-                  "--out", str(tmp_path / "out"))
+    p = presubmit(
+        "--budgets", str(_budgets_for(tmp_path, target)), "--base-reports", str(base), "--out", str(tmp_path / "out")
+    )
     assert p.returncode == 1, p.stdout + p.stderr[-3000:]
     assert "presubmit: FAIL" in p.stdout
     assert p.stdout.count(f"FAIL {target}") == 3
@@ -89,8 +96,15 @@ def test_usage_errors(tmp_path):
     p = presubmit("--help")
     assert p.returncode == 0 and "BASE_REV" in p.stdout
     missing = tmp_path / "b.json"
-    missing.write_text(json.dumps({"schema": "pare.size_budgets", "version": 1, "targets": {
-        "//tests/verify/fixture:no_such_target": {"platforms": {"android_arm64": {}}}}}))
+    missing.write_text(
+        json.dumps(
+            {
+                "schema": "pare.size_budgets",
+                "version": 1,
+                "targets": {"//tests/verify/fixture:no_such_target": {"platforms": {"android_arm64": {}}}},
+            }
+        )
+    )
     p = presubmit("--budgets", str(missing), "--base-reports", str(tmp_path))
     assert p.returncode == 2 and "head does not build" in p.stderr
     p = presubmit("--require-base", "--allow-missing-base")
@@ -111,20 +125,30 @@ def test_ci_fails_at_once_on_a_base_revision_that_does_not_exist(how):
     assert "building" not in p.stderr  # before head's build
 
 
-@pytest.mark.parametrize("env,args", [({}, ()), ({"CI": "true"}, ("--allow-missing-base",))],
-                         ids=["local", "CI=true --allow-missing-base"])
+@pytest.mark.parametrize(
+    "env,args", [({}, ()), ({"CI": "true"}, ("--allow-missing-base",))], ids=["local", "CI=true --allow-missing-base"]
+)
 def test_missing_base_revision_only_warns_locally_or_when_allowed(fixture_build, tmp_path, env, args):
     p = presubmit("--budgets", str(FIXTURE_BUDGETS), "--out", str(tmp_path / "out"), *args, "no-such-rev", env=env)
     assert p.returncode == 0, p.stdout + p.stderr[-3000:]
-    assert ("presubmit: warning: base revision no-such-rev does not exist in this repository: "
-            "growth limits not checked, max_bytes only") in p.stderr
+    assert (
+        "presubmit: warning: base revision no-such-rev does not exist in this repository: "
+        "growth limits not checked, max_bytes only"
+    ) in p.stderr
     assert "presubmit: PASS" in p.stdout and p.stdout.count("ok   //tests/verify/fixture:clean") == 3
     assert "vs base" not in p.stdout
 
 
 def test_ci_fails_when_base_reports_hold_no_report(fixture_build, tmp_path):
-    p = presubmit("--budgets", str(FIXTURE_BUDGETS), "--base-reports", str(tmp_path), "--out", str(tmp_path / "o"),
-                  env={"CI": "true"})
+    p = presubmit(
+        "--budgets",
+        str(FIXTURE_BUDGETS),
+        "--base-reports",
+        str(tmp_path),
+        "--out",
+        str(tmp_path / "o"),
+        env={"CI": "true"},
+    )
     assert p.returncode == 2, p.stdout + p.stderr[-3000:]
     assert "no base report" in p.stderr
     assert _last_line(p).startswith(f"presubmit: error: --base-reports {tmp_path} has no report for any budgeted")
@@ -138,9 +162,18 @@ _E2E = Path(tempfile.gettempdir()) / "pare-presubmit-test"
 
 
 def _git(repo: Path, *args: str, env: dict | None = None, input: bytes | None = None) -> str:  # noqa: A002
-    return subprocess.run(["git", "-c", "user.name=presubmit test", "-c", "user.email=test@pare.invalid", *args],
-                          cwd=repo, check=True, capture_output=True, input=input,
-                          env={**os.environ, **(env or {})}).stdout.decode().strip()
+    return (
+        subprocess.run(
+            ["git", "-c", "user.name=presubmit test", "-c", "user.email=test@pare.invalid", *args],
+            cwd=repo,
+            check=True,
+            capture_output=True,
+            input=input,
+            env={**os.environ, **(env or {})},
+        )
+        .stdout.decode()
+        .strip()
+    )
 
 
 def _side_commit(repo: Path, message: str, edits: dict[str, str]) -> str:
@@ -191,8 +224,9 @@ def test_end_to_end_growth_fails_then_unchanged_passes(e2e_repo):
     env = {"PARE_PRESUBMIT_WORKTREE": str(_E2E / "base"), "PARE_PYTHON": sys.executable}
     script = e2e_repo / "tools" / "size_diff" / "presubmit.sh"
     budgets = "tests/size_diff/fixture_budgets.json"
-    p = presubmit("--budgets", budgets, "--out", str(_E2E / "out1"), "--keep-base-server", cwd=e2e_repo, env=env,
-                  script=script)
+    p = presubmit(
+        "--budgets", budgets, "--out", str(_E2E / "out1"), "--keep-base-server", cwd=e2e_repo, env=env, script=script
+    )
     assert p.returncode == 1, p.stdout + p.stderr[-4000:]
     assert "base: HEAD~1" in p.stderr and "building 1 target(s) at HEAD~1" in p.stderr
     assert p.stdout.count("FAIL //tests/verify/fixture:clean") == 3
@@ -203,28 +237,42 @@ def test_end_to_end_growth_fails_then_unchanged_passes(e2e_repo):
     assert "presubmit: PASS" in p.stdout and p.stdout.count("(+0 B, +0.00% vs base") == 3
 
 
-def _e2e_presubmit(repo: Path, *args: str, env: dict | None = None,
-                   budgets: str = "tests/size_diff/fixture_budgets.json"):
+def _e2e_presubmit(
+    repo: Path, *args: str, env: dict | None = None, budgets: str = "tests/size_diff/fixture_budgets.json"
+):
     # The base server stays up between these tests; e2e_repo shuts it down.
-    return presubmit("--budgets", budgets, "--keep-base-server", *args, cwd=repo,
-                     env={"PARE_PRESUBMIT_WORKTREE": str(_E2E / "base"), "PARE_PYTHON": sys.executable, **(env or {})},
-                     script=repo / "tools" / "size_diff" / "presubmit.sh")
+    return presubmit(
+        "--budgets",
+        budgets,
+        "--keep-base-server",
+        *args,
+        cwd=repo,
+        env={"PARE_PRESUBMIT_WORKTREE": str(_E2E / "base"), "PARE_PYTHON": sys.executable, **(env or {})},
+        script=repo / "tools" / "size_diff" / "presubmit.sh",
+    )
 
 
 def test_ci_fails_on_a_base_that_does_not_build_and_allow_missing_base_warns(e2e_repo):
     source = "tests/verify/fixture/fixture_runtime.cc"
-    broken = _side_commit(e2e_repo, "a base that does not build", {
-        source: '#error "presubmit test: this base does not build"\n' + (e2e_repo / source).read_text()})
+    broken = _side_commit(
+        e2e_repo,
+        "a base that does not build",
+        {source: '#error "presubmit test: this base does not build"\n' + (e2e_repo / source).read_text()},
+    )
     p = _e2e_presubmit(e2e_repo, broken, env={"CI": "true"})
     assert p.returncode == 2, p.stdout + p.stderr[-4000:]
     assert "this base does not build" in p.stderr  # Bazel's error, above the reason
-    assert _last_line(p) == (f"presubmit: error: base {broken} ({broken}) does not build (Bazel's errors above); "
-                             f"with CI=true growth must be checked: name a BASE_REV that builds, {ALLOW_HINT}")
+    assert _last_line(p) == (
+        f"presubmit: error: base {broken} ({broken}) does not build (Bazel's errors above); "
+        f"with CI=true growth must be checked: name a BASE_REV that builds, {ALLOW_HINT}"
+    )
 
     p = _e2e_presubmit(e2e_repo, "--allow-missing-base", broken, env={"CI": "true"})
     assert p.returncode == 0, p.stdout + p.stderr[-4000:]
-    assert f"presubmit: warning: base {broken} ({broken}) does not build (Bazel's errors above): growth limits " \
-           "not checked, max_bytes only" in p.stderr
+    assert (
+        f"presubmit: warning: base {broken} ({broken}) does not build (Bazel's errors above): growth limits "
+        "not checked, max_bytes only" in p.stderr
+    )
     assert "presubmit: PASS" in p.stdout and "vs base" not in p.stdout
 
 
@@ -232,13 +280,16 @@ def test_ci_fails_on_a_base_whose_build_files_do_not_load(e2e_repo):
     # Before, the targets of a base that failed to load counted as "new at
     # head": presubmit passed without checking growth.
     build = "tests/verify/fixture/BUILD.bazel"
-    broken = _side_commit(e2e_repo, "a base that does not load", {
-        build: (e2e_repo / build).read_text() + "\nthis is not starlark(\n"})
+    broken = _side_commit(
+        e2e_repo, "a base that does not load", {build: (e2e_repo / build).read_text() + "\nthis is not starlark(\n"}
+    )
     p = _e2e_presubmit(e2e_repo, broken, env={"CI": "true"})
     assert p.returncode == 2, p.stdout + p.stderr[-4000:]
     assert "syntax error" in p.stderr  # Bazel's error, above the reason
-    assert _last_line(p).startswith(f"presubmit: error: base {broken} does not load (bazel query exit 3, errors "
-                                    "above); with CI=true growth must be checked: fix the base's BUILD files")
+    assert _last_line(p).startswith(
+        f"presubmit: error: base {broken} does not load (bazel query exit 3, errors "
+        "above); with CI=true growth must be checked: fix the base's BUILD files"
+    )
 
 
 def test_ci_fails_on_a_base_that_cannot_be_measured(e2e_repo, tmp_path):
@@ -253,8 +304,9 @@ def test_ci_fails_on_a_base_that_cannot_be_measured(e2e_repo, tmp_path):
         p = _e2e_presubmit(e2e_repo, budgets=str(tmp_path / "budgets.json"), env={"CI": "true"})
         assert p.returncode == 2, p.stdout + p.stderr[-4000:]
         assert "head_only.expected_symbols.json" in p.stderr  # size_diff's own error, above the reason
-        assert _last_line(p).startswith("presubmit: error: measuring base HEAD~1 failed (the error above); "
-                                        "with CI=true growth must be checked:")
+        assert _last_line(p).startswith(
+            "presubmit: error: measuring base HEAD~1 failed (the error above); with CI=true growth must be checked:"
+        )
         assert ALLOW_HINT in _last_line(p)
     finally:
         (e2e_repo / head_only).unlink()

@@ -17,8 +17,8 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import tracer_testlib  # noqa: E402,F401  (puts the repo and tests/runtime on sys.path)
 import runtime_build  # noqa: E402
+import tracer_testlib  # noqa: E402,F401  (puts the repo and tests/runtime on sys.path)
 
 
 def _prebuilt(var: str) -> Path | None:
@@ -36,12 +36,20 @@ def _cache_root(config) -> Path:
 
 @pytest.fixture(scope="session")
 def tracing_lib(pytestconfig) -> Path:
-    return _prebuilt("PARE_INSTRUMENTATION_LIB") or _prebuilt("PARE_TRACING_RUNTIME_LIB") or runtime_build.build(
-        _cache_root(pytestconfig), "tracing", selection_dir=runtime_build.DEFAULT_SELECTION,
-        defines=["PARE_TRACING=1"])
+    return (
+        _prebuilt("PARE_INSTRUMENTATION_LIB")
+        or _prebuilt("PARE_TRACING_RUNTIME_LIB")
+        or runtime_build.build(
+            _cache_root(pytestconfig),
+            "tracing",
+            selection_dir=runtime_build.DEFAULT_SELECTION,
+            defines=["PARE_TRACING=1"],
+        )
+    )
 
 
 @pytest.fixture(scope="session")
 def full_lib(pytestconfig) -> Path:
     return _prebuilt("PARE_RUNTIME_LIB") or runtime_build.build(
-        _cache_root(pytestconfig), "full", selection_dir=runtime_build.DEFAULT_SELECTION)
+        _cache_root(pytestconfig), "full", selection_dir=runtime_build.DEFAULT_SELECTION
+    )

@@ -61,8 +61,9 @@ def test_float_to_half_is_bit_for_bit_with_arm64_fcvt(android_lib):
     # c10::Half's bits at every rounding boundary, NaN canonicalised.
     x, want = half_rounding_cases()
     program, _ = single_op_program("aten::_to_copy", [x, torch.float16])
-    (out,) = harness.run_program(android_lib, program, "forward", [harness.TensorData(6, tuple(x.shape),
-                                                                                       x.numpy().tobytes())])
+    (out,) = harness.run_program(
+        android_lib, program, "forward", [harness.TensorData(6, tuple(x.shape), x.numpy().tobytes())]
+    )
     got = np.frombuffer(out.data, dtype=np.uint16)
     assert out.dtype == 5 and got.shape == want.shape
     assert np.array_equal(got, want), np.flatnonzero(got != want)[:5]

@@ -40,7 +40,7 @@ def _rewrite(x: torch.Tensor, size, stride, offset):
 def _views(draw):
     """x: a non-contiguous view of a storage; (size, stride, offset): a view of x's elements."""
     rank = draw(st.integers(1, 4))
-    base = torch.arange(1, 1 + 5 ** rank, dtype=torch.float64).reshape([5] * rank)
+    base = torch.arange(1, 1 + 5**rank, dtype=torch.float64).reshape([5] * rank)
     order = draw(st.permutations(range(rank)))
     x = base.permute(order)
     starts = [draw(st.integers(0, 2)) for _ in range(rank)]
@@ -76,12 +76,15 @@ def test_channels_last_restride_is_a_plain_view():
     assert steps == [Permute((0, 3, 1, 2))]
 
 
-@pytest.mark.parametrize("size,stride,offset,why", [
-    ((3, 3), (1, 1), 0, "steps like no input dim"),  # overlapping windows
-    ((4, 5), (0, 1), 0, "steps like no input dim"),  # broadcast (stride 0)
-    ((2, 5), (5, 1), 20, "reads past the end"),  # beyond the input
-    ((2, 2), (5, 1), 2, None),  # a 2x2 block at [0, 2]: a slice
-])
+@pytest.mark.parametrize(
+    "size,stride,offset,why",
+    [
+        ((3, 3), (1, 1), 0, "steps like no input dim"),  # overlapping windows
+        ((4, 5), (0, 1), 0, "steps like no input dim"),  # broadcast (stride 0)
+        ((2, 5), (5, 1), 20, "reads past the end"),  # beyond the input
+        ((2, 2), (5, 1), 2, None),  # a 2x2 block at [0, 2]: a slice
+    ],
+)
 def test_patterns_that_are_not_views_are_refused(size, stride, offset, why):
     x = torch.rand(5, 5)
     if why is None:
@@ -109,8 +112,9 @@ class _ChannelsLastPool(nn.Module):
 def test_convnext_pattern_runs_on_the_runtime_and_matches_torch(full_lib):
     g = torch.Generator().manual_seed(0)
     torch.manual_seed(0)
-    spec = spec_from(_ChannelsLastPool(), [(torch.rand(1, 3, 6, 6, generator=g),),
-                                           (torch.rand(2, 3, 6, 6, generator=g),)])
+    spec = spec_from(
+        _ChannelsLastPool(), [(torch.rand(1, 3, 6, 6, generator=g),), (torch.rand(2, 3, 6, 6, generator=g),)]
+    )
     assert all(c.ok for c in check_model(spec, full_lib))
 
 

@@ -44,8 +44,9 @@ def test_export_writes_a_deterministic_program(capsys, tmp_path):
 
 def test_trace_and_check_commands(capsys, tmp_path, tracing_lib, full_lib):
     out_file = tmp_path / "sub" / "manifest.yaml"
-    code, out, err = run_cli(capsys, "trace", str(MODELS / "multi_dtype.py"), "-o", str(out_file), "--runtime",
-                             str(tracing_lib))
+    code, out, err = run_cli(
+        capsys, "trace", str(MODELS / "multi_dtype.py"), "-o", str(out_file), "--runtime", str(tracing_lib)
+    )
     assert code == 0, err
     assert "numeric check passed on 4 inputs" in out and "operators" in out
     assert "tracer: inputs[1] forward_int64_int64([2, 4], [2, 4]): ok" in err
@@ -56,21 +57,39 @@ def test_trace_and_check_commands(capsys, tmp_path, tracing_lib, full_lib):
     assert code == 0 and out == out_file.read_text()
     # --features adds build features the trace cannot see (the app binds
     # its output buffers); a name the runtime lacks is a one-line error.
-    code, out, _ = run_cli(capsys, "trace", str(MODELS / "multi_dtype.py"), "--runtime", str(tracing_lib), "-q",
-                           "--features", "output_buffers")
+    code, out, _ = run_cli(
+        capsys,
+        "trace",
+        str(MODELS / "multi_dtype.py"),
+        "--runtime",
+        str(tracing_lib),
+        "-q",
+        "--features",
+        "output_buffers",
+    )
     assert code == 0
     (tmp_path / "with_feature.yaml").write_text(out)
     with_feature = codegen.load(tmp_path / "with_feature.yaml")
     assert with_feature.build_features == {"output_buffers"}
     assert dataclasses.replace(with_feature, build_features=frozenset(), source=manifest.source) == manifest
-    code, out, _ = run_cli(capsys, "trace", str(MODELS / "multi_dtype.py"), "--runtime", str(tracing_lib), "-q",
-                           "--threads")
+    code, out, _ = run_cli(
+        capsys, "trace", str(MODELS / "multi_dtype.py"), "--runtime", str(tracing_lib), "-q", "--threads"
+    )
     assert code == 0 and "build_features:\n- threads\n" in out
-    code, _, err = run_cli(capsys, "trace", str(MODELS / "multi_dtype.py"), "--runtime", str(tracing_lib), "-q",
-                           "--features", "output_buffers,threadz")
+    code, _, err = run_cli(
+        capsys,
+        "trace",
+        str(MODELS / "multi_dtype.py"),
+        "--runtime",
+        str(tracing_lib),
+        "-q",
+        "--features",
+        "output_buffers,threadz",
+    )
     assert code == 2
-    assert_one_error_line(err, "--features threadz: not a build feature of", "its features: op_profiling, "
-                          "output_buffers")
+    assert_one_error_line(
+        err, "--features threadz: not a build feature of", "its features: op_profiling, output_buffers"
+    )
 
     code, out, err = run_cli(capsys, "check", str(MODELS / "multi_dtype.py"), "--runtime", str(full_lib))
     assert code == 0, err
@@ -92,27 +111,43 @@ def test_missing_ops_exit_2_with_the_report(capsys, tmp_path):
     assert not (tmp_path / "x").exists()
 
 
-@pytest.mark.parametrize("argv,fragments", [
-    (["export", "no/such/model.py", "-o", "x.pare"], ["no such model spec", "defining build()"]),
-    (["export", "MODEL"], ["the following arguments are required: -o/--output", "--help"]),
-    (["frobnicate"], ["invalid choice: 'frobnicate'"]),
-    (["trace", "MODEL", "--rtol", "-1"], ["must be a finite number >= 0"]),
-    (["trace", "MODEL", "--features", "output_buffers,"], ["a comma-separated list of build feature names"]),
-    (["trace", "MODEL", "--runtime", "/no/such/lib.so"], ["--runtime /no/such/lib.so: no such runtime library"]),
-    (["export", "MODEL", "-o", "x.pare", "--passes", "fold_all"], ["argument --passes: unknown pass 'fold_all'",
-                                                                   "the passes are fold_conv_bn, fold_linear_bn"]),
-    (["check", "MODEL", "--runtime", "LIB", "--skip-passes", "none"], ["argument --skip-passes: unknown pass"]),
-    (["check", "MODEL", "--runtime", "/no/such/lib.so"], ["no such runtime library"]),
-    (["check", "MODEL", "--runtime", "LIB", "--program", "/no/such.pare"], ["--program /no/such.pare: cannot read"]),
-    (["merge", "/no/such.yaml", "-o", "x.yaml"], ["no such manifest file"]),
-    (["diff", "MANIFEST", "/no/such.yaml"], ["no such manifest file"]),
-])
+@pytest.mark.parametrize(
+    "argv,fragments",
+    [
+        (["export", "no/such/model.py", "-o", "x.pare"], ["no such model spec", "defining build()"]),
+        (["export", "MODEL"], ["the following arguments are required: -o/--output", "--help"]),
+        (["frobnicate"], ["invalid choice: 'frobnicate'"]),
+        (["trace", "MODEL", "--rtol", "-1"], ["must be a finite number >= 0"]),
+        (["trace", "MODEL", "--features", "output_buffers,"], ["a comma-separated list of build feature names"]),
+        (["trace", "MODEL", "--runtime", "/no/such/lib.so"], ["--runtime /no/such/lib.so: no such runtime library"]),
+        (
+            ["export", "MODEL", "-o", "x.pare", "--passes", "fold_all"],
+            ["argument --passes: unknown pass 'fold_all'", "the passes are fold_conv_bn, fold_linear_bn"],
+        ),
+        (["check", "MODEL", "--runtime", "LIB", "--skip-passes", "none"], ["argument --skip-passes: unknown pass"]),
+        (["check", "MODEL", "--runtime", "/no/such/lib.so"], ["no such runtime library"]),
+        (
+            ["check", "MODEL", "--runtime", "LIB", "--program", "/no/such.pare"],
+            ["--program /no/such.pare: cannot read"],
+        ),
+        (["merge", "/no/such.yaml", "-o", "x.yaml"], ["no such manifest file"]),
+        (["diff", "MANIFEST", "/no/such.yaml"], ["no such manifest file"]),
+    ],
+)
 def test_user_errors_are_one_line(capsys, tmp_path, argv, fragments):
     model = MODELS / "tiny_mlp.py"
     lib = tmp_path / "lib.so"
     lib.write_bytes(b"\x7fELF" + bytes(60))
-    argv = [str(model) if a == "MODEL" else str(lib) if a == "LIB" else
-            str(FIXTURES / "pytorch_tracer.yaml") if a == "MANIFEST" else a for a in argv]
+    argv = [
+        str(model)
+        if a == "MODEL"
+        else str(lib)
+        if a == "LIB"
+        else str(FIXTURES / "pytorch_tracer.yaml")
+        if a == "MANIFEST"
+        else a
+        for a in argv
+    ]
     code, _, err = run_cli(capsys, "-q", *argv)
     assert code == 2
     assert_one_error_line(err, *fragments)
@@ -168,15 +203,24 @@ def test_merge_to_stdout_and_bad_manifest(capsys, tmp_path):
 def test_diff_both_directions(capsys, tmp_path):
     a = tmp_path / "a.yaml"
     b = tmp_path / "b.yaml"
-    a.write_text("operators:\n  aten::add.Tensor: {include_all_overloads: false}\n  aten::relu: {}\n"
-                 "kernel_metadata: {add_kernel: [Float, Long]}\n")
-    b.write_text("operators:\n  aten::add.Tensor: {include_all_overloads: false}\n  aten::mm: {}\n"
-                 "kernel_metadata: {add_kernel: [Float]}\ncustom_classes: [LinearPackedParams]\n")
+    a.write_text(
+        "operators:\n  aten::add.Tensor: {include_all_overloads: false}\n  aten::relu: {}\n"
+        "kernel_metadata: {add_kernel: [Float, Long]}\n"
+    )
+    b.write_text(
+        "operators:\n  aten::add.Tensor: {include_all_overloads: false}\n  aten::mm: {}\n"
+        "kernel_metadata: {add_kernel: [Float]}\ncustom_classes: [LinearPackedParams]\n"
+    )
     code, out, _ = run_cli(capsys, "diff", str(a), str(b))
     assert code == 0
     assert out.splitlines() == [
-        f"{a} selects, {b} does not:", "+ operator aten::relu", "+ kernel dtype add_kernel: Long",
-        f"{b} selects, {a} does not:", "- operator aten::mm", "- custom class LinearPackedParams"]
+        f"{a} selects, {b} does not:",
+        "+ operator aten::relu",
+        "+ kernel dtype add_kernel: Long",
+        f"{b} selects, {a} does not:",
+        "- operator aten::mm",
+        "- custom class LinearPackedParams",
+    ]
     code, out, _ = run_cli(capsys, "diff", str(a), str(a), "--exit-code")
     assert code == 0 and out == f"{a} and {a} select the same\n"
     code, _, _ = run_cli(capsys, "diff", str(a), str(b), "--exit-code")
@@ -190,7 +234,14 @@ def test_module_entry_point_has_no_traceback(tmp_path):
     # merge never imports torch, so this stays fast; the model commands'
     # errors go through the same main() (tested in-process above).
     env = dict(os.environ, PYTHONPATH=str(REPO))
-    proc = subprocess.run([sys.executable, "-m", "tools.tracer", "merge", str(tmp_path / "none.yaml")], cwd=REPO,
-                          env=env, capture_output=True, text=True, timeout=120, check=False)
+    proc = subprocess.run(
+        [sys.executable, "-m", "tools.tracer", "merge", str(tmp_path / "none.yaml")],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
     assert proc.returncode == 2
     assert_one_error_line(proc.stderr, "no such manifest file")

@@ -27,10 +27,14 @@ def test_demo_manifest_is_up_to_date(demo_spec, tracing_lib):
     assert result.manifest.dump() == DEMO_MANIFEST.read_text(), f"apps/demo/manifest.yaml is stale; run {REGENERATE}"
 
 
-@pytest.mark.parametrize("app", sorted(str(p.parent.relative_to(REPO)) for p in
-                                        [*(REPO / "apps").glob("*/manifest.yaml"),
-                                         *(REPO / "examples").glob("*/manifest.yaml")]
-                                        if p.parent.name != "demo"))
+@pytest.mark.parametrize(
+    "app",
+    sorted(
+        str(p.parent.relative_to(REPO))
+        for p in [*(REPO / "apps").glob("*/manifest.yaml"), *(REPO / "examples").glob("*/manifest.yaml")]
+        if p.parent.name != "demo"
+    ),
+)
 def test_other_apps_manifests_are_up_to_date(app, tracing_lib):
     # Every app's checked-in manifest, like the demo's (and the example
     # workspace's): a change to the tracer or the passes that changes what a
@@ -54,8 +58,9 @@ def test_demo_has_a_dynamic_batch(demo_spec):
 def demo_bin_dir():
     # The README's command (same flags as tests/rules, so one Bazel
     # configuration serves both); Bazel rebuilds whatever the manifest changed.
-    return bazel_build("//apps/demo:runtime", "//tools/android_harness:harness",
-                       flags=("--define", "ops=manifest.yaml"))
+    return bazel_build(
+        "//apps/demo:runtime", "//tools/android_harness:harness", flags=("--define", "ops=manifest.yaml")
+    )
 
 
 @pytest.mark.parametrize("platform", ["linux_x86_64", "android_arm64"])

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 import torch
-from tracer_testlib import exported, spec_from, spec_of
 from torch import nn
+from tracer_testlib import exported, spec_from, spec_of
 
 from pare import packing
 from pare import program as pp
@@ -30,8 +30,15 @@ def test_dynamic_batch_and_constants():
     assert m.values[x].describe() == "Tensor Float[?, 12]"  # the batch dim varies across inputs: any size
     # nn.Linear decomposes to addmm(bias, x, permute(weight)); the permute of a
     # constant is folded at export, so the runtime needs no permute kernel.
-    assert ops_of(m) == ["aten::sym_size.int", "aten::addmm", "aten::relu", "aten::mul.Tensor", "aten::add.Tensor",
-                         "aten::addmm", "aten::_softmax"]
+    assert ops_of(m) == [
+        "aten::sym_size.int",
+        "aten::addmm",
+        "aten::relu",
+        "aten::mul.Tensor",
+        "aten::add.Tensor",
+        "aten::addmm",
+        "aten::_softmax",
+    ]
     weights = [v for v in m.values if v.kind == pp.TENSOR and v.constant]
     assert sorted(v.sizes for v in weights) == [[5], [12, 24], [24], [24, 5]]  # weights transposed at export
     # The second output is the batch size: the sym_size.int instruction's int.
@@ -60,8 +67,9 @@ def test_dtype_signatures_become_methods():
     ]
     info = pp.read(exported("multi_dtype").program)
     assert [m.name for m in info.methods] == ["forward", "forward_int64_int64", "forward_float64_float64"]
-    assert [method(info, "forward_int64_int64").values[i].describe()
-            for i in method(info, "forward_int64_int64").inputs] == ["Tensor Long[2, 4]"] * 2
+    assert [
+        method(info, "forward_int64_int64").values[i].describe() for i in method(info, "forward_int64_int64").inputs
+    ] == ["Tensor Long[2, 4]"] * 2
 
 
 def test_export_is_deterministic():
@@ -270,11 +278,14 @@ def test_ops_the_runtime_implements_are_not_decomposed():
     assert "aten::hardswish" not in ops_of(m) and "aten::clamp" in ops_of(m)
 
 
-@pytest.mark.parametrize("index,expected", [
-    (lambda x, i, j: x[:, i], ["aten::permute", "aten::index.Tensor", "aten::permute"]),
-    (lambda x, i, j: x[i, :, j], ["aten::permute", "aten::index.Tensor"]),  # torch puts index dims first
-    (lambda x, i, j: x[i], ["aten::index.Tensor"]),
-])
+@pytest.mark.parametrize(
+    "index,expected",
+    [
+        (lambda x, i, j: x[:, i], ["aten::permute", "aten::index.Tensor", "aten::permute"]),
+        (lambda x, i, j: x[i, :, j], ["aten::permute", "aten::index.Tensor"]),  # torch puts index dims first
+        (lambda x, i, j: x[i], ["aten::index.Tensor"]),
+    ],
+)
 def test_index_with_none_is_rewritten_without_none(index, expected):
     class M(nn.Module):
         def forward(self, x, i, j):

@@ -47,8 +47,9 @@ def test_missing_harness_is_built_with_progress(checkout):
     lines: list[str] = []
     p = harness.ensure_built(lines.append)
     assert p.harness == root / out / "harness_bin" and p.liblog == root / out / "liblog.so"
-    assert lines[0].startswith("the emulator harness is not built yet: building it (tools/bazel build "
-                               "//tools/android_harness:harness)")
+    assert lines[0].startswith(
+        "the emulator harness is not built yet: building it (tools/bazel build //tools/android_harness:harness)"
+    )
     assert "  bazel: INFO: Build completed" in lines
     # Built now: a second call runs no Bazel and prints nothing.
     (root / "tools" / "bazel").write_text("#!/bin/sh\nexit 99\n")
@@ -60,8 +61,10 @@ def test_failed_build_names_the_command_and_the_first_error(checkout):
     checkout('echo "ERROR: /x/BUILD.bazel:3:1: no such package"; echo "FAILED: Build did NOT complete"; exit 1')
     with pytest.raises(harness.HarnessError) as e:
         harness.ensure_built(lambda _: None)
-    assert str(e.value) == ("building the emulator harness failed (tools/bazel build //tools/android_harness:harness, "
-                            "exit 1): ERROR: /x/BUILD.bazel:3:1: no such package")
+    assert str(e.value) == (
+        "building the emulator harness failed (tools/bazel build //tools/android_harness:harness, "
+        "exit 1): ERROR: /x/BUILD.bazel:3:1: no such package"
+    )
 
 
 def test_an_explicit_harness_dir_is_never_built(checkout, tmp_path, monkeypatch):
@@ -76,5 +79,7 @@ def test_check_reports_a_failed_harness_build_as_one_tracer_error(checkout, monk
     from tools.tracer.runner import HarnessRunner
 
     checkout('echo "ERROR: toolchain not found"; exit 1')
-    with pytest.raises(TracerError, match=r"libx\.so: building the emulator harness failed .*ERROR: toolchain not found"):
+    with pytest.raises(
+        TracerError, match=r"libx\.so: building the emulator harness failed .*ERROR: toolchain not found"
+    ):
         HarnessRunner(Path(os.devnull).parent / "libx.so")

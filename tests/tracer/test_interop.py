@@ -78,12 +78,22 @@ def synthetic_manifest() -> codegen.Manifest:
     and a feature, over two methods (no runtime needed)."""
     spec = spec_of("multi_dtype")
     traces = {
-        "forward": Trace({"aten::add.Tensor": OpUse(True, False), "aten::relu": OpUse(True, False),
-                          "aten::_to_copy": OpUse(False, True)},
-                         {"add_kernel": ("Float",), "copy_kernel": ("Float", "Long")}, ("LinearPackedParams",),
-                         ("op_profiling",)),
-        "forward_int64_int64": Trace({"aten::add.Tensor": OpUse(True, False), "aten::mul.Tensor": OpUse(False, True)},
-                                     {"add_kernel": ("Long",)}, (), ()),
+        "forward": Trace(
+            {
+                "aten::add.Tensor": OpUse(True, False),
+                "aten::relu": OpUse(True, False),
+                "aten::_to_copy": OpUse(False, True),
+            },
+            {"add_kernel": ("Float",), "copy_kernel": ("Float", "Long")},
+            ("LinearPackedParams",),
+            ("op_profiling",),
+        ),
+        "forward_int64_int64": Trace(
+            {"aten::add.Tensor": OpUse(True, False), "aten::mul.Tensor": OpUse(False, True)},
+            {"add_kernel": ("Long",)},
+            (),
+            (),
+        ),
     }
     return build_manifest(spec, exported("multi_dtype"), traces)
 
@@ -93,7 +103,9 @@ def test_build_manifest_roots_debug_info_and_defaults():
     assert m.operators["aten::_to_copy"].is_root_operator is False
     assert m.operators["aten::mul.Tensor"].is_root_operator is False
     assert m.operators["aten::add.Tensor"].debug_info == (
-        "tests/tracer/models/multi_dtype.py:forward", "tests/tracer/models/multi_dtype.py:forward_int64_int64")
+        "tests/tracer/models/multi_dtype.py:forward",
+        "tests/tracer/models/multi_dtype.py:forward_int64_int64",
+    )
     assert all(not op.is_used_for_training and not op.include_all_overloads for op in m.operators.values())
     assert m.kernel_metadata == {"add_kernel": ("Float", "Long"), "copy_kernel": ("Float", "Long")}
     text = m.dump()
@@ -127,8 +139,10 @@ def test_pytorch_tracer_yaml_reads_as_torchgen_reads_it():
     assert pare.operators["aten::_softmax"].is_root_operator
 
 
-@pytest.mark.parametrize("fixture", ["pytorch_tracer.yaml", "pytorch_tracer_empty.yaml", "legacy_op_list.yaml",
-                                     "pytorch_selected_operators.yaml"])
+@pytest.mark.parametrize(
+    "fixture",
+    ["pytorch_tracer.yaml", "pytorch_tracer_empty.yaml", "legacy_op_list.yaml", "pytorch_selected_operators.yaml"],
+)
 def test_merge_and_diff_accept_pytorch_yaml(capsys, tmp_path, fixture):
     ours = tmp_path / "ours.yaml"
     ours.write_text(synthetic_manifest().dump())

@@ -22,7 +22,7 @@ from tools.tracer.exporter import export_model
 
 
 def _overload(name: str) -> torch._ops.OpOverload:
-    base, _, overload = name[len("aten::"):].partition(".")
+    base, _, overload = name[len("aten::") :].partition(".")
     return getattr(getattr(torch.ops.aten, base), overload or "default")
 
 
@@ -49,7 +49,8 @@ CASES = {
 def test_audit_every_operator_with_a_required_optional_last_argument_has_a_case():
     assert _required_optional_last() == set(CASES), (
         "an operator's last argument is optional without a default: add it to CASES so a test proves its None "
-        "round-trips")
+        "round-trips"
+    )
 
 
 class _Apply(nn.Module):
@@ -73,6 +74,8 @@ def test_required_none_is_written_and_the_kernel_runs_it(op, full_lib):
 
 
 def test_scale_factor_form_still_matches_torch(full_lib):
-    spec = spec_from(_Apply(lambda x: F.interpolate(x, scale_factor=2.0, mode="bilinear", align_corners=True)),
-                     [(torch.rand(1, 2, 3, 5, generator=torch.Generator().manual_seed(4)),)])
+    spec = spec_from(
+        _Apply(lambda x: F.interpolate(x, scale_factor=2.0, mode="bilinear", align_corners=True)),
+        [(torch.rand(1, 2, 3, 5, generator=torch.Generator().manual_seed(4)),)],
+    )
     assert all(c.ok for c in check_model(spec, full_lib))

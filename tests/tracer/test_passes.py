@@ -82,34 +82,63 @@ def seq(*layers):
 FOLDING_CASES = {
     "odd_channels_stride2_no_bias_7x7_batch3": (
         lambda: seq(nn.Conv2d(3, 5, 3, stride=2, padding=1, bias=False), nn.BatchNorm2d(5), nn.ReLU()),
-        [torch.rand(3, 3, 7, 7)], (1, 0)),
+        [torch.rand(3, 3, 7, 7)],
+        (1, 0),
+    ),
     "grouped_5x5_padding2_on_1x1": (
-        lambda: seq(nn.Conv2d(6, 9, 5, padding=2, groups=3), nn.BatchNorm2d(9)), [torch.rand(2, 6, 1, 1)], (1, 0)),
+        lambda: seq(nn.Conv2d(6, 9, 5, padding=2, groups=3), nn.BatchNorm2d(9)),
+        [torch.rand(2, 6, 1, 1)],
+        (1, 0),
+    ),
     "depthwise_stride2_dilated": (
         lambda: seq(nn.Conv2d(7, 7, 3, stride=2, padding=2, dilation=2, groups=7, bias=False), nn.BatchNorm2d(7)),
-        [torch.rand(2, 7, 7, 7)], (1, 0)),
+        [torch.rand(2, 7, 7, 7)],
+        (1, 0),
+    ),
     "pointwise_1x1_on_1x1_affine_false": (
-        lambda: seq(nn.Conv2d(5, 3, 1), nn.BatchNorm2d(3, affine=False)), [torch.rand(4, 5, 1, 1)], (1, 0)),
+        lambda: seq(nn.Conv2d(5, 3, 1), nn.BatchNorm2d(3, affine=False)),
+        [torch.rand(4, 5, 1, 1)],
+        (1, 0),
+    ),
     "conv1d_stride2": (
-        lambda: seq(nn.Conv1d(5, 3, 3, stride=2, padding=1), nn.BatchNorm1d(3)), [torch.rand(2, 5, 9)], (1, 0)),
+        lambda: seq(nn.Conv1d(5, 3, 3, stride=2, padding=1), nn.BatchNorm1d(3)),
+        [torch.rand(2, 5, 9)],
+        (1, 0),
+    ),
     "conv3d": (
-        lambda: seq(nn.Conv3d(2, 3, 3, padding=1, bias=False), nn.BatchNorm3d(3)), [torch.rand(2, 2, 3, 4, 5)],
-        (1, 0)),
+        lambda: seq(nn.Conv3d(2, 3, 3, padding=1, bias=False), nn.BatchNorm3d(3)),
+        [torch.rand(2, 2, 3, 4, 5)],
+        (1, 0),
+    ),
     "transposed_grouped_stride2": (
         lambda: seq(nn.ConvTranspose2d(4, 6, 3, stride=2, padding=1, output_padding=1, groups=2), nn.BatchNorm2d(6)),
-        [torch.rand(2, 4, 5, 5)], (1, 0)),
+        [torch.rand(2, 4, 5, 5)],
+        (1, 0),
+    ),
     "chain_with_dynamic_batch": (
-        lambda: seq(nn.Conv2d(3, 8, 3, stride=2, padding=1), nn.BatchNorm2d(8), nn.Hardswish(),
-                    nn.Conv2d(8, 8, 3, padding=1, groups=8), nn.BatchNorm2d(8), nn.ReLU()),
-        [torch.rand(1, 3, 9, 9), torch.rand(3, 3, 9, 9)], (2, 0)),
+        lambda: seq(
+            nn.Conv2d(3, 8, 3, stride=2, padding=1),
+            nn.BatchNorm2d(8),
+            nn.Hardswish(),
+            nn.Conv2d(8, 8, 3, padding=1, groups=8),
+            nn.BatchNorm2d(8),
+            nn.ReLU(),
+        ),
+        [torch.rand(1, 3, 9, 9), torch.rand(3, 3, 9, 9)],
+        (2, 0),
+    ),
     "shared_weight_two_batch_norms": (SharedChain, [torch.rand(2, 4, 6, 6)], (2, 0)),
     "float64": (
-        lambda: seq(nn.Conv2d(3, 5, 3, stride=2), nn.BatchNorm2d(5)).double(), [torch.rand(2, 3, 7, 7).double()],
-        (1, 0)),
-    "linear_batch3": (
-        lambda: seq(nn.Linear(7, 5), nn.BatchNorm1d(5), nn.ReLU()), [torch.rand(3, 7)], (0, 1)),
+        lambda: seq(nn.Conv2d(3, 5, 3, stride=2), nn.BatchNorm2d(5)).double(),
+        [torch.rand(2, 3, 7, 7).double()],
+        (1, 0),
+    ),
+    "linear_batch3": (lambda: seq(nn.Linear(7, 5), nn.BatchNorm1d(5), nn.ReLU()), [torch.rand(3, 7)], (0, 1)),
     "linear_no_bias_affine_false": (
-        lambda: seq(nn.Linear(6, 9, bias=False), nn.BatchNorm1d(9, affine=False)), [torch.rand(4, 6)], (0, 1)),
+        lambda: seq(nn.Linear(6, 9, bias=False), nn.BatchNorm1d(9, affine=False)),
+        [torch.rand(4, 6)],
+        (0, 1),
+    ),
 }
 
 
@@ -150,14 +179,28 @@ def test_the_weight_a_conv_without_batch_norm_reads_is_kept(full_lib):
 
 def test_folded_layers_are_prepacked_with_their_folded_weights(full_lib):
     torch.manual_seed(0)
-    module = trained(seq(nn.Conv2d(3, 6, 3, stride=2, padding=1, bias=False), nn.BatchNorm2d(6), nn.ReLU(),
-                         nn.Flatten(), nn.Linear(6 * 16, 5, bias=False), nn.BatchNorm1d(5)))
+    module = trained(
+        seq(
+            nn.Conv2d(3, 6, 3, stride=2, padding=1, bias=False),
+            nn.BatchNorm2d(6),
+            nn.ReLU(),
+            nn.Flatten(),
+            nn.Linear(6 * 16, 5, bias=False),
+            nn.BatchNorm1d(5),
+        )
+    )
     spec = spec_from(module, [(torch.rand(1, 3, 8, 8),), (torch.rand(3, 3, 8, 8),)])
     exported = export_model(spec)
     assert folded(exported) == {"fold_conv_bn": 1, "fold_linear_bn": 1}
     # The relu is fused into the prepacked convolution (fuse_clamp).
-    assert ops_of(exported.program) == ["pare::conv2d_prepack", "pare::linear_prepack", "aten::sym_size.int",
-                                        "pare::conv2d_prepacked", "aten::view", "pare::linear_prepacked"]
+    assert ops_of(exported.program) == [
+        "pare::conv2d_prepack",
+        "pare::linear_prepack",
+        "aten::sym_size.int",
+        "pare::conv2d_prepacked",
+        "aten::view",
+        "pare::linear_prepacked",
+    ]
     assert all(c.ok for c in check_model(spec, full_lib, program=exported.program))
 
 
@@ -204,12 +247,16 @@ class LinearOn3d(nn.Module):
         return self.bn(self.linear(x))
 
 
-@pytest.mark.parametrize("module,inputs", [
-    (SecondUser, (torch.rand(2, 3, 6, 6),)),
-    (StatsAsInputs, (torch.rand(2, 3, 6, 6), torch.rand(4), torch.rand(4) + 0.5)),
-    (AfterAdd, (torch.rand(2, 3, 4, 4),)),
-    (LinearOn3d, (torch.rand(2, 5, 4),)),
-], ids=lambda x: getattr(x, "__name__", ""))
+@pytest.mark.parametrize(
+    "module,inputs",
+    [
+        (SecondUser, (torch.rand(2, 3, 6, 6),)),
+        (StatsAsInputs, (torch.rand(2, 3, 6, 6), torch.rand(4), torch.rand(4) + 0.5)),
+        (AfterAdd, (torch.rand(2, 3, 4, 4),)),
+        (LinearOn3d, (torch.rand(2, 5, 4),)),
+    ],
+    ids=lambda x: getattr(x, "__name__", ""),
+)
 def test_batch_norms_that_cannot_fold_are_left_alone(module, inputs, full_lib):
     torch.manual_seed(0)
     spec = spec_from(trained(module()), [inputs])
@@ -234,25 +281,44 @@ def test_passes_none_keeps_the_batch_norm():
 
 
 def test_selection_resolves_to_the_canonical_order():
-    assert graph_passes.names() == ("fold_conv_bn", "fold_linear_bn", "prepack_weights", "fuse_add", "fuse_clamp",
-                                    "fuse_activation")
+    assert graph_passes.names() == (
+        "fold_conv_bn",
+        "fold_linear_bn",
+        "prepack_weights",
+        "fuse_add",
+        "fuse_clamp",
+        "fuse_activation",
+    )
     assert graph_passes.resolve() == graph_passes.resolve("default") == graph_passes.names()
     assert graph_passes.resolve("none") == ()
-    assert (graph_passes.resolve("fuse_clamp,prepack_weights,fold_linear_bn, fold_conv_bn,fuse_activation,fuse_add")
-            == graph_passes.names())
+    assert (
+        graph_passes.resolve("fuse_clamp,prepack_weights,fold_linear_bn, fold_conv_bn,fuse_activation,fuse_add")
+        == graph_passes.names()
+    )
     assert graph_passes.resolve(["fold_linear_bn"]) == ("fold_linear_bn",)
-    assert graph_passes.resolve("default", skip="fold_linear_bn,fuse_add") == ("fold_conv_bn", "prepack_weights",
-                                                                               "fuse_clamp", "fuse_activation")
+    assert graph_passes.resolve("default", skip="fold_linear_bn,fuse_add") == (
+        "fold_conv_bn",
+        "prepack_weights",
+        "fuse_clamp",
+        "fuse_activation",
+    )
     assert graph_passes.resolve("none", skip=["fold_conv_bn"]) == ()
 
 
-@pytest.mark.parametrize("passes,skip,message", [
-    ("fold_bn", (), "--passes: unknown pass 'fold_bn'; the passes are fold_conv_bn, fold_linear_bn, prepack_weights, "
-                    "fuse_add, fuse_clamp, fuse_activation"),
-    ("fold_conv_bn,,fold_linear_bn", (), "empty pass name"),
-    ("default,fold_conv_bn", (), "unknown pass 'default'"),
-    ("default", "none", "--skip-passes: unknown pass 'none'"),
-])
+@pytest.mark.parametrize(
+    "passes,skip,message",
+    [
+        (
+            "fold_bn",
+            (),
+            "--passes: unknown pass 'fold_bn'; the passes are fold_conv_bn, fold_linear_bn, prepack_weights, "
+            "fuse_add, fuse_clamp, fuse_activation",
+        ),
+        ("fold_conv_bn,,fold_linear_bn", (), "empty pass name"),
+        ("default,fold_conv_bn", (), "unknown pass 'default'"),
+        ("default", "none", "--skip-passes: unknown pass 'none'"),
+    ],
+)
 def test_unknown_pass_names_are_user_errors(passes, skip, message):
     with pytest.raises(TracerError, match=message) as e:
         graph_passes.resolve(passes, skip)
@@ -261,7 +327,7 @@ def test_unknown_pass_names_are_user_errors(passes, skip, message):
 
 def test_the_docs_describe_every_pass():
     doc = (REPO / "docs" / "tracer.md").read_text()
-    section = doc[doc.index("## Graph passes"):doc.index("\n## ", doc.index("## Graph passes") + 1)]
+    section = doc[doc.index("## Graph passes") : doc.index("\n## ", doc.index("## Graph passes") + 1)]
     for name in graph_passes.names():
         assert f"| `{name}` |" in section, name
 
@@ -277,8 +343,9 @@ def demo_traces(tracing_lib):
     from tools.tracer import load_model_spec
 
     spec = load_model_spec(DEMO)
-    return {passes: trace_model(spec, runtime=tracing_lib, passes=passes).manifest
-            for passes in ("default", FOLDS, "none")}
+    return {
+        passes: trace_model(spec, runtime=tracing_lib, passes=passes).manifest for passes in ("default", FOLDS, "none")
+    }
 
 
 def test_manifest_of_a_folded_model_selects_no_batch_norm(demo_traces):
@@ -295,12 +362,14 @@ def test_manifest_of_a_folded_model_selects_no_batch_norm(demo_traces):
 
 def test_manifest_debug_info_records_the_passes(demo_traces):
     (info,) = demo_traces["default"].debug_info
-    assert json.loads(info)["passes"] == [{"name": "fold_conv_bn", "folded": 2},
-                                          {"name": "fold_linear_bn", "folded": 0},
-                                          {"name": "prepack_weights", "conv2d": 3, "linear": 2},
-                                          {"name": "fuse_add", "fused": 0},
-                                          {"name": "fuse_clamp", "fused": FUSED_IN_DEMO},
-                                          {"name": "fuse_activation", "fused": 2}]  # hardswish, gelu
+    assert json.loads(info)["passes"] == [
+        {"name": "fold_conv_bn", "folded": 2},
+        {"name": "fold_linear_bn", "folded": 0},
+        {"name": "prepack_weights", "conv2d": 3, "linear": 2},
+        {"name": "fuse_add", "fused": 0},
+        {"name": "fuse_clamp", "fused": FUSED_IN_DEMO},
+        {"name": "fuse_activation", "fused": 2},
+    ]  # hardswish, gelu
     (info,) = demo_traces["none"].debug_info
     assert json.loads(info)["passes"] == []
 
@@ -317,12 +386,21 @@ def run_cli(capsys, *argv: str) -> tuple[int, str, str]:
 def test_export_flags(capsys, tmp_path):
     code, out, err = run_cli(capsys, "export", str(DEMO), "-o", str(tmp_path / "default.pare"))
     assert code == 0, err
-    assert ("passes fold_conv_bn (2 folded), fold_linear_bn (0 folded), prepack_weights (3 conv2d, 2 linear), "
-            f"fuse_add (0 fused), fuse_clamp ({FUSED_IN_DEMO} fused), fuse_activation (2 fused)") in out
+    assert (
+        "passes fold_conv_bn (2 folded), fold_linear_bn (0 folded), prepack_weights (3 conv2d, 2 linear), "
+        f"fuse_add (0 fused), fuse_clamp ({FUSED_IN_DEMO} fused), fuse_activation (2 fused)"
+    ) in out
     code, out, err = run_cli(capsys, "export", str(DEMO), "-o", str(tmp_path / "none.pare"), "--passes=none")
     assert code == 0 and "no graph passes" in out, err
-    code, out, err = run_cli(capsys, "export", str(DEMO), "-o", str(tmp_path / "skip.pare"),
-                             "--skip-passes", "fold_conv_bn,prepack_weights,fuse_add,fuse_clamp,fuse_activation")
+    code, out, err = run_cli(
+        capsys,
+        "export",
+        str(DEMO),
+        "-o",
+        str(tmp_path / "skip.pare"),
+        "--skip-passes",
+        "fold_conv_bn,prepack_weights,fuse_add,fuse_clamp,fuse_activation",
+    )
     assert code == 0 and "passes fold_linear_bn (0 folded)" in out, err
     assert BATCH_NORM not in ops_of((tmp_path / "default.pare").read_bytes())
     assert ops_of((tmp_path / "none.pare").read_bytes()).count(BATCH_NORM) == 2
@@ -331,8 +409,9 @@ def test_export_flags(capsys, tmp_path):
 
 def test_trace_and_check_flags(capsys, tmp_path, tracing_lib, full_lib):
     out_file = tmp_path / "manifest.yaml"
-    code, out, err = run_cli(capsys, "trace", str(DEMO), "-o", str(out_file), "--runtime", str(tracing_lib),
-                             "--passes", "fold_linear_bn")
+    code, out, err = run_cli(
+        capsys, "trace", str(DEMO), "-o", str(out_file), "--runtime", str(tracing_lib), "--passes", "fold_linear_bn"
+    )
     assert code == 0, err
     assert "passes fold_linear_bn (0 folded)" in out
     assert '"passes": [{"folded": 0, "name": "fold_linear_bn"}]' in out_file.read_text()
@@ -343,13 +422,28 @@ def test_trace_and_check_flags(capsys, tmp_path, tracing_lib, full_lib):
 
 
 @pytest.mark.parametrize("command", ["export", "trace", "check"])
-@pytest.mark.parametrize("flag,value,message", [
-    ("--passes", "fold_everything", ("argument --passes: unknown pass 'fold_everything'; the passes are "
-                                     "fold_conv_bn, fold_linear_bn, prepack_weights, fuse_add, fuse_clamp, "
-                                     "fuse_activation (or default or none alone)")),
-    ("--skip-passes", "default", ("argument --skip-passes: unknown pass 'default'; the passes are fold_conv_bn, "
-                                  "fold_linear_bn, prepack_weights, fuse_add, fuse_clamp, fuse_activation")),
-])
+@pytest.mark.parametrize(
+    "flag,value,message",
+    [
+        (
+            "--passes",
+            "fold_everything",
+            (
+                "argument --passes: unknown pass 'fold_everything'; the passes are "
+                "fold_conv_bn, fold_linear_bn, prepack_weights, fuse_add, fuse_clamp, "
+                "fuse_activation (or default or none alone)"
+            ),
+        ),
+        (
+            "--skip-passes",
+            "default",
+            (
+                "argument --skip-passes: unknown pass 'default'; the passes are fold_conv_bn, "
+                "fold_linear_bn, prepack_weights, fuse_add, fuse_clamp, fuse_activation"
+            ),
+        ),
+    ],
+)
 def test_unknown_pass_flag_is_one_line_exit_2(capsys, tmp_path, command, flag, value, message):
     extra = {"export": ["-o", str(tmp_path / "x.pare")], "check": ["--runtime", str(tmp_path / "lib.so")]}
     code, out, err = run_cli(capsys, command, str(DEMO), *extra.get(command, []), flag, value)
@@ -388,13 +482,13 @@ class ClampAfterEach(nn.Module):
         self.fc2 = nn.Linear(7, 3)
 
     def forward(self, x):
-        x = torch.relu(self.conv(x))                       # relu: [0, inf]
-        x = nn.functional.relu6(self.dw(x))                # hardtanh(0, 6)
+        x = torch.relu(self.conv(x))  # relu: [0, inf]
+        x = nn.functional.relu6(self.dw(x))  # hardtanh(0, 6)
         y = self.conv2(x)
-        z = torch.clamp(y, min=-0.25)                      # clamp, min only
+        z = torch.clamp(y, min=-0.25)  # clamp, min only
         h = nn.functional.hardtanh(self.fc(z.flatten(1)), -0.5, 0.5)
         out = self.fc2(h)
-        return torch.relu(out), out                        # a second user: not fused
+        return torch.relu(out), out  # a second user: not fused
 
 
 def test_fuse_clamp_folds_relu_hardtanh_and_clamp_into_the_prepacked_layer(full_lib):
@@ -430,19 +524,19 @@ class EpilogueAfterEach(nn.Module):
         self.fc4 = nn.Linear(16, 5)
 
     def forward(self, x):
-        x = nn.functional.hardswish(self.stem(x))          # conv -> hardswish
-        x = torch.relu(self.dw(x) + x)                     # ResNet: relu(conv + shortcut)
-        x = x + self.pw(x)                                 # MobileNetV2: shortcut + conv, no activation
+        x = nn.functional.hardswish(self.stem(x))  # conv -> hardswish
+        x = torch.relu(self.dw(x) + x)  # ResNet: relu(conv + shortcut)
+        x = x + self.pw(x)  # MobileNetV2: shortcut + conv, no activation
         s = torch.sigmoid(self.se(x.mean((2, 3), keepdim=True)))  # squeeze-and-excitation gate
         x = x * s
         y = self.late(x)
-        z = x * 2.0                                        # computed after `late`: not its residual
+        z = x * 2.0  # computed after `late`: not its residual
         x = y + z
-        x = x + torch.ones(8, 1, 1)                        # a broadcast add: not a residual
+        x = x + torch.ones(8, 1, 1)  # a broadcast add: not a residual
         h = nn.functional.silu(self.fc1(x.mean((2, 3))))
         h = nn.functional.gelu(self.fc2(h), approximate="tanh")
         o = self.fc4(nn.functional.gelu(self.fc3(h)))
-        return nn.functional.hardsigmoid(o), o             # o returned too: its hardsigmoid stays an op
+        return nn.functional.hardsigmoid(o), o  # o returned too: its hardsigmoid stays an op
 
 
 def test_fuse_add_and_activation_into_the_prepacked_layer(full_lib):
@@ -490,8 +584,8 @@ class Projections(nn.Module):
         self.ff = nn.Linear(20, 7)
         self.attn = nn.MultiheadAttention(12, 3, batch_first=True)
 
-    def forward(self, x):                                  # [batch, seq, 12]
-        h = self.proj(x.transpose(0, 1))                   # [seq, batch, 20]
+    def forward(self, x):  # [batch, seq, 12]
+        h = self.proj(x.transpose(0, 1))  # [seq, batch, 20]
         a, _ = self.attn(x, x, x, need_weights=False)
         return torch.relu(self.ff(h)), a
 
@@ -524,8 +618,8 @@ class NotLinear(nn.Module):
         self.register_buffer("bias", torch.randn(4))
         self.c = nn.Linear(1, 1)
 
-    def forward(self, x, s):                               # x: [2, 3, 6], s: []
-        stretched = torch.bmm(x, self.column.expand(2, 6, 5))              # [2, 3, 5]
+    def forward(self, x, s):  # x: [2, 3, 6], s: []
+        stretched = torch.bmm(x, self.column.expand(2, 6, 5))  # [2, 3, 5]
         reordered = self.a(x.reshape(6, 6)).reshape(3, 2, 4)
         scaled = torch.add(self.b(x), self.bias, alpha=2.0)
         return stretched, reordered, scaled, self.c(s.reshape(1, 1)).reshape(())

@@ -24,8 +24,14 @@ def mlp_trace(tracing_lib):
 
 def test_trace_writes_what_the_runtime_executed(mlp_trace):
     m = mlp_trace.manifest
-    assert list(m.operators) == ["aten::_softmax", "aten::add.Tensor", "aten::addmm", "aten::mul.Tensor",
-                                 "aten::relu", "aten::sym_size.int"]
+    assert list(m.operators) == [
+        "aten::_softmax",
+        "aten::add.Tensor",
+        "aten::addmm",
+        "aten::mul.Tensor",
+        "aten::relu",
+        "aten::sym_size.int",
+    ]
     for op in m.operators.values():
         assert op.is_root_operator and not op.is_used_for_training and not op.include_all_overloads
         assert op.debug_info == ("tests/tracer/models/tiny_mlp.py:forward",)
@@ -42,8 +48,15 @@ def test_trace_writes_what_the_runtime_executed(mlp_trace):
 def test_manifest_text_is_canonical_and_round_trips(mlp_trace):
     text = mlp_trace.manifest.dump()
     data = yaml.safe_load(text)
-    assert list(data) == ["include_all_operators", "include_all_non_op_selectives", "debug_info", "operators",
-                          "kernel_metadata", "custom_classes", "build_features"]
+    assert list(data) == [
+        "include_all_operators",
+        "include_all_non_op_selectives",
+        "debug_info",
+        "operators",
+        "kernel_metadata",
+        "custom_classes",
+        "build_features",
+    ]
     assert codegen.loads(text).dump() == text
 
 
@@ -66,10 +79,16 @@ def test_several_dtype_methods_record_every_dtype(tracing_lib):
     assert m.kernel_metadata["add_kernel"] == ("Double", "Float", "Long")
     assert m.kernel_metadata["relu_kernel"] == ("Double", "Float", "Long")
     assert m.operators["aten::relu"].debug_info == (
-        "tests/tracer/models/multi_dtype.py:forward", "tests/tracer/models/multi_dtype.py:forward_int64_int64",
-        "tests/tracer/models/multi_dtype.py:forward_float64_float64")
+        "tests/tracer/models/multi_dtype.py:forward",
+        "tests/tracer/models/multi_dtype.py:forward_int64_int64",
+        "tests/tracer/models/multi_dtype.py:forward_float64_float64",
+    )
     assert [(c.index, c.method) for c in result.checks] == [
-        (0, "forward"), (1, "forward_int64_int64"), (2, "forward"), (3, "forward_float64_float64")]
+        (0, "forward"),
+        (1, "forward_int64_int64"),
+        (2, "forward"),
+        (3, "forward_float64_float64"),
+    ]
 
 
 def test_dynamic_batch_runs_at_sizes_never_exported(full_lib):
@@ -140,9 +159,12 @@ def test_index_with_none_matches_torch(full_lib):
 
     g = torch.Generator().manual_seed(5)
     i, j = torch.tensor([[0, 2], [1, 3]]), torch.tensor([[4, 0], [1, 2]])
-    spec = spec_from(Indexing(), [
-        (torch.rand(3, 4, 5, generator=g), torch.tensor([[0, 2], [1, 1]]), i, j),
-        (torch.rand(2, 4, 5, generator=g), torch.tensor([[1, 0], [0, 1]]), i, j),
-    ])
+    spec = spec_from(
+        Indexing(),
+        [
+            (torch.rand(3, 4, 5, generator=g), torch.tensor([[0, 2], [1, 1]]), i, j),
+            (torch.rand(2, 4, 5, generator=g), torch.tensor([[1, 0], [0, 1]]), i, j),
+        ],
+    )
     checks = check_model(spec, full_lib)
     assert all(c.ok for c in checks) and len(checks[0].outputs) == 4

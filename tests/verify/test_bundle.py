@@ -43,8 +43,11 @@ def test_index_lists_every_file_of_a_selective_runtime(bundle_dir):
 def test_verify_and_size_diff_read_the_index(bundle_dir):
     bundle = load_bundle(bundle_dir)
     unstripped, stripped, expected = bundle_paths(bundle_dir, "ios_arm64")
-    assert (unstripped, stripped, expected) == (bundle.platforms["ios_arm64"].unstripped,
-                                                bundle.platforms["ios_arm64"].shared, bundle.file("expected_symbols"))
+    assert (unstripped, stripped, expected) == (
+        bundle.platforms["ios_arm64"].unstripped,
+        bundle.platforms["ios_arm64"].shared,
+        bundle.file("expected_symbols"),
+    )
     runs = bundle_runs(bundle_dir, platforms=["android_arm64"])
     assert [r.unstripped for r in runs] == [bundle.platforms["android_arm64"].unstripped]
 
@@ -62,21 +65,29 @@ def _index(tmp_path, data) -> None:
     (tmp_path / INDEX).write_text(data if isinstance(data, str) else json.dumps(data))
 
 
-GOOD = {"schema": "pare.bundle", "version": 1, "target": "//a:b", "files": {},
-        "platforms": {"linux_x86_64": {"shared": "linux_x86_64/lib.so", "unstripped": "linux_x86_64/unstripped/lib.so"}}}
+GOOD = {
+    "schema": "pare.bundle",
+    "version": 1,
+    "target": "//a:b",
+    "files": {},
+    "platforms": {"linux_x86_64": {"shared": "linux_x86_64/lib.so", "unstripped": "linux_x86_64/unstripped/lib.so"}},
+}
 
 
-@pytest.mark.parametrize("data, message", [
-    ("{", "not valid JSON"),
-    ({"schema": "other"}, 'want "schema": "pare.bundle"'),
-    ({**GOOD, "version": 2}, "this checkout reads version 1"),
-    ({**GOOD, "target": ""}, "no target label"),
-    ({**GOOD, "platforms": {}}, "no platforms"),
-    ({**GOOD, "platforms": {"linux_x86_64": {"shared": "lib.so"}}}, "has no unstripped library"),
-    ({**GOOD, "platforms": {"linux_x86_64": {**GOOD["platforms"]["linux_x86_64"], "debug": "x"}}}, "unknown roles"),
-    ({**GOOD, "files": {"report": "../../etc/passwd"}}, "leaves the bundle directory"),
-    ({**GOOD, "files": {"report": "/etc/passwd"}}, "leaves the bundle directory"),
-])
+@pytest.mark.parametrize(
+    "data, message",
+    [
+        ("{", "not valid JSON"),
+        ({"schema": "other"}, 'want "schema": "pare.bundle"'),
+        ({**GOOD, "version": 2}, "this checkout reads version 1"),
+        ({**GOOD, "target": ""}, "no target label"),
+        ({**GOOD, "platforms": {}}, "no platforms"),
+        ({**GOOD, "platforms": {"linux_x86_64": {"shared": "lib.so"}}}, "has no unstripped library"),
+        ({**GOOD, "platforms": {"linux_x86_64": {**GOOD["platforms"]["linux_x86_64"], "debug": "x"}}}, "unknown roles"),
+        ({**GOOD, "files": {"report": "../../etc/passwd"}}, "leaves the bundle directory"),
+        ({**GOOD, "files": {"report": "/etc/passwd"}}, "leaves the bundle directory"),
+    ],
+)
 def test_malformed_index_names_the_problem(tmp_path, data, message):
     _index(tmp_path, data)
     with pytest.raises(BundleError, match=message) as e:
@@ -98,8 +109,9 @@ def test_missing_directory_or_index(tmp_path):
 
 def test_cli_prints_a_path_or_the_error(bundle_dir, tmp_path):
     def run(*args):
-        return subprocess.run([sys.executable, "-m", "tools.bundle", *map(str, args)], cwd=REPO_ROOT,
-                              capture_output=True, text=True)
+        return subprocess.run(
+            [sys.executable, "-m", "tools.bundle", *map(str, args)], cwd=REPO_ROOT, capture_output=True, text=True
+        )
 
     ok = run(bundle_dir, "linux_x86_64", "shared")
     assert ok.returncode == 0 and ok.stdout.strip() == str(load_bundle(bundle_dir).platforms["linux_x86_64"].shared)
@@ -123,5 +135,6 @@ def test_bundle_built_before_indexes_is_read_from_its_layout(bundle_dir, tmp_pat
     assert sorted(legacy.files) == sorted(indexed.files)
     for name, files in indexed.platforms.items():
         got = legacy.platforms[name]
-        assert [p and p.relative_to(old) for p in (got.shared, got.unstripped, got.static)] == \
-            [p and p.relative_to(bundle_dir) for p in (files.shared, files.unstripped, files.static)]
+        assert [p and p.relative_to(old) for p in (got.shared, got.unstripped, got.static)] == [
+            p and p.relative_to(bundle_dir) for p in (files.shared, files.unstripped, files.static)
+        ]

@@ -17,7 +17,9 @@ def test_leaky_runtime_verification_test_fails_naming_the_op(repo_root):
     target = f"//{FIXTURE_PKG}:leaky_kernel_verify_android_arm64_test"
     proc = bazel("test", target, check=False)
     assert proc.returncode == 3, proc.stderr[-3000:]  # 3: built, but a test failed
-    log = (repo_root / "bazel-testlogs" / FIXTURE_PKG / "leaky_kernel_verify_android_arm64_test" / "test.log").read_text()
+    log = (
+        repo_root / "bazel-testlogs" / FIXTURE_PKG / "leaky_kernel_verify_android_arm64_test" / "test.log"
+    ).read_text()
     assert "pare verify: FAIL  android_arm64" in log
     assert "op aten::mm  (expect absent" in log and "pare::kernels::aten_mm(" in log
 

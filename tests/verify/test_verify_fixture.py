@@ -27,25 +27,41 @@ def run_cli(*args: str) -> subprocess.CompletedProcess:
 
 @pytest.mark.parametrize("platform", PLATFORMS)
 def test_clean_build_passes(fixture_build, platform):
-    result = verify(fixture_build.lib("clean", platform, unstripped=True), fixture_build.expected("clean"),
-                    platform=platform, stripped=fixture_build.lib("clean", platform))
+    result = verify(
+        fixture_build.lib("clean", platform, unstripped=True),
+        fixture_build.expected("clean"),
+        platform=platform,
+        stripped=fixture_build.lib("clean", platform),
+    )
     assert result.passed, render_text(result)
     present = {r.entry.key for r in result.entries if r.symbols}
-    assert present == {"aten::add.Tensor", "aten::relu", "add_kernel/Float", "add_kernel/Long", "relu_kernel/Float",
-                       "LinearPackedParams"}
+    assert present == {
+        "aten::add.Tensor",
+        "aten::relu",
+        "add_kernel/Float",
+        "add_kernel/Long",
+        "relu_kernel/Float",
+        "LinearPackedParams",
+    }
     assert {e.name for e in result.shipped.exports} == {"pare_run_kernel", "pare_linear_packed_apply", "pare_version"}
     assert all(f.ok for f in result.facts)
 
 
 @pytest.mark.parametrize("platform", PLATFORMS)
 def test_leaked_unselected_kernel_fails_naming_the_op(fixture_build, platform):
-    result = verify(fixture_build.lib("leaky_kernel", platform, unstripped=True), fixture_build.expected("leaky_kernel"),
-                    platform=platform, stripped=fixture_build.lib("leaky_kernel", platform))
+    result = verify(
+        fixture_build.lib("leaky_kernel", platform, unstripped=True),
+        fixture_build.expected("leaky_kernel"),
+        platform=platform,
+        stripped=fixture_build.lib("leaky_kernel", platform),
+    )
     assert not result.passed
     leaks = {r.entry.label(): [s.demangled for s in r.symbols] for r in result.leaks}
     assert set(leaks) == {"op aten::mm", "kernel tag add_kernel, dtype Int", "class Conv2dPackedParams"}
     assert leaks["op aten::mm"] == ["pare::kernels::aten_mm(pare::KernelContext&, pare::Tensor*)"]
-    assert any("pare::dispatch_case<pare::tags::add_kernel, int," in s for s in leaks["kernel tag add_kernel, dtype Int"])
+    assert any(
+        "pare::dispatch_case<pare::tags::add_kernel, int," in s for s in leaks["kernel tag add_kernel, dtype Int"]
+    )
     assert not result.missing and not result.export_leaks
     text = render_text(result)
     assert "op aten::mm" in text and "pare::kernels::aten_mm(" in text and "_ZN4pare7kernels7aten_mm" in text
@@ -58,7 +74,10 @@ def test_exports_beyond_c_api_fail_and_jni_needs_the_flag(fixture_build, platfor
     plain = verify(*args, platform=platform, stripped=fixture_build.lib("leaky_export", platform))
     assert not plain.passed and not plain.leaks
     assert sorted(x.export.demangled for x in plain.export_leaks) == [
-        "JNI_OnLoad", "Java_org_pare_Runtime_version", "pare::internal_helper(int)"]
+        "JNI_OnLoad",
+        "Java_org_pare_Runtime_version",
+        "pare::internal_helper(int)",
+    ]
     jni = verify(*args, platform=platform, stripped=fixture_build.lib("leaky_export", platform), jni=True)
     assert [x.export.demangled for x in jni.export_leaks] == ["pare::internal_helper(int)"]
     assert "not part of the C API" in jni.export_leaks[0].reason
@@ -75,13 +94,19 @@ def test_selection_mismatch_reports_missing_and_leaks(fixture_build, expected_cl
 
 
 def test_wrong_platform_fails_platform_facts(fixture_build):
-    r = verify(fixture_build.lib("clean", "linux_x86_64", unstripped=True), fixture_build.expected("clean"),
-               platform="android_arm64")
+    r = verify(
+        fixture_build.lib("clean", "linux_x86_64", unstripped=True),
+        fixture_build.expected("clean"),
+        platform="android_arm64",
+    )
     failed = {f.check: f for f in r.failed_facts}
     assert set(failed) == {"architecture", "DT_NEEDED", "PT_LOAD alignment"}
     assert failed["architecture"].actual == "x86_64"
-    r = verify(fixture_build.lib("clean", "android_arm64", unstripped=True), fixture_build.expected("clean"),
-               platform="ios_arm64")
+    r = verify(
+        fixture_build.lib("clean", "android_arm64", unstripped=True),
+        fixture_build.expected("clean"),
+        platform="ios_arm64",
+    )
     assert [f.check for f in r.failed_facts] == ["format"]
 
 
@@ -92,14 +117,23 @@ def test_platform_is_inferred(fixture_build, platform):
 
 
 def test_json_output(fixture_build):
-    r = verify(fixture_build.lib("leaky_kernel", "ios_arm64", unstripped=True), fixture_build.expected("leaky_kernel"),
-               platform="ios_arm64", stripped=fixture_build.lib("leaky_kernel", "ios_arm64"))
+    r = verify(
+        fixture_build.lib("leaky_kernel", "ios_arm64", unstripped=True),
+        fixture_build.expected("leaky_kernel"),
+        platform="ios_arm64",
+        stripped=fixture_build.lib("leaky_kernel", "ios_arm64"),
+    )
     data = json.loads(json.dumps(to_json(r)))
     assert data["schema"] == "pare.verify_result" and data["version"] == 1
     assert data["passed"] is False and data["platform"] == "ios_arm64" and data["format"] == "macho"
-    assert data["summary"] == {"leaks": 3, "missing": 0, "export_leaks": 0, "failed_platform_facts": 0,
-                               "feature_imports": 0,
-                               "defined_symbols": len(r.binary.symbols)}
+    assert data["summary"] == {
+        "leaks": 3,
+        "missing": 0,
+        "export_leaks": 0,
+        "failed_platform_facts": 0,
+        "feature_imports": 0,
+        "defined_symbols": len(r.binary.symbols),
+    }
     mm = next(e for e in data["entries"] if e["name"] == "aten::mm")
     assert mm["kind"] == "op" and mm["status"] == "leak" and mm["expect"] == "absent"
     assert mm["symbols"][0]["mangled"] == "_ZN4pare7kernels7aten_mmERNS_13KernelContextEPNS_6TensorE"
@@ -118,8 +152,15 @@ def test_cli_bundle_pass_and_fail(fixture_build, tmp_path):
     assert ok.returncode == EXIT_OK, ok.stdout + ok.stderr
     assert ok.stdout.count("pare verify: PASS") == 3
     out = tmp_path / "r.json"
-    bad = run_cli("--bundle", str(fixture_build.bundle("leaky_kernel")), "--platform", "linux_x86_64", "--json",
-                  "--json-out", str(out))
+    bad = run_cli(
+        "--bundle",
+        str(fixture_build.bundle("leaky_kernel")),
+        "--platform",
+        "linux_x86_64",
+        "--json",
+        "--json-out",
+        str(out),
+    )
     assert bad.returncode == EXIT_FAILED
     data = json.loads(bad.stdout)
     assert data == json.loads(out.read_text())
@@ -128,9 +169,14 @@ def test_cli_bundle_pass_and_fail(fixture_build, tmp_path):
 
 
 def test_cli_single_binary(fixture_build):
-    p = run_cli("--expected", str(fixture_build.expected("leaky_export")), "--stripped",
-                str(fixture_build.lib("leaky_export", "android_arm64")), "--jni",
-                str(fixture_build.lib("leaky_export", "android_arm64", unstripped=True)))
+    p = run_cli(
+        "--expected",
+        str(fixture_build.expected("leaky_export")),
+        "--stripped",
+        str(fixture_build.lib("leaky_export", "android_arm64")),
+        "--jni",
+        str(fixture_build.lib("leaky_export", "android_arm64", unstripped=True)),
+    )
     assert p.returncode == EXIT_FAILED
     assert "pare::internal_helper(int) [_ZN4pare15internal_helperEi]: not part of the C API" in p.stdout
     assert "JNI_OnLoad" not in p.stdout.split("Summary:")[0]
@@ -174,6 +220,12 @@ def test_cli_missing_demangler_is_a_user_error(fixture_build, monkeypatch, capsy
 
     demangle._run.cache_clear()
     monkeypatch.setenv("PARE_CXXFILT", str(tmp_path / "no-such-cxxfilt"))
-    err = _one_line_error(capsys, ["--expected", str(fixture_build.expected("clean")),
-                                   str(fixture_build.lib("clean", "linux_x86_64", unstripped=True))])
+    err = _one_line_error(
+        capsys,
+        [
+            "--expected",
+            str(fixture_build.expected("clean")),
+            str(fixture_build.lib("clean", "linux_x86_64", unstripped=True)),
+        ],
+    )
     assert "PARE_CXXFILT" in err

@@ -21,19 +21,29 @@ from tools.verify.platforms import PLATFORMS
 
 
 def test_demangle_batch_keeps_order_and_passes_c_names_through():
-    names = ["pare_version", "_ZN4pare7kernels9aten_reluERNS_13KernelContextEPNS_6TensorE", "$x.0",
-             "_ZN4pare13dispatch_caseINS_4tags10add_kernelExZNS_7kernels15aten_add_TensorERNS_13KernelContextEPNS_6TensorEE3$_0EENS_5ErrorERT1_"]
+    names = [
+        "pare_version",
+        "_ZN4pare7kernels9aten_reluERNS_13KernelContextEPNS_6TensorE",
+        "$x.0",
+        "_ZN4pare13dispatch_caseINS_4tags10add_kernelExZNS_7kernels15aten_add_TensorERNS_13KernelContextEPNS_6TensorEE3$_0EENS_5ErrorERT1_",
+    ]
     out = demangle_all(names)
     assert out[0] == "pare_version" and out[2] == "$x.0"
     assert out[1] == "pare::kernels::aten_relu(pare::KernelContext&, pare::Tensor*)"
     # LLVM's spelling: clang's lambda names ($_0) and `long long` for Apple's int64_t.
-    assert out[3].startswith("pare::Error pare::dispatch_case<pare::tags::add_kernel, long long, "
-                             "pare::kernels::aten_add_Tensor(pare::KernelContext&, pare::Tensor*)::$_0>")
+    assert out[3].startswith(
+        "pare::Error pare::dispatch_case<pare::tags::add_kernel, long long, "
+        "pare::kernels::aten_add_Tensor(pare::KernelContext&, pare::Tensor*)::$_0>"
+    )
 
 
 def test_macho_underscore_is_stripped_once():
     assert strip_macho_underscore(["_pare_version", "__ZN4pare1fEv", "ltmp0", "dyld_stub_binder"]) == [
-        "pare_version", "_ZN4pare1fEv", "ltmp0", "dyld_stub_binder"]
+        "pare_version",
+        "_ZN4pare1fEv",
+        "ltmp0",
+        "dyld_stub_binder",
+    ]
     # A Mach-O C++ name demangles only after the underscore is gone.
     assert demangle_all(strip_macho_underscore(["__ZN4pare1fEv"])) == ["pare::f()"]
     assert demangle_all(["__ZN4pare1fEv"]) == ["__ZN4pare1fEv"]
@@ -123,11 +133,16 @@ def test_load_expected(expected_clean):
     assert kinds[("kernel_dtype", "add_kernel/Long")] == "present"
     assert kinds[("class", "Conv2dPackedParams")] == "absent"
     # Attribution order: a dtype case instantiated from a kernel's lambda names the kernel too.
-    name = ("pare::Error pare::dispatch_case<pare::tags::add_kernel, float, pare::kernels::aten_add_Tensor"
-            "(pare::KernelContext&, pare::Tensor*)::$_0>(pare::kernels::aten_add_Tensor(pare::KernelContext&, "
-            "pare::Tensor*)::$_0&)")
+    name = (
+        "pare::Error pare::dispatch_case<pare::tags::add_kernel, float, pare::kernels::aten_add_Tensor"
+        "(pare::KernelContext&, pare::Tensor*)::$_0>(pare::kernels::aten_add_Tensor(pare::KernelContext&, "
+        "pare::Tensor*)::$_0&)"
+    )
     assert classify(exp, "elf", name).key == "add_kernel/Float"
-    assert classify(exp, "elf", "pare::kernels::aten_add_Tensor(pare::KernelContext&, pare::Tensor*)").key == "aten::add.Tensor"
+    assert (
+        classify(exp, "elf", "pare::kernels::aten_add_Tensor(pare::KernelContext&, pare::Tensor*)").key
+        == "aten::add.Tensor"
+    )
     assert classify(exp, "elf", "pare_version") is None
 
 
@@ -139,7 +154,10 @@ def test_load_expected(expected_clean):
         (lambda d: d.update(operators={}), "operators must be a list"),
         (lambda d: d["operators"][0].update(expect="maybe"), r"operators\[0\].expect is 'maybe'"),
         (lambda d: d["operators"][0]["match"].pop("macho"), r"operators\[0\].match.macho is missing"),
-        (lambda d: d["kernel_dtypes"][0]["match"].update(elf="(unclosed"), r"kernel_dtypes\[0\].match.elf is not a valid regex"),
+        (
+            lambda d: d["kernel_dtypes"][0]["match"].update(elf="(unclosed"),
+            r"kernel_dtypes\[0\].match.elf is not a valid regex",
+        ),
         (lambda d: d["custom_classes"][0].update(name=""), r"custom_classes\[0\].name must be a non-empty string"),
     ],
 )
@@ -171,8 +189,10 @@ def test_fat_macho_reads_its_arm64_slice(fixture_build, tmp_path):
 
     lipo = require_tool("llvm-lipo-16", "llvm-lipo", package="llvm-16")
     fat = tmp_path / "fat.dylib"
-    _subprocess.run([lipo, "-create", str(fixture_build.lib("clean", "ios_arm64", unstripped=True)), "-output", str(fat)],
-                    check=True)
+    _subprocess.run(
+        [lipo, "-create", str(fixture_build.lib("clean", "ios_arm64", unstripped=True)), "-output", str(fat)],
+        check=True,
+    )
     assert fat.read_bytes()[:4] == b"\xca\xfe\xba\xbe"
     info = read_binary(fat)
     thin = read_binary(fixture_build.lib("clean", "ios_arm64", unstripped=True))
@@ -186,8 +206,9 @@ def test_partially_stripped_elf_counts_as_stripped(fixture_build, tmp_path):
     strip = require_tool("llvm-strip-16", "llvm-strip", package="llvm-16")
     out = tmp_path / "x.so"
     # -x keeps a .symtab of global symbols only: the hidden kernels are gone from it.
-    _subprocess.run([strip, "-x", "-o", str(out), str(fixture_build.lib("clean", "android_arm64", unstripped=True))],
-                    check=True)
+    _subprocess.run(
+        [strip, "-x", "-o", str(out), str(fixture_build.lib("clean", "android_arm64", unstripped=True))], check=True
+    )
     info = read_binary(out)
     assert info.symbols and not info.has_symbol_table
 
@@ -197,17 +218,30 @@ def test_export_rules(expected_clean):
     from tools.verify.verify import check_exports
 
     def exports(*items):
-        return BinaryInfo(path=Path("x.so"), format="elf", arch="arm64", is_shared_library=True, file_bytes=0,
-                          sections=(), symbols=(), has_symbol_table=True,
-                          exports=tuple(Export(n, d, 0, f) for n, d, f in items), needed=(), load_alignments=())
+        return BinaryInfo(
+            path=Path("x.so"),
+            format="elf",
+            arch="arm64",
+            is_shared_library=True,
+            file_bytes=0,
+            sections=(),
+            symbols=(),
+            has_symbol_table=True,
+            exports=tuple(Export(n, d, 0, f) for n, d, f in items),
+            needed=(),
+            load_alignments=(),
+        )
 
     exp = load_expected(expected_clean)
     binary = exports(
         ("pare_run", "pare_run", True),
         ("pare_table", "pare_table", False),
         ("JNI_OnLoad", "JNI_OnLoad", True),
-        ("_ZN4pare7kernels7aten_mmERNS_13KernelContextEPNS_6TensorE",
-         "pare::kernels::aten_mm(pare::KernelContext&, pare::Tensor*)", True),
+        (
+            "_ZN4pare7kernels7aten_mmERNS_13KernelContextEPNS_6TensorE",
+            "pare::kernels::aten_mm(pare::KernelContext&, pare::Tensor*)",
+            True,
+        ),
     )
     leaks = {x.export.name: x.reason for x in check_exports(binary, exp, jni=False)}
     assert set(leaks) == {"pare_table", "JNI_OnLoad", "_ZN4pare7kernels7aten_mmERNS_13KernelContextEPNS_6TensorE"}
@@ -226,9 +260,20 @@ def test_unselected_threads_must_import_no_pthread_symbol(expected_clean):
     from tools.verify.verify import check_feature_imports
 
     def importing(*names):
-        return BinaryInfo(path=Path("x.so"), format="elf", arch="arm64", is_shared_library=True, file_bytes=0,
-                          sections=(), symbols=(), has_symbol_table=True, exports=(), needed=(), load_alignments=(),
-                          imports=tuple(names))
+        return BinaryInfo(
+            path=Path("x.so"),
+            format="elf",
+            arch="arm64",
+            is_shared_library=True,
+            file_bytes=0,
+            sections=(),
+            symbols=(),
+            has_symbol_table=True,
+            exports=(),
+            needed=(),
+            load_alignments=(),
+            imports=tuple(names),
+        )
 
     exp = load_expected(expected_clean)
     binary = importing("free", "posix_memalign", "pthread_create", "pthread_join")

@@ -65,8 +65,13 @@ def test_checked_in_manifest_is_current(model):
 
 
 def test_unknown_model_is_a_usage_error_listing_the_zoo():
-    proc = subprocess.run([sys.executable, "-m", "tools.zoo", "--only", "resnet19", "--no-record"], cwd=REPO_ROOT,
-                          capture_output=True, text=True, check=False)
+    proc = subprocess.run(
+        [sys.executable, "-m", "tools.zoo", "--only", "resnet19", "--no-record"],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     assert proc.returncode == 2
     assert "no zoo model resnet19; the zoo has" in proc.stderr and "resnet18" in proc.stderr
     assert "Traceback" not in proc.stderr
@@ -82,11 +87,15 @@ def test_a_failing_step_is_a_row_not_a_crash(tmp_path):
 
 
 def test_build_errors_are_attributed_to_their_model():
-    errors = ["ERROR: /w/models/zoo/BUILD.bazel:13:23: C++ compilation of rule '//models/zoo:resnet18_kernels' failed",
-              "ERROR: //models/zoo:mobilenet_v3_small: linking failed"]
+    errors = [
+        "ERROR: /w/models/zoo/BUILD.bazel:13:23: C++ compilation of rule '//models/zoo:resnet18_kernels' failed",
+        "ERROR: //models/zoo:mobilenet_v3_small: linking failed",
+    ]
     failed = zoo.failed_models(["resnet18", "resnet1", "mobilenet_v3", "mobilenet_v3_small"], errors, 1)
     assert failed == {"resnet18": errors[0], "mobilenet_v3_small": errors[1]}
     assert zoo.failed_models(["resnet18"], errors, 0) == {}
     # An error naming no model (the server died): every model failed, with it.
-    assert zoo.failed_models(["a", "b"], ["ERROR: server crashed"], 1) == {"a": "ERROR: server crashed",
-                                                                            "b": "ERROR: server crashed"}
+    assert zoo.failed_models(["a", "b"], ["ERROR: server crashed"], 1) == {
+        "a": "ERROR: server crashed",
+        "b": "ERROR: server crashed",
+    }

@@ -13,6 +13,4 @@ constexpr T twice(T x) {
 
 }  // namespace
 
-extern "C" int32_t pare_smoke_answer(int32_t x) {
-  return twice(x) + static_cast<int32_t>(sqrt(4.0));
-}
+extern "C" int32_t pare_smoke_answer(int32_t x) { return twice(x) + static_cast<int32_t>(sqrt(4.0)); }

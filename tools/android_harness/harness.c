@@ -57,8 +57,8 @@ typedef struct api {
   const char* (*method_error_message)(const pare_method*);
   size_t (*method_input_count)(const pare_method*);
   size_t (*method_output_count)(const pare_method*);
-  pare_status (*method_set_input)(pare_method*, size_t, int32_t, const int64_t*, size_t, const int64_t*,
-                                  const void*, size_t);
+  pare_status (*method_set_input)(pare_method*, size_t, int32_t, const int64_t*, size_t, const int64_t*, const void*,
+                                  size_t);
   pare_status (*method_execute)(pare_method*);
   pare_status (*method_output_kind)(const pare_method*, size_t, int32_t*);
   pare_status (*method_output_tensor)(const pare_method*, size_t, pare_tensor_info*);
@@ -93,10 +93,16 @@ static void pare_failed(const api* a, const char* what, pare_status status, cons
 
 static size_t dtype_size(int32_t dtype) {
   switch (dtype) {
-    case PARE_DTYPE_BYTE: case PARE_DTYPE_CHAR: case PARE_DTYPE_BOOL: return 1;
-    case PARE_DTYPE_SHORT: case PARE_DTYPE_HALF: case PARE_DTYPE_BFLOAT16: return 2;
-    case PARE_DTYPE_INT: case PARE_DTYPE_FLOAT: return 4;
-    case PARE_DTYPE_LONG: case PARE_DTYPE_DOUBLE: return 8;
+    case PARE_DTYPE_BYTE:
+    case PARE_DTYPE_CHAR:
+    case PARE_DTYPE_BOOL: return 1;
+    case PARE_DTYPE_SHORT:
+    case PARE_DTYPE_HALF:
+    case PARE_DTYPE_BFLOAT16: return 2;
+    case PARE_DTYPE_INT:
+    case PARE_DTYPE_FLOAT: return 4;
+    case PARE_DTYPE_LONG:
+    case PARE_DTYPE_DOUBLE: return 8;
     default: return 0;
   }
 }

@@ -74,8 +74,10 @@ def ensure_built(info: Callable[[str], None] = _stderr_line) -> HarnessPaths:
     except OSError as e:
         raise HarnessError(f"cannot run tools/bazel ({e.strerror}); run tools/setup.sh first") from None
     if result.returncode != 0:
-        raise HarnessError(f"building the emulator harness failed (tools/bazel build {HARNESS_TARGET}, exit "
-                           f"{result.returncode}): {result.first_error()}")
+        raise HarnessError(
+            f"building the emulator harness failed (tools/bazel build {HARNESS_TARGET}, exit "
+            f"{result.returncode}): {result.first_error()}"
+        )
     return paths()
 
 
@@ -116,8 +118,7 @@ class TensorData:
     data: bytes
 
 
-def run_program(library: Path, program: bytes, method: str, inputs: list[TensorData],
-                timeout: float = 600) -> list:
+def run_program(library: Path, program: bytes, method: str, inputs: list[TensorData], timeout: float = 600) -> list:
     """Runs METHOD of a Pare program on an Android runtime .so under emulation
     (the harness's `run` mode). Returns one entry per output: TensorData,
     int, float, bool, or None for other value kinds."""
@@ -131,8 +132,11 @@ def run_program(library: Path, program: bytes, method: str, inputs: list[TensorD
             path = root / f"input{i}.bin"
             path.write_bytes(t.data)
             specs.append(f"{t.dtype}:{'x'.join(str(s) for s in t.sizes)}:{path}")
-        proc = run(["run", str(Path(library).resolve()), str(root / "program.pare"), method, str(out_dir), *specs],
-                   timeout=timeout, text=True)
+        proc = run(
+            ["run", str(Path(library).resolve()), str(root / "program.pare"), method, str(out_dir), *specs],
+            timeout=timeout,
+            text=True,
+        )
         if proc.returncode != 0:
             message = proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else f"exit {proc.returncode}"
             raise HarnessError(f"harness failed ({proc.returncode}): {message.removeprefix('harness: ')}")
@@ -144,7 +148,7 @@ def run_program(library: Path, program: bytes, method: str, inputs: list[TensorD
             index, kind = int(fields[1]), fields[2]
             if kind == "tensor":
                 dtype, ndim = int(fields[3]), int(fields[4])
-                sizes = tuple(int(s) for s in fields[5:5 + ndim])
+                sizes = tuple(int(s) for s in fields[5 : 5 + ndim])
                 outputs.append(TensorData(dtype, sizes, (out_dir / f"output{index}.bin").read_bytes()))
             elif kind == "int":
                 outputs.append(int(fields[3]))
@@ -164,13 +168,20 @@ def main(argv: list[str] | None = None) -> int:
     call.add_argument("library", type=Path)
     call.add_argument("symbol")
     call.add_argument("arg", type=int)
-    prog = sub.add_parser("run", help="run a method of a Pare program on an Android runtime .so; prints the "
-                          "harness's output lines (tensor data stays in its temporary directory)")
+    prog = sub.add_parser(
+        "run",
+        help="run a method of a Pare program on an Android runtime .so; prints the "
+        "harness's output lines (tensor data stays in its temporary directory)",
+    )
     prog.add_argument("library", type=Path)
     prog.add_argument("program", type=Path)
     prog.add_argument("method")
-    prog.add_argument("inputs", nargs="*", metavar="DTYPE:SIZES:FILE",
-                      help="ScalarType code, sizes joined by 'x', raw little-endian element file")
+    prog.add_argument(
+        "inputs",
+        nargs="*",
+        metavar="DTYPE:SIZES:FILE",
+        help="ScalarType code, sizes joined by 'x', raw little-endian element file",
+    )
     args = parser.parse_args(argv)
     try:
         if args.cmd == "call-i32":
@@ -179,8 +190,9 @@ def main(argv: list[str] | None = None) -> int:
             inputs = []
             for spec in args.inputs:
                 dtype, sizes, path = spec.split(":", 2)
-                inputs.append(TensorData(int(dtype), tuple(int(s) for s in sizes.split("x") if s),
-                                         Path(path).read_bytes()))
+                inputs.append(
+                    TensorData(int(dtype), tuple(int(s) for s in sizes.split("x") if s), Path(path).read_bytes())
+                )
             for i, out in enumerate(run_program(args.library, args.program.read_bytes(), args.method, inputs)):
                 if isinstance(out, TensorData):
                     print(f"output {i} tensor dtype={out.dtype} sizes={list(out.sizes)} bytes={len(out.data)}")

@@ -38,28 +38,48 @@ def _parser() -> argparse.ArgumentParser:
     from tools.bench.runtimes import ISA_LEVELS
     from tools.tracer import passes
 
-    p = _Parser(prog=PROG, description="Time Pare's execute(), torch eager and ExecuTorch (portable and XNNPACK, "
-                "from .venv-executorch) side by side on each model spec's first input (interleaved rounds, pinned "
-                "CPUs); print median and p90 µs, Pare's arena bytes and the ratios. Other benchmarks: "
-                "python -m tools.bench.prepacked_linear.",
-                epilog=f"example:\n  {PROG} apps/demo/model.py models/zoo/mobilenet_v2.py --json /tmp/bench.json\n\n"
-                f"{passes.epilog()}",
-                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = _Parser(
+        prog=PROG,
+        description="Time Pare's execute(), torch eager and ExecuTorch (portable and XNNPACK, "
+        "from .venv-executorch) side by side on each model spec's first input (interleaved rounds, pinned "
+        "CPUs); print median and p90 µs, Pare's arena bytes and the ratios. Other benchmarks: "
+        "python -m tools.bench.prepacked_linear.",
+        epilog=f"example:\n  {PROG} apps/demo/model.py models/zoo/mobilenet_v2.py --json /tmp/bench.json\n\n"
+        f"{passes.epilog()}",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     p.add_argument("models", nargs="+", metavar="MODEL", help="model specs (docs/model_spec.md)")
     source = p.add_mutually_exclusive_group()
-    source.add_argument("--runtime", type=Path, help="linux_x86_64 Pare runtime (default: $PARE_RUNTIME_LIB, else "
-                        "Bazel's //runtime:full)")
-    source.add_argument("--isa", choices=ISA_LEVELS, help="build and run the full runtime at this x86_64 ISA level: "
-                        "//runtime:full (baseline, SSE2) or //runtime:full_v3 (AVX2+FMA)")
-    p.add_argument("--threads", type=_positive, default=1, help="Pare and torch threads, and CPUs pinned (default "
-                   "1); above 1, Pare on one thread is timed alongside for the speed-up, and the runtime must select "
-                   "build feature threads (//runtime:full does)")
+    source.add_argument(
+        "--runtime",
+        type=Path,
+        help="linux_x86_64 Pare runtime (default: $PARE_RUNTIME_LIB, else Bazel's //runtime:full)",
+    )
+    source.add_argument(
+        "--isa",
+        choices=ISA_LEVELS,
+        help="build and run the full runtime at this x86_64 ISA level: "
+        "//runtime:full (baseline, SSE2) or //runtime:full_v3 (AVX2+FMA)",
+    )
+    p.add_argument(
+        "--threads",
+        type=_positive,
+        default=1,
+        help="Pare and torch threads, and CPUs pinned (default "
+        "1); above 1, Pare on one thread is timed alongside for the speed-up, and the runtime must select "
+        "build feature threads (//runtime:full does)",
+    )
     p.add_argument("--rounds", type=_positive, default=21, help="interleaved rounds per model (default 21)")
     p.add_argument("--cpu", type=int, help="with --threads 1: the CPU to pin to (default 1, as taskset -c 1)")
     p.add_argument("--json", metavar="FILE", help="also write one JSON object per model to FILE")
-    p.add_argument("--no-executorch", dest="executorch", action="store_false", help="do not time ExecuTorch "
-                   "(by default it is, when tools/setup_executorch.sh has made .venv-executorch; its worker takes "
-                   "10-120 s per model to lower and check the model)")
+    p.add_argument(
+        "--no-executorch",
+        dest="executorch",
+        action="store_false",
+        help="do not time ExecuTorch "
+        "(by default it is, when tools/setup_executorch.sh has made .venv-executorch; its worker takes "
+        "10-120 s per model to lower and check the model)",
+    )
     passes.add_arguments(p)  # as python -m tools.tracer export takes them
     return p
 
@@ -97,10 +117,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             executorch = available()
             if not executorch:
                 print(f"ExecuTorch: not measured: {executorch.detail}", file=sys.stderr)
-        print(f"runtime {runtime_path}; pinned to CPU {','.join(map(str, cpus))}; "
-              f"Pare and torch threads {args.threads}; "
-              f"{args.rounds} interleaved rounds per model; graph passes {','.join(selected) or passes.NONE}"
-              + (f"; {executorch.detail} (portable, XNNPACK; 1 thread)" if executorch else ""), file=sys.stderr)
+        print(
+            f"runtime {runtime_path}; pinned to CPU {','.join(map(str, cpus))}; "
+            f"Pare and torch threads {args.threads}; "
+            f"{args.rounds} interleaved rounds per model; graph passes {','.join(selected) or passes.NONE}"
+            + (f"; {executorch.detail} (portable, XNNPACK; 1 thread)" if executorch else ""),
+            file=sys.stderr,
+        )
         results = []
         for model in args.models:
             print(f"bench: {model} ...", file=sys.stderr, flush=True)
@@ -108,8 +131,18 @@ def main(argv: Sequence[str] | None = None) -> int:
             def progress(doing: str, model: str = model) -> None:
                 print(f"bench: {model}: ExecuTorch: {doing}", file=sys.stderr, flush=True)
 
-            results.append(bench_model(model, runtime, runtime_path, rounds=args.rounds, threads=args.threads,
-                                       passes=selected, executorch=bool(executorch), progress=progress))
+            results.append(
+                bench_model(
+                    model,
+                    runtime,
+                    runtime_path,
+                    rounds=args.rounds,
+                    threads=args.threads,
+                    passes=selected,
+                    executorch=bool(executorch),
+                    progress=progress,
+                )
+            )
         if args.json:
             try:
                 Path(args.json).write_text(json.dumps([r.to_json() for r in results], indent=2) + "\n")

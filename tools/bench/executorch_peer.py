@@ -66,9 +66,15 @@ def available(venv: Path = VENV) -> Availability:
     if not python.is_file():
         return Availability(False, f"no ExecuTorch venv at {venv}; run {SETUP}")
     try:
-        proc = subprocess.run([str(python), "-c", "import executorch.version as v; print(v.__version__)"],
-                              cwd=REPO_ROOT, env=_child_env(), capture_output=True, text=True, timeout=60,
-                              check=False)
+        proc = subprocess.run(
+            [str(python), "-c", "import executorch.version as v; print(v.__version__)"],
+            cwd=REPO_ROOT,
+            env=_child_env(),
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
     except (OSError, subprocess.TimeoutExpired) as e:
         return Availability(False, f"{python} does not run ({e}); run {SETUP}")
     if proc.returncode != 0:
@@ -89,8 +95,14 @@ def _tolerances() -> dict[str, list[float]]:
 class ExecuTorchPeer:
     """One worker process for one model spec; see the module docstring."""
 
-    def __init__(self, spec_path: Path, reasons: dict[str, str], version: str | None = None,
-                 proc: subprocess.Popen | None = None, stderr: IO[bytes] | None = None) -> None:
+    def __init__(
+        self,
+        spec_path: Path,
+        reasons: dict[str, str],
+        version: str | None = None,
+        proc: subprocess.Popen | None = None,
+        stderr: IO[bytes] | None = None,
+    ) -> None:
         self.spec_path = spec_path
         self.version = version  # the worker's executorch version, when it started
         self._reasons = reasons
@@ -98,8 +110,14 @@ class ExecuTorchPeer:
         self._stderr = stderr
 
     @classmethod
-    def start(cls, spec_path: str | Path, *, venv: Path = VENV, cpus: Iterable[int] | None = None,
-              progress: Callable[[str], None] | None = None) -> ExecuTorchPeer:
+    def start(
+        cls,
+        spec_path: str | Path,
+        *,
+        venv: Path = VENV,
+        cpus: Iterable[int] | None = None,
+        progress: Callable[[str], None] | None = None,
+    ) -> ExecuTorchPeer:
         """Starts the worker on `cpus` (default: this process's) and waits until
         it has prepared every system; `progress` gets its one-line updates."""
         spec_path = Path(spec_path).resolve()
@@ -109,10 +127,22 @@ class ExecuTorchPeer:
         # A file, not a pipe: a chatty worker never blocks on it. close() closes it.
         stderr = tempfile.TemporaryFile()  # noqa: SIM115
         proc = subprocess.Popen(
-            [str(_python(venv)), "-m", "tools.bench.executorch_worker", str(spec_path),
-             "--tolerances", json.dumps(_tolerances())],
-            cwd=REPO_ROOT, env=_child_env(), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr,
-            text=True, bufsize=1)
+            [
+                str(_python(venv)),
+                "-m",
+                "tools.bench.executorch_worker",
+                str(spec_path),
+                "--tolerances",
+                json.dumps(_tolerances()),
+            ],
+            cwd=REPO_ROOT,
+            env=_child_env(),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=stderr,
+            text=True,
+            bufsize=1,
+        )
         # It inherited this process's CPUs; `cpus` may ask for others. Should it
         # have died at once, the first _receive() says why.
         with contextlib.suppress(ProcessLookupError):
@@ -170,8 +200,9 @@ class ExecuTorchPeer:
         def time_calls(calls: int) -> float:
             reply = self._request({"time": name, "calls": calls})
             if "seconds_per_call" not in reply:
-                raise BenchError(f"{self.spec_path}: the ExecuTorch worker refused to time {name}: "
-                                 f"{reply.get('error', reply)}")
+                raise BenchError(
+                    f"{self.spec_path}: the ExecuTorch worker refused to time {name}: {reply.get('error', reply)}"
+                )
             return float(reply["seconds_per_call"])
 
         return time_calls
@@ -194,6 +225,7 @@ class ExecuTorchPeer:
             lines = [x for x in self._stderr.read().decode(errors="replace").splitlines() if x.strip()]
             self.close()
             how = f"was killed by {signal.Signals(-status).name}" if status < 0 else f"exited with status {status}"
-            raise BenchError(f"{self.spec_path}: the ExecuTorch worker {how}: "
-                             f"{lines[-1].strip() if lines else 'no output'}")
+            raise BenchError(
+                f"{self.spec_path}: the ExecuTorch worker {how}: {lines[-1].strip() if lines else 'no output'}"
+            )
         return json.loads(line)

@@ -61,7 +61,7 @@ def one_line(e: BaseException) -> str:
     """`Type: first non-empty line of the message`, clipped."""
     first = next((line.strip() for line in str(e).splitlines() if line.strip()), "")
     text = f"{type(e).__name__}: {first}" if first else type(e).__name__
-    return text if len(text) <= REASON_CHARS else text[:REASON_CHARS - 3] + "..."
+    return text if len(text) <= REASON_CHARS else text[: REASON_CHARS - 3] + "..."
 
 
 def load_spec(path: Path) -> tuple[Any, tuple, dict | None]:
@@ -90,8 +90,9 @@ def load_spec(path: Path) -> tuple[Any, tuple, dict | None]:
         sys.path.remove(str(path.parent))
 
 
-def mismatch(actual: list, expected: list, tolerances: dict[str, tuple[float, float]],
-             override: dict | None) -> str | None:
+def mismatch(
+    actual: list, expected: list, tolerances: dict[str, tuple[float, float]], override: dict | None
+) -> str | None:
     """Why `actual` is not torch eager's `expected` (torch.allclose per output,
     NaN matching NaN; integer and bool outputs exact), or None."""
     import torch
@@ -106,8 +107,10 @@ def mismatch(actual: list, expected: list, tolerances: dict[str, tuple[float, fl
         if not isinstance(a, torch.Tensor):
             return f"output {i} is a {type(a).__name__}, torch eager gives a tensor"
         if a.dtype != e.dtype or a.shape != e.shape:
-            return (f"output {i} is {str(a.dtype).removeprefix('torch.')}{list(a.shape)}, torch eager gives "
-                    f"{str(e.dtype).removeprefix('torch.')}{list(e.shape)}")
+            return (
+                f"output {i} is {str(a.dtype).removeprefix('torch.')}{list(a.shape)}, torch eager gives "
+                f"{str(e.dtype).removeprefix('torch.')}{list(e.shape)}"
+            )
         if not e.is_floating_point():
             bad = int((a != e).sum())
             if bad:
@@ -175,8 +178,7 @@ LOWERINGS: dict[str, tuple[str, Callable[[Any], bytes]]] = {
 }
 
 
-def prepare(spec_path: Path, tolerances: dict[str, tuple[float, float]],
-            progress: Callable[[str], None]) -> Prepared:
+def prepare(spec_path: Path, tolerances: dict[str, tuple[float, float]], progress: Callable[[str], None]) -> Prepared:
     """Exports, lowers, loads and checks each system (docstring above)."""
     prepared = Prepared()
     progress(f"building {spec_path.name}")
@@ -268,12 +270,18 @@ def _protocol_stream() -> TextIO:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m tools.bench.executorch_worker",
-                                description="Serves ExecuTorch timings for one model spec (run by "
-                                "tools/bench/executorch_peer.py in .venv-executorch).")
+    p = argparse.ArgumentParser(
+        prog="python -m tools.bench.executorch_worker",
+        description="Serves ExecuTorch timings for one model spec (run by "
+        "tools/bench/executorch_peer.py in .venv-executorch).",
+    )
     p.add_argument("spec", type=Path, help="model spec (docs/model_spec.md)")
-    p.add_argument("--tolerances", required=True, help='JSON {"float32": [rtol, atol], ...}: the tracer\'s '
-                   "defaults per dtype (the spec's TOLERANCE overrides them)")
+    p.add_argument(
+        "--tolerances",
+        required=True,
+        help='JSON {"float32": [rtol, atol], ...}: the tracer\'s '
+        "defaults per dtype (the spec's TOLERANCE overrides them)",
+    )
     args = p.parse_args(argv)
     tolerances = {k: tuple(v) for k, v in json.loads(args.tolerances).items()}
     protocol = _protocol_stream()

@@ -32,8 +32,11 @@ from tools.bench.timing import BenchError
 from tools.tracer.errors import TracerError
 
 PROG = "python -m tools.bench.instances"
-DEFAULT_MODELS = (REPO_ROOT / "models/zoo/mobilenet_v2.py", REPO_ROOT / "models/zoo/resnet18.py",
-                  REPO_ROOT / "apps/demo/model.py")
+DEFAULT_MODELS = (
+    REPO_ROOT / "models/zoo/mobilenet_v2.py",
+    REPO_ROOT / "models/zoo/resnet18.py",
+    REPO_ROOT / "apps/demo/model.py",
+)
 
 
 def resident_bytes() -> int:
@@ -82,7 +85,9 @@ def measure(runtime: Runtime, path: Path, instances: int) -> dict:
         "instance_arena_bytes": one["arena_bytes"],
         "non_arena_ratio": (size + many["persistent_bytes"]) / (size + one["persistent_bytes"]),
         "rss_growth_bytes": many["rss_bytes"] - one["rss_bytes"],
-        "counted_growth_bytes": many["persistent_bytes"] + many["arena_bytes"] - one["persistent_bytes"]
+        "counted_growth_bytes": many["persistent_bytes"]
+        + many["arena_bytes"]
+        - one["persistent_bytes"]
         - one["arena_bytes"],
     }
 
@@ -91,8 +96,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog=PROG, description=__doc__.split("\n")[0])
     p.add_argument("models", nargs="*", type=Path, default=list(DEFAULT_MODELS), metavar="MODEL")
     p.add_argument("--instances", type=int, default=4, help="instances to compare with one (default 4)")
-    p.add_argument("--runtime", type=Path, default=default_runtime(), help="linux_x86_64 Pare runtime "
-                   "(default: $PARE_RUNTIME_LIB, else Bazel's //runtime:full)")
+    p.add_argument(
+        "--runtime",
+        type=Path,
+        default=default_runtime(),
+        help="linux_x86_64 Pare runtime (default: $PARE_RUNTIME_LIB, else Bazel's //runtime:full)",
+    )
     args = p.parse_args(argv)
     try:
         if args.instances < 2:
@@ -102,13 +111,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         runtime = Runtime(args.runtime)
         n = args.instances
         print(f"runtime {args.runtime}; 1 and {n} instances of each model's method on one loaded program")
-        print(f"{'model':<32} {'program B':>11} {'instance B':>11} {'arena B':>10} {f'non-arena {n}/1':>15} "
-              f"{f'1->{n} counted B':>16} {f'1->{n} RSS B':>14}")
+        print(
+            f"{'model':<32} {'program B':>11} {'instance B':>11} {'arena B':>10} {f'non-arena {n}/1':>15} "
+            f"{f'1->{n} counted B':>16} {f'1->{n} RSS B':>14}"
+        )
         for path in args.models:
             r = measure(runtime, path.resolve(), n)
-            print(f"{r['model']:<32} {r['program_bytes']:>11,} {r['instance_persistent_bytes']:>11,} "
-                  f"{r['instance_arena_bytes']:>10,} {r['non_arena_ratio']:>15.4f} {r['counted_growth_bytes']:>16,} "
-                  f"{r['rss_growth_bytes']:>14,}")
+            print(
+                f"{r['model']:<32} {r['program_bytes']:>11,} {r['instance_persistent_bytes']:>11,} "
+                f"{r['instance_arena_bytes']:>10,} {r['non_arena_ratio']:>15.4f} {r['counted_growth_bytes']:>16,} "
+                f"{r['rss_growth_bytes']:>14,}"
+            )
     except (BenchError, PareError, TracerError) as e:
         print(f"{PROG}: error: {e}", file=sys.stderr)
         return 2

@@ -101,9 +101,17 @@ class ModelBench:
         return row
 
 
-def bench_model(path: str | Path, runtime: Runtime, runtime_path: Path, *, rounds: int, threads: int,
-                passes: str | Sequence[str] = graph_passes.DEFAULT, executorch: bool = False,
-                progress: Callable[[str], None] | None = None) -> ModelBench:
+def bench_model(
+    path: str | Path,
+    runtime: Runtime,
+    runtime_path: Path,
+    *,
+    rounds: int,
+    threads: int,
+    passes: str | Sequence[str] = graph_passes.DEFAULT,
+    executorch: bool = False,
+    progress: Callable[[str], None] | None = None,
+) -> ModelBench:
     """Benchmarks one model spec (module docstring); `executorch` adds the
     ExecuTorch peers, whose one-line progress while they prepare (10-120 s)
     goes to `progress`."""
@@ -127,8 +135,10 @@ def bench_model(path: str | Path, runtime: Runtime, runtime_path: Path, *, round
     checks = compare(actual, eager_outputs(spec, group.indices[0]), spec_tolerance(spec, None))
     bad = [c.line() for c in checks if not c.ok]
     if bad:
-        raise BenchError(f"{path}: Pare's output differs from torch eager ({bad[0]}); run python -m tools.tracer "
-                         f"check {path} --runtime {runtime_path}")
+        raise BenchError(
+            f"{path}: Pare's output differs from torch eager ({bad[0]}); run python -m tools.tracer "
+            f"check {path} --runtime {runtime_path}"
+        )
 
     def eager() -> None:
         with torch.no_grad():
@@ -169,15 +179,26 @@ def bench_model(path: str | Path, runtime: Runtime, runtime_path: Path, *, round
         return round(stat(samples[system]) * 1e6, 2) if system in samples else None
 
     return ModelBench(
-        model=str(path), runtime=str(runtime_path), threads=threads, rounds=rounds,
-        median_us=us("pare", median), p90_us=us("pare", p90), arena_bytes=memory.arena_bytes,
-        first_fit_arena_bytes=memory.first_fit_arena_bytes, greedy_arena_bytes=memory.greedy_arena_bytes,
-        torch_eager_median_us=us("torch_eager", median), torch_eager_p90_us=us("torch_eager", p90),
+        model=str(path),
+        runtime=str(runtime_path),
+        threads=threads,
+        rounds=rounds,
+        median_us=us("pare", median),
+        p90_us=us("pare", p90),
+        arena_bytes=memory.arena_bytes,
+        first_fit_arena_bytes=memory.first_fit_arena_bytes,
+        greedy_arena_bytes=memory.greedy_arena_bytes,
+        torch_eager_median_us=us("torch_eager", median),
+        torch_eager_p90_us=us("torch_eager", p90),
         passes=tuple(r.name for r in exported.passes),
-        executorch_portable_median_us=us(PORTABLE, median), executorch_portable_p90_us=us(PORTABLE, p90),
-        executorch_xnnpack_median_us=us(XNNPACK, median), executorch_xnnpack_p90_us=us(XNNPACK, p90),
+        executorch_portable_median_us=us(PORTABLE, median),
+        executorch_portable_p90_us=us(PORTABLE, p90),
+        executorch_xnnpack_median_us=us(XNNPACK, median),
+        executorch_xnnpack_p90_us=us(XNNPACK, p90),
         executorch_unavailable=tuple((system, unavailable[system]) for system in SYSTEMS if system in unavailable),
-        pare_1_thread_median_us=us("pare_1_thread", median), pare_1_thread_p90_us=us("pare_1_thread", p90))
+        pare_1_thread_median_us=us("pare_1_thread", median),
+        pare_1_thread_p90_us=us("pare_1_thread", p90),
+    )
 
 
 def load_runtime(path: Path) -> Runtime:
@@ -195,11 +216,14 @@ def _cell(text: str) -> str:
 
 def table(results: list[ModelBench]) -> str:
     """Markdown; the ExecuTorch columns only when some model was benched with them."""
-    with_executorch = any(r.executorch_unavailable or r.executorch_median_us(s) is not None
-                          for r in results for s in SYSTEMS)
+    with_executorch = any(
+        r.executorch_unavailable or r.executorch_median_us(s) is not None for r in results for s in SYSTEMS
+    )
     with_threads = any(r.thread_speedup is not None for r in results)
-    head = ("| model | Pare median µs | Pare p90 µs | arena B | arena B first fit / greedy | torch eager median µs "
-            "| Pare / torch |")
+    head = (
+        "| model | Pare median µs | Pare p90 µs | arena B | arena B first fit / greedy | torch eager median µs "
+        "| Pare / torch |"
+    )
     rule = "|---|---:|---:|---:|---:|---:|---:|"
     if with_threads:
         head += " Pare 1 thread median µs | speed-up |"
@@ -209,12 +233,17 @@ def table(results: list[ModelBench]) -> str:
         rule += "---:|---:|---:|"
     lines = [head, rule]
     for r in results:
-        line = (f"| {r.model} | {r.median_us:,.1f} | {r.p90_us:,.1f} | {r.arena_bytes:,} | "
-                f"{r.first_fit_arena_bytes:,} / {r.greedy_arena_bytes:,} | "
-                f"{r.torch_eager_median_us:,.1f} | {r.ratio_torch:.2f}x |")
+        line = (
+            f"| {r.model} | {r.median_us:,.1f} | {r.p90_us:,.1f} | {r.arena_bytes:,} | "
+            f"{r.first_fit_arena_bytes:,} / {r.greedy_arena_bytes:,} | "
+            f"{r.torch_eager_median_us:,.1f} | {r.ratio_torch:.2f}x |"
+        )
         if with_threads:
-            line += (f" {r.pare_1_thread_median_us:,.1f} | {r.thread_speedup:.2f}x |" if r.thread_speedup is not None
-                     else " n/a | n/a |")
+            line += (
+                f" {r.pare_1_thread_median_us:,.1f} | {r.thread_speedup:.2f}x |"
+                if r.thread_speedup is not None
+                else " n/a | n/a |"
+            )
         if with_executorch:
             reasons = dict(r.executorch_unavailable)
             for system in SYSTEMS:

@@ -53,8 +53,9 @@ def programs(in_features: int, out_features: int, seed: int = 0) -> tuple[dict[s
 def report(samples: dict[str, list[float]]) -> str:
     lines = [f"{'variant':<10} {'median ms':>10} {'min ms':>9} {'max ms':>9}"]
     for name, times in samples.items():
-        lines.append(f"{name:<10} {statistics.median(times) * 1e3:>10.4f} {min(times) * 1e3:>9.4f} "
-                     f"{max(times) * 1e3:>9.4f}")
+        lines.append(
+            f"{name:<10} {statistics.median(times) * 1e3:>10.4f} {min(times) * 1e3:>9.4f} {max(times) * 1e3:>9.4f}"
+        )
     ratio = statistics.median(samples["addmm"]) / statistics.median(samples["prepacked"])
     lines.append(f"addmm / prepacked (medians): {ratio:.2f}x")
     return "\n".join(lines)
@@ -71,15 +72,21 @@ def run(runtime_path: Path, features: int, rounds: int, calls: int, cpu: int | N
     if not np.allclose(outputs["prepacked"], outputs["addmm"], rtol=1e-4, atol=1e-3):
         raise BenchError("prepacked and addmm disagree; run tests/runtime/test_prepacked.py")
     samples = measure({name: m.execute for name, m in methods.items()}, rounds, {name: calls for name in methods})
-    header = (f"linear 1x{features} -> {features} float32, runtime {runtime_path}\n"
-              f"pinned to CPU {pinned}; {rounds} rounds x {calls} calls per variant, interleaved")
+    header = (
+        f"linear 1x{features} -> {features} float32, runtime {runtime_path}\n"
+        f"pinned to CPU {pinned}; {rounds} rounds x {calls} calls per variant, interleaved"
+    )
     return header + "\n" + report(samples)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tools.bench.prepacked_linear", description=__doc__.split("\n")[0])
-    parser.add_argument("--runtime", type=Path, default=default_runtime(),
-                        help="runtime library (default: $PARE_RUNTIME_LIB, else Bazel's //runtime:full)")
+    parser.add_argument(
+        "--runtime",
+        type=Path,
+        default=default_runtime(),
+        help="runtime library (default: $PARE_RUNTIME_LIB, else Bazel's //runtime:full)",
+    )
     parser.add_argument("--features", type=int, default=1024, help="in = out features (default 1024)")
     parser.add_argument("--rounds", type=int, default=31, help="interleaved rounds (default 31)")
     parser.add_argument("--calls", type=int, default=20, help="calls timed together per round (default 20)")

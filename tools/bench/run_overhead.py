@@ -37,16 +37,21 @@ def overhead(runtime: Runtime, path: Path, rounds: int) -> tuple[float, float]:
     inputs = [t.numpy() for t in spec.inputs[group.indices[0]]]
     method = runtime.load(exported.program).method(group.name)
     method.run(*inputs)
-    samples = measure({"execute": method.execute, "run": lambda: method.run(*inputs)}, rounds,
-                      {"execute": 2000, "run": 2000})
+    samples = measure(
+        {"execute": method.execute, "run": lambda: method.run(*inputs)}, rounds, {"execute": 2000, "run": 2000}
+    )
     return median(samples["execute"]) * 1e6, median(samples["run"]) * 1e6
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog=PROG, description=__doc__.split("\n")[0])
     p.add_argument("models", nargs="*", type=Path, default=list(DEFAULT_MODELS), metavar="MODEL")
-    p.add_argument("--runtime", type=Path, default=default_runtime(), help="linux_x86_64 Pare runtime "
-                   "(default: $PARE_RUNTIME_LIB, else Bazel's //runtime:full)")
+    p.add_argument(
+        "--runtime",
+        type=Path,
+        default=default_runtime(),
+        help="linux_x86_64 Pare runtime (default: $PARE_RUNTIME_LIB, else Bazel's //runtime:full)",
+    )
     p.add_argument("--rounds", type=int, default=11, help="samples per system (default 11)")
     p.add_argument("--cpu", type=int, help="the CPU to pin to (default 1, as taskset -c 1)")
     args = p.parse_args(argv)
@@ -59,8 +64,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"{'model':<40} {'execute µs':>11} {'run µs':>9} {'run - execute':>14}")
         for path in args.models:
             execute_us, run_us = overhead(runtime, path, args.rounds)
-            print(f"{path.relative_to(REPO_ROOT) if path.is_absolute() else path!s:<40} {execute_us:>11.2f} "
-                  f"{run_us:>9.2f} {run_us - execute_us:>14.2f}", flush=True)
+            print(
+                f"{path.relative_to(REPO_ROOT) if path.is_absolute() else path!s:<40} {execute_us:>11.2f} "
+                f"{run_us:>9.2f} {run_us - execute_us:>14.2f}",
+                flush=True,
+            )
     except (BenchError, PareError, TracerError, OSError) as e:
         print(f"{PROG}: {e}", file=sys.stderr)
         return 2

@@ -98,14 +98,17 @@ def bench_size(runtime: Runtime, n: int, rounds: int, peak_gflops: float) -> Sge
     scale = np.abs(a).astype(np.float64) @ np.abs(b).astype(np.float64)
     error = float(np.max(np.abs(c - exact) / scale))
     if error > n * EPS32:
-        raise BenchError(f"aten::mm {n}x{n}: relative error {error:.3g} exceeds the bound n*eps = {n * EPS32:.3g}; "
-                         "run tests/runtime/test_ops_linalg.py")
+        raise BenchError(
+            f"aten::mm {n}x{n}: relative error {error:.3g} exceeds the bound n*eps = {n * EPS32:.3g}; "
+            "run tests/runtime/test_ops_linalg.py"
+        )
     samples = measure({"mm": method.execute}, rounds, {"mm": calls_for(method.execute, 0.05)})
     seconds = median(samples["mm"])
     gflops = 2 * n**3 / seconds * 1e-9
     method.close()
-    return SgemmResult(n, round(seconds * 1e6, 1), round(gflops, 2), round(peak_gflops, 2),
-                       round(gflops / peak_gflops, 4), error)
+    return SgemmResult(
+        n, round(seconds * 1e6, 1), round(gflops, 2), round(peak_gflops, 2), round(gflops / peak_gflops, 4), error
+    )
 
 
 def _sizes(text: str) -> list[int]:
@@ -126,12 +129,17 @@ class _Parser(argparse.ArgumentParser):
 def main(argv: Sequence[str] | None = None) -> int:
     p = _Parser(prog=PROG, description=__doc__.split("\n")[0])
     source = p.add_mutually_exclusive_group()
-    source.add_argument("--isa", choices=ISA_LEVELS, help="build and measure the full runtime at this x86_64 ISA "
-                        "level: //runtime:full (baseline) or //runtime:full_v3 (default: v3 when this CPU has AVX2 "
-                        "and FMA, else baseline)")
+    source.add_argument(
+        "--isa",
+        choices=ISA_LEVELS,
+        help="build and measure the full runtime at this x86_64 ISA "
+        "level: //runtime:full (baseline) or //runtime:full_v3 (default: v3 when this CPU has AVX2 "
+        "and FMA, else baseline)",
+    )
     source.add_argument("--runtime", type=Path, help="a linux_x86_64 Pare runtime to measure instead")
-    p.add_argument("--sizes", type=_sizes, default=[256, 512, 768, 1024], help="square sizes n (default "
-                   "256,512,768,1024)")
+    p.add_argument(
+        "--sizes", type=_sizes, default=[256, 512, 768, 1024], help="square sizes n (default 256,512,768,1024)"
+    )
     p.add_argument("--rounds", type=int, default=7, help="samples per size (default 7)")
     p.add_argument("--cpu", type=int, help="the CPU to pin to (default 1, as taskset -c 1)")
     p.add_argument("--json", metavar="FILE", help="also write the results and the peak as JSON")
@@ -145,9 +153,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         runtime = Runtime(runtime_path)
         peak = measure_peak()
         per_cycle, peak_gflops = peak.for_isa(runtime.isa)
-        print(f"runtime {runtime_path} ({runtime.isa}); pinned to CPU {cpu}\n"
-              f"clock {peak.clock_ghz:.2f} GHz x {per_cycle} FLOP/cycle = peak {peak_gflops:.1f} GFLOP/s "
-              f"(measured register-only: FMA {peak.fma_gflops:.1f}, SSE2 mul+add {peak.sse_gflops:.1f})")
+        print(
+            f"runtime {runtime_path} ({runtime.isa}); pinned to CPU {cpu}\n"
+            f"clock {peak.clock_ghz:.2f} GHz x {per_cycle} FLOP/cycle = peak {peak_gflops:.1f} GFLOP/s "
+            f"(measured register-only: FMA {peak.fma_gflops:.1f}, SSE2 mul+add {peak.sse_gflops:.1f})"
+        )
         results = []
         print(f"{'n':>6} {'median ms':>10} {'GFLOP/s':>9} {'of peak':>8}")
         for n in args.sizes:
@@ -155,9 +165,15 @@ def main(argv: Sequence[str] | None = None) -> int:
             results.append(r)
             print(f"{n:>6} {r.median_us / 1e3:>10.3f} {r.gflops:>9.1f} {r.fraction_of_peak:>8.1%}", flush=True)
         if args.json:
-            record = {"runtime": str(runtime_path), "isa": runtime.isa, "cpu": cpu, **asdict(peak),
-                      "flop_per_cycle": per_cycle, "peak_gflops": round(peak_gflops, 2),
-                      "results": [asdict(r) for r in results]}
+            record = {
+                "runtime": str(runtime_path),
+                "isa": runtime.isa,
+                "cpu": cpu,
+                **asdict(peak),
+                "flop_per_cycle": per_cycle,
+                "peak_gflops": round(peak_gflops, 2),
+                "results": [asdict(r) for r in results],
+            }
             Path(args.json).write_text(json.dumps(record, indent=2) + "\n")
     except (BenchError, PareError, OSError) as e:
         print(f"{PROG}: {e}", file=sys.stderr)

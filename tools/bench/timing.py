@@ -66,8 +66,12 @@ def calls_for(fn: Callable[[], object], target_seconds: float = 0.02) -> int:
     return calls_for_sampler(sampler(fn), target_seconds)
 
 
-def measure(systems: dict[str, Callable[[], object]], rounds: int, calls: dict[str, int],
-            samplers: dict[str, Sampler] | None = None) -> dict[str, list[float]]:
+def measure(
+    systems: dict[str, Callable[[], object]],
+    rounds: int,
+    calls: dict[str, int],
+    samplers: dict[str, Sampler] | None = None,
+) -> dict[str, list[float]]:
     """Seconds per call, one sample per system per round, the functions in
     `systems` and the `samplers` interleaved alike (alternating order), after
     one warm-up sample each. `calls` has a count for every name of both."""

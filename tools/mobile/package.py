@@ -49,8 +49,18 @@ def build_jar(javac: str, library_name: str, sources: list[Path], out: Path) -> 
         )
         classes = tmp_path / "classes"
         classes.mkdir()
-        cmd = [javac, "--release", "8", "-nowarn", "-encoding", "UTF-8", "-d", str(classes),
-               str(gen / "LibraryName.java"), *map(str, sources)]
+        cmd = [
+            javac,
+            "--release",
+            "8",
+            "-nowarn",
+            "-encoding",
+            "UTF-8",
+            "-d",
+            str(classes),
+            str(gen / "LibraryName.java"),
+            *map(str, sources),
+        ]
         proc = subprocess.run(cmd, capture_output=True, text=True)
         if proc.returncode != 0:
             sys.stderr.write(proc.stderr)
@@ -97,9 +107,7 @@ def build_xcframework(out: Path, name: str, library: Path, headers: list[Path], 
     for h in headers:
         shutil.copyfile(h, slice_dir / "Headers" / h.name)
     umbrella = "\n".join(f'  header "{h.name}"' for h in headers)
-    (slice_dir / "Headers" / "module.modulemap").write_text(
-        f"module {name} {{\n{umbrella}\n  export *\n}}\n"
-    )
+    (slice_dir / "Headers" / "module.modulemap").write_text(f"module {name} {{\n{umbrella}\n  export *\n}}\n")
     info = {
         "AvailableLibraries": [
             {

@@ -14,7 +14,18 @@ from tools.size_diff.errors import SizeDiffError
 from tools.size_diff.report import Run, build_report, bundle_runs, load_report, render_markdown, write_json
 
 __all__ = [
-    "Attribution", "Budgets", "CheckResult", "Run", "SizeDiffError",
-    "attribute", "build_report", "bundle_runs", "check", "diff_reports", "load_budgets", "load_report",
-    "render_markdown", "write_json",
+    "Attribution",
+    "Budgets",
+    "CheckResult",
+    "Run",
+    "SizeDiffError",
+    "attribute",
+    "build_report",
+    "bundle_runs",
+    "check",
+    "diff_reports",
+    "load_budgets",
+    "load_report",
+    "render_markdown",
+    "write_json",
 ]

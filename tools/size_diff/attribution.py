@@ -97,7 +97,11 @@ def check_twins(stripped: BinaryInfo, unstripped: BinaryInfo) -> None:
     b = {(s.name, s.address, s.size) for s in unstripped.sections}
     if (stripped.format, stripped.arch) != (unstripped.format, unstripped.arch) or a != b:
         diff = sorted(a ^ b)
-        what = f"section {diff[0][0]} differs" if diff else f"{stripped.format}/{stripped.arch} vs {unstripped.format}/{unstripped.arch}"
+        what = (
+            f"section {diff[0][0]} differs"
+            if diff
+            else f"{stripped.format}/{stripped.arch} vs {unstripped.format}/{unstripped.arch}"
+        )
         raise SizeDiffError(
             f"{stripped.path} and {unstripped.path} are not a stripped/unstripped pair ({what}); "
             "pass both from the same bazel-bin/<pkg>/<name>/<platform>/ directory of one build"
@@ -112,7 +116,9 @@ def _bucket(expected: Expected | None, fmt: str, demangled: str) -> tuple[str, s
     return (CORE if _CORE.search(demangled) else OTHER), None
 
 
-def attribute(unstripped: BinaryInfo, expected: Expected | None, sections: tuple[Section, ...] | None = None) -> Attribution:
+def attribute(
+    unstripped: BinaryInfo, expected: Expected | None, sections: tuple[Section, ...] | None = None
+) -> Attribution:
     """Attributes `sections` (default: the unstripped library's own) to the unstripped library's symbols."""
     basis = sections if sections is not None else unstripped.sections
     by_name = {s.name: s for s in basis}

@@ -108,14 +108,22 @@ def load_budgets(path: str | os.PathLike[str]) -> Budgets:
                 raise bad(f"{label}.platforms.{platform} must be an object of limits ({', '.join(LIMITS)})")
             extra = sorted(set(limits) - set(LIMITS) - {"measure"})
             if extra:
-                raise bad(f"{label}.platforms.{platform}: unknown key {extra[0]!r}; allowed: {', '.join(LIMITS)}, measure")
+                raise bad(
+                    f"{label}.platforms.{platform}: unknown key {extra[0]!r}; allowed: {', '.join(LIMITS)}, measure"
+                )
             if limits.get("measure", "file_bytes") not in MEASURES:
-                raise bad(f"{label}.platforms.{platform}.measure = {limits['measure']!r}: want one of {', '.join(MEASURES)}")
+                raise bad(
+                    f"{label}.platforms.{platform}.measure = {limits['measure']!r}: want one of {', '.join(MEASURES)}"
+                )
             for k, v in limits.items():
                 if k == "measure":
                     continue
-                if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float)) or v < 0
-                                      or (k != "max_growth_percent" and not isinstance(v, int))):
+                if v is not None and (
+                    isinstance(v, bool)
+                    or not isinstance(v, (int, float))
+                    or v < 0
+                    or (k != "max_growth_percent" and not isinstance(v, int))
+                ):
                     kind = "a number" if k == "max_growth_percent" else "a whole number of bytes"
                     raise bad(f"{label}.platforms.{platform}.{k} = {v!r}: want {kind} >= 0 or null")
             budgets[platform] = Budget(**limits)
@@ -176,10 +184,14 @@ def _attribution(d: dict, k: int = 6) -> str:
 
 
 def _fix(d: dict | None, budgets_path: Path) -> str:
-    new_ops = [c["key"] for c in (d or {}).get("contributors", []) if c["kind"] == "op" and c["base"] == 0 and c["head"]]
+    new_ops = [
+        c["key"] for c in (d or {}).get("contributors", []) if c["kind"] == "op" and c["base"] == 0 and c["head"]
+    ]
     if new_ops:
-        return (f"the selection gained {', '.join(new_ops)}: drop {'it' if len(new_ops) == 1 else 'them'} from the "
-                f"manifest, or raise the budget in {budgets_path} in the same change and say why")
+        return (
+            f"the selection gained {', '.join(new_ops)}: drop {'it' if len(new_ops) == 1 else 'them'} from the "
+            f"manifest, or raise the budget in {budgets_path} in the same change and say why"
+        )
     return f"shrink the change, or raise the budget in {budgets_path} in the same change and say why"
 
 
@@ -220,7 +232,11 @@ def check(budgets: Budgets, head: dict, base: dict | None = None, *, target: str
             result.notes.append(f"{where}: not in the base report; growth not checked")
         change = ""
         if delta is not None:
-            change = f" ({signed(delta)} B" + (f", {percent:+.2f}%" if percent is not None else "") + f" vs base {n(b[measure])})"
+            change = (
+                f" ({signed(delta)} B"
+                + (f", {percent:+.2f}%" if percent is not None else "")
+                + f" vs base {n(b[measure])})"
+            )
         if not over:
             limit = f"max {n(budget.max_bytes)}" if budget.max_bytes is not None else "no max_bytes set"
             result.passed.append(f"{where}: {n(size)} {unit}{change}; {limit}")

@@ -47,8 +47,13 @@ def write_png(report: dict, path: str | os.PathLike[str], *, top: int = 12) -> N
     platforms = list(report["platforms"].items())
     if not platforms:
         raise SizeDiffError("the report has no platforms to chart")
-    fig, axes = plt.subplots(len(platforms), 3, figsize=(18, 3.4 * len(platforms) + 0.8), squeeze=False,
-                             gridspec_kw={"width_ratios": [1, 1.2, 1.2]})
+    fig, axes = plt.subplots(
+        len(platforms),
+        3,
+        figsize=(18, 3.4 * len(platforms) + 0.8),
+        squeeze=False,
+        gridspec_kw={"width_ratios": [1, 1.2, 1.2]},
+    )
     fig.suptitle(f"Pare size report: {report.get('target') or '(no target label)'}", fontsize=12)
     for row, (name, p) in enumerate(platforms):
         # 1: the shipped file, stacked by bucket, plus what lies outside sections.
@@ -72,11 +77,19 @@ def write_png(report: dict, path: str | os.PathLike[str], *, top: int = 12) -> N
         _bars(axes[row][1], ops, f"{name}: ops, with the dtype cases of their own kernels")
 
         # 3: the rest, disjoint: dtype cases, classes, then core, other, unattributed.
-        items = [(v, ("dtype " if b == KERNEL_DTYPE else "class ") + k, b)
-                 for b in (KERNEL_DTYPE, "class") for k, v in p["attribution"][b].items() if v > 0]
+        items = [
+            (v, ("dtype " if b == KERNEL_DTYPE else "class ") + k, b)
+            for b in (KERNEL_DTYPE, "class")
+            for k, v in p["attribution"][b].items()
+            if v > 0
+        ]
         items = sorted(items, key=lambda x: (-x[0], x[1]))[:top]
-        items += [(bucket_total(p, b), BUCKET_TITLES[b], b) for b in (CORE, OTHER, UNATTRIBUTED) if bucket_total(p, b) > 0]
-        _bars(axes[row][2], items, f"{name}: dtype cases, classes, the rest (residual {p['attribution']['residual']} B)")
+        items += [
+            (bucket_total(p, b), BUCKET_TITLES[b], b) for b in (CORE, OTHER, UNATTRIBUTED) if bucket_total(p, b) > 0
+        ]
+        _bars(
+            axes[row][2], items, f"{name}: dtype cases, classes, the rest (residual {p['attribution']['residual']} B)"
+        )
     fig.tight_layout()
     path = Path(path)
     try:

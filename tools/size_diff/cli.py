@@ -13,7 +13,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from tools.size_diff.budgets import DEFAULT_PATH, bundle_dir, check, load_budgets
-from tools.size_diff.diff import diff_reports, render_markdown as render_diff
+from tools.size_diff.diff import diff_reports
+from tools.size_diff.diff import render_markdown as render_diff
 from tools.size_diff.errors import EXIT_FAILED, EXIT_OK, EXIT_USER_ERROR, SizeDiffError, VerifyError
 from tools.size_diff.report import (
     Run,
@@ -39,21 +40,31 @@ def _parser() -> argparse.ArgumentParser:
     p = _Parser(prog=PROG, description="Size attribution, diffs and budgets for Pare runtimes (docs/size.md).")
     sub = p.add_subparsers(dest="command", required=True, metavar="{report,diff,check,targets}", parser_class=_Parser)
 
-    r = sub.add_parser("report", help="attribute a library's bytes to ops, dtypes, classes, core, unattributed",
-                       description="Measure a shipped library: file size, sections, and attribution of section bytes "
-                       "to ops / (tag, dtype) / classes / core / other / unattributed, from the unstripped twin's "
-                       "symbols. Prints markdown; writes JSON / markdown / PNG on request.",
-                       epilog=f"examples:\n  {PROG} report --bundle bazel-bin/apps/demo/runtime --json demo.json --png demo.png\n"
-                       f"  {PROG} report bazel-bin/x/rt/android_arm64/libpare_rt.so \\\n"
-                       "      --unstripped bazel-bin/x/rt/android_arm64/unstripped/libpare_rt.so --expected bazel-bin/x/rt/expected_symbols.json",
-                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    r = sub.add_parser(
+        "report",
+        help="attribute a library's bytes to ops, dtypes, classes, core, unattributed",
+        description="Measure a shipped library: file size, sections, and attribution of section bytes "
+        "to ops / (tag, dtype) / classes / core / other / unattributed, from the unstripped twin's "
+        "symbols. Prints markdown; writes JSON / markdown / PNG on request.",
+        epilog=f"examples:\n  {PROG} report --bundle bazel-bin/apps/demo/runtime --json demo.json --png demo.png\n"
+        f"  {PROG} report bazel-bin/x/rt/android_arm64/libpare_rt.so \\\n"
+        "      --unstripped bazel-bin/x/rt/android_arm64/unstripped/libpare_rt.so --expected bazel-bin/x/rt/expected_symbols.json",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     r.add_argument("binary", nargs="?", metavar="LIB", help="the shipped (stripped) library")
     r.add_argument("--unstripped", metavar="LIB", help="LIB's unstripped twin (its symbols); default: LIB itself")
     r.add_argument("--expected", metavar="JSON", help="expected_symbols.json (default with --bundle: the bundle's own)")
     r.add_argument("--bundle", metavar="DIR", help="a multi-platform output directory, bazel-bin/<pkg>/<name>")
-    r.add_argument("--platform", action="append", choices=sorted(PLATFORMS), metavar="NAME",
-                   help="platform of LIB (default: inferred), or the platforms of --bundle to measure (default: all)")
-    r.add_argument("--target", metavar="LABEL", help="target label recorded in the report (default: from the bundle path)")
+    r.add_argument(
+        "--platform",
+        action="append",
+        choices=sorted(PLATFORMS),
+        metavar="NAME",
+        help="platform of LIB (default: inferred), or the platforms of --bundle to measure (default: all)",
+    )
+    r.add_argument(
+        "--target", metavar="LABEL", help="target label recorded in the report (default: from the bundle path)"
+    )
     r.add_argument("--json", metavar="FILE", help="write the report as JSON (schema pare.size_report)")
     r.add_argument("--markdown", metavar="FILE", help="write the markdown table to FILE")
     r.add_argument("--png", metavar="FILE", help="write a bar chart (needs matplotlib)")
@@ -90,8 +101,14 @@ def _report(args: argparse.Namespace) -> int:
             raise SizeDiffError("one --platform per library; repeat --platform only with --bundle")
         stripped = Path(args.binary)
         unstripped = Path(args.unstripped) if args.unstripped else stripped
-        runs = [Run(args.platform[0] if args.platform else None, stripped if args.unstripped else None, unstripped,
-                    Path(args.expected) if args.expected else None)]
+        runs = [
+            Run(
+                args.platform[0] if args.platform else None,
+                stripped if args.unstripped else None,
+                unstripped,
+                Path(args.expected) if args.expected else None,
+            )
+        ]
         target = args.target
     report = build_report(target, runs, cxxfilt=args.cxxfilt)
     if args.json:

@@ -25,16 +25,28 @@ def _fmt_pct(p: float | None) -> str:
 
 def diff_platform(a: dict | None, b: dict | None, *, top: int = 10) -> dict:
     """Change of one platform from report entry `a` (base) to `b` (head); either may be None."""
-    empty = {"file_bytes": 0, "section_bytes": 0, "outside_sections_bytes": 0,
-             "attribution": {**{k: {} for k in KEYED_BUCKETS}, CORE: 0, OTHER: 0, UNATTRIBUTED: 0}, "symbols": [],
-             "op_inclusive": {}}
+    empty = {
+        "file_bytes": 0,
+        "section_bytes": 0,
+        "outside_sections_bytes": 0,
+        "attribution": {**{k: {} for k in KEYED_BUCKETS}, CORE: 0, OTHER: 0, UNATTRIBUTED: 0},
+        "symbols": [],
+        "op_inclusive": {},
+    }
     a0, b0 = a or empty, b or empty
     out = {
         "status": "added" if a is None else "removed" if b is None else "changed",
-        "file_bytes": {"base": a0["file_bytes"], "head": b0["file_bytes"], "delta": b0["file_bytes"] - a0["file_bytes"],
-                       "percent": pct(b0["file_bytes"] - a0["file_bytes"], a0["file_bytes"])},
-        "section_bytes": {"base": a0["section_bytes"], "head": b0["section_bytes"],
-                          "delta": b0["section_bytes"] - a0["section_bytes"]},
+        "file_bytes": {
+            "base": a0["file_bytes"],
+            "head": b0["file_bytes"],
+            "delta": b0["file_bytes"] - a0["file_bytes"],
+            "percent": pct(b0["file_bytes"] - a0["file_bytes"], a0["file_bytes"]),
+        },
+        "section_bytes": {
+            "base": a0["section_bytes"],
+            "head": b0["section_bytes"],
+            "delta": b0["section_bytes"] - a0["section_bytes"],
+        },
         "outside_sections_bytes": {"delta": b0["outside_sections_bytes"] - a0["outside_sections_bytes"]},
         "buckets": {bk: bucket_total(b0, bk) - bucket_total(a0, bk) for bk in BUCKETS},
     }
@@ -52,8 +64,15 @@ def diff_platform(a: dict | None, b: dict | None, *, top: int = 10) -> dict:
     for bucket in (CORE, OTHER, UNATTRIBUTED):
         d = out["buckets"][bucket]
         if d:
-            contributors.append({"kind": bucket, "key": None, "base": bucket_total(a0, bucket),
-                                 "head": bucket_total(b0, bucket), "delta": d})
+            contributors.append(
+                {
+                    "kind": bucket,
+                    "key": None,
+                    "base": bucket_total(a0, bucket),
+                    "head": bucket_total(b0, bucket),
+                    "delta": d,
+                }
+            )
     contributors.sort(key=lambda c: (-abs(c["delta"]), c["kind"], c["key"] or ""))
     out["contributors"] = contributors
 
@@ -66,8 +85,11 @@ def diff_platform(a: dict | None, b: dict | None, *, top: int = 10) -> dict:
         owner.setdefault(s["name"], s["bucket"] + (f" {s['key']}" if s.get("key") else ""))
     for s in b0["symbols"]:
         sb[s["name"]] = sb.get(s["name"], 0) + s["bytes"]
-    symbols = [{"name": k, "owner": owner[k], "base": sa.get(k, 0), "head": sb.get(k, 0), "delta": sb.get(k, 0) - sa.get(k, 0)}
-               for k in set(sa) | set(sb) if sb.get(k, 0) != sa.get(k, 0)]
+    symbols = [
+        {"name": k, "owner": owner[k], "base": sa.get(k, 0), "head": sb.get(k, 0), "delta": sb.get(k, 0) - sa.get(k, 0)}
+        for k in set(sa) | set(sb)
+        if sb.get(k, 0) != sa.get(k, 0)
+    ]
     symbols.sort(key=lambda s: (-abs(s["delta"]), s["name"]))
     out["symbols"] = symbols[:top]
     out["symbols_changed"] = len(symbols)
@@ -104,12 +126,18 @@ def render_markdown(d: dict, *, top: int = 10) -> str:
     title = d.get("head_target") or "(no target label)"
     if d.get("base_target") and d.get("base_target") != d.get("head_target"):
         title = f"{d['base_target']} -> {title}"
-    out = [f"## Size diff: {title}", "",
-           "| platform | base | head | change | % | sections | outside sections |", "|---|---:|---:|---:|---:|---:|---:|"]
+    out = [
+        f"## Size diff: {title}",
+        "",
+        "| platform | base | head | change | % | sections | outside sections |",
+        "|---|---:|---:|---:|---:|---:|---:|",
+    ]
     for name, p in d["platforms"].items():
         f = p["file_bytes"]
-        out.append(f"| {name} | {n(f['base'])} | {n(f['head'])} | {signed(f['delta'])} | {_fmt_pct(f['percent'])} | "
-                   f"{signed(p['section_bytes']['delta'])} | {signed(p['outside_sections_bytes']['delta'])} |")
+        out.append(
+            f"| {name} | {n(f['base'])} | {n(f['head'])} | {signed(f['delta'])} | {_fmt_pct(f['percent'])} | "
+            f"{signed(p['section_bytes']['delta'])} | {signed(p['outside_sections_bytes']['delta'])} |"
+        )
     for name, p in d["platforms"].items():
         if p["status"] != "changed":
             out += ["", f"### {name}: {p['status']}"]

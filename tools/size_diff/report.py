@@ -94,8 +94,13 @@ def measure(run: Run, *, expected: Expected | None = None, cxxfilt: str | None =
             {"file": expected.path.name, "manifest_sha256": expected.manifest_sha256} if expected else None
         ),
         "sections": [
-            {"name": s.name, "bytes": s.bytes, "file_backed": s.file_backed, "attributed": s.attributed,
-             "unattributed": s.unattributed}
+            {
+                "name": s.name,
+                "bytes": s.bytes,
+                "file_backed": s.file_backed,
+                "attributed": s.attributed,
+                "unattributed": s.unattributed,
+            }
             for s in attr.sections
         ],
         "attribution": {
@@ -131,8 +136,12 @@ def build_report(target: str | None, runs: list[Run], *, cxxfilt: str | None = N
     return {"schema": SCHEMA, "version": VERSION, "target": target, "platforms": dict(sorted(platforms.items()))}
 
 
-def bundle_runs(bundle: str | os.PathLike[str], *, expected: str | os.PathLike[str] | None = None,
-                platforms: list[str] | None = None) -> list[Run]:
+def bundle_runs(
+    bundle: str | os.PathLike[str],
+    *,
+    expected: str | os.PathLike[str] | None = None,
+    platforms: list[str] | None = None,
+) -> list[Run]:
     """The runs of a bundle, bazel-bin/<pkg>/<name> (its bundle.json: tools/bundle.py)."""
     runs = []
     for p in platforms or bundle_platforms(bundle):
@@ -141,7 +150,9 @@ def bundle_runs(bundle: str | os.PathLike[str], *, expected: str | os.PathLike[s
         if exp is None or not exp.is_file():
             if expected:
                 raise SizeDiffError(f"--expected {exp}: no such file")
-            raise SizeDiffError(f"{bundle}: no expected_symbols.json (not a selective_runtime output?); pass --expected FILE")
+            raise SizeDiffError(
+                f"{bundle}: no expected_symbols.json (not a selective_runtime output?); pass --expected FILE"
+            )
         runs.append(Run(p, stripped if stripped.is_file() else None, unstripped, exp))
     return runs
 
@@ -160,15 +171,23 @@ def target_from_bundle(bundle: str | os.PathLike[str]) -> str | None:
 def load_report(path: str | os.PathLike[str]) -> dict:
     path = Path(path)
     if not path.is_file():
-        raise SizeDiffError(f"{path}: no such file; write one with `python -m tools.size_diff report ... --json {path}`")
+        raise SizeDiffError(
+            f"{path}: no such file; write one with `python -m tools.size_diff report ... --json {path}`"
+        )
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise SizeDiffError(f"{path}: not valid JSON ({e}); regenerate it with `python -m tools.size_diff report`") from None
+        raise SizeDiffError(
+            f"{path}: not valid JSON ({e}); regenerate it with `python -m tools.size_diff report`"
+        ) from None
     if not isinstance(data, dict) or data.get("schema") != SCHEMA:
-        raise SizeDiffError(f'{path}: not a size report (want "schema": "{SCHEMA}"); make one with `python -m tools.size_diff report`')
+        raise SizeDiffError(
+            f'{path}: not a size report (want "schema": "{SCHEMA}"); make one with `python -m tools.size_diff report`'
+        )
     if data.get("version") != VERSION:
-        raise SizeDiffError(f"{path}: size report version {data.get('version')!r}; this tool reads {VERSION}: regenerate it")
+        raise SizeDiffError(
+            f"{path}: size report version {data.get('version')!r}; this tool reads {VERSION}: regenerate it"
+        )
     plats = data.get("platforms")
     if not isinstance(plats, dict):
         raise SizeDiffError(f"{path}: `platforms` must be an object; regenerate the report")
@@ -228,13 +247,17 @@ def render_markdown(report: dict, *, top: int = 10) -> str:
             f"unattributed); unattributed {n(un)} bytes ({pct:.1f}% of section bytes: linker tables, padding)."
         )
     out.append("")
-    out.append("Bytes. `shipped file` = sections + outside sections (ELF/Mach-O headers, segment alignment padding, "
-               "Mach-O link-edit data); `.bss`/zerofill sections count in `sections` but not in the file.")
+    out.append(
+        "Bytes. `shipped file` = sections + outside sections (ELF/Mach-O headers, segment alignment padding, "
+        "Mach-O link-edit data); `.bss`/zerofill sections count in `sections` but not in the file."
+    )
     for name, p in report["platforms"].items():
         out += ["", f"### {name}: {p['library']} ({p['format']}, {p['arch']})", ""]
         inclusive = p.get("op_inclusive", {})
-        ops = sorted(((k, v) for k, v in p["attribution"][OP].items() if v or inclusive.get(k)),
-                     key=lambda kv: (-inclusive.get(kv[0], kv[1]), kv[0]))
+        ops = sorted(
+            ((k, v) for k, v in p["attribution"][OP].items() if v or inclusive.get(k)),
+            key=lambda kv: (-inclusive.get(kv[0], kv[1]), kv[0]),
+        )
         if ops:
             out += ["| op | kernel | incl. its dtype cases |", "|---|---:|---:|"]
             out += [f"| {k} | {n(v)} | {n(inclusive.get(k, v))} |" for k, v in ops[:top]]

@@ -43,10 +43,15 @@ def _parser() -> argparse.ArgumentParser:
     )
     # Global flags, accepted before or after the command.
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("-q", "--quiet", action="store_true", default=argparse.SUPPRESS,
-                        help="no progress lines on stderr")
-    common.add_argument("--traceback", action="store_true", default=argparse.SUPPRESS,
-                        help="show Python tracebacks (for reporting tracer bugs)")
+    common.add_argument(
+        "-q", "--quiet", action="store_true", default=argparse.SUPPRESS, help="no progress lines on stderr"
+    )
+    common.add_argument(
+        "--traceback",
+        action="store_true",
+        default=argparse.SUPPRESS,
+        help="show Python tracebacks (for reporting tracer bugs)",
+    )
     p.add_argument("-q", "--quiet", action="store_true", help="no progress lines on stderr")
     p.add_argument("--traceback", action="store_true", help="show Python tracebacks (for reporting tracer bugs)")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=_Parser)
@@ -60,52 +65,98 @@ def _parser() -> argparse.ArgumentParser:
     def model_command(name: str, help: str) -> argparse.ArgumentParser:
         from tools.tracer import passes  # no torch at import: merge and diff stay light
 
-        c = sub.add_parser(name, help=help, description=help, epilog=passes.epilog(),
-                           formatter_class=argparse.RawDescriptionHelpFormatter)
-        c.add_argument("model", metavar="MODEL", help="model spec: a .py file whose build() returns (module, inputs) "
-                       "(docs/model_spec.md)")
+        c = sub.add_parser(
+            name,
+            help=help,
+            description=help,
+            epilog=passes.epilog(),
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+        )
+        c.add_argument(
+            "model",
+            metavar="MODEL",
+            help="model spec: a .py file whose build() returns (module, inputs) (docs/model_spec.md)",
+        )
         passes.add_arguments(c)
         return c
 
     def tolerance_flags(c: argparse.ArgumentParser) -> None:
-        c.add_argument("--rtol", type=_non_negative, help="relative tolerance for floating outputs (default: per "
-                       "dtype, e.g. 1e-4 for float32; the spec's TOLERANCE overrides it, this overrides both)")
+        c.add_argument(
+            "--rtol",
+            type=_non_negative,
+            help="relative tolerance for floating outputs (default: per "
+            "dtype, e.g. 1e-4 for float32; the spec's TOLERANCE overrides it, this overrides both)",
+        )
         c.add_argument("--atol", type=_non_negative, help="absolute tolerance for floating outputs")
 
     e = model_command("export", "torch.export the model and write a Pare program file")
     e.add_argument("-o", "--output", required=True, metavar="FILE", help="program file to write (e.g. model.pare)")
 
-    t = model_command("trace", "run the model on the instrumentation runtime over every representative input, check "
-                      "its numerics against torch eager, and write the manifest")
+    t = model_command(
+        "trace",
+        "run the model on the instrumentation runtime over every representative input, check "
+        "its numerics against torch eager, and write the manifest",
+    )
     t.add_argument("-o", "--output", metavar="FILE", help="manifest to write (default: print it on stdout)")
-    t.add_argument("--runtime", metavar="LIB", help="instrumentation runtime .so (default: "
-                   "$PARE_INSTRUMENTATION_LIB, else bazel-bin/runtime/instrumentation/..., built when missing)")
-    t.add_argument("--threads", action="store_true", help="select build feature threads (the app calls "
-                   "pare_method_set_num_threads); the same as --features threads")
-    t.add_argument("--features", type=_feature_list, default=(), metavar="NAME[,NAME]",
-                   help="build features the app uses besides those the trace records (e.g. output_buffers, for "
-                   "an app that hands the runtime its output buffers); each must be the runtime's")
+    t.add_argument(
+        "--runtime",
+        metavar="LIB",
+        help="instrumentation runtime .so (default: "
+        "$PARE_INSTRUMENTATION_LIB, else bazel-bin/runtime/instrumentation/..., built when missing)",
+    )
+    t.add_argument(
+        "--threads",
+        action="store_true",
+        help="select build feature threads (the app calls pare_method_set_num_threads); the same as --features threads",
+    )
+    t.add_argument(
+        "--features",
+        type=_feature_list,
+        default=(),
+        metavar="NAME[,NAME]",
+        help="build features the app uses besides those the trace records (e.g. output_buffers, for "
+        "an app that hands the runtime its output buffers); each must be the runtime's",
+    )
     tolerance_flags(t)
 
-    c = model_command("check", "run the model on a built runtime (x86_64 .so natively, Android arm64 .so under the "
-                      "qemu harness) and compare every output with torch eager")
+    c = model_command(
+        "check",
+        "run the model on a built runtime (x86_64 .so natively, Android arm64 .so under the "
+        "qemu harness) and compare every output with torch eager",
+    )
     c.add_argument("--runtime", required=True, metavar="LIB", help="the runtime .so to check")
-    c.add_argument("--program", metavar="FILE", help="run this program file (from export) instead of exporting "
-                   "the model again (--passes then does not apply: the file holds what export wrote)")
+    c.add_argument(
+        "--program",
+        metavar="FILE",
+        help="run this program file (from export) instead of exporting "
+        "the model again (--passes then does not apply: the file holds what export wrote)",
+    )
     tolerance_flags(c)
 
-    m = sub.add_parser("merge", help="union of manifests (PyTorch semantics)", description="Union of manifests, as "
-                       "PyTorch's combine_selective_builders; prints a warning where the inputs disagree.")
+    m = sub.add_parser(
+        "merge",
+        help="union of manifests (PyTorch semantics)",
+        description="Union of manifests, as "
+        "PyTorch's combine_selective_builders; prints a warning where the inputs disagree.",
+    )
     m.add_argument("manifests", nargs="+", metavar="MANIFEST")
     m.add_argument("-o", "--output", metavar="FILE", help="merged manifest to write (default: stdout)")
 
-    d = sub.add_parser("diff", help="what manifest A selects that B does not, and the reverse",
-                       description="What manifest A selects that B does not (+), and what B selects that A does "
-                       "not (-).")
+    d = sub.add_parser(
+        "diff",
+        help="what manifest A selects that B does not, and the reverse",
+        description="What manifest A selects that B does not (+), and what B selects that A does not (-).",
+    )
     d.add_argument("a", metavar="A")
     d.add_argument("b", metavar="B")
-    d.add_argument("--inventory", nargs="?", const="", metavar="DIR", help="expand both against the runtime's "
-                   "inventory (default DIR: runtime/kernels) to compare concrete operators and (tag, dtype) pairs")
+    d.add_argument(
+        "--inventory",
+        nargs="?",
+        const="",
+        metavar="DIR",
+        help="expand both against the runtime's "
+        "inventory (default DIR: runtime/kernels) to compare concrete operators and (tag, dtype) pairs",
+    )
     d.add_argument("--exit-code", action="store_true", help="exit 1 when the manifests differ")
     return p
 
@@ -140,8 +191,7 @@ def _write(path: str, text: str | bytes) -> None:
             tmp.write_text(text, encoding="utf-8")
         tmp.replace(out)
     except OSError as e:
-        raise TracerError(f"{path}: cannot write ({e.strerror}); check the directory exists and is writable") \
-            from None
+        raise TracerError(f"{path}: cannot write ({e.strerror}); check the directory exists and is writable") from None
 
 
 def _tolerance(args):
@@ -162,9 +212,11 @@ def _cmd_export(args, progress) -> int:
     exported = export_model(spec, passes=_passes(args), progress=progress)
     _write(args.output, exported.program)
     methods = ", ".join(f"{g.name} (inputs {', '.join(map(str, g.indices))})" for g in exported.groups)
-    print(f"wrote {args.output}: {len(exported.program)} bytes; methods {methods}; "
-          f"{sum(exported.op_counts.values())} instructions over {len(exported.op_counts)} operators; "
-          f"{_passes_summary(exported)} ({time.monotonic() - start:.1f}s)")
+    print(
+        f"wrote {args.output}: {len(exported.program)} bytes; methods {methods}; "
+        f"{sum(exported.op_counts.values())} instructions over {len(exported.op_counts)} operators; "
+        f"{_passes_summary(exported)} ({time.monotonic() - start:.1f}s)"
+    )
     return EXIT_OK
 
 
@@ -185,10 +237,12 @@ def _summary(manifest) -> str:
 
     roots = sum(op.is_root_operator for op in manifest.operators.values())
     pairs = sum(len(d) for d in manifest.kernel_metadata.values())
-    return (f"{plural(len(manifest.operators), 'operator')} ({roots} root), "
-            f"{plural(len(manifest.kernel_metadata), 'kernel tag')}, {plural(pairs, '(tag, dtype) pair')}, "
-            f"{plural(len(manifest.custom_classes), 'custom class', 'custom classes')}, "
-            f"{plural(len(manifest.build_features), 'build feature')}")
+    return (
+        f"{plural(len(manifest.operators), 'operator')} ({roots} root), "
+        f"{plural(len(manifest.kernel_metadata), 'kernel tag')}, {plural(pairs, '(tag, dtype) pair')}, "
+        f"{plural(len(manifest.custom_classes), 'custom class', 'custom classes')}, "
+        f"{plural(len(manifest.build_features), 'build feature')}"
+    )
 
 
 def _print_checks(checks, progress) -> None:
@@ -205,15 +259,22 @@ def _cmd_trace(args, progress) -> int:
     start = time.monotonic()
     with progress.step(f"loading {args.model}"):
         spec = load_model_spec(args.model)
-    result = trace_model(spec, runtime=args.runtime, passes=_passes(args),
-                         tolerance=_tolerance(args), features=args.features + (("threads",) if args.threads else ()),
-                         progress=progress)
+    result = trace_model(
+        spec,
+        runtime=args.runtime,
+        passes=_passes(args),
+        tolerance=_tolerance(args),
+        features=args.features + (("threads",) if args.threads else ()),
+        progress=progress,
+    )
     text = result.manifest.dump()
     if args.output:
         _write(args.output, text)
-        print(f"wrote {args.output}: {_summary(result.manifest)}; numeric check passed on "
-              f"{plural(len(result.checks), 'input')}; {_passes_summary(result.exported)} "
-              f"({time.monotonic() - start:.1f}s)")
+        print(
+            f"wrote {args.output}: {_summary(result.manifest)}; numeric check passed on "
+            f"{plural(len(result.checks), 'input')}; {_passes_summary(result.exported)} "
+            f"({time.monotonic() - start:.1f}s)"
+        )
     else:
         sys.stdout.write(text)
     return EXIT_OK
@@ -231,16 +292,20 @@ def _cmd_check(args, progress) -> int:
         try:
             program = Path(args.program).read_bytes()
         except OSError as e:
-            raise TracerError(f"--program {args.program}: cannot read ({e.strerror}); pass a file written by "
-                              f"{PROG} export") from None
+            raise TracerError(
+                f"--program {args.program}: cannot read ({e.strerror}); pass a file written by {PROG} export"
+            ) from None
     with progress.step(f"loading {args.model}"):
         spec = load_model_spec(args.model)
-    checks = check_model(spec, args.runtime, passes=_passes(args), program=program,
-                         tolerance=_tolerance(args), progress=progress)
+    checks = check_model(
+        spec, args.runtime, passes=_passes(args), program=program, tolerance=_tolerance(args), progress=progress
+    )
     _print_checks(checks, progress)
     outputs = sum(len(c.outputs) for c in checks)
-    print(f"check passed: {plural(len(checks), 'input')}, {plural(outputs, 'output')} match torch eager on "
-          f"{args.runtime} ({time.monotonic() - start:.1f}s)")
+    print(
+        f"check passed: {plural(len(checks), 'input')}, {plural(outputs, 'output')} match torch eager on "
+        f"{args.runtime} ({time.monotonic() - start:.1f}s)"
+    )
     return EXIT_OK
 
 
@@ -282,8 +347,7 @@ def _cmd_diff(args, progress) -> int:
     return EXIT_MISMATCH if args.exit_code else EXIT_OK
 
 
-_COMMANDS = {"export": _cmd_export, "trace": _cmd_trace, "check": _cmd_check, "merge": _cmd_merge,
-             "diff": _cmd_diff}
+_COMMANDS = {"export": _cmd_export, "trace": _cmd_trace, "check": _cmd_check, "merge": _cmd_merge, "diff": _cmd_diff}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -331,6 +395,8 @@ def _run(args, show_traceback: bool) -> int:
     except Exception as e:  # a tracer bug: say so in one line unless asked for the traceback
         if show_traceback:
             raise
-        print(f"error: internal tracer error: {type(e).__name__}: {e}; rerun with --traceback and report it",
-              file=sys.stderr)
+        print(
+            f"error: internal tracer error: {type(e).__name__}: {e}; rerun with --traceback and report it",
+            file=sys.stderr,
+        )
         return EXIT_INTERNAL

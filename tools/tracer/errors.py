@@ -63,9 +63,11 @@ class NumericMismatchError(TracerError):
         self.checks = checks
         self.result = None  # trace: the TraceResult (its manifest is still built)
         bad = [c for c in checks if not c.ok]
-        lines = [f"{model}: the runtime's outputs differ from torch eager beyond tolerance for {len(bad)} of "
-                 f"{len(checks)} inputs on {runtime}; if the difference is expected, loosen the tolerance "
-                 "(--rtol/--atol, or TOLERANCE in the model spec), otherwise a kernel or the export is wrong:"]
+        lines = [
+            f"{model}: the runtime's outputs differ from torch eager beyond tolerance for {len(bad)} of "
+            f"{len(checks)} inputs on {runtime}; if the difference is expected, loosen the tolerance "
+            "(--rtol/--atol, or TOLERANCE in the model spec), otherwise a kernel or the export is wrong:"
+        ]
         for c in bad:
             for o in c.outputs:
                 lines.append(f"  inputs[{c.index}] ({c.method}) {o.line()}")

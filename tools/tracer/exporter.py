@@ -97,7 +97,8 @@ def group_inputs(spec: ModelSpec) -> tuple[MethodGroup, ...]:
                 raise TracerError(
                     f"{spec.path}: input {pos} has different ranks across representative inputs of the same dtypes "
                     f"({shown} dims); torch.export cannot make a rank dynamic: give every input tuple of these "
-                    "dtypes the same rank, or trace the variants as separate model specs")
+                    "dtypes the same rank, or trace the variants as separate model specs"
+                )
             dims = tuple(d for d in range(examples[0][pos].dim()) if len({ex[pos].shape[d] for ex in examples}) > 1)
             dynamic.append(dims)
         groups.append(MethodGroup(name, tuple(indices), signature, tuple(dynamic)))
@@ -155,9 +156,11 @@ def export_group(spec: ModelSpec, group: MethodGroup, decompositions=None) -> Ex
             ep = torch.export.export(spec.module, example, dynamic_shapes=dynamic_shapes or None)
             ep = ep.run_decompositions(decompositions) if decompositions is not None else ep.run_decompositions()
     except Exception as e:  # torch.export's many error types: summarise, the model is the user's
-        raise TracerError(f"{spec.path}: torch.export failed for method {group.name}: {_first_line(e)}; make the "
-                          "model exportable (https://pytorch.org/docs/stable/export.html), or rerun with "
-                          "--traceback for torch's full message") from e
+        raise TracerError(
+            f"{spec.path}: torch.export failed for method {group.name}: {_first_line(e)}; make the "
+            "model exportable (https://pytorch.org/docs/stable/export.html), or rerun with "
+            "--traceback for torch's full message"
+        ) from e
     _check_dynamic_dims(spec, group, ep)
     return ep
 
@@ -176,7 +179,8 @@ def _check_dynamic_dims(spec: ModelSpec, group: MethodGroup, ep: ExportedProgram
                     f"{spec.path}: input {pos} dim {d} varies across the representative inputs (sizes "
                     f"{', '.join(map(str, sizes))}) but torch.export specialised it to {int(shape[d])}: the model only "
                     "works for one size there; make forward() size-generic in that dim, or give every input the "
-                    "same size in it")
+                    "same size in it"
+                )
 
 
 def _first_line(e: BaseException) -> str:
@@ -185,8 +189,13 @@ def _first_line(e: BaseException) -> str:
     return (line[:400] + "...") if len(line) > 400 else line
 
 
-def export_model(spec: ModelSpec, *, passes: str | Iterable[str] = graph_passes.DEFAULT,
-                 inventory: codegen.Inventory | None = None, progress: Progress | None = None) -> ExportedModel:
+def export_model(
+    spec: ModelSpec,
+    *,
+    passes: str | Iterable[str] = graph_passes.DEFAULT,
+    inventory: codegen.Inventory | None = None,
+    progress: Progress | None = None,
+) -> ExportedModel:
     """Exports every method group, runs the graph passes on it and lowers
     it into one program. `passes`: "default" (every pass), "none", or the
     names of passes, as a comma list or an iterable (tools/tracer/passes.py);
@@ -204,14 +213,17 @@ def export_model(spec: ModelSpec, *, passes: str | Iterable[str] = graph_passes.
     exported = []
     runs = []
     for group in groups:
-        with progress.step(f"exporting {group.name} with torch.export ({plural(len(group.indices), 'input')}; "
-                           f"dynamic: {group.describe_dynamic()})"):
+        with progress.step(
+            f"exporting {group.name} with torch.export ({plural(len(group.indices), 'input')}; "
+            f"dynamic: {group.describe_dynamic()})"
+        ):
             ep = export_group(spec, group, decomposition_table(inventory))
         runs.append(graph_passes.run_passes(ep, selected))
         exported.append(ep)
         try:
-            MethodLowering(builder.method(group.name), ep, prepack=prepack, model_file=spec.path,
-                           report=report, fuse=fuse).lower()
+            MethodLowering(
+                builder.method(group.name), ep, prepack=prepack, model_file=spec.path, report=report, fuse=fuse
+            ).lower()
         except ProgramError as e:
             raise TracerError(f"{spec.path}: cannot lower method {group.name}: {e}") from None
     missing = {name: uses for name, uses in report.uses.items() if name not in inventory.ops}

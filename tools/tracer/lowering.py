@@ -72,15 +72,30 @@ MEMORY_FORMAT_CODES = {
     torch.channels_last_3d: 3,
 }
 # Ops that can be the identity in a functional graph (_is_identity decides).
-IDENTITY_OPS = (aten.clone.default, aten.alias.default, aten.detach.default, aten.lift_fresh_copy.default,
-                aten._to_copy.default)
+IDENTITY_OPS = (
+    aten.clone.default,
+    aten.alias.default,
+    aten.detach.default,
+    aten.lift_fresh_copy.default,
+    aten._to_copy.default,
+)
 # Shape-only ops whose size list may hold one -1 for the size to infer.
 VIEW_OPS = (aten.view.default, aten._unsafe_view.default, aten.reshape.default)
 # Symbolic-int arithmetic torch.export records as Python operators.
 SYMINT_OPERATORS = {
-    operator.add: "+", operator.sub: "-", operator.mul: "*", operator.floordiv: "//", operator.mod: "%",
-    operator.truediv: "/", operator.neg: "neg", operator.pow: "**", torch.sym_max: "max", torch.sym_min: "min",
-    torch.sym_float: "float", torch.sym_int: "int", torch.sym_sum: "sum",
+    operator.add: "+",
+    operator.sub: "-",
+    operator.mul: "*",
+    operator.floordiv: "//",
+    operator.mod: "%",
+    operator.truediv: "/",
+    operator.neg: "neg",
+    operator.pow: "**",
+    torch.sym_max: "max",
+    torch.sym_min: "min",
+    torch.sym_float: "float",
+    torch.sym_int: "int",
+    torch.sym_sum: "sum",
 }
 
 LINEAR_PREPACK = "pare::linear_prepack"
@@ -174,8 +189,16 @@ class _Plan:
 class MethodLowering:
     """Lowers `ep` (core ATen, after run_decompositions) into `mb`."""
 
-    def __init__(self, mb: MethodBuilder, ep: ExportedProgram, *, prepack: bool, model_file: Path | None,
-                 report: LoweringReport, fuse: frozenset[str] = frozenset()):
+    def __init__(
+        self,
+        mb: MethodBuilder,
+        ep: ExportedProgram,
+        *,
+        prepack: bool,
+        model_file: Path | None,
+        report: LoweringReport,
+        fuse: frozenset[str] = frozenset(),
+    ):
         self.mb = mb
         self.ep = ep
         self.prepack = prepack
@@ -208,13 +231,16 @@ class MethodLowering:
             if node.op == "call_function" and node in needed:
                 self._lower_node(node, plans[node])
             elif node.op == "get_attr" and node in needed:
-                raise TracerError(f"the exported graph reads attribute {node.target!r} directly (get_attr), which "
-                                  "Pare cannot lower; keep tensors as parameters or buffers of the module")
+                raise TracerError(
+                    f"the exported graph reads attribute {node.target!r} directly (get_attr), which "
+                    "Pare cannot lower; keep tensors as parameters or buffers of the module"
+                )
         if self.report.unsupported:
             return  # the caller reports them; nothing will run
         outputs = output_node.args[0]
-        user_outputs = [o for o, spec in zip(outputs, self.ep.graph_signature.output_specs)
-                        if spec.kind == OutputKind.USER_OUTPUT]
+        user_outputs = [
+            o for o, spec in zip(outputs, self.ep.graph_signature.output_specs) if spec.kind == OutputKind.USER_OUTPUT
+        ]
         for out in user_outputs:
             self.mb.output(self._value_of(out))
 
@@ -231,26 +257,36 @@ class MethodLowering:
                 if value is None:
                     value = self.ep.constants.get(spec.target)
                 if not isinstance(value, torch.Tensor):
-                    raise TracerError(f"constant {spec.target!r} of the exported program is not a tensor "
-                                      f"({type(value).__name__}); Pare programs hold tensor constants only")
+                    raise TracerError(
+                        f"constant {spec.target!r} of the exported program is not a tensor "
+                        f"({type(value).__name__}); Pare programs hold tensor constants only"
+                    )
                 self.constants[node] = value.detach()
             else:
-                raise TracerError(f"the exported program takes a {spec.kind.name.lower()} input ({spec.target!r}); "
-                                  "Pare programs take tensors only (custom objects and effect tokens are not "
-                                  "supported)")
+                raise TracerError(
+                    f"the exported program takes a {spec.kind.name.lower()} input ({spec.target!r}); "
+                    "Pare programs take tensors only (custom objects and effect tokens are not "
+                    "supported)"
+                )
 
     def _check_outputs(self) -> None:
         for spec in self.ep.graph_signature.output_specs:
             if spec.kind == OutputKind.USER_OUTPUT:
                 continue
             if spec.kind == OutputKind.BUFFER_MUTATION:
-                raise TracerError(f"the model updates buffer {spec.target!r} in forward(); Pare programs are "
-                                  "functional: call module.eval() in build() (batch norm) or stop mutating state")
+                raise TracerError(
+                    f"the model updates buffer {spec.target!r} in forward(); Pare programs are "
+                    "functional: call module.eval() in build() (batch norm) or stop mutating state"
+                )
             if spec.kind == OutputKind.USER_INPUT_MUTATION:
-                raise TracerError(f"the model mutates its input {spec.target!r} in place; Pare programs cannot "
-                                  "write to inputs: return a new tensor instead of an in-place op")
-            raise TracerError(f"the exported program has a {spec.kind.name.lower()} output, which Pare programs "
-                              "cannot express; make forward() side-effect free")
+                raise TracerError(
+                    f"the model mutates its input {spec.target!r} in place; Pare programs cannot "
+                    "write to inputs: return a new tensor instead of an in-place op"
+                )
+            raise TracerError(
+                f"the exported program has a {spec.kind.name.lower()} output, which Pare programs "
+                "cannot express; make forward() side-effect free"
+            )
 
     def _is_constant(self, node: Any) -> bool:
         return isinstance(node, Node) and node in self.constants
@@ -288,9 +324,13 @@ class MethodLowering:
             deps = [n for n in _nodes_in((args, kwargs))]
             return _Plan("op", tuple(deps), (tuple(args), kwargs))
         if target in SYMINT_OPERATORS:
-            return _Plan("unsupported", (), detail=f"SymInt arithmetic `{SYMINT_OPERATORS[target]}` "
-                         f"({_callable_name(target)}) on a dynamic size (no runtime operator computes sizes: keep "
-                         "that dim static, or do not return or pass on the computed size)")
+            return _Plan(
+                "unsupported",
+                (),
+                detail=f"SymInt arithmetic `{SYMINT_OPERATORS[target]}` "
+                f"({_callable_name(target)}) on a dynamic size (no runtime operator computes sizes: keep "
+                "that dim static, or do not return or pass on the computed size)",
+            )
         return _Plan("unsupported", (), detail=_callable_name(target))
 
     def _is_identity(self, node: Node) -> bool:
@@ -355,11 +395,15 @@ class MethodLowering:
         rest = [d for d in range(rank) if d not in indexed]
         index_rank = max(i.meta["val"].dim() if isinstance(i, Node) else 0 for i in indices if i is not None)
         before = indexed[0] if indexed == list(range(indexed[0], indexed[-1] + 1)) else 0
-        after = [index_rank + d for d in range(before)] + list(range(index_rank)) + \
-            list(range(index_rank + before, index_rank + len(rest)))
+        after = (
+            [index_rank + d for d in range(before)]
+            + list(range(index_rank))
+            + list(range(index_rank + before, index_rank + len(rest)))
+        )
         tensors = tuple(i for i in indices if i is not None)
-        return _Plan("index_none", (x, *[t for t in tensors if isinstance(t, Node)]),
-                     detail=(indexed + rest, tensors, after))
+        return _Plan(
+            "index_none", (x, *[t for t in tensors if isinstance(t, Node)]), detail=(indexed + rest, tensors, after)
+        )
 
     def _as_strided_plan(self, node: Node) -> _Plan:
         """as_strided re-viewing its input's elements becomes slice, permute
@@ -370,14 +414,25 @@ class MethodLowering:
         if not isinstance(source, torch.Tensor) or not isinstance(result, torch.Tensor):
             return _Plan("unsupported", (), detail="aten::as_strided on a value without shape metadata")
         try:
-            steps = as_strided_views(source.shape, source.stride(), source.storage_offset(), result.shape,
-                                     result.stride(), result.storage_offset())
+            steps = as_strided_views(
+                source.shape,
+                source.stride(),
+                source.storage_offset(),
+                result.shape,
+                result.stride(),
+                result.storage_offset(),
+            )
         except NoViewRewrite as e:
-            return _Plan("unsupported", (), detail=(
-                f"aten::as_strided (size {_shape_text(result.shape)}, stride {_shape_text(result.stride())}, "
-                f"offset {result.storage_offset()} over an input of size {_shape_text(source.shape)}, stride "
-                f"{_shape_text(source.stride())}): {e}, so it is no slice/permute/view of its input and Pare "
-                "cannot run it; express it with view, permute, narrow or select in the model"))
+            return _Plan(
+                "unsupported",
+                (),
+                detail=(
+                    f"aten::as_strided (size {_shape_text(result.shape)}, stride {_shape_text(result.stride())}, "
+                    f"offset {result.storage_offset()} over an input of size {_shape_text(source.shape)}, stride "
+                    f"{_shape_text(source.stride())}): {e}, so it is no slice/permute/view of its input and Pare "
+                    "cannot run it; express it with view, permute, narrow or select in the model"
+                ),
+            )
         sizes = self._infer_computed_size(node.args[1])
         return _Plan("as_strided", (x, *_nodes_in(sizes)), detail=(steps, sizes))
 
@@ -414,13 +469,23 @@ class MethodLowering:
         if target is aten.convolution.default:
             x, w, bias, stride, padding, dilation, transposed, output_padding, groups = node.args[:9]
             w_tensor = self.constants.get(w) if isinstance(w, Node) else None
-            if (w_tensor is None or w_tensor.dtype != torch.float32 or w_tensor.dim() != 4 or transposed
-                    or not _is_float_tensor(x) or any(isinstance(v, Node) for v in (*stride, *padding, *dilation))):
+            if (
+                w_tensor is None
+                or w_tensor.dtype != torch.float32
+                or w_tensor.dim() != 4
+                or transposed
+                or not _is_float_tensor(x)
+                or any(isinstance(v, Node) for v in (*stride, *padding, *dilation))
+            ):
                 return None
             if bias is not None and not self._is_bias(bias, w_tensor.shape[0]):
                 return None
-            return self._with_epilogue(node, _Plan("conv2d_prepack", (x,), detail=(
-                w, bias, list(stride), list(padding), list(dilation), int(groups))))
+            return self._with_epilogue(
+                node,
+                _Plan(
+                    "conv2d_prepack", (x,), detail=(w, bias, list(stride), list(padding), list(dilation), int(groups))
+                ),
+            )
         return None
 
     def _is_bias(self, bias: Any, out_features: int) -> bool:
@@ -435,8 +500,13 @@ class MethodLowering:
         takes any leading dims) and that view aliases its output, so what
         follows the view can fuse into the layer. Else (x, node)."""
         user = _only_user(node)
-        if not (x.target in VIEW_OPS and isinstance(x.args[0], Node) and _is_float_tensor(x.args[0])
-                and user is not None and user.target in VIEW_OPS):
+        if not (
+            x.target in VIEW_OPS
+            and isinstance(x.args[0], Node)
+            and _is_float_tensor(x.args[0])
+            and user is not None
+            and user.target in VIEW_OPS
+        ):
             return x, node
         source, flat, out = x.args[0].meta["val"], x.meta["val"], user.meta["val"]
         if flat.dim() != 2 or source.dim() < 1 or out.dim() != source.dim():
@@ -460,8 +530,12 @@ class MethodLowering:
         while user is not None and user.target in VIEW_OPS and _same_sizes(user, last):
             chain[user], last = last, user
             user = _only_user(last)
-        if (user is None or user.target is not aten.add.Tensor or len(user.args) != 2
-                or user.kwargs.get("alpha", 1) != 1):
+        if (
+            user is None
+            or user.target is not aten.add.Tensor
+            or len(user.args) != 2
+            or user.kwargs.get("alpha", 1) != 1
+        ):
             return None, node
         a, b = user.args
         bias = b if a is last else a if b is last else None
@@ -608,8 +682,9 @@ class MethodLowering:
                 b_value = None if bias is None else self._constant(bias)
                 self._packed[cache_key] = self.mb.linear_prepack(weight, b_value)
                 self.report.uses[LINEAR_PREPACK].append(use)
-            self.env[node] = self.mb.op(LINEAR_PREPACKED, self._value_of(plan.deps[0]), self._packed[cache_key],
-                                        *self._epilogue_args(plan))
+            self.env[node] = self.mb.op(
+                LINEAR_PREPACKED, self._value_of(plan.deps[0]), self._packed[cache_key], *self._epilogue_args(plan)
+            )
             self.report.uses[LINEAR_PREPACKED].append(use)
             self.report.prepacked["linear"] += 1
         elif plan.kind == "conv2d_prepack":
@@ -617,11 +692,17 @@ class MethodLowering:
             cache_key = ("conv2d", w, bias, tuple(stride), tuple(padding), tuple(dilation), groups)
             if cache_key not in self._packed:
                 self._packed[cache_key] = self.mb.conv2d_prepack(
-                    self.constants[self._canonical.get(w, w)], None if bias is None else self._constant(bias),
-                    stride, padding, dilation, groups)
+                    self.constants[self._canonical.get(w, w)],
+                    None if bias is None else self._constant(bias),
+                    stride,
+                    padding,
+                    dilation,
+                    groups,
+                )
                 self.report.uses[CONV2D_PREPACK].append(use)
-            self.env[node] = self.mb.op(CONV2D_PREPACKED, self._value_of(plan.deps[0]), self._packed[cache_key],
-                                        *self._epilogue_args(plan))
+            self.env[node] = self.mb.op(
+                CONV2D_PREPACKED, self._value_of(plan.deps[0]), self._packed[cache_key], *self._epilogue_args(plan)
+            )
             self.report.uses[CONV2D_PREPACKED].append(use)
             self.report.prepacked["conv2d"] += 1
         else:
@@ -630,8 +711,11 @@ class MethodLowering:
     def _epilogue_args(self, plan: _Plan) -> tuple:
         """The *_prepacked op's trailing arguments: output_min, output_max,
         activation, residual, as far as the epilogue needs them."""
-        for name, present in (("fuse_add", plan.residual), ("fuse_clamp", plan.clamp),
-                              ("fuse_activation", plan.activation)):
+        for name, present in (
+            ("fuse_add", plan.residual),
+            ("fuse_clamp", plan.clamp),
+            ("fuse_activation", plan.activation),
+        ):
             if present is not None:
                 self.report.fused[name] += 1
         if plan.residual is not None:
@@ -665,8 +749,9 @@ class MethodLowering:
             elif arg.has_default_value():
                 given, value = False, arg.default_value
             else:
-                raise TracerError(f"{op_name(op)} ({node.name}): required argument {arg.name!r} is missing "
-                                  "from the exported graph")
+                raise TracerError(
+                    f"{op_name(op)} ({node.name}): required argument {arg.name!r} is missing from the exported graph"
+                )
             if arg.name in DROPPED_ARGUMENTS:
                 value = None
             values.append(self._argument(value, node, arg.name))
@@ -677,7 +762,7 @@ class MethodLowering:
         # An argument without a default is always written, None included:
         # `float[]? scale_factors` of upsample_*.vec is required though
         # optional, and the kernel counts on it.
-        return values[:last_given + 1]
+        return values[: last_given + 1]
 
     def _argument(self, value: Any, node: Node, name: str) -> Any:
         if isinstance(value, Node):
@@ -685,15 +770,18 @@ class MethodLowering:
             if isinstance(resolved, _Unsupported):
                 return 0  # already reported; the export fails before anything runs
             if isinstance(resolved, (list, tuple)):
-                raise TracerError(f"{node.name}: argument {name!r} is a whole multi-output value; Pare passes "
-                                  "single values")
+                raise TracerError(
+                    f"{node.name}: argument {name!r} is a whole multi-output value; Pare passes single values"
+                )
             return resolved
         if isinstance(value, (list, tuple)):
             items = [self._argument(v, node, name) for v in value]
             if any(v is None for v in items):
-                raise TracerError(f"{op_name(node.target)} ({source_of(node, self.model_file).location or node.name})"
-                                  f": argument {name!r} is a list with None entries, which the Pare program "
-                                  "format cannot express")
+                raise TracerError(
+                    f"{op_name(node.target)} ({source_of(node, self.model_file).location or node.name})"
+                    f": argument {name!r} is a list with None entries, which the Pare program "
+                    "format cannot express"
+                )
             return items
         if isinstance(value, torch.dtype):
             return _pare_dtype(value, f"argument {name!r} of {node.name}")
@@ -703,8 +791,10 @@ class MethodLowering:
             return None
         if isinstance(value, (bool, int, float, str)) or value is None:
             return value
-        raise TracerError(f"{op_name(node.target)} ({node.name}): argument {name!r} is a {type(value).__name__}, "
-                          "which the Pare program format cannot express")
+        raise TracerError(
+            f"{op_name(node.target)} ({node.name}): argument {name!r} is a {type(value).__name__}, "
+            "which the Pare program format cannot express"
+        )
 
     def _returns(self, node: Node, op) -> Any:
         returns = op._schema.returns
@@ -862,5 +952,6 @@ def _pare_dtype(dtype: torch.dtype, what: str):
         return pare_dtypes.get(dtype)
     except (ValueError, TypeError):
         supported = ", ".join(d.torch_name for d in pare_dtypes.ALL)
-        raise TracerError(f"{what} has dtype {str(dtype).removeprefix('torch.')}, which Pare does not support; "
-                          f"use one of {supported}") from None
+        raise TracerError(
+            f"{what} has dtype {str(dtype).removeprefix('torch.')}, which Pare does not support; use one of {supported}"
+        ) from None

@@ -69,8 +69,9 @@ def load_model_spec(path: str | Path) -> ModelSpec:
     mod = _import(path)
     build = getattr(mod, "build", None)
     if not callable(build):
-        raise TracerError(f"{path}: defines no build(); add `def build(): return module, [input_tuple, ...]` "
-                          "(docs/model_spec.md)")
+        raise TracerError(
+            f"{path}: defines no build(); add `def build(): return module, [input_tuple, ...]` (docs/model_spec.md)"
+        )
     try:
         result = build()
     except Exception as e:
@@ -79,36 +80,46 @@ def load_model_spec(path: str | Path) -> ModelSpec:
         raise TracerError(f"{path}: build() must return (module, inputs), got {_describe(result)}")
     module, inputs = result
     if not isinstance(module, torch.nn.Module):
-        raise TracerError(f"{path}: build()'s module is a {type(module).__name__}, not a torch.nn.Module; return "
-                          "(module, inputs)")
+        raise TracerError(
+            f"{path}: build()'s module is a {type(module).__name__}, not a torch.nn.Module; return (module, inputs)"
+        )
     if isinstance(inputs, torch.Tensor) or not isinstance(inputs, (list, tuple)) or not inputs:
-        raise TracerError(f"{path}: build()'s inputs must be a non-empty list of input tuples, e.g. "
-                          "[(torch.rand(1, 3, 32, 32),)], got " + _describe(inputs))
+        raise TracerError(
+            f"{path}: build()'s inputs must be a non-empty list of input tuples, e.g. "
+            "[(torch.rand(1, 3, 32, 32),)], got " + _describe(inputs)
+        )
     normalized = []
     for i, example in enumerate(inputs):
         if isinstance(example, torch.Tensor):
             example = (example,)
         if not isinstance(example, (tuple, list)):
-            raise TracerError(f"{path}: inputs[{i}] is a {type(example).__name__}; each entry is a tuple of tensors "
-                              "(one positional argument of forward() each)")
+            raise TracerError(
+                f"{path}: inputs[{i}] is a {type(example).__name__}; each entry is a tuple of tensors "
+                "(one positional argument of forward() each)"
+            )
         for j, t in enumerate(example):
             if not isinstance(t, torch.Tensor):
-                raise TracerError(f"{path}: inputs[{i}][{j}] is a {type(t).__name__}; Pare programs take tensors "
-                                  "only (wrap scalars with torch.tensor, or make them constants of the module)")
+                raise TracerError(
+                    f"{path}: inputs[{i}][{j}] is a {type(t).__name__}; Pare programs take tensors "
+                    "only (wrap scalars with torch.tensor, or make them constants of the module)"
+                )
             if t.is_sparse or t.device.type != "cpu" or t.is_quantized:
-                raise TracerError(f"{path}: inputs[{i}][{j}] is not a dense CPU tensor; move it to the CPU "
-                                  "(.cpu()) and make it dense")
+                raise TracerError(
+                    f"{path}: inputs[{i}][{j}] is not a dense CPU tensor; move it to the CPU (.cpu()) and make it dense"
+                )
             if t.dim() > MAX_RANK:
-                raise TracerError(f"{path}: inputs[{i}][{j}] has {t.dim()} dims; Pare tensors have at most "
-                                  f"{MAX_RANK}")
+                raise TracerError(f"{path}: inputs[{i}][{j}] has {t.dim()} dims; Pare tensors have at most {MAX_RANK}")
         normalized.append(tuple(t.detach() for t in example))
     if len({len(e) for e in normalized}) > 1:
         counts = ", ".join(f"inputs[{i}] has {len(e)}" for i, e in enumerate(normalized))
-        raise TracerError(f"{path}: the input tuples have different lengths ({counts}); every tuple is one call of "
-                          "forward() with the same arguments")
+        raise TracerError(
+            f"{path}: the input tuples have different lengths ({counts}); every tuple is one call of "
+            "forward() with the same arguments"
+        )
     module.eval()  # batch norm and dropout as deployed
-    return ModelSpec(path=path, module=module, inputs=tuple(normalized),
-                     tolerance=_tolerance(path, getattr(mod, "TOLERANCE", None)))
+    return ModelSpec(
+        path=path, module=module, inputs=tuple(normalized), tolerance=_tolerance(path, getattr(mod, "TOLERANCE", None))
+    )
 
 
 def _describe(x) -> str:

@@ -60,8 +60,10 @@ class OutputCheck:
             return f"{text}, {self.problem}"
         if self.rtol == 0 and self.atol == 0:
             return f"{text}, exact" if self.ok else f"{text}, max abs err {self.max_abs:.3g} (must be exact)"
-        return (f"{text}, max abs err {self.max_abs:.3g}, max rel err {self.max_rel:.3g} "
-                f"(atol {self.atol:g}, rtol {self.rtol:g})")
+        return (
+            f"{text}, max abs err {self.max_abs:.3g}, max rel err {self.max_rel:.3g} "
+            f"(atol {self.atol:g}, rtol {self.rtol:g})"
+        )
 
 
 def flatten_outputs(result: Any) -> list[Any]:
@@ -73,8 +75,14 @@ def flatten_outputs(result: Any) -> list[Any]:
 def compare(actual: list[Any], expected: list[Any], tolerance: Tolerance) -> list[OutputCheck]:
     checks = []
     if len(actual) != len(expected):
-        return [OutputCheck(0, f"{len(expected)} outputs", False,
-                            problem=f"the program returned {len(actual)} outputs, torch {len(expected)}")]
+        return [
+            OutputCheck(
+                0,
+                f"{len(expected)} outputs",
+                False,
+                problem=f"the program returned {len(actual)} outputs, torch {len(expected)}",
+            )
+        ]
     for i, (a, e) in enumerate(zip(actual, expected)):
         checks.append(_compare_one(i, a, e, tolerance))
     return checks
@@ -99,8 +107,11 @@ def _compare_one(i: int, a: Any, e: Any, tolerance: Tolerance) -> OutputCheck:
             return OutputCheck(i, desc, False, problem=f"dtype {got_dtype}, torch gives {dtype.name}")
         if tuple(a.shape) != tuple(e.shape):
             return OutputCheck(i, desc, False, problem=f"shape {list(a.shape)}, torch gives {list(e.shape)}")
-        expected = e.detach().to(torch.float64 if dtype.is_floating else torch.int64 if dtype.name != "Bool"
-                                 else torch.bool).numpy()
+        expected = (
+            e.detach()
+            .to(torch.float64 if dtype.is_floating else torch.int64 if dtype.name != "Bool" else torch.bool)
+            .numpy()
+        )
         actual = a.astype(expected.dtype)
         rtol, atol = tolerance.for_dtype(dtype.name)
         return _close(i, desc, actual, expected, rtol, atol)
@@ -128,10 +139,13 @@ def _numpy_dtype_name(a: np.ndarray, expected: pare_dtypes.DType) -> str:
 def _close(i: int, desc: str, actual: np.ndarray, expected: np.ndarray, rtol: float, atol: float) -> OutputCheck:
     if expected.dtype == np.bool_:
         bad = int(np.count_nonzero(actual != expected))
-        return OutputCheck(i, desc, bad == 0, float(bad > 0), float(bad > 0),
-                           problem=None if bad == 0 else f"{bad} elements differ")
-    a_nan, e_nan = np.isnan(actual) if actual.dtype.kind == "f" else False, \
-        np.isnan(expected) if expected.dtype.kind == "f" else False
+        return OutputCheck(
+            i, desc, bad == 0, float(bad > 0), float(bad > 0), problem=None if bad == 0 else f"{bad} elements differ"
+        )
+    a_nan, e_nan = (
+        np.isnan(actual) if actual.dtype.kind == "f" else False,
+        np.isnan(expected) if expected.dtype.kind == "f" else False,
+    )
     nan_mismatch = int(np.count_nonzero(a_nan != e_nan))
     both = ~(a_nan | e_nan) if expected.dtype.kind == "f" else np.ones(expected.shape, bool)
     a, e = actual[both].astype(np.float64), expected[both].astype(np.float64)

@@ -120,20 +120,28 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     """--passes and --skip-passes, as `export`, `trace`, `check` and
     tools.bench take them. Read them back with `from_arguments`; `epilog()`
     describes the passes for the parser's help."""
-    parser.add_argument("--passes", default=DEFAULT, type=_selection_argument, metavar="LIST",
-                        help=f"graph passes to run on the exported graph before it is written: {DEFAULT} (every "
-                        f"pass, the default), {NONE}, or a comma list of {', '.join(names())} (they run in that "
-                        "order; see below)")
-    parser.add_argument("--skip-passes", default=(), type=_skip_argument, metavar="LIST",
-                        help="comma list of passes to leave out (a blocklist, like optimize_for_mobile's "
-                        "optimization_blocklist)")
+    parser.add_argument(
+        "--passes",
+        default=DEFAULT,
+        type=_selection_argument,
+        metavar="LIST",
+        help=f"graph passes to run on the exported graph before it is written: {DEFAULT} (every "
+        f"pass, the default), {NONE}, or a comma list of {', '.join(names())} (they run in that "
+        "order; see below)",
+    )
+    parser.add_argument(
+        "--skip-passes",
+        default=(),
+        type=_skip_argument,
+        metavar="LIST",
+        help="comma list of passes to leave out (a blocklist, like optimize_for_mobile's optimization_blocklist)",
+    )
 
 
 def epilog() -> str:
     """The passes, one line each, for a --help epilog."""
     width = max(len(p.name) for p in PASSES)
-    return "graph passes, in the order they run:\n" + "\n".join(
-        f"  {p.name:<{width}}  {p.description}" for p in PASSES)
+    return "graph passes, in the order they run:\n" + "\n".join(f"  {p.name:<{width}}  {p.description}" for p in PASSES)
 
 
 def from_arguments(args: argparse.Namespace) -> tuple[str, ...]:
@@ -311,8 +319,13 @@ def _foldable_affine(context: PassContext, bn: Node, layer: Node) -> _Affine | N
     eps = _argument(bn, 6, "eps")
     gamma = context.constant(weight) if weight is not None else None
     beta = context.constant(bias) if bias is not None else None
-    if (mean is None or var is None or (weight is not None and gamma is None) or (bias is not None and beta is None)
-            or not isinstance(eps, (int, float))):
+    if (
+        mean is None
+        or var is None
+        or (weight is not None and gamma is None)
+        or (bias is not None and beta is None)
+        or not isinstance(eps, (int, float))
+    ):
         return None
     tensors = [t for t in (mean, var, gamma, beta) if t is not None]
     if not all(t.is_floating_point() and t.dim() == 1 and t.numel() == mean.numel() for t in tensors):
@@ -353,9 +366,15 @@ def _fold_conv_bn(context: PassContext) -> dict[str, int]:
         weight, bias = context.constant(_argument(conv, 1, "weight")), _argument(conv, 2, "bias")
         bias_value = context.constant(bias) if bias is not None else None
         transposed, groups = _argument(conv, 6, "transposed"), _argument(conv, 8, "groups")
-        if (affine is None or weight is None or not weight.is_floating_point() or weight.dim() < 3
-                or (bias is not None and (bias_value is None or not bias_value.is_floating_point()))
-                or not isinstance(groups, int) or not isinstance(transposed, bool)):
+        if (
+            affine is None
+            or weight is None
+            or not weight.is_floating_point()
+            or weight.dim() < 3
+            or (bias is not None and (bias_value is None or not bias_value.is_floating_point()))
+            or not isinstance(groups, int)
+            or not isinstance(transposed, bool)
+        ):
             continue
         # A weight element's output channel: dim 0 of [out, in/groups, k...];
         # transposed, the weight is [in, out/groups, k...] and its rows of
@@ -372,8 +391,9 @@ def _fold_conv_bn(context: PassContext) -> dict[str, int]:
             w64 = w64 * affine.scale.reshape(-1, 1, *kernel)
         b64 = affine.shift if bias_value is None else bias_value.double() * affine.scale + affine.shift
         new_weight = context.add_constant(w64.to(weight.dtype).contiguous(), "conv_bn_weight")
-        new_bias = context.add_constant(b64.to(weight.dtype if bias_value is None else bias_value.dtype),
-                                        "conv_bn_bias")
+        new_bias = context.add_constant(
+            b64.to(weight.dtype if bias_value is None else bias_value.dtype), "conv_bn_bias"
+        )
         args = list(conv.args)
         args[1:3] = [new_weight, new_bias]
         conv.args = tuple(args)
@@ -405,14 +425,18 @@ def _fold_linear_bn(context: PassContext) -> dict[str, int]:
         else:
             (x, mat2), bias_value = linear.args[:2], None
         matrix = _constant_matrix(context, mat2)  # [in, out]
-        if matrix is None or matrix.shape[1] != affine.scale.numel() or (
-                bias_value is not None and bias_value.numel() != matrix.shape[1]):
+        if (
+            matrix is None
+            or matrix.shape[1] != affine.scale.numel()
+            or (bias_value is not None and bias_value.numel() != matrix.shape[1])
+        ):
             continue
         m64 = matrix.double() * affine.scale.reshape(1, -1)
         b64 = affine.shift if bias_value is None else bias_value.double() * affine.scale + affine.shift
         new_matrix = context.add_constant(m64.to(matrix.dtype).contiguous(), "linear_bn_weight")
-        new_bias = context.add_constant(b64.to(matrix.dtype if bias_value is None else bias_value.dtype),
-                                        "linear_bn_bias")
+        new_bias = context.add_constant(
+            b64.to(matrix.dtype if bias_value is None else bias_value.dtype), "linear_bn_bias"
+        )
         if linear.target is aten.addmm.default:
             linear.args = (new_bias, x, new_matrix, *linear.args[3:])
             result = linear
@@ -438,10 +462,15 @@ def _constant_matrix(context: PassContext, mat2: Any) -> torch.Tensor | None:
     value = context.constant(mat2)
     if value is None and _is_node(mat2) and mat2.args:
         source = context.constant(mat2.args[0])
-        transposes = source is not None and source.dim() == 2 and (
-            mat2.target is aten.t.default
-            or (mat2.target is aten.transpose.int and {d % 2 for d in mat2.args[1:3]} == {0, 1})
-            or (mat2.target is aten.permute.default and [d % 2 for d in mat2.args[1]] == [1, 0]))
+        transposes = (
+            source is not None
+            and source.dim() == 2
+            and (
+                mat2.target is aten.t.default
+                or (mat2.target is aten.transpose.int and {d % 2 for d in mat2.args[1:3]} == {0, 1})
+                or (mat2.target is aten.permute.default and [d % 2 for d in mat2.args[1]] == [1, 0])
+            )
+        )
         if transposes:
             value = source.t()
     if value is None or value.dim() != 2 or not value.is_floating_point():
@@ -450,19 +479,40 @@ def _constant_matrix(context: PassContext, mat2: Any) -> torch.Tensor | None:
 
 
 PASSES: tuple[GraphPass, ...] = (
-    GraphPass("fold_conv_bn", "eval batch norm after a convolution with a constant weight -> that "
-              "convolution's weight and bias", _fold_conv_bn),
-    GraphPass("fold_linear_bn", "eval batch norm 1d after a linear (addmm/mm) with a constant weight -> that "
-              "linear's weight and bias", _fold_linear_bn),
-    GraphPass(PREPACK, "linear (addmm/mm, bmm on a weight expanded over the batch, a constant bias add after "
-              "it) and conv2d with constant float32 weights -> pare::linear_prepacked / pare::conv2d_prepacked "
-              "(weights packed at export, used in place)",
-              None),
-    GraphPass(FUSE_ADD, "add of a prepacked linear or conv2d's output (its only user) and an earlier tensor of "
-              "the same sizes -> that op's residual (needs prepack_weights)", None),
-    GraphPass(FUSE_CLAMP, "relu, relu6 / hardtanh or clamp with constant bounds, the only user of a prepacked "
-              "linear or conv2d (or of its fused add) -> that op's output_min / output_max (needs "
-              "prepack_weights)", None),
-    GraphPass(FUSE_ACTIVATION, "hardswish, hardsigmoid, sigmoid, silu or gelu, the only user of a prepacked linear "
-              "or conv2d (or of its fused add) -> that op's activation (needs prepack_weights)", None),
+    GraphPass(
+        "fold_conv_bn",
+        "eval batch norm after a convolution with a constant weight -> that convolution's weight and bias",
+        _fold_conv_bn,
+    ),
+    GraphPass(
+        "fold_linear_bn",
+        "eval batch norm 1d after a linear (addmm/mm) with a constant weight -> that linear's weight and bias",
+        _fold_linear_bn,
+    ),
+    GraphPass(
+        PREPACK,
+        "linear (addmm/mm, bmm on a weight expanded over the batch, a constant bias add after "
+        "it) and conv2d with constant float32 weights -> pare::linear_prepacked / pare::conv2d_prepacked "
+        "(weights packed at export, used in place)",
+        None,
+    ),
+    GraphPass(
+        FUSE_ADD,
+        "add of a prepacked linear or conv2d's output (its only user) and an earlier tensor of "
+        "the same sizes -> that op's residual (needs prepack_weights)",
+        None,
+    ),
+    GraphPass(
+        FUSE_CLAMP,
+        "relu, relu6 / hardtanh or clamp with constant bounds, the only user of a prepacked "
+        "linear or conv2d (or of its fused add) -> that op's output_min / output_max (needs "
+        "prepack_weights)",
+        None,
+    ),
+    GraphPass(
+        FUSE_ACTIVATION,
+        "hardswish, hardsigmoid, sigmoid, silu or gelu, the only user of a prepacked linear "
+        "or conv2d (or of its fused add) -> that op's activation (needs prepack_weights)",
+        None,
+    ),
 )

@@ -71,8 +71,10 @@ def instrumentation_runtime(explicit: str | os.PathLike | None = None, progress:
         if value:
             path = Path(value)
             if not path.is_file():
-                raise TracerError(f"{origin} {value}: no such runtime library; pass the path of a built "
-                                  f"instrumentation runtime (e.g. bazel-bin/{INSTRUMENTATION_OUTPUT})")
+                raise TracerError(
+                    f"{origin} {value}: no such runtime library; pass the path of a built "
+                    f"instrumentation runtime (e.g. bazel-bin/{INSTRUMENTATION_OUTPUT})"
+                )
             return path
     root = repo_root()
     lib = root / "bazel-bin" / INSTRUMENTATION_OUTPUT
@@ -82,14 +84,19 @@ def instrumentation_runtime(explicit: str | os.PathLike | None = None, progress:
     bazel = root / "tools" / "bazel"
     with progress.step(f"building the instrumentation runtime ({reason}): tools/bazel build {INSTRUMENTATION_TARGET}"):
         try:
-            proc = subprocess.run([str(bazel), "build", INSTRUMENTATION_TARGET], cwd=root, capture_output=True,
-                                  text=True)
+            proc = subprocess.run(
+                [str(bazel), "build", INSTRUMENTATION_TARGET], cwd=root, capture_output=True, text=True
+            )
         except OSError as e:
-            raise TracerError(f"cannot run {bazel}: {e}; build {INSTRUMENTATION_TARGET} yourself and pass "
-                              f"--runtime or set ${INSTRUMENTATION_ENV}") from None
+            raise TracerError(
+                f"cannot run {bazel}: {e}; build {INSTRUMENTATION_TARGET} yourself and pass "
+                f"--runtime or set ${INSTRUMENTATION_ENV}"
+            ) from None
     if proc.returncode != 0 or not lib.is_file():
         errors = [line for line in proc.stderr.splitlines() if "error" in line.lower()]
         detail = errors[0].strip() if errors else f"exit status {proc.returncode}"
-        raise TracerError(f"building {INSTRUMENTATION_TARGET} failed ({detail}); fix the build, or pass --runtime "
-                          f"PATH / set ${INSTRUMENTATION_ENV} to a prebuilt instrumentation runtime")
+        raise TracerError(
+            f"building {INSTRUMENTATION_TARGET} failed ({detail}); fix the build, or pass --runtime "
+            f"PATH / set ${INSTRUMENTATION_ENV} to a prebuilt instrumentation runtime"
+        )
     return lib

@@ -42,5 +42,5 @@ class Progress:
 
 
 def plural(count: int, noun: str, nouns: str | None = None) -> str:
-    """"1 input", "2 inputs"."""
+    """ "1 input", "2 inputs"."""
     return f"{count} {noun if count == 1 else nouns or noun + 's'}"

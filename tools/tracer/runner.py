@@ -27,15 +27,17 @@ _MACHO_MAGICS = {b"\xcf\xfa\xed\xfe", b"\xfe\xed\xfa\xcf", b"\xca\xfe\xba\xbe"}
 
 
 def library_kind(path: Path) -> str:
-    """"x86_64" or "android_arm64", from the library's headers."""
+    """ "x86_64" or "android_arm64", from the library's headers."""
     try:
         with open(path, "rb") as f:
             header = f.read(20)
     except OSError as e:
         raise TracerError(f"{path}: cannot read the runtime library ({e.strerror}); check the path") from None
     if header[:4] in _MACHO_MAGICS:
-        raise TracerError(f"{path}: a Mach-O (iOS) runtime, which cannot run on this machine; check it "
-                          "structurally with python -m tools.verify, and run check with the x86_64 or Android .so")
+        raise TracerError(
+            f"{path}: a Mach-O (iOS) runtime, which cannot run on this machine; check it "
+            "structurally with python -m tools.verify, and run check with the x86_64 or Android .so"
+        )
     if len(header) < 20 or header[:4] != b"\x7fELF":
         raise TracerError(f"{path}: not an ELF shared library; pass a built Pare runtime (.so)")
     byteorder = "<" if header[5] == 1 else ">"
@@ -44,8 +46,10 @@ def library_kind(path: Path) -> str:
         return "x86_64"
     if machine == EM_AARCH64:
         return "android_arm64"
-    raise TracerError(f"{path}: an ELF library for machine {machine}, which neither runs here (x86_64) nor under "
-                      "the aarch64 emulator harness; pass an x86_64 or Android arm64 Pare runtime")
+    raise TracerError(
+        f"{path}: an ELF library for machine {machine}, which neither runs here (x86_64) nor under "
+        "the aarch64 emulator harness; pass an x86_64 or Android arm64 Pare runtime"
+    )
 
 
 def to_numpy_input(t: torch.Tensor):
@@ -74,8 +78,10 @@ class NativeRunner:
         try:
             self.runtime = Runtime(library)
         except (PareError, AttributeError) as e:
-            raise TracerError(f"{library}: not a loadable Pare runtime ({e}); pass a library built from runtime/ "
-                              "(e.g. bazel-bin/runtime/full/linux_x86_64/libpare_full.so)") from None
+            raise TracerError(
+                f"{library}: not a loadable Pare runtime ({e}); pass a library built from runtime/ "
+                "(e.g. bazel-bin/runtime/full/linux_x86_64/libpare_full.so)"
+            ) from None
         self.program: Program | None = None
         self._methods: dict[str, Any] = {}
 
@@ -145,8 +151,9 @@ class HarnessRunner:
         try:
             outputs = self.harness.run_program(self.library, self._program, method, specs)
         except self.harness.HarnessError as e:
-            raise TracerError(f"{self.library}: running method {method} under the emulator harness failed: {e}") \
-                from None
+            raise TracerError(
+                f"{self.library}: running method {method} under the emulator harness failed: {e}"
+            ) from None
         return [_from_harness(o) for o in outputs]
 
     def close(self) -> None:
@@ -170,20 +177,22 @@ def runner_for(library: Path, progress: Progress | None = None):
 def runtime_error(library: Path, what: str, e: PareError) -> TracerError:
     fix = {
         "OperatorNotSelected": "this runtime's manifest does not select an operator the model uses: re-trace the "
-                               "model (python -m tools.tracer trace) and rebuild the runtime",
+        "model (python -m tools.tracer trace) and rebuild the runtime",
         "DtypeNotSelected": "this runtime's manifest does not select a dtype the model reaches: re-trace the model "
-                            "and rebuild the runtime",
+        "and rebuild the runtime",
         "ClassNotSelected": "this runtime's manifest does not select a class the model uses (was it traced with "
-                            "other --passes, e.g. without prepack_weights?): re-trace and rebuild",
+        "other --passes, e.g. without prepack_weights?): re-trace and rebuild",
         "OperatorNotFound": "this runtime does not implement an operator the program calls: rebuild it from the "
-                            "current runtime/ sources, or export with the runtime the program is for",
+        "current runtime/ sources, or export with the runtime the program is for",
     }.get(e.status_name)
     message = str(e).rstrip(". ")
     if e.status_name in ("OperatorNotSelected", "ClassNotSelected") and "prepack" in message:
-        return TracerError(f"{library}: {what} failed: {e.status_name}: {message}; the program uses prepacked "
-                           "weights but the runtime's manifest was traced without the prepack_weights pass (or the "
-                           "other way round): check with the --passes the manifest was traced with (its debug_info "
-                           "records them)")
+        return TracerError(
+            f"{library}: {what} failed: {e.status_name}: {message}; the program uses prepacked "
+            "weights but the runtime's manifest was traced without the prepack_weights pass (or the "
+            "other way round): check with the --passes the manifest was traced with (its debug_info "
+            "records them)"
+        )
     if fix is None or "re-trace" in message:  # the runtime's message already says what to do
         return TracerError(f"{library}: {what} failed: {e.status_name}: {message}")
     return TracerError(f"{library}: {what} failed: {e.status_name}: {message}; {fix}")

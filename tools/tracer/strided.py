@@ -86,8 +86,9 @@ def as_strided_views(in_sizes, in_strides, in_offset, out_sizes, out_strides, ou
             continue
         fits = [i for i in candidates if _fits(out_sizes[o], in_sizes[i])]
         if not fits:
-            raise NoViewRewrite(f"output dim {o} (size {out_sizes[o]}, stride {out_strides[o]}) steps like no input "
-                                "dim")
+            raise NoViewRewrite(
+                f"output dim {o} (size {out_sizes[o]}, stride {out_strides[o]}) steps like no input dim"
+            )
         match[o] = fits[0]
 
     # The offset is where every input dim starts: decompose it over the

@@ -69,8 +69,10 @@ def eager_outputs(spec: ModelSpec, index: int) -> list[Any]:
         try:
             result = spec.module(*spec.inputs[index])
         except Exception as e:  # the user's model
-            raise TracerError(f"{spec.path}: running the model in torch eager on inputs[{index}] raised "
-                              f"{type(e).__name__}: {e}; fix the model or that input") from None
+            raise TracerError(
+                f"{spec.path}: running the model in torch eager on inputs[{index}] raised "
+                f"{type(e).__name__}: {e}; fix the model or that input"
+            ) from None
     return flatten_outputs(result)
 
 
@@ -79,12 +81,20 @@ def spec_tolerance(spec: ModelSpec, override: Tolerance | None) -> Tolerance:
     base = spec.tolerance or Tolerance()
     if override is None:
         return base
-    return Tolerance(rtol=base.rtol if override.rtol is None else override.rtol,
-                     atol=base.atol if override.atol is None else override.atol)
+    return Tolerance(
+        rtol=base.rtol if override.rtol is None else override.rtol,
+        atol=base.atol if override.atol is None else override.atol,
+    )
 
 
-def run_and_compare(spec: ModelSpec, groups: tuple[MethodGroup, ...], runner, tolerance: Tolerance,
-                    progress: Progress, after_method=None) -> list[InputCheck]:
+def run_and_compare(
+    spec: ModelSpec,
+    groups: tuple[MethodGroup, ...],
+    runner,
+    tolerance: Tolerance,
+    progress: Progress,
+    after_method=None,
+) -> list[InputCheck]:
     """Runs every representative input on `runner` (program loaded), grouped
     by method, and compares with torch eager. `after_method(name)` is called
     after each method's inputs ran (trace reads the per-method trace there)."""
@@ -103,9 +113,15 @@ def run_and_compare(spec: ModelSpec, groups: tuple[MethodGroup, ...], runner, to
     return sorted(checks, key=lambda c: c.index)
 
 
-def trace_model(spec: ModelSpec, *, runtime: str | Path | None = None,
-                passes: str | Iterable[str] = graph_passes.DEFAULT, tolerance: Tolerance | None = None,
-                features: Iterable[str] = (), progress: Progress | None = None) -> TraceResult:
+def trace_model(
+    spec: ModelSpec,
+    *,
+    runtime: str | Path | None = None,
+    passes: str | Iterable[str] = graph_passes.DEFAULT,
+    tolerance: Tolerance | None = None,
+    features: Iterable[str] = (),
+    progress: Progress | None = None,
+) -> TraceResult:
     """Exports (with `passes`, as export_model), runs every input on the
     instrumentation runtime, checks the numerics and builds the manifest,
     which also selects build `features` (the runtime's, or TracerError).
@@ -119,19 +135,25 @@ def trace_model(spec: ModelSpec, *, runtime: str | Path | None = None,
 
     library = paths.instrumentation_runtime(runtime, progress)
     if library_kind(library) != "x86_64":
-        raise TracerError(f"{library}: trace needs the host (x86_64) instrumentation runtime; Android runtimes "
-                          "can be checked (check --runtime) but not traced")
+        raise TracerError(
+            f"{library}: trace needs the host (x86_64) instrumentation runtime; Android runtimes "
+            "can be checked (check --runtime) but not traced"
+        )
     runner = NativeRunner(library)
     if not runner.runtime.is_tracing_build:
-        raise TracerError(f"{library}: not an instrumentation build (compiled without PARE_TRACING=1), so it "
-                          f"records nothing; use bazel-bin/{paths.INSTRUMENTATION_OUTPUT} "
-                          f"(tools/bazel build {paths.INSTRUMENTATION_TARGET})")
+        raise TracerError(
+            f"{library}: not an instrumentation build (compiled without PARE_TRACING=1), so it "
+            f"records nothing; use bazel-bin/{paths.INSTRUMENTATION_OUTPUT} "
+            f"(tools/bazel build {paths.INSTRUMENTATION_TARGET})"
+        )
     start = time.monotonic()
     features = tuple(features)
     unknown = sorted(set(features) - set(runner.runtime.inventory().features))
     if unknown:
-        raise TracerError(f"--features {','.join(unknown)}: not a build feature of {paths.display(library)}; "
-                          f"its features: {', '.join(runner.runtime.inventory().features) or 'none'}")
+        raise TracerError(
+            f"--features {','.join(unknown)}: not a build feature of {paths.display(library)}; "
+            f"its features: {', '.join(runner.runtime.inventory().features) or 'none'}"
+        )
     runner.load(exported.program)
     per_method: dict[str, Any] = {}
 
@@ -139,12 +161,12 @@ def trace_model(spec: ModelSpec, *, runtime: str | Path | None = None,
         per_method[method] = runner.program.trace()
         runner.program.reset_trace()
 
-    with progress.step(f"running {plural(len(spec.inputs), 'input')} on the "
-                       f"instrumentation runtime {paths.display(library)}"):
+    with progress.step(
+        f"running {plural(len(spec.inputs), 'input')} on the instrumentation runtime {paths.display(library)}"
+    ):
         # Method creation runs the init section (prepacking): trace it with
         # the method's first input.
-        checks = run_and_compare(spec, exported.groups, runner, spec_tolerance(spec, tolerance), progress,
-                                 read_trace)
+        checks = run_and_compare(spec, exported.groups, runner, spec_tolerance(spec, tolerance), progress, read_trace)
     seconds["run"] = time.monotonic() - start
     manifest = build_manifest(spec, exported, per_method, features)
     runner.close()
@@ -156,8 +178,9 @@ def trace_model(spec: ModelSpec, *, runtime: str | Path | None = None,
     return result
 
 
-def build_manifest(spec: ModelSpec, exported: ExportedModel, per_method: dict[str, Any],
-                   features: Iterable[str] = ()) -> codegen.Manifest:
+def build_manifest(
+    spec: ModelSpec, exported: ExportedModel, per_method: dict[str, Any], features: Iterable[str] = ()
+) -> codegen.Manifest:
     """A manifest from per-method traces (pare.runtime.Trace), also
     selecting build `features`."""
     label = model_label(spec)
@@ -178,17 +201,31 @@ def build_manifest(spec: ModelSpec, exported: ExportedModel, per_method: dict[st
         classes.update(trace.classes)
         features.update(trace.features)
     operators = [
-        codegen.Operator(name, is_root_operator=e["root"], is_used_for_training=False, include_all_overloads=False,
-                         debug_info=tuple(e["methods"]))
+        codegen.Operator(
+            name,
+            is_root_operator=e["root"],
+            is_used_for_training=False,
+            include_all_overloads=False,
+            debug_info=tuple(e["methods"]),
+        )
         for name, e in sorted(ops.items())
     ]
-    debug = json.dumps({
-        "model": label,
-        "methods": {g.name: {"inputs": list(g.indices), "dtypes": [str(d).removeprefix("torch.") for d in g.dtypes],
-                             "dynamic_dims": [list(d) for d in g.dynamic_dims]} for g in exported.groups},
-        "passes": [run.to_json() for run in exported.passes],
-        "tracer": "pare tools/tracer",
-    }, sort_keys=True)
+    debug = json.dumps(
+        {
+            "model": label,
+            "methods": {
+                g.name: {
+                    "inputs": list(g.indices),
+                    "dtypes": [str(d).removeprefix("torch.") for d in g.dtypes],
+                    "dynamic_dims": [list(d) for d in g.dynamic_dims],
+                }
+                for g in exported.groups
+            },
+            "passes": [run.to_json() for run in exported.passes],
+            "tracer": "pare tools/tracer",
+        },
+        sort_keys=True,
+    )
     return codegen.Manifest(
         operators=operators,
         kernel_metadata={t: tuple(sorted(d)) for t, d in kernel_metadata.items()},
@@ -201,9 +238,15 @@ def build_manifest(spec: ModelSpec, exported: ExportedModel, per_method: dict[st
     )
 
 
-def check_model(spec: ModelSpec, runtime: str | Path, *,
-                passes: str | Iterable[str] = graph_passes.DEFAULT, program: bytes | None = None,
-                tolerance: Tolerance | None = None, progress: Progress | None = None) -> list[InputCheck]:
+def check_model(
+    spec: ModelSpec,
+    runtime: str | Path,
+    *,
+    passes: str | Iterable[str] = graph_passes.DEFAULT,
+    program: bytes | None = None,
+    tolerance: Tolerance | None = None,
+    progress: Progress | None = None,
+) -> list[InputCheck]:
     """Runs every representative input on a built runtime (x86_64 natively,
     Android arm64 under the emulator harness) and compares with torch.
     The program is exported with `passes` as trace_model
@@ -222,8 +265,7 @@ def check_model(spec: ModelSpec, runtime: str | Path, *,
         _check_program_methods(program, groups)
     runner.load(program)
     where = "under the qemu-aarch64 harness" if not isinstance(runner, NativeRunner) else "natively"
-    with progress.step(f"running {plural(len(spec.inputs), 'input')} on "
-                       f"{paths.display(library)} ({where})"):
+    with progress.step(f"running {plural(len(spec.inputs), 'input')} on {paths.display(library)} ({where})"):
         checks = run_and_compare(spec, groups, runner, spec_tolerance(spec, tolerance), progress)
     runner.close()
     if not all(c.ok for c in checks):
@@ -240,6 +282,7 @@ def _check_program_methods(program: bytes, groups: tuple[MethodGroup, ...]) -> N
         raise TracerError(f"--program: {e}; pass a file written by python -m tools.tracer export") from None
     missing = [g.name for g in groups if g.name not in names]
     if missing:
-        raise TracerError(f"--program has no method {', '.join(missing)} for this model's inputs (it has "
-                          f"{', '.join(sorted(names))}); export it again from this model spec")
-
+        raise TracerError(
+            f"--program has no method {', '.join(missing)} for this model's inputs (it has "
+            f"{', '.join(sorted(names))}); export it again from this model spec"
+        )

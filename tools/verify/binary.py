@@ -166,15 +166,21 @@ def _read_elf(path: Path, elf: lief.ELF.Binary) -> dict:
             continue
         is_global = s.binding != lief.ELF.Symbol.BINDING.LOCAL
         has_locals = has_locals or not is_global
-        raw.append((
-            s.name,
-            s.value,
-            s.size,
-            s.type in (lief.ELF.Symbol.TYPE.FUNC, lief.ELF.Symbol.TYPE.GNU_IFUNC),
-            is_global,
-        ))
+        raw.append(
+            (
+                s.name,
+                s.value,
+                s.size,
+                s.type in (lief.ELF.Symbol.TYPE.FUNC, lief.ELF.Symbol.TYPE.GNU_IFUNC),
+                is_global,
+            )
+        )
     exports = []
-    exported_bindings = {lief.ELF.Symbol.BINDING.GLOBAL, lief.ELF.Symbol.BINDING.WEAK, lief.ELF.Symbol.BINDING.GNU_UNIQUE}
+    exported_bindings = {
+        lief.ELF.Symbol.BINDING.GLOBAL,
+        lief.ELF.Symbol.BINDING.WEAK,
+        lief.ELF.Symbol.BINDING.GNU_UNIQUE,
+    }
     exported_visibility = {lief.ELF.Symbol.VISIBILITY.DEFAULT, lief.ELF.Symbol.VISIBILITY.PROTECTED}
     for s in elf.dynamic_symbols:
         if s.name and s.shndx != 0 and s.binding in exported_bindings and s.visibility in exported_visibility:
@@ -210,19 +216,25 @@ def _macho_arch(macho: lief.MachO.Binary) -> str:
 
 
 def _read_macho(path: Path, macho: lief.MachO.Binary) -> dict:
-    zerofill = {lief.MachO.Section.TYPE.ZEROFILL, lief.MachO.Section.TYPE.GB_ZEROFILL, lief.MachO.Section.TYPE.THREAD_LOCAL_ZEROFILL}
+    zerofill = {
+        lief.MachO.Section.TYPE.ZEROFILL,
+        lief.MachO.Section.TYPE.GB_ZEROFILL,
+        lief.MachO.Section.TYPE.THREAD_LOCAL_ZEROFILL,
+    }
     code_flags = lief.MachO.Section.FLAGS.PURE_INSTRUCTIONS | lief.MachO.Section.FLAGS.SOME_INSTRUCTIONS
     sections = []
     for s in macho.sections:
         if not s.size or s.segment_name == "__DWARF" or s.has(lief.MachO.Section.FLAGS.DEBUG_INFO):
             continue
-        sections.append(Section(
-            name=f"{s.segment_name},{s.name}",
-            address=s.virtual_address,
-            size=s.size,
-            file_backed=s.type not in zerofill,
-            executable=bool(int(s.flags) & int(code_flags)),
-        ))
+        sections.append(
+            Section(
+                name=f"{s.segment_name},{s.name}",
+                address=s.virtual_address,
+                size=s.size,
+                file_backed=s.type not in zerofill,
+                executable=bool(int(s.flags) & int(code_flags)),
+            )
+        )
     raw = []
     seen = set()
     has_locals = False
@@ -284,7 +296,7 @@ def _finish(info: dict, *, cxxfilt: str | None, demangle: bool) -> BinaryInfo:
     sized_by_table = info.pop("sized_by_table")
     names = [r[0] for r in raw] + [e[0] for e in raw_exports]
     demangled = demangle_all(names, cxxfilt) if demangle else list(names)
-    sym_names, export_names = demangled[: len(raw)], demangled[len(raw):]
+    sym_names, export_names = demangled[: len(raw)], demangled[len(raw) :]
 
     by_start = sorted(sections, key=lambda s: s.address)
     starts = [s.address for s in by_start]

@@ -39,17 +39,33 @@ def _parser() -> argparse.ArgumentParser:
         "      bazel-bin/apps/demo/runtime/ios_arm64/unstripped/libpare_runtime.dylib",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("binary", nargs="?", metavar="UNSTRIPPED_LIB",
-                   help="the unstripped library (.so / .dylib) with its full symbol table")
+    p.add_argument(
+        "binary",
+        nargs="?",
+        metavar="UNSTRIPPED_LIB",
+        help="the unstripped library (.so / .dylib) with its full symbol table",
+    )
     p.add_argument("--expected", metavar="JSON", help="expected_symbols.json from codegen")
-    p.add_argument("--stripped", metavar="LIB", help="the shipped (stripped) library: exports and platform facts are "
-                   "checked on it")
-    p.add_argument("--bundle", metavar="DIR", help="a selective_runtime output directory (bazel-bin/<pkg>/<name>): "
-                   "verify its platforms, stripped and unstripped, against its expected_symbols.json")
-    p.add_argument("--platform", action="append", choices=sorted(PLATFORMS), metavar="NAME",
-                   help=f"platform row ({', '.join(sorted(PLATFORMS))}); default: inferred from the binary, or every "
-                   "platform of --bundle. Repeat with --bundle.")
-    p.add_argument("--jni", action="store_true", help="a JNI build: JNI_OnLoad, JNI_OnUnload and Java_* may be exported")
+    p.add_argument(
+        "--stripped", metavar="LIB", help="the shipped (stripped) library: exports and platform facts are checked on it"
+    )
+    p.add_argument(
+        "--bundle",
+        metavar="DIR",
+        help="a selective_runtime output directory (bazel-bin/<pkg>/<name>): "
+        "verify its platforms, stripped and unstripped, against its expected_symbols.json",
+    )
+    p.add_argument(
+        "--platform",
+        action="append",
+        choices=sorted(PLATFORMS),
+        metavar="NAME",
+        help=f"platform row ({', '.join(sorted(PLATFORMS))}); default: inferred from the binary, or every "
+        "platform of --bundle. Repeat with --bundle.",
+    )
+    p.add_argument(
+        "--jni", action="store_true", help="a JNI build: JNI_OnLoad, JNI_OnUnload and Java_* may be exported"
+    )
     p.add_argument("--json", action="store_true", help="print JSON (schema pare.verify_result) instead of text")
     p.add_argument("--json-out", metavar="FILE", help="also write the JSON result to FILE")
     p.add_argument("-v", "--verbose", action="store_true", help="list every entry and export, not only the failures")
@@ -69,8 +85,10 @@ def _runs(args: argparse.Namespace) -> list[dict]:
             if args.expected:
                 expected = Path(args.expected)
             elif expected is None:
-                raise VerifyError(f"{root}: the bundle lists no expected_symbols.json (not a selective_runtime?); "
-                                  "pass --expected FILE")
+                raise VerifyError(
+                    f"{root}: the bundle lists no expected_symbols.json (not a selective_runtime?); "
+                    "pass --expected FILE"
+                )
             runs.append({"binary": unstripped, "stripped": stripped, "platform": platform, "expected": expected})
         return runs
     if not args.binary:
@@ -79,8 +97,14 @@ def _runs(args: argparse.Namespace) -> list[dict]:
         raise VerifyError("--expected is required with UNSTRIPPED_LIB (bazel-bin/<pkg>/<name>/expected_symbols.json)")
     if args.platform and len(args.platform) > 1:
         raise VerifyError("one --platform per library; repeat --platform only with --bundle")
-    return [{"binary": Path(args.binary), "stripped": Path(args.stripped) if args.stripped else None,
-             "platform": args.platform[0] if args.platform else None, "expected": Path(args.expected)}]
+    return [
+        {
+            "binary": Path(args.binary),
+            "stripped": Path(args.stripped) if args.stripped else None,
+            "platform": args.platform[0] if args.platform else None,
+            "expected": Path(args.expected),
+        }
+    ]
 
 
 def run(argv: Sequence[str] | None = None) -> int:
@@ -89,15 +113,22 @@ def run(argv: Sequence[str] | None = None) -> int:
     results = []
     expected_cache = {}
     for r in runs:
-        exp = expected_cache.get(r["expected"]) or expected_cache.setdefault(r["expected"], load_expected(r["expected"]))
-        results.append(verify(r["binary"], exp, platform=r["platform"], stripped=r["stripped"], jni=args.jni,
-                              cxxfilt=args.cxxfilt))
-    payload = to_json(results[0]) if len(results) == 1 and not args.bundle else {
-        "schema": "pare.verify_results",
-        "version": 1,
-        "passed": all(r.passed for r in results),
-        "results": [to_json(r) for r in results],
-    }
+        exp = expected_cache.get(r["expected"]) or expected_cache.setdefault(
+            r["expected"], load_expected(r["expected"])
+        )
+        results.append(
+            verify(r["binary"], exp, platform=r["platform"], stripped=r["stripped"], jni=args.jni, cxxfilt=args.cxxfilt)
+        )
+    payload = (
+        to_json(results[0])
+        if len(results) == 1 and not args.bundle
+        else {
+            "schema": "pare.verify_results",
+            "version": 1,
+            "passed": all(r.passed for r in results),
+            "results": [to_json(r) for r in results],
+        }
+    )
     text = json.dumps(payload, indent=2) + "\n"
     if args.json_out:
         try:

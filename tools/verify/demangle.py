@@ -85,7 +85,9 @@ def _run(todo: tuple[str, ...], tool: str) -> dict[str, str]:
             timeout=300,
         )
     except OSError as e:
-        raise VerifyError(f"could not run the demangler {tool}: {e.strerror}; set {CXXFILT_ENV} to llvm-cxxfilt") from None
+        raise VerifyError(
+            f"could not run the demangler {tool}: {e.strerror}; set {CXXFILT_ENV} to llvm-cxxfilt"
+        ) from None
     out = proc.stdout.splitlines()
     if proc.returncode != 0 or len(out) != len(todo):
         detail = proc.stderr.strip().splitlines()[-1:] or [f"{len(out)} lines for {len(todo)} names"]

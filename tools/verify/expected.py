@@ -71,7 +71,9 @@ def load_expected(path: str | os.PathLike[str]) -> Expected:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as e:
-        raise VerifyError(f"{path}:{e.lineno}:{e.colno}: not valid JSON ({e.msg}); regenerate it with codegen") from None
+        raise VerifyError(
+            f"{path}:{e.lineno}:{e.colno}: not valid JSON ({e.msg}); regenerate it with codegen"
+        ) from None
     except UnicodeDecodeError:
         raise VerifyError(f"{path}: not UTF-8 text; regenerate it with codegen") from None
     return parse_expected(data, path)
@@ -126,22 +128,27 @@ def parse_expected(data: object, path: Path) -> Expected:
                     raise bad(f"{where}.name must be a non-empty string")
                 key, tag, dtype = name, None, None
                 symbol = str(item.get("symbol", ""))
-            entries.append(Entry(
-                kind=kind,
-                key=key,
-                expect=expect,
-                selected=bool(item.get("selected", expect != "absent")),
-                symbol=symbol,
-                patterns=patterns,
-                declared_at=str(item.get("declared_at", "")),
-                tag=tag,
-                dtype=dtype,
-            ))
+            entries.append(
+                Entry(
+                    kind=kind,
+                    key=key,
+                    expect=expect,
+                    selected=bool(item.get("selected", expect != "absent")),
+                    symbol=symbol,
+                    patterns=patterns,
+                    declared_at=str(item.get("declared_at", "")),
+                    tag=tag,
+                    dtype=dtype,
+                )
+            )
     dropped = data.get("dropped", {}).get("operators", []) if isinstance(data.get("dropped"), dict) else []
     features = {}
     for i, item in enumerate(data.get("build_features", [])):
-        if not isinstance(item, dict) or not isinstance(item.get("name"), str) or \
-                not isinstance(item.get("selected"), bool):
+        if (
+            not isinstance(item, dict)
+            or not isinstance(item.get("name"), str)
+            or not isinstance(item.get("selected"), bool)
+        ):
             raise bad(f"build_features[{i}] must be an object with a string 'name' and a boolean 'selected'")
         features[item["name"]] = item["selected"]
     return Expected(

@@ -76,12 +76,27 @@ class FactCheck:
 def check_platform_facts(binary: BinaryInfo, platform: PlatformFacts) -> list[FactCheck]:
     """Architecture, object format and the platform's loader requirements."""
     out = [
-        FactCheck("format", binary.format == platform.format, platform.format, binary.format,
-                  f"this is not a {platform.name} build; pass the library from bazel-bin/<pkg>/<name>/{platform.name}/"),
-        FactCheck("architecture", binary.arch == platform.arch, platform.arch, binary.arch,
-                  f"this is not a {platform.name} build; pass the library from bazel-bin/<pkg>/<name>/{platform.name}/"),
-        FactCheck("shared library", binary.is_shared_library, "yes", "yes" if binary.is_shared_library else "no",
-                  "link it with pare_platform_library (a shared library)"),
+        FactCheck(
+            "format",
+            binary.format == platform.format,
+            platform.format,
+            binary.format,
+            f"this is not a {platform.name} build; pass the library from bazel-bin/<pkg>/<name>/{platform.name}/",
+        ),
+        FactCheck(
+            "architecture",
+            binary.arch == platform.arch,
+            platform.arch,
+            binary.arch,
+            f"this is not a {platform.name} build; pass the library from bazel-bin/<pkg>/<name>/{platform.name}/",
+        ),
+        FactCheck(
+            "shared library",
+            binary.is_shared_library,
+            "yes",
+            "yes" if binary.is_shared_library else "no",
+            "link it with pare_platform_library (a shared library)",
+        ),
     ]
     if binary.format != platform.format:
         return out
@@ -92,26 +107,33 @@ def check_platform_facts(binary: BinaryInfo, platform: PlatformFacts) -> list[Fa
         else:
             ok, expected = needed <= platform.needed, "within " + ", ".join(sorted(platform.needed))
         extra = sorted(needed - platform.needed)
-        fix = (f"remove the dependency on {', '.join(extra)}: the runtime reaches the platform only through the PAL"
-               if extra else "link with the platform's stub libraries (//toolchains)")
+        fix = (
+            f"remove the dependency on {', '.join(extra)}: the runtime reaches the platform only through the PAL"
+            if extra
+            else "link with the platform's stub libraries (//toolchains)"
+        )
         out.append(FactCheck("DT_NEEDED", ok, expected, ", ".join(binary.needed) or "(none)", fix))
     if platform.flavor == "android":
         bad = [a for a in binary.load_alignments if a < ANDROID_PAGE_SIZE or a % ANDROID_PAGE_SIZE]
-        out.append(FactCheck(
-            "PT_LOAD alignment",
-            bool(binary.load_alignments) and not bad,
-            f"every PT_LOAD aligned to a multiple of {ANDROID_PAGE_SIZE} (16 KB pages)",
-            ", ".join(str(a) for a in binary.load_alignments) or "(no PT_LOAD)",
-            "link with -z max-page-size=16384 (the Android toolchain does)",
-        ))
+        out.append(
+            FactCheck(
+                "PT_LOAD alignment",
+                bool(binary.load_alignments) and not bad,
+                f"every PT_LOAD aligned to a multiple of {ANDROID_PAGE_SIZE} (16 KB pages)",
+                ", ".join(str(a) for a in binary.load_alignments) or "(no PT_LOAD)",
+                "link with -z max-page-size=16384 (the Android toolchain does)",
+            )
+        )
     if platform.flavor == "ios":
         version = ".".join(str(v) for v in binary.min_os) if binary.min_os else ""
         has_min = bool(binary.min_os) and any(binary.min_os)
-        out.append(FactCheck(
-            "LC_BUILD_VERSION",
-            binary.build_platform == "ios" and has_min,
-            "platform ios with a minimum version",
-            f"platform {binary.build_platform}, minos {version}" if binary.build_platform else "(missing)",
-            "link with -platform_version ios <min> <sdk> (the iOS toolchain does)",
-        ))
+        out.append(
+            FactCheck(
+                "LC_BUILD_VERSION",
+                binary.build_platform == "ios" and has_min,
+                "platform ios with a minimum version",
+                f"platform {binary.build_platform}, minos {version}" if binary.build_platform else "(missing)",
+                "link with -platform_version ios <min> <sdk> (the iOS toolchain does)",
+            )
+        )
     return out

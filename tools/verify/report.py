@@ -58,16 +58,23 @@ def render_text(result: VerifyResult, *, verbose: bool = False, max_symbols: int
         lines += ["", f"Leaks: {len(leaks)} unselected {'entry is' if len(leaks) == 1 else 'entries are'} still linked"]
         for r in leaks:
             e = r.entry
-            lines.append(f"  {e.label()}  (expect absent; declared at {e.declared_at or '?'}): {len(r.symbols)} symbol(s)")
+            lines.append(
+                f"  {e.label()}  (expect absent; declared at {e.declared_at or '?'}): {len(r.symbols)} symbol(s)"
+            )
             lines += [_symbol_line(s) for s in r.symbols[:max_symbols]]
             if len(r.symbols) > max_symbols:
                 lines.append(f"      ... and {len(r.symbols) - max_symbols} more (--json lists all)")
         lines.append(f"  fix: {_LEAK_FIX}")
     if missing:
-        lines += ["", f"Missing: {len(missing)} selected {'entry is' if len(missing) == 1 else 'entries are'} not linked"]
+        lines += [
+            "",
+            f"Missing: {len(missing)} selected {'entry is' if len(missing) == 1 else 'entries are'} not linked",
+        ]
         for r in missing:
             e = r.entry
-            lines.append(f"  {e.label()}  (expect present; declared at {e.declared_at or '?'}): no symbol matches {e.symbol}")
+            lines.append(
+                f"  {e.label()}  (expect present; declared at {e.declared_at or '?'}): no symbol matches {e.symbol}"
+            )
         lines.append(f"  fix: {_MISSING_FIX}")
     if result.export_leaks:
         n = len(result.export_leaks)
@@ -76,12 +83,16 @@ def render_text(result: VerifyResult, *, verbose: bool = False, max_symbols: int
             mangled = f" [{x.export.name}]" if x.export.name != x.export.demangled else ""
             lines.append(f"  {x.export.demangled}{mangled}: {x.reason}")
     if result.feature_imports:
-        lines += ["", f"Imports of unselected build features: {len(result.feature_imports)} in "
-                      f"{_rel(result.shipped.path)}"]
+        lines += [
+            "",
+            f"Imports of unselected build features: {len(result.feature_imports)} in {_rel(result.shipped.path)}",
+        ]
         for f in result.feature_imports:
-            lines.append(f"  {f.name}: only build feature {f.feature}'s code imports it, and the manifest does not "
-                         f"select {f.feature}; fix: keep {f.feature}'s code behind feature_selected(FeatureId::"
-                         f"{f.feature}) so the linker drops it")
+            lines.append(
+                f"  {f.name}: only build feature {f.feature}'s code imports it, and the manifest does not "
+                f"select {f.feature}; fix: keep {f.feature}'s code behind feature_selected(FeatureId::"
+                f"{f.feature}) so the linker drops it"
+            )
     if result.failed_facts:
         lines += ["", f"Platform {result.platform.name}:"]
         for f in result.failed_facts:
@@ -98,11 +109,15 @@ def render_text(result: VerifyResult, *, verbose: bool = False, max_symbols: int
         state = "all as expected" if not bad else f"{bad} wrong"
         lines.append(f"  {_KIND_PLURAL[kind]}: {len(rs)} ({spread}): {state}")
     exports = result.shipped.exports
-    lines.append(f"  exports: {len(exports)}, {len(exports) - len(result.export_leaks)} allowed"
-                 f" (C API pare_*{', JNI' if result.jni else ''}), {len(result.export_leaks)} leaked")
+    lines.append(
+        f"  exports: {len(exports)}, {len(exports) - len(result.export_leaks)} allowed"
+        f" (C API pare_*{', JNI' if result.jni else ''}), {len(result.export_leaks)} leaked"
+    )
     unselected = sorted(f for f, on in result.expected.build_features.items() if not on)
-    lines.append(f"  imports: {len(result.shipped.imports)}, {len(result.feature_imports)} of unselected build "
-                 f"features ({', '.join(unselected) or 'none unselected'})")
+    lines.append(
+        f"  imports: {len(result.shipped.imports)}, {len(result.feature_imports)} of unselected build "
+        f"features ({', '.join(unselected) or 'none unselected'})"
+    )
     fact_names = ", ".join(f.check for f in result.facts)
     state = "ok" if not result.failed_facts else f"{len(result.failed_facts)} failed"
     lines.append(f"  platform facts ({fact_names}): {state}")
@@ -123,8 +138,14 @@ def _symbol_json(s: Symbol) -> dict:
 def to_json(result: VerifyResult) -> dict:
     def entry_json(r) -> dict:
         e = r.entry
-        d = {"kind": e.kind, "name": e.key, "expect": e.expect, "status": r.status, "declared_at": e.declared_at,
-             "symbols": [_symbol_json(s) for s in r.symbols]}
+        d = {
+            "kind": e.kind,
+            "name": e.key,
+            "expect": e.expect,
+            "status": r.status,
+            "declared_at": e.declared_at,
+            "symbols": [_symbol_json(s) for s in r.symbols],
+        }
         if e.kind == KERNEL_DTYPE:
             d.update(tag=e.tag, dtype=e.dtype)
         return d
@@ -160,7 +181,13 @@ def to_json(result: VerifyResult) -> dict:
             {"name": x.export.demangled, "mangled": x.export.name, "reason": x.reason} for x in result.export_leaks
         ],
         "platform_facts": [
-            {"check": f.check, "ok": f.ok, "expected": f.expected, "actual": f.actual, **({"fix": f.fix} if not f.ok else {})}
+            {
+                "check": f.check,
+                "ok": f.ok,
+                "expected": f.expected,
+                "actual": f.actual,
+                **({"fix": f.fix} if not f.ok else {}),
+            }
             for f in result.facts
         ],
     }

@@ -113,11 +113,17 @@ def check_exports(shipped: BinaryInfo, expected: Expected | None, *, jni: bool) 
             continue
         if JNI.match(e.name):
             if not jni:
-                leaks.append(ExportLeak(e, "JNI entry point in a library not verified as a JNI build (pass --jni if it is one)"))
+                leaks.append(
+                    ExportLeak(e, "JNI entry point in a library not verified as a JNI build (pass --jni if it is one)")
+                )
             elif not e.is_function:
                 leaks.append(ExportLeak(e, "JNI name, but data rather than a function"))
             continue
-        owner = classify(expected, shipped.format, e.demangled) if expected and shipped.format in expected.symbol_formats else None
+        owner = (
+            classify(expected, shipped.format, e.demangled)
+            if expected and shipped.format in expected.symbol_formats
+            else None
+        )
         what = f"{owner.label()}'s code" if owner else "not part of the C API (pare_*)"
         leaks.append(ExportLeak(e, f"{what}; give it hidden visibility (the default under -fvisibility=hidden)"))
     return leaks

@@ -29,21 +29,37 @@ def _parser() -> argparse.ArgumentParser:
     from tools.zoo.zoo import PLATFORMS
 
     p = _Parser(
-        prog=PROG, description="Trace every model of models/zoo/ on the instrumentation runtime, build each one's "
+        prog=PROG,
+        description="Trace every model of models/zoo/ on the instrumentation runtime, build each one's "
         "selective runtime for the shipped platforms, check it against torch eager on linux_x86_64 and "
         "android_arm64 (qemu), and record the results in models/zoo/results.json and docs/model_zoo.md.",
         epilog=f"examples:\n  {PROG}\n  {PROG} --only resnet18,lstm_tagger --json /tmp/zoo.json",
-        formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--only", type=_list, action="extend", metavar="NAME[,NAME]",
-                   help="run these models only (file names under models/zoo/ without .py); repeatable")
-    p.add_argument("--platforms", type=_list, default=list(PLATFORMS), metavar="P[,P]",
-                   help=f"platforms to report and check (default: {','.join(PLATFORMS)}); Bazel builds them all")
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument(
+        "--only",
+        type=_list,
+        action="extend",
+        metavar="NAME[,NAME]",
+        help="run these models only (file names under models/zoo/ without .py); repeatable",
+    )
+    p.add_argument(
+        "--platforms",
+        type=_list,
+        default=list(PLATFORMS),
+        metavar="P[,P]",
+        help=f"platforms to report and check (default: {','.join(PLATFORMS)}); Bazel builds them all",
+    )
     p.add_argument("--json", metavar="FILE", help="also write this run's results as JSON (one object per model)")
-    p.add_argument("--no-record", action="store_true",
-                   help="do not update models/zoo/results.json and docs/model_zoo.md")
-    p.add_argument("--frozen", action="store_true",
-                   help="never rewrite a manifest: a model whose traced manifest differs from models/zoo/manifests/ "
-                   "fails (what the test suite uses)")
+    p.add_argument(
+        "--no-record", action="store_true", help="do not update models/zoo/results.json and docs/model_zoo.md"
+    )
+    p.add_argument(
+        "--frozen",
+        action="store_true",
+        help="never rewrite a manifest: a model whose traced manifest differs from models/zoo/manifests/ "
+        "fails (what the test suite uses)",
+    )
     p.add_argument("--no-timing", action="store_true", help="skip timing execute() on linux_x86_64")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress lines")
     return p
@@ -70,8 +86,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         if unknown:
             raise ZooError(f"--platforms: unknown platform {', '.join(unknown)}; choose from {', '.join(PLATFORMS)}")
         progress = Progress.silent() if args.quiet else Progress(prefix="zoo: ")
-        results = run(args.only, tuple(args.platforms), progress=progress, timing=not args.no_timing,
-                      frozen=args.frozen)
+        results = run(
+            args.only, tuple(args.platforms), progress=progress, timing=not args.no_timing, frozen=args.frozen
+        )
         if args.json:
             _write(Path(args.json), to_json(results))
         root = paths.repo_root()
@@ -92,8 +109,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         ms = f", {r.median_ms:.2f} ms" if r.median_ms is not None else ""
         line = f"{r.model}: {r.status}" + (f" ({r.operators} operators; {sizes}{ms})" if r.ok else f": {r.error}")
         print(line)
-    print(f"{len(results) - len(failed)} of {len(results)} models passed" +
-          ("" if args.no_record else "; results in models/zoo/results.json and docs/model_zoo.md"))
+    print(
+        f"{len(results) - len(failed)} of {len(results)} models passed"
+        + ("" if args.no_record else "; results in models/zoo/results.json and docs/model_zoo.md")
+    )
     return 1 if failed else 0
 
 

@@ -53,8 +53,10 @@ def table(record: dict) -> str:
     rows = list(record["models"].values())
     ok = [r for r in rows if r["status"] == "ok"]
     lines = [
-        (f"{len(rows)} models: {len(ok)} trace, build for {len(PLATFORMS)} platforms and match torch eager on "
-         f"linux_x86_64 and android_arm64 (qemu); {len(rows) - len(ok)} fail."),
+        (
+            f"{len(rows)} models: {len(ok)} trace, build for {len(PLATFORMS)} platforms and match torch eager on "
+            f"linux_x86_64 and android_arm64 (qemu); {len(rows) - len(ok)} fail."
+        ),
         "",
         "| model | kind | ops | status | android_arm64 B | ios_arm64 B | linux_x86_64 B | x86_64 ms |",
         "|---|---|---:|---|---:|---:|---:|---:|",
@@ -63,15 +65,22 @@ def table(record: dict) -> str:
         status = r["status"] if r["status"] == "ok" else f"**{r['status']}**"
         ms = f"{r['median_ms']:.2f}" if r.get("median_ms") is not None else "–"
         sizes = r.get("sizes") or {}
-        lines.append(f"| {r['model']} | {r['kind']} | {r['operators'] if r['operators'] is not None else '–'} | "
-                     f"{status} | {' | '.join(_bytes(sizes.get(p)) for p in PLATFORMS)} | {ms} |")
+        lines.append(
+            f"| {r['model']} | {r['kind']} | {r['operators'] if r['operators'] is not None else '–'} | "
+            f"{status} | {' | '.join(_bytes(sizes.get(p)) for p in PLATFORMS)} | {ms} |"
+        )
     failures = [r for r in rows if r["status"] != "ok"]
     if failures:
         lines += ["", "Failures:", ""]
         lines += [f"- `{r['model']}`: {r['status']}: {' '.join(r['error'].split())}" for r in failures]
-    lines += ["", (f"x86_64 ms: median `execute()` of the model's first input on its own linux_x86_64 runtime, one "
-                   f"thread pinned to one CPU ({record.get('cpu', '?')}); sizes in bytes: the stripped .so for "
-                   "Android and Linux, the Mach-O section bytes for iOS (what linking the archive adds to an app).")]
+    lines += [
+        "",
+        (
+            f"x86_64 ms: median `execute()` of the model's first input on its own linux_x86_64 runtime, one "
+            f"thread pinned to one CPU ({record.get('cpu', '?')}); sizes in bytes: the stripped .so for "
+            "Android and Linux, the Mach-O section bytes for iOS (what linking the archive adds to an app)."
+        ),
+    ]
     return "\n".join(lines)
 
 

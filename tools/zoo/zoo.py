@@ -30,8 +30,8 @@ from pathlib import Path
 import codegen
 from pare.runtime import PareError
 from tools import bazel_build
-from tools.bundle import load_bundle
 from tools.bench.timing import measure, median, pin_to_cpus
+from tools.bundle import load_bundle
 from tools.tracer import paths
 from tools.tracer.errors import TracerError
 from tools.tracer.exporter import group_inputs
@@ -96,8 +96,9 @@ def select(specs: list[Path], only: list[str] | None) -> list[Path]:
     by_name = {p.stem: p for p in specs}
     unknown = [n for n in only if n not in by_name]
     if unknown:
-        raise ZooError(f"--only: no zoo model {', '.join(unknown)}; the zoo has {', '.join(sorted(by_name))} "
-                       f"({ZOO_PACKAGE}/*.py)")
+        raise ZooError(
+            f"--only: no zoo model {', '.join(unknown)}; the zoo has {', '.join(sorted(by_name))} ({ZOO_PACKAGE}/*.py)"
+        )
     return [by_name[n] for n in only]
 
 
@@ -108,15 +109,24 @@ def spec_metadata(path: Path) -> tuple[str, str]:
         tree = ast.parse(path.read_text(encoding="utf-8"))
     except (OSError, SyntaxError):
         return "?", path.stem
-    kind = next((node.value.value for node in tree.body if isinstance(node, ast.Assign)
-                 and any(isinstance(t, ast.Name) and t.id == "KIND" for t in node.targets)
-                 and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str)), "?")
+    kind = next(
+        (
+            node.value.value
+            for node in tree.body
+            if isinstance(node, ast.Assign)
+            and any(isinstance(t, ast.Name) and t.id == "KIND" for t in node.targets)
+            and isinstance(node.value, ast.Constant)
+            and isinstance(node.value.value, str)
+        ),
+        "?",
+    )
     doc = (ast.get_docstring(tree) or "").strip().splitlines()
     return kind, doc[0].rstrip(".") if doc else path.stem
 
 
-def trace_one(path: Path, progress: Progress, manifests: Path, frozen: bool,
-              runtime: Path | None = None) -> _Traced | ModelResult:
+def trace_one(
+    path: Path, progress: Progress, manifests: Path, frozen: bool, runtime: Path | None = None
+) -> _Traced | ModelResult:
     """Traces one model and writes its manifest (frozen: a manifest that
     differs from the checked-in one fails instead); returns the failed row
     on failure."""
@@ -140,8 +150,11 @@ def trace_one(path: Path, progress: Progress, manifests: Path, frozen: bool,
     target = manifests / f"{path.stem}.yaml"
     if not target.is_file() or target.read_text(encoding="utf-8") != text:
         if frozen:
-            result.fail("trace", f"{paths.display(target)} is out of date: the model now runs a different set of "
-                        f"operators or dtypes; run `python -m tools.zoo --only {path.stem}` and commit the manifest")
+            result.fail(
+                "trace",
+                f"{paths.display(target)} is out of date: the model now runs a different set of "
+                f"operators or dtypes; run `python -m tools.zoo --only {path.stem}` and commit the manifest",
+            )
             return result
         manifests.mkdir(parents=True, exist_ok=True)
         target.write_text(text, encoding="utf-8")
@@ -156,8 +169,10 @@ def build(models: list[str], root: Path, info: Callable[[str], None]) -> dict[st
     if not models:
         return {}
     targets = [f"//{ZOO_PACKAGE}:{m}" for m in models]
-    info(f"building {len(targets)} selective runtimes for {', '.join(PLATFORMS)}: tools/bazel build --keep_going "
-         f"//{ZOO_PACKAGE}:<model> ...")
+    info(
+        f"building {len(targets)} selective runtimes for {', '.join(PLATFORMS)}: tools/bazel build --keep_going "
+        f"//{ZOO_PACKAGE}:<model> ..."
+    )
     try:
         result = bazel_build.build(targets, info, flags=["--keep_going"], root=root, quiet_progress=True)
     except OSError as e:
@@ -216,8 +231,15 @@ def time_execute(lib: Path, program: bytes, spec, runs: int = TIMING_RUNS) -> fl
     return median(samples) * 1000.0
 
 
-def run(only: list[str] | None = None, platforms: tuple[str, ...] = PLATFORMS, *, root: Path | None = None,
-        progress: Progress | None = None, timing: bool = True, frozen: bool = False) -> list[ModelResult]:
+def run(
+    only: list[str] | None = None,
+    platforms: tuple[str, ...] = PLATFORMS,
+    *,
+    root: Path | None = None,
+    progress: Progress | None = None,
+    timing: bool = True,
+    frozen: bool = False,
+) -> list[ModelResult]:
     root = root or paths.repo_root()
     progress = progress or Progress(prefix="zoo: ")
     specs = select(discover(root), only)

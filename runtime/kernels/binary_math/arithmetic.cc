@@ -30,12 +30,11 @@ namespace kernels {
 
 namespace binary_math {
 
-Error scalar_overflow(KernelContext& ctx, const char* name, const Scalar& value, ScalarType dtype,
-                      const char* note) {
+Error scalar_overflow(KernelContext& ctx, const char* name, const Scalar& value, ScalarType dtype, const char* note) {
   if (value.is_floating_point()) {
     return PARE_FAIL(ctx, Error::InvalidArgument,
-                     "argument '%s': value %g cannot be converted to %s without overflow%s", name,
-                     value.as_double(), to_string(dtype), note);
+                     "argument '%s': value %g cannot be converted to %s without overflow%s", name, value.as_double(),
+                     to_string(dtype), note);
   }
   return PARE_FAIL(ctx, Error::InvalidArgument,
                    "argument '%s': value %lld cannot be converted to %s without overflow%s", name,
@@ -127,8 +126,8 @@ Error parse_rounding_mode(KernelContext& ctx, const char* text, RoundingMode* mo
   } else if (string_equal(text, "floor")) {
     *mode = RoundingMode::kFloor;
   } else {
-    return PARE_FAIL(ctx, Error::InvalidArgument,
-                     "argument 'rounding_mode' must be None, 'trunc' or 'floor', got '%s'", text);
+    return PARE_FAIL(ctx, Error::InvalidArgument, "argument 'rounding_mode' must be None, 'trunc' or 'floor', got '%s'",
+                     text);
   }
   return Error::Ok;
 }
@@ -484,8 +483,8 @@ Error aten_pow_Tensor_Scalar(KernelContext& ctx, ValueSpan inputs, ValueSpan out
   const Scalar exponent = args.scalar(1, "exponent");
   PARE_TRY(args.status());
   PARE_CHECK_OR_RETURN(ctx,
-                       !(is_integral_type(self.dtype, /*include_bool=*/true) &&
-                         exponent.kind() == Scalar::Kind::Int && exponent.as_int() < 0),
+                       !(is_integral_type(self.dtype, /*include_bool=*/true) && exponent.kind() == Scalar::Kind::Int &&
+                         exponent.as_int() < 0),
                        Error::InvalidArgument,
                        "argument 'exponent': integers to negative integer powers are not allowed "
                        "(self is %s, exponent %lld)",

@@ -51,10 +51,14 @@ void select(const loops::LoopGeometry& g, T* out, const uint8_t* cond, const T* 
   const int64_t outer = g.numel / n;
   for (int64_t it = 0; it < outer; ++it) {
     if (rows) {
-      if (sa == 1 && sb == 1) select_row<true, true>(n, out, cond, a, b);
-      else if (sa == 1) select_row<true, false>(n, out, cond, a, b);
-      else if (sb == 1) select_row<false, true>(n, out, cond, a, b);
-      else select_row<false, false>(n, out, cond, a, b);
+      if (sa == 1 && sb == 1)
+        select_row<true, true>(n, out, cond, a, b);
+      else if (sa == 1)
+        select_row<true, false>(n, out, cond, a, b);
+      else if (sb == 1)
+        select_row<false, true>(n, out, cond, a, b);
+      else
+        select_row<false, false>(n, out, cond, a, b);
     } else {
       for (int64_t i = 0; i < n; ++i) out[i * so] = cond[i * sc] != 0 ? a[i * sa] : b[i * sb];
     }
@@ -119,7 +123,7 @@ Error aten_where_self(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs) {
     }
     operands[k + 1] = &prepared[k];
   }
-  PARE_TRY_ASSIGN(Tensor* out, ctx.allocate_output(args.output(0), dtype, IntArrayRef(shape, dim)));
+  PARE_TRY_ASSIGN(Tensor * out, ctx.allocate_output(args.output(0), dtype, IntArrayRef(shape, dim)));
   const loops::LoopGeometry geometry = loops::make_geometry(*out, operands, 3);
 
   return PARE_DISPATCH(where_kernel, ctx, dtype, T, {

@@ -20,8 +20,7 @@ Error convert_into(KernelContext& ctx, const Tensor& src, const Tensor& dst) {
     return dispatch<tags::copy_kernel>(ctx, dst.dtype, [&](auto dst_tag) -> Error {
       using To = typename decltype(dst_tag)::type;
       const From* in[] = {src.data_as<From>()};
-      loops::for_each_element<To, From, 1>(g, dst.data_as<To>(), in,
-                                           [](From v) { return convert<To, From>(v); });
+      loops::for_each_element<To, From, 1>(g, dst.data_as<To>(), in, [](From v) { return convert<To, From>(v); });
       return Error::Ok;
     });
   });

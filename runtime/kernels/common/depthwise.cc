@@ -80,8 +80,7 @@ constexpr int64_t kTinyOutPlane = 4;
 constexpr int64_t kTinyInPlane = 64;
 
 PARE_UNUSED bool tiny(const Geometry& g) {
-  return g.out_channels == g.in_channels && g.out_h * g.out_w <= kTinyOutPlane &&
-         g.height * g.width <= kTinyInPlane;
+  return g.out_channels == g.in_channels && g.out_h * g.out_w <= kTinyOutPlane && g.height * g.width <= kTinyInPlane;
 }
 
 PARE_UNUSED size_t tiny_scratch_floats(const Geometry& g) {
@@ -89,8 +88,8 @@ PARE_UNUSED size_t tiny_scratch_floats(const Geometry& g) {
 }
 
 // Channels [c0, c0 + lanes) of one image (x and y at the image's start).
-PARE_UNUSED void tiny_block(const Geometry& g, const float* x, const float* w, const float* bias,
-                            int64_t bias_stride, float* y, int64_t c0, int64_t lanes, float* scratch) {
+PARE_UNUSED void tiny_block(const Geometry& g, const float* x, const float* w, const float* bias, int64_t bias_stride,
+                            float* y, int64_t c0, int64_t lanes, float* scratch) {
   using simd::kLanes;
   using simd::vec;
   const int64_t plane_in = g.height * g.width;

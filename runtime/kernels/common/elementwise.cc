@@ -74,9 +74,8 @@ Error ElementwiseBase::prepare(Value& out, ScalarType compute_dtype, ScalarType 
     int64_t next[kMaxDim];
     size_t next_dim = 0;
     if (!broadcast_shapes(IntArrayRef(shape, dim), t.size_span(), next, &next_dim)) {
-      return PARE_FAIL(ctx_, Error::InvalidShape,
-                       "argument '%s' with sizes %s cannot be broadcast with sizes %s", names_[k],
-                       sizes_to_string(t.size_span()).text, sizes_to_string(IntArrayRef(shape, dim)).text);
+      return PARE_FAIL(ctx_, Error::InvalidShape, "argument '%s' with sizes %s cannot be broadcast with sizes %s",
+                       names_[k], sizes_to_string(t.size_span()).text, sizes_to_string(IntArrayRef(shape, dim)).text);
     }
     for (size_t i = 0; i < next_dim; ++i) shape[i] = next[i];
     dim = next_dim;

@@ -74,8 +74,8 @@ namespace {
 // wasted): a kernel for each costs about 600 B per runtime on android_arm64
 // for a gain on a product's last panel only.
 template <int R>
-void few_rows_kernel(int64_t kc, const float* PARE_RESTRICT a, const float* PARE_RESTRICT b, float* c,
-                     int64_t ldc, int64_t nr, float alpha, bool accumulate) {
+void few_rows_kernel(int64_t kc, const float* PARE_RESTRICT a, const float* PARE_RESTRICT b, float* c, int64_t ldc,
+                     int64_t nr, float alpha, bool accumulate) {
   constexpr int kSteps = 4 / R;
   const float* PARE_RESTRICT b_hi = b + kHiPanel * kc * kPanelCols + kHiOffset;
   vec acc[kSteps][R][2] = {};
@@ -190,8 +190,7 @@ void narrow_panel(const float* PARE_RESTRICT packed_a, int64_t padded_m, int64_t
   }
 }
 
-using NarrowPanelFn = void (*)(const float*, int64_t, int64_t, int64_t, const float*, int64_t,
-                               float[kNarrowN][kMR]);
+using NarrowPanelFn = void (*)(const float*, int64_t, int64_t, int64_t, const float*, int64_t, float[kNarrowN][kMR]);
 
 }  // namespace
 
@@ -222,8 +221,8 @@ void sgemm_narrow(int64_t m, int64_t n, int64_t k, const float* packed_a, const 
   }
 }
 
-void micro_kernel(int64_t kc, const float* PARE_RESTRICT a, const float* PARE_RESTRICT b, float* c,
-                  int64_t ldc, int64_t mr, int64_t nr, float alpha, bool accumulate) {
+void micro_kernel(int64_t kc, const float* PARE_RESTRICT a, const float* PARE_RESTRICT b, float* c, int64_t ldc,
+                  int64_t mr, int64_t nr, float alpha, bool accumulate) {
   if (mr == 1) return few_rows_kernel<1>(kc, a, b, c, ldc, nr, alpha, accumulate);
   if (mr == 2) return few_rows_kernel<2>(kc, a, b, c, ldc, nr, alpha, accumulate);
   vec acc[kMR][2];

@@ -110,8 +110,8 @@ struct StridedB {
 // C tile update: C[mr x nr] (row stride ldc) = alpha * (A panel . B panels)
 // (+ C when accumulate); `b` is the first of the tile's kNR / kPanelCols
 // B panels, each kc * kPanelCols floats.
-void micro_kernel(int64_t kc, const float* a, const float* b, float* c, int64_t ldc, int64_t mr,
-                  int64_t nr, float alpha, bool accumulate);
+void micro_kernel(int64_t kc, const float* a, const float* b, float* c, int64_t ldc, int64_t mr, int64_t nr,
+                  float alpha, bool accumulate);
 
 // Narrow products: C[m x n] = A B (+ C when `accumulate`) for n <=
 // kNarrowN columns, A prepacked (prepack_a layout): a 1x1 convolution over
@@ -141,9 +141,8 @@ inline size_t b_scratch_floats(int64_t n, int64_t k) {
 // there; c points at the first of those elements): one part of a split
 // product (row0 a multiple of kMR, col0 of kNR).
 template <typename PackA, typename PackB>
-void sgemm(int64_t m, int64_t n, int64_t k, float alpha, const PackA& pack_a_block,
-           const PackB& pack_b_block, float* c, int64_t ldc, bool accumulate, float* a_scratch,
-           float* b_scratch, int64_t row0 = 0, int64_t col0 = 0) {
+void sgemm(int64_t m, int64_t n, int64_t k, float alpha, const PackA& pack_a_block, const PackB& pack_b_block, float* c,
+           int64_t ldc, bool accumulate, float* a_scratch, float* b_scratch, int64_t row0 = 0, int64_t col0 = 0) {
   if (m == 0 || n == 0) return;
   if (k == 0) {
     if (!accumulate) {
@@ -208,8 +207,8 @@ void sgemm(KernelContext& ctx, const Split& split, int64_t m, int64_t n, int64_t
                  float* b_scratch = split.b_scratch == nullptr ? nullptr : split.b_scratch + chunk * split.b_floats;
                  const int64_t row0 = split.rows ? begin : 0;
                  const int64_t col0 = split.rows ? 0 : begin;
-                 sgemm(split.rows ? end - begin : m, split.rows ? n : end - begin, k, alpha, pack_a_block,
-                       pack_b_block, c + row0 * ldc + col0, ldc, accumulate, a_scratch, b_scratch, row0, col0);
+                 sgemm(split.rows ? end - begin : m, split.rows ? n : end - begin, k, alpha, pack_a_block, pack_b_block,
+                       c + row0 * ldc + col0, ldc, accumulate, a_scratch, b_scratch, row0, col0);
                });
 }
 
@@ -217,8 +216,8 @@ void sgemm(KernelContext& ctx, const Split& split, int64_t m, int64_t n, int64_t
 // C : 0) for any dtype. B must have unit column stride for the fast inner
 // loop (callers make it contiguous). `acc_row` holds n opmath_t<T>.
 template <typename T>
-void gemm_reference(int64_t m, int64_t n, int64_t k, opmath_t<T> alpha, const MatrixView<T>& a,
-                    const MatrixView<T>& b, T* c, int64_t ldc, bool accumulate, opmath_t<T>* acc_row) {
+void gemm_reference(int64_t m, int64_t n, int64_t k, opmath_t<T> alpha, const MatrixView<T>& a, const MatrixView<T>& b,
+                    T* c, int64_t ldc, bool accumulate, opmath_t<T>* acc_row) {
   using Acc = opmath_t<T>;
   for (int64_t i = 0; i < m; ++i) {
     for (int64_t j = 0; j < n; ++j) acc_row[j] = Acc(0);

@@ -123,9 +123,12 @@ void for_each_element(const LoopGeometry& g, Out* out, const In* const (&in)[N],
   for (int64_t it = 0; it < outer; ++it) {
     if (all_unit) {
       if constexpr (N == 2) {
-        if (broadcast == 0) detail::contiguous_loop<0, Out, In, N>(n, o, p, op);
-        else if (broadcast == 1) detail::contiguous_loop<1, Out, In, N>(n, o, p, op);
-        else detail::contiguous_loop<-1, Out, In, N>(n, o, p, op);
+        if (broadcast == 0)
+          detail::contiguous_loop<0, Out, In, N>(n, o, p, op);
+        else if (broadcast == 1)
+          detail::contiguous_loop<1, Out, In, N>(n, o, p, op);
+        else
+          detail::contiguous_loop<-1, Out, In, N>(n, o, p, op);
       } else {
         detail::contiguous_loop<-1, Out, In, N>(n, o, p, op);
       }

@@ -27,6 +27,6 @@ Error forward_scalar_overload(KernelContext& ctx, ValueSpan inputs, ValueSpan ou
 }  // namespace detail
 }  // namespace pare
 
-#define PARE_FORWARD_SCALAR_OVERLOAD(ctx, inputs, outputs, tensor_overload, has_alpha)                     \
+#define PARE_FORWARD_SCALAR_OVERLOAD(ctx, inputs, outputs, tensor_overload, has_alpha)                   \
   ::pare::detail::forward_scalar_overload<::pare::op_index(tensor_overload)>((ctx), (inputs), (outputs), \
-                                                                            (tensor_overload), (has_alpha))
+                                                                             (tensor_overload), (has_alpha))

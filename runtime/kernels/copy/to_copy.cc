@@ -32,7 +32,7 @@ Error aten__to_copy(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs) {
   PARE_CHECK_OR_RETURN(ctx, !pin_memory, Error::NotImplemented, "argument 'pin_memory' must be false");
 
   const ScalarType out_dtype = dtype.has_value ? dtype.value : self.dtype;
-  PARE_TRY_ASSIGN(Tensor* out, ctx.allocate_output(args.output(0), out_dtype, self.size_span()));
+  PARE_TRY_ASSIGN(Tensor * out, ctx.allocate_output(args.output(0), out_dtype, self.size_span()));
   return convert_into(ctx, self, *out);
 }
 

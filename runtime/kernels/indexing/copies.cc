@@ -96,7 +96,7 @@ Error aten_clone(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs) {
   const Tensor& self = args.tensor(0, "self");
   (void)args.optional_int64(1, "memory_format");
   PARE_TRY(args.status());
-  PARE_TRY_ASSIGN(Tensor* out, ctx.allocate_output(args.output(0), self.dtype, self.size_span()));
+  PARE_TRY_ASSIGN(Tensor * out, ctx.allocate_output(args.output(0), self.dtype, self.size_span()));
   return convert_into(ctx, self, *out);
 }
 
@@ -122,7 +122,7 @@ Error aten_copy(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs) {
   }
   PARE_CHECK_OR_RETURN(ctx, ok, Error::InvalidShape, "argument 'src' with sizes %s cannot be broadcast to %s",
                        sizes_to_string(src.size_span()).text, sizes_to_string(self.size_span()).text);
-  PARE_TRY_ASSIGN(Tensor* out, ctx.allocate_output(args.output(0), self.dtype, self.size_span()));
+  PARE_TRY_ASSIGN(Tensor * out, ctx.allocate_output(args.output(0), self.dtype, self.size_span()));
   return convert_into(ctx, from, *out);
 }
 
@@ -147,7 +147,7 @@ Error aten_slice_scatter(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs
   PARE_CHECK_OR_RETURN(ctx, same, Error::InvalidShape,
                        "argument 'src' of sizes %s must have the sizes of the slice of 'self', %s",
                        sizes_to_string(src.size_span()).text, sizes_to_string(slot_of_self.size_span()).text);
-  PARE_TRY_ASSIGN(Tensor* out, ctx.allocate_output(args.output(0), self.dtype, self.size_span()));
+  PARE_TRY_ASSIGN(Tensor * out, ctx.allocate_output(args.output(0), self.dtype, self.size_span()));
   if (out->numel() == 0) return Error::Ok;
   PARE_TRY(convert_into(ctx, self, *out));
   if (slice.length == 0) return Error::Ok;
@@ -195,7 +195,7 @@ Error aten_cat(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs) {
     PARE_CHECK_OR_RETURN(ctx, !__builtin_add_overflow(sizes[dim], t.sizes[dim], &sizes[dim]), Error::InvalidShape,
                          "argument 'tensors': the concatenated size overflows");
   }
-  PARE_TRY_ASSIGN(Tensor* out, ctx.allocate_output(args.output(0), dtype, IntArrayRef(sizes, ref->dim)));
+  PARE_TRY_ASSIGN(Tensor * out, ctx.allocate_output(args.output(0), dtype, IntArrayRef(sizes, ref->dim)));
   int64_t position = 0;
   for (size_t k = 0; k < tensors.size; ++k) {
     const Tensor& t = tensors.items[k]->tensor;
@@ -238,14 +238,13 @@ Error aten_stack(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs) {
     if (static_cast<int64_t>(d) == dim) sizes[n++] = static_cast<int64_t>(tensors.size);
     if (d < first.dim) sizes[n++] = first.sizes[d];
   }
-  PARE_TRY_ASSIGN(Tensor* out, ctx.allocate_output(args.output(0), promoted_dtype(tensors), IntArrayRef(sizes, n)));
+  PARE_TRY_ASSIGN(Tensor * out, ctx.allocate_output(args.output(0), promoted_dtype(tensors), IntArrayRef(sizes, n)));
   if (out->numel() == 0) return Error::Ok;
   int64_t slot_sizes[kMaxDim];
   int64_t slot_strides[kMaxDim];
   const size_t slot_dim = indexing::drop_dim(*out, dim, slot_sizes, slot_strides);
   for (size_t k = 0; k < tensors.size; ++k) {
-    const Tensor slot =
-        sub_view(*out, slot_sizes, slot_strides, slot_dim, static_cast<int64_t>(k) * out->strides[dim]);
+    const Tensor slot = sub_view(*out, slot_sizes, slot_strides, slot_dim, static_cast<int64_t>(k) * out->strides[dim]);
     PARE_TRY(convert_into(ctx, tensors.items[k]->tensor, slot));
   }
   return Error::Ok;
@@ -271,7 +270,7 @@ Error aten_flip(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs) {
     flipped.storage_offset += (self.sizes[d] - 1) * self.strides[d];
     flipped.strides[d] = -self.strides[d];
   }
-  PARE_TRY_ASSIGN(Tensor* out, ctx.allocate_output(args.output(0), self.dtype, self.size_span()));
+  PARE_TRY_ASSIGN(Tensor * out, ctx.allocate_output(args.output(0), self.dtype, self.size_span()));
   if (out->numel() == 0) return Error::Ok;
   return convert_into(ctx, flipped, *out);
 }
@@ -292,7 +291,7 @@ Error aten_roll(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs) {
   PARE_CHECK_OR_RETURN(ctx, flatten || shifts.size() == dims.size(), Error::InvalidArgument,
                        "arguments 'shifts' and 'dims' must have the same length, got %zu shifts and %zu dims",
                        shifts.size(), dims.size());
-  PARE_TRY_ASSIGN(Tensor* out, ctx.allocate_output(args.output(0), self.dtype, self.size_span()));
+  PARE_TRY_ASSIGN(Tensor * out, ctx.allocate_output(args.output(0), self.dtype, self.size_span()));
   const int64_t n = static_cast<int64_t>(out->numel());
   if (n == 0) return Error::Ok;
   if (flatten) {
@@ -338,7 +337,7 @@ Error aten_repeat(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs) {
                          Error::InvalidShape, "argument 'repeats' %s: invalid repeat count %lld",
                          sizes_to_string(repeats).text, static_cast<long long>(repeats[i]));
   }
-  PARE_TRY_ASSIGN(Tensor* out, ctx.allocate_output(args.output(0), self.dtype, IntArrayRef(sizes, n)));
+  PARE_TRY_ASSIGN(Tensor * out, ctx.allocate_output(args.output(0), self.dtype, IntArrayRef(sizes, n)));
   if (out->numel() == 0) return Error::Ok;
   // Output dim i is [repeats[i], in_sizes[i]]: the input broadcast (stride
   // 0) over the repeat index. Size-1 parts are left out.

@@ -17,37 +17,66 @@ namespace kernels {
 namespace {
 
 // arange's accumulation type (PyTorch's CPU acc_type).
-template <typename T> struct ArangeAcc { using type = int64_t; };
-template <> struct ArangeAcc<Half> { using type = float; };
-template <> struct ArangeAcc<BFloat16> { using type = float; };
-template <> struct ArangeAcc<float> { using type = double; };
-template <> struct ArangeAcc<double> { using type = double; };
+template <typename T>
+struct ArangeAcc {
+  using type = int64_t;
+};
+template <>
+struct ArangeAcc<Half> {
+  using type = float;
+};
+template <>
+struct ArangeAcc<BFloat16> {
+  using type = float;
+};
+template <>
+struct ArangeAcc<float> {
+  using type = double;
+};
+template <>
+struct ArangeAcc<double> {
+  using type = double;
+};
 
 // Largest finite value of a floating type, as double.
 template <typename T>
 constexpr double max_finite() {
-  if constexpr (is_same_v<T, Half>) return 65504.0;
-  else if constexpr (is_same_v<T, BFloat16>) return 3.3895313892515355e38;
-  else if constexpr (is_same_v<T, float>) return 3.4028234663852886e38;
-  else return 1.7976931348623157e308;
+  if constexpr (is_same_v<T, Half>)
+    return 65504.0;
+  else if constexpr (is_same_v<T, BFloat16>)
+    return 3.3895313892515355e38;
+  else if constexpr (is_same_v<T, float>)
+    return 3.4028234663852886e38;
+  else
+    return 1.7976931348623157e308;
 }
 
 template <typename T>
 constexpr int64_t int_min() {
-  if constexpr (is_same_v<T, uint8_t>) return 0;
-  else if constexpr (is_same_v<T, int8_t>) return -128;
-  else if constexpr (is_same_v<T, int16_t>) return -32768;
-  else if constexpr (is_same_v<T, int32_t>) return -2147483647LL - 1;
-  else return -9223372036854775807LL - 1;
+  if constexpr (is_same_v<T, uint8_t>)
+    return 0;
+  else if constexpr (is_same_v<T, int8_t>)
+    return -128;
+  else if constexpr (is_same_v<T, int16_t>)
+    return -32768;
+  else if constexpr (is_same_v<T, int32_t>)
+    return -2147483647LL - 1;
+  else
+    return -9223372036854775807LL - 1;
 }
 
 template <typename T>
 constexpr int64_t int_max() {
-  if constexpr (is_same_v<T, uint8_t>) return 255;
-  else if constexpr (is_same_v<T, int8_t>) return 127;
-  else if constexpr (is_same_v<T, int16_t>) return 32767;
-  else if constexpr (is_same_v<T, int32_t>) return 2147483647;
-  else return 9223372036854775807LL;
+  if constexpr (is_same_v<T, uint8_t>)
+    return 255;
+  else if constexpr (is_same_v<T, int8_t>)
+    return 127;
+  else if constexpr (is_same_v<T, int16_t>)
+    return 32767;
+  else if constexpr (is_same_v<T, int32_t>)
+    return 2147483647;
+  else
+    return 9223372036854775807LL;
 }
 
 // c10's overflows<T>(value): false when the Scalar converts to T without
@@ -116,7 +145,7 @@ Error aten_full(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs) {
   PARE_TRY(indexing::check_tensor_options(args, 3, 4, 5));
   PARE_TRY(indexing::check_sizes(ctx, size, "size"));
   const ScalarType out_dtype = dtype.has_value ? dtype.value : dtype_of(fill_value);
-  PARE_TRY_ASSIGN(Tensor* out, ctx.allocate_output(args.output(0), out_dtype, size));
+  PARE_TRY_ASSIGN(Tensor * out, ctx.allocate_output(args.output(0), out_dtype, size));
   return fill(ctx, out, fill_value);
 }
 
@@ -130,7 +159,7 @@ Error aten_full_like(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs) {
   (void)args.optional_int64(6, "memory_format");
   PARE_TRY(args.status());
   PARE_TRY(indexing::check_tensor_options(args, 3, 4, 5));
-  PARE_TRY_ASSIGN(Tensor* out,
+  PARE_TRY_ASSIGN(Tensor * out,
                   ctx.allocate_output(args.output(0), dtype.has_value ? dtype.value : self.dtype, self.size_span()));
   return fill(ctx, out, fill_value);
 }
@@ -145,8 +174,8 @@ Error aten_scalar_tensor(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs
   const Optional<ScalarType> dtype = args.optional_dtype(1, "dtype");
   PARE_TRY(args.status());
   PARE_TRY(indexing::check_tensor_options(args, 2, 3, 4));
-  PARE_TRY_ASSIGN(Tensor* out,
-                  ctx.allocate_output(args.output(0), dtype.has_value ? dtype.value : ScalarType::Float, IntArrayRef()));
+  PARE_TRY_ASSIGN(Tensor * out, ctx.allocate_output(args.output(0), dtype.has_value ? dtype.value : ScalarType::Float,
+                                                    IntArrayRef()));
   return fill(ctx, out, s);
 }
 
@@ -162,7 +191,7 @@ Error aten_empty_memory_format(KernelContext& ctx, ValueSpan inputs, ValueSpan o
   PARE_TRY(args.status());
   PARE_TRY(indexing::check_tensor_options(args, 2, 3, 4));
   PARE_TRY(indexing::check_sizes(ctx, size, "size"));
-  PARE_TRY_ASSIGN(Tensor* out,
+  PARE_TRY_ASSIGN(Tensor * out,
                   ctx.allocate_output(args.output(0), dtype.has_value ? dtype.value : ScalarType::Float, size));
   if (out->nbytes() > 0) __builtin_memset(out->data(), 0, out->nbytes());
   return Error::Ok;
@@ -201,8 +230,7 @@ Error aten_arange_start_step(KernelContext& ctx, ValueSpan inputs, ValueSpan out
     // ceil((e - s) / d) for same-signed operands: (e - s + d - sgn(d)) / d.
     const int64_t sign = d > 0 ? 1 : -1;
     int64_t span = 0;
-    PARE_CHECK_OR_RETURN(ctx,
-                         !__builtin_sub_overflow(e, s, &span) && !__builtin_add_overflow(span, d - sign, &span),
+    PARE_CHECK_OR_RETURN(ctx, !__builtin_sub_overflow(e, s, &span) && !__builtin_add_overflow(span, d - sign, &span),
                          Error::InvalidArgument, "the range [%lld, %lld) with step %lld overflows",
                          static_cast<long long>(s), static_cast<long long>(e), static_cast<long long>(d));
     length = span / d;
@@ -223,7 +251,7 @@ Error aten_arange_start_step(KernelContext& ctx, ValueSpan inputs, ValueSpan out
     length = static_cast<int64_t>(size);
   }
   const int64_t sizes[] = {length};
-  PARE_TRY_ASSIGN(Tensor* out, ctx.allocate_output(args.output(0), out_dtype, IntArrayRef(sizes, 1)));
+  PARE_TRY_ASSIGN(Tensor * out, ctx.allocate_output(args.output(0), out_dtype, IntArrayRef(sizes, 1)));
   return PARE_DISPATCH(arange_kernel, ctx, out_dtype, T, {
     using Acc = typename ArangeAcc<T>::type;
     const Acc s = start.to<Acc>();
@@ -259,8 +287,8 @@ Error aten__assert_tensor_metadata(KernelContext& ctx, ValueSpan inputs, ValueSp
                          sizes_to_string(size.value).text, sizes_to_string(a.size_span()).text);
   }
   PARE_CHECK_OR_RETURN(ctx, !dtype.has_value || dtype.value == a.dtype, Error::UnsupportedDtype,
-                       "tensor metadata mismatch: argument 'dtype' is %s but the tensor is %s",
-                       to_string(dtype.value), to_string(a.dtype));
+                       "tensor metadata mismatch: argument 'dtype' is %s but the tensor is %s", to_string(dtype.value),
+                       to_string(a.dtype));
   PARE_CHECK_OR_RETURN(ctx, device == nullptr || string_equal(device, "cpu"), Error::NotImplemented,
                        "argument 'device': only 'cpu' is supported, got '%s'", device);
   PARE_CHECK_OR_RETURN(ctx, !layout.has_value || layout.value == 0, Error::NotImplemented,

@@ -115,7 +115,7 @@ Error aten_index_select(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs)
     if (static_cast<int64_t>(d) < dim) outer *= self.sizes[d];
     if (static_cast<int64_t>(d) > dim) inner *= self.sizes[d];
   }
-  PARE_TRY_ASSIGN(Tensor* out, ctx.allocate_output(args.output(0), self.dtype, IntArrayRef(sizes, self.dim)));
+  PARE_TRY_ASSIGN(Tensor * out, ctx.allocate_output(args.output(0), self.dtype, IntArrayRef(sizes, self.dim)));
   if (out->numel() == 0) return Error::Ok;
   PARE_TRY_ASSIGN(const Tensor src, as_contiguous(ctx, self, self.dtype));
   return PARE_DISPATCH(index_select_kernel, ctx, self.dtype, T, {
@@ -145,7 +145,7 @@ Error aten_gather(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs) {
                          sizes_to_string(index.size_span()).text, sizes_to_string(self.size_span()).text,
                          static_cast<long long>(dim));
   }
-  PARE_TRY_ASSIGN(Tensor* out, ctx.allocate_output(args.output(0), self.dtype, index.size_span()));
+  PARE_TRY_ASSIGN(Tensor * out, ctx.allocate_output(args.output(0), self.dtype, index.size_span()));
   if (out->numel() == 0) return Error::Ok;
   // A 0-dim self with a 1-d index: view self as [1].
   Tensor src = self;
@@ -154,9 +154,8 @@ Error aten_gather(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs) {
     src.sizes[0] = 1;
     src.strides[0] = 1;
   }
-  return PARE_DISPATCH(gather_kernel, ctx, self.dtype, T, {
-    return gather_elements<Bits<T>>(ctx, src, index, dim, *out);
-  });
+  return PARE_DISPATCH(gather_kernel, ctx, self.dtype, T,
+                       { return gather_elements<Bits<T>>(ctx, src, index, dim, *out); });
 }
 
 // aten::index.Tensor(Tensor self, Tensor?[] indices) -> Tensor
@@ -208,7 +207,7 @@ Error aten_index_Tensor(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs)
   PARE_CHECK_OR_RETURN(ctx, !overflow && count <= (int64_t{1} << 48), Error::InvalidShape,
                        "argument 'indices': the broadcast index shape %s is too large",
                        sizes_to_string(IntArrayRef(shape, shape_dim)).text);
-  PARE_TRY_ASSIGN(Tensor* out,
+  PARE_TRY_ASSIGN(Tensor * out,
                   ctx.allocate_output(args.output(0), self.dtype, IntArrayRef(sizes, shape_dim + rest_dim)));
   if (count == 0) return Error::Ok;
   // Element offsets into contiguous self, one per broadcast position.

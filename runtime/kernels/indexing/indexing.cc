@@ -83,9 +83,8 @@ Error copy_strided(KernelContext& ctx, const Tensor& src, const Tensor& dst, siz
 }
 
 Result<const int64_t*> index_values(KernelContext& ctx, const Tensor& index, const char* name) {
-  PARE_CHECK_OR_RETURN(ctx, index.dtype == ScalarType::Long || index.dtype == ScalarType::Int,
-                       Error::UnsupportedDtype, "argument '%s': indices must be Long or Int, got %s", name,
-                       to_string(index.dtype));
+  PARE_CHECK_OR_RETURN(ctx, index.dtype == ScalarType::Long || index.dtype == ScalarType::Int, Error::UnsupportedDtype,
+                       "argument '%s': indices must be Long or Int, got %s", name, to_string(index.dtype));
   PARE_TRY_ASSIGN(const Tensor values, as_contiguous(ctx, index, ScalarType::Long));
   return static_cast<const int64_t*>(values.data());
 }

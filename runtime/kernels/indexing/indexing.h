@@ -14,11 +14,24 @@ namespace pare {
 namespace kernels {
 namespace indexing {
 
-template <size_t kWidth> struct BitsOfWidth;
-template <> struct BitsOfWidth<1> { using type = uint8_t; };
-template <> struct BitsOfWidth<2> { using type = uint16_t; };
-template <> struct BitsOfWidth<4> { using type = uint32_t; };
-template <> struct BitsOfWidth<8> { using type = uint64_t; };
+template <size_t kWidth>
+struct BitsOfWidth;
+template <>
+struct BitsOfWidth<1> {
+  using type = uint8_t;
+};
+template <>
+struct BitsOfWidth<2> {
+  using type = uint16_t;
+};
+template <>
+struct BitsOfWidth<4> {
+  using type = uint32_t;
+};
+template <>
+struct BitsOfWidth<8> {
+  using type = uint64_t;
+};
 template <typename T>
 using Bits = typename BitsOfWidth<sizeof(T)>::type;
 

@@ -12,8 +12,7 @@ namespace {
 using indexing::drop_dim;
 
 // A view of input 0 as output `out`.
-Error view_of(KernelArgs& args, Value& out, const int64_t* sizes, const int64_t* strides, size_t dim,
-              int64_t offset) {
+Error view_of(KernelArgs& args, Value& out, const int64_t* sizes, const int64_t* strides, size_t dim, int64_t offset) {
   return args.ctx().set_output_view(out, args.value(0), IntArrayRef(sizes, dim), IntArrayRef(strides, dim), offset);
 }
 
@@ -99,8 +98,8 @@ Error aten_expand(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs) {
   PARE_TRY(args.status());
   const size_t n = size.size();
   PARE_CHECK_OR_RETURN(ctx, n >= self.dim, Error::InvalidShape,
-                       "argument 'size' %s has fewer entries than the input has dims (%u)",
-                       sizes_to_string(size).text, static_cast<unsigned>(self.dim));
+                       "argument 'size' %s has fewer entries than the input has dims (%u)", sizes_to_string(size).text,
+                       static_cast<unsigned>(self.dim));
   PARE_CHECK_OR_RETURN(ctx, n <= kMaxDim, Error::LimitExceeded,
                        "argument 'size' has %zu dims; this runtime supports up to %zu", n, kMaxDim);
   int64_t sizes[kMaxDim];
@@ -128,8 +127,8 @@ Error aten_expand(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs) {
       PARE_CHECK_OR_RETURN(ctx, s == 1, Error::InvalidShape,
                            "argument 'size' %s: the expanded size %lld must match the existing size %lld at "
                            "non-singleton dim %zu (input sizes %s)",
-                           sizes_to_string(size).text, static_cast<long long>(target), static_cast<long long>(s),
-                           i, sizes_to_string(self.size_span()).text);
+                           sizes_to_string(size).text, static_cast<long long>(target), static_cast<long long>(s), i,
+                           sizes_to_string(self.size_span()).text);
       s = target;
       stride = 0;
     }

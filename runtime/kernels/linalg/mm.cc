@@ -19,8 +19,8 @@ PARE_UNUSED gemm::MatrixView<float> float_view(const Tensor& t) {
 
 // out[m x n] = alpha * mat1 mat2 (+ out when accumulate). `out` is
 // contiguous and, when accumulating, already holds beta * self.
-Error matmul_into(KernelContext& ctx, const Tensor& mat1, const Tensor& mat2, const Scalar& alpha,
-                  Tensor& out, bool accumulate) {
+Error matmul_into(KernelContext& ctx, const Tensor& mat1, const Tensor& mat2, const Scalar& alpha, Tensor& out,
+                  bool accumulate) {
   const int64_t m = mat1.sizes[0];
   const int64_t k = mat1.sizes[1];
   const int64_t n = mat2.sizes[1];
@@ -46,10 +46,10 @@ Error matmul_into(KernelContext& ctx, const Tensor& mat1, const Tensor& mat2, co
 }
 
 Error check_matrices(KernelContext& ctx, const Tensor& a, const char* a_name, const Tensor& b, const char* b_name) {
-  PARE_CHECK_OR_RETURN(ctx, a.dim == 2, Error::InvalidShape, "argument '%s' must be a matrix, got sizes %s",
-                       a_name, sizes_to_string(a.size_span()).text);
-  PARE_CHECK_OR_RETURN(ctx, b.dim == 2, Error::InvalidShape, "argument '%s' must be a matrix, got sizes %s",
-                       b_name, sizes_to_string(b.size_span()).text);
+  PARE_CHECK_OR_RETURN(ctx, a.dim == 2, Error::InvalidShape, "argument '%s' must be a matrix, got sizes %s", a_name,
+                       sizes_to_string(a.size_span()).text);
+  PARE_CHECK_OR_RETURN(ctx, b.dim == 2, Error::InvalidShape, "argument '%s' must be a matrix, got sizes %s", b_name,
+                       sizes_to_string(b.size_span()).text);
   PARE_CHECK_OR_RETURN(ctx, a.sizes[1] == b.sizes[0], Error::InvalidShape,
                        "'%s' and '%s' shapes cannot be multiplied (%lldx%lld and %lldx%lld)", a_name, b_name,
                        static_cast<long long>(a.sizes[0]), static_cast<long long>(a.sizes[1]),
@@ -70,7 +70,7 @@ Error aten_mm(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs) {
   PARE_TRY(args.status());
   PARE_TRY(check_matrices(ctx, self, "self", mat2, "mat2"));
   const int64_t sizes[] = {self.sizes[0], mat2.sizes[1]};
-  PARE_TRY_ASSIGN(Tensor* out, ctx.allocate_output(args.output(0), self.dtype, IntArrayRef(sizes, 2)));
+  PARE_TRY_ASSIGN(Tensor * out, ctx.allocate_output(args.output(0), self.dtype, IntArrayRef(sizes, 2)));
   return matmul_into(ctx, self, mat2, Scalar::from_int(1), *out, /*accumulate=*/false);
 }
 
@@ -85,21 +85,21 @@ Error aten_addmm(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs) {
   PARE_TRY(args.status());
   PARE_TRY(check_matrices(ctx, mat1, "mat1", mat2, "mat2"));
   PARE_CHECK_OR_RETURN(ctx, self.dtype == mat1.dtype, Error::InvalidArgument,
-                       "expected 'self' and 'mat1' to have the same dtype, but got %s != %s",
-                       to_string(self.dtype), to_string(mat1.dtype));
+                       "expected 'self' and 'mat1' to have the same dtype, but got %s != %s", to_string(self.dtype),
+                       to_string(mat1.dtype));
   const int64_t sizes[] = {mat1.sizes[0], mat2.sizes[1]};
   int64_t broadcast[kMaxDim];
   size_t broadcast_dim = 0;
   PARE_CHECK_OR_RETURN(ctx,
-                       self.dim <= 2 && broadcast_shapes(self.size_span(), IntArrayRef(sizes, 2), broadcast,
-                                                         &broadcast_dim) &&
+                       self.dim <= 2 &&
+                           broadcast_shapes(self.size_span(), IntArrayRef(sizes, 2), broadcast, &broadcast_dim) &&
                            broadcast[0] == sizes[0] && broadcast[1] == sizes[1],
                        Error::InvalidShape, "argument 'self' with sizes %s cannot be broadcast to %s",
                        sizes_to_string(self.size_span()).text, sizes_to_string(IntArrayRef(sizes, 2)).text);
 
   if (beta.as_double() == 0.0) {
     // beta == 0: self is ignored entirely (NaN/inf in it do not propagate).
-    PARE_TRY_ASSIGN(Tensor* out, ctx.allocate_output(args.output(0), mat1.dtype, IntArrayRef(sizes, 2)));
+    PARE_TRY_ASSIGN(Tensor * out, ctx.allocate_output(args.output(0), mat1.dtype, IntArrayRef(sizes, 2)));
     return matmul_into(ctx, mat1, mat2, alpha, *out, /*accumulate=*/false);
   }
   // out = beta * self (broadcast), then out += alpha * mat1 mat2.

@@ -32,7 +32,7 @@ Error aten_bmm(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs) {
   const int64_t k = self.sizes[2];
   const int64_t n = mat2.sizes[2];
   const int64_t sizes[] = {batch, m, n};
-  PARE_TRY_ASSIGN(Tensor* out, ctx.allocate_output(args.output(0), self.dtype, IntArrayRef(sizes, 3)));
+  PARE_TRY_ASSIGN(Tensor * out, ctx.allocate_output(args.output(0), self.dtype, IntArrayRef(sizes, 3)));
   if (out->numel() == 0) return Error::Ok;
 
   return PARE_DISPATCH(bmm_kernel, ctx, self.dtype, T, {

@@ -73,8 +73,8 @@ Error aten_constant_pad_nd(KernelContext& ctx, ValueSpan inputs, ValueSpan outpu
   PARE_CHECK_OR_RETURN(ctx, pad.size() % 2 == 0, Error::InvalidArgument,
                        "argument 'pad' must have an even length, got %zu", pad.size());
   PARE_CHECK_OR_RETURN(ctx, pad.size() <= 2u * self.dim, Error::InvalidArgument,
-                       "argument 'pad' has %zu elements; at most twice the rank of 'self' (%d) are allowed",
-                       pad.size(), int{self.dim});
+                       "argument 'pad' has %zu elements; at most twice the rank of 'self' (%d) are allowed", pad.size(),
+                       int{self.dim});
 
   const size_t rank = self.dim;
   int64_t sizes[kMaxDim];
@@ -90,8 +90,7 @@ Error aten_constant_pad_nd(KernelContext& ctx, ValueSpan inputs, ValueSpan outpu
     const bool ok = !__builtin_add_overflow(self.sizes[d], lo, &size) && !__builtin_add_overflow(size, hi, &size);
     PARE_CHECK_OR_RETURN(ctx, ok && size >= 0, Error::InvalidArgument,
                          "argument 'pad': dim %zu of size %lld padded by (%lld, %lld) gives a negative size", d,
-                         static_cast<long long>(self.sizes[d]), static_cast<long long>(lo),
-                         static_cast<long long>(hi));
+                         static_cast<long long>(self.sizes[d]), static_cast<long long>(lo), static_cast<long long>(hi));
     sizes[d] = size;
     in_start[d] = lo < 0 ? -lo : 0;
     out_start[d] = lo > 0 ? lo : 0;
@@ -103,7 +102,7 @@ Error aten_constant_pad_nd(KernelContext& ctx, ValueSpan inputs, ValueSpan outpu
       any_empty = true;
     }
   }
-  PARE_TRY_ASSIGN(Tensor* out, ctx.allocate_output(args.output(0), self.dtype, IntArrayRef(sizes, rank)));
+  PARE_TRY_ASSIGN(Tensor * out, ctx.allocate_output(args.output(0), self.dtype, IntArrayRef(sizes, rank)));
   const size_t numel = out->numel();
   if (numel == 0) return Error::Ok;
 

@@ -55,8 +55,8 @@ struct ConvGeometry {
 };
 
 // Range [lo, hi) of output positions o with 0 <= o * stride + offset < size.
-PARE_UNUSED PARE_ALWAYS_INLINE void valid_range(int64_t offset, int64_t stride, int64_t size, int64_t count, int64_t* lo,
-                                    int64_t* hi) {
+PARE_UNUSED PARE_ALWAYS_INLINE void valid_range(int64_t offset, int64_t stride, int64_t size, int64_t count,
+                                                int64_t* lo, int64_t* hi) {
   int64_t first = 0;
   if (offset < 0) first = (-offset + stride - 1) / stride;
   int64_t last = 0;  // one past
@@ -90,8 +90,8 @@ template <typename T>
 Error depthwise(KernelContext& ctx, const ConvGeometry& g, const T* x, const T* w, const Tensor* bias, T* y) {
   if constexpr (is_same_v<T, float>) {
     if (depthwise::has_fast_path(g.kh, g.kw, g.sh, g.sw, g.dh, g.dw)) {
-      const depthwise::Geometry dg{g.batch, g.in_channels, g.out_channels, g.height, g.width, g.out_h, g.out_w,
-                                   g.kh, g.sh, g.ph, g.pw};
+      const depthwise::Geometry dg{g.batch, g.in_channels, g.out_channels, g.height, g.width, g.out_h,
+                                   g.out_w, g.kh,          g.sh,           g.ph,     g.pw};
       return depthwise::run_float(ctx, dg, x, w, bias != nullptr ? bias->data_as<float>() : nullptr,
                                   bias != nullptr ? bias->strides[0] : 0, y);
     }
@@ -302,7 +302,8 @@ void col2im_block(const Acc* cols, const ConvGeometry& g, int64_t j0, int64_t nc
         valid_range(offset, g.sw, g.out_w, g.width, &lo, &hi);
         lo = max_of(lo, ix_begin);
         hi = min_of(hi, ix_end);
-        for (int64_t ix = lo; ix < hi; ++ix) row[ix * g.sw + offset] = arith::add<Acc>(row[ix * g.sw + offset], seg[ix]);
+        for (int64_t ix = lo; ix < hi; ++ix)
+          row[ix * g.sw + offset] = arith::add<Acc>(row[ix * g.sw + offset], seg[ix]);
       }
       j += ix_end - ix_begin;
     }
@@ -616,8 +617,8 @@ Error aten_convolution(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs) 
                        sizes_to_string(weight.size_span()).text);
   PARE_CHECK_OR_RETURN(ctx, input.dim == weight.dim, Error::InvalidShape,
                        "expected %d-d 'input' for %d-d 'weight' %s, got 'input' of sizes %s", int{weight.dim},
-                       int{weight.dim},
-                       sizes_to_string(weight.size_span()).text, sizes_to_string(input.size_span()).text);
+                       int{weight.dim}, sizes_to_string(weight.size_span()).text,
+                       sizes_to_string(input.size_span()).text);
   PARE_CHECK_OR_RETURN(ctx, weight.dtype == input.dtype, Error::InvalidArgument,
                        "argument 'weight' has dtype %s but 'input' is %s; they must match", to_string(weight.dtype),
                        to_string(input.dtype));
@@ -741,7 +742,7 @@ Error aten_convolution(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs) 
 
   int64_t sizes[4] = {g.batch, g.out_channels, g.out_h, g.out_w};
   if (spatial == 1) sizes[2] = g.out_w;
-  PARE_TRY_ASSIGN(Tensor* out, ctx.allocate_output(args.output(0), input.dtype, IntArrayRef(sizes, input.dim)));
+  PARE_TRY_ASSIGN(Tensor * out, ctx.allocate_output(args.output(0), input.dtype, IntArrayRef(sizes, input.dim)));
   if (out->numel() == 0) return Error::Ok;
   PARE_TRY_ASSIGN(const Tensor x, as_contiguous(ctx, input, input.dtype));
   PARE_TRY_ASSIGN(const Tensor w, as_contiguous(ctx, weight, weight.dtype));

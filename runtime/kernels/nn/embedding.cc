@@ -24,12 +24,13 @@ Error aten_embedding(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs) {
                        Error::UnsupportedDtype, "argument 'indices' must be Long or Int, got %s",
                        to_string(indices.dtype));
   PARE_CHECK_OR_RETURN(ctx, indices.dim < kMaxDim, Error::LimitExceeded,
-                       "argument 'indices' has rank %d; the result would exceed the maximum rank %zu",
-                       int{indices.dim}, kMaxDim);
+                       "argument 'indices' has rank %d; the result would exceed the maximum rank %zu", int{indices.dim},
+                       kMaxDim);
   int64_t sizes[kMaxDim];
   for (size_t d = 0; d < indices.dim; ++d) sizes[d] = indices.sizes[d];
   sizes[indices.dim] = weight.sizes[1];
-  PARE_TRY_ASSIGN(Tensor* out, ctx.allocate_output(args.output(0), weight.dtype, IntArrayRef(sizes, indices.dim + 1u)));
+  PARE_TRY_ASSIGN(Tensor * out,
+                  ctx.allocate_output(args.output(0), weight.dtype, IntArrayRef(sizes, indices.dim + 1u)));
   const size_t count = indices.numel();
   if (count == 0) return Error::Ok;
   PARE_TRY_ASSIGN(const Tensor idx, as_contiguous(ctx, indices, indices.dtype));

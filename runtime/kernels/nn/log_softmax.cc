@@ -33,7 +33,7 @@ Error aten__log_softmax(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs)
     if (d < dim) outer *= self.sizes[d];
     if (d > dim) inner *= self.sizes[d];
   }
-  PARE_TRY_ASSIGN(Tensor* out, ctx.allocate_output(args.output(0), self.dtype, self.size_span()));
+  PARE_TRY_ASSIGN(Tensor * out, ctx.allocate_output(args.output(0), self.dtype, self.size_span()));
   if (out->numel() == 0) return Error::Ok;
   PARE_TRY_ASSIGN(const Tensor in, as_contiguous(ctx, self, self.dtype));
 

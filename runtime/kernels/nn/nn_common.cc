@@ -26,8 +26,8 @@ Error read_spatial(KernelContext& ctx, IntArrayRef list, size_t n, const char* n
   return Error::Ok;
 }
 
-bool window_output_size(int64_t in, int64_t kernel, int64_t stride, int64_t pad, int64_t dilation,
-                        bool ceil_mode, int64_t* out) {
+bool window_output_size(int64_t in, int64_t kernel, int64_t stride, int64_t pad, int64_t dilation, bool ceil_mode,
+                        int64_t* out) {
   // Callers pass kernel, stride, dilation >= 1 and 0 <= pad <= kMaxSpatialParam.
   int64_t span = 0;
   int64_t padded = 0;
@@ -47,8 +47,8 @@ bool window_output_size(int64_t in, int64_t kernel, int64_t stride, int64_t pad,
   return true;
 }
 
-Error check_norm_dtypes(KernelContext& ctx, const Tensor& input, const Tensor* const* params,
-                        const char* const* names, size_t n, ScalarType* stats_dtype) {
+Error check_norm_dtypes(KernelContext& ctx, const Tensor& input, const Tensor* const* params, const char* const* names,
+                        size_t n, ScalarType* stats_dtype) {
   *stats_dtype = input.dtype;
   // Non-floating inputs are rejected by the op's dtype dispatch.
   if (!is_floating_type(input.dtype)) return Error::Ok;

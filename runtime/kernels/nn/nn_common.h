@@ -31,8 +31,8 @@ Error read_spatial(KernelContext& ctx, IntArrayRef list, size_t n, const char* n
 // ceil_mode rule for pooling (the last window must start inside the input
 // or the left padding). Fails when the dilated kernel is larger than the
 // padded input, or on overflow.
-bool window_output_size(int64_t in, int64_t kernel, int64_t stride, int64_t pad, int64_t dilation,
-                        bool ceil_mode, int64_t* out);
+bool window_output_size(int64_t in, int64_t kernel, int64_t stride, int64_t pad, int64_t dilation, bool ceil_mode,
+                        int64_t* out);
 
 // Element i of a 1-d parameter tensor (weight, bias, running stats) whose
 // dtype is either T or, for Half/BFloat16 inputs, Float (PyTorch's
@@ -50,8 +50,8 @@ PARE_ALWAYS_INLINE Acc param_at(const Tensor& p, int64_t i) {
 // the parameters must all have its dtype, or all be Float for a
 // Half/BFloat16 input (PyTorch's mixed-precision rule). Sets *stats_dtype
 // to the dtype of the op's mean/rstd outputs.
-Error check_norm_dtypes(KernelContext& ctx, const Tensor& input, const Tensor* const* params,
-                        const char* const* names, size_t n, ScalarType* stats_dtype);
+Error check_norm_dtypes(KernelContext& ctx, const Tensor& input, const Tensor* const* params, const char* const* names,
+                        size_t n, ScalarType* stats_dtype);
 
 // Checks that a present 1-d parameter has `count` elements.
 Error check_norm_param_shape(KernelContext& ctx, const Tensor* param, const char* name, int64_t count);

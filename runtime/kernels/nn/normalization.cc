@@ -76,7 +76,7 @@ Error aten__native_batch_norm_legit_no_training(KernelContext& ctx, ValueSpan in
   PARE_TRY(nn::check_norm_dtypes(ctx, input, params, names, 4, &stats_dtype));
   for (size_t i = 0; i < 4; ++i) PARE_TRY(nn::check_norm_param_shape(ctx, params[i], names[i], channels));
 
-  PARE_TRY_ASSIGN(Tensor* out, ctx.allocate_output(args.output(0), input.dtype, input.size_span()));
+  PARE_TRY_ASSIGN(Tensor * out, ctx.allocate_output(args.output(0), input.dtype, input.size_span()));
   const int64_t empty[] = {0};
   PARE_TRY(ctx.allocate_output(args.output(1), stats_dtype, IntArrayRef(empty, 1)));
   PARE_TRY(ctx.allocate_output(args.output(2), stats_dtype, IntArrayRef(empty, 1)));
@@ -146,9 +146,11 @@ Error aten_native_layer_norm(KernelContext& ctx, ValueSpan inputs, ValueSpan out
     (normalized ? cols : rows) *= input.sizes[d];
     stat_sizes[d] = normalized ? 1 : input.sizes[d];
   }
-  PARE_TRY_ASSIGN(Tensor* out, ctx.allocate_output(args.output(0), input.dtype, input.size_span()));
-  PARE_TRY_ASSIGN(Tensor* mean_out, ctx.allocate_output(args.output(1), stats_dtype, IntArrayRef(stat_sizes, input.dim)));
-  PARE_TRY_ASSIGN(Tensor* rstd_out, ctx.allocate_output(args.output(2), stats_dtype, IntArrayRef(stat_sizes, input.dim)));
+  PARE_TRY_ASSIGN(Tensor * out, ctx.allocate_output(args.output(0), input.dtype, input.size_span()));
+  PARE_TRY_ASSIGN(Tensor * mean_out,
+                  ctx.allocate_output(args.output(1), stats_dtype, IntArrayRef(stat_sizes, input.dim)));
+  PARE_TRY_ASSIGN(Tensor * rstd_out,
+                  ctx.allocate_output(args.output(2), stats_dtype, IntArrayRef(stat_sizes, input.dim)));
   if (rows == 0) return Error::Ok;
   PARE_TRY_ASSIGN(const Tensor x, as_contiguous(ctx, input, input.dtype));
   Tensor gamma{};
@@ -207,10 +209,10 @@ Error aten_native_group_norm(KernelContext& ctx, ValueSpan inputs, ValueSpan out
       __builtin_mul_overflow(expected_numel, hxw, &expected_numel)) {
     expected_numel = -1;
   }
-  PARE_CHECK_OR_RETURN(ctx, input.dim >= 2 && input.sizes[0] == batch && input.sizes[1] == channels && hxw >= 0 &&
-                                static_cast<int64_t>(input.numel()) == expected_numel,
-                       Error::InvalidShape,
-                       "arguments N=%lld, C=%lld, HxW=%lld do not describe 'input' of sizes %s",
+  PARE_CHECK_OR_RETURN(ctx,
+                       input.dim >= 2 && input.sizes[0] == batch && input.sizes[1] == channels && hxw >= 0 &&
+                           static_cast<int64_t>(input.numel()) == expected_numel,
+                       Error::InvalidShape, "arguments N=%lld, C=%lld, HxW=%lld do not describe 'input' of sizes %s",
                        static_cast<long long>(batch), static_cast<long long>(channels), static_cast<long long>(hxw),
                        sizes_to_string(input.size_span()).text);
   PARE_CHECK_OR_RETURN(ctx, groups >= 1 && channels % groups == 0, Error::InvalidArgument,
@@ -222,10 +224,10 @@ Error aten_native_group_norm(KernelContext& ctx, ValueSpan inputs, ValueSpan out
   PARE_TRY(nn::check_norm_dtypes(ctx, input, params, names, 2, &stats_dtype));
   for (size_t i = 0; i < 2; ++i) PARE_TRY(nn::check_norm_param_shape(ctx, params[i], names[i], channels));
 
-  PARE_TRY_ASSIGN(Tensor* out, ctx.allocate_output(args.output(0), input.dtype, input.size_span()));
+  PARE_TRY_ASSIGN(Tensor * out, ctx.allocate_output(args.output(0), input.dtype, input.size_span()));
   const int64_t stat_sizes[] = {batch, groups};
-  PARE_TRY_ASSIGN(Tensor* mean_out, ctx.allocate_output(args.output(1), stats_dtype, IntArrayRef(stat_sizes, 2)));
-  PARE_TRY_ASSIGN(Tensor* rstd_out, ctx.allocate_output(args.output(2), stats_dtype, IntArrayRef(stat_sizes, 2)));
+  PARE_TRY_ASSIGN(Tensor * mean_out, ctx.allocate_output(args.output(1), stats_dtype, IntArrayRef(stat_sizes, 2)));
+  PARE_TRY_ASSIGN(Tensor * rstd_out, ctx.allocate_output(args.output(2), stats_dtype, IntArrayRef(stat_sizes, 2)));
   if (batch == 0) return Error::Ok;
   PARE_TRY_ASSIGN(const Tensor x, as_contiguous(ctx, input, input.dtype));
   const int64_t per_group = channels / groups;

@@ -90,16 +90,16 @@ Error read_pool_params(KernelContext& ctx, KernelArgs& args, const Planes& plane
     PARE_CHECK_OR_RETURN(ctx, p->padding[i] <= p->kernel[i] / 2, Error::InvalidArgument,
                          "argument 'padding' (%lld) must be at most half of kernel_size (%lld)",
                          static_cast<long long>(p->padding[i]), static_cast<long long>(p->kernel[i]));
-    PARE_CHECK_OR_RETURN(ctx,
-                         nn::window_output_size(in[i], p->kernel[i], p->stride[i], p->padding[i], p->dilation[i],
-                                                ceil_mode, &p->out[i]),
-                         Error::InvalidShape,
-                         "input of %lld x %lld is too small for kernel_size (%lld, %lld) with padding (%lld, %lld) "
-                         "and dilation (%lld, %lld): the output would be empty",
-                         static_cast<long long>(planes.height), static_cast<long long>(planes.width),
-                         static_cast<long long>(p->kernel[0]), static_cast<long long>(p->kernel[1]),
-                         static_cast<long long>(p->padding[0]), static_cast<long long>(p->padding[1]),
-                         static_cast<long long>(p->dilation[0]), static_cast<long long>(p->dilation[1]));
+    PARE_CHECK_OR_RETURN(
+        ctx,
+        nn::window_output_size(in[i], p->kernel[i], p->stride[i], p->padding[i], p->dilation[i], ceil_mode, &p->out[i]),
+        Error::InvalidShape,
+        "input of %lld x %lld is too small for kernel_size (%lld, %lld) with padding (%lld, %lld) "
+        "and dilation (%lld, %lld): the output would be empty",
+        static_cast<long long>(planes.height), static_cast<long long>(planes.width),
+        static_cast<long long>(p->kernel[0]), static_cast<long long>(p->kernel[1]),
+        static_cast<long long>(p->padding[0]), static_cast<long long>(p->padding[1]),
+        static_cast<long long>(p->dilation[0]), static_cast<long long>(p->dilation[1]));
   }
   return Error::Ok;
 }
@@ -194,8 +194,7 @@ struct WindowRows {
 
 PARE_ALWAYS_INLINE WindowRows max_window_rows(int64_t oh, const Planes& planes, const PoolParams& p) {
   const int64_t start_h = oh * p.stride[0] - p.padding[0];
-  return {first_inside(start_h, p.dilation[0]),
-          min_of(start_h + (p.kernel[0] - 1) * p.dilation[0] + 1, planes.height)};
+  return {first_inside(start_h, p.dilation[0]), min_of(start_h + (p.kernel[0] - 1) * p.dilation[0] + 1, planes.height)};
 }
 
 // The output at column ow of a row whose windows span `rows`.
@@ -270,8 +269,8 @@ PARE_ALWAYS_INLINE simd::vec load_columns(const float* p, int64_t stride) {
 // template): the scalar loop at a row's ends, kLanes outputs at a time in
 // between. Indices are tracked in 32 bits (planes of fewer than 2^31
 // elements; larger ones take the scalar loop) and widened on store.
-PARE_UNUSED void max_pool_plane(const float* PARE_RESTRICT in, float* PARE_RESTRICT out,
-                                int64_t* PARE_RESTRICT indices, const Planes& planes, const PoolParams& p) {
+PARE_UNUSED void max_pool_plane(const float* PARE_RESTRICT in, float* PARE_RESTRICT out, int64_t* PARE_RESTRICT indices,
+                                const Planes& planes, const PoolParams& p) {
   const int64_t width = planes.width;
   VectorColumns cols = vector_columns(planes, p, (p.kernel[1] - 1) * p.dilation[1] + 1);
   if (planes.height * width > INT32_MAX) cols = {0, 0};
@@ -326,8 +325,8 @@ PARE_ALWAYS_INLINE V load_alternate(const float* p) {
 // many windows at a time, each row's 2 * lanes columns split into the
 // windows' left and right taps, taps in the scalar loop's order.
 template <typename V>
-void max_pool_plane_2x2_vector(const float* PARE_RESTRICT in, float* PARE_RESTRICT out,
-                               int64_t* PARE_RESTRICT indices, const Planes& planes, const PoolParams& p) {
+void max_pool_plane_2x2_vector(const float* PARE_RESTRICT in, float* PARE_RESTRICT out, int64_t* PARE_RESTRICT indices,
+                               const Planes& planes, const PoolParams& p) {
   using I = mask_of<V>;
   constexpr int kL = lanes_of<V>;
   const int64_t width = planes.width;
@@ -463,8 +462,8 @@ Error aten_max_pool2d_with_indices(KernelContext& ctx, ValueSpan inputs, ValueSp
   PARE_TRY(read_planes(ctx, self, &planes));
   PoolParams p{};
   PARE_TRY(read_pool_params(ctx, args, planes, /*with_dilation=*/true, 3, ceil_mode, &p));
-  PARE_TRY_ASSIGN(Tensor* out, allocate_pooled(ctx, args.output(0), self.dtype, planes, p.out[0], p.out[1]));
-  PARE_TRY_ASSIGN(Tensor* indices, allocate_pooled(ctx, args.output(1), ScalarType::Long, planes, p.out[0], p.out[1]));
+  PARE_TRY_ASSIGN(Tensor * out, allocate_pooled(ctx, args.output(0), self.dtype, planes, p.out[0], p.out[1]));
+  PARE_TRY_ASSIGN(Tensor * indices, allocate_pooled(ctx, args.output(1), ScalarType::Long, planes, p.out[0], p.out[1]));
   if (out->numel() == 0) return Error::Ok;
   PARE_TRY_ASSIGN(const Tensor x, as_contiguous(ctx, self, self.dtype));
   const int64_t in_plane = planes.height * planes.width;
@@ -512,7 +511,7 @@ Error aten_avg_pool2d(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs) {
   PARE_TRY(read_planes(ctx, self, &planes));
   PoolParams p{};
   PARE_TRY(read_pool_params(ctx, args, planes, /*with_dilation=*/false, 3, ceil_mode, &p));
-  PARE_TRY_ASSIGN(Tensor* out, allocate_pooled(ctx, args.output(0), self.dtype, planes, p.out[0], p.out[1]));
+  PARE_TRY_ASSIGN(Tensor * out, allocate_pooled(ctx, args.output(0), self.dtype, planes, p.out[0], p.out[1]));
   if (out->numel() == 0) return Error::Ok;
   PARE_TRY_ASSIGN(const Tensor x, as_contiguous(ctx, self, self.dtype));
   const int64_t in_plane = planes.height * planes.width;
@@ -545,7 +544,7 @@ Error aten__adaptive_avg_pool2d(KernelContext& ctx, ValueSpan inputs, ValueSpan 
                            !__builtin_mul_overflow(out_size[1] + 1, planes.width, &product),
                        Error::InvalidArgument, "argument 'output_size' is too large for 'self' of sizes %s",
                        sizes_to_string(self.size_span()).text);
-  PARE_TRY_ASSIGN(Tensor* out, allocate_pooled(ctx, args.output(0), self.dtype, planes, out_size[0], out_size[1]));
+  PARE_TRY_ASSIGN(Tensor * out, allocate_pooled(ctx, args.output(0), self.dtype, planes, out_size[0], out_size[1]));
   if (out->numel() == 0) return Error::Ok;
   PARE_TRY_ASSIGN(const Tensor x, as_contiguous(ctx, self, self.dtype));
   const int64_t oh_n = out_size[0];

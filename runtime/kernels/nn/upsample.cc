@@ -28,9 +28,8 @@ struct UpsampleShape {
 };
 
 Error check_input(KernelContext& ctx, const Tensor& input, const char* name, UpsampleShape* s) {
-  PARE_CHECK_OR_RETURN(ctx, input.dim == 4, Error::InvalidShape,
-                       "argument '%s' must be 4-d (N, C, H, W), got sizes %s", name,
-                       sizes_to_string(input.size_span()).text);
+  PARE_CHECK_OR_RETURN(ctx, input.dim == 4, Error::InvalidShape, "argument '%s' must be 4-d (N, C, H, W), got sizes %s",
+                       name, sizes_to_string(input.size_span()).text);
   PARE_CHECK_OR_RETURN(ctx, input.sizes[2] > 0 && input.sizes[3] > 0, Error::InvalidShape,
                        "argument '%s' of sizes %s must have non-empty height and width", name,
                        sizes_to_string(input.size_span()).text);
@@ -133,7 +132,7 @@ int64_t nearest_index(int64_t dst, int64_t in, int64_t out, float scale) {
 
 Error upsample_nearest(KernelContext& ctx, const Tensor& input, const UpsampleShape& s, Value& output) {
   const int64_t sizes[] = {s.batch, s.channels, s.out_h, s.out_w};
-  PARE_TRY_ASSIGN(Tensor* out, ctx.allocate_output(output, input.dtype, IntArrayRef(sizes, 4)));
+  PARE_TRY_ASSIGN(Tensor * out, ctx.allocate_output(output, input.dtype, IntArrayRef(sizes, 4)));
   if (out->numel() == 0) return Error::Ok;
   PARE_TRY_ASSIGN(const Tensor x, as_contiguous(ctx, input, input.dtype));
   PARE_TRY_ASSIGN(void* memory, ctx.allocate_scratch(static_cast<size_t>(s.out_w) * sizeof(int64_t)));
@@ -248,7 +247,8 @@ struct FixedTap {
 
 // HelperInterpLinear::compute_index_ranges_int16_weights (antialias off).
 // Returns the weights' precision in bits.
-PARE_UNUSED unsigned fixed_taps(int64_t in, int64_t out, bool align_corners, double opt_scale, FixedTap* taps, double* weights) {
+PARE_UNUSED unsigned fixed_taps(int64_t in, int64_t out, bool align_corners, double opt_scale, FixedTap* taps,
+                                double* weights) {
   const double scale = linear_scale<double>(in, out, align_corners, opt_scale);
   const double support = 1.0;  // bilinear: interp_size 2 * 0.5
   double wt_max = 0.0;
@@ -296,7 +296,9 @@ PARE_UNUSED unsigned fixed_taps(int64_t in, int64_t out, bool align_corners, dou
   return precision;
 }
 
-PARE_UNUSED PARE_ALWAYS_INLINE uint8_t clamp_u8(int32_t v) { return static_cast<uint8_t>(v < 0 ? 0 : (v > 255 ? 255 : v)); }
+PARE_UNUSED PARE_ALWAYS_INLINE uint8_t clamp_u8(int32_t v) {
+  return static_cast<uint8_t>(v < 0 ? 0 : (v > 255 ? 255 : v));
+}
 
 PARE_UNUSED Error bilinear_u8(KernelContext& ctx, const Tensor& x, const UpsampleShape& s, bool align_corners,
                               Tensor& out) {
@@ -366,7 +368,7 @@ PARE_UNUSED Error bilinear_u8(KernelContext& ctx, const Tensor& x, const Upsampl
 Error upsample_bilinear(KernelContext& ctx, const Tensor& input, const UpsampleShape& s, bool align_corners,
                         Value& output) {
   const int64_t sizes[] = {s.batch, s.channels, s.out_h, s.out_w};
-  PARE_TRY_ASSIGN(Tensor* out, ctx.allocate_output(output, input.dtype, IntArrayRef(sizes, 4)));
+  PARE_TRY_ASSIGN(Tensor * out, ctx.allocate_output(output, input.dtype, IntArrayRef(sizes, 4)));
   if (out->numel() == 0) return Error::Ok;
   PARE_TRY_ASSIGN(const Tensor x, as_contiguous(ctx, input, input.dtype));
   return PARE_DISPATCH(upsample_bilinear2d_kernel, ctx, input.dtype, T, {

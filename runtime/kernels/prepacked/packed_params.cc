@@ -15,24 +15,23 @@ namespace {
 
 // The weights and bias of a packed layer are the program's constants, used
 // in place: they must already be in the layout the kernels read.
-const char kRepack[] = "; re-export the program with this version of tools.tracer (docs/program_format.md, \"Prepacked weights\")";
+const char kRepack[] =
+    "; re-export the program with this version of tools.tracer (docs/program_format.md, \"Prepacked weights\")";
 
 Result<const float*> packed_floats(KernelContext& ctx, const Tensor& t, int64_t floats, const char* what) {
-  PARE_CHECK_OR_RETURN(ctx, t.dtype == ScalarType::Float && t.dim == 1 && t.sizes[0] == floats && t.is_contiguous(),
-                       Error::InvalidArgument,
-                       "argument 'weight' must be %s: a contiguous 1-D Float tensor of %lld floats, got %s %s%s", what,
-                       static_cast<long long>(floats), to_string(t.dtype), sizes_to_string(t.size_span()).text,
-                       kRepack);
+  PARE_CHECK_OR_RETURN(
+      ctx, t.dtype == ScalarType::Float && t.dim == 1 && t.sizes[0] == floats && t.is_contiguous(),
+      Error::InvalidArgument, "argument 'weight' must be %s: a contiguous 1-D Float tensor of %lld floats, got %s %s%s",
+      what, static_cast<long long>(floats), to_string(t.dtype), sizes_to_string(t.size_span()).text, kRepack);
   return t.data_as<float>();
 }
 
 Result<const float*> bias_floats(KernelContext& ctx, const Tensor* bias, int64_t n) {
   if (bias == nullptr) return static_cast<const float*>(nullptr);
-  PARE_CHECK_OR_RETURN(ctx,
-                       bias->dtype == ScalarType::Float && bias->dim == 1 && bias->sizes[0] == n &&
-                           bias->is_contiguous(),
-                       Error::InvalidArgument, "argument 'bias' must be a contiguous Float tensor of sizes [%lld], got %s %s",
-                       static_cast<long long>(n), to_string(bias->dtype), sizes_to_string(bias->size_span()).text);
+  PARE_CHECK_OR_RETURN(
+      ctx, bias->dtype == ScalarType::Float && bias->dim == 1 && bias->sizes[0] == n && bias->is_contiguous(),
+      Error::InvalidArgument, "argument 'bias' must be a contiguous Float tensor of sizes [%lld], got %s %s",
+      static_cast<long long>(n), to_string(bias->dtype), sizes_to_string(bias->size_span()).text);
   return bias->data_as<float>();
 }
 
@@ -114,10 +113,10 @@ Error Epilogue::apply_range(KernelContext& ctx, float* out, const float* res, in
   clamp.apply(out, n);
   if constexpr (!kAnyActivation) return Error::Ok;  // read_epilogue let no activation through
   switch (activation) {
-    case Activation::None:
-      return Error::Ok;
+    case Activation::None: return Error::Ok;
     case Activation::Hardswish:
-      return map_tagged<tags::prepacked_hardswish_kernel>(ctx, out, n, [](float x) { return activation::hardswish(x); });
+      return map_tagged<tags::prepacked_hardswish_kernel>(ctx, out, n,
+                                                          [](float x) { return activation::hardswish(x); });
     case Activation::Hardsigmoid:
       return map_tagged<tags::prepacked_hardsigmoid_kernel>(ctx, out, n,
                                                             [](float x) { return activation::hardsigmoid(x); });
@@ -150,10 +149,10 @@ void fill_rows_with_bias(float* c, int64_t rows, int64_t cols, int64_t ldc, cons
 }  // namespace
 
 Error LinearPackedParams::init(KernelContext& ctx, const Tensor& packed, const Tensor* bias_tensor, int64_t in,
-                                int64_t out) {
+                               int64_t out) {
   PARE_CHECK_OR_RETURN(ctx, valid_dimension(in, 0) && valid_dimension(out, 0), Error::InvalidArgument,
-                       "in_features = %lld and out_features = %lld must be in [0, 2^24]",
-                       static_cast<long long>(in), static_cast<long long>(out));
+                       "in_features = %lld and out_features = %lld must be in [0, 2^24]", static_cast<long long>(in),
+                       static_cast<long long>(out));
   in_features = in;
   out_features = out;
   PARE_TRY_ASSIGN(packed_weight, packed_floats(ctx, packed, static_cast<int64_t>(gemm::packed_b_size(in, out)),
@@ -169,7 +168,7 @@ Error LinearPackedParams::run(KernelContext& ctx, const Tensor& input, Value& ou
   int64_t sizes[kMaxDim];
   for (size_t d = 0; d < input.dim; ++d) sizes[d] = input.sizes[d];
   sizes[input.dim - 1] = out_features;
-  PARE_TRY_ASSIGN(Tensor* result, ctx.allocate_output(out, ScalarType::Float, IntArrayRef(sizes, input.dim)));
+  PARE_TRY_ASSIGN(Tensor * result, ctx.allocate_output(out, ScalarType::Float, IntArrayRef(sizes, input.dim)));
   if (result->numel() == 0) return Error::Ok;
   // Rows of the product (in_features may be 0, out_features is not here).
   const int64_t m = static_cast<int64_t>(result->numel()) / out_features;
@@ -188,11 +187,9 @@ Error LinearPackedParams::run(KernelContext& ctx, const Tensor& input, Value& ou
 Error Conv2dPackedParams::init(KernelContext& ctx, const Tensor& weight, const Tensor* bias_tensor,
                                IntArrayRef stride_arg, IntArrayRef padding_arg, IntArrayRef dilation_arg,
                                int64_t groups_arg, IntArrayRef weight_sizes) {
-  PARE_CHECK_OR_RETURN(ctx,
-                       stride_arg.size() == 2 && padding_arg.size() == 2 && dilation_arg.size() == 2 &&
-                           weight_sizes.size() == 4,
-                       Error::InvalidArgument,
-                       "stride, padding and dilation must each have 2 elements, and weight_sizes 4");
+  PARE_CHECK_OR_RETURN(
+      ctx, stride_arg.size() == 2 && padding_arg.size() == 2 && dilation_arg.size() == 2 && weight_sizes.size() == 4,
+      Error::InvalidArgument, "stride, padding and dilation must each have 2 elements, and weight_sizes 4");
   for (size_t i = 0; i < 4; ++i) {
     PARE_CHECK_OR_RETURN(ctx, valid_dimension(weight_sizes[i], i == 0 ? 0 : 1), Error::InvalidArgument,
                          "weight_sizes %s must be in [0, 2^24] (out_channels) and [1, 2^24] (the others)",
@@ -205,8 +202,7 @@ Error Conv2dPackedParams::init(KernelContext& ctx, const Tensor& weight, const T
   for (size_t i = 0; i < 2; ++i) {
     PARE_CHECK_OR_RETURN(ctx,
                          stride_arg[i] >= 1 && stride_arg[i] <= kMaxDimension && dilation_arg[i] >= 1 &&
-                             dilation_arg[i] <= kMaxDimension && padding_arg[i] >= 0 &&
-                             padding_arg[i] <= kMaxDimension,
+                             dilation_arg[i] <= kMaxDimension && padding_arg[i] >= 0 && padding_arg[i] <= kMaxDimension,
                          Error::InvalidArgument,
                          "stride and dilation must be in [1, 2^24] and padding in [0, 2^24], got %lld, %lld, %lld",
                          static_cast<long long>(stride_arg[i]), static_cast<long long>(dilation_arg[i]),
@@ -221,36 +217,36 @@ Error Conv2dPackedParams::init(KernelContext& ctx, const Tensor& weight, const T
   const int64_t cg = weight_sizes[1];
   int64_t k = 0;
   int64_t floats = 0;
-  PARE_CHECK_OR_RETURN(ctx,
-                       !__builtin_mul_overflow(groups, cg, &in_channels) && in_channels <= kMaxDimension &&
-                           !__builtin_mul_overflow(cg, kernel[0] * kernel[1], &k) && k <= kMaxDimension &&
-                           !__builtin_mul_overflow(static_cast<int64_t>(gemm::packed_a_size(out_channels / groups, k)),
-                                                   groups, &floats),
-                       Error::InvalidArgument, "weight_sizes %s with groups = %lld: the layer is too large",
-                       sizes_to_string(weight_sizes).text, static_cast<long long>(groups));
+  PARE_CHECK_OR_RETURN(
+      ctx,
+      !__builtin_mul_overflow(groups, cg, &in_channels) && in_channels <= kMaxDimension &&
+          !__builtin_mul_overflow(cg, kernel[0] * kernel[1], &k) && k <= kMaxDimension &&
+          !__builtin_mul_overflow(static_cast<int64_t>(gemm::packed_a_size(out_channels / groups, k)), groups, &floats),
+      Error::InvalidArgument, "weight_sizes %s with groups = %lld: the layer is too large",
+      sizes_to_string(weight_sizes).text, static_cast<long long>(groups));
   // A 4-D weight is a depthwise convolution's, for the direct kernel, as
   // given; any other convolution's weights come packed, per group, as the
   // GEMM's A [out_channels / groups, k] (rows are output channels).
   depthwise_direct = weight.dim == 4;
   if (depthwise_direct) {
-    PARE_CHECK_OR_RETURN(ctx,
-                         cg == 1 && groups > 1 &&
-                             depthwise::has_fast_path(kernel[0], kernel[1], stride[0], stride[1], dilation[0],
-                                                      dilation[1]),
-                         Error::InvalidArgument,
-                         "argument 'weight' is unpacked (4-D), which only a depthwise 3x3, 5x5 or 7x7 convolution "
-                         "with stride 1 or 2 and no dilation may be%s",
-                         kRepack);
+    PARE_CHECK_OR_RETURN(
+        ctx,
+        cg == 1 && groups > 1 &&
+            depthwise::has_fast_path(kernel[0], kernel[1], stride[0], stride[1], dilation[0], dilation[1]),
+        Error::InvalidArgument,
+        "argument 'weight' is unpacked (4-D), which only a depthwise 3x3, 5x5 or 7x7 convolution "
+        "with stride 1 or 2 and no dilation may be%s",
+        kRepack);
     bool same_sizes = true;
     for (size_t i = 0; i < 4; ++i) same_sizes = same_sizes && weight.sizes[i] == weight_sizes[i];
-    PARE_CHECK_OR_RETURN(ctx, weight.dtype == ScalarType::Float && weight.is_contiguous() && same_sizes,
-                         Error::InvalidArgument,
-                         "argument 'weight' must be a contiguous Float tensor of sizes %s, got %s %s",
-                         sizes_to_string(weight_sizes).text, to_string(weight.dtype),
-                         sizes_to_string(weight.size_span()).text);
+    PARE_CHECK_OR_RETURN(
+        ctx, weight.dtype == ScalarType::Float && weight.is_contiguous() && same_sizes, Error::InvalidArgument,
+        "argument 'weight' must be a contiguous Float tensor of sizes %s, got %s %s",
+        sizes_to_string(weight_sizes).text, to_string(weight.dtype), sizes_to_string(weight.size_span()).text);
     packed_weight = weight.data_as<float>();
   } else {
-    PARE_TRY_ASSIGN(packed_weight, packed_floats(ctx, weight, floats, "the convolution's weights packed as the GEMM's A"));
+    PARE_TRY_ASSIGN(packed_weight,
+                    packed_floats(ctx, weight, floats, "the convolution's weights packed as the GEMM's A"));
   }
   PARE_TRY_ASSIGN(bias, bias_floats(ctx, bias_tensor, out_channels));
   return Error::Ok;
@@ -269,20 +265,20 @@ Error Conv2dPackedParams::run(KernelContext& ctx, const Tensor& input, Value& ou
                        static_cast<long long>(channels), static_cast<long long>(in_channels));
   const int64_t out_h = (height + 2 * padding[0] - dilation[0] * (kernel[0] - 1) - 1) / stride[0] + 1;
   const int64_t out_w = (width + 2 * padding[1] - dilation[1] * (kernel[1] - 1) - 1) / stride[1] + 1;
-  PARE_CHECK_OR_RETURN(ctx, height + 2 * padding[0] >= dilation[0] * (kernel[0] - 1) + 1 &&
-                                width + 2 * padding[1] >= dilation[1] * (kernel[1] - 1) + 1,
+  PARE_CHECK_OR_RETURN(ctx,
+                       height + 2 * padding[0] >= dilation[0] * (kernel[0] - 1) + 1 &&
+                           width + 2 * padding[1] >= dilation[1] * (kernel[1] - 1) + 1,
                        Error::InvalidShape, "input size %lldx%lld (padded) is smaller than the kernel",
                        static_cast<long long>(height), static_cast<long long>(width));
   int64_t sizes[4] = {batch, out_channels, out_h, out_w};
-  PARE_TRY_ASSIGN(Tensor* result,
-                  ctx.allocate_output(out, ScalarType::Float,
-                                      batched ? IntArrayRef(sizes, 4) : IntArrayRef(sizes + 1, 3)));
+  PARE_TRY_ASSIGN(Tensor * result, ctx.allocate_output(out, ScalarType::Float,
+                                                       batched ? IntArrayRef(sizes, 4) : IntArrayRef(sizes + 1, 3)));
   if (result->numel() == 0) return Error::Ok;
   PARE_TRY_ASSIGN(const Tensor x, as_contiguous(ctx, input, ScalarType::Float));
   PARE_TRY_ASSIGN(const float* residual, epilogue.residual_data(ctx, *result));
   if (depthwise_direct) {
-    const depthwise::Geometry g{batch, in_channels, out_channels, height, width, out_h, out_w, kernel[0],
-                                stride[0], padding[0], padding[1]};
+    const depthwise::Geometry g{batch, in_channels, out_channels, height,     width,     out_h,
+                                out_w, kernel[0],   stride[0],    padding[0], padding[1]};
     PARE_TRY(depthwise::run_float(ctx, g, x.data_as<float>(), packed_weight, bias, 1, result->data_as<float>()));
     return epilogue.apply(ctx, result->data_as<float>(), residual, static_cast<int64_t>(result->numel()));
   }
@@ -292,8 +288,8 @@ Error Conv2dPackedParams::run(KernelContext& ctx, const Tensor& input, Value& ou
   const int64_t k = cg * kernel[0] * kernel[1];
   const int64_t p = out_h * out_w;
   const size_t group_floats = gemm::packed_a_size(og, k);
-  const bool pointwise = kernel[0] == 1 && kernel[1] == 1 && stride[0] == 1 && stride[1] == 1 &&
-                         padding[0] == 0 && padding[1] == 0;
+  const bool pointwise =
+      kernel[0] == 1 && kernel[1] == 1 && stride[0] == 1 && stride[1] == 1 && padding[0] == 0 && padding[1] == 0;
   // Runs product(image, c, a) per (image, group): C [og, p] = A [og, k] B,
   // A's panels at `a`, C starting as the bias, and the epilogue afterwards,
   // while the group's output is still in cache.
@@ -327,8 +323,9 @@ Error Conv2dPackedParams::run(KernelContext& ctx, const Tensor& input, Value& ou
       // A 1x1 convolution is a plain GEMM with the image as B [cg, H*W].
       gemm::sgemm(ctx, split, og, p, k, 1.0f, a, gemm::StridedB{{image, cg, p, p, 1}}, c, p, bias != nullptr);
     } else {
-      const gemm::Im2ColPanels b{image, {height, width, out_w, kernel[0], kernel[1], stride[0], stride[1],
-                                         padding[0], padding[1], dilation[0], dilation[1]}};
+      const gemm::Im2ColPanels b{image,
+                                 {height, width, out_w, kernel[0], kernel[1], stride[0], stride[1], padding[0],
+                                  padding[1], dilation[0], dilation[1]}};
       gemm::sgemm(ctx, split, og, p, k, 1.0f, a, b, c, p, bias != nullptr);
     }
   });

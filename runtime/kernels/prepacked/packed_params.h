@@ -44,22 +44,19 @@ enum class Activation : uint8_t { None, Hardswish, Hardsigmoid, Sigmoid, Silu, G
 // What a prepacked op does to its output after the product: out =
 // activation(clamp(out + residual)), for a convolution per (image, group)
 // right after that group's GEMM, for a linear layer over its whole output
-// after the GEMM (no extra operator, dispatch or output tensor either way). The residual (a fused `add`, e.g. a ResNet or MobileNetV2
-// shortcut) has the output's sizes and is contiguous. The residual add and
-// each activation run under kernel tags of their own
-// (prepacked_residual_kernel, prepacked_<activation>_kernel), so only the
-// epilogues a model uses are compiled into its runtime; an unselected one
-// fails with the not-selected error.
+// after the GEMM (no extra operator, dispatch or output tensor either way). The residual (a fused `add`, e.g. a ResNet
+// or MobileNetV2 shortcut) has the output's sizes and is contiguous. The residual add and each activation run under
+// kernel tags of their own (prepacked_residual_kernel, prepacked_<activation>_kernel), so only the epilogues a model
+// uses are compiled into its runtime; an unselected one fails with the not-selected error.
 struct Epilogue {
   // Whether the build selects any fused activation, and the residual add:
   // a runtime that selects none has no epilogue code beyond the clamp (and
   // rejects a program that asks for one, naming what is not selected).
-  static constexpr bool kAnyActivation =
-      kernel_dtype_selected("prepacked_hardswish_kernel", ScalarType::Float) ||
-      kernel_dtype_selected("prepacked_hardsigmoid_kernel", ScalarType::Float) ||
-      kernel_dtype_selected("prepacked_sigmoid_kernel", ScalarType::Float) ||
-      kernel_dtype_selected("prepacked_silu_kernel", ScalarType::Float) ||
-      kernel_dtype_selected("prepacked_gelu_kernel", ScalarType::Float);
+  static constexpr bool kAnyActivation = kernel_dtype_selected("prepacked_hardswish_kernel", ScalarType::Float) ||
+                                         kernel_dtype_selected("prepacked_hardsigmoid_kernel", ScalarType::Float) ||
+                                         kernel_dtype_selected("prepacked_sigmoid_kernel", ScalarType::Float) ||
+                                         kernel_dtype_selected("prepacked_silu_kernel", ScalarType::Float) ||
+                                         kernel_dtype_selected("prepacked_gelu_kernel", ScalarType::Float);
   static constexpr bool kResidual = kernel_dtype_selected("prepacked_residual_kernel", ScalarType::Float);
 
   Clamp clamp;
@@ -86,8 +83,7 @@ class LinearPackedParams : public ObjectBase {
   // packed: W [out_features, in_features] transposed and packed as the
   // GEMM's B (gemm::packed_b_size floats); bias [out_features] or null.
   // Both float, contiguous, and kept by pointer.
-  Error init(KernelContext& ctx, const Tensor& packed, const Tensor* bias, int64_t in_features,
-             int64_t out_features);
+  Error init(KernelContext& ctx, const Tensor& packed, const Tensor* bias, int64_t in_features, int64_t out_features);
   // input [..., in_features] -> out [..., out_features], then `epilogue`.
   Error run(KernelContext& ctx, const Tensor& input, Value& out, const Epilogue& epilogue) const;
 

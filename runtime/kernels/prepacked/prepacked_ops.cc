@@ -87,7 +87,7 @@ Error pare_linear_prepack(KernelContext& ctx, ValueSpan inputs, ValueSpan output
     const int64_t in_features = args.int64(2, "in_features");
     const int64_t out_features = args.int64(3, "out_features");
     PARE_TRY(args.status());
-    PARE_TRY_ASSIGN(classes::LinearPackedParams* params,
+    PARE_TRY_ASSIGN(classes::LinearPackedParams * params,
                     ctx.create_object<classes::LinearPackedParams>(args.output(0)));
     return params->init(ctx, weight, bias, in_features, out_features);
   }
@@ -131,7 +131,7 @@ Error pare_conv2d_prepack(KernelContext& ctx, ValueSpan inputs, ValueSpan output
     const int64_t groups = args.int64(5, "groups");
     const IntArrayRef weight_sizes = args.int_list(6, "weight_sizes");
     PARE_TRY(args.status());
-    PARE_TRY_ASSIGN(classes::Conv2dPackedParams* params,
+    PARE_TRY_ASSIGN(classes::Conv2dPackedParams * params,
                     ctx.create_object<classes::Conv2dPackedParams>(args.output(0)));
     return params->init(ctx, weight, bias, stride, padding, dilation, groups, weight_sizes);
   }

@@ -26,7 +26,7 @@ Error sum_like(KernelArgs& args, const Tensor& self, const DimMask& mask, bool k
   const bool integral = is_integral_type(compute, /*include_bool=*/true);
   const ScalarType out_dtype = dtype.has_value ? dtype.value : (integral ? ScalarType::Long : compute);
   const OutputShape shape = reduction::reduced_shape(self, mask, keepdim);
-  PARE_TRY_ASSIGN(Tensor* out, ctx.allocate_output(args.output(0), out_dtype, shape.span()));
+  PARE_TRY_ASSIGN(Tensor * out, ctx.allocate_output(args.output(0), out_dtype, shape.span()));
   PARE_TRY_ASSIGN(const Plan p, reduction::plan(ctx, self, mask, compute));
   // Integral results accumulate in int64; a narrower requested dtype
   // (dtype=torch.int32) wraps to the same value when converted at the end.
@@ -38,12 +38,10 @@ Error sum_like(KernelArgs& args, const Tensor& self, const DimMask& mask, bool k
   PARE_TRY(dispatch<Tag>(ctx, compute, [&](auto type_tag) -> Error {
     using T = typename decltype(type_tag)::type;
     if constexpr (is_integral_v<T> || is_same_v<T, bool>) {
-      return reduction::reduce_lines<T, OpT<int64_t>>(ctx, p, result.data_as<int64_t>(),
-                                                      [](int64_t a) { return a; });
+      return reduction::reduce_lines<T, OpT<int64_t>>(ctx, p, result.data_as<int64_t>(), [](int64_t a) { return a; });
     } else {
       using Acc = opmath_t<T>;
-      return reduction::reduce_lines<T, OpT<Acc>>(ctx, p, result.data_as<T>(),
-                                                  [](Acc a) { return convert<T>(a); });
+      return reduction::reduce_lines<T, OpT<Acc>>(ctx, p, result.data_as<T>(), [](Acc a) { return convert<T>(a); });
     }
   }));
   if (result.storage != out->storage) PARE_TRY(convert_into(ctx, result, *out));
@@ -58,7 +56,7 @@ Error mean_impl(KernelArgs& args, const Tensor& self, const DimMask& mask, bool 
                        "(pass dtype=torch.float32 to average integers)",
                        dtype.has_value ? "argument 'dtype'" : "argument 'self'", to_string(compute));
   const OutputShape shape = reduction::reduced_shape(self, mask, keepdim);
-  PARE_TRY_ASSIGN(Tensor* out, ctx.allocate_output(args.output(0), compute, shape.span()));
+  PARE_TRY_ASSIGN(Tensor * out, ctx.allocate_output(args.output(0), compute, shape.span()));
   PARE_TRY_ASSIGN(const Plan p, reduction::plan(ctx, self, mask, compute));
   return PARE_DISPATCH(mean_kernel, ctx, compute, T, {
     using Acc = opmath_t<T>;
@@ -66,7 +64,7 @@ Error mean_impl(KernelArgs& args, const Tensor& self, const DimMask& mask, bool 
     // floating dtype). An empty reduction gives 0 / 0 = NaN, as in torch.
     const Acc count = static_cast<Acc>(p.length);
     return reduction::reduce_lines<T, reduction::SumOp<Acc>>(ctx, p, out->data_as<T>(),
-                                                              [count](Acc a) { return convert<T>(a / count); });
+                                                             [count](Acc a) { return convert<T>(a / count); });
   });
 }
 
@@ -92,8 +90,7 @@ Error aten_prod_dim_int(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs)
   const bool keepdim = args.boolean_or(2, "keepdim", false);
   const Optional<ScalarType> dtype = args.optional_dtype(3, "dtype");
   PARE_TRY(args.status());
-  return sum_like<tags::prod_kernel, reduction::ProdOp>(args, self, reduction::single_dim(self, dim), keepdim,
-                                                        dtype);
+  return sum_like<tags::prod_kernel, reduction::ProdOp>(args, self, reduction::single_dim(self, dim), keepdim, dtype);
 }
 
 // aten::mean.dim(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor

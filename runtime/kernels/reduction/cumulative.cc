@@ -13,19 +13,47 @@ namespace kernels {
 
 namespace {
 
-template <typename T> struct CumAcc { using type = int64_t; };
-template <> struct CumAcc<Half> { using type = float; };
-template <> struct CumAcc<BFloat16> { using type = float; };
-template <> struct CumAcc<float> { using type = double; };
-template <> struct CumAcc<double> { using type = double; };
+template <typename T>
+struct CumAcc {
+  using type = int64_t;
+};
+template <>
+struct CumAcc<Half> {
+  using type = float;
+};
+template <>
+struct CumAcc<BFloat16> {
+  using type = float;
+};
+template <>
+struct CumAcc<float> {
+  using type = double;
+};
+template <>
+struct CumAcc<double> {
+  using type = double;
+};
 
 // What the scan writes: T for floating T, int64 otherwise.
-template <bool kFloating, typename T> struct ScanOutOf { using type = T; };
-template <typename T> struct ScanOutOf<false, T> { using type = int64_t; };
-template <typename T> using ScanOut = typename ScanOutOf<is_floating_point_v<T>, T>::type;
+template <bool kFloating, typename T>
+struct ScanOutOf {
+  using type = T;
+};
+template <typename T>
+struct ScanOutOf<false, T> {
+  using type = int64_t;
+};
+template <typename T>
+using ScanOut = typename ScanOutOf<is_floating_point_v<T>, T>::type;
 
-template <bool kProd, typename A, typename B> struct TagFor { using type = A; };
-template <typename A, typename B> struct TagFor<false, A, B> { using type = B; };
+template <bool kProd, typename A, typename B>
+struct TagFor {
+  using type = A;
+};
+template <typename A, typename B>
+struct TagFor<false, A, B> {
+  using type = B;
+};
 
 template <typename T, bool kProd>
 Error scan_lines(KernelContext& ctx, const reduction::Plan& p, ScanOut<T>* PARE_RESTRICT y) {
@@ -87,7 +115,7 @@ Error cumulative(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs) {
   const ScalarType compute = dtype.has_value ? dtype.value : self.dtype;
   const bool integral = is_integral_type(compute, /*include_bool=*/true);
   const ScalarType out_dtype = dtype.has_value ? dtype.value : (integral ? ScalarType::Long : compute);
-  PARE_TRY_ASSIGN(Tensor* out, ctx.allocate_output(args.output(0), out_dtype, self.size_span()));
+  PARE_TRY_ASSIGN(Tensor * out, ctx.allocate_output(args.output(0), out_dtype, self.size_span()));
   PARE_TRY_ASSIGN(const reduction::Plan p, reduction::plan(ctx, self, reduction::single_dim(self, dim), compute));
   // Integral scans run in int64; a narrower dtype= wraps to the same values
   // when converted at the end.

@@ -15,7 +15,7 @@ Error any_impl(KernelArgs& args, const Tensor& self, const DimMask& mask, bool k
   KernelContext& ctx = args.ctx();
   const ScalarType out_dtype = self.dtype == ScalarType::Byte ? ScalarType::Byte : ScalarType::Bool;
   const reduction::OutputShape shape = reduction::reduced_shape(self, mask, keepdim);
-  PARE_TRY_ASSIGN(Tensor* out, ctx.allocate_output(args.output(0), out_dtype, shape.span()));
+  PARE_TRY_ASSIGN(Tensor * out, ctx.allocate_output(args.output(0), out_dtype, shape.span()));
   PARE_TRY_ASSIGN(const reduction::Plan p, reduction::plan(ctx, self, mask, self.dtype));
   return PARE_DISPATCH(any_kernel, ctx, self.dtype, T, {
     // Both output dtypes are one byte holding 0 or 1.

@@ -39,7 +39,7 @@ Error amax_amin(KernelArgs& args, const Tensor& self, const DimMask& mask, bool 
   KernelContext& ctx = args.ctx();
   PARE_TRY(check_nonempty(ctx, self, mask));
   const OutputShape shape = reduction::reduced_shape(self, mask, keepdim);
-  PARE_TRY_ASSIGN(Tensor* out, ctx.allocate_output(args.output(0), self.dtype, shape.span()));
+  PARE_TRY_ASSIGN(Tensor * out, ctx.allocate_output(args.output(0), self.dtype, shape.span()));
   PARE_TRY_ASSIGN(const Plan p, reduction::plan(ctx, self, mask, self.dtype));
   return PARE_DISPATCH(minmax_kernel, ctx, self.dtype, T, {
     using Acc = opmath_t<T>;
@@ -145,7 +145,7 @@ Error argmax_argmin(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs) {
     shape.dim = keepdim ? self.dim : 0;
     for (size_t d = 0; d < shape.dim; ++d) shape.sizes[d] = 1;
   }
-  PARE_TRY_ASSIGN(Tensor* out, ctx.allocate_output(args.output(0), ScalarType::Long, shape.span()));
+  PARE_TRY_ASSIGN(Tensor * out, ctx.allocate_output(args.output(0), ScalarType::Long, shape.span()));
   return arg_reduce<kMax>(ctx, self, mask, nullptr, out);
 }
 
@@ -160,8 +160,8 @@ Error max_min_dim(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs) {
   const DimMask mask = reduction::single_dim(self, dim);
   PARE_TRY(check_nonempty(ctx, self, mask));
   const OutputShape shape = reduction::reduced_shape(self, mask, keepdim);
-  PARE_TRY_ASSIGN(Tensor* values, ctx.allocate_output(args.output(0), self.dtype, shape.span()));
-  PARE_TRY_ASSIGN(Tensor* indices, ctx.allocate_output(args.output(1), ScalarType::Long, shape.span()));
+  PARE_TRY_ASSIGN(Tensor * values, ctx.allocate_output(args.output(0), self.dtype, shape.span()));
+  PARE_TRY_ASSIGN(Tensor * indices, ctx.allocate_output(args.output(1), ScalarType::Long, shape.span()));
   return arg_reduce<kMax>(ctx, self, mask, values, indices);
 }
 

@@ -20,8 +20,7 @@ DimMask all_dims(const Tensor& self) {
   return mask;
 }
 
-Error read_dims(KernelArgs& args, size_t i, const char* name, const Tensor& self, bool empty_means_all,
-                DimMask* mask) {
+Error read_dims(KernelArgs& args, size_t i, const char* name, const Tensor& self, bool empty_means_all, DimMask* mask) {
   KernelContext& ctx = args.ctx();
   *mask = DimMask{};
   mask->ndim = self.dim;

@@ -28,8 +28,7 @@ struct DimMask {
 // Reads an `int[1]? dim` argument (None, an int list or a single int).
 // None, and an empty list when `empty_means_all`, select every dim. Wraps
 // negative dims and rejects duplicates, naming the argument.
-Error read_dims(KernelArgs& args, size_t i, const char* name, const Tensor& self, bool empty_means_all,
-                DimMask* mask);
+Error read_dims(KernelArgs& args, size_t i, const char* name, const Tensor& self, bool empty_means_all, DimMask* mask);
 
 // A mask with one dim (already wrapped) or every dim.
 DimMask single_dim(const Tensor& self, int64_t dim);
@@ -64,24 +63,38 @@ int64_t first_empty_reduced_dim(const Tensor& self, const DimMask& mask);
 
 template <typename T>
 constexpr T lowest_value() {
-  if constexpr (is_same_v<T, bool>) return false;
-  else if constexpr (is_same_v<T, uint8_t>) return 0;
-  else if constexpr (is_same_v<T, int8_t>) return -128;
-  else if constexpr (is_same_v<T, int16_t>) return -32768;
-  else if constexpr (is_same_v<T, int32_t>) return -2147483647 - 1;
-  else if constexpr (is_same_v<T, int64_t>) return -9223372036854775807LL - 1;
-  else return static_cast<T>(-__builtin_inf());
+  if constexpr (is_same_v<T, bool>)
+    return false;
+  else if constexpr (is_same_v<T, uint8_t>)
+    return 0;
+  else if constexpr (is_same_v<T, int8_t>)
+    return -128;
+  else if constexpr (is_same_v<T, int16_t>)
+    return -32768;
+  else if constexpr (is_same_v<T, int32_t>)
+    return -2147483647 - 1;
+  else if constexpr (is_same_v<T, int64_t>)
+    return -9223372036854775807LL - 1;
+  else
+    return static_cast<T>(-__builtin_inf());
 }
 
 template <typename T>
 constexpr T highest_value() {
-  if constexpr (is_same_v<T, bool>) return true;
-  else if constexpr (is_same_v<T, uint8_t>) return 255;
-  else if constexpr (is_same_v<T, int8_t>) return 127;
-  else if constexpr (is_same_v<T, int16_t>) return 32767;
-  else if constexpr (is_same_v<T, int32_t>) return 2147483647;
-  else if constexpr (is_same_v<T, int64_t>) return 9223372036854775807LL;
-  else return static_cast<T>(__builtin_inf());
+  if constexpr (is_same_v<T, bool>)
+    return true;
+  else if constexpr (is_same_v<T, uint8_t>)
+    return 255;
+  else if constexpr (is_same_v<T, int8_t>)
+    return 127;
+  else if constexpr (is_same_v<T, int16_t>)
+    return 32767;
+  else if constexpr (is_same_v<T, int32_t>)
+    return 2147483647;
+  else if constexpr (is_same_v<T, int64_t>)
+    return 9223372036854775807LL;
+  else
+    return static_cast<T>(__builtin_inf());
 }
 
 template <typename T>

@@ -76,7 +76,7 @@ Error aten_var_correction(KernelContext& ctx, ValueSpan inputs, ValueSpan output
   reduction::DimMask mask{};
   PARE_TRY(reduction::read_dims(args, 1, "dim", self, /*empty_means_all=*/true, &mask));
   const reduction::OutputShape shape = reduction::reduced_shape(self, mask, keepdim);
-  PARE_TRY_ASSIGN(Tensor* out, ctx.allocate_output(args.output(0), self.dtype, shape.span()));
+  PARE_TRY_ASSIGN(Tensor * out, ctx.allocate_output(args.output(0), self.dtype, shape.span()));
   PARE_TRY_ASSIGN(const reduction::Plan p, reduction::plan(ctx, self, mask, self.dtype));
   const double c = correction.as_double();
   return PARE_DISPATCH(var_kernel, ctx, self.dtype, T, { return variance_lines<T>(ctx, p, c, out->data_as<T>()); });

@@ -30,8 +30,7 @@ bool compute_view_strides(const Tensor& t, IntArrayRef new_sizes, int64_t* new_s
   for (int64_t tensor_d = static_cast<int64_t>(old_dim) - 1; tensor_d >= 0; --tensor_d) {
     tensor_numel *= t.sizes[tensor_d];
     // A chunk ends where old dims stop being contiguous with each other.
-    if (tensor_d == 0 ||
-        (t.sizes[tensor_d - 1] != 1 && t.strides[tensor_d - 1] != tensor_numel * chunk_base_stride)) {
+    if (tensor_d == 0 || (t.sizes[tensor_d - 1] != 1 && t.strides[tensor_d - 1] != tensor_numel * chunk_base_stride)) {
       while (view_d >= 0 && (view_numel < tensor_numel || new_sizes[view_d] == 1)) {
         new_strides[view_d] = view_numel * chunk_base_stride;
         view_numel *= new_sizes[view_d];
@@ -67,8 +66,7 @@ Error aten_view(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs) {
     sizes[i] = size[i];
     if (size[i] == -1) {
       PARE_CHECK_OR_RETURN(ctx, infer_at < 0, Error::InvalidShape,
-                           "argument 'size' %s: only one dimension can be inferred",
-                           sizes_to_string(size).text);
+                           "argument 'size' %s: only one dimension can be inferred", sizes_to_string(size).text);
       infer_at = static_cast<int64_t>(i);
     } else {
       PARE_CHECK_OR_RETURN(ctx, size[i] >= 0, Error::InvalidShape, "argument 'size' %s: invalid size %lld",
@@ -106,8 +104,7 @@ Error aten_sym_size_int(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs)
   KernelArgs args(ctx, inputs, outputs, 2, 2, 1);
   const Tensor& self = args.tensor(0, "self");
   PARE_TRY(args.status());
-  PARE_CHECK_OR_RETURN(ctx, self.dim > 0, Error::IndexOutOfRange,
-                       "argument 'dim': a 0-dim tensor has no dimensions");
+  PARE_CHECK_OR_RETURN(ctx, self.dim > 0, Error::IndexOutOfRange, "argument 'dim': a 0-dim tensor has no dimensions");
   const int64_t dim = args.dim(1, "dim", self.dim);
   PARE_TRY(args.status());
   args.set_output_int(0, self.sizes[dim]);

@@ -30,8 +30,7 @@ PARE_UNUSED void softmax_row(const float* PARE_RESTRICT x, float* PARE_RESTRICT 
 // row kernel for all, a strided line (inner > 1) gathered into `line` (2 *
 // length floats) and its result scattered back. The copies stay scalar:
 // vectorising strided copies buys nothing and costs code.
-PARE_UNUSED void float_softmax(const float* x, float* y, int64_t outer, int64_t length, int64_t inner,
-                               float* line) {
+PARE_UNUSED void float_softmax(const float* x, float* y, int64_t outer, int64_t length, int64_t inner, float* line) {
   for (int64_t o = 0; o < outer; ++o) {
     for (int64_t i = 0; i < inner; ++i) {
       const float* xl = x + o * length * inner + i;
@@ -71,7 +70,7 @@ Error aten__softmax(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs) {
     if (d < dim) outer *= self.sizes[d];
     if (d > dim) inner *= self.sizes[d];
   }
-  PARE_TRY_ASSIGN(Tensor* out, ctx.allocate_output(args.output(0), self.dtype, self.size_span()));
+  PARE_TRY_ASSIGN(Tensor * out, ctx.allocate_output(args.output(0), self.dtype, self.size_span()));
   if (out->numel() == 0) return Error::Ok;
   PARE_TRY_ASSIGN(const Tensor in, as_contiguous(ctx, self, self.dtype));
 

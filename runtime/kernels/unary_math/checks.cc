@@ -57,21 +57,18 @@ Error unsupported_dtype(KernelContext& ctx, TagId tag, ScalarType dtype, const c
     if (i > 0) out.append(", ");
     out.append(to_string(info.dtypes[i]));
   }
-  return PARE_FAIL(ctx, Error::UnsupportedDtype,
-                   "%s has dtype %s, which is not supported (kernel tag %s handles %s)", what, to_string(dtype),
-                   info.name, list);
+  return PARE_FAIL(ctx, Error::UnsupportedDtype, "%s has dtype %s, which is not supported (kernel tag %s handles %s)",
+                   what, to_string(dtype), info.name, list);
 }
 
 Error check_scalar_fits(KernelContext& ctx, const Scalar& value, ScalarType dtype, const char* name) {
   if (!overflows(value, dtype)) return Error::Ok;
   if (value.is_floating_point()) {
-    return PARE_FAIL(ctx, Error::InvalidArgument,
-                     "argument '%s': value %g cannot be converted to %s without overflow", name,
-                     value.as_double(), to_string(dtype));
+    return PARE_FAIL(ctx, Error::InvalidArgument, "argument '%s': value %g cannot be converted to %s without overflow",
+                     name, value.as_double(), to_string(dtype));
   }
-  return PARE_FAIL(ctx, Error::InvalidArgument,
-                   "argument '%s': value %lld cannot be converted to %s without overflow", name,
-                   static_cast<long long>(value.as_int()), to_string(dtype));
+  return PARE_FAIL(ctx, Error::InvalidArgument, "argument '%s': value %lld cannot be converted to %s without overflow",
+                   name, static_cast<long long>(value.as_int()), to_string(dtype));
 }
 
 }  // namespace unary_math

@@ -17,43 +17,63 @@ namespace {
 
 struct Sqrt {
   template <typename A>
-  A operator()(A x) const { return math::sqrt(x); }
+  A operator()(A x) const {
+    return math::sqrt(x);
+  }
 };
 struct Rsqrt {
   template <typename A>
-  A operator()(A x) const { return A(1) / math::sqrt(x); }
+  A operator()(A x) const {
+    return A(1) / math::sqrt(x);
+  }
 };
 struct Exp {
   template <typename A>
-  A operator()(A x) const { return math::exp(x); }
+  A operator()(A x) const {
+    return math::exp(x);
+  }
 };
 struct Log {
   template <typename A>
-  A operator()(A x) const { return math::log(x); }
+  A operator()(A x) const {
+    return math::log(x);
+  }
 };
 struct Reciprocal {
   template <typename A>
-  A operator()(A x) const { return A(1) / x; }
+  A operator()(A x) const {
+    return A(1) / x;
+  }
 };
 struct Sigmoid {
   template <typename A>
-  A operator()(A x) const { return activation::sigmoid(x); }
+  A operator()(A x) const {
+    return activation::sigmoid(x);
+  }
 };
 struct Tanh {
   template <typename A>
-  A operator()(A x) const { return math::tanh(x); }
+  A operator()(A x) const {
+    return math::tanh(x);
+  }
 };
 struct Sin {
   template <typename A>
-  A operator()(A x) const { return math::sin(x); }
+  A operator()(A x) const {
+    return math::sin(x);
+  }
 };
 struct Cos {
   template <typename A>
-  A operator()(A x) const { return math::cos(x); }
+  A operator()(A x) const {
+    return math::cos(x);
+  }
 };
 struct Erf {
   template <typename A>
-  A operator()(A x) const { return math::erf(x); }
+  A operator()(A x) const {
+    return math::erf(x);
+  }
 };
 
 }  // namespace

@@ -13,15 +13,21 @@ namespace {
 
 struct Floor {
   template <typename A>
-  A operator()(A x) const { return math::floor(x); }
+  A operator()(A x) const {
+    return math::floor(x);
+  }
 };
 struct Ceil {
   template <typename A>
-  A operator()(A x) const { return math::ceil(x); }
+  A operator()(A x) const {
+    return math::ceil(x);
+  }
 };
 struct RoundHalfEven {
   template <typename A>
-  A operator()(A x) const { return math::nearbyint(x); }
+  A operator()(A x) const {
+    return math::nearbyint(x);
+  }
 };
 
 // floor/ceil/round: integral types unchanged, floating ones through `fn`

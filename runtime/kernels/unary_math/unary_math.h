@@ -52,9 +52,7 @@ constexpr ScalarType opmath_dtype(ScalarType dtype) {
 // (sqrt, exp, ...) promote to; torch's default dtype is float32.
 constexpr ScalarType kDefaultFloat = ScalarType::Float;
 
-constexpr ScalarType float_result_type(ScalarType input) {
-  return is_floating_type(input) ? input : kDefaultFloat;
-}
+constexpr ScalarType float_result_type(ScalarType input) { return is_floating_type(input) ? input : kDefaultFloat; }
 
 // A floating unary op `out = fn(self)`: integral and Bool inputs are
 // converted to Float first (through copy_kernel, like TensorIterator's
