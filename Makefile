@@ -26,13 +26,22 @@ SANITIZE_FULL_ONLY ?= 1
 # make fuzz: every fuzz target (fuzz/README.md) for FUZZ_SECONDS each; any
 # crash fails. CI runs FUZZ_SECONDS=20 (3 targets, about 1.5 minutes).
 FUZZ_SECONDS ?= 30
-.PHONY: sanitize fuzz zoo
+.PHONY: sanitize fuzz zoo lint lint-fix
 
 sanitize: setup
 	PARE_SANITIZE_FULL_ONLY=$(SANITIZE_FULL_ONLY) bash tools/sanitize.sh $(SANITIZE_TESTS)
 
 fuzz: setup
 	bash tools/fuzz.sh $(FUZZ_SECONDS)
+
+# make lint: clang-format, buildifier and ruff (format and check) over every
+# tracked source file; any finding fails. CI runs it. `make lint-fix`
+# rewrites what can be fixed (docs/testing.md, "Lint").
+lint: setup
+	bash tools/lint.sh
+
+lint-fix: setup
+	bash tools/lint.sh --fix
 
 # make zoo: every model of models/zoo/ traced, built for the three platforms
 # and checked on x86_64 and android_arm64 (qemu); updates models/zoo/results.json

@@ -5,10 +5,12 @@
 #   1. apt: Bazel 4.2.3 (bazel-bootstrap) + @platforms (bazel-platforms),
 #      clang/lld/llvm 16 with its sanitizer and libFuzzer runtimes
 #      (libclang-rt-16-dev: make sanitize, make fuzz), qemu-user and the
-#      aarch64 glibc cross packages (Android emulator harness), JDK headers.
+#      aarch64 glibc cross packages (Android emulator harness), JDK headers,
+#      clang-format-16 (make lint).
 #   2. .venv: Python deps from requirements.txt (torch pinned, CPU wheel),
 #      then requirements-no-deps.txt with --no-deps (torchvision: models/zoo).
-#   3. npm: bazelisk, pinned in package.json / package-lock.json.
+#   3. npm: bazelisk and buildifier (make lint), pinned in package.json /
+#      package-lock.json.
 #   4. Machine-specific Bazel settings, in files that are not checked in:
 #      .bazelrc.local (the @platforms override, the venv interpreter) and
 #      .bazeliskrc (bazelisk runs Debian's Bazel binary; see docs/bazel.md).
@@ -26,6 +28,7 @@ APT_PACKAGES=(
   clang-16 lld-16 llvm-16 libclang-rt-16-dev
   qemu-user libc6-dev-arm64-cross libgcc-12-dev-arm64-cross
   openjdk-17-jdk-headless zip unzip file
+  clang-format-16
 )
 
 missing=()
@@ -59,14 +62,18 @@ else
 fi
 
 # npm's own record (node_modules/.package-lock.json) never equals the lock
-# file (it omits the root package), so compare what matters: the version.
-locked_bazelisk() { node -p "require('./package-lock.json').packages['node_modules/@bazel/bazelisk'].version" 2>/dev/null; }
-installed_bazelisk() { node -p "require('./node_modules/@bazel/bazelisk/package.json').version.replace(/^v/, '')" 2>/dev/null; }
-if [[ ! -x node_modules/.bin/bazelisk || "$(installed_bazelisk)" != "$(locked_bazelisk)" ]]; then
-  say "npm: installing bazelisk (package-lock.json)"
+# file (it omits the root package), so compare what matters: the versions.
+locked() { node -p "require('./package-lock.json').packages['node_modules/$1'].version" 2>/dev/null; }
+installed() { node -p "require('./node_modules/$1/package.json').version.replace(/^v/, '')" 2>/dev/null; }
+npm_current=1
+for pkg in @bazel/bazelisk @bazel/buildifier; do
+  if [[ ! -f "node_modules/$pkg/package.json" || "$(installed "$pkg")" != "$(locked "$pkg")" ]]; then npm_current=0; fi
+done
+if ((!npm_current)) || [[ ! -x node_modules/.bin/bazelisk || ! -x node_modules/.bin/buildifier ]]; then
+  say "npm: installing bazelisk and buildifier (package-lock.json)"
   npm ci --no-audit --no-fund --loglevel=error
 else
-  say "npm: bazelisk already installed"
+  say "npm: bazelisk and buildifier already installed"
 fi
 
 # @pare_python hashes the venv's packages into the Python toolchain (cache
