@@ -3,7 +3,7 @@
 (bazel-skylib's analysistest does the same; it is not available offline to
 Bazel 4 here, and these two helpers are all the rules need. Bazel 4 cannot
 transition on --define, so `--define ops=` is tested by building with it:
-tests/rules/test_selective_runtime_define.py.)
+tests/rules/test_selective_runtime.py.)
 
   analysis_failure_test: the target must FAIL analysis with a message
     containing `expected_message`.

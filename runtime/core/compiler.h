@@ -96,8 +96,9 @@ constexpr T max_of(T a, T b) {
 }
 
 constexpr bool is_power_of_two(size_t x) { return x != 0 && (x & (x - 1)) == 0; }
-// Rounds `x` up to a multiple of `alignment` (a power of two). Callers that
-// handle untrusted sizes use checked_align_up in runtime/core/checked.h.
+// Rounds `x` up to a multiple of `alignment` (a power of two). It does not
+// check for overflow: code handling untrusted sizes (the loader,
+// runtime/core/program.cc) checks with __builtin_*_overflow first.
 constexpr size_t align_up(size_t x, size_t alignment) { return (x + alignment - 1) & ~(alignment - 1); }
 
 namespace detail {
