@@ -23,6 +23,7 @@ class DType:
 
     @property
     def is_floating(self) -> bool:
+        """Half, BFloat16, Float or Double."""
         return self.name in ("Half", "BFloat16", "Float", "Double")
 
     def __str__(self) -> str:
@@ -111,6 +112,7 @@ def float32_to_bfloat16_bits(a: np.ndarray) -> np.ndarray:
 
 
 def bfloat16_bits_to_float32(bits: np.ndarray) -> np.ndarray:
+    """BFloat16 values stored as uint16 bits, widened exactly to float32."""
     return (np.ascontiguousarray(bits, dtype=np.uint16).astype(np.uint32) << 16).view(np.float32)
 
 

@@ -231,6 +231,7 @@ class MethodBuilder:
         return result
 
     def init_op(self, name: str, *args, returns="tensor"):
+        """Like op(), in the init section: run once when the method instance is created (e.g. weight packing)."""
         return self.op(name, *args, returns=returns, init=True)
 
     def linear_prepack(self, weight, bias) -> Value:
@@ -293,6 +294,7 @@ class MethodBuilder:
         return ids, (values[0] if single else tuple(values))
 
     def output(self, *values: Value) -> None:
+        """Declares the method's outputs, in order (non-Value arguments become constants)."""
         for v in values:
             if not isinstance(v, Value):
                 v = self.constant(v)
@@ -301,6 +303,7 @@ class MethodBuilder:
 
     @property
     def instructions(self) -> list[_Instruction]:
+        """The init section's instructions, then the body's."""
         return self._init + self._body
 
 
@@ -309,6 +312,7 @@ class ProgramBuilder:
         self._methods: list[MethodBuilder] = []
 
     def method(self, name: str = "forward") -> MethodBuilder:
+        """A builder for a new method `name`; ProgramError if the program has one by that name."""
         if any(m.name == name for m in self._methods):
             raise ProgramError(f"method '{name}' already exists")
         m = MethodBuilder(self, name)
@@ -316,9 +320,11 @@ class ProgramBuilder:
         return m
 
     def to_bytes(self) -> bytes:
+        """The program file's bytes (docs/program_format.md); ProgramError for an invalid program."""
         return _Writer(self._methods).write()
 
     def save(self, path) -> None:
+        """Writes to_bytes() to `path`."""
         with open(path, "wb") as f:
             f.write(self.to_bytes())
 
@@ -484,6 +490,7 @@ class ValueInfo:
     payload: Any = None  # scalar, list, string, class name, list of ids, or tensor ndarray
 
     def describe(self) -> str:
+        """One line for `python -m pare.program dump`, e.g. "const Tensor Float[16, 8]"."""
         k = KIND_NAMES[self.kind]
         if self.kind == TENSOR:
             shape = "?" if self.sizes is None else "[" + ", ".join("?" if s < 0 else str(s) for s in self.sizes) + "]"
@@ -598,6 +605,7 @@ def _read(buf: memoryview) -> ProgramInfo:
 
 
 def dump(info: ProgramInfo, out=sys.stdout) -> None:
+    """Prints a parsed program's methods, values and instructions (python -m pare.program dump FILE)."""
     print(
         f"Pare program v{info.version[0]}.{info.version[1]}, {info.file_size} bytes, "
         f"{info.data_size} bytes of constants",
@@ -617,6 +625,7 @@ def dump(info: ProgramInfo, out=sys.stdout) -> None:
 
 
 def main(argv=None) -> int:
+    """`python -m pare.program dump FILE`: 0 on success, 1 (with the error on stderr) for an unreadable file or one that is not a program."""
     parser = argparse.ArgumentParser(prog="python -m pare.program", description="Inspect Pare program files.")
     sub = parser.add_subparsers(dest="command", required=True)
     d = sub.add_parser("dump", help="print a program's methods, values and instructions")

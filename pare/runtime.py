@@ -276,14 +276,17 @@ class Runtime:
 
     @property
     def version(self) -> str:
+        """The runtime library's version string (pare_version)."""
         return _s(self._lib.pare_version())
 
     @property
     def format_version(self) -> int:
+        """The major program-format version this runtime loads (docs/program_format.md)."""
         return self._lib.pare_format_version_major()
 
     @property
     def is_tracing_build(self) -> bool:
+        """Whether this is the instrumentation runtime, which records what a program uses (Program.trace)."""
         return bool(self._lib.pare_is_tracing_build())
 
     @property
@@ -292,12 +295,19 @@ class Runtime:
         return _s(self._lib.pare_isa())
 
     def status_name(self, status: int) -> str:
+        """The name of a pare_status code: status_name(0x14) == "UnsupportedDtype"."""
         return _s(self._lib.pare_status_name(status))
 
     def _error(self, status: int, message: str | None) -> PareError:
         return PareError(message or self.status_name(status), status, self.status_name(status))
 
     def inventory(self) -> Inventory:
+        """What this build contains: operators, (kernel tag, dtype) pairs, classes and build features.
+
+        A selective runtime lists only what its manifest selected:
+
+            Runtime("bazel-bin/apps/demo/runtime/linux_x86_64/libpare_runtime.so").inventory().ops
+        """
         lib = self._lib
         ops = tuple(_s(lib.pare_op_name(i)) for i in range(lib.pare_op_count()))
         kernel_dtypes: dict[str, list[str]] = {}
@@ -326,6 +336,13 @@ class Runtime:
         return self._finish_load(status, handle)
 
     def load_file(self, path: str | os.PathLike) -> "Program":
+        """Loads a program file; the runtime reads it, Python never holds the bytes.
+
+        Raises PareError: FileError when the file cannot be read, InvalidProgram
+        when its bytes are not a valid program, OperatorNotSelected or
+        ClassNotSelected when the program needs what this build left out (the
+        message names it and the fix).
+        """
         handle = ctypes.c_void_p()
         status = self._lib.pare_program_load_file(os.fsencode(path), ctypes.byref(handle))
         return self._finish_load(status, handle)
@@ -349,20 +366,28 @@ class Program:
         self.close()
 
     def close(self) -> None:
+        """Frees the program (methods created from it keep it alive until they close); idempotent."""
         if getattr(self, "_handle", None):
             self._lib.pare_program_destroy(self._handle)
             self._handle = None
 
     @property
     def constants_in_place(self) -> bool:
+        """Whether the program's constants (weights) are used in place from the loaded bytes rather than copied."""
         return bool(self._lib.pare_program_constants_in_place(self._handle))
 
     @property
     def method_names(self) -> list[str]:
+        """The program's method names, e.g. ["forward"]."""
         n = self._lib.pare_program_method_count(self._handle)
         return [_s(self._lib.pare_program_method_name(self._handle, i)) for i in range(n)]
 
     def method(self, name: str = "forward") -> "Method":
+        """A new instance of method `name`: its own arena and inputs, the program's weights shared.
+
+        Instances of one program may run concurrently on different threads.
+        Raises PareError (InvalidArgument) for a name the program lacks.
+        """
         handle = ctypes.c_void_p()
         status = self._lib.pare_method_create(self._handle, name.encode(), ctypes.byref(handle))
         if status != 0:
@@ -373,6 +398,7 @@ class Program:
         return Method(self, handle)
 
     def trace(self) -> Trace:
+        """What the instrumentation runtime recorded since loading (or reset_trace): ops, kernel dtypes, classes, features."""
         lib, h = self._lib, self._handle
         ops = {}
         name, flags = ctypes.c_char_p(), ctypes.c_int32()
@@ -389,6 +415,7 @@ class Program:
         return Trace(ops, {k: tuple(v) for k, v in kernel_dtypes.items()}, classes, features)
 
     def reset_trace(self) -> None:
+        """Forgets what trace() has recorded so far."""
         self._lib.pare_trace_reset(self._handle)
 
 
@@ -429,6 +456,7 @@ class Method:
         self.close()
 
     def close(self) -> None:
+        """Frees the method instance (its arena and threads); idempotent."""
         if getattr(self, "_handle", None):
             self._lib.pare_method_destroy(self._handle)
             self._handle = None
@@ -439,13 +467,19 @@ class Method:
 
     @property
     def num_inputs(self) -> int:
+        """How many inputs run() takes."""
         return self._num_inputs
 
     @property
     def num_outputs(self) -> int:
+        """How many outputs run() returns."""
         return self._num_outputs
 
     def input_info(self, index: int) -> InputInfo:
+        """Input `index`'s declared dtype and shape (None for what the program leaves open, e.g. a dynamic batch).
+
+        Raises PareError (IndexOutOfRange) for an index past num_inputs.
+        """
         info = _TensorInfo()
         self._check(self._lib.pare_method_input_info(self._handle, index, ctypes.byref(info)))
         dtype = None if info.dtype < 0 else _s(self._lib.pare_dtype_name(info.dtype))
@@ -506,6 +540,11 @@ class Method:
         self._check(self._c_set_input(self._handle, index, dt.code, sizes, arr.ndim, strides, data, extent))
 
     def execute(self) -> None:
+        """Runs the method on the inputs set (set_input); the outputs are then read with output().
+
+        Raises PareError naming the failing operator (e.g. InvalidShape,
+        DtypeNotSelected) when a kernel rejects its inputs.
+        """
         status = self._c_execute(self._handle)
         if status:
             self._check(status)
@@ -574,6 +613,7 @@ class Method:
         raise PareError(f"output {index}: the runtime gave no tensor", 0x01, "Internal")
 
     def output_dtype(self, index: int) -> str | None:
+        """Output `index`'s dtype name after the last execute(), or None when it is not a tensor."""
         info = _TensorInfo()
         status = self._lib.pare_method_output_tensor(self._handle, index, ctypes.byref(info))
         return _s(self._lib.pare_dtype_name(info.dtype)) if status == 0 else None
@@ -592,6 +632,7 @@ class Method:
         return [self.output(i) for i in range(self._num_outputs)]
 
     def memory_stats(self) -> MemoryStats:
+        """The method's arena and persistent bytes, its plans, and what the last run allocated outside the arena."""
         s = _MemoryStats()
         self._check(self._lib.pare_method_memory_stats(self._handle, ctypes.byref(s)))
         return MemoryStats(
@@ -634,6 +675,7 @@ class Method:
 
     @property
     def num_threads(self) -> int:
+        """The threads the method's kernels run on (1 unless set_num_threads raised it)."""
         return self._lib.pare_method_num_threads(self._handle)
 
     def set_planner(self, planner: str) -> None:
@@ -646,9 +688,14 @@ class Method:
         self._check(self._lib.pare_method_set_planner(self._handle, PLANNERS.index(planner)))
 
     def set_profiling(self, enabled: bool = True) -> None:
+        """Starts (or stops) counting calls and time per instruction; read them with profile().
+
+        Raises PareError (FeatureNotSelected) when the build lacks op_profiling.
+        """
         self._check(self._lib.pare_method_set_profiling(self._handle, int(enabled)))
 
     def profile(self) -> list[ProfileEntry]:
+        """Per instruction since profiling was enabled: its operator, calls and seconds."""
         ticks_per_second = self._lib.pare_ticks_per_second() or 1
         entries = []
         name, calls, ticks = ctypes.c_char_p(), ctypes.c_uint64(), ctypes.c_uint64()

@@ -143,7 +143,11 @@ typedef enum pare_planner {
 
 /* ---- Version and build ------------------------------------------------ */
 
+/* The runtime's version, e.g. "0.1.0" (static storage). */
 PARE_API const char* pare_version(void);
+/* The program-format major version this runtime loads
+ * (docs/program_format.md); other majors fail with
+ * PARE_ERROR_INVALID_PROGRAM. */
 PARE_API uint32_t pare_format_version_major(void);
 /* Non-zero for the instrumentation build (-DPARE_TRACING=1). */
 PARE_API int pare_is_tracing_build(void);
@@ -157,6 +161,8 @@ PARE_API const char* pare_dtype_name(int32_t dtype);
 /* ---- Inventory: what this build contains (.def files filtered by the
  * selection headers) ---------------------------------------------------- */
 
+/* The operators this build contains ("aten::add.Tensor"); pare_op_name
+ * returns NULL past the end. */
 PARE_API size_t pare_op_count(void);
 PARE_API const char* pare_op_name(size_t index);
 /* Every (kernel tag, dtype) pair; returns PARE_ERROR_INDEX_OUT_OF_RANGE
@@ -174,8 +180,15 @@ PARE_API const char* pare_feature_name(size_t index);
  * the program; a 64-byte aligned buffer lets constants be used in place). */
 #define PARE_LOAD_COPY 1u
 
+/* Validates and loads a program from memory (flags: PARE_LOAD_COPY or 0)
+ * or from a file. On failure *out_program is still set (unless memory ran
+ * out) so pare_program_error_message can say why: PARE_ERROR_INVALID_PROGRAM
+ * for bad bytes, PARE_ERROR_FILE for an unreadable file,
+ * PARE_ERROR_OPERATOR_NOT_SELECTED (or class / feature) for a program that
+ * needs what the build left out. Destroy it either way. */
 PARE_API pare_status pare_program_load(const void* data, size_t size, uint32_t flags, pare_program** out_program);
 PARE_API pare_status pare_program_load_file(const char* path, pare_program** out_program);
+/* Frees a program; NULL is a no-op. Its methods must be destroyed first. */
 PARE_API void pare_program_destroy(pare_program* program);
 /* Message of the last failure on this program (load, method creation), or
  * "" when none. NULL-safe. */
@@ -186,6 +199,7 @@ PARE_API const char* pare_program_error_message(const pare_program* program);
  * because the caller's buffer was not 64-byte aligned. */
 PARE_API int pare_program_constants_in_place(const pare_program* program);
 
+/* The program's methods by name; the name is NULL past the end. */
 PARE_API size_t pare_program_method_count(const pare_program* program);
 PARE_API const char* pare_program_method_name(const pare_program* program, size_t index);
 
@@ -197,6 +211,7 @@ PARE_API pare_status pare_method_create(pare_program* program, const char* name,
 PARE_API void pare_method_destroy(pare_method* method);
 PARE_API const char* pare_method_error_message(const pare_method* method);
 
+/* How many inputs the method takes and outputs it returns. */
 PARE_API size_t pare_method_input_count(const pare_method* method);
 PARE_API size_t pare_method_output_count(const pare_method* method);
 /* Declared dtype/shape of an input (see pare_tensor_info); data is NULL. */
@@ -226,6 +241,7 @@ PARE_API pare_status pare_method_output_bool(const pare_method* method, size_t i
  * when the build lacks it. */
 PARE_API pare_status pare_method_set_output_buffer(pare_method* method, size_t index, void* data, size_t nbytes);
 
+/* The method's memory: arena, persistent bytes, plans (pare_memory_stats). */
 PARE_API pare_status pare_method_memory_stats(const pare_method* method, pare_memory_stats* stats);
 /* Chooses the arena layout (a pare_planner value; PARE_ERROR_INVALID_ARGUMENT
  * for another); the next execute re-plans. */
