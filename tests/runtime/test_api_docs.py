@@ -1,15 +1,19 @@
-"""The public API is documented, and the docs name what the code has.
+"""The public API is documented, the docs name what the code has, and the
+Python bindings match the C header.
 
 - Every function runtime/c_api/pare.h declares has a comment (its own, or
   the one heading its group of declarations), docs/c_api.md's "Every
   function" list names exactly the header's functions, and the Python SDK
-  binds exactly them (pare/runtime.py's ctypes signatures).
+  binds exactly them, with the header's signatures: pare/runtime.py's
+  ctypes return and argument types, and its structures' fields, are checked
+  against the declarations parsed from pare.h.
 - Every public function, method and property of the Python SDK (pare/) has
   a docstring.
 """
 
 from __future__ import annotations
 
+import ctypes
 import inspect
 import re
 
@@ -83,3 +87,84 @@ def _public_callables():
 def test_every_public_sdk_function_has_a_docstring():
     missing = [name for name, fn in _public_callables() if not (fn.__doc__ or "").strip()]
     assert not missing, f"public SDK functions without a docstring: {missing}"
+
+
+# C types of pare.h -> the ctypes type a binding must use.
+_P = ctypes.c_void_p
+_SCALARS = {
+    "void": None,
+    "pare_status": ctypes.c_int,
+    "int": ctypes.c_int,
+    "int32_t": ctypes.c_int32,
+    "uint32_t": ctypes.c_uint32,
+    "int64_t": ctypes.c_int64,
+    "uint64_t": ctypes.c_uint64,
+    "size_t": ctypes.c_size_t,
+    "double": ctypes.c_double,
+}
+_STRUCTS = {"pare_tensor_info": pare.runtime._TensorInfo, "pare_memory_stats": pare.runtime._MemoryStats}
+
+
+def _ctype(c_type: str):
+    """The ctypes type for a C type spelled in pare.h ("const char*", "pare_method**")."""
+    t = c_type.replace("const ", "").replace(" ", "")
+    stars = len(t) - len(t.rstrip("*"))
+    base = t.rstrip("*")
+    if base == "char" and stars >= 1:
+        inner, stars = ctypes.c_char_p, stars - 1
+    elif base in ("pare_program", "pare_method", "void") and stars >= 1:
+        inner, stars = _P, stars - 1
+    elif base in _STRUCTS and stars >= 1:
+        return ctypes.POINTER(_STRUCTS[base])
+    else:
+        inner = _SCALARS[base]
+    for _ in range(stars):
+        inner = ctypes.POINTER(inner)
+    return inner
+
+
+def _declarations() -> dict[str, tuple[str, list[str]]]:
+    """name -> (return C type, [parameter C types]) of every PARE_API function."""
+    text = re.sub(r"/\*.*?\*/", "", HEADER.read_text(), flags=re.S)
+    out = {}
+    for m in re.finditer(r"PARE_API\s+([^;(]*?)\b(pare_\w+)\s*\(([^)]*)\)\s*;", text):
+        ret, name, params = m.group(1).strip(), m.group(2), m.group(3).strip()
+        types = []
+        if params != "void":
+            for param in params.split(","):
+                param = " ".join(param.split())
+                types.append(re.sub(r"\s*\b\w+$", "", param))  # drop the parameter's name
+        out[name] = (ret, types)
+    return out
+
+
+def test_python_bindings_have_the_header_signatures():
+    declarations = _declarations()
+    assert len(declarations) == len(_header_functions())
+    wrong = []
+    for name, (ret, params) in sorted(declarations.items()):
+        bound_ret, bound_args = pare.runtime._SIGNATURES[name]
+        want_ret, want_args = _ctype(ret), [_ctype(p) for p in params]
+        if bound_ret is not want_ret or list(bound_args) != want_args:
+            wrong.append(
+                f"{name}: pare.h {ret}({', '.join(params)}) wants ({want_ret}, {want_args}), "
+                f"pare/runtime.py binds ({bound_ret}, {list(bound_args)})"
+            )
+    assert not wrong, "ctypes signatures that differ from pare.h:\n" + "\n".join(wrong)
+
+
+def test_python_structures_have_the_header_fields():
+    text = HEADER.read_text()
+    max_dim = int(re.search(r"#define PARE_MAX_DIM (\d+)", text).group(1))
+    assert pare.runtime.MAX_DIM == max_dim
+    for c_name, structure in _STRUCTS.items():
+        body = re.search(r"typedef struct %s \{(.*?)\} %s;" % (c_name, c_name), text, flags=re.S).group(1)
+        body = re.sub(r"/\*.*?\*/", "", body, flags=re.S)
+        fields = []
+        for decl in filter(None, (d.strip() for d in body.split(";"))):
+            m = re.fullmatch(r"(.+?)\s*\b(\w+)(?:\[(\w+)\])?", " ".join(decl.split()))
+            c_type, field, count = m.groups()
+            t = _ctype(c_type)
+            fields.append((field, t * max_dim if count else t))
+        assert [(n, t) for n, t in structure._fields_] == fields, c_name
+        assert ctypes.sizeof(structure) == sum(ctypes.sizeof(t) for _, t in fields), c_name
