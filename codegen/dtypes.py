@@ -10,6 +10,8 @@ from __future__ import annotations
 import difflib
 from dataclasses import dataclass
 
+from codegen._dtype_table import DTYPE_TABLE
+
 
 @dataclass(frozen=True)
 class Dtype:
@@ -19,20 +21,24 @@ class Dtype:
     cpp_macho: str  # demangled C++ type on Apple targets
 
 
-# In pare::ScalarType order. int64_t is `long` on LP64 Linux/Android but
-# `long long` on Apple, and demangled symbols show the underlying type.
-PARE_DTYPES: tuple[Dtype, ...] = (
-    Dtype("Byte", 0, "unsigned char", "unsigned char"),
-    Dtype("Char", 1, "signed char", "signed char"),
-    Dtype("Short", 2, "short", "short"),
-    Dtype("Int", 3, "int", "int"),
-    Dtype("Long", 4, "long", "long long"),
-    Dtype("Half", 5, "pare::Half", "pare::Half"),
-    Dtype("Float", 6, "float", "float"),
-    Dtype("Double", 7, "double", "double"),
-    Dtype("Bool", 11, "bool", "bool"),
-    Dtype("BFloat16", 15, "pare::BFloat16", "pare::BFloat16"),
-)
+# How each C++ element type demangles: int64_t is `long` on LP64 Linux and
+# Android but `long long` on Apple, and symbols show the underlying type.
+_DEMANGLED: dict[str, tuple[str, str]] = {
+    "uint8_t": ("unsigned char", "unsigned char"),
+    "int8_t": ("signed char", "signed char"),
+    "int16_t": ("short", "short"),
+    "int32_t": ("int", "int"),
+    "int64_t": ("long", "long long"),
+    "Half": ("pare::Half", "pare::Half"),
+    "float": ("float", "float"),
+    "double": ("double", "double"),
+    "bool": ("bool", "bool"),
+    "BFloat16": ("pare::BFloat16", "pare::BFloat16"),
+}
+
+# runtime/core/dtypes.def's table, in pare::ScalarType order
+# (codegen/_dtype_table.py is generated from it).
+PARE_DTYPES: tuple[Dtype, ...] = tuple(Dtype(name, code, *_DEMANGLED[cpp_type]) for name, code, cpp_type in DTYPE_TABLE)
 
 DTYPES_BY_NAME: dict[str, Dtype] = {d.name: d for d in PARE_DTYPES}
 PARE_DTYPE_NAMES: tuple[str, ...] = tuple(d.name for d in PARE_DTYPES)

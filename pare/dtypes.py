@@ -12,6 +12,8 @@ import dataclasses
 
 import numpy as np
 
+from pare._dtype_table import DTYPE_TABLE
+
 
 @dataclasses.dataclass(frozen=True)
 class DType:
@@ -30,17 +32,10 @@ class DType:
         return self.name
 
 
+# runtime/core/dtypes.def's table (pare/_dtype_table.py is generated from it).
 _ALL = [
-    DType("Byte", 0, 1, np.dtype(np.uint8), "uint8"),
-    DType("Char", 1, 1, np.dtype(np.int8), "int8"),
-    DType("Short", 2, 2, np.dtype(np.int16), "int16"),
-    DType("Int", 3, 4, np.dtype(np.int32), "int32"),
-    DType("Long", 4, 8, np.dtype(np.int64), "int64"),
-    DType("Half", 5, 2, np.dtype(np.float16), "float16"),
-    DType("Float", 6, 4, np.dtype(np.float32), "float32"),
-    DType("Double", 7, 8, np.dtype(np.float64), "float64"),
-    DType("Bool", 11, 1, np.dtype(np.bool_), "bool"),
-    DType("BFloat16", 15, 2, None, "bfloat16"),
+    DType(name, code, size, None if torch_name == "bfloat16" else np.dtype(torch_name), torch_name)
+    for name, code, size, torch_name in DTYPE_TABLE
 ]
 
 BY_NAME = {d.name: d for d in _ALL}

@@ -18,17 +18,10 @@
 
 namespace pare {
 
+// The enumerators are runtime/core/dtypes.def's table.
 enum class ScalarType : int8_t {
-  Byte = 0,    // uint8
-  Char = 1,    // int8
-  Short = 2,   // int16
-  Int = 3,     // int32
-  Long = 4,    // int64
-  Half = 5,    // float16
-  Float = 6,   // float32
-  Double = 7,  // float64
-  Bool = 11,
-  BFloat16 = 15,
+#define PARE_DTYPE(name, code, cpp_type, bytes, torch_name) name = code,
+#include "runtime/core/dtypes.def"
   Undefined = -1,
 };
 
@@ -40,16 +33,9 @@ constexpr bool is_supported_scalar_type_code(int64_t code) {
 
 constexpr const char* to_string(ScalarType t) {
   switch (t) {
-    case ScalarType::Byte: return "Byte";
-    case ScalarType::Char: return "Char";
-    case ScalarType::Short: return "Short";
-    case ScalarType::Int: return "Int";
-    case ScalarType::Long: return "Long";
-    case ScalarType::Half: return "Half";
-    case ScalarType::Float: return "Float";
-    case ScalarType::Double: return "Double";
-    case ScalarType::Bool: return "Bool";
-    case ScalarType::BFloat16: return "BFloat16";
+#define PARE_DTYPE(name, code, cpp_type, bytes, torch_name) \
+  case ScalarType::name: return #name;
+#include "runtime/core/dtypes.def"
     case ScalarType::Undefined: return "Undefined";
   }
   return "Unknown";
@@ -188,89 +174,18 @@ struct BFloat16 {
 
 template <ScalarType>
 struct CppTypeFor;
-template <>
-struct CppTypeFor<ScalarType::Byte> {
-  using type = uint8_t;
-};
-template <>
-struct CppTypeFor<ScalarType::Char> {
-  using type = int8_t;
-};
-template <>
-struct CppTypeFor<ScalarType::Short> {
-  using type = int16_t;
-};
-template <>
-struct CppTypeFor<ScalarType::Int> {
-  using type = int32_t;
-};
-template <>
-struct CppTypeFor<ScalarType::Long> {
-  using type = int64_t;
-};
-template <>
-struct CppTypeFor<ScalarType::Half> {
-  using type = Half;
-};
-template <>
-struct CppTypeFor<ScalarType::Float> {
-  using type = float;
-};
-template <>
-struct CppTypeFor<ScalarType::Double> {
-  using type = double;
-};
-template <>
-struct CppTypeFor<ScalarType::Bool> {
-  using type = bool;
-};
-template <>
-struct CppTypeFor<ScalarType::BFloat16> {
-  using type = BFloat16;
-};
-
 template <typename T>
 struct ScalarTypeOf;
-template <>
-struct ScalarTypeOf<uint8_t> {
-  static constexpr ScalarType value = ScalarType::Byte;
-};
-template <>
-struct ScalarTypeOf<int8_t> {
-  static constexpr ScalarType value = ScalarType::Char;
-};
-template <>
-struct ScalarTypeOf<int16_t> {
-  static constexpr ScalarType value = ScalarType::Short;
-};
-template <>
-struct ScalarTypeOf<int32_t> {
-  static constexpr ScalarType value = ScalarType::Int;
-};
-template <>
-struct ScalarTypeOf<int64_t> {
-  static constexpr ScalarType value = ScalarType::Long;
-};
-template <>
-struct ScalarTypeOf<Half> {
-  static constexpr ScalarType value = ScalarType::Half;
-};
-template <>
-struct ScalarTypeOf<float> {
-  static constexpr ScalarType value = ScalarType::Float;
-};
-template <>
-struct ScalarTypeOf<double> {
-  static constexpr ScalarType value = ScalarType::Double;
-};
-template <>
-struct ScalarTypeOf<bool> {
-  static constexpr ScalarType value = ScalarType::Bool;
-};
-template <>
-struct ScalarTypeOf<BFloat16> {
-  static constexpr ScalarType value = ScalarType::BFloat16;
-};
+#define PARE_DTYPE(name, code, cpp_type, bytes, torch_name) \
+  template <>                                               \
+  struct CppTypeFor<ScalarType::name> {                     \
+    using type = cpp_type;                                  \
+  };                                                        \
+  template <>                                               \
+  struct ScalarTypeOf<cpp_type> {                           \
+    static constexpr ScalarType value = ScalarType::name;   \
+  };
+#include "runtime/core/dtypes.def"
 template <typename T>
 constexpr ScalarType scalar_type_of = ScalarTypeOf<T>::value;
 
@@ -338,5 +253,23 @@ constexpr ScalarType promote_types(ScalarType a, ScalarType b) {
   if (b == ScalarType::Byte) return a == ScalarType::Char ? ScalarType::Short : a;
   return element_size(a) >= element_size(b) ? a : b;
 }
+
+// What is written by hand above agrees with runtime/core/dtypes.def: each
+// dtype's element size and code, and no other code is supported.
+#define PARE_DTYPE(name, code, cpp_type, bytes, torch_name)                                               \
+  static_assert(element_size(ScalarType::name) == (bytes) && sizeof(cpp_type) == (bytes), #name " size"); \
+  static_assert(is_supported_scalar_type_code(code), #name " code");
+#include "runtime/core/dtypes.def"
+namespace detail {
+constexpr int supported_codes_below(int64_t end) {
+  return end <= 0 ? 0 : supported_codes_below(end - 1) + (is_supported_scalar_type_code(end - 1) ? 1 : 0);
+}
+#define PARE_DTYPE(name, code, cpp_type, bytes, torch_name) +1
+constexpr int kNumDtypes = 0
+#include "runtime/core/dtypes.def"
+    ;
+}  // namespace detail
+static_assert(detail::supported_codes_below(128) == detail::kNumDtypes,
+              "is_supported_scalar_type_code accepts a code runtime/core/dtypes.def lacks");
 
 }  // namespace pare

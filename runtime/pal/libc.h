@@ -56,35 +56,14 @@ int pthread_cond_broadcast(void* cond);
 int __android_log_write(int priority, const char* tag, const char* text);
 #endif
 
-// libm.
-float expf(float);
-double exp(double);
-float expm1f(float);
-double expm1(double);
-float logf(float);
-double log(double);
-float log1pf(float);
-double log1p(double);
-float tanhf(float);
-double tanh(double);
-float erff(float);
-double erf(double);
-float powf(float, float);
-double pow(double, double);
-float sqrtf(float);
-double sqrt(double);
-float sinf(float);
-double sin(double);
-float cosf(float);
-double cos(double);
-float floorf(float);
-double floor(double);
-float ceilf(float);
-double ceil(double);
-float nearbyintf(float);
-double nearbyint(double);
-float fmodf(float, float);
-double fmod(double, double);
+// libm: the functions of runtime/pal/libm.def.
+#define PARE_LIBM_UNARY(name) \
+  float name##f(float);       \
+  double name(double);
+#define PARE_LIBM_BINARY(name) \
+  float name##f(float, float); \
+  double name(double, double);
+#include "runtime/pal/libm.def"
 
 }  // extern "C"
 

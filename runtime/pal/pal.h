@@ -70,37 +70,15 @@ void pare_pal_monitor_destroy(pare_pal_monitor* monitor);
 void pare_pal_monitor_wait(pare_pal_monitor* monitor, const uint32_t* word, uint32_t expected);
 void pare_pal_monitor_wake(pare_pal_monitor* monitor);
 
-/* libm: only the functions kernels use. Add a pair here (float and double)
- * when a kernel needs a new one, and implement it in every PAL. */
-float pare_pal_expf(float x);
-double pare_pal_exp(double x);
-float pare_pal_expm1f(float x);
-double pare_pal_expm1(double x);
-float pare_pal_logf(float x);
-double pare_pal_log(double x);
-float pare_pal_log1pf(float x);
-double pare_pal_log1p(double x);
-float pare_pal_tanhf(float x);
-double pare_pal_tanh(double x);
-float pare_pal_erff(float x);
-double pare_pal_erf(double x);
-float pare_pal_powf(float x, float y);
-double pare_pal_pow(double x, double y);
-float pare_pal_sqrtf(float x);
-double pare_pal_sqrt(double x);
-float pare_pal_sinf(float x);
-double pare_pal_sin(double x);
-float pare_pal_cosf(float x);
-double pare_pal_cos(double x);
-float pare_pal_floorf(float x);
-double pare_pal_floor(double x);
-float pare_pal_ceilf(float x);
-double pare_pal_ceil(double x);
-/* Round half to even, as torch.round. */
-float pare_pal_nearbyintf(float x);
-double pare_pal_nearbyint(double x);
-float pare_pal_fmodf(float x, float y);
-double pare_pal_fmod(double x, double y);
+/* libm: only the functions kernels use, listed once in runtime/pal/libm.def
+ * (pare_pal_expf and pare_pal_exp, ...; each PAL implements every pair). */
+#define PARE_LIBM_UNARY(name)        \
+  float pare_pal_##name##f(float x); \
+  double pare_pal_##name(double x);
+#define PARE_LIBM_BINARY(name)                \
+  float pare_pal_##name##f(float x, float y); \
+  double pare_pal_##name(double x, double y);
+#include "runtime/pal/libm.def"
 
 #ifdef __cplusplus
 } /* extern "C" */

@@ -3,42 +3,26 @@
 // (float exp, tanh and erf are inline polynomials, below).
 // Kernels write pare::math::exp(x) for Acc = float or double and never call
 // libm directly, so the runtime stays freestanding and every port provides
-// the same functions. Add an overload pair here (and the hook to
-// runtime/pal/pal.h and every PAL) when a kernel needs a new function.
+// the same functions. A kernel that needs a new function adds it to
+// runtime/pal/libm.def, which makes the hooks and these overloads.
 
 #include "runtime/pal/pal.h"
 
 namespace pare {
 namespace math {
 
-// float exp: below (an inline polynomial, vectorisable).
-inline double exp(double x) { return pare_pal_exp(x); }
-inline float expm1(float x) { return pare_pal_expm1f(x); }
-inline double expm1(double x) { return pare_pal_expm1(x); }
-inline float log(float x) { return pare_pal_logf(x); }
-inline double log(double x) { return pare_pal_log(x); }
-inline float log1p(float x) { return pare_pal_log1pf(x); }
-inline double log1p(double x) { return pare_pal_log1p(x); }
-// float tanh: below (an inline polynomial, vectorisable).
-inline double tanh(double x) { return pare_pal_tanh(x); }
-// float erf: below (an inline polynomial, vectorisable).
-inline double erf(double x) { return pare_pal_erf(x); }
-inline float pow(float x, float y) { return pare_pal_powf(x, y); }
-inline double pow(double x, double y) { return pare_pal_pow(x, y); }
-inline float sqrt(float x) { return pare_pal_sqrtf(x); }
-inline double sqrt(double x) { return pare_pal_sqrt(x); }
-inline float sin(float x) { return pare_pal_sinf(x); }
-inline double sin(double x) { return pare_pal_sin(x); }
-inline float cos(float x) { return pare_pal_cosf(x); }
-inline double cos(double x) { return pare_pal_cos(x); }
-inline float floor(float x) { return pare_pal_floorf(x); }
-inline double floor(double x) { return pare_pal_floor(x); }
-inline float ceil(float x) { return pare_pal_ceilf(x); }
-inline double ceil(double x) { return pare_pal_ceil(x); }
-inline float nearbyint(float x) { return pare_pal_nearbyintf(x); }
-inline double nearbyint(double x) { return pare_pal_nearbyint(x); }
-inline float fmod(float x, float y) { return pare_pal_fmodf(x, y); }
-inline double fmod(double x, double y) { return pare_pal_fmod(x, y); }
+// The hooks of runtime/pal/libm.def as overloads: exp(float) calls
+// pare_pal_expf, exp(double) pare_pal_exp. The float exp, tanh and erf
+// (PARE_LIBM_UNARY_POLY) are inline polynomials instead, below.
+#define PARE_LIBM_UNARY(name)                                  \
+  inline float name(float x) { return pare_pal_##name##f(x); } \
+  inline double name(double x) { return pare_pal_##name(x); }
+#define PARE_LIBM_UNARY_POLY(name) \
+  inline double name(double x) { return pare_pal_##name(x); }
+#define PARE_LIBM_BINARY(name)                                             \
+  inline float name(float x, float y) { return pare_pal_##name##f(x, y); } \
+  inline double name(double x, double y) { return pare_pal_##name(x, y); }
+#include "runtime/pal/libm.def"
 
 // Header-only, exact and branch-free: no PAL call needed.
 inline float abs(float x) { return __builtin_fabsf(x); }
