@@ -91,10 +91,13 @@ def _size_budget_test_impl(ctx):
         shell_command(report) + ' --json "$head"',
         "exec " + shell_command(check) + ' "$head"',
     ])
-    files = [ctx.file.budgets, ctx.executable._cxxfilt, runtime.index]
-    for roles in runtime.files.values():
-        files += [roles.shared, roles.unstripped]
-    runfiles = ctx.runfiles(files = files, transitive_files = ctx.attr.runtime[DefaultInfo].files)
+
+    # The runtime's default outputs are its whole bundle (bundle.json and
+    # every file it lists).
+    runfiles = ctx.runfiles(
+        files = [ctx.file.budgets, ctx.executable._cxxfilt],
+        transitive_files = ctx.attr.runtime[DefaultInfo].files,
+    )
     runfiles = runfiles.merge(ctx.attr._size_diff[DefaultInfo].default_runfiles)
     return [DefaultInfo(executable = script, runfiles = runfiles)]
 
