@@ -17,8 +17,12 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+# tracer_testlib puts the repo and tests/runtime on sys.path, so it comes
+# first: runtime_build lives in tests/runtime.
+import tracer_testlib  # noqa: E402,F401
+
+# isort: split
 import runtime_build  # noqa: E402
-import tracer_testlib  # noqa: E402,F401  (puts the repo and tests/runtime on sys.path)
 
 
 def _prebuilt(var: str) -> Path | None:
