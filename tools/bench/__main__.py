@@ -14,6 +14,8 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from tools.cli_parser import one_line_parser
+
 PROG = "python -m tools.bench"
 
 
@@ -27,18 +29,12 @@ def _positive(text: str) -> int:
     return value
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # one line, not usage + error
-        from tools.bench.timing import BenchError
-
-        raise BenchError(f"{message} (see {PROG} --help)")
-
-
 def _parser() -> argparse.ArgumentParser:
     from tools.bench.runtimes import ISA_LEVELS
+    from tools.bench.timing import BenchError
     from tools.tracer import passes
 
-    p = _Parser(
+    p = one_line_parser(BenchError, see=f"{PROG} --help")(
         prog=PROG,
         description="Time Pare's execute(), torch eager and ExecuTorch (portable and XNNPACK, "
         "from .venv-executorch) side by side on each model spec's first input (interleaved rounds, pinned "

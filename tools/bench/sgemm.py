@@ -38,6 +38,7 @@ from pare.program import ProgramBuilder
 from pare.runtime import PareError, Runtime
 from tools.bench.runtimes import ISA_LEVELS, REPO_ROOT, best_isa, build, full_runtime
 from tools.bench.timing import BenchError, calls_for, measure, median, pin_to_cpus
+from tools.cli_parser import one_line_parser
 
 PROG = "python -m tools.bench.sgemm"
 CPU_PEAK = REPO_ROOT / "bazel-bin" / "tools" / "bench" / "cpu_peak"
@@ -121,9 +122,7 @@ def _sizes(text: str) -> list[int]:
     return sizes
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:
-        raise BenchError(f"{message} (see {PROG} --help)")
+_Parser = one_line_parser(BenchError, see=f"{PROG} --help")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

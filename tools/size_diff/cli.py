@@ -12,6 +12,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from tools.cli_parser import one_line_parser
 from tools.size_diff.budgets import DEFAULT_PATH, bundle_dir, check, load_budgets
 from tools.size_diff.diff import diff_reports
 from tools.size_diff.diff import render_markdown as render_diff
@@ -31,9 +32,7 @@ from tools.verify.platforms import PLATFORMS
 PROG = "python -m tools.size_diff"
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # one line, not usage + error
-        raise SizeDiffError(f"{message} (see {PROG} {{report,diff,check,targets}} --help)")
+_Parser = one_line_parser(SizeDiffError, see=f"{PROG} {{report,diff,check,targets}} --help")
 
 
 def _parser() -> argparse.ArgumentParser:

@@ -14,6 +14,8 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+from tools.cli_parser import one_line_parser
+
 PROG = "python -m tools.tracer"
 EXIT_OK, EXIT_MISMATCH, EXIT_USER_ERROR, EXIT_INTERNAL = 0, 1, 2, 3
 
@@ -22,9 +24,7 @@ class _UsageError(Exception):
     pass
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # one line, not usage + error
-        raise _UsageError(f"{message} (see {PROG} --help)")
+_Parser = one_line_parser(_UsageError, see=f"{PROG} --help")
 
 
 def _parser() -> argparse.ArgumentParser:

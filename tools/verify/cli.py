@@ -13,6 +13,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from tools.cli_parser import one_line_parser
 from tools.verify.errors import EXIT_FAILED, EXIT_OK, EXIT_USER_ERROR, VerifyError
 from tools.verify.expected import load_expected
 from tools.verify.platforms import PLATFORMS
@@ -22,9 +23,7 @@ from tools.verify.verify import bundle_paths, bundle_platforms, verify
 PROG = "python -m tools.verify"
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # one line, not usage + error
-        raise VerifyError(f"{message} (see {PROG} --help)")
+_Parser = one_line_parser(VerifyError, see=f"{PROG} --help")
 
 
 def _parser() -> argparse.ArgumentParser:

@@ -11,6 +11,8 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from tools.cli_parser import one_line_parser
+
 PROG = "python -m tools.zoo"
 
 
@@ -18,17 +20,10 @@ def _list(text: str) -> list[str]:
     return [x for x in (part.strip() for part in text.split(",")) if x]
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # one line, not usage + error
-        from tools.zoo.zoo import ZooError
-
-        raise ZooError(f"{message} (see {PROG} --help)")
-
-
 def _parser() -> argparse.ArgumentParser:
-    from tools.zoo.zoo import PLATFORMS
+    from tools.zoo.zoo import PLATFORMS, ZooError
 
-    p = _Parser(
+    p = one_line_parser(ZooError, see=f"{PROG} --help")(
         prog=PROG,
         description="Trace every model of models/zoo/ on the instrumentation runtime, build each one's "
         "selective runtime for the shipped platforms, check it against torch eager on linux_x86_64 and "

@@ -1,0 +1,24 @@
+"""argparse parsers whose usage errors are one line.
+
+Pare's CLIs report a user error as one `error:` line that names the fix,
+with exit status 2, never argparse's usage block. A parser class from
+one_line_parser() raises the CLI's own error type instead of printing, and
+the CLI's main() prints it like any other user error:
+
+    p = one_line_parser(PruneError, see="python -m tools.prune --help")(prog=PROG, ...)
+"""
+
+from __future__ import annotations
+
+import argparse
+
+
+def one_line_parser(error_type: type[Exception], see: str) -> type[argparse.ArgumentParser]:
+    """An ArgumentParser class (its subcommand parsers too) whose error(message)
+    raises error_type("<message> (see <see>)")."""
+
+    class OneLineParser(argparse.ArgumentParser):
+        def error(self, message: str) -> None:  # one line, not usage + error
+            raise error_type(f"{message} (see {see})")
+
+    return OneLineParser
