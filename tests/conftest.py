@@ -73,6 +73,15 @@ def repo_root() -> Path:
 
 
 @pytest.fixture(scope="session")
+def full_runtime() -> Path:
+    """The x86_64 full runtime: $PARE_RUNTIME_LIB, else Bazel's //runtime:full."""
+    value = os.environ.get("PARE_RUNTIME_LIB")
+    if value:
+        return Path(value)
+    return bazel_build("//runtime:full") / "runtime" / "full" / "linux_x86_64" / "libpare_full.so"
+
+
+@pytest.fixture(scope="session")
 def smoke_outputs() -> Path:
     """bazel-bin/toolchains/smoke/smoke, built for every shipped platform."""
     bin_dir = bazel_build("//toolchains/smoke", "//tools/android_harness:harness")

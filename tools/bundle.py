@@ -68,6 +68,14 @@ class Bundle:
             )
         return self.files[role]
 
+    def shipped_bytes(self) -> dict[str, int]:
+        """Bytes an app pays per platform, from the bundle's size report: the
+        stripped library; for iOS the Mach-O's section bytes (the dylib file
+        is padded to 16 KB pages, and an app links the static archive, so its
+        sections are what the app pays)."""
+        report = json.loads(self.file("report").read_text(encoding="utf-8"))["platforms"]
+        return {p: row["section_bytes" if p == "ios_arm64" else "stripped_bytes"] for p, row in report.items()}
+
 
 def load_bundle(root: str | os.PathLike[str]) -> Bundle:
     """Reads root/bundle.json; BundleError (naming the problem and the fix) for

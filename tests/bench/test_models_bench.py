@@ -10,12 +10,11 @@ import json
 import os
 import subprocess
 import sys
-from pathlib import Path
 from typing import ClassVar
 
 import pytest
 
-from tests.conftest import REPO_ROOT, bazel_build
+from tests.conftest import REPO_ROOT
 from tools.bench import __main__ as cli
 from tools.bench import executorch_peer
 from tools.bench.executorch_worker import PORTABLE, SYSTEMS, XNNPACK
@@ -30,14 +29,6 @@ EXECUTORCH_FIELDS = (
 )
 
 MODEL = REPO_ROOT / "tests" / "tracer" / "models" / "tiny_mlp.py"
-
-
-@pytest.fixture(scope="module")
-def full_runtime() -> Path:
-    value = os.environ.get("PARE_RUNTIME_LIB")
-    if value:
-        return Path(value)
-    return bazel_build("//runtime:full") / "runtime" / "full" / "linux_x86_64" / "libpare_full.so"
 
 
 def test_a_model_gets_pare_and_torch_numbers_and_the_json_fields(full_runtime):

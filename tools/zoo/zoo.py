@@ -204,12 +204,9 @@ def library(root: Path, model: str, platform: str) -> Path:
 
 
 def sizes(root: Path, model: str, platforms: tuple[str, ...]) -> dict[str, int]:
-    """Bytes per platform: the stripped .so; for iOS the Mach-O's section
-    bytes (the dylib file is padded to 16 KB pages, and an app links the
-    static archive, so its sections are what the app pays)."""
-    report = json.loads(load_bundle(_bundle_dir(root, model)).file("report").read_text())["platforms"]
-    key = {"ios_arm64": "section_bytes"}
-    return {p: report[p][key.get(p, "stripped_bytes")] for p in platforms if p in report}
+    """Bytes per platform an app pays (Bundle.shipped_bytes)."""
+    shipped = load_bundle(_bundle_dir(root, model)).shipped_bytes()
+    return {p: shipped[p] for p in platforms if p in shipped}
 
 
 def time_execute(lib: Path, program: bytes, spec, runs: int = TIMING_RUNS) -> float:
