@@ -37,23 +37,32 @@ import numpy as np
 from pare import dtypes as _dtypes
 from pare import packing as _packing
 
-MAGIC = b"PARE"
-VERSION_MAJOR = 1
-VERSION_MINOR = 0
-HEADER_SIZE = 64
-VALUE_RECORD_SIZE = 32
-METHOD_RECORD_SIZE = 48
-INSTRUCTION_RECORD_SIZE = 16
-DATA_ALIGNMENT = 64
-FLAG_CONSTANT = 1
-NO_VALUE = 0xFFFFFFFF
-UNKNOWN_RANK = 0xFFFFFFFF
-UNKNOWN_DTYPE = 0xFF
-MAX_DIM = 8
-
-# Value kinds.
-NONE, TENSOR, INT, DOUBLE, BOOL, INT_LIST, DOUBLE_LIST, STRING, TENSOR_LIST, OBJECT = range(10)
-KIND_NAMES = ["None", "Tensor", "int", "float", "bool", "int[]", "float[]", "str", "Tensor[]", "Object"]
+# The format's constants and value kinds: generated from runtime/core/program_format.def.
+from pare._format_table import (
+    BOOL,
+    DATA_ALIGNMENT,
+    DOUBLE,
+    DOUBLE_LIST,
+    FLAG_CONSTANT,
+    HEADER_SIZE,
+    INSTRUCTION_RECORD_SIZE,
+    INT,
+    INT_LIST,
+    KIND_NAMES,
+    MAGIC,
+    MAX_DIM,
+    NO_VALUE,
+    NONE,
+    OBJECT,
+    STRING,
+    TENSOR,
+    TENSOR_LIST,
+    UNKNOWN_DTYPE,
+    UNKNOWN_RANK,
+    VALUE_RECORD_SIZE,
+    VERSION_MAJOR,
+    VERSION_MINOR,
+)
 
 
 class ProgramError(Exception):

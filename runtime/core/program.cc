@@ -12,15 +12,6 @@
 namespace pare {
 namespace {
 
-constexpr size_t kHeaderSize = 64;
-constexpr uint64_t kValueRecordSize = 32;
-constexpr uint64_t kMethodRecordSize = 48;
-constexpr uint64_t kInstructionRecordSize = 16;
-constexpr uint64_t kDataAlignment = 64;
-constexpr uint8_t kFlagConstant = 1;
-constexpr uint32_t kUnknownRankCode = 0xFFFFFFFFu;
-constexpr uint8_t kUnknownDtypeCode = 0xFF;
-
 // The host is little-endian (compiler.h), so a memcpy is a LE decode.
 uint8_t rd8(const uint8_t* p) { return *p; }
 uint16_t rd16(const uint8_t* p) {

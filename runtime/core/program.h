@@ -16,12 +16,12 @@
 #include "runtime/core/inventory.h"
 #include "runtime/core/memory.h"
 #include "runtime/core/observer.h"
+#include "runtime/core/program_format.h"
 
 namespace pare {
 
-constexpr uint16_t kFormatVersionMajor = 1;
-constexpr uint16_t kFormatVersionMinor = 0;
-constexpr uint32_t kNoValue = 0xFFFFFFFFu;         // IntList element ref: literal
+// The format's constants (kFormatVersionMajor, kNoValue: an IntList element
+// that is a literal, ...) are in program_format.h.
 constexpr uint32_t kLastUseForever = 0xFFFFFFFEu;  // method outputs
 
 struct ValueDesc {

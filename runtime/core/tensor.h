@@ -8,12 +8,11 @@
 // storage offset are in elements, as in PyTorch. Rank is capped at kMaxDim so
 // shapes live inline without allocation.
 
+#include "runtime/core/program_format.h"  // kMaxDim: the format's rank limit is the tensor's
 #include "runtime/core/scalar_type.h"
 #include "runtime/core/span.h"
 
 namespace pare {
-
-constexpr size_t kMaxDim = 8;
 
 struct Tensor {
   void* storage;           // base of the underlying buffer (may be null when empty)

@@ -7,7 +7,7 @@
 // read them through KernelArgs (runtime/core/kernel.h), which checks kinds
 // and reports mismatches by argument name.
 //
-// Kinds mirror the program format's value kinds (docs/program_format.md).
+// Kinds are the program format's value kinds (runtime/core/program_format.def).
 // Lists are non-owning views into load-time memory.
 
 #include "runtime/core/scalar.h"
@@ -19,31 +19,24 @@ struct ObjectBase;
 struct Value;
 
 enum class ValueKind : uint8_t {
-  None = 0,
-  Tensor = 1,
-  Int = 2,
-  Double = 3,
-  Bool = 4,
-  IntList = 5,
-  DoubleList = 6,
-  String = 7,
-  TensorList = 8,
-  Object = 9,
+#define PARE_VALUE_KIND(enumerator, python_name, code, display_name) enumerator = code,
+#include "runtime/core/program_format.def"
 };
-constexpr uint8_t kNumValueKinds = 10;
+constexpr uint8_t kNumValueKinds = 0
+#define PARE_VALUE_KIND(enumerator, python_name, code, display_name) +1
+#include "runtime/core/program_format.def"
+    ;
+// The loader rejects a kind code >= kNumValueKinds, so the codes are dense
+// (codegen/tables.py checks the order too).
+#define PARE_VALUE_KIND(enumerator, python_name, code, display_name) \
+  static_assert(code < kNumValueKinds, "value kind codes must be 0 .. count - 1");
+#include "runtime/core/program_format.def"
 
 constexpr const char* to_string(ValueKind k) {
   switch (k) {
-    case ValueKind::None: return "None";
-    case ValueKind::Tensor: return "Tensor";
-    case ValueKind::Int: return "int";
-    case ValueKind::Double: return "float";
-    case ValueKind::Bool: return "bool";
-    case ValueKind::IntList: return "int[]";
-    case ValueKind::DoubleList: return "float[]";
-    case ValueKind::String: return "str";
-    case ValueKind::TensorList: return "Tensor[]";
-    case ValueKind::Object: return "Object";
+#define PARE_VALUE_KIND(enumerator, python_name, code, display_name) \
+  case ValueKind::enumerator: return display_name;
+#include "runtime/core/program_format.def"
   }
   return "unknown";
 }
