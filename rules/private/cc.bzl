@@ -1,7 +1,9 @@
 """pare_cc_library: the one place that owns the runtime's compile flags.
 
 Every runtime target goes through this macro, so no target sets its own
-copts. See docs/portable_cpp.md for what the flags forbid and why.
+copts; the tests' direct compiles (tests/runtime/runtime_build.py) read
+RUNTIME_COPTS and RUNTIME_CXXOPTS from this file, so keep them literal lists.
+See docs/portable_cpp.md for what the flags forbid and why.
 """
 
 load(":isa.bzl", "x86_64_isa_copts")

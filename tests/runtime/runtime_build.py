@@ -9,9 +9,11 @@ have the ASan runtime preloaded (see sanitizer_env)."""
 
 from __future__ import annotations
 
+import ast
 import concurrent.futures
 import hashlib
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -21,18 +23,19 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 DEFAULT_SELECTION = REPO / "runtime" / "selection" / "default"
 CXX = os.environ.get("PARE_CXX", "clang++-16")
-HOUSE_FLAGS = [
-    "-std=c++17",
-    "-ffreestanding",
-    "-fno-exceptions",
-    "-fno-rtti",
-    "-fvisibility=hidden",
-    "-ffunction-sections",
-    "-fdata-sections",
-    "-Wall",
-    "-Wextra",
-    "-Werror",
-]
+CC_BZL = REPO / "rules" / "private" / "cc.bzl"
+
+
+def _bzl_list(name: str) -> list[str]:
+    """A list of strings assigned at the top level of rules/private/cc.bzl."""
+    match = re.search(rf"^{name} = (\[[^\]]*\])", CC_BZL.read_text(), re.MULTILINE)
+    if not match:
+        raise RuntimeError(f"{CC_BZL} no longer assigns {name} = [...]; update tests/runtime/runtime_build.py")
+    return ast.literal_eval(match.group(1))
+
+
+# The house flags are Bazel's (rules/private/cc.bzl), so these builds cannot drift from the shipped ones.
+HOUSE_FLAGS = _bzl_list("RUNTIME_CXXOPTS") + _bzl_list("RUNTIME_COPTS")
 PAL_SOURCES = {"posix": "runtime/pal/pal_posix.cc", "test_double": "runtime/pal/pal_test_double.cc"}
 # The runtime library proper, as runtime/BUILD.bazel's :srcs (other folders
 # under runtime/, such as jni/, are separate targets built on the C API).
