@@ -17,9 +17,9 @@ import sys
 import time
 from pathlib import Path
 
+from tools import REPO_ROOT
 from tools.bundle import load_bundle
-
-REPO_ROOT = Path(__file__).resolve().parents[1]
+from tools.platforms import SHIPPED_PLATFORMS
 
 TARGETS = [
     "//apps/demo:runtime",
@@ -28,7 +28,7 @@ TARGETS = [
     "//apps/demo:android_aar",
     "//apps/demo:ios_xcframework",
 ]
-PLATFORMS = ["android_arm64", "ios_arm64", "linux_x86_64"]
+PLATFORMS = SHIPPED_PLATFORMS
 
 
 def _report(bin_dir: Path, target: str) -> dict:

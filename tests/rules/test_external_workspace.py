@@ -27,10 +27,11 @@ import torch
 
 from pare.runtime import Runtime
 from tests.conftest import REPO_ROOT, bazel
+from tools.platforms import SHIPPED_PLATFORMS
 from tools.tracer.model_spec import load_model_spec
 
 EXAMPLE = REPO_ROOT / "examples" / "external_workspace"
-PLATFORMS = ("android_arm64", "ios_arm64", "linux_x86_64")
+PLATFORMS = SHIPPED_PLATFORMS
 
 
 @pytest.fixture(scope="module")

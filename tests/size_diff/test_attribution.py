@@ -11,13 +11,14 @@ from pathlib import Path
 
 import pytest
 
+from tools.platforms import SHIPPED_PLATFORMS
 from tools.size_diff import SizeDiffError, attribute
 from tools.size_diff.attribution import BUCKETS, check_twins
 from tools.size_diff.report import Run, build_report, measure
 from tools.verify import load_expected, read_binary
 from tools.verify.binary import BinaryInfo, Section, Symbol
 
-PLATFORMS = ("android_arm64", "ios_arm64", "linux_x86_64")
+PLATFORMS = SHIPPED_PLATFORMS
 
 
 @pytest.mark.parametrize("variant", ["clean", "grown", "leaky_kernel", "leaky_export"])

@@ -6,12 +6,13 @@ from __future__ import annotations
 import pytest
 
 from tests.conftest import bazel_build
+from tools.platforms import SHIPPED_PLATFORMS
 from tools.size_diff import build_report, bundle_runs
 from tools.verify import render_text, verify
 from tools.verify.verify import bundle_paths
 
 TARGET = "//tests/verify/selective:small"
-PLATFORMS = ("android_arm64", "ios_arm64", "linux_x86_64")
+PLATFORMS = SHIPPED_PLATFORMS
 
 
 @pytest.fixture(scope="module")

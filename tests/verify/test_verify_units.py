@@ -11,7 +11,8 @@ import pytest
 
 import codegen
 from tests.conftest import require_tool
-from tests.verify.conftest import FIXTURE_SRC, REPO_ROOT
+from tests.verify.conftest import FIXTURE_SRC
+from tools.platforms import read_table as read_platform_table
 from tools.verify import VerifyError, load_expected, read_binary
 from tools.verify.demangle import demangle_all, find_cxxfilt, strip_macho_underscore
 from tools.verify.expected import classify, parse_expected
@@ -173,9 +174,7 @@ def test_expected_schema_errors_name_the_field(expected_clean, mutate, message):
 
 
 def test_every_platform_row_is_known_to_the_verifier():
-    table = (REPO_ROOT / "platforms" / "table.bzl").read_text()
-    rows = re.findall(r'name = "(\w+)",\s*constraints = \[[^\]]*\],\s*flavor = "(\w+)",\s*triple = "([\w-]+)"', table)
-    assert rows, "could not read platforms/table.bzl"
+    rows = [(p.name, p.flavor, p.triple) for p in read_platform_table()]
     for name, flavor, triple in rows:
         assert name in PLATFORMS, f"platform {name} (platforms/table.bzl) has no facts in tools/verify/platforms.py"
         facts = PLATFORMS[name]

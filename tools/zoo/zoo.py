@@ -32,6 +32,7 @@ from pare.runtime import PareError
 from tools import bazel_build
 from tools.bench.timing import measure, median, pin_to_cpus
 from tools.bundle import load_bundle
+from tools.platforms import SHIPPED_PLATFORMS
 from tools.tracer import paths
 from tools.tracer.errors import TracerError
 from tools.tracer.exporter import group_inputs
@@ -40,7 +41,7 @@ from tools.tracer.progress import Progress
 from tools.tracer.runner import NativeRunner, set_inputs
 from tools.tracer.tracing import check_model, trace_model
 
-PLATFORMS = ("android_arm64", "ios_arm64", "linux_x86_64")
+PLATFORMS = SHIPPED_PLATFORMS
 CHECKED_PLATFORMS = ("linux_x86_64", "android_arm64")  # ios_arm64 has no emulator here: built and verified only
 ZOO_PACKAGE = "models/zoo"
 TIMING_RUNS = 7
