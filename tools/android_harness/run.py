@@ -19,9 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from tools import bazel_build
+from tools import REPO_ROOT, bazel_build
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
 HARNESS_TARGET = "//tools/android_harness:harness"
 HARNESS_OUTPUT = "tools/android_harness/harness/linux_arm64"
 

@@ -32,10 +32,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Self
 
+from tools import REPO_ROOT
 from tools.bench.executorch_worker import SYSTEMS
 from tools.bench.timing import BenchError
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
 VENV = REPO_ROOT / ".venv-executorch"
 SETUP = "tools/setup_executorch.sh"
 

@@ -9,9 +9,9 @@ import sys
 from pathlib import Path
 
 from pare.runtime import cpu_runs
+from tools import REPO_ROOT
 from tools.bench.timing import BenchError
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
 ISA_LEVELS = ("baseline", "v3")
 FULL_RUNTIMES = {
     "baseline": ("//runtime:full", REPO_ROOT / "bazel-bin/runtime/full/linux_x86_64/libpare_full.so"),

@@ -23,7 +23,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from tools.bazel_build import REPO_ROOT
+from tools import REPO_ROOT
 from tools.prune import graph, importance, recover
 from tools.prune.data import Batch, load_data
 from tools.prune.errors import PruneError

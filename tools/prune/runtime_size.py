@@ -19,8 +19,7 @@ from pathlib import Path
 
 import codegen
 from pare.runtime import PareError
-from tools import bazel_build
-from tools.bazel_build import REPO_ROOT
+from tools import REPO_ROOT, bazel_build
 from tools.bundle import BundleError, load_bundle
 from tools.prune.errors import PruneError
 from tools.tracer.errors import TracerError

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import torch
 
-from tools.bazel_build import REPO_ROOT
+from tools import REPO_ROOT
 from tools.prune.errors import PruneError
 from tools.prune.plan import Plan, apply_plan
 
