@@ -47,18 +47,6 @@ namespace {
 
 using binary_math::round_through;
 
-// PyTorch's alpha_check.
-Error check_alpha(KernelContext& ctx, ScalarType dtype, const Scalar& alpha) {
-  PARE_CHECK_OR_RETURN(ctx, !alpha.is_bool() || dtype == ScalarType::Bool, Error::InvalidArgument,
-                       "argument 'alpha': a boolean alpha is only supported for Bool results, got %s",
-                       to_string(dtype));
-  PARE_CHECK_OR_RETURN(ctx, is_floating_type(dtype) || !alpha.is_floating_point(), Error::InvalidArgument,
-                       "argument 'alpha': for integral inputs (result dtype %s) alpha must not be a "
-                       "floating point number",
-                       to_string(dtype));
-  return Error::Ok;
-}
-
 // PARE_UNUSED: only integral dispatch cases call it, and selective builds may drop them all.
 PARE_UNUSED Error integer_division_by_zero(KernelContext& ctx) {
   return PARE_FAIL(ctx, Error::InvalidArgument,

@@ -46,6 +46,19 @@ Operand tensor_or_scalar(KernelArgs& args, size_t i, const char* name);
 // is of a higher category (bool < integral < floating).
 ScalarType result_type(const Operand* operands, size_t n);
 
+// PyTorch's alpha_check for add and sub (aten::add.Tensor's alpha): a bool
+// alpha only for Bool results, a floating alpha only for floating results.
+inline Error check_alpha(KernelContext& ctx, ScalarType dtype, const Scalar& alpha) {
+  PARE_CHECK_OR_RETURN(ctx, !alpha.is_bool() || dtype == ScalarType::Bool, Error::InvalidArgument,
+                       "argument 'alpha': a boolean alpha is only supported for Bool results, got %s",
+                       to_string(dtype));
+  PARE_CHECK_OR_RETURN(ctx, is_floating_type(dtype) || !alpha.is_floating_point(), Error::InvalidArgument,
+                       "argument 'alpha': for integral inputs (result dtype %s) alpha must not be a "
+                       "floating point number",
+                       to_string(dtype));
+  return Error::Ok;
+}
+
 // Computes the broadcast of `a` and `b` into `out` (PyTorch rules); returns
 // false when they are incompatible.
 bool broadcast_shapes(IntArrayRef a, IntArrayRef b, int64_t* out, size_t* out_dim);

@@ -15,18 +15,6 @@ namespace pare {
 namespace kernels {
 namespace {
 
-// PyTorch's alpha_check.
-Error check_alpha(KernelContext& ctx, ScalarType dtype, const Scalar& alpha) {
-  PARE_CHECK_OR_RETURN(ctx, !alpha.is_bool() || dtype == ScalarType::Bool, Error::InvalidArgument,
-                       "argument 'alpha': a boolean alpha is only supported for Bool results, got %s",
-                       to_string(dtype));
-  PARE_CHECK_OR_RETURN(ctx, is_floating_type(dtype) || !alpha.is_floating_point(), Error::InvalidArgument,
-                       "argument 'alpha': for integral inputs (result dtype %s) alpha must not be a "
-                       "floating point number",
-                       to_string(dtype));
-  return Error::Ok;
-}
-
 Error add(KernelContext& ctx, const Operand& self, const Operand& other, const Scalar& alpha, Value& out) {
   Elementwise<2> e(ctx);
   e.add_input(self, "self");
