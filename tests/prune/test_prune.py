@@ -286,7 +286,7 @@ def test_chunk_halves_lose_channels_alike():
 def test_shuffle_ties_channel_j_of_every_block():
     a = analyze(*make("shuffle"))
     g = group_with(a, "a.0")  # 24 channels shuffled in 2 blocks: 12 logical channels of 2 each
-    assert g.prunable and len(g.channels) == 12 and not g.blocks
+    assert g.prunable and len(g.channels) == 12 and g.width == 24 and not g.blocks
     branches = group_with(a, "b1.0")  # cat(b1, b2) shuffled: b1's channel j goes with b2's
     assert branches is group_with(a, "b2.0") and branches.prunable and len(branches.channels) == 12
 

@@ -102,7 +102,7 @@ def table(report: dict) -> str:
     groups = report["groups"]
     lines.append(f"groups: {len(groups['pruned'])} pruned, {len(groups['left_alone'])} left alone")
     for g in groups["left_alone"]:
-        lines.append(f"  left alone: {g['channels']} channels of {', '.join(g['producers'][:2])}: {g['reason']}")
+        lines.append(f"  left alone: {g['width']} channels of {', '.join(g['producers'][:2])}: {g['reason']}")
     search = report.get("latency_search")
     if search and not search["reached"]:
         lines.append("latency target NOT reached: every group is at its floor or saves no measurable time")

@@ -189,6 +189,7 @@ class Group:
     channels: list[int]
     producers: list[str]  # the modules whose output channels these are
     consumers: list[str] = field(default_factory=list)
+    width: int = 0  # output channels of the first producer (more than len(channels) where a shuffle ties them)
     blocks: list[list[int]] | None = None  # each block must lose the same number of channels
     pinned: str | None = None  # why the group is left alone
 
@@ -645,7 +646,7 @@ def analyze(ep: ExportedProgram) -> Analysis:
         module = s.name.rpartition(".")[0]
         found = sorted({owner[r] for r in roots if r in owner})
         if not found:
-            g = Group(len(groups), [], [])
+            g = Group(len(groups), [], [], width=len(s.atoms))
             groups.append(g)
         else:
             g = groups[found[0]]

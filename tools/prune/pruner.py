@@ -238,7 +238,8 @@ def _data_note(options: PruneOptions, batches: Sequence[Batch], spec: ModelSpec)
 def _groups(analysis: graph.Analysis, keeps: dict[int, int], search: Search) -> dict:
     pruned, alone = [], []
     for g in analysis.groups:
-        row = {"producers": g.producers, "channels": len(g.channels)}
+        # channels: logical ones, what pruning counts; width: the first producer's output channels
+        row = {"producers": g.producers, "channels": len(g.channels), "width": g.width}
         if g.prunable:
             row["kept"] = keeps.get(g.index, len(g.channels))
             row["unit"] = search.unit(g)
