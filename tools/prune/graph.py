@@ -37,7 +37,6 @@ with channel maps instead of per-op pruning rules.
 from __future__ import annotations
 
 import operator
-from collections import defaultdict
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -197,10 +196,6 @@ class Group:
     def prunable(self) -> bool:
         return self.pinned is None
 
-    def describe(self) -> str:
-        names = ", ".join(self.producers[:3]) + (f" (+{len(self.producers) - 3})" if len(self.producers) > 3 else "")
-        return f"{len(self.channels)} channels of {names}"
-
 
 @dataclass
 class Analysis:
@@ -213,9 +208,6 @@ class Analysis:
     layers: dict[str, Layer]
     groups: list[Group]
     notes: list[str]  # pins that are not about one group
-
-    def group_of(self) -> dict[int, Group]:
-        return {root: g for g in self.groups for root in g.channels}
 
     @property
     def macs(self) -> int:
@@ -262,16 +254,20 @@ class _Tracker:
 
     def atoms_along(self, m: np.ndarray, dim: int, length: int) -> np.ndarray:
         """One atom per index along `dim`: the atoms found there across the other dims, unified."""
-        moved = np.moveaxis(m, dim, 0).reshape(m.shape[dim], -1)
-        out = np.full(moved.shape[0], NO_CHANNEL, dtype=np.int64)
-        for i, row in enumerate(moved):
+        out = self.unify_rows(np.moveaxis(m, dim, 0).reshape(m.shape[dim], -1))
+        if out.shape[0] == 1 and length != 1:
+            out = np.repeat(out, length)
+        return out
+
+    def unify_rows(self, rows: np.ndarray) -> np.ndarray:
+        """Unifies the atoms within each row of a 2-D map; returns each row's atom (NO_CHANNEL for none)."""
+        out = np.full(rows.shape[0], NO_CHANNEL, dtype=np.int64)
+        for i, row in enumerate(rows):
             present = np.unique(row[row >= 0])
             for other in present[1:]:
                 self.uf.union(int(present[0]), int(other))
             if present.size:
                 out[i] = present[0]
-        if out.shape[0] == 1 and length != 1:
-            out = np.repeat(out, length)
         return out
 
     def compress(self, full: np.ndarray) -> np.ndarray:
@@ -282,7 +278,7 @@ class _Tracker:
         return full
 
     def unify_broadcast(self, maps: list[np.ndarray], out_rank: int) -> np.ndarray:
-        ranked = [m.reshape((1,) * (out_rank - m.ndim) + m.shape) for m in maps]
+        ranked = [_ranked(m, out_rank) for m in maps]
         shape = np.broadcast_shapes(*(m.shape for m in ranked))
         result = np.full(shape, NO_CHANNEL, dtype=np.int64)
         for m in ranked:
@@ -411,7 +407,7 @@ class _Tracker:
         if m.ndim == rank:
             return m
         if m.ndim < rank:
-            return m.reshape((1,) * (rank - m.ndim) + m.shape)
+            return _ranked(m, rank)
         raise _Unmodelled("an op that changes rank")
 
     def compress_to(self, m: np.ndarray, keep_shape: list[int]) -> np.ndarray:
@@ -421,11 +417,7 @@ class _Tracker:
             if keep_shape[d] == 1 and out.shape[d] > 1:
                 # pooling over a dim that carries channels merges them: unify along it
                 moved = np.moveaxis(out, d, -1)
-                flat = moved.reshape(-1, moved.shape[-1])
-                for row in flat:
-                    present = np.unique(row[row >= 0])
-                    for other in present[1:]:
-                        self.uf.union(int(present[0]), int(other))
+                self.unify_rows(moved.reshape(-1, moved.shape[-1]))
                 out = out.take([0], axis=d)
         return out
 
@@ -435,7 +427,7 @@ class _Tracker:
         out_shape = self.shape(node)
         full_size = int(np.prod(in_shape))
         if m.ndim != len(in_shape):
-            m = m.reshape((1,) * (len(in_shape) - m.ndim) + m.shape)
+            m = _ranked(m, len(in_shape))
         if all(s == 1 for s in m.shape):  # no channel information: stays so
             self.maps[node.name] = m.reshape((1,) * len(out_shape))
             return
@@ -462,7 +454,7 @@ class _Tracker:
     def permute(self, node, op: str) -> None:
         m = self.map_of(node.args[0])
         rank = len(self.shape(node))
-        m = m.reshape((1,) * (rank - m.ndim) + m.shape)
+        m = _ranked(m, rank)
         if op == "permute":
             dims = [d % rank for d in node.args[1]]
         else:
@@ -474,7 +466,7 @@ class _Tracker:
     def reduce(self, node) -> None:
         m = self.map_of(node.args[0])
         in_rank = len(self.shape(node.args[0]))
-        m = m.reshape((1,) * (in_rank - m.ndim) + m.shape)
+        m = _ranked(m, in_rank)
         dims = node.args[1] if len(node.args) > 1 else None
         keepdim = node.args[2] if len(node.args) > 2 else node.kwargs.get("keepdim", False)
         if dims is None:
@@ -495,7 +487,7 @@ class _Tracker:
         maps = []
         for t in tensors:
             m = self.map_of(t)
-            m = m.reshape((1,) * (rank - m.ndim) + m.shape)
+            m = _ranked(m, rank)
             size = self.shape(t)[dim]
             shape = list(m.shape)
             shape[dim] = size
@@ -508,7 +500,7 @@ class _Tracker:
         m = self.map_of(node.args[0])
         in_shape = self.shape(node.args[0])
         rank = len(in_shape)
-        m = m.reshape((1,) * (rank - m.ndim) + m.shape)
+        m = _ranked(m, rank)
         outs = node.meta.get("val")
         if op == "unbind":
             dim = (node.args[1] if len(node.args) > 1 else 0) % rank
@@ -583,7 +575,7 @@ class _Tracker:
         x_shape = self.shape(x)
         out_shape = self.shape(node)
         m = self.map_of(x)
-        m = m.reshape((1,) * (len(x_shape) - m.ndim) + m.shape)
+        m = _ranked(m, len(x_shape))
         in_atoms = self.atoms_along(m, len(x_shape) - 1, x_shape[-1])
         out_features = self.shape(weight)[0]
         out_atoms = self.uf.new(out_features)
@@ -602,7 +594,7 @@ class _Tracker:
         x = node.args[0]
         m = self.map_of(x)
         channels = self.shape(x)[1]
-        atoms = self.atoms_along(m.reshape((1,) * (len(self.shape(x)) - m.ndim) + m.shape), 1, channels)
+        atoms = self.atoms_along(_ranked(m, len(self.shape(x))), 1, channels)
         module = None
         for arg in node.args[1:5]:
             if arg is not None and hasattr(arg, "op"):
@@ -622,6 +614,11 @@ class _Tracker:
 
 class _Unmodelled(Exception):
     pass
+
+
+def _ranked(m: np.ndarray, rank: int) -> np.ndarray:
+    """m with leading size-1 dims up to `rank` (numpy broadcasting's alignment)."""
+    return m.reshape((1,) * (rank - m.ndim) + m.shape)
 
 
 def _op_name(node) -> str:
@@ -710,20 +707,3 @@ def analyze(ep: ExportedProgram) -> Analysis:
 def export(module: torch.nn.Module, example: tuple[torch.Tensor, ...]) -> ExportedProgram:
     """torch.export of the model in eval mode, for analysis (no decompositions)."""
     return torch.export.export(module.eval(), tuple(example))
-
-
-def group_summary(analysis: Analysis) -> dict[str, list[dict]]:
-    """JSON-able: the groups pruned and those left alone, with why."""
-    out: dict[str, list[dict]] = defaultdict(list)
-    for g in analysis.groups:
-        row = {
-            "channels": len(g.channels),
-            "producers": g.producers,
-            "consumers": g.consumers,
-            "blocks": len(g.blocks) if g.blocks else 1,
-        }
-        if g.prunable:
-            out["prunable"].append(row)
-        else:
-            out["left_alone"].append({**row, "reason": g.pinned})
-    return dict(out)

@@ -17,9 +17,10 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from pare.runtime import PareError, Runtime
+from pare.runtime import PareError
+from tools.bench.models import load_runtime
 from tools.bench.runtimes import default_runtime
-from tools.bench.timing import calls_for, measure, median, pin_to_cpus
+from tools.bench.timing import BenchError, calls_for, measure, median, pin_to_cpus
 from tools.prune.errors import PruneError
 from tools.tracer.errors import TracerError
 from tools.tracer.exporter import export_model, group_inputs
@@ -39,11 +40,9 @@ class PareTimer:
                 f"no Pare runtime at {self.path}: run `tools/bazel build //runtime:full` or pass --runtime LIB"
             )
         try:
-            self.runtime = Runtime(self.path)
-        except (PareError, OSError, AttributeError) as e:
-            raise PruneError(
-                f"{self.path}: not a loadable x86_64 Pare runtime ({e}); pass a linux_x86_64 .so"
-            ) from None
+            self.runtime = load_runtime(self.path)  # tools.bench's loading and its message
+        except BenchError as e:
+            raise PruneError(str(e)) from None
         self.spec = spec
         self.index = group_inputs(spec)[0].indices[0]
         self.rounds = rounds

@@ -14,7 +14,6 @@ both models interleaved, and agreement with the unpruned model.
 from __future__ import annotations
 
 import copy
-import json
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -29,7 +28,8 @@ from tools.prune.data import Batch, load_data
 from tools.prune.errors import PruneError
 from tools.prune.latency import PareTimer
 from tools.prune.plan import Plan, make_plan
-from tools.prune.search import ROUNDING, Search
+from tools.prune.recover import first_output
+from tools.prune.search import ROUNDING, Search, count_params
 from tools.tracer.errors import TracerError
 from tools.tracer.model_spec import ModelSpec, load_model_spec
 
@@ -89,20 +89,12 @@ class PruneResult:
         return out
 
 
-def _params(model: nn.Module) -> int:
-    return sum(p.numel() for p in model.parameters())
-
-
-def _first(output) -> torch.Tensor:
-    return output[0] if isinstance(output, (tuple, list)) else output
-
-
 def agreement(original: nn.Module, pruned: nn.Module, inputs: Sequence[tuple]) -> dict:
     """Cosine similarity of the first outputs (mean and worst) and top-1 agreement for (batch, classes) logits."""
     cosines, agree, rows = [], 0, 0
     with torch.no_grad():
         for x in inputs:
-            a, b = _first(original(*x)).double(), _first(pruned(*x)).double()
+            a, b = first_output(original(*x)).double(), first_output(pruned(*x)).double()
             cosines.append(float(nn.functional.cosine_similarity(a.flatten(), b.flatten(), dim=0)))
             if a.dim() == 2 and a.shape[1] > 1:
                 agree += int((a.argmax(1) == b.argmax(1)).sum())
@@ -121,7 +113,7 @@ def _accuracy(model: nn.Module, batches: Sequence[Batch]) -> float | None:
         for x, labels in batches:
             if labels is None:
                 return None
-            right += int((_first(model(*x)).argmax(-1) == labels).sum())
+            right += int((first_output(model(*x)).argmax(-1) == labels).sum())
             total += labels.numel()
     return round(right / total, 6) if total else None
 
@@ -186,7 +178,7 @@ def prune(
             if options.round_to
             else {"conv_out_channels": ROUNDING["conv"], "linear_out_features": ROUNDING["linear"]}
         ),
-        "params": {"before": _params(original), "after": _params(pruned)},
+        "params": {"before": count_params(original), "after": count_params(pruned)},
         "macs": {"before": analysis.macs, "after": after.macs},
         "groups": _groups(analysis, keeps, search),
         "notes": notes,
@@ -247,7 +239,3 @@ def _groups(analysis: graph.Analysis, keeps: dict[int, int], search: Search) -> 
         else:
             alone.append({**row, "reason": g.pinned})
     return {"pruned": pruned, "left_alone": alone}
-
-
-def report_json(report: dict) -> str:
-    return json.dumps(report, indent=2, sort_keys=False) + "\n"

@@ -54,7 +54,8 @@ def recalibrate_batch_norm(model: nn.Module, inputs: Sequence[tuple[torch.Tensor
     return len(norms)
 
 
-def _first(output):
+def first_output(output):
+    """A model's first output (the logits of a classifier returning several)."""
     return output[0] if isinstance(output, (tuple, list)) else output
 
 
@@ -70,13 +71,13 @@ def distill(
         return []
     teacher.eval()
     with torch.no_grad():
-        targets = [_first(teacher(*x)).detach() for x in inputs]
+        targets = [first_output(teacher(*x)).detach() for x in inputs]
     optimizer = torch.optim.Adam([p for p in student.parameters() if p.requires_grad], lr=FINETUNE_LR)
     student.eval()  # batch norms keep their (recalibrated) statistics; dropout off
     losses = []
     for step in range(steps):
         k = step % len(inputs)
-        output = _first(student(*inputs[k])).float()
+        output = first_output(student(*inputs[k])).float()
         target = targets[k].float()
         if output.dim() == 2 and output.shape[1] > 1:
             loss = nn.functional.kl_div(

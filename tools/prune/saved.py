@@ -71,9 +71,7 @@ def write_outputs(out: Path, result) -> Path:
 
 
 def write_report(out: Path, report: dict) -> None:
-    from tools.prune.pruner import report_json
-
-    (out / "report.json").write_text(report_json(report), encoding="utf-8")
+    (out / "report.json").write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
 
 
 def build_pruned(out: str | Path):

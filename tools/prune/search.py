@@ -29,11 +29,12 @@ import copy
 import heapq
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 from torch import nn
 
+from tools.prune import importance
 from tools.prune.errors import PruneError
 from tools.prune.graph import Analysis, Group
 from tools.prune.plan import Plan, apply_plan, make_plan, select
@@ -52,7 +53,9 @@ class Search:
     analysis: Analysis
     scores: dict[int, np.ndarray]  # group index -> importance, group.channels order
     round_to: int | None = None  # None: ROUNDING by the group's producers
-    log: list[str] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.normalized = importance.normalized(self.scores)  # comparable across groups
 
     @property
     def prunable(self) -> list[Group]:
@@ -95,9 +98,7 @@ class Search:
         return {g.index: self.round_keep(g, len(g.channels) * (1 - ratio)) for g in self.prunable}
 
     def global_threshold(self, ratio: float) -> dict[int, int]:
-        normalized = {
-            g.index: self.scores[g.index] / (float(self.scores[g.index].mean()) or 1.0) for g in self.prunable
-        }
+        normalized = {g.index: self.normalized[g.index] for g in self.prunable}
         everything = np.sort(np.concatenate(list(normalized.values()))) if normalized else np.zeros(0)
         count = int(round(len(everything) * ratio))
         if count == 0:
@@ -114,18 +115,19 @@ class Search:
 
     def target_params(self, fraction: float) -> dict[int, int]:
         """The global ratio whose pruned model has the most parameters at most `fraction` of the original's."""
-        total = _params(self.model)
+        total = count_params(self.model)
         low, high = 0.0, 1.0 - MIN_KEEP
         best = self.global_threshold(high)
-        if _params(self.pruned(best)[0]) > fraction * total:
+        smallest = count_params(self.pruned(best)[0])
+        if smallest > fraction * total:
             raise PruneError(
                 f"--target-params {fraction} cannot be reached: pruning every group to {MIN_KEEP:.0%} leaves "
-                f"{_params(self.pruned(best)[0]) / total:.3f} of the parameters (the rest are in layers left alone)"
+                f"{smallest / total:.3f} of the parameters (the rest are in layers left alone)"
             )
         for _ in range(14):
             mid = (low + high) / 2
             keeps = self.global_threshold(mid)
-            if _params(self.pruned(keeps)[0]) <= fraction * total:
+            if count_params(self.pruned(keeps)[0]) <= fraction * total:
                 high, best = mid, keeps
             else:
                 low = mid
@@ -213,8 +215,7 @@ class Search:
 
     def _removal_order(self, group: Group) -> list[float]:
         """The normalized scores of the group's channels in the order they go (lowest first; per block, round-robin)."""
-        s = self.scores[group.index] / (float(self.scores[group.index].mean()) or 1.0)
-        score = dict(zip(group.channels, s))
+        score = dict(zip(group.channels, self.normalized[group.index]))
         if not group.blocks:
             return sorted(score.values())
         ranked = [sorted(score[r] for r in block) for block in group.blocks]
@@ -225,5 +226,5 @@ class Search:
         return nxt if nxt < keep else None
 
 
-def _params(model: nn.Module) -> int:
+def count_params(model: nn.Module) -> int:
     return sum(p.numel() for p in model.parameters())
