@@ -5,7 +5,8 @@ the runtime's sources, the selection or a harness change).
 
 The runtime is the full runtime with the default selection, compiled with
 the house flags as tests/runtime/runtime_build.py compiles it:
-- the loader's code (runtime/core, c_api, pal) with
+- the loader's code (every layer but the kernels: runtime/core, registry,
+  executor, c_api, pal) with
   -fsanitize=fuzzer-no-link,address,undefined, so libFuzzer's coverage
   guides the mutations through every check the loader makes;
 - the kernels with -fsanitize=address,undefined only: they are exactly the
@@ -32,7 +33,7 @@ OUT = REPO / "build" / "fuzz"
 PYTEST_RUNTIME_CACHE = REPO / ".pytest_cache" / "d" / "pare_runtime"  # tests/runtime/conftest.py's
 HARNESSES = {"loader_fuzzer": REPO / "fuzz" / "loader_fuzzer.cc"}
 SANITIZE = ("address", "undefined")
-COVERED_DIRS = ("core", "c_api", "pal")
+COVERED_DIRS = ("core", "registry", "executor", "c_api", "pal")
 HARNESS_FLAGS = ["-std=c++17", "-O2", "-Wall", "-Wextra", "-Werror", f"-I{REPO}"]
 
 

@@ -2,7 +2,7 @@
 exists: a file that moves or goes takes its mentions with it.
 
 A mention is a path that starts at a top-level directory of the repository
-(`runtime/core/method.cc`, `docs/size.md`, `tests/rules/`), found in every
+(`runtime/executor/method.cc`, `docs/size.md`, `tests/rules/`), found in every
 tracked text file. It passes when the path exists, or when it is a Bazel
 output path: `<package>/<target>...` (bazel-bin-relative, e.g.
 apps/demo/runtime/android_arm64/libpare_runtime.so) for a target its

@@ -25,6 +25,7 @@ load(
     "@bazel_tools//tools/cpp:cc_toolchain_config_lib.bzl",
     "artifact_name_pattern",
     "feature",
+    "feature_set",
     "flag_group",
     "flag_set",
     "tool_path",
@@ -61,6 +62,13 @@ _ALL_COMPILE = [
     ACTION_NAMES.cpp_header_parsing,
     ACTION_NAMES.cpp_module_compile,
     ACTION_NAMES.cpp_module_codegen,
+]
+
+_LAYERING_ACTIONS = [
+    ACTION_NAMES.c_compile,
+    ACTION_NAMES.cpp_compile,
+    ACTION_NAMES.cpp_header_parsing,
+    ACTION_NAMES.cpp_module_compile,
 ]
 
 _ALL_LINK = [
@@ -205,6 +213,35 @@ def _config_impl(ctx):
                 _flags(_ALL_LINK, link_flags),
             ],
         ),
+        # Bazel writes a module map per cc_library when "module_maps" is
+        # enabled; "layering_check" (implying "use_module_maps") makes clang
+        # reject an #include of a header that no direct dep provides.
+        feature(name = "module_maps", enabled = True),
+        feature(
+            name = "use_module_maps",
+            requires = [feature_set(features = ["module_maps"])],
+            flag_sets = [flag_set(
+                actions = _LAYERING_ACTIONS,
+                flag_groups = [flag_group(flags = [
+                    "-fmodule-name=%{module_name}",
+                    "-fmodule-map-file=%{module_map_file}",
+                ])],
+            )],
+        ),
+        feature(
+            name = "layering_check",
+            implies = ["use_module_maps"],
+            flag_sets = [flag_set(
+                actions = _LAYERING_ACTIONS,
+                flag_groups = [
+                    flag_group(flags = ["-fmodules-strict-decluse", "-Wprivate-header"]),
+                    flag_group(
+                        iterate_over = "dependent_module_map_files",
+                        flags = ["-fmodule-map-file=%{dependent_module_map_files}"],
+                    ),
+                ],
+            )],
+        ),
         # System libraries go after the user's objects and libraries.
         feature(
             name = "pare_system_libs",
@@ -300,7 +337,7 @@ def pare_cc_toolchains(include_dirs):  # buildifier: disable=unnamed-macro (one 
         system_libs = _SYSTEM_LIBS.get(row.flavor)
         native.filegroup(
             name = row.name + "_compiler_files",
-            srcs = ["tools"],
+            srcs = ["tools", row.name + ".modulemap"],
         )
         native.filegroup(
             name = row.name + "_linker_files",
@@ -323,6 +360,7 @@ def pare_cc_toolchains(include_dirs):  # buildifier: disable=unnamed-macro (one 
             compiler_files = row.name + "_compiler_files",
             dwp_files = "tools",
             linker_files = row.name + "_linker_files",
+            module_map = row.name + ".modulemap",
             objcopy_files = "tools",
             strip_files = "tools",
             supports_param_files = True,

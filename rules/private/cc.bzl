@@ -67,6 +67,10 @@ def pare_cc_library(name, srcs = [], hdrs = [], deps = [], defines = [], local_d
         # Link every object: --gc-sections / -dead_strip, rooted at the
         # exported C API, decide what stays, not archive member selection.
         alwayslink = True,
+        # An #include of a header that no direct dep provides fails the
+        # build (clang's module maps; toolchains/toolchains.bzl), so the
+        # runtime's layers (runtime/README.md) stay as their deps say.
+        features = ["layering_check"] + kwargs.pop("features", []),
         visibility = visibility,
         **kwargs
     )

@@ -11,13 +11,15 @@ load("@bazel_tools//tools/cpp:toolchain_utils.bzl", "find_cpp_toolchain")
 load(":providers.bzl", "PareLibraryInfo")
 
 def _static_libraries(linking_contexts):
+    # One depset over every dep's inputs: the runtime's layers share their
+    # lower layers (runtime/README.md), which must be archived once.
+    linker_inputs = depset(transitive = [lc.linker_inputs for lc in linking_contexts], order = "topological")
     libs = []
-    for lc in linking_contexts:
-        for linker_input in lc.linker_inputs.to_list():
-            for lib in linker_input.libraries:
-                archive = lib.pic_static_library or lib.static_library
-                if archive:
-                    libs.append(archive)
+    for linker_input in linker_inputs.to_list():
+        for lib in linker_input.libraries:
+            archive = lib.pic_static_library or lib.static_library
+            if archive:
+                libs.append(archive)
     return libs
 
 def _impl(ctx):

@@ -147,7 +147,7 @@ pare_ios_xcframework = rule(
         ),
         "framework_name": attr.string(mandatory = True, doc = "Module and bundle name, e.g. PareDemo."),
         "min_ios": attr.string(default = "15.0", doc = "MinimumOSVersion; match --//toolchains:ios_min_version."),
-        "_headers": attr.label(default = Label("//runtime:c_api_headers")),
+        "_headers": attr.label(default = Label("//runtime/c_api:pare.h"), allow_files = [".h"]),
     }, **_COMMON_ATTRS),
     doc = """An iOS xcframework: Info.plist and an ios-arm64 slice with the static runtime,
 the C API header and a module map (import it from Swift as `import <framework_name>`).

@@ -5,8 +5,10 @@
 
 The macro expands to:
   <name>_selection  pare_selection: codegen action, headers as a C++ library
-  <name>_core       the runtime's machinery compiled against those headers
-                    (for size: -Os)
+  <name>_registry, <name>_executor, <name>_c_api
+                    the runtime's upper layers (runtime/README.md) compiled
+                    against those headers (for size: -Os); the shared
+                    //runtime/core and //runtime/pal come with them
   <name>_kernels    the kernels compiled against them (for speed)
   <name>_library    pare_platform_library: link, strip, (iOS) archive
   <name>            the bundle: split over `platforms`, outputs at
@@ -141,32 +143,61 @@ def selective_runtime(
         tags = tags,
         visibility = visibility,
     )
-    deps = [
-        ":" + name + "_selection",
-        Label("//runtime:headers"),
-    ]
-    local_defines = ["PARE_TRACING=1"] if tracing else []
+
+    # The runtime's layers (runtime/README.md). pal and core know nothing of
+    # selection and are compiled once per platform for every app; the upper
+    # layers read the app's selection at compile time, so they are compiled
+    # here, per app.
+    core = [Label("//runtime/core"), Label("//runtime/pal")]
+    registry = ":" + name + "_registry"
+    executor = ":" + name + "_executor"
     pare_cc_library(
-        name = name + "_core",
-        srcs = [Label("//runtime:core_srcs")],
-        deps = deps,
-        local_defines = local_defines,
+        name = name + "_registry",
+        srcs = [Label("//runtime/registry:srcs")],
+        hdrs = [Label("//runtime/registry:hdrs")],
+        # The instrumentation build's observer (runtime/registry/observer.h),
+        # in every layer that records into it.
+        defines = ["PARE_TRACING=1"] if tracing else [],
+        deps = [
+            ":" + name + "_selection",
+            Label("//runtime/kernels:inventory_headers"),
+        ] + core,
         optimize = "size",
         tags = tags,
         visibility = ["//visibility:private"],
     )
     pare_cc_library(
         name = name + "_kernels",
-        srcs = [Label("//runtime:kernel_srcs")],
-        deps = deps,
-        local_defines = local_defines,
+        srcs = [Label("//runtime/kernels:srcs")],
+        deps = [registry] + core,
+        tags = tags,
+        visibility = ["//visibility:private"],
+    )
+    pare_cc_library(
+        name = name + "_executor",
+        srcs = [Label("//runtime/executor:srcs")],
+        hdrs = [Label("//runtime/executor:hdrs")],
+        deps = [registry] + core,
+        optimize = "size",
+        tags = tags,
+        visibility = ["//visibility:private"],
+    )
+    pare_cc_library(
+        name = name + "_c_api",
+        srcs = [Label("//runtime/c_api:srcs")],
+        deps = [
+            executor,
+            registry,
+            Label("//runtime/c_api:headers"),
+        ] + core,
+        optimize = "size",
         tags = tags,
         visibility = ["//visibility:private"],
     )
     pare_platform_library(
         name = name + "_library",
         deps = [
-            ":" + name + "_core",
+            ":" + name + "_c_api",
             ":" + name + "_kernels",
         ] + ([Label("//runtime/jni:jni_bridge")] if jni else []),
         lib_name = "pare_" + name,

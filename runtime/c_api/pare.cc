@@ -5,7 +5,7 @@
 #include "runtime/c_api/pare.h"
 
 #include "runtime/core/format.h"
-#include "runtime/core/method.h"
+#include "runtime/executor/method.h"
 
 struct pare_program {
   pare::Program program;

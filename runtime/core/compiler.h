@@ -33,7 +33,7 @@
 #endif
 
 // The instrumentation build (-DPARE_TRACING=1) records every op, kernel
-// dtype, class and build feature reached; see runtime/core/observer.h.
+// dtype, class and build feature reached; see runtime/registry/observer.h.
 #ifndef PARE_TRACING
 #define PARE_TRACING 0
 #endif
@@ -98,7 +98,7 @@ constexpr T max_of(T a, T b) {
 constexpr bool is_power_of_two(size_t x) { return x != 0 && (x & (x - 1)) == 0; }
 // Rounds `x` up to a multiple of `alignment` (a power of two). It does not
 // check for overflow: code handling untrusted sizes (the loader,
-// runtime/core/program.cc) checks with __builtin_*_overflow first.
+// runtime/executor/program.cc) checks with __builtin_*_overflow first.
 constexpr size_t align_up(size_t x, size_t alignment) { return (x + alignment - 1) & ~(alignment - 1); }
 
 namespace detail {

@@ -20,7 +20,7 @@
 // the smaller of the two is kept; a strategy can pin either.
 //
 // Later runs with the same input shapes replay the slots in order with no
-// search at all. The interpreter (runtime/core/method.cc) decides when to
+// search at all. The interpreter (runtime/executor/method.cc) decides when to
 // plan and where memory comes from; this class only does the arithmetic.
 
 #include "runtime/core/memory.h"

@@ -4,7 +4,7 @@
 // A method owns one Value per program value id. Constants are filled at load
 // time, inputs by the caller, and every other value by the instruction that
 // produces it. Kernels receive pointers to Values (inputs, then outputs) and
-// read them through KernelArgs (runtime/core/kernel.h), which checks kinds
+// read them through KernelArgs (runtime/registry/kernel.h), which checks kinds
 // and reports mismatches by argument name.
 //
 // Kinds are the program format's value kinds (runtime/core/program_format.def).
@@ -87,7 +87,7 @@ struct Value {
     v.tensor = t;
     return v;
   }
-  // An output placeholder for calling another op (runtime/core/kernel.h).
+  // An output placeholder for calling another op (runtime/registry/kernel.h).
   static Value make_empty_tensor() {
     Value v;
     v.kind = ValueKind::Tensor;

@@ -333,7 +333,7 @@ def test_headers_compile_and_answer_correctly(tmp_path, inventory, path):
     sel = codegen.resolve(codegen.load(path), inventory, allow_unknown_ops=True)
     generate_into(tmp_path / "out", sel)
     tu = tmp_path / "check.cc"
-    tu.write_text(static_assert_tu(sel, "runtime/core/selective.h"))
+    tu.write_text(static_assert_tu(sel, "runtime/registry/selective.h"))
     compile_syntax(tu, RUNTIME_STUB, tmp_path / "out")
 
 
@@ -343,7 +343,7 @@ def test_static_assert_fails_on_a_wrong_answer(tmp_path, inventory):
     generate_into(tmp_path / "out", sel)
     tu = tmp_path / "wrong.cc"
     tu.write_text(
-        '#include "runtime/core/selective.h"\n'
+        '#include "runtime/registry/selective.h"\n'
         'static_assert(pare::should_include_kernel_dtype("add_kernel", pare::ScalarType::Int), "x");\n'
         'static_assert(pare::op_allowlist_check("aten::add"), "y");\n'
     )
@@ -368,7 +368,7 @@ def test_headers_compile_against_the_real_runtime(tmp_path, inventory, name):
     sel = selection(inventory, name)
     generate_into(tmp_path / "out", sel)
     tu = tmp_path / "check.cc"
-    tu.write_text(static_assert_tu(sel, "runtime/core/selective.h"))
+    tu.write_text(static_assert_tu(sel, "runtime/registry/selective.h"))
     compile_syntax(tu, tmp_path / "out", REPO_ROOT)
 
 

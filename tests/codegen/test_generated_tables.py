@@ -84,7 +84,7 @@ def test_the_format_table_makes_python_and_cpp():
     value_h = (core / "value.h").read_text()
     assert value_h.count('#include "runtime/core/program_format.def"') == 4  # enumerators, count, its check, to_string
     assert "None = 0" not in value_h and 'return "Tensor"' not in value_h
-    program_cc = (core / "program.cc").read_text()
+    program_cc = (REPO_ROOT / "runtime" / "executor" / "program.cc").read_text()
     for cpp_name in ("kHeaderSize", "kValueRecordSize", "kDataAlignment", "kUnknownDtypeCode"):
         assert f"constexpr uint64_t {cpp_name}" not in program_cc and f"constexpr size_t {cpp_name}" not in program_cc
     assert "constexpr size_t kMaxDim" not in (core / "tensor.h").read_text()

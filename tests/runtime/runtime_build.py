@@ -37,9 +37,9 @@ def _bzl_list(name: str) -> list[str]:
 # The house flags are Bazel's (rules/private/cc.bzl), so these builds cannot drift from the shipped ones.
 HOUSE_FLAGS = _bzl_list("RUNTIME_CXXOPTS") + _bzl_list("RUNTIME_COPTS")
 PAL_SOURCES = {"posix": "runtime/pal/pal_posix.cc", "test_double": "runtime/pal/pal_test_double.cc"}
-# The runtime library proper, as runtime/BUILD.bazel's :srcs (other folders
+# The runtime library proper, every layer of runtime/README.md (other folders
 # under runtime/, such as jni/, are separate targets built on the C API).
-RUNTIME_DIRS = ("core", "kernels", "c_api", "pal")
+RUNTIME_DIRS = ("core", "registry", "executor", "kernels", "c_api", "pal")
 SANITIZE_ENV = "PARE_SANITIZE"
 # --//runtime:x86_64_isa=v3's flags (rules/private/isa.bzl).
 X86_64_V3_FLAGS = ("-march=x86-64-v3",)

@@ -207,7 +207,7 @@ def test_unselected_code_is_absent_from_the_binary(runtime_lib, selective_lib):
 
 
 def test_an_unselected_fast_path_runs_the_general_path(runtime_lib, selective_lib, selective_runtime, tracing_runtime):
-    # Fast paths are kernel tags (runtime/core/dispatch.h, run_fast_path):
+    # Fast paths are kernel tags (runtime/registry/dispatch.h, run_fast_path):
     # the tracing build records max_pool2d_2x2_kernel only when a 2x2 pool
     # runs; the selective runtime selects max_pool2d_kernel but not the fast
     # path, so it lacks its code and still pools correctly on the general loop.

@@ -12,7 +12,7 @@
 // itself traps for trunc division of int64), and division by zero is the
 // caller's to report (the functions return 0).
 
-#include "runtime/core/kernel.h"
+#include "runtime/registry/kernel.h"
 #include "runtime/kernels/common/arith.h"
 #include "runtime/kernels/common/math.h"
 

@@ -6,7 +6,7 @@
 // destination dtype), like PyTorch's copy_, so a manifest records exactly
 // the conversions a model performs and a selective build keeps only those.
 
-#include "runtime/core/dispatch.h"
+#include "runtime/registry/dispatch.h"
 
 namespace pare {
 

@@ -2,7 +2,7 @@
 
 #include "runtime/kernels/common/depthwise.h"
 
-#include "runtime/core/dispatch.h"
+#include "runtime/registry/dispatch.h"
 #include "runtime/kernels/common/simd.h"
 
 namespace pare {

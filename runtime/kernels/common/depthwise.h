@@ -18,7 +18,7 @@
 // pixels (a network's last stages) run with vectors across kLanes channels
 // instead, skipping padding taps (depthwise.cc, tiny_block).
 
-#include "runtime/core/kernel.h"
+#include "runtime/registry/kernel.h"
 
 namespace pare {
 namespace depthwise {

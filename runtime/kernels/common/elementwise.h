@@ -20,7 +20,7 @@
 // then walks it with loops::for_each_element, passing scalars already
 // converted to In.
 
-#include "runtime/core/dispatch.h"
+#include "runtime/registry/dispatch.h"
 #include "runtime/kernels/common/loops.h"
 
 namespace pare {

@@ -16,7 +16,7 @@
 // Half/BFloat16) with wrapping integer arithmetic (common/arith.h), as
 // PyTorch's CPU fallback does.
 
-#include "runtime/core/kernel.h"
+#include "runtime/registry/kernel.h"
 #include "runtime/kernels/common/arith.h"
 #include "runtime/kernels/common/simd.h"
 

@@ -5,7 +5,7 @@
 // Tensor overload as a non-root operator and a build without it fails with
 // an error naming it.
 
-#include "runtime/core/kernel.h"
+#include "runtime/registry/kernel.h"
 
 namespace pare {
 namespace detail {

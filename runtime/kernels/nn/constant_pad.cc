@@ -6,7 +6,7 @@
 // fill. Each row costs O(rank) index work, so any input strides work
 // without a separate fill-then-copy pass.
 
-#include "runtime/core/dispatch.h"
+#include "runtime/registry/dispatch.h"
 
 namespace pare {
 namespace kernels {

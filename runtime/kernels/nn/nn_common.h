@@ -8,7 +8,7 @@
 // output-size arithmetic is done with overflow checks: a hostile program gets
 // an error naming the argument, never a wrapped size.
 
-#include "runtime/core/dispatch.h"
+#include "runtime/registry/dispatch.h"
 
 namespace pare {
 namespace kernels {

@@ -2,7 +2,7 @@
 
 #include "runtime/kernels/prepacked/packed_params.h"
 
-#include "runtime/core/dispatch.h"
+#include "runtime/registry/dispatch.h"
 #include "runtime/kernels/common/activation.h"
 #include "runtime/kernels/common/convert.h"
 #include "runtime/kernels/common/depthwise.h"

@@ -20,8 +20,8 @@
 // Every use of the classes is gated on their selection (selective_class_),
 // so a build that does not select a class contains none of its code.
 
-#include "runtime/core/kernel.h"
-#include "runtime/core/selective.h"
+#include "runtime/registry/kernel.h"
+#include "runtime/registry/selective.h"
 
 namespace pare {
 namespace classes {

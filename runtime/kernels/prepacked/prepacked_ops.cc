@@ -5,7 +5,7 @@
 // build without the class keeps the op's name but none of the class's code,
 // and reports ClassNotSelected if it is ever reached.
 
-#include "runtime/core/dispatch.h"
+#include "runtime/registry/dispatch.h"
 #include "runtime/core/format.h"
 #include "runtime/kernels/prepacked/packed_params.h"
 

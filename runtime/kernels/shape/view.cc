@@ -1,7 +1,7 @@
 // Metadata-only ops: aten::view and aten::sym_size.int. No data moves and
 // no dtype dispatch; outputs are views sharing their input's storage.
 
-#include "runtime/core/kernel.h"
+#include "runtime/registry/kernel.h"
 
 namespace pare {
 namespace kernels {

@@ -1,7 +1,7 @@
 // Argument access and the cold error paths of the kernel-authoring API
 // (kernel.h, dispatch.h).
 
-#include "runtime/core/dispatch.h"
+#include "runtime/registry/dispatch.h"
 #include "runtime/core/format.h"
 
 namespace pare {

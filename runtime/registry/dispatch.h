@@ -18,7 +18,7 @@
 // "not supported"; declared but unselected ones report "not selected" with
 // the fix.
 
-#include "runtime/core/kernel.h"
+#include "runtime/registry/kernel.h"
 
 namespace pare {
 

@@ -8,13 +8,13 @@
 // It reads arguments through KernelArgs (kind-checked, errors name the
 // argument), computes its output shape, asks the context for output memory
 // (planned into the method's arena), dispatches on dtype through
-// pare::dispatch (runtime/core/dispatch.h) and reports every problem with
+// pare::dispatch (runtime/registry/dispatch.h) and reports every problem with
 // PARE_FAIL / PARE_CHECK_OR_RETURN on the context. It never aborts and
 // never allocates on its own. See runtime/kernels/README.md for a walk-
 // through.
 
-#include "runtime/core/custom_class.h"
-#include "runtime/core/observer.h"
+#include "runtime/registry/custom_class.h"
+#include "runtime/registry/observer.h"
 
 namespace pare {
 

@@ -11,7 +11,7 @@
 // recording never allocates. In normal builds every hook is an empty inline
 // function and the object is empty.
 
-#include "runtime/core/inventory.h"
+#include "runtime/registry/inventory.h"
 
 namespace pare {
 

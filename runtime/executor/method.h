@@ -24,9 +24,9 @@
 // Method outputs stay valid until the next execute(), set_input() or
 // destruction. A method instance is not thread-safe; create one per thread.
 
-#include "runtime/core/kernel.h"
+#include "runtime/registry/kernel.h"
 #include "runtime/core/memory_planner.h"
-#include "runtime/core/program.h"
+#include "runtime/executor/program.h"
 #include "runtime/core/thread_pool.h"
 
 namespace pare {

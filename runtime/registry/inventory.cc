@@ -1,6 +1,6 @@
 // Load-time lookups over the constexpr inventory tables (see inventory.h).
 
-#include "runtime/core/inventory.h"
+#include "runtime/registry/inventory.h"
 
 #include "runtime/core/format.h"
 

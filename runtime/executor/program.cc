@@ -5,7 +5,7 @@
 // read outside the buffer or allocate without bound (every count is
 // limited by the bytes that must back it).
 
-#include "runtime/core/program.h"
+#include "runtime/executor/program.h"
 
 #include "runtime/core/format.h"
 

@@ -10,12 +10,12 @@
 // with a message naming it and the fix.
 //
 // The decoded tables (MethodDesc etc.) are immutable and shared by all
-// method instances (runtime/core/method.h) created from the program.
+// method instances (runtime/executor/method.h) created from the program.
 
 #include "runtime/core/diagnostics.h"
-#include "runtime/core/inventory.h"
+#include "runtime/registry/inventory.h"
 #include "runtime/core/memory.h"
-#include "runtime/core/observer.h"
+#include "runtime/registry/observer.h"
 #include "runtime/core/program_format.h"
 
 namespace pare {

@@ -15,7 +15,7 @@
 // through the registry; the loader looks names up at load time (find_op).
 
 #include "runtime/core/error.h"
-#include "runtime/core/selective.h"
+#include "runtime/registry/selective.h"
 #include "runtime/core/value.h"
 
 namespace pare {

@@ -1,7 +1,7 @@
 // The interpreter: method instances, planned activation memory, and the
 // KernelContext services kernels use (see method.h and kernel.h).
 
-#include "runtime/core/method.h"
+#include "runtime/executor/method.h"
 
 #include "runtime/core/format.h"
 

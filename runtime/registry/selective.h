@@ -101,7 +101,7 @@ constexpr bool build_feature_allowlist_check(const char* feature) {
 #endif
 }
 
-// The dtype predicate used by dtype dispatch (runtime/core/dispatch.h).
+// The dtype predicate used by dtype dispatch (runtime/registry/dispatch.h).
 constexpr bool kernel_dtype_selected(const char* tag, ScalarType t) {
 #if defined(PARE_INCLUDE_ALL_KERNEL_DTYPES)
   return (void)tag, (void)t, true;

@@ -20,7 +20,7 @@
 // There is no RTTI: an object carries its ClassId, checked by
 // KernelArgs::object<T>() before any cast.
 
-#include "runtime/core/inventory.h"
+#include "runtime/registry/inventory.h"
 
 namespace pare {
 

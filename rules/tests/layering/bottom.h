@@ -1,0 +1,3 @@
+#pragma once
+
+inline int bottom_value() { return 1; }
