@@ -18,7 +18,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).absolute().parents[1]
 DTYPES = "runtime/core/dtypes.def"
 FORMAT = "runtime/core/program_format.def"
 _DTYPE = re.compile(r"^PARE_DTYPE\((\w+), (\d+), (\w+), (\d+), (\w+)\)$")

@@ -14,7 +14,7 @@ import pytest
 
 from tests import skip_gate
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
+REPO_ROOT = Path(__file__).absolute().parents[1]
 BAZEL = [str(REPO_ROOT / "tools" / "bazel")]
 
 _built: set[tuple[str, ...]] = set()

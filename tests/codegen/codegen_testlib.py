@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
-FIXTURES = Path(__file__).resolve().parent / "fixtures"
+REPO_ROOT = Path(__file__).absolute().parents[2]
+FIXTURES = Path(__file__).absolute().parent / "fixtures"
 MANIFESTS = FIXTURES / "manifests"
 INVENTORY_DIR = FIXTURES / "inventory"
 RUNTIME_STUB = FIXTURES / "runtime_stub"

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-_HERE = Path(__file__).resolve().parent
+_HERE = Path(__file__).absolute().parent
 for path in (str(_HERE.parents[1]), str(_HERE)):  # the repo root (codegen/), and codegen_testlib
     if path not in sys.path:
         sys.path.insert(0, path)
