@@ -15,7 +15,7 @@ from pathlib import Path
 import codegen
 from codegen import CodegenError
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).absolute().parents[1]
 INVENTORY = codegen.load_inventory(REPO / "runtime" / "kernels")
 # A real manifest to merge and diff each input against.
 BASE = codegen.load(REPO / "apps" / "demo" / "manifest.yaml")

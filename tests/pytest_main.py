@@ -5,6 +5,12 @@ this file and whose first argument is the suite's directory. Bazel runs it in
 the test's runfiles tree, where the suite sees only its declared inputs, and
 caches the result until one of them changes. The exit code is pytest's, with
 5 ("no tests collected") made a failure, as tools/run_tests.sh does.
+
+    pytest_main.py SUITE_DIR [--bundle-env VAR=BUNDLE_DIR ...] [PYTEST_ARGS...]
+
+--bundle-env sets VAR to the linux_x86_64 shared library of the runtime
+bundle at BUNDLE_DIR (a `data` dep such as //runtime:full, found through its
+bundle.json), the way tools/run_tests.sh sets PARE_RUNTIME_LIB.
 """
 
 from __future__ import annotations
@@ -15,25 +21,31 @@ from pathlib import Path
 
 import pytest
 
+from tools.bundle import load_bundle
+
 # runfiles/<workspace>/tests/pytest_main.py -> runfiles/<workspace>
 ROOT = Path(__file__).absolute().parents[1]
 
 
 def main(argv: list[str]) -> int:
     if not argv:
-        print("usage: pytest_main.py SUITE_DIR [PYTEST_ARGS...]", file=sys.stderr)
+        print("usage: pytest_main.py SUITE_DIR [--bundle-env VAR=BUNDLE_DIR ...] [PYTEST_ARGS...]", file=sys.stderr)
         return 2
-    args = [str(ROOT / argv[0]), f"--rootdir={ROOT}", "-p", "no:cacheprovider", "-q", *argv[1:]]
+    suite, rest = argv[0], list(argv[1:])
+    while rest[:1] == ["--bundle-env"] and len(rest) >= 2:
+        var, _, bundle_dir = rest[1].partition("=")
+        os.environ[var] = str(load_bundle(ROOT / bundle_dir).platform("linux_x86_64").shared)
+        rest = rest[2:]
+    args = [str(ROOT / suite), f"--rootdir={ROOT}", "-p", "no:cacheprovider", "-q", *rest]
     xml = os.environ.get("XML_OUTPUT_FILE")  # Bazel's test.xml: per-test results in the test log's summary
     if xml:
         args.append(f"--junitxml={xml}")
     code = pytest.main(args)
     if code == pytest.ExitCode.NO_TESTS_COLLECTED:
-        print(f"pytest collected no tests in {argv[0]}: that is a failure", file=sys.stderr)
+        print(f"pytest collected no tests in {suite}: that is a failure", file=sys.stderr)
         return 1
     return int(code)
 
 
 if __name__ == "__main__":
-    sys.path.insert(0, str(ROOT))
     sys.exit(main(sys.argv[1:]))

@@ -6,7 +6,8 @@ A mention is a path that starts at a top-level directory of the repository
 tracked text file. It passes when the path exists, or when it is a Bazel
 output path: `<package>/<target>...` (bazel-bin-relative, e.g.
 apps/demo/runtime/android_arm64/libpare_runtime.so) for a target its
-package's BUILD file declares. The few mentions that are neither (examples
+package's BUILD file declares, or, in a BUILD file, when it exists relative
+to that package (the globs and files of tests/BUILD.bazel). The few mentions that are neither (examples
 of a user's paths, placeholders) are listed below with the reason.
 """
 
@@ -86,6 +87,8 @@ def test_every_repository_path_mentioned_exists():
                 path = m.group(1).rstrip(".")
                 if path in NOT_REPOSITORY_PATHS or (REPO_ROOT / path).exists() or _is_output_path(path):
                     continue
+                if name.endswith("BUILD.bazel") and (REPO_ROOT / name).parent.joinpath(path).exists():
+                    continue  # a BUILD file's paths are relative to its package
                 stale.setdefault(path, []).append(f"{name}:{number}")
     report = "\n".join(f"  {path}  (named at {', '.join(where[:5])})" for path, where in sorted(stale.items()))
     assert not stale, f"paths named in the repository that do not exist; fix or drop the mention:\n{report}"

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).absolute().parents[2]
 for path in (str(REPO), str(REPO / "tests" / "runtime")):
     if path not in sys.path:
         sys.path.insert(0, path)

@@ -19,7 +19,7 @@ import pytest
 
 from pare.runtime import PareError
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).absolute().parents[2]
 sys.path.insert(0, str(REPO / "fuzz"))
 
 import codegen_checks  # noqa: E402

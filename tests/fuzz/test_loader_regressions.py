@@ -10,7 +10,7 @@ import pytest
 
 from pare.runtime import PareError
 
-REGRESSIONS = Path(__file__).resolve().parents[2] / "fuzz" / "regressions" / "loader"
+REGRESSIONS = Path(__file__).absolute().parents[2] / "fuzz" / "regressions" / "loader"
 
 
 def _run(runtime, name: str):

@@ -20,7 +20,7 @@ import tempfile
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).absolute().parents[2]
 DEFAULT_SELECTION = REPO / "runtime" / "selection" / "default"
 CXX = os.environ.get("PARE_CXX", "clang++-16")
 CC_BZL = REPO / "rules" / "private" / "cc.bzl"
