@@ -1,0 +1,38 @@
+"""pytest_suite: one pytest suite as a Bazel test (docs/testing.md).
+
+The py_test runs tests/pytest_main.py over the suite's directory in its
+runfiles tree: the suite reads only `data`, and Bazel caches the result until
+an input changes. Any skip that is not a documented platform limit fails
+(PARE_NO_SKIPS, tests/skip_gate.py). tools/run_tests.sh finds these suites by
+their main and leaves them to `bazel test //...`.
+"""
+
+def pytest_suite(name, suite, srcs, data = [], deps = [], runtimes = {}, size = "medium"):
+    """A py_test running the pytest suite `suite`.
+
+    Args:
+      name: target name.
+      suite: the suite's directory, from the repository root ("tests/fuzz").
+      srcs: the suite's Python files (its tests, conftest and helpers).
+      data: the files it reads.
+      deps: the Python libraries it imports.
+      runtimes: {environment variable: runtime bundle label}: each bundle
+        (a selective_runtime) becomes data, and the variable the path of its
+        linux_x86_64 library, e.g. {"PARE_RUNTIME_LIB": "//runtime:full"}.
+      size: the usual.
+    """
+    args = [suite]
+    for var, bundle in sorted(runtimes.items()):
+        label = Label(bundle)
+        args += ["--bundle-env", "%s=%s/%s" % (var, label.package, label.name)]
+    native.py_test(
+        name = name,
+        size = size,
+        srcs = srcs + ["pytest_main.py"],
+        args = args,
+        data = data + sorted(runtimes.values()),
+        env = {"PARE_NO_SKIPS": "1"},
+        main = "pytest_main.py",
+        python_version = "PY3",
+        deps = [":testlib"] + deps,
+    )
