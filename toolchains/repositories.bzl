@@ -111,15 +111,14 @@ def _pare_llvm_repository_impl(rctx):
     # Bazel's layering_check needs a module map of the toolchain's own
     # headers ("crosstool"): a header found under these directories is a
     # system header, which any target may include; any other must come from
-    # a direct dep (toolchains.bzl).
+    # a direct dep (toolchains.bzl). Umbrella directories, not a list of
+    # files: the map is an input of every compile, and a list would tie the
+    # actions' cache keys to which -dev packages this machine has.
     for row in PLATFORMS:
-        headers = []
-        for d in include_dirs[row.name]:
-            found = rctx.execute(["find", "-L", d, "-type", "f"])
-            headers += found.stdout.splitlines()
+        dirs = {d: None for d in include_dirs[row.name]}.keys()
         rctx.file(row.name + ".modulemap", "\n".join(
             ['module "crosstool" [system] {'] +
-            ['  textual header "%s"' % h for h in sorted({h: None for h in headers}.keys())] +
+            ['  module "dir%d" {\n    umbrella "%s"\n  }' % (i, d) for i, d in enumerate(dirs)] +
             ["}", ""],
         ))
 
