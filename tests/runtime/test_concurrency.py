@@ -92,7 +92,7 @@ def tsan_driver(pytestconfig, tmp_path_factory) -> Path:
         sanitize=("thread",),
     )
     # The runtime's own code is instrumented, not only the driver's.
-    method_o = next(o for o in objects if o.name == "runtime_core_method.cc.o")
+    method_o = next(o for o in objects if o.name == "runtime_executor_method.cc.o")
     symbols = _run([runtime_build.CXX.replace("clang++", "llvm-nm"), "--undefined-only", method_o]).stdout
     assert "__tsan_read" in symbols and "__tsan_func_entry" in symbols, symbols[:2000]
     out = tmp_path_factory.mktemp("tsan") / "concurrent_instances"
