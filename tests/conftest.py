@@ -1,7 +1,8 @@
 """Shared pytest fixtures and helpers: building Bazel targets once per
-session, requiring the tools setup installs, and the skip gate
+session, requiring the tools setup installs, the skip gate
 (tests/skip_gate.py: PARE_NO_SKIPS=1 or CI=true fails any skip that is not a
-documented platform limit)."""
+documented platform limit), and the named set of tests that run Bazel, kept
+on one worker under `pytest -n` (docs/testing.md, "Parallel runs")."""
 
 from __future__ import annotations
 
@@ -18,6 +19,37 @@ REPO_ROOT = Path(__file__).absolute().parents[1]
 BAZEL = [str(REPO_ROOT / "tools" / "bazel")]
 
 _built: set[tuple[str, ...]] = set()
+
+# The tests that run Bazel, in this checkout or in a workspace of their own
+# (a second checkout, a presubmit worktree, examples/external_workspace): the
+# named set that cannot be a Bazel test itself (docs/testing.md, "Parallel
+# runs"). Node id prefixes: a directory, a file or one test. They get the
+# `bazel` mark (`pytest -m "not bazel"` leaves them out), and under `pytest
+# -n` (tools/run_tests.sh) they run one at a time on one worker, in
+# collection order, as in a serial run: Bazel runs one command at a time per
+# workspace anyway, and a build with other flags (`--define ops=...`)
+# rewrites bazel-bin under a concurrent test that reads it. Every other test
+# file is a scope of its own (its module fixtures are set up once), spread
+# over the other workers. In a worker, tools/bazel refuses to run for a test
+# outside this set (NO_BAZEL_ENV names the test), so a missing entry fails at
+# once instead of racing now and then.
+BAZEL_TESTS = (
+    "tests/mobile/",
+    "tests/prune/test_prune.py::test_runtime_size_is_built_when_out_is_in_the_workspace",
+    "tests/rules/",
+    "tests/size_diff/",
+    "tests/toolchains/test_platform_outputs.py",
+    "tests/tracer/test_android.py",
+    "tests/tracer/test_demo.py",
+    "tests/verify/",
+    "tests/zoo/",
+)
+BAZEL_MARK = "bazel"
+NO_BAZEL_ENV = "PARE_TEST_WITHOUT_BAZEL_MARK"
+
+
+def runs_bazel(nodeid: str) -> bool:
+    return nodeid.startswith(BAZEL_TESTS)
 
 
 def bazel(
@@ -47,6 +79,40 @@ def bazel_build(*targets: str, flags: tuple[str, ...] = ()) -> Path:
     return REPO_ROOT / "bazel-bin"
 
 
+def snapshot_checkout(dst: Path) -> None:
+    """A second checkout at dst, as a teammate's would be: the working tree's
+    files (tracked, and untracked but not ignored: uncommitted work included;
+    no build outputs, caches or .venv-executorch), plus what tools/setup.sh
+    leaves in a checkout that git does not hold: node_modules and .venv
+    (symlinks to this checkout's, installing them again would take minutes),
+    .bazeliskrc, and a .bazelrc.local that names dst's own venv path, as setup
+    writes it."""
+    listed = subprocess.run(
+        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+        cwd=REPO_ROOT,
+        check=True,
+        capture_output=True,
+    ).stdout
+    for name in sorted(set(os.fsdecode(n) for n in listed.split(b"\0") if n)):
+        src = REPO_ROOT / name
+        if not src.exists() and not src.is_symlink():
+            continue  # deleted in the working tree, not yet in git
+        (dst / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(src, dst / name, follow_symlinks=False)
+    for shared in ("node_modules", ".venv"):
+        (dst / shared).symlink_to(REPO_ROOT / shared)
+    if (REPO_ROOT / ".bazeliskrc").is_file():
+        shutil.copy2(REPO_ROOT / ".bazeliskrc", dst / ".bazeliskrc")
+    local_rc = REPO_ROOT / ".bazelrc.local"
+    if not local_rc.is_file():
+        pytest.fail(
+            f"{local_rc} is missing: run tools/setup.sh (it writes this machine's Bazel settings)", pytrace=False
+        )
+    lines = [line for line in local_rc.read_text().splitlines() if "PARE_PYTHON=" not in line]
+    lines.append(f"build --repo_env=PARE_PYTHON={dst / '.venv' / 'bin' / 'python3'}")
+    (dst / ".bazelrc.local").write_text("\n".join(lines) + "\n")
+
+
 def require_tool(*names: str, package: str) -> str:
     """The path of the first of `names` on PATH.
 
@@ -65,6 +131,45 @@ def require_tool(*names: str, package: str) -> str:
 
 def pytest_configure(config):
     skip_gate.register(config)
+    config.addinivalue_line(
+        "markers",
+        f"{BAZEL_MARK}: runs Bazel (BAZEL_TESTS in tests/conftest.py): under pytest -n, one at a time on one worker",
+    )
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if runs_bazel(item.nodeid):
+            item.add_marker(BAZEL_MARK)
+
+
+def pytest_xdist_make_scheduler(config, log):
+    """pytest -n: BAZEL_TESTS in one scope, every other file in its own.
+    (pytest-xdist's own --dist loadgroup renames items through an attribute
+    pytest 9 no longer reads, so it groups nothing.)"""
+    from xdist.scheduler import LoadScopeScheduling
+
+    class BazelScopeScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return BAZEL_MARK if runs_bazel(nodeid) else nodeid.split("::", 1)[0]
+
+    return BazelScopeScheduling(config, log)
+
+
+def pytest_runtest_setup(item):
+    # Only in a pytest-xdist worker: a serial run has no one to race, and a
+    # test may build what it needs when no prebuilt runtime is given.
+    if os.environ.get("PYTEST_XDIST_WORKER") and not item.get_closest_marker(BAZEL_MARK):
+        os.environ[NO_BAZEL_ENV] = item.nodeid
+    else:
+        os.environ.pop(NO_BAZEL_ENV, None)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_teardown(item):
+    # Module and session fixtures finish in the teardown of whichever test
+    # comes last (a `bazel shutdown`, say): never refused.
+    os.environ.pop(NO_BAZEL_ENV, None)
 
 
 @pytest.fixture(scope="session")

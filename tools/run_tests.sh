@@ -18,8 +18,16 @@ tools/bazel test //... || { echo "bazel test failed" >&2; exit 1; }
 
 echo "== bazel build (runtimes the pytest suites load)"
 tools/bazel build //runtime:full //runtime:full_v3 //runtime:instrumentation || { echo "bazel build failed" >&2; exit 1; }
-# Each bundle's bundle.json says where its files are (tools/bundle.py).
-shared_lib() { .venv/bin/python -m tools.bundle "$root/bazel-bin/$1" linux_x86_64 shared; }
+# The suites read these runtimes while tests of the bazel group run builds,
+# and a build in another configuration repoints bazel-bin: each bundle is
+# copied to a directory of this run's own first. Its bundle.json says where
+# its files are (tools/bundle.py).
+runtimes_dir="$(mktemp -d "${TMPDIR:-/tmp}/pare-test-runtimes.XXXXXX")"
+trap 'rm -rf "$runtimes_dir"' EXIT
+shared_lib() {
+  mkdir -p "$runtimes_dir/$1" && cp -R "$root/bazel-bin/$1/." "$runtimes_dir/$1/" &&
+    .venv/bin/python -m tools.bundle "$runtimes_dir/$1" linux_x86_64 shared
+}
 PARE_RUNTIME_LIB="$(shared_lib runtime/full)" || exit 1
 PARE_RUNTIME_V3_LIB="$(shared_lib runtime/full_v3)" || exit 1
 PARE_TRACING_RUNTIME_LIB="$(shared_lib runtime/instrumentation)" || exit 1
@@ -52,8 +60,12 @@ for suite in $bazel_suites; do
   ignore+=("--ignore=$suite")
 done
 
+# On every core (pytest-xdist): the tests that run Bazel (BAZEL_TESTS in
+# tests/conftest.py) one at a time on one worker, each other test file on the
+# next free worker (docs/testing.md, "Parallel runs"). The two fp_ops passes
+# below stay serial: starting workers costs them more than it saves.
 echo "== pytest"
-run_pytest tests "${ignore[@]}" "$@" || exit 1
+run_pytest -n auto tests --durations=15 "${ignore[@]}" "$@" || exit 1
 
 # torch's float results depend on its CPU capability (vector width, fused
 # multiply-add); the op tests compare with torch's semantics, so they must

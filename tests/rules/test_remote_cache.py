@@ -19,13 +19,12 @@ import json
 import os
 import shutil
 import stat
-import subprocess
 import tempfile
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO_ROOT, bazel
+from tests.conftest import bazel, snapshot_checkout
 from tests.rules.http_cache import HttpCache
 
 TARGET = "//apps/demo:runtime"
@@ -43,38 +42,6 @@ PLATFORM_FILES = (
 # would serve the first build and prove nothing. (The system rc stays: Debian's
 # Bazel finds its install base through /etc/bazel/bazelrc.)
 STARTUP = ("--nohome_rc",)
-
-
-def _snapshot(dst: Path) -> None:
-    """Copies the working tree's files (tracked, and untracked but not ignored:
-    uncommitted work included) to dst, plus what tools/setup.sh leaves in a
-    checkout that git does not hold: node_modules and .venv (symlinks to this
-    checkout's, installing them again would take minutes), .bazeliskrc, and a
-    .bazelrc.local that names dst's own venv path, as setup writes it."""
-    listed = subprocess.run(
-        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
-        cwd=REPO_ROOT,
-        check=True,
-        capture_output=True,
-    ).stdout
-    for name in sorted(set(os.fsdecode(n) for n in listed.split(b"\0") if n)):
-        src = REPO_ROOT / name
-        if not src.exists() and not src.is_symlink():
-            continue  # deleted in the working tree, not yet in git
-        (dst / name).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(src, dst / name, follow_symlinks=False)
-    for shared in ("node_modules", ".venv"):
-        (dst / shared).symlink_to(REPO_ROOT / shared)
-    if (REPO_ROOT / ".bazeliskrc").is_file():
-        shutil.copy2(REPO_ROOT / ".bazeliskrc", dst / ".bazeliskrc")
-    local_rc = REPO_ROOT / ".bazelrc.local"
-    if not local_rc.is_file():
-        pytest.fail(
-            f"{local_rc} is missing: run tools/setup.sh (it writes this machine's Bazel settings)", pytrace=False
-        )
-    lines = [line for line in local_rc.read_text().splitlines() if "PARE_PYTHON=" not in line]
-    lines.append(f"build --repo_env=PARE_PYTHON={dst / '.venv' / 'bin' / 'python3'}")
-    (dst / ".bazelrc.local").write_text("\n".join(lines) + "\n")
 
 
 def _read_execution_log(path: Path) -> list[dict]:
@@ -133,7 +100,7 @@ def two_builds():
         with HttpCache() as cache:
             try:
                 for name, checkout in checkouts.items():
-                    _snapshot(checkout)
+                    snapshot_checkout(checkout)
                     startup = (*STARTUP, f"--output_base={tmp / name / 'output_base'}")
                     started.append((checkout, startup))
                     bazel(

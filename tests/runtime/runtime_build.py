@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import ast
 import concurrent.futures
+import contextlib
+import fcntl
 import hashlib
 import os
 import re
@@ -278,6 +280,23 @@ def _objects(cache_root: Path, name: str, flags: list[str], selection_dir: Path)
     if shutil.which(CXX) is None:
         raise RuntimeError(f"{CXX} not found: install clang-16 or set PARE_RUNTIME_LIB to a prebuilt runtime")
     cache_root.mkdir(parents=True, exist_ok=True)
+    # One compiler per build at a time: a concurrent session (a pytest -n
+    # worker) that asks for the same objects waits here, then reuses them.
+    with _locked(cache_root / f".{out_dir.name}.lock"):
+        if not (out_dir / "objects.complete").is_file():
+            _compile_objects(cache_root, out_dir, flags)
+    _prune(cache_root, name, keep=out_dir)
+    return out_dir
+
+
+@contextlib.contextmanager
+def _locked(path: Path):
+    with open(path, "w") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        yield
+
+
+def _compile_objects(cache_root: Path, out_dir: Path, flags: list[str]) -> None:
     work = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", dir=cache_root))
     try:
         (work / "obj").mkdir()
@@ -304,8 +323,6 @@ def _objects(cache_root: Path, name: str, flags: list[str], selection_dir: Path)
                 os.rename(work, out_dir)
     finally:
         shutil.rmtree(work, ignore_errors=True)  # another session won the race
-    _prune(cache_root, name, keep=out_dir)
-    return out_dir
 
 
 def _prune(cache_root: Path, name: str, keep: Path, idle_seconds: float = 3600) -> None:

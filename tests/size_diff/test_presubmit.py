@@ -25,6 +25,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import snapshot_checkout
 from tests.verify.conftest import REPO_ROOT
 from tools.size_diff import build_report, bundle_runs
 
@@ -195,16 +196,7 @@ def e2e_repo():
     for stale in (repo, _E2E / "base"):  # a worktree of the previous run's repository
         if stale.exists():
             shutil.rmtree(stale)
-    repo.mkdir(parents=True)
-    ignore = shutil.ignore_patterns(".git", "bazel-*", ".venv", "node_modules", ".pytest_cache", "__pycache__")
-    for item in REPO_ROOT.iterdir():
-        if item.name in (".git", ".venv", "node_modules", ".pytest_cache") or item.name.startswith("bazel-"):
-            continue
-        if item.is_dir():
-            shutil.copytree(item, repo / item.name, ignore=ignore, symlinks=True)
-        else:
-            shutil.copy2(item, repo / item.name)
-    (repo / "node_modules").symlink_to(REPO_ROOT / "node_modules")
+    snapshot_checkout(repo)
     _git(repo, "init", "-q")
     _git(repo, "add", "-A")
     _git(repo, "commit", "-q", "-m", "base: the clean fixture")
