@@ -33,7 +33,10 @@ def main(argv: list[str]) -> int:
         return 2
     suite, rest = argv[0], list(argv[1:])
     while rest[:1] == ["--bundle-env"] and len(rest) >= 2:
-        var, _, bundle_dir = rest[1].partition("=")
+        var, eq, bundle_dir = rest[1].partition("=")
+        if not (var and eq and bundle_dir):
+            print(f"pytest_main.py: --bundle-env {rest[1]!r}: expected VAR=BUNDLE_DIR", file=sys.stderr)
+            return 2
         os.environ[var] = str(load_bundle(ROOT / bundle_dir).platform("linux_x86_64").shared)
         rest = rest[2:]
     args = [str(ROOT / suite), f"--rootdir={ROOT}", "-p", "no:cacheprovider", "-q", *rest]

@@ -4,7 +4,7 @@ The py_test runs tests/pytest_main.py over the suite's directory in its
 runfiles tree: the suite reads only `data`, and Bazel caches the result until
 an input changes. Any skip that is not a documented platform limit fails
 (PARE_NO_SKIPS, tests/skip_gate.py). tools/run_tests.sh finds these suites by
-their main and leaves them to `bazel test //...`.
+their tag `pytest_suite:<suite>` and leaves them to `bazel test //...`.
 """
 
 def pytest_suite(name, suite, srcs, data = [], deps = [], runtimes = {}, size = "medium"):
@@ -33,6 +33,7 @@ def pytest_suite(name, suite, srcs, data = [], deps = [], runtimes = {}, size = 
         data = data + sorted(runtimes.values()),
         env = {"PARE_NO_SKIPS": "1"},
         main = "pytest_main.py",
+        tags = ["pytest_suite:" + suite],
         python_version = "PY3",
         deps = [":testlib"] + deps,
     )

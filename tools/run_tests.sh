@@ -51,8 +51,10 @@ run_pytest() {
 
 # The suites tests/BUILD.bazel runs as py_tests ran (or came from Bazel's
 # cache) in `bazel test //...` above; pytest runs the rest.
-bazel_suites=$(tools/bazel query 'attr(main, pytest_main.py, kind(py_test, //tests:all))' --output=build 2>/dev/null |
-  sed -n 's/^ *args = \["\(tests\/[a-z_]*\)".*/\1/p') || { echo "bazel query of //tests failed" >&2; exit 1; }
+# Each is tagged pytest_suite:<its directory> (tests/pytest_suite.bzl).
+suites_query=$(tools/bazel query 'attr(tags, "pytest_suite:", kind(py_test, //tests:all))' --output=build 2>/dev/null) ||
+  { echo "bazel query of //tests failed" >&2; exit 1; }
+bazel_suites=$(grep -o '"pytest_suite:[^"]*"' <<<"$suites_query" | sed 's/^"pytest_suite:\(.*\)"$/\1/' | sort -u)
 [[ -n "$bazel_suites" ]] || { echo "no pytest suite found in //tests: expected at least tests/codegen" >&2; exit 1; }
 ignore=()
 for suite in $bazel_suites; do

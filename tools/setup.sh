@@ -94,9 +94,14 @@ write_if_changed() {  # file, content
     say "wrote $1"
   fi
 }
+# The disk cache: every checkout that copies this file (a presubmit
+# worktree, a test's second checkout) reuses the actions this one ran, and
+# the other way round (docs/remote_cache.md). It lives in this checkout and
+# goes with it; nothing prunes it: rm -rf .cache/bazel-disk.
 write_if_changed .bazelrc.local "# Written by tools/setup.sh for this machine; not checked in.
 build --override_repository=platforms=$platforms_dir
-build --repo_env=PARE_PYTHON=$root/.venv/bin/python3"
+build --repo_env=PARE_PYTHON=$root/.venv/bin/python3
+build --disk_cache=$root/.cache/bazel-disk"
 write_if_changed .bazeliskrc "# Written by tools/setup.sh: run Debian's Bazel 4.2.3 offline.
 USE_BAZEL_VERSION=$bazel_bin"
 

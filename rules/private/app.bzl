@@ -12,8 +12,9 @@ declares, in the calling package (one app per package):
 
   runtime               selective_runtime for `manifest` on `platforms`, with
                         runtime_verify_<platform>_test per platform
-  runtime_jni           the same selection plus the JNI bridge (android_arm64
-                        and linux_x86_64), with its verify tests
+  runtime_jni           runtime's compiled layers linked with the JNI bridge
+                        as well (android_arm64 and linux_x86_64), with its
+                        verify tests: links only, no second compile
   java_api              the Java API jar for host JVM tests (loads
                         libpare_runtime_jni)
   android_aar           the AAR (runtime_jni's android_arm64 library)
@@ -29,7 +30,7 @@ load("//platforms:table.bzl", "SHIPPED_PLATFORMS")
 load(":mobile.bzl", "pare_android_aar", "pare_ios_xcframework", "pare_java_library")
 load(":providers.bzl", "PareMultiPlatformInfo")
 load(":scripts.bzl", "shell_command", "shell_quote", "write_script")
-load(":selective_runtime.bzl", "selective_runtime")
+load(":selective_runtime.bzl", "selective_runtime", "selective_runtime_jni")
 
 def _update_manifest_impl(ctx):
     tracer = ctx.attr._tracer[DefaultInfo].files_to_run.executable
@@ -155,12 +156,10 @@ def pare_app(
         visibility = visibility,
         tags = tags,
     )
-    selective_runtime(
+    selective_runtime_jni(
         name = "runtime_jni",
-        manifest = manifest,
-        jni = True,
+        runtime = "runtime",
         platforms = ["android_arm64", "linux_x86_64"],
-        build_features = build_features,
         visibility = visibility,
         tags = tags,
     )

@@ -17,6 +17,9 @@ The macro expands to:
                     bundle.json (which lists them all, by role)
   <name>_verify_<platform>_test
                     tools/verify on that platform's library (docs/verify.md)
+
+selective_runtime_jni links one selective_runtime's layers again, with the
+JNI bridge: the same selection, no second compile (pare_app's runtime_jni).
 """
 
 load("//platforms:table.bzl", "SHIPPED_PLATFORMS")
@@ -194,11 +197,53 @@ def selective_runtime(
         tags = tags,
         visibility = ["//visibility:private"],
     )
+    _link_bundle_and_verify(
+        name = name,
+        layers = name,
+        jni = jni,
+        platforms = platforms,
+        x86_64_isa = x86_64_isa,
+        visibility = visibility,
+        tags = tags,
+    )
+
+def selective_runtime_jni(name, runtime, platforms = SHIPPED_PLATFORMS, visibility = None, tags = []):
+    """The selective_runtime `runtime` linked with the JNI bridge as well.
+
+    The runtime's compiled layers and selection are reused, so the variant
+    costs its links only (no kernel is compiled twice), and it follows the
+    runtime's `--define ops=` choice. Outputs and verify tests as
+    selective_runtime(jni = True): lib pare_<name>, exporting JNI_OnLoad and
+    Java_org_pare_Module_* next to the C API. pare_app's runtime_jni.
+
+    Args:
+      name: target name.
+      runtime: the name of a selective_runtime in this package (not a label).
+      platforms: rows of //platforms:table.bzl, among the runtime's.
+      visibility: the usual.
+      tags: the usual.
+    """
+    check_platforms("//%s:%s" % (native.package_name(), name), "platforms", platforms)
+    _link_bundle_and_verify(
+        name = name,
+        layers = runtime,
+        jni = True,
+        platforms = platforms,
+        x86_64_isa = "",
+        visibility = visibility,
+        tags = tags,
+    )
+
+def _link_bundle_and_verify(name, layers, jni, platforms, x86_64_isa, visibility, tags):
+    """<name>_library, the bundle <name> and its verify tests.
+
+    They link the layers and selection of the selective_runtime `layers`.
+    """
     pare_platform_library(
         name = name + "_library",
         deps = [
-            ":" + name + "_c_api",
-            ":" + name + "_kernels",
+            ":" + layers + "_c_api",
+            ":" + layers + "_kernels",
         ] + ([Label("//runtime/jni:jni_bridge")] if jni else []),
         lib_name = "pare_" + name,
         tags = tags,
@@ -207,7 +252,7 @@ def selective_runtime(
     _selective_runtime_bundle(
         name = name,
         library = ":" + name + "_library",
-        selection = ":" + name + "_selection",
+        selection = ":" + layers + "_selection",
         platforms = platforms,
         x86_64_isa = x86_64_isa,
         tags = tags,
