@@ -24,6 +24,7 @@ load(
 )
 load("//rules/private:selection.bzl", _pare_selection = "pare_selection")
 load("//rules/private:selective_runtime.bzl", _selective_runtime = "selective_runtime")
+load("//rules/private:transitions.bzl", _platform_only_tags = "platform_only_tags")
 load("//rules/private:verify.bzl", _pare_verify_test = "pare_verify_test")
 
 pare_app = _pare_app
@@ -42,3 +43,4 @@ pare_android_aar = _pare_android_aar
 pare_ios_xcframework = _pare_ios_xcframework
 pare_java_library = _pare_java_library
 pare_verify_test = _pare_verify_test
+platform_only_tags = _platform_only_tags

@@ -28,7 +28,7 @@ load(":link.bzl", "pare_platform_library")
 load(":multi_platform.bzl", "collect_platform_libraries", "copy_file", "write_bundle_index")
 load(":providers.bzl", "PareMultiPlatformInfo", "PareSelectionInfo")
 load(":selection.bzl", "pare_selection")
-load(":transitions.bzl", "ALLOWLIST_ATTRS", "check_platforms", "platforms_split_transition")
+load(":transitions.bzl", "ALLOWLIST_ATTRS", "check_platforms", "platform_only_tags", "platforms_split_transition")
 load(":verify.bzl", "pare_verify_test")
 
 def _bundle_impl(ctx):
@@ -152,6 +152,7 @@ def selective_runtime(
     # layers read the app's selection at compile time, so they are compiled
     # here, per app.
     core = [Label("//runtime/core"), Label("//runtime/pal")]
+    layer_tags = platform_only_tags(tags)
     registry = ":" + name + "_registry"
     executor = ":" + name + "_executor"
     pare_cc_library(
@@ -166,14 +167,14 @@ def selective_runtime(
             Label("//runtime/kernels:inventory_headers"),
         ] + core,
         optimize = "size",
-        tags = tags,
+        tags = layer_tags,
         visibility = ["//visibility:private"],
     )
     pare_cc_library(
         name = name + "_kernels",
         srcs = [Label("//runtime/kernels:srcs")],
         deps = [registry] + core,
-        tags = tags,
+        tags = layer_tags,
         visibility = ["//visibility:private"],
     )
     pare_cc_library(
@@ -182,7 +183,7 @@ def selective_runtime(
         hdrs = [Label("//runtime/executor:hdrs")],
         deps = [registry] + core,
         optimize = "size",
-        tags = tags,
+        tags = layer_tags,
         visibility = ["//visibility:private"],
     )
     pare_cc_library(
@@ -194,7 +195,7 @@ def selective_runtime(
             Label("//runtime/c_api:headers"),
         ] + core,
         optimize = "size",
-        tags = tags,
+        tags = layer_tags,
         visibility = ["//visibility:private"],
     )
     _link_bundle_and_verify(
@@ -246,7 +247,7 @@ def _link_bundle_and_verify(name, layers, jni, platforms, x86_64_isa, visibility
             ":" + layers + "_kernels",
         ] + ([Label("//runtime/jni:jni_bridge")] if jni else []),
         lib_name = "pare_" + name,
-        tags = tags,
+        tags = platform_only_tags(tags),
         visibility = ["//visibility:private"],
     )
     _selective_runtime_bundle(

@@ -53,3 +53,16 @@ ALLOWLIST_ATTRS = {
         default = "@bazel_tools//tools/allowlists/function_transition_allowlist",
     ),
 }
+
+def platform_only_tags(tags):
+    """`tags` plus "manual", for targets that only mean something under the split.
+
+    A layer library or a platform link is built for a platform through a
+    bundle's platforms_split_transition. Left without "manual", `bazel build
+    //...` and `bazel test //...` also build it as a top-level target in the
+    host configuration: every kernel compiled once more for no platform
+    shipped (215 of the 1,855 actions of a cold `bazel test //...` before this
+    tag). Manual targets still build whenever something depends on them, and
+    by name (`bazel build //apps/demo:runtime_kernels`).
+    """
+    return tags if "manual" in tags else tags + ["manual"]
