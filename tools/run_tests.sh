@@ -17,7 +17,7 @@ echo "== bazel test //..."
 tools/bazel test //... || { echo "bazel test failed" >&2; exit 1; }
 
 echo "== bazel build (runtimes the pytest suites load)"
-tools/bazel build //runtime:full //runtime:full_v3 //runtime:instrumentation || { echo "bazel build failed" >&2; exit 1; }
+tools/bazel build //runtime:full //runtime:full_v3 //runtime:full_test_double //runtime:instrumentation || { echo "bazel build failed" >&2; exit 1; }
 # The suites read these runtimes while tests of the bazel group run builds,
 # and a build in another configuration repoints bazel-bin: each bundle is
 # copied to a directory of this run's own first. Its bundle.json says where
@@ -31,7 +31,8 @@ shared_lib() {
 PARE_RUNTIME_LIB="$(shared_lib runtime/full)" || exit 1
 PARE_RUNTIME_V3_LIB="$(shared_lib runtime/full_v3)" || exit 1
 PARE_TRACING_RUNTIME_LIB="$(shared_lib runtime/instrumentation)" || exit 1
-export PARE_RUNTIME_LIB PARE_RUNTIME_V3_LIB PARE_TRACING_RUNTIME_LIB
+PARE_TEST_DOUBLE_RUNTIME_LIB="$(shared_lib runtime/full_test_double)" || exit 1
+export PARE_RUNTIME_LIB PARE_RUNTIME_V3_LIB PARE_TRACING_RUNTIME_LIB PARE_TEST_DOUBLE_RUNTIME_LIB
 export PARE_INSTRUMENTATION_LIB="$PARE_TRACING_RUNTIME_LIB"
 
 # Any skip that is not a @pytest.mark.platform_limit fails the run

@@ -23,7 +23,7 @@ SANITIZER_EXIT=86  # ASAN_OPTIONS/UBSAN_OPTIONS exitcode (tests/runtime/runtime_
 tests=("$@")
 ((${#tests[@]})) || tests=(tests/runtime)
 
-unset PARE_RUNTIME_LIB PARE_TRACING_RUNTIME_LIB PARE_INSTRUMENTATION_LIB
+unset PARE_RUNTIME_LIB PARE_RUNTIME_V3_LIB PARE_TRACING_RUNTIME_LIB PARE_INSTRUMENTATION_LIB PARE_TEST_DOUBLE_RUNTIME_LIB
 export PARE_SANITIZE=address,undefined
 logs="$(mktemp -d "${TMPDIR:-/tmp}/pare_sanitize.XXXXXX")"
 python=.venv/bin/python

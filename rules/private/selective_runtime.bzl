@@ -8,9 +8,10 @@ The macro expands to:
   <name>_registry, <name>_executor, <name>_c_api
                     the runtime's upper layers (runtime/README.md) compiled
                     against those headers (for size: -Os); the shared
-                    //runtime/core and //runtime/pal come with them
+                    //runtime/core and //runtime/pal:headers come with them
   <name>_kernels    the kernels compiled against them (for speed)
-  <name>_library    pare_platform_library: link, strip, (iOS) archive
+  <name>_library    pare_platform_library: link (with the PAL,
+                    //runtime/pal), strip, (iOS) archive
   <name>            the bundle: split over `platforms`, outputs at
                     bazel-bin/<pkg>/<name>/<platform>/, plus report.json,
                     expected_symbols.json, the manifest used and
@@ -20,6 +21,8 @@ The macro expands to:
 
 selective_runtime_jni links one selective_runtime's layers again, with the
 JNI bridge: the same selection, no second compile (pare_app's runtime_jni).
+selective_runtime_test_double links them with the recording PAL instead
+(//runtime:full_test_double).
 """
 
 load("//platforms:table.bzl", "SHIPPED_PLATFORMS")
@@ -151,7 +154,8 @@ def selective_runtime(
     # selection and are compiled once per platform for every app; the upper
     # layers read the app's selection at compile time, so they are compiled
     # here, per app.
-    core = [Label("//runtime/core"), Label("//runtime/pal")]
+    # The PAL's implementation is the link's (_link_bundle_and_verify).
+    core = [Label("//runtime/core"), Label("//runtime/pal:headers")]
     layer_tags = platform_only_tags(tags)
     registry = ":" + name + "_registry"
     executor = ":" + name + "_executor"
@@ -235,19 +239,59 @@ def selective_runtime_jni(name, runtime, platforms = SHIPPED_PLATFORMS, visibili
         tags = tags,
     )
 
-def _link_bundle_and_verify(name, layers, jni, platforms, x86_64_isa, visibility, tags):
-    """<name>_library, the bundle <name> and its verify tests.
+def selective_runtime_test_double(name, runtime, platforms = ["linux_x86_64"], visibility = None, tags = []):
+    """The selective_runtime `runtime` linked with the recording PAL, for tests.
 
-    They link the layers and selection of the selective_runtime `layers`.
+    The runtime's compiled layers, linked with //runtime/pal:test_double
+    instead of //runtime/pal: the tests' memory and failure contracts read
+    its counters (tests/runtime/runtime_testing.py). testonly, and without
+    verify tests: it exports the pare_test_pal_* functions besides the C API.
+
+    Args:
+      name: target name.
+      runtime: the name of a selective_runtime in this package (not a label).
+      platforms: rows of //platforms:table.bzl, among the runtime's.
+      visibility: the usual.
+      tags: the usual.
+    """
+    check_platforms("//%s:%s" % (native.package_name(), name), "platforms", platforms)
+    _link_bundle_and_verify(
+        name = name,
+        layers = runtime,
+        jni = False,
+        platforms = platforms,
+        x86_64_isa = "",
+        visibility = visibility,
+        tags = tags,
+        pal = Label("//runtime/pal:test_double"),
+        testonly = True,
+    )
+
+def _link_bundle_and_verify(
+        name,
+        layers,
+        jni,
+        platforms,
+        x86_64_isa,
+        visibility,
+        tags,
+        pal = Label("//runtime/pal"),
+        testonly = False):
+    """<name>_library, the bundle <name> and (unless testonly) its verify tests.
+
+    They link the layers and selection of the selective_runtime `layers`,
+    with the PAL `pal`.
     """
     pare_platform_library(
         name = name + "_library",
         deps = [
             ":" + layers + "_c_api",
             ":" + layers + "_kernels",
+            pal,
         ] + ([Label("//runtime/jni:jni_bridge")] if jni else []),
         lib_name = "pare_" + name,
         tags = platform_only_tags(tags),
+        testonly = testonly,
         visibility = ["//visibility:private"],
     )
     _selective_runtime_bundle(
@@ -257,8 +301,11 @@ def _link_bundle_and_verify(name, layers, jni, platforms, x86_64_isa, visibility
         platforms = platforms,
         x86_64_isa = x86_64_isa,
         tags = tags,
+        testonly = testonly,
         visibility = visibility,
     )
+    if testonly:
+        return
 
     # tools/verify, per platform: selected symbols present, the rest gone,
     # only the C API (and JNI entry points) exported, platform facts.

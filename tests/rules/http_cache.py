@@ -7,6 +7,11 @@ contents); a missing entry is 404. The server also counts requests per
 
     with HttpCache() as cache:
         bazel build --remote_cache=cache.url ...
+
+`seed` names a Bazel --disk_cache directory the server also answers from,
+read-only, below what was PUT: a disk cache holds the same action results
+and blobs as an HTTP cache, under ac/<2 hex digits>/<sha256> and
+cas/<2 hex digits>/<sha256>.
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ import collections
 import re
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 
 _PATH = re.compile(r"^(?:/[^/]+)*/(ac|cas)/([0-9a-f]{64})$")
 
@@ -22,8 +28,9 @@ _PATH = re.compile(r"^(?:/[^/]+)*/(ac|cas)/([0-9a-f]{64})$")
 class HttpCache:
     """Serves an in-memory cache on 127.0.0.1 (an ephemeral port) from a thread."""
 
-    def __init__(self) -> None:
+    def __init__(self, seed: Path | None = None) -> None:
         self.entries: dict[tuple[str, str], bytes] = {}
+        self.seed = seed
         self.requests: collections.Counter = collections.Counter()
         self._lock = threading.Lock()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
@@ -50,6 +57,17 @@ class HttpCache:
     def _count(self, *key: str) -> None:
         with self._lock:
             self.requests[key] += 1
+
+    def lookup(self, kind: str, digest: str) -> bytes | None:
+        """What a GET of /<kind>/<digest> answers: a PUT entry, else the seed's."""
+        with self._lock:
+            data = self.entries.get((kind, digest))
+        if data is None and self.seed is not None:
+            try:
+                data = (self.seed / kind / digest[:2] / digest).read_bytes()
+            except OSError:
+                pass
+        return data
 
 
 def _handler_for(cache: HttpCache) -> type[BaseHTTPRequestHandler]:
@@ -79,8 +97,7 @@ def _handler_for(cache: HttpCache) -> type[BaseHTTPRequestHandler]:
             key = self._key()
             if key is None:
                 return
-            with cache._lock:
-                data = cache.entries.get(key)
+            data = cache.lookup(*key)
             cache._count(self.command, key[0], "hit" if data is not None else "miss")
             if data is None:
                 self._reply(404, send_body=send_body)

@@ -114,9 +114,10 @@ def selective_runtime(selective_lib) -> Runtime:
 
 @pytest.fixture(scope="session")
 def test_double_runtime(pytestconfig) -> Runtime:
-    """The full runtime linked with the recording PAL (pal_test_double.cc)."""
-    # Same objects as the full runtime, linked with the recording PAL.
-    path = runtime_build.build(
+    """The full runtime linked with the recording PAL (pal_test_double.cc):
+    Bazel's //runtime:full_test_double via PARE_TEST_DOUBLE_RUNTIME_LIB, else
+    the full runtime's objects compiled here, linked with that PAL."""
+    path = _lib_from_env("PARE_TEST_DOUBLE_RUNTIME_LIB") or runtime_build.build(
         _cache_root(pytestconfig), "full", selection_dir=runtime_build.DEFAULT_SELECTION, pal="test_double"
     )
     return Runtime(path)

@@ -326,11 +326,19 @@ def _compile_objects(cache_root: Path, out_dir: Path, flags: list[str]) -> None:
 
 
 def _prune(cache_root: Path, name: str, keep: Path, idle_seconds: float = 3600) -> None:
-    """Removes older builds of `name` nobody has touched for an hour."""
+    """Removes older builds of `name` nobody has touched for an hour, and their locks.
+
+    Removing a lock another session still holds is harmless: both sessions
+    then compile into temporary directories and the first rename wins
+    (_compile_objects).
+    """
     now = time.time()
     for old in cache_root.glob(f"{name}-*"):
         if old != keep and now - old.stat().st_mtime > idle_seconds:
             shutil.rmtree(old, ignore_errors=True)
+    for lock in cache_root.glob(f".{name}-*.lock"):
+        if lock.name != f".{keep.name}.lock" and now - lock.stat().st_mtime > idle_seconds:
+            lock.unlink(missing_ok=True)
 
 
 def write_selection(
