@@ -65,10 +65,14 @@ done
 
 # On every core (pytest-xdist): the tests that run Bazel (BAZEL_TESTS in
 # tests/conftest.py) one at a time on one worker, each other test file on the
-# next free worker (docs/testing.md, "Parallel runs"). The two fp_ops passes
-# below stay serial: starting workers costs them more than it saves.
-echo "== pytest"
-run_pytest -n auto tests --durations=15 "${ignore[@]}" "$@" || exit 1
+# next free worker (docs/testing.md, "Parallel runs"). One worker more than
+# cores: the Bazel worker spends much of its time on one thread (tracing,
+# Bazel's analysis and server start-up, qemu), and the extra worker fills the
+# core it leaves idle. PARE_TEST_WORKERS overrides the count. The two fp_ops
+# passes below stay serial: starting workers costs them more than it saves.
+workers="${PARE_TEST_WORKERS:-$(($(nproc) + 1))}"
+echo "== pytest ($workers workers)"
+run_pytest -n "$workers" tests --durations=15 "${ignore[@]}" "$@" || exit 1
 
 # torch's float results depend on its CPU capability (vector width, fused
 # multiply-add); the op tests compare with torch's semantics, so they must
