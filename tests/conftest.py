@@ -42,7 +42,8 @@ BAZEL_TESTS = (
     "tests/tracer/test_android.py",
     "tests/tracer/test_demo.py",
     "tests/verify/",
-    # The zoo's other tests trace or parse only.
+    # The zoo's other tests trace (on PARE_INSTRUMENTATION_LIB, which
+    # tools/run_tests.sh sets) or parse only.
     "tests/zoo/test_zoo.py::test_fast_subset_traces_builds_for_every_platform_and_matches_torch",
 )
 BAZEL_MARK = "bazel"

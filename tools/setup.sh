@@ -50,11 +50,14 @@ fi
 # is already installed. It needs nothing the steps below make, and pip
 # installs on one core, so it runs beside them: on a fresh 2-core machine
 # both venvs are ready in the time of the longer (about 90 s, not 165 s).
-# Its output is shown when it is done.
+# Its output is shown when it is done. It runs in a process group of its own
+# (setsid), so that a failure here or Ctrl-C stops its pip too, not only the
+# script: a pip left running would be writing the venv the next setup
+# deletes and makes anew.
 executorch_log="$(mktemp "${TMPDIR:-/tmp}/pare-setup-executorch.XXXXXX")"
-tools/setup_executorch.sh >"$executorch_log" 2>&1 &
+setsid tools/setup_executorch.sh >"$executorch_log" 2>&1 &
 executorch_pid=$!
-trap 'kill "$executorch_pid" 2>/dev/null || true; rm -f "$executorch_log"' EXIT
+trap 'kill -TERM -- -"$executorch_pid" 2>/dev/null || true; rm -f "$executorch_log"' EXIT
 
 python="${PARE_HOST_PYTHON:-python3}"
 packages_changed=0
@@ -120,6 +123,7 @@ USE_BAZEL_VERSION=$bazel_bin"
 
 executorch_status=0
 wait "$executorch_pid" || executorch_status=$?
+trap 'rm -f "$executorch_log"' EXIT  # reaped: its pid may be another process's now
 cat "$executorch_log"
 ((executorch_status == 0)) || { echo "setup: tools/setup_executorch.sh failed (above)" >&2; exit 1; }
 

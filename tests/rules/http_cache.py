@@ -3,7 +3,8 @@
 Bazel's HTTP cache protocol (https://bazel.build/remote/caching#http-caching):
 GET, HEAD and PUT on /ac/<sha256> (action results) and /cas/<sha256> (file
 contents); a missing entry is 404. The server also counts requests per
-(method, kind, outcome), so a test can say what the cache saw.
+(method, kind, outcome), so a test can say what the cache saw: outcome
+"hit" (an entry PUT here), "seed hit" (see below), "miss" or "stored".
 
     with HttpCache() as cache:
         bazel build --remote_cache=cache.url ...
@@ -58,16 +59,19 @@ class HttpCache:
         with self._lock:
             self.requests[key] += 1
 
-    def lookup(self, kind: str, digest: str) -> bytes | None:
-        """What a GET of /<kind>/<digest> answers: a PUT entry, else the seed's."""
+    def lookup(self, kind: str, digest: str) -> tuple[bytes | None, str]:
+        """What a GET of /<kind>/<digest> answers, and the outcome to count:
+        a PUT entry ("hit"), else the seed's ("seed hit"), else ("miss")."""
         with self._lock:
             data = self.entries.get((kind, digest))
-        if data is None and self.seed is not None:
+        if data is not None:
+            return data, "hit"
+        if self.seed is not None:
             try:
-                data = (self.seed / kind / digest[:2] / digest).read_bytes()
+                return (self.seed / kind / digest[:2] / digest).read_bytes(), "seed hit"
             except OSError:
                 pass
-        return data
+        return None, "miss"
 
 
 def _handler_for(cache: HttpCache) -> type[BaseHTTPRequestHandler]:
@@ -97,8 +101,8 @@ def _handler_for(cache: HttpCache) -> type[BaseHTTPRequestHandler]:
             key = self._key()
             if key is None:
                 return
-            data = cache.lookup(*key)
-            cache._count(self.command, key[0], "hit" if data is not None else "miss")
+            data, outcome = cache.lookup(*key)
+            cache._count(self.command, key[0], outcome)
             if data is None:
                 self._reply(404, send_body=send_body)
             else:

@@ -14,9 +14,10 @@ between the two logs.
 The cache also answers, read-only, from this checkout's own disk cache
 (setup.sh's .cache/bazel-disk), where `make test`'s `bazel test //...` has
 already built the demo: the first checkout is then served from a third path
-instead of compiling the runtime again, and runs (and uploads) only what
-that cache lacks. Without a disk cache the first build is cold: 1.5 to 2.5
-minutes on 2 cores.
+instead of compiling the runtime again. Both checkouts carry one edit no
+cache has seen (EDITED), so the first still runs and uploads some actions,
+and the second must find those among the first's uploads. Without a disk
+cache the first build is cold: 1.5 to 2.5 minutes on 2 cores.
 """
 
 from __future__ import annotations
@@ -50,6 +51,10 @@ PLATFORM_FILES = (
 # would serve the first build and prove nothing. (The system rc stays: Debian's
 # Bazel finds its install base through /etc/bazel/bazelrc.)
 STARTUP = ("--nohome_rc",)
+# Appended to this source in both checkouts: its compile actions (one per
+# platform) miss the seed, so the upload path is always exercised.
+EDITED = Path("runtime/c_api/pare.cc")
+EDIT = "\n// tests/rules/test_remote_cache.py: an edit no cache has seen.\n"
 
 
 def _disk_cache() -> Path | None:
@@ -58,11 +63,11 @@ def _disk_cache() -> Path | None:
         rc = (REPO_ROOT / ".bazelrc.local").read_text()
     except OSError:
         return None
-    for match in re.finditer(r"--disk_cache=(\S+)", rc):
-        path = Path(match.group(1))
-        if path.is_dir():
-            return path
-    return None
+    paths = re.findall(r"--disk_cache=(\S*)", rc)
+    if not paths or not paths[-1]:  # Bazel takes the last; an empty one turns it off
+        return None
+    path = Path(paths[-1])
+    return path if path.is_dir() else None
 
 
 def _read_execution_log(path: Path) -> list[dict]:
@@ -125,6 +130,8 @@ def two_builds():
                 for name, checkout in checkouts.items():
                     before = collections.Counter(cache.requests)
                     snapshot_checkout(checkout)
+                    with open(checkout / EDITED, "a", encoding="utf-8") as f:
+                        f.write(EDIT)
                     startup = (*STARTUP, f"--output_base={tmp / name / 'output_base'}")
                     started.append((checkout, startup))
                     bazel(
@@ -160,6 +167,7 @@ def test_second_checkout_runs_nothing_every_action_a_remote_cache_hit(two_builds
     first_log, second_log = builds["first"][1], builds["second"][1]
     assert first_log, "the first build has no spawn in its log: was it served by a cache of its own?"
     ran = [s for s in first_log if not s.get("remoteCacheHit")]
+    assert ran, f"the first build ran nothing, though {EDITED} was edited: did a cache of its own serve it?"
     assert requests["first"][("PUT", "ac", "stored")] == len(ran)  # what it ran, it uploaded
 
     first_by_outputs = {_outputs(s): s for s in first_log}
@@ -170,7 +178,9 @@ def test_second_checkout_runs_nothing_every_action_a_remote_cache_hit(two_builds
         + "\n  ".join(_why_missed(s, first_by_outputs.get(_outputs(s))) for s in missed)
     )
     assert len(second_log) == len(first_log)
-    assert requests["second"][("GET", "ac", "hit")] == len(second_log)
+    # What the first ran, the second found among its uploads; the rest in the seed.
+    assert requests["second"][("GET", "ac", "hit")] == len(ran)
+    assert requests["second"][("GET", "ac", "seed hit")] == len(second_log) - len(ran)
     assert not requests["second"][("PUT", "ac", "stored")]
 
 

@@ -3,11 +3,13 @@
 By default every runtime is compiled here with clang++-16 (the house flags,
 the same ones the Bazel pare_cc_library macro applies) into pytest's cache
 directory, keyed by a hash of the sources and flags, so unchanged sources
-are not rebuilt. Point PARE_RUNTIME_LIB (full runtime) and
-PARE_TRACING_RUNTIME_LIB (instrumentation build) at prebuilt libraries,
-e.g. Bazel's //runtime:full, to test those instead. The selective runtime
-(a custom selection that drops ops, a dtype, a class and a feature) and the
-test-double-PAL build are always compiled here.
+are not rebuilt. Point PARE_RUNTIME_LIB (full runtime),
+PARE_RUNTIME_V3_LIB (its x86-64-v3 build), PARE_TRACING_RUNTIME_LIB
+(instrumentation build) and PARE_TEST_DOUBLE_RUNTIME_LIB (the full runtime
+linked with the recording PAL) at prebuilt libraries, e.g. Bazel's
+//runtime:full and //runtime:full_test_double (tools/run_tests.sh does), to
+test those instead. The selective runtime (a custom selection that drops
+ops, a dtype, a class and a feature) is always compiled here.
 """
 
 from __future__ import annotations

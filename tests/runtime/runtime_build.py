@@ -333,11 +333,18 @@ def _prune(cache_root: Path, name: str, keep: Path, idle_seconds: float = 3600) 
     (_compile_objects).
     """
     now = time.time()
+
+    def idle(path: Path) -> bool:
+        try:  # another session pruning at the same moment may have removed it
+            return now - path.stat().st_mtime > idle_seconds
+        except FileNotFoundError:
+            return False
+
     for old in cache_root.glob(f"{name}-*"):
-        if old != keep and now - old.stat().st_mtime > idle_seconds:
+        if old != keep and idle(old):
             shutil.rmtree(old, ignore_errors=True)
     for lock in cache_root.glob(f".{name}-*.lock"):
-        if lock.name != f".{keep.name}.lock" and now - lock.stat().st_mtime > idle_seconds:
+        if lock.name != f".{keep.name}.lock" and idle(lock):
             lock.unlink(missing_ok=True)
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import time
 
-from tests.runtime import runtime_build
+import runtime_build
 
 
 def _age(path, seconds):
@@ -26,6 +26,7 @@ def test_prune_removes_idle_builds_and_their_locks_but_keeps_the_current_and_rec
     _age(tmp_path / ".instrumentation-dddd.lock", 7200)
 
     runtime_build._prune(tmp_path, "full", keep=keep)
+    runtime_build._prune(tmp_path, "full", keep=keep)  # nothing left to prune: no error either
 
     left = sorted(p.name for p in tmp_path.iterdir())
     assert left == [
