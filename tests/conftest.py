@@ -81,6 +81,21 @@ def bazel_build(*targets: str, flags: tuple[str, ...] = ()) -> Path:
     return REPO_ROOT / "bazel-bin"
 
 
+def bazel_output_files(target: str, flags: tuple[str, ...] = ()) -> list[Path]:
+    """The files `target` builds, where its own configuration puts them (a
+    rule with a transition writes under bazel-out/<config>-ST-<hash>, not
+    bazel-bin); builds it first."""
+    bazel_build(target, flags=flags)
+    out = bazel(
+        "cquery",
+        *flags,
+        target,
+        "--output=starlark",
+        '--starlark:expr="\\n".join([f.path for f in target.files.to_list()])',
+    ).stdout
+    return [REPO_ROOT / line for line in out.splitlines() if line.strip()]
+
+
 def snapshot_checkout(dst: Path) -> None:
     """A second checkout at dst, as a teammate's would be: the working tree's
     files (tracked, and untracked but not ignored: uncommitted work included;

@@ -24,6 +24,7 @@ _LLVM_TOOLS = [
     "ld64.lld",
     "llvm-ar",
     "llvm-ifs",
+    "llvm-link",
     "llvm-nm",
     "llvm-objcopy",
     "llvm-objdump",
@@ -31,6 +32,7 @@ _LLVM_TOOLS = [
     "llvm-cov",
     "llvm-cxxfilt",
     "llvm-dwp",
+    "opt",
 ]
 
 _LLVM_VERSION = "16"

@@ -36,7 +36,7 @@ load("//platforms:table.bzl", "PLATFORMS")
 
 PareSettingInfo = provider(
     doc = "The value of a Pare build setting.",
-    fields = {"value": "(int or string) the setting's value"},
+    fields = {"value": "(int, string or bool) the setting's value"},
 )
 
 def _setting_impl(ctx):
@@ -52,6 +52,12 @@ string_setting = rule(
     implementation = _setting_impl,
     build_setting = config.string(flag = True),
     doc = "A string build setting, set with --//pkg:name=value.",
+)
+
+bool_setting = rule(
+    implementation = _setting_impl,
+    build_setting = config.bool(flag = True),
+    doc = "A boolean build setting, set with --//pkg:name=true|false.",
 )
 
 _ALL_COMPILE = [

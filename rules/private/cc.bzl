@@ -35,7 +35,12 @@ RUNTIME_CXXOPTS = ["-std=c++17"]
 # The x86_64 ISA level (--//runtime:x86_64_isa, rules/private/isa.bzl).
 ISA_COPTS = x86_64_isa_copts()
 
-def pare_cc_library(name, srcs = [], hdrs = [], deps = [], defines = [], local_defines = [], textual_hdrs = [], optimize = "speed", visibility = None, **kwargs):
+# Compiled to LLVM bitcode, for the layers an app's selection step folds
+# (rules/private/select_link.bzl): full LTO's per-unit pipeline, so every
+# unit is optimised before the app's step, which only folds and deletes.
+BITCODE_COPTS = ["-flto=full"]
+
+def pare_cc_library(name, srcs = [], hdrs = [], deps = [], defines = [], local_defines = [], textual_hdrs = [], optimize = "speed", bitcode = False, visibility = None, **kwargs):
     """A freestanding runtime library compiled with the house flags.
 
     Args:
@@ -48,6 +53,8 @@ def pare_cc_library(name, srcs = [], hdrs = [], deps = [], defines = [], local_d
       textual_hdrs: headers included textually (X-macro .def files).
       optimize: "speed" (the compilation mode's -O2) or "size" (-Os: for
         code off the hot path, such as the loader and the C API).
+      bitcode: compile to LLVM bitcode for pare_selected_code (the runtime
+        layers above the core), not to machine code.
       visibility: the usual.
       **kwargs: passed to cc_library (tags, testonly, ...); copts are not accepted.
     """
@@ -63,7 +70,7 @@ def pare_cc_library(name, srcs = [], hdrs = [], deps = [], defines = [], local_d
         defines = defines,
         local_defines = local_defines,
         textual_hdrs = textual_hdrs,
-        copts = RUNTIME_COPTS + (["-Os"] if optimize == "size" else []) + ISA_COPTS,
+        copts = RUNTIME_COPTS + (["-Os"] if optimize == "size" else []) + (BITCODE_COPTS if bitcode else []) + ISA_COPTS,
         # Link every object: --gc-sections / -dead_strip, rooted at the
         # exported C API, decide what stays, not archive member selection.
         alwayslink = True,

@@ -41,3 +41,11 @@ PareSelectionInfo = provider(
         "expected_symbols": "(File) expected_symbols.json, for tools/verify",
     },
 )
+
+PareBitcodeInfo = provider(
+    doc = "Runtime layers compiled to LLVM bitcode, merged into one module (pare_bitcode_module).",
+    fields = {
+        "label": "(Label) the target, for error messages",
+        "module": "(File) the merged module (.bc)",
+    },
+)

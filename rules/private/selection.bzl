@@ -2,14 +2,16 @@
 
 Its headers (pare_selection/selected_ops.h, selected_kernel_dtypes.h,
 selected_classes.h) go on the include path of everything that depends on it;
-the runtime's sources include them (docs/selection.md). Each header depends
-only on its slice of the manifest, and Bazel only recompiles what includes a
-header whose bytes changed.
+the app's selection unit includes them (runtime/registry/selection.cc,
+docs/selection.md). Headers are the same for every platform, so the rule
+builds in one fixed configuration (platform_independent_transition): one
+codegen action per manifest, whatever the platforms of the runtime.
 """
 
 load("@bazel_tools//tools/cpp:toolchain_utils.bzl", "find_cpp_toolchain")
 load(":manifest.bzl", "choose_manifest")
 load(":providers.bzl", "PareSelectionInfo")
+load(":transitions.bzl", "ALLOWLIST_ATTRS", "platform_independent_transition")
 
 _HEADERS = ["selected_ops.h", "selected_kernel_dtypes.h", "selected_classes.h"]
 
@@ -68,7 +70,8 @@ def _impl(ctx):
 
 pare_selection = rule(
     implementation = _impl,
-    attrs = {
+    cfg = platform_independent_transition,
+    attrs = dict({
         "manifest": attr.label(allow_files = [".yaml", ".yml"], doc = "Default manifest (a .yaml or op_manifest)."),
         "manifests": attr.label_list(allow_files = [".yaml", ".yml"], doc = "Candidates for --define ops=<file>."),
         "allow_unknown_ops": attr.bool(doc = "Drop operators the runtime lacks (with a warning) instead of failing."),
@@ -77,7 +80,7 @@ pare_selection = rule(
         "_runtime_headers": attr.label_list(default = [Label("//runtime/core")]),
         "_codegen": attr.label(default = Label("//codegen"), executable = True, cfg = "exec"),
         "_cc_toolchain": attr.label(default = "@bazel_tools//tools/cpp:current_cc_toolchain"),
-    },
+    }, **ALLOWLIST_ATTRS),
     fragments = ["cpp"],
     toolchains = ["@bazel_tools//tools/cpp:toolchain_type"],
     provides = [CcInfo, PareSelectionInfo],

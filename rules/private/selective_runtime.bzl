@@ -1,15 +1,20 @@
 """selective_runtime: one app's minimal Pare runtime, for every platform, in one build.
 
-    manifest --codegen--> pare_selection/*.h --compile runtime/--> per platform:
-    link (--gc-sections / -dead_strip) --> strip --> stable paths + report.json
+    manifest --codegen--> pare_selection/*.h --compile selection.cc--> per platform:
+    fold into the shared bitcode --> link (--gc-sections / -dead_strip)
+    --> strip --> stable paths + report.json
 
-The macro expands to:
-  <name>_selection  pare_selection: codegen action, headers as a C++ library
-  <name>_registry, <name>_executor, <name>_c_api
-                    the runtime's upper layers (runtime/README.md) compiled
-                    against those headers (for size: -Os); the shared
-                    //runtime/core and //runtime/pal:headers come with them
-  <name>_kernels    the kernels compiled against them (for speed)
+The runtime's layers (runtime/README.md) are compiled once per platform and
+shared by every app: //runtime/c_api:bitcode (the C API, the executor, the
+registry and the core) and //runtime/kernels:bitcode. The macro expands to:
+  <name>_selection  pare_selection: codegen action (once, whatever the
+                    platforms), headers as a C++ library
+  <name>_selection_unit
+                    runtime/registry/selection.cc compiled against them:
+                    the app's selection as link-time constants
+  <name>_code       pare_selected_code: the shared bitcode and the unit
+                    merged, the selection folded, what it leaves out
+                    deleted, machine code generated (select_link.bzl)
   <name>_library    pare_platform_library: link (with the PAL,
                     //runtime/pal), strip, (iOS) archive
   <name>            the bundle: split over `platforms`, outputs at
@@ -19,7 +24,7 @@ The macro expands to:
   <name>_verify_<platform>_test
                     tools/verify on that platform's library (docs/verify.md)
 
-selective_runtime_jni links one selective_runtime's layers again, with the
+selective_runtime_jni links one selective_runtime's code again, with the
 JNI bridge: the same selection, no second compile (pare_app's runtime_jni).
 selective_runtime_test_double links them with the recording PAL instead
 (//runtime:full_test_double).
@@ -30,6 +35,7 @@ load(":cc.bzl", "pare_cc_library")
 load(":link.bzl", "pare_platform_library")
 load(":multi_platform.bzl", "collect_platform_libraries", "copy_file", "write_bundle_index")
 load(":providers.bzl", "PareMultiPlatformInfo", "PareSelectionInfo")
+load(":select_link.bzl", "pare_selected_code")
 load(":selection.bzl", "pare_selection")
 load(":transitions.bzl", "ALLOWLIST_ATTRS", "check_platforms", "platform_only_tags", "platforms_split_transition")
 load(":verify.bzl", "pare_verify_test")
@@ -79,6 +85,7 @@ _selective_runtime_bundle = rule(
             values = ["", "baseline", "v3"],
             doc = "Pins --//runtime:x86_64_isa for this runtime (rules/private/isa.bzl); \"\": the flag's.",
         ),
+        "tracing": attr.bool(doc = "Sets --//runtime:tracing: the layers compiled as the instrumentation build."),
         "_report": attr.label(default = Label("//tools/size_diff:bundle_report"), executable = True, cfg = "exec"),
     }, **ALLOWLIST_ATTRS),
     provides = [PareMultiPlatformInfo, PareSelectionInfo],
@@ -150,55 +157,33 @@ def selective_runtime(
         visibility = visibility,
     )
 
-    # The runtime's layers (runtime/README.md). pal and core know nothing of
-    # selection and are compiled once per platform for every app; the upper
-    # layers read the app's selection at compile time, so they are compiled
-    # here, per app.
-    # The PAL's implementation is the link's (_link_bundle_and_verify).
-    core = [Label("//runtime/core"), Label("//runtime/pal:headers")]
+    # The runtime's layers (runtime/README.md) are compiled once per platform
+    # and shared by every app: pal and core to machine code, the layers above
+    # to bitcode. The app adds one unit, its selection (link-time constants,
+    # runtime/registry/selection.h), and one step that folds them into the
+    # shared bitcode and generates the machine code of what it selects
+    # (rules/private/select_link.bzl).
     layer_tags = platform_only_tags(tags)
-    registry = ":" + name + "_registry"
-    executor = ":" + name + "_executor"
     pare_cc_library(
-        name = name + "_registry",
-        srcs = [Label("//runtime/registry:srcs")],
-        hdrs = [Label("//runtime/registry:hdrs")],
-        # The instrumentation build's observer (runtime/registry/observer.h),
-        # in every layer that records into it.
-        defines = ["PARE_TRACING=1"] if tracing else [],
+        name = name + "_selection_unit",
+        srcs = [Label("//runtime/registry:selection_unit_srcs")],
+        hdrs = [Label("//runtime/registry:selection_unit_hdrs")],
+        bitcode = True,
         deps = [
             ":" + name + "_selection",
+            Label("//runtime/core"),
             Label("//runtime/kernels:inventory_headers"),
-        ] + core,
+            Label("//runtime/registry"),
+        ],
         optimize = "size",
         tags = layer_tags,
         visibility = ["//visibility:private"],
     )
-    pare_cc_library(
-        name = name + "_kernels",
-        srcs = [Label("//runtime/kernels:srcs")],
-        deps = [registry] + core,
-        tags = layer_tags,
-        visibility = ["//visibility:private"],
-    )
-    pare_cc_library(
-        name = name + "_executor",
-        srcs = [Label("//runtime/executor:srcs")],
-        hdrs = [Label("//runtime/executor:hdrs")],
-        deps = [registry] + core,
-        optimize = "size",
-        tags = layer_tags,
-        visibility = ["//visibility:private"],
-    )
-    pare_cc_library(
-        name = name + "_c_api",
-        srcs = [Label("//runtime/c_api:srcs")],
-        deps = [
-            executor,
-            registry,
-            Label("//runtime/c_api:headers"),
-        ] + core,
-        optimize = "size",
+    pare_selected_code(
+        name = name + "_code",
+        roots = [Label("//runtime/c_api:bitcode")],
+        lazy = [Label("//runtime/kernels:bitcode")],
+        selection_unit = ":" + name + "_selection_unit",
         tags = layer_tags,
         visibility = ["//visibility:private"],
     )
@@ -208,6 +193,7 @@ def selective_runtime(
         jni = jni,
         platforms = platforms,
         x86_64_isa = x86_64_isa,
+        tracing = tracing,
         visibility = visibility,
         tags = tags,
     )
@@ -235,6 +221,7 @@ def selective_runtime_jni(name, runtime, platforms = SHIPPED_PLATFORMS, visibili
         jni = True,
         platforms = platforms,
         x86_64_isa = "",
+        tracing = False,
         visibility = visibility,
         tags = tags,
     )
@@ -261,6 +248,7 @@ def selective_runtime_test_double(name, runtime, platforms = ["linux_x86_64"], v
         jni = False,
         platforms = platforms,
         x86_64_isa = "",
+        tracing = False,
         visibility = visibility,
         tags = tags,
         pal = Label("//runtime/pal:test_double"),
@@ -273,6 +261,7 @@ def _link_bundle_and_verify(
         jni,
         platforms,
         x86_64_isa,
+        tracing,
         visibility,
         tags,
         pal = Label("//runtime/pal"),
@@ -285,8 +274,7 @@ def _link_bundle_and_verify(
     pare_platform_library(
         name = name + "_library",
         deps = [
-            ":" + layers + "_c_api",
-            ":" + layers + "_kernels",
+            ":" + layers + "_code",
             pal,
         ] + ([Label("//runtime/jni:jni_bridge")] if jni else []),
         lib_name = "pare_" + name,
@@ -300,6 +288,7 @@ def _link_bundle_and_verify(
         selection = ":" + layers + "_selection",
         platforms = platforms,
         x86_64_isa = x86_64_isa,
+        tracing = tracing,
         tags = tags,
         testonly = testonly,
         visibility = visibility,

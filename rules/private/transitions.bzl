@@ -23,20 +23,42 @@ def check_platforms(label, attr_name, names):
 # keep the command line's --//runtime:x86_64_isa.
 X86_64_ISA_SETTING = str(Label("//runtime:x86_64_isa"))
 
+# The instrumentation build (//runtime:tracing): a rule's `tracing` attribute
+# sets it for its split; rules without the attribute keep the command line's.
+TRACING_SETTING = str(Label("//runtime:tracing"))
+
 def _split_impl(settings, attr):
     isa = getattr(attr, "x86_64_isa", "") or settings[X86_64_ISA_SETTING]
+    tracing = getattr(attr, "tracing", False) or settings[TRACING_SETTING]
     return {
         name: {
             "//command_line_option:platforms": platform_label(name),
             X86_64_ISA_SETTING: isa,
+            TRACING_SETTING: tracing,
         }
         for name in attr.platforms
     }
 
 platforms_split_transition = transition(
     implementation = _split_impl,
-    inputs = [X86_64_ISA_SETTING],
-    outputs = ["//command_line_option:platforms", X86_64_ISA_SETTING],
+    inputs = [X86_64_ISA_SETTING, TRACING_SETTING],
+    outputs = ["//command_line_option:platforms", X86_64_ISA_SETTING, TRACING_SETTING],
+)
+
+def _fixed_impl(_settings, _attr):
+    return {
+        "//command_line_option:platforms": platform_label("linux_x86_64"),
+        X86_64_ISA_SETTING: "baseline",
+        TRACING_SETTING: False,
+    }
+
+# For what is the same for every platform (a manifest's codegen): one fixed
+# configuration, so the action runs once however many platforms, ISA levels
+# or instrumentation settings ask for its outputs.
+platform_independent_transition = transition(
+    implementation = _fixed_impl,
+    inputs = [],
+    outputs = ["//command_line_option:platforms", X86_64_ISA_SETTING, TRACING_SETTING],
 )
 
 def _single_impl(_settings, attr):

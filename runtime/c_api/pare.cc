@@ -150,13 +150,13 @@ const char* pare_dtype_name(int32_t dtype) {
 }
 
 size_t pare_op_count(void) { return pare::kNumOps; }
-const char* pare_op_name(size_t index) { return index < pare::kNumOps ? pare::kOpTable.entries[index].name : nullptr; }
-size_t pare_kernel_dtype_count(void) { return pare::kKernelDtypeTable.size; }
+const char* pare_op_name(size_t index) { return index < pare::kNumOps ? pare::kOpTable[index].name : nullptr; }
+size_t pare_kernel_dtype_count(void) { return pare::kNumKernelDtypes; }
 pare_status pare_kernel_dtype(size_t index, const char** tag, const char** dtype_name) {
-  if (index >= pare::kKernelDtypeTable.size || tag == nullptr || dtype_name == nullptr) {
+  if (index >= pare::kNumKernelDtypes || tag == nullptr || dtype_name == nullptr) {
     return PARE_ERROR_INDEX_OUT_OF_RANGE;
   }
-  const pare::KernelDtypeEntry& e = pare::kKernelDtypeTable.entries[index];
+  const pare::KernelDtypeEntry& e = pare::kKernelDtypeTable[index];
   *tag = pare::kTags[static_cast<size_t>(e.tag)].name;
   *dtype_name = pare::to_string(e.dtype);
   return PARE_OK;
@@ -393,7 +393,7 @@ pare_status pare_trace_op(const pare_program* program, size_t index, const char*
           pare::kNumOps, index, [&](size_t i) { return o.op_calls(i) != 0; }, &found)) {
     return PARE_ERROR_INDEX_OUT_OF_RANGE;
   }
-  *name = pare::kOpTable.entries[found].name;
+  *name = pare::kOpTable[found].name;
   *flags = o.op_calls(found);
   return PARE_OK;
 }

@@ -18,7 +18,7 @@ Method::~Method() {
   }
   release_temporaries();
   pare_pal_free(arena_);
-  if constexpr (feature_selected(FeatureId::threads)) release_pool();
+  if (feature_selected(FeatureId::threads)) release_pool();
 }
 
 // Joins and frees the thread pool, if any.
@@ -50,7 +50,7 @@ Error Method::init(const char* name) {
   values_ = allocator_.allocate_array<Value>(m.num_values);
   instructions_ = allocator_.allocate_array<Instruction>(m.num_instructions);
   input_set_ = allocator_.allocate_array<bool>(m.num_inputs);
-  if constexpr (feature_selected(FeatureId::output_buffers)) {
+  if (feature_selected(FeatureId::output_buffers)) {
     output_buffers_ = allocator_.allocate_array<OutputBuffer>(m.num_outputs);
   }
   bool plans_ok = true;
@@ -297,7 +297,7 @@ Error Method::execute() {
     }
   }
   phase_ = Phase::Idle;
-  if constexpr (feature_selected(FeatureId::output_buffers)) {
+  if (feature_selected(FeatureId::output_buffers)) {
     if (num_output_buffers_ > 0) {
       const Error error = finish_output_buffers();
       if (error != Error::Ok) return error;
@@ -351,11 +351,11 @@ Error Method::run_instruction(uint32_t index) {
   program_.observer().record_op(ins.op_table_index, /*root=*/true);
   KernelContext ctx(this, ins.op_name, nullptr);
   uint64_t start = 0;
-  if constexpr (feature_selected(FeatureId::op_profiling)) {
+  if (feature_selected(FeatureId::op_profiling)) {
     if (profiling_) start = pare_pal_ticks();
   }
   Error error = ins.fn(ctx, ValueSpan(ins.args, ins.num_inputs), ValueSpan(outputs, ins.num_outputs));
-  if constexpr (feature_selected(FeatureId::op_profiling)) {
+  if (feature_selected(FeatureId::op_profiling)) {
     if (profiling_) {
       profile_ticks_[index] += pare_pal_ticks() - start;
       profile_calls_[index] += 1;
@@ -435,7 +435,7 @@ Result<void*> Method::allocate_storage(Value* value, size_t nbytes) {
   // A bound output is written straight into the caller's buffer. Its slot
   // is still planned, so the plan does not depend on which outputs are
   // bound.
-  if constexpr (feature_selected(FeatureId::output_buffers)) {
+  if (feature_selected(FeatureId::output_buffers)) {
     if (num_output_buffers_ > 0) {
       if (void* buffer = output_buffer_for(value, nbytes)) return buffer;
     }
@@ -459,7 +459,7 @@ Error Method::set_output_buffer(size_t index, void* data, size_t nbytes) {
   PARE_CHECK_OR_RETURN(diagnostics_, index < desc_->num_outputs, Error::IndexOutOfRange,
                        "output index %zu is out of range: method '%s' has %u outputs", index, desc_->name,
                        desc_->num_outputs);
-  if constexpr (!feature_selected(FeatureId::output_buffers)) {
+  if (!feature_selected(FeatureId::output_buffers)) {
     (void)data;
     (void)nbytes;
     return PARE_FAIL(diagnostics_, Error::FeatureNotSelected,
@@ -523,7 +523,7 @@ Error Method::set_num_threads(uint32_t threads) {
   if (desc_ == nullptr) return PARE_FAIL(diagnostics_, Error::InvalidState, "the method is not initialised");
   PARE_CHECK_OR_RETURN(diagnostics_, threads >= 1 && threads <= ThreadPool::kMaxThreads, Error::InvalidArgument,
                        "thread count %u must be in [1, %u]", threads, ThreadPool::kMaxThreads);
-  if constexpr (!feature_selected(FeatureId::threads)) {
+  if (!feature_selected(FeatureId::threads)) {
     if (threads == 1) return Error::Ok;
     return PARE_FAIL(diagnostics_, Error::FeatureNotSelected,
                      "the manifest does not select build feature threads: add it to build_features in the "
@@ -549,7 +549,7 @@ Error Method::set_num_threads(uint32_t threads) {
 Error Method::set_profiling(bool enabled) {
   diagnostics_.clear();
   if (desc_ == nullptr) return PARE_FAIL(diagnostics_, Error::InvalidState, "the method is not initialised");
-  if constexpr (!feature_selected(FeatureId::op_profiling)) {
+  if (!feature_selected(FeatureId::op_profiling)) {
     (void)enabled;
     return PARE_FAIL(diagnostics_, Error::FeatureNotSelected,
                      "the manifest does not select build feature op_profiling: add it to "
@@ -676,9 +676,9 @@ void KernelContext::adopt_object(Value& out, ObjectBase* object) {
   record_class(object->class_id);
 }
 
-Error KernelContext::call_op(size_t op_index, ValueSpan inputs, ValueSpan outputs) {
-  const OpEntry& entry = kOpTable.entries[op_index];
-  method_->program_.observer().record_op(op_index, /*root=*/false);
+Error KernelContext::call_op(size_t slot, ValueSpan inputs, ValueSpan outputs) {
+  const OpEntry& entry = kOpTable[slot];
+  method_->program_.observer().record_op(slot, /*root=*/false);
   KernelContext nested(method_, entry.name, op_name_);
   return entry.fn(nested, inputs, outputs);
 }

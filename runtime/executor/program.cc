@@ -244,14 +244,14 @@ Error Loader::decode_ops(uint64_t offset) {
         return PARE_FAIL(diag, Error::OperatorNotSelected,
                          "the manifest (%s) does not select %s: re-trace the model or add it to the "
                          "manifest (this build's runtime was compiled without it)",
-                         PARE_MANIFEST_NAME, name);
+                         selection::kManifestName, name);
       }
       return PARE_FAIL(diag, Error::OperatorNotFound,
                        "operator %s is not implemented by this runtime (no kernel in "
                        "runtime/kernels/*.ops.def); export the model with supported ops or add a kernel",
                        name);
     }
-    ops[i] = ProgramOp{name, entry, static_cast<size_t>(entry - kOpTable.entries)};
+    ops[i] = ProgramOp{name, entry, static_cast<size_t>(entry - kOpTable)};
   }
   program_.ops_ = ops;
   program_.num_ops_ = count;

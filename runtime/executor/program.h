@@ -13,7 +13,7 @@
 // method instances (runtime/executor/method.h) created from the program.
 
 #include "runtime/core/diagnostics.h"
-#include "runtime/registry/inventory.h"
+#include "runtime/registry/selection.h"
 #include "runtime/core/memory.h"
 #include "runtime/registry/observer.h"
 #include "runtime/core/program_format.h"

@@ -11,16 +11,19 @@
 // Code that touches the class is gated on its selection, PyTorch style:
 //
 //   inline constexpr auto kLinearPackedParamsClass =
-//       selective_class_<classes::LinearPackedParams>(
-//           TORCH_SELECTIVE_CLASS("LinearPackedParams"));
-//   if constexpr (kLinearPackedParamsClass.selected()) { ... use it ... }
-//   else { return class_not_selected(ctx, kLinearPackedParamsClass.name()); }
+//       selective_class_<classes::LinearPackedParams>("LinearPackedParams");
+//   if (!kLinearPackedParamsClass.selected()) {
+//     return class_not_selected(ctx, kLinearPackedParamsClass.name());
+//   }
+//   ... use it ...
 //
-// so an unselected class's methods are never referenced and are stripped.
+// selected() reads a link-time constant (selection.h), so in an app that
+// does not select the class the code after the test is unreachable and its
+// methods are deleted by the app's link step.
 // There is no RTTI: an object carries its ClassId, checked by
 // KernelArgs::object<T>() before any cast.
 
-#include "runtime/registry/inventory.h"
+#include "runtime/registry/selection.h"
 
 namespace pare {
 
@@ -37,17 +40,17 @@ void destroy_object(ObjectBase* object) {
   static_cast<T*>(object)->~T();
 }
 
+// The name is a plain literal, not T::kName: a build without the class
+// keeps the message's text but no symbol of the class (tools/verify).
 template <typename T>
 class selective_class_ {
  public:
-  template <bool kSelected>
-  constexpr explicit selective_class_(SelectiveStr<kSelected> name) : name_(name.name()), selected_(kSelected) {}
+  constexpr explicit selective_class_(const char* name) : name_(name) {}
   constexpr const char* name() const { return name_; }
-  constexpr bool selected() const { return selected_ && class_selected(T::kId); }
+  bool selected() const { return class_selected(T::kId); }
 
  private:
   const char* name_;
-  bool selected_;
 };
 
 }  // namespace pare

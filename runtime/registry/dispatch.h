@@ -8,15 +8,15 @@
 //
 // or, equivalently, PARE_DISPATCH(add_kernel, ctx, dtype, T, { ... }).
 //
-// For each dtype the tag declares (runtime/kernels/*.tags.def) and the
-// selection keeps (should_include_kernel_dtype), the body runs inside the
-// never-inlined function template instance
+// For each dtype the tag declares (runtime/kernels/*.tags.def), the body runs
+// inside the never-inlined function template instance
 // pare::dispatch_case<pare::tags::<tag>, T, F>, whose symbol the size
-// verifier looks for. Every other dtype takes a cold error path decided by
-// `if constexpr`, so its specialisation is never instantiated and its code
-// does not exist in the binary. Dtypes the tag does not declare report
-// "not supported"; declared but unselected ones report "not selected" with
-// the fix.
+// verifier looks for. Dtypes the tag does not declare report "not
+// supported" (decided by `if constexpr`: no such instance exists); declared
+// ones the app does not select report "not selected" with the fix. That
+// test reads a link-time constant (selection.h), which the app's link step
+// folds: an unselected instance is unreachable there and is deleted before
+// any machine code exists.
 
 #include "runtime/registry/kernel.h"
 
@@ -44,9 +44,8 @@ PARE_ALWAYS_INLINE Error dispatch_one(KernelContext& ctx, F& fn) {
   constexpr ScalarType kType = scalar_type_of<T>;
   if constexpr (!tag_declares<Tag>(kType)) {
     return dtype_not_supported(ctx, Tag::id, kType);
-  } else if constexpr (!kernel_dtype_selected(Tag::name, kType)) {
-    return dtype_not_selected(ctx, Tag::id, kType);
   } else {
+    if (!kernel_dtype_selected(Tag::id, kType)) return dtype_not_selected(ctx, Tag::id, kType);
     ctx.record_kernel_dtype(Tag::id, kType);
     return dispatch_case<Tag, T, F>(fn);
   }
@@ -85,25 +84,37 @@ PARE_ALWAYS_INLINE Error dispatch_as(KernelContext& ctx, F&& fn) {
 // few pixels, a 2x2 max pool), behind a tag of its own, so that only the
 // runtimes whose traced inputs took it contain it:
 //
-//   if constexpr (fast_path_compiled<tags::gemm_narrow_kernel, float>()) {
-//     if (narrow) return run_fast_path<tags::gemm_narrow_kernel, float>(ctx, [&] { ...; return Error::Ok; });
+//   if constexpr (fast_path_compiled<tags::gemm_narrow_kernel, T>()) {
+//     if (narrow && fast_path_selected<tags::gemm_narrow_kernel, T>()) {
+//       return run_fast_path<tags::gemm_narrow_kernel, T>(ctx, [&] { ...; return Error::Ok; });
+//     }
 //   }
 //   ... the general path ...
 //
 // Unlike a dtype dispatch, a build that does not select the (tag, dtype)
 // runs the general path instead: slower, never an error. The instrumentation
-// build compiles every fast path and records the ones taken, so the tracer
+// build has every fast path and records the ones taken, so the tracer
 // writes them into the manifest like any kernel dtype; the fast path runs
-// inside dispatch_case<Tag, T, F>, the unit the linker drops and the
-// verifier checks.
+// inside dispatch_case<Tag, T, F>, the unit the app's link step drops and
+// the verifier checks.
+//
+// fast_path_compiled: the tag declares T, so the shared code has the path
+// for T (decided at compile time); fast_path_selected: the app selects it
+// (a link-time constant).
 template <typename Tag, typename T>
 constexpr bool fast_path_compiled() {
-  return tag_declares<Tag>(scalar_type_of<T>) && kernel_dtype_selected(Tag::name, scalar_type_of<T>);
+  return tag_declares<Tag>(scalar_type_of<T>);
+}
+
+template <typename Tag, typename T>
+PARE_ALWAYS_INLINE bool fast_path_selected() {
+  static_assert(fast_path_compiled<Tag, T>(), "guard with if constexpr (fast_path_compiled<Tag, T>())");
+  return kernel_dtype_selected(Tag::id, scalar_type_of<T>);
 }
 
 template <typename Tag, typename T, typename F>
 PARE_ALWAYS_INLINE Error run_fast_path(KernelContext& ctx, F&& fn) {
-  static_assert(fast_path_compiled<Tag, T>(), "guard the call with if constexpr (fast_path_compiled<Tag, T>())");
+  static_assert(fast_path_compiled<Tag, T>(), "guard with if constexpr (fast_path_compiled<Tag, T>())");
   ctx.record_kernel_dtype(Tag::id, scalar_type_of<T>);
   auto body = [&fn](TypeTag<T>) -> Error { return fn(); };
   return dispatch_case<Tag, T>(body);

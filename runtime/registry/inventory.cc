@@ -1,6 +1,7 @@
-// Load-time lookups over the constexpr inventory tables (see inventory.h).
+// Load-time lookups over the inventory (inventory.h) and the app's selected
+// operators (selection.h).
 
-#include "runtime/registry/inventory.h"
+#include "runtime/registry/selection.h"
 
 #include "runtime/core/format.h"
 
@@ -19,7 +20,7 @@ constexpr uint32_t kKnownOpHashes[] = {
 const OpEntry* find_op(const char* name) {
   // Linear: runs once per distinct operator of a program, at load time.
   for (size_t i = 0; i < kNumOps; ++i) {
-    if (string_equal(kOpTable.entries[i].name, name)) return &kOpTable.entries[i];
+    if (string_equal(kOpTable[i].name, name)) return &kOpTable[i];
   }
   return nullptr;
 }

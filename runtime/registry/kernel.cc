@@ -19,7 +19,7 @@ Error dtype_not_selected(KernelContext& ctx, TagId tag, ScalarType t) {
   return PARE_FAIL(ctx, Error::DtypeNotSelected,
                    "dtype %s of kernel tag %s is not selected in this build (manifest %s): re-trace "
                    "the model with inputs that reach it, or add %s to kernel_metadata[%s] in the manifest",
-                   to_string(t), tag_name, PARE_MANIFEST_NAME, to_string(t), tag_name);
+                   to_string(t), tag_name, selection::kManifestName, to_string(t), tag_name);
 }
 
 Error dtype_not_supported(KernelContext& ctx, TagId tag, ScalarType t) {
@@ -38,7 +38,7 @@ Error op_not_selected_in_call(KernelContext& ctx, const char* name) {
   return PARE_FAIL(ctx, Error::OperatorNotSelected,
                    "calls %s, which the manifest (%s) does not select: re-trace the model or add %s "
                    "to the manifest",
-                   name, PARE_MANIFEST_NAME, name);
+                   name, selection::kManifestName, name);
 }
 
 }  // namespace detail

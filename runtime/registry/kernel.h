@@ -67,8 +67,8 @@ class KernelContext {
     return object;
   }
 
-  // Calls kOpTable[op_index] as a non-root op; use PARE_CALL_OP.
-  Error call_op(size_t op_index, ValueSpan inputs, ValueSpan outputs);
+  // Calls kOpTable[slot] as a non-root op; use PARE_CALL_OP.
+  Error call_op(size_t slot, ValueSpan inputs, ValueSpan outputs);
 
   // Observer hooks (no-ops unless PARE_TRACING).
   void record_kernel_dtype(TagId tag, ScalarType t);
@@ -82,12 +82,8 @@ class KernelContext {
   // count, so a plan's scratch sizes do too.
   static constexpr int64_t kWorkPerChunk = int64_t{1} << 16;
   uint32_t chunks_for(int64_t n, int64_t grain, int64_t work) const {
-    if constexpr (!feature_selected(FeatureId::threads)) {
-      (void)n, (void)grain, (void)work;
-      return 1;
-    } else {
-      return threaded_chunks(n, grain, work);
-    }
+    if (!feature_selected(FeatureId::threads)) return 1;
+    return threaded_chunks(n, grain, work);
   }
   // The items of chunk c (of `chunks`) of [0, n): a multiple of `grain`
   // long but the last.
@@ -102,14 +98,9 @@ class KernelContext {
   // disjoint parts of the output, so results do not depend on `chunks`.
   template <typename F>
   void parallel(uint32_t chunks, int64_t n, int64_t grain, F&& fn) {
-    if constexpr (!feature_selected(FeatureId::threads)) {
-      (void)chunks, (void)grain;
+    if (!feature_selected(FeatureId::threads) || chunks <= 1) {
       fn(uint32_t{0}, int64_t{0}, n);
     } else {
-      if (chunks <= 1) {
-        fn(uint32_t{0}, int64_t{0}, n);
-        return;
-      }
       struct Job {
         F* fn;
         int64_t n;
@@ -145,19 +136,18 @@ PARE_COLD Error op_not_selected_in_call(KernelContext& ctx, const char* name);
 }  // namespace detail
 
 // Calls another operator through the registry, e.g. add.Scalar forwarding
-// to add.Tensor. The index is resolved at compile time; when the callee is
-// not selected the call compiles to an error naming it.
-template <int kIndex>
+// to add.Tensor. The callee's inventory id is resolved at compile time (a
+// name the runtime lacks does not compile); when the app does not select
+// it, the call is an error naming it (a link-time constant, selection.h).
+template <int kId>
 Error call_op(KernelContext& ctx, const char* name, ValueSpan inputs, ValueSpan outputs) {
-  if constexpr (kIndex < 0) {
-    return detail::op_not_selected_in_call(ctx, name);
-  } else {
-    (void)name;
-    return ctx.call_op(static_cast<size_t>(kIndex), inputs, outputs);
-  }
+  static_assert(kId >= 0, "PARE_CALL_OP names an operator no kernel implements (runtime/kernels/*.ops.def)");
+  const int slot = op_slot(kId);
+  if (slot < 0) return detail::op_not_selected_in_call(ctx, name);
+  return ctx.call_op(static_cast<size_t>(slot), inputs, outputs);
 }
 #define PARE_CALL_OP(ctx, name, inputs, outputs) \
-  ::pare::call_op<::pare::op_index(name)>((ctx), (name), (inputs), (outputs))
+  ::pare::call_op<::pare::op_id(name)>((ctx), (name), (inputs), (outputs))
 
 // Wraps a possibly negative dimension index like PyTorch's maybe_wrap_dim
 // (a 0-dim tensor accepts dims -1 and 0).

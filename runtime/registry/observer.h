@@ -7,7 +7,7 @@
 // instruction list, and/or non-root, i.e. by another kernel through
 // PARE_CALL_OP), every (kernel tag, dtype) a dtype dispatch reached, every
 // custom class created or used, and every build feature used. Storage is a
-// fixed set of bit masks indexed by the constexpr inventory tables, so
+// fixed set of bit masks sized by the inventory, so
 // recording never allocates. In normal builds every hook is an empty inline
 // function and the object is empty.
 
@@ -39,7 +39,7 @@ class Observer {
   bool feature_used(FeatureId id) const { return features_[static_cast<size_t>(id)]; }
 
  private:
-  uint8_t ops_[kNumOps > 0 ? kNumOps : 1] = {};
+  uint8_t ops_[kNumInventoryOps > 0 ? kNumInventoryOps : 1] = {};  // by kOpTable index (at most this many)
   uint16_t dtypes_[kNumTags > 0 ? kNumTags : 1] = {};
   bool classes_[kNumClasses > 0 ? kNumClasses : 1] = {};
   bool features_[kNumFeatures > 0 ? kNumFeatures : 1] = {};

@@ -1,7 +1,8 @@
 #pragma once
-// Compile-time selection: which operators, kernel dtypes, custom classes and
-// build features this build contains. Implements the runtime half of
-// docs/selection.md.
+// An app's selection at compile time, for the one unit that turns it into
+// link-time constants (selection.cc; runtime/registry/selection.h says why
+// the rest of the runtime does not include this). Implements the compile-
+// time half of docs/selection.md.
 //
 // The generated headers in `pare_selection/` (codegen output, or the
 // select-everything defaults in runtime/selection/default/) define
@@ -12,24 +13,15 @@
 //   TORCH_SELECTIVE_CLASS("LinearPackedParams") -> SelectiveStr<selected?>
 //   should_include_kernel_dtype(tag, dtype)     (from the generated header)
 //
-// Everything is evaluated by the compiler; registration code picks template
-// specialisations on the results, so an unselected kernel, dtype case or
-// class is never instantiated or referenced and the linker drops it.
+// selection.cc builds the operator table with them: an unselected
+// operator's kernel is a template argument its specialisation discards, so
+// its address is never taken.
 
-#include "runtime/core/scalar_type.h"
+// Defines detail::str_eq, which selected_kernel_dtypes.h calls.
+#include "runtime/registry/inventory.h"
 
 namespace pare {
 namespace detail {
-
-// Defined before the generated headers are included: selected_kernel_dtypes.h
-// calls it (docs/selection.md).
-constexpr bool str_eq(const char* a, const char* b) {
-  while (*a != '\0' && *a == *b) {
-    ++a;
-    ++b;
-  }
-  return *a == *b;
-}
 
 // True when `item` is one of the ';'-terminated entries of `list`
 // ("a;b;c;"), compared exactly: "aten::add" does not match "aten::add.Tensor".
@@ -101,8 +93,8 @@ constexpr bool build_feature_allowlist_check(const char* feature) {
 #endif
 }
 
-// The dtype predicate used by dtype dispatch (runtime/registry/dispatch.h).
-constexpr bool kernel_dtype_selected(const char* tag, ScalarType t) {
+// Whether the manifest selects dtype `t` of kernel tag `tag`.
+constexpr bool kernel_dtype_allowlist_check(const char* tag, ScalarType t) {
 #if defined(PARE_INCLUDE_ALL_KERNEL_DTYPES)
   return (void)tag, (void)t, true;
 #else

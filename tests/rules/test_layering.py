@@ -35,11 +35,21 @@ def test_pal_and_core_know_nothing_of_the_upper_layers():
 
 
 def test_each_upper_layer_depends_only_on_the_layers_below():
-    # selective_runtime's per-app layers, on the rules' own test fixture. The
-    # registry reads the kernels' inventory (runtime/kernels/*.def); the
+    # The registry reads the kernels' inventory (runtime/kernels/*.def); the
     # kernels reach the registry's kernel API, never the executor or C API.
     below = {"//runtime/registry", "//runtime/kernels", "//runtime/core", "//runtime/pal"}
-    assert runtime_packages("//rules/tests:fixture_registry") == below
-    assert runtime_packages("//rules/tests:fixture_kernels") == below
-    assert runtime_packages("//rules/tests:fixture_executor") == below | {"//runtime/executor"}
-    assert runtime_packages("//rules/tests:fixture_c_api") == below | {"//runtime/executor", "//runtime/c_api"}
+    assert runtime_packages("//runtime/registry") == below
+    assert runtime_packages("//runtime/kernels") == below
+    assert runtime_packages("//runtime/executor") == below | {"//runtime/executor"}
+    assert runtime_packages("//runtime/c_api") == below | {"//runtime/executor", "//runtime/c_api"}
+
+
+def test_no_layer_depends_on_a_manifest_only_the_apps_selection_unit_does():
+    # Kernels compiled once per platform (docs/bazel.md): nothing below the
+    # bitcode modules every app shares reads a selection; an app's own
+    # selection unit is the one runtime library that does.
+    shared = "//runtime/c_api:bitcode + //runtime/kernels:bitcode"
+    assert not bazel("query", f"kind('pare_selection', deps({shared}))", "--output=label").stdout.split()
+    assert bazel(
+        "query", "kind('pare_selection', deps(//rules/tests:fixture_selection_unit))", "--output=label"
+    ).stdout.split() == ["//rules/tests:fixture_selection"]

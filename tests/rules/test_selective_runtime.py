@@ -18,7 +18,7 @@ import torch
 
 from pare.program import ProgramBuilder
 from pare.runtime import PareError, Runtime
-from tests.conftest import REPO_ROOT, bazel, bazel_build
+from tests.conftest import REPO_ROOT, bazel, bazel_build, bazel_output_files
 from tools.tracer.model_spec import load_model_spec
 
 APPS = {
@@ -172,8 +172,9 @@ def test_define_ops_chooses_among_candidate_manifests(tmp_path):
 
 def test_build_features_attribute_selects_features_on_top_of_the_manifest():
     # a.yaml selects no build feature; the attribute adds output_buffers.
-    bin_dir = bazel_build("//rules/tests:output_buffers_selection")
-    header = bin_dir / "rules/tests/output_buffers_selection/pare_selection/selected_classes.h"
+    (header,) = [
+        f for f in bazel_output_files("//rules/tests:output_buffers_selection") if f.name == "selected_classes.h"
+    ]
     assert '#define TORCH_BUILD_FEATURE_ALLOWLIST "output_buffers;"' in header.read_text()
     bad = bazel("build", "//rules/tests:unknown_feature_selection", check=False)
     assert bad.returncode != 0

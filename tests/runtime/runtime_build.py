@@ -2,6 +2,13 @@
 pare_cc_library macro does (same flags), with a chosen selection directory
 and PAL. Outputs are cached by a hash of every input.
 
+The full selection (runtime/selection/default) is compiled to machine code
+throughout: everything is selected, so there is nothing to delete. Any
+other selection is built as selective_runtime builds an app: the layers
+above the core to bitcode (shared by every selection), the selection unit
+against the selection's headers, then rules/private/select_link.sh, which
+folds the selection and deletes what it leaves out (docs/bazel.md).
+
 With PARE_SANITIZE set (e.g. "address,undefined", as tools/sanitize.sh does)
 every library is built with those sanitizers on top of the house flags, so
 the same fixtures give sanitized runtimes. The process that loads them must
@@ -43,6 +50,14 @@ PAL_SOURCES = {"posix": "runtime/pal/pal_posix.cc", "test_double": "runtime/pal/
 # under runtime/, such as jni/, are separate targets built on the C API).
 RUNTIME_DIRS = ("core", "registry", "executor", "kernels", "c_api", "pal")
 SANITIZE_ENV = "PARE_SANITIZE"
+# The layers selective_runtime compiles to bitcode (rules/private/cc.bzl's
+# BITCODE_COPTS): the roots of the selection step, linked whole, and the
+# kernels, linked as far as the roots reach; and the unit that holds a
+# selection's link-time constants.
+ROOT_DIRS = ("core", "registry", "executor", "c_api")
+BITCODE_FLAGS = _bzl_list("BITCODE_COPTS")
+SELECTION_UNIT = REPO / "runtime" / "registry" / "selection.cc"
+SELECT_LINK = REPO / "rules" / "private" / "select_link.sh"
 # --//runtime:x86_64_isa=v3's flags (rules/private/isa.bzl).
 X86_64_V3_FLAGS = ("-march=x86-64-v3",)
 
@@ -148,11 +163,12 @@ def runtime_sources(pal: str = "posix") -> list[Path]:
     return [p for p in runtime_files((".cc", ".c")) if p not in excluded]
 
 
-def _inputs_hash(flags: list[str], selection_dir: Path) -> str:
+def _inputs_hash(flags: list[str], selection_dir: Path | None, sources: list[Path] | None = None) -> str:
     h = hashlib.sha256()
-    h.update(repr((CXX, flags)).encode())
+    h.update(repr((CXX, flags, [str(p) for p in sources or ()])).encode())
     files = runtime_files((".cc", ".c", ".h", ".def", ".inc"))
-    files += sorted(p for p in Path(selection_dir).rglob("*.h"))
+    if selection_dir is not None:
+        files += sorted(p for p in Path(selection_dir).rglob("*.h"))
     for p in files:
         h.update(str(p).encode())
         h.update(p.read_bytes())
@@ -177,7 +193,8 @@ def build(
     directory renamed into place, and libraries are linked to a private file
     renamed into place, so no session sees another's half-built output."""
     sanitize = sanitizers()
-    objects = library_objects(
+    select = Path(selection_dir).resolve() != DEFAULT_SELECTION.resolve()
+    objects = (selected_objects if select else library_objects)(
         cache_root,
         name,
         selection_dir=selection_dir,
@@ -187,7 +204,7 @@ def build(
         sanitize=sanitize,
         extra_flags=extra_flags,
     )
-    objects_dir = objects[0].parents[1]
+    objects_dir = objects[-1].parents[1]
     if sanitize:
         name = "_".join((name, *sanitize))
     lib = objects_dir / (f"libpare_{name}.so" if pal == "posix" else f"libpare_{name}_{pal}.so")
@@ -203,7 +220,11 @@ def build(
         "-Wl,-z,defs",
         "-o",
         str(tmp),
-        *map(str, objects),
+        *(
+            a
+            for o in objects
+            for a in (["-Wl,--whole-archive", str(o), "-Wl,--no-whole-archive"] if o.suffix == ".a" else [str(o)])
+        ),
         "-lm",
         "-lc",
     ]
@@ -248,6 +269,88 @@ def library_objects(
     )
 
 
+def selected_objects(
+    cache_root: Path,
+    name: str,
+    *,
+    selection_dir: Path,
+    defines=(),
+    pal: str = "posix",
+    opt: str = "-O2",
+    sanitize: tuple[str, ...] = (),
+    extra_flags=(),
+) -> list[Path]:
+    """What build() links for a selection other than the full one, built as
+    selective_runtime builds an app's runtime: the PAL as machine code, the
+    layers above as bitcode with every kernel (compiled once, whatever the
+    selection), the selection unit against `selection_dir`, folded together
+    by rules/private/select_link.sh into one archive that holds only what
+    the selection keeps."""
+    if opt == "-O0":
+        # optnone functions are never folded, so nothing would be deleted.
+        raise ValueError("a selected runtime is built optimised (the selection is folded by LLVM's passes)")
+    if sanitize:
+        name = "_".join((name, *sanitize))
+    no_function_check = ["-fno-sanitize=function"] if "undefined" in sanitize else []
+    flags = HOUSE_FLAGS + [opt, "-fPIC", f"-I{REPO}"] + [f"-D{d}" for d in defines]
+    flags += sanitizer_compile_flags(tuple(sanitize)) + no_function_check + list(extra_flags)
+    machine = sorted((REPO / "runtime" / "pal").glob("*.cc"))
+    excluded = {REPO / p for other, p in PAL_SOURCES.items() if other != pal}
+    base = _objects(Path(cache_root), f"{name}_base", flags, None, machine)
+    roots = [p for d in ROOT_DIRS for p in sorted((REPO / "runtime" / d).rglob("*.cc")) if p != SELECTION_UNIT]
+    kernels = sorted((REPO / "runtime" / "kernels").rglob("*.cc"))
+    bitcode_name = "_".join(("bitcode", *sanitize))
+    bitcode = _objects(Path(cache_root), bitcode_name, flags + BITCODE_FLAGS, None, roots + kernels)
+    unit = _objects(
+        Path(cache_root),
+        f"{name}_selection",
+        flags + BITCODE_FLAGS + [f"-I{selection_dir}"],
+        selection_dir,
+        [SELECTION_UNIT],
+    )
+    kernel_objects = {_object_name(p) for p in kernels}
+    lazy = sorted(p for p in (bitcode / "obj").glob("*.o") if p.name in kernel_objects)
+    root_objects = sorted(p for p in (bitcode / "obj").glob("*.o") if p.name not in kernel_objects)
+    root_objects += sorted((unit / "obj").glob("*.o"))
+    # Keyed by the machine-code objects too: build() links the library beside the archive.
+    archive = _select_link(Path(cache_root), name, root_objects, lazy, flags, key=base.name)
+    return [p for p in sorted((base / "obj").glob("*.o")) if not any(p.name == _object_name(e) for e in excluded)] + [
+        archive
+    ]
+
+
+def _select_link(cache_root: Path, name: str, roots: list[Path], lazy: list[Path], flags: list[str], key: str) -> Path:
+    """rules/private/select_link.sh over `roots` and `lazy`, cached by their bytes (and `key`)."""
+    h = hashlib.sha256(repr((flags, key, [p.name for p in roots])).encode() + SELECT_LINK.read_bytes())
+    for p in roots + lazy:
+        h.update(p.read_bytes())
+    out_dir = cache_root / f"{name}_selected-{h.hexdigest()[:16]}"
+    archive = out_dir / "obj" / f"lib{name}_selected.a"
+    if archive.is_file():
+        return archive
+    tools = [shutil.which(t) for t in ("llvm-link-16", "opt-16", "llvm-nm-16", "llvm-ar-16")]
+    if None in tools:
+        raise RuntimeError(
+            "llvm-link-16, opt-16, llvm-nm-16 and llvm-ar-16 are needed: install llvm-16 (make setup does)"
+        )
+    (out_dir / "obj").mkdir(parents=True, exist_ok=True)
+    tmp = out_dir / "obj" / f".{archive.name}.{os.getpid()}.a"
+    # Code generation with the compile's target flags; the rest of `flags`
+    # (warnings, -std) means nothing for bitcode input.
+    codegen = [f for f in flags if f.startswith(("-O", "-f", "-m", "--target"))]
+    result = subprocess.run(
+        ["sh", str(SELECT_LINK), str(tmp), *tools, "gnu", CXX, *codegen, "--", *map(str, roots), "--", *map(str, lazy)],
+        capture_output=True,
+        text=True,
+        env=compiler_env(),
+    )
+    if result.returncode != 0:
+        raise RuntimeError(f"rules/private/select_link.sh for {name} failed:\n{result.stderr}")
+    os.replace(tmp, archive)
+    _prune(cache_root, f"{name}_selected", keep=out_dir)
+    return archive
+
+
 def object_files(
     cache_root: Path,
     name: str,
@@ -272,9 +375,12 @@ def _object_name(src: Path) -> str:
     return str(src.relative_to(REPO)).replace("/", "_") + ".o"
 
 
-def _objects(cache_root: Path, name: str, flags: list[str], selection_dir: Path) -> Path:
-    """The directory holding every runtime source (all PALs) compiled with `flags`."""
-    out_dir = cache_root / f"{name}-{_inputs_hash(flags, selection_dir)}"
+def _objects(
+    cache_root: Path, name: str, flags: list[str], selection_dir: Path | None, sources: list[Path] | None = None
+) -> Path:
+    """The directory holding `sources` (default: every runtime source, all
+    PALs) compiled with `flags`."""
+    out_dir = cache_root / f"{name}-{_inputs_hash(flags, selection_dir, sources)}"
     if (out_dir / "objects.complete").is_file():
         return out_dir
     if shutil.which(CXX) is None:
@@ -284,7 +390,7 @@ def _objects(cache_root: Path, name: str, flags: list[str], selection_dir: Path)
     # worker) that asks for the same objects waits here, then reuses them.
     with _locked(cache_root / f".{out_dir.name}.lock"):
         if not (out_dir / "objects.complete").is_file():
-            _compile_objects(cache_root, out_dir, flags)
+            _compile_objects(cache_root, out_dir, flags, sources)
     _prune(cache_root, name, keep=out_dir)
     return out_dir
 
@@ -296,11 +402,11 @@ def _locked(path: Path):
         yield
 
 
-def _compile_objects(cache_root: Path, out_dir: Path, flags: list[str]) -> None:
+def _compile_objects(cache_root: Path, out_dir: Path, flags: list[str], sources: list[Path] | None = None) -> None:
     work = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", dir=cache_root))
     try:
         (work / "obj").mkdir()
-        sources = runtime_files((".cc", ".c"))
+        sources = sources if sources is not None else runtime_files((".cc", ".c"))
 
         def compile_one(src: Path) -> None:
             result = subprocess.run(

@@ -395,7 +395,7 @@ def test_conv3d_code_is_absent_from_a_conv2d_only_runtime(pytestconfig, runtime_
     sel = runtime_build.write_selection(
         root / "selection_conv2d_only", ["aten::convolution"], {"convolution_kernel": ["Float"]}, [], []
     )
-    lib = runtime_build.build(root, "conv2d_only", selection_dir=sel, opt="-O0")
+    lib = runtime_build.build(root, "conv2d_only", selection_dir=sel)
     rt = Runtime(lib)
     assert rt.inventory().kernel_dtypes == {"convolution_kernel": ("Float",)}
     x, w = make_tensor((1, 4, 5, 6, 6), torch.float32, 53), make_tensor((6, 2, 3, 3, 3), torch.float32, 54)

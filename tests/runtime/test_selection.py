@@ -268,7 +268,7 @@ def test_extreme_selections_compile_and_load(pytestconfig, runtime, name, ops, d
     root = Path(pytestconfig.cache.mkdir("pare_runtime"))
     sel = runtime_build.write_selection(root / f"selection_{name}", all_ops if ops is None else ops, {}, [], [])
     defines = [] if messages else ["PARE_ENABLE_ERROR_MESSAGES=0"]
-    lib = runtime_build.build(root, name, selection_dir=sel, defines=defines, opt="-O0")
+    lib = runtime_build.build(root, name, selection_dir=sel, defines=defines)
     rt = Runtime(lib)
     inventory = rt.inventory()
     assert list(inventory.ops) == (all_ops if ops is None else [])

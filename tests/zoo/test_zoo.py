@@ -88,7 +88,7 @@ def test_a_failing_step_is_a_row_not_a_crash(tmp_path):
 
 def test_build_errors_are_attributed_to_their_model():
     errors = [
-        "ERROR: /w/models/zoo/BUILD.bazel:13:23: C++ compilation of rule '//models/zoo:resnet18_kernels' failed",
+        "ERROR: /w/models/zoo/BUILD.bazel:13:23: C++ compilation of rule '//models/zoo:resnet18_selection_unit' failed",
         "ERROR: //models/zoo:mobilenet_v3_small: linking failed",
     ]
     failed = zoo.failed_models(["resnet18", "resnet1", "mobilenet_v3", "mobilenet_v3_small"], errors, 1)

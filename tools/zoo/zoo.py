@@ -187,9 +187,7 @@ def failed_models(models: list[str], errors: list[str], returncode: int) -> dict
         return {}
     failed = {}
     for m in models:  # Bazel names the failing target: the bundle or one of the macro's parts
-        label = re.compile(
-            rf"//{ZOO_PACKAGE}:{re.escape(m)}(_selection|_registry|_kernels|_executor|_c_api|_library)?(?![a-z0-9_])"
-        )
+        label = re.compile(rf"//{ZOO_PACKAGE}:{re.escape(m)}(_selection|_selection_unit|_code|_library)?(?![a-z0-9_])")
         mine = [e for e in errors if label.search(e)]
         if mine:
             failed[m] = mine[0]

@@ -134,7 +134,7 @@ PARE_UNUSED void tiny_block(const Geometry& g, const float* x, const float* w, c
 Error run_float(KernelContext& ctx, const Geometry& g, const float* x, const float* w, const float* bias,
                 int64_t bias_stride, float* y) {
   if constexpr (fast_path_compiled<tags::depthwise_tiny_kernel, float>()) {
-    if (tiny(g)) {
+    if (tiny(g) && fast_path_selected<tags::depthwise_tiny_kernel, float>()) {
       return run_fast_path<tags::depthwise_tiny_kernel, float>(ctx, [&]() -> Error {
         PARE_TRY_ASSIGN(void* memory, ctx.allocate_scratch(tiny_scratch_floats(g) * sizeof(float)));
         for (int64_t n = 0; n < g.batch; ++n) {

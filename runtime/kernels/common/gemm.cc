@@ -270,7 +270,7 @@ void micro_kernel(int64_t kc, const float* PARE_RESTRICT a, const float* PARE_RE
 
 Result<Split> split_for(KernelContext& ctx, int64_t m, int64_t n, int64_t k, bool pack_a, bool pack_b) {
   Split split;
-  if constexpr (feature_selected(FeatureId::threads)) {
+  if (feature_selected(FeatureId::threads)) {
     const int64_t work = m * n * k;
     const uint32_t by_columns = ctx.chunks_for(n, kNR, work);
     const uint32_t by_rows = ctx.chunks_for(m, kMR, work);

@@ -196,8 +196,7 @@ Result<Split> split_for(KernelContext& ctx, int64_t m, int64_t n, int64_t k, boo
 template <typename PackA, typename PackB>
 void sgemm(KernelContext& ctx, const Split& split, int64_t m, int64_t n, int64_t k, float alpha,
            const PackA& pack_a_block, const PackB& pack_b_block, float* c, int64_t ldc, bool accumulate) {
-  if constexpr (!feature_selected(FeatureId::threads)) {  // one call, no split code
-    (void)ctx;
+  if (!feature_selected(FeatureId::threads)) {  // one call, no split code
     sgemm(m, n, k, alpha, pack_a_block, pack_b_block, c, ldc, accumulate, split.a_scratch, split.b_scratch);
     return;
   }

@@ -175,7 +175,8 @@ PARE_UNUSED Error conv_float(KernelContext& ctx, const ConvGeometry& g, const fl
     }
   };
   if constexpr (fast_path_compiled<tags::gemm_narrow_kernel, float>()) {
-    if (pointwise && p <= gemm::kNarrowN) {  // a 1x1 convolution over a few pixels (gemm.h)
+    if (pointwise && p <= gemm::kNarrowN &&
+        fast_path_selected<tags::gemm_narrow_kernel, float>()) {  // 1x1, few pixels (gemm.h)
       return run_fast_path<tags::gemm_narrow_kernel, float>(ctx, [&]() -> Error {
         PARE_TRY_ASSIGN(void* scratch, ctx.allocate_scratch(gemm::narrow_scratch_floats(p, k) * sizeof(float)));
         each_group([&](const float* image, float* c, const float* a) {
@@ -572,14 +573,15 @@ Error conv3d(KernelContext& ctx, const Conv3dGeometry& g3, const T* x, const T* 
   return Error::Ok;
 }
 
-// Whether the manifest selects any dtype of convolution3d_kernel. When it
-// selects none, aten::convolution compiles no 3-d code at all, not even the
-// dispatch: a 2-d-only runtime gains only the tag's inventory entry.
-constexpr bool convolution3d_selected() {
-  for (ScalarType t : tags::convolution3d_kernel::dtypes) {
-    if (kernel_dtype_selected(tags::convolution3d_kernel::name, t)) return true;
-  }
-  return false;
+// Whether the app selects any dtype of convolution3d_kernel. When it selects
+// none, aten::convolution keeps no 3-d code at all, not even the dispatch: a
+// 2-d-only runtime gains only the tag's inventory entry. (A link-time
+// constant, selection.h: the loop unrolls over the tag's dtypes.)
+bool convolution3d_selected() {
+  bool any = false;
+  for (ScalarType t : tags::convolution3d_kernel::dtypes)
+    any = any || kernel_dtype_selected(TagId::convolution3d_kernel, t);
+  return any;
 }
 
 // The non-transposed 5-d case of aten::convolution, for one dtype.
@@ -629,7 +631,7 @@ Error aten_convolution(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs) 
                        static_cast<long long>(groups));
 
   if (weight.dim == 5) {
-    if constexpr (convolution3d_selected()) {
+    if (convolution3d_selected()) {
       PARE_CHECK_OR_RETURN(ctx, !transposed, Error::NotImplemented,
                            "argument 'transposed': transposed 3-d convolution ('weight' of sizes %s) is not supported",
                            sizes_to_string(weight.size_span()).text);

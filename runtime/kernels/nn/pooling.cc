@@ -476,7 +476,7 @@ Error aten_max_pool2d_with_indices(KernelContext& ctx, ValueSpan inputs, ValueSp
     // Planes split over the method's threads (work: one compare per tap).
     const uint32_t chunks = ctx.chunks_for(planes.count, 1, planes.count * out_plane * p.kernel[0] * p.kernel[1]);
     if constexpr (fast_path_compiled<tags::max_pool2d_2x2_kernel, T>()) {
-      if (is_plain_2x2(planes, p)) {
+      if (is_plain_2x2(planes, p) && fast_path_selected<tags::max_pool2d_2x2_kernel, T>()) {
         return run_fast_path<tags::max_pool2d_2x2_kernel, T>(ctx, [&]() -> Error {
           ctx.parallel(chunks, planes.count, 1, [&](uint32_t, int64_t begin, int64_t end) {
             for (int64_t i = begin; i < end; ++i) {

@@ -69,10 +69,8 @@ Error map_tagged(KernelContext& ctx, float* out, int64_t n, F f) {
 
 Result<const float*> Epilogue::residual_data(KernelContext& ctx, const Tensor& out) const {
   if (residual == nullptr) return static_cast<const float*>(nullptr);
-  if constexpr (!kResidual) {
-    (void)out;
+  if (!residual_selected())
     return detail::dtype_not_selected(ctx, tags::prepacked_residual_kernel::id, ScalarType::Float);
-  }
   PARE_CHECK_OR_RETURN(ctx, residual->dtype == ScalarType::Float, Error::InvalidArgument,
                        "argument 'residual' must be a Float tensor, got %s", to_string(residual->dtype));
   bool same_sizes = residual->dim == out.dim;
@@ -85,7 +83,7 @@ Result<const float*> Epilogue::residual_data(KernelContext& ctx, const Tensor& o
 }
 
 Error Epilogue::apply(KernelContext& ctx, float* out, const float* res, int64_t n) const {
-  if constexpr (feature_selected(FeatureId::threads)) {
+  if (feature_selected(FeatureId::threads)) {
     // An error (an epilogue dtype the build left out) comes from the
     // dispatch before any element: found on an empty range first, so no
     // chunk can fail. About 4 operations per element.
@@ -111,7 +109,7 @@ Error Epilogue::apply_range(KernelContext& ctx, float* out, const float* res, in
     PARE_TRY((dispatch_as<tags::prepacked_residual_kernel, float>(ctx, add)));
   }
   clamp.apply(out, n);
-  if constexpr (!kAnyActivation) return Error::Ok;  // read_epilogue let no activation through
+  if (!any_activation()) return Error::Ok;  // read_epilogue let no activation through
   switch (activation) {
     case Activation::None: return Error::Ok;
     case Activation::Hardswish:
@@ -307,7 +305,8 @@ Error Conv2dPackedParams::run(KernelContext& ctx, const Tensor& input, Value& ou
     return Error::Ok;
   };
   if constexpr (fast_path_compiled<tags::gemm_narrow_kernel, float>()) {
-    if (pointwise && p <= gemm::kNarrowN) {  // a 1x1 convolution over a few pixels (gemm.h)
+    if (pointwise && p <= gemm::kNarrowN &&
+        fast_path_selected<tags::gemm_narrow_kernel, float>()) {  // 1x1, few pixels (gemm.h)
       return run_fast_path<tags::gemm_narrow_kernel, float>(ctx, [&]() -> Error {
         PARE_TRY_ASSIGN(void* scratch, ctx.allocate_scratch(gemm::narrow_scratch_floats(p, k) * sizeof(float)));
         return each_group([&](const float* image, float* c, const float* a) {

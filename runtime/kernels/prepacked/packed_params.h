@@ -21,7 +21,7 @@
 // so a build that does not select a class contains none of its code.
 
 #include "runtime/registry/kernel.h"
-#include "runtime/registry/selective.h"
+#include "runtime/registry/selection.h"
 
 namespace pare {
 namespace classes {
@@ -52,12 +52,15 @@ struct Epilogue {
   // Whether the build selects any fused activation, and the residual add:
   // a runtime that selects none has no epilogue code beyond the clamp (and
   // rejects a program that asks for one, naming what is not selected).
-  static constexpr bool kAnyActivation = kernel_dtype_selected("prepacked_hardswish_kernel", ScalarType::Float) ||
-                                         kernel_dtype_selected("prepacked_hardsigmoid_kernel", ScalarType::Float) ||
-                                         kernel_dtype_selected("prepacked_sigmoid_kernel", ScalarType::Float) ||
-                                         kernel_dtype_selected("prepacked_silu_kernel", ScalarType::Float) ||
-                                         kernel_dtype_selected("prepacked_gelu_kernel", ScalarType::Float);
-  static constexpr bool kResidual = kernel_dtype_selected("prepacked_residual_kernel", ScalarType::Float);
+  // (Link-time constants, selection.h.)
+  static bool any_activation() {
+    return kernel_dtype_selected(TagId::prepacked_hardswish_kernel, ScalarType::Float) ||
+           kernel_dtype_selected(TagId::prepacked_hardsigmoid_kernel, ScalarType::Float) ||
+           kernel_dtype_selected(TagId::prepacked_sigmoid_kernel, ScalarType::Float) ||
+           kernel_dtype_selected(TagId::prepacked_silu_kernel, ScalarType::Float) ||
+           kernel_dtype_selected(TagId::prepacked_gelu_kernel, ScalarType::Float);
+  }
+  static bool residual_selected() { return kernel_dtype_selected(TagId::prepacked_residual_kernel, ScalarType::Float); }
 
   Clamp clamp;
   Activation activation = Activation::None;
@@ -125,9 +128,7 @@ class Conv2dPackedParams : public ObjectBase {
 
 }  // namespace classes
 
-inline constexpr auto kLinearPackedParamsClass =
-    selective_class_<classes::LinearPackedParams>(TORCH_SELECTIVE_CLASS("LinearPackedParams"));
-inline constexpr auto kConv2dPackedParamsClass =
-    selective_class_<classes::Conv2dPackedParams>(TORCH_SELECTIVE_CLASS("Conv2dPackedParams"));
+inline constexpr auto kLinearPackedParamsClass = selective_class_<classes::LinearPackedParams>("LinearPackedParams");
+inline constexpr auto kConv2dPackedParamsClass = selective_class_<classes::Conv2dPackedParams>("Conv2dPackedParams");
 
 }  // namespace pare

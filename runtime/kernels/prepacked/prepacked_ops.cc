@@ -1,9 +1,9 @@
 // pare::linear_prepack / linear_prepacked / conv2d_prepack / conv2d_prepacked.
 //
-// The pattern for ops over custom classes: each op body is compiled only
-// when its class is selected (`if constexpr` on selective_class_), so a
-// build without the class keeps the op's name but none of the class's code,
-// and reports ClassNotSelected if it is ever reached.
+// The pattern for ops over custom classes: each op body runs only when its
+// class is selected (selective_class_, a link-time constant), so a build
+// without the class keeps the op's name but none of the class's code, and
+// reports ClassNotSelected if it is ever reached.
 
 #include "runtime/registry/dispatch.h"
 #include "runtime/core/format.h"
@@ -49,7 +49,7 @@ PARE_UNUSED Error read_epilogue(KernelContext& ctx, KernelArgs& args, size_t cou
   if (count >= 6) e.residual = args.optional_tensor(5, "residual");
   PARE_TRY(args.status());
   if (name == nullptr) return Error::Ok;
-  if constexpr (!classes::Epilogue::kAnyActivation) {
+  if (!classes::Epilogue::any_activation()) {
     // No name table either: the message names the activation and the tags'
     // pattern (with some selected, the not-selected error names the tag).
     return PARE_FAIL(ctx, Error::DtypeNotSelected,
@@ -75,7 +75,7 @@ PARE_UNUSED Error read_epilogue(KernelContext& ctx, KernelArgs& args, size_t cou
 // pare::linear_prepack(Tensor packed_weight, Tensor? bias, int in_features, int out_features)
 //   -> LinearPackedParams
 Error pare_linear_prepack(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs) {
-  if constexpr (!kLinearPackedParamsClass.selected()) {
+  if (!kLinearPackedParamsClass.selected()) {
     (void)inputs;
     (void)outputs;
     return class_not_selected(ctx, kLinearPackedParamsClass.name());
@@ -96,7 +96,7 @@ Error pare_linear_prepack(KernelContext& ctx, ValueSpan inputs, ValueSpan output
 // pare::linear_prepacked(Tensor input, LinearPackedParams packed, float output_min=-inf,
 //   float output_max=inf, str? activation=None, Tensor? residual=None) -> Tensor
 Error pare_linear_prepacked(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs) {
-  if constexpr (!kLinearPackedParamsClass.selected()) {
+  if (!kLinearPackedParamsClass.selected()) {
     (void)inputs;
     (void)outputs;
     return class_not_selected(ctx, kLinearPackedParamsClass.name());
@@ -116,7 +116,7 @@ Error pare_linear_prepacked(KernelContext& ctx, ValueSpan inputs, ValueSpan outp
 // pare::conv2d_prepack(Tensor weight, Tensor? bias, int[2] stride, int[2] padding,
 //   int[2] dilation, int groups, int[4] weight_sizes) -> Conv2dPackedParams
 Error pare_conv2d_prepack(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs) {
-  if constexpr (!kConv2dPackedParamsClass.selected()) {
+  if (!kConv2dPackedParamsClass.selected()) {
     (void)inputs;
     (void)outputs;
     return class_not_selected(ctx, kConv2dPackedParamsClass.name());
@@ -140,7 +140,7 @@ Error pare_conv2d_prepack(KernelContext& ctx, ValueSpan inputs, ValueSpan output
 // pare::conv2d_prepacked(Tensor input, Conv2dPackedParams packed, float output_min=-inf,
 //   float output_max=inf, str? activation=None, Tensor? residual=None) -> Tensor
 Error pare_conv2d_prepacked(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs) {
-  if constexpr (!kConv2dPackedParamsClass.selected()) {
+  if (!kConv2dPackedParamsClass.selected()) {
     (void)inputs;
     (void)outputs;
     return class_not_selected(ctx, kConv2dPackedParamsClass.name());
