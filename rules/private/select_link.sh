@@ -13,10 +13,12 @@
 #    one module first, so that reach is followed through all of them.
 # 2. opt internalizes all but the C API (pare_*), drops what nothing
 #    reaches, folds the selection's constants into the code that reads them
-#    (ipsccp), deletes what became unreachable, and cleans up what the
-#    folding left (sroa, instcombine, adce, simplifycfg). Nothing else: every
-#    unit was optimised when it was compiled, and cross-unit inlining grows
-#    the runtime (docs/bazel.md).
+#    (ipsccp), deletes what became unreachable, cleans up what the folding
+#    left (sroa, instcombine, adce, simplifycfg), and merges the constants
+#    the units each had a copy of (constmerge: string tables from the same
+#    inline functions; as separate objects, each kept its own). Nothing
+#    else: every unit was optimised when it was compiled, and cross-unit
+#    inlining grows the runtime (docs/bazel.md).
 # 3. clang generates the platform's machine code without running LLVM's
 #    pipeline again (-disable-llvm-passes).
 set -eu
@@ -60,7 +62,7 @@ fi
   sed -n -e 's/^_\{0,1\}\(pare_[A-Za-z0-9_]*\)$/\1/p' | sort -u >"$work/api.txt"
 [ -s "$work/api.txt" ] || { echo "select_link.sh: the roots define no pare_* C API function" >&2; exit 1; }
 "$opt" \
-  -passes='internalize,globaldce,ipsccp,globalopt,globaldce,function(sroa,instcombine,adce,simplifycfg),globaldce' \
+  -passes='internalize,globaldce,ipsccp,globalopt,globaldce,function(sroa,instcombine,adce,simplifycfg),globaldce,constmerge' \
   -internalize-public-api-file="$work/api.txt" \
   "$work/merged.bc" -o "$work/selected.bc"
 object="$work/$(basename "$out" .a).o"
