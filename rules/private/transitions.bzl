@@ -85,6 +85,6 @@ def platform_only_tags(tags):
     host configuration: every kernel compiled once more for no platform
     shipped (a cold `bazel test //...` ran 1,855 actions before this tag,
     1,184 after). Manual targets still build whenever something depends on them, and
-    by name (`bazel build //apps/demo:runtime_kernels`).
+    by name (`bazel build //runtime/kernels`).
     """
     return tags if "manual" in tags else tags + ["manual"]
