@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import runtime_build
 import torch
 from runtime_testing import SELECTIVE_CLASSES, SELECTIVE_FEATURES, SELECTIVE_KERNEL_DTYPES, SELECTIVE_OPS
 
@@ -204,6 +205,35 @@ def test_unselected_code_is_absent_from_the_binary(runtime_lib, selective_lib):
     assert _has(full, klass.format("Conv2dPackedParams")) and _has(full, klass.format("LinearPackedParams"))
     assert _has(sel, klass.format("LinearPackedParams"))
     assert not _has(sel, klass.format("Conv2dPackedParams")), "unselected class is still linked"
+    # Build feature threads (unselected): the pool and the split machinery.
+    for thread_code in (r"pare::ThreadPool::", r"pare::KernelContext::run_chunks\("):
+        assert _has(full, thread_code), thread_code
+        assert not _has(sel, thread_code), f"{thread_code}: unselected feature threads is still linked"
+
+
+def test_select_link_names_what_is_wrong(tmp_path):
+    # rules/private/select_link.sh, the app's selection step (docs/bazel.md).
+    script = runtime_build.SELECT_LINK
+    tools = ["llvm-link-16", "opt-16", "llvm-nm-16", "llvm-ar-16", "gnu", runtime_build.CXX]
+    usage = subprocess.run(["sh", str(script), str(tmp_path / "out.a"), *tools, "-O2"], capture_output=True, text=True)
+    assert usage.returncode == 2 and "usage: select_link.sh" in usage.stderr
+    no_lazy = subprocess.run(
+        ["sh", str(script), str(tmp_path / "out.a"), *tools, "--", "a.bc", "--"], capture_output=True, text=True
+    )
+    assert no_lazy.returncode == 2 and "no lazy inputs (the kernels)" in no_lazy.stderr
+    # Roots that define no C API: nothing would stay visible.
+    unit = tmp_path / "unit.c"
+    unit.write_text("int helper(int x) { return x + 1; }\n")
+    bitcode = tmp_path / "unit.o"
+    subprocess.run([runtime_build.CXX, "-x", "c", "-O2", "-flto=full", "-c", str(unit), "-o", str(bitcode)], check=True)
+    no_api = subprocess.run(
+        ["sh", str(script), str(tmp_path / "out.a"), *tools, "-O2", "--", str(bitcode), "--", str(bitcode)],
+        capture_output=True,
+        text=True,
+        env=runtime_build.compiler_env(),
+    )
+    assert no_api.returncode == 1 and "the roots define no pare_* C API function" in no_api.stderr
+    assert not (tmp_path / "out.a").exists()
 
 
 def test_an_unselected_fast_path_runs_the_general_path(runtime_lib, selective_lib, selective_runtime, tracing_runtime):
