@@ -17,7 +17,8 @@ echo "== bazel test //..."
 tools/bazel test //... || { echo "bazel test failed" >&2; exit 1; }
 
 echo "== bazel build (runtimes the pytest suites load)"
-tools/bazel build //runtime:full //runtime:full_v3 //runtime:full_test_double //runtime:instrumentation || { echo "bazel build failed" >&2; exit 1; }
+tools/bazel build //runtime:full //runtime:full_v3 //runtime:full_test_double //runtime:instrumentation //runtime:bitcode ||
+  { echo "bazel build failed" >&2; exit 1; }
 # The suites read these runtimes while tests of the bazel group run builds,
 # and a build in another configuration repoints bazel-bin: each bundle is
 # copied to a directory of this run's own first. Its bundle.json says where
@@ -32,7 +33,11 @@ PARE_RUNTIME_LIB="$(shared_lib runtime/full)" || exit 1
 PARE_RUNTIME_V3_LIB="$(shared_lib runtime/full_v3)" || exit 1
 PARE_TRACING_RUNTIME_LIB="$(shared_lib runtime/instrumentation)" || exit 1
 PARE_TEST_DOUBLE_RUNTIME_LIB="$(shared_lib runtime/full_test_double)" || exit 1
-export PARE_RUNTIME_LIB PARE_RUNTIME_V3_LIB PARE_TRACING_RUNTIME_LIB PARE_TEST_DOUBLE_RUNTIME_LIB
+# The full runtime's shared bitcode: tests/runtime folds its own selections
+# into it (runtime_build.selected_objects) instead of compiling the runtime.
+mkdir -p "$runtimes_dir/bitcode" && cp "$root"/bazel-bin/runtime/bitcode/linux_x86_64/*.bc "$runtimes_dir/bitcode/" || exit 1
+PARE_RUNTIME_BITCODE_DIR="$runtimes_dir/bitcode"
+export PARE_RUNTIME_LIB PARE_RUNTIME_V3_LIB PARE_TRACING_RUNTIME_LIB PARE_TEST_DOUBLE_RUNTIME_LIB PARE_RUNTIME_BITCODE_DIR
 export PARE_INSTRUMENTATION_LIB="$PARE_TRACING_RUNTIME_LIB"
 
 # Any skip that is not a @pytest.mark.platform_limit fails the run

@@ -4,8 +4,8 @@ The runtime's layers above the PAL (//runtime/core, //runtime/registry,
 //runtime/kernels, //runtime/executor, //runtime/c_api) are compiled once per
 platform, ISA level and instrumentation setting, to LLVM bitcode, with every
 kernel and every dtype body, and merged into two modules per platform by
-pare_bitcode_module (//runtime/c_api:bitcode, linked whole, and
-//runtime/kernels:bitcode, linked as far as the rest reaches). They ask what
+pare_bitcode_module (//runtime/c_api:api_bitcode, linked whole, and
+//runtime/kernels:kernels_bitcode, linked as far as the rest reaches). They ask what
 the app selects through link-time constants (runtime/registry/selection.h).
 An app adds one small unit, its selection (runtime/registry/selection.cc
 compiled against its generated headers). pare_selected_code merges the
@@ -175,8 +175,8 @@ Used by selective_runtime; not for direct use.
 Example:
     pare_selected_code(
         name = "runtime_code",
-        roots = ["//runtime/c_api:bitcode"],
-        lazy = ["//runtime/kernels:bitcode"],
+        roots = ["//runtime/c_api:api_bitcode"],
+        lazy = ["//runtime/kernels:kernels_bitcode"],
         selection_unit = ":runtime_selection_unit",
     )
 """,

@@ -4,13 +4,14 @@
 # holding exactly what the app selects out, archived.
 #
 #   select_link.sh OUT.a LLVM_LINK OPT LLVM_NM LLVM_AR AR_FORMAT CLANG \
-#       [codegen flags...] -- ROOT.bc... -- LAZY.bc...
+#       [codegen flags...] -- ROOT.bc... -- [LAZY.bc...]
 #
 # 1. llvm-link merges the roots (the C API, the executor, the registry and
 #    the app's selection unit) whole, then from the lazy inputs (the
 #    kernels) only what the roots reach: the operators the selection's
 #    operator table names, and what those call. Lazy inputs are merged into
-#    one module first, so that reach is followed through all of them.
+#    one module first, so that reach is followed through all of them. (A
+#    test's runtime that selects no operator may pass none.)
 # 2. opt internalizes all but the C API (pare_*), drops what nothing
 #    reaches, folds the selection's constants into the code that reads them
 #    (ipsccp), deletes what became unreachable, cleans up what the folding
@@ -22,7 +23,7 @@
 # 3. clang generates the platform's machine code without running LLVM's
 #    pipeline again (-disable-llvm-passes).
 set -eu
-usage="usage: select_link.sh OUT.a LLVM_LINK OPT LLVM_NM LLVM_AR AR_FORMAT CLANG [FLAGS...] -- ROOTS... -- LAZY..."
+usage="usage: select_link.sh OUT.a LLVM_LINK OPT LLVM_NM LLVM_AR AR_FORMAT CLANG [FLAGS...] -- ROOTS... -- [LAZY...]"
 [ "$#" -ge 7 ] || { echo "$usage" >&2; exit 2; }
 out="$1" llvm_link="$2" opt="$3" llvm_nm="$4" llvm_ar="$5" ar_format="$6" clang="$7"
 shift 7
@@ -46,16 +47,16 @@ while [ "$#" -gt 0 ] && [ "$1" != "--" ]; do
 done
 [ "$#" -gt 0 ] && [ -n "$roots" ] || { echo "$usage" >&2; exit 2; }
 shift
-[ "$#" -gt 0 ] || { echo "select_link.sh: no lazy inputs (the kernels)" >&2; exit 2; }
-if [ "$#" -gt 1 ]; then
-  "$llvm_link" "$@" -o "$work/lazy.bc"
-  lazy="$work/lazy.bc"
-else
-  lazy="$1"
-fi
 # shellcheck disable=SC2086 # the roots are words (Bazel paths have no spaces)
 "$llvm_link" $roots -o "$work/roots.bc"
-"$llvm_link" "$work/roots.bc" --only-needed "$lazy" -o "$work/merged.bc"
+if [ "$#" -gt 1 ]; then
+  "$llvm_link" "$@" -o "$work/lazy.bc"
+  "$llvm_link" "$work/roots.bc" --only-needed "$work/lazy.bc" -o "$work/merged.bc"
+elif [ "$#" -eq 1 ]; then
+  "$llvm_link" "$work/roots.bc" --only-needed "$1" -o "$work/merged.bc"
+else
+  mv "$work/roots.bc" "$work/merged.bc"
+fi
 
 # The C API is what stays visible (Mach-O spells symbols with a leading _).
 "$llvm_nm" --defined-only --extern-only --just-symbol-name "$work/merged.bc" |

@@ -5,8 +5,8 @@
     --> strip --> stable paths + report.json
 
 The runtime's layers (runtime/README.md) are compiled once per platform and
-shared by every app: //runtime/c_api:bitcode (the C API, the executor, the
-registry and the core) and //runtime/kernels:bitcode. The macro expands to:
+shared by every app: //runtime/c_api:api_bitcode (the C API, the executor, the
+registry and the core) and //runtime/kernels:kernels_bitcode. The macro expands to:
   <name>_selection  pare_selection: codegen action (once, whatever the
                     platforms), headers as a C++ library
   <name>_selection_unit
@@ -181,8 +181,8 @@ def selective_runtime(
     )
     pare_selected_code(
         name = name + "_code",
-        roots = [Label("//runtime/c_api:bitcode")],
-        lazy = [Label("//runtime/kernels:bitcode")],
+        roots = [Label("//runtime/c_api:api_bitcode")],
+        lazy = [Label("//runtime/kernels:kernels_bitcode")],
         selection_unit = ":" + name + "_selection_unit",
         tags = layer_tags,
         visibility = ["//visibility:private"],

@@ -61,13 +61,21 @@ platform_independent_transition = transition(
     outputs = ["//command_line_option:platforms", X86_64_ISA_SETTING, TRACING_SETTING],
 )
 
-def _single_impl(_settings, attr):
-    return {"//command_line_option:platforms": platform_label(attr.platform)}
+def _single_impl(settings, attr):
+    # The same three settings as platforms_split_transition, from the
+    # command line: a target reached both ways is built once, in one
+    # configuration (Bazel 4 names a configuration after the settings its
+    # transitions wrote, not only their values).
+    return {
+        "//command_line_option:platforms": platform_label(attr.platform),
+        X86_64_ISA_SETTING: settings[X86_64_ISA_SETTING],
+        TRACING_SETTING: settings[TRACING_SETTING],
+    }
 
 platform_transition = transition(
     implementation = _single_impl,
-    inputs = [],
-    outputs = ["//command_line_option:platforms"],
+    inputs = [X86_64_ISA_SETTING, TRACING_SETTING],
+    outputs = ["//command_line_option:platforms", X86_64_ISA_SETTING, TRACING_SETTING],
 )
 
 ALLOWLIST_ATTRS = {

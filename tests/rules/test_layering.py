@@ -48,7 +48,7 @@ def test_no_layer_depends_on_a_manifest_only_the_apps_selection_unit_does():
     # Kernels compiled once per platform (docs/bazel.md): nothing below the
     # bitcode modules every app shares reads a selection; an app's own
     # selection unit is the one runtime library that does.
-    shared = "//runtime/c_api:bitcode + //runtime/kernels:bitcode"
+    shared = "//runtime/c_api:api_bitcode + //runtime/kernels:kernels_bitcode"
     assert not bazel("query", f"kind('pare_selection', deps({shared}))", "--output=label").stdout.split()
     assert bazel(
         "query", "kind('pare_selection', deps(//rules/tests:fixture_selection_unit))", "--output=label"

@@ -58,6 +58,8 @@ ROOT_DIRS = ("core", "registry", "executor", "c_api")
 BITCODE_FLAGS = _bzl_list("BITCODE_COPTS")
 SELECTION_UNIT = REPO / "runtime" / "registry" / "selection.cc"
 SELECT_LINK = REPO / "rules" / "private" / "select_link.sh"
+# Where Bazel's //runtime:bitcode is (tools/run_tests.sh sets it).
+BITCODE_DIR_ENV = "PARE_RUNTIME_BITCODE_DIR"
 # --//runtime:x86_64_isa=v3's flags (rules/private/isa.bzl).
 X86_64_V3_FLAGS = ("-march=x86-64-v3",)
 
@@ -184,8 +186,11 @@ def build(
     pal: str = "posix",
     opt: str = "-O2",
     extra_flags=(),
+    kernels: bool = True,
 ) -> Path:
     """Builds (or reuses) the runtime library `name` with the chosen PAL.
+    `kernels=False` leaves the kernels out of a selection that selects no
+    operator (nothing would reach them).
 
     Objects are compiled once per (sources, flags, selection) for every PAL
     and shared by the per-PAL libraries linked from them. Safe when several
@@ -194,16 +199,29 @@ def build(
     renamed into place, so no session sees another's half-built output."""
     sanitize = sanitizers()
     select = Path(selection_dir).resolve() != DEFAULT_SELECTION.resolve()
-    objects = (selected_objects if select else library_objects)(
-        cache_root,
-        name,
-        selection_dir=selection_dir,
-        defines=defines,
-        pal=pal,
-        opt=opt,
-        sanitize=sanitize,
-        extra_flags=extra_flags,
-    )
+    if select:
+        objects = selected_objects(
+            cache_root,
+            name,
+            selection_dir=selection_dir,
+            defines=defines,
+            pal=pal,
+            opt=opt,
+            sanitize=sanitize,
+            extra_flags=extra_flags,
+            kernels=kernels,
+        )
+    else:
+        objects = library_objects(
+            cache_root,
+            name,
+            selection_dir=selection_dir,
+            defines=defines,
+            pal=pal,
+            opt=opt,
+            sanitize=sanitize,
+            extra_flags=extra_flags,
+        )
     objects_dir = objects[-1].parents[1]
     if sanitize:
         name = "_".join((name, *sanitize))
@@ -279,13 +297,19 @@ def selected_objects(
     opt: str = "-O2",
     sanitize: tuple[str, ...] = (),
     extra_flags=(),
+    kernels: bool = True,
 ) -> list[Path]:
     """What build() links for a selection other than the full one, built as
     selective_runtime builds an app's runtime: the PAL as machine code, the
     layers above as bitcode with every kernel (compiled once, whatever the
     selection), the selection unit against `selection_dir`, folded together
     by rules/private/select_link.sh into one archive that holds only what
-    the selection keeps."""
+    the selection keeps.
+
+    With the house flags only (no defines, sanitizers or extra flags) and
+    PARE_RUNTIME_BITCODE_DIR set (tools/run_tests.sh: Bazel's
+    //runtime:bitcode, the full runtime's own), the layers' bitcode is
+    Bazel's, and only the selection unit is compiled here."""
     if opt == "-O0":
         # optnone functions are never folded, so nothing would be deleted.
         raise ValueError("a selected runtime is built optimised (the selection is folded by LLVM's passes)")
@@ -297,10 +321,6 @@ def selected_objects(
     machine = sorted((REPO / "runtime" / "pal").glob("*.cc"))
     excluded = {REPO / p for other, p in PAL_SOURCES.items() if other != pal}
     base = _objects(Path(cache_root), f"{name}_base", flags, None, machine)
-    roots = [p for d in ROOT_DIRS for p in sorted((REPO / "runtime" / d).rglob("*.cc")) if p != SELECTION_UNIT]
-    kernels = sorted((REPO / "runtime" / "kernels").rglob("*.cc"))
-    bitcode_name = "_".join(("bitcode", *sanitize))
-    bitcode = _objects(Path(cache_root), bitcode_name, flags + BITCODE_FLAGS, None, roots + kernels)
     unit = _objects(
         Path(cache_root),
         f"{name}_selection",
@@ -308,9 +328,23 @@ def selected_objects(
         selection_dir,
         [SELECTION_UNIT],
     )
-    kernel_objects = {_object_name(p) for p in kernels}
-    lazy = sorted(p for p in (bitcode / "obj").glob("*.o") if p.name in kernel_objects)
-    root_objects = sorted(p for p in (bitcode / "obj").glob("*.o") if p.name not in kernel_objects)
+    prebuilt = os.environ.get(BITCODE_DIR_ENV)
+    if prebuilt and not (defines or sanitize or extra_flags) and opt == "-O2":
+        root_objects = [Path(prebuilt) / "api_bitcode.bc"]
+        lazy = [Path(prebuilt) / "kernels_bitcode.bc"]
+        missing = [str(p) for p in root_objects + lazy if not p.is_file()]
+        if missing:
+            raise RuntimeError(f"{BITCODE_DIR_ENV}={prebuilt} lacks {', '.join(missing)}: build //runtime:bitcode")
+    else:
+        roots = [p for d in ROOT_DIRS for p in sorted((REPO / "runtime" / d).rglob("*.cc")) if p != SELECTION_UNIT]
+        kernel_sources = sorted((REPO / "runtime" / "kernels").rglob("*.cc")) if kernels else []
+        bitcode_name = "_".join(("bitcode", *sanitize))
+        bitcode = _objects(Path(cache_root), bitcode_name, flags + BITCODE_FLAGS, None, roots + kernel_sources)
+        kernel_objects = {_object_name(p) for p in kernel_sources}
+        lazy = sorted(p for p in (bitcode / "obj").glob("*.o") if p.name in kernel_objects)
+        root_objects = sorted(p for p in (bitcode / "obj").glob("*.o") if p.name not in kernel_objects)
+    if not kernels:
+        lazy = []
     root_objects += sorted((unit / "obj").glob("*.o"))
     # Keyed by the machine-code objects too: build() links the library beside the archive.
     archive = _select_link(Path(cache_root), name, root_objects, lazy, flags, key=base.name)

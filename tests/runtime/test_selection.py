@@ -217,10 +217,10 @@ def test_select_link_names_what_is_wrong(tmp_path):
     tools = ["llvm-link-16", "opt-16", "llvm-nm-16", "llvm-ar-16", "gnu", runtime_build.CXX]
     usage = subprocess.run(["sh", str(script), str(tmp_path / "out.a"), *tools, "-O2"], capture_output=True, text=True)
     assert usage.returncode == 2 and "usage: select_link.sh" in usage.stderr
-    no_lazy = subprocess.run(
-        ["sh", str(script), str(tmp_path / "out.a"), *tools, "--", "a.bc", "--"], capture_output=True, text=True
+    no_roots = subprocess.run(
+        ["sh", str(script), str(tmp_path / "out.a"), *tools, "--", "--", "a.bc"], capture_output=True, text=True
     )
-    assert no_lazy.returncode == 2 and "no lazy inputs (the kernels)" in no_lazy.stderr
+    assert no_roots.returncode == 2 and "usage: select_link.sh" in no_roots.stderr
     # Roots that define no C API: nothing would stay visible.
     unit = tmp_path / "unit.c"
     unit.write_text("int helper(int x) { return x + 1; }\n")
@@ -281,12 +281,12 @@ def test_only_the_c_api_is_exported(runtime_lib, selective_lib):
 @pytest.mark.parametrize(
     "name,ops,dtypes_for,messages",
     [
-        # Every op, no dtype/class/feature, error strings compiled out: every
-        # dispatch case and class body is discarded, so any helper only they use
-        # must still compile warning-free (-Werror).
-        ("no_dtypes", None, False, False),
-        # Nothing at all selected.
-        ("empty", [], False, True),
+        # Every op, no dtype, class or feature: every dispatch case and class
+        # body is folded away, and each op fails naming what is missing.
+        ("no_dtypes", None, False, True),
+        # Nothing at all selected (so no kernel is linked: the runtime is
+        # built without them), error strings compiled out.
+        ("empty", [], False, False),
     ],
 )
 def test_extreme_selections_compile_and_load(pytestconfig, runtime, name, ops, dtypes_for, messages):
@@ -298,17 +298,20 @@ def test_extreme_selections_compile_and_load(pytestconfig, runtime, name, ops, d
     root = Path(pytestconfig.cache.mkdir("pare_runtime"))
     sel = runtime_build.write_selection(root / f"selection_{name}", all_ops if ops is None else ops, {}, [], [])
     defines = [] if messages else ["PARE_ENABLE_ERROR_MESSAGES=0"]
-    lib = runtime_build.build(root, name, selection_dir=sel, defines=defines)
+    lib = runtime_build.build(root, name, selection_dir=sel, defines=defines, kernels=ops is None)
     rt = Runtime(lib)
     inventory = rt.inventory()
     assert list(inventory.ops) == (all_ops if ops is None else [])
     assert inventory.kernel_dtypes == {} and inventory.classes == () and inventory.features == ()
+    with pytest.raises(PareError) as e:
+        rt.load(mul_program("Float")).method().run(np.ones(2, np.float32))
     if ops is None:
-        method = rt.load(mul_program("Float")).method()
-        with pytest.raises(PareError) as e:
-            method.run(np.ones(2, np.float32))
         assert e.value.status_name == "DtypeNotSelected"
-        assert str(e.value).startswith("DtypeNotSelected")  # only the code's name without messages
+        assert "dtype Float of kernel tag mul_kernel is not selected" in str(e.value)
+    else:
+        assert e.value.status_name == "OperatorNotSelected"
+        assert str(e.value).startswith("OperatorNotSelected")  # only the code's name without messages
+        assert "aten::mul.Tensor" not in str(e.value)
 
 
 def test_fused_epilogues_are_selected_one_by_one(runtime_lib, selective_lib, selective_runtime, tracing_runtime):
