@@ -16,10 +16,12 @@ test: setup
 # UBSan; any report fails. CI runs this subset: every test on the full
 # runtime (loader, program format, malformed programs, interpreter, ops,
 # prepacked). Left out: test_selection.py, test_tracing.py and the tests
-# using the tracing or selective runtimes (PARE_SANITIZE_FULL_ONLY=1
-# deselects them): each such build is one more complete compile of the
-# runtime under ASan (minutes on 2 cores) for the same kernels and loader
-# code, and they test selection and tracing, which `make test` covers.
+# using the tracing or selective runtimes or building a selection of their
+# own (PARE_SANITIZE_FULL_ONLY=1 deselects them): each such build is one more
+# complete compile of the runtime under ASan (minutes on 2 cores) for the
+# same kernels and loader code, they test selection and tracing, which
+# `make test` covers, and under ASan a selective runtime keeps what it does
+# not select (every global is registered at start-up).
 # Everything: make sanitize SANITIZE_TESTS=tests/runtime SANITIZE_FULL_ONLY=0
 SANITIZE_TESTS ?= tests/runtime --ignore=tests/runtime/test_selection.py --ignore=tests/runtime/test_tracing.py
 SANITIZE_FULL_ONLY ?= 1

@@ -103,6 +103,16 @@ def selection_dir(pytestconfig) -> Path:
 
 
 @pytest.fixture(scope="session")
+def selection_cache(pytestconfig) -> Path:
+    """Where a test builds a runtime of its own selection
+    (runtime_build.build). A fixture of its own so that make sanitize's
+    full-runtime subset deselects such tests (runtime_build.OTHER_BUILD_FIXTURES):
+    under ASan every global is registered at start-up, so a sanitized
+    selective runtime keeps what the selection leaves out."""
+    return _cache_root(pytestconfig)
+
+
+@pytest.fixture(scope="session")
 def selective_lib(pytestconfig, selection_dir) -> Path:
     # Built as an app's runtime is (runtime_build.selected_objects): the
     # selection folded into code compiled with every kernel, so the "absent"

@@ -133,7 +133,7 @@ def check_sanitizer_runtime_loaded() -> None:
 
 # Fixtures that need a runtime other than the full one (the instrumentation
 # and selective builds: each one more complete compile under sanitizers).
-OTHER_BUILD_FIXTURES = frozenset({"tracing_runtime", "selective_runtime", "selective_lib"})
+OTHER_BUILD_FIXTURES = frozenset({"tracing_runtime", "selective_runtime", "selective_lib", "selection_cache"})
 FULL_ONLY_ENV = "PARE_SANITIZE_FULL_ONLY"
 
 

@@ -379,7 +379,7 @@ def test_conv3d_errors(runtime):
         conv(x.bool(), w.bool(), None, ones, zeros, ones, False, zeros, 2)
 
 
-def test_conv3d_code_is_absent_from_a_conv2d_only_runtime(pytestconfig, runtime_lib):
+def test_conv3d_code_is_absent_from_a_conv2d_only_runtime(selection_cache, runtime_lib):
     """A runtime selecting aten::convolution with convolution_kernel only (a
     2-d app) has none of the 3-d code: 5-d convolutions report the tag to
     select, and no 3-d symbol is linked (the full runtime has them)."""
@@ -391,7 +391,7 @@ def test_conv3d_code_is_absent_from_a_conv2d_only_runtime(pytestconfig, runtime_
     from pare.runtime import Runtime
     from tests.conftest import require_tool
 
-    root = Path(pytestconfig.cache.mkdir("pare_runtime"))
+    root = selection_cache
     sel = runtime_build.write_selection(
         root / "selection_conv2d_only", ["aten::convolution"], {"convolution_kernel": ["Float"]}, [], []
     )

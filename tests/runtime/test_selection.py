@@ -289,13 +289,13 @@ def test_only_the_c_api_is_exported(runtime_lib, selective_lib):
         ("empty", [], False, False),
     ],
 )
-def test_extreme_selections_compile_and_load(pytestconfig, runtime, name, ops, dtypes_for, messages):
+def test_extreme_selections_compile_and_load(selection_cache, runtime, name, ops, dtypes_for, messages):
     import runtime_build
 
     from pare.runtime import Runtime
 
     all_ops = list(runtime.inventory().ops)
-    root = Path(pytestconfig.cache.mkdir("pare_runtime"))
+    root = selection_cache
     sel = runtime_build.write_selection(root / f"selection_{name}", all_ops if ops is None else ops, {}, [], [])
     defines = [] if messages else ["PARE_ENABLE_ERROR_MESSAGES=0"]
     lib = runtime_build.build(root, name, selection_dir=sel, defines=defines, kernels=ops is None)
