@@ -272,9 +272,6 @@ def library_objects(
     X86_64_V3_FLAGS."""
     if sanitize:  # its own cache name, so plain and sanitized builds never prune each other
         name = "_".join((name, *sanitize))
-    # UBSan's function check needs the C++ ABI library's type_info, which a
-    # freestanding runtime (-fno-rtti, linked -nostdlib++) does not link.
-    no_function_check = ["-fno-sanitize=function"] if "undefined" in sanitize else []
     return object_files(
         cache_root,
         name,
@@ -283,7 +280,7 @@ def library_objects(
         pal=pal,
         opt=opt,
         sanitize=sanitize,
-        extra_flags=[*no_function_check, *extra_flags],
+        extra_flags=extra_flags,
     )
 
 
@@ -315,9 +312,7 @@ def selected_objects(
         raise ValueError("a selected runtime is built optimised (the selection is folded by LLVM's passes)")
     if sanitize:
         name = "_".join((name, *sanitize))
-    no_function_check = ["-fno-sanitize=function"] if "undefined" in sanitize else []
-    flags = HOUSE_FLAGS + [opt, "-fPIC", f"-I{REPO}"] + [f"-D{d}" for d in defines]
-    flags += sanitizer_compile_flags(tuple(sanitize)) + no_function_check + list(extra_flags)
+    flags = _compile_flags(opt, defines, sanitize, extra_flags)
     machine = sorted((REPO / "runtime" / "pal").glob("*.cc"))
     excluded = {REPO / p for other, p in PAL_SOURCES.items() if other != pal}
     base = _objects(Path(cache_root), f"{name}_base", flags, None, machine)
@@ -398,11 +393,19 @@ def object_files(
 ) -> list[Path]:
     """The runtime's objects (one PAL's) compiled with the house flags, plus
     `sanitize` (e.g. ("address", "undefined")) and `extra_flags`."""
-    flags = HOUSE_FLAGS + [opt, "-fPIC", f"-I{REPO}", f"-I{selection_dir}"] + [f"-D{d}" for d in defines]
-    flags += sanitizer_compile_flags(tuple(sanitize)) + list(extra_flags)
+    flags = _compile_flags(opt, defines, sanitize, extra_flags) + [f"-I{selection_dir}"]
     objects_dir = _objects(Path(cache_root), name, flags, selection_dir)
     excluded = {_object_name(REPO / p) for other, p in PAL_SOURCES.items() if other != pal}
     return sorted(p for p in (objects_dir / "obj").glob("*.o") if p.name not in excluded)
+
+
+def _compile_flags(opt: str, defines, sanitize: tuple[str, ...], extra_flags) -> list[str]:
+    """The house flags at `opt`, with `defines`, the sanitizers and `extra_flags`."""
+    # UBSan's function check needs the C++ ABI library's type_info, which a
+    # freestanding runtime (-fno-rtti, linked -nostdlib++) does not link.
+    no_function_check = ["-fno-sanitize=function"] if "undefined" in sanitize else []
+    flags = HOUSE_FLAGS + [opt, "-fPIC", f"-I{REPO}"] + [f"-D{d}" for d in defines]
+    return flags + sanitizer_compile_flags(tuple(sanitize)) + no_function_check + list(extra_flags)
 
 
 def _object_name(src: Path) -> str:
