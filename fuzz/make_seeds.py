@@ -4,10 +4,10 @@ when the program format or the test suites change a lot).
     .venv/bin/python fuzz/make_seeds.py
 
 loader/: every program the runtime tests load (captured by running
-test_interpreter.py, test_prepacked.py and tests/runtime/test_ops_*.py, for at
-most CAPTURE_SECONDS, with a pytest plugin that records Runtime.load), reduced greedily to the smallest
-programs that together cover every operator seen,
-plus the demo and text_classifier apps exported by tools.tracer (with
+tests/runtime/test_interpreter.py and the kernel families' tests in
+tests/runtime/kernels/, for at most CAPTURE_SECONDS, with a pytest plugin
+that records Runtime.load), reduced greedily to the smallest programs that
+together cover every operator seen, plus the demo and text_classifier apps exported by tools.tracer (with
 --passes=none and the default passes; `--keep-exports` reuses the ones in
 the corpus, since exporting
 takes a while). manifest/ and codegen/: the real
@@ -35,15 +35,15 @@ MAX_PROGRAM_BYTES = 64 * 1024
 CAPTURE_SECONDS = 600
 CAPTURED_TESTS = [
     "tests/runtime/test_interpreter.py",
-    "tests/runtime/test_prepacked.py",
-    "tests/runtime/test_ops_nn.py",
-    "tests/runtime/test_ops_indexing.py",
-    "tests/runtime/test_ops_reduction.py",
-    "tests/runtime/test_ops_linalg.py",
-    "tests/runtime/test_ops_misc.py",
-    "tests/runtime/test_ops_elementwise.py",
-    "tests/runtime/test_ops_unary_math.py",
-    "tests/runtime/test_ops_binary_math.py",
+    "tests/runtime/kernels/test_prepacked.py",
+    "tests/runtime/kernels/test_nn.py",
+    "tests/runtime/kernels/test_indexing.py",
+    "tests/runtime/kernels/test_reduction.py",
+    "tests/runtime/kernels/test_linalg.py",
+    "tests/runtime/kernels/test_conversion.py",
+    "tests/runtime/kernels/test_softmax.py",
+    "tests/runtime/kernels/test_unary_math.py",
+    "tests/runtime/kernels/test_binary_math.py",
 ]
 EXPORTED_MODELS = ["apps/demo/model.py", "apps/text_classifier/model.py"]
 

@@ -5,7 +5,7 @@ A program's `pare::linear_prepack` / `pare::conv2d_prepack` init ops take
 their weights already in the layout the runtime's GEMM micro-kernels read,
 and the runtime uses those constants in place: nothing is packed or copied
 when a method is created. The layout is the same for every ISA (it is the
-runtime's `runtime/kernels/common/gemm.h`; tests/runtime/test_prepacked.py
+runtime's `runtime/kernels/common/gemm.h`; tests/runtime/kernels/test_prepacked.py
 checks that the constants below match it):
 
 * the depth (the reduction dimension, K) is cut into blocks of `KC`; the

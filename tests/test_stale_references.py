@@ -37,7 +37,7 @@ PARE_APP_TARGETS = (
 NOT_REPOSITORY_PATHS = {
     "third_party/pare": "docs/bazel.md's example of where a user's repository keeps Pare",
     "tests/x/test_y.py": "docs/testing.md's placeholder for any test file",
-    "tests/runtime/test_ops_": "the prefix of tests/runtime/test_ops_*.py",
+    "tests/runtime/kernels/test_": "the prefix of tests/runtime/kernels/test_<family>.py",
     "runtime/android_arm64/libpare_runtime.so": "an output path relative to a rule's package (analysis_testing.bzl)",
     "rules/tests/_generated_bad_platform": "written by tests/rules at run time (.gitignore)",
     "tests/prune/out": "written by tests/prune at run time (.gitignore)",

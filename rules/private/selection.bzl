@@ -21,10 +21,10 @@ def _impl(ctx):
     headers = [ctx.actions.declare_file("%s/pare_selection/%s" % (out_root, h)) for h in _HEADERS]
     expected = ctx.actions.declare_file(out_root + "/expected_symbols.json")
 
-    # The directory of the runtime's .def files, wherever the runtime's
-    # repository sits (runtime/kernels here, external/pare/runtime/kernels
-    # when Pare is @pare).
-    inventory_dir = ctx.files._inventory[0].dirname
+    # The inventory's root, wherever the runtime's repository sits
+    # (runtime/kernels here, external/pare/runtime/kernels when Pare is
+    # @pare): the directory of inventory.inc, above the families' folders.
+    inventory_dir = [f for f in ctx.files._inventory if f.basename == "inventory.inc"][0].dirname
 
     args = ctx.actions.args()
     args.add("generate")

@@ -107,7 +107,7 @@ inline float half_to_float(uint16_t h) {
 // faster). A NaN is first made the quiet NaN with no payload, which
 // converts to 0x7E00: the same bits as the software conversion for all
 // 2^32 floats (checked exhaustively on x86-64-v3 and on arm64 under qemu
-// when this was written; tests/runtime/test_ops_misc.py checks the
+// when this was written; tests/runtime/kernels/test_conversion.py checks the
 // rounding boundaries of every Half).
 inline uint16_t float_to_half(float f) {
   const float quiet = float_from_bits((float_bits(f) & 0x80000000u) | 0x7FC00000u);

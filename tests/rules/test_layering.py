@@ -35,7 +35,7 @@ def test_pal_and_core_know_nothing_of_the_upper_layers():
 
 
 def test_each_upper_layer_depends_only_on_the_layers_below():
-    # The registry reads the kernels' inventory (runtime/kernels/*.def); the
+    # The registry reads the kernels' inventory (runtime/kernels/**/*.def); the
     # kernels reach the registry's kernel API, never the executor or C API.
     below = {"//runtime/registry", "//runtime/kernels", "//runtime/core", "//runtime/pal"}
     assert runtime_packages("//runtime/registry") == below

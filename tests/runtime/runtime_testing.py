@@ -66,6 +66,12 @@ def make_tensor(shape, dtype, seed=0, low=-8, high=8) -> torch.Tensor:
     return torch.randint(max(low, info.min), min(high, info.max) + 1, shape, generator=g).to(dtype)
 
 
+def small_tensor(shape, dtype, seed):
+    """make_tensor with values in [-3, 3] ([0, 3] for uint8): integer sums
+    of products (convolutions, matrix products) stay exact."""
+    return make_tensor(shape, dtype, seed, 0 if dtype == torch.uint8 else -3, 3)
+
+
 def single_op_program(op: str, args: list, returns="tensor") -> tuple[bytes, list[torch.Tensor]]:
     """A program with one instruction: torch tensors in `args` become method
     inputs (any shape, their dtype), everything else a constant."""
@@ -82,6 +88,25 @@ def single_op_program(op: str, args: list, returns="tensor") -> tuple[bytes, lis
     out = m.op(op, *values, returns=returns)
     m.output(*(out if isinstance(out, (tuple, list)) else (out,)))
     return pb.to_bytes(), inputs
+
+
+def linear_program(weight, bias, in_shape):
+    """A program of one prepacked linear layer (pare::linear_prepacked) over
+    an input whose last dimension is in_shape[-1]; the others are dynamic."""
+    pb = ProgramBuilder()
+    m = pb.method()
+    x = m.input("Float", [None] * (len(in_shape) - 1) + [in_shape[-1]])
+    m.output(m.op("pare::linear_prepacked", x, m.linear_prepack(weight, bias)))
+    return pb.to_bytes()
+
+
+def conv_program(weight, bias, stride, padding, dilation, groups):
+    """A program of one prepacked 2-d convolution (pare::conv2d_prepacked)."""
+    pb = ProgramBuilder()
+    m = pb.method()
+    x = m.input("Float")
+    m.output(m.op("pare::conv2d_prepacked", x, m.conv2d_prepack(weight, bias, stride, padding, dilation, groups)))
+    return pb.to_bytes()
 
 
 def run_op(runtime, op: str, *args, returns="tensor"):
@@ -115,6 +140,18 @@ def tolerances(dtype):
         torch.float32: dict(rtol=1e-5, atol=1e-6),
         torch.float64: dict(rtol=1e-12, atol=1e-12),
     }.get(dtype, dict(rtol=0, atol=0))
+
+
+def depth_tolerances(dtype, depth=1):
+    """assert_same tolerances for a result summed over `depth` terms: the
+    summation order differs from torch's, so they widen with the depth."""
+    if dtype == torch.float32:
+        return dict(rtol=1e-4, atol=1e-5 * max(depth, 1) ** 0.5)
+    if dtype == torch.float64:
+        return dict(rtol=1e-10, atol=1e-10)
+    if dtype in (torch.float16, torch.bfloat16):
+        return dict(rtol=2e-2, atol=2e-2 * max(depth, 1) ** 0.5)
+    return {}
 
 
 def assert_same(actual, expected, **kw):

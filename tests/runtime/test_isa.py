@@ -16,8 +16,7 @@ import pytest
 import runtime_build
 import torch
 import torch.nn.functional as F
-from runtime_testing import make_tensor, run_op
-from test_prepacked import conv_program, linear_program
+from runtime_testing import conv_program, linear_program, make_tensor, run_op
 
 import pare.runtime
 from pare.runtime import PareError, Runtime, cpu_runs

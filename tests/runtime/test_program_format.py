@@ -129,14 +129,16 @@ def def_entries(path: Path):
 
 def test_every_def_file_is_in_the_inventory():
     inc = (REPO / "runtime/kernels/inventory.inc").read_text()
-    for path in sorted((REPO / "runtime/kernels").glob("*.def")):
-        assert f'#include "runtime/kernels/{path.name}"' in inc, f"{path.name} is missing from inventory.inc"
+    kernels = REPO / "runtime/kernels"
+    for path in sorted(kernels.glob("**/*.def")):
+        rel = path.relative_to(kernels).as_posix()
+        assert f'#include "runtime/kernels/{rel}"' in inc, f"{rel} is missing from inventory.inc"
         list(def_entries(path))  # one entry per line, nothing else
 
 
 def test_kernel_function_names_follow_the_convention():
     # "aten::add.Tensor" -> aten_add_Tensor: codegen and the verifier rely on it.
-    for path in (REPO / "runtime/kernels").glob("*.ops.def"):
+    for path in (REPO / "runtime/kernels").glob("*/*.ops.def"):
         for match in def_entries(path):
             assert match.group(3) == match.group(1).replace("::", "_").replace(".", "_"), match.group(0)
 

@@ -11,7 +11,7 @@ rounds, and reports each variant's median time per call and their ratio.
 
 The runtime defaults to $PARE_RUNTIME_LIB, else Bazel's shipped build
 (tools/bazel build //runtime:full). The test suite checks the two agree
-(tests/runtime/test_prepacked.py); it never times them.
+(tests/runtime/kernels/test_prepacked.py); it never times them.
 """
 
 from __future__ import annotations
@@ -70,7 +70,7 @@ def run(runtime_path: Path, features: int, rounds: int, calls: int, cpu: int | N
     methods = {name: runtime.load(data[name]).method() for name in VARIANTS}
     outputs = {name: method.run(x)[0] for name, method in methods.items()}  # also sets the input for execute()
     if not np.allclose(outputs["prepacked"], outputs["addmm"], rtol=1e-4, atol=1e-3):
-        raise BenchError("prepacked and addmm disagree; run tests/runtime/test_prepacked.py")
+        raise BenchError("prepacked and addmm disagree; run tests/runtime/kernels/test_prepacked.py")
     samples = measure({name: m.execute for name, m in methods.items()}, rounds, {name: calls for name in methods})
     header = (
         f"linear 1x{features} -> {features} float32, runtime {runtime_path}\n"

@@ -19,7 +19,7 @@ Without --runtime, builds Bazel's full x86_64 runtime at --isa
 (//runtime:full or //runtime:full_v3; default: v3 when this CPU has AVX2
 and FMA, else baseline). docs/performance.md
 gives this machine's numbers. A benchmark, never a test: tests check the
-GEMM's numerics (tests/runtime/test_ops_linalg.py, test_isa.py).
+GEMM's numerics (tests/runtime/kernels/test_linalg.py, test_isa.py).
 """
 
 from __future__ import annotations
@@ -101,7 +101,7 @@ def bench_size(runtime: Runtime, n: int, rounds: int, peak_gflops: float) -> Sge
     if error > n * EPS32:
         raise BenchError(
             f"aten::mm {n}x{n}: relative error {error:.3g} exceeds the bound n*eps = {n * EPS32:.3g}; "
-            "run tests/runtime/test_ops_linalg.py"
+            "run tests/runtime/kernels/test_linalg.py"
         )
     samples = measure({"mm": method.execute}, rounds, {"mm": calls_for(method.execute, 0.05)})
     seconds = median(samples["mm"])

@@ -37,7 +37,7 @@ constexpr double kInfinity = __builtin_inf();
 // contiguous loop over them (exp, sigmoid, tanh, silu, softmax, gelu's tanh
 // form) vectorises with no call per element. Cephes' minimax polynomials:
 // both within 1 ulp of the correctly rounded result on a 400,001-point sweep
-// (as torch's own float kernels are); tests/runtime/test_ops_unary_math.py
+// (as torch's own float kernels are); tests/runtime/kernels/test_unary_math.py
 // holds them to 2 ulps against float64, FMA or not, and checks the special
 // values below exactly.
 // Special values follow C: exp(NaN) = NaN, exp(+inf) = +inf, exp(-inf) = 0,
@@ -96,7 +96,7 @@ inline float tanh(float x) {
 // both weighted for erf's relative error. From 3.9192059 on, where float
 // erf rounds to 1, exactly +-1. Checked on all 2^32 inputs: within 1 ulp of
 // the correctly rounded result, with FMA contraction or without
-// (tests/runtime/test_ops_unary_math.py sweeps it against float64). exp(-a^2)
+// (tests/runtime/kernels/test_unary_math.py sweeps it against float64). exp(-a^2)
 // loses nothing that matters: its error is scaled by erfc(a) <= 0.22.
 // erf(+-0) = +-0, erf(+-inf) = +-1, erf(NaN) = NaN.
 inline float erf(float x) {

@@ -1,6 +1,6 @@
 // View operators: outputs share their input's storage (as in PyTorch) and
 // only sizes, strides and the storage offset change. No data moves and no
-// dtype dispatch. aten::view itself lives in shape/.
+// dtype dispatch. aten::view and aten::sym_size.int live in view_shape.cc.
 
 #include "runtime/kernels/indexing/indexing.h"
 

@@ -1,6 +1,6 @@
-"""The indexing family vs torch.
+"""The indexing family (runtime/kernels/indexing/) vs torch.
 
-Views (alias, _unsafe_view, permute, transpose.int, expand, slice.Tensor,
+Views (view, sym_size.int, alias, _unsafe_view, permute, transpose.int, expand, slice.Tensor,
 select.int, squeeze.dims, unsqueeze, unbind.int, split_with_sizes) share
 their input's storage; copies (clone, copy, slice_scatter, cat, stack, flip,
 roll, repeat), gathers (index_select, gather, index.Tensor) and factories (full,
@@ -926,3 +926,65 @@ def test_tracing_records_dtypes_and_the_view_behind_unsafe_view(tracing_runtime)
     assert trace.kernel_dtypes["index_select_kernel"] == ("Half",)
     assert trace.kernel_dtypes["full_kernel"] == ("Char",)
     assert set(trace.kernel_dtypes["copy_kernel"]) == {"Int", "Long", "Half"}  # indices; cat's strided copy
+
+
+@pytest.mark.parametrize(
+    "shape,size",
+    [
+        ((2, 3, 4), [6, 4]),
+        ((2, 3, 4), [-1]),
+        ((2, 3, 4), [4, -1, 2]),
+        ((24,), [2, 3, 4]),
+        ((), [1, 1]),
+        ((0, 3), [3, 0]),
+        ((0, 3), [-1, 3]),
+        ((1, 5), [5]),
+    ],
+)
+def test_view(runtime, shape, size):
+    x = make_tensor(shape, torch.float32, 3)
+    assert_same(run_op(runtime, "aten::view", x, size), x.view(size))
+
+
+def test_view_of_non_contiguous_input(runtime):
+    x = make_tensor((6, 10, 8), torch.float32, 4)[:, :4, :]  # [6, 4, 8]; only the last two dims contiguous
+    assert_same(run_op(runtime, "aten::view", x, [6, 32]), x.view(6, 32))
+    with pytest.raises(PareError, match="not compatible with input sizes"):
+        run_op(runtime, "aten::view", x, [24, 8])  # torch refuses too; export would use reshape
+    with pytest.raises(PareError, match=r"shape \[5, -1\] is invalid for input of size 192"):
+        run_op(runtime, "aten::view", x, [5, -1])
+
+
+def test_view_output_shares_storage_and_outlives_base(runtime):
+    # relu -> view -> add: the planner must keep relu's buffer alive for the view.
+    pb = ProgramBuilder()
+    m = pb.method()
+    x = m.input("Float", [4, 6])
+    r = m.op("aten::relu", x)
+    v = m.op("aten::view", r, [24])
+    t = m.op("aten::add.Tensor", x, 1.0)  # would reuse r's memory if r died at the view
+    y = m.op("aten::add.Tensor", m.op("aten::view", t, [24]), v)
+    m.output(y, v)
+    method = runtime.load(pb.to_bytes()).method()
+    a = make_tensor((4, 6), torch.float32, 5)
+    for _ in range(3):  # planning run, then replays
+        y_out, v_out = method.run(a.numpy())
+        assert_same(torch.from_numpy(v_out), torch.relu(a).view(24))
+        assert_same(torch.from_numpy(y_out), (a + 1).view(24) + torch.relu(a).view(24))
+
+
+def test_sym_size_feeds_symbolic_view(runtime):
+    # What torch.export emits for dynamic shapes: view(x, [s0 * ..., -1]) with
+    # s0 = sym_size(x, 0), a list element referring to an Int value.
+    pb = ProgramBuilder()
+    m = pb.method()
+    x = m.input("Float", [None, 3, 4])
+    s0 = m.op("aten::sym_size.int", x, 0, returns="int")
+    y = m.op("aten::view", x, [s0, 12])
+    m.output(y, s0)
+    method = runtime.load(pb.to_bytes()).method()
+    for batch in (2, 5, 1, 5):
+        a = make_tensor((batch, 3, 4), torch.float32, batch)
+        y_out, s_out = method.run(a.numpy())
+        assert s_out == batch
+        assert_same(torch.from_numpy(y_out), a.view(batch, 12))

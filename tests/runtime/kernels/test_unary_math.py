@@ -1,4 +1,4 @@
-"""unary_math ops vs torch: floating ops (sqrt, rsqrt, exp, log,
+"""The unary_math family (runtime/kernels/unary_math/) vs torch: relu, floating ops (sqrt, rsqrt, exp, log,
 reciprocal, sigmoid, tanh, sin, cos, erf), activations (gelu, silu,
 hardswish, hardsigmoid, leaky_relu, elu, hardtanh), clamp / clamp.Tensor,
 abs, neg, sign, bitwise_not, logical_not, floor, ceil, round and
@@ -558,3 +558,21 @@ def test_float_polynomials_special_values_are_exact(runtime):
         assert torch.equal(got.isnan(), want.isnan()), op
         keep = ~want.isnan()
         assert torch.equal(got[keep], want[keep]) and torch.equal(got[keep].signbit(), want[keep].signbit()), op
+
+
+@pytest.mark.parametrize("dtype", [d for d in ALL_DTYPES if d != torch.bool], ids=str)
+def test_relu_every_dtype(runtime, dtype):
+    a = make_tensor((2, 3, 7), dtype, 5)
+    assert_same(run_op(runtime, "aten::relu", a), torch.relu(a))
+
+
+def test_relu_propagates_nan(runtime):
+    a = torch.tensor([float("nan"), -1.0, 2.0, float("-inf")])
+    assert_same(run_op(runtime, "aten::relu", a), torch.relu(a))
+
+
+def test_relu_rejects_bool_with_a_clear_error(runtime):
+    from pare.runtime import PareError
+
+    with pytest.raises(PareError, match="aten::relu: .*Bool"):
+        run_op(runtime, "aten::relu", torch.ones(3, dtype=torch.bool))

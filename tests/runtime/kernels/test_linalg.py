@@ -1,9 +1,10 @@
-"""aten::mm and aten::addmm vs torch: every dtype of mm_kernel, blocked-GEMM
-edge sizes, transposed and strided operands, broadcast bias, beta/alpha."""
+"""The linalg family (runtime/kernels/linalg/) vs torch: aten::mm, aten::addmm
+and aten::bmm, every dtype of mm_kernel and bmm_kernel, blocked-GEMM edge
+sizes, transposed and strided operands, broadcast bias, beta/alpha."""
 
 import pytest
 import torch
-from runtime_testing import ALL_DTYPES, assert_same, make_tensor, run_op
+from runtime_testing import ALL_DTYPES, assert_same, make_tensor, run_op, small_tensor
 
 from pare.runtime import PareError
 
@@ -107,3 +108,30 @@ def test_mm_errors_name_arguments(runtime):
         run_op(runtime, "aten::mm", torch.ones(2, 3), torch.ones(3, 2, dtype=torch.float64))
     with pytest.raises(PareError, match="kernel tag mm_kernel handles"):
         run_op(runtime, "aten::mm", torch.ones(2, 2, dtype=torch.bool), torch.ones(2, 2, dtype=torch.bool))
+
+
+@pytest.mark.parametrize("dtype", MM_DTYPES, ids=str)
+def test_bmm_every_dtype(runtime, dtype):
+    a, b = small_tensor((3, 4, 5), dtype, 120), small_tensor((3, 5, 6), dtype, 121)
+    assert_same(run_op(runtime, "aten::bmm", a, b), torch.bmm(a, b), **_tol(dtype, 5))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.int32, torch.bfloat16], ids=str)
+def test_bmm_non_contiguous_large_and_empty(runtime, dtype):
+    a = make_tensor((70, 2, 300), dtype, 122, -2, 2).permute(1, 0, 2)  # [2, 70, 300]
+    b = make_tensor((2, 260, 600), dtype, 123, -2, 2)[:, ::2, ::2].transpose(1, 2)  # [2, 300, 130], strided
+    assert_same(run_op(runtime, "aten::bmm", a, b), torch.bmm(a, b), **_tol(dtype, 300))
+    for sa, sb in [((0, 3, 4), (0, 4, 5)), ((2, 0, 4), (2, 4, 5)), ((2, 3, 0), (2, 0, 5))]:
+        x, y = make_tensor(sa, dtype, 124), make_tensor(sb, dtype, 125)
+        assert_same(run_op(runtime, "aten::bmm", x, y), torch.bmm(x, y))
+
+
+def test_bmm_errors(runtime):
+    with pytest.raises(PareError, match="expected 'mat2' to start with \\[2, 4\\]"):
+        run_op(runtime, "aten::bmm", torch.ones(2, 3, 4), torch.ones(3, 4, 5))
+    with pytest.raises(PareError, match="expected 'self' and 'mat2' to have the same dtype, but got Float != Double"):
+        run_op(runtime, "aten::bmm", torch.ones(2, 3, 4), torch.ones(2, 4, 5).double())
+    with pytest.raises(PareError, match=r"argument 'self' must be 3-d, got sizes \[3, 4\]"):
+        run_op(runtime, "aten::bmm", torch.ones(3, 4), torch.ones(2, 4, 5))
+    with pytest.raises(PareError, match="dtype Bool is not supported"):
+        run_op(runtime, "aten::bmm", torch.ones(2, 3, 4).bool(), torch.ones(2, 4, 5).bool())

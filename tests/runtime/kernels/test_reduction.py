@@ -1,4 +1,4 @@
-"""The reduction family vs torch: sum.dim_IntList, mean.dim, mean, prod.dim_int,
+"""The reduction family (runtime/kernels/reduction/) vs torch: sum.dim_IntList, mean.dim, mean, prod.dim_int,
 amax, amin, max, min, max.dim, min.dim, argmax, argmin, any, any.dim, any.dims,
 var.correction, cumsum, cumprod.
 

@@ -1,5 +1,6 @@
-"""pare::linear_prepacked / pare::conv2d_prepacked (custom classes
-LinearPackedParams / Conv2dPackedParams) vs torch, the prepacked linear
+"""The prepacked family (runtime/kernels/prepacked/): pare::linear_prepacked
+and pare::conv2d_prepacked (custom classes LinearPackedParams and
+Conv2dPackedParams) vs torch, the prepacked linear
 against aten::addmm, and the packed layout (pare/packing.py) against its
 definition and the runtime's gemm.h. Their speed is a benchmark, not a test:
 `python -m tools.bench.prepacked_linear`."""
@@ -11,7 +12,7 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
-from runtime_testing import assert_same, make_tensor
+from runtime_testing import assert_same, conv_program, linear_program, make_tensor
 
 from pare import packing
 from pare.program import ObjectOf, ProgramBuilder, ProgramError
@@ -21,22 +22,6 @@ from pare.runtime import PareError
 # load allocator (runtime/core/memory.h: 16 KB and its header) for the
 # method's tables and the packed-params object, never a copy of the weights.
 PACKED_OBJECT_BYTES = 16 * 1024 + 64
-
-
-def linear_program(weight, bias, in_shape):
-    pb = ProgramBuilder()
-    m = pb.method()
-    x = m.input("Float", [None] * (len(in_shape) - 1) + [in_shape[-1]])
-    m.output(m.op("pare::linear_prepacked", x, m.linear_prepack(weight, bias)))
-    return pb.to_bytes()
-
-
-def conv_program(weight, bias, stride, padding, dilation, groups):
-    pb = ProgramBuilder()
-    m = pb.method()
-    x = m.input("Float")
-    m.output(m.op("pare::conv2d_prepacked", x, m.conv2d_prepack(weight, bias, stride, padding, dilation, groups)))
-    return pb.to_bytes()
 
 
 @pytest.mark.parametrize(
@@ -192,7 +177,7 @@ def test_fused_output_clamp(runtime, bounds):
         assert_same(torch.from_numpy(y), want, rtol=1e-5, atol=1e-5)
 
 
-GEMM_H = Path(__file__).resolve().parents[2] / "runtime/kernels/common/gemm.h"
+GEMM_H = Path(__file__).resolve().parents[3] / "runtime/kernels/common/gemm.h"
 
 
 def test_packing_constants_match_gemm_h():
