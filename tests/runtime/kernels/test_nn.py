@@ -382,52 +382,6 @@ def test_conv3d_errors(runtime):
         conv(x.bool(), w.bool(), None, ones, zeros, ones, False, zeros, 2)
 
 
-def test_conv3d_code_is_absent_from_a_conv2d_only_runtime(selection_cache, runtime_lib):
-    """A runtime selecting aten::convolution with convolution_kernel only (a
-    2-d app) has none of the 3-d code: 5-d convolutions report the tag to
-    select, and no 3-d symbol is linked (the full runtime has them)."""
-    import subprocess
-    from pathlib import Path
-
-    import runtime_build
-
-    from pare.runtime import Runtime
-    from tests.conftest import require_tool
-
-    root = selection_cache
-    sel = runtime_build.write_selection(
-        root / "selection_conv2d_only", ["aten::convolution"], {"convolution_kernel": ["Float"]}, [], []
-    )
-    lib = runtime_build.build(root, "conv2d_only", selection_dir=sel)
-    rt = Runtime(lib)
-    assert rt.inventory().kernel_dtypes == {"convolution_kernel": ("Float",)}
-    x, w = make_tensor((1, 4, 5, 6, 6), torch.float32, 53), make_tensor((6, 2, 3, 3, 3), torch.float32, 54)
-    x2, w2 = x[:, :, 0].contiguous(), w[:, :, 0].contiguous()  # contiguous: no copy_kernel needed
-    got = run_op(rt, "aten::convolution", x2, w2, None, [1, 1], [0, 0], [1, 1], False, [0, 0], 2)
-    assert_same(got, F.conv2d(x2, w2, groups=2), **depth_tolerances(torch.float32, 18))
-    with pytest.raises(PareError, match="dtype Float of kernel tag convolution3d_kernel is not selected") as e:
-        run_op(rt, "aten::convolution", x, w, None, [1] * 3, [0] * 3, [1] * 3, False, [0] * 3, 2)
-    assert e.value.status_name == "DtypeNotSelected"
-
-    nm = require_tool("llvm-nm-16", "llvm-nm", package="llvm-16")
-
-    def symbols(path):
-        out = subprocess.run(
-            [nm, "-C", "--format=just-symbols", str(path)], capture_output=True, text=True, check=True
-        ).stdout
-        if not out.strip():  # a stripped Bazel library: its unstripped twin
-            return symbols(Path(path).parent / "unstripped" / Path(path).name)
-        return out.splitlines()
-
-    full = [s for s in symbols(runtime_lib) if "dispatch_case<pare::tags::convolution3d_kernel, float," in s]
-    assert full, "the full runtime lacks the 3-d convolution"
-    # Only the tag's inventory entry (its name and dtype list, which the
-    # runtime's error messages and inventory read) stays.
-    inventory = ("pare::tags::convolution3d_kernel::name", "pare::tags::convolution3d_kernel::dtypes")
-    stray = [s for s in symbols(lib) if ("conv3d" in s or "convolution3d" in s) and s not in inventory]
-    assert not stray, stray
-
-
 # ---------------------------------------------------------------------------
 # batch norm (inference)
 
