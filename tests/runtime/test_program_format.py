@@ -14,7 +14,7 @@ import torch
 from pare import dtypes
 from pare.program import ProgramBuilder, ProgramError, TensorListOf, read
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).absolute().parents[2]
 
 
 def example():
