@@ -6,11 +6,13 @@ the test's runfiles tree, where the suite sees only its declared inputs, and
 caches the result until one of them changes. The exit code is pytest's, with
 5 ("no tests collected") made a failure, as tools/run_tests.sh does.
 
-    pytest_main.py SUITE_DIR [--bundle-env VAR=BUNDLE_DIR ...] [PYTEST_ARGS...]
+    pytest_main.py SUITE [--bundle-env VAR=BUNDLE_DIR | --dir-env VAR=DIR ...] [PYTEST_ARGS...]
 
 --bundle-env sets VAR to the linux_x86_64 shared library of the runtime
 bundle at BUNDLE_DIR (a `data` dep such as //runtime:full, found through its
-bundle.json), the way tools/run_tests.sh sets PARE_RUNTIME_LIB.
+bundle.json), the way tools/run_tests.sh sets PARE_RUNTIME_LIB. --dir-env
+sets VAR to DIR in the runfiles tree (a `data` dep's folder, such as
+runtime/bitcode/linux_x86_64 for //runtime:bitcode's PARE_RUNTIME_BITCODE_DIR).
 """
 
 from __future__ import annotations
@@ -29,15 +31,28 @@ ROOT = Path(__file__).absolute().parents[1]
 
 def main(argv: list[str]) -> int:
     if not argv:
-        print("usage: pytest_main.py SUITE_DIR [--bundle-env VAR=BUNDLE_DIR ...] [PYTEST_ARGS...]", file=sys.stderr)
+        print(
+            "usage: pytest_main.py SUITE [--bundle-env VAR=BUNDLE_DIR | --dir-env VAR=DIR ...] [PYTEST_ARGS...]",
+            file=sys.stderr,
+        )
         return 2
     suite, rest = argv[0], list(argv[1:])
-    while rest[:1] == ["--bundle-env"] and len(rest) >= 2:
-        var, eq, bundle_dir = rest[1].partition("=")
-        if not (var and eq and bundle_dir):
-            print(f"pytest_main.py: --bundle-env {rest[1]!r}: expected VAR=BUNDLE_DIR", file=sys.stderr)
+    while rest[:1] in (["--bundle-env"], ["--dir-env"]) and len(rest) >= 2:
+        flag, (var, eq, path) = rest[0], rest[1].partition("=")
+        if not (var and eq and path):
+            what = "BUNDLE_DIR" if flag == "--bundle-env" else "DIR"
+            print(f"pytest_main.py: {flag} {rest[1]!r}: expected VAR={what}", file=sys.stderr)
             return 2
-        os.environ[var] = str(load_bundle(ROOT / bundle_dir).platform("linux_x86_64").shared)
+        if flag == "--bundle-env":
+            os.environ[var] = str(load_bundle(ROOT / path).platform("linux_x86_64").shared)
+        elif (ROOT / path).is_dir():
+            os.environ[var] = str(ROOT / path)
+        else:
+            print(
+                f"pytest_main.py: --dir-env {var}={path}: no such folder in the runfiles; add its target to data",
+                file=sys.stderr,
+            )
+            return 2
         rest = rest[2:]
     args = [str(ROOT / suite), f"--rootdir={ROOT}", "-p", "no:cacheprovider", "-q", *rest]
     xml = os.environ.get("XML_OUTPUT_FILE")  # Bazel's test.xml: per-test results in the test log's summary

@@ -7,7 +7,7 @@ an input changes. Any skip that is not a documented platform limit fails
 their tag `pytest_suite:<suite>` and leaves them to `bazel test //...`.
 """
 
-def pytest_suite(name, suite, srcs, data = [], deps = [], runtimes = {}, size = "medium"):
+def pytest_suite(name, suite, srcs, data = [], deps = [], runtimes = {}, platform_dirs = {}, size = "medium"):
     """A py_test running the pytest suite `suite`.
 
     Args:
@@ -19,18 +19,24 @@ def pytest_suite(name, suite, srcs, data = [], deps = [], runtimes = {}, size = 
       runtimes: {environment variable: runtime bundle label}: each bundle
         (a selective_runtime) becomes data, and the variable the path of its
         linux_x86_64 library, e.g. {"PARE_RUNTIME_LIB": "//runtime:full"}.
+      platform_dirs: {environment variable: pare_platform_files label}: each
+        becomes data, and the variable the path of its linux_x86_64 folder,
+        e.g. {"PARE_RUNTIME_BITCODE_DIR": "//runtime:bitcode"}.
       size: the usual.
     """
     args = [suite]
     for var, bundle in sorted(runtimes.items()):
         label = Label(bundle)
         args += ["--bundle-env", "%s=%s/%s" % (var, label.package, label.name)]
+    for var, files in sorted(platform_dirs.items()):
+        label = Label(files)
+        args += ["--dir-env", "%s=%s/%s/linux_x86_64" % (var, label.package, label.name)]
     native.py_test(
         name = name,
         size = size,
         srcs = srcs + ["pytest_main.py"],
         args = args,
-        data = data + sorted(runtimes.values()),
+        data = data + sorted(runtimes.values()) + sorted(platform_dirs.values()),
         env = {"PARE_NO_SKIPS": "1"},
         main = "pytest_main.py",
         tags = ["pytest_suite:" + suite],

@@ -25,7 +25,7 @@ def run(*args: str, cwd=REPO_ROOT) -> subprocess.CompletedProcess:
 
 def test_no_arguments_is_a_usage_error():
     proc = run()
-    assert proc.returncode == 2 and "usage: pytest_main.py SUITE_DIR" in proc.stderr
+    assert proc.returncode == 2 and "usage: pytest_main.py SUITE " in proc.stderr
 
 
 @pytest.mark.parametrize("value", ["PARE_RUNTIME_LIB", "=runtime/full", "PARE_RUNTIME_LIB="])
@@ -33,6 +33,21 @@ def test_malformed_bundle_env_names_the_expected_form(value):
     proc = run("tests/codegen", "--bundle-env", value)
     assert proc.returncode == 2
     assert f"--bundle-env {value!r}: expected VAR=BUNDLE_DIR" in proc.stderr
+
+
+@pytest.mark.parametrize("value", ["PARE_RUNTIME_BITCODE_DIR", "=runtime/bitcode"])
+def test_malformed_dir_env_names_the_expected_form(value):
+    proc = run("tests/codegen", "--dir-env", value)
+    assert proc.returncode == 2
+    assert f"--dir-env {value!r}: expected VAR=DIR" in proc.stderr
+
+
+def test_a_dir_env_folder_missing_from_the_runfiles_names_the_fix():
+    proc = run("tests/codegen", "--dir-env", "PARE_RUNTIME_BITCODE_DIR=no_such_folder")
+    assert proc.returncode == 2
+    assert "PARE_RUNTIME_BITCODE_DIR=no_such_folder: no such folder in the runfiles; add its target to data" in (
+        proc.stderr
+    )
 
 
 def test_a_suite_that_collects_nothing_fails(tmp_path):
