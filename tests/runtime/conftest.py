@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import os
 import sys
-import tempfile
 from pathlib import Path
 
 import pytest
@@ -45,12 +44,7 @@ def pytest_collection_modifyitems(config, items):
 
 
 def _cache_root(config) -> Path:
-    cache = getattr(config, "cache", None)
-    if cache is None:  # a Bazel test (tests/pytest_main.py runs without the cache plugin): its own folder
-        root = Path(os.environ.get("TEST_TMPDIR") or tempfile.gettempdir()) / "pare_runtime"
-        root.mkdir(parents=True, exist_ok=True)
-        return root
-    return Path(cache.mkdir("pare_runtime"))
+    return runtime_build.cache_root(config)
 
 
 def _lib_from_env(var: str) -> Path | None:

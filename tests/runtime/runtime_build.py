@@ -149,6 +149,18 @@ def deselect_other_builds(config, items) -> None:
         items[:] = keep
 
 
+def cache_root(config) -> Path:
+    """Where a pytest session keeps the runtimes it builds: pytest's cache
+    (.pytest_cache/d/pare_runtime), or, in a Bazel test (tests/pytest_main.py
+    runs without the cache plugin), the test's own TEST_TMPDIR."""
+    cache = getattr(config, "cache", None)
+    if cache is None:
+        root = Path(os.environ.get("TEST_TMPDIR") or tempfile.gettempdir()) / "pare_runtime"
+        root.mkdir(parents=True, exist_ok=True)
+        return root
+    return Path(cache.mkdir("pare_runtime"))
+
+
 def compiler_env() -> dict[str, str]:
     """The environment for compiler runs: never the sanitizer preload of a
     sanitized test process (clang itself is not instrumented)."""

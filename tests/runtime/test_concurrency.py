@@ -85,7 +85,7 @@ def tsan_driver(pytestconfig, tmp_path_factory) -> Path:
     """The driver and the full runtime's sources compiled with
     -fsanitize=thread into one executable."""
     objects = runtime_build.library_objects(
-        Path(pytestconfig.cache.mkdir("pare_runtime")),
+        runtime_build.cache_root(pytestconfig),
         "full",
         selection_dir=runtime_build.DEFAULT_SELECTION,
         opt="-O1",
