@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).absolute().parent))
 
 # tracer_testlib puts the repo and tests/runtime on sys.path, so it comes
 # first: runtime_build lives in tests/runtime.
@@ -35,7 +35,7 @@ def _prebuilt(var: str) -> Path | None:
 
 
 def _cache_root(config) -> Path:
-    return Path(config.cache.mkdir("pare_runtime"))
+    return runtime_build.cache_root(config)
 
 
 @pytest.fixture(scope="session")

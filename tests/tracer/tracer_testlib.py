@@ -6,7 +6,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
+HERE = Path(__file__).absolute().parent
 REPO = HERE.parents[1]
 MODELS = HERE / "models"
 for path in (str(REPO), str(REPO / "tests" / "runtime")):
