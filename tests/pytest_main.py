@@ -1,12 +1,15 @@
 """Runs one pytest suite as a Bazel test: `bazel test //tests:codegen_test`.
 
 tests/BUILD.bazel declares each converted suite as a py_test whose main is
-this file and whose first argument is the suite's directory. Bazel runs it in
+this file and whose first arguments are the suite's paths. Bazel runs it in
 the test's runfiles tree, where the suite sees only its declared inputs, and
 caches the result until one of them changes. The exit code is pytest's, with
 5 ("no tests collected") made a failure, as tools/run_tests.sh does.
 
-    pytest_main.py SUITE [--bundle-env VAR=BUNDLE_DIR | --dir-env VAR=DIR ...] [PYTEST_ARGS...]
+    pytest_main.py SUITE [SUITE...] [--bundle-env VAR=BUNDLE_DIR | --dir-env VAR=DIR ...] [PYTEST_ARGS...]
+
+SUITE is a directory or test file, from the repository root; a target may
+run several.
 
 --bundle-env sets VAR to the linux_x86_64 shared library of the runtime
 bundle at BUNDLE_DIR (a `data` dep such as //runtime:full, found through its
@@ -32,11 +35,17 @@ ROOT = Path(__file__).absolute().parents[1]
 def main(argv: list[str]) -> int:
     if not argv:
         print(
-            "usage: pytest_main.py SUITE [--bundle-env VAR=BUNDLE_DIR | --dir-env VAR=DIR ...] [PYTEST_ARGS...]",
+            "usage: pytest_main.py SUITE [SUITE...] [--bundle-env VAR=BUNDLE_DIR | --dir-env VAR=DIR ...] [PYTEST_ARGS...]",
             file=sys.stderr,
         )
         return 2
-    suite, rest = argv[0], list(argv[1:])
+    suites = []
+    rest = list(argv)
+    while rest and not rest[0].startswith("-"):
+        suites.append(rest.pop(0))
+    if not suites:
+        print("pytest_main.py: name at least one SUITE (a directory or test file) before the flags", file=sys.stderr)
+        return 2
     while rest[:1] in (["--bundle-env"], ["--dir-env"]) and len(rest) >= 2:
         flag, (var, eq, path) = rest[0], rest[1].partition("=")
         if not (var and eq and path):
@@ -54,13 +63,13 @@ def main(argv: list[str]) -> int:
             )
             return 2
         rest = rest[2:]
-    args = [str(ROOT / suite), f"--rootdir={ROOT}", "-p", "no:cacheprovider", "-q", *rest]
+    args = [*(str(ROOT / suite) for suite in suites), f"--rootdir={ROOT}", "-p", "no:cacheprovider", "-q", *rest]
     xml = os.environ.get("XML_OUTPUT_FILE")  # Bazel's test.xml: per-test results in the test log's summary
     if xml:
         args.append(f"--junitxml={xml}")
     code = pytest.main(args)
     if code == pytest.ExitCode.NO_TESTS_COLLECTED:
-        print(f"pytest collected no tests in {suite}: that is a failure", file=sys.stderr)
+        print(f"pytest collected no tests in {' '.join(suites)}: that is a failure", file=sys.stderr)
         return 1
     return int(code)
 

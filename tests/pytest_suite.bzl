@@ -1,10 +1,12 @@
 """pytest_suite: one pytest suite as a Bazel test (docs/testing.md).
 
-The py_test runs tests/pytest_main.py over the suite's directory in its
-runfiles tree: the suite reads only `data`, and Bazel caches the result until
-an input changes. Any skip that is not a documented platform limit fails
+The py_test runs tests/pytest_main.py over the suite (a directory, or a
+list of test files and directories) in its runfiles tree: the suite reads
+only `data`, and Bazel caches the result until an input changes. Any skip that is not a documented platform limit fails
 (PARE_NO_SKIPS, tests/skip_gate.py). tools/run_tests.sh finds these suites by
-their tag `pytest_suite:<suite>` and leaves them to `bazel test //...`.
+their tags `pytest_suite:<path>`, one per path, and leaves them to
+`bazel test //...`. Each target costs a Python start with torch (about 5 s
+of CPU), so a suite groups files rather than being one target per file.
 """
 
 def pytest_suite(name, suite, srcs, data = [], deps = [], runtimes = {}, platform_dirs = {}, size = "medium"):
@@ -12,7 +14,8 @@ def pytest_suite(name, suite, srcs, data = [], deps = [], runtimes = {}, platfor
 
     Args:
       name: target name.
-      suite: the suite's directory, from the repository root ("tests/fuzz").
+      suite: the suite's directory, from the repository root ("tests/fuzz"),
+        or a list of its test files and directories.
       srcs: the suite's Python files (its tests, conftest and helpers).
       data: the files it reads.
       deps: the Python libraries it imports.
@@ -24,7 +27,8 @@ def pytest_suite(name, suite, srcs, data = [], deps = [], runtimes = {}, platfor
         e.g. {"PARE_RUNTIME_BITCODE_DIR": "//runtime:bitcode"}.
       size: the usual.
     """
-    args = [suite]
+    paths = [suite] if type(suite) == "string" else suite
+    args = list(paths)
     for var, bundle in sorted(runtimes.items()):
         label = Label(bundle)
         args += ["--bundle-env", "%s=%s/%s" % (var, label.package, label.name)]
@@ -39,7 +43,7 @@ def pytest_suite(name, suite, srcs, data = [], deps = [], runtimes = {}, platfor
         data = data + sorted(runtimes.values()) + sorted(platform_dirs.values()),
         env = {"PARE_NO_SKIPS": "1"},
         main = "pytest_main.py",
-        tags = ["pytest_suite:" + suite],
+        tags = ["pytest_suite:" + path for path in paths],
         python_version = "PY3",
         deps = [":testlib"] + deps,
     )

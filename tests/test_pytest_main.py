@@ -50,6 +50,12 @@ def test_a_dir_env_folder_missing_from_the_runfiles_names_the_fix():
     )
 
 
+def test_flags_without_a_suite_are_a_usage_error():
+    proc = run("--bundle-env", "PARE_RUNTIME_LIB=runtime/full")
+    assert proc.returncode == 2
+    assert "name at least one SUITE (a directory or test file) before the flags" in proc.stderr
+
+
 def test_a_suite_that_collects_nothing_fails(tmp_path):
     (tmp_path / "empty").mkdir()
     proc = run(str(tmp_path / "empty"))
