@@ -43,10 +43,6 @@ def pytest_collection_modifyitems(config, items):
     runtime_build.deselect_other_builds(config, items)
 
 
-def _cache_root(config) -> Path:
-    return runtime_build.cache_root(config)
-
-
 def _lib_from_env(var: str) -> Path | None:
     value = os.environ.get(var)
     if not value:
@@ -62,7 +58,7 @@ def _lib_from_env(var: str) -> Path | None:
 @pytest.fixture(scope="session")
 def runtime_lib(pytestconfig) -> Path:
     return _lib_from_env("PARE_RUNTIME_LIB") or runtime_build.build(
-        _cache_root(pytestconfig), "full", selection_dir=runtime_build.DEFAULT_SELECTION
+        runtime_build.cache_root(pytestconfig), "full", selection_dir=runtime_build.DEFAULT_SELECTION
     )
 
 
@@ -76,7 +72,7 @@ def runtime_v3_lib(pytestconfig) -> Path:
     """The full runtime at --//runtime:x86_64_isa=v3 (AVX2+FMA): Bazel's
     //runtime:full_v3 via PARE_RUNTIME_V3_LIB, else compiled here."""
     return _lib_from_env("PARE_RUNTIME_V3_LIB") or runtime_build.build(
-        _cache_root(pytestconfig),
+        runtime_build.cache_root(pytestconfig),
         "full_v3",
         selection_dir=runtime_build.DEFAULT_SELECTION,
         extra_flags=runtime_build.X86_64_V3_FLAGS,
@@ -86,7 +82,10 @@ def runtime_v3_lib(pytestconfig) -> Path:
 @pytest.fixture(scope="session")
 def tracing_runtime(pytestconfig) -> Runtime:
     path = _lib_from_env("PARE_TRACING_RUNTIME_LIB") or runtime_build.build(
-        _cache_root(pytestconfig), "tracing", selection_dir=runtime_build.DEFAULT_SELECTION, defines=["PARE_TRACING=1"]
+        runtime_build.cache_root(pytestconfig),
+        "tracing",
+        selection_dir=runtime_build.DEFAULT_SELECTION,
+        defines=["PARE_TRACING=1"],
     )
     return Runtime(path)
 
@@ -94,7 +93,7 @@ def tracing_runtime(pytestconfig) -> Runtime:
 @pytest.fixture(scope="session")
 def selection_dir(pytestconfig) -> Path:
     return runtime_build.write_selection(
-        _cache_root(pytestconfig) / "selection_custom",
+        runtime_build.cache_root(pytestconfig) / "selection_custom",
         SELECTIVE_OPS,
         SELECTIVE_KERNEL_DTYPES,
         SELECTIVE_CLASSES,
@@ -109,7 +108,7 @@ def selection_cache(pytestconfig) -> Path:
     full-runtime subset deselects such tests (runtime_build.OTHER_BUILD_FIXTURES):
     under ASan every global is registered at start-up, so a sanitized
     selective runtime keeps what the selection leaves out."""
-    return _cache_root(pytestconfig)
+    return runtime_build.cache_root(pytestconfig)
 
 
 @pytest.fixture(scope="session")
@@ -117,7 +116,7 @@ def selective_lib(pytestconfig, selection_dir) -> Path:
     # Built as an app's runtime is (runtime_build.selected_objects): the
     # selection folded into code compiled with every kernel, so the "absent"
     # symbol checks test what deletes unselected code in shipped runtimes.
-    return runtime_build.build(_cache_root(pytestconfig), "selective", selection_dir=selection_dir)
+    return runtime_build.build(runtime_build.cache_root(pytestconfig), "selective", selection_dir=selection_dir)
 
 
 @pytest.fixture(scope="session")
@@ -131,6 +130,6 @@ def test_double_runtime(pytestconfig) -> Runtime:
     Bazel's //runtime:full_test_double via PARE_TEST_DOUBLE_RUNTIME_LIB, else
     the full runtime's objects compiled here, linked with that PAL."""
     path = _lib_from_env("PARE_TEST_DOUBLE_RUNTIME_LIB") or runtime_build.build(
-        _cache_root(pytestconfig), "full", selection_dir=runtime_build.DEFAULT_SELECTION, pal="test_double"
+        runtime_build.cache_root(pytestconfig), "full", selection_dir=runtime_build.DEFAULT_SELECTION, pal="test_double"
     )
     return Runtime(path)

@@ -211,29 +211,13 @@ def build(
     renamed into place, so no session sees another's half-built output."""
     sanitize = sanitizers()
     select = Path(selection_dir).resolve() != DEFAULT_SELECTION.resolve()
+    options = dict(
+        selection_dir=selection_dir, defines=defines, pal=pal, opt=opt, sanitize=sanitize, extra_flags=extra_flags
+    )
     if select:
-        objects = selected_objects(
-            cache_root,
-            name,
-            selection_dir=selection_dir,
-            defines=defines,
-            pal=pal,
-            opt=opt,
-            sanitize=sanitize,
-            extra_flags=extra_flags,
-            kernels=kernels,
-        )
+        objects = selected_objects(cache_root, name, kernels=kernels, **options)
     else:
-        objects = library_objects(
-            cache_root,
-            name,
-            selection_dir=selection_dir,
-            defines=defines,
-            pal=pal,
-            opt=opt,
-            sanitize=sanitize,
-            extra_flags=extra_flags,
-        )
+        objects = library_objects(cache_root, name, **options)
     objects_dir = objects[-1].parents[1]
     if sanitize:
         name = "_".join((name, *sanitize))

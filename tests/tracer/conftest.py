@@ -34,17 +34,13 @@ def _prebuilt(var: str) -> Path | None:
     return Path(value)
 
 
-def _cache_root(config) -> Path:
-    return runtime_build.cache_root(config)
-
-
 @pytest.fixture(scope="session")
 def tracing_lib(pytestconfig) -> Path:
     return (
         _prebuilt("PARE_INSTRUMENTATION_LIB")
         or _prebuilt("PARE_TRACING_RUNTIME_LIB")
         or runtime_build.build(
-            _cache_root(pytestconfig),
+            runtime_build.cache_root(pytestconfig),
             "tracing",
             selection_dir=runtime_build.DEFAULT_SELECTION,
             defines=["PARE_TRACING=1"],
@@ -55,5 +51,5 @@ def tracing_lib(pytestconfig) -> Path:
 @pytest.fixture(scope="session")
 def full_lib(pytestconfig) -> Path:
     return _prebuilt("PARE_RUNTIME_LIB") or runtime_build.build(
-        _cache_root(pytestconfig), "full", selection_dir=runtime_build.DEFAULT_SELECTION
+        runtime_build.cache_root(pytestconfig), "full", selection_dir=runtime_build.DEFAULT_SELECTION
     )
