@@ -216,7 +216,13 @@ def test_unselected_code_is_absent_from_the_binary(runtime_lib, selective_lib):
     assert _has(sel, klass.format("LinearPackedParams"))
     assert not _has(sel, klass.format("Conv2dPackedParams")), "unselected class is still linked"
     # Build feature threads (unselected): the pool and the split machinery.
-    for thread_code in (r"pare::ThreadPool::", r"pare::KernelContext::run_chunks\("):
+    thread_code_patterns = (
+        r"pare::ThreadPool::",
+        r"pare::KernelContext::run_chunks\(",
+        r"pare::KernelContext::threaded_chunks\(",
+        r"pare::gemm::sgemm_parallel<",
+    )
+    for thread_code in thread_code_patterns:
         assert _has(full, thread_code), thread_code
         assert not _has(sel, thread_code), f"{thread_code}: unselected feature threads is still linked"
 

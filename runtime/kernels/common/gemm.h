@@ -193,13 +193,11 @@ struct Split {
 // group of a convolution, share it) with their scratch allocated.
 Result<Split> split_for(KernelContext& ctx, int64_t m, int64_t n, int64_t k, bool pack_a, bool pack_b);
 
+// The split product over the method's threads; call sgemm below.
 template <typename PackA, typename PackB>
-void sgemm(KernelContext& ctx, const Split& split, int64_t m, int64_t n, int64_t k, float alpha,
-           const PackA& pack_a_block, const PackB& pack_b_block, float* c, int64_t ldc, bool accumulate) {
-  if (!feature_selected(FeatureId::threads)) {  // one call, no split code
-    sgemm(m, n, k, alpha, pack_a_block, pack_b_block, c, ldc, accumulate, split.a_scratch, split.b_scratch);
-    return;
-  }
+PARE_NOINLINE void sgemm_parallel(KernelContext& ctx, const Split& split, int64_t m, int64_t n, int64_t k, float alpha,
+                                  const PackA& pack_a_block, const PackB& pack_b_block, float* c, int64_t ldc,
+                                  bool accumulate) {
   ctx.parallel(split.chunks, split.rows ? m : n, split.rows ? kMR : kNR,
                [&](uint32_t chunk, int64_t begin, int64_t end) {
                  float* a_scratch = split.a_scratch == nullptr ? nullptr : split.a_scratch + chunk * split.a_floats;
@@ -209,6 +207,19 @@ void sgemm(KernelContext& ctx, const Split& split, int64_t m, int64_t n, int64_t
                  sgemm(split.rows ? end - begin : m, split.rows ? n : end - begin, k, alpha, pack_a_block, pack_b_block,
                        c + row0 * ldc + col0, ldc, accumulate, a_scratch, b_scratch, row0, col0);
                });
+}
+// Inlined into its caller, so that a runtime without threads calls the
+// one-thread sgemm directly: no wrapper and no split code survive the
+// selection step's folding of feature_selected.
+template <typename PackA, typename PackB>
+PARE_ALWAYS_INLINE void sgemm(KernelContext& ctx, const Split& split, int64_t m, int64_t n, int64_t k, float alpha,
+                              const PackA& pack_a_block, const PackB& pack_b_block, float* c, int64_t ldc,
+                              bool accumulate) {
+  if (!feature_selected(FeatureId::threads)) {
+    sgemm(m, n, k, alpha, pack_a_block, pack_b_block, c, ldc, accumulate, split.a_scratch, split.b_scratch);
+  } else {
+    sgemm_parallel(ctx, split, m, n, k, alpha, pack_a_block, pack_b_block, c, ldc, accumulate);
+  }
 }
 
 // C[m x n] (contiguous rows, row stride ldc) = alpha * A B + (accumulate ?
