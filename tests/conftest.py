@@ -35,16 +35,14 @@ _built: set[tuple[str, ...]] = set()
 # once instead of racing now and then.
 BAZEL_TESTS = (
     "tests/mobile/",
-    "tests/prune/test_prune.py::test_runtime_size_is_built_when_out_is_in_the_workspace",
+    "tests/prune/test_prune_runtime_size.py",
     "tests/rules/",
     "tests/size_diff/",
     "tests/toolchains/test_platform_outputs.py",
     "tests/tracer/test_android.py",
     "tests/tracer/test_demo.py",
     "tests/verify/",
-    # The zoo's other tests trace (on PARE_INSTRUMENTATION_LIB, which
-    # tools/run_tests.sh sets) or parse only.
-    "tests/zoo/test_zoo.py::test_fast_subset_traces_builds_for_every_platform_and_matches_torch",
+    "tests/zoo/test_zoo_end_to_end.py",
 )
 BAZEL_MARK = "bazel"
 NO_BAZEL_ENV = "PARE_TEST_OUTSIDE_BAZEL_TESTS"

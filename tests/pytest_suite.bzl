@@ -9,7 +9,17 @@ their tags `pytest_suite:<path>`, one per path, and leaves them to
 of CPU), so a suite groups files rather than being one target per file.
 """
 
-def pytest_suite(name, suite, srcs, data = [], deps = [], runtimes = {}, platform_dirs = {}, size = "medium"):
+def pytest_suite(
+        name,
+        suite,
+        srcs,
+        data = [],
+        deps = [],
+        runtimes = {},
+        platform_dirs = {},
+        env = {},
+        pytest_args = [],
+        size = "medium"):
     """A py_test running the pytest suite `suite`.
 
     Args:
@@ -25,6 +35,10 @@ def pytest_suite(name, suite, srcs, data = [], deps = [], runtimes = {}, platfor
       platform_dirs: {environment variable: pare_platform_files label}: each
         becomes data, and the variable the path of its linux_x86_64 folder,
         e.g. {"PARE_RUNTIME_BITCODE_DIR": "//runtime:bitcode"}.
+      env: more environment variables for the test (PARE_NO_SKIPS=1 is
+        always set), e.g. {"ATEN_CPU_CAPABILITY": "default"}.
+      pytest_args: arguments for pytest after the suite's paths, e.g.
+        ["-m", "fp_ops"].
       size: the usual.
     """
     paths = [suite] if type(suite) == "string" else suite
@@ -35,13 +49,16 @@ def pytest_suite(name, suite, srcs, data = [], deps = [], runtimes = {}, platfor
     for var, files in sorted(platform_dirs.items()):
         label = Label(files)
         args += ["--dir-env", "%s=%s/%s/linux_x86_64" % (var, label.package, label.name)]
+    args += pytest_args
+    test_env = dict(env)
+    test_env["PARE_NO_SKIPS"] = "1"
     native.py_test(
         name = name,
         size = size,
         srcs = srcs + ["pytest_main.py"],
         args = args,
         data = data + sorted(runtimes.values()) + sorted(platform_dirs.values()),
-        env = {"PARE_NO_SKIPS": "1"},
+        env = test_env,
         main = "pytest_main.py",
         tags = ["pytest_suite:" + path for path in paths],
         python_version = "PY3",

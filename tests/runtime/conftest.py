@@ -20,12 +20,19 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).absolute().parents[2]
 sys.path.insert(0, str(REPO))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).absolute().parent))
 
 import runtime_build  # noqa: E402
-from runtime_testing import SELECTIVE_CLASSES, SELECTIVE_FEATURES, SELECTIVE_KERNEL_DTYPES, SELECTIVE_OPS  # noqa: E402
+from runtime_testing import (  # noqa: E402
+    RUNTIME_ISA_ENV,
+    SELECTIVE_CLASSES,
+    SELECTIVE_FEATURES,
+    SELECTIVE_KERNEL_DTYPES,
+    SELECTIVE_OPS,
+    runtime_isa_limit,
+)
 
 from pare.runtime import Runtime  # noqa: E402
 
@@ -41,6 +48,16 @@ def pytest_configure(config):
 
 def pytest_collection_modifyitems(config, items):
     runtime_build.deselect_other_builds(config, items)
+    # A runtime built for an ISA level this CPU lacks (PARE_RUNTIME_ISA):
+    # every test is a platform limit (pare.runtime refuses to load it).
+    try:
+        limit = runtime_isa_limit(os.environ.get(RUNTIME_ISA_ENV))
+    except ValueError as e:
+        raise pytest.UsageError(str(e)) from None
+    if limit:
+        for item in items:
+            item.add_marker(pytest.mark.platform_limit(limit))
+            item.add_marker(pytest.mark.skip(reason=limit))
 
 
 def _lib_from_env(var: str) -> Path | None:

@@ -7,6 +7,7 @@ import ctypes
 import numpy as np
 import torch
 
+import pare.runtime
 from pare import dtypes
 from pare.program import ProgramBuilder
 
@@ -47,6 +48,25 @@ SELECTIVE_KERNEL_DTYPES = {
 }
 SELECTIVE_CLASSES = ["LinearPackedParams"]  # Conv2dPackedParams dropped
 SELECTIVE_FEATURES: list[str] = []  # op_profiling dropped
+
+
+# The x86_64 ISA level a suite's runtimes are built for, when not the
+# baseline (tests/BUILD.bazel sets it for the v3 pass of the fp_ops tests).
+RUNTIME_ISA_ENV = "PARE_RUNTIME_ISA"
+
+
+def runtime_isa_limit(isa: str | None) -> str | None:
+    """Why this CPU cannot run the suite's runtimes built for `isa` (a
+    platform limit: every test is skipped), or None when it can or no ISA is
+    named. An unknown name is a usage error, not a silent pass."""
+    if not isa:
+        return None
+    if isa not in pare.runtime.ISA_CPU_FEATURES:
+        known = ", ".join(sorted(pare.runtime.ISA_CPU_FEATURES))
+        raise ValueError(f"{RUNTIME_ISA_ENV}={isa}: unknown ISA level; expected one of {known}")
+    if pare.runtime.cpu_runs(isa):
+        return None
+    return f"this CPU cannot run {isa} code ({RUNTIME_ISA_ENV}={isa}): the {isa} runtime's tests cannot run here"
 
 
 def to_input(t: torch.Tensor):

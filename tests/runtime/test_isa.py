@@ -4,8 +4,8 @@ AVX2+FMA GEMM tile, its float32 GEMM, convolution and prepacked products
 stay within the float32 dot-product bound of a float64 reference, and a v3
 runtime is refused, with the fix, on a CPU without AVX2+FMA.
 
-The whole fp_ops suite also runs on the v3 runtime (tools/run_tests.sh's
-v3 pass); these tests add the tile's edge shapes. Speed is a benchmark:
+The whole fp_ops suite also runs on the v3 runtime
+(//tests:kernels_v3_test); these tests add the tile's edge shapes. Speed is a benchmark:
 python -m tools.bench.sgemm."""
 
 import platform
@@ -16,7 +16,7 @@ import pytest
 import runtime_build
 import torch
 import torch.nn.functional as F
-from runtime_testing import conv_program, linear_program, make_tensor, run_op
+from runtime_testing import conv_program, linear_program, make_tensor, run_op, runtime_isa_limit
 
 import pare.runtime
 from pare.runtime import PareError, Runtime, cpu_runs
@@ -72,6 +72,20 @@ def test_v3_runtime_is_refused_on_a_cpu_without_avx2(runtime_v3_lib, monkeypatch
     monkeypatch.setattr(pare.runtime, "host_cpu_flags", lambda: frozenset({"sse2", "avx"}))
     with pytest.raises(PareError, match=r"built for x86_64_v3 .* lacks avx2, fma, .*x86_64_isa=baseline"):
         Runtime(runtime_v3_lib)
+
+
+def test_a_suite_on_a_v3_runtime_is_a_platform_limit_on_a_cpu_without_avx2(monkeypatch):
+    # tests/runtime/conftest.py skips every test of a suite whose runtimes
+    # are built for an ISA level the CPU lacks (//tests:kernels_v3_test).
+    assert runtime_isa_limit(None) is None and runtime_isa_limit("") is None
+    monkeypatch.setattr(pare.runtime, "host_cpu_flags", lambda: frozenset({"sse2", "avx"}))
+    assert runtime_isa_limit("x86_64_v3") == (
+        "this CPU cannot run x86_64_v3 code (PARE_RUNTIME_ISA=x86_64_v3): the x86_64_v3 runtime's tests cannot run here"
+    )
+    monkeypatch.setattr(pare.runtime, "host_cpu_flags", lambda: frozenset(pare.runtime.ISA_CPU_FEATURES["x86_64_v3"]))
+    assert runtime_isa_limit("x86_64_v3") is None
+    with pytest.raises(ValueError, match=r"PARE_RUNTIME_ISA=x86_64_v4: unknown ISA level; expected one of x86_64_v3"):
+        runtime_isa_limit("x86_64_v4")
 
 
 @pytest.fixture(scope="module")

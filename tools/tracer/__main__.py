@@ -5,7 +5,7 @@ import sys
 from pathlib import Path
 
 if __package__ in (None, ""):  # run as a file (Bazel's py_binary launcher)
-    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+    sys.path.insert(0, str(Path(__file__).absolute().parents[2]))
     # pare/ (the Python SDK) is not a Bazel package yet: take it from the
     # workspace `bazel run` was started in. Appended, so everything the
     # runfiles do hold wins.

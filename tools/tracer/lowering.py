@@ -143,7 +143,7 @@ def _innermost_module(node: Node) -> str | None:
 
 def _same_file(path: str, model_file: Path) -> bool:
     try:
-        return Path(path).resolve() == model_file
+        return Path(path).resolve() == model_file.resolve()
     except OSError:
         return False
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import math
+import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -63,7 +64,10 @@ def _tolerance(path: Path, value) -> Tolerance | None:
 
 def load_model_spec(path: str | Path) -> ModelSpec:
     """Imports the spec, calls build() and validates what it returns."""
-    path = Path(path).resolve()
+    # Absolute, not resolved: a spec reached through a symlink (a Bazel
+    # runfiles tree) keeps its path there, so model_label names it relative
+    # to the tree it was given in.
+    path = Path(os.path.abspath(path))
     if not path.is_file():
         raise TracerError(f"{path}: no such model spec; pass the path of a .py file defining build()")
     mod = _import(path)

@@ -27,7 +27,7 @@ def repo_root() -> Path:
     workspace = os.environ.get("BUILD_WORKSPACE_DIRECTORY")
     if workspace:
         return Path(workspace)
-    return Path(__file__).resolve().parents[2]
+    return Path(__file__).absolute().parents[2]
 
 
 def inventory_dir() -> Path:

@@ -58,10 +58,12 @@ class TraceResult:
 def model_label(spec: ModelSpec) -> str:
     """How manifests name the model: its path in the repository, else its
     file name (never an absolute path, so the bytes are portable)."""
-    try:
-        return str(spec.path.relative_to(paths.repo_root().resolve()))
-    except ValueError:
-        return spec.path.name
+    root = paths.repo_root()
+    # As given (a runfiles tree links to the checkout), then both resolved.
+    for path, under in ((spec.path, root), (spec.path.resolve(), root.resolve())):
+        if path.is_relative_to(under):
+            return str(path.relative_to(under))
+    return spec.path.name
 
 
 def eager_outputs(spec: ModelSpec, index: int) -> list[Any]:

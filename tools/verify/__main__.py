@@ -4,7 +4,7 @@ import sys
 from pathlib import Path
 
 if __package__ in (None, ""):  # run as a file (Bazel's py_binary launcher)
-    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+    sys.path.insert(0, str(Path(__file__).absolute().parents[2]))
 
 from tools.verify.cli import main  # noqa: E402
 

@@ -64,7 +64,7 @@ def test_to_copy_special_float_values(runtime):
 
 
 def test_float_to_half_bit_for_bit_at_every_rounding_boundary(runtime):
-    # Software on baseline x86_64, F16C's vcvtps2ph on v3 (CI's v3 pass),
+    # Software on baseline x86_64, F16C's vcvtps2ph on v3 (//tests:kernels_v3_test),
     # fcvtn on arm64 (tests/tracer/test_android.py): the same bits.
     x, want = half_rounding_cases()
     got = run_op(runtime, "aten::_to_copy", x, torch.float16)
