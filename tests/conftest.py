@@ -70,8 +70,28 @@ def bazel(
     return proc
 
 
+# Set by tests/pytest_main.py in a Bazel test: the runfiles tree, where the
+# test's data deps sit at their packages' paths as they do under bazel-bin.
+BAZEL_OUTPUTS_ENV = "PARE_BAZEL_OUTPUTS"
+
+
 def bazel_build(*targets: str, flags: tuple[str, ...] = ()) -> Path:
-    """Builds targets (once per session for the same arguments); returns bazel-bin."""
+    """Builds targets (once per session for the same arguments); returns bazel-bin.
+
+    In a Bazel test (BAZEL_OUTPUTS_ENV set) nothing is built: the targets
+    are the test's data deps (tests/BUILD.bazel), and the runfiles tree
+    stands in for bazel-bin."""
+    outputs = os.environ.get(BAZEL_OUTPUTS_ENV)
+    if outputs:
+        root = Path(outputs)
+        missing = [t for t in targets if not (root / t.lstrip("/").split(":")[0]).is_dir()]
+        if flags or missing:
+            raise AssertionError(
+                f"a Bazel test cannot build {' '.join((*flags, *targets))}: add "
+                f"{', '.join(missing or targets)} to the test's data in tests/BUILD.bazel "
+                "(and build it without flags), or run this test under pytest"
+            )
+        return root
     key = tuple(flags) + tuple(targets)
     if key not in _built:
         bazel("build", *flags, *targets)

@@ -9,7 +9,9 @@ caches the result until one of them changes. The exit code is pytest's, with
     pytest_main.py SUITE [SUITE...] [--bundle-env VAR=BUNDLE_DIR | --dir-env VAR=DIR ...] [PYTEST_ARGS...]
 
 SUITE is a directory or test file, from the repository root; a target may
-run several.
+run several. PARE_BAZEL_OUTPUTS is set to the runfiles tree, so that
+tests/conftest.py's bazel_build returns the test's data deps there instead
+of running Bazel.
 
 --bundle-env sets VAR to the linux_x86_64 shared library of the runtime
 bundle at BUNDLE_DIR (a `data` dep such as //runtime:full, found through its
@@ -63,6 +65,8 @@ def main(argv: list[str]) -> int:
             )
             return 2
         rest = rest[2:]
+    # tests/conftest.py's bazel_build: the data deps are built; nothing runs Bazel.
+    os.environ["PARE_BAZEL_OUTPUTS"] = str(ROOT)
     args = [*(str(ROOT / suite) for suite in suites), f"--rootdir={ROOT}", "-p", "no:cacheprovider", "-q", *rest]
     xml = os.environ.get("XML_OUTPUT_FILE")  # Bazel's test.xml: per-test results in the test log's summary
     if xml:

@@ -17,6 +17,7 @@ def pytest_suite(
         deps = [],
         runtimes = {},
         platform_dirs = {},
+        dirs = {},
         env = {},
         pytest_args = [],
         size = "medium"):
@@ -35,6 +36,10 @@ def pytest_suite(
       platform_dirs: {environment variable: pare_platform_files label}: each
         becomes data, and the variable the path of its linux_x86_64 folder,
         e.g. {"PARE_RUNTIME_BITCODE_DIR": "//runtime:bitcode"}.
+      dirs: {environment variable: folder in the runfiles tree, from the
+        repository root}: the variable its path, e.g. {"PARE_HARNESS_DIR":
+        "tools/android_harness/harness/linux_arm64"} (a data dep's output
+        folder).
       env: more environment variables for the test (PARE_NO_SKIPS=1 is
         always set), e.g. {"ATEN_CPU_CAPABILITY": "default"}.
       pytest_args: arguments for pytest after the suite's paths, e.g.
@@ -49,6 +54,8 @@ def pytest_suite(
     for var, files in sorted(platform_dirs.items()):
         label = Label(files)
         args += ["--dir-env", "%s=%s/%s/linux_x86_64" % (var, label.package, label.name)]
+    for var, path in sorted(dirs.items()):
+        args += ["--dir-env", "%s=%s" % (var, path)]
     args += pytest_args
     test_env = dict(env)
     test_env["PARE_NO_SKIPS"] = "1"
@@ -59,6 +66,10 @@ def pytest_suite(
         args = args,
         data = data + sorted(runtimes.values()) + sorted(platform_dirs.values()),
         env = test_env,
+        # No __init__.py made in every runfiles folder: the packages have
+        # their own, and a made one would sit in the runtime bundles the
+        # suites list (tests/verify/test_bundle.py).
+        legacy_create_init = False,
         main = "pytest_main.py",
         tags = ["pytest_suite:" + path for path in paths],
         python_version = "PY3",

@@ -52,7 +52,7 @@ _COMMON_ATTRS = {
 def _java_library_impl(ctx):
     out = ctx.actions.declare_file(ctx.label.name + ".jar")
     _java_jar(ctx, ctx.attr.library_name, out)
-    return [DefaultInfo(files = depset([out]))]
+    return [DefaultInfo(files = depset([out]), runfiles = ctx.runfiles(files = [out]))]
 
 pare_java_library = rule(
     implementation = _java_library_impl,
@@ -90,7 +90,7 @@ def _aar_impl(ctx):
         mnemonic = "PareAar",
         progress_message = "Assembling %s" % out.short_path,
     )
-    return [DefaultInfo(files = depset([out]))]
+    return [DefaultInfo(files = depset([out]), runfiles = ctx.runfiles(files = [out]))]
 
 pare_android_aar = rule(
     implementation = _aar_impl,
@@ -135,7 +135,7 @@ def _xcframework_impl(ctx):
         mnemonic = "PareXcframework",
         progress_message = "Assembling %s" % out.short_path,
     )
-    return [DefaultInfo(files = depset([out]))]
+    return [DefaultInfo(files = depset([out]), runfiles = ctx.runfiles(files = [out]))]
 
 pare_ios_xcframework = rule(
     implementation = _xcframework_impl,
