@@ -13,8 +13,20 @@ set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 
+# The key of this checkout for the pytest suites below (tools/test_cache.py),
+# taken before this script sets any variable of its own.
+pytest_key="$(.venv/bin/python -m tools.test_cache key -- "$@")" || exit 1
+
 echo "== bazel test //..."
 tools/bazel test //... || { echo "bazel test failed" >&2; exit 1; }
+
+# The other suites take the whole checkout as their input: their result is
+# cached by its key, as Bazel caches its tests' (tools/test_cache.py).
+if [[ "${PARE_TEST_RERUN:-0}" != 1 ]] && when="$(.venv/bin/python -m tools.test_cache hit "$pytest_key")"; then
+  echo "== pytest: the other suites passed on this same tree (files, arguments, PARE_* variables) at $when:" \
+    "not run again (PARE_TEST_RERUN=1 runs them)"
+  exit 0
+fi
 
 echo "== bazel build (runtimes the pytest suites load)"
 tools/bazel build //runtime:full //runtime:instrumentation ||
@@ -71,3 +83,4 @@ done
 workers="${PARE_TEST_WORKERS:-$(($(nproc) + 1))}"
 echo "== pytest ($workers workers)"
 run_pytest -n "$workers" tests --durations=15 "${ignore[@]}" "$@" || exit 1
+.venv/bin/python -m tools.test_cache record "$pytest_key" || exit 1
