@@ -19,8 +19,6 @@ from tools.tracer.progress import Progress
 INSTRUMENTATION_TARGET = "//runtime:instrumentation"
 INSTRUMENTATION_OUTPUT = "runtime/instrumentation/linux_x86_64/libpare_instrumentation.so"
 INSTRUMENTATION_ENV = "PARE_INSTRUMENTATION_LIB"
-# What a runtime build compiles: a library older than any of these is stale.
-_RUNTIME_SOURCE_SUFFIXES = (".cc", ".c", ".h", ".def", ".inc", ".bazel", ".yaml")
 
 
 def repo_root() -> Path:
@@ -51,21 +49,11 @@ def display(path: str | os.PathLike) -> str:
     return str(path)
 
 
-def _newest_runtime_source(root: Path) -> float:
-    newest = 0.0
-    for p in (root / "runtime").rglob("*"):
-        if p.suffix in _RUNTIME_SOURCE_SUFFIXES or p.name == "BUILD.bazel":
-            try:
-                newest = max(newest, p.stat().st_mtime)
-            except OSError:
-                continue
-    return newest
-
-
 def instrumentation_runtime(explicit: str | os.PathLike | None = None, progress: Progress | None = None) -> Path:
     """The instrumentation runtime: `explicit` (--runtime), else
-    $PARE_INSTRUMENTATION_LIB, else Bazel's output, built (or rebuilt when
-    runtime/ changed since) with `tools/bazel build //runtime:instrumentation`."""
+    $PARE_INSTRUMENTATION_LIB, else Bazel's output, brought up to date with
+    `tools/bazel build //runtime:instrumentation` (Bazel knows whether it is
+    stale, and does nothing when it is not: no guessing from mtimes)."""
     progress = progress or Progress.silent()
     for value, origin in ((explicit, "--runtime"), (os.environ.get(INSTRUMENTATION_ENV), f"${INSTRUMENTATION_ENV}")):
         if value:
@@ -78,11 +66,8 @@ def instrumentation_runtime(explicit: str | os.PathLike | None = None, progress:
             return path
     root = repo_root()
     lib = root / "bazel-bin" / INSTRUMENTATION_OUTPUT
-    if lib.is_file() and lib.stat().st_mtime >= _newest_runtime_source(root):
-        return lib
-    reason = "runtime/ changed since it was built" if lib.is_file() else "it is not built yet"
     bazel = root / "tools" / "bazel"
-    with progress.step(f"building the instrumentation runtime ({reason}): tools/bazel build {INSTRUMENTATION_TARGET}"):
+    with progress.step(f"bringing the instrumentation runtime up to date: tools/bazel build {INSTRUMENTATION_TARGET}"):
         try:
             proc = subprocess.run(
                 [str(bazel), "build", INSTRUMENTATION_TARGET], cwd=root, capture_output=True, text=True
