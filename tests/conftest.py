@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests import skip_gate
+from tools import test_cache
 
 REPO_ROOT = Path(__file__).absolute().parents[1]
 BAZEL = [str(REPO_ROOT / "tools" / "bazel")]
@@ -122,13 +123,7 @@ def snapshot_checkout(dst: Path) -> None:
     (symlinks to this checkout's, installing them again would take minutes),
     .bazeliskrc, and a .bazelrc.local that names dst's own venv path, as setup
     writes it."""
-    listed = subprocess.run(
-        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
-        cwd=REPO_ROOT,
-        check=True,
-        capture_output=True,
-    ).stdout
-    for name in sorted(set(os.fsdecode(n) for n in listed.split(b"\0") if n)):
+    for name in test_cache.checkout_files(REPO_ROOT):
         src = REPO_ROOT / name
         if not src.exists() and not src.is_symlink():
             continue  # deleted in the working tree, not yet in git

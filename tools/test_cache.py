@@ -40,8 +40,10 @@ class CacheError(Exception):
     pass
 
 
-def tree_files(root: Path) -> list[str]:
-    """Every file git tracks or would track under root, as sorted relative paths."""
+def checkout_files(root: Path) -> list[str]:
+    """The checkout as a teammate's would be: every file git tracks or would
+    track under root (uncommitted work included, ignored files not), as
+    sorted relative paths. Deleted files git still tracks are listed too."""
     try:
         out = subprocess.run(
             ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
@@ -51,7 +53,12 @@ def tree_files(root: Path) -> list[str]:
         ).stdout
     except (OSError, subprocess.CalledProcessError) as e:
         raise CacheError(f"{root}: cannot list the checkout's files with git ({e}); is it a git checkout?") from None
-    return sorted({p.decode() for p in out.split(b"\0") if p} | {f for f in MACHINE_FILES if (root / f).is_file()})
+    return sorted({os.fsdecode(p) for p in out.split(b"\0") if p})
+
+
+def tree_files(root: Path) -> list[str]:
+    """checkout_files plus this machine's settings files (MACHINE_FILES) that exist."""
+    return sorted(set(checkout_files(root)) | {f for f in MACHINE_FILES if (root / f).is_file()})
 
 
 def tree_key(root: Path, args: Sequence[str] = (), environ: Mapping[str, str] = os.environ) -> str:
