@@ -124,17 +124,78 @@ def depthwise_direct(weight_sizes, stride, dilation, groups: int) -> bool:
     )
 
 
-def pack_conv2d_weight(weight, stride, dilation, groups: int) -> np.ndarray:
+def winograd_applies(weight_sizes, stride, dilation) -> bool:
+    """Whether the runtime can run this convolution with Winograd F(2x2, 3x3)
+    (runtime/kernels/prepacked/winograd.h): a 3x3 kernel, stride 1, no
+    dilation."""
+    return tuple(weight_sizes[2:]) == (3, 3) and tuple(stride) == (1, 1) and tuple(dilation) == (1, 1)
+
+
+# Where Winograd pays (measured with `python -m tools.bench.winograd` on
+# x86_64, baseline and v3; docs/performance.md, "Winograd"): at least this
+# many input channels per group (fewer make its 16 GEMMs too shallow: 4 in,
+# 64 out ran at 0.66-0.94x im2col; 3 in, 16 out at 1.1-1.2x)...
+WINOGRAD_MIN_IN_CHANNELS = 8
+# ...and at least this many 2x2 output tiles per image (a 5x5 output has 9;
+# a 4x4 output's 4 ran at 0.5-0.95x, a 6x6 output's 9 at 1.2-1.6x).
+WINOGRAD_MIN_TILES = 9
+
+
+def winograd_pays(weight_sizes, stride, dilation, groups: int, out_hw) -> bool:
+    """Whether the exporter transforms this convolution's filters for
+    Winograd: it applies, each group has WINOGRAD_MIN_IN_CHANNELS input
+    channels or more, and the traced output `out_hw` (height, width) has
+    WINOGRAD_MIN_TILES 2x2 tiles or more (with fewer the transforms and the
+    16 small products cost more than im2col saves)."""
+    if not winograd_applies(weight_sizes, stride, dilation) or groups < 1 or weight_sizes[0] % groups:
+        return False
+    tiles = ((out_hw[0] + 1) // 2) * ((out_hw[1] + 1) // 2)
+    return weight_sizes[1] >= WINOGRAD_MIN_IN_CHANNELS and tiles >= WINOGRAD_MIN_TILES
+
+
+# F(2x2, 3x3)'s filter transform G (Lavin and Gray 2015): U = G g G^T.
+_WINOGRAD_G = np.array([[1.0, 0.0, 0.0], [0.5, 0.5, 0.5], [0.5, -0.5, 0.5], [0.0, 0.0, 1.0]])
+
+
+def pack_conv2d_winograd_weight(weight, groups: int) -> np.ndarray:
+    """A 3x3 convolution's weight [out_channels, in_channels / groups, 3, 3]
+    transformed for Winograd F(2x2, 3x3) as pare::conv2d_prepack takes it:
+    U = G g G^T for every filter, computed in float64 and rounded once; for
+    each group, for each position e = 4 i + j of the 4x4 U, the group's
+    [og, in_channels / groups] matrix of U[i, j] packed as A. 2-D: [groups x
+    16, packed_a_size(og, in_channels / groups)]."""
+    w = _float_array(weight, 4, "a convolution weight")
+    out_channels, cg = w.shape[:2]
+    if groups < 1 or out_channels % groups:
+        raise PackingError(f"groups = {groups} must be positive and divide out_channels = {out_channels}")
+    if w.shape[2:] != (3, 3):
+        raise PackingError(f"Winograd F(2x2, 3x3) takes a 3x3 kernel, got {w.shape[2]}x{w.shape[3]}")
+    u = np.einsum("ai,ocij,bj->ocab", _WINOGRAD_G, w.astype(np.float64), _WINOGRAD_G).astype(np.float32)
+    og = out_channels // groups
+    rows = [pack_a(u[g * og : (g + 1) * og, :, e // 4, e % 4]) for g in range(groups) for e in range(16)]
+    return np.stack(rows) if rows else np.zeros((0, packed_a_size(og, cg)), np.float32)
+
+
+def pack_conv2d_weight(weight, stride, dilation, groups: int, winograd: bool = False) -> np.ndarray:
     """A 2-d convolution's weight [out_channels, in_channels / groups, kh, kw]
     as pare::conv2d_prepack takes it: as given (4-D) for a depthwise
-    convolution the direct kernel runs, otherwise each group's [og, k]
-    weights packed as A, the groups one after another (1-D)."""
+    convolution the direct kernel runs; with `winograd` (where
+    winograd_applies), transformed for Winograd (2-D,
+    pack_conv2d_winograd_weight); otherwise each group's [og, k] weights
+    packed as A, the groups one after another (1-D)."""
     w = _float_array(weight, 4, "a convolution weight")
     out_channels = w.shape[0]
     if groups < 1 or out_channels % groups:
         raise PackingError(f"groups = {groups} must be positive and divide out_channels = {out_channels}")
     if depthwise_direct(w.shape, stride, dilation, groups):
         return np.ascontiguousarray(w)
+    if winograd:
+        if not winograd_applies(w.shape, stride, dilation):
+            raise PackingError(
+                f"Winograd F(2x2, 3x3) takes a 3x3 kernel with stride 1 and no dilation, got a "
+                f"{w.shape[2]}x{w.shape[3]} kernel, stride {list(stride)}, dilation {list(dilation)}"
+            )
+        return pack_conv2d_winograd_weight(w, groups)
     og = out_channels // groups
     rows = w.reshape(out_channels, int(np.prod(w.shape[1:])))
     return np.concatenate([pack_a(rows[g * og : (g + 1) * og]) for g in range(groups)])

@@ -20,6 +20,10 @@
 #define PARE_UNLIKELY(x) __builtin_expect(!!(x), 0)
 #define PARE_UNUSED __attribute__((unused))
 #define PARE_RESTRICT __restrict__
+// Before a loop the compiler must leave scalar (edges, tails, strided rows:
+// vectorising and unrolling them buys little and costs code in every
+// runtime that has the kernel).
+#define PARE_SCALAR_LOOP _Pragma("clang loop vectorize(disable) unroll(disable)")
 // printf-style checking for our own formatter; `fmt_index` is 1-based and
 // counts the implicit `this` for member functions.
 #define PARE_PRINTF(fmt_index, first_arg) __attribute__((format(printf, fmt_index, first_arg)))

@@ -120,12 +120,14 @@ def linear_program(weight, bias, in_shape):
     return pb.to_bytes()
 
 
-def conv_program(weight, bias, stride, padding, dilation, groups):
+def conv_program(weight, bias, stride, padding, dilation, groups, winograd=False):
     """A program of one prepacked 2-d convolution (pare::conv2d_prepacked)."""
     pb = ProgramBuilder()
     m = pb.method()
     x = m.input("Float")
-    m.output(m.op("pare::conv2d_prepacked", x, m.conv2d_prepack(weight, bias, stride, padding, dilation, groups)))
+    m.output(
+        m.op("pare::conv2d_prepacked", x, m.conv2d_prepack(weight, bias, stride, padding, dilation, groups, winograd))
+    )
     return pb.to_bytes()
 
 

@@ -17,6 +17,7 @@ from runtime_testing import (
     SELECTIVE_KERNEL_DTYPES,
     SELECTIVE_OPS,
     assert_same,
+    conv_program,
     depth_tolerances,
     make_tensor,
     run_op,
@@ -405,3 +406,33 @@ def test_conv3d_code_is_absent_from_a_conv2d_only_runtime(selection_cache, runti
     inventory = ("pare::tags::convolution3d_kernel::name", "pare::tags::convolution3d_kernel::dtypes")
     stray = [s for s in symbols(lib) if ("conv3d" in s or "convolution3d" in s) and s not in inventory]
     assert not stray, stray
+
+
+def test_winograd_code_only_in_runtimes_that_select_it(selection_cache, runtime_lib, tracing_runtime):
+    """A runtime with prepacked convolutions but no conv2d_winograd_kernel
+    (a model the winograd pass left alone) has none of its code, and names
+    the tag to select when a program with transformed filters reaches it;
+    the tracing build records the tag when a layer runs it."""
+    w = make_tensor((16, 16, 3, 3), torch.float32, 55, -1, 1)
+    x = make_tensor((1, 16, 8, 8), torch.float32, 56)
+    program = conv_program(w, None, [1, 1], [1, 1], [1, 1], 1, winograd=True)
+    traced = tracing_runtime.load(program)
+    (y,) = traced.method().run(x.numpy())
+    assert_same(torch.from_numpy(y), F.conv2d(x, w, padding=1), rtol=1e-4, atol=1e-4)
+    assert traced.trace().kernel_dtypes["conv2d_winograd_kernel"] == ("Float",)
+
+    root = selection_cache
+    ops = ["pare::conv2d_prepack", "pare::conv2d_prepacked"]
+    sel = runtime_build.write_selection(
+        root / "selection_conv2d_prepacked", ops, {"prepacked_kernel": ["Float"]}, ["Conv2dPackedParams"], []
+    )
+    lib = runtime_build.build(root, "conv2d_prepacked", selection_dir=sel)
+    method = Runtime(lib).load(program).method()
+    with pytest.raises(PareError, match="dtype Float of kernel tag conv2d_winograd_kernel is not selected") as e:
+        method.run(x.numpy())
+    assert e.value.status_name == "DtypeNotSelected"
+    # The same layer packed for im2col runs on it.
+    (y,) = Runtime(lib).load(conv_program(w, None, [1, 1], [1, 1], [1, 1], 1)).method().run(x.numpy())
+    assert_same(torch.from_numpy(y), F.conv2d(x, w, padding=1), rtol=1e-4, atol=1e-4)
+    assert _has(_unstripped_symbols(runtime_lib), r"pare::winograd::run\(")
+    assert not _has(_unstripped_symbols(lib), r"pare::winograd::")

@@ -95,6 +95,12 @@ def test_mm_bmm_and_convolutions_are_bitwise_identical_for_every_thread_count(ru
         mb.op("pare::conv2d_prepacked", img, mb.conv2d_prepack(weights["pointwise"], None, [1, 1], [0, 0], [1, 1], 1)),
         mb.op("pare::conv2d_prepacked", img, mb.conv2d_prepack(weights["depthwise"], None, [2, 2], [2, 2], [1, 1], 8)),
         mb.op("aten::convolution", img, weights["grouped"], None, [1, 1], [1, 1], [1, 1], False, [0, 0], 2),
+        # Winograd: 360 tiles in 3 blocks, each position's GEMM split over the threads.
+        mb.op(
+            "pare::conv2d_prepacked",
+            img,
+            mb.conv2d_prepack(weights["dense"], None, [1, 1], [1, 1], [1, 1], 1, winograd=True),
+        ),
     ]
     pooled = [
         mb.op("aten::max_pool2d_with_indices", img, [3, 3], [2, 2], [1, 1], returns=2)[0],
@@ -115,6 +121,7 @@ def test_mm_bmm_and_convolutions_are_bitwise_identical_for_every_thread_count(ru
         F.conv2d(img_t, w["pointwise"]),
         F.conv2d(img_t, w["depthwise"], stride=2, padding=2, groups=8),
         F.conv2d(img_t, w["grouped"], padding=1, groups=2),
+        F.conv2d(img_t, w["dense"], padding=1),
         F.max_pool2d(img_t, 3, 2, 1),
         F.avg_pool2d(img_t, 3, 1, 1),
         F.max_pool2d(img_t, 2),

@@ -285,6 +285,7 @@ def test_selection_resolves_to_the_canonical_order():
         "fold_conv_bn",
         "fold_linear_bn",
         "prepack_weights",
+        "winograd",
         "fuse_add",
         "fuse_clamp",
         "fuse_activation",
@@ -292,13 +293,16 @@ def test_selection_resolves_to_the_canonical_order():
     assert graph_passes.resolve() == graph_passes.resolve("default") == graph_passes.names()
     assert graph_passes.resolve("none") == ()
     assert (
-        graph_passes.resolve("fuse_clamp,prepack_weights,fold_linear_bn, fold_conv_bn,fuse_activation,fuse_add")
+        graph_passes.resolve(
+            "fuse_clamp,prepack_weights,fold_linear_bn, fold_conv_bn,fuse_activation,winograd,fuse_add"
+        )
         == graph_passes.names()
     )
     assert graph_passes.resolve(["fold_linear_bn"]) == ("fold_linear_bn",)
     assert graph_passes.resolve("default", skip="fold_linear_bn,fuse_add") == (
         "fold_conv_bn",
         "prepack_weights",
+        "winograd",
         "fuse_clamp",
         "fuse_activation",
     )
@@ -312,7 +316,7 @@ def test_selection_resolves_to_the_canonical_order():
             "fold_bn",
             (),
             "--passes: unknown pass 'fold_bn'; the passes are fold_conv_bn, fold_linear_bn, prepack_weights, "
-            "fuse_add, fuse_clamp, fuse_activation",
+            "winograd, fuse_add, fuse_clamp, fuse_activation",
         ),
         ("fold_conv_bn,,fold_linear_bn", (), "empty pass name"),
         ("default,fold_conv_bn", (), "unknown pass 'default'"),
@@ -366,6 +370,7 @@ def test_manifest_debug_info_records_the_passes(demo_traces):
         {"name": "fold_conv_bn", "folded": 2},
         {"name": "fold_linear_bn", "folded": 0},
         {"name": "prepack_weights", "conv2d": 3, "linear": 2},
+        {"name": "winograd", "transformed": 0},  # the demo has no 3x3 stride-1 dense convolution
         {"name": "fuse_add", "fused": 0},
         {"name": "fuse_clamp", "fused": FUSED_IN_DEMO},
         {"name": "fuse_activation", "fused": 2},
@@ -388,7 +393,7 @@ def test_export_flags(capsys, tmp_path):
     assert code == 0, err
     assert (
         "passes fold_conv_bn (2 folded), fold_linear_bn (0 folded), prepack_weights (3 conv2d, 2 linear), "
-        f"fuse_add (0 fused), fuse_clamp ({FUSED_IN_DEMO} fused), fuse_activation (2 fused)"
+        f"winograd (0 transformed), fuse_add (0 fused), fuse_clamp ({FUSED_IN_DEMO} fused), fuse_activation (2 fused)"
     ) in out
     code, out, err = run_cli(capsys, "export", str(DEMO), "-o", str(tmp_path / "none.pare"), "--passes=none")
     assert code == 0 and "no graph passes" in out, err
@@ -430,7 +435,7 @@ def test_trace_and_check_flags(capsys, tmp_path, tracing_lib, full_lib):
             "fold_everything",
             (
                 "argument --passes: unknown pass 'fold_everything'; the passes are "
-                "fold_conv_bn, fold_linear_bn, prepack_weights, fuse_add, fuse_clamp, "
+                "fold_conv_bn, fold_linear_bn, prepack_weights, winograd, fuse_add, fuse_clamp, "
                 "fuse_activation (or default or none alone)"
             ),
         ),
@@ -439,7 +444,7 @@ def test_trace_and_check_flags(capsys, tmp_path, tracing_lib, full_lib):
             "default",
             (
                 "argument --skip-passes: unknown pass 'default'; the passes are fold_conv_bn, "
-                "fold_linear_bn, prepack_weights, fuse_add, fuse_clamp, fuse_activation"
+                "fold_linear_bn, prepack_weights, winograd, fuse_add, fuse_clamp, fuse_activation"
             ),
         ),
     ],
@@ -633,3 +638,42 @@ def test_look_alikes_of_linear_layers_keep_their_meaning(full_lib):
     assert ops.count("aten::bmm") == 1 and ops.count("aten::add.Tensor") == 1
     assert {run.name: dict(run.changes) for run in exported.passes}["prepack_weights"] == {"conv2d": 0, "linear": 3}
     assert all(c.ok for c in check_model(spec, full_lib, program=exported.program))
+
+
+class WinogradCandidates(nn.Module):
+    """Three 3x3 convolutions: one the winograd pass transforms (16 -> 24
+    channels, stride 1, 8x8 output: 16 tiles), one with too few input
+    channels (3) and one with stride 2, plus a relu the transformed layer
+    fuses."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.stem = nn.Conv2d(3, 16, 3, padding=1)
+        self.wino = nn.Conv2d(16, 24, 3, padding=1)
+        self.down = nn.Conv2d(24, 24, 3, stride=2, padding=1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.down(torch.relu(self.wino(self.stem(x))))
+
+
+def test_winograd_transforms_the_3x3_layers_where_it_pays(full_lib, tracing_lib):
+    torch.manual_seed(0)
+    spec = spec_from(WinogradCandidates().eval(), [(torch.randn(1, 3, 8, 8),), (torch.randn(2, 3, 8, 8),)])
+    exported = export_model(spec)
+    counts = {run.name: dict(run.changes) for run in exported.passes}
+    assert counts["prepack_weights"]["conv2d"] == 3 and counts["winograd"] == {"transformed": 1}
+    assert counts["fuse_clamp"] == {"fused": 1}
+    assert all(c.ok for c in check_model(spec, full_lib, program=exported.program))
+    # The manifest selects the Winograd kernel only when a layer runs it.
+    manifest = trace_model(spec, runtime=tracing_lib).manifest
+    assert manifest.kernel_metadata["conv2d_winograd_kernel"] == ("Float",)
+    skipped = graph_passes.resolve("default", skip="winograd")
+    plain = export_model(spec, passes=skipped)
+    assert [run.name for run in plain.passes if run.name == "winograd"] == []
+    assert all(c.ok for c in check_model(spec, full_lib, program=plain.program))
+    assert (
+        "conv2d_winograd_kernel" not in trace_model(spec, runtime=tracing_lib, passes=skipped).manifest.kernel_metadata
+    )
+    # A 4x4 output (4 tiles) is too small to pay: the layer stays on im2col.
+    small = spec_from(WinogradCandidates().eval(), [(torch.randn(1, 3, 4, 4),)])
+    assert {run.name: dict(run.changes) for run in export_model(small).passes}["winograd"] == {"transformed": 0}

@@ -205,6 +205,7 @@ def export_model(
     prepack = graph_passes.PREPACK in selected
     # The fusions fuse into prepacked ops, so nothing without prepack_weights.
     fuse = frozenset(name for name in graph_passes.FUSIONS if name in selected and prepack)
+    winograd = graph_passes.WINOGRAD in selected and prepack
     if inventory is None:
         inventory = paths.load_inventory()
     groups = group_inputs(spec)
@@ -222,7 +223,13 @@ def export_model(
         exported.append(ep)
         try:
             MethodLowering(
-                builder.method(group.name), ep, prepack=prepack, model_file=spec.path, report=report, fuse=fuse
+                builder.method(group.name),
+                ep,
+                prepack=prepack,
+                model_file=spec.path,
+                report=report,
+                fuse=fuse,
+                winograd=winograd,
             ).lower()
         except ProgramError as e:
             raise TracerError(f"{spec.path}: cannot lower method {group.name}: {e}") from None
@@ -237,6 +244,8 @@ def export_model(
     counts = {name: len(uses) for name, uses in sorted(report.uses.items())}
     if prepack:
         runs.append((graph_passes.PassRun(graph_passes.PREPACK, tuple(sorted(report.prepacked.items()))),))
+    if winograd:
+        runs.append((graph_passes.PassRun(graph_passes.WINOGRAD, (("transformed", report.winograd),)),))
     for name in graph_passes.FUSIONS:
         if name in fuse:
             runs.append((graph_passes.PassRun(name, (("fused", report.fused[name]),)),))

@@ -56,6 +56,7 @@ from torch.fx import Node
 from torch.fx.experimental.symbolic_shapes import is_concrete_int, statically_known_true
 
 from pare import dtypes as pare_dtypes
+from pare import packing as pare_packing
 from pare.program import MethodBuilder, ProgramError, TensorListOf, Value
 from tools.tracer.errors import OpUse, TracerError
 from tools.tracer.strided import NoViewRewrite, Slice, as_strided_views
@@ -168,6 +169,7 @@ class LoweringReport:
     uses: dict[str, list[OpUse]] = field(default_factory=lambda: defaultdict(list))
     unsupported: dict[str, list[OpUse]] = field(default_factory=lambda: defaultdict(list))
     prepacked: dict[str, int] = field(default_factory=lambda: {"linear": 0, "conv2d": 0})  # layers packed
+    winograd: int = 0  # of the conv2d layers, those packed for Winograd (the winograd pass)
     # Epilogues fused into them, per pass (fuse_add, fuse_clamp, fuse_activation).
     fused: dict[str, int] = field(default_factory=lambda: defaultdict(int))
 
@@ -198,10 +200,14 @@ class MethodLowering:
         model_file: Path | None,
         report: LoweringReport,
         fuse: frozenset[str] = frozenset(),
+        winograd: bool = False,
     ):
         self.mb = mb
         self.ep = ep
         self.prepack = prepack
+        # The winograd pass: prepacked 3x3 convolutions where it pays
+        # (pare.packing.winograd_pays) get their filters transformed.
+        self.winograd = winograd
         # The fusion passes that run (fuse_add, fuse_clamp, fuse_activation):
         # epilogues fused into a prepacked op.
         self.fuse = fuse
@@ -480,12 +486,11 @@ class MethodLowering:
                 return None
             if bias is not None and not self._is_bias(bias, w_tensor.shape[0]):
                 return None
-            return self._with_epilogue(
-                node,
-                _Plan(
-                    "conv2d_prepack", (x,), detail=(w, bias, list(stride), list(padding), list(dilation), int(groups))
-                ),
+            winograd = self.winograd and pare_packing.winograd_pays(
+                tuple(w_tensor.shape), stride, dilation, int(groups), _output_hw(node)
             )
+            detail = (w, bias, list(stride), list(padding), list(dilation), int(groups), winograd)
+            return self._with_epilogue(node, _Plan("conv2d_prepack", (x,), detail=detail))
         return None
 
     def _is_bias(self, bias: Any, out_features: int) -> bool:
@@ -688,8 +693,8 @@ class MethodLowering:
             self.report.uses[LINEAR_PREPACKED].append(use)
             self.report.prepacked["linear"] += 1
         elif plan.kind == "conv2d_prepack":
-            w, bias, stride, padding, dilation, groups = plan.detail
-            cache_key = ("conv2d", w, bias, tuple(stride), tuple(padding), tuple(dilation), groups)
+            w, bias, stride, padding, dilation, groups, winograd = plan.detail
+            cache_key = ("conv2d", w, bias, tuple(stride), tuple(padding), tuple(dilation), groups, winograd)
             if cache_key not in self._packed:
                 self._packed[cache_key] = self.mb.conv2d_prepack(
                     self.constants[self._canonical.get(w, w)],
@@ -698,8 +703,10 @@ class MethodLowering:
                     padding,
                     dilation,
                     groups,
+                    winograd=winograd,
                 )
                 self.report.uses[CONV2D_PREPACK].append(use)
+                self.report.winograd += winograd
             self.env[node] = self.mb.op(
                 CONV2D_PREPACKED, self._value_of(plan.deps[0]), self._packed[cache_key], *self._epilogue_args(plan)
             )
@@ -926,6 +933,13 @@ def _clamp_bounds(user: Node, source: Node) -> tuple[float, float] | None:
     if lo is None or hi is None or (lo == -math.inf and hi == math.inf):
         return None
     return (lo, hi)
+
+
+def _output_hw(node: Node) -> tuple[int, int]:
+    """A convolution node's traced output (height, width); a dynamic size
+    counts as large (pare.packing.winograd_pays then decides by channels)."""
+    sizes = node.meta["val"].shape[-2:]
+    return tuple(int(d) if is_concrete_int(d) else 1 << 30 for d in sizes)
 
 
 def _is_float_tensor(x: Any) -> bool:

@@ -38,6 +38,7 @@ if TYPE_CHECKING:
 DEFAULT = "default"
 NONE = "none"
 PREPACK = "prepack_weights"  # applied by lowering, not on the graph
+WINOGRAD = "winograd"  # applied by lowering, with prepack_weights
 FUSE_ADD = "fuse_add"  # applied by lowering, with prepack_weights
 FUSE_CLAMP = "fuse_clamp"  # applied by lowering, with prepack_weights
 FUSE_ACTIVATION = "fuse_activation"  # applied by lowering, with prepack_weights
@@ -494,6 +495,13 @@ PASSES: tuple[GraphPass, ...] = (
         "linear (addmm/mm, bmm on a weight expanded over the batch, a constant bias add after "
         "it) and conv2d with constant float32 weights -> pare::linear_prepacked / pare::conv2d_prepacked "
         "(weights packed at export, used in place)",
+        None,
+    ),
+    GraphPass(
+        WINOGRAD,
+        "prepacked 3x3 conv2d with stride 1, no dilation, at least 8 input channels per group "
+        "and 9 2x2 output tiles -> its filters transformed for Winograd F(2x2, 3x3) "
+        "(fewer multiplies; needs prepack_weights)",
         None,
     ),
     GraphPass(

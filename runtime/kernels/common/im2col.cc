@@ -2,10 +2,6 @@
 
 #include "runtime/kernels/common/im2col.h"
 
-// Edges and strided rows: plain loops (vectorising them buys little and
-// costs code in every runtime with a convolution).
-#define PARE_SCALAR_LOOP _Pragma("clang loop vectorize(disable) unroll(disable)")
-
 namespace pare {
 namespace gemm {
 const float* Im2ColPanels::operator()(int64_t p0, int64_t kc, int64_t j0, int64_t nc, float* dst) const {

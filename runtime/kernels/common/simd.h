@@ -42,5 +42,17 @@ PARE_ALWAYS_INLINE vec load_even(const float* p) {
 #endif
 }
 
+// Stores a's and b's lanes interleaved, a[0] b[0] a[1] b[1] ..., at p:
+// 2 * kLanes floats (a stride-2 row written as two vectors).
+PARE_ALWAYS_INLINE void store_interleaved(float* p, vec a, vec b) {
+#if defined(__AVX2__) && defined(__FMA__)
+  storev(p, __builtin_shufflevector(a, b, 0, 8, 1, 9, 2, 10, 3, 11));
+  storev(p + kLanes, __builtin_shufflevector(a, b, 4, 12, 5, 13, 6, 14, 7, 15));
+#else
+  storev(p, __builtin_shufflevector(a, b, 0, 4, 1, 5));
+  storev(p + kLanes, __builtin_shufflevector(a, b, 2, 6, 3, 7));
+#endif
+}
+
 }  // namespace simd
 }  // namespace pare

@@ -8,6 +8,7 @@
 #include "runtime/kernels/common/depthwise.h"
 #include "runtime/kernels/common/gemm.h"
 #include "runtime/kernels/common/im2col.h"
+#include "runtime/kernels/prepacked/winograd.h"
 
 namespace pare {
 namespace classes {
@@ -242,6 +243,29 @@ Error Conv2dPackedParams::init(KernelContext& ctx, const Tensor& weight, const T
         "argument 'weight' must be a contiguous Float tensor of sizes %s, got %s %s",
         sizes_to_string(weight_sizes).text, to_string(weight.dtype), sizes_to_string(weight.size_span()).text);
     packed_weight = weight.data_as<float>();
+  } else if (weight.dim == 2) {
+    // Filters transformed for Winograd F(2x2, 3x3), per group 16 packed A.
+    winograd = true;
+    const int64_t og = out_channels / groups;
+    PARE_CHECK_OR_RETURN(
+        ctx,
+        kernel[0] == 3 && kernel[1] == 3 && stride[0] == 1 && stride[1] == 1 && dilation[0] == 1 && dilation[1] == 1,
+        Error::InvalidArgument,
+        "argument 'weight' is transformed for Winograd (2-D), which only a 3x3 convolution with "
+        "stride 1 and no dilation may be%s",
+        kRepack);
+    const int64_t rows = groups * winograd::kPositions;
+    const int64_t cols = static_cast<int64_t>(gemm::packed_a_size(og, cg));
+    PARE_CHECK_OR_RETURN(
+        ctx,
+        weight.dtype == ScalarType::Float && weight.is_contiguous() && weight.sizes[0] == rows &&
+            weight.sizes[1] == cols,
+        Error::InvalidArgument,
+        "argument 'weight' must be the filters transformed for Winograd: a contiguous Float tensor of sizes "
+        "[%lld, %lld], got %s %s%s",
+        static_cast<long long>(rows), static_cast<long long>(cols), to_string(weight.dtype),
+        sizes_to_string(weight.size_span()).text, kRepack);
+    packed_weight = weight.data_as<float>();
   } else {
     PARE_TRY_ASSIGN(packed_weight,
                     packed_floats(ctx, weight, floats, "the convolution's weights packed as the GEMM's A"));
@@ -285,38 +309,51 @@ Error Conv2dPackedParams::run(KernelContext& ctx, const Tensor& input, Value& ou
   const int64_t cg = in_channels / groups;
   const int64_t k = cg * kernel[0] * kernel[1];
   const int64_t p = out_h * out_w;
-  const size_t group_floats = gemm::packed_a_size(og, k);
+  const size_t group_floats = winograd ? winograd::packed_weight_floats(og, cg) : gemm::packed_a_size(og, k);
   const bool pointwise =
       kernel[0] == 1 && kernel[1] == 1 && stride[0] == 1 && stride[1] == 1 && padding[0] == 0 && padding[1] == 0;
-  // Runs product(image, c, a) per (image, group): C [og, p] = A [og, k] B,
-  // A's panels at `a`, C starting as the bias, and the epilogue afterwards,
-  // while the group's output is still in cache.
-  auto each_group = [&](auto&& product) -> Error {
+  // Runs product(image, c, a, group_bias) per (image, group): C [og, p] = A
+  // [og, k] B, A's panels at `a`, C starting as the bias (unless the
+  // product adds group_bias itself), and the epilogue afterwards, while the
+  // group's output is still in cache.
+  auto each_group = [&](auto&& product, bool product_adds_bias = false) -> Error {
     for (int64_t n = 0; n < batch; ++n) {
       for (int64_t g = 0; g < groups; ++g) {
         const float* image = x.data_as<float>() + (n * in_channels + g * cg) * height * width;
         const int64_t offset = (n * out_channels + g * og) * p;
         float* c = result->data_as<float>() + offset;
-        if (bias != nullptr) fill_rows_with_bias(c, og, p, p, bias + g * og, /*bias_per_row=*/true);
-        product(image, c, packed_weight + g * group_floats);
+        const float* group_bias = bias == nullptr ? nullptr : bias + g * og;
+        if (group_bias != nullptr && !product_adds_bias) {
+          fill_rows_with_bias(c, og, p, p, group_bias, /*bias_per_row=*/true);
+        }
+        product(image, c, packed_weight + g * group_floats, group_bias);
         PARE_TRY(epilogue.apply(ctx, c, residual == nullptr ? nullptr : residual + offset, og * p));
       }
     }
     return Error::Ok;
   };
+  if (winograd) {
+    return dispatch_as<tags::conv2d_winograd_kernel, float>(ctx, [&](auto) -> Error {
+      const winograd::Geometry wg{cg, og, height, width, out_h, out_w, padding[0], padding[1]};
+      PARE_TRY_ASSIGN(const winograd::Scratch scratch, winograd::allocate(ctx, wg));
+      return each_group([&](const float* image, float* c, const float* u,
+                            const float* group_bias) { winograd::run(ctx, wg, scratch, image, u, group_bias, c); },
+                        /*product_adds_bias=*/true);
+    });
+  }
   if constexpr (fast_path_compiled<tags::gemm_narrow_kernel, float>()) {
     if (pointwise && p <= gemm::kNarrowN &&
         fast_path_selected<tags::gemm_narrow_kernel, float>()) {  // 1x1, few pixels (gemm.h)
       return run_fast_path<tags::gemm_narrow_kernel, float>(ctx, [&]() -> Error {
         PARE_TRY_ASSIGN(void* scratch, ctx.allocate_scratch(gemm::narrow_scratch_floats(p, k) * sizeof(float)));
-        return each_group([&](const float* image, float* c, const float* a) {
+        return each_group([&](const float* image, float* c, const float* a, const float*) {
           gemm::sgemm_narrow(og, p, k, a, {image, cg, p, p, 1}, c, p, bias != nullptr, static_cast<float*>(scratch));
         });
       });
     }
   }
   PARE_TRY_ASSIGN(const gemm::Split split, gemm::split_for(ctx, og, p, k, /*pack_a=*/false, /*pack_b=*/true));
-  return each_group([&](const float* image, float* c, const float* a_panels) {
+  return each_group([&](const float* image, float* c, const float* a_panels, const float*) {
     const gemm::PrepackedA a{a_panels, og};
     if (pointwise) {
       // A 1x1 convolution is a plain GEMM with the image as B [cg, H*W].

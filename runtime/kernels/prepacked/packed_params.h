@@ -102,10 +102,15 @@ class Conv2dPackedParams : public ObjectBase {
   static constexpr ClassId kId = ClassId::Conv2dPackedParams;
 
   // weight_sizes [out_channels, in_channels / groups, kh, kw]; weight is
-  // either those weights packed per group as the GEMM's A (groups x
-  // gemm::packed_a_size floats, 1-D) or, for a depthwise convolution the
-  // direct kernel runs (depthwise::has_fast_path), the 4-D weights as they
-  // are. bias [out_channels] or null. Float, contiguous, kept by pointer.
+  // one of three layouts, told apart by its rank:
+  // - 1-D: those weights packed per group as the GEMM's A (groups x
+  //   gemm::packed_a_size floats), run as im2col GEMMs;
+  // - 2-D [groups x 16, gemm::packed_a_size(og, cg)]: a 3x3, stride 1,
+  //   undilated convolution's filters transformed for Winograd F(2x2, 3x3)
+  //   (winograd.h), per group the 16 transformed matrices, each packed as A;
+  // - 4-D: for a depthwise convolution the direct kernel runs
+  //   (depthwise::has_fast_path), the weights as they are.
+  // bias [out_channels] or null. Float, contiguous, kept by pointer.
   Error init(KernelContext& ctx, const Tensor& weight, const Tensor* bias, IntArrayRef stride, IntArrayRef padding,
              IntArrayRef dilation, int64_t groups, IntArrayRef weight_sizes);
   // input [N, C, H, W] (or [C, H, W]) -> out [N, O, OH, OW], then `epilogue`.
@@ -118,12 +123,13 @@ class Conv2dPackedParams : public ObjectBase {
   int64_t stride[2] = {1, 1};
   int64_t padding[2] = {0, 0};
   int64_t dilation[2] = {1, 1};
-  // Per group, the packed A layout (gemm.h); for a depthwise convolution the
-  // direct kernel runs (depthwise_direct), the weights as given:
-  // [out_channels, 1, K, K].
+  // Per group, the packed A layout (gemm.h) or, with `winograd`, 16 of
+  // them; for a depthwise convolution the direct kernel runs
+  // (depthwise_direct), the weights as given: [out_channels, 1, K, K].
   const float* packed_weight = nullptr;
   const float* bias = nullptr;
   bool depthwise_direct = false;
+  bool winograd = false;
 };
 
 }  // namespace classes

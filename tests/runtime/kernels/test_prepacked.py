@@ -307,6 +307,21 @@ def test_unpacked_or_mis_sized_weights_are_rejected(runtime):
         ((conv, None, [1, 1], [0, 0], [1, 1], 1, [1 << 30, 3, 3, 3]), "must be in \\[0, 2\\^24\\] \\(out_channels\\)"),
         ((conv, None, [1, 1], [0, 0], [1, 1], 1, [4, 0, 3, 3]), "and \\[1, 2\\^24\\] \\(the others\\)"),
         ((conv, None, [1, 1], [0, 0], [1, 1], 1 << 20, [1 << 20, 1 << 20, 1 << 10, 1]), "the layer is too large"),
+        # A 2-D weight is only for Winograd: a 3x3 kernel, stride 1, no dilation, and 16 packed A per group.
+        (
+            (packing.pack_conv2d_winograd_weight(conv, 1), None, [2, 2], [0, 0], [1, 1], 1, [4, 3, 3, 3]),
+            "argument 'weight' is transformed for Winograd \\(2-D\\), which only a 3x3 convolution with stride 1 "
+            "and no dilation may be; re-export the program",
+        ),
+        (
+            (packing.pack_conv2d_winograd_weight(conv, 1), None, [1, 1], [0, 0], [1, 1], 1, [4, 2, 3, 3]),
+            "must be the filters transformed for Winograd: a contiguous Float tensor of sizes \\[16, 12\\], got "
+            "Float \\[16, 18\\]",
+        ),
+        (
+            (np.ones((16, 18), np.float64), None, [1, 1], [0, 0], [1, 1], 1, [4, 3, 3, 3]),
+            "transformed for Winograd: a contiguous Float tensor of sizes \\[16, 18\\], got Double \\[16, 18\\]",
+        ),
     ]
     for args, message in conv_cases:
         program = _method_with(runtime, *args, op="pare::conv2d_prepack", cls="Conv2dPackedParams")
@@ -400,3 +415,128 @@ def test_fused_epilogue_errors(runtime):
         PareError, match="argument 'residual' must have the output's sizes \\[2, 10, 4, 9\\], got \\[2, 10, 4, 8\\]"
     ):
         runtime.load(program).method().run(inputs[0], inputs[1][..., :8])
+
+
+# -- Winograd F(2x2, 3x3) (runtime/kernels/prepacked/winograd.h) ------------------
+
+_U = 2.0**-24  # float32's unit roundoff
+_BT = np.array([[1, 0, -1, 0], [0, 1, 1, 0], [0, -1, 1, 0], [0, 1, 0, -1]], np.float64)
+_G = np.array([[1, 0, 0], [0.5, 0.5, 0.5], [0.5, -0.5, 0.5], [0, 0, 1]], np.float64)
+_AT = np.array([[1, 1, 1, 0], [0, 1, -1, -1]], np.float64)
+
+
+def winograd_magnitude(x, w, padding, groups):
+    """The Winograd computation on absolute values, in float64: for each
+    output, the sum of the magnitudes of every term the runtime adds
+    (A^T ((|G| |g| |G^T|) . (|B^T| |d| |B|)) A over the input channels), the
+    factor of the rounding error bound (winograd.h)."""
+    x, w = np.abs(x.double().numpy()), np.abs(w.double().numpy())
+    n, c, h, wd = x.shape
+    oh, ow = h + 2 * padding[0] - 2, wd + 2 * padding[1] - 2
+    th, tw = (oh + 1) // 2, (ow + 1) // 2
+    plane = np.zeros((n, c, 2 * th + 2, 2 * tw + 2))
+    plane[:, :, padding[0] : padding[0] + h, padding[1] : padding[1] + wd] = x
+    d = np.lib.stride_tricks.sliding_window_view(plane, (4, 4), axis=(2, 3))[:, :, ::2, ::2]  # n c th tw 4 4
+    v = np.einsum("ai,nctsij,bj->nctsab", np.abs(_BT), d, np.abs(_BT))
+    u = np.einsum("ai,ocij,bj->ocab", np.abs(_G), w, np.abs(_G))
+    og, cg = w.shape[0] // groups, w.shape[1]
+    m = np.concatenate(
+        [
+            np.einsum("ocab,nctsab->notsab", u[g * og : (g + 1) * og], v[:, g * cg : (g + 1) * cg])
+            for g in range(groups)
+        ],
+        axis=1,
+    )
+    y = np.einsum("ai,notsij,bj->notsab", np.abs(_AT), m, np.abs(_AT))  # n o th tw 2 2
+    return torch.from_numpy(y.transpose(0, 1, 2, 4, 3, 5).reshape(n, -1, 2 * th, 2 * tw)[:, :, :oh, :ow])
+
+
+def gamma(k):
+    return k * _U / (1 - k * _U)
+
+
+def winograd_program(w, b, padding, groups, epilogue=(), residual=False):
+    pb = ProgramBuilder()
+    m = pb.method()
+    args = [m.input("Float"), m.conv2d_prepack(w, b, (1, 1), padding, (1, 1), groups, winograd=True), *epilogue]
+    if residual:
+        args.append(m.input("Float"))
+    m.output(m.op("pare::conv2d_prepacked", *args))
+    return pb.to_bytes()
+
+
+@pytest.mark.fp_ops  # the GEMM's vector code: also on the v3 runtime
+@pytest.mark.parametrize(
+    "x,out_channels,padding,groups",
+    [
+        ((1, 8, 5, 5), 4, (1, 1), 1),  # the smallest layer the exporter transforms: 8 in, 9 tiles
+        ((2, 17, 9, 7), 19, (1, 1), 1),  # odd sizes: the last row and column of tiles clipped; batch 2
+        ((1, 20, 5, 6), 24, (0, 0), 1),  # no padding
+        ((1, 16, 7, 7), 18, (2, 2), 1),  # padding 2
+        ((1, 16, 6, 9), 16, (1, 0), 1),  # unequal padding
+        ((1, 16, 1, 1), 16, (1, 1), 1),  # a 1x1 image: one tile, three quarters clipped
+        ((1, 300, 6, 6), 7, (1, 1), 1),  # two depth blocks of the GEMM, a partial panel of rows
+        ((1, 32, 40, 36), 40, (1, 1), 1),  # 380 tiles: several blocks of tiles
+        ((2, 32, 6, 10), 34, (1, 1), 2),  # groups
+        ((16, 6, 5), 16, (1, 1), 1),  # unbatched
+    ],
+)
+@pytest.mark.parametrize("bias", [True, False])
+def test_winograd_within_its_error_bound(runtime, x, out_channels, padding, groups, bias):
+    xt = make_tensor(x, torch.float32, 40, -2, 2)
+    w = make_tensor((out_channels, x[-3] // groups, 3, 3), torch.float32, 41, -1, 1)
+    b = make_tensor((out_channels,), torch.float32, 42, -1, 1) if bias else None
+    (y,) = runtime.load(winograd_program(w, b, padding, groups)).method().run(xt.numpy())
+    batched = xt if xt.dim() == 4 else xt.unsqueeze(0)
+    want = F.conv2d(batched.double(), w.double(), None if b is None else b.double(), 1, padding, 1, groups)
+    # Each output is a sum of terms that each went through at most cg + 9
+    # roundings: the filter transform's, 2 in the input transform, the
+    # product and cg - 1 sums, 4 in the output transform and the bias add.
+    magnitude = winograd_magnitude(batched, w, padding, groups)
+    if bias:
+        magnitude += b.double().abs()[:, None, None]
+    bound = gamma(x[-3] // groups + 10) * magnitude
+    got = torch.from_numpy(y).double().reshape(want.shape)
+    assert list(y.shape) == list(xt.shape[:-3]) + [out_channels, *want.shape[-2:]]
+    excess = (got - want).abs() - bound
+    assert excess.max() <= 1e-12, f"error exceeds the bound by {excess.max():.3g}"
+
+
+@pytest.mark.fp_ops  # the GEMM's vector code: also on the v3 runtime
+@pytest.mark.parametrize("activation", [None, "hardswish"])
+def test_winograd_epilogue(runtime, activation):
+    # relu(conv + residual) or hardswish(clamp(conv + residual)): the fused
+    # epilogue runs on the Winograd output as on im2col's.
+    x = make_tensor((2, 16, 7, 9), torch.float32, 43, -2, 2)
+    w = make_tensor((20, 16, 3, 3), torch.float32, 44, -1, 1)
+    b = make_tensor((20,), torch.float32, 45, -1, 1)
+    r = make_tensor((2, 20, 7, 9), torch.float32, 46, -3, 3)
+    lo, hi = (0.0, float("inf")) if activation is None else (-1.0, 2.0)
+    program = winograd_program(w, b, (1, 1), 1, (lo, hi, activation), residual=True)
+    (y,) = runtime.load(program).method().run(x.numpy(), r.numpy())
+    want = ACTIVATIONS[activation]((F.conv2d(x.double(), w.double(), b.double(), padding=1) + r).clamp(lo, hi))
+    assert_same(torch.from_numpy(y), want.float(), rtol=1e-4, atol=1e-4)
+
+
+def test_winograd_packing_is_lavins_filter_transform_and_refuses_other_kernels():
+    w = make_tensor((7, 5, 3, 3), torch.float32, 47, -1, 1).numpy()
+    packed = packing.pack_conv2d_weight(w, (1, 1), (1, 1), 1, winograd=True)
+    assert packed.shape == (16, packing.packed_a_size(7, 5)) and packed.dtype == np.float32
+    u = np.einsum("ai,ocij,bj->ocab", _G, w.astype(np.float64), _G)
+    for e in range(16):
+        np.testing.assert_array_equal(packed[e], packing.pack_a(u[:, :, e // 4, e % 4].astype(np.float32)))
+    groups = packing.pack_conv2d_weight(np.concatenate([w, w]), (1, 1), (1, 1), 2, winograd=True)
+    np.testing.assert_array_equal(groups, np.concatenate([packed, packed]))
+    for kernel, stride, dilation in [((5, 5), (1, 1), (1, 1)), ((3, 3), (2, 2), (1, 1)), ((3, 3), (1, 1), (2, 2))]:
+        with pytest.raises(packing.PackingError, match="Winograd F\\(2x2, 3x3\\) takes a 3x3 kernel with stride 1"):
+            packing.pack_conv2d_weight(np.ones((4, 4, *kernel), np.float32), stride, dilation, 1, winograd=True)
+    # Where the exporter uses it: 8+ input channels per group and 9+ 2x2 output tiles.
+    assert packing.winograd_pays((16, 16, 3, 3), (1, 1), (1, 1), 1, (7, 7))
+    assert packing.winograd_pays((4, 8, 3, 3), (1, 1), (1, 1), 1, (5, 6))  # 9 tiles
+    assert not packing.winograd_pays((4, 8, 3, 3), (1, 1), (1, 1), 1, (4, 6))  # 6 tiles
+    assert not packing.winograd_pays((64, 7, 3, 3), (1, 1), (1, 1), 1, (56, 56))
+    assert not packing.winograd_pays((512, 512, 3, 3), (1, 1), (1, 1), 1, (4, 4))
+    assert not packing.winograd_pays((64, 64, 3, 3), (2, 2), (1, 1), 1, (56, 56))
+    assert not packing.winograd_pays((64, 64, 3, 3), (1, 1), (2, 2), 1, (56, 56))
+    assert not packing.winograd_pays((64, 4, 3, 3), (1, 1), (1, 1), 16, (56, 56))  # 4 input channels per group
+    assert packing.winograd_pays((64, 16, 3, 3), (1, 1), (1, 1), 4, (56, 56))

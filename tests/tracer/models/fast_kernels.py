@@ -2,7 +2,9 @@
 runtime (tests/tracer/test_android.py runs it on android_arm64 under qemu):
 the vectorised depthwise kernels (3x3, 5x5, 7x7 at stride 1 and 2, odd
 widths), the GEMM tile through dense 3x3, 1x1 and strided convolution with
-odd channel counts, max and average pooling over rows several vectors wide
+odd channel counts, Winograd F(2x2, 3x3) on an odd-sized map with odd
+channel counts (17 -> 19 over 23 x 19, the edge tiles clipped), max and
+average pooling over rows several vectors wide
 (3x3 at stride 2 with padding, nn.MaxPool2d(2), 3x3 average at stride 1
 without counting the padding), and a linear layer with odd features; batch
 1 and 2."""
@@ -20,16 +22,19 @@ class FastKernels(nn.Module):
         self.dw7 = nn.Conv2d(26, 26, 7, padding=3, groups=26, bias=False)
         self.dw3s2 = nn.Conv2d(26, 26, 3, stride=2, groups=26)
         self.pw = nn.Conv2d(26, 37, 1)
+        self.expand = nn.Conv2d(13, 17, 1)
+        self.wino = nn.Conv2d(17, 19, 3, padding=1)  # the winograd pass transforms it
         self.avg = nn.AvgPool2d(3, stride=1, padding=1, count_include_pad=False)
         self.max3 = nn.MaxPool2d(3, stride=2, padding=1)
         self.max2 = nn.MaxPool2d(2)
-        self.fc = nn.Linear(37 + 13 + 13, 11)
+        self.fc = nn.Linear(37 + 13 + 13 + 19, 11)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         x = torch.relu(self.stem(x))
         x = torch.relu(self.dw3(x)) + x
         x = x + self.avg(x)  # 23 x 19
         pooled = [self.max3(x).amax(dim=(2, 3)), self.max2(x).mean(dim=(2, 3))]  # 12 x 10, 11 x 9
+        pooled.append(torch.relu(self.wino(self.expand(x))).amax(dim=(2, 3)))
         x = self.dw3s2(self.dw7(self.dw5s2(x)))
         x = self.pw(x)
         return self.fc(torch.cat([x.mean(dim=(2, 3))] + pooled, dim=1))

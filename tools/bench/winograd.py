@@ -1,0 +1,129 @@
+"""3x3 convolutions: Winograd F(2x2, 3x3) against im2col, layer by layer.
+
+The claim behind the exporter's `winograd` pass (pare.packing.winograd_pays):
+on a 3x3, stride-1 layer with at least 8 input channels and 9 2x2 output
+tiles, Winograd's 16 small GEMMs beat im2col's one GEMM 9x deeper; below
+that the transforms and the shallow products cost more than they save. This runs each layer both ways on the same runtime, side by side:
+pinned to one CPU, the two interleaved round by round (alternating which
+goes first), and reports each one's median time per call, their ratio and
+each one's largest error against float64.
+
+    .venv/bin/python -m tools.bench.winograd [--runtime LIB] [--cpu N] [--layers CxHxW[:O],...]
+
+The runtime defaults to $PARE_RUNTIME_LIB, else Bazel's shipped build
+(tools/bazel build //runtime:full); pass Bazel's //runtime:full_v3 for
+AVX2+FMA. The test suite checks the numerics (tests/runtime/kernels/
+test_prepacked.py); it never times them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from pare import packing
+from pare.program import ProgramBuilder
+from pare.runtime import PareError, Runtime
+from tools.bench.runtimes import default_runtime
+from tools.bench.timing import BenchError, measure, pin_to_cpus
+
+VARIANTS = ("im2col", "winograd")
+
+# ResNet-18's 3x3 stride-1 stages at 224x224 and at the zoo's 64x64, and
+# layers at the edges of where the exporter chooses Winograd.
+DEFAULT_LAYERS = "64x56x56,128x28x28,256x14x14,512x7x7,64x16x16,512x2x2,8x6x6,4x32x32:64,16x4x4"
+
+
+def parse_layers(text: str) -> list[tuple[int, int, int, int]]:
+    """`CxHxW[:O],...` as (in channels, height, width, out channels); O
+    defaults to C. Padding is 1, so the output is H x W."""
+    layers = []
+    for item in text.split(","):
+        shape, _, out = item.strip().partition(":")
+        try:
+            c, h, w = (int(v) for v in shape.split("x"))
+            o = int(out) if out else c
+        except ValueError:
+            raise BenchError(f"--layers: {item.strip()!r} is not CxHxW or CxHxW:O (e.g. 64x56x56:128)") from None
+        if min(c, h, w, o) < 1:
+            raise BenchError(f"--layers: {item.strip()!r} has a size below 1")
+        layers.append((c, h, w, o))
+    return layers
+
+
+def programs(c: int, h: int, w: int, o: int, seed: int = 0) -> tuple[dict[str, bytes], np.ndarray, np.ndarray]:
+    """The layer packed both ways, an input, and its float64 output."""
+    rng = np.random.default_rng(seed)
+    weight = (rng.uniform(-1, 1, (o, c, 3, 3)) / np.sqrt(9 * c)).astype(np.float32)
+    x = rng.uniform(-1, 1, (1, c, h, w)).astype(np.float32)
+    data = {}
+    for name in VARIANTS:
+        pb = ProgramBuilder()
+        m = pb.method()
+        packed = m.conv2d_prepack(weight, None, (1, 1), (1, 1), (1, 1), 1, winograd=name == "winograd")
+        m.output(m.op("pare::conv2d_prepacked", m.input("Float", [1, c, h, w]), packed))
+        data[name] = pb.to_bytes()
+    padded = np.pad(x[0].astype(np.float64), ((0, 0), (1, 1), (1, 1)))
+    windows = np.lib.stride_tricks.sliding_window_view(padded, (3, 3), axis=(1, 2))  # c h w 3 3
+    exact = np.einsum("chwij,ocij->ohw", windows, weight.astype(np.float64))
+    return data, x, exact[None]
+
+
+def run(runtime_path: Path, layers: list[tuple[int, int, int, int]], rounds: int, cpu: int | None) -> str:
+    if not runtime_path.is_file():
+        raise BenchError(f"no runtime at {runtime_path}: run `tools/bazel build //runtime:full` or pass --runtime")
+    (pinned,) = pin_to_cpus(1, cpu)
+    runtime = Runtime(runtime_path)
+    lines = [
+        f"3x3 convolutions, stride 1, padding 1, batch 1, float32; runtime {runtime_path}",
+        f"pinned to CPU {pinned}; {rounds} interleaved rounds per layer",
+        f"{'layer':<18} {'chosen':>8} {'im2col µs':>11} {'winograd µs':>12} {'speed-up':>9} "
+        f"{'im2col err':>11} {'winograd err':>13}",
+    ]
+    for c, h, w, o in layers:
+        data, x, exact = programs(c, h, w, o)
+        methods = {name: runtime.load(data[name]).method() for name in VARIANTS}
+        errors = {name: float(np.abs(m.run(x)[0] - exact).max()) for name, m in methods.items()}
+        # About 2 ms of calls per sample, at least one.
+        flops = 2 * 9 * c * o * h * w
+        calls = max(1, int(2e-3 * 20e9 / flops))
+        samples = measure({name: m.execute for name, m in methods.items()}, rounds, {name: calls for name in methods})
+        im2col, winograd = (statistics.median(samples[name]) * 1e6 for name in VARIANTS)
+        chosen = "winograd" if packing.winograd_pays((o, c, 3, 3), (1, 1), (1, 1), 1, (h, w)) else "im2col"
+        lines.append(
+            f"{f'{c}x{h}x{w} -> {o}':<18} {chosen:>8} {im2col:>11.1f} {winograd:>12.1f} {im2col / winograd:>8.2f}x "
+            f"{errors['im2col']:>11.2e} {errors['winograd']:>13.2e}"
+        )
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m tools.bench.winograd", description=__doc__.split("\n")[0])
+    parser.add_argument(
+        "--runtime",
+        type=Path,
+        default=default_runtime(),
+        help="runtime library (default: $PARE_RUNTIME_LIB, else Bazel's //runtime:full)",
+    )
+    parser.add_argument(
+        "--layers",
+        default=DEFAULT_LAYERS,
+        help=f"comma list of CxHxW[:O] layers, padding 1 (default {DEFAULT_LAYERS})",
+    )
+    parser.add_argument("--rounds", type=int, default=11, help="interleaved rounds (default 11)")
+    parser.add_argument("--cpu", type=int, default=None, help="CPU to pin to (default 1)")
+    args = parser.parse_args(argv)
+    try:
+        print(run(args.runtime, parse_layers(args.layers), args.rounds, args.cpu))
+    except (BenchError, PareError) as e:
+        print(f"winograd: {e}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
