@@ -245,6 +245,11 @@ Error Conv2dPackedParams::init(KernelContext& ctx, const Tensor& weight, const T
     packed_weight = weight.data_as<float>();
   } else if (weight.dim == 2) {
     // Filters transformed for Winograd F(2x2, 3x3), per group 16 packed A.
+    // A runtime without the Winograd kernel says so now, naming its tag
+    // (and carries no checks for a layout it cannot run).
+    if (!kernel_dtype_selected(TagId::conv2d_winograd_kernel, ScalarType::Float)) {
+      return detail::dtype_not_selected(ctx, TagId::conv2d_winograd_kernel, ScalarType::Float);
+    }
     winograd = true;
     const int64_t og = out_channels / groups;
     PARE_CHECK_OR_RETURN(
