@@ -153,6 +153,65 @@ def winograd_pays(weight_sizes, stride, dilation, groups: int, out_hw) -> bool:
     return weight_sizes[1] >= WINOGRAD_MIN_IN_CHANNELS and tiles >= WINOGRAD_MIN_TILES
 
 
+# Which 1x1 convolutions run as pixel rows (the pixels as the GEMM's rows,
+# the weights as B; gemm::pixel_rows_pay, whose constants these copy):
+# more than NARROW_MAX_PIXELS output pixels (up to there the narrow GEMM, on
+# weights packed as A, is faster), at most PIXEL_ROWS_MAX_PIXELS (from 16 on
+# the image as B fills the register tile), and not a multiple of PANEL_COLS
+# (8 pixels fill SSE2's and NEON's 8-column tile). Measured on single layers
+# against the other paths, one core, baseline and v3 (docs/performance.md,
+# "Pixel rows"): 5 to 12 pixels other than 8 ran 1.2-2.4x faster as pixel
+# rows on both; 1, 2 and 4 pixels 1.1-1.4x slower (on v3 4 ran 1.0-1.6x
+# faster), 8 pixels 1.15x slower on baseline.
+NARROW_MAX_PIXELS = 4
+PIXEL_ROWS_MAX_PIXELS = 12
+
+
+def pixel_rows_apply(weight_sizes, stride, padding, dilation) -> bool:
+    """Whether the runtime can run this convolution as pixel rows: a 1x1
+    kernel, stride 1, no padding, no dilation."""
+    return (
+        tuple(weight_sizes[2:]) == (1, 1)
+        and tuple(stride) == (1, 1)
+        and tuple(padding) == (0, 0)
+        and tuple(dilation) == (1, 1)
+    )
+
+
+def pixel_rows_pays(weight_sizes, stride, padding, dilation, groups: int, out_hw) -> bool:
+    """Whether the exporter packs this convolution's weights for pixel rows
+    (W^T as the GEMM's B, per group): they apply, and the traced output
+    `out_hw` (height, width) has more than NARROW_MAX_PIXELS pixels, at most
+    PIXEL_ROWS_MAX_PIXELS, and not a multiple of PANEL_COLS (a dynamic size
+    counts as large)."""
+    if groups < 1 or weight_sizes[0] % groups:
+        return False
+    pixels = out_hw[0] * out_hw[1]
+    applies = pixel_rows_apply(weight_sizes, stride, padding, dilation)
+    return applies and NARROW_MAX_PIXELS < pixels <= PIXEL_ROWS_MAX_PIXELS and pixels % PANEL_COLS != 0
+
+
+def pack_conv2d_pixel_rows_weight(weight, groups: int) -> np.ndarray:
+    """A 1x1 convolution's weight [out_channels, in_channels / groups, 1, 1]
+    packed for pixel rows as pare::conv2d_prepack takes it: per group, W^T
+    [in_channels / groups, og] packed as B. 3-D: [groups, in_channels /
+    groups, og rounded up to PAD_COLS] (the sizes only count the floats)."""
+    w = _float_array(weight, 4, "a convolution weight")
+    out_channels, cg = w.shape[:2]
+    _check_groups(out_channels, groups)
+    if w.shape[2:] != (1, 1):
+        raise PackingError(f"pixel rows take a 1x1 kernel, got {w.shape[2]}x{w.shape[3]}")
+    og = out_channels // groups
+    rows = w.reshape(out_channels, cg)
+    packed = [pack_b(rows[g * og : (g + 1) * og].T) for g in range(groups)]
+    return np.stack(packed).reshape(groups, cg, _round_up(og, PAD_COLS))
+
+
+def _check_groups(out_channels: int, groups: int) -> None:
+    if groups < 1 or out_channels % groups:
+        raise PackingError(f"groups = {groups} must be positive and divide out_channels = {out_channels}")
+
+
 # F(2x2, 3x3)'s filter transform G (Lavin and Gray 2015): U = G g G^T.
 _WINOGRAD_G = np.array([[1.0, 0.0, 0.0], [0.5, 0.5, 0.5], [0.5, -0.5, 0.5], [0.0, 0.0, 1.0]])
 
@@ -166,8 +225,7 @@ def pack_conv2d_winograd_weight(weight, groups: int) -> np.ndarray:
     16, packed_a_size(og, in_channels / groups)]."""
     w = _float_array(weight, 4, "a convolution weight")
     out_channels, cg = w.shape[:2]
-    if groups < 1 or out_channels % groups:
-        raise PackingError(f"groups = {groups} must be positive and divide out_channels = {out_channels}")
+    _check_groups(out_channels, groups)
     if w.shape[2:] != (3, 3):
         raise PackingError(f"Winograd F(2x2, 3x3) takes a 3x3 kernel, got {w.shape[2]}x{w.shape[3]}")
     u = np.einsum("ai,ocij,bj->ocab", _WINOGRAD_G, w.astype(np.float64), _WINOGRAD_G).astype(np.float32)
@@ -176,19 +234,32 @@ def pack_conv2d_winograd_weight(weight, groups: int) -> np.ndarray:
     return np.stack(rows) if rows else np.zeros((0, packed_a_size(og, cg)), np.float32)
 
 
-def pack_conv2d_weight(weight, stride, dilation, groups: int, winograd: bool = False) -> np.ndarray:
+def pack_conv2d_weight(
+    weight, stride, dilation, groups: int, winograd: bool = False, pixel_rows: bool = False, padding=(0, 0)
+) -> np.ndarray:
     """A 2-d convolution's weight [out_channels, in_channels / groups, kh, kw]
     as pare::conv2d_prepack takes it: as given (4-D) for a depthwise
     convolution the direct kernel runs; with `winograd` (where
     winograd_applies), transformed for Winograd (2-D,
-    pack_conv2d_winograd_weight); otherwise each group's [og, k] weights
+    pack_conv2d_winograd_weight); with `pixel_rows` (a 1x1 kernel, stride 1,
+    no `padding`, no dilation), packed for pixel rows (3-D,
+    pack_conv2d_pixel_rows_weight); otherwise each group's [og, k] weights
     packed as A, the groups one after another (1-D)."""
     w = _float_array(weight, 4, "a convolution weight")
     out_channels = w.shape[0]
-    if groups < 1 or out_channels % groups:
-        raise PackingError(f"groups = {groups} must be positive and divide out_channels = {out_channels}")
+    _check_groups(out_channels, groups)
+    if winograd and pixel_rows:
+        raise PackingError("a convolution's weights are packed for Winograd or for pixel rows, not both")
     if depthwise_direct(w.shape, stride, dilation, groups):
         return np.ascontiguousarray(w)
+    if pixel_rows:
+        if not pixel_rows_apply(w.shape, stride, padding, dilation):
+            raise PackingError(
+                f"pixel rows take a 1x1 kernel with stride 1, no padding and no dilation, got a "
+                f"{w.shape[2]}x{w.shape[3]} kernel, stride {list(stride)}, padding {list(padding)}, "
+                f"dilation {list(dilation)}"
+            )
+        return pack_conv2d_pixel_rows_weight(w, groups)
     if winograd:
         if not winograd_applies(w.shape, stride, dilation):
             raise PackingError(

@@ -254,13 +254,18 @@ class MethodBuilder:
             "pare::linear_prepack", w, bias, int(in_features), int(out_features), returns=ObjectOf("LinearPackedParams")
         )
 
-    def conv2d_prepack(self, weight, bias, stride, padding, dilation, groups: int, winograd: bool = False) -> Value:
+    def conv2d_prepack(
+        self, weight, bias, stride, padding, dilation, groups: int, winograd: bool = False, pixel_rows: bool = False
+    ) -> Value:
         """An init-section pare::conv2d_prepack of a 2-d convolution's
         `weight` [out_channels, in_channels / groups, kh, kw] (float32),
         packed here (pare/packing.py; `winograd`: transformed for Winograd
-        F(2x2, 3x3)), and `bias` or None: the Conv2dPackedParams object
-        pare::conv2d_prepacked takes."""
-        w = _packing.pack_conv2d_weight(weight, stride, dilation, groups, winograd=winograd)
+        F(2x2, 3x3); `pixel_rows`: a 1x1 convolution's, for pixel rows), and
+        `bias` or None: the Conv2dPackedParams object pare::conv2d_prepacked
+        takes."""
+        w = _packing.pack_conv2d_weight(
+            weight, stride, dilation, groups, winograd=winograd, pixel_rows=pixel_rows, padding=padding
+        )
         sizes = [int(s) for s in np.shape(weight)]
         return self.init_op(
             "pare::conv2d_prepack",

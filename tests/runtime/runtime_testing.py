@@ -120,14 +120,13 @@ def linear_program(weight, bias, in_shape):
     return pb.to_bytes()
 
 
-def conv_program(weight, bias, stride, padding, dilation, groups, winograd=False):
+def conv_program(weight, bias, stride, padding, dilation, groups, winograd=False, pixel_rows=False):
     """A program of one prepacked 2-d convolution (pare::conv2d_prepacked)."""
     pb = ProgramBuilder()
     m = pb.method()
     x = m.input("Float")
-    m.output(
-        m.op("pare::conv2d_prepacked", x, m.conv2d_prepack(weight, bias, stride, padding, dilation, groups, winograd))
-    )
+    packed = m.conv2d_prepack(weight, bias, stride, padding, dilation, groups, winograd, pixel_rows=pixel_rows)
+    m.output(m.op("pare::conv2d_prepacked", x, packed))
     return pb.to_bytes()
 
 
@@ -337,3 +336,15 @@ def pal_stats(rt) -> PalStats:
     s = PalStats()
     rt._lib.pare_test_pal_stats(ctypes.byref(s))
     return s
+
+
+EPS32 = float(np.finfo(np.float32).eps)
+
+
+def assert_within_dot_bound(actual: torch.Tensor, exact: torch.Tensor, magnitude: torch.Tensor, depth: int):
+    """|actual - exact| <= depth * eps32 * magnitude elementwise: the bound of
+    a float32 dot product of `depth` terms in any order, fused or not, where
+    `magnitude` is the same product over absolute values (in float64)."""
+    bound = depth * EPS32 * magnitude + 1e-30
+    excess = ((actual.double() - exact).abs() / bound).max().item() if actual.numel() else 0.0
+    assert excess <= 1.0, f"error {excess:.3g}x the float32 dot-product bound (depth {depth})"

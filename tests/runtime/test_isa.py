@@ -11,12 +11,18 @@ python -m tools.bench.sgemm."""
 import platform
 import subprocess
 
-import numpy as np
 import pytest
 import runtime_build
 import torch
 import torch.nn.functional as F
-from runtime_testing import conv_program, linear_program, make_tensor, run_op, runtime_isa_limit
+from runtime_testing import (
+    assert_within_dot_bound,
+    conv_program,
+    linear_program,
+    make_tensor,
+    run_op,
+    runtime_isa_limit,
+)
 
 import pare.runtime
 from pare.runtime import PareError, Runtime, cpu_runs
@@ -29,7 +35,6 @@ pytestmark = [
     pytest.mark.skipif(not X86_64, reason="x86_64 ISA levels are tested on x86_64 hosts"),
     pytest.mark.platform_limit("x86_64 ISA levels exist only on x86_64 hosts"),
 ]
-EPS32 = float(np.finfo(np.float32).eps)
 
 
 def disassembly(lib) -> str:
@@ -37,15 +42,6 @@ def disassembly(lib) -> str:
     return subprocess.run(
         [objdump, "-d", "--no-show-raw-insn", str(lib)], capture_output=True, text=True, check=True
     ).stdout
-
-
-def assert_within_dot_bound(actual: torch.Tensor, exact: torch.Tensor, magnitude: torch.Tensor, depth: int):
-    """|actual - exact| <= depth * eps32 * magnitude elementwise: the bound of
-    a float32 dot product of `depth` terms in any order, fused or not, where
-    `magnitude` is the same product over absolute values (in float64)."""
-    bound = depth * EPS32 * magnitude + 1e-30
-    excess = ((actual.double() - exact).abs() / bound).max().item() if actual.numel() else 0.0
-    assert excess <= 1.0, f"error {excess:.3g}x the float32 dot-product bound (depth {depth})"
 
 
 def test_baseline_runtime_has_no_avx_instruction(runtime, runtime_lib):
@@ -141,6 +137,7 @@ CONV_CASES = [  # x, w, stride, padding, groups: odd channels, stride 2, groups,
     ((1, 64, 20, 20), (70, 64, 3, 3), 1, 1, 1),  # depth 576 > one 256-deep block
     ((1, 3, 9, 70), (5, 3, 3, 3), 2, 1, 1),  # stride 2 across rows wider than a panel (im2col's strided copies)
     ((2, 33, 2, 2), (13, 33, 1, 1), 1, 0, 1),  # 1x1 over 4 pixels: the narrow GEMM
+    ((1, 33, 2, 3), (13, 33, 1, 1), 1, 0, 1),  # ... over 6: pixel rows
     ((1, 300, 1, 1), (40, 300, 1, 1), 1, 0, 1),  # ... over 1 pixel, 2 depth blocks, a tail of depths
     ((2, 13, 2, 2), (13, 1, 5, 5), 1, 2, 13),  # depthwise over a tiny plane: vectors across channels
 ]

@@ -436,3 +436,52 @@ def test_winograd_code_only_in_runtimes_that_select_it(selection_cache, runtime_
     assert_same(torch.from_numpy(y), F.conv2d(x, w, padding=1), rtol=1e-4, atol=1e-4)
     assert _has(_unstripped_symbols(runtime_lib), r"pare::winograd::run\(")
     assert not _has(_unstripped_symbols(lib), r"pare::winograd::")
+
+
+def test_pixel_rows_code_only_in_runtimes_that_select_it(selection_cache, runtime_lib, tracing_runtime):
+    """pixel_rows_kernel, like Winograd: the tracing build records it when a
+    1x1 convolution packed for pixel rows runs; a runtime that does not
+    select it names it when such a program reaches it, runs the same layer
+    packed as A, and has none of the code (the transpose, the three- and
+    four-row GEMM kernels)."""
+    w = make_tensor((24, 16, 1, 1), torch.float32, 57, -1, 1)
+    x = make_tensor((1, 16, 2, 3), torch.float32, 58)
+    program = conv_program(w, None, [1, 1], [0, 0], [1, 1], 1, pixel_rows=True)
+    traced = tracing_runtime.load(program)
+    (y,) = traced.method().run(x.numpy())
+    assert_same(torch.from_numpy(y), F.conv2d(x, w), rtol=1e-4, atol=1e-4)
+    assert traced.trace().kernel_dtypes["pixel_rows_kernel"] == ("Float",)
+
+    root = selection_cache  # the selection of the Winograd test above: one build for both
+    ops = ["pare::conv2d_prepack", "pare::conv2d_prepacked"]
+    sel = runtime_build.write_selection(
+        root / "selection_conv2d_prepacked", ops, {"prepacked_kernel": ["Float"]}, ["Conv2dPackedParams"], []
+    )
+    lib = runtime_build.build(root, "conv2d_prepacked", selection_dir=sel)
+    with pytest.raises(PareError, match="dtype Float of kernel tag pixel_rows_kernel is not selected") as e:
+        Runtime(lib).load(program).method()
+    assert e.value.status_name == "DtypeNotSelected"
+    (y,) = Runtime(lib).load(conv_program(w, None, [1, 1], [0, 0], [1, 1], 1)).method().run(x.numpy())
+    assert_same(torch.from_numpy(y), F.conv2d(x, w), rtol=1e-4, atol=1e-4)
+    pixel_rows_code = r"pare::gemm::(pixel_rows|transpose_product)"
+    assert _has(_unstripped_symbols(runtime_lib), pixel_rows_code)
+    assert not _has(_unstripped_symbols(lib), pixel_rows_code)
+    # The three- and four-row kernels are inlined into the micro-kernel, which
+    # is smaller without them.
+    assert _symbol_bytes(lib, "pare::gemm::micro_kernel(") < _symbol_bytes(runtime_lib, "pare::gemm::micro_kernel(")
+
+
+def _symbol_bytes(lib: Path, prefix: str) -> int:
+    """The size of the one function of `lib` (or of its unstripped twin)
+    whose demangled name starts with `prefix`."""
+    lib = Path(lib)
+    twin = lib.parent / "unstripped" / lib.name
+    out = subprocess.run(
+        [_nm(), "-C", "-S", "--defined-only", str(twin if twin.exists() else lib)],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    sizes = [int(line.split(" ", 3)[1], 16) for line in out.splitlines() if line.split(" ", 3)[-1].startswith(prefix)]
+    assert len(sizes) == 1, f"{lib}: {len(sizes)} functions named {prefix}..."
+    return sizes[0]

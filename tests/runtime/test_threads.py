@@ -101,6 +101,12 @@ def test_mm_bmm_and_convolutions_are_bitwise_identical_for_every_thread_count(ru
             img,
             mb.conv2d_prepack(weights["dense"], None, [1, 1], [1, 1], [1, 1], 1, winograd=True),
         ),
+        # Pixel rows: the transposed product's output channels split over the threads.
+        mb.op(
+            "pare::conv2d_prepacked",
+            img,
+            mb.conv2d_prepack(weights["pointwise"], None, [1, 1], [0, 0], [1, 1], 1, pixel_rows=True),
+        ),
     ]
     pooled = [
         mb.op("aten::max_pool2d_with_indices", img, [3, 3], [2, 2], [1, 1], returns=2)[0],
@@ -122,6 +128,7 @@ def test_mm_bmm_and_convolutions_are_bitwise_identical_for_every_thread_count(ru
         F.conv2d(img_t, w["depthwise"], stride=2, padding=2, groups=8),
         F.conv2d(img_t, w["grouped"], padding=1, groups=2),
         F.conv2d(img_t, w["dense"], padding=1),
+        F.conv2d(img_t, w["pointwise"]),
         F.max_pool2d(img_t, 3, 2, 1),
         F.avg_pool2d(img_t, 3, 1, 1),
         F.max_pool2d(img_t, 2),

@@ -677,3 +677,33 @@ def test_winograd_transforms_the_3x3_layers_where_it_pays(full_lib, tracing_lib)
     # A 4x4 output (4 tiles) is too small to pay: the layer stays on im2col.
     small = spec_from(WinogradCandidates().eval(), [(torch.randn(1, 3, 4, 4),)])
     assert {run.name: dict(run.changes) for run in export_model(small).passes}["winograd"] == {"transformed": 0}
+
+
+class PixelRowsCandidates(nn.Module):
+    """A 1x1 convolution prepack_weights packs for pixel rows (8 -> 12
+    channels over a 3x4 map: 12 pixels) with a relu it fuses, and a strided
+    1x1 convolution it packs as A."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.stem = nn.Conv2d(3, 8, 3, stride=2, padding=1)
+        self.rows = nn.Conv2d(8, 12, 1)
+        self.down = nn.Conv2d(12, 12, 1, stride=2)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.down(torch.relu(self.rows(self.stem(x))))
+
+
+def test_prepack_packs_small_1x1_convolutions_for_pixel_rows(full_lib, tracing_lib):
+    torch.manual_seed(0)
+    spec = spec_from(PixelRowsCandidates().eval(), [(torch.randn(1, 3, 6, 8),), (torch.randn(2, 3, 6, 8),)])
+    exported = export_model(spec)
+    counts = {run.name: dict(run.changes) for run in exported.passes}
+    assert counts["prepack_weights"]["conv2d"] == 3 and counts["fuse_clamp"] == {"fused": 1}
+    assert all(c.ok for c in check_model(spec, full_lib, program=exported.program))
+    # The manifest selects the pixel-rows kernel because a layer runs it...
+    assert trace_model(spec, runtime=tracing_lib).manifest.kernel_metadata["pixel_rows_kernel"] == ("Float",)
+    # ...and a 4x4 map (16 pixels) keeps the image as the GEMM's B.
+    larger = spec_from(PixelRowsCandidates().eval(), [(torch.randn(1, 3, 8, 8),)])
+    assert all(c.ok for c in check_model(larger, full_lib))
+    assert "pixel_rows_kernel" not in trace_model(larger, runtime=tracing_lib).manifest.kernel_metadata

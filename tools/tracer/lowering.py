@@ -486,10 +486,16 @@ class MethodLowering:
                 return None
             if bias is not None and not self._is_bias(bias, w_tensor.shape[0]):
                 return None
+            out_hw = _output_hw(node)
             winograd = self.winograd and pare_packing.winograd_pays(
-                tuple(w_tensor.shape), stride, dilation, int(groups), _output_hw(node)
+                tuple(w_tensor.shape), stride, dilation, int(groups), out_hw
             )
-            detail = (w, bias, list(stride), list(padding), list(dilation), int(groups), winograd)
+            # prepack_weights lays a 1x1 convolution over few pixels out for
+            # pixel rows (the runtime's fastest product for it).
+            pixel_rows = pare_packing.pixel_rows_pays(
+                tuple(w_tensor.shape), stride, padding, dilation, int(groups), out_hw
+            )
+            detail = (w, bias, list(stride), list(padding), list(dilation), int(groups), winograd, pixel_rows)
             return self._with_epilogue(node, _Plan("conv2d_prepack", (x,), detail=detail))
         return None
 
@@ -693,8 +699,18 @@ class MethodLowering:
             self.report.uses[LINEAR_PREPACKED].append(use)
             self.report.prepacked["linear"] += 1
         elif plan.kind == "conv2d_prepack":
-            w, bias, stride, padding, dilation, groups, winograd = plan.detail
-            cache_key = ("conv2d", w, bias, tuple(stride), tuple(padding), tuple(dilation), groups, winograd)
+            w, bias, stride, padding, dilation, groups, winograd, pixel_rows = plan.detail
+            cache_key = (
+                "conv2d",
+                w,
+                bias,
+                tuple(stride),
+                tuple(padding),
+                tuple(dilation),
+                groups,
+                winograd,
+                pixel_rows,
+            )
             if cache_key not in self._packed:
                 self._packed[cache_key] = self.mb.conv2d_prepack(
                     self.constants[self._canonical.get(w, w)],
@@ -704,6 +720,7 @@ class MethodLowering:
                     dilation,
                     groups,
                     winograd=winograd,
+                    pixel_rows=pixel_rows,
                 )
                 self.report.uses[CONV2D_PREPACK].append(use)
                 self.report.winograd += winograd
@@ -937,7 +954,8 @@ def _clamp_bounds(user: Node, source: Node) -> tuple[float, float] | None:
 
 def _output_hw(node: Node) -> tuple[int, int]:
     """A convolution node's traced output (height, width); a dynamic size
-    counts as large (pare.packing.winograd_pays then decides by channels)."""
+    counts as large (for pare.packing.winograd_pays, which then decides by
+    channels, and pixel_rows_pays)."""
     sizes = node.meta["val"].shape[-2:]
     return tuple(int(d) if is_concrete_int(d) else 1 << 30 for d in sizes)
 

@@ -2,6 +2,8 @@
 
 #include "runtime/kernels/common/gemm.h"
 
+#include "runtime/registry/selection.h"
+
 namespace pare {
 namespace gemm {
 namespace {
@@ -65,14 +67,17 @@ void prepack_a(const MatrixView<float>& a, float* dst) {
 
 namespace {
 
-// One or two rows of A: batch-1 and batch-2 linear layers (a recurrent
-// step of an LSTM or GRU over a batch of two), and a product's last rows.
-// The full tile would compute kMR rows and keep R; this computes R, with
-// kSteps depths per step, each into its own accumulators, so that 8 chains
-// keep the loop bound by loading B, not by the latency of one chain of
-// multiply-adds. Three to five rows take the full tile (at most half of it
-// wasted): a kernel for each costs about 600 B per runtime on android_arm64
-// for a gain on a product's last panel only.
+// One to four rows of A: batch-1 and batch-2 linear layers (a recurrent
+// step of an LSTM or GRU over a batch of two), a product's last rows, and a
+// 1x1 convolution over a few pixels run as pixel rows (gemm.h). The full
+// tile would compute kMR rows and keep R; this computes R, with kSteps
+// depths per step, each into its own accumulators, so that 8 chains keep
+// the loop bound by loading B, not by the latency of one chain of
+// multiply-adds. Three and four rows (kSteps 1: the full tile's order of
+// operations, so the same bits) are compiled only into runtimes that select
+// pixel_rows_kernel, where a product of 9 or 10 pixels ends in them: the
+// two make the micro-kernel 804 B larger on android_arm64. Five rows take
+// the full tile.
 template <int R>
 void few_rows_kernel(int64_t kc, const float* PARE_RESTRICT a, const float* PARE_RESTRICT b, float* c, int64_t ldc,
                      int64_t nr, float alpha, bool accumulate) {
@@ -225,6 +230,10 @@ void micro_kernel(int64_t kc, const float* PARE_RESTRICT a, const float* PARE_RE
                   int64_t mr, int64_t nr, float alpha, bool accumulate) {
   if (mr == 1) return few_rows_kernel<1>(kc, a, b, c, ldc, nr, alpha, accumulate);
   if (mr == 2) return few_rows_kernel<2>(kc, a, b, c, ldc, nr, alpha, accumulate);
+  if (kernel_dtype_selected(TagId::pixel_rows_kernel, ScalarType::Float)) {  // a link-time constant
+    if (mr == 3) return few_rows_kernel<3>(kc, a, b, c, ldc, nr, alpha, accumulate);
+    if (mr == 4) return few_rows_kernel<4>(kc, a, b, c, ldc, nr, alpha, accumulate);
+  }
   vec acc[kMR][2];
   for (int64_t i = 0; i < kMR; ++i) {
     acc[i][0] = vec{};
@@ -290,6 +299,22 @@ Result<Split> split_for(KernelContext& ctx, int64_t m, int64_t n, int64_t k, boo
     split.b_scratch = static_cast<float*>(memory);
   }
   return split;
+}
+
+Result<PixelRows> pixel_rows_scratch(KernelContext& ctx, int64_t p, int64_t og, int64_t cg, bool pack_b) {
+  PixelRows s;
+  PARE_TRY_ASSIGN(s.split, split_for(ctx, p, og, cg, /*pack_a=*/true, pack_b));
+  PARE_TRY_ASSIGN(void* memory, ctx.allocate_scratch(static_cast<size_t>(p * og + 1) * sizeof(float)));
+  s.product = static_cast<float*>(memory);
+  return s;
+}
+
+void transpose_product(const float* PARE_RESTRICT product, int64_t p, int64_t og, float* PARE_RESTRICT c,
+                       bool accumulate) {
+  for (int64_t o = 0; o < og; ++o) {
+    float* row = c + o * p;
+    for (int64_t j = 0; j < p; ++j) row[j] = product[j * og + o] + (accumulate ? row[j] : 0.0f);
+  }
 }
 
 }  // namespace gemm

@@ -222,6 +222,43 @@ PARE_ALWAYS_INLINE void sgemm(KernelContext& ctx, const Split& split, int64_t m,
   }
 }
 
+// Pixels as rows: a 1x1 convolution (stride 1, no padding) over a few
+// more pixels than the narrow GEMM takes. With the image as B [cg, p] the
+// register tile's columns are pixels, and 5 to 12 of them leave much of
+// one or two tiles empty (6 of 8 columns, 9 of 16), so the product runs
+// transposed, C^T [p, og] = X^T [p, cg] W^T [cg, og]: the pixels are the
+// rows (kMR per tile; three or four, the tail of 9 or 10, by the few-rows
+// kernels when the build selects pixel_rows_kernel) and the output
+// channels the columns, with the weights W^T as B (packed ahead of time by
+// the exporter: pare/packing.py, or by the B packer from the weights as
+// they are). The product goes to scratch and is transposed into C [og, p].
+// Measured against the other paths on every x86_64 ISA (docs/performance.md,
+// "Pixel rows"): 1 to 4 pixels run faster on the narrow GEMM, and 8 fill
+// the 8-column tile of SSE2 and NEON. pare.packing.pixel_rows_pays is the
+// exporter's copy of pixel_rows_pay (tests/runtime/kernels/test_prepacked.py
+// checks the constants).
+constexpr int64_t kPixelRowsMax = 12;
+constexpr bool pixel_rows_pay(int64_t p) { return p > kNarrowN && p <= kPixelRowsMax && p % kPanelCols != 0; }
+
+struct PixelRows {
+  Split split;
+  float* product = nullptr;  // C^T, p x og
+};
+// Scratch for pixel_rows() on products of this shape; pack_b when the
+// weights are packed per call (StridedB).
+Result<PixelRows> pixel_rows_scratch(KernelContext& ctx, int64_t p, int64_t og, int64_t cg, bool pack_b);
+// c[o * p + j] = product[j * og + o] (+ c[o * p + j] when accumulate).
+void transpose_product(const float* product, int64_t p, int64_t og, float* c, bool accumulate);
+
+// C [og, p] (rows of p floats at c) = W X (+ C when `accumulate`), X the
+// image [cg, p] and W^T [cg, og] given by its B packer.
+template <typename PackB>
+void pixel_rows(KernelContext& ctx, const PixelRows& s, int64_t p, int64_t og, int64_t cg, const float* image,
+                const PackB& w_t, float* c, bool accumulate) {
+  sgemm(ctx, s.split, p, og, cg, 1.0f, StridedA{{image, p, cg, 1, p}}, w_t, s.product, og, /*accumulate=*/false);
+  transpose_product(s.product, p, og, c, accumulate);
+}
+
 // C[m x n] (contiguous rows, row stride ldc) = alpha * A B + (accumulate ?
 // C : 0) for any dtype. B must have unit column stride for the fast inner
 // loop (callers make it contiguous). `acc_row` holds n opmath_t<T>.

@@ -154,6 +154,33 @@ PARE_UNUSED Error conv_float(KernelContext& ctx, const ConvGeometry& g, const fl
                              const Tensor* bias, float* y) {
   const int64_t k = g.k();
   const int64_t p = g.planes_out();
+  const bool pointwise = g.kh == 1 && g.kw == 1 && g.sh == 1 && g.sw == 1 && g.ph == 0 && g.pw == 0;
+  // Runs product(image, c, grp) per (image, group): C [og, p] = W X, C
+  // starting as the bias.
+  auto each_group = [&](auto&& product) {
+    for (int64_t n = 0; n < g.batch; ++n) {
+      for (int64_t grp = 0; grp < g.groups; ++grp) {
+        const float* image = x + (n * g.in_channels + grp * g.cg) * g.planes_in();
+        float* c = y + (n * g.out_channels + grp * g.og) * p;
+        if (bias != nullptr) fill_with_bias(c, g, grp, *bias);
+        product(image, c, grp);
+      }
+    }
+  };
+  if constexpr (fast_path_compiled<tags::pixel_rows_kernel, float>()) {
+    if (pointwise && gemm::pixel_rows_pay(p) &&
+        fast_path_selected<tags::pixel_rows_kernel, float>()) {  // 1x1, 5 to 12 pixels (gemm.h)
+      return run_fast_path<tags::pixel_rows_kernel, float>(ctx, [&]() -> Error {
+        PARE_TRY_ASSIGN(const gemm::PixelRows rows, gemm::pixel_rows_scratch(ctx, p, g.og, k, /*pack_b=*/true));
+        each_group([&](const float* image, float* c, int64_t grp) {
+          // W^T [k, og] read from the group's weights [og, k] as they are.
+          const gemm::StridedB w_t{{w + grp * g.og * k, k, g.og, 1, k}};
+          gemm::pixel_rows(ctx, rows, p, g.og, k, image, w_t, c, bias != nullptr);
+        });
+        return Error::Ok;
+      });
+    }
+  }
   const size_t group_floats = gemm::packed_a_size(g.og, k);
   PARE_TRY_ASSIGN(void* packed_memory,
                   ctx.allocate_scratch((group_floats * static_cast<size_t>(g.groups) + 1) * sizeof(float)));
@@ -161,34 +188,22 @@ PARE_UNUSED Error conv_float(KernelContext& ctx, const ConvGeometry& g, const fl
   for (int64_t grp = 0; grp < g.groups; ++grp) {
     gemm::prepack_a({w + grp * g.og * k, g.og, k, k, 1}, packed + grp * group_floats);
   }
-  const bool pointwise = g.kh == 1 && g.kw == 1 && g.sh == 1 && g.sw == 1 && g.ph == 0 && g.pw == 0;
-  // Runs product(image, c, a) per (image, group): C [og, p] = A [og, k] B,
-  // A's panels at `a`, C starting as the bias.
-  auto each_group = [&](auto&& product) {
-    for (int64_t n = 0; n < g.batch; ++n) {
-      for (int64_t grp = 0; grp < g.groups; ++grp) {
-        const float* image = x + (n * g.in_channels + grp * g.cg) * g.planes_in();
-        float* c = y + (n * g.out_channels + grp * g.og) * p;
-        if (bias != nullptr) fill_with_bias(c, g, grp, *bias);
-        product(image, c, packed + grp * group_floats);
-      }
-    }
-  };
   if constexpr (fast_path_compiled<tags::gemm_narrow_kernel, float>()) {
     if (pointwise && p <= gemm::kNarrowN &&
-        fast_path_selected<tags::gemm_narrow_kernel, float>()) {  // 1x1, few pixels (gemm.h)
+        fast_path_selected<tags::gemm_narrow_kernel, float>()) {  // 1x1, 1 to 4 pixels (gemm.h)
       return run_fast_path<tags::gemm_narrow_kernel, float>(ctx, [&]() -> Error {
         PARE_TRY_ASSIGN(void* scratch, ctx.allocate_scratch(gemm::narrow_scratch_floats(p, k) * sizeof(float)));
-        each_group([&](const float* image, float* c, const float* a) {
-          gemm::sgemm_narrow(g.og, p, k, a, {image, k, p, p, 1}, c, p, bias != nullptr, static_cast<float*>(scratch));
+        each_group([&](const float* image, float* c, int64_t grp) {
+          gemm::sgemm_narrow(g.og, p, k, packed + grp * group_floats, {image, k, p, p, 1}, c, p, bias != nullptr,
+                             static_cast<float*>(scratch));
         });
         return Error::Ok;
       });
     }
   }
   PARE_TRY_ASSIGN(const gemm::Split split, gemm::split_for(ctx, g.og, p, k, /*pack_a=*/false, /*pack_b=*/true));
-  each_group([&](const float* image, float* c, const float* a_panels) {
-    const gemm::PrepackedA a{a_panels, g.og};
+  each_group([&](const float* image, float* c, int64_t grp) {
+    const gemm::PrepackedA a{packed + grp * group_floats, g.og};
     if (pointwise) {
       gemm::sgemm(ctx, split, g.og, p, k, 1.0f, a, gemm::StridedB{{image, k, p, p, 1}}, c, p, bias != nullptr);
     } else {

@@ -271,6 +271,31 @@ Error Conv2dPackedParams::init(KernelContext& ctx, const Tensor& weight, const T
         static_cast<long long>(rows), static_cast<long long>(cols), to_string(weight.dtype),
         sizes_to_string(weight.size_span()).text, kRepack);
     packed_weight = weight.data_as<float>();
+  } else if (weight.dim == 3) {
+    // A 1x1 convolution's W^T per group packed as B, run as pixel rows.
+    if (!kernel_dtype_selected(TagId::pixel_rows_kernel, ScalarType::Float)) {
+      return detail::dtype_not_selected(ctx, TagId::pixel_rows_kernel, ScalarType::Float);
+    }
+    pixel_rows = true;
+    const int64_t og = out_channels / groups;
+    PARE_CHECK_OR_RETURN(ctx,
+                         kernel[0] == 1 && kernel[1] == 1 && stride[0] == 1 && stride[1] == 1 && padding[0] == 0 &&
+                             padding[1] == 0 && dilation[0] == 1 && dilation[1] == 1,
+                         Error::InvalidArgument,
+                         "argument 'weight' is packed for pixel rows (3-D), which only a 1x1 convolution with "
+                         "stride 1, no padding and no dilation may be%s",
+                         kRepack);
+    const int64_t cols = gemm::round_up(og, gemm::kPadCols);
+    PARE_CHECK_OR_RETURN(
+        ctx,
+        weight.dtype == ScalarType::Float && weight.is_contiguous() && weight.sizes[0] == groups &&
+            weight.sizes[1] == cg && weight.sizes[2] == cols,
+        Error::InvalidArgument,
+        "argument 'weight' must be the weights packed for pixel rows: a contiguous Float tensor of sizes "
+        "[%lld, %lld, %lld], got %s %s%s",
+        static_cast<long long>(groups), static_cast<long long>(cg), static_cast<long long>(cols),
+        to_string(weight.dtype), sizes_to_string(weight.size_span()).text, kRepack);
+    packed_weight = weight.data_as<float>();
   } else {
     PARE_TRY_ASSIGN(packed_weight,
                     packed_floats(ctx, weight, floats, "the convolution's weights packed as the GEMM's A"));
@@ -314,14 +339,23 @@ Error Conv2dPackedParams::run(KernelContext& ctx, const Tensor& input, Value& ou
   const int64_t cg = in_channels / groups;
   const int64_t k = cg * kernel[0] * kernel[1];
   const int64_t p = out_h * out_w;
-  const size_t group_floats = winograd ? winograd::packed_weight_floats(og, cg) : gemm::packed_a_size(og, k);
+  // init accepts these layouts only in a build that selects their kernels,
+  // so with a link-time constant false they fold away (no code for them).
+  const bool winograd_layout = winograd && kernel_dtype_selected(TagId::conv2d_winograd_kernel, ScalarType::Float);
+  const bool pixel_rows_layout = pixel_rows && kernel_dtype_selected(TagId::pixel_rows_kernel, ScalarType::Float);
+  const size_t group_floats = winograd_layout     ? winograd::packed_weight_floats(og, cg)
+                              : pixel_rows_layout ? gemm::packed_b_size(cg, og)
+                                                  : gemm::packed_a_size(og, k);
   const bool pointwise =
       kernel[0] == 1 && kernel[1] == 1 && stride[0] == 1 && stride[1] == 1 && padding[0] == 0 && padding[1] == 0;
   // Runs product(image, c, a, group_bias) per (image, group): C [og, p] = A
   // [og, k] B, A's panels at `a`, C starting as the bias (unless the
   // product adds group_bias itself), and the epilogue afterwards, while the
   // group's output is still in cache.
-  auto each_group = [&](auto&& product, bool product_adds_bias = false) -> Error {
+  // Always inlined: each product's copy then lives with that product, so a
+  // runtime whose selection drops the product drops the copy too (an
+  // outlined copy shared by the rest cost the demo 484 B on android_arm64).
+  auto each_group = [&](auto&& product, bool product_adds_bias = false) __attribute__((always_inline))->Error {
     for (int64_t n = 0; n < batch; ++n) {
       for (int64_t g = 0; g < groups; ++g) {
         const float* image = x.data_as<float>() + (n * in_channels + g * cg) * height * width;
@@ -337,7 +371,7 @@ Error Conv2dPackedParams::run(KernelContext& ctx, const Tensor& input, Value& ou
     }
     return Error::Ok;
   };
-  if (winograd) {
+  if (winograd_layout) {
     return dispatch_as<tags::conv2d_winograd_kernel, float>(ctx, [&](auto) -> Error {
       const winograd::Geometry wg{cg, og, height, width, out_h, out_w, padding[0], padding[1]};
       PARE_TRY_ASSIGN(const winograd::Scratch scratch, winograd::allocate(ctx, wg));
@@ -346,9 +380,17 @@ Error Conv2dPackedParams::run(KernelContext& ctx, const Tensor& input, Value& ou
                         /*product_adds_bias=*/true);
     });
   }
+  if (pixel_rows_layout) {
+    return dispatch_as<tags::pixel_rows_kernel, float>(ctx, [&](auto) -> Error {
+      PARE_TRY_ASSIGN(const gemm::PixelRows rows, gemm::pixel_rows_scratch(ctx, p, og, cg, /*pack_b=*/false));
+      return each_group([&](const float* image, float* c, const float* w_t, const float*) {
+        gemm::pixel_rows(ctx, rows, p, og, cg, image, gemm::PrepackedB{w_t, og}, c, bias != nullptr);
+      });
+    });
+  }
   if constexpr (fast_path_compiled<tags::gemm_narrow_kernel, float>()) {
     if (pointwise && p <= gemm::kNarrowN &&
-        fast_path_selected<tags::gemm_narrow_kernel, float>()) {  // 1x1, few pixels (gemm.h)
+        fast_path_selected<tags::gemm_narrow_kernel, float>()) {  // 1x1, 1 to 4 pixels (gemm.h)
       return run_fast_path<tags::gemm_narrow_kernel, float>(ctx, [&]() -> Error {
         PARE_TRY_ASSIGN(void* scratch, ctx.allocate_scratch(gemm::narrow_scratch_floats(p, k) * sizeof(float)));
         return each_group([&](const float* image, float* c, const float* a, const float*) {

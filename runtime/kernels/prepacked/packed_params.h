@@ -102,12 +102,16 @@ class Conv2dPackedParams : public ObjectBase {
   static constexpr ClassId kId = ClassId::Conv2dPackedParams;
 
   // weight_sizes [out_channels, in_channels / groups, kh, kw]; weight is
-  // one of three layouts, told apart by its rank:
+  // one of four layouts, told apart by its rank:
   // - 1-D: those weights packed per group as the GEMM's A (groups x
   //   gemm::packed_a_size floats), run as im2col GEMMs;
   // - 2-D [groups x 16, gemm::packed_a_size(og, cg)]: a 3x3, stride 1,
   //   undilated convolution's filters transformed for Winograd F(2x2, 3x3)
   //   (winograd.h), per group the 16 transformed matrices, each packed as A;
+  // - 3-D [groups, in_channels / groups, round_up(og, gemm::kPadCols)]: a
+  //   1x1, stride 1, unpadded convolution over few pixels, per group W^T
+  //   packed as the GEMM's B, run as pixel rows (gemm.h; the sizes only
+  //   count the floats);
   // - 4-D: for a depthwise convolution the direct kernel runs
   //   (depthwise::has_fast_path), the weights as they are.
   // bias [out_channels] or null. Float, contiguous, kept by pointer.
@@ -124,12 +128,14 @@ class Conv2dPackedParams : public ObjectBase {
   int64_t padding[2] = {0, 0};
   int64_t dilation[2] = {1, 1};
   // Per group, the packed A layout (gemm.h) or, with `winograd`, 16 of
-  // them; for a depthwise convolution the direct kernel runs
-  // (depthwise_direct), the weights as given: [out_channels, 1, K, K].
+  // them, or with `pixel_rows` W^T packed as B; for a depthwise
+  // convolution the direct kernel runs (depthwise_direct), the weights as
+  // given: [out_channels, 1, K, K].
   const float* packed_weight = nullptr;
   const float* bias = nullptr;
   bool depthwise_direct = false;
   bool winograd = false;
+  bool pixel_rows = false;
 };
 
 }  // namespace classes

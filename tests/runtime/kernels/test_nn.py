@@ -144,6 +144,9 @@ def test_conv1d_depthwise_and_single_input_channel(dtype):
         ((1, 3, 9, 70), (5, 3, 3, 3), [2, 2], [1, 1], [1, 1], 1),  # stride 2 inside long rows: strided copies
         ((2, 300, 2, 2), (13, 300, 1, 1), [1, 1], [0, 0], [1, 1], 1),  # 1x1 over 4 pixels: the narrow GEMM
         ((1, 12, 1, 1), (9, 4, 1, 1), [1, 1], [0, 0], [1, 1], 3),  # ... over 1 pixel, in groups
+        ((1, 40, 3, 3), (21, 40, 1, 1), [1, 1], [0, 0], [1, 1], 1),  # ... over 9: pixel rows, a panel of 6 and 3
+        ((2, 7, 3, 4), (30, 7, 1, 1), [1, 1], [0, 0], [1, 1], 1),  # ... over 12, the most pixel rows take
+        ((1, 12, 1, 5), (9, 4, 1, 1), [1, 1], [0, 0], [1, 1], 3),  # ... over 5, in groups
     ],
 )
 def test_conv2d_float_gemm_paths(shape, weight, stride, padding, dilation, groups):

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
-from runtime_testing import assert_same, conv_program, linear_program, make_tensor
+from runtime_testing import assert_same, assert_within_dot_bound, conv_program, linear_program, make_tensor
 
 from pare import packing
 from pare.program import ObjectOf, ProgramBuilder, ProgramError
@@ -72,6 +72,8 @@ def test_linear_prepacked(runtime, in_shape, out_features, bias):
         dict(x=(1, 7, 1, 2), w=(5, 7, 1, 1), stride=(1, 1), padding=(0, 0), dilation=(1, 1), groups=1),
         dict(x=(1, 5, 1, 3), w=(9, 5, 1, 1), stride=(1, 1), padding=(0, 0), dilation=(1, 1), groups=1),
         dict(x=(1, 12, 2, 2), w=(18, 4, 1, 1), stride=(1, 1), padding=(0, 0), dilation=(1, 1), groups=3),
+        # 1x1 over 6 pixels with the weights packed as A (the exporter packs it for pixel rows: below).
+        dict(x=(1, 12, 2, 3), w=(18, 12, 1, 1), stride=(1, 1), padding=(0, 0), dilation=(1, 1), groups=1),
         # Depthwise over tiny planes (<= 4 output pixels): vectors across channels, a partial block of channels.
         dict(x=(2, 13, 2, 2), w=(13, 1, 5, 5), stride=(1, 1), padding=(2, 2), dilation=(1, 1), groups=13),
         dict(x=(1, 20, 4, 4), w=(20, 1, 3, 3), stride=(2, 2), padding=(1, 1), dilation=(1, 1), groups=20),
@@ -89,6 +91,74 @@ def test_conv2d_prepacked(runtime, case, bias):
     expected = F.conv2d(x, w, b, case["stride"], case["padding"], case["dilation"], case["groups"])
     assert_same(torch.from_numpy(y), expected, rtol=1e-4, atol=1e-4)
     assert method.memory_stats().persistent_bytes <= PACKED_OBJECT_BYTES
+
+
+@pytest.mark.parametrize(
+    "x,w,groups",
+    [
+        # 1x1 convolutions packed for pixel rows (the exporter does for 5 to 12 pixels other than 8; the runtime runs
+        # any count): every count of rows the GEMM's panels take (1 and 2 on the few-rows kernels, 3 and 4 on
+        # theirs, 5 and 6 on the full tile, 9 and 10 as a full panel and a short one), output channels that are not
+        # a multiple of the 16-column padding, depths beyond one 256-deep block, groups, batch 2 and an unbatched
+        # input.
+        ((1, 300, 1, 1), (40, 300, 1, 1), 1),
+        ((1, 7, 1, 2), (5, 7, 1, 1), 1),
+        ((2, 5, 1, 3), (9, 5, 1, 1), 1),
+        ((2, 33, 2, 2), (13, 33, 1, 1), 1),
+        ((1, 17, 1, 5), (33, 17, 1, 1), 1),
+        ((1, 600, 2, 3), (70, 600, 1, 1), 1),
+        ((1, 16, 3, 3), (24, 16, 1, 1), 1),
+        ((1, 12, 2, 5), (18, 4, 1, 1), 3),
+        ((3, 4, 3), (6, 3, 1, 1), 1),
+        ((1, 8, 3, 4), (8, 8, 1, 1), 1),
+        # The layout is the exporter's choice from the traced size: a larger image still runs.
+        ((1, 24, 7, 9), (20, 12, 1, 1), 2),
+    ],
+)
+@pytest.mark.parametrize("bias", [True, False])
+@pytest.mark.fp_ops  # the GEMM's vector code: also on the v3 runtime
+def test_conv2d_pixel_rows(runtime, x, w, groups, bias):
+    # A 1x1 convolution with the weights packed for pixel rows (gemm.h): C^T = X^T W^T, transposed into NCHW;
+    # within the bound of a float32 dot product of in_channels / groups + 1 terms (the bias), against float64.
+    xt = make_tensor(x, torch.float32, 40, -1, 1)
+    wt = make_tensor(w, torch.float32, 41, -1, 1)
+    b = make_tensor((w[0],), torch.float32, 42) if bias else None
+    method = runtime.load(conv_program(wt, b, (1, 1), (0, 0), (1, 1), groups, pixel_rows=True)).method()
+    (y,) = method.run(xt.numpy())
+    b64 = None if b is None else b.double()
+    exact = F.conv2d(xt.double(), wt.double(), b64, 1, 0, 1, groups)
+    magnitude = F.conv2d(xt.double().abs(), wt.double().abs(), None if b is None else b64.abs(), 1, 0, 1, groups)
+    assert y.shape == tuple(exact.shape)
+    assert_within_dot_bound(torch.from_numpy(y), exact, magnitude, w[1] + 1)
+    assert method.memory_stats().persistent_bytes <= PACKED_OBJECT_BYTES
+
+
+def test_pixel_rows_packing():
+    # Per group, W^T [cg, og] packed as B (docs/program_format.md); 3-D [groups, cg, og rounded up to 16].
+    w = np.random.default_rng(3).standard_normal((18, 4, 1, 1)).astype(np.float32)
+    packed = packing.pack_conv2d_weight(w, (1, 1), (1, 1), 3, pixel_rows=True)
+    assert packed.shape == (3, 4, 16)
+    for g in range(3):
+        np.testing.assert_array_equal(packed[g].ravel(), packing.pack_b(w[6 * g : 6 * g + 6, :, 0, 0].T))
+    with pytest.raises(packing.PackingError, match="pixel rows take a 1x1 kernel with stride 1, no padding"):
+        packing.pack_conv2d_weight(np.ones((4, 4, 3, 3), np.float32), (1, 1), (1, 1), 1, pixel_rows=True)
+    with pytest.raises(packing.PackingError, match="stride \\[2, 2\\]"):
+        packing.pack_conv2d_weight(np.ones((4, 4, 1, 1), np.float32), (2, 2), (1, 1), 1, pixel_rows=True)
+    with pytest.raises(packing.PackingError, match="padding \\[1, 1\\]"):
+        packing.pack_conv2d_weight(w, (1, 1), (1, 1), 3, pixel_rows=True, padding=(1, 1))
+    with pytest.raises(packing.PackingError, match="for Winograd or for pixel rows, not both"):
+        packing.pack_conv2d_weight(w, (1, 1), (1, 1), 3, winograd=True, pixel_rows=True)
+    # The exporter's rule: 1x1, stride 1, no padding or dilation, 5 to 12 output pixels but not 8.
+    pays = [p for p in range(1, 20) if packing.pixel_rows_pays((960, 160, 1, 1), (1, 1), (0, 0), (1, 1), 1, (1, p))]
+    assert pays == [5, 6, 7, 9, 10, 11, 12]
+    assert packing.pixel_rows_pays((960, 160, 1, 1), (1, 1), (0, 0), (1, 1), 1, (3, 4))
+    assert packing.pixel_rows_pays((8, 8, 1, 1), (1, 1), (0, 0), (1, 1), 2, (3, 3))
+    assert not packing.pixel_rows_pays((96, 576, 1, 1), (1, 1), (0, 0), (1, 1), 1, (4, 4))
+    assert not packing.pixel_rows_pays((64, 64, 1, 1), (2, 2), (0, 0), (1, 1), 1, (3, 3))
+    assert not packing.pixel_rows_pays((64, 64, 1, 1), (1, 1), (1, 1), (1, 1), 1, (3, 3))
+    assert not packing.pixel_rows_pays((64, 64, 3, 3), (1, 1), (0, 0), (1, 1), 1, (3, 3))
+    assert not packing.pixel_rows_pays((64, 64, 1, 1), (1, 1), (0, 0), (1, 1), 3, (3, 3))  # 3 does not divide 64
+    assert not packing.pixel_rows_pays((64, 64, 1, 1), (1, 1), (0, 0), (1, 1), 1, (2, 1 << 30))  # dynamic
 
 
 def test_conv2d_prepacked_shape_errors(runtime):
@@ -189,6 +259,8 @@ def test_packing_constants_match_gemm_h():
         "kMR": packing.MR,
         "kPanelCols": packing.PANEL_COLS,
         "kPadCols": packing.PAD_COLS,
+        "kNarrowN": packing.NARROW_MAX_PIXELS,
+        "kPixelRowsMax": packing.PIXEL_ROWS_MAX_PIXELS,
     }.items() <= declared.items()
 
 
@@ -288,6 +360,7 @@ def test_unpacked_or_mis_sized_weights_are_rejected(runtime):
         with pytest.raises(PareError, match=message):
             program.method()
     conv = np.ones((4, 3, 3, 3), np.float32)
+    pixel_rows = packing.pack_conv2d_weight(np.ones((4, 3, 1, 1), np.float32), (1, 1), (1, 1), 1, pixel_rows=True)
     conv_cases = [
         # A 4-D weight is only for the direct depthwise kernel.
         (
@@ -322,6 +395,21 @@ def test_unpacked_or_mis_sized_weights_are_rejected(runtime):
             (np.ones((16, 18), np.float64), None, [1, 1], [0, 0], [1, 1], 1, [4, 3, 3, 3]),
             "transformed for Winograd: a contiguous Float tensor of sizes \\[16, 18\\], got Double \\[16, 18\\]",
         ),
+        # A 3-D weight is only for pixel rows: a 1x1 kernel, stride 1, no padding or dilation, W^T packed as B.
+        (
+            (pixel_rows, None, [1, 1], [1, 1], [1, 1], 1, [4, 3, 1, 1]),
+            "argument 'weight' is packed for pixel rows \\(3-D\\), which only a 1x1 convolution with stride 1, "
+            "no padding and no dilation may be; re-export the program",
+        ),
+        (
+            (pixel_rows, None, [1, 1], [0, 0], [1, 1], 1, [4, 2, 1, 1]),
+            "must be the weights packed for pixel rows: a contiguous Float tensor of sizes \\[1, 2, 16\\], got "
+            "Float \\[1, 3, 16\\]",
+        ),
+        (
+            (pixel_rows.astype(np.float64), None, [1, 1], [0, 0], [1, 1], 1, [4, 3, 1, 1]),
+            "packed for pixel rows: a contiguous Float tensor of sizes \\[1, 3, 16\\], got Double",
+        ),
     ]
     for args, message in conv_cases:
         program = _method_with(runtime, *args, op="pare::conv2d_prepack", cls="Conv2dPackedParams")
@@ -339,12 +427,12 @@ ACTIVATIONS = {
     "gelu_tanh": lambda y: F.gelu(y, approximate="tanh"),
 }
 # Layers whose kernels apply the epilogue on different paths: the linear
-# GEMM, the conv GEMM (per group), the narrow 1x1 GEMM (<= 4 pixels) and
-# the direct depthwise kernel.
+# GEMM, the conv GEMM (per group), a 1x1 convolution as pixel rows and the
+# direct depthwise kernel.
 EPILOGUE_LAYERS = {
     "linear": dict(x=(3, 2, 19), w=(21, 19)),
     "conv": dict(x=(2, 6, 7, 9), w=(10, 3, 3, 3), stride=(2, 1), padding=(1, 1), groups=2),
-    "conv_narrow": dict(x=(2, 33, 2, 2), w=(13, 33, 1, 1), stride=(1, 1), padding=(0, 0), groups=1),
+    "conv_pixel_rows": dict(x=(2, 33, 2, 2), w=(13, 33, 1, 1), stride=(1, 1), padding=(0, 0), groups=1),
     "depthwise": dict(x=(1, 5, 8, 7), w=(5, 1, 3, 3), stride=(1, 1), padding=(1, 1), groups=5),
 }
 
@@ -373,7 +461,9 @@ def epilogue_case(kind, activation, residual, clamp=None):
         packed, op = m.linear_prepack(w, b), "pare::linear_prepacked"
     else:
         packed, op = (
-            m.conv2d_prepack(w, b, spec["stride"], spec["padding"], (1, 1), spec["groups"]),
+            m.conv2d_prepack(
+                w, b, spec["stride"], spec["padding"], (1, 1), spec["groups"], pixel_rows=kind == "conv_pixel_rows"
+            ),
             "pare::conv2d_prepacked",
         )
     args = [xv, packed, *(clamp or (-float("inf"), float("inf"))), activation]

@@ -3,7 +3,9 @@ runtime (tests/tracer/test_android.py runs it on android_arm64 under qemu):
 the vectorised depthwise kernels (3x3, 5x5, 7x7 at stride 1 and 2, odd
 widths), the GEMM tile through dense 3x3, 1x1 and strided convolution with
 odd channel counts, Winograd F(2x2, 3x3) on an odd-sized map with odd
-channel counts (17 -> 19 over 23 x 19, the edge tiles clipped), max and
+channel counts (17 -> 19 over 23 x 19, the edge tiles clipped), a 1x1
+convolution over 9 pixels as pixel rows (37 -> 21 over 3 x 3: a panel of
+6 rows and the three-row kernel), max and
 average pooling over rows several vectors wide
 (3x3 at stride 2 with padding, nn.MaxPool2d(2), 3x3 average at stride 1
 without counting the padding), and a linear layer with odd features; batch
@@ -27,7 +29,9 @@ class FastKernels(nn.Module):
         self.avg = nn.AvgPool2d(3, stride=1, padding=1, count_include_pad=False)
         self.max3 = nn.MaxPool2d(3, stride=2, padding=1)
         self.max2 = nn.MaxPool2d(2)
-        self.fc = nn.Linear(37 + 13 + 13 + 19, 11)
+        self.rows = nn.Conv2d(37, 21, 1)  # prepack_weights packs it for pixel rows
+        self.max32 = nn.MaxPool2d((3, 2), stride=1)
+        self.fc = nn.Linear(37 + 13 + 13 + 19 + 21, 11)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         x = torch.relu(self.stem(x))
@@ -36,7 +40,8 @@ class FastKernels(nn.Module):
         pooled = [self.max3(x).amax(dim=(2, 3)), self.max2(x).mean(dim=(2, 3))]  # 12 x 10, 11 x 9
         pooled.append(torch.relu(self.wino(self.expand(x))).amax(dim=(2, 3)))
         x = self.dw3s2(self.dw7(self.dw5s2(x)))
-        x = self.pw(x)
+        x = self.pw(x)  # 5 x 4
+        pooled.append(torch.relu(self.rows(self.max32(x))).amax(dim=(2, 3)))  # 3 x 3
         return self.fc(torch.cat([x.mean(dim=(2, 3))] + pooled, dim=1))
 
 
