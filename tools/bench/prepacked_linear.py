@@ -24,8 +24,8 @@ from pathlib import Path
 import numpy as np
 
 from pare.program import ProgramBuilder
-from pare.runtime import PareError, Runtime
-from tools.bench.runtimes import default_runtime
+from pare.runtime import Runtime
+from tools.bench.runtimes import add_layer_bench_arguments, print_report
 from tools.bench.timing import BenchError, measure, pin_to_cpus
 
 VARIANTS = ("prepacked", "addmm")
@@ -81,23 +81,11 @@ def run(runtime_path: Path, features: int, rounds: int, calls: int, cpu: int | N
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tools.bench.prepacked_linear", description=__doc__.split("\n")[0])
-    parser.add_argument(
-        "--runtime",
-        type=Path,
-        default=default_runtime(),
-        help="runtime library (default: $PARE_RUNTIME_LIB, else Bazel's //runtime:full)",
-    )
+    add_layer_bench_arguments(parser, rounds=31)
     parser.add_argument("--features", type=int, default=1024, help="in = out features (default 1024)")
-    parser.add_argument("--rounds", type=int, default=31, help="interleaved rounds (default 31)")
     parser.add_argument("--calls", type=int, default=20, help="calls timed together per round (default 20)")
-    parser.add_argument("--cpu", type=int, default=None, help="CPU to pin to (default 1)")
     args = parser.parse_args(argv)
-    try:
-        print(run(args.runtime, args.features, args.rounds, args.calls, args.cpu))
-    except (BenchError, PareError) as e:
-        print(f"prepacked_linear: {e}", file=sys.stderr)
-        return 2
-    return 0
+    return print_report("prepacked_linear", lambda: run(args.runtime, args.features, args.rounds, args.calls, args.cpu))
 
 
 if __name__ == "__main__":

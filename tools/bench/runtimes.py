@@ -4,8 +4,10 @@ SSE2) and //runtime:full_v3 (AVX2+FMA)."""
 
 from __future__ import annotations
 
+import argparse
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 from pare.runtime import cpu_runs
@@ -27,6 +29,32 @@ def best_isa() -> str:
 def default_runtime() -> Path:
     """$PARE_RUNTIME_LIB, else Bazel's baseline //runtime:full."""
     return Path(os.environ.get("PARE_RUNTIME_LIB") or FULL_RUNTIMES["baseline"][1])
+
+
+def add_layer_bench_arguments(parser: argparse.ArgumentParser, rounds: int) -> None:
+    """--runtime, --rounds and --cpu, as the one-layer benchmarks
+    (tools.bench.winograd, tools.bench.prepacked_linear) take them."""
+    parser.add_argument(
+        "--runtime",
+        type=Path,
+        default=default_runtime(),
+        help="runtime library (default: $PARE_RUNTIME_LIB, else Bazel's //runtime:full)",
+    )
+    parser.add_argument("--rounds", type=int, default=rounds, help=f"interleaved rounds (default {rounds})")
+    parser.add_argument("--cpu", type=int, default=None, help="CPU to pin to (default 1)")
+
+
+def print_report(name: str, report: Callable[[], str]) -> int:
+    """Prints what `report` returns: 0; a BenchError or PareError it raises
+    is one line on stderr after `name`: 2."""
+    from pare.runtime import PareError
+
+    try:
+        print(report())
+    except (BenchError, PareError) as e:
+        print(f"{name}: {e}", file=sys.stderr)
+        return 2
+    return 0
 
 
 def build(targets: list[str], flags: list[str] = ()) -> None:

@@ -27,8 +27,8 @@ import numpy as np
 
 from pare import packing
 from pare.program import ProgramBuilder
-from pare.runtime import PareError, Runtime
-from tools.bench.runtimes import default_runtime
+from pare.runtime import Runtime
+from tools.bench.runtimes import add_layer_bench_arguments, print_report
 from tools.bench.timing import BenchError, measure, pin_to_cpus
 
 VARIANTS = ("im2col", "winograd")
@@ -103,26 +103,14 @@ def run(runtime_path: Path, layers: list[tuple[int, int, int, int]], rounds: int
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tools.bench.winograd", description=__doc__.split("\n")[0])
-    parser.add_argument(
-        "--runtime",
-        type=Path,
-        default=default_runtime(),
-        help="runtime library (default: $PARE_RUNTIME_LIB, else Bazel's //runtime:full)",
-    )
+    add_layer_bench_arguments(parser, rounds=11)
     parser.add_argument(
         "--layers",
         default=DEFAULT_LAYERS,
         help=f"comma list of CxHxW[:O] layers, padding 1 (default {DEFAULT_LAYERS})",
     )
-    parser.add_argument("--rounds", type=int, default=11, help="interleaved rounds (default 11)")
-    parser.add_argument("--cpu", type=int, default=None, help="CPU to pin to (default 1)")
     args = parser.parse_args(argv)
-    try:
-        print(run(args.runtime, parse_layers(args.layers), args.rounds, args.cpu))
-    except (BenchError, PareError) as e:
-        print(f"winograd: {e}", file=sys.stderr)
-        return 2
-    return 0
+    return print_report("winograd", lambda: run(args.runtime, parse_layers(args.layers), args.rounds, args.cpu))
 
 
 if __name__ == "__main__":
