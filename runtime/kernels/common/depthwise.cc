@@ -30,11 +30,13 @@ Padded padded_shape(const Geometry& g) {
 // K > 0: a K x K kernel unrolled at compile time; K == 0: the size `k` read
 // at run time.
 template <int K, int S>
-void plane(const float* padded, int64_t padded_w, const float* PARE_RESTRICT wk, int64_t k, float b, float* out,
-           int64_t out_h, int64_t out_w) {
+void plane(const float* padded, int64_t padded_w, const float* PARE_RESTRICT wk, int64_t k, float b, float lo, float hi,
+           float* out, int64_t out_h, int64_t out_w) {
   using simd::kLanes;
   using simd::vec;
   const int64_t taps = K > 0 ? K : k;
+  const vec lov = lo - vec{};  // splats (x - 0 is x for every x)
+  const vec hiv = hi - vec{};
   for (int64_t oy = 0; oy < out_h; ++oy) {
     const float* top = padded + oy * S * padded_w;
     float* PARE_RESTRICT o = out + oy * out_w;
@@ -50,6 +52,7 @@ void plane(const float* padded, int64_t padded_w, const float* PARE_RESTRICT wk,
           }
         }
       }
+      acc = simd::clamp(acc, lov, hiv);
       if (ox + kLanes <= out_w) {
         simd::storev(o + ox, acc);
       } else {
@@ -61,7 +64,7 @@ void plane(const float* padded, int64_t padded_w, const float* PARE_RESTRICT wk,
   }
 }
 
-using PlaneFn = void (*)(const float*, int64_t, const float*, int64_t, float, float*, int64_t, int64_t);
+using PlaneFn = void (*)(const float*, int64_t, const float*, int64_t, float, float, float, float*, int64_t, int64_t);
 
 PlaneFn plane_fn(int64_t k, int64_t stride) {
   if (stride == 1) return k == 3 ? plane<3, 1> : plane<0, 1>;
@@ -89,7 +92,7 @@ PARE_UNUSED size_t tiny_scratch_floats(const Geometry& g) {
 
 // Channels [c0, c0 + lanes) of one image (x and y at the image's start).
 PARE_UNUSED void tiny_block(const Geometry& g, const float* x, const float* w, const float* bias, int64_t bias_stride,
-                            float* y, int64_t c0, int64_t lanes, float* scratch) {
+                            float lo, float hi, float* y, int64_t c0, int64_t lanes, float* scratch) {
   using simd::kLanes;
   using simd::vec;
   const int64_t plane_in = g.height * g.width;
@@ -123,7 +126,7 @@ PARE_UNUSED void tiny_block(const Geometry& g, const float* x, const float* w, c
         }
       }
       float out[kLanes];
-      simd::storev(out, acc);
+      simd::storev(out, simd::clamp(acc, lo - vec{}, hi - vec{}));
       for (int64_t l = 0; l < lanes; ++l) y[(c0 + l) * plane_out + oy * g.out_w + ox] = out[l];
     }
   }
@@ -132,7 +135,7 @@ PARE_UNUSED void tiny_block(const Geometry& g, const float* x, const float* w, c
 }  // namespace
 
 Error run_float(KernelContext& ctx, const Geometry& g, const float* x, const float* w, const float* bias,
-                int64_t bias_stride, float* y) {
+                int64_t bias_stride, float lo, float hi, float* y) {
   if constexpr (fast_path_compiled<tags::depthwise_tiny_kernel, float>()) {
     if (tiny(g) && fast_path_selected<tags::depthwise_tiny_kernel, float>()) {
       return run_fast_path<tags::depthwise_tiny_kernel, float>(ctx, [&]() -> Error {
@@ -142,7 +145,7 @@ Error run_float(KernelContext& ctx, const Geometry& g, const float* x, const flo
           float* out = y + n * g.out_channels * g.out_h * g.out_w;
           for (int64_t c0 = 0; c0 < g.out_channels; c0 += simd::kLanes) {
             const int64_t lanes = g.out_channels - c0 < simd::kLanes ? g.out_channels - c0 : simd::kLanes;
-            tiny_block(g, image, w, bias, bias_stride, out, c0, lanes, static_cast<float*>(memory));
+            tiny_block(g, image, w, bias, bias_stride, lo, hi, out, c0, lanes, static_cast<float*>(memory));
           }
         }
         return Error::Ok;
@@ -176,7 +179,7 @@ Error run_float(KernelContext& ctx, const Geometry& g, const float* x, const flo
                            static_cast<size_t>(g.width) * sizeof(float));
         }
       }
-      fn(padded, shape.width, w + oc * taps, g.kernel, bias != nullptr ? bias[oc * bias_stride] : 0.0f,
+      fn(padded, shape.width, w + oc * taps, g.kernel, bias != nullptr ? bias[oc * bias_stride] : 0.0f, lo, hi,
          y + plane * plane_out, g.out_h, g.out_w);
     }
   });

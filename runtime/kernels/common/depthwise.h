@@ -39,10 +39,11 @@ constexpr bool has_fast_path(int64_t kh, int64_t kw, int64_t sh, int64_t sw, int
 
 // y [batch, out_channels, out_h, out_w] = depthwise conv of x [batch,
 // in_channels, height, width] (contiguous) with w [out_channels, 1, K, K]
-// (contiguous) plus bias[oc * bias_stride] (bias may be null). The geometry
-// must pass has_fast_path.
+// (contiguous) plus bias[oc * bias_stride] (bias may be null), clamped to
+// [lo, hi] as it is stored (NaN kept, as simd::clamp; infinite bounds for
+// none). The geometry must pass has_fast_path.
 Error run_float(KernelContext& ctx, const Geometry& g, const float* x, const float* w, const float* bias,
-                int64_t bias_stride, float* y);
+                int64_t bias_stride, float lo, float hi, float* y);
 
 }  // namespace depthwise
 }  // namespace pare

@@ -54,5 +54,13 @@ PARE_ALWAYS_INLINE void store_interleaved(float* p, vec a, vec b) {
 #endif
 }
 
+// v clamped to [lo, hi], for vectors and floats alike; NaN stays NaN (the
+// comparisons are false), as in the clamp ops a fused relu, relu6,
+// hardtanh or clamp replaces.
+template <typename V>
+PARE_ALWAYS_INLINE V clamp(V v, V lo, V hi) {
+  v = v < lo ? lo : v;
+  return v > hi ? hi : v;
+}
 }  // namespace simd
 }  // namespace pare

@@ -45,7 +45,7 @@ Error aten_bmm(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs) {
                                         self.strides[2]};
         const gemm::MatrixView<float> bv{mat2.data_as<float>() + b * mat2.strides[0], k, n, mat2.strides[1],
                                          mat2.strides[2]};
-        gemm::sgemm(ctx, split, m, n, k, 1.0f, gemm::StridedA{a}, gemm::StridedB{bv}, c + b * m * n, n, false);
+        gemm::sgemm(ctx, split, m, n, k, gemm::StridedA{a}, gemm::StridedB{bv}, c + b * m * n, n, gemm::Output{});
       }
     } else {
       // The reference loop wants unit-stride rows of mat2.

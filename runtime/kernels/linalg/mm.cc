@@ -30,8 +30,8 @@ Error matmul_into(KernelContext& ctx, const Tensor& mat1, const Tensor& mat2, co
     using Acc = opmath_t<T>;
     if constexpr (is_same_v<T, float>) {
       PARE_TRY_ASSIGN(const gemm::Split split, gemm::split_for(ctx, m, n, k, /*pack_a=*/true, /*pack_b=*/true));
-      gemm::sgemm(ctx, split, m, n, k, alpha.to<float>(), gemm::StridedA{float_view(mat1)},
-                  gemm::StridedB{float_view(mat2)}, out.data_as<float>(), n, accumulate);
+      gemm::sgemm(ctx, split, m, n, k, gemm::StridedA{float_view(mat1)}, gemm::StridedB{float_view(mat2)},
+                  out.data_as<float>(), n, gemm::Output{alpha.to<float>(), accumulate});
     } else {
       // The reference loop wants unit-stride rows of mat2.
       PARE_TRY_ASSIGN(const Tensor b, as_contiguous(ctx, mat2, mat2.dtype));

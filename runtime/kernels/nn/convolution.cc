@@ -93,7 +93,7 @@ Error depthwise(KernelContext& ctx, const ConvGeometry& g, const T* x, const T* 
       const depthwise::Geometry dg{g.batch, g.in_channels, g.out_channels, g.height, g.width, g.out_h,
                                    g.out_w, g.kh,          g.sh,           g.ph,     g.pw};
       return depthwise::run_float(ctx, dg, x, w, bias != nullptr ? bias->data_as<float>() : nullptr,
-                                  bias != nullptr ? bias->strides[0] : 0, y);
+                                  bias != nullptr ? bias->strides[0] : 0, -__builtin_inff(), __builtin_inff(), y);
     }
   }
   using Acc = opmath_t<T>;
@@ -155,15 +155,20 @@ PARE_UNUSED Error conv_float(KernelContext& ctx, const ConvGeometry& g, const fl
   const int64_t k = g.k();
   const int64_t p = g.planes_out();
   const bool pointwise = g.kh == 1 && g.kw == 1 && g.sh == 1 && g.sw == 1 && g.ph == 0 && g.pw == 0;
-  // Runs product(image, c, grp) per (image, group): C [og, p] = W X, C
-  // starting as the bias.
+  // The bias as contiguous floats (null without one).
+  const float* b = nullptr;
+  if (bias != nullptr) {
+    PARE_TRY_ASSIGN(const Tensor contiguous, as_contiguous(ctx, *bias, ScalarType::Float));
+    b = contiguous.data_as<float>();
+  }
+  // Runs product(image, c, grp, group_bias) per (image, group): C [og, p] =
+  // W X + group_bias, which the product adds (the GEMM as it stores C).
   auto each_group = [&](auto&& product) {
     for (int64_t n = 0; n < g.batch; ++n) {
       for (int64_t grp = 0; grp < g.groups; ++grp) {
         const float* image = x + (n * g.in_channels + grp * g.cg) * g.planes_in();
         float* c = y + (n * g.out_channels + grp * g.og) * p;
-        if (bias != nullptr) fill_with_bias(c, g, grp, *bias);
-        product(image, c, grp);
+        product(image, c, grp, b == nullptr ? nullptr : b + grp * g.og);
       }
     }
   };
@@ -172,10 +177,10 @@ PARE_UNUSED Error conv_float(KernelContext& ctx, const ConvGeometry& g, const fl
         fast_path_selected<tags::pixel_rows_kernel, float>()) {  // 1x1, 5 to 12 pixels (gemm.h)
       return run_fast_path<tags::pixel_rows_kernel, float>(ctx, [&]() -> Error {
         PARE_TRY_ASSIGN(const gemm::PixelRows rows, gemm::pixel_rows_scratch(ctx, p, g.og, k, /*pack_b=*/true));
-        each_group([&](const float* image, float* c, int64_t grp) {
+        each_group([&](const float* image, float* c, int64_t grp, const float* group_bias) {
           // W^T [k, og] read from the group's weights [og, k] as they are.
           const gemm::StridedB w_t{{w + grp * g.og * k, k, g.og, 1, k}};
-          gemm::pixel_rows(ctx, rows, p, g.og, k, image, w_t, c, bias != nullptr);
+          gemm::pixel_rows(ctx, rows, p, g.og, k, image, w_t, c, group_bias, -__builtin_inff(), __builtin_inff());
         });
         return Error::Ok;
       });
@@ -193,21 +198,22 @@ PARE_UNUSED Error conv_float(KernelContext& ctx, const ConvGeometry& g, const fl
         fast_path_selected<tags::gemm_narrow_kernel, float>()) {  // 1x1, 1 to 4 pixels (gemm.h)
       return run_fast_path<tags::gemm_narrow_kernel, float>(ctx, [&]() -> Error {
         PARE_TRY_ASSIGN(void* scratch, ctx.allocate_scratch(gemm::narrow_scratch_floats(p, k) * sizeof(float)));
-        each_group([&](const float* image, float* c, int64_t grp) {
-          gemm::sgemm_narrow(g.og, p, k, packed + grp * group_floats, {image, k, p, p, 1}, c, p, bias != nullptr,
-                             static_cast<float*>(scratch));
+        each_group([&](const float* image, float* c, int64_t grp, const float* group_bias) {
+          gemm::sgemm_narrow(g.og, p, k, packed + grp * group_floats, {image, k, p, p, 1}, c, p,
+                             gemm::Output{1.0f, /*accumulate=*/false, group_bias}, static_cast<float*>(scratch));
         });
         return Error::Ok;
       });
     }
   }
   PARE_TRY_ASSIGN(const gemm::Split split, gemm::split_for(ctx, g.og, p, k, /*pack_a=*/false, /*pack_b=*/true));
-  each_group([&](const float* image, float* c, int64_t grp) {
+  each_group([&](const float* image, float* c, int64_t grp, const float* group_bias) {
     const gemm::PrepackedA a{packed + grp * group_floats, g.og};
+    const gemm::Output out{1.0f, /*accumulate=*/false, /*row_bias=*/group_bias};
     if (pointwise) {
-      gemm::sgemm(ctx, split, g.og, p, k, 1.0f, a, gemm::StridedB{{image, k, p, p, 1}}, c, p, bias != nullptr);
+      gemm::sgemm(ctx, split, g.og, p, k, a, gemm::StridedB{{image, k, p, p, 1}}, c, p, out);
     } else {
-      gemm::sgemm(ctx, split, g.og, p, k, 1.0f, a, gemm::Im2ColPanels{image, g.im2col()}, c, p, bias != nullptr);
+      gemm::sgemm(ctx, split, g.og, p, k, a, gemm::Im2ColPanels{image, g.im2col()}, c, p, out);
     }
   });
   return Error::Ok;
@@ -408,8 +414,8 @@ Error conv_transposed(KernelContext& ctx, const ConvGeometry& g, const T* x, con
         const gemm::MatrixView<float> a_view{wg, rows, g.cg, 1, rows};
         for (int64_t j0 = 0; j0 < pixels; j0 += block) {
           const int64_t nc = pixels - j0 < block ? pixels - j0 : block;
-          gemm::sgemm(rows, nc, g.cg, 1.0f, gemm::StridedA{a_view}, gemm::StridedB{{image + j0, g.cg, nc, pixels, 1}},
-                      cols, nc, false, a_scratch, b_scratch);
+          gemm::sgemm(rows, nc, g.cg, gemm::StridedA{a_view}, gemm::StridedB{{image + j0, g.cg, nc, pixels, 1}}, cols,
+                      nc, gemm::Output{}, a_scratch, b_scratch);
           col2im_block<float>(cols, g, j0, nc, target);
         }
       } else {

@@ -47,11 +47,7 @@ void Clamp::apply(float* data, int64_t n) const {
   if (!active()) return;
   const float lo = min;
   const float hi = max;
-  for (int64_t i = 0; i < n; ++i) {  // vectorises; comparisons keep NaN
-    float v = data[i];
-    v = v < lo ? lo : v;
-    data[i] = v > hi ? hi : v;
-  }
+  for (int64_t i = 0; i < n; ++i) data[i] = simd::clamp(data[i], lo, hi);  // vectorises
 }
 
 namespace {
@@ -85,6 +81,8 @@ Result<const float*> Epilogue::residual_data(KernelContext& ctx, const Tensor& o
 
 Error Epilogue::apply(KernelContext& ctx, float* out, const float* res, int64_t n) const {
   if (feature_selected(FeatureId::threads)) {
+    // Nothing left to do (the product applied the clamp) wakes no thread.
+    if (res == nullptr && !clamp.active() && activation == Activation::None) return Error::Ok;
     // An error (an epilogue dtype the build left out) comes from the
     // dispatch before any element: found on an empty range first, so no
     // chunk can fail. About 4 operations per element.
@@ -131,22 +129,6 @@ Error Epilogue::apply_range(KernelContext& ctx, float* out, const float* res, in
   return Error::Ok;
 }
 
-namespace {
-
-// Rows of `c` [rows x cols] (row stride ldc) start as the bias.
-void fill_rows_with_bias(float* c, int64_t rows, int64_t cols, int64_t ldc, const float* bias, bool bias_per_row) {
-  for (int64_t i = 0; i < rows; ++i) {
-    float* row = c + i * ldc;
-    if (bias_per_row) {
-      for (int64_t j = 0; j < cols; ++j) row[j] = bias[i];
-    } else {
-      for (int64_t j = 0; j < cols; ++j) row[j] = bias[j];
-    }
-  }
-}
-
-}  // namespace
-
 Error LinearPackedParams::init(KernelContext& ctx, const Tensor& packed, const Tensor* bias_tensor, int64_t in,
                                int64_t out) {
   PARE_CHECK_OR_RETURN(ctx, valid_dimension(in, 0) && valid_dimension(out, 0), Error::InvalidArgument,
@@ -176,11 +158,12 @@ Error LinearPackedParams::run(KernelContext& ctx, const Tensor& input, Value& ou
   PARE_TRY_ASSIGN(const gemm::Split split,
                   gemm::split_for(ctx, m, out_features, in_features, /*pack_a=*/true, /*pack_b=*/false));
   float* c = result->data_as<float>();
-  if (bias != nullptr) fill_rows_with_bias(c, m, out_features, out_features, bias, /*bias_per_row=*/false);
-  gemm::sgemm(ctx, split, m, out_features, in_features, 1.0f,
+  const Clamp clamp = epilogue.product_clamp();
+  const gemm::Output product{1.0f, /*accumulate=*/false, /*row_bias=*/nullptr, /*col_bias=*/bias, clamp.min, clamp.max};
+  gemm::sgemm(ctx, split, m, out_features, in_features,
               gemm::StridedA{{x.data_as<float>(), m, in_features, in_features, 1}},
-              gemm::PrepackedB{packed_weight, out_features}, c, out_features, /*accumulate=*/bias != nullptr);
-  return epilogue.apply(ctx, c, residual, static_cast<int64_t>(result->numel()));
+              gemm::PrepackedB{packed_weight, out_features}, c, out_features, product);
+  return epilogue.after_product().apply(ctx, c, residual, static_cast<int64_t>(result->numel()));
 }
 
 Error Conv2dPackedParams::init(KernelContext& ctx, const Tensor& weight, const Tensor* bias_tensor,
@@ -328,11 +311,16 @@ Error Conv2dPackedParams::run(KernelContext& ctx, const Tensor& input, Value& ou
   if (result->numel() == 0) return Error::Ok;
   PARE_TRY_ASSIGN(const Tensor x, as_contiguous(ctx, input, ScalarType::Float));
   PARE_TRY_ASSIGN(const float* residual, epilogue.residual_data(ctx, *result));
+  // The kernels apply the bias and, with no residual to add first, the
+  // clamp as they store the output (gemm::Output): no pass of their own.
+  const Clamp clamp = epilogue.product_clamp();
+  const Epilogue after_product = epilogue.after_product();
   if (depthwise_direct) {
     const depthwise::Geometry g{batch, in_channels, out_channels, height,     width,     out_h,
                                 out_w, kernel[0],   stride[0],    padding[0], padding[1]};
-    PARE_TRY(depthwise::run_float(ctx, g, x.data_as<float>(), packed_weight, bias, 1, result->data_as<float>()));
-    return epilogue.apply(ctx, result->data_as<float>(), residual, static_cast<int64_t>(result->numel()));
+    PARE_TRY(depthwise::run_float(ctx, g, x.data_as<float>(), packed_weight, bias, 1, clamp.min, clamp.max,
+                                  result->data_as<float>()));
+    return after_product.apply(ctx, result->data_as<float>(), residual, static_cast<int64_t>(result->numel()));
   }
 
   const int64_t og = out_channels / groups;
@@ -348,25 +336,22 @@ Error Conv2dPackedParams::run(KernelContext& ctx, const Tensor& input, Value& ou
                                                   : gemm::packed_a_size(og, k);
   const bool pointwise =
       kernel[0] == 1 && kernel[1] == 1 && stride[0] == 1 && stride[1] == 1 && padding[0] == 0 && padding[1] == 0;
-  // Runs product(image, c, a, group_bias) per (image, group): C [og, p] = A
-  // [og, k] B, A's panels at `a`, C starting as the bias (unless the
-  // product adds group_bias itself), and the epilogue afterwards, while the
-  // group's output is still in cache.
+  // Runs product(image, c, a, group_bias) per (image, group): C [og, p] =
+  // clamp(A [og, k] B + group_bias), A's panels at `a`, the clamp the
+  // epilogue's product_clamp(), and the rest of the epilogue afterwards,
+  // while the group's output is still in cache.
   // Always inlined: each product's copy then lives with that product, so a
   // runtime whose selection drops the product drops the copy too (an
   // outlined copy shared by the rest cost the demo 484 B on android_arm64).
-  auto each_group = [&](auto&& product, bool product_adds_bias = false) __attribute__((always_inline))->Error {
+  auto each_group = [&](auto&& product) __attribute__((always_inline))->Error {
     for (int64_t n = 0; n < batch; ++n) {
       for (int64_t g = 0; g < groups; ++g) {
         const float* image = x.data_as<float>() + (n * in_channels + g * cg) * height * width;
         const int64_t offset = (n * out_channels + g * og) * p;
         float* c = result->data_as<float>() + offset;
         const float* group_bias = bias == nullptr ? nullptr : bias + g * og;
-        if (group_bias != nullptr && !product_adds_bias) {
-          fill_rows_with_bias(c, og, p, p, group_bias, /*bias_per_row=*/true);
-        }
         product(image, c, packed_weight + g * group_floats, group_bias);
-        PARE_TRY(epilogue.apply(ctx, c, residual == nullptr ? nullptr : residual + offset, og * p));
+        PARE_TRY(after_product.apply(ctx, c, residual == nullptr ? nullptr : residual + offset, og * p));
       }
     }
     return Error::Ok;
@@ -375,16 +360,16 @@ Error Conv2dPackedParams::run(KernelContext& ctx, const Tensor& input, Value& ou
     return dispatch_as<tags::conv2d_winograd_kernel, float>(ctx, [&](auto) -> Error {
       const winograd::Geometry wg{cg, og, height, width, out_h, out_w, padding[0], padding[1]};
       PARE_TRY_ASSIGN(const winograd::Scratch scratch, winograd::allocate(ctx, wg));
-      return each_group([&](const float* image, float* c, const float* u,
-                            const float* group_bias) { winograd::run(ctx, wg, scratch, image, u, group_bias, c); },
-                        /*product_adds_bias=*/true);
+      return each_group([&](const float* image, float* c, const float* u, const float* group_bias) {
+        winograd::run(ctx, wg, scratch, image, u, group_bias, clamp.min, clamp.max, c);
+      });
     });
   }
   if (pixel_rows_layout) {
     return dispatch_as<tags::pixel_rows_kernel, float>(ctx, [&](auto) -> Error {
       PARE_TRY_ASSIGN(const gemm::PixelRows rows, gemm::pixel_rows_scratch(ctx, p, og, cg, /*pack_b=*/false));
-      return each_group([&](const float* image, float* c, const float* w_t, const float*) {
-        gemm::pixel_rows(ctx, rows, p, og, cg, image, gemm::PrepackedB{w_t, og}, c, bias != nullptr);
+      return each_group([&](const float* image, float* c, const float* w_t, const float* group_bias) {
+        gemm::pixel_rows(ctx, rows, p, og, cg, image, gemm::PrepackedB{w_t, og}, c, group_bias, clamp.min, clamp.max);
       });
     });
   }
@@ -393,23 +378,25 @@ Error Conv2dPackedParams::run(KernelContext& ctx, const Tensor& input, Value& ou
         fast_path_selected<tags::gemm_narrow_kernel, float>()) {  // 1x1, 1 to 4 pixels (gemm.h)
       return run_fast_path<tags::gemm_narrow_kernel, float>(ctx, [&]() -> Error {
         PARE_TRY_ASSIGN(void* scratch, ctx.allocate_scratch(gemm::narrow_scratch_floats(p, k) * sizeof(float)));
-        return each_group([&](const float* image, float* c, const float* a, const float*) {
-          gemm::sgemm_narrow(og, p, k, a, {image, cg, p, p, 1}, c, p, bias != nullptr, static_cast<float*>(scratch));
+        return each_group([&](const float* image, float* c, const float* a, const float* group_bias) {
+          const gemm::Output out{1.0f, /*accumulate=*/false, group_bias, /*col_bias=*/nullptr, clamp.min, clamp.max};
+          gemm::sgemm_narrow(og, p, k, a, {image, cg, p, p, 1}, c, p, out, static_cast<float*>(scratch));
         });
       });
     }
   }
   PARE_TRY_ASSIGN(const gemm::Split split, gemm::split_for(ctx, og, p, k, /*pack_a=*/false, /*pack_b=*/true));
-  return each_group([&](const float* image, float* c, const float* a_panels, const float*) {
+  return each_group([&](const float* image, float* c, const float* a_panels, const float* group_bias) {
     const gemm::PrepackedA a{a_panels, og};
+    const gemm::Output out{1.0f, /*accumulate=*/false, group_bias, /*col_bias=*/nullptr, clamp.min, clamp.max};
     if (pointwise) {
       // A 1x1 convolution is a plain GEMM with the image as B [cg, H*W].
-      gemm::sgemm(ctx, split, og, p, k, 1.0f, a, gemm::StridedB{{image, cg, p, p, 1}}, c, p, bias != nullptr);
+      gemm::sgemm(ctx, split, og, p, k, a, gemm::StridedB{{image, cg, p, p, 1}}, c, p, out);
     } else {
       const gemm::Im2ColPanels b{image,
                                  {height, width, out_w, kernel[0], kernel[1], stride[0], stride[1], padding[0],
                                   padding[1], dilation[0], dilation[1]}};
-      gemm::sgemm(ctx, split, og, p, k, 1.0f, a, b, c, p, bias != nullptr);
+      gemm::sgemm(ctx, split, og, p, k, a, b, c, p, out);
     }
   });
 }

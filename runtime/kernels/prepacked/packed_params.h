@@ -44,7 +44,9 @@ enum class Activation : uint8_t { None, Hardswish, Hardsigmoid, Sigmoid, Silu, G
 // What a prepacked op does to its output after the product: out =
 // activation(clamp(out + residual)), for a convolution per (image, group)
 // right after that group's GEMM, for a linear layer over its whole output
-// after the GEMM (no extra operator, dispatch or output tensor either way). The residual (a fused `add`, e.g. a ResNet
+// after the GEMM (no extra operator, dispatch or output tensor either way);
+// with no residual, the clamp is the product's own (product_clamp(): the
+// kernels clamp as they store, gemm::Output). The residual (a fused `add`, e.g. a ResNet
 // or MobileNetV2 shortcut) has the output's sizes and is contiguous. The residual add and each activation run under
 // kernel tags of their own (prepacked_residual_kernel, prepacked_<activation>_kernel), so only the epilogues a model
 // uses are compiled into its runtime; an unselected one fails with the not-selected error.
@@ -65,6 +67,17 @@ struct Epilogue {
   Clamp clamp;
   Activation activation = Activation::None;
   const Tensor* residual = nullptr;
+
+  // The clamp a product applies as it stores its output (gemm::Output):
+  // the epilogue's first step when there is no residual to add before it,
+  // else none.
+  Clamp product_clamp() const { return residual == nullptr ? clamp : Clamp{}; }
+  // The epilogue left for after a product that applied product_clamp().
+  Epilogue after_product() const {
+    Epilogue rest = *this;
+    if (residual == nullptr) rest.clamp = Clamp{};
+    return rest;
+  }
 
   // The residual as contiguous floats with `out`'s sizes (null without
   // one); InvalidShape when its sizes differ.

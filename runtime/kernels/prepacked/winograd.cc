@@ -136,8 +136,9 @@ PARE_ALWAYS_INLINE OutTile<T> output_tile(Load m, T bias) {
 // again); the clipped tiles of the bottom and right edges, and runs shorter
 // than a vector, one tile at a time.
 void output_transform(const Geometry& g, const Tiles& tl, const float* m, int64_t t0, int64_t n, const float* bias,
-                      float* y) {
+                      float lo, float hi, float* y) {
   const int64_t stride = g.out_channels * n;
+  const bool clamps = lo > -__builtin_inff() || hi < __builtin_inff();
   for (int64_t o = 0; o < g.out_channels; ++o) {
     const float* mo = m + o * n;
     float* yo = y + o * g.out_h * g.out_w;
@@ -152,9 +153,15 @@ void output_transform(const Geometry& g, const Tiles& tl, const float* m, int64_
       int64_t k = 0;
       if (whole >= kLanes) {
         const vec bv = vec{} + b;
+        const vec lov = lo - vec{};  // splats; x - 0 is x for every x
+        const vec hiv = hi - vec{};
         for (;; k += kLanes) {
           if (k > whole - kLanes) k = whole - kLanes;
-          const OutTile<vec> t = output_tile<vec>([&](int e) { return simd::loadv(mi + e * stride + k); }, bv);
+          OutTile<vec> t = output_tile<vec>([&](int e) { return simd::loadv(mi + e * stride + k); }, bv);
+          if (clamps) {  // a fifth more work for the transform: only when asked
+            t = {simd::clamp(t.y00, lov, hiv), simd::clamp(t.y01, lov, hiv), simd::clamp(t.y10, lov, hiv),
+                 simd::clamp(t.y11, lov, hiv)};
+          }
           simd::store_interleaved(y0 + 2 * k, t.y00, t.y01);
           simd::store_interleaved(y1 + 2 * k, t.y10, t.y11);
           if (k == whole - kLanes) break;
@@ -165,11 +172,11 @@ void output_transform(const Geometry& g, const Tiles& tl, const float* m, int64_
       for (; k < count; ++k) {
         const OutTile<float> t = output_tile<float>([&](int e) { return mi[e * stride + k]; }, b);
         const bool second_col = 2 * (tx + k) + 1 < g.out_w;
-        y0[2 * k] = t.y00;
-        if (second_col) y0[2 * k + 1] = t.y01;
+        y0[2 * k] = simd::clamp(t.y00, lo, hi);
+        if (second_col) y0[2 * k + 1] = simd::clamp(t.y01, lo, hi);
         if (two_rows) {
-          y1[2 * k] = t.y10;
-          if (second_col) y1[2 * k + 1] = t.y11;
+          y1[2 * k] = simd::clamp(t.y10, lo, hi);
+          if (second_col) y1[2 * k + 1] = simd::clamp(t.y11, lo, hi);
         }
       }
     });
@@ -215,7 +222,7 @@ Result<Scratch> allocate(KernelContext& ctx, const Geometry& g) {
 }
 
 void run(KernelContext& ctx, const Geometry& g, const Scratch& s, const float* x, const float* u, const float* bias,
-         float* y) {
+         float lo, float hi, float* y) {
   const Tiles tl = tiles_of(g);
   const int64_t plane = tl.plane_h * tl.plane_w;
   // The planes, and the slack after them, start as zeros (no garbage in
@@ -235,12 +242,10 @@ void run(KernelContext& ctx, const Geometry& g, const Scratch& s, const float* x
     const int64_t n = tiles - t0 < s.block ? tiles - t0 : s.block;
     input_transform(g, tl, s.planes, t0, n, s.v, position_floats, s.rows);
     for (int64_t e = 0; e < kPositions; ++e) {
-      gemm::sgemm(ctx, s.split, g.out_channels, n, g.in_channels, 1.0f,
-                  gemm::PrepackedA{u + e * a_floats, g.out_channels}, gemm::PrepackedB{s.v + e * position_floats, n},
-                  s.m + e * g.out_channels * n, n,
-                  /*accumulate=*/false);
+      gemm::sgemm(ctx, s.split, g.out_channels, n, g.in_channels, gemm::PrepackedA{u + e * a_floats, g.out_channels},
+                  gemm::PrepackedB{s.v + e * position_floats, n}, s.m + e * g.out_channels * n, n, gemm::Output{});
     }
-    output_transform(g, tl, s.m, t0, n, bias, y);
+    output_transform(g, tl, s.m, t0, n, bias, lo, hi, y);
   }
 }
 

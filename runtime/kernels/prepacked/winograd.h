@@ -74,9 +74,11 @@ Result<Scratch> allocate(KernelContext& ctx, const Geometry& g);
 
 // y [out_channels, out_h, out_w] = the convolution of x [in_channels,
 // height, width] (contiguous) with the transformed filters `u`
-// (packed_weight_floats floats), plus bias [out_channels] (null for none).
+// (packed_weight_floats floats), plus bias [out_channels] (null for none),
+// clamped to [lo, hi] as the output transform stores it (NaN kept: the
+// prepacked Epilogue's clamp; infinite bounds for none).
 void run(KernelContext& ctx, const Geometry& g, const Scratch& s, const float* x, const float* u, const float* bias,
-         float* y);
+         float lo, float hi, float* y);
 
 }  // namespace winograd
 }  // namespace pare

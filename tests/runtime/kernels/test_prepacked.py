@@ -34,6 +34,7 @@ PACKED_OBJECT_BYTES = 16 * 1024 + 64
         ((0, 4), 3, True),
         ((4,), 6, True),
         ((3, 4), 0, True),  # and a layer with no outputs
+        ((2, 0), 5, True),  # no inputs: the bias alone (a product of depth 0)
     ],
 )
 def test_linear_prepacked(runtime, in_shape, out_features, bias):
@@ -233,18 +234,73 @@ def test_fused_output_clamp(runtime, bounds):
         F.linear(x, w, b), min=None if lo == -float("inf") else lo, max=None if hi == float("inf") else hi
     )
     assert_same(torch.from_numpy(y), want, rtol=1e-5, atol=1e-5)
-    for groups, w_shape in ((1, (4, 3, 3, 3)), (3, (6, 1, 3, 3))):  # the GEMM path and the depthwise kernel
-        image = make_tensor((1, 3, 7, 7), torch.float32, 10, -2, 2)
+    # Each convolution kernel applies the clamp as it stores its output:
+    # (image size, weight shape, groups, padding, layout).
+    convolutions = [
+        ((7, 7), (4, 3, 3, 3), 1, 1, None),  # im2col GEMM, edge tiles
+        ((7, 7), (6, 1, 3, 3), 3, 1, None),  # the direct depthwise kernel
+        ((2, 2), (3, 1, 3, 3), 3, 1, None),  # depthwise over 4 pixels (depthwise_tiny_kernel)
+        ((2, 2), (5, 3, 1, 1), 1, 0, None),  # the narrow GEMM: 1x1 over 4 pixels
+        ((3, 3), (5, 3, 1, 1), 1, 0, "pixel_rows"),
+        ((7, 7), (4, 3, 3, 3), 1, 1, "winograd"),  # the output transform, clipped tiles
+    ]
+    for size, w_shape, groups, pad, layout in convolutions:
+        image = make_tensor((1, 3, *size), torch.float32, 10, -2, 2)
+        image[0, 0, 1, 1] = float("nan")  # NaN reaches the clamp and stays NaN
         wc = make_tensor(w_shape, torch.float32, 11, -1, 1)
+        bc = make_tensor((w_shape[0],), torch.float32, 12, -1, 1)
         pb = ProgramBuilder()
         m = pb.method()
-        packed = m.conv2d_prepack(wc, None, [1, 1], [1, 1], [1, 1], groups)
+        flags = {layout: True} if layout else {}
+        packed = m.conv2d_prepack(wc, bc, [1, 1], [pad, pad], [1, 1], groups, **flags)
         m.output(m.op("pare::conv2d_prepacked", m.input("Float"), packed, lo, hi))
         (y,) = runtime.load(pb.to_bytes()).method().run(image.numpy())
-        want = F.conv2d(image, wc, None, 1, 1, 1, groups).clamp(
+        want = F.conv2d(image, wc, bc, 1, pad, 1, groups).clamp(
             min=None if lo == -float("inf") else lo, max=None if hi == float("inf") else hi
         )
+        assert want.isnan().any()
         assert_same(torch.from_numpy(y), want, rtol=1e-5, atol=1e-5)
+
+
+# Layers whose depth spans several of the GEMM's 256-deep blocks: the GEMM
+# adds the bias with the first block and applies the clamp as it stores the
+# last (gemm.h, Output); a clamp of a partial sum, or a bias added twice,
+# would be far outside the bound.
+DEEP_LAYERS = {
+    "linear": dict(x=(3, 600), w=(7, 600)),
+    "conv_1x1": dict(x=(1, 300, 5, 4), w=(9, 300, 1, 1), padding=0),
+    "conv_3x3": dict(x=(2, 40, 6, 6), w=(5, 40, 3, 3), padding=1),
+    "conv_pixel_rows": dict(x=(1, 600, 3, 3), w=(11, 600, 1, 1), padding=0),
+}
+
+
+@pytest.mark.parametrize("kind", DEEP_LAYERS)
+@pytest.mark.parametrize("bounds", [(0.0, float("inf")), (-0.5, 0.5)])
+@pytest.mark.fp_ops  # the GEMM's vector code: also on the v3 runtime
+def test_fused_clamp_sees_the_whole_sum(runtime, kind, bounds):
+    lo, hi = bounds
+    spec = DEEP_LAYERS[kind]
+    x = make_tensor(spec["x"], torch.float32, 50, -1, 1)
+    w = make_tensor(spec["w"], torch.float32, 51, -1, 1)
+    b = make_tensor((spec["w"][0],), torch.float32, 52, -1, 1)
+    pb = ProgramBuilder()
+    m = pb.method()
+    if kind == "linear":
+        packed, op = m.linear_prepack(w, b), "pare::linear_prepacked"
+        exact = F.linear(x.double(), w.double(), b.double())
+        magnitude = F.linear(x.double().abs(), w.double().abs(), b.double().abs())
+    else:
+        pad = spec["padding"]
+        packed = m.conv2d_prepack(w, b, (1, 1), (pad, pad), (1, 1), 1, pixel_rows=kind == "conv_pixel_rows")
+        op = "pare::conv2d_prepacked"
+        exact = F.conv2d(x.double(), w.double(), b.double(), padding=pad)
+        magnitude = F.conv2d(x.double().abs(), w.double().abs(), b.double().abs(), padding=pad)
+    m.output(m.op(op, m.input("Float"), packed, lo, hi))
+    (y,) = runtime.load(pb.to_bytes()).method().run(x.numpy())
+    # A clamp moves no value further from another: the dot-product bound
+    # (the depth and the bias) holds after it.
+    depth = int(np.prod(spec["w"][1:])) + 1
+    assert_within_dot_bound(torch.from_numpy(y), exact.clamp(lo, hi), magnitude, depth)
 
 
 GEMM_H = Path(__file__).absolute().parents[3] / "runtime/kernels/common/gemm.h"
@@ -594,17 +650,21 @@ def test_winograd_within_its_error_bound(runtime, x, out_channels, padding, grou
 
 @pytest.mark.fp_ops  # the GEMM's vector code: also on the v3 runtime
 @pytest.mark.parametrize("activation", [None, "hardswish"])
-def test_winograd_epilogue(runtime, activation):
-    # relu(conv + residual) or hardswish(clamp(conv + residual)): the fused
-    # epilogue runs on the Winograd output as on im2col's.
+@pytest.mark.parametrize("residual", [True, False])
+def test_winograd_epilogue(runtime, activation, residual):
+    # relu(conv (+ residual)) or hardswish(clamp(conv (+ residual))): the
+    # fused epilogue runs on the Winograd output as on im2col's; without a
+    # residual the output transform applies the clamp as it stores the
+    # tiles (the clipped ones of a 7x9 output too).
     x = make_tensor((2, 16, 7, 9), torch.float32, 43, -2, 2)
     w = make_tensor((20, 16, 3, 3), torch.float32, 44, -1, 1)
     b = make_tensor((20,), torch.float32, 45, -1, 1)
     r = make_tensor((2, 20, 7, 9), torch.float32, 46, -3, 3)
     lo, hi = (0.0, float("inf")) if activation is None else (-1.0, 2.0)
-    program = winograd_program(w, b, (1, 1), 1, (lo, hi, activation), residual=True)
-    (y,) = runtime.load(program).method().run(x.numpy(), r.numpy())
-    want = ACTIVATIONS[activation]((F.conv2d(x.double(), w.double(), b.double(), padding=1) + r).clamp(lo, hi))
+    program = winograd_program(w, b, (1, 1), 1, (lo, hi, activation), residual=residual)
+    (y,) = runtime.load(program).method().run(x.numpy(), *([r.numpy()] if residual else []))
+    want = F.conv2d(x.double(), w.double(), b.double(), padding=1) + (r if residual else 0)
+    want = ACTIVATIONS[activation](want.clamp(lo, hi))
     assert_same(torch.from_numpy(y), want.float(), rtol=1e-4, atol=1e-4)
 
 
