@@ -140,7 +140,9 @@ def test_mm_bmm_and_convolutions_are_bitwise_identical_for_every_thread_count(ru
 @pytest.mark.parametrize("activation", ["hardswish", "sigmoid", "gelu"])
 def test_fused_epilogues_are_bitwise_identical_for_every_thread_count(runtime, activation):
     # Residual add, clamp and activation over a 92,160-element output: the
-    # epilogue splits too (elementwise, in 64-float chunks).
+    # GEMM adds the residual and clamps in each thread's part of the
+    # product, and the activation splits too (elementwise, in 64-float
+    # chunks).
     rng = np.random.default_rng(5)
     w = rng.standard_normal((64, 8, 3, 3)).astype(np.float32) / 8
     bias = rng.standard_normal(64).astype(np.float32)

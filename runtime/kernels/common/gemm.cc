@@ -19,10 +19,16 @@ static_assert(kMR == 6 && kNR == 2 * kLanes, "micro_kernel is written for a 6 x 
 constexpr int64_t kHiPanel = kLanes / kPanelCols;
 constexpr int64_t kHiOffset = kLanes % kPanelCols;
 
+// Whether the build has a residual for the GEMM to add (a link-time
+// constant: without prepacked_residual_kernel, no residual code).
+PARE_ALWAYS_INLINE bool adds_residual(const Output& out) {
+  return kernel_dtype_selected(TagId::prepacked_residual_kernel, ScalarType::Float) && out.residual != nullptr;
+}
+
 // Stores a full row of a finished tile, r0 and r1 its two vectors of
-// alpha * A B: C's row (kNR floats at `row`) = r (+ row) + bias, clamped
-// (gemm.h, Output).
-PARE_ALWAYS_INLINE void store_row(vec r0, vec r1, float* row, int64_t i, const Output& out) {
+// alpha * A B: C's row i (kNR floats at `row`) = r (+ row) + bias +
+// residual, clamped (gemm.h, Output; the residual's rows ldc apart).
+PARE_ALWAYS_INLINE void store_row(vec r0, vec r1, float* row, int64_t i, int64_t ldc, const Output& out) {
   if (out.accumulate) {
     r0 += loadv(row);
     r1 += loadv(row + kLanes);
@@ -34,6 +40,10 @@ PARE_ALWAYS_INLINE void store_row(vec r0, vec r1, float* row, int64_t i, const O
   if (out.col_bias != nullptr) {
     r0 += loadv(out.col_bias);
     r1 += loadv(out.col_bias + kLanes);
+  }
+  if (adds_residual(out)) {
+    r0 += loadv(out.residual + i * ldc);
+    r1 += loadv(out.residual + i * ldc + kLanes);
   }
   if (out.clamps()) {               // on SSE2 the clamp competes with the multiplies and adds for ports
     const vec lo = out.lo - vec{};  // a splat; x - 0 is x for every x
@@ -54,7 +64,7 @@ PARE_NOINLINE void store_tile(const float (*tile)[kNR], float* c, int64_t ldc, i
   for (int64_t i = 0; i < mr; ++i) {
     float* row = c + i * ldc;
     if (nr == kNR) {
-      store_row(loadv(tile[i]), loadv(tile[i] + kLanes), row, i, out);
+      store_row(loadv(tile[i]), loadv(tile[i] + kLanes), row, i, ldc, out);
       continue;
     }
     for (int64_t j = 0; j < nr; ++j) {
@@ -62,6 +72,7 @@ PARE_NOINLINE void store_tile(const float (*tile)[kNR], float* c, int64_t ldc, i
       if (out.accumulate) v += row[j];
       if (out.row_bias != nullptr) v += out.row_bias[i];
       if (out.col_bias != nullptr) v += out.col_bias[j];
+      if (adds_residual(out)) v += out.residual[i * ldc + j];
       row[j] = simd::clamp(v, out.lo, out.hi);
     }
   }
@@ -271,6 +282,7 @@ void sgemm_narrow(int64_t m, int64_t n, int64_t k, const float* packed_a, const 
     }
     Output rows_out = out;
     if (rows_out.row_bias != nullptr) rows_out.row_bias += i0;
+    if (rows_out.residual != nullptr) rows_out.residual += i0 * ldc;
     store_tile(tile, c + i0 * ldc, ldc, m - i0 < kMR ? m - i0 : kMR, n, rows_out);
   }
 }
@@ -306,7 +318,7 @@ void micro_kernel(int64_t kc, const float* PARE_RESTRICT a, const float* PARE_RE
     // the tile and reloaded `out` per row: Winograd's GEMMs ran 5% slower).
     const Output o = out;
 #pragma clang loop unroll(full)
-    for (int64_t i = 0; i < kMR; ++i) store_row(o.alpha * acc[i][0], o.alpha * acc[i][1], c + i * ldc, i, o);
+    for (int64_t i = 0; i < kMR; ++i) store_row(o.alpha * acc[i][0], o.alpha * acc[i][1], c + i * ldc, i, ldc, o);
     return;
   }
   float tile[kMR][kNR];

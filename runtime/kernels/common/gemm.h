@@ -108,15 +108,18 @@ struct StridedB {
 };
 
 // What a product does to C as the micro-kernel stores it:
-//   C = clamp(alpha * A B (+ C when accumulate) + bias, lo, hi)
+//   C = clamp(alpha * A B (+ C when accumulate) + bias + residual, lo, hi)
 // with the bias per row (a convolution's output channels are C's rows) or
-// per column (a linear layer's output features are its columns), and the
-// clamp keeping NaN (a fused relu, relu6, hardtanh or clamp: the
+// per column (a linear layer's output features are its columns), the
+// residual a matrix laid out as C (row stride ldc: a fused shortcut add),
+// and the clamp keeping NaN (a fused relu, relu6, hardtanh or clamp: the
 // prepacked ops' Epilogue). Applied in registers, a layer's bias and clamp
 // cost no pass over its output: a 1x1 convolution 64 -> 256 over 56x56
 // with bias and relu ran 11% slower than without them when the bias was
 // written into C first and the clamp was a pass of its own (v3).
-// Bias pointers address C's first row or column.
+// Bias pointers address C's first row or column, the residual C's first
+// element. The residual code is compiled only into runtimes that select
+// prepacked_residual_kernel.
 struct Output {
   float alpha = 1.0f;
   bool accumulate = false;
@@ -124,6 +127,7 @@ struct Output {
   const float* col_bias = nullptr;
   float lo = -__builtin_inff();
   float hi = __builtin_inff();
+  const float* residual = nullptr;
   bool clamps() const { return lo > -__builtin_inff() || hi < __builtin_inff(); }
 };
 
@@ -131,8 +135,8 @@ struct Output {
 // (+ C when out.accumulate) + out's bias, clamped to [out.lo, out.hi]; `b`
 // is the first of the tile's kNR / kPanelCols B panels, each kc *
 // kPanelCols floats. The bias pointers address the tile's first row and
-// column; sgemm passes them with the first depth block only and the clamp
-// with the last only.
+// column, the residual its first element; sgemm passes the bias with the
+// first depth block only, the residual and the clamp with the last only.
 void micro_kernel(int64_t kc, const float* a, const float* b, float* c, int64_t ldc, int64_t mr, int64_t nr,
                   const Output& out);
 
@@ -173,11 +177,15 @@ void sgemm(int64_t m, int64_t n, int64_t k, const PackA& pack_a_block, const Pac
     for (int64_t p0 = 0; p0 < k || p0 == 0; p0 += kKC) {
       const int64_t kc = k - p0 < kKC ? k - p0 : kKC;
       const float* b_block = pack_b_block(p0, kc, col0 + j0, nc, b_scratch);
-      // The bias goes in with the first depth block, the clamp with the last.
+      // The bias goes in with the first depth block, the residual and the
+      // clamp with the last.
       const bool first = p0 == 0;
       const bool last = p0 + kc == k;
       Output tile{out.alpha, out.accumulate || !first,          nullptr,
                   nullptr,   last ? out.lo : -__builtin_inff(), last ? out.hi : __builtin_inff()};
+      // (No residual code in a runtime without prepacked_residual_kernel.)
+      const float* residual =
+          last && kernel_dtype_selected(TagId::prepacked_residual_kernel, ScalarType::Float) ? out.residual : nullptr;
       for (int64_t i0 = 0; i0 < m; i0 += kMC) {
         const int64_t mc = m - i0 < kMC ? m - i0 : kMC;
         const float* a_block = pack_a_block(row0 + i0, mc, p0, kc, a_scratch);
@@ -187,6 +195,7 @@ void sgemm(int64_t m, int64_t n, int64_t k, const PackA& pack_a_block, const Pac
           for (int64_t ir = 0; ir < mc; ir += kMR) {
             const int64_t mr = mc - ir < kMR ? mc - ir : kMR;
             tile.row_bias = first && out.row_bias != nullptr ? out.row_bias + i0 + ir : nullptr;
+            tile.residual = residual != nullptr ? residual + (i0 + ir) * ldc + j0 + jr : nullptr;
             micro_kernel(kc, a_block + (ir / kMR) * kc * kMR, b_block + (jr / kPanelCols) * kc * kPanelCols,
                          c + (i0 + ir) * ldc + j0 + jr, ldc, mr, nr, tile);
           }
@@ -229,6 +238,7 @@ PARE_NOINLINE void sgemm_parallel(KernelContext& ctx, const Split& split, int64_
                  Output part = out;
                  if (part.row_bias != nullptr) part.row_bias += row0;
                  if (part.col_bias != nullptr) part.col_bias += col0;
+                 if (part.residual != nullptr) part.residual += row0 * ldc + col0;
                  sgemm(split.rows ? end - begin : m, split.rows ? n : end - begin, k, pack_a_block, pack_b_block,
                        c + row0 * ldc + col0, ldc, part, a_scratch, b_scratch, row0, col0);
                });

@@ -66,17 +66,23 @@ Error map_tagged(KernelContext& ctx, float* out, int64_t n, F f) {
 
 Result<const float*> Epilogue::residual_data(KernelContext& ctx, const Tensor& out) const {
   if (residual == nullptr) return static_cast<const float*>(nullptr);
-  if (!residual_selected())
-    return detail::dtype_not_selected(ctx, tags::prepacked_residual_kernel::id, ScalarType::Float);
-  PARE_CHECK_OR_RETURN(ctx, residual->dtype == ScalarType::Float, Error::InvalidArgument,
-                       "argument 'residual' must be a Float tensor, got %s", to_string(residual->dtype));
-  bool same_sizes = residual->dim == out.dim;
-  for (size_t d = 0; same_sizes && d < out.dim; ++d) same_sizes = residual->sizes[d] == out.sizes[d];
-  PARE_CHECK_OR_RETURN(ctx, same_sizes, Error::InvalidShape,
-                       "argument 'residual' must have the output's sizes %s, got %s",
-                       sizes_to_string(out.size_span()).text, sizes_to_string(residual->size_span()).text);
-  PARE_TRY_ASSIGN(const Tensor r, as_contiguous(ctx, *residual, ScalarType::Float));
-  return r.data_as<float>();
+  // Under the residual's tag: the not-selected error in a runtime without
+  // it, and the tracing build's record of it, since the GEMMs add the
+  // residual as they store their output, with no dispatch of their own.
+  const float* data = nullptr;
+  PARE_TRY((dispatch_as<tags::prepacked_residual_kernel, float>(ctx, [&](auto) -> Error {
+    PARE_CHECK_OR_RETURN(ctx, residual->dtype == ScalarType::Float, Error::InvalidArgument,
+                         "argument 'residual' must be a Float tensor, got %s", to_string(residual->dtype));
+    bool same_sizes = residual->dim == out.dim;
+    for (size_t d = 0; same_sizes && d < out.dim; ++d) same_sizes = residual->sizes[d] == out.sizes[d];
+    PARE_CHECK_OR_RETURN(ctx, same_sizes, Error::InvalidShape,
+                         "argument 'residual' must have the output's sizes %s, got %s",
+                         sizes_to_string(out.size_span()).text, sizes_to_string(residual->size_span()).text);
+    PARE_TRY_ASSIGN(const Tensor r, as_contiguous(ctx, *residual, ScalarType::Float));
+    data = r.data_as<float>();
+    return Error::Ok;
+  })));
+  return data;
 }
 
 Error Epilogue::apply(KernelContext& ctx, float* out, const float* res, int64_t n) const {
@@ -158,12 +164,13 @@ Error LinearPackedParams::run(KernelContext& ctx, const Tensor& input, Value& ou
   PARE_TRY_ASSIGN(const gemm::Split split,
                   gemm::split_for(ctx, m, out_features, in_features, /*pack_a=*/true, /*pack_b=*/false));
   float* c = result->data_as<float>();
-  const Clamp clamp = epilogue.product_clamp();
-  const gemm::Output product{1.0f, /*accumulate=*/false, /*row_bias=*/nullptr, /*col_bias=*/bias, clamp.min, clamp.max};
+  const Clamp clamp = epilogue.product_clamp(/*adds_residual=*/true);
+  const gemm::Output product{
+      1.0f, /*accumulate=*/false, /*row_bias=*/nullptr, /*col_bias=*/bias, clamp.min, clamp.max, residual};
   gemm::sgemm(ctx, split, m, out_features, in_features,
               gemm::StridedA{{x.data_as<float>(), m, in_features, in_features, 1}},
               gemm::PrepackedB{packed_weight, out_features}, c, out_features, product);
-  return epilogue.after_product().apply(ctx, c, residual, static_cast<int64_t>(result->numel()));
+  return epilogue.after_product(/*adds_residual=*/true).apply(ctx, c, nullptr, static_cast<int64_t>(result->numel()));
 }
 
 Error Conv2dPackedParams::init(KernelContext& ctx, const Tensor& weight, const Tensor* bias_tensor,
@@ -313,8 +320,8 @@ Error Conv2dPackedParams::run(KernelContext& ctx, const Tensor& input, Value& ou
   PARE_TRY_ASSIGN(const float* residual, epilogue.residual_data(ctx, *result));
   // The kernels apply the bias and, with no residual to add first, the
   // clamp as they store the output (gemm::Output): no pass of their own.
-  const Clamp clamp = epilogue.product_clamp();
-  const Epilogue after_product = epilogue.after_product();
+  const Clamp clamp = epilogue.product_clamp(/*adds_residual=*/false);
+  const Epilogue after_product = epilogue.after_product(/*adds_residual=*/false);
   if (depthwise_direct) {
     const depthwise::Geometry g{batch, in_channels, out_channels, height,     width,     out_h,
                                 out_w, kernel[0],   stride[0],    padding[0], padding[1]};
@@ -336,22 +343,32 @@ Error Conv2dPackedParams::run(KernelContext& ctx, const Tensor& input, Value& ou
                                                   : gemm::packed_a_size(og, k);
   const bool pointwise =
       kernel[0] == 1 && kernel[1] == 1 && stride[0] == 1 && stride[1] == 1 && padding[0] == 0 && padding[1] == 0;
-  // Runs product(image, c, a, group_bias) per (image, group): C [og, p] =
-  // clamp(A [og, k] B + group_bias), A's panels at `a`, the clamp the
-  // epilogue's product_clamp(), and the rest of the epilogue afterwards,
-  // while the group's output is still in cache.
+  // What the GEMMs apply as they store (the residual too), and what is
+  // left after them.
+  const Clamp gemm_clamp = epilogue.product_clamp(/*adds_residual=*/true);
+  const Epilogue after_gemm = epilogue.after_product(/*adds_residual=*/true);
+  // Runs product(image, c, a, group_bias, group_residual) per (image,
+  // group): C [og, p] = A [og, k] B + group_bias, A's panels at `a`, then
+  // the product's clamp as it stores C (product_clamp(adds_residual)) and
+  // the rest of the epilogue afterwards, while the group's output is still
+  // in cache. With adds_residual, the product adds group_residual itself.
   // Always inlined: each product's copy then lives with that product, so a
   // runtime whose selection drops the product drops the copy too (an
   // outlined copy shared by the rest cost the demo 484 B on android_arm64).
-  auto each_group = [&](auto&& product) __attribute__((always_inline))->Error {
+  auto each_group = [&](auto&& product, bool adds_residual = false) __attribute__((always_inline))->Error {
     for (int64_t n = 0; n < batch; ++n) {
       for (int64_t g = 0; g < groups; ++g) {
         const float* image = x.data_as<float>() + (n * in_channels + g * cg) * height * width;
         const int64_t offset = (n * out_channels + g * og) * p;
         float* c = result->data_as<float>() + offset;
         const float* group_bias = bias == nullptr ? nullptr : bias + g * og;
-        product(image, c, packed_weight + g * group_floats, group_bias);
-        PARE_TRY(after_product.apply(ctx, c, residual == nullptr ? nullptr : residual + offset, og * p));
+        const float* group_residual = residual == nullptr ? nullptr : residual + offset;
+        product(image, c, packed_weight + g * group_floats, group_bias, group_residual);
+        if (adds_residual) {
+          PARE_TRY(after_gemm.apply(ctx, c, nullptr, og * p));
+        } else {
+          PARE_TRY(after_product.apply(ctx, c, group_residual, og * p));
+        }
       }
     }
     return Error::Ok;
@@ -360,7 +377,7 @@ Error Conv2dPackedParams::run(KernelContext& ctx, const Tensor& input, Value& ou
     return dispatch_as<tags::conv2d_winograd_kernel, float>(ctx, [&](auto) -> Error {
       const winograd::Geometry wg{cg, og, height, width, out_h, out_w, padding[0], padding[1]};
       PARE_TRY_ASSIGN(const winograd::Scratch scratch, winograd::allocate(ctx, wg));
-      return each_group([&](const float* image, float* c, const float* u, const float* group_bias) {
+      return each_group([&](const float* image, float* c, const float* u, const float* group_bias, const float*) {
         winograd::run(ctx, wg, scratch, image, u, group_bias, clamp.min, clamp.max, c);
       });
     });
@@ -368,7 +385,7 @@ Error Conv2dPackedParams::run(KernelContext& ctx, const Tensor& input, Value& ou
   if (pixel_rows_layout) {
     return dispatch_as<tags::pixel_rows_kernel, float>(ctx, [&](auto) -> Error {
       PARE_TRY_ASSIGN(const gemm::PixelRows rows, gemm::pixel_rows_scratch(ctx, p, og, cg, /*pack_b=*/false));
-      return each_group([&](const float* image, float* c, const float* w_t, const float* group_bias) {
+      return each_group([&](const float* image, float* c, const float* w_t, const float* group_bias, const float*) {
         gemm::pixel_rows(ctx, rows, p, og, cg, image, gemm::PrepackedB{w_t, og}, c, group_bias, clamp.min, clamp.max);
       });
     });
@@ -378,27 +395,33 @@ Error Conv2dPackedParams::run(KernelContext& ctx, const Tensor& input, Value& ou
         fast_path_selected<tags::gemm_narrow_kernel, float>()) {  // 1x1, 1 to 4 pixels (gemm.h)
       return run_fast_path<tags::gemm_narrow_kernel, float>(ctx, [&]() -> Error {
         PARE_TRY_ASSIGN(void* scratch, ctx.allocate_scratch(gemm::narrow_scratch_floats(p, k) * sizeof(float)));
-        return each_group([&](const float* image, float* c, const float* a, const float* group_bias) {
-          const gemm::Output out{1.0f, /*accumulate=*/false, group_bias, /*col_bias=*/nullptr, clamp.min, clamp.max};
-          gemm::sgemm_narrow(og, p, k, a, {image, cg, p, p, 1}, c, p, out, static_cast<float*>(scratch));
-        });
+        return each_group(
+            [&](const float* image, float* c, const float* a, const float* group_bias, const float* group_residual) {
+              const gemm::Output out{1.0f,           /*accumulate=*/false, group_bias,    /*col_bias=*/nullptr,
+                                     gemm_clamp.min, gemm_clamp.max,       group_residual};
+              gemm::sgemm_narrow(og, p, k, a, {image, cg, p, p, 1}, c, p, out, static_cast<float*>(scratch));
+            },
+            /*adds_residual=*/true);
       });
     }
   }
   PARE_TRY_ASSIGN(const gemm::Split split, gemm::split_for(ctx, og, p, k, /*pack_a=*/false, /*pack_b=*/true));
-  return each_group([&](const float* image, float* c, const float* a_panels, const float* group_bias) {
-    const gemm::PrepackedA a{a_panels, og};
-    const gemm::Output out{1.0f, /*accumulate=*/false, group_bias, /*col_bias=*/nullptr, clamp.min, clamp.max};
-    if (pointwise) {
-      // A 1x1 convolution is a plain GEMM with the image as B [cg, H*W].
-      gemm::sgemm(ctx, split, og, p, k, a, gemm::StridedB{{image, cg, p, p, 1}}, c, p, out);
-    } else {
-      const gemm::Im2ColPanels b{image,
-                                 {height, width, out_w, kernel[0], kernel[1], stride[0], stride[1], padding[0],
-                                  padding[1], dilation[0], dilation[1]}};
-      gemm::sgemm(ctx, split, og, p, k, a, b, c, p, out);
-    }
-  });
+  return each_group(
+      [&](const float* image, float* c, const float* a_panels, const float* group_bias, const float* group_residual) {
+        const gemm::PrepackedA a{a_panels, og};
+        const gemm::Output out{1.0f,           /*accumulate=*/false, group_bias,    /*col_bias=*/nullptr,
+                               gemm_clamp.min, gemm_clamp.max,       group_residual};
+        if (pointwise) {
+          // A 1x1 convolution is a plain GEMM with the image as B [cg, H*W].
+          gemm::sgemm(ctx, split, og, p, k, a, gemm::StridedB{{image, cg, p, p, 1}}, c, p, out);
+        } else {
+          const gemm::Im2ColPanels b{image,
+                                     {height, width, out_w, kernel[0], kernel[1], stride[0], stride[1], padding[0],
+                                      padding[1], dilation[0], dilation[1]}};
+          gemm::sgemm(ctx, split, og, p, k, a, b, c, p, out);
+        }
+      },
+      /*adds_residual=*/true);
 }
 
 }  // namespace classes

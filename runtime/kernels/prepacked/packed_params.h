@@ -44,14 +44,15 @@ enum class Activation : uint8_t { None, Hardswish, Hardsigmoid, Sigmoid, Silu, G
 // What a prepacked op does to its output after the product: out =
 // activation(clamp(out + residual)), for a convolution per (image, group)
 // right after that group's GEMM, for a linear layer over its whole output
-// after the GEMM (no extra operator, dispatch or output tensor either way);
-// with no residual, the clamp is the product's own (product_clamp(): the
-// kernels clamp as they store, gemm::Output). The residual (a fused `add`, e.g. a ResNet
+// after the GEMM (no extra operator, dispatch or output tensor either way).
+// The GEMMs add the residual and apply the clamp as they store their
+// output, and the other products the clamp when there is no residual
+// (product_clamp(), gemm::Output): what is left is after_product(). The residual (a fused `add`, e.g. a ResNet
 // or MobileNetV2 shortcut) has the output's sizes and is contiguous. The residual add and each activation run under
 // kernel tags of their own (prepacked_residual_kernel, prepacked_<activation>_kernel), so only the epilogues a model
 // uses are compiled into its runtime; an unselected one fails with the not-selected error.
 struct Epilogue {
-  // Whether the build selects any fused activation, and the residual add:
+  // Whether the build selects any fused activation:
   // a runtime that selects none has no epilogue code beyond the clamp (and
   // rejects a program that asks for one, naming what is not selected).
   // (Link-time constants, selection.h.)
@@ -62,20 +63,20 @@ struct Epilogue {
            kernel_dtype_selected(TagId::prepacked_silu_kernel, ScalarType::Float) ||
            kernel_dtype_selected(TagId::prepacked_gelu_kernel, ScalarType::Float);
   }
-  static bool residual_selected() { return kernel_dtype_selected(TagId::prepacked_residual_kernel, ScalarType::Float); }
 
   Clamp clamp;
   Activation activation = Activation::None;
   const Tensor* residual = nullptr;
 
   // The clamp a product applies as it stores its output (gemm::Output):
-  // the epilogue's first step when there is no residual to add before it,
-  // else none.
-  Clamp product_clamp() const { return residual == nullptr ? clamp : Clamp{}; }
-  // The epilogue left for after a product that applied product_clamp().
-  Epilogue after_product() const {
+  // the epilogue's clamp when nothing comes before it, or when the product
+  // also adds the residual (`adds_residual`: the GEMMs do); else none.
+  Clamp product_clamp(bool adds_residual) const { return residual == nullptr || adds_residual ? clamp : Clamp{}; }
+  // The epilogue left for after a product that applied product_clamp()
+  // (and the residual, when it adds it: then apply it with no residual).
+  Epilogue after_product(bool adds_residual) const {
     Epilogue rest = *this;
-    if (residual == nullptr) rest.clamp = Clamp{};
+    if (residual == nullptr || adds_residual) rest.clamp = Clamp{};
     return rest;
   }
 

@@ -263,9 +263,9 @@ def test_fused_output_clamp(runtime, bounds):
 
 
 # Layers whose depth spans several of the GEMM's 256-deep blocks: the GEMM
-# adds the bias with the first block and applies the clamp as it stores the
-# last (gemm.h, Output); a clamp of a partial sum, or a bias added twice,
-# would be far outside the bound.
+# adds the bias with the first block and the residual and the clamp as it
+# stores the last (gemm.h, Output); a clamp of a partial sum, or a bias or
+# residual added twice, would be far outside the bound.
 DEEP_LAYERS = {
     "linear": dict(x=(3, 600), w=(7, 600)),
     "conv_1x1": dict(x=(1, 300, 5, 4), w=(9, 300, 1, 1), padding=0),
@@ -276,8 +276,9 @@ DEEP_LAYERS = {
 
 @pytest.mark.parametrize("kind", DEEP_LAYERS)
 @pytest.mark.parametrize("bounds", [(0.0, float("inf")), (-0.5, 0.5)])
+@pytest.mark.parametrize("residual", [False, True])
 @pytest.mark.fp_ops  # the GEMM's vector code: also on the v3 runtime
-def test_fused_clamp_sees_the_whole_sum(runtime, kind, bounds):
+def test_fused_epilogue_sees_the_whole_sum(runtime, kind, bounds, residual):
     lo, hi = bounds
     spec = DEEP_LAYERS[kind]
     x = make_tensor(spec["x"], torch.float32, 50, -1, 1)
@@ -295,11 +296,17 @@ def test_fused_clamp_sees_the_whole_sum(runtime, kind, bounds):
         op = "pare::conv2d_prepacked"
         exact = F.conv2d(x.double(), w.double(), b.double(), padding=pad)
         magnitude = F.conv2d(x.double().abs(), w.double().abs(), b.double().abs(), padding=pad)
-    m.output(m.op(op, m.input("Float"), packed, lo, hi))
-    (y,) = runtime.load(pb.to_bytes()).method().run(x.numpy())
+    args, inputs = [m.input("Float"), packed, lo, hi], [x.numpy()]
+    if residual:
+        r = make_tensor(tuple(exact.shape), torch.float32, 53, -1, 1)
+        args += [None, m.input("Float")]
+        inputs.append(r.numpy())
+        exact, magnitude = exact + r.double(), magnitude + r.double().abs()
+    m.output(m.op(op, *args))
+    (y,) = runtime.load(pb.to_bytes()).method().run(*inputs)
     # A clamp moves no value further from another: the dot-product bound
-    # (the depth and the bias) holds after it.
-    depth = int(np.prod(spec["w"][1:])) + 1
+    # (the depth, the bias and the residual) holds after it.
+    depth = int(np.prod(spec["w"][1:])) + 1 + residual
     assert_within_dot_bound(torch.from_numpy(y), exact.clamp(lo, hi), magnitude, depth)
 
 
@@ -483,12 +490,13 @@ ACTIVATIONS = {
     "gelu_tanh": lambda y: F.gelu(y, approximate="tanh"),
 }
 # Layers whose kernels apply the epilogue on different paths: the linear
-# GEMM, the conv GEMM (per group), a 1x1 convolution as pixel rows and the
-# direct depthwise kernel.
+# GEMM, the conv GEMM (per group), a 1x1 convolution as pixel rows and on
+# the narrow GEMM (4 pixels), and the direct depthwise kernel.
 EPILOGUE_LAYERS = {
     "linear": dict(x=(3, 2, 19), w=(21, 19)),
     "conv": dict(x=(2, 6, 7, 9), w=(10, 3, 3, 3), stride=(2, 1), padding=(1, 1), groups=2),
     "conv_pixel_rows": dict(x=(2, 33, 2, 2), w=(13, 33, 1, 1), stride=(1, 1), padding=(0, 0), groups=1),
+    "conv_narrow": dict(x=(2, 33, 2, 2), w=(13, 33, 1, 1), stride=(1, 1), padding=(0, 0), groups=1),
     "depthwise": dict(x=(1, 5, 8, 7), w=(5, 1, 3, 3), stride=(1, 1), padding=(1, 1), groups=5),
 }
 
