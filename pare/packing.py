@@ -191,6 +191,49 @@ def pixel_rows_pays(weight_sizes, stride, padding, dilation, groups: int, out_hw
     return applies and NARROW_MAX_PIXELS < pixels <= PIXEL_ROWS_MAX_PIXELS and pixels % PANEL_COLS != 0
 
 
+# The channels_last pass (tools/tracer/lowering.py): convolutions that run
+# faster on NHWC activations, with the layout conversions they need, than
+# on NCHW ones. Measured on MobileNetV2's layers (64x64 input, one core,
+# v3; docs/performance.md, "Channels-last"): a depthwise layer over 4x4 or
+# 2x2 output pixels ran 3-4x faster channels-last (its NCHW rows are 2 to
+# 4 floats of a vector), over 8x8 0.9-1.0x, over 16x16 1.6x slower; a 1x1
+# layer over 2x2 pixels 1.15-1.3x faster than on the narrow GEMM, over 4x4
+# and 8x8 1.2-1.8x slower than the NCHW GEMM. One pixel is the same memory
+# in both layouts (no conversion could pay).
+CHANNELS_LAST_DEPTHWISE_MAX_PIXELS = 16
+CHANNELS_LAST_1X1_MAX_PIXELS = NARROW_MAX_PIXELS
+
+
+def channels_last_applies(weight_sizes, stride, padding, dilation, groups: int) -> bool:
+    """Whether the runtime has a channels-last kernel for this convolution:
+    the direct depthwise kernel's shapes with groups == out_channels, or a
+    1x1 kernel with stride 1, no padding and no dilation."""
+    if groups < 1 or weight_sizes[0] % groups:
+        return False
+    if depthwise_direct(weight_sizes, stride, dilation, groups):
+        return groups == weight_sizes[0]
+    return pixel_rows_apply(weight_sizes, stride, padding, dilation)
+
+
+def channels_last_pays(weight_sizes, stride, padding, dilation, groups: int, out_hw) -> bool:
+    """Whether the channels_last pass runs this convolution channels-last:
+    it applies and the traced output `out_hw` has from 2 pixels up to
+    CHANNELS_LAST_DEPTHWISE_MAX_PIXELS (depthwise) or
+    CHANNELS_LAST_1X1_MAX_PIXELS (1x1); a dynamic size counts as large."""
+    if not channels_last_applies(weight_sizes, stride, padding, dilation, groups):
+        return False
+    pixels = out_hw[0] * out_hw[1]
+    depthwise = depthwise_direct(weight_sizes, stride, dilation, groups)
+    return 2 <= pixels <= (CHANNELS_LAST_DEPTHWISE_MAX_PIXELS if depthwise else CHANNELS_LAST_1X1_MAX_PIXELS)
+
+
+def pack_conv2d_hwio_weight(weight) -> np.ndarray:
+    """A depthwise convolution's weight [C, 1, K, K] laid out HWIO [K, K,
+    1, C] for the channels-last kernel (per tap, every channel's weight)."""
+    w = _float_array(weight, 4, "a convolution weight")
+    return np.ascontiguousarray(w.transpose(2, 3, 1, 0))
+
+
 def pack_conv2d_pixel_rows_weight(weight, groups: int) -> np.ndarray:
     """A 1x1 convolution's weight [out_channels, in_channels / groups, 1, 1]
     packed for pixel rows as pare::conv2d_prepack takes it: per group, W^T
@@ -235,11 +278,19 @@ def pack_conv2d_winograd_weight(weight, groups: int) -> np.ndarray:
 
 
 def pack_conv2d_weight(
-    weight, stride, dilation, groups: int, winograd: bool = False, pixel_rows: bool = False, padding=(0, 0)
+    weight,
+    stride,
+    dilation,
+    groups: int,
+    winograd: bool = False,
+    pixel_rows: bool = False,
+    padding=(0, 0),
+    channels_last: bool = False,
 ) -> np.ndarray:
     """A 2-d convolution's weight [out_channels, in_channels / groups, kh, kw]
     as pare::conv2d_prepack takes it: as given (4-D) for a depthwise
-    convolution the direct kernel runs; with `winograd` (where
+    convolution the direct kernel runs, or HWIO (4-D,
+    pack_conv2d_hwio_weight) with `channels_last`; with `winograd` (where
     winograd_applies), transformed for Winograd (2-D,
     pack_conv2d_winograd_weight); with `pixel_rows` (a 1x1 kernel, stride 1,
     no `padding`, no dilation), packed for pixel rows (3-D,
@@ -250,6 +301,18 @@ def pack_conv2d_weight(
     _check_groups(out_channels, groups)
     if winograd and pixel_rows:
         raise PackingError("a convolution's weights are packed for Winograd or for pixel rows, not both")
+    if channels_last:
+        if not channels_last_applies(w.shape, stride, padding, dilation, groups):
+            raise PackingError(
+                "channels-last kernels take a depthwise convolution (3x3, 5x5 or 7x7, stride 1 or 2, one "
+                "output channel per input channel) or a 1x1 convolution with stride 1 and no padding, got a "
+                f"{w.shape[2]}x{w.shape[3]} kernel of {list(w.shape)} with groups {groups}, stride {list(stride)}"
+            )
+        if winograd:
+            raise PackingError("a convolution's weights are packed for Winograd or for channels-last, not both")
+        if depthwise_direct(w.shape, stride, dilation, groups):
+            return pack_conv2d_hwio_weight(w)
+        return pack_conv2d_pixel_rows_weight(w, groups)
     if depthwise_direct(w.shape, stride, dilation, groups):
         return np.ascontiguousarray(w)
     if pixel_rows:

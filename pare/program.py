@@ -255,16 +255,33 @@ class MethodBuilder:
         )
 
     def conv2d_prepack(
-        self, weight, bias, stride, padding, dilation, groups: int, winograd: bool = False, pixel_rows: bool = False
+        self,
+        weight,
+        bias,
+        stride,
+        padding,
+        dilation,
+        groups: int,
+        winograd: bool = False,
+        pixel_rows: bool = False,
+        channels_last: bool = False,
     ) -> Value:
         """An init-section pare::conv2d_prepack of a 2-d convolution's
         `weight` [out_channels, in_channels / groups, kh, kw] (float32),
         packed here (pare/packing.py; `winograd`: transformed for Winograd
-        F(2x2, 3x3); `pixel_rows`: a 1x1 convolution's, for pixel rows), and
-        `bias` or None: the Conv2dPackedParams object pare::conv2d_prepacked
-        takes."""
+        F(2x2, 3x3); `pixel_rows`: a 1x1 convolution's, for pixel rows;
+        `channels_last`: for the channels-last kernels, HWIO for a depthwise
+        convolution, pixel rows for a 1x1 one), and `bias` or None: the
+        Conv2dPackedParams object pare::conv2d_prepacked takes."""
         w = _packing.pack_conv2d_weight(
-            weight, stride, dilation, groups, winograd=winograd, pixel_rows=pixel_rows, padding=padding
+            weight,
+            stride,
+            dilation,
+            groups,
+            winograd=winograd,
+            pixel_rows=pixel_rows,
+            padding=padding,
+            channels_last=channels_last,
         )
         sizes = [int(s) for s in np.shape(weight)]
         return self.init_op(

@@ -18,6 +18,34 @@ bool Tensor::is_contiguous() const {
   return true;
 }
 
+namespace {
+
+// The channels-last strides of a 4-D [N, C, H, W] or 3-D [C, H, W] size list.
+void channels_last_strides(const Tensor& t, int64_t* strides) {
+  const size_t c = t.dim - 3;  // the channel dim
+  strides[c] = 1;
+  strides[c + 2] = t.sizes[c];
+  strides[c + 1] = t.sizes[c + 2] * t.sizes[c];
+  if (c == 1) strides[0] = t.sizes[2] * strides[2];  // H * W * C
+}
+
+}  // namespace
+
+bool Tensor::is_channels_last() const {
+  if (dim != 3 && dim != 4) return false;
+  int64_t expected[4];
+  channels_last_strides(*this, expected);
+  for (size_t i = 0; i < dim; ++i) {
+    if (sizes[i] == 0) return true;
+    if (sizes[i] != 1 && strides[i] != expected[i]) return false;
+  }
+  return true;
+}
+
+void set_channels_last_strides(Tensor& t) {
+  if (t.dim == 3 || t.dim == 4) channels_last_strides(t, t.strides);
+}
+
 void copy_to_contiguous(const Tensor& src, void* dst) {
   const size_t n = src.numel();
   const size_t size = src.element_size();

@@ -42,10 +42,19 @@ struct Tensor {
   }
 
   bool is_contiguous() const;
+  // True for a 4-D [N, C, H, W] (or 3-D [C, H, W]) tensor in channels-last
+  // memory order (NHWC: PyTorch's channels_last, strides [H*W*C, 1, W*C,
+  // C]) on every dim of size > 1. A tensor can be both this and contiguous
+  // (H = W = 1, or C = 1): then the two orders are the same memory.
+  bool is_channels_last() const;
   // True when the elements occupy exactly numel() slots with no gaps or
   // overlap, in any dimension order (contiguous or a permutation of it).
   bool is_non_overlapping_and_dense() const;
 };
+
+// Gives a 4-D (or 3-D) tensor channels-last strides for its sizes (the
+// same element count: memory allocated contiguous fits).
+void set_channels_last_strides(Tensor& t);
 
 // Row-major strides for `sizes`; returns the element count, or false on
 // overflow of size_t.

@@ -289,12 +289,13 @@ def test_selection_resolves_to_the_canonical_order():
         "fuse_add",
         "fuse_clamp",
         "fuse_activation",
+        "channels_last",
     )
     assert graph_passes.resolve() == graph_passes.resolve("default") == graph_passes.names()
     assert graph_passes.resolve("none") == ()
     assert (
         graph_passes.resolve(
-            "fuse_clamp,prepack_weights,fold_linear_bn, fold_conv_bn,fuse_activation,winograd,fuse_add"
+            "channels_last,fuse_clamp,prepack_weights,fold_linear_bn, fold_conv_bn,fuse_activation,winograd,fuse_add"
         )
         == graph_passes.names()
     )
@@ -305,6 +306,7 @@ def test_selection_resolves_to_the_canonical_order():
         "winograd",
         "fuse_clamp",
         "fuse_activation",
+        "channels_last",
     )
     assert graph_passes.resolve("none", skip=["fold_conv_bn"]) == ()
 
@@ -316,7 +318,7 @@ def test_selection_resolves_to_the_canonical_order():
             "fold_bn",
             (),
             "--passes: unknown pass 'fold_bn'; the passes are fold_conv_bn, fold_linear_bn, prepack_weights, "
-            "winograd, fuse_add, fuse_clamp, fuse_activation",
+            "winograd, fuse_add, fuse_clamp, fuse_activation, channels_last",
         ),
         ("fold_conv_bn,,fold_linear_bn", (), "empty pass name"),
         ("default,fold_conv_bn", (), "unknown pass 'default'"),
@@ -373,8 +375,9 @@ def test_manifest_debug_info_records_the_passes(demo_traces):
         {"name": "winograd", "transformed": 0},  # the demo has no 3x3 stride-1 dense convolution
         {"name": "fuse_add", "fused": 0},
         {"name": "fuse_clamp", "fused": FUSED_IN_DEMO},
-        {"name": "fuse_activation", "fused": 2},
-    ]  # hardswish, gelu
+        {"name": "fuse_activation", "fused": 2},  # hardswish, gelu
+        {"name": "channels_last", "layers": 0, "conversions": 0},  # the demo's planes are large
+    ]
     (info,) = demo_traces["none"].debug_info
     assert json.loads(info)["passes"] == []
 
@@ -393,7 +396,8 @@ def test_export_flags(capsys, tmp_path):
     assert code == 0, err
     assert (
         "passes fold_conv_bn (2 folded), fold_linear_bn (0 folded), prepack_weights (3 conv2d, 2 linear), "
-        f"winograd (0 transformed), fuse_add (0 fused), fuse_clamp ({FUSED_IN_DEMO} fused), fuse_activation (2 fused)"
+        f"winograd (0 transformed), fuse_add (0 fused), fuse_clamp ({FUSED_IN_DEMO} fused), fuse_activation (2 fused), "
+        "channels_last (0 layers, 0 conversions)"
     ) in out
     code, out, err = run_cli(capsys, "export", str(DEMO), "-o", str(tmp_path / "none.pare"), "--passes=none")
     assert code == 0 and "no graph passes" in out, err
@@ -436,7 +440,7 @@ def test_trace_and_check_flags(capsys, tmp_path, tracing_lib, full_lib):
             (
                 "argument --passes: unknown pass 'fold_everything'; the passes are "
                 "fold_conv_bn, fold_linear_bn, prepack_weights, winograd, fuse_add, fuse_clamp, "
-                "fuse_activation (or default or none alone)"
+                "fuse_activation, channels_last (or default or none alone)"
             ),
         ),
         (
@@ -444,7 +448,7 @@ def test_trace_and_check_flags(capsys, tmp_path, tracing_lib, full_lib):
             "default",
             (
                 "argument --skip-passes: unknown pass 'default'; the passes are fold_conv_bn, "
-                "fold_linear_bn, prepack_weights, winograd, fuse_add, fuse_clamp, fuse_activation"
+                "fold_linear_bn, prepack_weights, winograd, fuse_add, fuse_clamp, fuse_activation, channels_last"
             ),
         ),
     ],
@@ -707,3 +711,54 @@ def test_prepack_packs_small_1x1_convolutions_for_pixel_rows(full_lib, tracing_l
     larger = spec_from(PixelRowsCandidates().eval(), [(torch.randn(1, 3, 8, 8),)])
     assert all(c.ok for c in check_model(larger, full_lib))
     assert "pixel_rows_kernel" not in trace_model(larger, runtime=tracing_lib).manifest.kernel_metadata
+
+
+class ChannelsLastCandidates(nn.Module):
+    """A MobileNetV2 block over a 4x4 map (batch-norm folded): a 1x1
+    expansion (16 output pixels: NCHW), a depthwise layer (channels-last),
+    a 1x1 projection with the shortcut fused (NCHW again), then a stride-2
+    depthwise layer down to 2x2 and two 1x1 layers over 4 pixels (all
+    channels-last) before a mean that reads NCHW."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.expand = nn.Sequential(nn.Conv2d(12, 36, 1, bias=False), nn.BatchNorm2d(36), nn.ReLU6())
+        self.depthwise = nn.Sequential(nn.Conv2d(36, 36, 3, padding=1, groups=36), nn.ReLU6())
+        self.project = nn.Conv2d(36, 12, 1)
+        self.down = nn.Conv2d(12, 12, 3, stride=2, padding=1, groups=12)
+        self.tail = nn.Sequential(nn.Conv2d(12, 20, 1), nn.Hardswish(), nn.Conv2d(20, 9, 1))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = x + self.project(self.depthwise(self.expand(x)))
+        return self.tail(self.down(y)).mean((2, 3))
+
+
+def test_channels_last_runs_small_depthwise_and_1x1_layers_nhwc(full_lib, tracing_lib):
+    torch.manual_seed(0)
+    module = trained(ChannelsLastCandidates())
+    spec = spec_from(module, [(torch.randn(1, 12, 4, 4),), (torch.randn(2, 12, 4, 4),)])
+    exported = export_model(spec)
+    counts = {run.name: dict(run.changes) for run in exported.passes}
+    # depthwise, down, and the tail's two 1x1 layers; conversions: into the
+    # depthwise layer, out of it, into down, out of the tail for the mean.
+    assert counts["channels_last"] == {"layers": 4, "conversions": 4}
+    assert ops_of(exported.program).count("aten::clone") == 4
+    assert all(c.ok for c in check_model(spec, full_lib, program=exported.program))
+    manifest = trace_model(spec, runtime=tracing_lib).manifest
+    assert manifest.kernel_metadata["conv2d_channels_last_kernel"] == ("Float",)
+    assert manifest.kernel_metadata["channels_last_transpose_kernel"] == ("Float",)
+    assert "aten::clone" in manifest.operators
+    # Skipped, the same layers run NCHW, and the manifest selects none of it.
+    skipped = graph_passes.resolve("default", skip="channels_last")
+    plain = export_model(spec, passes=skipped)
+    assert "aten::clone" not in ops_of(plain.program)
+    assert all(c.ok for c in check_model(spec, full_lib, program=plain.program))
+    manifest = trace_model(spec, runtime=tracing_lib, passes=skipped).manifest
+    assert "conv2d_channels_last_kernel" not in manifest.kernel_metadata and "aten::clone" not in manifest.operators
+    # On an 8x8 map only down's 4x4 output is small enough: one layer
+    # channels-last, converted into and out of.
+    large = spec_from(module, [(torch.randn(1, 12, 8, 8),)])
+    assert {run.name: dict(run.changes) for run in export_model(large).passes}["channels_last"] == {
+        "layers": 1,
+        "conversions": 2,
+    }

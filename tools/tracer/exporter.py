@@ -206,6 +206,7 @@ def export_model(
     # The fusions fuse into prepacked ops, so nothing without prepack_weights.
     fuse = frozenset(name for name in graph_passes.FUSIONS if name in selected and prepack)
     winograd = graph_passes.WINOGRAD in selected and prepack
+    channels_last = graph_passes.CHANNELS_LAST in selected and prepack
     if inventory is None:
         inventory = paths.load_inventory()
     groups = group_inputs(spec)
@@ -230,6 +231,7 @@ def export_model(
                 report=report,
                 fuse=fuse,
                 winograd=winograd,
+                channels_last=channels_last,
             ).lower()
         except ProgramError as e:
             raise TracerError(f"{spec.path}: cannot lower method {group.name}: {e}") from None
@@ -249,4 +251,6 @@ def export_model(
     for name in graph_passes.FUSIONS:
         if name in fuse:
             runs.append((graph_passes.PassRun(name, (("fused", report.fused[name]),)),))
+    if channels_last:
+        runs.append((graph_passes.PassRun(graph_passes.CHANNELS_LAST, tuple(report.channels_last.items())),))
     return ExportedModel(spec, program, groups, tuple(exported), counts, prepack, graph_passes.combine(runs))

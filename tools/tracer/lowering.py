@@ -170,6 +170,9 @@ class LoweringReport:
     unsupported: dict[str, list[OpUse]] = field(default_factory=lambda: defaultdict(list))
     prepacked: dict[str, int] = field(default_factory=lambda: {"linear": 0, "conv2d": 0})  # layers packed
     winograd: int = 0  # of the conv2d layers, those packed for Winograd (the winograd pass)
+    # The channels_last pass: conv2d layers run channels-last, and the
+    # layout conversions (aten::clone) it placed.
+    channels_last: dict[str, int] = field(default_factory=lambda: {"layers": 0, "conversions": 0})
     # Epilogues fused into them, per pass (fuse_add, fuse_clamp, fuse_activation).
     fused: dict[str, int] = field(default_factory=lambda: defaultdict(int))
 
@@ -201,6 +204,7 @@ class MethodLowering:
         report: LoweringReport,
         fuse: frozenset[str] = frozenset(),
         winograd: bool = False,
+        channels_last: bool = False,
     ):
         self.mb = mb
         self.ep = ep
@@ -208,6 +212,12 @@ class MethodLowering:
         # The winograd pass: prepacked 3x3 convolutions where it pays
         # (pare.packing.winograd_pays) get their filters transformed.
         self.winograd = winograd
+        # The channels_last pass: prepacked convolutions that pay run
+        # channels-last (_choose_channels_last).
+        self.channels_last = channels_last
+        self._nhwc_layers: set[Node] = set()
+        self._nhwc: dict[Node, Value] = {}  # a node whose value exists channels-last -> that value
+        self._converted: dict[tuple[Value, int], Value] = {}  # (value, memory format) -> its conversion
         # The fusion passes that run (fuse_add, fuse_clamp, fuse_activation):
         # epilogues fused into a prepacked op.
         self.fuse = fuse
@@ -231,6 +241,10 @@ class MethodLowering:
         self._check_outputs()
         plans = {n: self._plan(n) for n in self.graph.nodes if n.op == "call_function"}
         needed = self._needed(output_node, plans)
+        # The channels_last pass: the prepacked convolutions that run
+        # channels-last (pare.packing.channels_last_pays); lowering places
+        # the conversions where their activations enter and leave NHWC.
+        self._nhwc_layers = {n for n, p in plans.items() if p.kind == "conv2d_prepack" and p.detail[-1]}
         for node in self.user_inputs:
             self.env[node] = self._declare_input(node)
         for node in self.graph.nodes:
@@ -495,7 +509,20 @@ class MethodLowering:
             pixel_rows = pare_packing.pixel_rows_pays(
                 tuple(w_tensor.shape), stride, padding, dilation, int(groups), out_hw
             )
-            detail = (w, bias, list(stride), list(padding), list(dilation), int(groups), winograd, pixel_rows)
+            nhwc_pays = self.channels_last and pare_packing.channels_last_pays(
+                tuple(w_tensor.shape), stride, padding, dilation, int(groups), out_hw
+            )
+            detail = (
+                w,
+                bias,
+                list(stride),
+                list(padding),
+                list(dilation),
+                int(groups),
+                winograd,
+                pixel_rows,
+                nhwc_pays,
+            )
             return self._with_epilogue(node, _Plan("conv2d_prepack", (x,), detail=detail))
         return None
 
@@ -614,6 +641,23 @@ class MethodLowering:
             return None
         return key, w
 
+    def _in_layout(self, x: Node, channels_last: bool) -> Value:
+        """x's value in the layout a reader takes: channels-last for a layer
+        the channels_last pass chose, else as the program's other ops take
+        it; a conversion (aten::clone with that memory format) is placed
+        before its first reader that needs it, and shared."""
+        if channels_last and x in self._nhwc:
+            return self._nhwc[x]
+        if not channels_last and x not in self._nhwc:
+            return self._value_of(x)
+        value = self._nhwc[x] if x in self._nhwc else self._value_of(x)
+        fmt = MEMORY_FORMAT_CODES[torch.channels_last if channels_last else torch.contiguous_format]
+        if (value, fmt) not in self._converted:
+            self._converted[(value, fmt)] = self.mb.op("aten::clone", value, fmt)
+            self.report.uses["aten::clone"].append(source_of(x, self.model_file))
+            self.report.channels_last["conversions"] += 1
+        return self._converted[(value, fmt)]
+
     def _needed(self, output_node: Node, plans: dict[Node, _Plan]) -> set[Node]:
         needed: set[Node] = set()
         stack = list(_nodes_in(output_node.args))
@@ -647,6 +691,8 @@ class MethodLowering:
         if isinstance(x, Node):
             if x in self.constants:
                 return self._constant(x)
+            if x in self._nhwc and x not in self.env:  # read by an op that takes NCHW
+                return self._in_layout(x, channels_last=False)
             return self.env[x]
         return x
 
@@ -682,7 +728,10 @@ class MethodLowering:
             self.env[node] = self.mb.op("aten::view", x, [self._argument(s, node, "size") for s in sizes])
             self.report.uses["aten::view"].append(use)
         elif plan.kind == "alias":
-            self.env[node] = self._value_of(plan.deps[0])
+            if plan.deps[0] in self._nhwc:  # stays channels-last until a reader needs it otherwise
+                self._nhwc[node] = self._nhwc[plan.deps[0]]
+            else:
+                self.env[node] = self._value_of(plan.deps[0])
         elif plan.kind == "unsupported":
             self.report.unsupported[plan.detail].append(use)
             self.env[node] = _Unsupported(plan.detail)
@@ -699,7 +748,8 @@ class MethodLowering:
             self.report.uses[LINEAR_PREPACKED].append(use)
             self.report.prepacked["linear"] += 1
         elif plan.kind == "conv2d_prepack":
-            w, bias, stride, padding, dilation, groups, winograd, pixel_rows = plan.detail
+            w, bias, stride, padding, dilation, groups, winograd, pixel_rows, _ = plan.detail
+            nhwc = node in self._nhwc_layers
             cache_key = (
                 "conv2d",
                 w,
@@ -710,6 +760,7 @@ class MethodLowering:
                 groups,
                 winograd,
                 pixel_rows,
+                nhwc,
             )
             if cache_key not in self._packed:
                 self._packed[cache_key] = self.mb.conv2d_prepack(
@@ -720,21 +771,31 @@ class MethodLowering:
                     dilation,
                     groups,
                     winograd=winograd,
-                    pixel_rows=pixel_rows,
+                    pixel_rows=pixel_rows and not nhwc,
+                    channels_last=nhwc,
                 )
                 self.report.uses[CONV2D_PREPACK].append(use)
                 self.report.winograd += winograd
-            self.env[node] = self.mb.op(
-                CONV2D_PREPACKED, self._value_of(plan.deps[0]), self._packed[cache_key], *self._epilogue_args(plan)
+            out = self.mb.op(
+                CONV2D_PREPACKED,
+                self._in_layout(plan.deps[0], nhwc),
+                self._packed[cache_key],
+                *self._epilogue_args(plan, channels_last=nhwc),
             )
+            if nhwc:
+                self._nhwc[node] = out
+                self.report.channels_last["layers"] += 1
+            else:
+                self.env[node] = out
             self.report.uses[CONV2D_PREPACKED].append(use)
             self.report.prepacked["conv2d"] += 1
         else:
             self._lower_op(node, plan, use)
 
-    def _epilogue_args(self, plan: _Plan) -> tuple:
+    def _epilogue_args(self, plan: _Plan, channels_last: bool = False) -> tuple:
         """The *_prepacked op's trailing arguments: output_min, output_max,
-        activation, residual, as far as the epilogue needs them."""
+        activation, residual (in the layer's layout), as far as the epilogue
+        needs them."""
         for name, present in (
             ("fuse_add", plan.residual),
             ("fuse_clamp", plan.clamp),
@@ -743,7 +804,8 @@ class MethodLowering:
             if present is not None:
                 self.report.fused[name] += 1
         if plan.residual is not None:
-            return (*(plan.clamp or (-math.inf, math.inf)), plan.activation, self._value_of(plan.residual))
+            residual = self._in_layout(plan.residual, channels_last)
+            return (*(plan.clamp or (-math.inf, math.inf)), plan.activation, residual)
         if plan.activation is not None:
             return (*(plan.clamp or (-math.inf, math.inf)), plan.activation)
         return plan.clamp or ()

@@ -28,6 +28,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from pare.packing import CHANNELS_LAST_1X1_MAX_PIXELS, CHANNELS_LAST_DEPTHWISE_MAX_PIXELS
 from tools.tracer.errors import TracerError
 
 if TYPE_CHECKING:
@@ -43,6 +44,7 @@ FUSE_ADD = "fuse_add"  # applied by lowering, with prepack_weights
 FUSE_CLAMP = "fuse_clamp"  # applied by lowering, with prepack_weights
 FUSE_ACTIVATION = "fuse_activation"  # applied by lowering, with prepack_weights
 FUSIONS = (FUSE_ADD, FUSE_CLAMP, FUSE_ACTIVATION)
+CHANNELS_LAST = "channels_last"  # applied by lowering, with prepack_weights
 
 
 class UnknownPassError(TracerError):
@@ -521,6 +523,15 @@ PASSES: tuple[GraphPass, ...] = (
         FUSE_ACTIVATION,
         "hardswish, hardsigmoid, sigmoid, silu or gelu, the only user of a prepacked linear "
         "or conv2d (or of its fused add) -> that op's activation (needs prepack_weights)",
+        None,
+    ),
+    GraphPass(
+        CHANNELS_LAST,
+        "prepacked depthwise conv2d over 2 to "
+        f"{CHANNELS_LAST_DEPTHWISE_MAX_PIXELS} output pixels and 1x1 conv2d over 2 to "
+        f"{CHANNELS_LAST_1X1_MAX_PIXELS} -> run "
+        "on channels-last (NHWC) activations, with an aten::clone layout conversion wherever NHWC and "
+        "NCHW activations meet (needs prepack_weights)",
         None,
     ),
 )

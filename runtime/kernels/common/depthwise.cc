@@ -132,7 +132,64 @@ PARE_UNUSED void tiny_block(const Geometry& g, const float* x, const float* w, c
   }
 }
 
+// Output rows [begin, end) of run_float_nhwc (a row: one image's output
+// row, batch * out_h of them).
+void nhwc_rows(const Geometry& g, const float* x, const float* PARE_RESTRICT w, const float* bias, float lo, float hi,
+               float* y, int64_t begin, int64_t end) {
+  using simd::kLanes;
+  using simd::vec;
+  const int64_t c = g.in_channels;
+  const int64_t k = g.kernel;
+  const vec lov = lo - vec{};  // splats (x - 0 is x for every x)
+  const vec hiv = hi - vec{};
+  for (int64_t row = begin; row < end; ++row) {
+    const int64_t n = row / g.out_h;
+    const int64_t oy = row % g.out_h;
+    const float* image = x + n * g.height * g.width * c;
+    // The taps that fall inside the image (padding taps are skipped).
+    const int64_t top = oy * g.stride - g.pad_h;
+    const int64_t ky0 = top < 0 ? -top : 0;
+    const int64_t ky1 = g.height - top < k ? g.height - top : k;
+    for (int64_t ox = 0; ox < g.out_w; ++ox) {
+      const int64_t left = ox * g.stride - g.pad_w;
+      const int64_t kx0 = left < 0 ? -left : 0;
+      const int64_t kx1 = g.width - left < k ? g.width - left : k;
+      const int64_t origin = (top * g.width + left) * c;  // tap (0, 0)'s offset, maybe outside the image
+      float* PARE_RESTRICT out = y + (row * g.out_w + ox) * c;
+      int64_t ch = 0;
+      for (; ch + kLanes <= c; ch += kLanes) {
+        vec acc = bias != nullptr ? simd::loadv(bias + ch) : vec{};
+        for (int64_t ky = ky0; ky < ky1; ++ky) {
+          for (int64_t kx = kx0; kx < kx1; ++kx) {
+            acc +=
+                simd::loadv(w + (ky * k + kx) * c + ch) * simd::loadv(image + (origin + (ky * g.width + kx) * c + ch));
+          }
+        }
+        simd::storev(out + ch, simd::clamp(acc, lov, hiv));
+      }
+      for (; ch < c; ++ch) {  // the channels past the last whole vector
+        float acc = bias != nullptr ? bias[ch] : 0.0f;
+        for (int64_t ky = ky0; ky < ky1; ++ky) {
+          for (int64_t kx = kx0; kx < kx1; ++kx)
+            acc += w[(ky * k + kx) * c + ch] * image[origin + (ky * g.width + kx) * c + ch];
+        }
+        out[ch] = simd::clamp(acc, lo, hi);
+      }
+    }
+  }
+}
+
 }  // namespace
+
+Error run_float_nhwc(KernelContext& ctx, const Geometry& g, const float* x, const float* w, const float* bias, float lo,
+                     float hi, float* y) {
+  const int64_t rows = g.batch * g.out_h;
+  const int64_t taps = g.kernel * g.kernel;
+  const uint32_t chunks = ctx.chunks_for(rows, 1, rows * g.out_w * g.out_channels * taps);
+  ctx.parallel(chunks, rows, 1,
+               [&](uint32_t, int64_t begin, int64_t end) { nhwc_rows(g, x, w, bias, lo, hi, y, begin, end); });
+  return Error::Ok;
+}
 
 Error run_float(KernelContext& ctx, const Geometry& g, const float* x, const float* w, const float* bias,
                 int64_t bias_stride, float lo, float hi, float* y) {

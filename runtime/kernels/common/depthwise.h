@@ -45,5 +45,18 @@ constexpr bool has_fast_path(int64_t kh, int64_t kw, int64_t sh, int64_t sw, int
 Error run_float(KernelContext& ctx, const Geometry& g, const float* x, const float* w, const float* bias,
                 int64_t bias_stride, float lo, float hi, float* y);
 
+// Channels-last: y [batch, out_h, out_w, C] = depthwise conv of x [batch,
+// height, width, C] (NHWC memory order, both contiguous in it) with w [K,
+// K, C] (HWIO: per tap, every channel's weight; pare/packing.py lays it
+// out) plus bias[C] (may be null), clamped as run_float does; in_channels
+// == out_channels. Vectors run across kLanes channels, so every output
+// pixel is a few loads and multiply-adds per tap whatever the plane's size
+// (the small planes of a network's last stages, where rows of the NCHW
+// kernel are mostly empty). Padding taps are skipped, and the taps are
+// summed in the generic loop's order (bias, then ky, kx). Output rows are
+// split over the method's threads.
+Error run_float_nhwc(KernelContext& ctx, const Geometry& g, const float* x, const float* w, const float* bias, float lo,
+                     float hi, float* y);
+
 }  // namespace depthwise
 }  // namespace pare

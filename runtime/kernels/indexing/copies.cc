@@ -85,18 +85,74 @@ Tensor flat_view(const Tensor& t, int64_t n) {
   return v;
 }
 
+// dst [cols x rows] = src [rows x cols] transposed (row-major both), in
+// 8 x 8 blocks so that both sides stream whole cache lines.
+PARE_UNUSED void transpose_plane(const float* PARE_RESTRICT src, int64_t rows, int64_t cols, float* PARE_RESTRICT dst) {
+  constexpr int64_t kBlock = 8;
+  for (int64_t r0 = 0; r0 < rows; r0 += kBlock) {
+    const int64_t r1 = r0 + kBlock < rows ? r0 + kBlock : rows;
+    for (int64_t c0 = 0; c0 < cols; c0 += kBlock) {
+      const int64_t c1 = c0 + kBlock < cols ? c0 + kBlock : cols;
+      for (int64_t c = c0; c < c1; ++c) {
+        for (int64_t r = r0; r < r1; ++r) dst[c * rows + r] = src[r * cols + c];
+      }
+    }
+  }
+}
+
+// Whether out = self is one image-by-image transpose: both float and 4-D,
+// one contiguous and the other channels-last (NCHW: [C][H * W] per image;
+// NHWC: [H * W][C]), and not the same memory order (as with one channel
+// or one pixel, where a tensor is both).
+PARE_UNUSED bool transposes_layout(const Tensor& self, const Tensor& out) {
+  if (self.dtype != ScalarType::Float || out.dtype != ScalarType::Float || self.dim != 4) return false;
+  const bool self_nchw = self.is_contiguous() && !self.is_channels_last();
+  const bool self_nhwc = self.is_channels_last() && !self.is_contiguous();
+  const bool out_nchw = out.is_contiguous() && !out.is_channels_last();
+  const bool out_nhwc = out.is_channels_last() && !out.is_contiguous();
+  return (self_nchw && out_nhwc) || (self_nhwc && out_nchw);
+}
+
 }  // namespace
 
 // aten::clone(Tensor self, *, MemoryFormat? memory_format=None) -> Tensor
 //
-// Always contiguous: values equal PyTorch's; strides may differ for
-// memory_format=preserve on a permuted input.
+// Contiguous, or channels-last (NHWC) for memory_format=channels_last (the
+// layout conversions the channels_last pass places: docs/tracer.md). Values
+// equal PyTorch's; strides may differ for memory_format=preserve on a
+// permuted input.
 Error aten_clone(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs) {
   KernelArgs args(ctx, inputs, outputs, 1, 2, 1);
   const Tensor& self = args.tensor(0, "self");
-  (void)args.optional_int64(1, "memory_format");
+  const Optional<int64_t> format = args.optional_int64(1, "memory_format");
   PARE_TRY(args.status());
+  constexpr int64_t kChannelsLast = 2;  // c10::MemoryFormat::ChannelsLast
+  const bool channels_last = format.has_value && format.value == kChannelsLast;
+  PARE_CHECK_OR_RETURN(ctx, !channels_last || self.dim == 4, Error::InvalidArgument,
+                       "memory_format=channels_last needs a 4-D tensor, got sizes %s",
+                       sizes_to_string(self.size_span()).text);
   PARE_TRY_ASSIGN(Tensor * out, ctx.allocate_output(args.output(0), self.dtype, self.size_span()));
+  if (channels_last) set_channels_last_strides(*out);
+  if constexpr (fast_path_compiled<tags::channels_last_transpose_kernel, float>()) {
+    if (out->numel() > 0 && transposes_layout(self, *out) &&
+        fast_path_selected<tags::channels_last_transpose_kernel, float>()) {
+      return run_fast_path<tags::channels_last_transpose_kernel, float>(ctx, [&]() -> Error {
+        const int64_t c = self.sizes[1];
+        const int64_t hw = self.sizes[2] * self.sizes[3];
+        const bool to_nhwc = out->is_channels_last();
+        for (int64_t n = 0; n < self.sizes[0]; ++n) {
+          const float* src = self.data_as<float>() + n * c * hw;
+          float* dst = out->data_as<float>() + n * c * hw;
+          if (to_nhwc) {
+            transpose_plane(src, c, hw, dst);
+          } else {
+            transpose_plane(src, hw, c, dst);
+          }
+        }
+        return Error::Ok;
+      });
+    }
+  }
   return convert_into(ctx, self, *out);
 }
 

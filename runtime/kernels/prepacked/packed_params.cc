@@ -78,8 +78,18 @@ Result<const float*> Epilogue::residual_data(KernelContext& ctx, const Tensor& o
     PARE_CHECK_OR_RETURN(ctx, same_sizes, Error::InvalidShape,
                          "argument 'residual' must have the output's sizes %s, got %s",
                          sizes_to_string(out.size_span()).text, sizes_to_string(residual->size_span()).text);
-    PARE_TRY_ASSIGN(const Tensor r, as_contiguous(ctx, *residual, ScalarType::Float));
-    data = r.data_as<float>();
+    if (out.is_contiguous()) {
+      PARE_TRY_ASSIGN(const Tensor r, as_contiguous(ctx, *residual, ScalarType::Float));
+      data = r.data_as<float>();
+    } else if (residual->is_channels_last()) {  // a channels-last output's residual, in its order
+      data = residual->data_as<float>();
+    } else {
+      PARE_TRY_ASSIGN(void* memory, ctx.allocate_scratch(out.numel() * sizeof(float)));
+      Tensor r = make_tensor(memory, ScalarType::Float, out.size_span());
+      set_channels_last_strides(r);
+      PARE_TRY(convert_into(ctx, *residual, r));
+      data = static_cast<const float*>(memory);
+    }
     return Error::Ok;
   })));
   return data;
@@ -217,7 +227,26 @@ Error Conv2dPackedParams::init(KernelContext& ctx, const Tensor& weight, const T
   // given; any other convolution's weights come packed, per group, as the
   // GEMM's A [out_channels / groups, k] (rows are output channels).
   depthwise_direct = weight.dim == 4;
-  if (depthwise_direct) {
+  // HWIO [K, K, 1, C]: a depthwise convolution's weights for the
+  // channels-last kernel (sizes tell it from [C, 1, K, K]: K > 1).
+  depthwise_hwio = depthwise_direct && weight.sizes[0] == kernel[0] && weight.sizes[1] == kernel[1] &&
+                   weight.sizes[2] == 1 && weight.sizes[3] == out_channels && kernel[0] > 1;
+  if (depthwise_hwio) {
+    if (!kernel_dtype_selected(TagId::conv2d_channels_last_kernel, ScalarType::Float)) {
+      return detail::dtype_not_selected(ctx, TagId::conv2d_channels_last_kernel, ScalarType::Float);
+    }
+    PARE_CHECK_OR_RETURN(
+        ctx,
+        cg == 1 && groups == out_channels &&
+            depthwise::has_fast_path(kernel[0], kernel[1], stride[0], stride[1], dilation[0], dilation[1]),
+        Error::InvalidArgument,
+        "argument 'weight' is laid out HWIO (for the channels-last kernel), which only a depthwise 3x3, 5x5 or 7x7 "
+        "convolution with one output channel per input channel, stride 1 or 2 and no dilation may be%s",
+        kRepack);
+    PARE_CHECK_OR_RETURN(ctx, weight.dtype == ScalarType::Float && weight.is_contiguous(), Error::InvalidArgument,
+                         "argument 'weight' must be a contiguous Float tensor, got %s", to_string(weight.dtype));
+    packed_weight = weight.data_as<float>();
+  } else if (depthwise_direct) {
     PARE_CHECK_OR_RETURN(
         ctx,
         cg == 1 && groups > 1 &&
@@ -315,7 +344,10 @@ Error Conv2dPackedParams::run(KernelContext& ctx, const Tensor& input, Value& ou
   int64_t sizes[4] = {batch, out_channels, out_h, out_w};
   PARE_TRY_ASSIGN(Tensor * result, ctx.allocate_output(out, ScalarType::Float,
                                                        batched ? IntArrayRef(sizes, 4) : IntArrayRef(sizes + 1, 3)));
+  const bool channels_last = runs_channels_last(input);
+  if (channels_last) set_channels_last_strides(*result);  // as PyTorch's convolution keeps the input's layout
   if (result->numel() == 0) return Error::Ok;
+  if (channels_last) return run_channels_last(ctx, input, *result, epilogue);
   PARE_TRY_ASSIGN(const Tensor x, as_contiguous(ctx, input, ScalarType::Float));
   PARE_TRY_ASSIGN(const float* residual, epilogue.residual_data(ctx, *result));
   // The kernels apply the bias and, with no residual to add first, the
@@ -422,6 +454,71 @@ Error Conv2dPackedParams::run(KernelContext& ctx, const Tensor& input, Value& ou
         }
       },
       /*adds_residual=*/true);
+}
+
+bool Conv2dPackedParams::runs_channels_last(const Tensor& input) const {
+  // Link-time constants first: a runtime without the tag has no
+  // channels-last code (init rejected HWIO weights there).
+  if (!kernel_dtype_selected(TagId::conv2d_channels_last_kernel, ScalarType::Float)) return false;
+  if (depthwise_hwio) return true;
+  // Pixel rows on an input already channels-last (and not also
+  // contiguous: then the NCHW path reads the same memory).
+  return pixel_rows && kernel_dtype_selected(TagId::pixel_rows_kernel, ScalarType::Float) &&
+         input.dtype == ScalarType::Float && input.is_channels_last() && !input.is_contiguous();
+}
+
+Error Conv2dPackedParams::run_channels_last(KernelContext& ctx, const Tensor& input, Tensor& result,
+                                            const Epilogue& epilogue) const {
+  return dispatch_as<tags::conv2d_channels_last_kernel, float>(ctx, [&](auto) -> Error {
+    // The input in channels-last order: as it is, or converted in scratch
+    // (an HWIO depthwise layer given an NCHW input).
+    const float* x = input.data_as<float>();
+    if (input.dtype != ScalarType::Float || !input.is_channels_last()) {
+      PARE_TRY_ASSIGN(void* memory, ctx.allocate_scratch(input.numel() * sizeof(float)));
+      Tensor nhwc = make_tensor(memory, ScalarType::Float, input.size_span());
+      set_channels_last_strides(nhwc);
+      PARE_TRY(convert_into(ctx, input, nhwc));
+      x = static_cast<const float*>(memory);
+    }
+    PARE_TRY_ASSIGN(const float* residual, epilogue.residual_data(ctx, result));
+    float* y = result.data_as<float>();
+    const int64_t n = static_cast<int64_t>(result.numel());
+    const bool batched = input.dim == 4;
+    const int64_t batch = batched ? input.sizes[0] : 1;
+    const int64_t height = input.sizes[batched ? 2 : 1];
+    const int64_t width = input.sizes[batched ? 3 : 2];
+    const int64_t out_h = result.sizes[batched ? 2 : 1];
+    const int64_t out_w = result.sizes[batched ? 3 : 2];
+    if (depthwise_hwio) {
+      const Clamp clamp = epilogue.product_clamp(/*adds_residual=*/false);
+      const depthwise::Geometry g{batch, in_channels, out_channels, height,     width,     out_h,
+                                  out_w, kernel[0],   stride[0],    padding[0], padding[1]};
+      PARE_TRY(depthwise::run_float_nhwc(ctx, g, x, packed_weight, bias, clamp.min, clamp.max, y));
+      return epilogue.after_product(/*adds_residual=*/false).apply(ctx, y, residual, n);
+    }
+    // Pixel rows without the transposes: every image's pixels are rows of
+    // the image matrix X [batch * H * W, in_channels], and per group C[:,
+    // group's columns] = X[:, group's columns] W^T + bias, with the
+    // residual and the clamp as the GEMM stores C (rows out_channels apart).
+    const int64_t og = out_channels / groups;
+    const int64_t cg = in_channels / groups;
+    const int64_t rows = batch * out_h * out_w;
+    const Clamp clamp = epilogue.product_clamp(/*adds_residual=*/true);
+    PARE_TRY_ASSIGN(const gemm::Split split, gemm::split_for(ctx, rows, og, cg, /*pack_a=*/true, /*pack_b=*/false));
+    for (int64_t g = 0; g < groups; ++g) {
+      const gemm::Output out{1.0f,
+                             /*accumulate=*/false,
+                             /*row_bias=*/nullptr,
+                             bias == nullptr ? nullptr : bias + g * og,
+                             clamp.min,
+                             clamp.max,
+                             residual == nullptr ? nullptr : residual + g * og};
+      gemm::sgemm(ctx, split, rows, og, cg, gemm::StridedA{{x + g * cg, rows, cg, in_channels, 1}},
+                  gemm::PrepackedB{packed_weight + g * static_cast<int64_t>(gemm::packed_b_size(cg, og)), og},
+                  y + g * og, out_channels, out);
+    }
+    return epilogue.after_product(/*adds_residual=*/true).apply(ctx, y, nullptr, n);
+  });
 }
 
 }  // namespace classes

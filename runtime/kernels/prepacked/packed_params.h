@@ -44,13 +44,14 @@ enum class Activation : uint8_t { None, Hardswish, Hardsigmoid, Sigmoid, Silu, G
 // What a prepacked op does to its output after the product: out =
 // activation(clamp(out + residual)), for a convolution per (image, group)
 // right after that group's GEMM, for a linear layer over its whole output
-// after the GEMM (no extra operator, dispatch or output tensor either way).
+// after the GEMM (no extra operator, dispatch or output tensor either way;
+// elementwise, so the same for a channels-last output).
 // The GEMMs add the residual and apply the clamp as they store their
 // output, and the other products the clamp when there is no residual
 // (product_clamp(), gemm::Output): what is left is after_product(). The residual (a fused `add`, e.g. a ResNet
-// or MobileNetV2 shortcut) has the output's sizes and is contiguous. The residual add and each activation run under
-// kernel tags of their own (prepacked_residual_kernel, prepacked_<activation>_kernel), so only the epilogues a model
-// uses are compiled into its runtime; an unselected one fails with the not-selected error.
+// or MobileNetV2 shortcut) has the output's sizes and is read in its memory order. The residual add and each activation
+// run under kernel tags of their own (prepacked_residual_kernel, prepacked_<activation>_kernel), so only the epilogues
+// a model uses are compiled into its runtime; an unselected one fails with the not-selected error.
 struct Epilogue {
   // Whether the build selects any fused activation:
   // a runtime that selects none has no epilogue code beyond the clamp (and
@@ -80,8 +81,9 @@ struct Epilogue {
     return rest;
   }
 
-  // The residual as contiguous floats with `out`'s sizes (null without
-  // one); InvalidShape when its sizes differ.
+  // The residual as floats in `out`'s memory order (contiguous or
+  // channels-last) with its sizes (null without one); InvalidShape when
+  // its sizes differ.
   Result<const float*> residual_data(KernelContext& ctx, const Tensor& out) const;
   // out[0, n) = activation(clamp(out[0, n) + residual[0, n))), residual
   // null for none; split over the method's threads when large (build
@@ -127,12 +129,21 @@ class Conv2dPackedParams : public ObjectBase {
   //   packed as the GEMM's B, run as pixel rows (gemm.h; the sizes only
   //   count the floats);
   // - 4-D: for a depthwise convolution the direct kernel runs
-  //   (depthwise::has_fast_path), the weights as they are.
+  //   (depthwise::has_fast_path), the weights as they are, or, laid out
+  //   HWIO [K, K, 1, C], the channels-last kernel (depthwise.h,
+  //   run_float_nhwc), whatever the input's layout (the output is
+  //   channels-last).
   // bias [out_channels] or null. Float, contiguous, kept by pointer.
   Error init(KernelContext& ctx, const Tensor& weight, const Tensor* bias, IntArrayRef stride, IntArrayRef padding,
              IntArrayRef dilation, int64_t groups, IntArrayRef weight_sizes);
   // input [N, C, H, W] (or [C, H, W]) -> out [N, O, OH, OW], then `epilogue`.
+  // Channels-last (NHWC) when the layer runs so: HWIO depthwise weights, or
+  // pixel rows on a channels-last input (a residual is read in the
+  // output's memory order); NCHW otherwise.
   Error run(KernelContext& ctx, const Tensor& input, Value& out, const Epilogue& epilogue) const;
+
+  // Whether run() computes in channels-last (NHWC) order for this input.
+  bool runs_channels_last(const Tensor& input) const;
 
   int64_t out_channels = 0;
   int64_t in_channels = 0;
@@ -148,8 +159,12 @@ class Conv2dPackedParams : public ObjectBase {
   const float* packed_weight = nullptr;
   const float* bias = nullptr;
   bool depthwise_direct = false;
+  bool depthwise_hwio = false;  // with depthwise_direct: HWIO weights, run channels-last
   bool winograd = false;
   bool pixel_rows = false;
+
+ private:
+  Error run_channels_last(KernelContext& ctx, const Tensor& input, Tensor& result, const Epilogue& epilogue) const;
 };
 
 }  // namespace classes
