@@ -509,7 +509,8 @@ class MethodLowering:
             pixel_rows = pare_packing.pixel_rows_pays(
                 tuple(w_tensor.shape), stride, padding, dilation, int(groups), out_hw
             )
-            nhwc_pays = self.channels_last and pare_packing.channels_last_pays(
+            # The channels_last pass: the layer runs on NHWC activations.
+            nhwc = self.channels_last and pare_packing.channels_last_pays(
                 tuple(w_tensor.shape), stride, padding, dilation, int(groups), out_hw
             )
             detail = (
@@ -521,7 +522,7 @@ class MethodLowering:
                 int(groups),
                 winograd,
                 pixel_rows,
-                nhwc_pays,
+                nhwc,
             )
             return self._with_epilogue(node, _Plan("conv2d_prepack", (x,), detail=detail))
         return None
