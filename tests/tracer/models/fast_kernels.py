@@ -5,7 +5,10 @@ widths), the GEMM tile through dense 3x3, 1x1 and strided convolution with
 odd channel counts, Winograd F(2x2, 3x3) on an odd-sized map with odd
 channel counts (17 -> 19 over 23 x 19, the edge tiles clipped), a 1x1
 convolution over 9 pixels as pixel rows (37 -> 21 over 3 x 3: a panel of
-6 rows and the three-row kernel), max and
+6 rows and the three-row kernel), the channels-last kernels (the
+channels_last pass: a depthwise 3x3 over that 3 x 3 map with the shortcut
+fused, 37 channels, so whole vectors and a tail, a stride-2 one down to
+2 x 2 and a 1x1 layer over its 4 pixels, converted in and out), max and
 average pooling over rows several vectors wide
 (3x3 at stride 2 with padding, nn.MaxPool2d(2), 3x3 average at stride 1
 without counting the padding), and a linear layer with odd features; batch
@@ -31,7 +34,10 @@ class FastKernels(nn.Module):
         self.max2 = nn.MaxPool2d(2)
         self.rows = nn.Conv2d(37, 21, 1)  # prepack_weights packs it for pixel rows
         self.max32 = nn.MaxPool2d((3, 2), stride=1)
-        self.fc = nn.Linear(37 + 13 + 13 + 19 + 21, 11)
+        self.cl_dw = nn.Conv2d(37, 37, 3, padding=1, groups=37)  # 9 output pixels: channels-last
+        self.cl_down = nn.Conv2d(37, 37, 3, stride=2, padding=1, groups=37)  # 3 x 3 -> 2 x 2
+        self.cl_pw = nn.Conv2d(37, 23, 1)  # 1x1 over 4 pixels: channels-last
+        self.fc = nn.Linear(37 + 13 + 13 + 19 + 21 + 23, 11)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         x = torch.relu(self.stem(x))
@@ -41,7 +47,10 @@ class FastKernels(nn.Module):
         pooled.append(torch.relu(self.wino(self.expand(x))).amax(dim=(2, 3)))
         x = self.dw3s2(self.dw7(self.dw5s2(x)))
         x = self.pw(x)  # 5 x 4
-        pooled.append(torch.relu(self.rows(self.max32(x))).amax(dim=(2, 3)))  # 3 x 3
+        y = self.max32(x)  # 3 x 3
+        pooled.append(torch.relu(self.rows(y)).amax(dim=(2, 3)))
+        y = self.cl_dw(y) + y
+        pooled.append(self.cl_pw(torch.relu(self.cl_down(y))).mean(dim=(2, 3)))
         return self.fc(torch.cat([x.mean(dim=(2, 3))] + pooled, dim=1))
 
 
