@@ -84,30 +84,16 @@ void pack_a(const MatrixView<float>& a, int64_t i0, int64_t mc, int64_t p0, int6
   for (int64_t ip = 0; ip < mc; ip += kMR) {
     const int64_t rows = mc - ip < kMR ? mc - ip : kMR;
     float* panel = dst + (ip / kMR) * kc * kMR;
-    if (a.col_stride == 1) {
-      // Row-major A (a linear layer's input, channels-last pixels): each
-      // row read in order, the kMR rows interleaved.
-      const float* src[kMR];
-      for (int64_t r = 0; r < rows; ++r) src[r] = a.data + (i0 + ip + r) * a.row_stride + p0;
-      if (rows == kMR) {
-        for (int64_t p = 0; p < kc; ++p) {
-#pragma clang loop unroll(full)
-          for (int64_t r = 0; r < kMR; ++r) panel[p * kMR + r] = src[r][p];
-        }
+    // Row by row, each read in order into its lane of the panel: a
+    // row-major A (a linear layer's input, channels-last pixels) streams,
+    // and the loop is one pointer step per element whatever the strides.
+    for (int64_t r = 0; r < kMR; ++r) {
+      if (r < rows) {
+        const float* src = a.data + (i0 + ip + r) * a.row_stride + p0 * a.col_stride;
+        for (int64_t p = 0; p < kc; ++p) panel[p * kMR + r] = src[p * a.col_stride];
       } else {
-        for (int64_t p = 0; p < kc; ++p) {
-          int64_t r = 0;
-          for (; r < rows; ++r) panel[p * kMR + r] = src[r][p];
-          for (; r < kMR; ++r) panel[p * kMR + r] = 0.0f;
-        }
+        for (int64_t p = 0; p < kc; ++p) panel[p * kMR + r] = 0.0f;
       }
-      continue;
-    }
-    for (int64_t p = 0; p < kc; ++p) {
-      float* out = panel + p * kMR;
-      int64_t r = 0;
-      for (; r < rows; ++r) out[r] = a.at(i0 + ip + r, p0 + p);
-      for (; r < kMR; ++r) out[r] = 0.0f;
     }
   }
 }
