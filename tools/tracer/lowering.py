@@ -213,9 +213,8 @@ class MethodLowering:
         # (pare.packing.winograd_pays) get their filters transformed.
         self.winograd = winograd
         # The channels_last pass: prepacked convolutions that pay run
-        # channels-last (_choose_channels_last).
+        # channels-last (the last element of their plan's detail).
         self.channels_last = channels_last
-        self._nhwc_layers: set[Node] = set()
         self._nhwc: dict[Node, Value] = {}  # a node whose value exists channels-last -> that value
         self._converted: dict[tuple[Value, int], Value] = {}  # (value, memory format) -> its conversion
         # The fusion passes that run (fuse_add, fuse_clamp, fuse_activation):
@@ -241,10 +240,6 @@ class MethodLowering:
         self._check_outputs()
         plans = {n: self._plan(n) for n in self.graph.nodes if n.op == "call_function"}
         needed = self._needed(output_node, plans)
-        # The channels_last pass: the prepacked convolutions that run
-        # channels-last (pare.packing.channels_last_pays); lowering places
-        # the conversions where their activations enter and leave NHWC.
-        self._nhwc_layers = {n for n, p in plans.items() if p.kind == "conv2d_prepack" and p.detail[-1]}
         for node in self.user_inputs:
             self.env[node] = self._declare_input(node)
         for node in self.graph.nodes:
@@ -692,7 +687,7 @@ class MethodLowering:
         if isinstance(x, Node):
             if x in self.constants:
                 return self._constant(x)
-            if x in self._nhwc and x not in self.env:  # read by an op that takes NCHW
+            if x in self._nhwc:  # read by an op that takes NCHW (the conversion is shared)
                 return self._in_layout(x, channels_last=False)
             return self.env[x]
         return x
@@ -749,8 +744,7 @@ class MethodLowering:
             self.report.uses[LINEAR_PREPACKED].append(use)
             self.report.prepacked["linear"] += 1
         elif plan.kind == "conv2d_prepack":
-            w, bias, stride, padding, dilation, groups, winograd, pixel_rows, _ = plan.detail
-            nhwc = node in self._nhwc_layers
+            w, bias, stride, padding, dilation, groups, winograd, pixel_rows, nhwc = plan.detail
             cache_key = (
                 "conv2d",
                 w,
