@@ -126,31 +126,52 @@ def depthwise_direct(weight_sizes, stride, dilation, groups: int) -> bool:
 
 def winograd_applies(weight_sizes, stride, dilation) -> bool:
     """Whether the runtime can run this convolution with Winograd F(2x2, 3x3)
-    (runtime/kernels/prepacked/winograd.h): a 3x3 kernel, stride 1, no
-    dilation."""
+    or F(4x4, 3x3) (runtime/kernels/prepacked/winograd.h): a 3x3 kernel,
+    stride 1, no dilation."""
     return tuple(weight_sizes[2:]) == (3, 3) and tuple(stride) == (1, 1) and tuple(dilation) == (1, 1)
 
 
 # Where Winograd pays (measured with `python -m tools.bench.winograd` on
 # x86_64, baseline and v3; docs/performance.md, "Winograd"): at least this
-# many input channels per group (fewer make its 16 GEMMs too shallow: 4 in,
+# many input channels per group (fewer make its GEMMs too shallow: 4 in,
 # 64 out ran at 0.66-0.94x im2col; 3 in, 16 out at 1.1-1.2x)...
 WINOGRAD_MIN_IN_CHANNELS = 8
 # ...and at least this many 2x2 output tiles per image (a 5x5 output has 9;
 # a 4x4 output's 4 ran at 0.5-0.95x, a 6x6 output's 9 at 1.2-1.6x).
 WINOGRAD_MIN_TILES = 9
+# F(4x4, 3x3) instead of F(2x2, 3x3) from this many 4x4 output tiles per
+# image on (a 13x13 output has 16: 1.3-1.5x F(2x2, 3x3)'s speed; a 12x12
+# output's 9 ran at 0.6-0.7x, a 7x7 or 8x8 output's 4 at 0.4-0.8x: too
+# few tiles for its 36 GEMMs and its transforms' vectors).
+WINOGRAD4_MIN_TILES = 16
+WINOGRAD_TILES = (2, 4)
+
+
+def winograd_tile(weight_sizes, stride, dilation, groups: int, out_hw) -> int:
+    """The output tile the exporter transforms this convolution's filters
+    for: 0 (no Winograd), 2 (F(2x2, 3x3)) or 4 (F(4x4, 3x3)). Winograd when
+    it applies, each group has WINOGRAD_MIN_IN_CHANNELS input channels or
+    more, and the traced output `out_hw` (height, width) has
+    WINOGRAD_MIN_TILES 2x2 tiles or more (with fewer the transforms and the
+    small products cost more than im2col saves); F(4x4, 3x3) from
+    WINOGRAD4_MIN_TILES 4x4 tiles."""
+    if not winograd_applies(weight_sizes, stride, dilation) or groups < 1 or weight_sizes[0] % groups:
+        return 0
+    if weight_sizes[1] < WINOGRAD_MIN_IN_CHANNELS:
+        return 0
+    if _tiles(out_hw, 4) >= WINOGRAD4_MIN_TILES:
+        return 4
+    return 2 if _tiles(out_hw, 2) >= WINOGRAD_MIN_TILES else 0
 
 
 def winograd_pays(weight_sizes, stride, dilation, groups: int, out_hw) -> bool:
     """Whether the exporter transforms this convolution's filters for
-    Winograd: it applies, each group has WINOGRAD_MIN_IN_CHANNELS input
-    channels or more, and the traced output `out_hw` (height, width) has
-    WINOGRAD_MIN_TILES 2x2 tiles or more (with fewer the transforms and the
-    16 small products cost more than im2col saves)."""
-    if not winograd_applies(weight_sizes, stride, dilation) or groups < 1 or weight_sizes[0] % groups:
-        return False
-    tiles = ((out_hw[0] + 1) // 2) * ((out_hw[1] + 1) // 2)
-    return weight_sizes[1] >= WINOGRAD_MIN_IN_CHANNELS and tiles >= WINOGRAD_MIN_TILES
+    Winograd at all (winograd_tile is not 0)."""
+    return winograd_tile(weight_sizes, stride, dilation, groups, out_hw) != 0
+
+
+def _tiles(out_hw, tile: int) -> int:
+    return -(-out_hw[0] // tile) * -(-out_hw[1] // tile)
 
 
 # Which 1x1 convolutions run as pixel rows (the pixels as the GEMM's rows,
@@ -255,25 +276,49 @@ def _check_groups(out_channels: int, groups: int) -> None:
         raise PackingError(f"groups = {groups} must be positive and divide out_channels = {out_channels}")
 
 
-# F(2x2, 3x3)'s filter transform G (Lavin and Gray 2015): U = G g G^T.
-_WINOGRAD_G = np.array([[1.0, 0.0, 0.0], [0.5, 0.5, 0.5], [0.5, -0.5, 0.5], [0.0, 0.0, 1.0]])
+# The filter transforms G (Lavin and Gray 2015): U = G g G^T, per output
+# tile. F(2x2, 3x3) at the points 0, 1, -1; F(4x4, 3x3) at 0, 1, -1, 2, -2
+# (runtime/kernels/prepacked/winograd.cc has the matching B^T and A^T).
+_WINOGRAD_G = {
+    2: np.array([[1.0, 0.0, 0.0], [0.5, 0.5, 0.5], [0.5, -0.5, 0.5], [0.0, 0.0, 1.0]]),
+    4: np.array(
+        [
+            [1 / 4, 0.0, 0.0],
+            [-1 / 6, -1 / 6, -1 / 6],
+            [-1 / 6, 1 / 6, -1 / 6],
+            [1 / 24, 1 / 12, 1 / 6],
+            [1 / 24, -1 / 12, 1 / 6],
+            [0.0, 0.0, 1.0],
+        ]
+    ),
+}
 
 
-def pack_conv2d_winograd_weight(weight, groups: int) -> np.ndarray:
+def winograd_filter_transform(tile: int) -> np.ndarray:
+    """G for output tile `tile` (2 or 4), float64 [tile + 2, 3]."""
+    if tile not in _WINOGRAD_G:
+        raise PackingError(f"Winograd's output tile is 2 (F(2x2, 3x3)) or 4 (F(4x4, 3x3)), got {tile}")
+    return _WINOGRAD_G[tile].copy()
+
+
+def pack_conv2d_winograd_weight(weight, groups: int, tile: int = 2) -> np.ndarray:
     """A 3x3 convolution's weight [out_channels, in_channels / groups, 3, 3]
-    transformed for Winograd F(2x2, 3x3) as pare::conv2d_prepack takes it:
-    U = G g G^T for every filter, computed in float64 and rounded once; for
-    each group, for each position e = 4 i + j of the 4x4 U, the group's
-    [og, in_channels / groups] matrix of U[i, j] packed as A. 2-D: [groups x
-    16, packed_a_size(og, in_channels / groups)]."""
+    transformed for Winograd F(tile x tile, 3x3) (tile 2 or 4) as
+    pare::conv2d_prepack takes it: U = G g G^T for every filter, computed in
+    float64 and rounded once; for each group, for each position e = a i + j
+    of the a x a U (a = tile + 2), the group's [og, in_channels / groups]
+    matrix of U[i, j] packed as A. 2-D: [groups x a^2, packed_a_size(og,
+    in_channels / groups)]."""
+    g_matrix = winograd_filter_transform(tile)
     w = _float_array(weight, 4, "a convolution weight")
     out_channels, cg = w.shape[:2]
     _check_groups(out_channels, groups)
     if w.shape[2:] != (3, 3):
-        raise PackingError(f"Winograd F(2x2, 3x3) takes a 3x3 kernel, got {w.shape[2]}x{w.shape[3]}")
-    u = np.einsum("ai,ocij,bj->ocab", _WINOGRAD_G, w.astype(np.float64), _WINOGRAD_G).astype(np.float32)
+        raise PackingError(f"Winograd F({tile}x{tile}, 3x3) takes a 3x3 kernel, got {w.shape[2]}x{w.shape[3]}")
+    u = np.einsum("ai,ocij,bj->ocab", g_matrix, w.astype(np.float64), g_matrix).astype(np.float32)
     og = out_channels // groups
-    rows = [pack_a(u[g * og : (g + 1) * og, :, e // 4, e % 4]) for g in range(groups) for e in range(16)]
+    a = tile + 2
+    rows = [pack_a(u[g * og : (g + 1) * og, :, e // a, e % a]) for g in range(groups) for e in range(a * a)]
     return np.stack(rows) if rows else np.zeros((0, packed_a_size(og, cg)), np.float32)
 
 
@@ -282,7 +327,7 @@ def pack_conv2d_weight(
     stride,
     dilation,
     groups: int,
-    winograd: bool = False,
+    winograd: int = 0,
     pixel_rows: bool = False,
     padding=(0, 0),
     channels_last: bool = False,
@@ -291,8 +336,8 @@ def pack_conv2d_weight(
     as pare::conv2d_prepack takes it: as given (4-D) for a depthwise
     convolution the direct kernel runs, or HWIO (4-D,
     pack_conv2d_hwio_weight) with `channels_last`; with `winograd` (where
-    winograd_applies), transformed for Winograd (2-D,
-    pack_conv2d_winograd_weight); with `pixel_rows` (a 1x1 kernel, stride 1,
+    winograd_applies: the output tile, 2 or 4; True means 2), transformed for
+    Winograd (2-D, pack_conv2d_winograd_weight); with `pixel_rows` (a 1x1 kernel, stride 1,
     no `padding`, no dilation), packed for pixel rows (3-D,
     pack_conv2d_pixel_rows_weight); otherwise each group's [og, k] weights
     packed as A, the groups one after another (1-D)."""
@@ -324,12 +369,13 @@ def pack_conv2d_weight(
             )
         return pack_conv2d_pixel_rows_weight(w, groups)
     if winograd:
+        tile = 2 if winograd is True else int(winograd)
         if not winograd_applies(w.shape, stride, dilation):
             raise PackingError(
-                f"Winograd F(2x2, 3x3) takes a 3x3 kernel with stride 1 and no dilation, got a "
+                f"Winograd F({tile}x{tile}, 3x3) takes a 3x3 kernel with stride 1 and no dilation, got a "
                 f"{w.shape[2]}x{w.shape[3]} kernel, stride {list(stride)}, dilation {list(dilation)}"
             )
-        return pack_conv2d_winograd_weight(w, groups)
+        return pack_conv2d_winograd_weight(w, groups, tile)
     og = out_channels // groups
     rows = w.reshape(out_channels, int(np.prod(w.shape[1:])))
     return np.concatenate([pack_a(rows[g * og : (g + 1) * og]) for g in range(groups)])

@@ -1,5 +1,5 @@
-"""python -m tools.bench.winograd: each layer runs both ways, the two agree
-with float64, the table says which way the exporter chooses, and bad
+"""python -m tools.bench.winograd: each layer runs the three ways (im2col,
+F(2x2, 3x3), F(4x4, 3x3)), all agree with float64, the table says which way the exporter chooses, and bad
 arguments are one-line errors (never how fast anything is: that is the
 benchmark's job)."""
 
@@ -20,14 +20,16 @@ def full_lib() -> Path:
     return Path(value) if value else bazel_build("//runtime:full") / "runtime/full/linux_x86_64/libpare_full.so"
 
 
-def test_each_layer_is_timed_both_ways_and_checked(full_lib):
-    table = winograd.run(full_lib, winograd.parse_layers("16x8x8:17,16x4x4"), rounds=1, cpu=None)
+def test_each_layer_is_timed_each_way_and_checked(full_lib):
+    table = winograd.run(full_lib, winograd.parse_layers("16x8x8:17,16x4x4,8x16x16"), rounds=1, cpu=None)
     rows = {line.split()[0] + " " + line.split()[2]: line.split() for line in table.splitlines()[3:]}
-    assert set(rows) == {"16x8x8 17", "16x4x4 16"}
-    assert rows["16x8x8 17"][3] == "winograd" and rows["16x4x4 16"][3] == "im2col"  # 16 tiles vs 4
+    assert set(rows) == {"16x8x8 17", "16x4x4 16", "8x16x16 8"}
+    # 16 2x2 tiles but 4 4x4 ones; 4 2x2 tiles; 16 4x4 tiles.
+    assert rows["16x8x8 17"][3] == "F(2x2,3x3)" and rows["16x4x4 16"][3] == "im2col"
+    assert rows["8x16x16 8"][3] == "F(4x4,3x3)"
     for row in rows.values():
-        assert float(row[4]) > 0 and float(row[5]) > 0 and row[6].endswith("x")
-        assert float(row[7]) < 1e-5 and float(row[8]) < 1e-5  # both agree with float64
+        assert all(float(v) > 0 for v in row[4:7]) and row[7].endswith("x") and row[8].endswith("x")
+        assert all(float(v) < 1e-5 for v in row[9:12])  # each agrees with float64
 
 
 @pytest.mark.parametrize(

@@ -410,9 +410,10 @@ def test_conv3d_code_is_absent_from_a_conv2d_only_runtime(selection_cache, runti
 
 def test_winograd_code_only_in_runtimes_that_select_it(selection_cache, runtime_lib, tracing_runtime):
     """A runtime with prepacked convolutions but no conv2d_winograd_kernel
-    (a model the winograd pass left alone) has none of its code, and names
-    the tag to select when a program with transformed filters reaches it;
-    the tracing build records the tag when a layer runs it."""
+    or conv2d_winograd4_kernel (a model the winograd pass left alone) has
+    none of their code, and names the tag to select when a program with
+    transformed filters reaches it; the tracing build records the tag of
+    the variant a layer runs."""
     w = make_tensor((16, 16, 3, 3), torch.float32, 55, -1, 1)
     x = make_tensor((1, 16, 8, 8), torch.float32, 56)
     program = conv_program(w, None, [1, 1], [1, 1], [1, 1], 1, winograd=True)
@@ -434,7 +435,18 @@ def test_winograd_code_only_in_runtimes_that_select_it(selection_cache, runtime_
     # The same layer packed for im2col runs on it.
     (y,) = Runtime(lib).load(conv_program(w, None, [1, 1], [1, 1], [1, 1], 1)).method().run(x.numpy())
     assert_same(torch.from_numpy(y), F.conv2d(x, w, padding=1), rtol=1e-4, atol=1e-4)
-    assert _has(_unstripped_symbols(runtime_lib), r"pare::winograd::run\(")
+    # Filters transformed for F(4x4, 3x3) name that variant's tag.
+    program4 = conv_program(w, None, [1, 1], [1, 1], [1, 1], 1, winograd=4)
+    x4 = make_tensor((1, 16, 16, 16), torch.float32, 57, -1, 1)
+    traced = tracing_runtime.load(program4)
+    (y,) = traced.method().run(x4.numpy())
+    assert_same(torch.from_numpy(y), F.conv2d(x4, w, padding=1), rtol=1e-4, atol=1e-4)
+    assert traced.trace().kernel_dtypes["conv2d_winograd4_kernel"] == ("Float",)
+    assert "conv2d_winograd_kernel" not in traced.trace().kernel_dtypes
+    with pytest.raises(PareError, match="dtype Float of kernel tag conv2d_winograd4_kernel is not selected"):
+        Runtime(lib).load(program4).method()
+    for tile in (2, 4):
+        assert _has(_unstripped_symbols(runtime_lib), rf"pare::winograd::run<{tile}>\(")
     assert not _has(_unstripped_symbols(lib), r"pare::winograd::")
 
 

@@ -372,7 +372,7 @@ def test_manifest_debug_info_records_the_passes(demo_traces):
         {"name": "fold_conv_bn", "folded": 2},
         {"name": "fold_linear_bn", "folded": 0},
         {"name": "prepack_weights", "conv2d": 3, "linear": 2},
-        {"name": "winograd", "transformed": 0},  # the demo has no 3x3 stride-1 dense convolution
+        {"name": "winograd", "F(2x2,3x3)": 0, "F(4x4,3x3)": 0},  # the demo has no 3x3 stride-1 dense convolution
         {"name": "fuse_add", "fused": 0},
         {"name": "fuse_clamp", "fused": FUSED_IN_DEMO},
         {"name": "fuse_activation", "fused": 2},  # hardswish, gelu
@@ -396,7 +396,7 @@ def test_export_flags(capsys, tmp_path):
     assert code == 0, err
     assert (
         "passes fold_conv_bn (2 folded), fold_linear_bn (0 folded), prepack_weights (3 conv2d, 2 linear), "
-        f"winograd (0 transformed), fuse_add (0 fused), fuse_clamp ({FUSED_IN_DEMO} fused), fuse_activation (2 fused), "
+        f"winograd (0 F(2x2,3x3), 0 F(4x4,3x3)), fuse_add (0 fused), fuse_clamp ({FUSED_IN_DEMO} fused), fuse_activation (2 fused), "
         "channels_last (0 layers, 0 conversions)"
     ) in out
     code, out, err = run_cli(capsys, "export", str(DEMO), "-o", str(tmp_path / "none.pare"), "--passes=none")
@@ -665,7 +665,7 @@ def test_winograd_transforms_the_3x3_layers_where_it_pays(full_lib, tracing_lib)
     spec = spec_from(WinogradCandidates().eval(), [(torch.randn(1, 3, 8, 8),), (torch.randn(2, 3, 8, 8),)])
     exported = export_model(spec)
     counts = {run.name: dict(run.changes) for run in exported.passes}
-    assert counts["prepack_weights"]["conv2d"] == 3 and counts["winograd"] == {"transformed": 1}
+    assert counts["prepack_weights"]["conv2d"] == 3 and counts["winograd"] == {"F(2x2,3x3)": 1, "F(4x4,3x3)": 0}
     assert counts["fuse_clamp"] == {"fused": 1}
     assert all(c.ok for c in check_model(spec, full_lib, program=exported.program))
     # The manifest selects the Winograd kernel only when a layer runs it.
@@ -678,9 +678,21 @@ def test_winograd_transforms_the_3x3_layers_where_it_pays(full_lib, tracing_lib)
     assert (
         "conv2d_winograd_kernel" not in trace_model(spec, runtime=tracing_lib, passes=skipped).manifest.kernel_metadata
     )
+    assert "conv2d_winograd4_kernel" not in manifest.kernel_metadata  # 8x8: 4 4x4 tiles, F(2x2, 3x3)
+    # A 16x16 output has 16 4x4 tiles: F(4x4, 3x3), and only its kernel selected.
+    large = spec_from(WinogradCandidates().eval(), [(torch.randn(1, 3, 16, 16),), (torch.randn(2, 3, 16, 16),)])
+    exported = export_model(large)
+    assert {run.name: dict(run.changes) for run in exported.passes}["winograd"] == {"F(2x2,3x3)": 0, "F(4x4,3x3)": 1}
+    assert all(c.ok for c in check_model(large, full_lib, program=exported.program))
+    manifest = trace_model(large, runtime=tracing_lib).manifest
+    assert manifest.kernel_metadata["conv2d_winograd4_kernel"] == ("Float",)
+    assert "conv2d_winograd_kernel" not in manifest.kernel_metadata
     # A 4x4 output (4 tiles) is too small to pay: the layer stays on im2col.
     small = spec_from(WinogradCandidates().eval(), [(torch.randn(1, 3, 4, 4),)])
-    assert {run.name: dict(run.changes) for run in export_model(small).passes}["winograd"] == {"transformed": 0}
+    assert {run.name: dict(run.changes) for run in export_model(small).passes}["winograd"] == {
+        "F(2x2,3x3)": 0,
+        "F(4x4,3x3)": 0,
+    }
 
 
 class PixelRowsCandidates(nn.Module):

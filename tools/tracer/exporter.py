@@ -247,7 +247,7 @@ def export_model(
     if prepack:
         runs.append((graph_passes.PassRun(graph_passes.PREPACK, tuple(sorted(report.prepacked.items()))),))
     if winograd:
-        runs.append((graph_passes.PassRun(graph_passes.WINOGRAD, (("transformed", report.winograd),)),))
+        runs.append((graph_passes.PassRun(graph_passes.WINOGRAD, tuple(report.winograd.items())),))
     for name in graph_passes.FUSIONS:
         if name in fuse:
             runs.append((graph_passes.PassRun(name, (("fused", report.fused[name]),)),))

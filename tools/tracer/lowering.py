@@ -169,7 +169,9 @@ class LoweringReport:
     uses: dict[str, list[OpUse]] = field(default_factory=lambda: defaultdict(list))
     unsupported: dict[str, list[OpUse]] = field(default_factory=lambda: defaultdict(list))
     prepacked: dict[str, int] = field(default_factory=lambda: {"linear": 0, "conv2d": 0})  # layers packed
-    winograd: int = 0  # of the conv2d layers, those packed for Winograd (the winograd pass)
+    # Of the conv2d layers, those packed for Winograd (the winograd pass),
+    # per output tile: F(2x2, 3x3) and F(4x4, 3x3).
+    winograd: dict[str, int] = field(default_factory=lambda: {"F(2x2,3x3)": 0, "F(4x4,3x3)": 0})
     # The channels_last pass: conv2d layers run channels-last, and the
     # layout conversions (aten::clone) it placed.
     channels_last: dict[str, int] = field(default_factory=lambda: {"layers": 0, "conversions": 0})
@@ -209,8 +211,9 @@ class MethodLowering:
         self.mb = mb
         self.ep = ep
         self.prepack = prepack
-        # The winograd pass: prepacked 3x3 convolutions where it pays
-        # (pare.packing.winograd_pays) get their filters transformed.
+        # The winograd pass: prepacked 3x3 convolutions where it pays get
+        # their filters transformed for the output tile that pays best
+        # (pare.packing.winograd_tile).
         self.winograd = winograd
         # The channels_last pass: prepacked convolutions that pay run
         # channels-last (the last element of their plan's detail).
@@ -496,7 +499,8 @@ class MethodLowering:
             if bias is not None and not self._is_bias(bias, w_tensor.shape[0]):
                 return None
             out_hw = _output_hw(node)
-            winograd = self.winograd and pare_packing.winograd_pays(
+            # The output tile Winograd runs with (0: none).
+            winograd = self.winograd and pare_packing.winograd_tile(
                 tuple(w_tensor.shape), stride, dilation, int(groups), out_hw
             )
             # prepack_weights lays a 1x1 convolution over few pixels out for
@@ -770,7 +774,8 @@ class MethodLowering:
                     channels_last=nhwc,
                 )
                 self.report.uses[CONV2D_PREPACK].append(use)
-                self.report.winograd += winograd
+                if winograd:
+                    self.report.winograd[f"F({winograd}x{winograd},3x3)"] += 1
             out = self.mb.op(
                 CONV2D_PREPACKED,
                 self._in_layout(plan.deps[0], nhwc),

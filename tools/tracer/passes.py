@@ -502,8 +502,8 @@ PASSES: tuple[GraphPass, ...] = (
     GraphPass(
         WINOGRAD,
         "prepacked 3x3 conv2d with stride 1, no dilation, at least 8 input channels per group "
-        "and 9 2x2 output tiles -> its filters transformed for Winograd F(2x2, 3x3) "
-        "(fewer multiplies; needs prepack_weights)",
+        "and 9 2x2 output tiles -> its filters transformed for Winograd F(2x2, 3x3), or "
+        "F(4x4, 3x3) from 9 4x4 output tiles (fewer multiplies; needs prepack_weights)",
         None,
     ),
     GraphPass(

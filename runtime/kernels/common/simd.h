@@ -30,17 +30,26 @@ PARE_ALWAYS_INLINE vec loadv(const float* p) {
 }
 PARE_ALWAYS_INLINE void storev(float* p, vec v) { __builtin_memcpy(p, &v, sizeof(v)); }
 
-// Lanes 0, 2, 4, ... of the 2 * kLanes floats at p (p[0], p[2], ...): a
-// stride-2 row as one vector.
-PARE_ALWAYS_INLINE vec load_even(const float* p) {
-  const vec lo = loadv(p);
-  const vec hi = loadv(p + kLanes);
+// The even lanes (a[0], a[2], ..., b[0], b[2], ...) and the odd lanes of
+// the 2 * kLanes floats in a then b.
+PARE_ALWAYS_INLINE vec even_lanes(vec a, vec b) {
 #if defined(__AVX2__) && defined(__FMA__)
-  return __builtin_shufflevector(lo, hi, 0, 2, 4, 6, 8, 10, 12, 14);
+  return __builtin_shufflevector(a, b, 0, 2, 4, 6, 8, 10, 12, 14);
 #else
-  return __builtin_shufflevector(lo, hi, 0, 2, 4, 6);
+  return __builtin_shufflevector(a, b, 0, 2, 4, 6);
 #endif
 }
+PARE_ALWAYS_INLINE vec odd_lanes(vec a, vec b) {
+#if defined(__AVX2__) && defined(__FMA__)
+  return __builtin_shufflevector(a, b, 1, 3, 5, 7, 9, 11, 13, 15);
+#else
+  return __builtin_shufflevector(a, b, 1, 3, 5, 7);
+#endif
+}
+
+// Lanes 0, 2, 4, ... of the 2 * kLanes floats at p (p[0], p[2], ...): a
+// stride-2 row as one vector.
+PARE_ALWAYS_INLINE vec load_even(const float* p) { return even_lanes(loadv(p), loadv(p + kLanes)); }
 
 // Stores a's and b's lanes interleaved, a[0] b[0] a[1] b[1] ..., at p:
 // 2 * kLanes floats (a stride-2 row written as two vectors).

@@ -263,13 +263,15 @@ Error Conv2dPackedParams::init(KernelContext& ctx, const Tensor& weight, const T
         sizes_to_string(weight_sizes).text, to_string(weight.dtype), sizes_to_string(weight.size_span()).text);
     packed_weight = weight.data_as<float>();
   } else if (weight.dim == 2) {
-    // Filters transformed for Winograd F(2x2, 3x3), per group 16 packed A.
-    // A runtime without the Winograd kernel says so now, naming its tag
+    // Filters transformed for Winograd, per group positions(T) packed A:
+    // 16 for F(2x2, 3x3), 36 for F(4x4, 3x3), told apart by the rows. A
+    // runtime without that variant's kernel says so now, naming its tag
     // (and carries no checks for a layout it cannot run).
-    if (!kernel_dtype_selected(TagId::conv2d_winograd_kernel, ScalarType::Float)) {
-      return detail::dtype_not_selected(ctx, TagId::conv2d_winograd_kernel, ScalarType::Float);
+    winograd_tile = weight.sizes[0] == groups * winograd::positions(4) ? 4 : 2;
+    const TagId tag = winograd_tile == 4 ? TagId::conv2d_winograd4_kernel : TagId::conv2d_winograd_kernel;
+    if (!kernel_dtype_selected(tag, ScalarType::Float)) {
+      return detail::dtype_not_selected(ctx, tag, ScalarType::Float);
     }
-    winograd = true;
     const int64_t og = out_channels / groups;
     PARE_CHECK_OR_RETURN(
         ctx,
@@ -278,7 +280,7 @@ Error Conv2dPackedParams::init(KernelContext& ctx, const Tensor& weight, const T
         "argument 'weight' is transformed for Winograd (2-D), which only a 3x3 convolution with "
         "stride 1 and no dilation may be%s",
         kRepack);
-    const int64_t rows = groups * winograd::kPositions;
+    const int64_t rows = groups * winograd::positions(winograd_tile);
     const int64_t cols = static_cast<int64_t>(gemm::packed_a_size(og, cg));
     PARE_CHECK_OR_RETURN(
         ctx,
@@ -286,8 +288,9 @@ Error Conv2dPackedParams::init(KernelContext& ctx, const Tensor& weight, const T
             weight.sizes[1] == cols,
         Error::InvalidArgument,
         "argument 'weight' must be the filters transformed for Winograd: a contiguous Float tensor of sizes "
-        "[%lld, %lld], got %s %s%s",
-        static_cast<long long>(rows), static_cast<long long>(cols), to_string(weight.dtype),
+        "[%lld, %lld] (F(2x2, 3x3); [%lld, %lld] for F(4x4, 3x3)), got %s %s%s",
+        static_cast<long long>(groups * winograd::positions(2)), static_cast<long long>(cols),
+        static_cast<long long>(groups * winograd::positions(4)), static_cast<long long>(cols), to_string(weight.dtype),
         sizes_to_string(weight.size_span()).text, kRepack);
     packed_weight = weight.data_as<float>();
   } else if (weight.dim == 3) {
@@ -322,6 +325,23 @@ Error Conv2dPackedParams::init(KernelContext& ctx, const Tensor& weight, const T
   PARE_TRY_ASSIGN(bias, bias_floats(ctx, bias_tensor, out_channels));
   return Error::Ok;
 }
+
+namespace {
+
+// A Winograd layer with output tile T, under the variant's tag:
+// each_group(product) runs the product per (image, group) (see run()).
+template <typename Tag, int T, typename EachGroup>
+PARE_ALWAYS_INLINE Error run_winograd(KernelContext& ctx, const winograd::Geometry& wg, const Clamp& clamp,
+                                      EachGroup& each_group) {
+  return dispatch_as<Tag, float>(ctx, [&](auto) -> Error {
+    PARE_TRY_ASSIGN(const winograd::Scratch scratch, winograd::allocate<T>(ctx, wg));
+    return each_group([&](const float* image, float* c, const float* u, const float* group_bias, const float*) {
+      winograd::run<T>(ctx, wg, scratch, image, u, group_bias, clamp.min, clamp.max, c);
+    });
+  });
+}
+
+}  // namespace
 
 Error Conv2dPackedParams::run(KernelContext& ctx, const Tensor& input, Value& out, const Epilogue& epilogue) const {
   PARE_CHECK_OR_RETURN(ctx, input.dim == 4 || input.dim == 3, Error::InvalidShape,
@@ -368,9 +388,13 @@ Error Conv2dPackedParams::run(KernelContext& ctx, const Tensor& input, Value& ou
   const int64_t p = out_h * out_w;
   // init accepts these layouts only in a build that selects their kernels,
   // so with a link-time constant false they fold away (no code for them).
-  const bool winograd_layout = winograd && kernel_dtype_selected(TagId::conv2d_winograd_kernel, ScalarType::Float);
+  const bool winograd2_layout =
+      winograd_tile == 2 && kernel_dtype_selected(TagId::conv2d_winograd_kernel, ScalarType::Float);
+  const bool winograd4_layout =
+      winograd_tile == 4 && kernel_dtype_selected(TagId::conv2d_winograd4_kernel, ScalarType::Float);
   const bool pixel_rows_layout = pixel_rows && kernel_dtype_selected(TagId::pixel_rows_kernel, ScalarType::Float);
-  const size_t group_floats = winograd_layout     ? winograd::packed_weight_floats(og, cg)
+  const size_t group_floats = winograd2_layout || winograd4_layout
+                                  ? winograd::packed_weight_floats(winograd_tile, og, cg)
                               : pixel_rows_layout ? gemm::packed_b_size(cg, og)
                                                   : gemm::packed_a_size(og, k);
   const bool pointwise =
@@ -405,14 +429,10 @@ Error Conv2dPackedParams::run(KernelContext& ctx, const Tensor& input, Value& ou
     }
     return Error::Ok;
   };
-  if (winograd_layout) {
-    return dispatch_as<tags::conv2d_winograd_kernel, float>(ctx, [&](auto) -> Error {
-      const winograd::Geometry wg{cg, og, height, width, out_h, out_w, padding[0], padding[1]};
-      PARE_TRY_ASSIGN(const winograd::Scratch scratch, winograd::allocate(ctx, wg));
-      return each_group([&](const float* image, float* c, const float* u, const float* group_bias, const float*) {
-        winograd::run(ctx, wg, scratch, image, u, group_bias, clamp.min, clamp.max, c);
-      });
-    });
+  if (winograd2_layout || winograd4_layout) {
+    const winograd::Geometry wg{cg, og, height, width, out_h, out_w, padding[0], padding[1]};
+    return winograd2_layout ? run_winograd<tags::conv2d_winograd_kernel, 2>(ctx, wg, clamp, each_group)
+                            : run_winograd<tags::conv2d_winograd4_kernel, 4>(ctx, wg, clamp, each_group);
   }
   if (pixel_rows_layout) {
     return dispatch_as<tags::pixel_rows_kernel, float>(ctx, [&](auto) -> Error {

@@ -123,7 +123,8 @@ class Conv2dPackedParams : public ObjectBase {
   //   gemm::packed_a_size floats), run as im2col GEMMs;
   // - 2-D [groups x 16, gemm::packed_a_size(og, cg)]: a 3x3, stride 1,
   //   undilated convolution's filters transformed for Winograd F(2x2, 3x3)
-  //   (winograd.h), per group the 16 transformed matrices, each packed as A;
+  //   (winograd.h), per group the 16 transformed matrices, each packed as
+  //   A; [groups x 36, ...]: the same for F(4x4, 3x3), 36 matrices;
   // - 3-D [groups, in_channels / groups, round_up(og, gemm::kPadCols)]: a
   //   1x1, stride 1, unpadded convolution over few pixels, per group W^T
   //   packed as the GEMM's B, run as pixel rows (gemm.h; the sizes only
@@ -152,15 +153,15 @@ class Conv2dPackedParams : public ObjectBase {
   int64_t stride[2] = {1, 1};
   int64_t padding[2] = {0, 0};
   int64_t dilation[2] = {1, 1};
-  // Per group, the packed A layout (gemm.h) or, with `winograd`, 16 of
-  // them, or with `pixel_rows` W^T packed as B; for a depthwise
-  // convolution the direct kernel runs (depthwise_direct), the weights as
-  // given: [out_channels, 1, K, K].
+  // Per group, the packed A layout (gemm.h) or, with `winograd_tile`, 16
+  // (tile 2) or 36 (tile 4) of them, or with `pixel_rows` W^T packed as
+  // B; for a depthwise convolution the direct kernel runs
+  // (depthwise_direct), the weights as given: [out_channels, 1, K, K].
   const float* packed_weight = nullptr;
   const float* bias = nullptr;
   bool depthwise_direct = false;
   bool depthwise_hwio = false;  // with depthwise_direct: HWIO weights, run channels-last
-  bool winograd = false;
+  int winograd_tile = 0;        // Winograd's output tile: 2 or 4; 0 for none
   bool pixel_rows = false;
 
  private:

@@ -451,12 +451,12 @@ def test_unpacked_or_mis_sized_weights_are_rejected(runtime):
         ),
         (
             (packing.pack_conv2d_winograd_weight(conv, 1), None, [1, 1], [0, 0], [1, 1], 1, [4, 2, 3, 3]),
-            "must be the filters transformed for Winograd: a contiguous Float tensor of sizes \\[16, 12\\], got "
-            "Float \\[16, 18\\]",
+            "must be the filters transformed for Winograd: a contiguous Float tensor of sizes \\[16, 12\\] "
+            "\\(F\\(2x2, 3x3\\); \\[36, 12\\] for F\\(4x4, 3x3\\)\\), got Float \\[16, 18\\]",
         ),
         (
             (np.ones((16, 18), np.float64), None, [1, 1], [0, 0], [1, 1], 1, [4, 3, 3, 3]),
-            "transformed for Winograd: a contiguous Float tensor of sizes \\[16, 18\\], got Double \\[16, 18\\]",
+            "transformed for Winograd: a contiguous Float tensor of sizes \\[16, 18\\] .*, got Double \\[16, 18\\]",
         ),
         # A 3-D weight is only for pixel rows: a 1x1 kernel, stride 1, no padding or dilation, W^T packed as B.
         (
@@ -571,28 +571,62 @@ def test_fused_epilogue_errors(runtime):
         runtime.load(program).method().run(inputs[0], inputs[1][..., :8])
 
 
-# -- Winograd F(2x2, 3x3) (runtime/kernels/prepacked/winograd.h) ------------------
+# -- Winograd F(2x2, 3x3) and F(4x4, 3x3) (runtime/kernels/prepacked/winograd.h) ------------
 
 _U = 2.0**-24  # float32's unit roundoff
-_BT = np.array([[1, 0, -1, 0], [0, 1, 1, 0], [0, -1, 1, 0], [0, 1, 0, -1]], np.float64)
-_G = np.array([[1, 0, 0], [0.5, 0.5, 0.5], [0.5, -0.5, 0.5], [0, 0, 1]], np.float64)
-_AT = np.array([[1, 1, 1, 0], [0, 1, -1, -1]], np.float64)
+# B^T, G and A^T per output tile (Lavin and Gray 2015).
+_BT = {
+    2: np.array([[1, 0, -1, 0], [0, 1, 1, 0], [0, -1, 1, 0], [0, 1, 0, -1]], np.float64),
+    4: np.array(
+        [
+            [4, 0, -5, 0, 1, 0],
+            [0, -4, -4, 1, 1, 0],
+            [0, 4, -4, -1, 1, 0],
+            [0, -2, -1, 2, 1, 0],
+            [0, 2, -1, -2, 1, 0],
+            [0, 4, 0, -5, 0, 1],
+        ],
+        np.float64,
+    ),
+}
+_G = {
+    2: np.array([[1, 0, 0], [0.5, 0.5, 0.5], [0.5, -0.5, 0.5], [0, 0, 1]], np.float64),
+    4: np.array(
+        [
+            [1 / 4, 0, 0],
+            [-1 / 6, -1 / 6, -1 / 6],
+            [-1 / 6, 1 / 6, -1 / 6],
+            [1 / 24, 1 / 12, 1 / 6],
+            [1 / 24, -1 / 12, 1 / 6],
+            [0, 0, 1],
+        ],
+        np.float64,
+    ),
+}
+_AT = {
+    2: np.array([[1, 1, 1, 0], [0, 1, -1, -1]], np.float64),
+    4: np.array([[1, 1, 1, 1, 1, 0], [0, 1, -1, 2, -2, 0], [0, 1, 1, 4, 4, 0], [0, 1, -1, 8, -8, 1]], np.float64),
+}
+# Roundings per term beyond the input channels' (winograd.h): gamma_(cg + k).
+_EXTRA_ROUNDINGS = {2: 10, 4: 14}
 
 
-def winograd_magnitude(x, w, padding, groups):
+def winograd_magnitude(x, w, padding, groups, tile=2):
     """The Winograd computation on absolute values, in float64: for each
     output, the sum of the magnitudes of every term the runtime adds
     (A^T ((|G| |g| |G^T|) . (|B^T| |d| |B|)) A over the input channels), the
     factor of the rounding error bound (winograd.h)."""
+    bt, g_m, at = (np.abs(m[tile]) for m in (_BT, _G, _AT))
     x, w = np.abs(x.double().numpy()), np.abs(w.double().numpy())
     n, c, h, wd = x.shape
     oh, ow = h + 2 * padding[0] - 2, wd + 2 * padding[1] - 2
-    th, tw = (oh + 1) // 2, (ow + 1) // 2
-    plane = np.zeros((n, c, 2 * th + 2, 2 * tw + 2))
+    th, tw = -(-oh // tile), -(-ow // tile)
+    plane = np.zeros((n, c, tile * th + 2, tile * tw + 2))
     plane[:, :, padding[0] : padding[0] + h, padding[1] : padding[1] + wd] = x
-    d = np.lib.stride_tricks.sliding_window_view(plane, (4, 4), axis=(2, 3))[:, :, ::2, ::2]  # n c th tw 4 4
-    v = np.einsum("ai,nctsij,bj->nctsab", np.abs(_BT), d, np.abs(_BT))
-    u = np.einsum("ai,ocij,bj->ocab", np.abs(_G), w, np.abs(_G))
+    a = tile + 2
+    d = np.lib.stride_tricks.sliding_window_view(plane, (a, a), axis=(2, 3))[:, :, ::tile, ::tile]  # n c th tw a a
+    v = np.einsum("ai,nctsij,bj->nctsab", bt, d, bt)
+    u = np.einsum("ai,ocij,bj->ocab", g_m, w, g_m)
     og, cg = w.shape[0] // groups, w.shape[1]
     m = np.concatenate(
         [
@@ -601,18 +635,18 @@ def winograd_magnitude(x, w, padding, groups):
         ],
         axis=1,
     )
-    y = np.einsum("ai,notsij,bj->notsab", np.abs(_AT), m, np.abs(_AT))  # n o th tw 2 2
-    return torch.from_numpy(y.transpose(0, 1, 2, 4, 3, 5).reshape(n, -1, 2 * th, 2 * tw)[:, :, :oh, :ow])
+    y = np.einsum("ai,notsij,bj->notsab", at, m, at)  # n o th tw tile tile
+    return torch.from_numpy(y.transpose(0, 1, 2, 4, 3, 5).reshape(n, -1, tile * th, tile * tw)[:, :, :oh, :ow])
 
 
 def gamma(k):
     return k * _U / (1 - k * _U)
 
 
-def winograd_program(w, b, padding, groups, epilogue=(), residual=False):
+def winograd_program(w, b, padding, groups, epilogue=(), residual=False, tile=2):
     pb = ProgramBuilder()
     m = pb.method()
-    args = [m.input("Float"), m.conv2d_prepack(w, b, (1, 1), padding, (1, 1), groups, winograd=True), *epilogue]
+    args = [m.input("Float"), m.conv2d_prepack(w, b, (1, 1), padding, (1, 1), groups, winograd=tile), *epilogue]
     if residual:
         args.append(m.input("Float"))
     m.output(m.op("pare::conv2d_prepacked", *args))
@@ -633,23 +667,28 @@ def winograd_program(w, b, padding, groups, epilogue=(), residual=False):
         ((1, 32, 40, 36), 40, (1, 1), 1),  # 380 tiles: several blocks of tiles
         ((2, 32, 6, 10), 34, (1, 1), 2),  # groups
         ((16, 6, 5), 16, (1, 1), 1),  # unbatched
+        ((1, 16, 21, 9), 16, (1, 1), 1),  # more tiles per block than a row of tiles has, and a clipped last tile
+        ((1, 8, 16, 100), 9, (1, 1), 1),  # rows of 25 4x4 tiles: whole vectors and an overlapping last one
+        ((1, 8, 4, 37), 9, (0, 3), 1),  # one row of 2x2 and of 4x4 tiles, padding 3 on the sides
     ],
 )
 @pytest.mark.parametrize("bias", [True, False])
-def test_winograd_within_its_error_bound(runtime, x, out_channels, padding, groups, bias):
+@pytest.mark.parametrize("tile", [2, 4])
+def test_winograd_within_its_error_bound(runtime, x, out_channels, padding, groups, bias, tile):
     xt = make_tensor(x, torch.float32, 40, -2, 2)
     w = make_tensor((out_channels, x[-3] // groups, 3, 3), torch.float32, 41, -1, 1)
     b = make_tensor((out_channels,), torch.float32, 42, -1, 1) if bias else None
-    (y,) = runtime.load(winograd_program(w, b, padding, groups)).method().run(xt.numpy())
+    (y,) = runtime.load(winograd_program(w, b, padding, groups, tile=tile)).method().run(xt.numpy())
     batched = xt if xt.dim() == 4 else xt.unsqueeze(0)
     want = F.conv2d(batched.double(), w.double(), None if b is None else b.double(), 1, padding, 1, groups)
     # Each output is a sum of terms that each went through at most cg + 9
-    # roundings: the filter transform's, 2 in the input transform, the
-    # product and cg - 1 sums, 4 in the output transform and the bias add.
-    magnitude = winograd_magnitude(batched, w, padding, groups)
+    # (F(2x2, 3x3)) or cg + 13 (F(4x4, 3x3)) roundings: the filter
+    # transform's, 2 or 4 in the input transform, the product and cg - 1
+    # sums, 4 or 6 in the output transform and the bias add.
+    magnitude = winograd_magnitude(batched, w, padding, groups, tile)
     if bias:
         magnitude += b.double().abs()[:, None, None]
-    bound = gamma(x[-3] // groups + 10) * magnitude
+    bound = gamma(x[-3] // groups + _EXTRA_ROUNDINGS[tile]) * magnitude
     got = torch.from_numpy(y).double().reshape(want.shape)
     assert list(y.shape) == list(xt.shape[:-3]) + [out_channels, *want.shape[-2:]]
     excess = (got - want).abs() - bound
@@ -659,7 +698,8 @@ def test_winograd_within_its_error_bound(runtime, x, out_channels, padding, grou
 @pytest.mark.fp_ops  # the GEMM's vector code: also on the v3 runtime
 @pytest.mark.parametrize("activation", [None, "hardswish"])
 @pytest.mark.parametrize("residual", [True, False])
-def test_winograd_epilogue(runtime, activation, residual):
+@pytest.mark.parametrize("tile", [2, 4])
+def test_winograd_epilogue(runtime, activation, residual, tile):
     # relu(conv (+ residual)) or hardswish(clamp(conv (+ residual))): the
     # fused epilogue runs on the Winograd output as on im2col's; without a
     # residual the output transform applies the clamp as it stores the
@@ -669,32 +709,49 @@ def test_winograd_epilogue(runtime, activation, residual):
     b = make_tensor((20,), torch.float32, 45, -1, 1)
     r = make_tensor((2, 20, 7, 9), torch.float32, 46, -3, 3)
     lo, hi = (0.0, float("inf")) if activation is None else (-1.0, 2.0)
-    program = winograd_program(w, b, (1, 1), 1, (lo, hi, activation), residual=residual)
+    program = winograd_program(w, b, (1, 1), 1, (lo, hi, activation), residual=residual, tile=tile)
     (y,) = runtime.load(program).method().run(x.numpy(), *([r.numpy()] if residual else []))
     want = F.conv2d(x.double(), w.double(), b.double(), padding=1) + (r if residual else 0)
     want = ACTIVATIONS[activation](want.clamp(lo, hi))
     assert_same(torch.from_numpy(y), want.float(), rtol=1e-4, atol=1e-4)
 
 
-def test_winograd_packing_is_lavins_filter_transform_and_refuses_other_kernels():
+@pytest.mark.parametrize("tile", [2, 4])
+def test_winograd_packing_is_lavins_filter_transform_and_refuses_other_kernels(tile):
     w = make_tensor((7, 5, 3, 3), torch.float32, 47, -1, 1).numpy()
-    packed = packing.pack_conv2d_weight(w, (1, 1), (1, 1), 1, winograd=True)
-    assert packed.shape == (16, packing.packed_a_size(7, 5)) and packed.dtype == np.float32
-    u = np.einsum("ai,ocij,bj->ocab", _G, w.astype(np.float64), _G)
-    for e in range(16):
-        np.testing.assert_array_equal(packed[e], packing.pack_a(u[:, :, e // 4, e % 4].astype(np.float32)))
-    groups = packing.pack_conv2d_weight(np.concatenate([w, w]), (1, 1), (1, 1), 2, winograd=True)
+    a = tile + 2
+    packed = packing.pack_conv2d_weight(w, (1, 1), (1, 1), 1, winograd=tile)
+    assert packed.shape == (a * a, packing.packed_a_size(7, 5)) and packed.dtype == np.float32
+    u = np.einsum("ai,ocij,bj->ocab", _G[tile], w.astype(np.float64), _G[tile])
+    for e in range(a * a):
+        np.testing.assert_array_equal(packed[e], packing.pack_a(u[:, :, e // a, e % a].astype(np.float32)))
+    groups = packing.pack_conv2d_weight(np.concatenate([w, w]), (1, 1), (1, 1), 2, winograd=tile)
     np.testing.assert_array_equal(groups, np.concatenate([packed, packed]))
     for kernel, stride, dilation in [((5, 5), (1, 1), (1, 1)), ((3, 3), (2, 2), (1, 1)), ((3, 3), (1, 1), (2, 2))]:
-        with pytest.raises(packing.PackingError, match="Winograd F\\(2x2, 3x3\\) takes a 3x3 kernel with stride 1"):
-            packing.pack_conv2d_weight(np.ones((4, 4, *kernel), np.float32), stride, dilation, 1, winograd=True)
-    # Where the exporter uses it: 8+ input channels per group and 9+ 2x2 output tiles.
-    assert packing.winograd_pays((16, 16, 3, 3), (1, 1), (1, 1), 1, (7, 7))
-    assert packing.winograd_pays((4, 8, 3, 3), (1, 1), (1, 1), 1, (5, 6))  # 9 tiles
-    assert not packing.winograd_pays((4, 8, 3, 3), (1, 1), (1, 1), 1, (4, 6))  # 6 tiles
-    assert not packing.winograd_pays((64, 7, 3, 3), (1, 1), (1, 1), 1, (56, 56))
-    assert not packing.winograd_pays((512, 512, 3, 3), (1, 1), (1, 1), 1, (4, 4))
-    assert not packing.winograd_pays((64, 64, 3, 3), (2, 2), (1, 1), 1, (56, 56))
-    assert not packing.winograd_pays((64, 64, 3, 3), (1, 1), (2, 2), 1, (56, 56))
-    assert not packing.winograd_pays((64, 4, 3, 3), (1, 1), (1, 1), 16, (56, 56))  # 4 input channels per group
-    assert packing.winograd_pays((64, 16, 3, 3), (1, 1), (1, 1), 4, (56, 56))
+        with pytest.raises(packing.PackingError, match=f"Winograd F\\({tile}x{tile}, 3x3\\) takes a 3x3 kernel"):
+            packing.pack_conv2d_weight(np.ones((4, 4, *kernel), np.float32), stride, dilation, 1, winograd=tile)
+
+
+def test_winograd_tile_choice():
+    with pytest.raises(packing.PackingError, match="output tile is 2 \\(F\\(2x2, 3x3\\)\\) or 4 .*got 3"):
+        packing.pack_conv2d_weight(np.ones((4, 4, 3, 3), np.float32), (1, 1), (1, 1), 1, winograd=3)
+    assert (
+        packing.pack_conv2d_weight(np.ones((4, 4, 3, 3), np.float32), (1, 1), (1, 1), 1, winograd=True).shape[0] == 16
+    )
+    # Where the exporter uses it: 8+ input channels per group and 9+ 2x2
+    # output tiles; F(4x4, 3x3) from 16 4x4 output tiles.
+    assert packing.winograd_tile((16, 16, 3, 3), (1, 1), (1, 1), 1, (7, 7)) == 2
+    assert packing.winograd_tile((4, 8, 3, 3), (1, 1), (1, 1), 1, (5, 6)) == 2  # 9 tiles
+    assert packing.winograd_tile((4, 8, 3, 3), (1, 1), (1, 1), 1, (4, 6)) == 0  # 6 tiles
+    assert packing.winograd_tile((64, 64, 3, 3), (1, 1), (1, 1), 1, (12, 12)) == 2  # 9 4x4 tiles
+    assert packing.winograd_tile((64, 64, 3, 3), (1, 1), (1, 1), 1, (13, 13)) == 4  # 16 4x4 tiles
+    assert packing.winograd_tile((64, 64, 3, 3), (1, 1), (1, 1), 1, (56, 56)) == 4
+    assert packing.winograd_tile((512, 512, 3, 3), (1, 1), (1, 1), 1, (7, 7)) == 2
+    assert packing.winograd_tile((64, 7, 3, 3), (1, 1), (1, 1), 1, (56, 56)) == 0
+    assert packing.winograd_tile((512, 512, 3, 3), (1, 1), (1, 1), 1, (4, 4)) == 0
+    assert packing.winograd_tile((64, 64, 3, 3), (2, 2), (1, 1), 1, (56, 56)) == 0
+    assert packing.winograd_tile((64, 64, 3, 3), (1, 1), (2, 2), 1, (56, 56)) == 0
+    assert packing.winograd_tile((64, 4, 3, 3), (1, 1), (1, 1), 16, (56, 56)) == 0  # 4 input channels per group
+    assert packing.winograd_tile((64, 16, 3, 3), (1, 1), (1, 1), 4, (56, 56)) == 4
+    assert packing.winograd_pays((4, 8, 3, 3), (1, 1), (1, 1), 1, (5, 6))
+    assert not packing.winograd_pays((4, 8, 3, 3), (1, 1), (1, 1), 1, (4, 6))

@@ -2,8 +2,9 @@
 runtime (tests/tracer/test_android.py runs it on android_arm64 under qemu):
 the vectorised depthwise kernels (3x3, 5x5, 7x7 at stride 1 and 2, odd
 widths), the GEMM tile through dense 3x3, 1x1 and strided convolution with
-odd channel counts, Winograd F(2x2, 3x3) on an odd-sized map with odd
-channel counts (17 -> 19 over 23 x 19, the edge tiles clipped), a 1x1
+odd channel counts, Winograd F(4x4, 3x3) on an odd-sized map with odd
+channel counts (17 -> 19 over 23 x 19, the edge tiles clipped) and
+F(2x2, 3x3) on a smaller one (13 -> 13 over 12 x 10), a 1x1
 convolution over 9 pixels as pixel rows (37 -> 21 over 3 x 3: a panel of
 6 rows and the three-row kernel), the channels-last kernels (the
 channels_last pass: a depthwise 3x3 over that 3 x 3 map with the shortcut
@@ -28,7 +29,8 @@ class FastKernels(nn.Module):
         self.dw3s2 = nn.Conv2d(26, 26, 3, stride=2, groups=26)
         self.pw = nn.Conv2d(26, 37, 1)
         self.expand = nn.Conv2d(13, 17, 1)
-        self.wino = nn.Conv2d(17, 19, 3, padding=1)  # the winograd pass transforms it
+        self.wino = nn.Conv2d(17, 19, 3, padding=1)  # the winograd pass transforms it: F(4x4, 3x3)
+        self.wino2 = nn.Conv2d(13, 13, 3, padding=1)  # 9 4x4 tiles: F(2x2, 3x3)
         self.avg = nn.AvgPool2d(3, stride=1, padding=1, count_include_pad=False)
         self.max3 = nn.MaxPool2d(3, stride=2, padding=1)
         self.max2 = nn.MaxPool2d(2)
@@ -43,7 +45,7 @@ class FastKernels(nn.Module):
         x = torch.relu(self.stem(x))
         x = torch.relu(self.dw3(x)) + x
         x = x + self.avg(x)  # 23 x 19
-        pooled = [self.max3(x).amax(dim=(2, 3)), self.max2(x).mean(dim=(2, 3))]  # 12 x 10, 11 x 9
+        pooled = [self.wino2(self.max3(x)).amax(dim=(2, 3)), self.max2(x).mean(dim=(2, 3))]  # 12 x 10, 11 x 9
         pooled.append(torch.relu(self.wino(self.expand(x))).amax(dim=(2, 3)))
         x = self.dw3s2(self.dw7(self.dw5s2(x)))
         x = self.pw(x)  # 5 x 4
