@@ -759,6 +759,9 @@ def test_channels_last_runs_small_depthwise_and_1x1_layers_nhwc(full_lib, tracin
     manifest = trace_model(spec, runtime=tracing_lib).manifest
     assert manifest.kernel_metadata["conv2d_channels_last_kernel"] == ("Float",)
     assert manifest.kernel_metadata["channels_last_transpose_kernel"] == ("Float",)
+    # The tail's weights are packed for pixel rows, which a runtime must
+    # select to load them, though no layer runs pixel rows NCHW here.
+    assert manifest.kernel_metadata["pixel_rows_kernel"] == ("Float",)
     assert "aten::clone" in manifest.operators
     # Skipped, the same layers run NCHW, and the manifest selects none of it.
     skipped = graph_passes.resolve("default", skip="channels_last")

@@ -16,9 +16,11 @@ from tests.conftest import bazel_build, require_tool
 from tools.tracer.progress import Progress
 from tools.zoo import zoo
 
-# Small models covering the kinds: a CNN with ceil-mode pooling and a
-# sequence model.
-END_TO_END = ["squeezenet1_1", "lstm_tagger"]
+# Small models covering the kinds: a CNN with ceil-mode pooling, a mobile
+# CNN whose layers the channels_last pass runs NHWC (depthwise, and 1x1 on
+# weights packed for pixel rows: its manifest must select what loading
+# them takes), and a sequence model.
+END_TO_END = ["squeezenet1_1", "mobilenet_v3_small", "lstm_tagger"]
 
 
 @pytest.fixture(scope="module")

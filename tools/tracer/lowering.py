@@ -193,6 +193,23 @@ class _Plan:
     activation: str | None = None
 
 
+@dataclass(frozen=True)
+class _ConvLayer:
+    """A conv2d_prepack plan's layer (its plan's detail): the weight and bias
+    (graph nodes or constant names), the convolution's parameters, and how
+    the passes run it. Layers that compare equal share one packed weight."""
+
+    weight: Any
+    bias: Any
+    stride: tuple[int, ...]
+    padding: tuple[int, ...]
+    dilation: tuple[int, ...]
+    groups: int
+    winograd: int = 0  # the winograd pass's output tile (2 or 4), 0 for none
+    pixel_rows: bool = False  # prepack_weights: a 1x1 layer over few pixels, packed for pixel rows
+    channels_last: bool = False  # the channels_last pass: the layer runs on NHWC activations
+
+
 class MethodLowering:
     """Lowers `ep` (core ATen, after run_decompositions) into `mb`."""
 
@@ -216,7 +233,7 @@ class MethodLowering:
         # (pare.packing.winograd_tile).
         self.winograd = winograd
         # The channels_last pass: prepacked convolutions that pay run
-        # channels-last (the last element of their plan's detail).
+        # channels-last (their plan's _ConvLayer says so).
         self.channels_last = channels_last
         self._nhwc: dict[Node, Value] = {}  # a node whose value exists channels-last -> that value
         self._converted: dict[tuple[Value, int], Value] = {}  # (value, memory format) -> its conversion
@@ -499,31 +516,26 @@ class MethodLowering:
             if bias is not None and not self._is_bias(bias, w_tensor.shape[0]):
                 return None
             out_hw = _output_hw(node)
-            # The output tile Winograd runs with (0: none).
-            winograd = self.winograd and pare_packing.winograd_tile(
-                tuple(w_tensor.shape), stride, dilation, int(groups), out_hw
-            )
-            # prepack_weights lays a 1x1 convolution over few pixels out for
-            # pixel rows (the runtime's fastest product for it).
-            pixel_rows = pare_packing.pixel_rows_pays(
-                tuple(w_tensor.shape), stride, padding, dilation, int(groups), out_hw
-            )
-            # The channels_last pass: the layer runs on NHWC activations.
-            nhwc = self.channels_last and pare_packing.channels_last_pays(
-                tuple(w_tensor.shape), stride, padding, dilation, int(groups), out_hw
-            )
-            detail = (
+            sizes = tuple(w_tensor.shape)
+            layer = _ConvLayer(
                 w,
                 bias,
-                list(stride),
-                list(padding),
-                list(dilation),
+                tuple(stride),
+                tuple(padding),
+                tuple(dilation),
                 int(groups),
-                winograd,
-                pixel_rows,
-                nhwc,
+                # The winograd pass: the output tile it runs with (0: none).
+                winograd=pare_packing.winograd_tile(sizes, stride, dilation, int(groups), out_hw)
+                if self.winograd
+                else 0,
+                # prepack_weights lays a 1x1 convolution over few pixels out
+                # for pixel rows (the runtime's fastest product for it).
+                pixel_rows=pare_packing.pixel_rows_pays(sizes, stride, padding, dilation, int(groups), out_hw),
+                # The channels_last pass: the layer runs on NHWC activations.
+                channels_last=self.channels_last
+                and pare_packing.channels_last_pays(sizes, stride, padding, dilation, int(groups), out_hw),
             )
-            return self._with_epilogue(node, _Plan("conv2d_prepack", (x,), detail=detail))
+            return self._with_epilogue(node, _Plan("conv2d_prepack", (x,), detail=layer))
         return None
 
     def _is_bias(self, bias: Any, out_features: int) -> bool:
@@ -748,34 +760,24 @@ class MethodLowering:
             self.report.uses[LINEAR_PREPACKED].append(use)
             self.report.prepacked["linear"] += 1
         elif plan.kind == "conv2d_prepack":
-            w, bias, stride, padding, dilation, groups, winograd, pixel_rows, nhwc = plan.detail
-            cache_key = (
-                "conv2d",
-                w,
-                bias,
-                tuple(stride),
-                tuple(padding),
-                tuple(dilation),
-                groups,
-                winograd,
-                pixel_rows,
-                nhwc,
-            )
+            layer = plan.detail
+            nhwc = layer.channels_last
+            cache_key = ("conv2d", layer)
             if cache_key not in self._packed:
                 self._packed[cache_key] = self.mb.conv2d_prepack(
-                    self.constants[self._canonical.get(w, w)],
-                    None if bias is None else self._constant(bias),
-                    stride,
-                    padding,
-                    dilation,
-                    groups,
-                    winograd=winograd,
-                    pixel_rows=pixel_rows and not nhwc,
+                    self.constants[self._canonical.get(layer.weight, layer.weight)],
+                    None if layer.bias is None else self._constant(layer.bias),
+                    layer.stride,
+                    layer.padding,
+                    layer.dilation,
+                    layer.groups,
+                    winograd=layer.winograd,
+                    pixel_rows=layer.pixel_rows and not nhwc,
                     channels_last=nhwc,
                 )
                 self.report.uses[CONV2D_PREPACK].append(use)
-                if winograd:
-                    self.report.winograd[f"F({winograd}x{winograd},3x3)"] += 1
+                if layer.winograd:
+                    self.report.winograd[f"F({layer.winograd}x{layer.winograd},3x3)"] += 1
             out = self.mb.op(
                 CONV2D_PREPACKED,
                 self._in_layout(plan.deps[0], nhwc),

@@ -26,12 +26,28 @@ Error convert_into(KernelContext& ctx, const Tensor& src, const Tensor& dst) {
   });
 }
 
-Result<Tensor> as_contiguous(KernelContext& ctx, const Tensor& src, ScalarType dtype) {
-  if (src.dtype == dtype && src.is_contiguous()) return src;
+namespace {
+
+// src's values as `dtype` in scratch, contiguous or channels-last.
+PARE_ALWAYS_INLINE Result<Tensor> converted_copy(KernelContext& ctx, const Tensor& src, ScalarType dtype,
+                                                 bool channels_last) {
   PARE_TRY_ASSIGN(void* memory, ctx.allocate_scratch(src.numel() * element_size(dtype)));
   Tensor dst = make_tensor(memory, dtype, src.size_span());
+  if (channels_last) set_channels_last_strides(dst);
   PARE_TRY(convert_into(ctx, src, dst));
   return dst;
+}
+
+}  // namespace
+
+Result<Tensor> as_contiguous(KernelContext& ctx, const Tensor& src, ScalarType dtype) {
+  if (src.dtype == dtype && src.is_contiguous()) return src;
+  return converted_copy(ctx, src, dtype, /*channels_last=*/false);
+}
+
+Result<Tensor> as_channels_last(KernelContext& ctx, const Tensor& src, ScalarType dtype) {
+  if (src.dtype == dtype && src.is_channels_last()) return src;
+  return converted_copy(ctx, src, dtype, /*channels_last=*/true);
 }
 
 }  // namespace pare

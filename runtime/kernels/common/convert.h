@@ -19,4 +19,8 @@ Error convert_into(KernelContext& ctx, const Tensor& src, const Tensor& dst);
 // current root op returns).
 Result<Tensor> as_contiguous(KernelContext& ctx, const Tensor& src, ScalarType dtype);
 
+// The same in channels-last order (a 4-D or 3-D `src`: NHWC strides, as
+// set_channels_last_strides gives): `src` itself when it already is one.
+Result<Tensor> as_channels_last(KernelContext& ctx, const Tensor& src, ScalarType dtype);
+
 }  // namespace pare

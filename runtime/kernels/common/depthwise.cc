@@ -35,13 +35,13 @@ void plane(const float* padded, int64_t padded_w, const float* PARE_RESTRICT wk,
   using simd::kLanes;
   using simd::vec;
   const int64_t taps = K > 0 ? K : k;
-  const vec lov = lo - vec{};  // splats (x - 0 is x for every x)
-  const vec hiv = hi - vec{};
+  const vec lov = simd::splat(lo);
+  const vec hiv = simd::splat(hi);
   for (int64_t oy = 0; oy < out_h; ++oy) {
     const float* top = padded + oy * S * padded_w;
     float* PARE_RESTRICT o = out + oy * out_w;
     for (int64_t ox = 0; ox < out_w; ox += kLanes) {
-      vec acc = b - vec{};  // b in every lane (b - 0 keeps a -0.0 bias, as the generic loop does)
+      vec acc = simd::splat(b);  // a -0.0 bias stays -0.0, as in the generic loop
       for (int64_t ky = 0; ky < taps; ++ky) {
         const float* r = top + ky * padded_w + ox * S;
         for (int64_t kx = 0; kx < taps; ++kx) {
@@ -115,7 +115,7 @@ PARE_UNUSED void tiny_block(const Geometry& g, const float* x, const float* w, c
   }
   for (int64_t oy = 0; oy < g.out_h; ++oy) {
     for (int64_t ox = 0; ox < g.out_w; ++ox) {
-      vec acc = simd::loadv(b) - vec{};  // - 0 keeps a -0.0 bias, as the generic loop does
+      vec acc = simd::loadv(b);
       for (int64_t ky = 0; ky < g.kernel; ++ky) {
         const int64_t iy = oy * g.stride - g.pad_h + ky;
         if (iy < 0 || iy >= g.height) continue;
@@ -126,7 +126,7 @@ PARE_UNUSED void tiny_block(const Geometry& g, const float* x, const float* w, c
         }
       }
       float out[kLanes];
-      simd::storev(out, simd::clamp(acc, lo - vec{}, hi - vec{}));
+      simd::storev(out, simd::clamp(acc, simd::splat(lo), simd::splat(hi)));
       for (int64_t l = 0; l < lanes; ++l) y[(c0 + l) * plane_out + oy * g.out_w + ox] = out[l];
     }
   }
@@ -140,8 +140,8 @@ void nhwc_rows(const Geometry& g, const float* x, const float* PARE_RESTRICT w, 
   using simd::vec;
   const int64_t c = g.in_channels;
   const int64_t k = g.kernel;
-  const vec lov = lo - vec{};  // splats (x - 0 is x for every x)
-  const vec hiv = hi - vec{};
+  const vec lov = simd::splat(lo);
+  const vec hiv = simd::splat(hi);
   for (int64_t row = begin; row < end; ++row) {
     const int64_t n = row / g.out_h;
     const int64_t oy = row % g.out_h;

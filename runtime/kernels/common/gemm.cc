@@ -2,6 +2,7 @@
 
 #include "runtime/kernels/common/gemm.h"
 
+#include "runtime/kernels/common/transpose.h"
 #include "runtime/registry/selection.h"
 
 namespace pare {
@@ -45,9 +46,9 @@ PARE_ALWAYS_INLINE void store_row(vec r0, vec r1, float* row, int64_t i, int64_t
     r0 += loadv(out.residual + i * ldc);
     r1 += loadv(out.residual + i * ldc + kLanes);
   }
-  if (out.clamps()) {               // on SSE2 the clamp competes with the multiplies and adds for ports
-    const vec lo = out.lo - vec{};  // a splat; x - 0 is x for every x
-    const vec hi = out.hi - vec{};
+  if (out.clamps()) {  // on SSE2 the clamp competes with the multiplies and adds for ports
+    const vec lo = simd::splat(out.lo);
+    const vec hi = simd::splat(out.hi);
     r0 = simd::clamp(r0, lo, hi);
     r1 = simd::clamp(r1, lo, hi);
   }
@@ -367,10 +368,7 @@ Result<PixelRows> pixel_rows_scratch(KernelContext& ctx, int64_t p, int64_t og, 
 }
 
 void transpose_product(const float* PARE_RESTRICT product, int64_t p, int64_t og, float* PARE_RESTRICT c) {
-  for (int64_t o = 0; o < og; ++o) {
-    float* row = c + o * p;
-    for (int64_t j = 0; j < p; ++j) row[j] = product[j * og + o];
-  }
+  transpose_matrix(product, p, og, c);
 }
 
 }  // namespace gemm

@@ -128,7 +128,7 @@ struct Output {
   float lo = -__builtin_inff();
   float hi = __builtin_inff();
   const float* residual = nullptr;
-  bool clamps() const { return lo > -__builtin_inff() || hi < __builtin_inff(); }
+  bool clamps() const { return simd::bounded(lo, hi); }
 };
 
 // C tile update: C[mr x nr] (row stride ldc) = alpha * (A panel . B panels)

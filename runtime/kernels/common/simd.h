@@ -22,6 +22,13 @@ constexpr long kLanes = 4;
 
 typedef float vec __attribute__((vector_size(kLanes * sizeof(float))));
 
+// x in every lane.
+PARE_ALWAYS_INLINE vec splat(float x) {
+  vec v;
+  for (long i = 0; i < kLanes; ++i) v[i] = x;
+  return v;
+}
+
 // Unaligned loads and stores (memcpy: no alignment or aliasing assumption).
 PARE_ALWAYS_INLINE vec loadv(const float* p) {
   vec v;
@@ -62,6 +69,10 @@ PARE_ALWAYS_INLINE void store_interleaved(float* p, vec a, vec b) {
   storev(p + kLanes, __builtin_shufflevector(a, b, 2, 6, 3, 7));
 #endif
 }
+
+// Whether clamping to [lo, hi] can change a value: a bound is finite. (A
+// fused clamp with infinite bounds, e.g. relu's upper one, costs nothing.)
+PARE_ALWAYS_INLINE bool bounded(float lo, float hi) { return lo > -__builtin_inff() || hi < __builtin_inff(); }
 
 // v clamped to [lo, hi], for vectors and floats alike; NaN stays NaN (the
 // comparisons are false), as in the clamp ops a fused relu, relu6,

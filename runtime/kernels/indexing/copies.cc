@@ -8,6 +8,7 @@
 // contiguous and otherwise walks the merged dims through copy_kernel,
 // converting dtypes for cat and stack's type promotion on the way.
 
+#include "runtime/kernels/common/transpose.h"
 #include "runtime/kernels/indexing/indexing.h"
 
 namespace pare {
@@ -85,21 +86,6 @@ Tensor flat_view(const Tensor& t, int64_t n) {
   return v;
 }
 
-// dst [cols x rows] = src [rows x cols] transposed (row-major both), in
-// 8 x 8 blocks so that both sides stream whole cache lines.
-PARE_UNUSED void transpose_plane(const float* PARE_RESTRICT src, int64_t rows, int64_t cols, float* PARE_RESTRICT dst) {
-  constexpr int64_t kBlock = 8;
-  for (int64_t r0 = 0; r0 < rows; r0 += kBlock) {
-    const int64_t r1 = r0 + kBlock < rows ? r0 + kBlock : rows;
-    for (int64_t c0 = 0; c0 < cols; c0 += kBlock) {
-      const int64_t c1 = c0 + kBlock < cols ? c0 + kBlock : cols;
-      for (int64_t c = c0; c < c1; ++c) {
-        for (int64_t r = r0; r < r1; ++r) dst[c * rows + r] = src[r * cols + c];
-      }
-    }
-  }
-}
-
 // Whether out = self is one image-by-image transpose: both float and 4-D,
 // one contiguous and the other channels-last (NCHW: [C][H * W] per image;
 // NHWC: [H * W][C]), and not the same memory order (as with one channel
@@ -144,9 +130,9 @@ Error aten_clone(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs) {
           const float* src = self.data_as<float>() + n * c * hw;
           float* dst = out->data_as<float>() + n * c * hw;
           if (to_nhwc) {
-            transpose_plane(src, c, hw, dst);
+            transpose_matrix(src, c, hw, dst);
           } else {
-            transpose_plane(src, hw, c, dst);
+            transpose_matrix(src, hw, c, dst);
           }
         }
         return Error::Ok;

@@ -283,7 +283,7 @@ PARE_UNUSED void max_pool_plane(const float* PARE_RESTRICT in, float* PARE_RESTR
     for (; ow < cols.begin; ++ow) max_pool_one(in, rows, ow, planes, p, &o[ow], &o_index[ow]);
     const auto block = [&](int64_t first) {
       const int64_t start_w = first * p.stride[1] - p.padding[1];
-      simd::vec max = -__builtin_inff() + simd::vec{};
+      simd::vec max = simd::splat(-__builtin_inff());
       index_vec best = static_cast<int32_t>(rows.first * width + start_w) + lane_columns;
       for (int64_t ih = rows.first; ih < rows.end; ih += p.dilation[0]) {
         for (int64_t kw = 0; kw < p.kernel[1]; ++kw) {

@@ -78,18 +78,11 @@ Result<const float*> Epilogue::residual_data(KernelContext& ctx, const Tensor& o
     PARE_CHECK_OR_RETURN(ctx, same_sizes, Error::InvalidShape,
                          "argument 'residual' must have the output's sizes %s, got %s",
                          sizes_to_string(out.size_span()).text, sizes_to_string(residual->size_span()).text);
-    if (out.is_contiguous()) {
-      PARE_TRY_ASSIGN(const Tensor r, as_contiguous(ctx, *residual, ScalarType::Float));
-      data = r.data_as<float>();
-    } else if (residual->is_channels_last()) {  // a channels-last output's residual, in its order
-      data = residual->data_as<float>();
-    } else {
-      PARE_TRY_ASSIGN(void* memory, ctx.allocate_scratch(out.numel() * sizeof(float)));
-      Tensor r = make_tensor(memory, ScalarType::Float, out.size_span());
-      set_channels_last_strides(r);
-      PARE_TRY(convert_into(ctx, *residual, r));
-      data = static_cast<const float*>(memory);
-    }
+    // In the output's memory order (a channels-last output's residual in
+    // its order).
+    PARE_TRY_ASSIGN(const Tensor r, out.is_contiguous() ? as_contiguous(ctx, *residual, ScalarType::Float)
+                                                        : as_channels_last(ctx, *residual, ScalarType::Float));
+    data = r.data_as<float>();
     return Error::Ok;
   })));
   return data;
@@ -267,10 +260,14 @@ Error Conv2dPackedParams::init(KernelContext& ctx, const Tensor& weight, const T
     // 16 for F(2x2, 3x3), 36 for F(4x4, 3x3), told apart by the rows. A
     // runtime without that variant's kernel says so now, naming its tag
     // (and carries no checks for a layout it cannot run).
+    // (Each tag tested by name: link-time constants, so a runtime with
+    // neither folds this branch to the error.)
     winograd_tile = weight.sizes[0] == groups * winograd::positions(4) ? 4 : 2;
-    const TagId tag = winograd_tile == 4 ? TagId::conv2d_winograd4_kernel : TagId::conv2d_winograd_kernel;
-    if (!kernel_dtype_selected(tag, ScalarType::Float)) {
-      return detail::dtype_not_selected(ctx, tag, ScalarType::Float);
+    if (winograd_tile == 4 ? !kernel_dtype_selected(TagId::conv2d_winograd4_kernel, ScalarType::Float)
+                           : !kernel_dtype_selected(TagId::conv2d_winograd_kernel, ScalarType::Float)) {
+      return detail::dtype_not_selected(
+          ctx, winograd_tile == 4 ? TagId::conv2d_winograd4_kernel : TagId::conv2d_winograd_kernel,
+          ScalarType::Float);
     }
     const int64_t og = out_channels / groups;
     PARE_CHECK_OR_RETURN(
@@ -364,10 +361,14 @@ Error Conv2dPackedParams::run(KernelContext& ctx, const Tensor& input, Value& ou
   int64_t sizes[4] = {batch, out_channels, out_h, out_w};
   PARE_TRY_ASSIGN(Tensor * result, ctx.allocate_output(out, ScalarType::Float,
                                                        batched ? IntArrayRef(sizes, 4) : IntArrayRef(sizes + 1, 3)));
+  // The layer's dimensions, as the depthwise kernels take them (their
+  // kernel, stride and padding fields the first dimension's).
+  const depthwise::Geometry dims{batch, in_channels, out_channels, height,     width,     out_h,
+                                 out_w, kernel[0],   stride[0],    padding[0], padding[1]};
   const bool channels_last = runs_channels_last(input);
   if (channels_last) set_channels_last_strides(*result);  // as PyTorch's convolution keeps the input's layout
   if (result->numel() == 0) return Error::Ok;
-  if (channels_last) return run_channels_last(ctx, input, *result, epilogue);
+  if (channels_last) return run_channels_last(ctx, input, dims, *result, epilogue);
   PARE_TRY_ASSIGN(const Tensor x, as_contiguous(ctx, input, ScalarType::Float));
   PARE_TRY_ASSIGN(const float* residual, epilogue.residual_data(ctx, *result));
   // The kernels apply the bias and, with no residual to add first, the
@@ -375,9 +376,7 @@ Error Conv2dPackedParams::run(KernelContext& ctx, const Tensor& input, Value& ou
   const Clamp clamp = epilogue.product_clamp(/*adds_residual=*/false);
   const Epilogue after_product = epilogue.after_product(/*adds_residual=*/false);
   if (depthwise_direct) {
-    const depthwise::Geometry g{batch, in_channels, out_channels, height,     width,     out_h,
-                                out_w, kernel[0],   stride[0],    padding[0], padding[1]};
-    PARE_TRY(depthwise::run_float(ctx, g, x.data_as<float>(), packed_weight, bias, 1, clamp.min, clamp.max,
+    PARE_TRY(depthwise::run_float(ctx, dims, x.data_as<float>(), packed_weight, bias, 1, clamp.min, clamp.max,
                                   result->data_as<float>()));
     return after_product.apply(ctx, result->data_as<float>(), residual, static_cast<int64_t>(result->numel()));
   }
@@ -487,57 +486,48 @@ bool Conv2dPackedParams::runs_channels_last(const Tensor& input) const {
          input.dtype == ScalarType::Float && input.is_channels_last() && !input.is_contiguous();
 }
 
-Error Conv2dPackedParams::run_channels_last(KernelContext& ctx, const Tensor& input, Tensor& result,
-                                            const Epilogue& epilogue) const {
+Error Conv2dPackedParams::run_channels_last(KernelContext& ctx, const Tensor& input, const depthwise::Geometry& dims,
+                                            Tensor& result, const Epilogue& epilogue) const {
   return dispatch_as<tags::conv2d_channels_last_kernel, float>(ctx, [&](auto) -> Error {
     // The input in channels-last order: as it is, or converted in scratch
     // (an HWIO depthwise layer given an NCHW input).
-    const float* x = input.data_as<float>();
-    if (input.dtype != ScalarType::Float || !input.is_channels_last()) {
-      PARE_TRY_ASSIGN(void* memory, ctx.allocate_scratch(input.numel() * sizeof(float)));
-      Tensor nhwc = make_tensor(memory, ScalarType::Float, input.size_span());
-      set_channels_last_strides(nhwc);
-      PARE_TRY(convert_into(ctx, input, nhwc));
-      x = static_cast<const float*>(memory);
-    }
+    PARE_TRY_ASSIGN(const Tensor nhwc, as_channels_last(ctx, input, ScalarType::Float));
+    const float* x = nhwc.data_as<float>();
     PARE_TRY_ASSIGN(const float* residual, epilogue.residual_data(ctx, result));
     float* y = result.data_as<float>();
     const int64_t n = static_cast<int64_t>(result.numel());
-    const bool batched = input.dim == 4;
-    const int64_t batch = batched ? input.sizes[0] : 1;
-    const int64_t height = input.sizes[batched ? 2 : 1];
-    const int64_t width = input.sizes[batched ? 3 : 2];
-    const int64_t out_h = result.sizes[batched ? 2 : 1];
-    const int64_t out_w = result.sizes[batched ? 3 : 2];
     if (depthwise_hwio) {
       const Clamp clamp = epilogue.product_clamp(/*adds_residual=*/false);
-      const depthwise::Geometry g{batch, in_channels, out_channels, height,     width,     out_h,
-                                  out_w, kernel[0],   stride[0],    padding[0], padding[1]};
-      PARE_TRY(depthwise::run_float_nhwc(ctx, g, x, packed_weight, bias, clamp.min, clamp.max, y));
+      PARE_TRY(depthwise::run_float_nhwc(ctx, dims, x, packed_weight, bias, clamp.min, clamp.max, y));
       return epilogue.after_product(/*adds_residual=*/false).apply(ctx, y, residual, n);
     }
     // Pixel rows without the transposes: every image's pixels are rows of
     // the image matrix X [batch * H * W, in_channels], and per group C[:,
     // group's columns] = X[:, group's columns] W^T + bias, with the
     // residual and the clamp as the GEMM stores C (rows out_channels apart).
-    const int64_t og = out_channels / groups;
-    const int64_t cg = in_channels / groups;
-    const int64_t rows = batch * out_h * out_w;
-    const Clamp clamp = epilogue.product_clamp(/*adds_residual=*/true);
-    PARE_TRY_ASSIGN(const gemm::Split split, gemm::split_for(ctx, rows, og, cg, /*pack_a=*/true, /*pack_b=*/false));
-    for (int64_t g = 0; g < groups; ++g) {
-      const gemm::Output out{1.0f,
-                             /*accumulate=*/false,
-                             /*row_bias=*/nullptr,
-                             bias == nullptr ? nullptr : bias + g * og,
-                             clamp.min,
-                             clamp.max,
-                             residual == nullptr ? nullptr : residual + g * og};
-      gemm::sgemm(ctx, split, rows, og, cg, gemm::StridedA{{x + g * cg, rows, cg, in_channels, 1}},
-                  gemm::PrepackedB{packed_weight + g * static_cast<int64_t>(gemm::packed_b_size(cg, og)), og},
-                  y + g * og, out_channels, out);
-    }
-    return epilogue.after_product(/*adds_residual=*/true).apply(ctx, y, nullptr, n);
+    // Under the pixel-rows layout's tag too, which init requires of these
+    // weights: the tracing build records it here, so a model whose every
+    // pixel-rows layer runs channels-last still selects it.
+    return dispatch_as<tags::pixel_rows_kernel, float>(ctx, [&](auto) -> Error {
+      const int64_t og = out_channels / groups;
+      const int64_t cg = in_channels / groups;
+      const int64_t rows = dims.batch * dims.out_h * dims.out_w;
+      const Clamp clamp = epilogue.product_clamp(/*adds_residual=*/true);
+      PARE_TRY_ASSIGN(const gemm::Split split, gemm::split_for(ctx, rows, og, cg, /*pack_a=*/true, /*pack_b=*/false));
+      for (int64_t g = 0; g < groups; ++g) {
+        const gemm::Output out{1.0f,
+                               /*accumulate=*/false,
+                               /*row_bias=*/nullptr,
+                               bias == nullptr ? nullptr : bias + g * og,
+                               clamp.min,
+                               clamp.max,
+                               residual == nullptr ? nullptr : residual + g * og};
+        gemm::sgemm(ctx, split, rows, og, cg, gemm::StridedA{{x + g * cg, rows, cg, in_channels, 1}},
+                    gemm::PrepackedB{packed_weight + g * static_cast<int64_t>(gemm::packed_b_size(cg, og)), og},
+                    y + g * og, out_channels, out);
+      }
+      return epilogue.after_product(/*adds_residual=*/true).apply(ctx, y, nullptr, n);
+    });
   });
 }
 

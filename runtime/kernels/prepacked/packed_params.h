@@ -22,8 +22,12 @@
 
 #include "runtime/registry/kernel.h"
 #include "runtime/registry/selection.h"
+#include "runtime/kernels/common/simd.h"
 
 namespace pare {
+namespace depthwise {
+struct Geometry;  // common/depthwise.h
+}  // namespace depthwise
 namespace classes {
 
 // An output clamp fused into a prepacked op (pare::*_prepacked's optional
@@ -32,7 +36,7 @@ namespace classes {
 struct Clamp {
   float min = -__builtin_inff();
   float max = __builtin_inff();
-  bool active() const { return min > -__builtin_inff() || max < __builtin_inff(); }
+  bool active() const { return simd::bounded(min, max); }
   void apply(float* data, int64_t n) const;
 };
 
@@ -165,7 +169,10 @@ class Conv2dPackedParams : public ObjectBase {
   bool pixel_rows = false;
 
  private:
-  Error run_channels_last(KernelContext& ctx, const Tensor& input, Tensor& result, const Epilogue& epilogue) const;
+  // run() in channels-last order (runs_channels_last), for the layer's
+  // dimensions `dims`.
+  Error run_channels_last(KernelContext& ctx, const Tensor& input, const depthwise::Geometry& dims, Tensor& result,
+                          const Epilogue& epilogue) const;
 };
 
 }  // namespace classes

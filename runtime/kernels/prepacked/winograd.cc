@@ -277,7 +277,7 @@ template <int T>
 void output_transform(const Geometry& g, const float* m, int64_t n, const TilePlace* places, const float* bias,
                       float lo, float hi, float* y) {
   const int64_t stride = g.out_channels * n;
-  const bool clamps = lo > -__builtin_inff() || hi < __builtin_inff();
+  const bool clamps = simd::bounded(lo, hi);
   // Row r of a tile from T floats at `row` (clipped).
   auto store_tile_row = [&](float* plane, const TilePlace& place, int r, const float* row) {
     if (r >= place.rows) return;
@@ -295,9 +295,9 @@ void output_transform(const Geometry& g, const float* m, int64_t n, const TilePl
     const float b = bias == nullptr ? 0.0f : bias[o];
     int64_t k = 0;
     if (n >= kLanes) {
-      const vec bv = vec{} + b;
-      const vec lov = lo - vec{};  // splats; x - 0 is x for every x
-      const vec hiv = hi - vec{};
+      const vec bv = simd::splat(b);
+      const vec lov = simd::splat(lo);
+      const vec hiv = simd::splat(hi);
       for (;; k += kLanes) {
         if (k > n - kLanes) k = n - kLanes;
         vec t[T][T];
