@@ -266,8 +266,7 @@ Error Conv2dPackedParams::init(KernelContext& ctx, const Tensor& weight, const T
     if (winograd_tile == 4 ? !kernel_dtype_selected(TagId::conv2d_winograd4_kernel, ScalarType::Float)
                            : !kernel_dtype_selected(TagId::conv2d_winograd_kernel, ScalarType::Float)) {
       return detail::dtype_not_selected(
-          ctx, winograd_tile == 4 ? TagId::conv2d_winograd4_kernel : TagId::conv2d_winograd_kernel,
-          ScalarType::Float);
+          ctx, winograd_tile == 4 ? TagId::conv2d_winograd4_kernel : TagId::conv2d_winograd_kernel, ScalarType::Float);
     }
     const int64_t og = out_channels / groups;
     PARE_CHECK_OR_RETURN(
