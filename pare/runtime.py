@@ -136,6 +136,8 @@ _SIGNATURES = {
     "pare_format_version_major": (_c.c_uint32, []),
     "pare_is_tracing_build": (_c.c_int, []),
     "pare_isa": (_c.c_char_p, []),
+    "pare_kernel_isa": (_c.c_char_p, []),
+    "pare_set_max_isa": (_c.c_int, [_c.c_char_p]),
     "pare_status_name": (_c.c_char_p, [_c.c_int]),
     "pare_dtype_name": (_c.c_char_p, [_c.c_int32]),
     "pare_op_count": (_c.c_size_t, []),
@@ -224,6 +226,9 @@ def _s(b: bytes | None) -> str | None:
     return None if b is None else b.decode(errors="replace")
 
 
+# Caps an x86_64_auto runtime's kernels (Runtime.set_max_isa) when set.
+MAX_ISA_ENV = "PARE_MAX_ISA"
+
 # CPU features (Linux /proc/cpuinfo flag names) each ISA level needs.
 ISA_CPU_FEATURES = {"x86_64_v3": ("avx", "avx2", "fma", "bmi1", "bmi2", "f16c", "movbe", "abm")}
 
@@ -269,10 +274,13 @@ class Runtime:
         if missing:
             raise PareError(
                 f"{self.path} was built for {self.isa} (--//runtime:x86_64_isa=v3) but this CPU lacks "
-                f"{', '.join(missing)}; build the runtime with --//runtime:x86_64_isa=baseline",
+                f"{', '.join(missing)}; build the runtime with --//runtime:x86_64_isa=auto (the default)",
                 -1,
                 "NotImplemented",
             )
+        cap = os.environ.get(MAX_ISA_ENV)
+        if cap:
+            self.set_max_isa(cap)
 
     @property
     def version(self) -> str:
@@ -291,8 +299,30 @@ class Runtime:
 
     @property
     def isa(self) -> str:
-        """What the build was compiled for: x86_64_baseline, x86_64_v3 or arm64_neon."""
+        """What the build was compiled for: x86_64_auto, x86_64_baseline, x86_64_v3 or arm64_neon."""
         return _s(self._lib.pare_isa())
+
+    @property
+    def kernel_isa(self) -> str:
+        """What the kernels run now: x86_64_v3 or x86_64_baseline for an x86_64_auto build (the best
+        this CPU has, at most set_max_isa's cap), the build's own otherwise."""
+        return _s(self._lib.pare_kernel_isa())
+
+    def set_max_isa(self, isa: str) -> None:
+        """Caps what an x86_64_auto build's kernels run at `isa` (x86_64_baseline or x86_64_v3), for
+        the same results on every CPU or the SSE2 kernels on an AVX2 one; process-wide, like oneDNN's
+        dnnl_set_max_cpu_isa. $PARE_MAX_ISA does this when a Runtime is created."""
+        status = self._lib.pare_set_max_isa(isa.encode())
+        if status == 0:
+            return
+        name = self.status_name(status)
+        if name == "NotImplemented":
+            why = f"{self.path} is built for {self.isa} and has no kernels below it"
+            fix = "use a runtime built at --//runtime:x86_64_isa=auto or baseline"
+        else:
+            why = f"{isa!r} is not an instruction set of this {self.isa} runtime"
+            fix = "use x86_64_baseline or x86_64_v3 on x86_64, arm64_neon on arm64"
+        raise PareError(f"cannot cap the kernels' ISA at {isa!r}: {why}; {fix}", status, name)
 
     def status_name(self, status: int) -> str:
         """The name of a pare_status code: status_name(0x14) == "UnsupportedDtype"."""

@@ -2,7 +2,13 @@
 
     bazel build //apps/demo:runtime --//runtime:x86_64_isa=v3
 
-  baseline  x86-64 with SSE2 (the default): runs on every x86_64 CPU.
+  auto      (the default) baseline code, plus a second copy of the float
+            GEMM's kernels compiled for v3 (runtime/kernels/common/
+            gemm_kernels_v3.cc), which the library runs on a CPU that has
+            AVX2 and FMA (CPUID, at run time; runtime/core/cpu.h). Runs on
+            every x86_64 CPU; pare_set_max_isa() caps it.
+  baseline  x86-64 with SSE2: runs on every x86_64 CPU, and carries no AVX
+            instruction.
   v3        x86-64-v3: AVX2, FMA, BMI1/2, F16C (Intel Haswell, 2013; AMD
             Excavator/Zen): 8-lane vectors and fused multiply-add in every
             kernel, and the 6x16 GEMM tile (runtime/kernels/common/gemm.h).
@@ -14,9 +20,14 @@ gives the speed and size each level costs.
 """
 
 X86_64_ISA_LEVELS = {
+    "auto": ["-DPARE_X86_64_DISPATCH=1"],
     "baseline": [],
     "v3": ["-march=x86-64-v3"],
 }
+
+# What the v3 copy of the dispatched kernels adds at level auto (on top of
+# the level's own flags): x86-64-v3 code for that one target.
+X86_64_V3_COPY_COPTS = ["-march=x86-64-v3"]
 
 def _x86_64_isa_impl(ctx):
     value = ctx.build_setting_value
@@ -34,7 +45,7 @@ x86_64_isa_flag = rule(
     doc = "The x86_64 ISA level (see rules/private/isa.bzl).",
 )
 
-def x86_64_isa_setting(name, default = "baseline"):
+def x86_64_isa_setting(name, default = "auto"):
     """The flag `name` and a config_setting `<name>_<level>` per level.
 
     Each config_setting is true when building for x86_64 at that level.
@@ -65,3 +76,17 @@ def x86_64_isa_copts():
         [(str(Label("//runtime:x86_64_isa_" + level)), flags) for level, flags in X86_64_ISA_LEVELS.items()],
         **{"//conditions:default": []}
     ))
+
+def x86_64_v3_copy_copts():
+    """The flags of a target that holds the v3 copy of the dispatched kernels.
+
+    -march=x86-64-v3 at level auto on x86_64; none otherwise, where the copy's
+    sources compile to nothing (runtime/kernels/common/gemm_kernels_v3.cc).
+
+    Returns:
+      A select() of compile flags.
+    """
+    return select({
+        str(Label("//runtime:x86_64_isa_auto")): X86_64_V3_COPY_COPTS,
+        "//conditions:default": [],
+    })

@@ -82,8 +82,8 @@ _selective_runtime_bundle = rule(
         "selection": attr.label(mandatory = True, providers = [PareSelectionInfo], doc = "The <name>_selection target."),
         "platforms": attr.string_list(doc = "Rows of //platforms:table.bzl."),
         "x86_64_isa": attr.string(
-            values = ["", "baseline", "v3"],
-            doc = "Pins --//runtime:x86_64_isa for this runtime (rules/private/isa.bzl); \"\": the flag's.",
+            values = ["", "auto", "baseline", "v3"],
+            doc = "Pins --//runtime:x86_64_isa (auto, baseline or v3) for this runtime (rules/private/isa.bzl); \"\": the flag's.",
         ),
         "tracing": attr.bool(doc = "Sets --//runtime:tracing: the layers compiled as the instrumentation build."),
         "_report": attr.label(default = Label("//tools/size_diff:bundle_report"), executable = True, cfg = "exec"),
@@ -119,10 +119,11 @@ def selective_runtime(
       jni: also link the JNI bridge (runtime/jni), exporting JNI_OnLoad and
         Java_org_pare_Module_* next to the C API, for pare_android_aar and
         host JVM tests.
-      x86_64_isa: "baseline" or "v3" pins the x86_64 ISA level of this
-        runtime (AVX2+FMA for v3; rules/private/isa.bzl); "" (default)
-        follows --//runtime:x86_64_isa, itself baseline by default. arm64
-        platforms ignore it.
+      x86_64_isa: "auto", "baseline" or "v3" pins the x86_64 ISA level of
+        this runtime (rules/private/isa.bzl: auto chooses the GEMM's AVX2+FMA
+        kernels at run time, baseline is SSE2 only, v3 AVX2+FMA throughout);
+        "" (default) follows --//runtime:x86_64_isa, itself auto by default.
+        arm64 platforms ignore it.
       allow_unknown_ops: drop manifest operators the runtime lacks, with a
         warning, instead of failing the build.
       build_features: build features to select on top of the manifest's

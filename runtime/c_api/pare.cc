@@ -4,6 +4,7 @@
 
 #include "runtime/c_api/pare.h"
 
+#include "runtime/core/cpu.h"
 #include "runtime/core/format.h"
 #include "runtime/executor/method.h"
 
@@ -134,7 +135,9 @@ const char* pare_version(void) { return pare::kVersion; }
 uint32_t pare_format_version_major(void) { return pare::kFormatVersionMajor; }
 int pare_is_tracing_build(void) { return pare::Observer::kEnabled ? 1 : 0; }
 const char* pare_isa(void) {
-#if defined(__x86_64__) && defined(__AVX2__) && defined(__FMA__)
+#if defined(PARE_X86_64_DISPATCH)
+  return "x86_64_auto";
+#elif defined(__x86_64__) && defined(__AVX2__) && defined(__FMA__)
   return "x86_64_v3";
 #elif defined(__x86_64__)
   return "x86_64_baseline";
@@ -143,6 +146,17 @@ const char* pare_isa(void) {
 #else
   return "unknown";
 #endif
+}
+const char* pare_kernel_isa(void) { return pare::cpu::isa_name(pare::cpu::kernel_isa()); }
+pare_status pare_set_max_isa(const char* isa) {
+  pare::cpu::Isa cap;
+  if (!pare::cpu::isa_from_name(isa, &cap)) return PARE_ERROR_INVALID_ARGUMENT;
+#if defined(__x86_64__)
+  if (cap == pare::cpu::Isa::arm64_neon) return PARE_ERROR_INVALID_ARGUMENT;
+#else
+  if (cap != pare::cpu::Isa::arm64_neon) return PARE_ERROR_INVALID_ARGUMENT;
+#endif
+  return pare::cpu::set_max_isa(cap) ? PARE_OK : PARE_ERROR_NOT_IMPLEMENTED;
 }
 const char* pare_status_name(pare_status s) { return pare::to_string(static_cast<Error>(s)); }
 const char* pare_dtype_name(int32_t dtype) {

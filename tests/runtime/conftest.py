@@ -4,7 +4,7 @@ By default every runtime is compiled here with clang++-16 (the house flags,
 the same ones the Bazel pare_cc_library macro applies) into pytest's cache
 directory, keyed by a hash of the sources and flags, so unchanged sources
 are not rebuilt. Point PARE_RUNTIME_LIB (full runtime),
-PARE_RUNTIME_V3_LIB (its x86-64-v3 build), PARE_TRACING_RUNTIME_LIB
+PARE_RUNTIME_V3_LIB (its x86-64-v3 build), PARE_RUNTIME_BASELINE_LIB (its SSE2-only build), PARE_TRACING_RUNTIME_LIB
 (instrumentation build) and PARE_TEST_DOUBLE_RUNTIME_LIB (the full runtime
 linked with the recording PAL) at prebuilt libraries, e.g. Bazel's
 //runtime:full and //runtime:full_test_double (tools/run_tests.sh does), to
@@ -93,6 +93,19 @@ def runtime_v3_lib(pytestconfig) -> Path:
         "full_v3",
         selection_dir=runtime_build.DEFAULT_SELECTION,
         extra_flags=runtime_build.X86_64_V3_FLAGS,
+    )
+
+
+@pytest.fixture(scope="session")
+def runtime_baseline_lib(pytestconfig) -> Path:
+    """The full runtime at --//runtime:x86_64_isa=baseline (SSE2 only):
+    Bazel's //runtime:full_baseline via PARE_RUNTIME_BASELINE_LIB, else
+    compiled here."""
+    return _lib_from_env("PARE_RUNTIME_BASELINE_LIB") or runtime_build.build(
+        runtime_build.cache_root(pytestconfig),
+        "full_baseline",
+        selection_dir=runtime_build.DEFAULT_SELECTION,
+        extra_flags=runtime_build.X86_64_BASELINE_FLAGS,
     )
 
 

@@ -22,6 +22,7 @@ import contextlib
 import fcntl
 import hashlib
 import os
+import platform
 import re
 import shutil
 import subprocess
@@ -62,6 +63,20 @@ SELECT_LINK = REPO / "rules" / "private" / "select_link.sh"
 BITCODE_DIR_ENV = "PARE_RUNTIME_BITCODE_DIR"
 # --//runtime:x86_64_isa=v3's flags (rules/private/isa.bzl).
 X86_64_V3_FLAGS = ("-march=x86-64-v3",)
+# --//runtime:x86_64_isa=baseline: the compiler's default x86_64 target,
+# spelled out so that the runtime is compiled here from its sources (with
+# no ISA define) rather than folded from Bazel's bitcode, which is at the
+# default level, auto.
+X86_64_BASELINE_FLAGS = ("-march=x86-64",)
+# --//runtime:x86_64_isa=auto, the default: the flags every unit gets, and
+# the v3 copy of the GEMM kernels, compiled once more with X86_64_V3_FLAGS.
+X86_64_AUTO_FLAGS = ("-DPARE_X86_64_DISPATCH=1",)
+X86_64_V3_COPY = REPO / "runtime" / "kernels" / "common" / "gemm_kernels_v3.cc"
+
+
+def _x86_64_auto(extra_flags) -> bool:
+    """Whether a build on this host is at level auto: x86_64, no -march of its own."""
+    return platform.machine() in ("x86_64", "AMD64") and not any(f.startswith("-march") for f in extra_flags)
 
 
 def sanitizers() -> tuple[str, ...]:
@@ -309,6 +324,9 @@ def selected_objects(
     if sanitize:
         name = "_".join((name, *sanitize))
     flags = _compile_flags(opt, defines, sanitize, extra_flags)
+    auto = _x86_64_auto(extra_flags)
+    if auto:
+        flags += X86_64_AUTO_FLAGS
     machine = sorted((REPO / "runtime" / "pal").glob("*.cc"))
     excluded = {REPO / p for other, p in PAL_SOURCES.items() if other != pal}
     base = _objects(Path(cache_root), f"{name}_base", flags, None, machine)
@@ -333,6 +351,17 @@ def selected_objects(
         bitcode = _objects(Path(cache_root), bitcode_name, flags + BITCODE_FLAGS, None, roots + kernel_sources)
         kernel_objects = {_object_name(p) for p in kernel_sources}
         lazy = sorted(p for p in (bitcode / "obj").glob("*.o") if p.name in kernel_objects)
+        if auto and kernels:
+            # Last, as in //runtime/kernels:kernels_bitcode: an inline
+            # function both copies compiled is the baseline one.
+            v3 = _objects(
+                Path(cache_root),
+                f"{bitcode_name}_v3",
+                flags + BITCODE_FLAGS + list(X86_64_V3_FLAGS),
+                None,
+                [X86_64_V3_COPY],
+            )
+            lazy += sorted((v3 / "obj").glob("*.o"))
         root_objects = sorted(p for p in (bitcode / "obj").glob("*.o") if p.name not in kernel_objects)
     if not kernels:
         lazy = []

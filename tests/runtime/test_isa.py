@@ -1,15 +1,21 @@
 """x86_64 ISA levels (--//runtime:x86_64_isa, rules/private/isa.bzl): the
-baseline runtime carries no AVX instruction, the v3 runtime runs the 6x16
-AVX2+FMA GEMM tile, its float32 GEMM, convolution and prepacked products
-stay within the float32 dot-product bound of a float64 reference, and a v3
-runtime is refused, with the fix, on a CPU without AVX2+FMA.
+baseline runtime carries no AVX instruction; the auto runtime (the default)
+keeps its AVX code inside the x86-64-v3 copy of the GEMM kernels, runs that
+copy on a CPU with AVX2+FMA and the SSE2 one when pare_set_max_isa caps it;
+the v3 runtime runs the 6x16 AVX2+FMA GEMM tile; their float32 GEMM,
+convolution and prepacked products stay within the float32 dot-product
+bound of a float64 reference; and a v3 runtime is refused, with the fix, on
+a CPU without AVX2+FMA.
 
-The whole fp_ops suite also runs on the v3 runtime
-(//tests:kernels_v3_test); these tests add the tile's edge shapes. Speed is a benchmark:
+The whole fp_ops suite also runs on the v3 runtime (//tests:kernels_v3_test)
+and on the auto runtime capped at SSE2 (//tests:kernels_baseline_test);
+these tests add the tile's edge shapes. Speed is a benchmark:
 python -m tools.bench.sgemm."""
 
 import platform
+import re
 import subprocess
+from pathlib import Path
 
 import pytest
 import runtime_build
@@ -44,11 +50,80 @@ def disassembly(lib) -> str:
     ).stdout
 
 
-def test_baseline_runtime_has_no_avx_instruction(runtime, runtime_lib):
-    assert runtime.isa == "x86_64_baseline"
-    text = disassembly(runtime_lib)
+def test_baseline_runtime_has_no_avx_instruction(runtime_baseline_lib):
+    rt = Runtime(runtime_baseline_lib)
+    assert rt.isa == "x86_64_baseline" and rt.kernel_isa == "x86_64_baseline"
+    text = disassembly(runtime_baseline_lib)
     assert "%xmm" in text  # SSE2 kernels are there
     assert "%ymm" not in text and "vfmadd" not in text
+
+
+# An instruction the x86-64-v3 level adds (VEX-encoded SSE/AVX, BMI1/2,
+# LZCNT, MOVBE), in llvm-objdump's AT&T syntax.
+V3_INSTRUCTION = re.compile(r"^\s*[0-9a-f]+:\s+(v[a-z0-9]+|shlx|shrx|sarx|andn|bzhi|pdep|pext|lzcnt|movbe)\b|%ymm")
+
+
+def functions_with_v3_code(lib: Path) -> dict[str, int]:
+    """Demangled function name -> count of x86-64-v3 instructions, for every
+    function of `lib` (its unstripped twin, whose symbols name the
+    functions) that has any."""
+    twin = Path(lib).parent / "unstripped" / Path(lib).name
+    lib = twin if twin.exists() else Path(lib)
+    objdump = require_tool("llvm-objdump-16", "llvm-objdump", package="llvm-16")
+    text = subprocess.run(
+        [objdump, "-d", "-C", "--no-show-raw-insn", str(lib)], capture_output=True, text=True, check=True
+    ).stdout
+    counts: dict[str, int] = {}
+    function = None
+    for line in text.splitlines():
+        header = re.match(r"^[0-9a-f]+ <(.*)>:$", line)
+        if header:
+            function = header.group(1)
+        elif function and V3_INSTRUCTION.search(line):
+            counts[function] = counts.get(function, 0) + 1
+    return counts
+
+
+def test_auto_runtime_keeps_avx_inside_its_v3_kernels(runtime, runtime_lib):
+    # The default level: SSE2 code, and a second copy of the GEMM's kernels
+    # compiled for x86-64-v3 that only a CPU with AVX2+FMA runs. An inline
+    # function shared by both copies and kept out of line could otherwise
+    # carry AVX code into the SSE2 path (SIGILL on an older CPU).
+    assert runtime.isa == "x86_64_auto"
+    if runtime_build.sanitizers():
+        pytest.skip("make sanitize compiles the runtime here without Bazel's auto level")
+    v3 = functions_with_v3_code(runtime_lib)
+    outside = sorted(f for f in v3 if not f.startswith(("pare::gemm::x86_64_v3::", "void pare::gemm::x86_64_v3::")))
+    assert not outside, f"x86-64-v3 instructions outside the v3 kernels: {outside[:5]}"
+    assert any(f.startswith("pare::gemm::x86_64_v3::tile(") for f in v3)
+    assert any(f.startswith("pare::gemm::x86_64_v3::sgemm_narrow(") for f in v3)
+
+
+def test_auto_runtime_runs_the_best_kernels_this_cpu_has_up_to_the_cap(runtime, monkeypatch):
+    assert runtime.kernel_isa == ("x86_64_v3" if HAS_V3 else "x86_64_baseline")
+    try:
+        runtime.set_max_isa("x86_64_baseline")
+        assert runtime.kernel_isa == "x86_64_baseline"
+        runtime.set_max_isa("x86_64_v3")
+        assert runtime.kernel_isa == ("x86_64_v3" if HAS_V3 else "x86_64_baseline")
+        with pytest.raises(PareError, match=r"'arm64_neon' is not an instruction set of this x86_64_auto runtime"):
+            runtime.set_max_isa("arm64_neon")
+        with pytest.raises(PareError, match=r"'avx512' is not .*; use x86_64_baseline or x86_64_v3") as e:
+            runtime.set_max_isa("avx512")
+        assert e.value.status_name == "InvalidArgument"
+        # $PARE_MAX_ISA caps a runtime when it is created.
+        monkeypatch.setenv(pare.runtime.MAX_ISA_ENV, "x86_64_baseline")
+        assert Runtime(runtime.path).kernel_isa == "x86_64_baseline"
+    finally:
+        runtime.set_max_isa("x86_64_v3")  # process-wide: leave the other tests uncapped
+
+
+@needs_v3_cpu
+def test_a_v3_runtime_cannot_be_capped_at_sse2(runtime_v3):
+    assert runtime_v3.kernel_isa == "x86_64_v3"
+    with pytest.raises(PareError, match=r"built for x86_64_v3 and has no kernels below it; use a runtime built at"):
+        runtime_v3.set_max_isa("x86_64_baseline")
+    runtime_v3.set_max_isa("x86_64_v3")
 
 
 def test_v3_runtime_runs_the_fma_tile(runtime_v3_lib):
@@ -66,7 +141,7 @@ def test_v3_runtime_runs_the_fma_tile(runtime_v3_lib):
 
 def test_v3_runtime_is_refused_on_a_cpu_without_avx2(runtime_v3_lib, monkeypatch):
     monkeypatch.setattr(pare.runtime, "host_cpu_flags", lambda: frozenset({"sse2", "avx"}))
-    with pytest.raises(PareError, match=r"built for x86_64_v3 .* lacks avx2, fma, .*x86_64_isa=baseline"):
+    with pytest.raises(PareError, match=r"built for x86_64_v3 .* lacks avx2, fma, .*x86_64_isa=auto \(the default\)"):
         Runtime(runtime_v3_lib)
 
 
@@ -93,6 +168,20 @@ def runtime_v3(runtime_v3_lib):
     return rt
 
 
+@pytest.fixture(params=[pytest.param("v3", marks=needs_v3_cpu), "auto", "auto_sse2"])
+def kernels(request, runtime):
+    """The runtime whose GEMM tiles a test checks: the v3 runtime's, the
+    auto runtime's on this CPU (its v3 copy where the CPU has AVX2+FMA) and
+    the auto runtime's capped at SSE2."""
+    if request.param == "v3":
+        return request.getfixturevalue("runtime_v3")
+    if request.param == "auto":
+        return runtime
+    runtime.set_max_isa("x86_64_baseline")
+    request.addfinalizer(lambda: runtime.set_max_isa("x86_64_v3"))
+    return runtime
+
+
 # m, k, n around the 6x16 tile, the 256-deep and 72-row / 256-column blocks.
 GEMM_SHAPES = [
     (1, 1, 1),
@@ -108,20 +197,18 @@ GEMM_SHAPES = [
 ]
 
 
-@needs_v3_cpu
 @pytest.mark.parametrize("m,k,n", GEMM_SHAPES)
-def test_v3_mm(runtime_v3, m, k, n):
+def test_tile_mm(kernels, m, k, n):
     a, b = make_tensor((m, k), torch.float32, 3, -1, 1), make_tensor((k, n), torch.float32, 4, -1, 1)
-    got = run_op(runtime_v3, "aten::mm", a, b)
+    got = run_op(kernels, "aten::mm", a, b)
     assert_within_dot_bound(got, a.double() @ b.double(), a.double().abs() @ b.double().abs(), k)
 
 
-@needs_v3_cpu
 @pytest.mark.parametrize("m,k,n", [(5, 33, 17), (70, 257, 9), (2, 300, 600)])
-def test_v3_addmm_alpha_beta(runtime_v3, m, k, n):
+def test_tile_addmm_alpha_beta(kernels, m, k, n):
     bias = make_tensor((n,), torch.float32, 5, -1, 1)
     a, b = make_tensor((m, k), torch.float32, 6, -1, 1), make_tensor((k, n), torch.float32, 7, -1, 1)
-    got = run_op(runtime_v3, "aten::addmm", bias, a, b, 0.5, 2.0)  # beta, alpha
+    got = run_op(kernels, "aten::addmm", bias, a, b, 0.5, 2.0)  # beta, alpha
     exact = 0.5 * bias.double() + 2.0 * (a.double() @ b.double())
     magnitude = 0.5 * bias.double().abs() + 2.0 * (a.double().abs() @ b.double().abs())
     assert_within_dot_bound(got, exact, magnitude, k + 2)
@@ -143,44 +230,40 @@ CONV_CASES = [  # x, w, stride, padding, groups: odd channels, stride 2, groups,
 ]
 
 
-@needs_v3_cpu
 @pytest.mark.parametrize("x_shape,w_shape,stride,padding,groups", CONV_CASES)
-def test_v3_convolution(runtime_v3, x_shape, w_shape, stride, padding, groups):
+def test_tile_convolution(kernels, x_shape, w_shape, stride, padding, groups):
     x, w = make_tensor(x_shape, torch.float32, 8, -1, 1), make_tensor(w_shape, torch.float32, 9, -1, 1)
     b = make_tensor((w_shape[0],), torch.float32, 10, -1, 1)
-    got = run_op(runtime_v3, "aten::convolution", x, w, b, [stride] * 2, [padding] * 2, [1, 1], False, [0, 0], groups)
+    got = run_op(kernels, "aten::convolution", x, w, b, [stride] * 2, [padding] * 2, [1, 1], False, [0, 0], groups)
     exact = F.conv2d(x.double(), w.double(), b.double(), stride, padding, 1, groups)
     magnitude = F.conv2d(x.double().abs(), w.double().abs(), b.double().abs(), stride, padding, 1, groups)
     assert_within_dot_bound(got, exact, magnitude, w[0].numel() + 1)
 
 
-@needs_v3_cpu
-def test_v3_non_contiguous_mm(runtime_v3):
+def test_tile_non_contiguous_mm(kernels):
     a = make_tensor((40, 21), torch.float32, 11, -1, 1).t()  # [21, 40], column-major
     b = make_tensor((40, 70), torch.float32, 12, -1, 1)[:, ::2]  # [40, 35], strided columns
-    got = run_op(runtime_v3, "aten::mm", a, b)
+    got = run_op(kernels, "aten::mm", a, b)
     assert_within_dot_bound(got, a.double() @ b.double(), a.double().abs() @ b.double().abs(), 40)
 
 
-@needs_v3_cpu
 @pytest.mark.parametrize("in_shape,out_features", [((5, 33), 17), ((70, 257), 9), ((1, 300), 600)])
-def test_v3_linear_prepacked(runtime_v3, in_shape, out_features):
+def test_tile_linear_prepacked(kernels, in_shape, out_features):
     x = make_tensor(in_shape, torch.float32, 13, -1, 1)
     w = make_tensor((out_features, in_shape[-1]), torch.float32, 14, -1, 1)
     b = make_tensor((out_features,), torch.float32, 15, -1, 1)
-    (y,) = runtime_v3.load(linear_program(w, b, in_shape)).method().run(x.numpy())
+    (y,) = kernels.load(linear_program(w, b, in_shape)).method().run(x.numpy())
     exact = F.linear(x.double(), w.double(), b.double())
     magnitude = F.linear(x.double().abs(), w.double().abs(), b.double().abs())
     assert_within_dot_bound(torch.from_numpy(y), exact, magnitude, in_shape[-1] + 1)
 
 
-@needs_v3_cpu
 @pytest.mark.parametrize("x_shape,w_shape,stride,padding,groups", CONV_CASES)
-def test_v3_conv2d_prepacked(runtime_v3, x_shape, w_shape, stride, padding, groups):
+def test_tile_conv2d_prepacked(kernels, x_shape, w_shape, stride, padding, groups):
     x, w = make_tensor(x_shape, torch.float32, 16, -1, 1), make_tensor(w_shape, torch.float32, 17, -1, 1)
     b = make_tensor((w_shape[0],), torch.float32, 18, -1, 1)
     program = conv_program(w, b, (stride, stride), (padding, padding), (1, 1), groups)
-    (y,) = runtime_v3.load(program).method().run(x.numpy())
+    (y,) = kernels.load(program).method().run(x.numpy())
     exact = F.conv2d(x.double(), w.double(), b.double(), stride, padding, 1, groups)
     magnitude = F.conv2d(x.double().abs(), w.double().abs(), b.double().abs(), stride, padding, 1, groups)
     assert_within_dot_bound(torch.from_numpy(y), exact, magnitude, w[0].numel() + 1)
@@ -191,13 +274,18 @@ def test_one_prepacked_program_for_every_isa(runtime, runtime_v3):
     # Weights are packed ahead of time (pare/packing.py) in one layout for
     # every build: the same program bytes, a linear layer whose columns and
     # depth are no multiple of any tile (and span two depth blocks), run on
-    # the baseline and the v3 runtime (and on arm64: test_portability.py).
+    # the auto runtime (its SSE2 and its v3 kernels) and the v3 runtime (and
+    # on arm64: test_portability.py).
     x = make_tensor((5, 300), torch.float32, 19, -1, 1)
     w = make_tensor((37, 300), torch.float32, 20, -1, 1)
     b = make_tensor((37,), torch.float32, 21, -1, 1)
     program = linear_program(w, b, (5, 300))
     exact = F.linear(x.double(), w.double(), b.double())
     magnitude = F.linear(x.double().abs(), w.double().abs(), b.double().abs())
-    for rt in (runtime, runtime_v3):
-        (y,) = rt.load(program).method().run(x.numpy())
-        assert_within_dot_bound(torch.from_numpy(y), exact, magnitude, 301)
+    try:
+        for rt, cap in ((runtime, "x86_64_baseline"), (runtime, "x86_64_v3"), (runtime_v3, "x86_64_v3")):
+            rt.set_max_isa(cap)
+            (y,) = rt.load(program).method().run(x.numpy())
+            assert_within_dot_bound(torch.from_numpy(y), exact, magnitude, 301)
+    finally:
+        runtime.set_max_isa("x86_64_v3")

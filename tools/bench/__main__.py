@@ -54,8 +54,9 @@ def _parser() -> argparse.ArgumentParser:
     source.add_argument(
         "--isa",
         choices=ISA_LEVELS,
-        help="build and run the full runtime at this x86_64 ISA level: "
-        "//runtime:full (baseline, SSE2) or //runtime:full_v3 (AVX2+FMA)",
+        help="build and run the full runtime at this x86_64 ISA level: //runtime:full (auto, the default: "
+        "SSE2 with AVX2+FMA GEMM kernels chosen at run time), //runtime:full_baseline (SSE2) or "
+        "//runtime:full_v3 (AVX2+FMA)",
     )
     p.add_argument(
         "--threads",

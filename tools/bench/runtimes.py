@@ -1,6 +1,8 @@
 """The full x86_64 runtimes the benchmarks load, per ISA level
-(--//runtime:x86_64_isa, rules/private/isa.bzl): //runtime:full (baseline,
-SSE2) and //runtime:full_v3 (AVX2+FMA)."""
+(--//runtime:x86_64_isa, rules/private/isa.bzl): //runtime:full (auto, the
+default: SSE2 code and x86-64-v3 GEMM kernels it runs on a CPU with AVX2 and
+FMA), //runtime:full_baseline (SSE2 only) and //runtime:full_v3 (AVX2+FMA
+throughout)."""
 
 from __future__ import annotations
 
@@ -14,9 +16,13 @@ from pare.runtime import cpu_runs
 from tools import REPO_ROOT
 from tools.bench.timing import BenchError
 
-ISA_LEVELS = ("baseline", "v3")
+ISA_LEVELS = ("auto", "baseline", "v3")
 FULL_RUNTIMES = {
-    "baseline": ("//runtime:full", REPO_ROOT / "bazel-bin/runtime/full/linux_x86_64/libpare_full.so"),
+    "auto": ("//runtime:full", REPO_ROOT / "bazel-bin/runtime/full/linux_x86_64/libpare_full.so"),
+    "baseline": (
+        "//runtime:full_baseline",
+        REPO_ROOT / "bazel-bin/runtime/full_baseline/linux_x86_64/libpare_full_baseline.so",
+    ),
     "v3": ("//runtime:full_v3", REPO_ROOT / "bazel-bin/runtime/full_v3/linux_x86_64/libpare_full_v3.so"),
 }
 
@@ -27,8 +33,8 @@ def best_isa() -> str:
 
 
 def default_runtime() -> Path:
-    """$PARE_RUNTIME_LIB, else Bazel's baseline //runtime:full."""
-    return Path(os.environ.get("PARE_RUNTIME_LIB") or FULL_RUNTIMES["baseline"][1])
+    """$PARE_RUNTIME_LIB, else Bazel's //runtime:full (level auto)."""
+    return Path(os.environ.get("PARE_RUNTIME_LIB") or FULL_RUNTIMES["auto"][1])
 
 
 def add_layer_bench_arguments(parser: argparse.ArgumentParser, rounds: int) -> None:

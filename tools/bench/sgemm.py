@@ -1,6 +1,6 @@
 """Float32 GEMM throughput of a Pare runtime against one core's peak.
 
-    .venv/bin/python -m tools.bench.sgemm [--isa baseline|v3 | --runtime LIB]
+    .venv/bin/python -m tools.bench.sgemm [--isa auto|baseline|v3 | --runtime LIB]
                                           [--sizes 256,512,768,1024] [--rounds N] [--cpu N] [--json FILE]
 
 Runs `aten::mm` (an [n, n] input times an [n, n] constant, both packed by
@@ -10,14 +10,16 @@ call, median of the rounds) next to the core's peak, measured on the same
 CPU by //tools/bench:cpu_peak:
 
   clock        from a dependent integer-add chain (the clock the core ran at);
-  peak         clock x float32 FLOP per cycle of the runtime's ISA level
+  peak         clock x float32 FLOP per cycle of the ISA the runtime's
+               kernels run (pare_kernel_isa: an auto runtime's is v3 on a
+               CPU with AVX2 and FMA)
                (AVX2+FMA: 2 FMA units x 8 lanes x 2 on Zen 2+ and Intel
                Haswell+; SSE2: 4-lane multiply + add), the FLOP per cycle
                taken from cpu_peak's register-only loop, which reaches it.
 
 Without --runtime, builds Bazel's full x86_64 runtime at --isa
-(//runtime:full or //runtime:full_v3; default: v3 when this CPU has AVX2
-and FMA, else baseline). docs/performance.md
+(//runtime:full, //runtime:full_baseline or //runtime:full_v3; default: v3
+when this CPU has AVX2 and FMA, else baseline). docs/performance.md
 gives this machine's numbers. A benchmark, never a test: tests check the
 GEMM's numerics (tests/runtime/kernels/test_linalg.py, test_isa.py).
 """
@@ -132,8 +134,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--isa",
         choices=ISA_LEVELS,
         help="build and measure the full runtime at this x86_64 ISA "
-        "level: //runtime:full (baseline) or //runtime:full_v3 (default: v3 when this CPU has AVX2 "
-        "and FMA, else baseline)",
+        "level: //runtime:full (auto), //runtime:full_baseline or //runtime:full_v3 (default: v3 when "
+        "this CPU has AVX2 and FMA, else baseline)",
     )
     source.add_argument("--runtime", type=Path, help="a linux_x86_64 Pare runtime to measure instead")
     p.add_argument(
@@ -151,9 +153,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise BenchError(f"no runtime at {runtime_path}")
         runtime = Runtime(runtime_path)
         peak = measure_peak()
-        per_cycle, peak_gflops = peak.for_isa(runtime.isa)
+        per_cycle, peak_gflops = peak.for_isa(runtime.kernel_isa)
         print(
-            f"runtime {runtime_path} ({runtime.isa}); pinned to CPU {cpu}\n"
+            f"runtime {runtime_path} ({runtime.isa}, kernels {runtime.kernel_isa}); pinned to CPU {cpu}\n"
             f"clock {peak.clock_ghz:.2f} GHz x {per_cycle} FLOP/cycle = peak {peak_gflops:.1f} GFLOP/s "
             f"(measured register-only: FMA {peak.fma_gflops:.1f}, SSE2 mul+add {peak.sse_gflops:.1f})"
         )

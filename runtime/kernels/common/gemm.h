@@ -3,7 +3,7 @@
 //
 // float uses a packed, cache-blocked algorithm in the style of BLIS/GotoBLAS:
 // A is packed into row panels of kMR rows and B into column panels of
-// kPanelCols columns, per (kKC depth x kMC rows / kNC columns) block, and a kMR x kNR
+// kPanelCols columns, per (kKC depth x kMC rows / kNC columns) block, and a kMR x (two vectors)
 // register-tile micro-kernel written with portable clang vector types
 // (SSE2 or AVX2+FMA on x86_64, NEON on arm64) does the arithmetic. The driver takes the
 // A and B packers as functors, so an operand can be packed on the fly from
@@ -25,25 +25,33 @@ namespace gemm {
 
 // The register tile is kMR rows x two vectors of simd::kLanes floats: 6x8
 // on arm64 (NEON) and baseline x86_64 (SSE2); 6x16 with AVX2+FMA
-// (--//runtime:x86_64_isa=v3), whose 12 ymm accumulators, 2 B vectors and
-// the A broadcast take 15 of the 16 registers, as BLIS's Haswell/Zen kernels
-// do.
+// (--//runtime:x86_64_isa=v3, or auto on a CPU that has them), whose 12 ymm
+// accumulators, 2 B vectors and the A broadcast take 15 of the 16
+// registers, as BLIS's Haswell/Zen kernels do. The driver below hands the
+// tile kernel kTileCols columns: one register tile, except at
+// --//runtime:x86_64_isa=auto, which chooses its kernels at run time
+// (tile_kernel()) with one driver, one scratch layout and one split over
+// threads for both copies: 16 columns, one 6x16 tile or two 6x8 ones.
 //
 // The packed layouts are the same on every ISA, because weights are packed
 // ahead of time into program files (tools/tracer, pare/packing.py;
 // docs/program_format.md, "Prepacked weights") and used in place: A in
 // panels of kMR rows, B in panels of kPanelCols columns, a packed B's
-// columns padded to kPadCols (the widest tile). A tile of kNR columns reads
-// kNR / kPanelCols adjacent B panels.
-constexpr int64_t kLanes = simd::kLanes;
+// columns padded to kPadCols (the widest tile). A tile reads kTileCols /
+// kPanelCols adjacent B panels.
 constexpr int64_t kMR = 6;
-constexpr int64_t kNR = 2 * kLanes;
 constexpr int64_t kPanelCols = 8;
 constexpr int64_t kPadCols = 16;
-static_assert(kNR % kPanelCols == 0 && kPadCols % kNR == 0, "B tiles must cover whole panels");
+constexpr int64_t kTileCols =
+#if defined(PARE_X86_64_DISPATCH)
+    kPadCols;  // the same driver for either copy: one 6x16 tile, or two 6x8 ones
+#else
+    2 * simd::kLanes;  // one register tile
+#endif
+static_assert(kTileCols % kPanelCols == 0 && kTileCols % (2 * simd::kLanes) == 0, "tiles must cover whole panels");
 constexpr int64_t kKC = 256;
 constexpr int64_t kMC = 72;   // multiple of kMR; 72 x 256 floats = 72 KB of packed A
-constexpr int64_t kNC = 256;  // multiple of kNR; 256 x 256 floats = 256 KB of packed B
+constexpr int64_t kNC = 256;  // multiple of kTileCols; 256 x 256 floats = 256 KB of packed B
 
 constexpr int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
 
@@ -131,19 +139,20 @@ struct Output {
   bool clamps() const { return simd::bounded(lo, hi); }
 };
 
-// C tile update: C[mr x nr] (row stride ldc) = alpha * (A panel . B panels)
-// (+ C when out.accumulate) + out's bias, clamped to [out.lo, out.hi]; `b`
-// is the first of the tile's kNR / kPanelCols B panels, each kc *
-// kPanelCols floats. The bias pointers address the tile's first row and
-// column, the residual its first element; sgemm passes the bias with the
-// first depth block only, the residual and the clamp with the last only.
-void micro_kernel(int64_t kc, const float* a, const float* b, float* c, int64_t ldc, int64_t mr, int64_t nr,
-                  const Output& out);
+// C tile update: C[mr x nr] (row stride ldc; mr <= kMR, nr <= kTileCols) =
+// alpha * (A panel . B panels) (+ C when out.accumulate) + out's bias,
+// clamped to [out.lo, out.hi]; `b` is the first of the tile's kTileCols /
+// kPanelCols B panels, each kc * kPanelCols floats. The bias pointers
+// address the tile's first row and column, the residual its first
+// element; sgemm passes the bias with the first depth block only, the
+// residual and the clamp with the last only.
+using TileKernel = void (*)(int64_t kc, const float* a, const float* b, float* c, int64_t ldc, int64_t mr, int64_t nr,
+                            const Output& out);
 
 // Narrow products: C[m x n] = A B, finished as `out` says (alpha 1), for n <=
 // kNarrowN columns, A prepacked (prepack_a layout): a 1x1 convolution over
 // a 1x1 or 2x2 image (squeeze-and-excitation, a network's last stages). The
-// register tile's kNR columns would be mostly padding there, so the vectors
+// register tile's kTileCols columns would be mostly padding there, so the vectors
 // run along A's packed panels instead: each column of B is expanded once
 // (every element repeated kMR times, in `scratch`), after which a panel
 // (kc depths x kMR rows, interleaved) times an expanded column is an
@@ -153,24 +162,51 @@ inline size_t narrow_scratch_floats(int64_t n, int64_t k) { return static_cast<s
 void sgemm_narrow(int64_t m, int64_t n, int64_t k, const float* packed_a, const MatrixView<float>& b, float* c,
                   int64_t ldc, const Output& out, float* scratch);
 
+// The kernels each ISA's copy of gemm_kernels.cc defines: this build's
+// (PARE_SIMD_ISA, simd.h) and, at --//runtime:x86_64_isa=auto
+// (PARE_X86_64_DISPATCH), the x86-64-v3 copy (gemm_kernels_v3.cc).
+// tile_kernel() and sgemm_narrow() choose between them.
+namespace PARE_SIMD_ISA {
+void tile(int64_t kc, const float* a, const float* b, float* c, int64_t ldc, int64_t mr, int64_t nr, const Output& out);
+void sgemm_narrow(int64_t m, int64_t n, int64_t k, const float* packed_a, const MatrixView<float>& b, float* c,
+                  int64_t ldc, const Output& out, float* scratch);
+}  // namespace PARE_SIMD_ISA
+#if defined(PARE_X86_64_DISPATCH)
+namespace x86_64_v3 {
+void tile(int64_t kc, const float* a, const float* b, float* c, int64_t ldc, int64_t mr, int64_t nr, const Output& out);
+void sgemm_narrow(int64_t m, int64_t n, int64_t k, const float* packed_a, const MatrixView<float>& b, float* c,
+                  int64_t ldc, const Output& out, float* scratch);
+}  // namespace x86_64_v3
+#endif
+
+// The tile kernel of the ISA the kernels run, taken once per product: at
+// --//runtime:x86_64_isa=auto the x86-64-v3 copy on a CPU that has it
+// (cpu::kernel_isa()), elsewhere the build's own (a constant: a direct call).
+#if defined(PARE_X86_64_DISPATCH)
+TileKernel tile_kernel();
+#else
+constexpr TileKernel tile_kernel() { return PARE_SIMD_ISA::tile; }
+#endif
+
 // Scratch floats an on-the-fly A or B packer needs (prepacked operands need
 // none and may be given null).
 inline size_t a_scratch_floats(int64_t m, int64_t k) {
   return static_cast<size_t>((k < kKC ? k : kKC) * round_up(m < kMC ? m : kMC, kMR));
 }
 inline size_t b_scratch_floats(int64_t n, int64_t k) {
-  return static_cast<size_t>((k < kKC ? k : kKC) * round_up(n < kNC ? n : kNC, kNR));
+  return static_cast<size_t>((k < kKC ? k : kKC) * round_up(n < kNC ? n : kNC, kTileCols));
 }
 
 // C[m x n] (row stride ldc, unit column stride) = alpha * A B, plus the
 // previous C when out.accumulate, plus out's bias, clamped (Output). With row0 / col0, rows [row0, row0 + m) of
 // A and columns [col0, col0 + n) of B (the packers are addressed from
 // there; c points at the first of those elements): one part of a split
-// product (row0 a multiple of kMR, col0 of kNR).
+// product (row0 a multiple of kMR, col0 of kTileCols).
 template <typename PackA, typename PackB>
 void sgemm(int64_t m, int64_t n, int64_t k, const PackA& pack_a_block, const PackB& pack_b_block, float* c, int64_t ldc,
            const Output& out, float* a_scratch, float* b_scratch, int64_t row0 = 0, int64_t col0 = 0) {
   if (m == 0 || n == 0) return;
+  const TileKernel tile_fn = tile_kernel();
   for (int64_t j0 = 0; j0 < n; j0 += kNC) {
     const int64_t nc = n - j0 < kNC ? n - j0 : kNC;
     // One block of depth 0 when k is 0: the tiles store C as Output says of a zero A B.
@@ -189,15 +225,15 @@ void sgemm(int64_t m, int64_t n, int64_t k, const PackA& pack_a_block, const Pac
       for (int64_t i0 = 0; i0 < m; i0 += kMC) {
         const int64_t mc = m - i0 < kMC ? m - i0 : kMC;
         const float* a_block = pack_a_block(row0 + i0, mc, p0, kc, a_scratch);
-        for (int64_t jr = 0; jr < nc; jr += kNR) {
-          const int64_t nr = nc - jr < kNR ? nc - jr : kNR;
+        for (int64_t jr = 0; jr < nc; jr += kTileCols) {
+          const int64_t nr = nc - jr < kTileCols ? nc - jr : kTileCols;
           tile.col_bias = first && out.col_bias != nullptr ? out.col_bias + j0 + jr : nullptr;
           for (int64_t ir = 0; ir < mc; ir += kMR) {
             const int64_t mr = mc - ir < kMR ? mc - ir : kMR;
             tile.row_bias = first && out.row_bias != nullptr ? out.row_bias + i0 + ir : nullptr;
             tile.residual = residual != nullptr ? residual + (i0 + ir) * ldc + j0 + jr : nullptr;
-            micro_kernel(kc, a_block + (ir / kMR) * kc * kMR, b_block + (jr / kPanelCols) * kc * kPanelCols,
-                         c + (i0 + ir) * ldc + j0 + jr, ldc, mr, nr, tile);
+            tile_fn(kc, a_block + (ir / kMR) * kc * kMR, b_block + (jr / kPanelCols) * kc * kPanelCols,
+                    c + (i0 + ir) * ldc + j0 + jr, ldc, mr, nr, tile);
           }
         }
       }
@@ -206,7 +242,7 @@ void sgemm(int64_t m, int64_t n, int64_t k, const PackA& pack_a_block, const Pac
 }
 
 // sgemm over the method's threads (build feature threads). C is split into
-// chunks of whole register tiles: its columns in multiples of kNR or, when
+// chunks of whole tiles: its columns in multiples of kTileCols or, when
 // it has too few columns to give each thread work, its rows in multiples
 // of kMR. Every element is then computed by a tile of the same shape, over
 // the same depth blocks in the same order, as in one sgemm call: results
@@ -229,7 +265,7 @@ template <typename PackA, typename PackB>
 PARE_NOINLINE void sgemm_parallel(KernelContext& ctx, const Split& split, int64_t m, int64_t n, int64_t k,
                                   const PackA& pack_a_block, const PackB& pack_b_block, float* c, int64_t ldc,
                                   const Output& out) {
-  ctx.parallel(split.chunks, split.rows ? m : n, split.rows ? kMR : kNR,
+  ctx.parallel(split.chunks, split.rows ? m : n, split.rows ? kMR : kTileCols,
                [&](uint32_t chunk, int64_t begin, int64_t end) {
                  float* a_scratch = split.a_scratch == nullptr ? nullptr : split.a_scratch + chunk * split.a_floats;
                  float* b_scratch = split.b_scratch == nullptr ? nullptr : split.b_scratch + chunk * split.b_floats;

@@ -8,7 +8,7 @@ const float* Im2ColPanels::operator()(int64_t p0, int64_t kc, int64_t j0, int64_
   const int64_t taps = g.kh * g.kw;
   const int64_t plane_size = g.height * g.width;
   constexpr int64_t kW = kPanelCols;
-  const int64_t padded = round_up(nc, kNR);  // a tile's panels beyond nc are zeros
+  const int64_t padded = round_up(nc, kTileCols);  // a tile's panels beyond nc are zeros
   for (int64_t jp = 0; jp < padded; jp += kW) {
     float* panel = dst + (jp / kW) * kc * kW;
     if (jp >= nc) {

@@ -11,8 +11,23 @@
 
 #include "runtime/core/compiler.h"
 
+// The ISA this translation unit's vector code is compiled for, as a
+// namespace name. A runtime at --//runtime:x86_64_isa=auto compiles some
+// kernels twice (SSE2 and x86-64-v3: gemm_kernels.cc and
+// gemm_kernels_v3.cc) into one library, so everything here lives in an
+// inline namespace of that name: the two copies of an inline function are
+// two functions, and the baseline code can never call the v3 one.
+#if defined(__AVX2__) && defined(__FMA__)
+#define PARE_SIMD_ISA x86_64_v3
+#elif defined(__aarch64__)
+#define PARE_SIMD_ISA arm64_neon
+#else
+#define PARE_SIMD_ISA x86_64_baseline
+#endif
+
 namespace pare {
 namespace simd {
+inline namespace PARE_SIMD_ISA {
 
 #if defined(__AVX2__) && defined(__FMA__)
 constexpr long kLanes = 8;
@@ -82,5 +97,6 @@ PARE_ALWAYS_INLINE V clamp(V v, V lo, V hi) {
   v = v < lo ? lo : v;
   return v > hi ? hi : v;
 }
+}  // namespace PARE_SIMD_ISA
 }  // namespace simd
 }  // namespace pare

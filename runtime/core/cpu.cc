@@ -1,0 +1,109 @@
+#include "runtime/core/cpu.h"
+
+namespace pare {
+namespace cpu {
+namespace {
+
+constexpr const char* kNames[] = {"x86_64_baseline", "x86_64_v3", "arm64_neon"};
+
+bool same(const char* a, const char* b) {
+  while (*a != '\0' && *a == *b) {
+    ++a;
+    ++b;
+  }
+  return *a == *b;
+}
+
+// The build's own ISA: what every kernel runs without dispatch.
+PARE_UNUSED constexpr Isa kBuildIsa =
+#if defined(__x86_64__) && defined(__AVX2__) && defined(__FMA__)
+    Isa::x86_64_v3;
+#elif defined(__x86_64__)
+    Isa::x86_64_baseline;
+#else
+    Isa::arm64_neon;
+#endif
+
+#if defined(__x86_64__)
+struct Regs {
+  uint32_t a, b, c, d;
+};
+Regs cpuid(uint32_t leaf, uint32_t subleaf) {
+  Regs r;
+  __asm__ volatile("cpuid" : "=a"(r.a), "=b"(r.b), "=c"(r.c), "=d"(r.d) : "a"(leaf), "c"(subleaf));
+  return r;
+}
+bool bit(uint32_t word, int n) { return ((word >> n) & 1u) != 0; }
+
+bool detect_x86_64_v3() {
+  const uint32_t max_leaf = cpuid(0, 0).a;
+  if (max_leaf < 7 || cpuid(0x80000000u, 0).a < 0x80000001u) return false;
+  const Regs l1 = cpuid(1, 0);
+  const Regs l7 = cpuid(7, 0);
+  const Regs e1 = cpuid(0x80000001u, 0);
+  // Leaf 1 ECX: FMA 12, MOVBE 22, OSXSAVE 27, AVX 28, F16C 29. Leaf 7 EBX:
+  // BMI1 3, AVX2 5, BMI2 8. Leaf 0x80000001 ECX: LZCNT (ABM) 5.
+  const bool features = bit(l1.c, 12) && bit(l1.c, 22) && bit(l1.c, 27) && bit(l1.c, 28) && bit(l1.c, 29) &&
+                        bit(l7.b, 3) && bit(l7.b, 5) && bit(l7.b, 8) && bit(e1.c, 5);
+  if (!features) return false;
+  // XCR0: the OS saves the XMM (bit 1) and YMM (bit 2) state.
+  uint32_t lo, hi;
+  __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+  (void)hi;
+  return (lo & 0x6u) == 0x6u;
+}
+
+// 0: not asked yet, 1: no, 2: yes. Racing first calls store the same value.
+uint8_t g_has_v3 = 0;
+#endif
+// set_max_isa's cap, an Isa; x86_64_v3 (the best there is) until it is set.
+uint8_t g_max_isa = static_cast<uint8_t>(Isa::x86_64_v3);
+
+}  // namespace
+
+const char* isa_name(Isa isa) { return kNames[static_cast<int>(isa)]; }
+
+bool isa_from_name(const char* name, Isa* isa) {
+  if (name == nullptr) return false;
+  for (int i = 0; i < 3; ++i) {
+    if (same(name, kNames[i])) {
+      *isa = static_cast<Isa>(i);
+      return true;
+    }
+  }
+  return false;
+}
+
+bool cpu_has_x86_64_v3() {
+#if defined(__x86_64__)
+  uint8_t known = __atomic_load_n(&g_has_v3, __ATOMIC_RELAXED);
+  if (known == 0) {
+    known = detect_x86_64_v3() ? 2 : 1;
+    __atomic_store_n(&g_has_v3, known, __ATOMIC_RELAXED);
+  }
+  return known == 2;
+#else
+  return false;
+#endif
+}
+
+Isa kernel_isa() {
+#if defined(PARE_X86_64_DISPATCH)
+  const bool capped = __atomic_load_n(&g_max_isa, __ATOMIC_RELAXED) < static_cast<uint8_t>(Isa::x86_64_v3);
+  return !capped && cpu_has_x86_64_v3() ? Isa::x86_64_v3 : Isa::x86_64_baseline;
+#else
+  return kBuildIsa;
+#endif
+}
+
+bool set_max_isa(Isa isa) {
+#if !defined(PARE_X86_64_DISPATCH)
+  // A build pinned to v3 has no SSE2 kernels to fall back to.
+  if (kBuildIsa == Isa::x86_64_v3 && isa == Isa::x86_64_baseline) return false;
+#endif
+  __atomic_store_n(&g_max_isa, static_cast<uint8_t>(isa), __ATOMIC_RELAXED);
+  return true;
+}
+
+}  // namespace cpu
+}  // namespace pare

@@ -1,0 +1,42 @@
+#pragma once
+// The CPU's instruction sets, for the kernels that choose one at run time.
+//
+// At --//runtime:x86_64_isa=auto (rules/private/isa.bzl, the default) the
+// runtime is compiled for baseline x86-64 (SSE2) and carries a second copy
+// of the float GEMM's kernels compiled for x86-64-v3 (AVX2, FMA, BMI1/2,
+// F16C, LZCNT, MOVBE): PARE_X86_64_DISPATCH is defined, and gemm.cc runs
+// the v3 copy when runs_x86_64_v3() says so. Other levels and arm64 choose
+// nothing here: their kernels are the build's.
+
+#include "runtime/core/compiler.h"
+
+namespace pare {
+namespace cpu {
+
+// The ISAs a kernel can run, as pare_isa() and pare_kernel_isa() name them.
+enum class Isa : uint8_t { x86_64_baseline, x86_64_v3, arm64_neon };
+
+// "x86_64_baseline", "x86_64_v3", "arm64_neon".
+const char* isa_name(Isa isa);
+// The Isa named `name` (isa_name's spelling); false for other names.
+bool isa_from_name(const char* name, Isa* isa);
+
+// Whether this CPU and its OS run x86-64-v3 code: CPUID's feature bits and
+// XGETBV's saved-state mask (the OS must save the YMM registers). Asked
+// once; false off x86_64.
+bool cpu_has_x86_64_v3();
+
+// The ISA the dispatching kernels run: the best the CPU has, at most the
+// cap set_max_isa() set. Without PARE_X86_64_DISPATCH, the build's own.
+Isa kernel_isa();
+
+// Caps kernel_isa() at `isa` (oneDNN's dnnl_set_max_cpu_isa): reproducible
+// results across CPUs, or the SSE2 path on an AVX2 machine in tests. One
+// process-wide setting; products already running finish on the ISA they
+// started with. `isa` is one of this architecture's (the C API checks);
+// false (nothing changed) for x86_64_baseline in a build pinned to v3,
+// which has no SSE2 kernels.
+bool set_max_isa(Isa isa);
+
+}  // namespace cpu
+}  // namespace pare
