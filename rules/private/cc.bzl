@@ -6,7 +6,7 @@ RUNTIME_COPTS and RUNTIME_CXXOPTS from this file, so keep them literal lists.
 See docs/portable_cpp.md for what the flags forbid and why.
 """
 
-load(":isa.bzl", "x86_64_isa_copts", "x86_64_v3_copy_copts")
+load(":isa.bzl", "x86_64_copy_copts", "x86_64_isa_copts")
 
 # Freestanding C++17 for every platform: no exceptions, no RTTI, hidden
 # symbols (only the C API is exported), one section per function and datum
@@ -40,7 +40,7 @@ ISA_COPTS = x86_64_isa_copts()
 # unit is optimised before the app's step, which only folds and deletes.
 BITCODE_COPTS = ["-flto=full"]
 
-def pare_cc_library(name, srcs = [], hdrs = [], deps = [], defines = [], local_defines = [], textual_hdrs = [], optimize = "speed", bitcode = False, x86_64_v3_copy = False, visibility = None, **kwargs):
+def pare_cc_library(name, srcs = [], hdrs = [], deps = [], defines = [], local_defines = [], textual_hdrs = [], optimize = "speed", bitcode = False, x86_64_copy = None, visibility = None, **kwargs):
     """A freestanding runtime library compiled with the house flags.
 
     Args:
@@ -55,10 +55,10 @@ def pare_cc_library(name, srcs = [], hdrs = [], deps = [], defines = [], local_d
         code off the hot path, such as the loader and the C API).
       bitcode: compile to LLVM bitcode for pare_selected_code (the runtime
         layers above the core), not to machine code.
-      x86_64_v3_copy: the target holds the x86-64-v3 copy of kernels that a
-        runtime at --//runtime:x86_64_isa=auto chooses at run time: its
-        sources are also compiled with -march=x86-64-v3 at that level
-        (rules/private/isa.bzl).
+      x86_64_copy: "v3" or "v4" when the target holds that level's copy of
+        kernels that a runtime at --//runtime:x86_64_isa=auto chooses at run
+        time: its sources are also compiled with -march=x86-64-<level> at
+        that level (rules/private/isa.bzl).
       visibility: the usual.
       **kwargs: passed to cc_library (tags, testonly, ...); copts are not accepted.
     """
@@ -75,7 +75,7 @@ def pare_cc_library(name, srcs = [], hdrs = [], deps = [], defines = [], local_d
         local_defines = local_defines,
         textual_hdrs = textual_hdrs,
         copts = RUNTIME_COPTS + (["-Os"] if optimize == "size" else []) + (BITCODE_COPTS if bitcode else []) + ISA_COPTS +
-                (x86_64_v3_copy_copts() if x86_64_v3_copy else []),
+                (x86_64_copy_copts(x86_64_copy) if x86_64_copy else []),
         # Link every object: --gc-sections / -dead_strip, rooted at the
         # exported C API, decide what stays, not archive member selection.
         alwayslink = True,

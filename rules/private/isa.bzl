@@ -2,11 +2,12 @@
 
     bazel build //apps/demo:runtime --//runtime:x86_64_isa=v3
 
-  auto      (the default) baseline code, plus a second copy of the float
-            GEMM's kernels compiled for v3 (runtime/kernels/common/
-            gemm_kernels_v3.cc), which the library runs on a CPU that has
-            AVX2 and FMA (CPUID, at run time; runtime/core/cpu.h). Runs on
-            every x86_64 CPU; pare_set_max_isa() caps it.
+  auto      (the default) baseline code, plus a copy of the float GEMM's
+            kernels compiled for v3 (runtime/kernels/common/
+            kernels_x86_64_v3.cc) and an AVX-512 register tile for v4
+            (gemm_tile_x86_64_v4.cc), the best of which the library runs on
+            the CPU it finds (CPUID, at run time; runtime/core/cpu.h). Runs
+            on every x86_64 CPU; pare_set_max_isa() caps it.
   baseline  x86-64 with SSE2: runs on every x86_64 CPU, and carries no AVX
             instruction.
   v3        x86-64-v3: AVX2, FMA, BMI1/2, F16C (Intel Haswell, 2013; AMD
@@ -25,9 +26,13 @@ X86_64_ISA_LEVELS = {
     "v3": ["-march=x86-64-v3"],
 }
 
-# What the v3 copy of the dispatched kernels adds at level auto (on top of
-# the level's own flags): x86-64-v3 code for that one target.
-X86_64_V3_COPY_COPTS = ["-march=x86-64-v3"]
+# What a copy of the dispatched kernels for a higher level adds at level
+# auto (on top of the level's own flags): that level's code, for that one
+# target (//runtime/kernels:kernels_v3, :kernels_v4).
+X86_64_COPY_COPTS = {
+    "v3": ["-march=x86-64-v3"],
+    "v4": ["-march=x86-64-v4"],
+}
 
 def _x86_64_isa_impl(ctx):
     value = ctx.build_setting_value
@@ -77,16 +82,22 @@ def x86_64_isa_copts():
         **{"//conditions:default": []}
     ))
 
-def x86_64_v3_copy_copts():
-    """The flags of a target that holds the v3 copy of the dispatched kernels.
+def x86_64_copy_copts(level):
+    """The flags of a target that holds the `level` copy of dispatched kernels.
 
-    -march=x86-64-v3 at level auto on x86_64; none otherwise, where the copy's
-    sources compile to nothing (runtime/kernels/common/gemm_kernels_v3.cc).
+    -march=x86-64-<level> at level auto on x86_64; none otherwise, where the
+    copy's sources compile to nothing (runtime/kernels/common/
+    kernels_x86_64_v3.cc, gemm_tile_x86_64_v4.cc).
+
+    Args:
+      level: "v3" or "v4".
 
     Returns:
       A select() of compile flags.
     """
+    if level not in X86_64_COPY_COPTS:
+        fail("x86_64_copy_copts(%r): use one of %s" % (level, ", ".join(X86_64_COPY_COPTS.keys())))
     return select({
-        str(Label("//runtime:x86_64_isa_auto")): X86_64_V3_COPY_COPTS,
+        str(Label("//runtime:x86_64_isa_auto")): X86_64_COPY_COPTS[level],
         "//conditions:default": [],
     })

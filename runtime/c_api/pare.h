@@ -152,18 +152,20 @@ PARE_API uint32_t pare_format_version_major(void);
 /* Non-zero for the instrumentation build (-DPARE_TRACING=1). */
 PARE_API int pare_is_tracing_build(void);
 /* The instruction set the build was compiled for: "x86_64_auto" (SSE2 code
- * plus x86-64-v3 float GEMM kernels it runs on a CPU with AVX2 and FMA: the
- * default, --//runtime:x86_64_isa=auto), "x86_64_baseline" (SSE2 only),
+ * plus x86-64-v3 float GEMM kernels and an AVX-512 GEMM tile it runs on a
+ * CPU that has them: the default, --//runtime:x86_64_isa=auto),
+ * "x86_64_baseline" (SSE2 only),
  * "x86_64_v3" (AVX2+FMA throughout: --//runtime:x86_64_isa=v3; dies with
  * SIGILL on a CPU without them, so check before loading a program),
  * "arm64_neon". */
 PARE_API const char* pare_isa(void);
-/* The instruction set the kernels run now: "x86_64_v3" or
- * "x86_64_baseline" for an x86_64_auto build (the best this CPU has, at most
- * pare_set_max_isa's cap), the build's own otherwise. */
+/* The instruction set the kernels run now: "x86_64_v4" (AVX-512),
+ * "x86_64_v3" or "x86_64_baseline" for an x86_64_auto build (the best this
+ * CPU has, at most pare_set_max_isa's cap), the build's own otherwise. */
 PARE_API const char* pare_kernel_isa(void);
 /* Caps the instruction set an x86_64_auto build's kernels run at `isa`
- * ("x86_64_baseline" or "x86_64_v3"), as oneDNN's dnnl_set_max_cpu_isa
+ * ("x86_64_baseline", "x86_64_v3" or "x86_64_v4"), as oneDNN's
+ * dnnl_set_max_cpu_isa
  * does: the same results on every CPU, or the SSE2 kernels on an AVX2 one.
  * Process-wide; call it before running methods (a product already running
  * finishes on the kernels it started with). Builds without a choice accept

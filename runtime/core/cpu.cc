@@ -4,7 +4,7 @@ namespace pare {
 namespace cpu {
 namespace {
 
-constexpr const char* kNames[] = {"x86_64_baseline", "x86_64_v3", "arm64_neon"};
+constexpr const char* kNames[] = {"x86_64_baseline", "x86_64_v3", "x86_64_v4", "arm64_neon"};
 
 bool same(const char* a, const char* b) {
   while (*a != '\0' && *a == *b) {
@@ -35,29 +35,45 @@ Regs cpuid(uint32_t leaf, uint32_t subleaf) {
 }
 bool bit(uint32_t word, int n) { return ((word >> n) & 1u) != 0; }
 
-bool detect_x86_64_v3() {
+// The best x86_64 level this CPU and OS run: baseline, v3 or v4.
+Isa detect_x86_64() {
   const uint32_t max_leaf = cpuid(0, 0).a;
-  if (max_leaf < 7 || cpuid(0x80000000u, 0).a < 0x80000001u) return false;
+  if (max_leaf < 7 || cpuid(0x80000000u, 0).a < 0x80000001u) return Isa::x86_64_baseline;
   const Regs l1 = cpuid(1, 0);
   const Regs l7 = cpuid(7, 0);
   const Regs e1 = cpuid(0x80000001u, 0);
   // Leaf 1 ECX: FMA 12, MOVBE 22, OSXSAVE 27, AVX 28, F16C 29. Leaf 7 EBX:
   // BMI1 3, AVX2 5, BMI2 8. Leaf 0x80000001 ECX: LZCNT (ABM) 5.
-  const bool features = bit(l1.c, 12) && bit(l1.c, 22) && bit(l1.c, 27) && bit(l1.c, 28) && bit(l1.c, 29) &&
-                        bit(l7.b, 3) && bit(l7.b, 5) && bit(l7.b, 8) && bit(e1.c, 5);
-  if (!features) return false;
-  // XCR0: the OS saves the XMM (bit 1) and YMM (bit 2) state.
+  const bool v3 = bit(l1.c, 12) && bit(l1.c, 22) && bit(l1.c, 27) && bit(l1.c, 28) && bit(l1.c, 29) && bit(l7.b, 3) &&
+                  bit(l7.b, 5) && bit(l7.b, 8) && bit(e1.c, 5);
+  if (!v3) return Isa::x86_64_baseline;
+  // XCR0: the OS saves the XMM (bit 1) and YMM (bit 2) state; for AVX-512
+  // also the opmask (5) and the ZMM registers (6, 7).
   uint32_t lo, hi;
   __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
   (void)hi;
-  return (lo & 0x6u) == 0x6u;
+  if ((lo & 0x6u) != 0x6u) return Isa::x86_64_baseline;
+  // Leaf 7 EBX: AVX512F 16, AVX512DQ 17, AVX512CD 28, AVX512BW 30, AVX512VL 31.
+  const bool v4 =
+      bit(l7.b, 16) && bit(l7.b, 17) && bit(l7.b, 28) && bit(l7.b, 30) && bit(l7.b, 31) && (lo & 0xE0u) == 0xE0u;
+  return v4 ? Isa::x86_64_v4 : Isa::x86_64_v3;
 }
 
-// 0: not asked yet, 1: no, 2: yes. Racing first calls store the same value.
-uint8_t g_has_v3 = 0;
+// 0: not asked yet, else 1 + the Isa detect_x86_64() found. Racing first
+// calls store the same value.
+uint8_t g_x86_64 = 0;
+
+Isa x86_64_level() {
+  uint8_t known = __atomic_load_n(&g_x86_64, __ATOMIC_RELAXED);
+  if (known == 0) {
+    known = static_cast<uint8_t>(1 + static_cast<int>(detect_x86_64()));
+    __atomic_store_n(&g_x86_64, known, __ATOMIC_RELAXED);
+  }
+  return static_cast<Isa>(known - 1);
+}
 #endif
-// set_max_isa's cap, an Isa; x86_64_v3 (the best there is) until it is set.
-uint8_t g_max_isa = static_cast<uint8_t>(Isa::x86_64_v3);
+// set_max_isa's cap, an Isa; x86_64_v4 (the best there is) until it is set.
+uint8_t g_max_isa = static_cast<uint8_t>(Isa::x86_64_v4);
 
 }  // namespace
 
@@ -65,7 +81,7 @@ const char* isa_name(Isa isa) { return kNames[static_cast<int>(isa)]; }
 
 bool isa_from_name(const char* name, Isa* isa) {
   if (name == nullptr) return false;
-  for (int i = 0; i < 3; ++i) {
+  for (int i = 0; i < 4; ++i) {
     if (same(name, kNames[i])) {
       *isa = static_cast<Isa>(i);
       return true;
@@ -76,12 +92,15 @@ bool isa_from_name(const char* name, Isa* isa) {
 
 bool cpu_has_x86_64_v3() {
 #if defined(__x86_64__)
-  uint8_t known = __atomic_load_n(&g_has_v3, __ATOMIC_RELAXED);
-  if (known == 0) {
-    known = detect_x86_64_v3() ? 2 : 1;
-    __atomic_store_n(&g_has_v3, known, __ATOMIC_RELAXED);
-  }
-  return known == 2;
+  return x86_64_level() >= Isa::x86_64_v3;
+#else
+  return false;
+#endif
+}
+
+bool cpu_has_x86_64_v4() {
+#if defined(__x86_64__)
+  return x86_64_level() >= Isa::x86_64_v4;
 #else
   return false;
 #endif
@@ -89,8 +108,9 @@ bool cpu_has_x86_64_v3() {
 
 Isa kernel_isa() {
 #if defined(PARE_X86_64_DISPATCH)
-  const bool capped = __atomic_load_n(&g_max_isa, __ATOMIC_RELAXED) < static_cast<uint8_t>(Isa::x86_64_v3);
-  return !capped && cpu_has_x86_64_v3() ? Isa::x86_64_v3 : Isa::x86_64_baseline;
+  const Isa cap = static_cast<Isa>(__atomic_load_n(&g_max_isa, __ATOMIC_RELAXED));
+  const Isa cpu = x86_64_level();
+  return cap < cpu ? cap : cpu;
 #else
   return kBuildIsa;
 #endif

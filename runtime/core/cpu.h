@@ -2,11 +2,12 @@
 // The CPU's instruction sets, for the kernels that choose one at run time.
 //
 // At --//runtime:x86_64_isa=auto (rules/private/isa.bzl, the default) the
-// runtime is compiled for baseline x86-64 (SSE2) and carries a second copy
-// of the float GEMM's kernels compiled for x86-64-v3 (AVX2, FMA, BMI1/2,
-// F16C, LZCNT, MOVBE): PARE_X86_64_DISPATCH is defined, and gemm.cc runs
-// the v3 copy when runs_x86_64_v3() says so. Other levels and arm64 choose
-// nothing here: their kernels are the build's.
+// runtime is compiled for baseline x86-64 (SSE2) and carries more copies of
+// the float GEMM's kernels: one compiled for x86-64-v3 (AVX2, FMA, BMI1/2,
+// F16C, LZCNT, MOVBE) and a register tile for x86-64-v4 (AVX-512 F, BW,
+// CD, DQ, VL). PARE_X86_64_DISPATCH is defined, and gemm.cc runs the best
+// copy kernel_isa() allows. Other levels and arm64 choose nothing here:
+// their kernels are the build's.
 
 #include "runtime/core/compiler.h"
 
@@ -14,17 +15,19 @@ namespace pare {
 namespace cpu {
 
 // The ISAs a kernel can run, as pare_isa() and pare_kernel_isa() name them.
-enum class Isa : uint8_t { x86_64_baseline, x86_64_v3, arm64_neon };
+// x86_64's in increasing order (a cap compares them).
+enum class Isa : uint8_t { x86_64_baseline, x86_64_v3, x86_64_v4, arm64_neon };
 
-// "x86_64_baseline", "x86_64_v3", "arm64_neon".
+// "x86_64_baseline", "x86_64_v3", "x86_64_v4", "arm64_neon".
 const char* isa_name(Isa isa);
 // The Isa named `name` (isa_name's spelling); false for other names.
 bool isa_from_name(const char* name, Isa* isa);
 
-// Whether this CPU and its OS run x86-64-v3 code: CPUID's feature bits and
-// XGETBV's saved-state mask (the OS must save the YMM registers). Asked
-// once; false off x86_64.
+// Whether this CPU and its OS run x86-64-v3 (v4) code: CPUID's feature bits
+// and XGETBV's saved-state mask (the OS must save the YMM registers; for v4
+// also the opmask and ZMM ones). Asked once; false off x86_64.
 bool cpu_has_x86_64_v3();
+bool cpu_has_x86_64_v4();
 
 // The ISA the dispatching kernels run: the best the CPU has, at most the
 // cap set_max_isa() set. Without PARE_X86_64_DISPATCH, the build's own.

@@ -30,16 +30,18 @@ def test_a_size_is_checked_against_float64_and_reported(full_runtime, n):
 
 
 @pytest.mark.parametrize(
-    "clock,fma,sse,isa,expected",
+    "clock,fma,sse,avx512,isa,expected",
     [
-        (3.2, 102.0, 49.0, "x86_64_v3", 32),  # 2 FMA units x 8 lanes x 2
-        (3.2, 102.0, 49.0, "x86_64_baseline", 16),  # 4-lane multiply + add, 2 each per cycle
-        (3.0, 48.0, 24.0, "x86_64_v3", 16),  # 128-bit FMA units (Zen 1)
-        (1.0, 300.0, 90.0, "x86_64_v3", 32),  # a clock measured low (a shared core): capped
+        (3.2, 102.0, 49.0, 0.0, "x86_64_v3", 32),  # 2 FMA units x 8 lanes x 2
+        (3.2, 102.0, 49.0, 0.0, "x86_64_baseline", 16),  # 4-lane multiply + add, 2 each per cycle
+        (3.0, 48.0, 24.0, 0.0, "x86_64_v3", 16),  # 128-bit FMA units (Zen 1)
+        (1.0, 300.0, 90.0, 0.0, "x86_64_v3", 32),  # a clock measured low (a shared core): capped
+        (3.7, 118.0, 59.0, 236.0, "x86_64_v4", 64),  # 2 FMA units x 16 lanes x 2 (Zen 5)
+        (3.5, 112.0, 56.0, 112.0, "x86_64_v4", 32),  # 512-bit FMAs as two 256-bit halves (Zen 4)
     ],
 )
-def test_peak_is_the_clock_times_the_flop_per_cycle(clock, fma, sse, isa, expected):
-    per_cycle, peak = sgemm.Peak(clock, fma, sse).for_isa(isa)
+def test_peak_is_the_clock_times_the_flop_per_cycle(clock, fma, sse, avx512, isa, expected):
+    per_cycle, peak = sgemm.Peak(clock, fma, sse, avx512).for_isa(isa)
     assert per_cycle == expected and peak == pytest.approx(clock * expected)
 
 

@@ -69,9 +69,14 @@ X86_64_V3_FLAGS = ("-march=x86-64-v3",)
 # default level, auto.
 X86_64_BASELINE_FLAGS = ("-march=x86-64",)
 # --//runtime:x86_64_isa=auto, the default: the flags every unit gets, and
-# the v3 copy of the GEMM kernels, compiled once more with X86_64_V3_FLAGS.
+# the copies of the GEMM kernels compiled once more for higher levels.
 X86_64_AUTO_FLAGS = ("-DPARE_X86_64_DISPATCH=1",)
-X86_64_V3_COPY = REPO / "runtime" / "kernels" / "common" / "gemm_kernels_v3.cc"
+X86_64_V3_COPY = REPO / "runtime" / "kernels" / "common" / "kernels_x86_64_v3.cc"
+# ... and the AVX-512 tile, compiled with -march=x86-64-v4.
+X86_64_COPIES = (
+    ("v3", X86_64_V3_COPY, ("-march=x86-64-v3",)),
+    ("v4", REPO / "runtime" / "kernels" / "common" / "gemm_tile_x86_64_v4.cc", ("-march=x86-64-v4",)),
+)
 
 
 def _x86_64_auto(extra_flags) -> bool:
@@ -354,14 +359,11 @@ def selected_objects(
         if auto and kernels:
             # Last, as in //runtime/kernels:kernels_bitcode: an inline
             # function both copies compiled is the baseline one.
-            v3 = _objects(
-                Path(cache_root),
-                f"{bitcode_name}_v3",
-                flags + BITCODE_FLAGS + list(X86_64_V3_FLAGS),
-                None,
-                [X86_64_V3_COPY],
-            )
-            lazy += sorted((v3 / "obj").glob("*.o"))
+            for level, source, march in X86_64_COPIES:
+                copy = _objects(
+                    Path(cache_root), f"{bitcode_name}_{level}", flags + BITCODE_FLAGS + list(march), None, [source]
+                )
+                lazy += sorted((copy / "obj").glob("*.o"))
         root_objects = sorted(p for p in (bitcode / "obj").glob("*.o") if p.name not in kernel_objects)
     if not kernels:
         lazy = []
@@ -417,11 +419,23 @@ def object_files(
     extra_flags=(),
 ) -> list[Path]:
     """The runtime's objects (one PAL's) compiled with the house flags, plus
-    `sanitize` (e.g. ("address", "undefined")) and `extra_flags`."""
+    `sanitize` (e.g. ("address", "undefined")) and `extra_flags`; at level
+    auto (no -march in `extra_flags`, on x86_64), with the v3 and v4 copies
+    of the dispatched kernels."""
     flags = _compile_flags(opt, defines, sanitize, extra_flags) + [f"-I{selection_dir}"]
+    copies = []
+    if _x86_64_auto(extra_flags):
+        flags += X86_64_AUTO_FLAGS
+        for level, source, march in X86_64_COPIES:
+            copy = _objects(Path(cache_root), f"{name}_{level}", flags + list(march), selection_dir, [source])
+            copies += sorted((copy / "obj").glob("*.o"))
     objects_dir = _objects(Path(cache_root), name, flags, selection_dir)
     excluded = {_object_name(REPO / p) for other, p in PAL_SOURCES.items() if other != pal}
-    return sorted(p for p in (objects_dir / "obj").glob("*.o") if p.name not in excluded)
+    # The copies last, so that the linker keeps the baseline copy of an
+    # inline function several compiled (build() then links the library
+    # beside the last copy's objects, whose directory is keyed by every
+    # source and flag too).
+    return sorted(p for p in (objects_dir / "obj").glob("*.o") if p.name not in excluded) + copies
 
 
 def _compile_flags(opt: str, defines, sanitize: tuple[str, ...], extra_flags) -> list[str]:

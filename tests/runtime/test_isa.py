@@ -36,6 +36,11 @@ from tests.conftest import require_tool
 
 X86_64 = platform.machine() in ("x86_64", "AMD64")
 HAS_V3 = X86_64 and cpu_runs("x86_64_v3")
+# AVX-512 F, DQ, CD, BW and VL: the v4 tile of an auto runtime runs.
+HAS_V4 = HAS_V3 and {"avx512f", "avx512dq", "avx512cd", "avx512bw", "avx512vl"} <= (
+    pare.runtime.host_cpu_flags() or frozenset()
+)
+BEST_KERNEL_ISA = "x86_64_v4" if HAS_V4 else "x86_64_v3" if HAS_V3 else "x86_64_baseline"
 needs_v3_cpu = pytest.mark.platform_limit("running x86-64-v3 code needs a CPU with AVX2 and FMA")
 pytestmark = [
     pytest.mark.skipif(not X86_64, reason="x86_64 ISA levels are tested on x86_64 hosts"),
@@ -63,59 +68,66 @@ def test_baseline_runtime_has_no_avx_instruction(runtime_baseline_lib):
 V3_INSTRUCTION = re.compile(r"^\s*[0-9a-f]+:\s+(v[a-z0-9]+|shlx|shrx|sarx|andn|bzhi|pdep|pext|lzcnt|movbe)\b|%ymm")
 
 
-def functions_with_v3_code(lib: Path) -> dict[str, int]:
-    """Demangled function name -> count of x86-64-v3 instructions, for every
-    function of `lib` (its unstripped twin, whose symbols name the
-    functions) that has any."""
+def functions_with_v3_code(lib: Path, pattern: re.Pattern | str = V3_INSTRUCTION) -> dict[str, int]:
+    """Demangled function name -> count of instructions matching `pattern`
+    (default: those x86-64-v3 adds), for every function of `lib` (its
+    unstripped twin, whose symbols name the functions) that has any."""
     twin = Path(lib).parent / "unstripped" / Path(lib).name
     lib = twin if twin.exists() else Path(lib)
     objdump = require_tool("llvm-objdump-16", "llvm-objdump", package="llvm-16")
     text = subprocess.run(
         [objdump, "-d", "-C", "--no-show-raw-insn", str(lib)], capture_output=True, text=True, check=True
     ).stdout
+    pattern = re.compile(pattern)
     counts: dict[str, int] = {}
     function = None
     for line in text.splitlines():
         header = re.match(r"^[0-9a-f]+ <(.*)>:$", line)
         if header:
             function = header.group(1)
-        elif function and V3_INSTRUCTION.search(line):
+        elif function and pattern.search(line):
             counts[function] = counts.get(function, 0) + 1
     return counts
 
 
-def test_auto_runtime_keeps_avx_inside_its_v3_kernels(runtime, runtime_lib):
-    # The default level: SSE2 code, and a second copy of the GEMM's kernels
-    # compiled for x86-64-v3 that only a CPU with AVX2+FMA runs. An inline
-    # function shared by both copies and kept out of line could otherwise
-    # carry AVX code into the SSE2 path (SIGILL on an older CPU).
+def test_auto_runtime_keeps_avx_inside_its_v3_and_v4_kernels(runtime, runtime_lib):
+    # The default level: SSE2 code, a second copy of the GEMM's kernels
+    # compiled for x86-64-v3 and an AVX-512 tile, which only a CPU with
+    # those extensions runs. An inline function shared by the copies and
+    # kept out of line could otherwise carry AVX code into the SSE2 path
+    # (SIGILL on an older CPU).
     assert runtime.isa == "x86_64_auto"
-    if runtime_build.sanitizers():
-        pytest.skip("make sanitize compiles the runtime here without Bazel's auto level")
     v3 = functions_with_v3_code(runtime_lib)
-    outside = sorted(f for f in v3 if not f.startswith(("pare::gemm::x86_64_v3::", "void pare::gemm::x86_64_v3::")))
-    assert not outside, f"x86-64-v3 instructions outside the v3 kernels: {outside[:5]}"
+    # A copy's function, or a template instantiated over one of its lambdas.
+    outside = sorted(f for f in v3 if "::x86_64_v3::" not in f and "::x86_64_v4::" not in f)
+    assert not outside, f"x86-64-v3 instructions outside the v3 and v4 kernels: {outside[:5]}"
     assert any(f.startswith("pare::gemm::x86_64_v3::tile(") for f in v3)
     assert any(f.startswith("pare::gemm::x86_64_v3::sgemm_narrow(") for f in v3)
+    lines = disassembly(runtime_lib).splitlines()
+    assert any("vfmadd231ps" in line and "%zmm" in line for line in lines)  # the v4 tile (the library is stripped)
+    zmm = {f for f, n in functions_with_v3_code(runtime_lib, r"%zmm").items() if n}
+    assert zmm and all("::x86_64_v4::" in f for f in zmm), sorted(zmm)[:5]
 
 
 def test_auto_runtime_runs_the_best_kernels_this_cpu_has_up_to_the_cap(runtime, monkeypatch):
-    assert runtime.kernel_isa == ("x86_64_v3" if HAS_V3 else "x86_64_baseline")
+    assert runtime.kernel_isa == BEST_KERNEL_ISA
     try:
         runtime.set_max_isa("x86_64_baseline")
         assert runtime.kernel_isa == "x86_64_baseline"
         runtime.set_max_isa("x86_64_v3")
         assert runtime.kernel_isa == ("x86_64_v3" if HAS_V3 else "x86_64_baseline")
+        runtime.set_max_isa("x86_64_v4")
+        assert runtime.kernel_isa == BEST_KERNEL_ISA
         with pytest.raises(PareError, match=r"'arm64_neon' is not an instruction set of this x86_64_auto runtime"):
             runtime.set_max_isa("arm64_neon")
-        with pytest.raises(PareError, match=r"'avx512' is not .*; use x86_64_baseline or x86_64_v3") as e:
+        with pytest.raises(PareError, match=r"'avx512' is not .*; use x86_64_baseline, x86_64_v3 or x86_64_v4") as e:
             runtime.set_max_isa("avx512")
         assert e.value.status_name == "InvalidArgument"
         # $PARE_MAX_ISA caps a runtime when it is created.
         monkeypatch.setenv(pare.runtime.MAX_ISA_ENV, "x86_64_baseline")
         assert Runtime(runtime.path).kernel_isa == "x86_64_baseline"
     finally:
-        runtime.set_max_isa("x86_64_v3")  # process-wide: leave the other tests uncapped
+        runtime.set_max_isa("x86_64_v4")  # process-wide: leave the other tests uncapped
 
 
 @needs_v3_cpu
@@ -155,8 +167,8 @@ def test_a_suite_on_a_v3_runtime_is_a_platform_limit_on_a_cpu_without_avx2(monke
     )
     monkeypatch.setattr(pare.runtime, "host_cpu_flags", lambda: frozenset(pare.runtime.ISA_CPU_FEATURES["x86_64_v3"]))
     assert runtime_isa_limit("x86_64_v3") is None
-    with pytest.raises(ValueError, match=r"PARE_RUNTIME_ISA=x86_64_v4: unknown ISA level; expected one of x86_64_v3"):
-        runtime_isa_limit("x86_64_v4")
+    with pytest.raises(ValueError, match=r"PARE_RUNTIME_ISA=x86_64_v9: unknown ISA level; expected one of x86_64_v3"):
+        runtime_isa_limit("x86_64_v9")
 
 
 @pytest.fixture(scope="module")
@@ -168,17 +180,16 @@ def runtime_v3(runtime_v3_lib):
     return rt
 
 
-@pytest.fixture(params=[pytest.param("v3", marks=needs_v3_cpu), "auto", "auto_sse2"])
+@pytest.fixture(params=[pytest.param("v3", marks=needs_v3_cpu), "auto", "auto_v3", "auto_sse2"])
 def kernels(request, runtime):
     """The runtime whose GEMM tiles a test checks: the v3 runtime's, the
-    auto runtime's on this CPU (its v3 copy where the CPU has AVX2+FMA) and
-    the auto runtime's capped at SSE2."""
+    auto runtime's on this CPU (its AVX-512 tile or v3 copy where the CPU
+    has them), and the auto runtime's capped at v3 and at SSE2."""
     if request.param == "v3":
         return request.getfixturevalue("runtime_v3")
-    if request.param == "auto":
-        return runtime
-    runtime.set_max_isa("x86_64_baseline")
-    request.addfinalizer(lambda: runtime.set_max_isa("x86_64_v3"))
+    if request.param != "auto":
+        runtime.set_max_isa("x86_64_v3" if request.param == "auto_v3" else "x86_64_baseline")
+        request.addfinalizer(lambda: runtime.set_max_isa("x86_64_v4"))
     return runtime
 
 
@@ -274,7 +285,7 @@ def test_one_prepacked_program_for_every_isa(runtime, runtime_v3):
     # Weights are packed ahead of time (pare/packing.py) in one layout for
     # every build: the same program bytes, a linear layer whose columns and
     # depth are no multiple of any tile (and span two depth blocks), run on
-    # the auto runtime (its SSE2 and its v3 kernels) and the v3 runtime (and
+    # the auto runtime (its SSE2, v3 and v4 kernels) and the v3 runtime (and
     # on arm64: test_portability.py).
     x = make_tensor((5, 300), torch.float32, 19, -1, 1)
     w = make_tensor((37, 300), torch.float32, 20, -1, 1)
@@ -283,9 +294,14 @@ def test_one_prepacked_program_for_every_isa(runtime, runtime_v3):
     exact = F.linear(x.double(), w.double(), b.double())
     magnitude = F.linear(x.double().abs(), w.double().abs(), b.double().abs())
     try:
-        for rt, cap in ((runtime, "x86_64_baseline"), (runtime, "x86_64_v3"), (runtime_v3, "x86_64_v3")):
+        for rt, cap in (
+            (runtime, "x86_64_baseline"),
+            (runtime, "x86_64_v3"),
+            (runtime, "x86_64_v4"),
+            (runtime_v3, "x86_64_v3"),
+        ):
             rt.set_max_isa(cap)
             (y,) = rt.load(program).method().run(x.numpy())
             assert_within_dot_bound(torch.from_numpy(y), exact, magnitude, 301)
     finally:
-        runtime.set_max_isa("x86_64_v3")
+        runtime.set_max_isa("x86_64_v4")

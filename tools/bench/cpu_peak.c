@@ -1,7 +1,7 @@
 // One x86_64 core's float32 peak, measured: what SGEMM GFLOP/s are compared
 // with (python -m tools.bench.sgemm, docs/performance.md).
 //
-//   cpu_peak [SECONDS]   prints: clock_ghz=... fma_gflops=... sse_gflops=...
+//   cpu_peak [SECONDS]   prints: clock_ghz=... fma_gflops=... avx512_gflops=... sse_gflops=...
 //
 // clock_ghz   from a chain of dependent integer adds (one per cycle on every
 //             x86_64 core since the Pentium Pro), so it is the clock the
@@ -9,9 +9,12 @@
 // fma_gflops  12 independent chains of 8-lane fused multiply-adds (AVX2+FMA,
 //             the --//runtime:x86_64_isa=v3 kernels' instruction), registers
 //             only: the most float work the core retires per second.
+// avx512_gflops  the same with 16-lane fused multiply-adds (AVX-512 F, the
+//             auto level's v4 tile).
 // sse_gflops  the same with 4-lane multiply then add (SSE2, the baseline
 //             kernels' instructions).
-// fma_gflops is 0 when the CPU lacks AVX2 or FMA. Each figure is the best
+// fma_gflops is 0 when the CPU lacks AVX2 or FMA, avx512_gflops without
+// AVX-512 F. Each figure is the best
 // of five interleaved measurements: sharing the core only ever slows a
 // measurement down, so the best is the closest to the hardware's.
 
@@ -73,6 +76,29 @@ __attribute__((target("avx2,fma"))) static double fma_gflops(double seconds) {
   }
 }
 
+__attribute__((target("avx512f"))) static double avx512_gflops(double seconds) {
+  __m512 acc[CHAINS];
+  for (int j = 0; j < CHAINS; ++j) acc[j] = _mm512_set1_ps((float)j);
+  const __m512 a = _mm512_set1_ps(0.999999f);
+  const __m512 b = _mm512_set1_ps(1e-7f);
+  long iterations = 1 << 16;
+  for (;;) {
+    double start = now();
+    for (long i = 0; i < iterations; ++i) {
+      for (int j = 0; j < CHAINS; ++j) acc[j] = _mm512_fmadd_ps(acc[j], a, b);
+      __asm__ volatile("" : : : "memory");
+    }
+    double elapsed = now() - start;
+    if (elapsed >= seconds) {
+      __m512 sum = acc[0];
+      for (int j = 1; j < CHAINS; ++j) sum = _mm512_add_ps(sum, acc[j]);
+      if (_mm512_reduce_add_ps(sum) == 12345.0f) puts("");  // keeps the chains live
+      return (double)iterations * CHAINS * 16 * 2 / elapsed * 1e-9;
+    }
+    iterations *= 2;
+  }
+}
+
 static double sse_gflops(double seconds) {
   __m128 acc[CHAINS];
   for (int j = 0; j < CHAINS; ++j) acc[j] = _mm_set1_ps((float)j);
@@ -106,15 +132,18 @@ int main(int argc, char** argv) {
   }
   __builtin_cpu_init();
   int has_fma = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-  double ghz = 0.0, fma = 0.0, sse = 0.0;
+  int has_avx512 = __builtin_cpu_supports("avx512f");
+  double ghz = 0.0, fma = 0.0, avx512 = 0.0, sse = 0.0;
   for (int round = 0; round < 5; ++round) {
     double g = clock_ghz(seconds / 5);
     double f = has_fma ? fma_gflops(seconds / 5) : 0.0;
+    double z = has_avx512 ? avx512_gflops(seconds / 5) : 0.0;
     double s = sse_gflops(seconds / 5);
     if (g > ghz) ghz = g;
     if (f > fma) fma = f;
+    if (z > avx512) avx512 = z;
     if (s > sse) sse = s;
   }
-  printf("clock_ghz=%.4f fma_gflops=%.3f sse_gflops=%.3f\n", ghz, fma, sse);
+  printf("clock_ghz=%.4f fma_gflops=%.3f avx512_gflops=%.3f sse_gflops=%.3f\n", ghz, fma, avx512, sse);
   return 0;
 }

@@ -11,8 +11,8 @@ CPU by //tools/bench:cpu_peak:
 
   clock        from a dependent integer-add chain (the clock the core ran at);
   peak         clock x float32 FLOP per cycle of the ISA the runtime's
-               kernels run (pare_kernel_isa: an auto runtime's is v3 on a
-               CPU with AVX2 and FMA)
+               kernels run (pare_kernel_isa: an auto runtime's is v4 on a
+               CPU with AVX-512, v3 on one with AVX2 and FMA)
                (AVX2+FMA: 2 FMA units x 8 lanes x 2 on Zen 2+ and Intel
                Haswell+; SSE2: 4-lane multiply + add), the FLOP per cycle
                taken from cpu_peak's register-only loop, which reaches it.
@@ -54,14 +54,18 @@ class Peak:
     clock_ghz: float
     fma_gflops: float  # measured, register-only, 8-lane FMA (0: no AVX2+FMA)
     sse_gflops: float  # measured, register-only, 4-lane multiply + add
+    avx512_gflops: float = 0.0  # measured, register-only, 16-lane FMA (0: no AVX-512)
 
     def for_isa(self, isa: str) -> tuple[int, float]:
-        """(FLOP per cycle, computed peak GFLOP/s) for the runtime's ISA: the
-        measured ratio rounded to a power of two, at most what the ISA's
-        widest core does (2 FMA units x 8 lanes x 2; SSE2: 2 x 4 x 2)."""
-        v3 = isa == "x86_64_v3"
-        measured = self.fma_gflops if v3 else self.sse_gflops
-        per_cycle = min(1 << max(0, round(np.log2(max(measured / self.clock_ghz, 1.0)))), 32 if v3 else 16)
+        """(FLOP per cycle, computed peak GFLOP/s) for the ISA the runtime's
+        kernels run: the measured ratio rounded to a power of two, at most
+        what the ISA's widest core does (2 FMA units x 16 lanes x 2 for
+        AVX-512, x 8 for AVX2; SSE2: 2 x 4 x 2)."""
+        measured, widest = {
+            "x86_64_v4": (self.avx512_gflops, 64),
+            "x86_64_v3": (self.fma_gflops, 32),
+        }.get(isa, (self.sse_gflops, 16))
+        per_cycle = min(1 << max(0, round(np.log2(max(measured / self.clock_ghz, 1.0)))), widest)
         return per_cycle, self.clock_ghz * per_cycle
 
 
@@ -80,7 +84,12 @@ def measure_peak(seconds: float = 1.0) -> Peak:
     if out.returncode != 0:
         raise BenchError(f"{CPU_PEAK} failed: {out.stderr.strip() or out.returncode}")
     fields = dict(item.split("=") for item in out.stdout.split())
-    return Peak(float(fields["clock_ghz"]), float(fields["fma_gflops"]), float(fields["sse_gflops"]))
+    return Peak(
+        float(fields["clock_ghz"]),
+        float(fields["fma_gflops"]),
+        float(fields["sse_gflops"]),
+        float(fields.get("avx512_gflops", 0.0)),
+    )
 
 
 def mm_program(n: int, seed: int = 0) -> tuple[bytes, np.ndarray, np.ndarray]:
@@ -157,7 +166,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(
             f"runtime {runtime_path} ({runtime.isa}, kernels {runtime.kernel_isa}); pinned to CPU {cpu}\n"
             f"clock {peak.clock_ghz:.2f} GHz x {per_cycle} FLOP/cycle = peak {peak_gflops:.1f} GFLOP/s "
-            f"(measured register-only: FMA {peak.fma_gflops:.1f}, SSE2 mul+add {peak.sse_gflops:.1f})"
+            f"(measured register-only: AVX-512 FMA {peak.avx512_gflops:.1f}, FMA {peak.fma_gflops:.1f}, "
+            f"SSE2 mul+add {peak.sse_gflops:.1f})"
         )
         results = []
         print(f"{'n':>6} {'median ms':>10} {'GFLOP/s':>9} {'of peak':>8}")

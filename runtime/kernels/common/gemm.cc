@@ -60,14 +60,22 @@ void prepack_a(const MatrixView<float>& a, float* dst) {
 }
 
 #if defined(PARE_X86_64_DISPATCH)
-TileKernel tile_kernel() { return cpu::kernel_isa() == cpu::Isa::x86_64_v3 ? x86_64_v3::tile : PARE_SIMD_ISA::tile; }
+TileKernel tile_kernel() {
+  switch (cpu::kernel_isa()) {
+    case cpu::Isa::x86_64_v4: return x86_64_v4::tile;
+    case cpu::Isa::x86_64_v3: return x86_64_v3::tile;
+    default: return PARE_SIMD_ISA::tile;
+  }
+}
 #endif
 
 void sgemm_narrow(int64_t m, int64_t n, int64_t k, const float* packed_a, const MatrixView<float>& b, float* c,
                   int64_t ldc, const Output& out, float* scratch) {
 #if defined(PARE_X86_64_DISPATCH)
-  if (cpu::kernel_isa() == cpu::Isa::x86_64_v3)
+  // (An AVX-512 CPU runs the v3 copy: there is no v4 narrow product.)
+  if (cpu::kernel_isa() >= cpu::Isa::x86_64_v3) {
     return x86_64_v3::sgemm_narrow(m, n, k, packed_a, b, c, ldc, out, scratch);
+  }
 #endif
   PARE_SIMD_ISA::sgemm_narrow(m, n, k, packed_a, b, c, ldc, out, scratch);
 }

@@ -31,20 +31,22 @@ namespace gemm {
 // tile kernel kTileCols columns: one register tile, except at
 // --//runtime:x86_64_isa=auto, which chooses its kernels at run time
 // (tile_kernel()) with one driver, one scratch layout and one split over
-// threads for both copies: 16 columns, one 6x16 tile or two 6x8 ones.
+// threads for every copy: 32 columns, one 6x32 AVX-512 tile (two zmm per
+// row), two 6x16 or four 6x8 ones.
 //
 // The packed layouts are the same on every ISA, because weights are packed
 // ahead of time into program files (tools/tracer, pare/packing.py;
 // docs/program_format.md, "Prepacked weights") and used in place: A in
 // panels of kMR rows, B in panels of kPanelCols columns, a packed B's
-// columns padded to kPadCols (the widest tile). A tile reads kTileCols /
-// kPanelCols adjacent B panels.
+// columns padded to kPadCols (one AVX2 tile). A tile reads up to kTileCols /
+// kPanelCols adjacent B panels, and at most kPadCols columns beyond its
+// last column: only panels that exist.
 constexpr int64_t kMR = 6;
 constexpr int64_t kPanelCols = 8;
 constexpr int64_t kPadCols = 16;
 constexpr int64_t kTileCols =
 #if defined(PARE_X86_64_DISPATCH)
-    kPadCols;  // the same driver for either copy: one 6x16 tile, or two 6x8 ones
+    2 * kPadCols;  // one driver for every copy: one 6x32 AVX-512 tile, two 6x16 or four 6x8 ones
 #else
     2 * simd::kLanes;  // one register tile
 #endif
@@ -164,7 +166,7 @@ void sgemm_narrow(int64_t m, int64_t n, int64_t k, const float* packed_a, const 
 
 // The kernels each ISA's copy of gemm_kernels.cc defines: this build's
 // (PARE_SIMD_ISA, simd.h) and, at --//runtime:x86_64_isa=auto
-// (PARE_X86_64_DISPATCH), the x86-64-v3 copy (gemm_kernels_v3.cc).
+// (PARE_X86_64_DISPATCH), the x86-64-v3 copy (kernels_x86_64_v3.cc).
 // tile_kernel() and sgemm_narrow() choose between them.
 namespace PARE_SIMD_ISA {
 void tile(int64_t kc, const float* a, const float* b, float* c, int64_t ldc, int64_t mr, int64_t nr, const Output& out);
@@ -177,11 +179,16 @@ void tile(int64_t kc, const float* a, const float* b, float* c, int64_t ldc, int
 void sgemm_narrow(int64_t m, int64_t n, int64_t k, const float* packed_a, const MatrixView<float>& b, float* c,
                   int64_t ldc, const Output& out, float* scratch);
 }  // namespace x86_64_v3
+// The AVX-512 register tiles (gemm_tile_x86_64_v4.cc): six rows of 32 or
+// of 16 columns in zmm registers; it hands other tiles to x86_64_v3::tile.
+namespace x86_64_v4 {
+void tile(int64_t kc, const float* a, const float* b, float* c, int64_t ldc, int64_t mr, int64_t nr, const Output& out);
+}  // namespace x86_64_v4
 #endif
 
 // The tile kernel of the ISA the kernels run, taken once per product: at
-// --//runtime:x86_64_isa=auto the x86-64-v3 copy on a CPU that has it
-// (cpu::kernel_isa()), elsewhere the build's own (a constant: a direct call).
+// --//runtime:x86_64_isa=auto the best copy this CPU runs (cpu::kernel_isa()),
+// elsewhere the build's own (a constant: a direct call).
 #if defined(PARE_X86_64_DISPATCH)
 TileKernel tile_kernel();
 #else

@@ -13,11 +13,13 @@
 
 // The ISA this translation unit's vector code is compiled for, as a
 // namespace name. A runtime at --//runtime:x86_64_isa=auto compiles some
-// kernels twice (SSE2 and x86-64-v3: gemm_kernels.cc and
-// gemm_kernels_v3.cc) into one library, so everything here lives in an
+// kernels twice (SSE2 and x86-64-v3: gemm_kernels.inc, in gemm_kernels.cc
+// and kernels_x86_64_v3.cc) into one library, so everything here lives in an
 // inline namespace of that name: the two copies of an inline function are
 // two functions, and the baseline code can never call the v3 one.
-#if defined(__AVX2__) && defined(__FMA__)
+#if defined(__AVX512F__)
+#define PARE_SIMD_ISA x86_64_v4  // simd.h's vectors stay 8 lanes wide there
+#elif defined(__AVX2__) && defined(__FMA__)
 #define PARE_SIMD_ISA x86_64_v3
 #elif defined(__aarch64__)
 #define PARE_SIMD_ISA arm64_neon

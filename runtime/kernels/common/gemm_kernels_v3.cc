@@ -1,8 +1,0 @@
-// The x86-64-v3 copy of the GEMM kernels (gemm_kernels.inc) for runtimes at
-// --//runtime:x86_64_isa=auto, which run it on a CPU with AVX2 and FMA
-// (gemm.cc, tile_kernel()). //runtime/kernels:kernels_v3 compiles this file
-// with -march=x86-64-v3; elsewhere (the kernels library, any other level
-// or platform, the tests' own compiles) it is empty.
-#if defined(PARE_X86_64_DISPATCH) && defined(__AVX2__) && defined(__FMA__)
-#include "runtime/kernels/common/gemm_kernels.inc"
-#endif
