@@ -90,26 +90,18 @@ bool isa_from_name(const char* name, Isa* isa) {
   return false;
 }
 
-bool cpu_has_x86_64_v3() {
+Isa cpu_isa() {
 #if defined(__x86_64__)
-  return x86_64_level() >= Isa::x86_64_v3;
+  return x86_64_level();
 #else
-  return false;
-#endif
-}
-
-bool cpu_has_x86_64_v4() {
-#if defined(__x86_64__)
-  return x86_64_level() >= Isa::x86_64_v4;
-#else
-  return false;
+  return Isa::arm64_neon;
 #endif
 }
 
 Isa kernel_isa() {
 #if defined(PARE_X86_64_DISPATCH)
   const Isa cap = static_cast<Isa>(__atomic_load_n(&g_max_isa, __ATOMIC_RELAXED));
-  const Isa cpu = x86_64_level();
+  const Isa cpu = cpu_isa();
   return cap < cpu ? cap : cpu;
 #else
   return kBuildIsa;

@@ -23,11 +23,10 @@ const char* isa_name(Isa isa);
 // The Isa named `name` (isa_name's spelling); false for other names.
 bool isa_from_name(const char* name, Isa* isa);
 
-// Whether this CPU and its OS run x86-64-v3 (v4) code: CPUID's feature bits
+// The best ISA this CPU and its OS run: for x86_64, CPUID's feature bits
 // and XGETBV's saved-state mask (the OS must save the YMM registers; for v4
-// also the opmask and ZMM ones). Asked once; false off x86_64.
-bool cpu_has_x86_64_v3();
-bool cpu_has_x86_64_v4();
+// also the opmask and ZMM ones), asked once; arm64_neon on arm64.
+Isa cpu_isa();
 
 // The ISA the dispatching kernels run: the best the CPU has, at most the
 // cap set_max_isa() set. Without PARE_X86_64_DISPATCH, the build's own.
