@@ -30,7 +30,7 @@ X86_64_ISA_LEVELS = {
 # auto (on top of the level's own flags): that level's code, for that one
 # target (//runtime/kernels:kernels_v3, :kernels_v4).
 X86_64_COPY_COPTS = {
-    "v3": ["-march=x86-64-v3"],
+    "v3": X86_64_ISA_LEVELS["v3"],
     "v4": ["-march=x86-64-v4"],
 }
 

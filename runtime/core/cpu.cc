@@ -1,18 +1,12 @@
 #include "runtime/core/cpu.h"
 
+#include "runtime/core/format.h"
+
 namespace pare {
 namespace cpu {
 namespace {
 
 constexpr const char* kNames[] = {"x86_64_baseline", "x86_64_v3", "x86_64_v4", "arm64_neon"};
-
-bool same(const char* a, const char* b) {
-  while (*a != '\0' && *a == *b) {
-    ++a;
-    ++b;
-  }
-  return *a == *b;
-}
 
 // The build's own ISA: what every kernel runs without dispatch.
 PARE_UNUSED constexpr Isa kBuildIsa =
@@ -80,9 +74,8 @@ uint8_t g_max_isa = static_cast<uint8_t>(Isa::x86_64_v4);
 const char* isa_name(Isa isa) { return kNames[static_cast<int>(isa)]; }
 
 bool isa_from_name(const char* name, Isa* isa) {
-  if (name == nullptr) return false;
-  for (int i = 0; i < 4; ++i) {
-    if (same(name, kNames[i])) {
+  for (size_t i = 0; i < sizeof(kNames) / sizeof(kNames[0]); ++i) {
+    if (string_equal(name, kNames[i])) {
       *isa = static_cast<Isa>(i);
       return true;
     }

@@ -74,7 +74,7 @@ X86_64_AUTO_FLAGS = ("-DPARE_X86_64_DISPATCH=1",)
 X86_64_V3_COPY = REPO / "runtime" / "kernels" / "common" / "kernels_x86_64_v3.cc"
 # ... and the AVX-512 tile, compiled with -march=x86-64-v4.
 X86_64_COPIES = (
-    ("v3", X86_64_V3_COPY, ("-march=x86-64-v3",)),
+    ("v3", X86_64_V3_COPY, X86_64_V3_FLAGS),
     ("v4", REPO / "runtime" / "kernels" / "common" / "gemm_tile_x86_64_v4.cc", ("-march=x86-64-v4",)),
 )
 

@@ -141,6 +141,48 @@ struct Output {
   bool clamps() const { return simd::bounded(lo, hi); }
 };
 
+// Whether the build has a residual for the GEMM to add (a link-time
+// constant: without prepacked_residual_kernel, no residual code).
+PARE_ALWAYS_INLINE bool adds_residual(const Output& out) {
+  return kernel_dtype_selected(TagId::prepacked_residual_kernel, ScalarType::Float) && out.residual != nullptr;
+}
+
+// Stores row i of a finished tile, its N vectors `r` of alpha * A B, at
+// `row`: r (+ C) + bias + residual, clamped, as Output says (the residual's
+// rows ldc apart). Every copy of the register tiles finishes its rows with
+// it, each for its own vector type V (gemm_kernels.inc,
+// gemm_tile_x86_64_v4.cc).
+template <typename V, int N>
+PARE_ALWAYS_INLINE void store_vectors(V (&r)[N], float* row, int64_t i, int64_t ldc, const Output& out) {
+  constexpr int64_t kWidth = sizeof(V) / sizeof(float);
+  const auto load = [](const float* p) {
+    V v;
+    __builtin_memcpy(&v, p, sizeof(v));
+    return v;
+  };
+  if (out.accumulate) {
+    for (int v = 0; v < N; ++v) r[v] += load(row + v * kWidth);
+  }
+  if (out.row_bias != nullptr) {
+    for (int v = 0; v < N; ++v) r[v] += out.row_bias[i];
+  }
+  if (out.col_bias != nullptr) {
+    for (int v = 0; v < N; ++v) r[v] += load(out.col_bias + v * kWidth);
+  }
+  if (adds_residual(out)) {
+    for (int v = 0; v < N; ++v) r[v] += load(out.residual + i * ldc + v * kWidth);
+  }
+  if (out.clamps()) {  // on SSE2 the clamp competes with the multiplies and adds for ports
+    V lo, hi;
+    for (int64_t l = 0; l < kWidth; ++l) {
+      lo[l] = out.lo;
+      hi[l] = out.hi;
+    }
+    for (int v = 0; v < N; ++v) r[v] = simd::clamp(r[v], lo, hi);
+  }
+  for (int v = 0; v < N; ++v) __builtin_memcpy(row + v * kWidth, &r[v], sizeof(V));
+}
+
 // C tile update: C[mr x nr] (row stride ldc; mr <= kMR, nr <= kTileCols) =
 // alpha * (A panel . B panels) (+ C when out.accumulate) + out's bias,
 // clamped to [out.lo, out.hi]; `b` is the first of the tile's kTileCols /

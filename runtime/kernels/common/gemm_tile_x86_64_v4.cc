@@ -17,7 +17,6 @@
 #if defined(PARE_X86_64_DISPATCH) && defined(__AVX512F__)
 
 #include "runtime/kernels/common/gemm.h"
-#include "runtime/registry/selection.h"
 
 namespace pare {
 namespace gemm {
@@ -27,17 +26,6 @@ namespace {
 typedef float v16 __attribute__((vector_size(16 * sizeof(float))));
 typedef float v8 __attribute__((vector_size(8 * sizeof(float))));
 
-PARE_ALWAYS_INLINE v16 load16(const float* p) {
-  v16 v;
-  __builtin_memcpy(&v, p, sizeof(v));
-  return v;
-}
-PARE_ALWAYS_INLINE void store16(float* p, v16 v) { __builtin_memcpy(p, &v, sizeof(v)); }
-PARE_ALWAYS_INLINE v16 splat16(float x) {
-  v16 v;
-  for (int i = 0; i < 16; ++i) v[i] = x;
-  return v;
-}
 // Depth p's 16 columns: row p of the first panel, then of the second.
 PARE_ALWAYS_INLINE v16 b_row(const float* lo, const float* hi) {
   v8 l, h;
@@ -79,31 +67,19 @@ PARE_ALWAYS_INLINE void rows(int64_t kc, const float* PARE_RESTRICT a, const flo
       for (int64_t i = 0; i < kMR; ++i) acc[0][i][0] += a[p * kMR + i] * b0;
     }
   }
-  // C's rows as Output says (gemm.h; gemm_kernels.inc's store_row), from a
-  // copy of `out` that the stores cannot alias.
+  // C's rows (gemm.h, store_vectors), from a copy of `out` that the stores
+  // cannot alias.
   const Output o = out;
-  const bool residual =
-      kernel_dtype_selected(TagId::prepacked_residual_kernel, ScalarType::Float) && o.residual != nullptr;
 #pragma clang loop unroll(full)
   for (int64_t i = 0; i < kMR; ++i) {
+    v16 r[V];
 #pragma clang loop unroll(full)
     for (int v = 0; v < V; ++v) {
-      float* row = c + i * ldc + 16 * v;
-      v16 r = acc[0][i][v];
-      if constexpr (kSets == 2) r += acc[1][i][v];
-      r = o.alpha * r;
-      if (o.accumulate) r += load16(row);
-      if (o.row_bias != nullptr) r += o.row_bias[i];
-      if (o.col_bias != nullptr) r += load16(o.col_bias + 16 * v);
-      if (residual) r += load16(o.residual + i * ldc + 16 * v);
-      if (o.clamps()) {
-        const v16 lo = splat16(o.lo);
-        const v16 hi = splat16(o.hi);
-        r = r < lo ? lo : r;
-        r = r > hi ? hi : r;
-      }
-      store16(row, r);
+      r[v] = acc[0][i][v];
+      if constexpr (kSets == 2) r[v] += acc[1][i][v];
+      r[v] = o.alpha * r[v];
     }
+    store_vectors(r, c + i * ldc, i, ldc, o);
   }
 }
 
