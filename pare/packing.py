@@ -174,23 +174,32 @@ def _tiles(out_hw, tile: int) -> int:
     return -(-out_hw[0] // tile) * -(-out_hw[1] // tile)
 
 
-# Which 1x1 convolutions run as pixel rows (the pixels as the GEMM's rows,
-# the weights as B; gemm::pixel_rows_pay, whose constants these copy):
-# more than NARROW_MAX_PIXELS output pixels (up to there the narrow GEMM, on
-# weights packed as A, is faster), at most PIXEL_ROWS_MAX_PIXELS (from 16 on
-# the image as B fills the register tile), and not a multiple of PANEL_COLS
-# (8 pixels fill SSE2's and NEON's 8-column tile). Measured on single layers
-# against the other paths, one core, baseline and v3 (docs/performance.md,
-# "Pixel rows"): 5 to 12 pixels other than 8 ran 1.2-2.4x faster as pixel
-# rows on both; 1, 2 and 4 pixels 1.1-1.4x slower (on v3 4 ran 1.0-1.6x
-# faster), 8 pixels 1.15x slower on baseline.
+# Which convolutions run as pixel rows (the pixels as the GEMM's rows, the
+# weights as B; gemm::pixel_rows_pay, whose constants these copy). A 1x1
+# convolution (stride 1, no padding: the image itself is the product's
+# operand): more than NARROW_MAX_PIXELS output pixels (up to there the
+# narrow GEMM, on weights packed as A, is faster), at most
+# PIXEL_ROWS_MAX_PIXELS (from 16 on the image as B fills the register
+# tile), and not a multiple of PANEL_COLS (8 pixels fill SSE2's and NEON's
+# 8-column tile). Measured on single layers against the other paths, one
+# core, baseline and v3 (docs/performance.md, "Pixel rows"): 5 to 12
+# pixels other than 8 ran 1.2-2.4x faster as pixel rows on both; 1, 2 and
+# 4 pixels 1.1-1.4x slower (on v3 4 ran 1.0-1.6x faster), 8 pixels 1.15x
+# slower on baseline.
 NARROW_MAX_PIXELS = 4
 PIXEL_ROWS_MAX_PIXELS = 12
+# Any other convolution (3x3, strided, padded: the narrow GEMM takes 1x1
+# kernels only) runs as pixel rows on its im2col matrix from 1 output pixel
+# up to PIXEL_ROWS_MAX_PIXELS: measured with `python -m
+# tools.bench.pixel_rows` (one core, Zen 5) against the register tile over
+# the same pixels as columns, 1 to 12 pixels ran 1.3-4.4x faster on AVX-512
+# and AVX2 and 1.0-5.7x on SSE2 (8 pixels, a full SSE2 tile: 1.02x); 16
+# pixels 0.94-1.3x, so not there.
 
 
-def pixel_rows_apply(weight_sizes, stride, padding, dilation) -> bool:
-    """Whether the runtime can run this convolution as pixel rows: a 1x1
-    kernel, stride 1, no padding, no dilation."""
+def pointwise(weight_sizes, stride, padding, dilation) -> bool:
+    """A 1x1 kernel, stride 1, no padding, no dilation: the image itself is
+    the layer's GEMM operand (no im2col)."""
     return (
         tuple(weight_sizes[2:]) == (1, 1)
         and tuple(stride) == (1, 1)
@@ -201,15 +210,17 @@ def pixel_rows_apply(weight_sizes, stride, padding, dilation) -> bool:
 
 def pixel_rows_pays(weight_sizes, stride, padding, dilation, groups: int, out_hw) -> bool:
     """Whether the exporter packs this convolution's weights for pixel rows
-    (W^T as the GEMM's B, per group): they apply, and the traced output
-    `out_hw` (height, width) has more than NARROW_MAX_PIXELS pixels, at most
-    PIXEL_ROWS_MAX_PIXELS, and not a multiple of PANEL_COLS (a dynamic size
-    counts as large)."""
-    if groups < 1 or weight_sizes[0] % groups:
+    (W^T as the GEMM's B, per group): not a depthwise convolution the direct
+    kernel runs, and the traced output `out_hw` (height, width) has more
+    than NARROW_MAX_PIXELS pixels, at most PIXEL_ROWS_MAX_PIXELS, and not a
+    multiple of PANEL_COLS for a pointwise layer; 1 to PIXEL_ROWS_MAX_PIXELS
+    for any other (a dynamic size counts as large)."""
+    if groups < 1 or weight_sizes[0] % groups or depthwise_direct(weight_sizes, stride, dilation, groups):
         return False
     pixels = out_hw[0] * out_hw[1]
-    applies = pixel_rows_apply(weight_sizes, stride, padding, dilation)
-    return applies and NARROW_MAX_PIXELS < pixels <= PIXEL_ROWS_MAX_PIXELS and pixels % PANEL_COLS != 0
+    if pointwise(weight_sizes, stride, padding, dilation):
+        return NARROW_MAX_PIXELS < pixels <= PIXEL_ROWS_MAX_PIXELS and pixels % PANEL_COLS != 0
+    return 1 <= pixels <= PIXEL_ROWS_MAX_PIXELS
 
 
 # The channels_last pass (tools/tracer/lowering.py): convolutions that run
@@ -233,7 +244,7 @@ def channels_last_applies(weight_sizes, stride, padding, dilation, groups: int) 
         return False
     if depthwise_direct(weight_sizes, stride, dilation, groups):
         return groups == weight_sizes[0]
-    return pixel_rows_apply(weight_sizes, stride, padding, dilation)
+    return pointwise(weight_sizes, stride, padding, dilation)
 
 
 def channels_last_pays(weight_sizes, stride, padding, dilation, groups: int, out_hw) -> bool:
@@ -256,19 +267,19 @@ def pack_conv2d_hwio_weight(weight) -> np.ndarray:
 
 
 def pack_conv2d_pixel_rows_weight(weight, groups: int) -> np.ndarray:
-    """A 1x1 convolution's weight [out_channels, in_channels / groups, 1, 1]
+    """A convolution's weight [out_channels, in_channels / groups, kh, kw]
     packed for pixel rows as pare::conv2d_prepack takes it: per group, W^T
-    [in_channels / groups, og] packed as B. 3-D: [groups, in_channels /
-    groups, og rounded up to PAD_COLS] (the sizes only count the floats)."""
+    [k, og] packed as B, k = in_channels / groups x kh x kw in im2col's
+    order (channel, then ky, kx). 3-D: [groups, k, og rounded up to
+    PAD_COLS] (the sizes only count the floats)."""
     w = _float_array(weight, 4, "a convolution weight")
-    out_channels, cg = w.shape[:2]
+    out_channels = w.shape[0]
     _check_groups(out_channels, groups)
-    if w.shape[2:] != (1, 1):
-        raise PackingError(f"pixel rows take a 1x1 kernel, got {w.shape[2]}x{w.shape[3]}")
     og = out_channels // groups
-    rows = w.reshape(out_channels, cg)
+    k = int(np.prod(w.shape[1:]))
+    rows = w.reshape(out_channels, k)
     packed = [pack_b(rows[g * og : (g + 1) * og].T) for g in range(groups)]
-    return np.stack(packed).reshape(groups, cg, _round_up(og, PAD_COLS))
+    return np.stack(packed).reshape(groups, k, _round_up(og, PAD_COLS))
 
 
 def _check_groups(out_channels: int, groups: int) -> None:
@@ -337,9 +348,8 @@ def pack_conv2d_weight(
     convolution the direct kernel runs, or HWIO (4-D,
     pack_conv2d_hwio_weight) with `channels_last`; with `winograd` (where
     winograd_applies: the output tile, 2 or 4; True means 2), transformed for
-    Winograd (2-D, pack_conv2d_winograd_weight); with `pixel_rows` (a 1x1 kernel, stride 1,
-    no `padding`, no dilation), packed for pixel rows (3-D,
-    pack_conv2d_pixel_rows_weight); otherwise each group's [og, k] weights
+    Winograd (2-D, pack_conv2d_winograd_weight); with `pixel_rows`, packed
+    for pixel rows (3-D, pack_conv2d_pixel_rows_weight); otherwise each group's [og, k] weights
     packed as A, the groups one after another (1-D)."""
     w = _float_array(weight, 4, "a convolution weight")
     out_channels = w.shape[0]
@@ -361,12 +371,6 @@ def pack_conv2d_weight(
     if depthwise_direct(w.shape, stride, dilation, groups):
         return np.ascontiguousarray(w)
     if pixel_rows:
-        if not pixel_rows_apply(w.shape, stride, padding, dilation):
-            raise PackingError(
-                f"pixel rows take a 1x1 kernel with stride 1, no padding and no dilation, got a "
-                f"{w.shape[2]}x{w.shape[3]} kernel, stride {list(stride)}, padding {list(padding)}, "
-                f"dilation {list(dilation)}"
-            )
         return pack_conv2d_pixel_rows_weight(w, groups)
     if winograd:
         tile = 2 if winograd is True else int(winograd)

@@ -270,7 +270,7 @@ class MethodBuilder:
         `weight` [out_channels, in_channels / groups, kh, kw] (float32),
         packed here (pare/packing.py; `winograd`: transformed for Winograd
         with that output tile, 2 for F(2x2, 3x3) or 4 for F(4x4, 3x3), True
-        meaning 2; `pixel_rows`: a 1x1 convolution's, for pixel rows;
+        meaning 2; `pixel_rows`: for pixel rows (W^T packed as B);
         `channels_last`: for the channels-last kernels, HWIO for a depthwise
         convolution, pixel rows for a 1x1 one), and `bias` or None: the
         Conv2dPackedParams object pare::conv2d_prepacked takes."""

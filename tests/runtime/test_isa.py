@@ -258,7 +258,7 @@ def test_tile_non_contiguous_mm(kernels):
     assert_within_dot_bound(got, a.double() @ b.double(), a.double().abs() @ b.double().abs(), 40)
 
 
-@pytest.mark.parametrize("in_shape,out_features", [((5, 33), 17), ((70, 257), 9), ((1, 300), 600)])
+@pytest.mark.parametrize("in_shape,out_features", [((5, 33), 17), ((70, 257), 9), ((1, 300), 600), ((2, 70), 100)])
 def test_tile_linear_prepacked(kernels, in_shape, out_features):
     x = make_tensor(in_shape, torch.float32, 13, -1, 1)
     w = make_tensor((out_features, in_shape[-1]), torch.float32, 14, -1, 1)
@@ -277,6 +277,29 @@ def test_tile_conv2d_prepacked(kernels, x_shape, w_shape, stride, padding, group
     (y,) = kernels.load(program).method().run(x.numpy())
     exact = F.conv2d(x.double(), w.double(), b.double(), stride, padding, 1, groups)
     magnitude = F.conv2d(x.double().abs(), w.double().abs(), b.double().abs(), stride, padding, 1, groups)
+    assert_within_dot_bound(torch.from_numpy(y), exact, magnitude, w[0].numel() + 1)
+
+
+# Convolutions packed for pixel rows on their im2col matrix: 1 to 4
+# pixels (the few-rows kernels, over 32-column tiles and a short one), 9
+# (a full panel and three rows), two depth blocks.
+PIXEL_ROWS_CASES = [  # x, w, stride, padding
+    ((1, 9, 1, 1), (70, 9, 3, 3), 1, 1),
+    ((1, 30, 1, 2), (64, 30, 3, 3), 1, 1),
+    ((1, 40, 3, 1), (40, 40, 3, 3), 1, 1),
+    ((1, 16, 4, 4), (33, 16, 3, 3), 2, 1),
+    ((1, 8, 3, 3), (32, 8, 3, 3), 1, 1),
+]
+
+
+@pytest.mark.parametrize("x_shape,w_shape,stride,padding", PIXEL_ROWS_CASES)
+def test_tile_conv2d_pixel_rows(kernels, x_shape, w_shape, stride, padding):
+    x, w = make_tensor(x_shape, torch.float32, 22, -1, 1), make_tensor(w_shape, torch.float32, 23, -1, 1)
+    b = make_tensor((w_shape[0],), torch.float32, 24, -1, 1)
+    program = conv_program(w, b, (stride, stride), (padding, padding), (1, 1), 1, pixel_rows=True)
+    (y,) = kernels.load(program).method().run(x.numpy())
+    exact = F.conv2d(x.double(), w.double(), b.double(), stride, padding)
+    magnitude = F.conv2d(x.double().abs(), w.double().abs(), b.double().abs(), stride, padding)
     assert_within_dot_bound(torch.from_numpy(y), exact, magnitude, w[0].numel() + 1)
 
 

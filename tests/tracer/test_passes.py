@@ -698,7 +698,8 @@ def test_winograd_transforms_the_3x3_layers_where_it_pays(full_lib, tracing_lib)
 class PixelRowsCandidates(nn.Module):
     """A 1x1 convolution prepack_weights packs for pixel rows (8 -> 12
     channels over a 3x4 map: 12 pixels) with a relu it fuses, and a strided
-    1x1 convolution it packs as A."""
+    1x1 convolution over 2x2 outputs it packs for pixel rows too (run on its
+    im2col matrix)."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -719,8 +720,8 @@ def test_prepack_packs_small_1x1_convolutions_for_pixel_rows(full_lib, tracing_l
     assert all(c.ok for c in check_model(spec, full_lib, program=exported.program))
     # The manifest selects the pixel-rows kernel because a layer runs it...
     assert trace_model(spec, runtime=tracing_lib).manifest.kernel_metadata["pixel_rows_kernel"] == ("Float",)
-    # ...and a 4x4 map (16 pixels) keeps the image as the GEMM's B.
-    larger = spec_from(PixelRowsCandidates().eval(), [(torch.randn(1, 3, 8, 8),)])
+    # ...and larger maps (8x8 and 4x4 outputs) keep the pixels as the GEMM's columns.
+    larger = spec_from(PixelRowsCandidates().eval(), [(torch.randn(1, 3, 16, 16),)])
     assert all(c.ok for c in check_model(larger, full_lib))
     assert "pixel_rows_kernel" not in trace_model(larger, runtime=tracing_lib).manifest.kernel_metadata
 

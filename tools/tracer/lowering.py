@@ -517,6 +517,7 @@ class MethodLowering:
                 return None
             out_hw = _output_hw(node)
             sizes = tuple(w_tensor.shape)
+            winograd = pare_packing.winograd_tile(sizes, stride, dilation, int(groups), out_hw) if self.winograd else 0
             layer = _ConvLayer(
                 w,
                 bias,
@@ -525,12 +526,11 @@ class MethodLowering:
                 tuple(dilation),
                 int(groups),
                 # The winograd pass: the output tile it runs with (0: none).
-                winograd=pare_packing.winograd_tile(sizes, stride, dilation, int(groups), out_hw)
-                if self.winograd
-                else 0,
-                # prepack_weights lays a 1x1 convolution over few pixels out
-                # for pixel rows (the runtime's fastest product for it).
-                pixel_rows=pare_packing.pixel_rows_pays(sizes, stride, padding, dilation, int(groups), out_hw),
+                winograd=winograd,
+                # prepack_weights lays a convolution over few pixels out for
+                # pixel rows (the runtime's fastest product for it).
+                pixel_rows=not winograd
+                and pare_packing.pixel_rows_pays(sizes, stride, padding, dilation, int(groups), out_hw),
                 # The channels_last pass: the layer runs on NHWC activations.
                 channels_last=self.channels_last
                 and pare_packing.channels_last_pays(sizes, stride, padding, dilation, int(groups), out_hw),

@@ -183,6 +183,36 @@ PARE_ALWAYS_INLINE void store_vectors(V (&r)[N], float* row, int64_t i, int64_t 
   for (int v = 0; v < N; ++v) __builtin_memcpy(row + v * kWidth, &r[v], sizeof(V));
 }
 
+namespace PARE_SIMD_ISA {
+// Rows [0, mr) x columns [0, nr) of a finished tile (alpha * A B in
+// `tile`, rows of N vectors V) into C, as store_vectors says. Out of line,
+// for the edge tiles and the few-rows kernels of each copy: one copy of the
+// finishing code rather than one per kernel (full tiles store from their
+// registers). In the copy's ISA namespace, as its kernels.
+template <typename V, int N>
+PARE_NOINLINE void store_tile(const float (*tile)[N * sizeof(V) / sizeof(float)], float* c, int64_t ldc, int64_t mr,
+                              int64_t nr, const Output& out) {
+  constexpr int64_t kWidth = N * sizeof(V) / sizeof(float);
+  for (int64_t i = 0; i < mr; ++i) {
+    float* row = c + i * ldc;
+    if (nr == kWidth) {
+      V r[N];
+      __builtin_memcpy(r, tile[i], sizeof(r));
+      store_vectors(r, row, i, ldc, out);
+      continue;
+    }
+    for (int64_t j = 0; j < nr; ++j) {
+      float v = tile[i][j];
+      if (out.accumulate) v += row[j];
+      if (out.row_bias != nullptr) v += out.row_bias[i];
+      if (out.col_bias != nullptr) v += out.col_bias[j];
+      if (adds_residual(out)) v += out.residual[i * ldc + j];
+      row[j] = simd::clamp(v, out.lo, out.hi);
+    }
+  }
+}
+}  // namespace PARE_SIMD_ISA
+
 // C tile update: C[mr x nr] (row stride ldc; mr <= kMR, nr <= kTileCols) =
 // alpha * (A panel . B panels) (+ C when out.accumulate) + out's bias,
 // clamped to [out.lo, out.hi]; `b` is the first of the tile's kTileCols /

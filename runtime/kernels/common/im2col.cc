@@ -81,5 +81,31 @@ const float* Im2ColPanels::operator()(int64_t p0, int64_t kc, int64_t j0, int64_
   return dst;
 }
 
+void im2col_matrix(const float* image, const Im2ColGeometry& g, int64_t channels, int64_t p, float* x) {
+  const int64_t plane_size = g.height * g.width;
+  const int64_t out_h = p / g.out_w;
+  for (int64_t c = 0; c < channels; ++c) {
+    const float* plane = image + c * plane_size;
+    for (int64_t ky = 0; ky < g.kh; ++ky) {
+      for (int64_t kx = 0; kx < g.kw; ++kx) {
+        float* out = x + ((c * g.kh + ky) * g.kw + kx) * p;
+        for (int64_t oy = 0; oy < out_h; ++oy, out += g.out_w) {
+          const int64_t iy = oy * g.sh - g.ph + ky * g.dh;
+          if (iy < 0 || iy >= g.height) {  // the vertical padding
+            for (int64_t ox = 0; ox < g.out_w; ++ox) out[ox] = 0.0f;
+            continue;
+          }
+          const float* row = plane + iy * g.width;
+          PARE_SCALAR_LOOP
+          for (int64_t ox = 0; ox < g.out_w; ++ox) {
+            const int64_t ix = ox * g.sw - g.pw + kx * g.dw;
+            out[ox] = ix >= 0 && ix < g.width ? row[ix] : 0.0f;
+          }
+        }
+      }
+    }
+  }
+}
+
 }  // namespace gemm
 }  // namespace pare

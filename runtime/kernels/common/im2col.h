@@ -32,5 +32,12 @@ struct Im2ColPanels {
   const float* operator()(int64_t p0, int64_t kc, int64_t j0, int64_t nc, float* dst) const;
 };
 
+// One group's whole im2col matrix, materialised: x [channels * kh * kw, p]
+// (row stride p) for the p output pixels (whole rows of g.out_w) of an
+// image [channels, H, W], contiguous; padding taps are zeros. For a convolution over a few
+// pixels run as pixel rows (gemm.h), whose A is this matrix transposed:
+// p x k floats, small next to the weights the product streams.
+void im2col_matrix(const float* image, const Im2ColGeometry& g, int64_t channels, int64_t p, float* x);
+
 }  // namespace gemm
 }  // namespace pare

@@ -290,28 +290,23 @@ Error Conv2dPackedParams::init(KernelContext& ctx, const Tensor& weight, const T
         sizes_to_string(weight.size_span()).text, kRepack);
     packed_weight = weight.data_as<float>();
   } else if (weight.dim == 3) {
-    // A 1x1 convolution's W^T per group packed as B, run as pixel rows.
+    // W^T per group packed as B [cg * kh * kw, og], run as pixel rows (a
+    // 1x1 convolution on the image itself, any other on its im2col matrix).
     if (!kernel_dtype_selected(TagId::pixel_rows_kernel, ScalarType::Float)) {
       return detail::dtype_not_selected(ctx, TagId::pixel_rows_kernel, ScalarType::Float);
     }
     pixel_rows = true;
     const int64_t og = out_channels / groups;
-    PARE_CHECK_OR_RETURN(ctx,
-                         kernel[0] == 1 && kernel[1] == 1 && stride[0] == 1 && stride[1] == 1 && padding[0] == 0 &&
-                             padding[1] == 0 && dilation[0] == 1 && dilation[1] == 1,
-                         Error::InvalidArgument,
-                         "argument 'weight' is packed for pixel rows (3-D), which only a 1x1 convolution with "
-                         "stride 1, no padding and no dilation may be%s",
-                         kRepack);
+    const int64_t depth = cg * kernel[0] * kernel[1];
     const int64_t cols = gemm::round_up(og, gemm::kPadCols);
     PARE_CHECK_OR_RETURN(
         ctx,
         weight.dtype == ScalarType::Float && weight.is_contiguous() && weight.sizes[0] == groups &&
-            weight.sizes[1] == cg && weight.sizes[2] == cols,
+            weight.sizes[1] == depth && weight.sizes[2] == cols,
         Error::InvalidArgument,
         "argument 'weight' must be the weights packed for pixel rows: a contiguous Float tensor of sizes "
         "[%lld, %lld, %lld], got %s %s%s",
-        static_cast<long long>(groups), static_cast<long long>(cg), static_cast<long long>(cols),
+        static_cast<long long>(groups), static_cast<long long>(depth), static_cast<long long>(cols),
         to_string(weight.dtype), sizes_to_string(weight.size_span()).text, kRepack);
     packed_weight = weight.data_as<float>();
   } else {
@@ -393,10 +388,11 @@ Error Conv2dPackedParams::run(KernelContext& ctx, const Tensor& input, Value& ou
   const bool pixel_rows_layout = pixel_rows && kernel_dtype_selected(TagId::pixel_rows_kernel, ScalarType::Float);
   const size_t group_floats = winograd2_layout || winograd4_layout
                                   ? winograd::packed_weight_floats(winograd_tile, og, cg)
-                              : pixel_rows_layout ? gemm::packed_b_size(cg, og)
+                              : pixel_rows_layout ? gemm::packed_b_size(k, og)
                                                   : gemm::packed_a_size(og, k);
-  const bool pointwise =
-      kernel[0] == 1 && kernel[1] == 1 && stride[0] == 1 && stride[1] == 1 && padding[0] == 0 && padding[1] == 0;
+  const bool pointwise = is_pointwise();
+  const gemm::Im2ColGeometry im2col{height,    width,      out_w,      kernel[0],   kernel[1],  stride[0],
+                                    stride[1], padding[0], padding[1], dilation[0], dilation[1]};
   // What the GEMMs apply as they store (the residual too), and what is
   // left after them.
   const Clamp gemm_clamp = epilogue.product_clamp(/*adds_residual=*/true);
@@ -434,9 +430,24 @@ Error Conv2dPackedParams::run(KernelContext& ctx, const Tensor& input, Value& ou
   }
   if (pixel_rows_layout) {
     return dispatch_as<tags::pixel_rows_kernel, float>(ctx, [&](auto) -> Error {
-      PARE_TRY_ASSIGN(const gemm::PixelRows rows, gemm::pixel_rows_scratch(ctx, p, og, cg, /*pack_b=*/false));
+      PARE_TRY_ASSIGN(const gemm::PixelRows rows, gemm::pixel_rows_scratch(ctx, p, og, k, /*pack_b=*/false));
+      // Any other kernel than a plain 1x1 reads the image's im2col matrix
+      // [k, p], materialised per (image, group) in scratch.
+      float* columns = nullptr;
+      if (!pointwise) {
+        int64_t floats = 0;
+        PARE_CHECK_OR_RETURN(ctx, !__builtin_mul_overflow(k, p, &floats) && floats <= kMaxDimension * kMaxDimension,
+                             Error::InvalidShape, "the input is too large for this layer's im2col matrix (%lld x %lld)",
+                             static_cast<long long>(k), static_cast<long long>(p));
+        PARE_TRY_ASSIGN(void* memory, ctx.allocate_scratch(static_cast<size_t>(floats) * sizeof(float)));
+        columns = static_cast<float*>(memory);
+      }
       return each_group([&](const float* image, float* c, const float* w_t, const float* group_bias, const float*) {
-        gemm::pixel_rows(ctx, rows, p, og, cg, image, gemm::PrepackedB{w_t, og}, c, group_bias, clamp.min, clamp.max);
+        if (!pointwise) {
+          gemm::im2col_matrix(image, im2col, cg, p, columns);
+          image = columns;
+        }
+        gemm::pixel_rows(ctx, rows, p, og, k, image, gemm::PrepackedB{w_t, og}, c, group_bias, clamp.min, clamp.max);
       });
     });
   }
@@ -465,13 +476,14 @@ Error Conv2dPackedParams::run(KernelContext& ctx, const Tensor& input, Value& ou
           // A 1x1 convolution is a plain GEMM with the image as B [cg, H*W].
           gemm::sgemm(ctx, split, og, p, k, a, gemm::StridedB{{image, cg, p, p, 1}}, c, p, out);
         } else {
-          const gemm::Im2ColPanels b{image,
-                                     {height, width, out_w, kernel[0], kernel[1], stride[0], stride[1], padding[0],
-                                      padding[1], dilation[0], dilation[1]}};
-          gemm::sgemm(ctx, split, og, p, k, a, b, c, p, out);
+          gemm::sgemm(ctx, split, og, p, k, a, gemm::Im2ColPanels{image, im2col}, c, p, out);
         }
       },
       /*adds_residual=*/true);
+}
+
+bool Conv2dPackedParams::is_pointwise() const {
+  return kernel[0] == 1 && kernel[1] == 1 && stride[0] == 1 && stride[1] == 1 && padding[0] == 0 && padding[1] == 0;
 }
 
 bool Conv2dPackedParams::runs_channels_last(const Tensor& input) const {
@@ -479,9 +491,9 @@ bool Conv2dPackedParams::runs_channels_last(const Tensor& input) const {
   // channels-last code (init rejected HWIO weights there).
   if (!kernel_dtype_selected(TagId::conv2d_channels_last_kernel, ScalarType::Float)) return false;
   if (depthwise_hwio) return true;
-  // Pixel rows on an input already channels-last (and not also
-  // contiguous: then the NCHW path reads the same memory).
-  return pixel_rows && kernel_dtype_selected(TagId::pixel_rows_kernel, ScalarType::Float) &&
+  // A 1x1 layer's pixel rows on an input already channels-last (and not
+  // also contiguous: then the NCHW path reads the same memory).
+  return pixel_rows && kernel_dtype_selected(TagId::pixel_rows_kernel, ScalarType::Float) && is_pointwise() &&
          input.dtype == ScalarType::Float && input.is_channels_last() && !input.is_contiguous();
 }
 

@@ -129,10 +129,11 @@ class Conv2dPackedParams : public ObjectBase {
   //   undilated convolution's filters transformed for Winograd F(2x2, 3x3)
   //   (winograd.h), per group the 16 transformed matrices, each packed as
   //   A; [groups x 36, ...]: the same for F(4x4, 3x3), 36 matrices;
-  // - 3-D [groups, in_channels / groups, round_up(og, gemm::kPadCols)]: a
-  //   1x1, stride 1, unpadded convolution over few pixels, per group W^T
-  //   packed as the GEMM's B, run as pixel rows (gemm.h; the sizes only
-  //   count the floats);
+  // - 3-D [groups, in_channels / groups x kh x kw, round_up(og,
+  //   gemm::kPadCols)]: a convolution over few pixels, per group W^T
+  //   [k, og] packed as the GEMM's B, run as pixel rows (gemm.h; the image
+  //   itself as A for a 1x1, stride 1, unpadded kernel, its im2col matrix
+  //   otherwise; the sizes only count the floats);
   // - 4-D: for a depthwise convolution the direct kernel runs
   //   (depthwise::has_fast_path), the weights as they are, or, laid out
   //   HWIO [K, K, 1, C], the channels-last kernel (depthwise.h,
@@ -143,12 +144,15 @@ class Conv2dPackedParams : public ObjectBase {
              IntArrayRef dilation, int64_t groups, IntArrayRef weight_sizes);
   // input [N, C, H, W] (or [C, H, W]) -> out [N, O, OH, OW], then `epilogue`.
   // Channels-last (NHWC) when the layer runs so: HWIO depthwise weights, or
-  // pixel rows on a channels-last input (a residual is read in the
+  // a 1x1 layer's pixel rows on a channels-last input (a residual is read in the
   // output's memory order); NCHW otherwise.
   Error run(KernelContext& ctx, const Tensor& input, Value& out, const Epilogue& epilogue) const;
 
   // Whether run() computes in channels-last (NHWC) order for this input.
   bool runs_channels_last(const Tensor& input) const;
+  // A 1x1 kernel, stride 1, no padding: the image itself is the GEMM's
+  // operand (no im2col).
+  bool is_pointwise() const;
 
   int64_t out_channels = 0;
   int64_t in_channels = 0;

@@ -134,32 +134,74 @@ def test_conv2d_pixel_rows(runtime, x, w, groups, bias):
     assert method.memory_stats().persistent_bytes <= PACKED_OBJECT_BYTES
 
 
+@pytest.mark.parametrize(
+    "x,w,stride,padding,dilation,groups",
+    [
+        # Any other kernel as pixel rows, on the image's im2col matrix (the exporter does for 1 to 12 output
+        # pixels): ResNet's last stage in small (3x3 over 2x2 outputs, depth 360: two 256-deep blocks, 70 output
+        # channels: two 32-column tiles and a short one), over 1 pixel (every tap but the centre is padding),
+        # stride 2, a strided 1x1 (a downsample), padding without stride, a non-square dilated kernel with
+        # uneven padding, groups, batch 2 and an unbatched input; 1 to 4 rows on the few-rows kernels.
+        ((1, 40, 2, 2), (70, 40, 3, 3), (1, 1), (1, 1), (1, 1), 1),
+        ((1, 9, 1, 1), (33, 9, 3, 3), (1, 1), (1, 1), (1, 1), 1),
+        ((2, 16, 4, 4), (40, 16, 3, 3), (2, 2), (1, 1), (1, 1), 1),
+        ((1, 24, 4, 3), (64, 24, 1, 1), (2, 2), (0, 0), (1, 1), 1),
+        ((1, 5, 1, 3), (32, 5, 1, 1), (1, 1), (1, 1), (1, 1), 1),
+        ((1, 7, 5, 4), (35, 7, 3, 2), (1, 2), (1, 2), (2, 1), 1),
+        ((1, 12, 3, 3), (36, 4, 3, 3), (1, 1), (0, 1), (1, 1), 3),
+        ((6, 2, 2), (33, 6, 2, 2), (1, 1), (0, 0), (1, 1), 1),
+        # A larger image than the exporter would choose pixel rows for still runs.
+        ((1, 8, 9, 11), (20, 8, 3, 3), (1, 1), (1, 1), (1, 1), 1),
+    ],
+)
+@pytest.mark.parametrize("bias", [True, False])
+@pytest.mark.fp_ops  # the GEMM's vector code: also on the v3 runtime
+def test_conv2d_pixel_rows_im2col(runtime, x, w, stride, padding, dilation, groups, bias):
+    xt = make_tensor(x, torch.float32, 43, -1, 1)
+    wt = make_tensor(w, torch.float32, 44, -1, 1)
+    b = make_tensor((w[0],), torch.float32, 45) if bias else None
+    method = runtime.load(conv_program(wt, b, stride, padding, dilation, groups, pixel_rows=True)).method()
+    (y,) = method.run(xt.numpy())
+    b64 = None if b is None else b.double()
+    exact = F.conv2d(xt.double(), wt.double(), b64, stride, padding, dilation, groups)
+    magnitude = F.conv2d(
+        xt.double().abs(), wt.double().abs(), None if b is None else b64.abs(), stride, padding, dilation, groups
+    )
+    assert y.shape == tuple(exact.shape)
+    assert_within_dot_bound(torch.from_numpy(y), exact, magnitude, int(np.prod(w[1:])) + 1)
+    assert method.memory_stats().persistent_bytes <= PACKED_OBJECT_BYTES
+
+
 def test_pixel_rows_packing():
-    # Per group, W^T [cg, og] packed as B (docs/program_format.md); 3-D [groups, cg, og rounded up to 16].
+    # Per group, W^T [cg * kh * kw, og] packed as B (docs/program_format.md); 3-D [groups, k, og rounded up to 16].
     w = np.random.default_rng(3).standard_normal((18, 4, 1, 1)).astype(np.float32)
     packed = packing.pack_conv2d_weight(w, (1, 1), (1, 1), 3, pixel_rows=True)
     assert packed.shape == (3, 4, 16)
     for g in range(3):
         np.testing.assert_array_equal(packed[g].ravel(), packing.pack_b(w[6 * g : 6 * g + 6, :, 0, 0].T))
-    with pytest.raises(packing.PackingError, match="pixel rows take a 1x1 kernel with stride 1, no padding"):
-        packing.pack_conv2d_weight(np.ones((4, 4, 3, 3), np.float32), (1, 1), (1, 1), 1, pixel_rows=True)
-    with pytest.raises(packing.PackingError, match="stride \\[2, 2\\]"):
-        packing.pack_conv2d_weight(np.ones((4, 4, 1, 1), np.float32), (2, 2), (1, 1), 1, pixel_rows=True)
-    with pytest.raises(packing.PackingError, match="padding \\[1, 1\\]"):
-        packing.pack_conv2d_weight(w, (1, 1), (1, 1), 3, pixel_rows=True, padding=(1, 1))
+    # Any other kernel: the depth in im2col's order (channel, then ky, kx).
+    w3 = np.random.default_rng(4).standard_normal((20, 3, 3, 2)).astype(np.float32)
+    packed = packing.pack_conv2d_weight(w3, (2, 2), (1, 1), 1, pixel_rows=True, padding=(1, 1))
+    assert packed.shape == (1, 18, 32)
+    np.testing.assert_array_equal(packed[0].ravel(), packing.pack_b(w3.reshape(20, 18).T))
     with pytest.raises(packing.PackingError, match="for Winograd or for pixel rows, not both"):
         packing.pack_conv2d_weight(w, (1, 1), (1, 1), 3, winograd=True, pixel_rows=True)
-    # The exporter's rule: 1x1, stride 1, no padding or dilation, 5 to 12 output pixels but not 8.
+    # The exporter's rule for a 1x1, stride 1, unpadded kernel: 5 to 12 output pixels but not 8.
     pays = [p for p in range(1, 20) if packing.pixel_rows_pays((960, 160, 1, 1), (1, 1), (0, 0), (1, 1), 1, (1, p))]
     assert pays == [5, 6, 7, 9, 10, 11, 12]
     assert packing.pixel_rows_pays((960, 160, 1, 1), (1, 1), (0, 0), (1, 1), 1, (3, 4))
     assert packing.pixel_rows_pays((8, 8, 1, 1), (1, 1), (0, 0), (1, 1), 2, (3, 3))
     assert not packing.pixel_rows_pays((96, 576, 1, 1), (1, 1), (0, 0), (1, 1), 1, (4, 4))
-    assert not packing.pixel_rows_pays((64, 64, 1, 1), (2, 2), (0, 0), (1, 1), 1, (3, 3))
-    assert not packing.pixel_rows_pays((64, 64, 1, 1), (1, 1), (1, 1), (1, 1), 1, (3, 3))
-    assert not packing.pixel_rows_pays((64, 64, 3, 3), (1, 1), (0, 0), (1, 1), 1, (3, 3))
     assert not packing.pixel_rows_pays((64, 64, 1, 1), (1, 1), (0, 0), (1, 1), 3, (3, 3))  # 3 does not divide 64
     assert not packing.pixel_rows_pays((64, 64, 1, 1), (1, 1), (0, 0), (1, 1), 1, (2, 1 << 30))  # dynamic
+    # For any other kernel: 1 to 12 output pixels, 8 included; never a depthwise layer the direct kernel runs.
+    pays = [p for p in range(1, 20) if packing.pixel_rows_pays((512, 512, 3, 3), (1, 1), (1, 1), (1, 1), 1, (1, p))]
+    assert pays == list(range(1, 13))
+    assert packing.pixel_rows_pays((64, 64, 1, 1), (2, 2), (0, 0), (1, 1), 1, (2, 2))
+    assert packing.pixel_rows_pays((64, 64, 1, 1), (1, 1), (1, 1), (1, 1), 1, (3, 3))
+    assert not packing.pixel_rows_pays((64, 64, 3, 3), (1, 1), (1, 1), (1, 1), 1, (4, 4))
+    assert not packing.pixel_rows_pays((64, 1, 3, 3), (1, 1), (1, 1), (1, 1), 64, (2, 2))  # depthwise
+    assert not packing.pixel_rows_pays((64, 64, 3, 3), (1, 1), (1, 1), (1, 1), 1, (1 << 30, 2))  # dynamic
 
 
 def test_conv2d_prepacked_shape_errors(runtime):
@@ -271,6 +313,7 @@ DEEP_LAYERS = {
     "conv_1x1": dict(x=(1, 300, 5, 4), w=(9, 300, 1, 1), padding=0),
     "conv_3x3": dict(x=(2, 40, 6, 6), w=(5, 40, 3, 3), padding=1),
     "conv_pixel_rows": dict(x=(1, 600, 3, 3), w=(11, 600, 1, 1), padding=0),
+    "conv_3x3_pixel_rows": dict(x=(1, 40, 2, 2), w=(35, 40, 3, 3), padding=1),
 }
 
 
@@ -292,7 +335,7 @@ def test_fused_epilogue_sees_the_whole_sum(runtime, kind, bounds, residual):
         magnitude = F.linear(x.double().abs(), w.double().abs(), b.double().abs())
     else:
         pad = spec["padding"]
-        packed = m.conv2d_prepack(w, b, (1, 1), (pad, pad), (1, 1), 1, pixel_rows=kind == "conv_pixel_rows")
+        packed = m.conv2d_prepack(w, b, (1, 1), (pad, pad), (1, 1), 1, pixel_rows=kind.endswith("pixel_rows"))
         op = "pare::conv2d_prepacked"
         exact = F.conv2d(x.double(), w.double(), b.double(), padding=pad)
         magnitude = F.conv2d(x.double().abs(), w.double().abs(), b.double().abs(), padding=pad)
@@ -458,11 +501,11 @@ def test_unpacked_or_mis_sized_weights_are_rejected(runtime):
             (np.ones((16, 18), np.float64), None, [1, 1], [0, 0], [1, 1], 1, [4, 3, 3, 3]),
             "transformed for Winograd: a contiguous Float tensor of sizes \\[16, 18\\] .*, got Double \\[16, 18\\]",
         ),
-        # A 3-D weight is only for pixel rows: a 1x1 kernel, stride 1, no padding or dilation, W^T packed as B.
+        # A 3-D weight is for pixel rows: W^T [cg * kh * kw, og] per group, packed as B.
         (
-            (pixel_rows, None, [1, 1], [1, 1], [1, 1], 1, [4, 3, 1, 1]),
-            "argument 'weight' is packed for pixel rows \\(3-D\\), which only a 1x1 convolution with stride 1, "
-            "no padding and no dilation may be; re-export the program",
+            (pixel_rows, None, [1, 1], [1, 1], [1, 1], 1, [4, 3, 3, 3]),
+            "must be the weights packed for pixel rows: a contiguous Float tensor of sizes \\[1, 27, 16\\], got "
+            "Float \\[1, 3, 16\\]; re-export the program",
         ),
         (
             (pixel_rows, None, [1, 1], [0, 0], [1, 1], 1, [4, 2, 1, 1]),
@@ -490,12 +533,13 @@ ACTIVATIONS = {
     "gelu_tanh": lambda y: F.gelu(y, approximate="tanh"),
 }
 # Layers whose kernels apply the epilogue on different paths: the linear
-# GEMM, the conv GEMM (per group), a 1x1 convolution as pixel rows and on
-# the narrow GEMM (4 pixels), and the direct depthwise kernel.
+# GEMM, the conv GEMM (per group), a 1x1 and a 3x3 convolution as pixel
+# rows, a 1x1 on the narrow GEMM (4 pixels), and the direct depthwise kernel.
 EPILOGUE_LAYERS = {
     "linear": dict(x=(3, 2, 19), w=(21, 19)),
     "conv": dict(x=(2, 6, 7, 9), w=(10, 3, 3, 3), stride=(2, 1), padding=(1, 1), groups=2),
     "conv_pixel_rows": dict(x=(2, 33, 2, 2), w=(13, 33, 1, 1), stride=(1, 1), padding=(0, 0), groups=1),
+    "conv_3x3_pixel_rows": dict(x=(2, 9, 3, 2), w=(40, 9, 3, 3), stride=(2, 1), padding=(1, 1), groups=1),
     "conv_narrow": dict(x=(2, 33, 2, 2), w=(13, 33, 1, 1), stride=(1, 1), padding=(0, 0), groups=1),
     "depthwise": dict(x=(1, 5, 8, 7), w=(5, 1, 3, 3), stride=(1, 1), padding=(1, 1), groups=5),
 }
@@ -529,7 +573,7 @@ def epilogue_case(kind, activation, residual, clamp=None):
     else:
         packed, op = (
             m.conv2d_prepack(
-                w, b, spec["stride"], spec["padding"], (1, 1), spec["groups"], pixel_rows=kind == "conv_pixel_rows"
+                w, b, spec["stride"], spec["padding"], (1, 1), spec["groups"], pixel_rows=kind.endswith("pixel_rows")
             ),
             "pare::conv2d_prepacked",
         )
