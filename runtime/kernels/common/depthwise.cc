@@ -2,8 +2,12 @@
 
 #include "runtime/kernels/common/depthwise.h"
 
+#include "runtime/core/cpu.h"
 #include "runtime/registry/dispatch.h"
 #include "runtime/kernels/common/simd.h"
+
+// This build's copy of the vector loops (depthwise_kernels.inc).
+#include "runtime/kernels/common/depthwise_kernels.inc"
 
 namespace pare {
 namespace depthwise {
@@ -25,50 +29,6 @@ Padded padded_shape(const Geometry& g) {
   int64_t height = g.height + 2 * g.pad_h;
   if (height < (g.out_h - 1) * g.stride + g.kernel) height = (g.out_h - 1) * g.stride + g.kernel;
   return {width, height};
-}
-
-// K > 0: a K x K kernel unrolled at compile time; K == 0: the size `k` read
-// at run time.
-template <int K, int S>
-void plane(const float* padded, int64_t padded_w, const float* PARE_RESTRICT wk, int64_t k, float b, float lo, float hi,
-           float* out, int64_t out_h, int64_t out_w) {
-  using simd::kLanes;
-  using simd::vec;
-  const int64_t taps = K > 0 ? K : k;
-  const vec lov = simd::splat(lo);
-  const vec hiv = simd::splat(hi);
-  for (int64_t oy = 0; oy < out_h; ++oy) {
-    const float* top = padded + oy * S * padded_w;
-    float* PARE_RESTRICT o = out + oy * out_w;
-    for (int64_t ox = 0; ox < out_w; ox += kLanes) {
-      vec acc = simd::splat(b);  // a -0.0 bias stays -0.0, as in the generic loop
-      for (int64_t ky = 0; ky < taps; ++ky) {
-        const float* r = top + ky * padded_w + ox * S;
-        for (int64_t kx = 0; kx < taps; ++kx) {
-          if constexpr (S == 1) {
-            acc += wk[ky * taps + kx] * simd::loadv(r + kx);
-          } else {
-            acc += wk[ky * taps + kx] * simd::load_even(r + kx);
-          }
-        }
-      }
-      acc = simd::clamp(acc, lov, hiv);
-      if (ox + kLanes <= out_w) {
-        simd::storev(o + ox, acc);
-      } else {
-        float tail[kLanes];
-        simd::storev(tail, acc);
-        for (int64_t i = 0; i < out_w - ox; ++i) o[ox + i] = tail[i];
-      }
-    }
-  }
-}
-
-using PlaneFn = void (*)(const float*, int64_t, const float*, int64_t, float, float, float, float*, int64_t, int64_t);
-
-PlaneFn plane_fn(int64_t k, int64_t stride) {
-  if (stride == 1) return k == 3 ? plane<3, 1> : plane<0, 1>;
-  return k == 3 ? plane<3, 2> : plane<0, 2>;
 }
 
 // Tiny output planes (a network's last stages: 1x1 and 2x2 outputs) leave
@@ -132,51 +92,21 @@ PARE_UNUSED void tiny_block(const Geometry& g, const float* x, const float* w, c
   }
 }
 
-// Output rows [begin, end) of run_float_nhwc (a row: one image's output
-// row, batch * out_h of them).
-void nhwc_rows(const Geometry& g, const float* x, const float* PARE_RESTRICT w, const float* bias, float lo, float hi,
-               float* y, int64_t begin, int64_t end) {
-  using simd::kLanes;
-  using simd::vec;
-  const int64_t c = g.in_channels;
-  const int64_t k = g.kernel;
-  const vec lov = simd::splat(lo);
-  const vec hiv = simd::splat(hi);
-  for (int64_t row = begin; row < end; ++row) {
-    const int64_t n = row / g.out_h;
-    const int64_t oy = row % g.out_h;
-    const float* image = x + n * g.height * g.width * c;
-    // The taps that fall inside the image (padding taps are skipped).
-    const int64_t top = oy * g.stride - g.pad_h;
-    const int64_t ky0 = top < 0 ? -top : 0;
-    const int64_t ky1 = g.height - top < k ? g.height - top : k;
-    for (int64_t ox = 0; ox < g.out_w; ++ox) {
-      const int64_t left = ox * g.stride - g.pad_w;
-      const int64_t kx0 = left < 0 ? -left : 0;
-      const int64_t kx1 = g.width - left < k ? g.width - left : k;
-      const int64_t origin = (top * g.width + left) * c;  // tap (0, 0)'s offset, maybe outside the image
-      float* PARE_RESTRICT out = y + (row * g.out_w + ox) * c;
-      int64_t ch = 0;
-      for (; ch + kLanes <= c; ch += kLanes) {
-        vec acc = bias != nullptr ? simd::loadv(bias + ch) : vec{};
-        for (int64_t ky = ky0; ky < ky1; ++ky) {
-          for (int64_t kx = kx0; kx < kx1; ++kx) {
-            acc +=
-                simd::loadv(w + (ky * k + kx) * c + ch) * simd::loadv(image + (origin + (ky * g.width + kx) * c + ch));
-          }
-        }
-        simd::storev(out + ch, simd::clamp(acc, lov, hiv));
-      }
-      for (; ch < c; ++ch) {  // the channels past the last whole vector
-        float acc = bias != nullptr ? bias[ch] : 0.0f;
-        for (int64_t ky = ky0; ky < ky1; ++ky) {
-          for (int64_t kx = kx0; kx < kx1; ++kx)
-            acc += w[(ky * k + kx) * c + ch] * image[origin + (ky * g.width + kx) * c + ch];
-        }
-        out[ch] = simd::clamp(acc, lo, hi);
-      }
-    }
-  }
+// The vector loops of the ISA the kernels run (gemm.cc's tile_kernel()):
+// at --//runtime:x86_64_isa=auto the x86-64-v3 copy on a CPU with AVX2 and
+// FMA (an AVX-512 CPU too), elsewhere the build's own.
+PlaneFn plane_kernel(int64_t k, int64_t stride) {
+#if defined(PARE_X86_64_DISPATCH)
+  if (cpu::kernel_isa() >= cpu::Isa::x86_64_v3) return x86_64_v3::plane_fn(k, stride);
+#endif
+  return PARE_SIMD_ISA::plane_fn(k, stride);
+}
+
+NhwcRowsFn nhwc_rows_kernel() {
+#if defined(PARE_X86_64_DISPATCH)
+  if (cpu::kernel_isa() >= cpu::Isa::x86_64_v3) return x86_64_v3::nhwc_rows;
+#endif
+  return PARE_SIMD_ISA::nhwc_rows;
 }
 
 }  // namespace
@@ -186,8 +116,9 @@ Error run_float_nhwc(KernelContext& ctx, const Geometry& g, const float* x, cons
   const int64_t rows = g.batch * g.out_h;
   const int64_t taps = g.kernel * g.kernel;
   const uint32_t chunks = ctx.chunks_for(rows, 1, rows * g.out_w * g.out_channels * taps);
-  ctx.parallel(chunks, rows, 1,
-               [&](uint32_t, int64_t begin, int64_t end) { nhwc_rows(g, x, w, bias, lo, hi, y, begin, end); });
+  ctx.parallel(chunks, rows, 1, [&, rows_fn = nhwc_rows_kernel()](uint32_t, int64_t begin, int64_t end) {
+    rows_fn(g, x, w, bias, lo, hi, y, begin, end);
+  });
   return Error::Ok;
 }
 
@@ -212,7 +143,7 @@ Error run_float(KernelContext& ctx, const Geometry& g, const float* x, const flo
   const Padded shape = padded_shape(g);
   // One padded plane per chunk (64-byte aligned each).
   const size_t padded_floats = static_cast<size_t>((shape.width * shape.height + 15) / 16 * 16);
-  const PlaneFn fn = plane_fn(g.kernel, g.stride);
+  const PlaneFn fn = plane_kernel(g.kernel, g.stride);
   const int64_t multiplier = g.out_channels / g.in_channels;
   const int64_t taps = g.kernel * g.kernel;
   const int64_t plane_in = g.height * g.width;

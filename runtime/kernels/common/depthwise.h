@@ -18,6 +18,7 @@
 // pixels (a network's last stages) run with vectors across kLanes channels
 // instead, skipping padding taps (depthwise.cc, tiny_block).
 
+#include "runtime/kernels/common/simd.h"
 #include "runtime/registry/kernel.h"
 
 namespace pare {
@@ -57,6 +58,33 @@ Error run_float(KernelContext& ctx, const Geometry& g, const float* x, const flo
 // split over the method's threads.
 Error run_float_nhwc(KernelContext& ctx, const Geometry& g, const float* x, const float* w, const float* bias, float lo,
                      float hi, float* y);
+
+// The vector loops each ISA's copy of depthwise_kernels.inc defines: this
+// build's (PARE_SIMD_ISA, simd.h) and, at --//runtime:x86_64_isa=auto
+// (PARE_X86_64_DISPATCH), the x86-64-v3 copy (kernels_x86_64_v3.cc).
+// depthwise.cc chooses between them (cpu::kernel_isa()).
+//
+// plane_fn(K, stride): one output plane [out_h, out_w] of a K x K kernel
+// `wk` (K * K floats) over a zero-bordered input plane (rows padded_w
+// apart) plus bias b, clamped to [lo, hi].
+using PlaneFn = void (*)(const float* padded, int64_t padded_w, const float* wk, int64_t k, float b, float lo, float hi,
+                         float* out, int64_t out_h, int64_t out_w);
+// nhwc_rows: output rows [begin, end) of run_float_nhwc (a row: one
+// image's output row, batch * out_h of them).
+using NhwcRowsFn = void (*)(const Geometry& g, const float* x, const float* w, const float* bias, float lo, float hi,
+                            float* y, int64_t begin, int64_t end);
+namespace PARE_SIMD_ISA {
+PlaneFn plane_fn(int64_t k, int64_t stride);
+void nhwc_rows(const Geometry& g, const float* x, const float* w, const float* bias, float lo, float hi, float* y,
+               int64_t begin, int64_t end);
+}  // namespace PARE_SIMD_ISA
+#if defined(PARE_X86_64_DISPATCH)
+namespace x86_64_v3 {
+PlaneFn plane_fn(int64_t k, int64_t stride);
+void nhwc_rows(const Geometry& g, const float* x, const float* w, const float* bias, float lo, float hi, float* y,
+               int64_t begin, int64_t end);
+}  // namespace x86_64_v3
+#endif
 
 }  // namespace depthwise
 }  // namespace pare
