@@ -152,25 +152,25 @@ PARE_ALWAYS_INLINE bool adds_residual(const Output& out) {
 // rows ldc apart). Every copy of the register tiles finishes its rows with
 // it, each for its own vector type V (gemm_kernels.inc,
 // gemm_tile_x86_64_v4.cc).
-template <typename V, int N>
-PARE_ALWAYS_INLINE void store_vectors(V (&r)[N], float* row, int64_t i, int64_t ldc, const Output& out) {
+//
+// finish_row is the same with the vector accesses given: load(p, v) and
+// store(p, v, value) for vector v of the row at p (the AVX-512 tile's
+// partial rows load and store under a mask).
+template <typename V, int N, typename Load, typename Store>
+PARE_ALWAYS_INLINE void finish_row(V (&r)[N], float* row, int64_t i, int64_t ldc, const Output& out, const Load& load,
+                                   const Store& store) {
   constexpr int64_t kWidth = sizeof(V) / sizeof(float);
-  const auto load = [](const float* p) {
-    V v;
-    __builtin_memcpy(&v, p, sizeof(v));
-    return v;
-  };
   if (out.accumulate) {
-    for (int v = 0; v < N; ++v) r[v] += load(row + v * kWidth);
+    for (int v = 0; v < N; ++v) r[v] += load(row, v);
   }
   if (out.row_bias != nullptr) {
     for (int v = 0; v < N; ++v) r[v] += out.row_bias[i];
   }
   if (out.col_bias != nullptr) {
-    for (int v = 0; v < N; ++v) r[v] += load(out.col_bias + v * kWidth);
+    for (int v = 0; v < N; ++v) r[v] += load(out.col_bias, v);
   }
   if (adds_residual(out)) {
-    for (int v = 0; v < N; ++v) r[v] += load(out.residual + i * ldc + v * kWidth);
+    for (int v = 0; v < N; ++v) r[v] += load(out.residual + i * ldc, v);
   }
   if (out.clamps()) {  // on SSE2 the clamp competes with the multiplies and adds for ports
     V lo, hi;
@@ -180,7 +180,20 @@ PARE_ALWAYS_INLINE void store_vectors(V (&r)[N], float* row, int64_t i, int64_t 
     }
     for (int v = 0; v < N; ++v) r[v] = simd::clamp(r[v], lo, hi);
   }
-  for (int v = 0; v < N; ++v) __builtin_memcpy(row + v * kWidth, &r[v], sizeof(V));
+  for (int v = 0; v < N; ++v) store(row, v, r[v]);
+}
+
+template <typename V, int N>
+PARE_ALWAYS_INLINE void store_vectors(V (&r)[N], float* row, int64_t i, int64_t ldc, const Output& out) {
+  constexpr int64_t kWidth = sizeof(V) / sizeof(float);
+  finish_row(
+      r, row, i, ldc, out,
+      [](const float* p, int v) {
+        V x;
+        __builtin_memcpy(&x, p + v * kWidth, sizeof(x));
+        return x;
+      },
+      [](float* p, int v, V x) { __builtin_memcpy(p + v * kWidth, &x, sizeof(x)); });
 }
 
 namespace PARE_SIMD_ISA {
