@@ -45,6 +45,11 @@ const float* Im2ColPanels::operator()(int64_t p0, int64_t kc, int64_t j0, int64_
           if (cols == kW && ix0 >= 0 && ix0 + (kW - 1) * g.sw < g.width) {  // the panel inside the row
             if (g.sw == 1) {
               for (int64_t q = 0; q < kW; ++q) out[q] = row[ix0 + q];
+            } else if (g.sw == 2 && ix0 + 2 * kW <= g.width) {
+              // Stride 2 (a network's stem): the even lanes of two vectors
+              // (MobileNetV2's first layer at 224x224 spent 60% of its time
+              // in the scalar loop below).
+              for (int64_t q = 0; q < kW; q += simd::kLanes) simd::storev(out + q, simd::load_even(row + ix0 + 2 * q));
             } else {
               PARE_SCALAR_LOOP
               for (int64_t q = 0; q < kW; ++q) out[q] = row[ix0 + q * g.sw];
