@@ -238,6 +238,9 @@ CONV_CASES = [  # x, w, stride, padding, groups: odd channels, stride 2, groups,
     ((1, 33, 2, 3), (13, 33, 1, 1), 1, 0, 1),  # ... over 6: pixel rows
     ((1, 300, 1, 1), (40, 300, 1, 1), 1, 0, 1),  # ... over 1 pixel, 2 depth blocks, a tail of depths
     ((2, 13, 2, 2), (13, 1, 5, 5), 1, 2, 13),  # depthwise over a tiny plane: vectors across channels
+    # Depthwise at stride 2 over rows of several vectors, odd and even padding (the deinterleaved rows).
+    ((1, 8, 9, 41), (8, 1, 3, 3), 2, 1, 8),
+    ((1, 4, 11, 38), (4, 1, 5, 5), 2, 2, 4),
 ]
 
 

@@ -16,19 +16,56 @@ namespace {
 constexpr int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
 
 // The zero-bordered plane: at least the padded input, and wide and tall
-// enough for every tap of every output vector (tails included).
+// enough for every tap of every output vector (tails included). At stride
+// 2 each row is stored deinterleaved, its even columns then its odd ones,
+// `width / 2` floats each, so that a tap of kLanes outputs is one load
+// rather than two and a shuffle (MobileNetV2's stride-2 layers ran at a
+// third of stride 1's rate).
 struct Padded {
-  int64_t width;   // >= stride * round_up(out_w, kLanes) + K - 1
+  int64_t width;   // >= stride * round_up(out_w, kLanes) + K - 1; even at stride 2
   int64_t height;  // >= (out_h - 1) * stride + K
 };
 
 Padded padded_shape(const Geometry& g) {
   const int64_t vec_w = round_up(g.out_w, simd::kLanes);
   int64_t width = g.width + 2 * g.pad_w;
-  if (width < g.stride * vec_w + g.kernel - 1) width = g.stride * vec_w + g.kernel - 1;
+  if (g.stride == 2) {
+    int64_t half = (width + 1) / 2;
+    if (half < vec_w + (g.kernel - 1) / 2) half = vec_w + (g.kernel - 1) / 2;
+    width = 2 * half;
+  } else if (width < vec_w + g.kernel - 1) {
+    width = vec_w + g.kernel - 1;
+  }
   int64_t height = g.height + 2 * g.pad_h;
   if (height < (g.out_h - 1) * g.stride + g.kernel) height = (g.out_h - 1) * g.stride + g.kernel;
   return {width, height};
+}
+
+// Input row `src` (width floats) into a padded row (shape.width floats),
+// from column pad_w on: as it is, or at stride 2 deinterleaved (see Padded).
+void copy_row(const float* PARE_RESTRICT src, int64_t width, int64_t pad_w, int64_t stride, float* PARE_RESTRICT row,
+              int64_t padded_w) {
+  if (stride == 1) {
+    __builtin_memcpy(row + pad_w, src, static_cast<size_t>(width) * sizeof(float));
+    return;
+  }
+  // Column x = ix + pad_w goes to row[(x odd) * half + x / 2]: src's even
+  // elements to one half, its odd ones to the other, each from its offset.
+  const int64_t half = padded_w / 2;
+  float* evens = row + (pad_w & 1) * half + pad_w / 2;             // src[0], src[2], ...
+  float* odds = row + ((pad_w + 1) & 1) * half + (pad_w + 1) / 2;  // src[1], src[3], ...
+  using simd::kLanes;
+  int64_t j = 0;
+  for (; 2 * j + 2 * kLanes <= width; j += kLanes) {
+    const simd::vec a = simd::loadv(src + 2 * j);
+    const simd::vec b = simd::loadv(src + 2 * j + kLanes);
+    simd::storev(evens + j, simd::even_lanes(a, b));
+    simd::storev(odds + j, simd::odd_lanes(a, b));
+  }
+  for (; 2 * j < width; ++j) {
+    evens[j] = src[2 * j];
+    if (2 * j + 1 < width) odds[j] = src[2 * j + 1];
+  }
 }
 
 // Tiny output planes (a network's last stages: 1x1 and 2x2 outputs) leave
@@ -163,8 +200,7 @@ Error run_float(KernelContext& ctx, const Geometry& g, const float* x, const flo
       if (oc % multiplier == 0) {  // a new input channel
         const float* src = x + (n * g.in_channels + oc / multiplier) * plane_in;
         for (int64_t iy = 0; iy < g.height; ++iy) {
-          __builtin_memcpy(padded + (iy + g.pad_h) * shape.width + g.pad_w, src + iy * g.width,
-                           static_cast<size_t>(g.width) * sizeof(float));
+          copy_row(src + iy * g.width, g.width, g.pad_w, g.stride, padded + (iy + g.pad_h) * shape.width, shape.width);
         }
       }
       fn(padded, shape.width, w + oc * taps, g.kernel, bias != nullptr ? bias[oc * bias_stride] : 0.0f, lo, hi,
