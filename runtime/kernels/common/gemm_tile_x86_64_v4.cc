@@ -40,19 +40,12 @@ PARE_ALWAYS_INLINE v16 b_row(const float* lo, const float* hi) {
 
 static_assert(kMR == 6 && kTileCols == 4 * kPanelCols, "the v4 tile is 6 rows x four B panels");
 
-// Rows r[0, R) of a finished tile (alpha * A B, V vectors each) into C's
-// rows [0, R) x columns [0, nr), as store_vectors says, from a copy of
-// `out` the stores cannot alias; a partial tile's rows (nr < 16 V) load
-// and store under AVX-512 masks (through a buffer, MobileNetV2's 7x7 and
-// 14x14 maps spent 3% of its time in the scalar stores).
-template <int R, int V>
-PARE_ALWAYS_INLINE void finish(v16 (&r)[R][V], float* c, int64_t ldc, int64_t nr, const Output& out) {
-  const Output o = out;
-  if (nr == 16 * V) {
-#pragma clang loop unroll(full)
-    for (int i = 0; i < R; ++i) store_vectors(r[i], c + i * ldc, i, ldc, o);
-    return;
-  }
+// Rows r[0, rows) of a partial tile (nr < 16 V columns; alpha * A B) into
+// C, as store_vectors says, loading and storing under AVX-512 masks
+// (through a buffer, MobileNetV2's 7x7 and 14x14 maps spent 3% of its time
+// in the scalar stores). Out of line: one copy for every kernel's edges.
+template <int V>
+PARE_NOINLINE void store_partial(v16 (*r)[V], int rows, float* c, int64_t ldc, int64_t nr, const Output& out) {
   mask16 mask[V];
   for (int v = 0; v < V; ++v) {
     const int64_t left = nr - 16 * v;
@@ -60,8 +53,19 @@ PARE_ALWAYS_INLINE void finish(v16 (&r)[R][V], float* c, int64_t ldc, int64_t nr
   }
   const auto load = [&](const float* p, int v) { return __builtin_ia32_loadups512_mask(p + 16 * v, v16{}, mask[v]); };
   const auto store = [&](float* p, int v, v16 x) { __builtin_ia32_storeups512_mask(p + 16 * v, x, mask[v]); };
+  for (int i = 0; i < rows; ++i) finish_row(r[i], c + i * ldc, i, ldc, out, load, store);
+}
+
+// Rows r[0, R) of a finished tile (alpha * A B, V vectors each) into C's
+// rows [0, R) x columns [0, nr): a whole tile from its registers, as
+// store_vectors says, with a copy of `out` the stores cannot alias; a
+// partial one by store_partial.
+template <int R, int V>
+PARE_ALWAYS_INLINE void finish(v16 (&r)[R][V], float* c, int64_t ldc, int64_t nr, const Output& out) {
+  if (nr != 16 * V) return store_partial<V>(r, R, c, ldc, nr, out);
+  const Output o = out;
 #pragma clang loop unroll(full)
-  for (int i = 0; i < R; ++i) finish_row(r[i], c + i * ldc, i, ldc, o, load, store);
+  for (int i = 0; i < R; ++i) store_vectors(r[i], c + i * ldc, i, ldc, o);
 }
 
 // C's 6 x 16V tile = out(alpha * A B), B's 2V panels from `b` (columns
