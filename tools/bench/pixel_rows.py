@@ -9,8 +9,8 @@ columns (`im2col`), which computes a whole tile of columns (16 or 32 on
 x86_64) for a handful of pixels. This runs each layer both ways on the same
 runtime, side by side, at each ISA the runtime can be capped to
 (pare_set_max_isa): pinned to one CPU, interleaved round by round, and
-reports each one's median time per call, the speed-up of pixel rows and
-each one's largest error against float64.
+reports each one's median time per call, the speed-up of pixel rows, each
+one's largest error against float64, and which one the exporter chooses.
 
     .venv/bin/python -m tools.bench.pixel_rows [--runtime LIB] [--cpu N] [--isa LIST] [--layers SPEC,...]
 
@@ -31,6 +31,7 @@ from pathlib import Path
 
 import numpy as np
 
+from pare import packing
 from pare.program import ProgramBuilder
 from pare.runtime import PareError, Runtime
 from tools.bench.runtimes import add_layer_bench_arguments, print_report
@@ -89,7 +90,7 @@ def run(runtime_path: Path, layers, isas: list[str], rounds: int, cpu: int | Non
     lines = [
         f"convolutions over few pixels, batch 1, float32; runtime {runtime_path}",
         f"pinned to CPU {pinned}; {rounds} interleaved rounds per layer and ISA",
-        f"{'layer':<22} {'pixels':>6} {'isa':>16} {'im2col µs':>10} {'rows µs':>9} {'speed-up':>9} "
+        f"{'layer':<22} {'pixels':>6} {'chosen':>10} {'isa':>16} {'im2col µs':>10} {'rows µs':>9} {'speed-up':>9} "
         f"{'im2col err':>11} {'rows err':>9}",
     ]
     try:
@@ -97,6 +98,9 @@ def run(runtime_path: Path, layers, isas: list[str], rounds: int, cpu: int | Non
             data, x, exact = programs(c, h, w, o, k, s)
             methods = {name: runtime.load(data[name]).method() for name in VARIANTS}
             pixels = exact.shape[2] * exact.shape[3]
+            pad = k // 2
+            pays = packing.pixel_rows_pays((o, c, k, k), (s, s), (pad, pad), (1, 1), 1, exact.shape[2:])
+            chosen = "pixel rows" if pays else "im2col"
             flops = 2 * k * k * c * o * pixels
             calls = max(1, int(2e-3 * 20e9 / flops))  # about 2 ms of calls per sample
             for isa in isas:
@@ -108,7 +112,8 @@ def run(runtime_path: Path, layers, isas: list[str], rounds: int, cpu: int | Non
                 samples = measure({n: m.execute for n, m in methods.items()}, rounds, dict.fromkeys(methods, calls))
                 im2col, rows = (statistics.median(samples[name]) * 1e6 for name in VARIANTS)
                 lines.append(
-                    f"{f'{c}x{h}x{w} -> {o} {k}x{k}/{s}':<22} {pixels:>6} {runtime.kernel_isa:>16} {im2col:>10.1f} "
+                    f"{f'{c}x{h}x{w}->{o} {k}x{k}/{s}':<22} {pixels:>6} {chosen:>10} {runtime.kernel_isa:>16} "
+                    f"{im2col:>10.1f} "
                     f"{rows:>9.1f} {im2col / rows:>8.2f}x {errors[0]:>11.2e} {errors[1]:>9.2e}"
                 )
     finally:
