@@ -241,6 +241,11 @@ CONV_CASES = [  # x, w, stride, padding, groups: odd channels, stride 2, groups,
     # Depthwise at stride 2 over rows of several vectors, odd and even padding (the deinterleaved rows).
     ((1, 8, 9, 41), (8, 1, 3, 3), 2, 1, 8),
     ((1, 4, 11, 38), (4, 1, 5, 5), 2, 2, 4),
+    # Planes whose rows are narrower than a vector (3x3, 1x3 and 9x1 outputs): a row's last vector may only
+    # run into the plane's later rows, never past the plane.
+    ((2, 9, 5, 5), (9, 1, 3, 3), 2, 1, 9),
+    ((1, 6, 1, 5), (12, 1, 3, 3), 2, 1, 6),
+    ((1, 5, 9, 1), (5, 1, 3, 3), 1, 1, 5),
 ]
 
 

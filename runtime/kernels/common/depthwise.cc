@@ -22,12 +22,18 @@ constexpr int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
 // rather than two and a shuffle (MobileNetV2's stride-2 layers ran at a
 // third of stride 1's rate).
 struct Padded {
-  int64_t width;   // >= stride * round_up(out_w, kLanes) + K - 1; even at stride 2
+  int64_t width;   // >= stride * round_up(out_w, kWidestLanes) + K - 1; even at stride 2
   int64_t height;  // >= (out_h - 1) * stride + K
 };
 
+// The widest vectors any copy of the plane loops runs (depthwise.h): the
+// x86-64-v3 copy's 8 lanes at level auto, where this file is SSE2's 4. The
+// padded plane is sized for them, or that copy reads past it.
+constexpr int64_t kWidestLanes = 8;
+static_assert(simd::kLanes <= kWidestLanes, "the padded plane must fit every copy's vectors");
+
 Padded padded_shape(const Geometry& g) {
-  const int64_t vec_w = round_up(g.out_w, simd::kLanes);
+  const int64_t vec_w = round_up(g.out_w, kWidestLanes);
   int64_t width = g.width + 2 * g.pad_w;
   if (g.stride == 2) {
     int64_t half = (width + 1) / 2;
