@@ -214,13 +214,16 @@ def pixel_rows_pays(weight_sizes, stride, padding, dilation, groups: int, out_hw
     kernel runs, and the traced output `out_hw` (height, width) has more
     than NARROW_MAX_PIXELS pixels, at most PIXEL_ROWS_MAX_PIXELS, and not a
     multiple of PANEL_COLS for a pointwise layer; 1 to PIXEL_ROWS_MAX_PIXELS
-    for any other (a dynamic size counts as large)."""
+    for any other with at least PANEL_COLS output channels per group (a
+    dynamic size counts as large)."""
     if groups < 1 or weight_sizes[0] % groups or depthwise_direct(weight_sizes, stride, dilation, groups):
         return False
     pixels = out_hw[0] * out_hw[1]
     if pointwise(weight_sizes, stride, padding, dilation):
         return NARROW_MAX_PIXELS < pixels <= PIXEL_ROWS_MAX_PIXELS and pixels % PANEL_COLS != 0
-    return 1 <= pixels <= PIXEL_ROWS_MAX_PIXELS
+    # Fewer output channels per group than a B panel's columns would pad
+    # each group's weights (a dilated depthwise layer's 1 to 16).
+    return 1 <= pixels <= PIXEL_ROWS_MAX_PIXELS and weight_sizes[0] // groups >= PANEL_COLS
 
 
 # The channels_last pass (tools/tracer/lowering.py): convolutions that run

@@ -201,6 +201,8 @@ def test_pixel_rows_packing():
     assert packing.pixel_rows_pays((64, 64, 1, 1), (1, 1), (1, 1), (1, 1), 1, (3, 3))
     assert not packing.pixel_rows_pays((64, 64, 3, 3), (1, 1), (1, 1), (1, 1), 1, (4, 4))
     assert not packing.pixel_rows_pays((64, 1, 3, 3), (1, 1), (1, 1), (1, 1), 64, (2, 2))  # depthwise
+    assert not packing.pixel_rows_pays((16, 2, 3, 3), (1, 1), (2, 2), (2, 2), 8, (2, 2))  # 2 channels per group
+    assert packing.pixel_rows_pays((64, 2, 3, 3), (1, 1), (1, 1), (1, 1), 8, (2, 2))  # 8 per group
     assert not packing.pixel_rows_pays((64, 64, 3, 3), (1, 1), (1, 1), (1, 1), 1, (1 << 30, 2))  # dynamic
 
 
