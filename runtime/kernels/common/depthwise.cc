@@ -26,12 +26,6 @@ struct Padded {
   int64_t height;  // >= (out_h - 1) * stride + K
 };
 
-// The widest vectors any copy of the plane loops runs (depthwise.h): the
-// x86-64-v3 copy's 8 lanes at level auto, where this file is SSE2's 4. The
-// padded plane is sized for them, or that copy reads past it.
-constexpr int64_t kWidestLanes = 8;
-static_assert(simd::kLanes <= kWidestLanes, "the padded plane must fit every copy's vectors");
-
 Padded padded_shape(const Geometry& g) {
   const int64_t vec_w = round_up(g.out_w, kWidestLanes);
   int64_t width = g.width + 2 * g.pad_w;

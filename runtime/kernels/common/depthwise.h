@@ -67,6 +67,11 @@ Error run_float_nhwc(KernelContext& ctx, const Geometry& g, const float* x, cons
 // plane_fn(K, stride): one output plane [out_h, out_w] of a K x K kernel
 // `wk` (K * K floats) over a zero-bordered input plane (rows padded_w
 // apart) plus bias b, clamped to [lo, hi].
+// The padded plane (depthwise.cc) is sized for the widest vectors of any
+// copy, the x86-64-v3 copy's 8 lanes at level auto where depthwise.cc
+// itself is SSE2's 4: each copy checks its own lanes against it
+// (depthwise_kernels.inc), or it would read past the plane.
+constexpr int64_t kWidestLanes = 8;
 using PlaneFn = void (*)(const float* padded, int64_t padded_w, const float* wk, int64_t k, float b, float lo, float hi,
                          float* out, int64_t out_h, int64_t out_w);
 // nhwc_rows: output rows [begin, end) of run_float_nhwc (a row: one
