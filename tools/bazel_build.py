@@ -30,13 +30,15 @@ def build(
     info: Callable[[str], None],
     *,
     flags: Sequence[str] = (),
+    startup: Sequence[str] = (),
     root: Path = REPO_ROOT,
     quiet_progress: bool = False,
 ) -> BuildResult:
-    """`tools/bazel build FLAGS TARGETS` in `root`; raises OSError when
-    tools/bazel cannot run. quiet_progress: pass on only Bazel's `[n / m]`
-    progress, ERROR and summary lines (not loading, analysis or INFO lines)."""
-    command = [str(root / "tools" / "bazel"), "build", *flags, *targets]
+    """`tools/bazel STARTUP build FLAGS TARGETS` in `root`; raises OSError
+    when tools/bazel cannot run. quiet_progress: pass on only Bazel's
+    `[n / m]` progress, ERROR and summary lines (not loading, analysis or
+    INFO lines)."""
+    command = [str(root / "tools" / "bazel"), *startup, "build", *flags, *targets]
     proc = subprocess.Popen(command, cwd=root, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     errors, last = [], ""
     assert proc.stdout is not None
