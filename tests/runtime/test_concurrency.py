@@ -38,6 +38,7 @@ CC = runtime_build.CXX.replace("clang++", "clang")
 MODELS = {
     "demo": REPO / "apps/demo/model.py",  # conv, depthwise, pooling, linear, gelu, softmax
     "fast_kernels": REPO / "tests/tracer/models/fast_kernels.py",  # the vector kernels on awkward shapes
+    "winograd_stages": REPO / "tests/tracer/models/winograd_stages.py",  # every Winograd stage split
 }
 THREADS = 4
 TSAN_EXIT = 86

@@ -95,7 +95,7 @@ def test_mm_bmm_and_convolutions_are_bitwise_identical_for_every_thread_count(ru
         mb.op("pare::conv2d_prepacked", img, mb.conv2d_prepack(weights["pointwise"], None, [1, 1], [0, 0], [1, 1], 1)),
         mb.op("pare::conv2d_prepacked", img, mb.conv2d_prepack(weights["depthwise"], None, [2, 2], [2, 2], [1, 1], 8)),
         mb.op("aten::convolution", img, weights["grouped"], None, [1, 1], [1, 1], [1, 1], False, [0, 0], 2),
-        # Winograd: 360 tiles in 3 blocks, each position's GEMM split over the threads.
+        # Winograd: 360 tiles in 3 blocks, each block's stages split over the threads.
         mb.op(
             "pare::conv2d_prepacked",
             img,
@@ -135,6 +135,52 @@ def test_mm_bmm_and_convolutions_are_bitwise_identical_for_every_thread_count(ru
     ]
     for k, (got, expected) in enumerate(zip(results[1], want)):
         np.testing.assert_allclose(got, expected.numpy(), rtol=1e-4, atol=1e-4, err_msg=f"output {k}")
+
+
+@pytest.mark.parametrize("tile", [2, 4])
+@pytest.mark.parametrize(
+    "c,o,h,w",
+    [
+        (64, 24, 40, 36),  # several blocks of tiles
+        (300, 70, 12, 12),  # one block; input channels past a depth block (256), 70 rows: a partial register tile
+        (48, 13, 9, 50),  # odd sizes: tiles clipped at the bottom and right edges
+    ],
+)
+def test_winograd_stages_split_and_stay_bitwise_identical(runtime, tile, c, o, h, w):
+    # The planes and the input transform split by input channel, the
+    # products by output rows, the output transform by output channel
+    # (winograd.h, Scratch): the input transform's V rows are per chunk,
+    # so a split plans a larger arena.
+    rng = np.random.default_rng(c + o + tile)
+    weight = (rng.standard_normal((o, c, 3, 3)) / np.sqrt(9 * c)).astype(np.float32)
+    bias = rng.standard_normal(o).astype(np.float32)
+    pb = ProgramBuilder()
+    mb = pb.method()
+    img = mb.input("Float", [1, c, h, w])
+    packed = mb.conv2d_prepack(weight, bias, [1, 1], [1, 1], [1, 1], 1, winograd=tile)
+    mb.output(mb.op("pare::conv2d_prepacked", img, packed, -2.5, 2.5))
+    program = runtime.load(pb.to_bytes())
+    x = rng.standard_normal((1, c, h, w)).astype(np.float32)
+    results = _outputs_for_each_thread_count(program, [x])
+    _assert_bitwise_identical(results)
+    arenas = {}
+    for threads in (1, 2):
+        method = program.method()
+        method.set_num_threads(threads)
+        method.run(x)
+        arenas[threads] = method.memory_stats().planned_arena_bytes
+        method.close()
+    assert arenas[1] < arenas[2], arenas
+    want = torch.clamp(
+        torch.nn.functional.conv2d(
+            torch.from_numpy(x).double(), torch.from_numpy(weight).double(), torch.from_numpy(bias).double(), padding=1
+        ),
+        -2.5,
+        2.5,
+    )
+    # Outputs of about unit size: F(4x4, 3x3)'s bound (winograd.h) is
+    # below 1e-4 here; 1e-3 leaves room without hiding a wrong tile.
+    np.testing.assert_allclose(results[1][0], want.numpy(), rtol=0, atol=1e-3)
 
 
 @pytest.mark.parametrize("activation", ["hardswish", "sigmoid", "gelu"])

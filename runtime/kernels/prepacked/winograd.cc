@@ -130,19 +130,21 @@ PARE_ALWAYS_INLINE void split_phases(const vec (&v)[4], vec (&phase)[4]) {
   phase[3] = simd::odd_lanes(o01, o23);
 }
 
-// Copies x's planes into the zero-bordered, phase-split scratch planes.
+// Copies x's planes [c0, c1) into the zero-bordered, phase-split scratch
+// planes.
 template <int T>
-void fill_planes(const Geometry& g, const Tiles<T>& tl, const float* x, float* planes) {
-  // The planes, and the slack after them, start as zeros (no garbage in
-  // the lanes a vector reads past a plane).
+void fill_planes(const Geometry& g, const Tiles<T>& tl, const float* x, float* planes, int64_t c0, int64_t c1) {
+  // The planes, and the slack after the last, start as zeros (no garbage
+  // in the lanes a vector reads past a plane).
   const int64_t plane = tl.plane_floats();
-  for (int64_t i = 0; i < g.in_channels * plane + kReadSlack; ++i) planes[i] = 0.0f;
+  const int64_t zeros_end = c1 * plane + (c1 == g.in_channels ? kReadSlack : 0);
+  for (int64_t i = c0 * plane; i < zeros_end; ++i) planes[i] = 0.0f;
   // Padded column col goes to phase col % T, index col / T.
   auto put = [&](float* dst, int64_t col, float v) {
     const uint64_t c = static_cast<uint64_t>(col);
     dst[static_cast<int64_t>(c % T) * tl.phase_w + static_cast<int64_t>(c / T)] = v;
   };
-  for (int64_t c = 0; c < g.in_channels; ++c) {
+  for (int64_t c = c0; c < c1; ++c) {
     for (int64_t r = 0; r < g.height; ++r) {
       const float* src = x + (c * g.height + r) * g.width;
       float* dst = planes + c * plane + (r + g.pad_h) * tl.row_floats();
@@ -163,7 +165,8 @@ void fill_planes(const Geometry& g, const Tiles<T>& tl, const float* x, float* p
   }
 }
 
-// V_e for tiles [t0, t0 + n) (n <= the block), from the padded planes.
+// V_e's rows [c0, c1) for tiles [t0, t0 + n) (n <= the block), from the
+// padded planes.
 // Per channel, the positions' rows are computed into `rows` (row e at rows
 // + e * row_floats(n)), kLanes tiles of a run at a time: B^T d B for kLanes
 // patches, written as out(e, v) for e = (T + 2) i + j, position (i, j). A
@@ -175,12 +178,12 @@ void fill_planes(const Geometry& g, const Tiles<T>& tl, const float* x, float* p
 // micro-kernel reads them).
 template <int T>
 void input_transform(const Geometry& g, const Tiles<T>& tl, const float* planes, int64_t t0, int64_t n, float* v,
-                     size_t position_floats, float* rows) {
+                     size_t position_floats, float* rows, int64_t c0, int64_t c1) {
   constexpr int kAlpha = Tiles<T>::kAlpha;
   const int64_t cols = gemm::round_up(n, gemm::kPadCols);
   const int64_t stride = row_floats(n);
   const int64_t w = tl.row_floats();
-  for (int64_t c = 0; c < g.in_channels; ++c) {
+  for (int64_t c = c0; c < c1; ++c) {
     const float* plane = planes + c * tl.plane_floats();
     for_each_run(tl, t0, n, [&](int64_t i, int64_t ty, int64_t tx, int64_t count) {
       const float* base = plane + T * ty * w + tx;
@@ -266,8 +269,9 @@ void tile_places(const Geometry& g, const Tiles<T>& tl, int64_t t0, int64_t n, T
   });
 }
 
-// y's tiles [t0, t0 + n) = A^T M A + bias (bias null for none), M_e [out,
-// n] at m + e * out * n, each tile where `places` says. The block's tiles
+// Output channels [o0, o1) of y's tiles [t0, t0 + n) = A^T M A + bias
+// (bias null for none), M_e [out, n] at m + e * out * n, each tile where
+// `places` says. The block's tiles
 // go kLanes at a time whatever rows of tiles they lie in (the last vector
 // overlapping the one before: it writes the same values again): kLanes
 // whole tiles of one row are stored as interleaved vectors, other tiles'
@@ -275,7 +279,7 @@ void tile_places(const Geometry& g, const Tiles<T>& tl, int64_t t0, int64_t n, T
 // than kLanes tiles goes one tile at a time.
 template <int T>
 void output_transform(const Geometry& g, const float* m, int64_t n, const TilePlace* places, const float* bias,
-                      float lo, float hi, float* y) {
+                      float lo, float hi, float* y, int64_t o0, int64_t o1) {
   const int64_t stride = g.out_channels * n;
   const bool clamps = simd::bounded(lo, hi);
   // Row r of a tile from T floats at `row` (clipped).
@@ -289,7 +293,7 @@ void output_transform(const Geometry& g, const float* m, int64_t n, const TilePl
       for (int q = 0; q < place.cols; ++q) out[q] = row[q];
     }
   };
-  for (int64_t o = 0; o < g.out_channels; ++o) {
+  for (int64_t o = o0; o < o1; ++o) {
     const float* mo = m + o * n;
     float* yo = y + o * g.out_h * g.out_w;
     const float b = bias == nullptr ? 0.0f : bias[o];
@@ -350,12 +354,20 @@ Result<Scratch> allocate(KernelContext& ctx, const Geometry& g) {
   if (block > tiles) block = tiles;
   Scratch s;
   s.block = block;
+  // The stages' splits (see Scratch), by a block's work: the transforms
+  // about 4 operations per element of V or M, the products a multiply-add
+  // per element of U times a tile.
+  const int64_t elements = positions(T) * block;
+  s.in_chunks = ctx.chunks_for(g.in_channels, 1, 4 * elements * g.in_channels);
+  s.gemm_chunks = ctx.chunks_for(g.out_channels, gemm::kMR, elements * g.out_channels * g.in_channels);
+  s.out_chunks = ctx.chunks_for(g.out_channels, 1, 4 * elements * g.out_channels);
   // The planes are the only part that grows with the image (and its
   // padding): checked for overflow. The rest is a few blocks' worth.
   int64_t plane_floats = 0;
   const size_t v = positions(T) * v_floats(g, block);
   const size_t m = static_cast<size_t>(positions(T) * g.out_channels * block);
-  const size_t rows = static_cast<size_t>(positions(T) * row_floats(block));
+  s.rows_floats = static_cast<size_t>(positions(T) * row_floats(block));
+  const size_t rows = s.in_chunks * s.rows_floats;
   int64_t bytes = 0;
   const int64_t places = block * static_cast<int64_t>(sizeof(TilePlace));  // a multiple of 16: floats follow
   PARE_CHECK_OR_RETURN(ctx,
@@ -373,8 +385,6 @@ Result<Scratch> allocate(KernelContext& ctx, const Geometry& g) {
   s.v = s.planes + plane_floats;
   s.m = s.v + v;
   s.rows = s.m + m;
-  PARE_TRY_ASSIGN(s.split, gemm::split_for(ctx, g.out_channels, block, g.in_channels, /*pack_a=*/false,
-                                           /*pack_b=*/false));
   return s;
 }
 
@@ -382,19 +392,28 @@ template <int T>
 void run(KernelContext& ctx, const Geometry& g, const Scratch& s, const float* x, const float* u, const float* bias,
          float lo, float hi, float* y) {
   const Tiles<T> tl = tiles_of<T>(g);
-  fill_planes(g, tl, x, s.planes);
+  ctx.parallel(s.in_chunks, g.in_channels, 1,
+               [&](uint32_t, int64_t c0, int64_t c1) { fill_planes(g, tl, x, s.planes, c0, c1); });
   const size_t position_floats = v_floats(g, s.block);
   const size_t a_floats = gemm::packed_a_size(g.out_channels, g.in_channels);
   const int64_t tiles = tl.rows * tl.cols;
   for (int64_t t0 = 0; t0 < tiles; t0 += s.block) {
     const int64_t n = tiles - t0 < s.block ? tiles - t0 : s.block;
-    input_transform(g, tl, s.planes, t0, n, s.v, position_floats, s.rows);
-    for (int64_t e = 0; e < positions(T); ++e) {
-      gemm::sgemm(ctx, s.split, g.out_channels, n, g.in_channels, gemm::PrepackedA{u + e * a_floats, g.out_channels},
-                  gemm::PrepackedB{s.v + e * position_floats, n}, s.m + e * g.out_channels * n, n, gemm::Output{});
-    }
+    ctx.parallel(s.in_chunks, g.in_channels, 1, [&](uint32_t chunk, int64_t c0, int64_t c1) {
+      input_transform(g, tl, s.planes, t0, n, s.v, position_floats, s.rows + chunk * s.rows_floats, c0, c1);
+    });
+    // Rows [r0, r1) of every position's M_e [out, n] = U_e [out, in] V_e [in, n].
+    ctx.parallel(s.gemm_chunks, g.out_channels, gemm::kMR, [&](uint32_t, int64_t r0, int64_t r1) {
+      for (int64_t e = 0; e < positions(T); ++e) {
+        gemm::sgemm(r1 - r0, n, g.in_channels, gemm::PrepackedA{u + e * a_floats, g.out_channels},
+                    gemm::PrepackedB{s.v + e * position_floats, n}, s.m + (e * g.out_channels + r0) * n, n,
+                    gemm::Output{}, nullptr, nullptr, r0, 0);
+      }
+    });
     tile_places(g, tl, t0, n, s.places);
-    output_transform<T>(g, s.m, n, s.places, bias, lo, hi, y);
+    ctx.parallel(s.out_chunks, g.out_channels, 1, [&](uint32_t, int64_t o0, int64_t o1) {
+      output_transform<T>(g, s.m, n, s.places, bias, lo, hi, y, o0, o1);
+    });
   }
 }
 

@@ -75,14 +75,25 @@ struct TilePlace {
 
 // Scratch for run<T>(), allocated once per call and shared by every image
 // and group of the same geometry.
+//
+// Build feature threads: each stage of a block splits over the method's
+// threads by channels, every channel computed as on one thread (results
+// are bitwise identical for every thread count): the planes and the input
+// transform by input channel (each chunk with V rows of its own), the
+// products by output channel in whole register tiles (every position's
+// product for the chunk's rows, gemm.h's split by rows), the output
+// transform by output channel. Three joins per block, not one per position.
 struct Scratch {
   float* planes = nullptr;      // in_channels x padded plane, rows split into phases
   float* v = nullptr;           // positions x packed [in_channels, block]
   float* m = nullptr;           // positions x [out_channels, block]
-  float* rows = nullptr;        // positions x the block's columns: one channel's V rows
+  float* rows = nullptr;        // in_chunks x rows_floats: one channel's V rows, per chunk
   TilePlace* places = nullptr;  // the block's tiles
   int64_t block = 0;            // tiles per block
-  gemm::Split split;
+  size_t rows_floats = 0;       // positions x the block's columns
+  uint32_t in_chunks = 1;       // the planes and the input transform
+  uint32_t gemm_chunks = 1;     // the products
+  uint32_t out_chunks = 1;      // the output transform
 };
 template <int T>
 Result<Scratch> allocate(KernelContext& ctx, const Geometry& g);
