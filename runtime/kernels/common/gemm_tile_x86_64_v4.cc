@@ -79,6 +79,7 @@ PARE_ALWAYS_INLINE void rows(int64_t kc, const float* PARE_RESTRICT a, const flo
   v16 acc[kSets][kMR][V] = {};
   int64_t p = 0;
   for (; p + kSets <= kc; p += kSets) {
+    if ((p & 1) == 0) __builtin_prefetch(a + (p + kPrefetchADepths) * kMR);  // gemm.h
 #pragma clang loop unroll(full)
     for (int s = 0; s < kSets; ++s) {
       v16 bv[V];
