@@ -5,7 +5,7 @@ setup:
 	bash tools/setup.sh
 
 demo: setup
-	.venv/bin/python tools/main_job.py
+	.venv/bin/python -m tools.main_job
 
 test: setup
 	bash tools/run_tests.sh
