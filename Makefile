@@ -1,14 +1,24 @@
 # The two commands the README opens with. Both run setup first (idempotent).
+#
+# Every recipe runs in the repository root, wherever make was started
+# (`make -C DIR demo`, `make -f DIR/Makefile demo`), and every Python entry
+# point is a module started from there: `python -m tools.<tool>`. That is the
+# one bootstrap (docs/testing.md, "Entry points"): no script puts the
+# repository on sys.path itself.
+ROOT := $(patsubst %/,%,$(dir $(abspath $(lastword $(MAKEFILE_LIST)))))
+IN_ROOT := cd "$(ROOT)" &&
+PYTHON := .venv/bin/python
+
 .PHONY: setup demo test
 
 setup:
-	bash tools/setup.sh
+	$(IN_ROOT) bash tools/setup.sh
 
 demo: setup
-	.venv/bin/python -m tools.main_job
+	$(IN_ROOT) $(PYTHON) -m tools.main_job
 
 test: setup
-	bash tools/run_tests.sh
+	$(IN_ROOT) bash tools/run_tests.sh
 
 # Reliability checks (docs/testing.md). Both run setup first, like the above.
 #
@@ -31,23 +41,23 @@ FUZZ_SECONDS ?= 30
 .PHONY: sanitize fuzz zoo lint lint-fix
 
 sanitize: setup
-	PARE_SANITIZE_FULL_ONLY=$(SANITIZE_FULL_ONLY) bash tools/sanitize.sh $(SANITIZE_TESTS)
+	$(IN_ROOT) PARE_SANITIZE_FULL_ONLY=$(SANITIZE_FULL_ONLY) bash tools/sanitize.sh $(SANITIZE_TESTS)
 
 fuzz: setup
-	bash tools/fuzz.sh $(FUZZ_SECONDS)
+	$(IN_ROOT) bash tools/fuzz.sh $(FUZZ_SECONDS)
 
 # make lint: clang-format, buildifier and ruff (format and check) over every
 # tracked source file; any finding fails. CI runs it. `make lint-fix`
 # rewrites what can be fixed (docs/testing.md, "Lint").
 lint: setup
-	bash tools/lint.sh
+	$(IN_ROOT) bash tools/lint.sh
 
 lint-fix: setup
-	bash tools/lint.sh --fix
+	$(IN_ROOT) bash tools/lint.sh --fix
 
 # make zoo: every model of models/zoo/ traced, built for the three platforms
 # and checked on x86_64 and android_arm64 (qemu); updates models/zoo/results.json
 # and docs/model_zoo.md (about half an hour on 2 cores). make test runs a fast
 # subset (tests/zoo/).
 zoo: setup
-	.venv/bin/python -m tools.zoo
+	$(IN_ROOT) $(PYTHON) -m tools.zoo

@@ -1,7 +1,7 @@
 """Builds the libFuzzer targets into build/fuzz/ (cached: rebuilt only when
 the runtime's sources, the selection or a harness change).
 
-    .venv/bin/python fuzz/build.py            # prints the binaries' paths
+    .venv/bin/python -m fuzz.build            # prints the binaries' paths
 
 The runtime is the full runtime with the default selection, compiled with
 the house flags as tests/runtime/runtime_build.py compiles it:
@@ -24,10 +24,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "tests" / "runtime"))
+from tests.runtime import runtime_build
 
-import runtime_build  # noqa: E402
+REPO = Path(__file__).absolute().parents[1]
 
 OUT = REPO / "build" / "fuzz"
 PYTEST_RUNTIME_CACHE = REPO / ".pytest_cache" / "d" / "pare_runtime"  # tests/runtime/conftest.py's
@@ -106,6 +105,12 @@ def build(name: str) -> Path:
 
 
 def main() -> int:
+    import argparse
+
+    argparse.ArgumentParser(
+        prog="python -m fuzz.build",
+        description="Build the libFuzzer targets into build/fuzz/ (cached) and print their paths.",
+    ).parse_args()
     for name in HARNESSES:
         print(build(name))
     return 0

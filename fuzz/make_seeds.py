@@ -1,7 +1,7 @@
 """Regenerates the seed corpora in fuzz/corpus/ (checked in; run this only
 when the program format or the test suites change a lot).
 
-    .venv/bin/python fuzz/make_seeds.py
+    .venv/bin/python -m fuzz.make_seeds
 
 loader/: every program the runtime tests load (captured by running
 tests/runtime/test_interpreter.py and the kernel families' tests in
@@ -25,7 +25,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).absolute().parents[1]
 CORPUS = REPO / "fuzz" / "corpus"
 PYTHON = REPO / ".venv" / "bin" / "python"
 MAX_CORPUS_BYTES = 1_000_000
@@ -64,7 +64,6 @@ _rt.Runtime.load = _capturing_load
 
 def _features(data: bytes) -> set[str]:
     """What a program exercises: its operators (mutations reach the dtypes)."""
-    sys.path.insert(0, str(REPO))
     from pare import program
 
     try:
@@ -128,11 +127,18 @@ def exported_programs() -> dict[str, bytes]:
 
 
 def main() -> int:
+    import argparse
+
+    parser = argparse.ArgumentParser(
+        prog="python -m fuzz.make_seeds", description="Regenerate the seed corpora in fuzz/corpus/ (checked in)."
+    )
+    parser.add_argument(
+        "--keep-exports", action="store_true", help="reuse the exported app programs already in the corpus"
+    )
+    args = parser.parse_args()
     loader = CORPUS / "loader"
     exports = (
-        {p.name: p.read_bytes() for p in loader.glob("export_*.pare")}
-        if "--keep-exports" in sys.argv
-        else exported_programs()
+        {p.name: p.read_bytes() for p in loader.glob("export_*.pare")} if args.keep_exports else exported_programs()
     )
     if CORPUS.exists():
         shutil.rmtree(CORPUS)

@@ -35,6 +35,7 @@ _built: set[tuple[str, ...]] = set()
 # outside this set (NO_BAZEL_ENV names the test), so a missing entry fails at
 # once instead of racing now and then.
 BAZEL_TESTS = (
+    "tests/docs/test_readme_pipeline.py",
     "tests/mobile/",
     "tests/prune/test_prune_runtime_size.py",
     "tests/rules/",

@@ -30,7 +30,7 @@ common=(-max_total_time="$seconds" -timeout=30 -rss_limit_mb=3072 -print_final_s
 
 if [[ " ${targets[*]} " == *" loader "* ]]; then
   echo "== fuzz: building the loader target (cached)"
-  "$python" fuzz/build.py >/dev/null || exit 1
+  "$python" -m fuzz.build >/dev/null || exit 1
 fi
 
 failed=()
@@ -39,7 +39,7 @@ for target in "${targets[@]}"; do
   mkdir -p "$work"
   case "$target" in
     loader) cmd=("$out/loader_fuzzer") ;;
-    manifest | codegen) cmd=("$python" fuzz/codegen_targets.py "$target" -dict=fuzz/manifest.dict) ;;
+    manifest | codegen) cmd=("$python" -m fuzz.codegen_targets "$target" -dict=fuzz/manifest.dict) ;;
     *) echo "fuzz: unknown target $target (loader, manifest, codegen)" >&2; exit 2 ;;
   esac
   echo "== fuzz: $target for ${seconds}s"

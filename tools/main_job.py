@@ -7,10 +7,17 @@
 2. Prints the size table: full vs selective per platform, and what dtype
    selection alone saves.
 3. Runs the demo model on the x86_64 runtime and compares with torch.
+4. Ends with a summary: the demo's size per platform against the full
+   runtime, and whether it matched torch.
+
+`make demo` runs it (after setup) as `python -m tools.main_job` from the
+repository root, the way every Python entry point starts (docs/testing.md,
+"Entry points").
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import subprocess
 import sys
@@ -51,7 +58,28 @@ def size_table(bin_dir: Path) -> str:
     return "\n".join(rows)
 
 
-def main() -> int:
+def summary(bin_dir: Path, check_passed: bool) -> str:
+    """The closing lines: what the demo's runtime costs, and whether it runs."""
+    full = _report(bin_dir, "runtime/full")
+    demo = _report(bin_dir, "apps/demo/runtime")
+    lines = ["main job: the demo's selective runtime, stripped, against the full runtime:"]
+    for p in PLATFORMS:
+        f, d = full[p]["stripped_bytes"], demo[p]["stripped_bytes"]
+        lines.append(f"  {p:<14} {d:>9,} B of {f:>10,} B ({100 * (1 - d / f):.1f}% smaller)")
+    lines.append(
+        "  numeric check against torch on linux_x86_64: "
+        + ("passed" if check_passed else "FAILED (see the tracer's lines above)")
+    )
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    argparse.ArgumentParser(
+        prog="python -m tools.main_job",
+        description="The README's main job (make demo): build the demo app's selective runtime for every "
+        "platform, the full runtime and the app bundles, print the size table, and check the demo model "
+        "against torch on the x86_64 runtime.",
+    ).parse_args(argv)
     print(f"main job: tools/bazel build {' '.join(TARGETS)}", flush=True)
     start = time.monotonic()
     if subprocess.run([str(REPO_ROOT / "tools" / "bazel"), "build", *TARGETS], cwd=REPO_ROOT).returncode != 0:
@@ -76,7 +104,9 @@ def main() -> int:
         "--runtime",
         str(load_bundle(bin_dir / "apps/demo/runtime").platform("linux_x86_64").shared),
     ]
-    return subprocess.run(check, cwd=REPO_ROOT).returncode
+    passed = subprocess.run(check, cwd=REPO_ROOT).returncode == 0
+    print("\n" + summary(bin_dir, passed))
+    return 0 if passed else 1
 
 
 if __name__ == "__main__":

@@ -33,7 +33,7 @@ sanitized_pytest() {
   local log_dir="$1"
   shift
   (
-    eval "$("$python" tests/runtime/runtime_build.py sanitizer-env "$log_dir")" || exit 1
+    eval "$("$python" -m tests.runtime.runtime_build sanitizer-env "$log_dir")" || exit 1
     exec "$python" -m pytest "$@"
   )
 }

@@ -107,6 +107,10 @@ USAGE = "usage: python -m tools.test_cache key [-- PYTEST_ARGS...] | hit KEY | r
 
 def main(argv: Sequence[str] | None = None, root: Path = REPO_ROOT) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] in (["-h"], ["--help"]):
+        print(USAGE)
+        print((__doc__ or "").strip().splitlines()[0])
+        return 0
     try:
         if argv[:1] == ["key"] and (len(argv) == 1 or argv[1] == "--"):
             print(tree_key(root, argv[2:]))

@@ -5,7 +5,7 @@ zoo's copy (models/zoo/mobilenet_v2.py) runs 64x64 images."""
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "zoo"))
+sys.path.insert(0, str(Path(__file__).absolute().parents[1] / "zoo"))
 from _zoo import vision  # noqa: E402
 
 

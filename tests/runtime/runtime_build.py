@@ -564,7 +564,11 @@ if __name__ == "__main__":
     import shlex
     import sys
 
+    usage = "usage: python -m tests.runtime.runtime_build sanitizer-env [LOG_DIR]"
+    if sys.argv[1:2] in (["-h"], ["--help"]):
+        print(f"{usage}\nprints the shell exports that load sanitized runtimes (tools/sanitize.sh evals them)")
+        sys.exit(0)
     if len(sys.argv) < 2 or sys.argv[1] != "sanitizer-env":
-        sys.exit("usage: runtime_build.py sanitizer-env [LOG_DIR]")
+        sys.exit(usage)
     for key, value in sanitizer_env(Path(sys.argv[2]) if len(sys.argv) > 2 else None).items():
         print(f"export {key}={shlex.quote(value)}")

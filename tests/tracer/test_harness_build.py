@@ -1,7 +1,7 @@
 """`tools.tracer check --runtime <android .so>` builds the emulator harness
-on first use (issue 17): run.ensure_built() runs the checkout's tools/bazel
-when bazel-bin lacks the harness, streams Bazel's lines as progress, and
-turns a failed build into one HarnessError naming the command. A stand-in
+on first use (issue 17) and rebuilds a stale one (issue 42): run.ensure_built()
+runs the checkout's tools/bazel every time, streams Bazel's lines as
+progress, and turns a failed build into one HarnessError naming the command. A stand-in
 tools/bazel in a temporary checkout plays Bazel, so the logic is tested
 without touching the real bazel-bin."""
 
@@ -47,14 +47,20 @@ def test_missing_harness_is_built_with_progress(checkout):
     lines: list[str] = []
     p = harness.ensure_built(lines.append)
     assert p.harness == root / out / "harness_bin" and p.liblog == root / out / "liblog.so"
-    assert lines[0].startswith(
-        "the emulator harness is not built yet: building it (tools/bazel build //tools/android_harness:harness)"
-    )
+    assert lines[0] == "bringing the emulator harness up to date: tools/bazel build //tools/android_harness:harness ..."
     assert "  bazel: INFO: Build completed" in lines
-    # Built now: a second call runs no Bazel and prints nothing.
-    (root / "tools" / "bazel").write_text("#!/bin/sh\nexit 99\n")
-    lines.clear()
-    assert harness.ensure_built(lines.append) == p and lines == []
+
+
+def test_a_stale_harness_is_rebuilt(checkout):
+    """A harness already in bazel-bin is not trusted: Bazel is asked every
+    time (issue 42), so one left by an older checkout is rebuilt."""
+    out = f"bazel-bin/{harness.HARNESS_OUTPUT}"
+    root = checkout(f"mkdir -p {out} && echo new > {out}/harness_bin && touch {out}/liblog.so")
+    (root / out).mkdir(parents=True)
+    (root / out / "harness_bin").write_text("stale\n")
+    (root / out / "liblog.so").touch()
+    p = harness.ensure_built(lambda _: None)
+    assert p.harness.read_text() == "new\n"
 
 
 def test_failed_build_names_the_command_and_the_first_error(checkout):

@@ -3,8 +3,9 @@
 See README.md beside this file for what the emulation does and does not prove.
 The harness binary and liblog shim are Bazel outputs of
 //tools/android_harness:harness; `paths()` finds them under bazel-bin (or
-`$PARE_HARNESS_DIR`), and `ensure_built()` builds them first when they are
-missing from bazel-bin.
+`$PARE_HARNESS_DIR`), and `ensure_built()` first brings them up to date with
+`tools/bazel build` (Bazel knows whether they are stale: a harness left in
+bazel-bin by an older checkout is rebuilt, not run).
 """
 
 from __future__ import annotations
@@ -60,16 +61,18 @@ def _stderr_line(message: str) -> None:
 
 
 def ensure_built(info: Callable[[str], None] = _stderr_line) -> HarnessPaths:
-    """paths(), first building the harness with this checkout's tools/bazel
-    when bazel-bin lacks it (a directory named by $PARE_HARNESS_DIR is used as
-    it is). Bazel's progress lines go to `info` as they come; a failed build
-    raises HarnessError naming the command and Bazel's first error."""
-    harness, liblog = _outputs()
-    if os.environ.get("PARE_HARNESS_DIR") or (harness.exists() and liblog.exists()):
+    """paths(), after `tools/bazel build //tools/android_harness:harness` in
+    this checkout: every time, as the tracer does for the instrumentation
+    runtime, since only Bazel knows whether the harness in bazel-bin is
+    current (an up-to-date build costs a second). A directory named by
+    $PARE_HARNESS_DIR is used as it is. Bazel's progress lines go to `info`;
+    a failed build raises HarnessError naming the command and Bazel's first
+    error."""
+    if os.environ.get("PARE_HARNESS_DIR"):
         return paths()
-    info(f"the emulator harness is not built yet: building it (tools/bazel build {HARNESS_TARGET}) ...")
+    info(f"bringing the emulator harness up to date: tools/bazel build {HARNESS_TARGET} ...")
     try:
-        result = bazel_build.build([HARNESS_TARGET], info, root=REPO_ROOT)
+        result = bazel_build.build([HARNESS_TARGET], info, root=REPO_ROOT, quiet_progress=True)
     except OSError as e:
         raise HarnessError(f"cannot run tools/bazel ({e.strerror}); run tools/setup.sh first") from None
     if result.returncode != 0:

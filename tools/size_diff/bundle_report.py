@@ -22,11 +22,8 @@ import json
 import sys
 from pathlib import Path
 
-if __package__ in (None, ""):
-    sys.path.insert(0, str(Path(__file__).absolute().parents[2]))
-
-from tools.verify.binary import read_binary  # noqa: E402
-from tools.verify.errors import EXIT_USER_ERROR, VerifyError  # noqa: E402
+from tools.verify.binary import read_binary
+from tools.verify.errors import EXIT_USER_ERROR, VerifyError
 
 
 def sha256_file(path: Path) -> str:
