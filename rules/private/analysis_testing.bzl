@@ -9,7 +9,11 @@ tests/rules/test_selective_runtime.py.)
     containing `expected_message`.
   analysis_success_test: the target must analyse, with `expected_files`
     among its default outputs (path suffixes).
+  analysis_args_test: the target's action of one mnemonic must pass the
+    expected flag values, with the toolchain settings set for the target.
 """
+
+load("//toolchains:toolchains.bzl", "PareSettingInfo")
 
 def _failure_transition_impl(_settings, _attr):
     return {
@@ -86,6 +90,77 @@ Example:
         name = "outputs_test",
         target = ":runtime",
         expected_files = ["runtime/android_arm64/libpare_runtime.so"],
+    )
+""",
+)
+
+_ANDROID_API = str(Label("//toolchains:android_api"))
+_IOS_MIN_VERSION = str(Label("//toolchains:ios_min_version"))
+
+def _toolchain_settings_transition_impl(settings, attr):
+    # 0 and "" keep the command line's value (whatever it is: the defaults
+    # in toolchains/BUILD.bazel unless the test is run with the flags).
+    return {
+        _ANDROID_API: attr.android_api or settings[_ANDROID_API],
+        _IOS_MIN_VERSION: attr.ios_min_version or settings[_IOS_MIN_VERSION],
+    }
+
+_toolchain_settings_transition = transition(
+    implementation = _toolchain_settings_transition_impl,
+    inputs = [_ANDROID_API, _IOS_MIN_VERSION],
+    outputs = [_ANDROID_API, _IOS_MIN_VERSION],
+)
+
+def _flag_value(argv, flag):
+    """The argument after `flag` in argv, or None."""
+    for i in range(len(argv) - 1):
+        if argv[i] == flag:
+            return argv[i + 1]
+    return None
+
+def _args_impl(ctx):
+    target = ctx.attr.target[0]
+    actions = [a for a in target.actions if a.mnemonic == ctx.attr.mnemonic]
+    if len(actions) != 1:
+        return _result(["%s has %d %s actions; expected one" % (target.label, len(actions), ctx.attr.mnemonic)])
+    argv = actions[0].argv
+    expected = dict(ctx.attr.expected_args)
+    for setting, flag in ctx.attr.expected_setting_args.items():
+        expected[flag] = str(setting[PareSettingInfo].value)
+    errors = []
+    for flag, value in sorted(expected.items()):
+        actual = _flag_value(argv, flag)
+        if actual != value:
+            errors.append("%s's %s action passes %s %r; expected %r" % (target.label, ctx.attr.mnemonic, flag, actual, value))
+    return _result(errors)
+
+analysis_args_test = rule(
+    implementation = _args_impl,
+    attrs = {
+        "target": attr.label(mandatory = True, cfg = _toolchain_settings_transition, doc = "Target whose action is checked."),
+        "mnemonic": attr.string(mandatory = True, doc = "Mnemonic of the one action to check, e.g. PareAar."),
+        "expected_args": attr.string_dict(doc = "Flag -> the value that must follow it in the action's argv."),
+        "expected_setting_args": attr.label_keyed_string_dict(
+            providers = [PareSettingInfo],
+            doc = "Build setting -> flag whose value must be the setting's, as the test itself is configured " +
+                  "(the command line's, so its default in a plain `bazel test`).",
+        ),
+        "android_api": attr.int(doc = "--//toolchains:android_api for `target`; 0 keeps the command line's."),
+        "ios_min_version": attr.string(doc = "--//toolchains:ios_min_version for `target`; empty keeps the command line's."),
+        "_allowlist_function_transition": attr.label(
+            default = "@bazel_tools//tools/allowlists/function_transition_allowlist",
+        ),
+    },
+    analysis_test = True,
+    doc = """Passes when `target`'s `mnemonic` action passes the expected flag values.
+
+Example:
+    analysis_args_test(
+        name = "aar_min_sdk_test",
+        target = ":aar",
+        mnemonic = "PareAar",
+        android_api = 28,
+        expected_args = {"--min-sdk": "28"},
     )
 """,
 )

@@ -17,8 +17,10 @@ declares, in the calling package (one app per package):
                         verify tests: links only, no second compile
   java_api              the Java API jar for host JVM tests (loads
                         libpare_runtime_jni)
-  android_aar           the AAR (runtime_jni's android_arm64 library)
-  ios_xcframework       the xcframework (runtime's ios_arm64 archive)
+  android_aar           the AAR (runtime_jni's android_arm64 library;
+                        minSdkVersion: --//toolchains:android_api)
+  ios_xcframework       the xcframework (runtime's ios_arm64 archive;
+                        MinimumOSVersion: --//toolchains:ios_min_version)
   update_manifest       `bazel run :update_manifest` re-traces `model` into
                         `manifest` in the source tree (tools/tracer)
   size_budget_test      the runtime against its entry in `size_budgets`
@@ -123,8 +125,6 @@ def pare_app(
         platforms = SHIPPED_PLATFORMS,
         build_features = [],
         size_budgets = "//:size_budgets.json",
-        min_sdk = 24,
-        min_ios = "15.0",
         visibility = None,
         tags = []):
     """Wires one app: its runtime per platform, verify and size tests, manifest refresh, AAR and xcframework.
@@ -141,8 +141,6 @@ def pare_app(
         runtime of the app (selective_runtime's attribute of that name).
       size_budgets: the budgets file; it must have an entry for
         //<package>:runtime (docs/size.md), or size_budget_test fails.
-      min_sdk: the AAR's minSdkVersion.
-      min_ios: the xcframework's MinimumOSVersion.
       visibility: of every target.
       tags: of every target.
     """
@@ -173,7 +171,6 @@ def pare_app(
         name = "android_aar",
         package = android_package,
         runtime = ":runtime_jni",
-        min_sdk = min_sdk,
         visibility = visibility,
         tags = tags,
     )
@@ -181,7 +178,6 @@ def pare_app(
         name = "ios_xcframework",
         framework_name = ios_framework_name,
         runtime = ":runtime",
-        min_ios = min_ios,
         visibility = visibility,
         tags = tags,
     )

@@ -6,8 +6,15 @@
                         lib<runtime>.so (+ the program as an asset)
     pare_ios_xcframework <Name>.xcframework: Info.plist + ios-arm64 slice
                         (static library, C API header, module.modulemap)
+
+The AAR's minSdkVersion and the xcframework's MinimumOSVersion are not
+attributes: they are the values the runtime inside was compiled for,
+--//toolchains:android_api and --//toolchains:ios_min_version, read from
+those settings in the rule's own configuration (the runtime's platform
+transitions leave both alone, so it is the runtime's configuration too).
 """
 
+load("//toolchains:toolchains.bzl", "PareSettingInfo")
 load(":providers.bzl", "PareMultiPlatformInfo")
 
 _JAVA_SRCS = Label("//runtime/jni:java_srcs")
@@ -75,7 +82,7 @@ def _aar_impl(ctx):
     args.add("aar")
     args.add("--out", out)
     args.add("--package", ctx.attr.package)
-    args.add("--min-sdk", str(ctx.attr.min_sdk))
+    args.add("--min-sdk", str(ctx.attr._android_api[PareSettingInfo].value))
     args.add("--classes", classes)
     args.add("--jni", "arm64-v8a=" + lib.shared.path)
     inputs = [classes, lib.shared]
@@ -101,13 +108,14 @@ pare_android_aar = rule(
             doc = "A selective_runtime with jni = True, built for android_arm64.",
         ),
         "package": attr.string(mandatory = True, doc = "Android package name of the library (AndroidManifest.xml)."),
-        "min_sdk": attr.int(default = 24, doc = "minSdkVersion; match --//toolchains:android_api."),
         "assets": attr.label_list(allow_files = True, doc = "Files bundled under assets/ (e.g. the program)."),
+        "_android_api": attr.label(default = Label("//toolchains:android_api"), providers = [PareSettingInfo]),
     }, **_COMMON_ATTRS),
     doc = """An Android library (.aar) with the app's selective runtime and the Java API.
 
 Layout: AndroidManifest.xml, classes.jar (org.pare.*), jni/arm64-v8a/lib<runtime>.so,
-assets/<files>, proguard.txt, R.txt.
+assets/<files>, proguard.txt, R.txt. The manifest's minSdkVersion is the API
+level the runtime was compiled for, --//toolchains:android_api.
 
 Example:
     selective_runtime(name = "runtime_jni", manifest = "manifest.yaml", jni = True)
@@ -126,7 +134,7 @@ def _xcframework_impl(ctx):
     args.add("--name", ctx.attr.framework_name)
     args.add("--library", lib.static)
     args.add_all(ctx.files._headers, before_each = "--header")
-    args.add("--min-ios", ctx.attr.min_ios)
+    args.add("--min-ios", ctx.attr._ios_min_version[PareSettingInfo].value)
     ctx.actions.run(
         executable = ctx.executable._package,
         arguments = [args],
@@ -146,11 +154,13 @@ pare_ios_xcframework = rule(
             doc = "A selective_runtime built for ios_arm64.",
         ),
         "framework_name": attr.string(mandatory = True, doc = "Module and bundle name, e.g. PareDemo."),
-        "min_ios": attr.string(default = "15.0", doc = "MinimumOSVersion; match --//toolchains:ios_min_version."),
         "_headers": attr.label(default = Label("//runtime/c_api:pare.h"), allow_files = [".h"]),
+        "_ios_min_version": attr.label(default = Label("//toolchains:ios_min_version"), providers = [PareSettingInfo]),
     }, **_COMMON_ATTRS),
     doc = """An iOS xcframework: Info.plist and an ios-arm64 slice with the static runtime,
 the C API header and a module map (import it from Swift as `import <framework_name>`).
+Info.plist's MinimumOSVersion is the one the runtime was compiled for,
+--//toolchains:ios_min_version.
 
 Example:
     pare_ios_xcframework(name = "ios_xcframework", runtime = ":runtime", framework_name = "PareDemo")

@@ -32,6 +32,7 @@ def test_aar_layout(bundles):
             "R.txt",
         } <= names
         manifest = z.read("AndroidManifest.xml").decode()
+        # minSdkVersion: --//toolchains:android_api's default (rules/tests checks it follows the setting).
         assert 'package="org.pare.demo"' in manifest and 'android:minSdkVersion="24"' in manifest
         with zipfile.ZipFile(io.BytesIO(z.read("classes.jar"))) as jar:
             classes = set(jar.namelist())
@@ -74,11 +75,16 @@ def test_xcframework_layout(bundles, tmp_path):
     modulemap = (headers / "module.modulemap").read_text()
     assert modulemap.startswith("module PareDemo {") and 'header "pare.h"' in modulemap
 
-    # Every member of the static library is an arm64 Mach-O object for iOS.
+    # Every member of the static library is an arm64 Mach-O object for iOS,
+    # compiled for the minimum iOS version Info.plist declares (both are
+    # --//toolchains:ios_min_version; rules/tests checks other values).
     subprocess.run(["llvm-ar-16", "x", str(archive)], cwd=tmp_path, check=True)
     members = sorted(tmp_path.glob("*.o"))
     assert members
+    declared = [int(part) for part in lib["MinimumOSVersion"].split(".")]
+    declared += [0] * (3 - len(declared))
     for member in members:
         macho = lief.MachO.parse(str(member)).at(0)
         assert macho.header.cpu_type == lief.MachO.Header.CPU_TYPE.ARM64
         assert macho.build_version.platform == lief.MachO.BuildVersion.PLATFORMS.IOS
+        assert list(macho.build_version.minos) == declared, member.name
