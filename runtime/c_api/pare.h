@@ -27,13 +27,21 @@
  *   pare_method_destroy(method);                  // before its program
  *   pare_program_destroy(program);
  *
- * Threading: a method handle is used by one thread at a time; create one
- * per thread. One loaded program may serve methods on many threads at once
- * (created and run concurrently): its constants and packed weights are
- * read-only and exist once, each method has its own arena. Not in an
- * instrumentation build (its trace is per program), and a failing
- * pare_method_create also writes the program's error message: with
- * concurrent creations, read the method's (pare_method_error_message).
+ * Threading, what the caller serialises (docs/c_api.md, "Threading"):
+ *  - One method handle: every call on it (set_input, execute, the output
+ *    getters, set_num_threads, error_message, destroy, ...) from one thread
+ *    at a time, destroy last. Two threads running one handle overwrite each
+ *    other's inputs and outputs; to run in parallel, create one per thread.
+ *  - One program: pare_method_create, the methods' calls and the program's
+ *    getters may run on many threads at once (its constants and packed
+ *    weights are read-only and exist once, each method has its own arena).
+ *    pare_program_destroy only after every method of it is destroyed and
+ *    no other call on it is under way. Not in an instrumentation build (its
+ *    trace is per program), and a failing pare_method_create also writes
+ *    the program's error message: with concurrent creations, read the
+ *    method's (pare_method_error_message).
+ *  - Separate programs, and the inventory functions, need nothing;
+ *    pare_set_max_isa is process-wide: call it before running methods.
  */
 
 #include <stddef.h>

@@ -57,12 +57,12 @@ def java_check(tmp_path_factory):
     return run
 
 
-def _linear_relu_program(path: Path) -> tuple[torch.nn.Module, Path]:
+def _linear_relu_program(path: Path, features: int = 6, outputs: int = 3) -> tuple[torch.nn.Module, Path]:
     torch.manual_seed(0)
-    layer = torch.nn.Linear(6, 3)
+    layer = torch.nn.Linear(features, outputs)
     pb = ProgramBuilder()
     m = pb.method("forward")
-    x = m.input("Float", [None, 6])
+    x = m.input("Float", [None, features])
     # What the tracer writes for linear + relu with the default passes
     # (prepack_weights, fuse_clamp), the ops the demo's runtime selects.
     packed = m.linear_prepack(layer.weight.detach(), layer.bias.detach())
@@ -177,3 +177,48 @@ def test_threads_need_the_feature_and_one_always_works(java_check, tmp_path):
     proc = java_check("run", str(program), str(tmp_path / "x.f32"), "4,6", "2")
     assert proc.returncode == 3, proc.stdout + proc.stderr
     assert proc.stdout.startswith("PareException: ") and "does not select build feature threads" in proc.stdout
+
+
+# The race tests share one Module between WORKERS threads, each with its own
+# input (so runs that overlapped inside the runtime would mix them up): a layer
+# large enough that a run spends its time in the kernel, where a close or a
+# thread-count change would free or replace what it is using.
+WORKERS = 6
+
+
+def _race(java_check, tmp_path, mode: str) -> tuple[str, dict[str, int]]:
+    model, program = _linear_relu_program(tmp_path / "wide.pare", features=256, outputs=256)
+    x = torch.randn(WORKERS, 32, 256)
+    (tmp_path / "x.f32").write_bytes(x.numpy().astype("<f4").tobytes())
+    proc = java_check(mode, str(program), str(tmp_path / "x.f32"), "32,256", str(WORKERS))
+    lines = proc.stdout.splitlines()
+    # Without the output lines, which are long.
+    summary = "\n".join(line for line in lines if not line.startswith("output "))
+    assert proc.returncode == 0, summary + proc.stderr[-4000:]
+    # Worker 0's output from a run on one thread, before the race: the
+    # reference every racing run is compared with bit for bit.
+    [(dtype, shape, values)] = _parse("\n".join(lines[:2]))
+    assert dtype == "FLOAT32" and shape == (32, 256)
+    np.testing.assert_allclose(values, model(x[0]).detach().numpy(), rtol=1e-4, atol=1e-5)
+    words = lines[2].split(" ")
+    assert words[0] == "race", summary
+    return summary, {words[i]: int(words[i + 1]) for i in range(1, len(words), 2)}
+
+
+def test_close_racing_runs_stops_them_cleanly(java_check, tmp_path):
+    # Issue 46: run() was not synchronized, so a close() during a run freed the
+    # method the run was using. Now every racing run either returns the right
+    # output or throws IllegalStateException; none crashes or returns garbage.
+    summary, counts = _race(java_check, tmp_path, "race-close")
+    assert counts["runs"] >= 400 and counts["stopped"] == WORKERS, summary
+    closed = [line for line in summary.splitlines() if line.startswith("closed ")]
+    assert [line.split(":")[0] for line in closed] == ["closed forward", "closed setNumThreads", "closed methodNames"]
+    for line in closed:
+        assert "the module is closed" in line and "Module.load" in line, line
+
+
+def test_set_num_threads_racing_runs(java_check, tmp_path):
+    # The demo's runtime refuses 2 threads (no build feature threads), so this
+    # checks that the refusal, and setting 1, never disturb a run under way.
+    summary, counts = _race(java_check, tmp_path, "race-threads")
+    assert counts["runs"] >= 400 and counts["stopped"] == 0 and counts["toggles"] > 0, summary

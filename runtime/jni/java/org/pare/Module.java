@@ -7,7 +7,13 @@ import java.util.List;
 import java.util.Map;
 
 /**
- * A loaded Pare program. Not thread-safe: use one Module per thread.
+ * A loaded Pare program.
+ *
+ * <p>Safe to share between threads: its calls take turns (each holds this Module's lock), since the
+ * runtime's method instance serves one thread at a time (docs/c_api.md, "Threading"; a read lock
+ * for runs would let two share one) and close() must wait for a run under way rather than free
+ * what it uses. For runs in parallel, load one Module per thread. After close(), every call but
+ * close() throws IllegalStateException; close() again does nothing.
  *
  * <pre>
  *   try (Module module = Module.load(programBytes)) {
@@ -38,7 +44,7 @@ public final class Module implements AutoCloseable {
     return new Module(nativeLoadFile(path));
   }
 
-  public List<String> methodNames() {
+  public synchronized List<String> methodNames() {
     String joined = nativeMethodNames(handle());
     return joined.isEmpty() ? Collections.<String>emptyList() : Arrays.asList(joined.split("\n"));
   }
@@ -49,6 +55,7 @@ public final class Module implements AutoCloseable {
    * runtime whose manifest selects build feature threads; otherwise, a PareException naming it.
    */
   public synchronized void setNumThreads(int threads) {
+    handle();
     if (threads < 1 || threads > 64) {
       throw new PareException("pare: threads must be in [1, 64], got " + threads);
     }
@@ -64,7 +71,8 @@ public final class Module implements AutoCloseable {
   }
 
   /** Runs a method by name; returns its outputs (numbers come back as 0-dim tensors). */
-  public Tensor[] run(String method, Tensor... inputs) {
+  public synchronized Tensor[] run(String method, Tensor... inputs) {
+    handle();
     long m = method(method);
     int expected = nativeInputCount(m);
     if (inputs.length != expected) {
@@ -96,7 +104,7 @@ public final class Module implements AutoCloseable {
 
   private long handle() {
     if (program == 0) {
-      throw new PareException("pare: the module is closed");
+      throw new IllegalStateException("pare: the module is closed; load a new one with Module.load to run again");
     }
     return program;
   }
