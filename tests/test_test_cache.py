@@ -89,3 +89,77 @@ def test_outside_a_git_checkout_is_an_error(tmp_path):
     env_dir.mkdir()
     with pytest.raises(test_cache.CacheError, match=r"cannot list the checkout's files with git"):
         test_cache.tree_key(env_dir)
+
+
+MACHINE = {"cpu model": "Example CPU", "cpu features": "avx avx2 fma sse2", "python": "CPython 3.11.7"}
+
+
+def test_the_key_follows_the_machine(checkout):
+    """A pass on one machine or setup does not stand in for another (issue 46):
+    the CPU's features, the tools' and Python's versions and the venvs'
+    packages are in the key."""
+    base = test_cache.tree_key(checkout, machine=MACHINE)
+    assert test_cache.tree_key(checkout, machine=MACHINE) == base
+    for name, value in (
+        ("cpu features", "avx avx2 avx512f fma sse2"),
+        ("cpu model", "Other CPU"),
+        ("python", "CPython 3.12.1"),
+        ("clang-16", "clang version 16.0.7"),
+        (".venv packages", "36 distributions, sha256 0123"),
+    ):
+        assert test_cache.tree_key(checkout, machine={**MACHINE, name: value}) != base, name
+
+
+def test_the_machine_facts_name_cpu_tools_python_venvs_and_bazelrcs(checkout):
+    facts = test_cache.machine_facts(checkout)
+    for name in ("cpu arch", "cpu model", "cpu features", "python", "clang-16", "ld.lld-16", "qemu-aarch64"):
+        assert facts[name], name
+    assert facts[".venv packages"] == "absent"  # this checkout has no venv
+    assert "/etc/bazel/bazelrc" in facts and "~/.bazelrc" in facts
+    (checkout / ".venv/lib/python3.11/site-packages/numpy-2.0.0.dist-info").mkdir(parents=True)
+    with_numpy = test_cache.machine_facts(checkout)[".venv packages"]
+    (checkout / ".venv/lib/python3.11/site-packages/numpy-2.0.0.dist-info").rename(
+        checkout / ".venv/lib/python3.11/site-packages/numpy-2.1.0.dist-info"
+    )
+    assert (
+        with_numpy.startswith("1 distributions") and test_cache.machine_facts(checkout)[".venv packages"] != with_numpy
+    )
+
+
+def test_cpu_facts_read_x86_and_arm_cpuinfo():
+    x86 = test_cache.cpu_facts("processor : 0\nmodel name : Example CPU\nflags : sse2 avx2 avx\n\nprocessor : 1\n")
+    assert x86["model"] == "Example CPU" and x86["features"] == "avx avx2 sse2"
+    arm = test_cache.cpu_facts("processor : 0\nFeatures : fp asimd asimddp\nCPU implementer : 0x41\nCPU part : 0xd0b\n")
+    assert arm["features"] == "asimd asimddp fp" and arm["model"] == "0x41 0xd0b"
+
+
+def test_records_expire(checkout):
+    k = key(checkout)
+    when = datetime.datetime(2026, 11, 1, tzinfo=datetime.timezone.utc)
+    test_cache.record(checkout, k, now=when)
+    assert test_cache.hit(checkout, k, now=when + test_cache.MAX_AGE) == "2026-11-01 00:00:00 UTC"
+    assert test_cache.hit(checkout, k, now=when + test_cache.MAX_AGE + datetime.timedelta(seconds=1)) is None
+    # A record in the older, plain-text format is not a pass.
+    (checkout / ".cache" / "test_passes" / k).write_text("2026-11-27 05:30:00 UTC\n")
+    assert test_cache.hit(checkout, k, now=when) is None
+
+
+def test_explain_names_the_machine_and_why_a_run_was_not_served(checkout, capsys):
+    assert test_cache.main(["--explain"], root=checkout) == 0
+    out = capsys.readouterr().out
+    for name in ("cpu model:", "cpu features:", "clang-16:", "python:", ".venv packages:", "checkout:"):
+        assert f"\n  {name}" in out, name
+    assert "not served: no run has passed in this checkout yet" in out
+
+    assert test_cache.main(["key"], root=checkout) == 0
+    k = capsys.readouterr().out.strip()
+    assert test_cache.main(["record", k], root=checkout) == 0
+    assert test_cache.main(["--explain"], root=checkout) == 0
+    assert "served from cache: this key passed at " in capsys.readouterr().out
+
+    (checkout / "src" / "a.py").write_text("A = 3\n")
+    assert test_cache.main(["--explain", "--", "-k", "x"], root=checkout) == 0
+    out = capsys.readouterr().out
+    assert "not served: no pass with this key; the newest pass" in out
+    assert "  checkout: " in out.split("differs in:")[1] and "  pytest args: (none) -> -k x" in out
+    assert "  cpu features" not in out.split("differs in:")[1]  # the same machine

@@ -9,19 +9,30 @@ working tree's bytes, uncommitted work included; ignored files such as
 bazel-* and .venv left out, but the machine's .bazelrc.local and
 .bazeliskrc in), each file's executable bit, the pytest arguments and the
 environment variables a user sets for the tests (PARE_*, CI,
-ATEN_CPU_CAPABILITY). tools/run_tests.sh skips pytest when the key passed
-before and records it when pytest passes; PARE_TEST_RERUN=1 runs it anyway.
+ATEN_CPU_CAPABILITY), and the machine the tests ran on (machine_facts: the
+CPU and its features, which choose the runtime's ISA paths; the versions of
+clang, lld, qemu and Python; the installed distributions of .venv and
+.venv-executorch; every bazelrc Bazel reads, system and user ones included),
+so a pass on one machine or setup never stands in for a run on another.
+Records expire after MAX_AGE. tools/run_tests.sh skips pytest when the key
+passed before and records it when pytest passes; PARE_TEST_RERUN=1 runs it
+anyway.
 
     python -m tools.test_cache key [-- PYTEST_ARGS...]   print this checkout's key
     python -m tools.test_cache hit KEY                   exit 0 (and say when) if KEY passed, else 1
     python -m tools.test_cache record KEY                record KEY as passed
+    python -m tools.test_cache --explain [-- PYTEST_ARGS...]   what the key holds, and why the last
+                                                         run was or was not served from cache
 """
 
 from __future__ import annotations
 
 import datetime
 import hashlib
+import json
 import os
+import platform
+import shutil
 import subprocess
 import sys
 from collections.abc import Mapping, Sequence
@@ -30,10 +41,18 @@ from pathlib import Path
 from tools import REPO_ROOT
 
 # Not tracked by git, but what Bazel and bazelisk run with on this machine.
-MACHINE_FILES = (".bazelrc.local", ".bazeliskrc")
+MACHINE_FILES = (".bazelrc.local", ".bazeliskrc", "user.bazelrc")
+# The bazelrc files Bazel reads outside the checkout (Bazel's own list, plus
+# Debian's /etc/bazel/bazelrc).
+SYSTEM_BAZELRCS = ("/etc/bazel.bazelrc", "/etc/bazel/bazelrc", "~/.bazelrc")
+# The tools whose version a test result depends on (the tests' own clang
+# builds, the Android harness, the sanitizers).
+TOOL_VERSIONS = ("clang-16", "ld.lld-16", "qemu-aarch64")
+VENVS = (".venv", ".venv-executorch")
 ENV_NAMES = ("CI", "ATEN_CPU_CAPABILITY")
 ENV_PREFIX = "PARE_"
 RECORDS = Path(".cache") / "test_passes"  # under the checkout (/.cache/ is ignored)
+MAX_AGE = datetime.timedelta(days=7)
 
 
 class CacheError(Exception):
@@ -61,11 +80,74 @@ def tree_files(root: Path) -> list[str]:
     return sorted(set(checkout_files(root)) | {f for f in MACHINE_FILES if (root / f).is_file()})
 
 
-def tree_key(root: Path, args: Sequence[str] = (), environ: Mapping[str, str] = os.environ) -> str:
-    """The sha256 of the checkout's files (path, executable bit, bytes or
-    symlink target), `args` and the test environment variables in `environ`."""
+def cpu_facts(cpuinfo: str | None = None) -> dict[str, str]:
+    """The CPU: its model and every feature flag the kernel reports (the
+    runtime's ISA dispatch and torch's vector paths both follow them)."""
+    if cpuinfo is None:
+        try:
+            cpuinfo = Path("/proc/cpuinfo").read_text()
+        except OSError:
+            cpuinfo = ""
+    fields: dict[str, str] = {}
+    for line in cpuinfo.splitlines():
+        name, _, value = line.partition(":")
+        name = name.strip()
+        if name in ("model name", "flags", "Features", "CPU implementer", "CPU part") and name not in fields:
+            fields[name] = value.strip()
+    flags = sorted(set((fields.get("flags") or fields.get("Features") or "").split()))
+    model = fields.get("model name") or " ".join(filter(None, (fields.get("CPU implementer"), fields.get("CPU part"))))
+    return {"arch": platform.machine(), "model": model or "unknown", "features": " ".join(flags)}
+
+
+def _first_line(command: list[str]) -> str:
+    try:
+        out = subprocess.run(command, capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return "not found"
+    lines = (out.stdout or out.stderr).strip().splitlines()
+    return lines[0].strip() if lines else f"exit {out.returncode}"
+
+
+def _distributions(venv: Path) -> str:
+    """sha256 of the venv's installed distributions (name-version, from
+    their .dist-info folders), or 'absent'."""
+    found = sorted(p.name for p in venv.glob("lib/python*/site-packages/*.dist-info"))
+    if not found:
+        return "absent"
+    return f"{len(found)} distributions, sha256 " + hashlib.sha256("\n".join(found).encode()).hexdigest()[:16]
+
+
+def _file_digest(path: Path) -> str:
+    try:
+        return "sha256 " + hashlib.sha256(path.read_bytes()).hexdigest()[:16]
+    except OSError:
+        return "absent"
+
+
+def machine_facts(root: Path) -> dict[str, str]:
+    """What a test result depends on besides the checkout: the machine and its setup."""
+    facts = {f"cpu {k}": v for k, v in cpu_facts().items()}
+    facts["python"] = f"{platform.python_implementation()} {platform.python_version()}"
+    for tool in TOOL_VERSIONS:
+        facts[tool] = _first_line([tool, "--version"]) if shutil.which(tool) else "not found"
+    for venv in VENVS:
+        facts[f"{venv} packages"] = _distributions(root / venv)
+    for rc in SYSTEM_BAZELRCS:
+        facts[rc] = _file_digest(Path(rc).expanduser())
+    return facts
+
+
+def key_parts(
+    root: Path,
+    args: Sequence[str] = (),
+    environ: Mapping[str, str] = os.environ,
+    machine: Mapping[str, str] | None = None,
+) -> dict[str, str]:
+    """The key's components, each a short readable string: the checkout's
+    files (a digest), the pytest arguments, the test variables, the machine."""
     h = hashlib.sha256()
-    for rel in tree_files(root):
+    files = tree_files(root)
+    for rel in files:
         path = root / rel
         if path.is_symlink():
             kind, data = b"l", os.readlink(path).encode()
@@ -75,11 +157,28 @@ def tree_key(root: Path, args: Sequence[str] = (), environ: Mapping[str, str] = 
             continue  # deleted in the working tree
         h.update(b"%s %d %s\0" % (kind, len(data), rel.encode()))
         h.update(data)
-    h.update(b"args\0" + "\0".join(args).encode() + b"\0")
+    parts = {"checkout": f"{len(files)} files, sha256 {h.hexdigest()}", "pytest args": " ".join(args)}
     for name in sorted(environ):
         if name.startswith(ENV_PREFIX) or name in ENV_NAMES:
-            h.update(f"env {name}={environ[name]}\0".encode())
-    return h.hexdigest()
+            parts[f"env {name}"] = environ[name]
+    parts.update(machine_facts(root) if machine is None else machine)
+    return parts
+
+
+def key_of(parts: Mapping[str, str]) -> str:
+    return hashlib.sha256(json.dumps(dict(parts), sort_keys=True).encode()).hexdigest()
+
+
+def tree_key(
+    root: Path,
+    args: Sequence[str] = (),
+    environ: Mapping[str, str] = os.environ,
+    machine: Mapping[str, str] | None = None,
+) -> str:
+    """The sha256 of key_parts: the checkout's files (path, executable bit,
+    bytes or symlink target), `args`, the test environment variables in
+    `environ`, and the machine (machine_facts, unless given)."""
+    return key_of(key_parts(root, args, environ, machine))
 
 
 def _record_path(root: Path, key: str) -> Path:
@@ -88,21 +187,92 @@ def _record_path(root: Path, key: str) -> Path:
     return root / RECORDS / key
 
 
-def hit(root: Path, key: str) -> str | None:
-    """When `key` passed (the record's text), or None."""
-    path = _record_path(root, key)
-    return path.read_text().strip() if path.is_file() else None
+def _now() -> datetime.datetime:
+    return datetime.datetime.now(datetime.timezone.utc)
 
 
-def record(root: Path, key: str, now: datetime.datetime | None = None) -> Path:
+def _read(path: Path) -> dict | None:
+    try:
+        data = json.loads(path.read_text())
+        data["when_dt"] = datetime.datetime.fromisoformat(data["when"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None  # absent, or a record of an older format: not a pass
+    return data
+
+
+def hit(root: Path, key: str, now: datetime.datetime | None = None) -> str | None:
+    """When `key` passed, or None (never passed, or longer ago than MAX_AGE)."""
+    data = _read(_record_path(root, key))
+    if data is None or (now or _now()) - data["when_dt"] > MAX_AGE:
+        return None
+    return data["when_dt"].strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def record(root: Path, key: str, now: datetime.datetime | None = None, parts: Mapping[str, str] | None = None) -> Path:
+    """Records `key` as passed, with the parts it was made of (for --explain)."""
     path = _record_path(root, key)
     path.parent.mkdir(parents=True, exist_ok=True)
-    stamp = (now or datetime.datetime.now(datetime.timezone.utc)).strftime("%Y-%m-%d %H:%M:%S UTC")
-    path.write_text(stamp + "\n")
+    when = (now or _now()).astimezone(datetime.timezone.utc).replace(microsecond=0)
+    path.write_text(json.dumps({"when": when.isoformat(), "parts": dict(parts or {})}, indent=1, sort_keys=True) + "\n")
     return path
 
 
-USAGE = "usage: python -m tools.test_cache key [-- PYTEST_ARGS...] | hit KEY | record KEY"
+def _parts_path(root: Path, key: str) -> Path:
+    return _record_path(root, key).parent / "parts" / f"{key}.json"
+
+
+def _save_parts(root: Path, key: str, parts: Mapping[str, str]) -> None:
+    """`key` keeps what it was made of until `record` (the test run changes
+    the environment in between, so record cannot recompute it)."""
+    path = _parts_path(root, key)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(dict(parts), sort_keys=True))
+
+
+def _saved_parts(root: Path, key: str) -> dict[str, str]:
+    try:
+        return json.loads(_parts_path(root, key).read_text())
+    except (OSError, ValueError):
+        return {}
+
+
+def explain(root: Path, args: Sequence[str] = (), now: datetime.datetime | None = None) -> str:
+    """What the current key holds, and why a run with it is or is not served
+    from a record: the record's age, or what differs from the newest record."""
+    now = now or _now()
+    parts = key_parts(root, args)
+    key = key_of(parts)
+    lines = [f"key {key} (python -m tools.test_cache key), made of:"]
+    lines += [f"  {name}: {value or '(none)'}" for name, value in parts.items()]
+    data = _read(_record_path(root, key))
+    if data is not None and now - data["when_dt"] <= MAX_AGE:
+        lines.append(f"served from cache: this key passed at {data['when']} (records expire after {MAX_AGE.days} days)")
+        return "\n".join(lines)
+    if data is not None:
+        lines.append(f"not served: this key passed at {data['when']}, more than {MAX_AGE.days} days ago (expired)")
+        return "\n".join(lines)
+    records = sorted(
+        (r for r in ((p, _read(p)) for p in (root / RECORDS).glob("*") if p.is_file()) if r[1] is not None),
+        key=lambda r: r[1]["when_dt"],
+    )
+    if not records:
+        lines.append(f"not served: no run has passed in this checkout yet ({RECORDS}/ is empty)")
+        return "\n".join(lines)
+    last = records[-1][1]
+    old = last.get("parts", {})
+    changed = [
+        f"  {name}: {old.get(name, '(absent)') or '(none)'} -> {parts.get(name, '(absent)') or '(none)'}"
+        for name in sorted(set(old) | set(parts))
+        if old.get(name) != parts.get(name)
+    ]
+    lines.append(f"not served: no pass with this key; the newest pass ({last['when']}) differs in:")
+    lines += changed or ["  (its record holds no parts: made by an older tools/test_cache.py)"]
+    return "\n".join(lines)
+
+
+USAGE = (
+    "usage: python -m tools.test_cache key [-- PYTEST_ARGS...] | hit KEY | record KEY | --explain [-- PYTEST_ARGS...]"
+)
 
 
 def main(argv: Sequence[str] | None = None, root: Path = REPO_ROOT) -> int:
@@ -113,7 +283,10 @@ def main(argv: Sequence[str] | None = None, root: Path = REPO_ROOT) -> int:
         return 0
     try:
         if argv[:1] == ["key"] and (len(argv) == 1 or argv[1] == "--"):
-            print(tree_key(root, argv[2:]))
+            parts = key_parts(root, argv[2:])
+            key = key_of(parts)
+            _save_parts(root, key, parts)
+            print(key)
             return 0
         if len(argv) == 2 and argv[0] == "hit":
             when = hit(root, argv[1])
@@ -122,7 +295,10 @@ def main(argv: Sequence[str] | None = None, root: Path = REPO_ROOT) -> int:
             print(when)
             return 0
         if len(argv) == 2 and argv[0] == "record":
-            record(root, argv[1])
+            record(root, argv[1], parts=_saved_parts(root, argv[1]))
+            return 0
+        if argv[:1] == ["--explain"] and (len(argv) == 1 or argv[1] == "--"):
+            print(explain(root, argv[2:]))
             return 0
     except CacheError as e:
         print(f"error: {e}", file=sys.stderr)
