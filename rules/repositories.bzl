@@ -12,13 +12,14 @@ Pare's own WORKSPACE makes the same call.
 
 load(
     "//toolchains:repositories.bzl",
+    "pare_host_cpu_repository",
     "pare_jdk_repository",
     "pare_llvm_repository",
     "pare_python_repository",
 )
 
 def pare_dependencies(register_toolchains = True):  # buildifier: disable=unnamed-macro (a WORKSPACE macro)
-    """Declares @pare_llvm, @pare_python and @pare_jdk and registers Pare's toolchains.
+    """Declares @pare_llvm, @pare_python, @pare_jdk and @pare_host_cpu and registers Pare's toolchains.
 
     A repository already declared under one of those names is left alone.
 
@@ -34,6 +35,7 @@ def pare_dependencies(register_toolchains = True):  # buildifier: disable=unname
         ("pare_llvm", pare_llvm_repository),
         ("pare_python", pare_python_repository),
         ("pare_jdk", pare_jdk_repository),
+        ("pare_host_cpu", pare_host_cpu_repository),
     ]:
         if name not in existing:
             rule(name = name)

@@ -64,7 +64,9 @@ def pytest_suite(
         size = size,
         srcs = srcs + ["pytest_main.py"],
         args = args,
-        data = data + sorted(runtimes.values()) + sorted(platform_dirs.values()),
+        # The host CPU (@pare_host_cpu): a suite's result is its CPU's too,
+        # so no cache serves another machine's (docs/testing.md).
+        data = data + sorted(runtimes.values()) + sorted(platform_dirs.values()) + ["@pare_host_cpu//:cpu.txt"],
         env = test_env,
         # No __init__.py made in every runfiles folder: the packages have
         # their own, and a made one would sit in the runtime bundles the

@@ -5,6 +5,7 @@ with nothing else, and a key that passed is found again."""
 from __future__ import annotations
 
 import datetime
+import os
 import subprocess
 from pathlib import Path
 
@@ -163,3 +164,18 @@ def test_explain_names_the_machine_and_why_a_run_was_not_served(checkout, capsys
     assert "not served: no pass with this key; the newest pass" in out
     assert "  checkout: " in out.split("differs in:")[1] and "  pytest args: (none) -> -k x" in out
     assert "  cpu features" not in out.split("differs in:")[1]  # the same machine
+
+
+def test_bazel_suites_take_the_host_cpu_as_an_input():
+    """Bazel caches a suite's result by its inputs: @pare_host_cpu//:cpu.txt
+    (the CPU's model and features) is one of every pytest suite's, so no
+    cache serves a result from a CPU with other features (issue 46)."""
+    srcdir = os.environ.get("TEST_SRCDIR")
+    if srcdir:  # under bazel test: the file is in this suite's runfiles, and it is this CPU's
+        text = (Path(srcdir) / "pare_host_cpu" / "cpu.txt").read_text()
+        features = next(line for line in text.splitlines() if line.startswith("features: "))
+        assert features == "features: " + test_cache.cpu_facts()["features"]
+    else:  # from a checkout: the macro that declares every suite lists it
+        from tools import REPO_ROOT
+
+        assert '["@pare_host_cpu//:cpu.txt"]' in (REPO_ROOT / "tests" / "pytest_suite.bzl").read_text()
