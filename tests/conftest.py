@@ -124,13 +124,16 @@ def snapshot_checkout(dst: Path) -> None:
     (symlinks to this checkout's, installing them again would take minutes),
     .bazeliskrc, and a .bazelrc.local that names dst's own venv path, as setup
     writes it."""
+    shared_dirs = ("node_modules", ".venv")
     for name in test_cache.checkout_files(REPO_ROOT):
         src = REPO_ROOT / name
         if not src.exists() and not src.is_symlink():
             continue  # deleted in the working tree, not yet in git
+        if name in shared_dirs:
+            continue  # a symlink in a worktree set up to share them (git ignores only the directories); linked below
         (dst / name).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(src, dst / name, follow_symlinks=False)
-    for shared in ("node_modules", ".venv"):
+    for shared in shared_dirs:
         (dst / shared).symlink_to(REPO_ROOT / shared)
     if (REPO_ROOT / ".bazeliskrc").is_file():
         shutil.copy2(REPO_ROOT / ".bazeliskrc", dst / ".bazeliskrc")
