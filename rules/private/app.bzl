@@ -24,7 +24,8 @@ declares, in the calling package (one app per package):
   update_manifest       `bazel run :update_manifest` re-traces `model` into
                         `manifest` in the source tree (tools/tracer)
   size_budget_test      the runtime against its entry in `size_budgets`
-                        (absolute limits; the presubmit checks growth)
+                        (max_bytes, growth since recorded_bytes; the
+                        presubmit checks against the base's budgets)
   <name>                everything above that ships, for `bazel build :<name>`
 """
 
@@ -113,7 +114,7 @@ _size_budget_test = rule(
         "_size_diff": attr.label(default = Label("//tools/size_diff"), executable = True, cfg = "target"),
         "_cxxfilt": attr.label(default = "@pare_llvm//:bin/llvm-cxxfilt", executable = True, cfg = "exec", allow_single_file = True),
     },
-    doc = "Fails when the runtime has no budget in `budgets` or is over a platform's max_bytes.",
+    doc = "Fails when the runtime has no budget in `budgets`, or a platform is over its max_bytes or has grown past its growth limits since its recorded_bytes.",
 )
 
 def pare_app(

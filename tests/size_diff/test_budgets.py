@@ -1,6 +1,9 @@
 """Reports, diffs and budgets on the fixture runtimes, with the planted fault:
 (a) the manifest gains an op (clean -> grown: + aten::mm) beyond the growth
-budget, and `check` fails naming that op; (c) an unchanged build passes."""
+budget, and `check` fails naming that op; (c) an unchanged build passes.
+Growth counts from each platform's recorded_bytes, so steps that each stay
+within the limit add up; version 1 budgets (a base's from before version 2)
+count it from the base report."""
 
 from __future__ import annotations
 
@@ -8,11 +11,13 @@ import json
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
 from tests.verify.conftest import REPO_ROOT
 from tools.size_diff import SizeDiffError, build_report, bundle_runs, check, diff_reports, load_budgets
+from tools.size_diff.budgets import parse_budgets
 from tools.size_diff.cli import main as size_diff_main
 from tools.size_diff.errors import EXIT_FAILED, EXIT_OK, EXIT_USER_ERROR
 
@@ -43,9 +48,66 @@ def test_added_op_beyond_budget_fails_naming_the_op(reports):
     assert not result.ok
     assert len(result.violations) == 3  # every platform
     for v in result.violations:
-        assert "growth over max_growth_bytes 512" in v
+        assert " since recorded " in v and "is over max_growth_bytes 512" in v
         assert "op aten::mm" in v and "(new)" in v and "kernel dtype mm_kernel/Float" in v
         assert "fix: the selection gained aten::mm" in v
+        assert "raise the budget first: a commit of its own that changes only fixture_budgets.json" in v
+    assert "growth +1,272 B since recorded 3,368 is over max_growth_bytes 512" in result.violations[0]
+
+
+def _budgets(tmp_path, platforms: dict, *, version: int = 2) -> Path:
+    f = tmp_path / "budgets.json"
+    f.write_text(
+        json.dumps({"schema": "pare.size_budgets", "version": version, "targets": {TARGET: {"platforms": platforms}}})
+    )
+    return f
+
+
+def _recorded(size: int, **limits) -> dict:
+    return {"recorded_bytes": size, "max_bytes": 100_000, **limits}
+
+
+def test_growth_adds_up_from_the_recorded_size(reports, tmp_path):
+    # Head is unchanged against its base (+0 B this change), but the budget
+    # was recorded 400 / 600 B ago: steps within max_growth_bytes each add up.
+    base, _, _ = reports
+    size = base["platforms"]["android_arm64"]["file_bytes"]
+    within = load_budgets(_budgets(tmp_path, {"android_arm64": _recorded(size - 400, max_growth_bytes=512)}))
+    result = check(within, base, base)
+    assert result.ok, result.render()
+    assert f"+0 B, +0.00% vs base {size:,}; +400 B" in result.passed[0] and "growth limit 512 B" in result.passed[0]
+    past = load_budgets(_budgets(tmp_path, {"android_arm64": _recorded(size - 600, max_growth_bytes=512)}))
+    result = check(past, base, base)
+    assert len(result.violations) == 1, result.render()
+    assert f"growth +600 B since recorded {size - 600:,} is over max_growth_bytes 512" in result.violations[0]
+    percent = load_budgets(_budgets(tmp_path, {"android_arm64": _recorded(size - 600, max_growth_percent=30.0)}))
+    assert check(percent, base, base).ok  # 600 B is 22%
+
+
+def test_version_1_counts_growth_from_the_base_report(reports, tmp_path):
+    base, head, _ = reports
+    v1 = {"android_arm64": {"max_bytes": 100_000, "max_growth_bytes": 512}}
+    budgets = parse_budgets(json.dumps(_v1(v1)), tmp_path / "b.json", "b.json at HEAD~1", allow_version_1=True)
+    result = check(budgets, head, base)
+    assert len(result.violations) == 1
+    assert "growth +1,272 B vs base 3,368 is over max_growth_bytes 512 (b.json at HEAD~1)" in result.violations[0]
+    assert check(budgets, base, base).ok
+    # No base report: growth unchecked, said so.
+    result = check(budgets, head)
+    assert result.ok and any("records no size: growth not checked" in x for x in result.notes)
+
+
+def _v1(platforms: dict) -> dict:
+    return {"schema": "pare.size_budgets", "version": 1, "targets": {TARGET: {"platforms": platforms}}}
+
+
+def test_budgeted_platform_missing_from_the_report_fails(reports, tmp_path):
+    base, _, _ = reports
+    only_android = {**base, "platforms": {"android_arm64": base["platforms"]["android_arm64"]}}
+    result = check(load_budgets(FIXTURE_BUDGETS), only_android, base)
+    assert len(result.violations) == 2 and not result.notes
+    assert result.violations[0].startswith(f"{TARGET} ios_arm64: budgeted in {FIXTURE_BUDGETS} but not in the report")
+    assert f"fix: build {TARGET} for ios_arm64, or remove its budget first" in result.violations[0]
 
 
 def test_unchanged_build_passes(reports):
@@ -57,15 +119,8 @@ def test_unchanged_build_passes(reports):
 
 def test_max_bytes_violation_names_largest_items(reports, tmp_path):
     base, _, _ = reports
-    budgets = tmp_path / "b.json"
-    budgets.write_text(
-        json.dumps(
-            {
-                "schema": "pare.size_budgets",
-                "version": 1,
-                "targets": {TARGET: {"platforms": {"android_arm64": {"max_bytes": 1000}}}},
-            }
-        )
+    budgets = _budgets(
+        tmp_path, {"android_arm64": {"recorded_bytes": 1000, "max_bytes": 1000, "max_growth_percent": 1000.0}}
     )
     result = check(load_budgets(budgets), base)
     assert len(result.violations) == 1
@@ -166,7 +221,11 @@ def test_user_errors_are_one_line(fixture_build, tmp_path, capsys, reports):
     other = tmp_path / "other.json"
     other.write_text(
         json.dumps(
-            {"schema": "pare.size_budgets", "version": 1, "targets": {"//a:b": {"platforms": {"android_arm64": {}}}}}
+            {
+                "schema": "pare.size_budgets",
+                "version": 2,
+                "targets": {"//a:b": {"platforms": {"android_arm64": _recorded(1, max_growth_bytes=1)}}},
+            }
         )
     )
     assert "//tests/verify/fixture:clean: no budget" in _one_line_error(
@@ -190,40 +249,38 @@ def test_user_errors_are_one_line(fixture_build, tmp_path, capsys, reports):
     assert "required" in _one_line_error(capsys, ["diff", str(d / "head.json")])
 
 
+_OK = {"recorded_bytes": 100, "max_bytes": 1000, "max_growth_bytes": 10}
+
+
+def _file(platforms: dict | None = None, **top) -> dict:
+    return {
+        "schema": "pare.size_budgets",
+        "version": 2,
+        "targets": {"//a:b": {"platforms": platforms if platforms is not None else {"android_arm64": _OK}}},
+        **top,
+    }
+
+
 @pytest.mark.parametrize(
     "budget, message",
     [
         ({"schema": "x"}, "not a budgets file"),
+        ({**_file(), "targets": {"apps/demo:runtime": {"platforms": {"a": _OK}}}}, "not an absolute Bazel label"),
+        (_file({"android_arm64": {**_OK, "max_size": 1}}), "unknown key 'max_size'"),
+        (_file({"android_arm64": {**_OK, "max_bytes": "1k"}}), "want a whole number of bytes"),
+        (_file({"ios_arm64": {**_OK, "measure": "vm"}}), "measure = 'vm'"),
+        (_file({}), "non-empty object"),
+        (_file(extra=1), "unknown key 'extra'"),
+        ({**_file(), "version": 3}, "version 3 is not supported"),
+        (_file({"android_arm64": {"max_bytes": 1000, "max_growth_bytes": 10}}), "has no recorded_bytes: set it to"),
+        (_file({"android_arm64": {"recorded_bytes": 1, "max_growth_bytes": 10}}), "has no max_bytes: set it to"),
+        (_file({"android_arm64": {"recorded_bytes": 1, "max_bytes": 10}}), "caps no growth: give max_growth_bytes"),
+        (_file({"android_arm64": {**_OK, "recorded_bytes": 1001}}), "recorded_bytes 1,001 is over its max_bytes"),
+        (_file(comment="a\nb"), "comment must be one line of at most 200 characters"),
         (
-            {"schema": "pare.size_budgets", "version": 1, "targets": {"apps/demo:runtime": {"platforms": {"a": {}}}}},
-            "not an absolute Bazel label",
+            {**_file(), "targets": {"//a:b": {"comment": "x" * 201, "platforms": {"a": _OK}}}},
+            "//a:b.comment must be one line",
         ),
-        (
-            {
-                "schema": "pare.size_budgets",
-                "version": 1,
-                "targets": {"//a:b": {"platforms": {"android_arm64": {"max_size": 1}}}},
-            },
-            "unknown key 'max_size'",
-        ),
-        (
-            {
-                "schema": "pare.size_budgets",
-                "version": 1,
-                "targets": {"//a:b": {"platforms": {"android_arm64": {"max_bytes": "1k"}}}},
-            },
-            "want a whole number of bytes",
-        ),
-        (
-            {
-                "schema": "pare.size_budgets",
-                "version": 1,
-                "targets": {"//a:b": {"platforms": {"ios_arm64": {"measure": "vm"}}}},
-            },
-            "measure = 'vm'",
-        ),
-        ({"schema": "pare.size_budgets", "version": 1, "targets": {"//a:b": {"platforms": {}}}}, "non-empty object"),
-        ({"schema": "pare.size_budgets", "version": 1, "targets": {}, "extra": 1}, "unknown key 'extra'"),
     ],
 )
 def test_budget_file_errors(tmp_path, budget, message):
@@ -231,6 +288,34 @@ def test_budget_file_errors(tmp_path, budget, message):
     f.write_text(json.dumps(budget))
     with pytest.raises(SizeDiffError, match=message):
         load_budgets(f)
+
+
+@pytest.mark.parametrize(
+    "field, fix",
+    [
+        (
+            "recorded_bytes",
+            "set it to the platform's size now (presubmit and `python -m tools.size_diff check` print it)",
+        ),
+        ("max_bytes", "set it to the size plus about 10%"),
+        ("max_growth_bytes", "give a number of bytes, or leave the key out if max_growth_percent caps growth"),
+        ("max_growth_percent", "give a percentage, or leave the key out if max_growth_bytes caps growth"),
+    ],
+)
+def test_a_null_limit_is_an_error_naming_file_target_platform_field_and_fix(tmp_path, field, fix):
+    # A null used to mean "not checked": a limit switched off without a word.
+    f = tmp_path / "b.json"
+    f.write_text(json.dumps(_file({"linux_x86_64": {**_OK, "max_growth_percent": 2.0, field: None}})))
+    with pytest.raises(SizeDiffError) as e:
+        load_budgets(f)
+    assert str(e.value) == (
+        f"{f}: //a:b.platforms.linux_x86_64.{field} is null, and a null would leave it unchecked: {fix} "
+        "(format: docs/size.md)"
+    )
+    # Version 1, read as a base's budgets, refuses nulls too.
+    v1 = {**_file({"linux_x86_64": {"max_bytes": None}}), "version": 1}
+    with pytest.raises(SizeDiffError, match="max_bytes is null"):
+        parse_budgets(json.dumps(v1), f, "b.json at HEAD~1", allow_version_1=True)
 
 
 def test_checked_in_budgets_are_valid():

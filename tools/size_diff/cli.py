@@ -1,7 +1,8 @@
-"""`python -m tools.size_diff {report,diff,check,targets}`: a thin argparse layer over the library.
+"""`python -m tools.size_diff {report,diff,check,targets,changes}`: a thin argparse layer over the library.
 
-Exit status: 0 success, 1 a budget violation (`check`), 2 a user error (one
-line on stderr, no traceback).
+Exit status: 0 success, 1 a budget violation (`check`) or a budget change
+sharing its commit (`changes`), 2 a user error (one line on stderr, no
+traceback).
 """
 
 from __future__ import annotations
@@ -13,7 +14,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from tools.cli_parser import one_line_parser
-from tools.size_diff.budgets import DEFAULT_PATH, bundle_dir, check, load_budgets
+from tools.size_diff.budget_changes import budget_changes
+from tools.size_diff.budgets import DEFAULT_PATH, bundle_dir, check, load_budgets, load_budgets_at
 from tools.size_diff.diff import diff_reports
 from tools.size_diff.diff import render_markdown as render_diff
 from tools.size_diff.errors import EXIT_FAILED, EXIT_OK, EXIT_USER_ERROR, SizeDiffError, VerifyError
@@ -32,12 +34,17 @@ from tools.verify.platforms import PLATFORMS
 PROG = "python -m tools.size_diff"
 
 
-_Parser = one_line_parser(SizeDiffError, see=f"{PROG} {{report,diff,check,targets}} --help")
+_COMMANDS = "{report,diff,check,targets,changes}"
+_Parser = one_line_parser(SizeDiffError, see=f"{PROG} {_COMMANDS} --help")
+_AT_HELP = (
+    "read FILE as committed at git revision REV instead of from the disk: the base's budgets, as presubmit "
+    "checks against them (a version 1 file is accepted there)"
+)
 
 
 def _parser() -> argparse.ArgumentParser:
     p = _Parser(prog=PROG, description="Size attribution, diffs and budgets for Pare runtimes (docs/size.md).")
-    sub = p.add_subparsers(dest="command", required=True, metavar="{report,diff,check,targets}", parser_class=_Parser)
+    sub = p.add_subparsers(dest="command", required=True, metavar=_COMMANDS, parser_class=_Parser)
 
     r = sub.add_parser(
         "report",
@@ -76,15 +83,39 @@ def _parser() -> argparse.ArgumentParser:
     d.add_argument("--top", type=int, default=10, help="contributors and symbols to list per platform (default 10)")
     d.add_argument("--json", metavar="FILE", help="also write the diff as JSON (schema pare.size_diff)")
 
-    c = sub.add_parser("check", help="check a report against the size budgets; exit 1 on a violation")
+    c = sub.add_parser(
+        "check",
+        help="check a report against the size budgets; exit 1 on a violation",
+        description="Check a report against its target's budget: max_bytes, and growth since each platform's "
+        "recorded_bytes. A base report attributes the change (and with a version 1 budgets file, read with --at, "
+        "growth counts from it).",
+    )
     c.add_argument("head", metavar="HEAD.json")
-    c.add_argument("--base", metavar="BASE.json", help="the same target's report at the base revision (growth limits)")
+    c.add_argument(
+        "--base", metavar="BASE.json", help="the same target's report at the base revision: what this change did"
+    )
     c.add_argument("--budgets", default=DEFAULT_PATH, metavar="FILE", help=f"budgets file (default {DEFAULT_PATH})")
+    c.add_argument("--at", metavar="REV", help=_AT_HELP)
     c.add_argument("--target", metavar="LABEL", help="budget to check against (default: the report's target)")
 
     t = sub.add_parser("targets", help="list the budgeted targets (what presubmit builds)")
     t.add_argument("--budgets", default=DEFAULT_PATH, metavar="FILE", help=f"budgets file (default {DEFAULT_PATH})")
+    t.add_argument("--at", metavar="REV", help=_AT_HELP)
+
+    g = sub.add_parser(
+        "changes",
+        help="list every change to the budgets file since a base revision; exit 1 if one shares its commit",
+        description="Every commit in BASE..HEAD (and the working tree) that changes the budgets file, with what it "
+        "changed (old -> new) and its subject. A budget change is a commit of its own: one that also changes "
+        "another file fails (exit 1).",
+    )
+    g.add_argument("--base", required=True, metavar="REV", help="the base revision")
+    g.add_argument("--budgets", default=DEFAULT_PATH, metavar="FILE", help=f"budgets file (default {DEFAULT_PATH})")
     return p
+
+
+def _budgets(args: argparse.Namespace):
+    return load_budgets_at(args.budgets, args.at) if args.at else load_budgets(args.budgets)
 
 
 def _report(args: argparse.Namespace) -> int:
@@ -135,7 +166,7 @@ def _diff(args: argparse.Namespace) -> int:
 
 
 def _check(args: argparse.Namespace) -> int:
-    budgets = load_budgets(args.budgets)
+    budgets = _budgets(args)
     head = load_report(args.head)
     base = load_report(args.base) if args.base else None
     result = check(budgets, head, base, target=args.target)
@@ -144,16 +175,23 @@ def _check(args: argparse.Namespace) -> int:
 
 
 def _targets(args: argparse.Namespace) -> int:
-    budgets = load_budgets(args.budgets)
+    budgets = _budgets(args)
     for label, t in budgets.targets.items():
         # label, bazel-bin-relative output directory, expected_symbols override ("-": the bundle's own)
         print(f"{label}\t{bundle_dir(label)}\t{t.expected_symbols or '-'}")
     return EXIT_OK
 
 
+def _changes(args: argparse.Namespace) -> int:
+    result = budget_changes(args.budgets, args.base)
+    sys.stdout.write(result.render())
+    return EXIT_OK if result.ok else EXIT_FAILED
+
+
 def run(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    return {"report": _report, "diff": _diff, "check": _check, "targets": _targets}[args.command](args)
+    commands = {"report": _report, "diff": _diff, "check": _check, "targets": _targets, "changes": _changes}
+    return commands[args.command](args)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

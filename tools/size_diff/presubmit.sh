@@ -1,34 +1,54 @@
 #!/usr/bin/env bash
-# Size presubmit: build the budgeted runtimes at a base revision and at head
-# (this working tree), attribute their bytes, diff them and enforce the
-# budgets (docs/size.md).
+# Size presubmit: build the budgeted runtimes at head (this working tree) and
+# at a base revision, attribute their bytes, diff them, and check head
+# against the budgets as they are at the base (docs/size.md).
 #
 #   tools/size_diff/presubmit.sh [options] [BASE_REV]
 #
 #   BASE_REV              revision to compare against (default HEAD~1)
-#   --budgets FILE        budgets file (default size_budgets.json); its
-#                         targets are what gets built
+#   --budgets FILE        budgets file of this repository (default
+#                         size_budgets.json): head's copy says which targets
+#                         are built, BASE_REV's copy holds the limits
 #   --out DIR             where reports go (default: a new temporary directory):
-#                         DIR/{head,base}/<target>.{json,md,png}, DIR/diff/<target>.md
-#   --base-reports DIR    use DIR/<target>.json as the base reports instead of
-#                         building BASE_REV (e.g. reports CI kept from the base)
+#                         DIR/{head,base}/<target>.{json,md,png}, DIR/diff/<target>.md,
+#                         DIR/head/budgets.json (head's budgets file)
+#   --base-reports DIR    the base measured already (e.g. what CI kept from the
+#                         base's run, as --out DIR/head/ holds it): DIR/<target>.json
+#                         its reports, DIR/budgets.json its budgets; no
+#                         BASE_REV, so budget changes are not listed
 #   --keep-base-server    leave the base worktree's Bazel server running
 #   --require-base        a base that does not exist, does not build or cannot
 #                         be measured is an error (exit 2); the default when
 #                         CI=true (or CI=1) is in the environment
-#   --allow-missing-base  such a base is a warning: growth limits are not
-#                         checked, max_bytes still is; the default otherwise
+#   --allow-missing-base  such a base is a warning: no diff against it (and
+#                         without the base's budgets, head's are used); the
+#                         default otherwise
+#
+# Budgets a change cannot raise for itself: the limits are read from BASE_REV
+# (git show BASE_REV:FILE), and growth counts from each platform's
+# recorded_bytes, the size when its budget was last set, so small steps add
+# up. Every change to FILE in BASE_REV..HEAD and in the working tree is
+# printed (commit, subject, each field old -> new); a commit that changes FILE
+# and anything else fails at once (exit 1): a budget change is a commit of
+# its own, its message the reason.
 #
 # The base is built in a git worktree of BASE_REV, by default at
 # ${XDG_CACHE_HOME:-~/.cache}/pare/presubmit/<hash of this checkout>/base
 # ($PARE_PRESUBMIT_WORKTREE overrides), reused between runs so its Bazel
-# output base stays warm. Both sides are measured by this checkout's tools.
+# output base stays warm, and checked out and cleaned (git clean) each run.
+# So it must be a new or empty directory or a worktree presubmit made (marked
+# by a .pare-presubmit-base file in it): this checkout, the repository's main
+# checkout, a directory holding either, and any other directory with files
+# are refused (exit 2) before anything in them is touched. Both sides are
+# measured by this checkout's tools.
 #
 # A budgeted target that does not exist at the base (a target added by this
-# change) is a note either way: its growth is not checked.
+# change), or that has no budget at the base, is a note: it is checked from
+# the next change on.
 #
-# Exit status: 0 within budget, 1 a budget violation, 2 an error (bad usage,
-# head does not build, a budgeted target does not exist at head, and with
+# Exit status: 0 within budget, 1 a budget violation or a budget change that
+# shares its commit, 2 an error (bad usage, a refused worktree, head does not
+# build, a budgeted target does not exist at head, invalid budgets, and with
 # --require-base or CI=true an unusable base).
 set -uo pipefail
 
@@ -61,9 +81,9 @@ done
 budgets="$(cd "$(dirname "$budgets")" && pwd)/$(basename "$budgets")"
 [[ -z "$base_reports" || -d "$base_reports" ]] || die "--base-reports $base_reports: no such directory"
 [[ -z "$base_reports" || -z "$base_rev" ]] || die "give BASE_REV or --base-reports, not both"
-# CI must not pass a change whose growth went unchecked; locally, a missing
-# base (a shallow clone, a base that no longer builds on this machine) should
-# not stop the max_bytes check.
+# CI must not pass a change that was not compared with its base; locally, a
+# missing base (a shallow clone, a base that no longer builds on this
+# machine) should not stop the checks that can still be made.
 policy_why="$base_policy"
 if [[ -z "$base_policy" ]]; then
   case "${CI:-}" in
@@ -71,12 +91,12 @@ if [[ -z "$base_policy" ]]; then
     *) base_policy=--allow-missing-base ;;
   esac
 fi
-# missing_base REASON FIX: the base cannot be compared against.
+# missing_base REASON FIX CONSEQUENCE: the base cannot be compared against.
 missing_base() {
   if [[ "$base_policy" == "--require-base" ]]; then
-    die "$1; with $policy_why growth must be checked: $2, or pass --allow-missing-base to check max_bytes only"
+    die "$1; with $policy_why the base must be measured: $2, or pass --allow-missing-base to go on without it"
   fi
-  echo "presubmit: warning: $1: growth limits not checked, max_bytes only" >&2
+  echo "presubmit: warning: $1: $3" >&2
 }
 
 if [[ -z "$out" ]]; then
@@ -95,15 +115,71 @@ targets_tsv="$(size_diff targets --budgets "$budgets")" || exit 2
 labels=()
 while IFS=$'\t' read -r label _ _; do labels+=("$label"); done <<<"$targets_tsv"
 slug() { printf '%s' "${1#//}" | tr -c 'A-Za-z0-9_.-' '_'; }
+cp -f "$budgets" "$out/head/budgets.json" || die "cannot write $out/head/budgets.json"
 
-# The base revision is resolved before head is built, so a wrong one fails at once.
+# --- the base worktree: refused before anything in it is touched ---
+marker=.pare-presubmit-base
+default_wt="${XDG_CACHE_HOME:-$HOME/.cache}/pare/presubmit/$(printf '%s' "$root" | cksum | cut -d' ' -f1)/base"
+wt="${PARE_PRESUBMIT_WORKTREE:-$default_wt}"
+# guard_worktree: exits 2 unless $wt is a new or empty directory or a
+# worktree presubmit made, since build_base checks it out with --force and
+# runs git clean in it.
+guard_worktree() {
+  local real here main refuse
+  refuse="presubmit checks out and cleans that directory: set PARE_PRESUBMIT_WORKTREE to a new or empty directory (or unset it)"
+  real="$(realpath -m -- "$wt")"
+  here="$(realpath -- "$root")"
+  main="$(cd "$root" && git worktree list --porcelain | sed -n '1s/^worktree //p')"
+  main="$(realpath -m -- "${main:-$here}")"
+  if [[ "$real" == "$here" || "$here" == "$real"/* || "$real" == / ]]; then
+    die "worktree $wt is this checkout or holds it; $refuse"
+  fi
+  if [[ "$real" == "$main" || "$main" == "$real"/* ]]; then
+    die "worktree $wt is the repository's main checkout ($main) or holds it; $refuse"
+  fi
+  [[ -e "$real" || -L "$real" ]] || return 0
+  [[ -d "$real" && ! -L "$real" ]] || die "worktree $wt exists and is not a directory; $refuse"
+  [[ -n "$(ls -A -- "$real")" ]] || return 0
+  if [[ -e "$real/$marker" ]]; then
+    [[ -f "$real/.git" ]] || die "worktree $wt has $marker but is not a linked worktree (its .git is not a file); $refuse"
+    return 0
+  fi
+  # Before the marker, presubmit made worktrees at the default path unmarked:
+  # a linked worktree there is one of them.
+  if [[ "$wt" == "$default_wt" && -f "$real/.git" ]]; then
+    echo "created by tools/size_diff/presubmit.sh for $root: it checks this directory out and cleans it" >"$real/$marker" ||
+      die "cannot write $real/$marker"
+    return 0
+  fi
+  die "worktree $wt exists, holds files and is not a worktree presubmit made (no $marker in it); $refuse"
+}
+
+# --- the base: its revision and its budgets ---
 base_sha=""
+base_budgets=()      # how `check` reads the base's budgets
+base_budgeted=""     # the labels budgeted there, one a line
+base_budgets_name="" # how messages name them
 if [[ -z "$base_reports" ]]; then
   base_rev="${base_rev:-HEAD~1}"
+  # Resolved before head is built, so a wrong one fails at once.
   if ! base_sha="$(cd "$root" && git rev-parse --verify --quiet "${base_rev}^{commit}")"; then
     base_sha=""
     missing_base "base revision $base_rev does not exist in this repository" \
-      "name one that does, or fetch it (a shallow clone lacks history: git fetch --unshallow)"
+      "name one that does, or fetch it (a shallow clone lacks history: git fetch --unshallow)" \
+      "no diff against it, and the limits come from the working tree's $budgets, which this change may have raised"
+  else
+    guard_worktree
+    step "budget changes since $base_rev"
+    size_diff changes --budgets "$budgets" --base "$base_rev"
+    rc=$?
+    [[ $rc -ne 2 ]] || exit 2
+    if [[ $rc -ne 0 ]]; then
+      echo "presubmit: FAIL: a budget change shares its commit with other changes (above); nothing was built"
+      exit 1
+    fi
+    base_budgets=(--budgets "$budgets" --at "$base_rev")
+    base_budgets_name="$(basename "$budgets") at $base_rev"
+    base_budgeted="$(size_diff targets "${base_budgets[@]}" | cut -f1)" || exit 2
   fi
 fi
 
@@ -141,13 +217,12 @@ measure "$root" head "${labels[@]}" || die "measuring head failed (see above)"
 base_error=""
 base_fix=""
 build_base() {
-  local key wt gitdir common f label
-  key="$(printf '%s' "$root" | cksum | cut -d' ' -f1)"
-  wt="${PARE_PRESUBMIT_WORKTREE:-${XDG_CACHE_HOME:-$HOME/.cache}/pare/presubmit/$key/base}"
+  local gitdir common f label
   step "base: $base_rev ($base_sha) in worktree $wt"
-  # A worktree whose repository is gone (a .git file naming a missing
-  # gitdir) holds nothing of value: start again.
-  if [[ -f "$wt/.git" ]]; then
+  # A worktree presubmit made (guard_worktree let it through) whose
+  # repository is gone (a .git file naming a missing gitdir) holds nothing
+  # of value: start again.
+  if [[ -f "$wt/.git" && -e "$wt/$marker" ]]; then
     gitdir="$(sed -n 's/^gitdir: //p' "$wt/.git")"
     if [[ -n "$gitdir" && ! -d "$gitdir" ]]; then
       echo "presubmit: $wt is a worktree of a repository that no longer exists: recreating it" >&2
@@ -156,12 +231,16 @@ build_base() {
   fi
   common="$(cd "$root" && git rev-parse --path-format=absolute --git-common-dir)"
   if [[ -e "$wt/.git" ]] && [[ "$(git -C "$wt" rev-parse --path-format=absolute --git-common-dir 2>/dev/null)" == "$common" ]]; then
-    git -C "$wt" checkout --quiet --detach --force "$base_sha" && git -C "$wt" clean -fdq \
+    git -C "$wt" checkout --quiet --detach --force "$base_sha" && git -C "$wt" clean -fdq -e "/$marker" \
       || die "cannot check out $base_sha in $wt (remove it: git worktree remove --force $wt)"
   else
-    [[ ! -e "$wt" ]] || die "$wt exists and is not a worktree of this repository; remove it or set PARE_PRESUBMIT_WORKTREE"
+    # guard_worktree let through only a new or empty directory here, or one
+    # with the marker: a worktree presubmit made for another repository.
+    [[ -z "$(ls -A -- "$wt" 2>/dev/null)" ]] || die "$wt is a worktree of another repository; remove it or set PARE_PRESUBMIT_WORKTREE"
     (cd "$root" && git worktree prune && git worktree add --quiet --detach "$wt" "$base_sha") \
       || die "git worktree add $wt $base_sha failed"
+    echo "created by tools/size_diff/presubmit.sh for $root: it checks this directory out and cleans it" >"$wt/$marker" \
+      || die "cannot write $wt/$marker"
   fi
   # Machine-specific files setup writes (not in git), and the npm bazelisk.
   for f in .bazelrc.local .bazeliskrc user.bazelrc; do
@@ -188,7 +267,7 @@ build_base() {
   else
     for label in "${labels[@]}"; do
       if [[ " ${base_labels[*]} " != *" $label "* ]]; then
-        echo "presubmit: $label does not exist at $base_rev: its growth is not checked" >&2
+        echo "presubmit: $label does not exist at $base_rev: no diff against the base" >&2
       fi
     done
   fi
@@ -221,23 +300,49 @@ if [[ -n "$base_reports" ]]; then
     if [[ -f "$f" ]]; then
       cp "$f" "$out/base/" && have_base=1
     else
-      echo "presubmit: no base report $f: growth of $label is not checked" >&2
+      echo "presubmit: no base report $f: no diff against the base for $label" >&2
     fi
   done
   [[ $have_base -eq 1 ]] || missing_base "--base-reports $base_reports has no report for any budgeted target" \
-    "give the directory holding the base's presubmit reports (<target>.json, as --out DIR/head/ names them)"
+    "give the directory holding the base's presubmit reports (<target>.json, as --out DIR/head/ names them)" \
+    "no diff against it"
+  if [[ -f "$base_reports/budgets.json" ]]; then
+    base_budgets=(--budgets "$base_reports/budgets.json")
+    base_budgets_name="$base_reports/budgets.json"
+    base_budgeted="$(size_diff targets "${base_budgets[@]}" | cut -f1)" || exit 2
+    cp -f "$base_reports/budgets.json" "$out/base/budgets.json"
+  else
+    missing_base "--base-reports $base_reports has no budgets.json (the base's budgets)" \
+      "give the directory a presubmit run of the base wrote as --out DIR/head/ (it holds budgets.json), or copy the base's budgets file there as budgets.json" \
+      "the limits come from the working tree's $budgets, which this change may have raised"
+  fi
   step "base: reports from $base_reports"
 elif [[ -n "$base_sha" ]]; then
   build_base
-  [[ -z "$base_error" ]] || { have_base=0; missing_base "$base_error" "$base_fix"; }
+  [[ -z "$base_error" ]] || { have_base=0; missing_base "$base_error" "$base_fix" "no diff against it: the change is not attributed"; }
+fi
+if [[ ${#base_budgets[@]} -eq 0 ]]; then
+  base_budgets=(--budgets "$budgets")
+  base_budgets_name="the working tree's $budgets"
+  base_budgeted="$(printf '%s\n' "${labels[@]}")"
 fi
 
 # --- diff and budgets ---
+# Budgets the base has and head does not: removed since (listed above when
+# BASE_REV is known); not built, so not checked.
+while IFS= read -r label; do
+  [[ -z "$label" || " ${labels[*]} " == *" $label "* ]] ||
+    echo "note $label: budgeted at the base, not in the working tree's $budgets: not built or checked"
+done <<<"$base_budgeted"
 status=0
 for label in "${labels[@]}"; do
   s="$(slug "$label")"
   head_json="$out/head/$s.json"
-  check_args=(check --budgets "$budgets" "$head_json")
+  if ! grep -qxF -- "$label" <<<"$base_budgeted"; then
+    echo "note $label: no budget at the base, so nothing to check against; its budget applies from the next change on"
+    continue
+  fi
+  check_args=(check "${base_budgets[@]}" "$head_json")
   if [[ $have_base -eq 1 && -f "$out/base/$s.json" ]]; then
     size_diff diff "$out/base/$s.json" "$head_json" >"$out/diff/$s.md" || exit 2
     cat "$out/diff/$s.md"
@@ -251,6 +356,6 @@ done
 if [[ $status -eq 0 ]]; then
   echo "presubmit: PASS: ${#labels[@]} target(s) within budget (reports in $out)"
 else
-  echo "presubmit: FAIL: size budget exceeded (reports in $out; budgets in $budgets)"
+  echo "presubmit: FAIL: size budget exceeded (reports in $out; budgets: $base_budgets_name)"
 fi
 exit $status
