@@ -87,6 +87,8 @@ def test_growth_adds_up_from_the_recorded_size(reports, tmp_path):
 def test_version_1_counts_growth_from_the_base_report(reports, tmp_path):
     base, head, _ = reports
     v1 = {"android_arm64": {"max_bytes": 100_000, "max_growth_bytes": 512}}
+    with pytest.raises(SizeDiffError, match="version 1 is read only as a base revision's budgets; write version 2"):
+        load_budgets(_budgets(tmp_path, v1, version=1))
     budgets = parse_budgets(json.dumps(_v1(v1)), tmp_path / "b.json", "b.json at HEAD~1", allow_version_1=True)
     result = check(budgets, head, base)
     assert len(result.violations) == 1

@@ -27,7 +27,7 @@ is not a selective_runtime (no expected_symbols.json beside its outputs) may
 name one with "expected_symbols": "<workspace-relative path>".
 
 Version 1 (no `recorded_bytes`; each change's growth counted from the base
-revision's build) is read as a base revision's budgets (`load_budgets_at`),
+revision's build) is read only as a base revision's budgets (`load_budgets_at`),
 so a presubmit whose base predates version 2 still checks its change.
 """
 
@@ -97,12 +97,11 @@ class Budgets:
 
 
 def load_budgets(path: str | os.PathLike[str]) -> Budgets:
-    """The budgets file at `path`."""
+    """The budgets file at `path`, which must be version 2."""
     path = Path(path)
     if not path.is_file():
         raise SizeDiffError(f"{path}: no such budgets file; create it (docs/size.md) or pass --budgets FILE")
-    # Version 1 too, until size_budgets.json is version 2 (the next commit).
-    return parse_budgets(path.read_text(encoding="utf-8"), path, str(path), allow_version_1=True)
+    return parse_budgets(path.read_text(encoding="utf-8"), path, str(path))
 
 
 def load_budgets_at(path: str | os.PathLike[str], rev: str, *, rev_name: str | None = None) -> Budgets:
