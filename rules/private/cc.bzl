@@ -35,6 +35,14 @@ RUNTIME_CXXOPTS = ["-std=c++17"]
 # The x86_64 ISA level (--//runtime:x86_64_isa, rules/private/isa.bzl).
 ISA_COPTS = x86_64_isa_copts()
 
+# --//runtime:ubsan_trap (runtime/BUILD.bazel): UBSan whose checks trap, so
+# it needs no sanitizer runtime (none is installed here for arm64). Tests
+# only; never shipped.
+UBSAN_TRAP_COPTS = select({
+    str(Label("//runtime:ubsan_trap_build")): ["-fsanitize=undefined", "-fsanitize-trap=undefined"],
+    "//conditions:default": [],
+})
+
 # Compiled to LLVM bitcode, for the layers an app's selection step folds
 # (rules/private/select_link.bzl): full LTO's per-unit pipeline, so every
 # unit is optimised before the app's step, which only folds and deletes.
@@ -75,7 +83,7 @@ def pare_cc_library(name, srcs = [], hdrs = [], deps = [], defines = [], local_d
         local_defines = local_defines,
         textual_hdrs = textual_hdrs,
         copts = RUNTIME_COPTS + (["-Os"] if optimize == "size" else []) + (BITCODE_COPTS if bitcode else []) + ISA_COPTS +
-                (x86_64_copy_copts(x86_64_copy) if x86_64_copy else []),
+                (x86_64_copy_copts(x86_64_copy) if x86_64_copy else []) + UBSAN_TRAP_COPTS,
         # Link every object: --gc-sections / -dead_strip, rooted at the
         # exported C API, decide what stays, not archive member selection.
         alwayslink = True,

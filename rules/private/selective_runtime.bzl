@@ -86,6 +86,7 @@ _selective_runtime_bundle = rule(
             doc = "Pins --//runtime:x86_64_isa (auto, baseline or v3) for this runtime (rules/private/isa.bzl); \"\": the flag's.",
         ),
         "tracing": attr.bool(doc = "Sets --//runtime:tracing: the layers compiled as the instrumentation build."),
+        "ubsan_trap": attr.bool(doc = "Sets --//runtime:ubsan_trap: the layers compiled with UBSan in trap mode (tests only)."),
         "_report": attr.label(default = Label("//tools/size_diff:bundle_report"), executable = True, cfg = "exec"),
     }, **ALLOWLIST_ATTRS),
     provides = [PareMultiPlatformInfo, PareSelectionInfo],
@@ -99,6 +100,7 @@ def selective_runtime(
         tracing = False,
         jni = False,
         x86_64_isa = "",
+        ubsan_trap = False,
         allow_unknown_ops = False,
         build_features = [],
         visibility = None,
@@ -124,6 +126,9 @@ def selective_runtime(
         kernels at run time, baseline is SSE2 only, v3 AVX2+FMA throughout);
         "" (default) follows --//runtime:x86_64_isa, itself auto by default.
         arm64 platforms ignore it.
+      ubsan_trap: compile the runtime's layers with UBSan in trap mode
+        (-fsanitize=undefined -fsanitize-trap=undefined: no sanitizer runtime
+        needed), for tests on platforms without one. Not for shipping.
       allow_unknown_ops: drop manifest operators the runtime lacks, with a
         warning, instead of failing the build.
       build_features: build features to select on top of the manifest's
@@ -195,6 +200,7 @@ def selective_runtime(
         platforms = platforms,
         x86_64_isa = x86_64_isa,
         tracing = tracing,
+        ubsan_trap = ubsan_trap,
         visibility = visibility,
         tags = tags,
     )
@@ -265,6 +271,7 @@ def _link_bundle_and_verify(
         tracing,
         visibility,
         tags,
+        ubsan_trap = False,
         pal = Label("//runtime/pal"),
         testonly = False):
     """<name>_library, the bundle <name> and (unless testonly) its verify tests.
@@ -290,6 +297,7 @@ def _link_bundle_and_verify(
         platforms = platforms,
         x86_64_isa = x86_64_isa,
         tracing = tracing,
+        ubsan_trap = ubsan_trap,
         tags = tags,
         testonly = testonly,
         visibility = visibility,

@@ -27,6 +27,10 @@ X86_64_ISA_SETTING = str(Label("//runtime:x86_64_isa"))
 # sets it for its split; rules without the attribute keep the command line's.
 TRACING_SETTING = str(Label("//runtime:tracing"))
 
+# UBSan in trap mode (//runtime:ubsan_trap): a rule's `ubsan_trap` attribute
+# sets it for its split; rules without the attribute keep the command line's.
+UBSAN_TRAP_SETTING = str(Label("//runtime:ubsan_trap"))
+
 def _split_impl(settings, attr):
     isa = getattr(attr, "x86_64_isa", "") or settings[X86_64_ISA_SETTING]
     tracing = getattr(attr, "tracing", False) or settings[TRACING_SETTING]
@@ -35,14 +39,15 @@ def _split_impl(settings, attr):
             "//command_line_option:platforms": platform_label(name),
             X86_64_ISA_SETTING: isa,
             TRACING_SETTING: tracing,
+            UBSAN_TRAP_SETTING: getattr(attr, "ubsan_trap", False) or settings[UBSAN_TRAP_SETTING],
         }
         for name in attr.platforms
     }
 
 platforms_split_transition = transition(
     implementation = _split_impl,
-    inputs = [X86_64_ISA_SETTING, TRACING_SETTING],
-    outputs = ["//command_line_option:platforms", X86_64_ISA_SETTING, TRACING_SETTING],
+    inputs = [X86_64_ISA_SETTING, TRACING_SETTING, UBSAN_TRAP_SETTING],
+    outputs = ["//command_line_option:platforms", X86_64_ISA_SETTING, TRACING_SETTING, UBSAN_TRAP_SETTING],
 )
 
 def _fixed_impl(_settings, _attr):
@@ -50,6 +55,7 @@ def _fixed_impl(_settings, _attr):
         "//command_line_option:platforms": platform_label("linux_x86_64"),
         X86_64_ISA_SETTING: "baseline",
         TRACING_SETTING: False,
+        UBSAN_TRAP_SETTING: False,
     }
 
 # For what is the same for every platform (a manifest's codegen): one fixed
@@ -58,11 +64,11 @@ def _fixed_impl(_settings, _attr):
 platform_independent_transition = transition(
     implementation = _fixed_impl,
     inputs = [],
-    outputs = ["//command_line_option:platforms", X86_64_ISA_SETTING, TRACING_SETTING],
+    outputs = ["//command_line_option:platforms", X86_64_ISA_SETTING, TRACING_SETTING, UBSAN_TRAP_SETTING],
 )
 
 def _single_impl(settings, attr):
-    # The same three settings as platforms_split_transition, from the
+    # The same four settings as platforms_split_transition, from the
     # command line: a target reached both ways is built once, in one
     # configuration (Bazel 4 names a configuration after the settings its
     # transitions wrote, not only their values).
@@ -70,12 +76,13 @@ def _single_impl(settings, attr):
         "//command_line_option:platforms": platform_label(attr.platform),
         X86_64_ISA_SETTING: settings[X86_64_ISA_SETTING],
         TRACING_SETTING: settings[TRACING_SETTING],
+        UBSAN_TRAP_SETTING: settings[UBSAN_TRAP_SETTING],
     }
 
 platform_transition = transition(
     implementation = _single_impl,
-    inputs = [X86_64_ISA_SETTING, TRACING_SETTING],
-    outputs = ["//command_line_option:platforms", X86_64_ISA_SETTING, TRACING_SETTING],
+    inputs = [X86_64_ISA_SETTING, TRACING_SETTING, UBSAN_TRAP_SETTING],
+    outputs = ["//command_line_option:platforms", X86_64_ISA_SETTING, TRACING_SETTING, UBSAN_TRAP_SETTING],
 )
 
 ALLOWLIST_ATTRS = {

@@ -1,11 +1,21 @@
 """check on an Android arm64 runtime, run under qemu-aarch64 through the
 emulator harness's `run` mode (an emulated stand-in for a device). Uses
 PARE_ANDROID_RUNTIME_LIB and PARE_HARNESS_DIR when set; otherwise builds
-Bazel's //runtime:full (android_arm64) and //tools/android_harness:harness."""
+Bazel's //runtime:full (android_arm64) and //tools/android_harness:harness.
+
+Every test runs twice: on the shipped build, and on the same runtime built
+with UBSan in trap mode (//runtime:full_android_arm64_ubsan_trap; no
+sanitizer runtime for arm64 is installed here):
+undefined behaviour on the arm64 paths (NEON kernels, arm64's own
+conversions) executes a `brk` and ends the harness with an error. That
+build also checks the demo and more test models, and a planted overflow
+proves a trap is reported (docs/testing.md, "Sanitizers")."""
 
 from __future__ import annotations
 
 import os
+import re
+import subprocess
 from pathlib import Path
 
 import numpy as np
@@ -13,21 +23,84 @@ import pytest
 import torch
 from tracer_testlib import exported, spec_of
 
-from tests.conftest import bazel_build, require_tool
+from tests.conftest import REPO_ROOT, bazel_build, require_tool
 from tests.runtime.runtime_testing import half_rounding_cases, single_op_program
 from tools.android_harness import run as harness
 from tools.tracer import check_model
+from tools.tracer.model_spec import load_model_spec
 from tools.tracer.runner import library_kind
 
+UBSAN_TRAP_TARGET = "//runtime:full_android_arm64_ubsan_trap"
+# Checked on the UBSan build besides the tests below: the demo app and the
+# test models of tests/tracer/models/ (spec_of) that cover what the others do not.
+UBSAN_MODELS = ["demo", "tiny_mlp", "winograd_stages", "reshape_dynamic"]
 
-@pytest.fixture(scope="module")
-def android_lib() -> Path:
+
+def _harness() -> None:
     require_tool("qemu-aarch64", "qemu-aarch64-static", package="qemu-user")
     if not os.environ.get("PARE_HARNESS_DIR"):  # unset: the harness runner uses Bazel's output
         bazel_build("//tools/android_harness:harness")
+
+
+@pytest.fixture(scope="module")
+def ubsan_lib() -> Path:
+    """//runtime:full for android_arm64 with UBSan in trap mode."""
+    _harness()
+    bundle = bazel_build(UBSAN_TRAP_TARGET) / "runtime" / "full_android_arm64_ubsan_trap"
+    return bundle / "android_arm64" / "libpare_full_android_arm64_ubsan_trap.so"
+
+
+@pytest.fixture(scope="module", params=["shipped", "ubsan_trap"])
+def android_lib(request) -> Path:
+    if request.param == "ubsan_trap":
+        return request.getfixturevalue("ubsan_lib")
+    _harness()
     if os.environ.get("PARE_ANDROID_RUNTIME_LIB"):
         return Path(os.environ["PARE_ANDROID_RUNTIME_LIB"])
     return bazel_build("//runtime:full") / "runtime" / "full" / "android_arm64" / "libpare_full.so"
+
+
+def _ubsan_traps(lib: Path) -> int:
+    """How many UBSan trap instructions (brk #0x55xx on AArch64) lib holds."""
+    objdump = require_tool("llvm-objdump-16", "llvm-objdump", package="llvm-16")
+    text = subprocess.run([objdump, "-d", str(lib)], capture_output=True, text=True, check=True).stdout
+    return len(re.findall(r"\bbrk\s+#0x55[0-9a-f]{2}\b", text))
+
+
+def test_the_ubsan_build_is_instrumented_and_a_trap_is_reported(ubsan_lib, tmp_path):
+    assert _ubsan_traps(ubsan_lib) > 1000, "the UBSan build holds no trap: --//runtime:ubsan_trap reached no compile"
+    # A planted signed overflow, compiled the same way, ends the harness with an error.
+    canary = tmp_path / "libcanary.so"
+    (tmp_path / "canary.c").write_text(
+        "int pare_canary_add(int x) { return x + 2147483647; }  /* overflows for x > 0 */\n"
+    )
+    subprocess.run(
+        [
+            require_tool("clang-16", package="clang-16"),
+            "--target=aarch64-linux-android24",
+            "-O1",
+            "-fsanitize=undefined",
+            "-fsanitize-trap=undefined",
+            "-shared",
+            "-nostdlib",
+            "-fuse-ld=lld",
+            "-o",
+            str(canary),
+            str(tmp_path / "canary.c"),
+        ],
+        check=True,
+    )
+    assert _ubsan_traps(canary) == 1
+    assert harness.call_i32(canary, "pare_canary_add", -1) == 2147483646  # no overflow: no trap
+    with pytest.raises(harness.HarnessError, match=r"harness failed"):
+        harness.call_i32(canary, "pare_canary_add", 1)
+
+
+@pytest.mark.parametrize("model", UBSAN_MODELS)
+def test_models_match_torch_on_the_ubsan_build(ubsan_lib, model):
+    spec = load_model_spec(REPO_ROOT / "apps" / "demo" / "model.py") if model == "demo" else spec_of(model)
+    checks = check_model(spec, ubsan_lib)
+    assert checks and all(c.ok for c in checks), [c.line() for c in checks if not c.ok]
 
 
 def test_check_runs_the_android_runtime_under_the_harness(android_lib):
