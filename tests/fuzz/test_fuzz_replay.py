@@ -11,16 +11,18 @@ any is allowed), small values."""
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from fuzz import codegen_checks
 from pare.runtime import PareError
 
 REPO = Path(__file__).absolute().parents[2]
+sys.path.insert(0, str(REPO / "fuzz"))
 
+import codegen_checks  # noqa: E402
 
 MAX_INPUT_ELEMENTS = 4096  # loader_fuzzer.cc's kMaxInputElements
 NUMPY = {
