@@ -29,7 +29,7 @@ if [[ "${PARE_TEST_RERUN:-0}" != 1 ]] && when="$(.venv/bin/python -m tools.test_
 fi
 
 echo "== bazel build (runtimes the pytest suites load)"
-tools/bazel build //runtime:full //runtime:instrumentation ||
+tools/bazel build //runtime:full //runtime:instrumentation //runtime:bitcode ||
   { echo "bazel build failed" >&2; exit 1; }
 # The suites read these runtimes while tests of the bazel group run builds,
 # and a build in another configuration repoints bazel-bin: each bundle is
@@ -45,6 +45,12 @@ PARE_RUNTIME_LIB="$(shared_lib runtime/full)" || exit 1
 PARE_TRACING_RUNTIME_LIB="$(shared_lib runtime/instrumentation)" || exit 1
 export PARE_RUNTIME_LIB PARE_TRACING_RUNTIME_LIB
 export PARE_INSTRUMENTATION_LIB="$PARE_TRACING_RUNTIME_LIB"
+# The full runtime's bitcode (docs/bazel.md, "Kernels compiled once"): a
+# suite that builds a selection of its own (tests/runtime/test_shipped_selections.py)
+# compiles only its selection unit and folds it into this.
+mkdir -p "$runtimes_dir/bitcode" && cp "$root"/bazel-bin/runtime/bitcode/linux_x86_64/*.bc "$runtimes_dir/bitcode/" ||
+  { echo "no //runtime:bitcode in bazel-bin" >&2; exit 1; }
+export PARE_RUNTIME_BITCODE_DIR="$runtimes_dir/bitcode"
 
 # Any skip that is not a @pytest.mark.platform_limit fails the run
 # (tests/skip_gate.py, docs/testing.md).
