@@ -1,11 +1,13 @@
 """Shared pytest fixtures and helpers: building Bazel targets once per
 session, requiring the tools setup installs, the skip gate
 (tests/skip_gate.py: PARE_NO_SKIPS=1 or CI=true fails any skip that is not a
-documented platform limit), and the named set of tests that run Bazel, kept
+listed platform limit) and the record of the ISA copies each test ran, and
+the named set of tests that run Bazel, kept
 on one worker under `pytest -n` (docs/testing.md, "Parallel runs")."""
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import subprocess
@@ -13,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+import pare.runtime
 from tests import skip_gate
 from tools import test_cache
 
@@ -204,6 +207,24 @@ def pytest_runtest_teardown(item):
     # Module and session fixtures finish in the teardown of whichever test
     # comes last (a `bazel shutdown`, say): never refused.
     os.environ.pop(NO_BAZEL_ENV, None)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def record_kernel_isa(pytestconfig):
+    """Tells the skip gate which ISA copy each test's methods ran: the
+    runtime's own pare_kernel_isa after each execute that succeeded (the
+    copy a cap or the CPU picked, not the one a test meant to pick), for
+    the summary and the isa_coverage check (docs/testing.md, Skips)."""
+    execute = pare.runtime.Method.execute
+
+    @functools.wraps(execute)  # tests that read the API's docstrings see execute's
+    def recording_execute(self):
+        execute(self)
+        skip_gate.record_isa(pytestconfig, self.program.runtime.kernel_isa)
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(pare.runtime.Method, "execute", recording_execute)
+        yield
 
 
 @pytest.fixture(scope="session")

@@ -20,9 +20,10 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).absolute().parents[2]
+HERE = Path(__file__).absolute().parent
+REPO = HERE.parents[1]
 sys.path.insert(0, str(REPO))
-sys.path.insert(0, str(Path(__file__).absolute().parent))
+sys.path.insert(0, str(HERE))
 
 import runtime_build  # noqa: E402
 from runtime_testing import (  # noqa: E402
@@ -32,6 +33,7 @@ from runtime_testing import (  # noqa: E402
     SELECTIVE_KERNEL_DTYPES,
     SELECTIVE_OPS,
     runtime_isa_limit,
+    suite_kernel_isa,
 )
 
 from pare.runtime import Runtime  # noqa: E402
@@ -48,16 +50,23 @@ def pytest_configure(config):
 
 def pytest_collection_modifyitems(config, items):
     runtime_build.deselect_other_builds(config, items)
-    # A runtime built for an ISA level this CPU lacks (PARE_RUNTIME_ISA):
-    # every test is a platform limit (pare.runtime refuses to load it).
+    # A runtime built for an ISA level (PARE_RUNTIME_ISA): every test carries
+    # the limit under which the CPU cannot run it, and skips where the host
+    # has it (tests/skip_gate.py; pare.runtime refuses to load it there).
     try:
         limit = runtime_isa_limit(os.environ.get(RUNTIME_ISA_ENV))
     except ValueError as e:
         raise pytest.UsageError(str(e)) from None
-    if limit:
-        for item in items:
+    # The copy the suite's runtime runs here: the suite must run it (a
+    # runtime whose CPUID or cap picked another fails under the skip gate).
+    kernel_isa = suite_kernel_isa()
+    for item in items:
+        if HERE not in item.path.parents:  # a session over more of tests/ than this suite
+            continue
+        if limit:
             item.add_marker(pytest.mark.platform_limit(limit))
-            item.add_marker(pytest.mark.skip(reason=limit))
+        if "runtime" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.isa_coverage(kernel_isa))
 
 
 def _lib_from_env(var: str) -> Path | None:

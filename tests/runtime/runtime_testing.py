@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import ctypes
+import os
+from collections.abc import Mapping
 
 import numpy as np
 import torch
@@ -10,6 +12,7 @@ import torch
 import pare.runtime
 from pare import dtypes
 from pare.program import ProgramBuilder
+from tests import skip_gate
 
 ALL_DTYPES = [
     torch.uint8,
@@ -56,17 +59,28 @@ RUNTIME_ISA_ENV = "PARE_RUNTIME_ISA"
 
 
 def runtime_isa_limit(isa: str | None) -> str | None:
-    """Why this CPU cannot run the suite's runtimes built for `isa` (a
-    platform limit: every test is skipped), or None when it can or no ISA is
-    named. An unknown name is a usage error, not a silent pass."""
+    """The platform limit (tests/skip_gate.py's LIMITS) under which this
+    host cannot run the suite's runtimes built for `isa`: every test carries
+    it, and skips where the host has it. None when no ISA is named; an
+    unknown name is a usage error, not a silent pass."""
     if not isa:
         return None
     if isa not in pare.runtime.ISA_CPU_FEATURES:
         known = ", ".join(sorted(pare.runtime.ISA_CPU_FEATURES))
         raise ValueError(f"{RUNTIME_ISA_ENV}={isa}: unknown ISA level; expected one of {known}")
-    if pare.runtime.cpu_runs(isa):
-        return None
-    return f"this CPU cannot run {isa} code ({RUNTIME_ISA_ENV}={isa}): the {isa} runtime's tests cannot run here"
+    return skip_gate.ISA_LIMITS[isa]
+
+
+def suite_kernel_isa(environ: Mapping[str, str] = os.environ) -> str:
+    """The ISA copy the suite's `runtime` runs on this host, from the
+    suite's settings and /proc/cpuinfo rather than from the runtime's own
+    CPUID: the build's level (PARE_RUNTIME_ISA), else the best copy the host
+    runs, at most PARE_MAX_ISA. The suite must run it (isa_coverage)."""
+    if environ.get(RUNTIME_ISA_ENV):
+        return environ[RUNTIME_ISA_ENV]
+    copies = skip_gate.host_isa_copies()
+    cap = environ.get(pare.runtime.MAX_ISA_ENV)
+    return cap if cap in copies[:-1] else copies[-1]
 
 
 def to_input(t: torch.Tensor):

@@ -1,18 +1,21 @@
 """x86_64 ISA levels (--//runtime:x86_64_isa, rules/private/isa.bzl): the
 baseline runtime carries no AVX instruction; the auto runtime (the default)
-keeps its AVX code inside the x86-64-v3 copy of the GEMM kernels, runs that
-copy on a CPU with AVX2+FMA and the SSE2 one when pare_set_max_isa caps it;
-the v3 runtime runs the 6x16 AVX2+FMA GEMM tile; their float32 GEMM,
-convolution and prepacked products stay within the float32 dot-product
-bound of a float64 reference; and a v3 runtime is refused, with the fix, on
-a CPU without AVX2+FMA.
+keeps its AVX code inside the x86-64-v3 and v4 copies of the GEMM kernels,
+runs the best copy the CPU has and the one pare_set_max_isa caps it at; the
+v3 runtime runs the 6x16 AVX2+FMA GEMM tile; on every copy their float32
+GEMM, convolution and prepacked products stay within the float32
+dot-product bound of a float64 reference; and a v3 runtime is refused, with
+the fix, on a CPU without AVX2+FMA.
+
+A copy the CPU lacks is a platform limit (cpu:avx2, cpu:avx512): its cases
+skip, and the skip gate's summary counts them; the suite must run every copy
+the host has (isa_coverage, docs/testing.md "Skips").
 
 The whole fp_ops suite also runs on the v3 runtime (//tests:kernels_v3_test)
 and on the auto runtime capped at SSE2 (//tests:kernels_baseline_test);
 these tests add the tile's edge shapes. Speed is a benchmark:
 python -m tools.bench.sgemm."""
 
-import platform
 import re
 import subprocess
 from pathlib import Path
@@ -31,20 +34,18 @@ from runtime_testing import (
 )
 
 import pare.runtime
-from pare.runtime import PareError, Runtime, cpu_runs
+from pare.runtime import PareError, Runtime
+from tests import skip_gate
 from tests.conftest import require_tool
 
-X86_64 = platform.machine() in ("x86_64", "AMD64")
-HAS_V3 = X86_64 and cpu_runs("x86_64_v3")
-# AVX-512 F, DQ, CD, BW and VL: the v4 tile of an auto runtime runs.
-HAS_V4 = HAS_V3 and {"avx512f", "avx512dq", "avx512cd", "avx512bw", "avx512vl"} <= (
-    pare.runtime.host_cpu_flags() or frozenset()
-)
-BEST_KERNEL_ISA = "x86_64_v4" if HAS_V4 else "x86_64_v3" if HAS_V3 else "x86_64_baseline"
-needs_v3_cpu = pytest.mark.platform_limit("running x86-64-v3 code needs a CPU with AVX2 and FMA")
+# Each copy runs where the host has it and skips as a platform limit where
+# it lacks it (the summary lists such skips), rather than testing another
+# copy in its place; and the suite must run every copy the host runs.
+needs_v3_cpu = pytest.mark.platform_limit("cpu:avx2")
+needs_v4_cpu = pytest.mark.platform_limit("cpu:avx512")
 pytestmark = [
-    pytest.mark.skipif(not X86_64, reason="x86_64 ISA levels are tested on x86_64 hosts"),
-    pytest.mark.platform_limit("x86_64 ISA levels exist only on x86_64 hosts"),
+    pytest.mark.platform_limit("arch:x86_64"),
+    pytest.mark.isa_coverage("x86_64_baseline", "x86_64_v3", "x86_64_v4"),
 ]
 
 
@@ -109,15 +110,26 @@ def test_auto_runtime_keeps_avx_inside_its_v3_and_v4_kernels(runtime, runtime_li
     assert zmm and all("::x86_64_v4::" in f for f in zmm), sorted(zmm)[:5]
 
 
-def test_auto_runtime_runs_the_best_kernels_this_cpu_has_up_to_the_cap(runtime, monkeypatch):
-    assert runtime.kernel_isa == BEST_KERNEL_ISA
+@pytest.mark.parametrize(
+    "cap",
+    ["x86_64_baseline", pytest.param("x86_64_v3", marks=needs_v3_cpu), pytest.param("x86_64_v4", marks=needs_v4_cpu)],
+)
+def test_auto_runtime_capped_at_a_copy_the_cpu_has_runs_that_copy(runtime, cap):
     try:
-        runtime.set_max_isa("x86_64_baseline")
-        assert runtime.kernel_isa == "x86_64_baseline"
-        runtime.set_max_isa("x86_64_v3")
-        assert runtime.kernel_isa == ("x86_64_v3" if HAS_V3 else "x86_64_baseline")
-        runtime.set_max_isa("x86_64_v4")
-        assert runtime.kernel_isa == BEST_KERNEL_ISA
+        runtime.set_max_isa(cap)
+        assert runtime.kernel_isa == cap
+    finally:
+        runtime.set_max_isa("x86_64_v4")  # process-wide: leave the other tests uncapped
+
+
+def test_auto_runtime_runs_the_best_copy_this_cpu_has(runtime):
+    # The runtime's CPUID and XGETBV against /proc/cpuinfo: uncapped (or
+    # capped above the CPU), it runs the best copy the host runs.
+    assert runtime.kernel_isa == skip_gate.host_isa_copies()[-1]
+
+
+def test_auto_runtime_cap_errors_and_the_environment(runtime, monkeypatch):
+    try:
         with pytest.raises(PareError, match=r"'arm64_neon' is not an instruction set of this x86_64_auto runtime"):
             runtime.set_max_isa("arm64_neon")
         with pytest.raises(PareError, match=r"'avx512' is not .*; use x86_64_baseline, x86_64_v3 or x86_64_v4") as e:
@@ -127,7 +139,7 @@ def test_auto_runtime_runs_the_best_kernels_this_cpu_has_up_to_the_cap(runtime, 
         monkeypatch.setenv(pare.runtime.MAX_ISA_ENV, "x86_64_baseline")
         assert Runtime(runtime.path).kernel_isa == "x86_64_baseline"
     finally:
-        runtime.set_max_isa("x86_64_v4")  # process-wide: leave the other tests uncapped
+        runtime.set_max_isa("x86_64_v4")
 
 
 @needs_v3_cpu
@@ -158,39 +170,59 @@ def test_v3_runtime_is_refused_on_a_cpu_without_avx2(runtime_v3_lib, monkeypatch
 
 
 def test_a_suite_on_a_v3_runtime_is_a_platform_limit_on_a_cpu_without_avx2(monkeypatch):
-    # tests/runtime/conftest.py skips every test of a suite whose runtimes
-    # are built for an ISA level the CPU lacks (//tests:kernels_v3_test).
+    # tests/runtime/conftest.py marks every test of a suite whose runtimes
+    # are built for an ISA level with the limit under which the CPU cannot
+    # run them (//tests:kernels_v3_test); the skip gate skips them there.
     assert runtime_isa_limit(None) is None and runtime_isa_limit("") is None
+    assert runtime_isa_limit("x86_64_v3") == "cpu:avx2"
     monkeypatch.setattr(pare.runtime, "host_cpu_flags", lambda: frozenset({"sse2", "avx"}))
-    assert runtime_isa_limit("x86_64_v3") == (
-        "this CPU cannot run x86_64_v3 code (PARE_RUNTIME_ISA=x86_64_v3): the x86_64_v3 runtime's tests cannot run here"
-    )
+    assert skip_gate.LIMITS["cpu:avx2"].holds() and skip_gate.LIMITS["cpu:avx512"].holds()
     monkeypatch.setattr(pare.runtime, "host_cpu_flags", lambda: frozenset(pare.runtime.ISA_CPU_FEATURES["x86_64_v3"]))
-    assert runtime_isa_limit("x86_64_v3") is None
+    assert not skip_gate.LIMITS["cpu:avx2"].holds() and skip_gate.LIMITS["cpu:avx512"].holds()
+    assert skip_gate.host_isa_copies() == ["x86_64_baseline", "x86_64_v3"]
+    monkeypatch.setattr(
+        pare.runtime,
+        "host_cpu_flags",
+        lambda: frozenset(pare.runtime.ISA_CPU_FEATURES["x86_64_v3"]) | skip_gate.AVX512_FLAGS,
+    )
+    assert skip_gate.host_isa_copies() == ["x86_64_baseline", "x86_64_v3", "x86_64_v4"]
     with pytest.raises(ValueError, match=r"PARE_RUNTIME_ISA=x86_64_v9: unknown ISA level; expected one of x86_64_v3"):
         runtime_isa_limit("x86_64_v9")
 
 
 @pytest.fixture(scope="module")
 def runtime_v3(runtime_v3_lib):
-    if not HAS_V3:
-        pytest.skip("this CPU lacks AVX2 or FMA")
+    skip_gate.skip_if_limit("cpu:avx2")
     rt = Runtime(runtime_v3_lib)
     assert rt.isa == "x86_64_v3"
     return rt
 
 
-@pytest.fixture(params=[pytest.param("v3", marks=needs_v3_cpu), "auto", "auto_v3", "auto_sse2"])
+# The runtime and cap of each copy a test runs on: the v3 runtime's, and the
+# auto runtime's AVX-512, v3 and SSE2 copies.
+KERNELS = {"v3": "x86_64_v3", "auto_v4": "x86_64_v4", "auto_v3": "x86_64_v3", "auto_sse2": "x86_64_baseline"}
+
+
+@pytest.fixture(
+    params=[
+        pytest.param("v3", marks=needs_v3_cpu),
+        pytest.param("auto_v4", marks=needs_v4_cpu),
+        pytest.param("auto_v3", marks=needs_v3_cpu),
+        "auto_sse2",
+    ]
+)
 def kernels(request, runtime):
-    """The runtime whose GEMM tiles a test checks: the v3 runtime's, the
-    auto runtime's on this CPU (its AVX-512 tile or v3 copy where the CPU
-    has them), and the auto runtime's capped at v3 and at SSE2."""
+    """The runtime whose GEMM tiles a test checks: the v3 runtime's, and the
+    auto runtime's capped at v4 (its AVX-512 tile), at v3 and at SSE2. Each
+    runs the copy it names, or skips where the CPU lacks it."""
     if request.param == "v3":
-        return request.getfixturevalue("runtime_v3")
-    if request.param != "auto":
-        runtime.set_max_isa("x86_64_v3" if request.param == "auto_v3" else "x86_64_baseline")
+        rt = request.getfixturevalue("runtime_v3")
+    else:
+        rt = runtime
+        runtime.set_max_isa(KERNELS[request.param])
         request.addfinalizer(lambda: runtime.set_max_isa("x86_64_v4"))
-    return runtime
+    assert rt.kernel_isa == KERNELS[request.param]
+    return rt
 
 
 # m, k, n around the 6x16 tile, the 256-deep and 72-row / 256-column blocks.
@@ -311,28 +343,24 @@ def test_tile_conv2d_pixel_rows(kernels, x_shape, w_shape, stride, padding):
     assert_within_dot_bound(torch.from_numpy(y), exact, magnitude, w[0].numel() + 1)
 
 
-@needs_v3_cpu
-def test_one_prepacked_program_for_every_isa(runtime, runtime_v3):
+PREPACKED_X = make_tensor((5, 300), torch.float32, 19, -1, 1)
+PREPACKED_W = make_tensor((37, 300), torch.float32, 20, -1, 1)
+PREPACKED_B = make_tensor((37,), torch.float32, 21, -1, 1)
+
+
+@pytest.fixture(scope="module")
+def prepacked_program() -> bytes:
+    return linear_program(PREPACKED_W, PREPACKED_B, (5, 300))
+
+
+def test_one_prepacked_program_for_every_isa(kernels, prepacked_program):
     # Weights are packed ahead of time (pare/packing.py) in one layout for
-    # every build: the same program bytes, a linear layer whose columns and
-    # depth are no multiple of any tile (and span two depth blocks), run on
-    # the auto runtime (its SSE2, v3 and v4 kernels) and the v3 runtime (and
-    # on arm64: test_portability.py).
-    x = make_tensor((5, 300), torch.float32, 19, -1, 1)
-    w = make_tensor((37, 300), torch.float32, 20, -1, 1)
-    b = make_tensor((37,), torch.float32, 21, -1, 1)
-    program = linear_program(w, b, (5, 300))
+    # every build: the same program bytes (built once for the module), a
+    # linear layer whose columns and depth are no multiple of any tile (and
+    # span two depth blocks), run on every copy (and on arm64:
+    # test_portability.py).
+    x, w, b = PREPACKED_X, PREPACKED_W, PREPACKED_B
+    (y,) = kernels.load(prepacked_program).method().run(x.numpy())
     exact = F.linear(x.double(), w.double(), b.double())
     magnitude = F.linear(x.double().abs(), w.double().abs(), b.double().abs())
-    try:
-        for rt, cap in (
-            (runtime, "x86_64_baseline"),
-            (runtime, "x86_64_v3"),
-            (runtime, "x86_64_v4"),
-            (runtime_v3, "x86_64_v3"),
-        ):
-            rt.set_max_isa(cap)
-            (y,) = rt.load(program).method().run(x.numpy())
-            assert_within_dot_bound(torch.from_numpy(y), exact, magnitude, 301)
-    finally:
-        runtime.set_max_isa("x86_64_v4")
+    assert_within_dot_bound(torch.from_numpy(y), exact, magnitude, 301)
