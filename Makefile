@@ -22,19 +22,18 @@ test: setup
 
 # Reliability checks (docs/testing.md). Each runs setup first, like the above.
 #
-# make sanitize: the runtime and loader suites on runtimes built with ASan +
-# UBSan; any report fails. CI runs this subset: every test on the full
-# runtime (loader, program format, malformed programs, interpreter, ops,
-# prepacked). Left out: test_selection.py, test_tracing.py and the tests
-# using the tracing or selective runtimes or building a selection of their
-# own (PARE_SANITIZE_FULL_ONLY=1 deselects them): each such build is one more
-# complete compile of the runtime under ASan (minutes on 2 cores) for the
-# same kernels and loader code, they test selection and tracing, which
-# `make test` covers, and under ASan a selective runtime keeps what it does
-# not select (every global is registered at start-up).
-# Everything: make sanitize SANITIZE_TESTS=tests/runtime SANITIZE_FULL_ONLY=0
-SANITIZE_TESTS ?= tests/runtime --ignore=tests/runtime/test_selection.py --ignore=tests/runtime/test_tracing.py
-SANITIZE_FULL_ONLY ?= 1
+# make sanitize: the runtime suites on runtimes built with ASan + UBSan; any
+# report fails. What ships runs sanitized, not only the full runtime: every
+# test of tests/runtime, test_selection.py and test_tracing.py included, and
+# test_shipped_selections.py (the demo's and two zoo models' selections,
+# built as their runtimes are, their models checked against torch). The
+# tests that assert unselected code is absent from a binary are deselected
+# under the sanitizers (ASan keeps every instrumented global); make test
+# runs them. The arm64 paths run under UBSan in make test (//tests:android_test),
+# and test_concurrency.py under TSan (//tests:runtime_test).
+# The full-runtime subset only: make sanitize SANITIZE_FULL_ONLY=1
+SANITIZE_TESTS ?= tests/runtime
+SANITIZE_FULL_ONLY ?= 0
 # make fuzz: every fuzz target (fuzz/README.md) for FUZZ_SECONDS each; any
 # crash fails. CI runs FUZZ_SECONDS=20 (3 targets, about 1.5 minutes).
 FUZZ_SECONDS ?= 30

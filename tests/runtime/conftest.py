@@ -42,6 +42,11 @@ from pare.runtime import Runtime  # noqa: E402
 def pytest_configure(config):
     # CI runs these a second time with ATEN_CPU_CAPABILITY=default (torch's scalar loops).
     config.addinivalue_line("markers", "fp_ops: op-vs-torch tests whose float results depend on torch's CPU path")
+    config.addinivalue_line(
+        "markers",
+        f"{runtime_build.ABSENCE_MARK}: asserts that unselected code is absent from a selective runtime's binary "
+        "(deselected under the sanitizers, which keep every instrumented global)",
+    )
     try:
         runtime_build.check_sanitizer_runtime_loaded()
     except RuntimeError as e:

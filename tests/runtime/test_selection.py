@@ -197,6 +197,7 @@ def _has(symbols: list[str], qualified_name_regex: str) -> bool:
     return any(pattern.search(s) for s in symbols)
 
 
+@pytest.mark.absent_code
 def test_unselected_code_is_absent_from_the_binary(runtime_lib, selective_lib):
     full = _unstripped_symbols(runtime_lib)
     sel = _unstripped_symbols(selective_lib)
@@ -370,6 +371,7 @@ def test_fused_epilogues_are_selected_one_by_one(runtime_lib, selective_lib, sel
         assert not _has(sel, case.format(tag)), f"unselected epilogue {tag} is still linked"
 
 
+@pytest.mark.absent_code
 def test_conv3d_code_is_absent_from_a_conv2d_only_runtime(selection_cache, runtime_lib):
     """A runtime selecting aten::convolution with convolution_kernel only (a
     2-d app) has none of the 3-d code: 5-d convolutions report the tag to
@@ -408,6 +410,7 @@ def test_conv3d_code_is_absent_from_a_conv2d_only_runtime(selection_cache, runti
     assert not stray, stray
 
 
+@pytest.mark.absent_code
 def test_winograd_code_only_in_runtimes_that_select_it(selection_cache, runtime_lib, tracing_runtime):
     """A runtime with prepacked convolutions but no conv2d_winograd_kernel
     or conv2d_winograd4_kernel (a model the winograd pass left alone) has
@@ -450,6 +453,7 @@ def test_winograd_code_only_in_runtimes_that_select_it(selection_cache, runtime_
     assert not _has(_unstripped_symbols(lib), r"pare::winograd::")
 
 
+@pytest.mark.absent_code
 def test_pixel_rows_code_only_in_runtimes_that_select_it(selection_cache, runtime_lib, tracing_runtime):
     """pixel_rows_kernel, like Winograd: the tracing build records it when a
     1x1 convolution packed for pixel rows runs; a runtime that does not
