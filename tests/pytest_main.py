@@ -33,6 +33,15 @@ from tools.bundle import load_bundle
 # runfiles/<workspace>/tests/pytest_main.py -> runfiles/<workspace>
 ROOT = Path(__file__).absolute().parents[1]
 
+# Bazel's launcher runs this file as a script, so Python put the folder the
+# file really lives in (tests/ of the source tree: symlinks resolved) first
+# on sys.path. There the package tests/fuzz shadowed the fuzz package of the
+# runfiles tree (`from fuzz import codegen_checks` failed in
+# //tests:fuzz_test), and any import could read the source tree instead of
+# the test's declared inputs. Imports resolve from the runfiles root.
+if sys.path and sys.path[0] == os.path.dirname(os.path.realpath(__file__)):
+    del sys.path[0]
+
 
 def main(argv: list[str]) -> int:
     if not argv:
