@@ -22,17 +22,19 @@ test: setup
 
 # Reliability checks (docs/testing.md). Each runs setup first, like the above.
 #
-# make sanitize: the runtime suites on runtimes built with ASan + UBSan; any
-# report fails. What ships runs sanitized, not only the full runtime: every
-# test of tests/runtime, test_selection.py and test_tracing.py included, and
-# test_shipped_selections.py (the demo's and two zoo models' selections,
-# built as their runtimes are, their models checked against torch). The
-# tests that assert unselected code is absent from a binary are deselected
-# under the sanitizers (ASan keeps every instrumented global); make test
-# runs them. The arm64 paths run under UBSan in make test (//tests:android_test),
-# and test_concurrency.py under TSan (//tests:runtime_test).
+# make sanitize: the runtime suites and the fuzz replays on runtimes built
+# with ASan + UBSan; any report fails. What ships runs sanitized, not only
+# the full runtime: every test of tests/runtime, test_selection.py and
+# test_tracing.py included, test_shipped_selections.py (the demo's and two
+# zoo models' selections, built as their runtimes are, their models checked
+# against torch), and tests/fuzz (every seed and regression, through the
+# Python binding and through the loader harness itself). The tests that
+# assert unselected code is absent from a binary are deselected under the
+# sanitizers (ASan keeps every instrumented global); make test runs them.
+# The arm64 paths run under UBSan in make test (//tests:android_test), and
+# test_concurrency.py under TSan (//tests:runtime_test).
 # The full-runtime subset only: make sanitize SANITIZE_FULL_ONLY=1
-SANITIZE_TESTS ?= tests/runtime
+SANITIZE_TESTS ?= tests/runtime tests/fuzz
 SANITIZE_FULL_ONLY ?= 0
 # make fuzz: every fuzz target (fuzz/README.md) for FUZZ_SECONDS each; any
 # crash fails. CI runs FUZZ_SECONDS=20 (3 targets, about 1.5 minutes).

@@ -23,9 +23,10 @@ mkdir -p "$out/crashes"
 # -timeout bounds one input (a hang is a finding too; inputs take
 # milliseconds, and 30 s leaves room for a busy CI machine); -rss_limit_mb
 # keeps a runaway allocation from taking the shared machine.
-# FUZZ_SEED fixes libFuzzer's random seed (CI sets one, so its short round
-# explores the same inputs each time and cannot turn red by chance; longer
-# runs leave it unset, 0 = a new seed each run, to explore).
+# FUZZ_SEED fixes libFuzzer's random seed: CI derives one from the commit
+# (.ci/run prints it), so each change explores new inputs and a failure
+# reproduces with `FUZZ_SEED=<seed> make fuzz FUZZ_SECONDS=20`; unset
+# (0) means a new seed each run.
 common=(-max_total_time="$seconds" -timeout=30 -rss_limit_mb=3072 -print_final_stats=1 -seed="${FUZZ_SEED:-0}")
 
 if [[ " ${targets[*]} " == *" loader "* ]]; then

@@ -5,24 +5,29 @@ loads and runs, or fails with PareError and a message; the manifest works,
 or fails with a one-line CodegenError. A crash here (the process dying)
 fails the run too.
 
-The loader replay mirrors fuzz/loader_fuzzer.cc: every method, inputs of
-the declared dtype (Float where any is allowed) and size (2, then 3, where
-any is allowed), small values."""
+Each loader input is replayed twice: through the Python binding as
+fuzz/loader_fuzzer.cc runs a program with no control block (every method,
+inputs of the declared dtype, Float where any is allowed, and size, 2 then
+3 where any is allowed, small values), and through the harness itself
+(fuzz/replay_main.cc, built against the same runtime), which also obeys
+the control block after the program: strides, output buffers, threads,
+planners, instruction-set caps and misuse, with the harness's own checks
+of what the C API promises."""
 
 from __future__ import annotations
 
-import sys
+import os
+import subprocess
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from fuzz import codegen_checks
 from pare.runtime import PareError
 
 REPO = Path(__file__).absolute().parents[2]
-sys.path.insert(0, str(REPO / "fuzz"))
 
-import codegen_checks  # noqa: E402
 
 MAX_INPUT_ELEMENTS = 4096  # loader_fuzzer.cc's kMaxInputElements
 NUMPY = {
@@ -91,6 +96,21 @@ def replay_program(runtime, data: bytes) -> None:
 @pytest.mark.parametrize("path", _inputs("loader"), ids=_id)
 def test_loader_input_is_clean(runtime, path):
     replay_program(runtime, path.read_bytes())
+
+
+@pytest.mark.parametrize("path", _inputs("loader"), ids=_id)
+def test_loader_input_is_clean_in_the_harness(loader_replay, path):
+    # Under PARE_SANITIZE the replay is sanitized too (it inherits the ASan
+    # preload, options and log directory): a report fails here and in
+    # tools/sanitize.sh's log check. Leaks count, as in the fuzzer (only the
+    # Python process keeps memory alive at exit).
+    env = dict(os.environ)
+    if "ASAN_OPTIONS" in env:
+        env["ASAN_OPTIONS"] = env["ASAN_OPTIONS"].replace("detect_leaks=0", "detect_leaks=1")
+    result = subprocess.run([loader_replay, path], capture_output=True, text=True, timeout=600, env=env)
+    assert result.returncode == 0, (
+        f"{path.name}: the harness failed (exit {result.returncode}):\n{result.stderr[-4000:]}"
+    )
 
 
 @pytest.mark.parametrize("path", _inputs("manifest"), ids=_id)

@@ -84,6 +84,13 @@ def _x86_64_auto(extra_flags) -> bool:
     return platform.machine() in ("x86_64", "AMD64") and not any(f.startswith("-march") for f in extra_flags)
 
 
+def level_flags(extra_flags=()) -> list[str]:
+    """The defines object_files() adds for the x86-64 level `extra_flags`
+    give: X86_64_AUTO_FLAGS at level auto, none otherwise (fuzz/build.py
+    compiles its coverage-instrumented layers with them)."""
+    return list(X86_64_AUTO_FLAGS) if _x86_64_auto(extra_flags) else []
+
+
 def sanitizers() -> tuple[str, ...]:
     """The sanitizers PARE_SANITIZE asks for ("" or unset: none)."""
     return tuple(s for s in os.environ.get(SANITIZE_ENV, "").replace(" ", "").split(",") if s)
