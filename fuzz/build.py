@@ -95,7 +95,7 @@ def build(name: str) -> Path:
         *HARNESS_FLAGS,
         *sanitize,
         "-fuse-ld=lld",
-        "-Wl,--wrap=pare_pal_malloc",
+        "-Wl,--wrap=pare_pal_malloc,--wrap=pare_pal_free",
         *map(str, sources),
         *map(str, runtime_objects()),
         "-lm",
