@@ -389,6 +389,9 @@ Error Method::run_instruction(uint32_t index) {
 
 const Value* Method::output(size_t index) const {
   if (desc_ == nullptr || !outputs_valid_ || index >= desc_->num_outputs) return nullptr;
+  if (feature_selected(FeatureId::output_buffers)) {
+    if (output_buffers_[index].data != nullptr) return &output_buffers_[index].result;
+  }
   return &values_[desc_->outputs[index]];
 }
 
@@ -471,7 +474,8 @@ Error Method::set_output_buffer(size_t index, void* data, size_t nbytes) {
                          Error::InvalidArgument, "the buffer for output %zu must be 16-byte aligned", index);
     OutputBuffer& b = output_buffers_[index];
     if ((b.data != nullptr) != (data != nullptr)) num_output_buffers_ += data != nullptr ? 1 : size_t(-1);
-    b = OutputBuffer{data, data != nullptr ? nbytes : 0};
+    b.data = data;
+    b.nbytes = data != nullptr ? nbytes : 0;
     outputs_valid_ = false;
     if (data != nullptr) program_.observer().record_feature(FeatureId::output_buffers);
     return Error::Ok;
@@ -479,11 +483,12 @@ Error Method::set_output_buffer(size_t index, void* data, size_t nbytes) {
 }
 
 // Leaves each bound output's elements in its buffer, contiguous, and makes
-// the output describe the buffer.
+// the output describe the buffer (OutputBuffer::result; the value slot is
+// left as the run made it).
 Error Method::finish_output_buffers() {
   for (uint32_t k = 0; k < desc_->num_outputs; ++k) {
-    const OutputBuffer& b = output_buffers_[k];
-    Value& v = values_[desc_->outputs[k]];
+    OutputBuffer& b = output_buffers_[k];
+    const Value& v = values_[desc_->outputs[k]];
     if (b.data == nullptr) continue;
     PARE_CHECK_OR_RETURN(diagnostics_, v.is_tensor(), Error::InvalidArgument,
                          "output %u of method '%s' is a %s value, not a tensor: unbind its buffer", k, desc_->name,
@@ -513,7 +518,7 @@ Error Method::finish_output_buffers() {
         copy_to_contiguous(t, b.data);
       }
     }
-    v = Value::make_tensor(make_tensor(b.data, t.dtype, t.size_span()));
+    b.result = Value::make_tensor(make_tensor(b.data, t.dtype, t.size_span()));
   }
   return Error::Ok;
 }

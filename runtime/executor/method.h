@@ -129,6 +129,12 @@ class Method {
   struct OutputBuffer {
     void* data;
     size_t nbytes;
+    // What output() returns for a bound output after a run: the tensor in
+    // `data`. Never written to the output's value slot, which may be a
+    // constant, an input or an init result that outlives the run and the
+    // binding (the slot pointing into a buffer the caller since unbound and
+    // freed was a use after free: fuzz/regressions/loader).
+    Value result;
   };
   OutputBuffer* output_buffers_ = nullptr;  // per output; data null when unbound
   size_t num_output_buffers_ = 0;           // how many are bound

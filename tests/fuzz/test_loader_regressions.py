@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from pare.runtime import PareError
@@ -32,3 +33,30 @@ def test_petabyte_empty_tensor_is_out_of_memory(runtime):
     # (tools/fuzz.sh: allocator_may_return_null, max_allocation_size_mb).
     with pytest.raises(PareError, match=r"out of memory allocating \d+ bytes"):
         _run(runtime, "empty_of_7_5_petabytes.pare")
+
+
+def test_constant_output_bound_to_a_buffer_stays_the_constant(runtime):
+    # forward(x) -> (c, c + x) with c a constant, output 0 bound to a
+    # caller's buffer, rebound (the old buffer freed) before the next run:
+    # found by the control block of fuzz/loader_fuzzer.cc as a use after
+    # free. Method::finish_output_buffers pointed c's value slot at the
+    # buffer, so every later run read the caller's memory for the constant
+    # (c + x too). The output now describes the buffer without touching the
+    # slot.
+    method = runtime.load((REGRESSIONS / "constant_output_rebound.pare").read_bytes()).method("forward")
+    x = np.zeros(4, np.float32)
+    first = np.zeros(4, np.float32)
+    method.set_output_buffer(0, first)
+    c, y = method.run(x)
+    assert np.shares_memory(c, first)
+    np.testing.assert_array_equal(c, [1, 2, 3, 4])
+    first[:] = 100  # the caller's memory again once the run is over
+    second = np.zeros(4, np.float32)
+    method.set_output_buffer(0, second)
+    c, y = method.run(x)
+    np.testing.assert_array_equal(second, [1, 2, 3, 4])
+    np.testing.assert_array_equal(y, [1, 2, 3, 4])
+    method.set_output_buffer(0, None)
+    c, y = method.run(x)
+    np.testing.assert_array_equal(c, [1, 2, 3, 4])
+    np.testing.assert_array_equal(y, [1, 2, 3, 4])
