@@ -5,6 +5,7 @@
 # build/fuzz/crashes/ and its path printed).
 #
 #   tools/fuzz.sh [SECONDS] [TARGET...]     targets: loader manifest codegen
+#   FUZZ_JOBS=2 nice -n 19 tools/fuzz.sh 5400 loader    a long run on both cores
 #
 # New interesting inputs go to build/fuzz/corpus/<target>/ (kept between
 # runs, not checked in); the seeds in fuzz/corpus/ are only read.
@@ -28,6 +29,13 @@ mkdir -p "$out/crashes"
 # reproduces with `FUZZ_SEED=<seed> make fuzz FUZZ_SECONDS=20`; unset
 # (0) means a new seed each run.
 common=(-max_total_time="$seconds" -timeout=30 -rss_limit_mb=3072 -print_final_stats=1 -seed="${FUZZ_SEED:-0}")
+# FUZZ_JOBS=N (N > 1) runs N fuzzing processes at once (libFuzzer's fork
+# mode: each job fuzzes a slice of the corpus and the parent merges what
+# they find), for a long run on an otherwise idle machine; a crash still
+# stops the run. The default, 1, is one process as CI's round uses.
+jobs="${FUZZ_JOBS:-1}"
+[[ "$jobs" =~ ^[1-9][0-9]*$ ]] || { echo "fuzz: FUZZ_JOBS must be a positive number of processes, not '$jobs'" >&2; exit 2; }
+((jobs > 1)) && common+=(-fork="$jobs")
 
 if [[ " ${targets[*]} " == *" loader "* ]]; then
   echo "== fuzz: building the loader target (cached)"
@@ -55,6 +63,8 @@ for target in "${targets[@]}"; do
     >"$log" 2>&1
   rc=$?
   grep -E "^stat::number_of_executed_units|^stat::average_exec_per_sec|^Done [0-9]+ runs" "$log" | sed 's/^/   /'
+  # Fork mode reports its totals on its progress lines ("#<runs>: cov: ...").
+  ((jobs > 1)) && grep -E "^#[0-9]+: cov" "$log" | tail -1 | sed 's/^/   /'
   if [[ $rc -ne 0 ]]; then
     echo "fuzz: $target FAILED (exit $rc); log: $log" >&2
     grep -E "ERROR|runtime error|Traceback|AssertionError|Exception|Test unit written|artifact" "$log" | head -20 >&2
