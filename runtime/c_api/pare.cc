@@ -171,7 +171,7 @@ pare_status pare_kernel_dtype(size_t index, const char** tag, const char** dtype
     return PARE_ERROR_INDEX_OUT_OF_RANGE;
   }
   const pare::KernelDtypeEntry& e = pare::kKernelDtypeTable[index];
-  *tag = pare::kTags[static_cast<size_t>(e.tag)].name;
+  *tag = e.tag_name;
   *dtype_name = pare::to_string(e.dtype);
   return PARE_OK;
 }

@@ -34,18 +34,24 @@ PARE_NOINLINE Error dispatch_case(F& fn) {
   return fn(TypeTag<T>{});
 }
 
+class FormatBuffer;  // runtime/core/format.h
+
 namespace detail {
 
-PARE_COLD Error dtype_not_selected(KernelContext& ctx, TagId tag, ScalarType t);
-PARE_COLD Error dtype_not_supported(KernelContext& ctx, TagId tag, ScalarType t);
+// The errors of a dispatch, naming the tag: Tag::name, or kTagInfo<Tag>
+// (inventory.h) where the message lists its dtypes too.
+PARE_COLD Error dtype_not_selected(KernelContext& ctx, const char* tag_name, ScalarType t);
+PARE_COLD Error dtype_not_supported(KernelContext& ctx, const TagInfo& tag, ScalarType t);
+// Appends "Half, BFloat16, Float, Double": the dtypes `tag` declares.
+PARE_COLD void append_dtype_list(FormatBuffer& out, const TagInfo& tag);
 
 template <typename Tag, typename T, typename F>
 PARE_ALWAYS_INLINE Error dispatch_one(KernelContext& ctx, F& fn) {
   constexpr ScalarType kType = scalar_type_of<T>;
   if constexpr (!tag_declares<Tag>(kType)) {
-    return dtype_not_supported(ctx, Tag::id, kType);
+    return dtype_not_supported(ctx, kTagInfo<Tag>, kType);
   } else {
-    if (!kernel_dtype_selected(Tag::id, kType)) return dtype_not_selected(ctx, Tag::id, kType);
+    if (!kernel_dtype_selected(Tag::id, kType)) return dtype_not_selected(ctx, Tag::name, kType);
     ctx.record_kernel_dtype(Tag::id, kType);
     return dispatch_case<Tag, T, F>(fn);
   }
@@ -68,7 +74,7 @@ Error dispatch(KernelContext& ctx, ScalarType dtype, F&& fn) {
     case ScalarType::BFloat16: return detail::dispatch_one<Tag, BFloat16>(ctx, fn);
     case ScalarType::Undefined: break;
   }
-  return detail::dtype_not_supported(ctx, Tag::id, dtype);
+  return detail::dtype_not_supported(ctx, kTagInfo<Tag>, dtype);
 }
 
 // A dispatch whose dtype is known at compile time (T): the tag's T

@@ -91,8 +91,20 @@ struct TagInfo {
   const ScalarType* dtypes;  // every dtype the tag declares
   size_t num_dtypes;
 };
+
+// One tag's name and dtypes. The error paths take this or the tag's name
+// (dispatch.h), never an index into kTags: a binary holds the names (and,
+// where a message lists them, the dtypes) of the tags its kernels use, and
+// nothing of the others (each PARE_KERNEL_TAG line
+// would otherwise cost every runtime about 90 bytes on android_arm64: the
+// entry, the name, the dtype list and two relocations).
+template <typename Tag>
+inline constexpr TagInfo kTagInfo{Tag::name, Tag::dtypes, sizeof(Tag::dtypes) / sizeof(ScalarType)};
+
+// Every tag by TagId, for constant evaluation (the selection tables of
+// selection.cc) and for the tracing build's C API, which reports any tag.
 inline constexpr TagInfo kTags[] = {
-#define PARE_KERNEL_TAG(tag, ...) {tags::tag::name, tags::tag::dtypes, sizeof(tags::tag::dtypes) / sizeof(ScalarType)},
+#define PARE_KERNEL_TAG(tag, ...) kTagInfo<tags::tag>,
 #include "runtime/kernels/inventory.inc"
 #undef PARE_KERNEL_TAG
 };
@@ -159,6 +171,7 @@ bool is_known_op(const char* name);
 struct KernelDtypeEntry {
   TagId tag;
   ScalarType dtype;
+  const char* tag_name;  // kTags[tag].name, kept for the selected tags only
 };
 
 struct NamedEntry {

@@ -14,24 +14,26 @@ constexpr Tensor kEmptyTensor{};
 
 namespace detail {
 
-Error dtype_not_selected(KernelContext& ctx, TagId tag, ScalarType t) {
-  const char* tag_name = kTags[static_cast<size_t>(tag)].name;
+Error dtype_not_selected(KernelContext& ctx, const char* tag_name, ScalarType t) {
   return PARE_FAIL(ctx, Error::DtypeNotSelected,
                    "dtype %s of kernel tag %s is not selected in this build (manifest %s): re-trace "
                    "the model with inputs that reach it, or add %s to kernel_metadata[%s] in the manifest",
                    to_string(t), tag_name, selection::kManifestName, to_string(t), tag_name);
 }
 
-Error dtype_not_supported(KernelContext& ctx, TagId tag, ScalarType t) {
-  const TagInfo& info = kTags[static_cast<size_t>(tag)];
+void append_dtype_list(FormatBuffer& out, const TagInfo& tag) {
+  for (size_t i = 0; i < tag.num_dtypes; ++i) {
+    if (i > 0) out.append(", ");
+    out.append(to_string(tag.dtypes[i]));
+  }
+}
+
+Error dtype_not_supported(KernelContext& ctx, const TagInfo& tag, ScalarType t) {
   char list[128];
   FormatBuffer out(list, sizeof(list));
-  for (size_t i = 0; i < info.num_dtypes; ++i) {
-    if (i > 0) out.append(", ");
-    out.append(to_string(info.dtypes[i]));
-  }
+  append_dtype_list(out, tag);
   return PARE_FAIL(ctx, Error::UnsupportedDtype, "dtype %s is not supported (kernel tag %s handles %s)", to_string(t),
-                   info.name, list);
+                   tag.name, list);
 }
 
 Error op_not_selected_in_call(KernelContext& ctx, const char* name) {

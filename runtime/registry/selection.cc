@@ -101,7 +101,7 @@ constexpr KernelDtypeTable<count_kernel_dtypes()> make_kernel_dtype_table() {
   for (size_t t = 0; t < kNumTags; ++t) {
     for (size_t i = 0; i < kTags[t].num_dtypes; ++i) {
       if (kernel_dtype_allowlist_check(kTags[t].name, kTags[t].dtypes[i])) {
-        table.entries[n++] = KernelDtypeEntry{static_cast<TagId>(t), kTags[t].dtypes[i]};
+        table.entries[n++] = KernelDtypeEntry{static_cast<TagId>(t), kTags[t].dtypes[i], kTags[t].name};
       }
     }
   }

@@ -662,7 +662,7 @@ Error aten_convolution(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs) 
       });
     } else {
       // What the dispatch would report, without its code.
-      return detail::dtype_not_selected(ctx, TagId::convolution3d_kernel, input.dtype);
+      return detail::dtype_not_selected(ctx, tags::convolution3d_kernel::name, input.dtype);
     }
   }
 

@@ -226,7 +226,7 @@ Error Conv2dPackedParams::init(KernelContext& ctx, const Tensor& weight, const T
                    weight.sizes[2] == 1 && weight.sizes[3] == out_channels && kernel[0] > 1;
   if (depthwise_hwio) {
     if (!kernel_dtype_selected(TagId::conv2d_channels_last_kernel, ScalarType::Float)) {
-      return detail::dtype_not_selected(ctx, TagId::conv2d_channels_last_kernel, ScalarType::Float);
+      return detail::dtype_not_selected(ctx, tags::conv2d_channels_last_kernel::name, ScalarType::Float);
     }
     PARE_CHECK_OR_RETURN(
         ctx,
@@ -266,7 +266,8 @@ Error Conv2dPackedParams::init(KernelContext& ctx, const Tensor& weight, const T
     if (winograd_tile == 4 ? !kernel_dtype_selected(TagId::conv2d_winograd4_kernel, ScalarType::Float)
                            : !kernel_dtype_selected(TagId::conv2d_winograd_kernel, ScalarType::Float)) {
       return detail::dtype_not_selected(
-          ctx, winograd_tile == 4 ? TagId::conv2d_winograd4_kernel : TagId::conv2d_winograd_kernel, ScalarType::Float);
+          ctx, winograd_tile == 4 ? tags::conv2d_winograd4_kernel::name : tags::conv2d_winograd_kernel::name,
+          ScalarType::Float);
     }
     const int64_t og = out_channels / groups;
     PARE_CHECK_OR_RETURN(
@@ -293,7 +294,7 @@ Error Conv2dPackedParams::init(KernelContext& ctx, const Tensor& weight, const T
     // W^T per group packed as B [cg * kh * kw, og], run as pixel rows (a
     // 1x1 convolution on the image itself, any other on its im2col matrix).
     if (!kernel_dtype_selected(TagId::pixel_rows_kernel, ScalarType::Float)) {
-      return detail::dtype_not_selected(ctx, TagId::pixel_rows_kernel, ScalarType::Float);
+      return detail::dtype_not_selected(ctx, tags::pixel_rows_kernel::name, ScalarType::Float);
     }
     pixel_rows = true;
     const int64_t og = out_channels / groups;

@@ -49,16 +49,12 @@ bool overflows(const Scalar& value, ScalarType dtype) {
 
 }  // namespace
 
-Error unsupported_dtype(KernelContext& ctx, TagId tag, ScalarType dtype, const char* what) {
-  const TagInfo& info = kTags[static_cast<size_t>(tag)];
+Error unsupported_dtype(KernelContext& ctx, const TagInfo& tag, ScalarType dtype, const char* what) {
   char list[128];
   FormatBuffer out(list, sizeof(list));
-  for (size_t i = 0; i < info.num_dtypes; ++i) {
-    if (i > 0) out.append(", ");
-    out.append(to_string(info.dtypes[i]));
-  }
+  detail::append_dtype_list(out, tag);
   return PARE_FAIL(ctx, Error::UnsupportedDtype, "%s has dtype %s, which is not supported (kernel tag %s handles %s)",
-                   what, to_string(dtype), info.name, list);
+                   what, to_string(dtype), tag.name, list);
 }
 
 Error check_scalar_fits(KernelContext& ctx, const Scalar& value, ScalarType dtype, const char* name) {

@@ -18,13 +18,13 @@ namespace unary_math {
 // "<what> has dtype Long, which is not supported (kernel tag gelu_kernel
 // handles Half, BFloat16, Float, Double)". `what` names the argument
 // ("argument 'self'") or the promoted result ("the result dtype").
-PARE_COLD Error unsupported_dtype(KernelContext& ctx, TagId tag, ScalarType dtype, const char* what);
+PARE_COLD Error unsupported_dtype(KernelContext& ctx, const TagInfo& tag, ScalarType dtype, const char* what);
 
 // Fails before any work when `Tag` does not declare `dtype`, with a
 // message naming the argument (the dispatch would only name the tag).
 template <typename Tag>
 Error check_dtype(KernelContext& ctx, ScalarType dtype, const char* what) {
-  return tag_declares<Tag>(dtype) ? Error::Ok : unsupported_dtype(ctx, Tag::id, dtype, what);
+  return tag_declares<Tag>(dtype) ? Error::Ok : unsupported_dtype(ctx, kTagInfo<Tag>, dtype, what);
 }
 
 // PyTorch's Scalar::to<T>() is checked (c10::checked_convert): a value
