@@ -65,9 +65,12 @@ LIBC_OBJECTS = [
 
 _LIBM_F32 = [
     "acosf",
+    "acoshf",
     "asinf",
+    "asinhf",
     "atan2f",
     "atanf",
+    "atanhf",
     "ceilf",
     "cosf",
     "coshf",

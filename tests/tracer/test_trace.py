@@ -103,6 +103,32 @@ def test_dynamic_batch_runs_at_sizes_never_exported(full_lib):
         torch.testing.assert_close(torch.from_numpy(y), expected, rtol=1e-2, atol=1e-3)  # through float16
 
 
+ELEMENTWISE_MATH_OPS = [
+    *(f"aten::{name}" for name in ("acos", "asin", "atan", "atan2", "sinh", "cosh", "tan", "asinh", "acosh")),
+    *(f"aten::{name}" for name in ("atanh", "expm1", "log1p", "log2", "log10", "trunc", "isnan", "isinf")),
+    "aten::bitwise_xor.Tensor",
+]
+
+
+def test_elementwise_math_ops_are_traced_selected_and_match_torch(tracing_lib, full_lib):
+    # Issue 49's elementwise batch end to end: traced into the manifest
+    # with the dtype each kernel ran on, then checked against torch.
+    result = trace_model(spec_of("elementwise_math"), runtime=tracing_lib)
+    m = result.manifest
+    assert set(ELEMENTWISE_MATH_OPS) <= set(m.operators)
+    assert m.kernel_metadata["atan2_kernel"] == ("Float",)
+    assert m.kernel_metadata["bitwise_xor_kernel"] == ("Long",)
+    assert m.kernel_metadata["isnan_kernel"] == ("Float",)
+    assert all(c.ok for c in result.checks)
+    checks = check_model(spec_of("elementwise_math"), full_lib)
+    assert [o.line().split(":")[0] for o in checks[0].outputs] == [
+        "output 0 Float[4, 6]",
+        "output 1 Bool[4, 6]",
+        "output 2 Long[4, 6]",
+    ]
+    assert all(c.ok for c in checks)
+
+
 def test_check_passes_on_the_full_runtime(full_lib):
     checks = check_model(spec_of("multi_dtype"), full_lib)
     assert len(checks) == 4 and all(c.ok for c in checks)

@@ -1,5 +1,5 @@
 // aten::sub, mul.Scalar, div (true, trunc and floor; Tensor and Scalar
-// overloads), remainder, fmod and pow.
+// overloads), remainder, fmod, pow and atan2.
 //
 // The Scalar overloads PyTorch implements as composites (sub.Scalar,
 // mul.Scalar, div.Scalar, div.Scalar_mode, remainder.Scalar, fmod.Scalar)
@@ -507,6 +507,29 @@ Error aten_pow_Tensor_Scalar(KernelContext& ctx, ValueSpan inputs, ValueSpan out
     } else {
       return pow_float_exponent<T>(ctx, e, exponent, dtype);
     }
+  });
+}
+
+// aten::atan2(Tensor self, Tensor other) -> Tensor
+//
+// atan2(self, other), the angle of (other, self): integral and Bool operands
+// compute in the default float dtype, as true division does; Half and
+// BFloat16 compute in float and round once.
+Error aten_atan2(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs) {
+  KernelArgs args(ctx, inputs, outputs, 2, 2, 1);
+  const Operand self = tensor_or_scalar(args, 0, "self");
+  const Operand other = tensor_or_scalar(args, 1, "other");
+  PARE_TRY(args.status());
+  Elementwise<2> e(ctx);
+  e.add_input(self, "self");
+  e.add_input(other, "other");
+  const ScalarType common = e.result_type();
+  const ScalarType dtype = is_floating_type(common) ? common : ScalarType::Float;
+  PARE_TRY(e.prepare(args.output(0), dtype, dtype));
+  return PARE_DISPATCH(atan2_kernel, ctx, dtype, T, {
+    using Acc = opmath_t<T>;
+    e.run<T, T>([](T y, T x) { return T(math::atan2(Acc(y), Acc(x))); });
+    return Error::Ok;
   });
 }
 

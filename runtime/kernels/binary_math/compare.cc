@@ -1,5 +1,5 @@
 // Comparisons (eq, ne, lt, le, gt, ge; Tensor and Scalar overloads),
-// logical_and/or/xor, maximum/minimum and bitwise_and/or.
+// logical_and/or/xor, maximum/minimum and bitwise_and/or/xor.
 //
 // Comparisons and logical ops compute in the operands' common dtype (a
 // Python number is converted to it, wrapping like PyTorch's casts) and
@@ -129,8 +129,10 @@ Error extremum(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs) {
   });
 }
 
-// bitwise_and / bitwise_or.Tensor(Tensor self, Tensor other) -> Tensor
-template <typename Tag, bool kAnd>
+enum class Bitwise : uint8_t { kAnd, kOr, kXor };
+
+// bitwise_and / bitwise_or / bitwise_xor.Tensor(Tensor self, Tensor other) -> Tensor
+template <typename Tag, Bitwise kOp>
 Error bitwise(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs) {
   KernelArgs args(ctx, inputs, outputs, 2, 2, 1);
   const Operand self = tensor_or_scalar(args, 0, "self");
@@ -147,7 +149,13 @@ Error bitwise(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs) {
   PARE_TRY(e.prepare(args.output(0), dtype, dtype));
   return dispatch<Tag>(ctx, dtype, [&](auto tt) -> Error {
     using T = typename decltype(tt)::type;
-    e.run<T, T>([](T x, T y) { return static_cast<T>(kAnd ? (x & y) : (x | y)); });
+    if constexpr (kOp == Bitwise::kAnd) {
+      e.run<T, T>([](T x, T y) { return static_cast<T>(x & y); });
+    } else if constexpr (kOp == Bitwise::kOr) {
+      e.run<T, T>([](T x, T y) { return static_cast<T>(x | y); });
+    } else {
+      e.run<T, T>([](T x, T y) { return static_cast<T>(x ^ y); });
+    }
     return Error::Ok;
   });
 }
@@ -227,11 +235,15 @@ Error aten_minimum(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs) {
 
 // aten::bitwise_and.Tensor(Tensor self, Tensor other) -> Tensor
 Error aten_bitwise_and_Tensor(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs) {
-  return bitwise<tags::bitwise_and_kernel, true>(ctx, inputs, outputs);
+  return bitwise<tags::bitwise_and_kernel, Bitwise::kAnd>(ctx, inputs, outputs);
 }
 // aten::bitwise_or.Tensor(Tensor self, Tensor other) -> Tensor
 Error aten_bitwise_or_Tensor(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs) {
-  return bitwise<tags::bitwise_or_kernel, false>(ctx, inputs, outputs);
+  return bitwise<tags::bitwise_or_kernel, Bitwise::kOr>(ctx, inputs, outputs);
+}
+// aten::bitwise_xor.Tensor(Tensor self, Tensor other) -> Tensor
+Error aten_bitwise_xor_Tensor(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs) {
+  return bitwise<tags::bitwise_xor_kernel, Bitwise::kXor>(ctx, inputs, outputs);
 }
 
 }  // namespace kernels

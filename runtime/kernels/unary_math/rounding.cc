@@ -1,6 +1,6 @@
-// Rounding: aten::floor, ceil, round (half to even) and round.decimals.
+// Rounding: aten::floor, ceil, trunc, round (half to even) and round.decimals.
 //
-// Integral tensors are already whole numbers: floor, ceil and round copy
+// Integral tensors are already whole numbers: floor, ceil, trunc and round copy
 // them (PyTorch returns a clone), keeping the dtype. round.decimals takes
 // floating tensors only and follows PyTorch's formula, including its
 // results for huge `decimals` (10^decimals overflows to inf, giving NaN).
@@ -23,6 +23,12 @@ struct Ceil {
     return math::ceil(x);
   }
 };
+struct Trunc {
+  template <typename A>
+  A operator()(A x) const {
+    return math::trunc(x);
+  }
+};
 struct RoundHalfEven {
   template <typename A>
   A operator()(A x) const {
@@ -30,7 +36,7 @@ struct RoundHalfEven {
   }
 };
 
-// floor/ceil/round: integral types unchanged, floating ones through `fn`
+// floor/ceil/trunc/round: integral types unchanged, floating ones through `fn`
 // in opmath_t<T>.
 template <typename Tag, typename Fn>
 Error rounding_op(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs, Fn fn) {
@@ -61,6 +67,11 @@ Error aten_floor(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs) {
 // aten::ceil(Tensor self) -> Tensor
 Error aten_ceil(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs) {
   return rounding_op<tags::ceil_kernel>(ctx, inputs, outputs, Ceil{});
+}
+
+// aten::trunc(Tensor self) -> Tensor
+Error aten_trunc(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs) {
+  return rounding_op<tags::trunc_kernel>(ctx, inputs, outputs, Trunc{});
 }
 
 // aten::round(Tensor self) -> Tensor

@@ -2,7 +2,7 @@
 add.Scalar, mul.Tensor, sub, mul.Scalar, div (true/trunc/floor,
 Tensor and Scalar overloads), remainder, fmod, pow (three overloads), the six
 comparisons (Tensor and Scalar), logical_and/or/xor, where.self,
-maximum/minimum and bitwise_and/or.
+maximum/minimum, bitwise_and/or/xor and atan2.
 
 Every op runs for every dtype of its kernel tag, with broadcasting,
 non-contiguous, empty and 0-dim inputs, type promotion (tensor-tensor,
@@ -118,6 +118,8 @@ BINARY = {
     "aten::minimum": torch.minimum,
     "aten::bitwise_and.Tensor": torch.bitwise_and,
     "aten::bitwise_or.Tensor": torch.bitwise_or,
+    "aten::bitwise_xor.Tensor": torch.bitwise_xor,
+    "aten::atan2": torch.atan2,
 }
 DIV_MODES = {
     "trunc": lambda a, b: torch.div(a, b, rounding_mode="trunc"),
@@ -182,6 +184,22 @@ def test_div_true_every_dtype(runtime, dtype):
         assert_same(
             run_op(runtime, "aten::div.Scalar_mode", a, s, None), aten.div.Scalar_mode(a, s, rounding_mode=None)
         )
+
+
+@pytest.mark.parametrize("dtype", ALL_DTYPES, ids=str)
+def test_atan2_every_dtype(runtime, dtype):
+    # Integral and Bool operands compute in Float; every quadrant, the axes
+    # and signed zeros, infinities and NaN among the floating cases.
+    a, b = make_tensor((4, 6), dtype, 7, low=-8, high=8), make_tensor((6,), dtype, 8, low=-8, high=8)
+    assert_same(run_op(runtime, "aten::atan2", a, b), torch.atan2(a, b))
+    if dtype.is_floating_point:
+        nan, inf = float("nan"), float("inf")
+        y = torch.tensor([0.0, -0.0, 0.0, -0.0, 1.0, -1.0, inf, -inf, inf, nan, 1.0, 3.0], dtype=dtype)
+        x = torch.tensor([0.0, 0.0, -0.0, -0.0, -inf, -inf, inf, 2.0, -inf, 1.0, nan, -4.0], dtype=dtype)
+        actual, expected = run_op(runtime, "aten::atan2", y, x), torch.atan2(y, x)
+        assert_same(actual, expected)
+        numbers = ~expected.isnan()  # a NaN's sign bit means nothing
+        assert torch.equal(torch.signbit(actual[numbers]), torch.signbit(expected[numbers]))  # atan2(-0, +0) is -0
 
 
 @pytest.mark.parametrize("dtype", NO_BOOL, ids=str)
@@ -298,7 +316,7 @@ def test_maximum_minimum_every_dtype(runtime, name, dtype):
 
 
 @pytest.mark.parametrize("dtype", INT_AND_BOOL, ids=str)
-@pytest.mark.parametrize("name", ["bitwise_and", "bitwise_or"])
+@pytest.mark.parametrize("name", ["bitwise_and", "bitwise_or", "bitwise_xor"])
 def test_bitwise_every_dtype(runtime, name, dtype):
     low, high = (-100, 100) if dtype != torch.uint8 else (0, 255)
     a, b = make_tensor((4, 5), dtype, 20, low, high), make_tensor((5,), dtype, 21, low, high)
@@ -475,7 +493,7 @@ def test_zero_dim_tensors_promote_like_torch(runtime, op):
 SCALAR_TENSOR_OPS = {  # ops whose torch Python API takes a number for `other`
     op: BINARY[op]
     for op in BINARY
-    if not op.startswith(("aten::logical", "aten::maximum", "aten::minimum", "aten::bitwise"))
+    if not op.startswith(("aten::logical", "aten::maximum", "aten::minimum", "aten::bitwise", "aten::atan2"))
 }
 # torch.pow(t, number) is pow.Tensor_Scalar; pow.Tensor_Tensor with a wrapped
 # number behaves like a 0-dim tensor of the result dtype holding it.

@@ -1,8 +1,9 @@
 """The unary_math family (runtime/kernels/unary_math/) vs torch: relu, floating ops (sqrt, rsqrt, exp, log,
-reciprocal, sigmoid, tanh, sin, cos, erf), activations (gelu, silu,
+reciprocal, sigmoid, tanh, sin, cos, erf, expm1, log1p, log2, log10, tan,
+asin, acos, atan, sinh, cosh, asinh, acosh, atanh), activations (gelu, silu,
 hardswish, hardsigmoid, leaky_relu, elu, hardtanh), clamp / clamp.Tensor,
-abs, neg, sign, bitwise_not, logical_not, floor, ceil, round and
-round.decimals.
+abs, neg, sign, bitwise_not, logical_not, isnan, isinf, floor, ceil, trunc,
+round and round.decimals.
 
 Every op runs on every one of the ten dtypes: where torch's CPU kernel
 accepts the dtype the results must match (dtype, shape, values), and where
@@ -50,6 +51,19 @@ FLOATING_OPS = {
     "aten::sin": (A.sin, (-8, 8)),
     "aten::cos": (A.cos, (-8, 8)),
     "aten::erf": (A.erf, (-3, 3)),
+    "aten::expm1": (A.expm1, (-8, 8)),
+    "aten::log1p": (A.log1p, (-2, 8)),
+    "aten::log2": (A.log2, (-2, 8)),
+    "aten::log10": (A.log10, (-2, 8)),
+    "aten::tan": (A.tan, (-1, 1)),
+    "aten::asin": (A.asin, (-1, 1)),
+    "aten::acos": (A.acos, (-1, 1)),
+    "aten::atan": (A.atan, (-8, 8)),
+    "aten::sinh": (A.sinh, (-8, 8)),
+    "aten::cosh": (A.cosh, (-8, 8)),
+    "aten::asinh": (A.asinh, (-8, 8)),
+    "aten::acosh": (A.acosh, (-1, 8)),
+    "aten::atanh": (A.atanh, (-1, 1)),  # the special values below leave the domain
 }
 
 ACTIVATIONS = {
@@ -68,8 +82,11 @@ SAME_DTYPE_OPS = {
     "aten::sign": A.sign,
     "aten::bitwise_not": A.bitwise_not,
     "aten::logical_not": A.logical_not,
+    "aten::isnan": A.isnan,
+    "aten::isinf": A.isinf,
     "aten::floor": A.floor,
     "aten::ceil": A.ceil,
+    "aten::trunc": A.trunc,
     "aten::round": A.round,
 }
 
