@@ -7,6 +7,7 @@ import os
 from collections.abc import Mapping
 
 import numpy as np
+import pytest
 import torch
 
 import pare.runtime
@@ -195,6 +196,20 @@ def assert_same(actual, expected, **kw):
     tol = tolerances(expected.dtype)
     tol.update(kw)
     torch.testing.assert_close(actual, expected, equal_nan=True, **tol)
+
+
+def same_or_both_fail(runtime, op, args, reference):
+    """Runs op; when torch raises for these arguments the runtime must fail
+    with a PareError naming the op, otherwise the results must match."""
+    try:
+        expected = reference()
+    except (RuntimeError, NotImplementedError):
+        with pytest.raises(pare.runtime.PareError, match=op.replace(".", r"\.")):
+            run_op(runtime, op, *args)
+        return None
+    actual = run_op(runtime, op, *args)
+    assert_same(actual, expected)
+    return actual
 
 
 # ---- comparisons that do not depend on torch's CPU code path ----------------

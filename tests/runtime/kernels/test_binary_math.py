@@ -24,6 +24,7 @@ from runtime_testing import (
     make_tensor,
     round_like_float_math,
     run_op,
+    same_or_both_fail,
     single_op_program,
     to_input,
 )
@@ -81,20 +82,6 @@ def check_reduced_float_sub(runtime, op, a, other, alpha):
     expected = torch.sub(a, other, alpha=alpha) if op == "aten::sub.Tensor" else aten.sub.Scalar(a, other, alpha)
     assert_within_ulps(actual, rounded_once, 0, f"{op} alpha={alpha}")
     assert_matches_one_of(expected, [rounded_once, product_rounded_first], 0, f"torch {op} alpha={alpha}")
-
-
-def same_or_both_fail(runtime, op, args, reference):
-    """Runs op; when torch raises for these arguments the runtime must fail
-    with a PareError naming the op, otherwise the results must match."""
-    try:
-        expected = reference()
-    except (RuntimeError, NotImplementedError):
-        with pytest.raises(PareError, match=op.replace(".", r"\.")):
-            run_op(runtime, op, *args)
-        return None
-    actual = run_op(runtime, op, *args)
-    assert_same(actual, expected)
-    return actual
 
 
 # Tensor-Tensor ops with their torch reference (Python API, so a Python
