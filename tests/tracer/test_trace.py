@@ -129,6 +129,15 @@ def test_elementwise_math_ops_are_traced_selected_and_match_torch(tracing_lib, f
     assert all(c.ok for c in checks)
 
 
+def test_a_gan_generator_with_instance_norm_is_traced_and_matches_torch(tracing_lib, full_lib):
+    # InstanceNorm2d exports to _native_batch_norm_legit.no_stats (issue 49).
+    result = trace_model(spec_of("gan_generator"), runtime=tracing_lib)
+    assert "aten::_native_batch_norm_legit.no_stats" in result.manifest.operators
+    assert result.manifest.kernel_metadata["batch_norm_kernel"] == ("Float",)
+    assert all(c.ok for c in result.checks)
+    assert all(c.ok for c in check_model(spec_of("gan_generator"), full_lib))
+
+
 def test_check_passes_on_the_full_runtime(full_lib):
     checks = check_model(spec_of("multi_dtype"), full_lib)
     assert len(checks) == 4 and all(c.ok for c in checks)

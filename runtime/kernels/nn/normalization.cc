@@ -1,5 +1,6 @@
-// Inference-time normalisation: batch norm with running statistics, layer
-// norm and group norm.
+// Inference-time normalisation: batch norm with running statistics, batch
+// norm over the input's own statistics (the form instance norm exports to),
+// layer norm and group norm.
 //
 // All three reduce to "y = x * scale + shift" over contiguous runs of the
 // (contiguous) input, with per-channel or per-row scale and shift computed
@@ -34,6 +35,17 @@ PARE_ALWAYS_INLINE void store_stat(const Tensor& t, int64_t i, Acc v) {
     }
   }
   t.data_as<T>()[i] = T(v);
+}
+
+// A statistic as PyTorch's batch norm computes it in training mode: rounded
+// to the statistics' dtype when that is the input's Half or BFloat16 (mixed
+// precision keeps Float statistics), and used rounded from then on.
+template <typename T, typename Acc>
+PARE_ALWAYS_INLINE Acc round_stat(ScalarType stats_dtype, Acc v) {
+  if constexpr (is_reduced_float_v<T>) {
+    if (stats_dtype != ScalarType::Float) return Acc(T(v));
+  }
+  return v;
 }
 
 // Mean and 1/sqrt(var + eps) of n contiguous values (mean 0 and rstd NaN
@@ -105,6 +117,82 @@ Error aten__native_batch_norm_legit_no_training(KernelContext& ctx, ValueSpan in
         const int64_t offset = (n * channels + c) * inner;
         affine_row<T, Acc>(xd + offset, yd + offset, inner, scale[c], shift[c]);
       }
+    }
+    return Error::Ok;
+  });
+}
+
+// aten::_native_batch_norm_legit.no_stats(Tensor input, Tensor? weight, Tensor? bias, bool training,
+//     float momentum, float eps) -> (Tensor, Tensor, Tensor)
+//
+// Batch norm over the input's own per-channel statistics (over the batch
+// and every spatial position), as training mode computes them: what
+// nn.InstanceNorm*d (and a BatchNorm without running statistics) exports
+// to, on the input viewed as [1, N * C, ...]. The second and third outputs
+// are the per-channel mean and 1 / sqrt(biased variance + eps), rounded
+// where PyTorch rounds them (round_stat). An empty input has no statistics
+// (PyTorch fails too). Without
+// running statistics there is nothing to normalise with but the batch's,
+// so `training` must be true (PyTorch fails too).
+Error aten__native_batch_norm_legit_no_stats(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs) {
+  KernelArgs args(ctx, inputs, outputs, 6, 6, 3);
+  const Tensor& input = args.tensor(0, "input");
+  const Tensor* weight = args.optional_tensor(1, "weight");
+  const Tensor* bias = args.optional_tensor(2, "bias");
+  const bool training = args.boolean(3, "training");
+  (void)args.real(4, "momentum");  // no running statistics to update
+  const double eps = args.real(5, "eps");
+  PARE_TRY(args.status());
+  PARE_CHECK_OR_RETURN(ctx, training, Error::InvalidArgument,
+                       "argument 'training' must be true: without running statistics batch norm normalises with "
+                       "the input's own, which is training mode");
+  PARE_CHECK_OR_RETURN(ctx, input.dim >= 2, Error::InvalidShape,
+                       "argument 'input' must have at least 2 dims (N, C, ...), got sizes %s",
+                       sizes_to_string(input.size_span()).text);
+  PARE_CHECK_OR_RETURN(ctx, input.numel() > 0, Error::InvalidShape,
+                       "argument 'input' of sizes %s is empty: its statistics are undefined",
+                       sizes_to_string(input.size_span()).text);
+  const int64_t channels = input.sizes[1];
+  const Tensor* params[] = {weight, bias};
+  const char* names[] = {"weight", "bias"};
+  ScalarType stats_dtype = input.dtype;
+  PARE_TRY(nn::check_norm_dtypes(ctx, input, params, names, 2, &stats_dtype));
+  for (size_t i = 0; i < 2; ++i) PARE_TRY(nn::check_norm_param_shape(ctx, params[i], names[i], channels));
+
+  PARE_TRY_ASSIGN(Tensor * out, ctx.allocate_output(args.output(0), input.dtype, input.size_span()));
+  const int64_t stat_sizes[] = {channels};
+  PARE_TRY_ASSIGN(Tensor * mean_out, ctx.allocate_output(args.output(1), stats_dtype, IntArrayRef(stat_sizes, 1)));
+  PARE_TRY_ASSIGN(Tensor * invstd_out, ctx.allocate_output(args.output(2), stats_dtype, IntArrayRef(stat_sizes, 1)));
+  PARE_TRY_ASSIGN(const Tensor x, as_contiguous(ctx, input, input.dtype));
+  int64_t inner = 1;
+  for (size_t d = 2; d < input.dim; ++d) inner *= input.sizes[d];
+  const int64_t batch = input.sizes[0];
+  const int64_t count = batch * inner;  // values per channel, at least 1
+
+  return PARE_DISPATCH(batch_norm_kernel, ctx, input.dtype, T, {
+    using Acc = opmath_t<T>;
+    const T* xd = x.data_as<T>();
+    T* yd = out->data_as<T>();
+    for (int64_t c = 0; c < channels; ++c) {
+      // Two passes, as moments() over one run: the mean, then the squared
+      // deviations from it, each summed over the channel's batch rows.
+      Acc sum = Acc(0);
+      for (int64_t n = 0; n < batch; ++n) sum += rows::sum<Acc>(xd + (n * channels + c) * inner, inner);
+      const Acc mean = round_stat<T, Acc>(stats_dtype, sum / Acc(count));
+      Acc dev = Acc(0);
+      for (int64_t n = 0; n < batch; ++n) dev += rows::sum_sq_dev<Acc>(xd + (n * channels + c) * inner, inner, mean);
+      const Acc var = dev > Acc(0) ? dev / Acc(count) : Acc(0);
+      const Acc invstd = round_stat<T, Acc>(stats_dtype, Acc(1) / math::sqrt(var + Acc(eps)));
+      const Acc w = weight != nullptr ? nn::param_at<Acc, T>(*weight, c) : Acc(1);
+      const Acc b = bias != nullptr ? nn::param_at<Acc, T>(*bias, c) : Acc(0);
+      const Acc scale = invstd * w;
+      const Acc shift = b - mean * scale;
+      for (int64_t n = 0; n < batch; ++n) {
+        const int64_t offset = (n * channels + c) * inner;
+        affine_row<T, Acc>(xd + offset, yd + offset, inner, scale, shift);
+      }
+      store_stat<T, Acc>(*mean_out, c, mean);
+      store_stat<T, Acc>(*invstd_out, c, invstd);
     }
     return Error::Ok;
   });

@@ -1,6 +1,6 @@
 """The nn family (runtime/kernels/nn/) vs torch: convolution (1d/2d/3d, groups, depthwise, transposed),
 batch/layer/group norm, max/avg/adaptive pooling, nearest/bilinear
-upsampling, constant_pad_nd and embedding.
+upsampling, constant_pad_nd, reflection and replication padding and embedding.
 
 Every dtype of each kernel tag is compared with torch's CPU kernel, with
 the argument lists torch.export emits (test_exported_modules checks those
@@ -20,6 +20,7 @@ from runtime_testing import (
     depth_tolerances,
     make_tensor,
     run_op,
+    same_or_both_fail,
     small_tensor,
     to_input,
 )
@@ -494,6 +495,64 @@ def test_batch_norm_non_contiguous_and_errors(runtime):
 
 
 # ---------------------------------------------------------------------------
+# batch norm over the input's own statistics (_native_batch_norm_legit.no_stats:
+# what nn.InstanceNorm*d exports to, on the input viewed as [1, N * C, ...])
+
+
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES, ids=str)
+@pytest.mark.parametrize("shape", [(2, 3), (2, 3, 5), (1, 6, 4, 5), (3, 2, 2, 3, 2)])
+def test_batch_norm_own_statistics_every_dtype(runtime, dtype, shape):
+    x = make_tensor(shape, dtype, 42)
+    w, b, _, _ = _bn_params(shape[1], dtype, 43)
+    count = x.numel() // shape[1]  # values per channel: the statistics' reduction depth
+    for args in [(x, w, b, True, 0.1, 1e-5), (x, None, None, True, 0.1, 1e-3)]:
+        got = run_op(runtime, "aten::_native_batch_norm_legit.no_stats", *args, returns=3)
+        want = A._native_batch_norm_legit.no_stats(*args)
+        for g, e in zip(got, want):
+            assert_same(g, e, **depth_tolerances(dtype, count))
+
+
+def test_batch_norm_own_statistics_mixed_precision_strides_and_errors(runtime):
+    x = make_tensor((5, 4, 6, 2), torch.float16, 47).permute(0, 3, 1, 2)  # [5, 2, 4, 6], non-contiguous
+    w, b = make_tensor((2,), torch.float32, 48, 0.5, 2), make_tensor((2,), torch.float32, 49)
+    args = (x, w, b, True, 0.1, 1e-5)
+    got = run_op(runtime, "aten::_native_batch_norm_legit.no_stats", *args, returns=3)
+    for g, e in zip(got, A._native_batch_norm_legit.no_stats(*args)):
+        assert_same(g, e, **depth_tolerances(torch.float16, 5 * 6 * 4))
+    assert got[1].dtype == torch.float32  # Half input, Float parameters: Float statistics
+    # An empty input has no statistics: both refuse it.
+    with pytest.raises(RuntimeError):
+        A._native_batch_norm_legit.no_stats(x[:0].float(), None, None, True, 0.1, 1e-5)
+    with pytest.raises(PareError, match=r"argument 'input' of sizes \[0, 2, 4, 6\] is empty"):
+        run_op(
+            runtime, "aten::_native_batch_norm_legit.no_stats", x[:0].float(), None, None, True, 0.1, 1e-5, returns=3
+        )
+    with pytest.raises(PareError, match="argument 'training' must be true"):
+        run_op(runtime, "aten::_native_batch_norm_legit.no_stats", x.float(), None, None, False, 0.1, 1e-5, returns=3)
+    with pytest.raises(PareError, match=r"argument 'weight' must be a 1-d tensor of 2 elements, got sizes \[3\]"):
+        run_op(runtime, "aten::_native_batch_norm_legit.no_stats", x, torch.ones(3), None, True, 0.1, 1e-5, returns=3)
+    with pytest.raises(PareError, match="at least 2 dims"):
+        run_op(
+            runtime, "aten::_native_batch_norm_legit.no_stats", torch.ones(3), None, None, True, 0.1, 1e-5, returns=3
+        )
+
+
+def test_instance_norm_as_exported_matches_torch(runtime):
+    # nn.InstanceNorm2d(affine=True) runs the op on the input viewed as [1, N * C, H, W]
+    # with its weight and bias repeated N times.
+    norm = nn.InstanceNorm2d(3, affine=True)
+    with torch.no_grad():
+        norm.weight.copy_(make_tensor((3,), torch.float32, 60, 0.5, 2))
+        norm.bias.copy_(make_tensor((3,), torch.float32, 61))
+    x = make_tensor((2, 3, 5, 4), torch.float32, 62)
+    w, b = norm.weight.detach().repeat(2), norm.bias.detach().repeat(2)
+    got = run_op(
+        runtime, "aten::_native_batch_norm_legit.no_stats", x.view(1, 6, 5, 4), w, b, True, 0.1, 1e-5, returns=3
+    )
+    assert_same(got[0].view(2, 3, 5, 4), norm(x).detach(), **depth_tolerances(torch.float32, 20))
+
+
+# ---------------------------------------------------------------------------
 # layer norm / group norm
 
 
@@ -926,6 +985,71 @@ def test_constant_pad_nd_edge_cases(runtime):
         run_op(runtime, "aten::constant_pad_nd", torch.ones(3), [1, 1, 1, 1])
     with pytest.raises(PareError, match="gives a negative size"):
         run_op(runtime, "aten::constant_pad_nd", torch.ones(3), [-3, -1])
+
+
+# ---------------------------------------------------------------------------
+# reflection_pad1d/2d/3d and replication_pad1d/2d/3d
+
+PAD_OPS = [f"{mode}_pad{k}d" for mode in ("reflection", "replication") for k in (1, 2, 3)]
+
+
+def _pad_case(op, batch=True):
+    """An input of the op's rank (with or without the batch dim) and padding
+    that mixes widening, none and cropping, within reflection's limits."""
+    k = int(op[-2])
+    shape = ((2,) if batch else ()) + (3, 5, 4, 6)[: k + 1]
+    padding = [2, 1, 0, 3, -1, 2][: 2 * k]
+    return shape, padding
+
+
+@pytest.mark.parametrize("dtype", ALL_DTYPES, ids=str)
+@pytest.mark.parametrize("op", PAD_OPS)
+def test_edge_padding_every_dtype(runtime, op, dtype):
+    # Bool is refused by both (no dtype of the tags).
+    fn = getattr(A, op)
+    for batch in (True, False):
+        shape, padding = _pad_case(op, batch)
+        x = make_tensor(shape, dtype, 106)
+        same_or_both_fail(runtime, f"aten::{op}", (x, padding), lambda: fn(x, padding))
+
+
+@pytest.mark.parametrize("op", PAD_OPS)
+def test_edge_padding_strides_crops_and_limits(runtime, op):
+    fn, k = getattr(A, op), int(op[-2])
+    shape, _ = _pad_case(op)
+    x = make_tensor(tuple(reversed(shape)), torch.float32, 107).permute(*reversed(range(len(shape))))  # strided
+    reflect = op.startswith("reflection")
+    widest = [min(shape[-1 - p // 2] - 1, 7) if reflect else 7 for p in range(2 * k)]
+    for padding in (widest, [0] * (2 * k), [-1, -2] * k, [-(shape[-1] - 1), 0] + [1] * (2 * k - 2)):
+        assert_same(run_op(runtime, f"aten::{op}", x, padding), fn(x, padding))
+    if k > 1:  # the width cropped away while the height stays: allowed, as in torch
+        crop = [-shape[-1], 0] + [0] * (2 * k - 2)
+        assert_same(run_op(runtime, f"aten::{op}", x, crop), fn(x, crop))
+    x0 = make_tensor((0,) + shape[1:], torch.float32, 108)  # an empty batch
+    assert_same(run_op(runtime, f"aten::{op}", x0, [1] * (2 * k)), fn(x0, [1] * (2 * k)))
+    bad = [
+        (x, [1] * (2 * k + 2), r"argument 'padding' must have \d elements"),
+        (make_tensor(shape[2:], torch.float32, 109), [1] * (2 * k), r"argument 'self' must be \dD"),
+        (make_tensor((2, 0) + shape[2:], torch.float32, 109), [1] * (2 * k), r"argument 'self' must be \dD"),
+        (x, [-shape[-1] - 1, 0] + [0] * (2 * k - 2), r"gives a negative size"),
+        (x, [-n for d in range(k) for n in (shape[-1 - d], 0)], r"crops every padded dim of 'self' to nothing"),
+    ]
+    if reflect:
+        bad.append((x, [shape[-1], 0] + [0] * (2 * k - 2), r"reflection padding \(\d+, 0\) of dim \d must be less"))
+    for t, padding, message in bad:
+        with pytest.raises(RuntimeError):
+            fn(t, padding)
+        with pytest.raises(PareError, match=message):
+            run_op(runtime, f"aten::{op}", t, padding)
+
+
+def test_reflection_padding_in_a_model_matches_torch(runtime):
+    # F.pad's "reflect" and "replicate" modes export to these ops.
+    x = make_tensor((1, 2, 5, 6), torch.float32, 110)
+    for mode in ("reflect", "replicate"):
+        expected = F.pad(x, (2, 1, 3, 0), mode=mode)
+        op = "aten::reflection_pad2d" if mode == "reflect" else "aten::replication_pad2d"
+        assert_same(run_op(runtime, op, x, [2, 1, 3, 0]), expected)
 
 
 # ---------------------------------------------------------------------------
