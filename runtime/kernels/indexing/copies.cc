@@ -1,5 +1,5 @@
 // Operators that copy data into a new contiguous tensor: aten::clone,
-// aten::copy, aten::slice_scatter, aten::cat, aten::stack, aten::flip,
+// aten::copy, aten::slice_scatter, aten::select_scatter, aten::cat, aten::stack, aten::flip,
 // aten::roll, aten::repeat.
 //
 // Each describes its result as strided views (a slice of the output, a
@@ -194,6 +194,56 @@ Error aten_slice_scatter(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs
   PARE_TRY(convert_into(ctx, self, *out));
   if (slice.length == 0) return Error::Ok;
   return convert_into(ctx, src, indexing::slice_view(*out, slice));
+}
+
+// aten::select_scatter(Tensor self, Tensor src, int dim, SymInt index) -> Tensor
+//
+// A copy of self with src written into self.select(dim, index), the
+// functional form of `x[:, i] = y`: slice_scatter's copy through a slice of
+// length 1, src seen with that dim (size 1) put back.
+Error aten_select_scatter(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs) {
+  KernelArgs args(ctx, inputs, outputs, 4, 4, 1);
+  const Tensor& self = args.tensor(0, "self");
+  const Tensor& src = args.tensor(1, "src");
+  PARE_TRY(args.status());
+  PARE_CHECK_OR_RETURN(ctx, self.dim > 0, Error::InvalidShape, "argument 'self': cannot select from a 0-dim tensor");
+  const int64_t dim = args.dim(2, "dim", self.dim);
+  int64_t index = args.int64(3, "index");
+  PARE_TRY(args.status());
+  const int64_t size = self.sizes[dim];
+  PARE_CHECK_OR_RETURN(ctx, index >= -size && index < size, Error::IndexOutOfRange,
+                       "argument 'index': %lld is out of range for dim %lld of size %lld",
+                       static_cast<long long>(index), static_cast<long long>(dim), static_cast<long long>(size));
+  if (index < 0) index += size;
+  PARE_CHECK_OR_RETURN(ctx, src.dtype == self.dtype, Error::InvalidArgument,
+                       "argument 'src' has dtype %s but 'self' is %s; they must match", to_string(src.dtype),
+                       to_string(self.dtype));
+  // src with dim `dim` (size 1) inserted: the shape of the slot it fills.
+  Tensor src_slot = src;
+  bool same = src.dim + 1 == self.dim;
+  for (int64_t d = 0, s = 0; same && d < self.dim; ++d) {
+    if (d == dim) {
+      src_slot.sizes[d] = 1;
+      src_slot.strides[d] = 0;
+    } else {
+      same = src.sizes[s] == self.sizes[d];
+      src_slot.sizes[d] = src.sizes[s];
+      src_slot.strides[d] = src.strides[s];
+      ++s;
+    }
+  }
+  src_slot.dim = self.dim;
+  int64_t expected[kMaxDim];
+  int64_t unused[kMaxDim];
+  const size_t n = indexing::drop_dim(self, dim, expected, unused);
+  PARE_CHECK_OR_RETURN(ctx, same, Error::InvalidShape,
+                       "argument 'src' of sizes %s must have sizes %s, self's without dim %lld",
+                       sizes_to_string(src.size_span()).text, sizes_to_string(IntArrayRef(expected, n)).text,
+                       static_cast<long long>(dim));
+  PARE_TRY_ASSIGN(Tensor * out, ctx.allocate_output(args.output(0), self.dtype, self.size_span()));
+  if (out->numel() == 0) return Error::Ok;
+  PARE_TRY(convert_into(ctx, self, *out));
+  return convert_into(ctx, src_slot, indexing::slice_view(*out, indexing::Slice{dim, index, 1, 1}));
 }
 
 // aten::cat(Tensor[] tensors, int dim=0) -> Tensor

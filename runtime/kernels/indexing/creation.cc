@@ -109,8 +109,9 @@ bool fits(const Scalar& s) {
   }
 }
 
-// Fills `out` with `value` converted to its dtype (dispatch on full_kernel).
-Error fill(KernelContext& ctx, Tensor* out, const Scalar& value) {
+// Fills `out` with `value` converted to its dtype (dispatch on full_kernel);
+// an overflow fails naming argument `name`.
+Error fill(KernelContext& ctx, Tensor* out, const Scalar& value, const char* name = "fill_value") {
   const size_t numel = out->numel();
   return PARE_DISPATCH(full_kernel, ctx, out->dtype, T, {
     // PyTorch skips the overflow check when it fills a single Half or
@@ -118,7 +119,7 @@ Error fill(KernelContext& ctx, Tensor* out, const Scalar& value) {
     // dtype=torch.half) is inf but torch.full([2], 1e6, ...) is an error.
     if (!(is_reduced_float_v<T> && numel == 1)) {
       PARE_CHECK_OR_RETURN(ctx, fits<T>(value), Error::InvalidArgument,
-                           "argument 'fill_value': the value cannot be converted to %s without overflow",
+                           "argument '%s': the value cannot be converted to %s without overflow", name,
                            to_string(scalar_type_of<T>));
     }
     using U = indexing::Bits<T>;
@@ -162,6 +163,43 @@ Error aten_full_like(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs) {
   PARE_TRY_ASSIGN(Tensor * out,
                   ctx.allocate_output(args.output(0), dtype.has_value ? dtype.value : self.dtype, self.size_span()));
   return fill(ctx, out, fill_value);
+}
+
+// aten::fill.Scalar(Tensor self, Scalar value) -> Tensor
+//
+// The functional form of `x.fill_(v)`: a tensor of self's sizes and dtype
+// holding `value`, converted with PyTorch's overflow check.
+Error aten_fill_Scalar(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs) {
+  KernelArgs args(ctx, inputs, outputs, 2, 2, 1);
+  const Tensor& self = args.tensor(0, "self");
+  const Scalar value = args.scalar(1, "value");
+  PARE_TRY(args.status());
+  PARE_TRY_ASSIGN(Tensor * out, ctx.allocate_output(args.output(0), self.dtype, self.size_span()));
+  return fill(ctx, out, value, "value");
+}
+
+// aten::fill.Tensor(Tensor self, Tensor value) -> Tensor
+//
+// self's sizes and dtype, every element the 0-dim `value` converted as a
+// copy converts (PyTorch casts here, with no overflow check: 300 fills an
+// int8 tensor with 44), so it is a broadcast copy through copy_kernel.
+Error aten_fill_Tensor(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs) {
+  KernelArgs args(ctx, inputs, outputs, 2, 2, 1);
+  const Tensor& self = args.tensor(0, "self");
+  const Tensor& value = args.tensor(1, "value");
+  PARE_TRY(args.status());
+  PARE_CHECK_OR_RETURN(ctx, value.dim == 0, Error::InvalidShape,
+                       "argument 'value' must be a 0-dim tensor, got sizes %s",
+                       sizes_to_string(value.size_span()).text);
+  Tensor from = value;  // broadcast: stride 0 along every dim of self
+  from.dim = self.dim;
+  for (size_t d = 0; d < self.dim; ++d) {
+    from.sizes[d] = self.sizes[d];
+    from.strides[d] = 0;
+  }
+  PARE_TRY_ASSIGN(Tensor * out, ctx.allocate_output(args.output(0), self.dtype, self.size_span()));
+  if (out->numel() == 0) return Error::Ok;
+  return convert_into(ctx, from, *out);
 }
 
 // aten::scalar_tensor(Scalar s, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None,

@@ -172,6 +172,47 @@ Error aten_select_int(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs) {
   return view_of(args, args.output(0), sizes, strides, n, self.storage_offset + index * self.strides[dim]);
 }
 
+// aten::diagonal(Tensor(a) self, int offset=0, int dim1=0, int dim2=1) -> Tensor(a)
+//
+// The view of the diagonal of dims dim1 and dim2 (above it for offset > 0,
+// below for offset < 0): both dims removed, the diagonal appended as the
+// last dim with stride stride1 + stride2. An offset past the matrix gives
+// an empty diagonal, as in PyTorch.
+Error aten_diagonal(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs) {
+  KernelArgs args(ctx, inputs, outputs, 1, 4, 1);
+  const Tensor& self = args.tensor(0, "self");
+  const int64_t offset = args.int64_or(1, "offset", 0);
+  PARE_TRY(args.status());
+  PARE_CHECK_OR_RETURN(ctx, self.dim >= 2, Error::InvalidShape,
+                       "argument 'self' must have at least 2 dims for a diagonal, got sizes %s",
+                       sizes_to_string(self.size_span()).text);
+  const int64_t dim1 = args.has(2) ? args.dim(2, "dim1", self.dim) : 0;
+  const int64_t dim2 = args.has(3) ? args.dim(3, "dim2", self.dim) : 1;
+  PARE_TRY(args.status());
+  PARE_CHECK_OR_RETURN(ctx, dim1 != dim2, Error::InvalidArgument,
+                       "arguments 'dim1' and 'dim2' are both dim %lld; a diagonal needs two different dims",
+                       static_cast<long long>(dim1));
+  const int64_t size1 = self.sizes[dim1];
+  const int64_t size2 = self.sizes[dim2];
+  // Rows dim1 from `row`, columns dim2 from `col`, each as long as both allow
+  // (offsets beyond a dim's size are clamped before the subtraction).
+  const int64_t row = offset < 0 ? (-offset < size1 ? -offset : size1) : 0;
+  const int64_t col = offset > 0 ? (offset < size2 ? offset : size2) : 0;
+  const int64_t length = size1 - row < size2 - col ? size1 - row : size2 - col;
+  int64_t sizes[kMaxDim];
+  int64_t strides[kMaxDim];
+  size_t n = 0;
+  for (size_t d = 0; d < self.dim; ++d) {
+    if (static_cast<int64_t>(d) == dim1 || static_cast<int64_t>(d) == dim2) continue;
+    sizes[n] = self.sizes[d];
+    strides[n++] = self.strides[d];
+  }
+  sizes[n] = length;
+  strides[n++] = self.strides[dim1] + self.strides[dim2];
+  const int64_t start = length > 0 ? row * self.strides[dim1] + col * self.strides[dim2] : 0;
+  return view_of(args, args.output(0), sizes, strides, n, self.storage_offset + start);
+}
+
 // aten::squeeze.dims(Tensor(a) self, int[] dim) -> Tensor(a)
 //
 // Drops the listed dims that have size 1; others stay.

@@ -12,7 +12,7 @@ and errors named by argument."""
 import numpy as np
 import pytest
 import torch
-from runtime_testing import ALL_DTYPES, assert_same, make_tensor, run_op, to_input
+from runtime_testing import ALL_DTYPES, assert_same, make_tensor, run_op, same_or_both_fail, to_input
 
 from pare import dtypes
 from pare.program import ProgramBuilder, TensorListOf
@@ -365,6 +365,55 @@ def test_slice_scatter_errors(runtime):
         scatter(x, torch.ones(4, 2), 2, 0, 2)
 
 
+@pytest.mark.parametrize("dtype", ALL_DTYPES, ids=str)
+def test_select_scatter_every_dtype(runtime, dtype):
+    x = make_tensor((3, 4, 5), dtype, 71)
+    for dim, index in ((0, 1), (1, -1), (2, 0), (-1, 4)):
+        src = make_tensor(x.select(dim, index).shape, dtype, 72)
+        assert_same(
+            run_op(runtime, "aten::select_scatter", x, src, dim, index), aten.select_scatter(x, src, dim, index)
+        )
+
+
+def test_select_scatter_strides_broadcast_views_and_errors(runtime):
+    x = make_tensor((5, 4, 3), torch.float32, 73).permute(2, 0, 1)  # [3, 5, 4], non-contiguous
+    src = make_tensor((4,), torch.float32, 74).expand(5, 4)  # stride 0 along its first dim
+    assert_same(run_op(runtime, "aten::select_scatter", x, src, 0, 2), aten.select_scatter(x, src, 0, 2))
+    empty = torch.zeros(2, 0)
+    assert_same(
+        run_op(runtime, "aten::select_scatter", empty, torch.zeros(0), 0, 1),
+        aten.select_scatter(empty, torch.zeros(0), 0, 1),
+    )
+    with pytest.raises(PareError, match=r"argument 'index': 3 is out of range for dim 0 of size 3"):
+        run_op(runtime, "aten::select_scatter", x, src, 0, 3)
+    with pytest.raises(PareError, match=r"argument 'src' of sizes \[4, 5\] must have sizes \[5, 4\]"):
+        run_op(runtime, "aten::select_scatter", x, src.t().contiguous(), 0, 0)
+    with pytest.raises(PareError, match="argument 'src' has dtype Double but 'self' is Float"):
+        run_op(runtime, "aten::select_scatter", x, src.double(), 0, 0)
+    with pytest.raises(PareError, match="cannot select from a 0-dim tensor"):
+        run_op(runtime, "aten::select_scatter", torch.tensor(1.0), torch.tensor(2.0), 0, 0)
+
+
+@pytest.mark.parametrize("dtype", ALL_DTYPES, ids=str)
+def test_diagonal_every_dtype(runtime, dtype):
+    x = make_tensor((3, 4), dtype, 75)
+    for offset in (0, 1, -2, 3, 4, -3, 9, -9):
+        assert_same(run_op(runtime, "aten::diagonal", x, offset), aten.diagonal(x, offset))
+
+
+def test_diagonal_dims_strides_and_errors(runtime):
+    x = make_tensor((4, 2, 3, 5), torch.float32, 76).transpose(0, 3)  # [5, 2, 3, 4], non-contiguous
+    for offset, dim1, dim2 in ((0, 0, 3), (1, 3, 0), (-1, 2, -1), (2, 1, 2), (-4, 0, 1)):
+        assert_same(run_op(runtime, "aten::diagonal", x, offset, dim1, dim2), aten.diagonal(x, offset, dim1, dim2))
+    assert_same(run_op(runtime, "aten::diagonal", x), aten.diagonal(x))  # every default
+    with pytest.raises(PareError, match="arguments 'dim1' and 'dim2' are both dim 1"):
+        run_op(runtime, "aten::diagonal", x, 0, 1, -3)
+    with pytest.raises(PareError, match=r"at least 2 dims for a diagonal, got sizes \[3\]"):
+        run_op(runtime, "aten::diagonal", torch.ones(3))
+    with pytest.raises(PareError, match="argument 'dim2'"):
+        run_op(runtime, "aten::diagonal", x, 0, 0, 4)
+
+
 @pytest.mark.parametrize("dim", [0, 1, 2, -1])
 def test_cat(runtime, dim):
     shapes = [(2, 3, 4), (2, 3, 4), (2, 3, 4)]
@@ -661,23 +710,41 @@ def test_full_infers_dtype_and_converts(runtime, fill):
     assert_same(run_op(runtime, "aten::scalar_tensor", fill), torch.scalar_tensor(fill))
 
 
-@pytest.mark.parametrize(
-    "value,dtype",
-    [
-        (300, torch.uint8),
-        (-256, torch.uint8),
-        (-0.5, torch.uint8),
-        (255.5, torch.uint8),
-        (2**31, torch.int32),
-        (1e10, torch.int32),
-        (float("nan"), torch.int64),
-        (9.3e18, torch.int64),
-        (65520, torch.float16),
-        (1e300, torch.float32),
-        (3.4e38, torch.bfloat16),
-        (2**63 - 1, torch.float16),
-    ],
-)
+# (value, dtype) pairs torch's fills refuse (overflow) and accept (wrapping
+# negative uint8, inf, rounding toward zero, any number for Bool).
+FULL_REJECTED = [
+    (300, torch.uint8),
+    (-256, torch.uint8),
+    (-0.5, torch.uint8),
+    (255.5, torch.uint8),
+    (2**31, torch.int32),
+    (1e10, torch.int32),
+    (float("nan"), torch.int64),
+    (9.3e18, torch.int64),
+    (65520, torch.float16),
+    (1e300, torch.float32),
+    (3.4e38, torch.bfloat16),
+    (2**63 - 1, torch.float16),
+]
+FULL_ACCEPTED = [
+    (-255, torch.uint8),
+    (-1, torch.uint8),
+    (255, torch.uint8),
+    (-(2**31), torch.int32),
+    (2**63 - 1, torch.int64),
+    (65504, torch.float16),
+    (float("inf"), torch.float16),
+    (float("-inf"), torch.float32),
+    (2**63 - 1, torch.bfloat16),
+    (300, torch.bool),
+    (-3.5, torch.bool),
+    (1e300, torch.float64),
+    (2.7, torch.int64),
+    (-2.7, torch.int8),
+]
+
+
+@pytest.mark.parametrize("value,dtype", FULL_REJECTED)
 def test_full_rejects_values_torch_rejects(runtime, value, dtype):
     with pytest.raises(RuntimeError, match="without overflow"):
         torch.full([2], value, dtype=dtype)
@@ -685,25 +752,7 @@ def test_full_rejects_values_torch_rejects(runtime, value, dtype):
         run_op(runtime, "aten::full", [2], value, dtype)
 
 
-@pytest.mark.parametrize(
-    "value,dtype",
-    [
-        (-255, torch.uint8),
-        (-1, torch.uint8),
-        (255, torch.uint8),
-        (-(2**31), torch.int32),
-        (2**63 - 1, torch.int64),
-        (65504, torch.float16),
-        (float("inf"), torch.float16),
-        (float("-inf"), torch.float32),
-        (2**63 - 1, torch.bfloat16),
-        (300, torch.bool),
-        (-3.5, torch.bool),
-        (1e300, torch.float64),
-        (2.7, torch.int64),
-        (-2.7, torch.int8),
-    ],
-)
+@pytest.mark.parametrize("value,dtype", FULL_ACCEPTED)
 def test_full_accepts_values_torch_accepts(runtime, value, dtype):
     assert_same(run_op(runtime, "aten::full", [2], value, dtype), torch.full([2], value, dtype=dtype))
 
@@ -712,6 +761,43 @@ def test_single_element_half_fill_skips_the_overflow_check_like_torch(runtime):
     for dtype in (torch.float16, torch.bfloat16):
         assert_same(run_op(runtime, "aten::scalar_tensor", 1e300, dtype), torch.scalar_tensor(1e300, dtype=dtype))
         assert_same(run_op(runtime, "aten::full", [1], 1e300, dtype), torch.full([1], 1e300, dtype=dtype))
+
+
+@pytest.mark.parametrize("dtype", ALL_DTYPES, ids=str)
+def test_fill_every_dtype(runtime, dtype):
+    x = make_tensor((2, 3), dtype, 70).t()  # the result takes self's sizes, not its strides
+    for value in (3, -1.5, True):  # -1.5 overflows uint8: both refuse it
+        same_or_both_fail(runtime, "aten::fill.Scalar", (x, value), lambda: aten.fill.Scalar(x, value))
+        for t in (torch.tensor(value), torch.tensor(value, dtype=torch.float16)):
+            same_or_both_fail(runtime, "aten::fill.Tensor", (x, t), lambda: aten.fill.Tensor(x, t))
+
+
+@pytest.mark.parametrize("value,dtype", FULL_REJECTED)
+def test_fill_rejects_values_torch_rejects(runtime, value, dtype):
+    x = torch.zeros(2, dtype=dtype)
+    with pytest.raises(RuntimeError, match="without overflow"):
+        aten.fill.Scalar(x, value)
+    with pytest.raises(PareError, match=r"aten::fill\.Scalar: argument 'value': the value cannot be converted to "):
+        run_op(runtime, "aten::fill.Scalar", x, value)
+    # As a 0-dim tensor the value is cast as a copy casts, unchecked: 300
+    # fills uint8 with 44. (Integers only: C++ leaves a float out of an
+    # integer type's range undefined, and torch's result differs by CPU.)
+    if isinstance(value, int):
+        t = torch.tensor(value)
+        same_or_both_fail(runtime, "aten::fill.Tensor", (x, t), lambda: aten.fill.Tensor(x, t))
+
+
+@pytest.mark.parametrize("value,dtype", FULL_ACCEPTED)
+def test_fill_accepts_values_torch_accepts(runtime, value, dtype):
+    x = torch.zeros(2, dtype=dtype)
+    assert_same(run_op(runtime, "aten::fill.Scalar", x, value), aten.fill.Scalar(x, value))
+
+
+def test_fill_tensor_value_must_be_0_dim(runtime):
+    with pytest.raises(RuntimeError, match="0-dimension"):
+        aten.fill.Tensor(torch.zeros(2), torch.ones(2))
+    with pytest.raises(PareError, match=r"argument 'value' must be a 0-dim tensor, got sizes \[2\]"):
+        run_op(runtime, "aten::fill.Tensor", torch.zeros(2), torch.ones(2))
 
 
 def test_factory_errors(runtime):
