@@ -206,15 +206,9 @@ Error aten_select_scatter(KernelContext& ctx, ValueSpan inputs, ValueSpan output
   const Tensor& self = args.tensor(0, "self");
   const Tensor& src = args.tensor(1, "src");
   PARE_TRY(args.status());
-  PARE_CHECK_OR_RETURN(ctx, self.dim > 0, Error::InvalidShape, "argument 'self': cannot select from a 0-dim tensor");
-  const int64_t dim = args.dim(2, "dim", self.dim);
-  int64_t index = args.int64(3, "index");
-  PARE_TRY(args.status());
-  const int64_t size = self.sizes[dim];
-  PARE_CHECK_OR_RETURN(ctx, index >= -size && index < size, Error::IndexOutOfRange,
-                       "argument 'index': %lld is out of range for dim %lld of size %lld",
-                       static_cast<long long>(index), static_cast<long long>(dim), static_cast<long long>(size));
-  if (index < 0) index += size;
+  int64_t dim = 0;
+  int64_t index = 0;
+  PARE_TRY(indexing::read_select(args, self, 2, &dim, &index));
   PARE_CHECK_OR_RETURN(ctx, src.dtype == self.dtype, Error::InvalidArgument,
                        "argument 'src' has dtype %s but 'self' is %s; they must match", to_string(src.dtype),
                        to_string(self.dtype));

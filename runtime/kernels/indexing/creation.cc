@@ -38,77 +38,6 @@ struct ArangeAcc<double> {
   using type = double;
 };
 
-// Largest finite value of a floating type, as double.
-template <typename T>
-constexpr double max_finite() {
-  if constexpr (is_same_v<T, Half>)
-    return 65504.0;
-  else if constexpr (is_same_v<T, BFloat16>)
-    return 3.3895313892515355e38;
-  else if constexpr (is_same_v<T, float>)
-    return 3.4028234663852886e38;
-  else
-    return 1.7976931348623157e308;
-}
-
-template <typename T>
-constexpr int64_t int_min() {
-  if constexpr (is_same_v<T, uint8_t>)
-    return 0;
-  else if constexpr (is_same_v<T, int8_t>)
-    return -128;
-  else if constexpr (is_same_v<T, int16_t>)
-    return -32768;
-  else if constexpr (is_same_v<T, int32_t>)
-    return -2147483647LL - 1;
-  else
-    return -9223372036854775807LL - 1;
-}
-
-template <typename T>
-constexpr int64_t int_max() {
-  if constexpr (is_same_v<T, uint8_t>)
-    return 255;
-  else if constexpr (is_same_v<T, int8_t>)
-    return 127;
-  else if constexpr (is_same_v<T, int16_t>)
-    return 32767;
-  else if constexpr (is_same_v<T, int32_t>)
-    return 2147483647;
-  else
-    return 9223372036854775807LL;
-}
-
-// c10's overflows<T>(value): false when the Scalar converts to T without
-// overflow. Unsigned targets accept negative ints down to -max (they wrap,
-// as PyTorch allows); floating targets accept inf and NaN.
-template <typename T>
-bool fits(const Scalar& s) {
-  if (s.is_bool() || is_same_v<T, bool> || is_same_v<T, double>) return true;
-  if (s.is_integral(/*include_bool=*/false)) {
-    const int64_t v = s.as_int();
-    if constexpr (is_integral_v<T>) {
-      if constexpr (int_min<T>() == 0) {
-        return v <= int_max<T>() && v >= -int_max<T>();
-      } else {
-        return v >= int_min<T>() && v <= int_max<T>();
-      }
-    } else {
-      const double d = static_cast<double>(v);
-      return d <= max_finite<T>() && d >= -max_finite<T>();
-    }
-  }
-  const double d = s.as_double();
-  if constexpr (is_integral_v<T>) {
-    // int64's max is not a double: 2^63 itself does not fit.
-    const bool below_max = is_same_v<T, int64_t> ? d < 9223372036854775808.0 : d <= static_cast<double>(int_max<T>());
-    return d == d && d >= static_cast<double>(int_min<T>()) && below_max;
-  } else {
-    if (d != d || d == __builtin_inf() || d == -__builtin_inf()) return true;
-    return d <= max_finite<T>() && d >= -max_finite<T>();
-  }
-}
-
 // Fills `out` with `value` converted to its dtype (dispatch on full_kernel);
 // an overflow fails naming argument `name`.
 Error fill(KernelContext& ctx, Tensor* out, const Scalar& value, const char* name = "fill_value") {
@@ -118,7 +47,7 @@ Error fill(KernelContext& ctx, Tensor* out, const Scalar& value, const char* nam
     // BFloat16 element (scalar_fill), so torch.full([1], 1e6,
     // dtype=torch.half) is inf but torch.full([2], 1e6, ...) is an error.
     if (!(is_reduced_float_v<T> && numel == 1)) {
-      PARE_CHECK_OR_RETURN(ctx, fits<T>(value), Error::InvalidArgument,
+      PARE_CHECK_OR_RETURN(ctx, indexing::fits<T>(value), Error::InvalidArgument,
                            "argument '%s': the value cannot be converted to %s without overflow", name,
                            to_string(scalar_type_of<T>));
     }

@@ -23,6 +23,21 @@ Error check_tensor_options(KernelArgs& args, size_t layout_index, size_t device_
   return Error::Ok;
 }
 
+Error read_select(KernelArgs& args, const Tensor& self, size_t first, int64_t* dim, int64_t* index) {
+  KernelContext& ctx = args.ctx();
+  PARE_CHECK_OR_RETURN(ctx, self.dim > 0, Error::InvalidShape, "argument 'self': cannot select from a 0-dim tensor");
+  const int64_t d = args.dim(first, "dim", self.dim);
+  const int64_t i = args.int64(first + 1, "index");
+  PARE_TRY(args.status());
+  const int64_t size = self.sizes[d];
+  PARE_CHECK_OR_RETURN(ctx, i >= -size && i < size, Error::IndexOutOfRange,
+                       "argument 'index': %lld is out of range for dim %lld of size %lld", static_cast<long long>(i),
+                       static_cast<long long>(d), static_cast<long long>(size));
+  *dim = d;
+  *index = i < 0 ? i + size : i;
+  return Error::Ok;
+}
+
 Error read_slice(KernelArgs& args, const Tensor& self, size_t first, Slice* slice) {
   KernelContext& ctx = args.ctx();
   PARE_CHECK_OR_RETURN(ctx, self.dim > 0, Error::InvalidShape, "argument 'self': cannot slice a 0-dim tensor");

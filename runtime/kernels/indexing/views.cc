@@ -157,15 +157,9 @@ Error aten_select_int(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs) {
   KernelArgs args(ctx, inputs, outputs, 3, 3, 1);
   const Tensor& self = args.tensor(0, "self");
   PARE_TRY(args.status());
-  PARE_CHECK_OR_RETURN(ctx, self.dim > 0, Error::InvalidShape, "argument 'self': cannot select from a 0-dim tensor");
-  const int64_t dim = args.dim(1, "dim", self.dim);
-  int64_t index = args.int64(2, "index");
-  PARE_TRY(args.status());
-  const int64_t size = self.sizes[dim];
-  PARE_CHECK_OR_RETURN(ctx, index >= -size && index < size, Error::IndexOutOfRange,
-                       "argument 'index': %lld is out of range for dim %lld of size %lld",
-                       static_cast<long long>(index), static_cast<long long>(dim), static_cast<long long>(size));
-  if (index < 0) index += size;
+  int64_t dim = 0;
+  int64_t index = 0;
+  PARE_TRY(indexing::read_select(args, self, 1, &dim, &index));
   int64_t sizes[kMaxDim];
   int64_t strides[kMaxDim];
   const size_t n = drop_dim(self, dim, sizes, strides);
