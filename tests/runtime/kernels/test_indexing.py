@@ -663,6 +663,76 @@ def test_gather(runtime):
         run_op(runtime, "aten::gather", x, 1, torch.zeros(5, 1, 1, dtype=torch.int64))
 
 
+def _unique_scatter_index(shape, dim, size, seed):
+    """An index for scatter along `dim` with no two positions hitting the
+    same element (which one plain scatter keeps is unspecified in torch):
+    along `dim`, a random permutation of range(size) cut to shape[dim]."""
+    g = torch.Generator().manual_seed(seed)
+    moved = list(shape)
+    n = moved.pop(dim)
+    rows = [torch.randperm(size, generator=g)[:n] for _ in range(max(1, int(torch.tensor(moved).prod())))]
+    return torch.stack(rows).reshape(*moved, n).movedim(-1, dim).contiguous()
+
+
+@pytest.mark.parametrize("dtype", ALL_DTYPES, ids=str)
+def test_scatter_every_dtype(runtime, dtype):
+    x = make_tensor((4, 5), dtype, 80)
+    src = make_tensor((3, 5), dtype, 81)
+    index = _unique_scatter_index((3, 4), 1, 5, 82)
+    assert_same(run_op(runtime, "aten::scatter.src", x, 1, index, src), aten.scatter.src(x, 1, index, src))
+    value = True if dtype == torch.bool else 3
+    assert_same(run_op(runtime, "aten::scatter.value", x, 1, index, value), aten.scatter.value(x, 1, index, value))
+    # scatter_add with duplicate indices: the additions run in torch's order.
+    dup = torch.randint(0, 4, (3, 5), generator=torch.Generator().manual_seed(83))
+    assert_same(run_op(runtime, "aten::scatter_add", x, 0, dup, src), aten.scatter_add(x, 0, dup, src))
+
+
+def test_scatter_dims_strides_and_shapes(runtime):
+    x = make_tensor((5, 6, 4), torch.float32, 84).permute(2, 0, 1)  # [4, 5, 6], non-contiguous
+    for dim in (0, 1, 2, -1):
+        shape = [3, 4, 5]
+        index = _unique_scatter_index(shape, dim, x.shape[dim], 85 + dim)
+        src = make_tensor((4, 5, 6), torch.float32, 90 + dim).transpose(0, 1).contiguous().transpose(0, 1)
+        for idx in (index, index.int(), index.transpose(0, 1).contiguous().transpose(0, 1)):
+            assert_same(run_op(runtime, "aten::scatter.src", x, dim, idx, src), aten.scatter.src(x, dim, idx, src))
+        dup = torch.randint(0, x.shape[dim], shape, generator=torch.Generator().manual_seed(95))
+        assert_same(run_op(runtime, "aten::scatter_add", x, dim, dup, src), aten.scatter_add(x, dim, dup, src))
+    # Half accumulates duplicates in float and rounds once, as torch does (30.0, not 29.28).
+    h = torch.zeros(2, dtype=torch.float16)
+    many = torch.zeros(300, dtype=torch.int64)
+    ones = torch.full((300,), 0.1, dtype=torch.float16)
+    assert_same(run_op(runtime, "aten::scatter_add", h, 0, many, ones), aten.scatter_add(h, 0, many, ones))
+    # An empty index gives a copy of self whatever its rank and dtype (torch checks nothing else then); 0-dim tensors.
+    for empty in (torch.zeros(0, 5, dtype=torch.int64), torch.zeros(0)):
+        assert_same(run_op(runtime, "aten::scatter.src", x, 1, empty, x), aten.scatter.src(x, 1, empty, x))
+    s = torch.tensor(1.0)
+    args = (s, 0, torch.tensor(0), torch.tensor(5.0))
+    assert_same(run_op(runtime, "aten::scatter.src", *args), aten.scatter.src(*args))
+
+
+def test_scatter_errors(runtime):
+    x = torch.zeros(3, 4)
+    index = torch.zeros(2, 2, dtype=torch.int64)
+    src = torch.ones(3, 4)
+    for bad, message in [
+        (index + 3, r"aten::scatter\.src: argument 'index': index 3 is out of bounds for dim 0 with size 3"),
+        (index - 1, r"index -1 is out of bounds for dim 0 with size 3"),
+        (torch.zeros(4, 1, dtype=torch.int64), r"must be no larger than 'self' \(sizes \[3, 4\]\) apart from dim 0"),
+        (torch.zeros(2, dtype=torch.int64), r"must have the same number of dims"),
+        (index.float(), r"argument 'index' must be a Long or Int tensor, got Float"),
+    ]:
+        with pytest.raises(RuntimeError):
+            aten.scatter.src(x, 0, bad, src)
+        with pytest.raises(PareError, match=message):
+            run_op(runtime, "aten::scatter.src", x, 0, bad, src)
+    with pytest.raises(PareError, match="argument 'src' has dtype Double but 'self' is Float"):
+        run_op(runtime, "aten::scatter_add", x, 0, index, src.double())
+    with pytest.raises(RuntimeError, match="overflow"):
+        aten.scatter.value(x.to(torch.int8), 0, index, 300)
+    with pytest.raises(PareError, match="argument 'value': the value cannot be converted to Char without overflow"):
+        run_op(runtime, "aten::scatter.value", x.to(torch.int8), 0, index, 300)
+
+
 def test_index_tensor(runtime):
     x = non_contiguous((4, 5, 6), torch.float32, 39)
     i0 = torch.tensor([[3, -1], [0, 2]])
