@@ -37,8 +37,11 @@ test: setup
 SANITIZE_TESTS ?= tests/runtime tests/fuzz
 SANITIZE_FULL_ONLY ?= 0
 # make fuzz: every fuzz target (fuzz/README.md) for FUZZ_SECONDS each; any
-# crash fails. CI runs FUZZ_SECONDS=20 (3 targets, about 1.5 minutes).
+# crash fails. CI runs FUZZ_SECONDS=20 (3 targets, about 1.5 minutes). The
+# long run (docs/testing.md): make fuzz FUZZ_SECONDS=5400 FUZZ_JOBS=2, which
+# runs the targets in libFuzzer's fork mode on 2 processes.
 FUZZ_SECONDS ?= 30
+FUZZ_JOBS ?= 1
 # make soak: 8 method instances on 4 threads in a C driver linked against the
 # runtime, SOAK_CALLS calls in all over four runs (the demo,
 # mobilenet_v3_small and transformer_encoder_classifier each alone on the
@@ -55,7 +58,7 @@ sanitize: setup
 	$(IN_ROOT) PARE_SANITIZE_FULL_ONLY=$(SANITIZE_FULL_ONLY) bash tools/sanitize.sh $(SANITIZE_TESTS)
 
 fuzz: setup
-	$(IN_ROOT) bash tools/fuzz.sh $(FUZZ_SECONDS)
+	$(IN_ROOT) FUZZ_JOBS=$(FUZZ_JOBS) bash tools/fuzz.sh $(FUZZ_SECONDS)
 
 soak: setup
 	$(IN_ROOT) $(PYTHON) -m tools.soak --calls $(SOAK_CALLS)
