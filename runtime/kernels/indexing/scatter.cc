@@ -183,17 +183,23 @@ Error scatter_op(KernelContext& ctx, KernelArgs& args, const Tensor& self, int64
   });
 }
 
-}  // namespace
-
-// aten::scatter.src(Tensor self, int dim, Tensor index, Tensor src) -> Tensor
-Error aten_scatter_src(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs) {
+// scatter.src and scatter_add: (self, dim, index, src).
+template <typename Tag, bool kAdd>
+Error scatter_src_op(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs) {
   KernelArgs args(ctx, inputs, outputs, 4, 4, 1);
   const Tensor& self = args.tensor(0, "self");
   const int64_t dim = args.dim(1, "dim", self.dim);
   const Tensor& index = args.tensor(2, "index");
   const Tensor& src = args.tensor(3, "src");
   PARE_TRY(args.status());
-  return scatter_op<tags::scatter_kernel, false>(ctx, args, self, dim, index, &src, nullptr);
+  return scatter_op<Tag, kAdd>(ctx, args, self, dim, index, &src, nullptr);
+}
+
+}  // namespace
+
+// aten::scatter.src(Tensor self, int dim, Tensor index, Tensor src) -> Tensor
+Error aten_scatter_src(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs) {
+  return scatter_src_op<tags::scatter_kernel, false>(ctx, inputs, outputs);
 }
 
 // aten::scatter.value(Tensor self, int dim, Tensor index, Scalar value) -> Tensor
@@ -209,13 +215,7 @@ Error aten_scatter_value(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs
 
 // aten::scatter_add(Tensor self, int dim, Tensor index, Tensor src) -> Tensor
 Error aten_scatter_add(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs) {
-  KernelArgs args(ctx, inputs, outputs, 4, 4, 1);
-  const Tensor& self = args.tensor(0, "self");
-  const int64_t dim = args.dim(1, "dim", self.dim);
-  const Tensor& index = args.tensor(2, "index");
-  const Tensor& src = args.tensor(3, "src");
-  PARE_TRY(args.status());
-  return scatter_op<tags::scatter_add_kernel, true>(ctx, args, self, dim, index, &src, nullptr);
+  return scatter_src_op<tags::scatter_add_kernel, true>(ctx, inputs, outputs);
 }
 
 }  // namespace kernels
