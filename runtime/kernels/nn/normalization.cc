@@ -130,10 +130,9 @@ Error aten__native_batch_norm_legit_no_training(KernelContext& ctx, ValueSpan in
 // nn.InstanceNorm*d (and a BatchNorm without running statistics) exports
 // to, on the input viewed as [1, N * C, ...]. The second and third outputs
 // are the per-channel mean and 1 / sqrt(biased variance + eps), rounded
-// where PyTorch rounds them (round_stat). An empty input has no statistics
-// (PyTorch fails too). Without
-// running statistics there is nothing to normalise with but the batch's,
-// so `training` must be true (PyTorch fails too).
+// where PyTorch rounds them (round_stat). PyTorch fails, and so does this,
+// on an empty input (no statistics) and on training=false (without running
+// statistics there is nothing to normalise with but the batch's).
 Error aten__native_batch_norm_legit_no_stats(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs) {
   KernelArgs args(ctx, inputs, outputs, 6, 6, 3);
   const Tensor& input = args.tensor(0, "input");
