@@ -141,6 +141,24 @@ def _target_triple(ctx):
         return "%s%s" % (ctx.attr.triple, ctx.attr._ios_min_version[PareSettingInfo].value)
     return ctx.attr.triple
 
+def _android_relocation_flags(api):
+    """The linker flags that pack an Android .so's dynamic relocations.
+
+    The most compact form Bionic's loader at `api` reads (Bionic's
+    android-changes-for-ndk-developers.md): RELR under the standard tags
+    from API 30, RELR under Bionic's own tags at 28-29, Android's packed
+    format (APS2) from 23, plain RELA below. RELR holds only relative
+    relocations (nearly all of a runtime's: pointers in its tables); with
+    android+relr the rest are packed as APS2. What each form saves, and how
+    the emulator harness loads it: docs/size.md."""
+    if api >= 30:
+        return ["-Wl,--pack-dyn-relocs=android+relr"]
+    if api >= 28:
+        return ["-Wl,--pack-dyn-relocs=android+relr", "-Wl,--use-android-relr-tags"]
+    if api >= 23:
+        return ["-Wl,--pack-dyn-relocs=android"]
+    return []
+
 def _config_impl(ctx):
     flavor = ctx.attr.flavor
     triple = _target_triple(ctx)
@@ -177,7 +195,7 @@ def _config_impl(ctx):
             "-Wl,-z,now",
             "-Wl,--no-undefined-version",
             "-L" + stub_dir,
-        ]
+        ] + _android_relocation_flags(ctx.attr._android_api[PareSettingInfo].value)
         link_libs = ["-lc", "-lm", "-llog"]
     elif flavor == "ios":
         min_version = ctx.attr._ios_min_version[PareSettingInfo].value

@@ -13,8 +13,9 @@ import subprocess
 import lief
 import pytest
 
-from tests.conftest import bazel_build
+from tests.conftest import bazel, bazel_build
 from tools.android_harness import run as harness
+from tools.verify.binary import read_binary
 
 ANDROID_NEEDED = {"libc.so", "libm.so", "liblog.so"}
 
@@ -50,6 +51,59 @@ def test_android_harness_reports_missing_symbol(smoke_outputs):
     lib = smoke_outputs / "android_arm64" / "libpare_smoke.so"
     with pytest.raises(harness.HarnessError, match="symbol no_such_symbol not found"):
         harness.call_i32(lib, "no_such_symbol", 1)
+
+
+# The dynamic relocation forms the Android toolchain packs by API level
+# (toolchains/toolchains.bzl), as tools.verify names them. The smoke library
+# has relative relocations (a function table) and one against libm's sqrt.
+ANDROID_RELOCATIONS = {
+    22: "RELA",
+    24: "APS2 (Android packed)",
+    28: "RELR (Android tags) + APS2 (Android packed)",
+    30: "RELR + APS2 (Android packed)",
+}
+
+
+@pytest.fixture
+def default_smoke_build_after():
+    yield
+    # Put the default build back for the other tests (bazel_build would
+    # skip a build it has already run this session).
+    bazel("build", "//toolchains/smoke", "//tools/android_harness:harness")
+
+
+@pytest.mark.parametrize("api", sorted(ANDROID_RELOCATIONS))
+def test_android_relocations_are_packed_by_api_level_and_load(api, default_smoke_build_after):
+    bin_dir = bazel_build(
+        "//toolchains/smoke", "//tools/android_harness:harness", flags=(f"--//toolchains:android_api={api}",)
+    )
+    lib = bin_dir / "toolchains" / "smoke" / "smoke" / "android_arm64" / "libpare_smoke.so"
+    info = read_binary(lib, demangle=False)
+    assert info.relocations == ANDROID_RELOCATIONS[api]
+    plain = read_binary(lib.parent / "unstripped" / lib.name, demangle=False)
+    if api >= 23:  # packed: smaller than the 3 x 24 B of plain RELA entries
+        assert info.relocation_bytes < 24 + 3 * 24, info.relocation_bytes
+    assert plain.relocations == info.relocations
+    # Both table entries (even and odd x) and the libm pointer are relocated:
+    # under emulation the harness applies Bionic's forms as Bionic would.
+    assert harness.call_i32(lib, "pare_smoke_answer", 20) == 42
+    assert harness.call_i32(lib, "pare_smoke_answer", -1) == 0
+    assert harness.call_i32(lib, "pare_smoke_answer", 3) == 8
+
+
+def test_harness_refuses_initializers_with_android_relocations(smoke_outputs, tmp_path):
+    # A library with DT_INIT_ARRAY would run its initializers before the
+    # harness applied the packed relocations: refused in one line.
+    lib = tmp_path / "libinit.so"
+    data = bytearray((smoke_outputs / "android_arm64" / "libpare_smoke.so").read_bytes())
+    elf = lief.ELF.parse(str(smoke_outputs / "android_arm64" / "libpare_smoke.so"))
+    dynamic = next(s for s in elf.segments if s.type == lief.ELF.Segment.TYPE.DYNAMIC)
+    # Rewrite the first DT_NEEDED entry's tag into DT_INIT_ARRAY (25).
+    assert int.from_bytes(data[dynamic.file_offset : dynamic.file_offset + 8], "little") == 1
+    data[dynamic.file_offset : dynamic.file_offset + 8] = (25).to_bytes(8, "little")
+    lib.write_bytes(data)
+    with pytest.raises(harness.HarnessError, match="has initializers .* remove the static initializers"):
+        harness.call_i32(lib, "pare_smoke_answer", 20)
 
 
 def test_ios_is_arm64_macho_dylib_for_ios_15(smoke_outputs):

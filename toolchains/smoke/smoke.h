@@ -1,7 +1,8 @@
 #pragma once
 // The toolchain smoke library: the smallest freestanding C++ that exercises
 // what every Pare platform build needs (hidden-by-default visibility, one
-// exported C symbol, a libm call through the platform's system library).
+// exported C symbol, a libm call through the platform's system library,
+// dynamic relocations).
 #include <stdint.h>
 
 #ifdef __cplusplus

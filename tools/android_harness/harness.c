@@ -5,6 +5,10 @@
 //   harness call-i32 LIB SYMBOL ARG   calls int32_t SYMBOL(int32_t ARG) and
 //                                     prints the result on stdout.
 //
+//   harness load LIB   loads a Pare runtime, resolves the C API entry points
+//                      `run` uses and calls pare_status_name: the check that
+//                      a runtime's relocations load (tools.verify --load).
+//
 //   harness run LIB PROGRAM METHOD OUTDIR [DTYPE:SIZES:FILE ...]
 //       drives a Pare runtime's C API (runtime/c_api/pare.h): loads the
 //       program file, creates METHOD, sets one input per DTYPE:SIZES:FILE
@@ -20,14 +24,188 @@
 // missing, 5 a Pare call failed (status name and message on stderr), 6 an
 // input or output file could not be read or written. Library errors print
 // dlerror()'s message.
+//
+// Android's own relocation forms: glibc's loader ignores the dynamic tags of
+// Bionic's packed relocations (DT_ANDROID_RELA, API 23+) and of RELR under
+// Bionic's pre-standard tags (DT_ANDROID_RELR, API 28-29), which the Android
+// toolchain emits by API level (toolchains/toolchains.bzl). After dlopen the
+// harness applies them itself, as Bionic's linker would, before any call into
+// the library. That is safe only because a Pare runtime has no initializers
+// (run.py refuses a library with DT_INIT / DT_INIT_ARRAY and such relocations).
+// Standard DT_RELR (API 30+) glibc applies itself.
+#define _GNU_SOURCE
 #include <dlfcn.h>
 #include <errno.h>
+#include <link.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "runtime/c_api/pare.h"
+
+// Bionic's tags (bionic/libc/include/elf.h).
+#define HARNESS_DT_ANDROID_RELA 0x60000011
+#define HARNESS_DT_ANDROID_RELASZ 0x60000012
+#define HARNESS_DT_ANDROID_RELR 0x6fffe000
+#define HARNESS_DT_ANDROID_RELRSZ 0x6fffe001
+
+static void relocation_error(const char* path, const char* what) {
+  fprintf(stderr, "harness: cannot load %s: its Android relocations %s\n", path, what);
+  exit(3);
+}
+
+typedef struct loaded {
+  const char* path;
+  uintptr_t base;
+  const ElfW(Sym) * symbols;
+  const char* strings;
+} loaded;
+
+// S + A for relocation `info`'s symbol: an import resolves through the
+// loader (the library's own lookup scope), a definition is base-relative.
+static uintptr_t symbol_value(const loaded* l, void* lib, uint64_t info) {
+  const ElfW(Sym)* sym = &l->symbols[ELF64_R_SYM(info)];
+  if (sym->st_shndx != SHN_UNDEF) return l->base + sym->st_value;
+  void* address = dlsym(lib, l->strings + sym->st_name);
+  if (!address) relocation_error(l->path, "name a symbol the loader cannot resolve");
+  return (uintptr_t)address;
+}
+
+static void apply_rela(const loaded* l, void* lib, uint64_t offset, uint64_t info, int64_t addend) {
+  uint64_t* where = (uint64_t*)(l->base + offset);
+  switch (ELF64_R_TYPE(info)) {
+    case R_AARCH64_NONE: return;
+    case R_AARCH64_RELATIVE: *where = l->base + (uint64_t)addend; return;
+    case R_AARCH64_ABS64:
+    case R_AARCH64_GLOB_DAT:
+    case R_AARCH64_JUMP_SLOT: *where = symbol_value(l, lib, info) + (uint64_t)addend; return;
+    default: relocation_error(l->path, "hold a relocation type the harness does not apply");
+  }
+}
+
+static int64_t read_sleb128(const uint8_t** p, const uint8_t* end, const char* path) {
+  uint64_t value = 0;
+  unsigned shift = 0;
+  uint8_t byte = 0;
+  do {
+    if (*p == end || shift > 63) relocation_error(path, "are truncated or malformed (APS2)");
+    byte = *(*p)++;
+    value |= (uint64_t)(byte & 0x7f) << shift;
+    shift += 7;
+  } while (byte & 0x80);
+  if (shift < 64 && (byte & 0x40)) value |= ~(uint64_t)0 << shift;
+  return (int64_t)value;
+}
+
+// Bionic's packed RELA ("APS2", bionic/linker/linker_reloc_iterators.h):
+// a count, a first offset, then groups whose members may share their
+// offset delta, info or addend.
+static void apply_android_rela(const loaded* l, void* lib, const uint8_t* p, size_t size) {
+  enum { BY_INFO = 1, BY_OFFSET_DELTA = 2, BY_ADDEND = 4, HAS_ADDEND = 8 };
+  const uint8_t* end = p + size;
+  if (size < 4 || memcmp(p, "APS2", 4) != 0) relocation_error(l->path, "lack the APS2 magic");
+  p += 4;
+  int64_t count = read_sleb128(&p, end, l->path);
+  uint64_t offset = (uint64_t)read_sleb128(&p, end, l->path);
+  uint64_t info = 0;
+  int64_t addend = 0;
+  while (count > 0) {
+    int64_t group = read_sleb128(&p, end, l->path);
+    int64_t flags = read_sleb128(&p, end, l->path);
+    if (group <= 0 || group > count) relocation_error(l->path, "have a malformed group (APS2)");
+    uint64_t delta = (flags & BY_OFFSET_DELTA) ? (uint64_t)read_sleb128(&p, end, l->path) : 0;
+    if (flags & BY_INFO) info = (uint64_t)read_sleb128(&p, end, l->path);
+    if ((flags & HAS_ADDEND) && (flags & BY_ADDEND)) {
+      addend += read_sleb128(&p, end, l->path);
+    } else if (!(flags & HAS_ADDEND)) {
+      addend = 0;
+    }
+    for (int64_t i = 0; i < group; ++i) {
+      offset += (flags & BY_OFFSET_DELTA) ? delta : (uint64_t)read_sleb128(&p, end, l->path);
+      if (!(flags & BY_INFO)) info = (uint64_t)read_sleb128(&p, end, l->path);
+      if ((flags & HAS_ADDEND) && !(flags & BY_ADDEND)) addend += read_sleb128(&p, end, l->path);
+      apply_rela(l, lib, offset, info, addend);
+    }
+    count -= group;
+  }
+}
+
+// RELR: an address entry relocates one word and sets the cursor after it; a
+// bitmap entry (low bit set) relocates the following 63 words its bits name.
+static void apply_relr(const loaded* l, const uint64_t* entry, size_t size) {
+  uint64_t* where = NULL;
+  for (size_t i = 0; i < size / sizeof(uint64_t); ++i) {
+    uint64_t e = entry[i];
+    if ((e & 1) == 0) {
+      where = (uint64_t*)(l->base + e);
+      *where++ += l->base;
+      continue;
+    }
+    if (!where) relocation_error(l->path, "start with a RELR bitmap");
+    for (unsigned bit = 0; (e >>= 1) != 0; ++bit) {
+      if (e & 1) where[bit] += l->base;
+    }
+    where += 63;
+  }
+}
+
+typedef struct relro {
+  uintptr_t base;
+  uintptr_t start;
+  size_t size;
+} relro;
+
+static int find_relro(struct dl_phdr_info* info, size_t size, void* data) {
+  relro* r = data;
+  if (info->dlpi_addr != r->base) return 0;
+  for (int i = 0; i < info->dlpi_phnum; ++i) {
+    if (info->dlpi_phdr[i].p_type == PT_GNU_RELRO) {
+      r->start = info->dlpi_addr + info->dlpi_phdr[i].p_vaddr;
+      r->size = info->dlpi_phdr[i].p_memsz;
+    }
+  }
+  return 1;
+}
+
+// Makes the RELRO range writable (glibc protected it after its own
+// relocations) or read-only again.
+static void protect_relro(const relro* r, int prot, const char* path) {
+  if (!r->size) return;
+  uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+  uintptr_t start = r->start & ~(page - 1);
+  uintptr_t end = (r->start + r->size + page - 1) & ~(page - 1);
+  if (mprotect((void*)start, end - start, prot) != 0) relocation_error(path, "cannot be applied (mprotect failed)");
+}
+
+static void apply_android_relocations(void* lib, const char* path) {
+  struct link_map* map = NULL;
+  if (dlinfo(lib, RTLD_DI_LINKMAP, &map) != 0 || !map) relocation_error(path, "cannot be found (dlinfo failed)");
+  loaded l = {path, map->l_addr, NULL, NULL};
+  const uint8_t* rela = NULL;
+  const uint64_t* relr = NULL;
+  size_t rela_size = 0, relr_size = 0;
+  for (const ElfW(Dyn)* d = map->l_ld; d->d_tag != DT_NULL; ++d) {
+    // glibc has already made DT_SYMTAB and DT_STRTAB absolute.
+    switch (d->d_tag) {
+      case DT_SYMTAB: l.symbols = (const ElfW(Sym)*)d->d_un.d_ptr; break;
+      case DT_STRTAB: l.strings = (const char*)d->d_un.d_ptr; break;
+      case HARNESS_DT_ANDROID_RELA: rela = (const uint8_t*)(l.base + d->d_un.d_ptr); break;
+      case HARNESS_DT_ANDROID_RELASZ: rela_size = d->d_un.d_val; break;
+      case HARNESS_DT_ANDROID_RELR: relr = (const uint64_t*)(l.base + d->d_un.d_ptr); break;
+      case HARNESS_DT_ANDROID_RELRSZ: relr_size = d->d_un.d_val; break;
+    }
+  }
+  if (!rela && !relr) return;
+  relro r = {l.base, 0, 0};
+  dl_iterate_phdr(find_relro, &r);
+  protect_relro(&r, PROT_READ | PROT_WRITE, path);
+  if (relr) apply_relr(&l, relr, relr_size);
+  if (rela) apply_android_rela(&l, lib, rela, rela_size);
+  protect_relro(&r, PROT_READ, path);
+}
 
 static void* open_library(const char* path) {
   void* lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
@@ -35,6 +213,7 @@ static void* open_library(const char* path) {
     fprintf(stderr, "harness: cannot load %s: %s\n", path, dlerror());
     exit(3);
   }
+  apply_android_relocations(lib, path);
   return lib;
 }
 
@@ -259,8 +438,15 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (argc >= 6 && strcmp(argv[1], "run") == 0) return run(argc, argv);
+  if (argc == 3 && strcmp(argv[1], "load") == 0) {
+    api a;
+    resolve_api(open_library(argv[2]), &a);
+    printf("loaded: %s\n", a.status_name(PARE_OK));
+    return 0;
+  }
   fprintf(stderr,
           "usage: harness call-i32 LIB SYMBOL ARG\n"
+          "       harness load LIB\n"
           "       harness run LIB PROGRAM METHOD OUTDIR [DTYPE:SIZES:FILE ...]\n");
   return 2;
 }

@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
+import struct
 import subprocess
 import sys
 import tempfile
@@ -93,8 +94,43 @@ def _shim_dir(p: HarnessPaths, root: Path) -> Path:
     return shim
 
 
+# Dynamic tags (bionic/libc/include/elf.h): Bionic's relocation forms that
+# the harness applies after glibc's dlopen (harness.c), and the initializers
+# glibc would run before it could.
+_ANDROID_RELOCATION_TAGS = {0x60000011, 0x6000000F, 0x6FFFE000}
+_INITIALIZER_TAGS = {12, 25}  # DT_INIT, DT_INIT_ARRAY
+
+
+def _dynamic_tags(library: Path) -> set[int]:
+    """The DT_* tags of a little-endian ELF64 file (empty if it is not one)."""
+    data = Path(library).read_bytes()
+    if data[:6] != b"\x7fELF\x02\x01":
+        return set()
+    phoff, phentsize, phnum = struct.unpack_from("<Q", data, 32)[0], *struct.unpack_from("<HH", data, 54)
+    for i in range(phnum):
+        p_type, _, p_offset, _, _, p_filesz = struct.unpack_from("<IIQQQQ", data, phoff + i * phentsize)
+        if p_type == 2:  # PT_DYNAMIC
+            entries = data[p_offset : p_offset + p_filesz]
+            return {tag for tag, _ in struct.iter_unpack("<qQ", entries[: len(entries) // 16 * 16])}
+    return set()
+
+
+def check_loadable(library: Path) -> None:
+    """Refuses a library whose initializers glibc would run before the
+    harness applied its Android-form relocations (a Pare runtime has none)."""
+    tags = _dynamic_tags(library)
+    if tags & _ANDROID_RELOCATION_TAGS and tags & _INITIALIZER_TAGS:
+        raise HarnessError(
+            f"{library}: has initializers (DT_INIT/DT_INIT_ARRAY) and Android-packed relocations, which the "
+            "harness applies only after glibc's loader has run them; remove the static initializers "
+            "(docs/portable_cpp.md) or build with --//toolchains:android_api=22 to keep plain RELA"
+        )
+
+
 def run(args: list[str], timeout: float = 300, **kwargs) -> subprocess.CompletedProcess:
-    """Runs the harness with ARGS under qemu-aarch64; returns the completed process."""
+    """Runs the harness with ARGS (a mode, then the library) under qemu-aarch64;
+    returns the completed process."""
+    check_loadable(Path(args[1]))
     p = paths()
     with tempfile.TemporaryDirectory(prefix="pare-harness-") as tmp:
         shim = _shim_dir(p, Path(tmp))
@@ -108,6 +144,21 @@ def call_i32(library: Path, symbol: str, arg: int) -> int:
     if proc.returncode != 0:
         raise HarnessError(f"harness failed ({proc.returncode}): {proc.stderr.strip()}")
     return int(proc.stdout.strip())
+
+
+def _failed(proc: subprocess.CompletedProcess) -> HarnessError:
+    """The harness's last stderr line (its one-line reason) as an error."""
+    message = proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else f"exit {proc.returncode}"
+    return HarnessError(f"harness failed ({proc.returncode}): {message.removeprefix('harness: ')}")
+
+
+def load(library: Path) -> str:
+    """Loads a Pare runtime .so under emulation and resolves its C API (the
+    harness's `load` mode); returns the harness's line."""
+    proc = run(["load", str(library)], text=True)
+    if proc.returncode != 0:
+        raise _failed(proc)
+    return proc.stdout.strip()
 
 
 @dataclass(frozen=True)
@@ -140,8 +191,7 @@ def run_program(library: Path, program: bytes, method: str, inputs: list[TensorD
             text=True,
         )
         if proc.returncode != 0:
-            message = proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else f"exit {proc.returncode}"
-            raise HarnessError(f"harness failed ({proc.returncode}): {message.removeprefix('harness: ')}")
+            raise _failed(proc)
         outputs: list = []
         for line in proc.stdout.splitlines():
             fields = line.split()
@@ -170,6 +220,8 @@ def main(argv: list[str] | None = None) -> int:
     call.add_argument("library", type=Path)
     call.add_argument("symbol")
     call.add_argument("arg", type=int)
+    loads = sub.add_parser("load", help="load a Pare runtime .so and resolve its C API (what tools.verify --load runs)")
+    loads.add_argument("library", type=Path)
     prog = sub.add_parser(
         "run",
         help="run a method of a Pare program on an Android runtime .so; prints the "
@@ -188,6 +240,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.cmd == "call-i32":
             print(call_i32(args.library, args.symbol, args.arg))
+        elif args.cmd == "load":
+            print(load(args.library))
         else:
             inputs = []
             for spec in args.inputs:

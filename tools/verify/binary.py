@@ -100,6 +100,9 @@ class BinaryInfo:
     min_os: tuple[int, ...] | None = None  # Mach-O LC_BUILD_VERSION minos
     notes: tuple[str, ...] = field(default=())
     imports: tuple[str, ...] = field(default=())  # undefined symbols the loader resolves (sorted; Mach-O: no _)
+    # How the loader's fixups are stored (relocation_form()) and their bytes.
+    relocations: str = ""
+    relocation_bytes: int = 0
 
     def section_for(self, address: int) -> Section | None:
         for s in self.sections:
@@ -141,6 +144,33 @@ def read_binary(path: str | os.PathLike[str], *, cxxfilt: str | None = None, dem
 
 
 # --- ELF ---
+
+# Dynamic tags of each relocation table form: (form, table tag, size tag).
+# Bionic's own forms (bionic/libc/include/elf.h): packed "APS2" RELA/REL
+# (API 23+) and RELR under pre-standard tags (API 28-29). The Android
+# toolchain picks by API level (toolchains/toolchains.bzl).
+_ELF_RELOCATION_TABLES = (
+    ("RELR", 36, 35),
+    ("RELR (Android tags)", 0x6FFFE000, 0x6FFFE001),
+    ("APS2 (Android packed)", 0x60000011, 0x60000012),
+    ("APS2 (Android packed)", 0x6000000F, 0x60000010),
+    ("RELA", 7, 8),
+    ("REL", 17, 18),
+)
+_DT_PLTRELSZ = 2
+
+
+def _elf_relocations(elf: lief.ELF.Binary) -> tuple[str, int]:
+    """The forms of the dynamic relocation tables ("RELR + APS2 (Android
+    packed)", "RELA", ...; PLT relocations aside) and their bytes, PLT's included."""
+    values = {int(e.tag): e.value for e in elf.dynamic_entries}
+    forms, size = [], values.get(_DT_PLTRELSZ, 0)
+    for form, table, size_tag in _ELF_RELOCATION_TABLES:
+        if table in values and form not in forms:
+            forms.append(form)
+        if table in values:
+            size += values.get(size_tag, 0)
+    return " + ".join(forms) or "none", size
 
 
 def _read_elf(path: Path, elf: lief.ELF.Binary) -> dict:
@@ -188,6 +218,7 @@ def _read_elf(path: Path, elf: lief.ELF.Binary) -> dict:
     needed = tuple(e.name for e in elf.dynamic_entries if e.tag == lief.ELF.DynamicEntry.TAG.NEEDED)
     imports = tuple(sorted({s.name for s in elf.dynamic_symbols if s.name and s.shndx == 0}))
     loads = tuple(seg.alignment for seg in elf.segments if seg.type == lief.ELF.Segment.TYPE.LOAD)
+    relocations, relocation_bytes = _elf_relocations(elf)
     return {
         "path": path,
         "format": ELF,
@@ -203,6 +234,8 @@ def _read_elf(path: Path, elf: lief.ELF.Binary) -> dict:
         "needed": needed,
         "imports": imports,
         "load_alignments": loads,
+        "relocations": relocations,
+        "relocation_bytes": relocation_bytes,
         "sized_by_table": True,
     }
 
@@ -213,6 +246,18 @@ def _read_elf(path: Path, elf: lief.ELF.Binary) -> dict:
 def _macho_arch(macho: lief.MachO.Binary) -> str:
     name = macho.header.cpu_type.name
     return _MACHO_ARCH.get(name, name.lower())
+
+
+def _macho_relocations(macho: lief.MachO.Binary) -> dict:
+    """Chained fixups (iOS 13.4+, what the iOS toolchain links) or dyld's
+    rebase/bind opcodes, and their bytes."""
+    if macho.has_dyld_chained_fixups:
+        return {"relocations": "chained fixups", "relocation_bytes": macho.dyld_chained_fixups.data_size}
+    if macho.has_dyld_info:
+        info = macho.dyld_info
+        sizes = (info.rebase[1], info.bind[1], info.weak_bind[1], info.lazy_bind[1])
+        return {"relocations": "dyld info opcodes", "relocation_bytes": sum(sizes)}
+    return {"relocations": "none", "relocation_bytes": 0}
 
 
 def _read_macho(path: Path, macho: lief.MachO.Binary) -> dict:
@@ -280,6 +325,7 @@ def _read_macho(path: Path, macho: lief.MachO.Binary) -> dict:
         "needed": needed,
         "imports": imports,
         "load_alignments": (),
+        **_macho_relocations(macho),
         "build_platform": build_platform,
         "min_os": min_os,
         "sized_by_table": False,

@@ -18,7 +18,7 @@ from tools.verify.errors import EXIT_FAILED, EXIT_OK, EXIT_USER_ERROR, VerifyErr
 from tools.verify.expected import load_expected
 from tools.verify.platforms import PLATFORMS
 from tools.verify.report import render_text, to_json
-from tools.verify.verify import bundle_paths, bundle_platforms, verify
+from tools.verify.verify import bundle_paths, bundle_platforms, check_loads, verify
 
 PROG = "python -m tools.verify"
 
@@ -64,6 +64,12 @@ def _parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--jni", action="store_true", help="a JNI build: JNI_OnLoad, JNI_OnUnload and Java_* may be exported"
+    )
+    p.add_argument(
+        "--load",
+        action="store_true",
+        help="also load each shipped library: Android under the emulator harness (qemu-aarch64; builds it with "
+        "Bazel if needed), x86_64 Linux natively; iOS is not loadable here",
     )
     p.add_argument("--json", action="store_true", help="print JSON (schema pare.verify_result) instead of text")
     p.add_argument("--json-out", metavar="FILE", help="also write the JSON result to FILE")
@@ -115,9 +121,10 @@ def run(argv: Sequence[str] | None = None) -> int:
         exp = expected_cache.get(r["expected"]) or expected_cache.setdefault(
             r["expected"], load_expected(r["expected"])
         )
-        results.append(
-            verify(r["binary"], exp, platform=r["platform"], stripped=r["stripped"], jni=args.jni, cxxfilt=args.cxxfilt)
+        result = verify(
+            r["binary"], exp, platform=r["platform"], stripped=r["stripped"], jni=args.jni, cxxfilt=args.cxxfilt
         )
+        results.append(check_loads(result) if args.load else result)
     payload = (
         to_json(results[0])
         if len(results) == 1 and not args.bundle

@@ -50,6 +50,8 @@ def render_text(result: VerifyResult, *, verbose: bool = False, max_symbols: int
         lines.append(f"  shipped:  {_rel(result.shipped.path)} ({result.shipped.file_bytes} bytes)")
     lines.append(f"  expected: {_rel(exp.path)} (manifest sha256 {exp.manifest_sha256[:12] or '?'})")
     lines.append(f"  binary:   {b.format}, {b.arch}, {len(b.symbols)} defined symbols")
+    shipped = result.shipped
+    lines.append(f"  relocations: {shipped.relocations}, {shipped.relocation_bytes} bytes (docs/size.md)")
     for note in b.notes:
         lines.append(f"  note: {note}")
 
@@ -163,6 +165,7 @@ def to_json(result: VerifyResult) -> dict:
         "format": result.binary.format,
         "arch": result.binary.arch,
         "jni": result.jni,
+        "relocations": {"form": result.shipped.relocations, "bytes": result.shipped.relocation_bytes},
         "summary": {
             "leaks": len(result.leaks),
             "missing": len(result.missing),

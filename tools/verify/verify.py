@@ -14,8 +14,11 @@ stripped library when given, because that is what ships.
 from __future__ import annotations
 
 import os
+import platform as host
 import re
-from dataclasses import dataclass
+import subprocess
+import sys
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from tools.bundle import Bundle, BundleError, load_bundle
@@ -178,6 +181,33 @@ def verify(
         facts=tuple(check_platform_facts(shipped, facts_for)),
         feature_imports=tuple(check_feature_imports(shipped, exp)),
     )
+
+
+def check_loads(result: VerifyResult) -> VerifyResult:
+    """Adds the fact that the shipped library loads: an Android build under
+    the emulator harness (qemu-aarch64; it applies Bionic's packed
+    relocations as Bionic would), an x86_64 Linux build natively. iOS cannot
+    be loaded on this machine; its result is returned unchanged."""
+    path = result.shipped.path
+    if result.platform.flavor == "android":
+        from tools.android_harness import run as harness  # imported late: only --load needs qemu
+
+        try:
+            harness.ensure_built()
+            actual, ok = harness.load(path), True
+        except harness.HarnessError as e:
+            actual, ok = str(e), False
+        fix = "the relocation form this API level packs must be one Bionic reads (toolchains/toolchains.bzl)"
+    elif result.platform.flavor == "linux" and result.platform.arch == "x86_64" and host.machine() == "x86_64":
+        probe = "import ctypes, sys; ctypes.CDLL(sys.argv[1]).pare_status_name"
+        proc = subprocess.run([sys.executable, "-c", probe, str(path)], capture_output=True, text=True)
+        ok = proc.returncode == 0
+        actual = "loaded" if ok else (proc.stderr.strip().splitlines() or [f"exit {proc.returncode}"])[-1]
+        fix = "link it with pare_platform_library against this machine's glibc"
+    else:
+        return result
+    load = FactCheck("loads", ok, "loads and resolves the C API", actual, fix)
+    return replace(result, facts=result.facts + (load,))
 
 
 def _bundle(bundle: str | os.PathLike[str]) -> Bundle:
