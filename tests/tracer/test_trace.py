@@ -138,6 +138,23 @@ def test_a_gan_generator_with_instance_norm_is_traced_and_matches_torch(tracing_
     assert all(c.ok for c in check_model(spec_of("gan_generator"), full_lib))
 
 
+def test_index_heavy_post_processing_is_traced_and_matches_torch(tracing_lib, full_lib):
+    # topk, sort and scatter_add (issue 49): traced with their dtypes, then
+    # every output, indices included, checked against torch.
+    result = trace_model(spec_of("postprocess"), runtime=tracing_lib)
+    m = result.manifest
+    assert {"aten::topk", "aten::sort", "aten::sort.stable", "aten::gather", "aten::scatter_add"} <= set(m.operators)
+    assert m.kernel_metadata["topk_kernel"] == ("Float",)
+    assert m.kernel_metadata["sort_kernel"] == ("Float", "Short")
+    assert all(c.ok for c in result.checks)
+    checks = check_model(spec_of("postprocess"), full_lib)
+    assert [o.line() for o in checks[0].outputs][-2:] == [
+        "output 7 Short[2, 40]: ok, exact",
+        "output 8 Long[2, 40]: ok, exact",
+    ]
+    assert all(c.ok for c in checks)
+
+
 def test_check_passes_on_the_full_runtime(full_lib):
     checks = check_model(spec_of("multi_dtype"), full_lib)
     assert len(checks) == 4 and all(c.ok for c in checks)

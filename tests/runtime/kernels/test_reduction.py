@@ -1,11 +1,12 @@
 """The reduction family (runtime/kernels/reduction/) vs torch: sum.dim_IntList, mean.dim, mean, prod.dim_int,
 amax, amin, max, min, max.dim, min.dim, argmax, argmin, any, any.dim, any.dims,
-var.correction, cumsum, cumprod.
+var.correction, cumsum, cumprod, sort, sort.stable, topk.
 
 Every dtype of each kernel tag; dim lists (single, several, non-adjacent,
 negative, empty and None meaning all dims), keepdim, dtype= arguments,
 non-contiguous, 0-dim and empty inputs, NaN propagation, integer wrapping,
-and the errors torch raises, named by argument."""
+sort and topk indices exactly as torch's (ties, NaN and sorted=False
+included), and the errors torch raises, named by argument."""
 
 import pytest
 import torch
@@ -412,6 +413,224 @@ def test_cumsum_edge_cases(runtime):
 
 
 # --------------------------------------------------------------------------
+# sort, sort.stable, topk: values and indices exactly as torch's, ties included
+
+
+def run_sort(runtime, x, dim=-1, descending=False, stable=False):
+    """sort.stable with stable=True, sort otherwise (torch.export's choice)."""
+    if stable:
+        return run_op(runtime, "aten::sort.stable", x, True, dim, descending, returns=2)
+    return run_op(runtime, "aten::sort", x, dim, descending, returns=2)
+
+
+def _torch_breaks_ties_as_std_sort() -> bool:
+    """Whether this process's torch orders ties in an unstable sort as
+    std::sort does. ATen's CPU sort and topk run std::sort,
+    std::partial_sort and std::nth_element, which Pare repeats step for step
+    (runtime/kernels/reduction/sorting.h); on some CPUs torch may send an
+    unstable sort of Int/Long/Float/Double to x86-simd-sort instead, whose
+    tie order nothing else repeats. The probe: libstdc++'s introsort order
+    of 40 values with 14 ties among 26 zeros and 14 ones."""
+    x = torch.zeros(40)
+    x[::3] = 1
+    introsort = [1, 38, 37, 35, 34, 32, 31, 29, 28, 26, 25, 23, 22, 20, 19, 17, 16, 14, 13, 2]
+    introsort += [11, 10, 4, 8, 7, 5, 39, 0, 36, 3, 33, 6, 30, 27, 9, 24, 12, 21, 18, 15]
+    return torch.sort(x).indices.tolist() == introsort
+
+
+# Where torch's ties come from another algorithm, unstable results are
+# checked for what any correct one must give (check_sorting).
+EXACT_TIES = _torch_breaks_ties_as_std_sort()
+
+
+def assert_same_pair(actual, expected):
+    assert_same(actual[0], expected[0])
+    assert_same(actual[1], expected[1])
+
+
+def check_sorting(actual, expected, source, dim, ordered=True):
+    """An unstable sort's or topk's (values, indices) against torch's: exactly
+    where torch breaks ties as Pare does (EXACT_TIES); elsewhere the values
+    as torch's (as a multiset along `dim` when not `ordered`), and the
+    indices select them from `source`."""
+    if EXACT_TIES:
+        assert_same_pair(actual, expected)
+        return
+    values, indices = actual
+    if ordered:
+        assert_same(values, expected[0])
+    elif values.numel():
+        assert_same(values.sort(dim).values, expected[0].sort(dim).values)
+    picked = source.gather(dim, indices) if source.dim() else source.expand_as(values)
+    assert_same(picked, values)
+
+
+def check_sort(runtime, x, dim=-1, descending=False):
+    """aten::sort (unstable) against torch's."""
+    check_sorting(run_sort(runtime, x, dim, descending), aten.sort(x, dim, descending), x, dim)
+
+
+def check_topk(runtime, x, k, dim=-1, largest=True, sorted_=True):
+    """aten::topk against torch's."""
+    got = run_op(runtime, "aten::topk", x, k, dim, largest, sorted_, returns=2)
+    check_sorting(got, aten.topk(x, k, dim, largest, sorted_), x, dim, ordered=sorted_)
+
+
+def tie_heavy(shape, dtype, seed):
+    """Values in [-3, 3] (a few NaNs among floats): most elements tie."""
+    x = make_tensor(shape, dtype, seed, -3, 3)
+    if dtype.is_floating_point:
+        g = torch.Generator().manual_seed(seed + 1)
+        x[torch.rand(shape, generator=g) < 0.1] = float("nan")
+    return x
+
+
+@pytest.mark.parametrize("dtype", ALL_DTYPES, ids=ids)
+def test_sort_every_dtype(runtime, dtype):
+    x = tie_heavy((6, 40), dtype, 40)  # rows past introsort's 16-element insertion sort
+    for dim in (0, 1, -1):
+        for descending in (False, True):
+            expected = aten.sort.stable(x, stable=True, dim=dim, descending=descending)
+            assert_same_pair(run_sort(runtime, x, dim, descending, True), expected)
+            check_sort(runtime, x, dim, descending)
+    check_sorting(run_op(runtime, "aten::sort", x, returns=2), aten.sort(x), x, -1)  # defaults: dim=-1, ascending
+
+
+def test_sort_unstable_tie_order_is_torchs(runtime):
+    # With stable=False torch runs std::sort: equal values do not keep their
+    # input order (checked here, so the test cannot pass by sorting stably).
+    nan, inf = float("nan"), float("inf")
+    unstable_seen = False
+    for n in (1, 2, 15, 16, 17, 18, 33, 100, 257, 1000, 3000):
+        for distinct in (1, 2, 5, n):
+            g = torch.Generator().manual_seed(n * 7 + distinct)
+            x = torch.randint(0, distinct, (n,), generator=g).float() - distinct // 2
+            if n > 2:
+                x[torch.randint(0, n, (n // 10 + 1,), generator=g)] = nan
+                x[0], x[-1] = -0.0, 0.0  # equal to each other
+                x[n // 2] = inf
+            for descending in (False, True):
+                expected = aten.sort(x, 0, descending)
+                check_sort(runtime, x, 0, descending)
+                check_sorting(
+                    run_op(runtime, "aten::sort.stable", x, None, 0, descending, returns=2),
+                    aten.sort.stable(x, stable=None, dim=0, descending=descending),
+                    x,
+                    0,
+                )
+                stable = aten.sort.stable(x, stable=True, dim=0, descending=descending)
+                assert_same_pair(run_sort(runtime, x, 0, descending, stable=True), stable)
+                unstable_seen |= not torch.equal(expected[1], stable[1])
+    assert unstable_seen or not EXACT_TIES
+    # Integer and reduced-float keys, sorted rows of all-equal and already sorted values.
+    for dtype in (torch.int64, torch.uint8, torch.float16, torch.bfloat16, torch.bool):
+        for x in (
+            make_tensor((3, 300), dtype, 41, 0, 1),
+            make_tensor((300,), dtype, 42).sort().values,
+            torch.zeros(2, 50, dtype=dtype),
+        ):
+            for descending in (False, True):
+                check_sort(runtime, x, -1, descending)
+
+
+def test_sort_layouts(runtime):
+    y = non_contiguous((5, 18, 4), torch.float32, 43).round()  # permuted and sliced; ties
+    for dim in (0, 1, 2, -2):
+        expected = aten.sort.stable(y, stable=True, dim=dim, descending=True)
+        assert_same_pair(run_sort(runtime, y, dim, True, True), expected)
+        check_sort(runtime, y, dim, True)
+    t = make_tensor((20, 3), torch.int32, 44, -2, 2).t()  # transposed: rows of stride 1 along dim 0
+    check_sort(runtime, t, 1)
+    # A dim of stride 0: torch leaves it unsorted, indices 0, 1, ... (std::sort would shuffle equal values).
+    e = make_tensor((3, 1), torch.float32, 45).expand(3, 40)
+    check_sort(runtime, e, 1)
+    check_sort(runtime, e, 0, True)
+    # 0-dim, empty and size-1 dims.
+    s = torch.tensor(2.5)
+    for dim in (0, -1):
+        check_sort(runtime, s, dim)
+        assert_same_pair(run_sort(runtime, s, dim, stable=True), aten.sort.stable(s, stable=True, dim=dim))
+    for shape, dim in (((0, 3), 0), ((0, 3), 1), ((3, 0), 1), ((0,), 0), ((4, 1, 3), 1), ((1, 30), 1)):
+        x = make_tensor(shape, torch.float64, 46, -2, 2)
+        check_sort(runtime, x, dim)
+
+
+def test_sort_errors(runtime):
+    x = torch.ones(2, 3)
+    for dim in (2, -3):
+        with pytest.raises(IndexError):
+            aten.sort(x, dim)
+        with pytest.raises(PareError, match=r"aten::sort: argument 'dim'"):
+            run_sort(runtime, x, dim)
+        with pytest.raises(PareError, match=r"aten::sort\.stable: argument 'dim'"):
+            run_sort(runtime, x, dim, stable=True)
+    with pytest.raises(PareError, match=r"aten::sort: argument 'dim'"):
+        run_sort(runtime, torch.tensor(1.0), 1)
+
+
+@pytest.mark.parametrize("dtype", NON_BOOL, ids=ids)
+def test_topk_every_dtype(runtime, dtype):
+    x = tie_heavy((5, 200), dtype, 47)
+    for dim, ks in ((1, (0, 1, 3, 4, 50, 199, 200)), (0, (0, 1, 2, 5))):
+        for k in ks:  # k * 64 <= n: partial sort; otherwise nth_element (+ sort)
+            for largest in (True, False):
+                for sorted_ in (True, False):
+                    check_topk(runtime, x, k, dim, largest, sorted_)
+    check_sorting(run_op(runtime, "aten::topk", x, 3, returns=2), aten.topk(x, 3), x, -1)  # defaults
+
+
+def test_topk_ties_nan_and_unsorted_order(runtime):
+    # Ties, NaNs and sorted=False come out in torch's CPU order (its
+    # partial_sort / nth_element / sort sequence), compared exactly.
+    for n in (1, 2, 3, 4, 5, 17, 63, 64, 65, 128, 129, 500, 2000):
+        for distinct in (1, 3, n):
+            g = torch.Generator().manual_seed(n * 11 + distinct)
+            x = torch.randint(0, distinct, (2, n), generator=g).float()
+            x[torch.rand(2, n, generator=g) < 0.05] = float("nan")
+            for k in sorted({0, 1, 2, n // 64, n // 64 + 1, n // 3, n - 1, n} - {-1}):
+                if not 0 <= k <= n:
+                    continue
+                for largest in (True, False):
+                    for sorted_ in (True, False):
+                        check_topk(runtime, x, k, -1, largest, sorted_)
+
+
+def test_topk_layouts(runtime):
+    y = non_contiguous((6, 130, 3), torch.float32, 48).round()
+    for dim, k in ((0, 2), (1, 2), (1, 40), (2, 3), (-2, 1)):
+        for sorted_ in (True, False):
+            check_topk(runtime, y, k, dim, False, sorted_)
+    e = make_tensor((2, 1), torch.int16, 49).expand(2, 100)  # stride 0
+    check_topk(runtime, e, 7, 1)
+    # 0-dim: its one element whatever k (0 or 1) is, as torch; empty tensors.
+    s = torch.tensor(-4, dtype=torch.int8)
+    for k in (0, 1):
+        check_topk(runtime, s, k, -1)
+    for shape, k, dim in (((0, 3), 0, 0), ((0, 3), 2, 1), ((3, 0), 0, 1), ((2, 0), 0, 0)):
+        x = torch.zeros(shape)
+        check_topk(runtime, x, k, dim)
+
+
+def test_topk_errors(runtime):
+    x = torch.ones(3, 4)
+    for args, message in [
+        ((x, 5), r"aten::topk: argument 'k': 5 is out of range for dim 1 of size 4 \(expected 0 <= k <= 4\)"),
+        ((x, -1), r"argument 'k': -1 is out of range"),
+        ((x, 4, 0), r"argument 'k': 4 is out of range for dim 0 of size 3"),
+        ((torch.tensor(1.0), 2), r"argument 'k': 2 is out of range for dim 0 of size 1"),
+        ((torch.ones(0, 3), 1, 0), r"argument 'k': 1 is out of range for dim 0 of size 0"),
+        ((x, 1, 2), r"aten::topk: argument 'dim'"),
+        ((x.bool(), 1), r"aten::topk: .*Bool"),
+        ((torch.tensor(True), 0), r"aten::topk: .*Bool"),
+        ((torch.ones(0, 3, dtype=torch.bool), 0, 0), r"aten::topk: .*Bool"),
+    ]:
+        with pytest.raises((RuntimeError, IndexError)):
+            aten.topk(*args)
+        with pytest.raises(PareError, match=message):
+            run_op(runtime, "aten::topk", *args, returns=2)
+
+
+# --------------------------------------------------------------------------
 # What torch.export emits
 
 
@@ -508,3 +727,43 @@ def test_tracing_records_reduction_dtypes(tracing_runtime):
     assert trace.kernel_dtypes["arg_reduce_kernel"] == ("Short",)
     assert trace.kernel_dtypes["cumsum_kernel"] == ("Float",)  # dtype= converts first
     assert trace.kernel_dtypes["copy_kernel"] == ("Short", "Float")
+
+
+class Sorting(torch.nn.Module):
+    def forward(self, x, y):
+        return (
+            *torch.sort(x, dim=1, descending=True),
+            *torch.sort(y, dim=-1, stable=True),
+            *torch.sort(y, stable=False, dim=0, descending=True),
+            x.argsort(dim=0),
+            torch.msort(y),
+            *x.topk(4),
+            *y.topk(2, dim=0, largest=False, sorted=False),
+        )
+
+
+def test_exported_sorting_runs_like_torch(runtime):
+    from pare.program import ProgramBuilder
+    from tools.tracer.lowering import LoweringReport, MethodLowering
+
+    x = tie_heavy((3, 30), torch.float32, 50)
+    y = make_tensor((20, 30), torch.int32, 51, -2, 2)
+    model = Sorting()
+    ep = torch.export.export(model, (x, y)).run_decompositions()
+    pb = ProgramBuilder()
+    report = LoweringReport()
+    MethodLowering(pb.method("forward"), ep, prepack=False, model_file=None, report=report).lower()
+    assert not set(report.unsupported)
+    ours = [torch.from_numpy(a) for a in runtime.load(pb.to_bytes()).method().run(x.numpy(), y.numpy())]
+    expected = model(x, y)
+    assert len(ours) == len(expected) == 12
+    exact = range(12) if EXACT_TIES else (2, 3, 7)  # else: no tie order of an unstable sort
+    for i in exact:
+        assert_same(ours[i], expected[i])
+    if not EXACT_TIES:
+        check_sorting(ours[0:2], expected[0:2], x, 1)
+        check_sorting(ours[4:6], expected[4:6], y, 0)
+        assert_same(x.gather(0, ours[6]), x.sort(0).values)
+        check_sorting(ours[8:10], expected[8:10], x, -1)
+        check_sorting(ours[10:12], expected[10:12], y, 0, ordered=False)
+    assert {"aten::sort", "aten::sort.stable", "aten::topk"} <= set(report.uses)
