@@ -1,0 +1,36 @@
+"""python -m tools.bench.ab: two runtimes side by side (never how fast either is)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+from tests.conftest import REPO_ROOT
+from tools.bench import ab
+from tools.bench.models import load_runtime
+
+MODEL = REPO_ROOT / "tests" / "tracer" / "models" / "tiny_mlp.py"
+
+
+def test_one_runtime_against_itself_reports_both_medians_and_the_spread(full_runtime):
+    runtime = load_runtime(full_runtime)
+    r = ab.compare_model({"base": (runtime, full_runtime), "head": (runtime, full_runtime)}, MODEL, rounds=3)
+    assert r["base"] > 0 and r["head"] > 0
+    assert r["ratio"] == r["head"] / r["base"]
+    assert 0 < r["p10"] <= r["p90"]
+
+
+def test_the_cli_prints_a_row_per_model_and_refuses_bad_input_in_one_line(full_runtime, tmp_path):
+    def run(*args):
+        return subprocess.run(
+            [sys.executable, "-m", "tools.bench.ab", *map(str, args)], cwd=REPO_ROOT, capture_output=True, text=True
+        )
+
+    ok = run(full_runtime, full_runtime, MODEL, "--rounds", 2)
+    assert ok.returncode == 0, ok.stderr
+    assert "| tiny_mlp | " in ok.stdout and "| model | base µs | head µs | head / base |" in ok.stdout
+    missing = run(tmp_path / "none.so", full_runtime, MODEL)
+    assert missing.returncode == 2 and missing.stderr.count("\n") == 1
+    assert "no runtime at" in missing.stderr and "Traceback" not in missing.stderr
+    rounds = run(full_runtime, full_runtime, MODEL, "--rounds", 1)
+    assert rounds.returncode == 2 and "--rounds 1: give at least 2" in rounds.stderr

@@ -1,0 +1,100 @@
+"""Two builds of Pare side by side: is a change free of speed cost?
+
+    .venv/bin/python -m tools.bench.ab BASE_LIB HEAD_LIB MODEL.py [MODEL.py ...] [--rounds N] [--cpu N]
+
+BASE_LIB and HEAD_LIB are two linux_x86_64 Pare runtimes (say //runtime:full
+built before and after a change, copied out of bazel-bin). Each model spec is
+exported once, with the default graph passes; both runtimes load the same
+program bytes, each run is checked against torch eager, then `execute()` on
+the spec's first input is timed on one pinned CPU, the two runtimes
+interleaved round by round (tools/bench/timing.py). Per model: both medians,
+head / base, and the spread of the per-round ratios (p10-p90), which says
+how far apart two identical builds would land on this machine. A benchmark,
+never a test.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from pare.runtime import PareError
+from tools.bench.models import load_runtime
+from tools.bench.timing import BenchError, calls_for, measure, median, pin_to_cpus
+from tools.tracer.errors import TracerError
+
+PROG = "python -m tools.bench.ab"
+
+
+def compare_model(runtimes: dict, path: Path, rounds: int) -> dict:
+    """{"base": µs, "head": µs, "ratio": head / base, "p10": .., "p90": ..} for one model spec."""
+    from tools.tracer.exporter import export_model
+    from tools.tracer.model_spec import load_model_spec
+    from tools.tracer.numerics import compare
+    from tools.tracer.runner import set_inputs
+    from tools.tracer.tracing import eager_outputs, spec_tolerance
+
+    spec = load_model_spec(path)
+    exported = export_model(spec)
+    group = exported.groups[0]
+    inputs = spec.inputs[group.indices[0]]
+    expected = eager_outputs(spec, group.indices[0])
+    methods = {}
+    for name, (runtime, lib) in runtimes.items():
+        try:
+            method = runtime.load(exported.program).method(group.name)
+            set_inputs(method, inputs)
+            method.execute()
+            actual = [method.output(i) for i in range(method.num_outputs)]
+        except PareError as e:
+            raise BenchError(f"{path}: the {name} runtime {lib} failed: {e.status_name}: {e}") from None
+        bad = [c.line() for c in compare(actual, expected, spec_tolerance(spec, None)) if not c.ok]
+        if bad:
+            raise BenchError(f"{path}: the {name} runtime's output differs from torch eager ({bad[0]})")
+        methods[name] = method
+    systems = {name: m.execute for name, m in methods.items()}
+    calls = {name: calls_for(fn) for name, fn in systems.items()}
+    calls = dict.fromkeys(calls, max(calls.values()))  # the same count per sample for both
+    samples = measure(systems, rounds, calls)
+    for m in methods.values():
+        m.close()
+    per_round = sorted(h / b for h, b in zip(samples["head"], samples["base"], strict=True))
+    deciles = statistics.quantiles(per_round, n=10) if len(per_round) > 1 else per_round * 9
+    base, head = median(samples["base"]), median(samples["head"])
+    return {"base": base * 1e6, "head": head * 1e6, "ratio": head / base, "p10": deciles[0], "p90": deciles[-1]}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog=PROG, description=__doc__.split("\n")[0])
+    p.add_argument("base", type=Path, metavar="BASE_LIB", help="the runtime before the change")
+    p.add_argument("head", type=Path, metavar="HEAD_LIB", help="the runtime after it")
+    p.add_argument("models", nargs="+", type=Path, metavar="MODEL", help="model specs (docs/model_spec.md)")
+    p.add_argument("--rounds", type=int, default=31, help="interleaved rounds per model (default 31)")
+    p.add_argument("--cpu", type=int, help="the CPU to pin to (default 1, as taskset -c 1)")
+    args = p.parse_args(argv)
+    try:
+        if args.rounds < 2:
+            raise BenchError(f"--rounds {args.rounds}: give at least 2, for the spread")
+        (cpu,) = pin_to_cpus(1, args.cpu)
+        runtimes = {"base": (load_runtime(args.base), args.base), "head": (load_runtime(args.head), args.head)}
+        print(f"base {args.base}\nhead {args.head}\npinned to CPU {cpu}; {args.rounds} interleaved rounds per model")
+        print("| model | base µs | head µs | head / base | per-round p10-p90 |")
+        print("|---|---:|---:|---:|---|")
+        for path in args.models:
+            r = compare_model(runtimes, path, args.rounds)
+            print(
+                f"| {path.stem if path.name != 'model.py' else path.parent.name} | {r['base']:,.1f} | "
+                f"{r['head']:,.1f} | {r['ratio']:.3f} | {r['p10']:.3f}-{r['p90']:.3f} |",
+                flush=True,
+            )
+    except (BenchError, TracerError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
