@@ -176,7 +176,10 @@ def _config_impl(ctx):
         "-fcolor-diagnostics",
         "-Wall",
     ]
-    link_flags = target + ["-fuse-ld=lld", "-Wl,--gc-sections"] if flavor != "ios" else target + ["-fuse-ld=lld"]
+
+    # -O2: lld also merges strings that are the tail of another (an error
+    # message's last words, a shorter one's whole text): 160 B on the demo.
+    link_flags = target + ["-fuse-ld=lld", "-Wl,--gc-sections", "-Wl,-O2"] if flavor != "ios" else target + ["-fuse-ld=lld"]
     link_libs = []
 
     if flavor == "android":
