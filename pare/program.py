@@ -17,7 +17,7 @@ Building a program::
 Arguments are Values or Python objects converted to constant values: None,
 bool, int, float, str, lists (of ints and Int Values: an int list, with
 symbolic elements where a Value is given; of floats: a float list; of tensor
-Values: a tensor list), numpy arrays and torch tensors (constant tensors),
+Values: a tensor list, which may also hold None for a Tensor?[] argument), numpy arrays and torch tensors (constant tensors),
 and dtypes (pare.dtypes.DType or torch.dtype: their ScalarType code).
 Trailing defaulted schema arguments may be omitted; kernels apply defaults.
 
@@ -200,6 +200,10 @@ class MethodBuilder:
             self._check_owned(v)
         if items and all(isinstance(i, Value) and i.kind == TENSOR for i in items):
             return self._add(_ValueRecord(TENSOR_LIST, False, ids=tuple(i.id for i in items)))
+        if items and all(i is None or isinstance(i, Value) and i.kind in (TENSOR, NONE) for i in items):
+            # A Tensor?[] argument (index_put's indices): None elements need format 1.1.
+            ids = tuple(self.constant(None).id if i is None else i.id for i in items)
+            return self._add(_ValueRecord(TENSOR_LIST, False, ids=ids))
         if all(
             isinstance(i, (int, np.integer)) and not isinstance(i, bool) or isinstance(i, Value) and i.kind == INT
             for i in items
@@ -392,6 +396,16 @@ class _Writer:
         self.data.extend(data)
         return offset
 
+    def minor_version(self) -> int:
+        """The oldest minor version that reads the program: 1 (VERSION_MINOR)
+        when a tensor list holds None (a Tensor?[] argument), else 0, so a
+        program a 1.0 runtime can load says so."""
+        for m in self.methods:
+            for v in m._values:
+                if v.kind == TENSOR_LIST and any(m._values[i].kind == NONE for i in v.ids):
+                    return VERSION_MINOR
+        return 0
+
     def write(self) -> bytes:
         # Intern every string and op first: the tables precede the methods.
         for m in self.methods:
@@ -427,7 +441,7 @@ class _Writer:
             0,
             MAGIC,
             VERSION_MAJOR,
-            VERSION_MINOR,
+            self.minor_version(),
             HEADER_SIZE,
             0,
             len(self.buf),

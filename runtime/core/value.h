@@ -41,7 +41,8 @@ constexpr const char* to_string(ValueKind k) {
   return "unknown";
 }
 
-// The elements of a Tensor[] value; each item is a Tensor-kind Value.
+// The elements of a Tensor[] value; each item is a Tensor-kind Value, or a
+// None-kind one in a Tensor?[] argument (KernelArgs::optional_tensor_list).
 struct TensorList {
   Value* const* items;
   size_t size;

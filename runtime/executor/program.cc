@@ -514,7 +514,9 @@ Error Loader::decode_value(const MethodDesc& m, uint32_t id, const uint8_t* rec,
       if (ids == nullptr) return out_of_memory("a tensor list");
       for (uint32_t k = 0; k < a; ++k) {
         ids[k] = rd32(base_ + b + 4ull * k);
-        if (ids[k] >= m.num_values || kinds[ids[k]] != ValueKind::Tensor) {
+        // None elements (format 1.1) make a Tensor?[] argument (index_put's
+        // indices); kernels taking Tensor[] refuse them (KernelArgs::tensor_list).
+        if (ids[k] >= m.num_values || (kinds[ids[k]] != ValueKind::Tensor && kinds[ids[k]] != ValueKind::None)) {
           return invalid(
               "method '%s' value %u (Tensor[]) element %u refers to value %u, which is "
               "not a tensor value",
@@ -709,6 +711,11 @@ Error Loader::check_dataflow(MethodDesc& m, ValueDesc* values, uint32_t* last_us
       PARE_TRY(visit_list(v.count));
       ok = true;
       for (uint32_t e = 0; e < v.count; ++e) {
+        if (values[v.value_ids[e]].kind == ValueKind::None) {
+          return invalid(
+              "method '%s' output %u (value %u) is a Tensor[] with a None element; only operators read those", m.name,
+              k, id);
+        }
         ok = ok && readable(v.value_ids[e], false);
         last_use[v.value_ids[e]] = kLastUseForever;
       }

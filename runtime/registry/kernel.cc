@@ -175,6 +175,18 @@ const char* KernelArgs::optional_string(size_t i, const char* name) {
 }
 
 TensorList KernelArgs::tensor_list(size_t i, const char* name) {
+  const TensorList list = optional_tensor_list(i, name);
+  for (size_t k = 0; k < list.size; ++k) {
+    if (list.items[k]->kind != ValueKind::Tensor) {
+      status_ = PARE_FAIL(ctx_, Error::InvalidArgument,
+                          "argument '%s' (#%zu) must be Tensor[], but element %zu is None", name, i, k);
+      return TensorList{nullptr, 0};
+    }
+  }
+  return list;
+}
+
+TensorList KernelArgs::optional_tensor_list(size_t i, const char* name) {
   const Value* v = get(i, name, ValueKind::TensorList);
   return v != nullptr ? v->tensor_list : TensorList{nullptr, 0};
 }

@@ -193,6 +193,8 @@ class KernelArgs {
   // Null when None or absent.
   const char* optional_string(size_t i, const char* name);
   TensorList tensor_list(size_t i, const char* name);
+  // A "Tensor?[]" argument: elements are Tensor or None values.
+  TensorList optional_tensor_list(size_t i, const char* name);
   // A "ScalarType?" argument (an int holding a PyTorch dtype code).
   Optional<ScalarType> optional_dtype(size_t i, const char* name);
   // A dimension index for a tensor of rank `ndim`, wrapped.

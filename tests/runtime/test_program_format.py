@@ -76,6 +76,31 @@ def test_tensor_list_outputs_and_inputs_are_encoded():
     assert info.methods[0].values[cat.inputs[0]].payload == [p.id for p in parts]
 
 
+def test_tensor_lists_with_none_are_format_1_1(runtime):
+    # A Tensor?[] argument (index_put's indices) holds None elements: minor
+    # version 1, which only such programs carry.
+    pb = ProgramBuilder()
+    m = pb.method()
+    x = m.input("Float", [2, 3])
+    idx = m.input("Long", [1])
+    m.output(m.op("aten::index_put", x, [None, idx], m.constant(np.float32(5.0) * np.ones(1, np.float32))))
+    data = pb.to_bytes()
+    info = read(data)
+    assert info.version == (1, 1)
+    (put,) = info.methods[0].instructions
+    items = info.methods[0].values[put.inputs[1]].payload
+    assert [info.methods[0].values[i].kind for i in items] == [0, 1]  # None, Tensor
+    (out,) = runtime.load(data).method().run(np.zeros((2, 3), np.float32), np.array([2]))
+    assert out.tolist() == [[0, 0, 5], [0, 0, 5]]
+    # Only operators read such lists: a method output may not be one.
+    pb = ProgramBuilder()
+    m = pb.method()
+    x = m.input("Float", [2])
+    m.output(m.constant([x, None]))
+    with pytest.raises(Exception, match=r"output 0 \(value \d+\) is a Tensor\[\] with a None element"):
+        runtime.load(pb.to_bytes())
+
+
 def test_builder_errors_are_clear():
     pb = ProgramBuilder()
     m = pb.method()

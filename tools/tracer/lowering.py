@@ -10,7 +10,8 @@ operator call is resolved here instead:
   constant tensors, stored once per method and only if used;
 * `getitem` on a multi-output op picks one of the instruction's outputs;
 * `index.Tensor` with None entries becomes permute + index.Tensor + permute
-  (a tensor list cannot hold None in the program format);
+  (so its programs stay format 1.0); `index_put`'s `Tensor?[]` indices keep
+  their None entries (format 1.1 tensor lists);
 * `device`, `layout` and `pin_memory` arguments are dropped (passed as None:
   Pare runs on the CPU with strided tensors), `dtype` becomes its ScalarType
   code, `memory_format` its c10::MemoryFormat code;
@@ -842,7 +843,9 @@ class MethodLowering:
                 )
             if arg.name in DROPPED_ARGUMENTS:
                 value = None
-            values.append(self._argument(value, node, arg.name))
+            values.append(
+                self._argument(value, node, arg.name, optional_items=str(arg.type) == "List[Optional[Tensor]]")
+            )
             if (given and value is not None) or not arg.has_default_value():
                 last_given = i
         # Trailing defaults are left to the kernel, so programs do not depend
@@ -852,7 +855,7 @@ class MethodLowering:
         # optional, and the kernel counts on it.
         return values[: last_given + 1]
 
-    def _argument(self, value: Any, node: Node, name: str) -> Any:
+    def _argument(self, value: Any, node: Node, name: str, optional_items: bool = False) -> Any:
         if isinstance(value, Node):
             resolved = self._value_of(value)
             if isinstance(resolved, _Unsupported):
@@ -864,7 +867,8 @@ class MethodLowering:
             return resolved
         if isinstance(value, (list, tuple)):
             items = [self._argument(v, node, name) for v in value]
-            if any(v is None for v in items):
+            # A Tensor?[] (index_put's indices) may hold None: program format 1.1.
+            if any(v is None for v in items) and not optional_items:
                 raise TracerError(
                     f"{op_name(node.target)} ({source_of(node, self.model_file).location or node.name})"
                     f": argument {name!r} is a list with None entries, which the Pare program "

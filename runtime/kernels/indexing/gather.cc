@@ -1,5 +1,6 @@
 // Gather-style indexing: aten::index_select, aten::gather and
-// aten::index.Tensor (advanced indexing with integer index tensors).
+// aten::index.Tensor (advanced indexing with integer index tensors; the
+// layout is shared with index_put: indexing::AdvancedIndex).
 //
 // The bodies move elements as Bits<T> (the unsigned type of T's width), so
 // dtypes of one width share one helper; contiguous blocks are copied whole.
@@ -160,88 +161,55 @@ Error aten_gather(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs) {
 
 // aten::index.Tensor(Tensor self, Tensor?[] indices) -> Tensor
 //
-// Integer index tensors for the leading dims (x[idx], x[i, j]); they
-// broadcast together to B, and the result is B + self.sizes[k:]. The
-// program format has no None list entries, so x[:, idx] cannot reach this
-// kernel; boolean masks (data-dependent shapes) are not supported.
+// Integer index tensors, broadcast together to B, for some dims of self
+// (None entries keep theirs): the result is laid out as torch lays it out
+// (indexing::AdvancedIndex). Boolean masks (data-dependent shapes) are not
+// supported.
 Error aten_index_Tensor(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs) {
   KernelArgs args(ctx, inputs, outputs, 2, 2, 1);
   const Tensor& self = args.tensor(0, "self");
-  const TensorList indices = args.tensor_list(1, "indices");
+  const TensorList indices = args.optional_tensor_list(1, "indices");
   PARE_TRY(args.status());
-  const size_t k = indices.size;
-  PARE_CHECK_OR_RETURN(ctx, k >= 1 && k <= self.dim, Error::IndexOutOfRange,
-                       "argument 'indices': %zu index tensors for a tensor of %u dims", k,
-                       static_cast<unsigned>(self.dim));
-  int64_t shape[kMaxDim];
-  size_t shape_dim = 0;
-  for (size_t j = 0; j < k; ++j) {
-    const Tensor& t = indices.items[j]->tensor;
-    PARE_CHECK_OR_RETURN(ctx, t.dtype != ScalarType::Bool && t.dtype != ScalarType::Byte, Error::NotImplemented,
-                         "argument 'indices': boolean mask indices (tensor %zu) are not supported", j);
-    int64_t merged[kMaxDim];
-    size_t merged_dim = 0;
-    PARE_CHECK_OR_RETURN(ctx, broadcast_shapes(IntArrayRef(shape, shape_dim), t.size_span(), merged, &merged_dim),
-                         Error::InvalidShape,
-                         "argument 'indices': index tensor %zu with sizes %s cannot be broadcast with %s", j,
-                         sizes_to_string(t.size_span()).text, sizes_to_string(IntArrayRef(shape, shape_dim)).text);
-    for (size_t d = 0; d < merged_dim; ++d) shape[d] = merged[d];
-    shape_dim = merged_dim;
-  }
-  const size_t rest_dim = self.dim - k;
-  PARE_CHECK_OR_RETURN(ctx, shape_dim + rest_dim <= kMaxDim, Error::LimitExceeded,
-                       "the result would have %zu dims; this runtime supports up to %zu", shape_dim + rest_dim,
-                       kMaxDim);
-  int64_t sizes[kMaxDim];
-  int64_t count = 1;
-  int64_t block = 1;
-  bool overflow = false;
-  for (size_t d = 0; d < shape_dim; ++d) {
-    sizes[d] = shape[d];
-    overflow = overflow || __builtin_mul_overflow(count, shape[d], &count);
-  }
-  for (size_t d = 0; d < rest_dim; ++d) {
-    sizes[shape_dim + d] = self.sizes[k + d];
-    block *= self.sizes[k + d];  // a factor of self.numel(): no overflow
-  }
-  PARE_CHECK_OR_RETURN(ctx, !overflow && count <= (int64_t{1} << 48), Error::InvalidShape,
-                       "argument 'indices': the broadcast index shape %s is too large",
-                       sizes_to_string(IntArrayRef(shape, shape_dim)).text);
+  indexing::AdvancedIndex plan;
+  PARE_TRY(indexing::plan_advanced_index(ctx, self, indices, /*allow_masks=*/false, &plan));
   PARE_TRY_ASSIGN(Tensor * out,
-                  ctx.allocate_output(args.output(0), self.dtype, IntArrayRef(sizes, shape_dim + rest_dim)));
-  if (count == 0) return Error::Ok;
-  // Element offsets into contiguous self, one per broadcast position.
-  int64_t self_strides[kMaxDim];
+                  ctx.allocate_output(args.output(0), self.dtype, IntArrayRef(plan.result_sizes, plan.result_dim)));
+  if (plan.count == 0) return Error::Ok;
+  // Self in torch's dim order (before, indexed, after), made contiguous:
+  // each (outer, position of B) pair then copies one contiguous block.
+  Tensor ordered = self;
+  for (size_t i = 0; i < self.dim; ++i) {
+    ordered.sizes[i] = self.sizes[plan.dims[i]];
+    ordered.strides[i] = self.strides[plan.dims[i]];
+  }
+  int64_t ordered_strides[kMaxDim];
   size_t unused = 0;
-  contiguous_strides(self.size_span(), self_strides, &unused);
-  PARE_TRY_ASSIGN(void* memory, ctx.allocate_scratch(static_cast<size_t>(count) * sizeof(int64_t)));
-  int64_t* offsets = static_cast<int64_t*>(memory);
-  for (int64_t b = 0; b < count; ++b) offsets[b] = 0;
-  for (size_t j = 0; j < k; ++j) {
-    // Index tensor j broadcast to `shape` (stride 0 where it repeats).
-    const Tensor& t = indices.items[j]->tensor;
-    Tensor view = t;
-    view.dim = static_cast<uint8_t>(shape_dim);
-    for (size_t d = 0; d < shape_dim; ++d) {
-      const int64_t td = static_cast<int64_t>(d) - static_cast<int64_t>(shape_dim - t.dim);
-      view.sizes[d] = shape[d];
-      view.strides[d] = td >= 0 && t.sizes[td] != 1 ? t.strides[td] : 0;
-    }
-    PARE_TRY_ASSIGN(const int64_t* idx, indexing::index_values(ctx, view, "indices"));
-    const int64_t size = self.sizes[j];
-    for (int64_t b = 0; b < count; ++b) {
-      int64_t v = idx[b];
-      PARE_CHECK_OR_RETURN(ctx, v >= -size && v < size, Error::IndexOutOfRange,
-                           "argument 'indices': index %lld is out of bounds for dim %zu with size %lld",
-                           static_cast<long long>(v), j, static_cast<long long>(size));
-      if (v < 0) v += size;
-      offsets[b] += v * self_strides[j];
+  contiguous_strides(ordered.size_span(), ordered_strides, &unused);
+  int64_t self_strides[kMaxDim];  // element strides of that copy, by self's dim
+  for (size_t i = 0; i < self.dim; ++i) self_strides[plan.dims[i]] = ordered_strides[i];
+  int64_t outer = 1;
+  int64_t indexed = 1;
+  int64_t block = 1;
+  for (size_t i = 0; i < self.dim; ++i) {
+    const int64_t n = ordered.sizes[i];  // factors of self.numel(): no overflow
+    if (i < plan.num_before) {
+      outer *= n;
+    } else if (i < plan.num_before + plan.num_indices) {
+      indexed *= n;
+    } else {
+      block *= n;
     }
   }
-  if (block == 0) return Error::Ok;
-  PARE_TRY_ASSIGN(const Tensor src, as_contiguous(ctx, self, self.dtype));
+  if (block == 0 || outer == 0) return Error::Ok;  // like torch, no index is checked when nothing is read
+  PARE_TRY_ASSIGN(void* memory, ctx.allocate_scratch(static_cast<size_t>(plan.count) * sizeof(int64_t)));
+  int64_t* offsets = static_cast<int64_t*>(memory);
+  PARE_TRY(indexing::advanced_index_offsets(ctx, self, plan, self_strides, offsets));
+  PARE_TRY_ASSIGN(const Tensor src, as_contiguous(ctx, ordered, self.dtype));
   return PARE_DISPATCH(index_kernel, ctx, self.dtype, T, {
-    copy_blocks<Bits<T>>(src.data_as<Bits<T>>(), out->data_as<Bits<T>>(), offsets, count, block);
+    for (int64_t o = 0; o < outer; ++o) {
+      copy_blocks<Bits<T>>(src.data_as<Bits<T>>() + o * indexed * block,
+                           out->data_as<Bits<T>>() + o * plan.count * block, offsets, plan.count, block);
+    }
     return Error::Ok;
   });
 }

@@ -105,6 +105,41 @@ Error copy_strided(KernelContext& ctx, const Tensor& src, const Tensor& dst, siz
 // unless it already is one). Accepts Long and Int indices.
 Result<const int64_t*> index_values(KernelContext& ctx, const Tensor& index, const char* name);
 
+// Advanced indexing (x[i, j], x[:, i], x[mask]) laid out as PyTorch's
+// AdvancedIndex (make_info in ATen/native/TensorAdvancedIndexing.cpp), for
+// index.Tensor and index_put. A Bool or Byte mask stands for the positions
+// of its nonzero elements, row-major: one Long vector per mask dim. The index
+// tensors broadcast together to the index shape B. Self's dims in torch's
+// order (`dims`): the non-indexed dims before the first indexed one, the
+// indexed ones (indices[j] indexes dims[num_before + j]), the rest; when the
+// indexed dims are not adjacent torch moves them to the front (num_before =
+// 0). The indexed result has sizes self[dims before] + B + self[dims after].
+struct AdvancedIndex {
+  size_t num_indices;            // index tensors after mask expansion
+  Tensor indices[kMaxDim];       // Long or Int, each broadcastable to B
+  int64_t index_sizes[kMaxDim];  // B
+  size_t index_dim;
+  int64_t count;  // positions in B
+  size_t num_before;
+  size_t num_after;  // self.dim - num_before - num_indices
+  uint8_t dims[kMaxDim];
+  int64_t result_sizes[kMaxDim];
+  size_t result_dim;
+};
+
+// Plans `self[indices]` for a Tensor?[] argument (None entries keep their
+// dim). Masks are refused (NotImplemented) unless `allow_masks`; their
+// positions go to scratch memory sized by the mask, not by its contents.
+// Checks what torch checks: index dtypes, mask sizes, the broadcast, rank.
+Error plan_advanced_index(KernelContext& ctx, const Tensor& self, TensorList indices, bool allow_masks,
+                          AdvancedIndex* plan);
+
+// offsets[b] = sum over j of indices[j][b] * strides[dims[num_before + j]]
+// for every position b of B, row-major; each index is range-checked against
+// its dim (negative ones count from the end). `offsets` holds plan.count.
+Error advanced_index_offsets(KernelContext& ctx, const Tensor& self, const AdvancedIndex& plan, const int64_t* strides,
+                             int64_t* offsets);
+
 // PyTorch's checked conversion of a Scalar argument (fill values: full,
 // fill.Scalar, scatter.value).
 // Largest finite value of a floating type, as double.
@@ -175,6 +210,32 @@ inline bool fits(const Scalar& s) {
   } else {
     if (d != d || d == __builtin_inf() || d == -__builtin_inf()) return true;
     return d <= max_finite<T>() && d >= -max_finite<T>();
+  }
+}
+
+// Calls fn(a, b, c) for every position of an n-dim walk, the last dim
+// fastest, with offsets a, b, c advanced by three stride arrays.
+template <typename Fn>
+PARE_ALWAYS_INLINE void walk(size_t n, const int64_t* sizes, const int64_t* sa, const int64_t* sb, const int64_t* sc,
+                             Fn fn) {
+  int64_t total = 1;
+  for (size_t d = 0; d < n; ++d) total *= sizes[d];
+  int64_t counter[kMaxDim] = {};
+  int64_t a = 0;
+  int64_t b = 0;
+  int64_t c = 0;
+  for (int64_t it = 0; it < total; ++it) {
+    fn(a, b, c);
+    for (size_t d = n; d-- > 0;) {
+      a += sa[d];
+      b += sb[d];
+      c += sc[d];
+      if (++counter[d] < sizes[d]) break;
+      a -= sa[d] * sizes[d];
+      b -= sb[d] * sizes[d];
+      c -= sc[d] * sizes[d];
+      counter[d] = 0;
+    }
   }
 }
 

@@ -1,15 +1,18 @@
-// Scatter-style indexing: aten::scatter (.src and .value) and
-// aten::scatter_add, the functional forms of x.scatter_(dim, index, src)
-// and x.scatter_add_(...).
+// Scatter-style indexing: aten::scatter (.src and .value),
+// aten::scatter_add and aten::scatter_reduce.two, the functional forms of
+// x.scatter_(dim, index, src), x.scatter_add_(...) and x.scatter_reduce_(...).
 //
 // out = a copy of self; then for every position p of `index`, the element
 // of out at p with p[dim] replaced by index[p] takes src[p] (scatter) or
-// adds it (scatter_add). Positions are visited in row-major order, as
-// PyTorch's CPU kernel visits them, so the additions of duplicate indices
-// round in the same order (Half and BFloat16 accumulate in float). Every index is range-checked before any element
-// moves. (Which of several duplicates plain scatter keeps is unspecified in
-// PyTorch; here the last one wins.)
+// combines it (add, prod, amax, amin, mean). Positions are visited in
+// row-major order, as PyTorch's CPU kernel visits them, so the reductions
+// of duplicate indices round in the same order (Half and BFloat16
+// accumulate in float and round once). Every index is range-checked before
+// any element moves. (Which of several duplicates plain scatter keeps is
+// unspecified in PyTorch; here the last one wins.)
 
+#include "runtime/core/format.h"
+#include "runtime/kernels/binary_math/binary_math.h"
 #include "runtime/kernels/common/arith.h"
 #include "runtime/kernels/indexing/indexing.h"
 
@@ -65,26 +68,9 @@ Error check_scatter(KernelContext& ctx, const Tensor& self, int64_t dim, const T
 // position of the index, in row-major order. `out_strides` is out's.
 template <typename Fn>
 PARE_ALWAYS_INLINE void for_each_position(const ScatterShape& s, const int64_t* out_strides, Fn fn) {
-  int64_t count = 1;
-  for (size_t d = 0; d < s.rank; ++d) count *= s.index_sizes[d];
-  int64_t counter[kMaxDim] = {};
-  int64_t index_offset = 0;
-  int64_t src_offset = 0;
-  int64_t out_offset = 0;
-  for (int64_t it = 0; it < count; ++it) {
-    fn(index_offset, src_offset, out_offset);
-    for (size_t d = s.rank; d-- > 0;) {
-      const int64_t os = static_cast<int64_t>(d) == s.dim ? 0 : out_strides[d];
-      index_offset += s.index_strides[d];
-      src_offset += s.src_strides[d];
-      out_offset += os;
-      if (++counter[d] < s.index_sizes[d]) break;
-      index_offset -= s.index_strides[d] * s.index_sizes[d];
-      src_offset -= s.src_strides[d] * s.index_sizes[d];
-      out_offset -= os * s.index_sizes[d];
-      counter[d] = 0;
-    }
-  }
+  int64_t out_without_dim[kMaxDim] = {};
+  for (size_t d = 0; d < s.rank; ++d) out_without_dim[d] = static_cast<int64_t>(d) == s.dim ? 0 : out_strides[d];
+  indexing::walk(s.rank, s.index_sizes, s.index_strides, s.src_strides, out_without_dim, fn);
 }
 
 template <typename I>
@@ -105,62 +91,128 @@ Error check_indices(KernelContext& ctx, const ScatterShape& s, const I* idx, con
   return Error::Ok;
 }
 
-// o[...] = src[...] (kAdd false) or o[...] += src[...] (kAdd true), or the
-// value `fill` when src is null; o has strides out_strides (out's, 0 for a
-// 0-dim out's one dim), its element type A is
-// T, or opmath_t<T> for a scatter_add that accumulates wider (below).
-template <bool kAdd, typename A, typename T, typename I>
+// How a scattered element combines with its target, in A (T, or float for
+// a Half or BFloat16 reduction: below). kWide: the op reduces, so Half and
+// BFloat16 accumulate in float as PyTorch's CPU kernel does.
+struct Assign {
+  static constexpr bool kWide = false;
+  template <typename A, typename T>
+  static void apply(A* target, T v) {
+    *target = A(v);
+  }
+};
+struct Add {
+  static constexpr bool kWide = true;
+  template <typename A, typename T>
+  static void apply(A* target, T v) {
+    *target = A(arith::add<opmath_t<T>>(opmath_t<T>(*target), opmath_t<T>(v)));
+  }
+};
+struct Multiply {
+  static constexpr bool kWide = true;
+  template <typename A, typename T>
+  static void apply(A* target, T v) {
+    if constexpr (is_same_v<T, bool>) {
+      *target = *target && v;
+    } else {
+      *target = A(arith::mul<opmath_t<T>>(opmath_t<T>(*target), opmath_t<T>(v)));
+    }
+  }
+};
+// amax and amin: a NaN source wins; a NaN target stays (std::max(t, v) keeps
+// t unless t < v), ties keep the target, as PyTorch's ReduceMaximum.
+template <bool kMax>
+struct Extreme {
+  static constexpr bool kWide = true;
+  template <typename A, typename T>
+  static void apply(A* target, T v) {
+    const A x = A(v);
+    if constexpr (is_floating_point_v<T>) {
+      if (x != x) {
+        *target = x;
+        return;
+      }
+    }
+    if (kMax ? *target < x : x < *target) *target = x;
+  }
+};
+
+// o[...] op= src[...], or the value `fill` when src is null; o has strides
+// out_strides (out's, 0 for a 0-dim out's one dim), its element type A is
+// T, or opmath_t<T> for a reduction that accumulates wider (below).
+template <typename Op, typename A, typename T, typename I>
 void scatter_elements(const ScatterShape& s, const I* idx, const T* src, T fill, A* o, const int64_t* out_strides) {
   const int64_t step = out_strides[s.dim];
   for_each_position(s, out_strides, [&](int64_t i, int64_t j, int64_t k) {
-    A* target = o + k + static_cast<int64_t>(idx[i]) * step;
-    const T v = src != nullptr ? src[j] : fill;
-    if constexpr (kAdd) {
-      *target = A(arith::add<opmath_t<T>>(opmath_t<T>(*target), opmath_t<T>(v)));
-    } else {
-      *target = v;
-    }
+    Op::apply(o + k + static_cast<int64_t>(idx[i]) * step, src != nullptr ? src[j] : fill);
   });
 }
 
-// scatter of `index` (Long or Int) into out, which holds self already. A
-// Half or BFloat16 scatter_add accumulates in float and rounds each element
+// The scatter of `index` (Long or Int) into out, which holds self already.
+// A Half or BFloat16 reduction accumulates in float and rounds each element
 // once at the end, as PyTorch's CPU kernel does (300 additions of 0.1 make
 // 30, not the 29.28 of rounding after every addition).
-template <bool kAdd, typename T, typename I>
+template <typename Op, typename T, typename I>
 Error scatter_into(KernelContext& ctx, const ScatterShape& s, const I* idx, const T* src, T fill, const Tensor& out,
                    const int64_t* out_strides) {
-  if constexpr (kAdd && is_reduced_float_v<T>) {
+  if constexpr (Op::kWide && is_reduced_float_v<T>) {
     const size_t n = out.numel();  // out is the op's own contiguous result
     PARE_TRY_ASSIGN(void* memory, ctx.allocate_scratch(n * sizeof(float)));
     float* wide = static_cast<float*>(memory);
     T* o = out.data_as<T>();
     for (size_t e = 0; e < n; ++e) wide[e] = float(o[e]);
-    scatter_elements<kAdd, float, T>(s, idx, src, fill, wide, out_strides);
+    scatter_elements<Op, float, T>(s, idx, src, fill, wide, out_strides);
     for (size_t e = 0; e < n; ++e) o[e] = T(wide[e]);
   } else {
-    scatter_elements<kAdd, T, T>(s, idx, src, fill, out.data_as<T>(), out_strides);
+    scatter_elements<Op, T, T>(s, idx, src, fill, out.data_as<T>(), out_strides);
   }
   return Error::Ok;
 }
 
-// The shared body: out = self, then the scatter of src (or `value`).
-template <typename Tag, bool kAdd>
-Error scatter_op(KernelContext& ctx, KernelArgs& args, const Tensor& self, int64_t dim, const Tensor& index,
-                 const Tensor* src, const Scalar* value) {
+// Checks `index` (Long or Int) and scatters with Op: fn(idx) gets the
+// typed index pointer once the indices are checked.
+template <typename Fn>
+Error with_checked_index(KernelContext& ctx, const ScatterShape& s, const Tensor& index, const int64_t* out_strides,
+                         Fn fn) {
+  if (index.dtype == ScalarType::Long) {
+    PARE_TRY(check_indices(ctx, s, index.data_as<int64_t>(), out_strides));
+    return fn(index.data_as<int64_t>());
+  }
+  PARE_TRY(check_indices(ctx, s, index.data_as<int32_t>(), out_strides));
+  return fn(index.data_as<int32_t>());
+}
+
+// The shared beginning: src's dtype, an empty index (out = self, as
+// PyTorch returns then whatever index's rank and dtype), the shapes, out
+// allocated. Sets *done when nothing is left to do.
+Error prepare_scatter(KernelContext& ctx, KernelArgs& args, const Tensor& self, int64_t dim, const Tensor& index,
+                      const Tensor* src, ScatterShape* s, Tensor** out, bool* done) {
   if (src != nullptr) {
     PARE_CHECK_OR_RETURN(ctx, src->dtype == self.dtype, Error::InvalidArgument,
                          "argument 'src' has dtype %s but 'self' is %s; they must match", to_string(src->dtype),
                          to_string(self.dtype));
   }
-  if (index.numel() == 0) {  // PyTorch returns self then, whatever index's rank and dtype
-    PARE_TRY_ASSIGN(Tensor * out, ctx.allocate_output(args.output(0), self.dtype, self.size_span()));
-    return out->numel() == 0 ? Error::Ok : convert_into(ctx, self, *out);
+  *done = true;
+  if (index.numel() == 0) {
+    PARE_TRY_ASSIGN(*out, ctx.allocate_output(args.output(0), self.dtype, self.size_span()));
+    return (*out)->numel() == 0 ? Error::Ok : convert_into(ctx, self, **out);
   }
+  PARE_TRY(check_scatter(ctx, self, dim, index, src, s));
+  PARE_TRY_ASSIGN(*out, ctx.allocate_output(args.output(0), self.dtype, self.size_span()));
+  *done = (*out)->numel() == 0;
+  return Error::Ok;
+}
+
+// The shared body of scatter and scatter_add: out = self, then the scatter
+// of src (or `value`).
+template <typename Tag, typename Op>
+Error scatter_op(KernelContext& ctx, KernelArgs& args, const Tensor& self, int64_t dim, const Tensor& index,
+                 const Tensor* src, const Scalar* value) {
   ScatterShape s{};
-  PARE_TRY(check_scatter(ctx, self, dim, index, src, &s));
-  PARE_TRY_ASSIGN(Tensor * out, ctx.allocate_output(args.output(0), self.dtype, self.size_span()));
-  if (out->numel() == 0) return Error::Ok;
+  Tensor* out = nullptr;
+  bool done = false;
+  PARE_TRY(prepare_scatter(ctx, args, self, dim, index, src, &s, &out, &done));
+  if (done) return Error::Ok;
   int64_t out_strides[kMaxDim] = {};
   for (size_t d = 0; d < out->dim; ++d) out_strides[d] = out->strides[d];
   return dispatch<Tag>(ctx, self.dtype, [&](auto tt) -> Error {
@@ -174,17 +226,14 @@ Error scatter_op(KernelContext& ctx, KernelArgs& args, const Tensor& self, int64
     }
     PARE_TRY(convert_into(ctx, self, *out));
     const T* src_data = src != nullptr ? src->data_as<T>() : nullptr;
-    if (index.dtype == ScalarType::Long) {
-      PARE_TRY(check_indices(ctx, s, index.data_as<int64_t>(), out_strides));
-      return scatter_into<kAdd, T>(ctx, s, index.data_as<int64_t>(), src_data, fill, *out, out_strides);
-    }
-    PARE_TRY(check_indices(ctx, s, index.data_as<int32_t>(), out_strides));
-    return scatter_into<kAdd, T>(ctx, s, index.data_as<int32_t>(), src_data, fill, *out, out_strides);
+    return with_checked_index(ctx, s, index, out_strides, [&](const auto* idx) {
+      return scatter_into<Op, T>(ctx, s, idx, src_data, fill, *out, out_strides);
+    });
   });
 }
 
 // scatter.src and scatter_add: (self, dim, index, src).
-template <typename Tag, bool kAdd>
+template <typename Tag, typename Op>
 Error scatter_src_op(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs) {
   KernelArgs args(ctx, inputs, outputs, 4, 4, 1);
   const Tensor& self = args.tensor(0, "self");
@@ -192,14 +241,85 @@ Error scatter_src_op(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs) {
   const Tensor& index = args.tensor(2, "index");
   const Tensor& src = args.tensor(3, "src");
   PARE_TRY(args.status());
-  return scatter_op<Tag, kAdd>(ctx, args, self, dim, index, &src, nullptr);
+  return scatter_op<Tag, Op>(ctx, args, self, dim, index, &src, nullptr);
+}
+
+// scatter_reduce's `reduce`.
+enum class Reduction { kSum, kProd, kMean, kAmax, kAmin };
+
+// PyTorch's get_reduction_enum: "max" and "min" are accepted for amax and amin.
+bool parse_reduction(const char* name, Reduction* r) {
+  if (string_equal(name, "sum")) {
+    *r = Reduction::kSum;
+  } else if (string_equal(name, "prod")) {
+    *r = Reduction::kProd;
+  } else if (string_equal(name, "mean")) {
+    *r = Reduction::kMean;
+  } else if (string_equal(name, "amax") || string_equal(name, "max")) {
+    *r = Reduction::kAmax;
+  } else if (string_equal(name, "amin") || string_equal(name, "min")) {
+    *r = Reduction::kAmin;
+  } else {
+    return false;
+  }
+  return true;
+}
+
+// What include_self=False puts first at every scattered position (PyTorch
+// scatters it there before reducing): the reduction's identity, -inf/+inf
+// for floating amax/amin, the type's limits for integers.
+template <typename T>
+T reduction_identity(Reduction r) {
+  switch (r) {
+    case Reduction::kProd: return T(1);
+    case Reduction::kAmax:
+    case Reduction::kAmin: {
+      const bool max = r == Reduction::kAmax;
+      if constexpr (is_same_v<T, bool>) {
+        return !max;
+      } else if constexpr (is_floating_point_v<T>) {
+        return T(max ? -__builtin_inff() : __builtin_inff());
+      } else {
+        return static_cast<T>(max ? indexing::int_min<T>() : indexing::int_max<T>());
+      }
+    }
+    case Reduction::kSum:
+    case Reduction::kMean: break;
+  }
+  return T(0);
+}
+
+// mean's division, as PyTorch does it after the sum: count = 1 (with self)
+// or 0, plus one per scattered element, in T (float for Half and BFloat16,
+// rounded once to T; integers wrap); 0 counts become 1; out / count, floor
+// division for integers.
+template <typename T, typename I>
+Error divide_by_counts(KernelContext& ctx, const ScatterShape& s, const I* idx, bool include_self, const Tensor& out,
+                       const int64_t* out_strides) {
+  using C = opmath_t<T>;  // T itself for integers
+  const size_t n = out.numel();
+  PARE_TRY_ASSIGN(void* memory, ctx.allocate_scratch(n * sizeof(C)));
+  C* counts = static_cast<C*>(memory);
+  for (size_t e = 0; e < n; ++e) counts[e] = C(include_self ? 1 : 0);
+  scatter_elements<Add, C, T>(s, idx, static_cast<const T*>(nullptr), T(1), counts, out_strides);
+  T* o = out.data_as<T>();
+  for (size_t e = 0; e < n; ++e) {
+    T c = T(counts[e]);
+    if (c == T(0)) c = T(1);
+    if constexpr (is_integral_v<T>) {
+      o[e] = binary_math::div_floor_int<T>(o[e], c);
+    } else {
+      o[e] = T(opmath_t<T>(o[e]) / opmath_t<T>(c));
+    }
+  }
+  return Error::Ok;
 }
 
 }  // namespace
 
 // aten::scatter.src(Tensor self, int dim, Tensor index, Tensor src) -> Tensor
 Error aten_scatter_src(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs) {
-  return scatter_src_op<tags::scatter_kernel, false>(ctx, inputs, outputs);
+  return scatter_src_op<tags::scatter_kernel, Assign>(ctx, inputs, outputs);
 }
 
 // aten::scatter.value(Tensor self, int dim, Tensor index, Scalar value) -> Tensor
@@ -210,12 +330,65 @@ Error aten_scatter_value(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs
   const Tensor& index = args.tensor(2, "index");
   const Scalar value = args.scalar(3, "value");
   PARE_TRY(args.status());
-  return scatter_op<tags::scatter_kernel, false>(ctx, args, self, dim, index, nullptr, &value);
+  return scatter_op<tags::scatter_kernel, Assign>(ctx, args, self, dim, index, nullptr, &value);
 }
 
 // aten::scatter_add(Tensor self, int dim, Tensor index, Tensor src) -> Tensor
 Error aten_scatter_add(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs) {
-  return scatter_src_op<tags::scatter_add_kernel, true>(ctx, inputs, outputs);
+  return scatter_src_op<tags::scatter_add_kernel, Add>(ctx, inputs, outputs);
+}
+
+// aten::scatter_reduce.two(Tensor self, int dim, Tensor index, Tensor src, str reduce, *,
+//   bool include_self=True) -> Tensor
+Error aten_scatter_reduce_two(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs) {
+  KernelArgs args(ctx, inputs, outputs, 5, 6, 1);
+  const Tensor& self = args.tensor(0, "self");
+  const int64_t dim = args.dim(1, "dim", self.dim);
+  const Tensor& index = args.tensor(2, "index");
+  const Tensor& src = args.tensor(3, "src");
+  const char* reduce = args.optional_string(4, "reduce");
+  const bool include_self = args.boolean_or(5, "include_self", true);
+  PARE_TRY(args.status());
+  Reduction r = Reduction::kSum;
+  PARE_CHECK_OR_RETURN(ctx, reduce != nullptr && parse_reduction(reduce, &r), Error::InvalidArgument,
+                       "argument 'reduce' must be one of sum, prod, mean, amax or amin, got '%s'",
+                       reduce != nullptr ? reduce : "None");
+  PARE_CHECK_OR_RETURN(ctx, !(r == Reduction::kMean && self.dtype == ScalarType::Bool), Error::UnsupportedDtype,
+                       "argument 'reduce': mean of Bool tensors is not supported (as in torch); convert self and src "
+                       "to an integer or floating dtype first");
+  ScatterShape s{};
+  Tensor* out = nullptr;
+  bool done = false;
+  PARE_TRY(prepare_scatter(ctx, args, self, dim, index, &src, &s, &out, &done));
+  if (done) return Error::Ok;
+  int64_t out_strides[kMaxDim] = {};
+  for (size_t d = 0; d < out->dim; ++d) out_strides[d] = out->strides[d];
+  return dispatch<tags::scatter_reduce_kernel>(ctx, self.dtype, [&](auto tt) -> Error {
+    using T = typename decltype(tt)::type;
+    PARE_TRY(convert_into(ctx, self, *out));
+    const T* from = src.data_as<T>();
+    return with_checked_index(ctx, s, index, out_strides, [&](const auto* idx) -> Error {
+      if (!include_self) {
+        const Error e = scatter_into<Assign, T>(ctx, s, idx, static_cast<const T*>(nullptr), reduction_identity<T>(r),
+                                                *out, out_strides);
+        if (e != Error::Ok) return e;
+      }
+      switch (r) {
+        case Reduction::kSum: return scatter_into<Add, T>(ctx, s, idx, from, T(0), *out, out_strides);
+        case Reduction::kProd: return scatter_into<Multiply, T>(ctx, s, idx, from, T(0), *out, out_strides);
+        case Reduction::kAmax: return scatter_into<Extreme<true>, T>(ctx, s, idx, from, T(0), *out, out_strides);
+        case Reduction::kAmin: return scatter_into<Extreme<false>, T>(ctx, s, idx, from, T(0), *out, out_strides);
+        case Reduction::kMean: break;
+      }
+      if constexpr (is_same_v<T, bool>) {
+        return Error::Ok;  // refused above
+      } else {
+        const Error e = scatter_into<Add, T>(ctx, s, idx, from, T(0), *out, out_strides);
+        if (e != Error::Ok) return e;
+        return divide_by_counts<T>(ctx, s, idx, include_self, *out, out_strides);
+      }
+    });
+  });
 }
 
 }  // namespace kernels

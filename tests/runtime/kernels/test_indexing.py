@@ -3,7 +3,9 @@
 Views (view, sym_size.int, alias, _unsafe_view, permute, transpose.int, expand, slice.Tensor,
 select.int, squeeze.dims, unsqueeze, unbind.int, split_with_sizes) share
 their input's storage; copies (clone, copy, slice_scatter, cat, stack, flip,
-roll, repeat), gathers (index_select, gather, index.Tensor) and factories (full,
+roll, repeat), gathers (index_select, gather, index.Tensor), scatters
+(scatter, scatter_add, scatter_reduce), writes through indices (index_put,
+masked_scatter) and factories (full,
 full_like, scalar_tensor, empty.memory_format, arange.start_step) produce new
 tensors; _assert_tensor_metadata checks. Every dtype of each kernel tag,
 non-contiguous inputs, 0-dim and empty cases, type promotion in cat/stack,
@@ -15,7 +17,7 @@ import torch
 from runtime_testing import ALL_DTYPES, assert_same, make_tensor, run_op, same_or_both_fail, to_input
 
 from pare import dtypes
-from pare.program import ProgramBuilder, TensorListOf
+from pare.program import ProgramBuilder, TensorListOf, read
 from pare.runtime import PareError
 
 pytestmark = pytest.mark.fp_ops  # see tests/runtime/conftest.py
@@ -57,8 +59,13 @@ def run_list_op(runtime, op, tensors, *args):
 
 
 def run_index(runtime, x, indices):
-    """aten::index.Tensor(x, indices), every tensor a method input."""
-    return run_program(runtime, [x, *indices], lambda m, vs: [m.op("aten::index.Tensor", vs[0], list(vs[1:]))])[0]
+    """aten::index.Tensor(x, indices), every tensor a method input, None entries kept."""
+
+    def build(m, vs):
+        given = iter(vs[1:])
+        return [m.op("aten::index.Tensor", vs[0], [None if i is None else next(given) for i in indices])]
+
+    return run_program(runtime, [x, *[i for i in indices if i is not None]], build)[0]
 
 
 def run_split_op(runtime, op, x, count, *args):
@@ -753,6 +760,419 @@ def test_index_tensor(runtime):
         run_index(runtime, x, [torch.tensor(0)] * 4)
 
 
+def test_index_tensor_with_none_entries(runtime):
+    # index.Tensor reads None entries itself since format 1.1 (the tracer
+    # still rewrites them away for it): x[:, i], x[i, :, j] (moved to the front).
+    x = non_contiguous((4, 5, 6), torch.float32, 44)
+    i = torch.tensor([[3, -1], [0, 2]])
+    j = torch.tensor([5, -6])
+    for indices in ([None, i], [None, None, j], [i, None, j], [None, i, j], [i, None]):
+        assert_same(run_index(runtime, x, indices), aten.index.Tensor(x, indices))
+    # Nothing is read from an empty dim, so nothing is checked (as torch).
+    assert_same(run_index(runtime, torch.zeros(2, 0), [torch.tensor([5])]), torch.zeros(2, 0)[torch.tensor([5])])
+
+
+# --------------------------------------------------------------------------
+# Writes through advanced indexing: index_put, masked_scatter; scatter_reduce
+
+
+def run_index_put(runtime, x, indices, values, *rest):
+    """aten::index_put(x, indices, values, *rest); every tensor a method input, None entries kept."""
+    tensors = [x, *[i for i in indices if i is not None], values]
+
+    def build(m, vs):
+        given = iter(vs[1:-1])
+        return [m.op("aten::index_put", vs[0], [None if i is None else next(given) for i in indices], vs[-1], *rest)]
+
+    return run_program(runtime, tensors, build)[0]
+
+
+def index_put_same_or_both_fail(runtime, x, indices, values, accumulate=False, exact=True):
+    """index_put on the runtime vs torch: the same result (exactly, by
+    default), or both fail."""
+    try:
+        expected = aten.index_put(x, indices, values, accumulate)
+    except (RuntimeError, IndexError, NotImplementedError):
+        with pytest.raises(PareError, match=r"aten::index_put"):
+            run_index_put(runtime, x, indices, values, accumulate)
+        return
+    actual = run_index_put(runtime, x, indices, values, accumulate)
+    if exact:
+        assert_same(actual, expected, rtol=0, atol=0)
+    else:
+        assert_same(actual, expected)
+
+
+@pytest.mark.parametrize("dtype", ALL_DTYPES, ids=ids)
+def test_index_put_every_dtype(runtime, dtype):
+    x = make_tensor((5, 4, 3), dtype, 100)
+    idx = torch.tensor([4, 0, -2])
+    v = make_tensor((3, 4, 3), dtype, 101)
+    for accumulate in (False, True):
+        index_put_same_or_both_fail(runtime, x, [idx], v, accumulate)
+        index_put_same_or_both_fail(
+            runtime, x, [None, torch.tensor([[1], [3]])], make_tensor((5, 2, 1, 3), dtype, 102), accumulate
+        )
+        dup = torch.tensor([1, 3, 1, 1, 0, 3])  # duplicates: last write / additions in torch's order
+        index_put_same_or_both_fail(runtime, x, [dup], make_tensor((6, 1, 3), dtype, 103), accumulate)
+        mask = make_tensor((5, 4), torch.bool, 104)
+        index_put_same_or_both_fail(runtime, x, [mask], make_tensor((3,), dtype, 105), accumulate)
+    # x[mask] = scalar: torch's masked_fill shortcut.
+    index_put_same_or_both_fail(runtime, x, [make_tensor((5,), torch.bool, 106)], make_tensor((), dtype, 107))
+
+
+def test_index_put_layouts(runtime):
+    g = torch.Generator().manual_seed(110)
+    x = non_contiguous((4, 5, 6), torch.float32, 111)
+    i = torch.tensor([[3, -1], [0, 2]])
+    j = torch.tensor([5, -6], dtype=torch.int32)
+    k = torch.tensor(2)
+    cases = [
+        ([i], (2, 2, 5, 6)),
+        ([i, j], (2, 2, 6)),
+        ([i, j, k], (2, 2)),
+        ([None, j], (4, 2, 6)),
+        ([None, None, i], (4, 5, 2, 2)),
+        ([i, None, j], (2, 2, 5)),  # not adjacent: the index dims go first
+        ([None, i, j], (4, 2, 2)),
+        ([k, None, None], (5, 6)),
+    ]
+    for indices, shape in cases:
+        for values in (
+            make_tensor(shape, torch.float32, 112),
+            make_tensor(shape[-1:], torch.float32, 113),  # broadcast
+            torch.tensor(7.5),
+            non_contiguous(shape, torch.float32, 114),
+            make_tensor((1,) + shape[1:], torch.float32, 115).expand(shape),
+        ):
+            index_put_same_or_both_fail(runtime, x, indices, values)
+            index_put_same_or_both_fail(runtime, x, indices, values, accumulate=True)
+    # Masks: multi-dim, after None, Byte (deprecated in torch but accepted), empty.
+    y = make_tensor((3, 4, 5), torch.int64, 116)
+    m2 = make_tensor((4, 5), torch.bool, 117)
+    n = int(m2.sum())
+    index_put_same_or_both_fail(runtime, y, [None, m2], make_tensor((3, n), torch.int64, 118))
+    index_put_same_or_both_fail(runtime, y, [None, m2], make_tensor((n,), torch.int64, 119), accumulate=True)
+    m3 = make_tensor((3, 4, 5), torch.bool, 120)
+    index_put_same_or_both_fail(runtime, y, [m3], make_tensor((int(m3.sum()),), torch.int64, 121))
+    index_put_same_or_both_fail(runtime, y, [m3.to(torch.uint8)], make_tensor((int(m3.sum()),), torch.int64, 122))
+    index_put_same_or_both_fail(runtime, y, [torch.zeros(3, dtype=torch.bool)], make_tensor((4, 5), torch.int64, 123))
+    # Empty index, empty self, strided Long and Int indices.
+    index_put_same_or_both_fail(runtime, x, [torch.tensor([], dtype=torch.int64)], torch.ones(5, 6))
+    index_put_same_or_both_fail(runtime, torch.zeros(0, 3), [torch.tensor([], dtype=torch.int64)], torch.ones(3))
+    index_put_same_or_both_fail(runtime, torch.zeros(2, 0), [torch.tensor([5])], torch.ones(0))
+    strided = torch.randint(-4, 4, (6, 4), generator=g)[::2, ::2]
+    index_put_same_or_both_fail(runtime, x, [strided], make_tensor((3, 2, 5, 6), torch.float32, 124), accumulate=True)
+    index_put_same_or_both_fail(runtime, x, [strided.int()], make_tensor((3, 2, 5, 6), torch.float32, 125))
+
+
+def test_index_put_duplicates_in_torch_order(runtime):
+    # Which duplicate wins depends on the order torch's TensorIterator walks
+    # the index positions, which follows the operands' strides: a transposed
+    # `values` makes torch keep a different one.
+    x = torch.zeros(3, 4)
+    i = torch.tensor([[0, 1], [1, 0]])
+    v = torch.arange(4.0).reshape(2, 2, 1).expand(2, 2, 4).contiguous()
+    transposed = v.transpose(0, 1).contiguous().transpose(0, 1)
+    for values in (v, transposed, v.transpose(0, 1)):
+        for index in (i, i.t().contiguous().t(), i.int(), i.int().t().contiguous().t()):
+            for accumulate in (False, True):
+                index_put_same_or_both_fail(runtime, x, [index], values, accumulate)
+    # Many duplicates over several index dims and layouts (fewer than 3000
+    # positions: above that torch writes from several threads, and which
+    # duplicate lands last is not determined).
+    g = torch.Generator().manual_seed(130)
+    base = make_tensor((6, 7, 8), torch.float32, 131)
+
+    def layouts(t):
+        return [t, t.permute(2, 1, 0).contiguous().permute(2, 1, 0), t.transpose(0, 1).contiguous().transpose(0, 1)]
+
+    for seed in range(6):
+        a = torch.randint(0, 6, (5, 4), generator=g)
+        b = torch.randint(-7, 7, (4,), generator=g)
+        c = torch.randint(-8, 8, (4,), generator=g)
+        # Broadcast index tensors: a Long one keeps its 0 strides, an Int one
+        # torch converts to a dense Long copy (other strides, other order).
+        for index in (a, a.t().contiguous().t(), a.int(), a[:1].expand(5, 4), a[:1].int().expand(5, 4), a[:, :1]):
+            for vals in layouts(make_tensor((5, 4, 8), torch.float32, 132 + seed)):
+                index_put_same_or_both_fail(runtime, base, [index, b], vals)
+                # Float additions in torch's order: exactly its rounding.
+                index_put_same_or_both_fail(runtime, base, [index, b], vals, accumulate=True)
+            for vals in layouts(make_tensor((5, 4, 7), torch.float32, 140 + seed)):
+                index_put_same_or_both_fail(runtime, base, [index, None, c], vals)  # index dims moved first
+    # Half and BFloat16 add in their own type, rounding after every addition
+    # (29.28, not 30: unlike scatter_add).
+    for dtype in (torch.float16, torch.bfloat16):
+        h = torch.zeros(2, dtype=dtype)
+        many = torch.zeros(300, dtype=torch.int64)
+        index_put_same_or_both_fail(runtime, h, [many], torch.full((300,), 0.1, dtype=dtype), accumulate=True)
+    # Integers wrap, booleans or.
+    index_put_same_or_both_fail(
+        runtime,
+        torch.full((2,), 120, dtype=torch.int8),
+        [torch.zeros(5, dtype=torch.int64)],
+        torch.full((5,), 50, dtype=torch.int8),
+        True,
+    )
+    index_put_same_or_both_fail(
+        runtime, torch.zeros(3, dtype=torch.bool), [torch.tensor([1, 1, 2])], torch.tensor([True, False, False]), True
+    )
+
+
+def test_index_put_kv_cache_rows(runtime):
+    # cache[:, :, pos] = k and cache.index_put_((None, None, pos), k): whole rows per position.
+    cache = make_tensor((2, 3, 16, 8), torch.float32, 140)
+    pos = torch.tensor([5, 6, 7])
+    k = make_tensor((2, 3, 3, 8), torch.float32, 141)
+    index_put_same_or_both_fail(runtime, cache, [None, None, pos], k)
+    index_put_same_or_both_fail(runtime, cache, [None, None, pos], k.transpose(0, 1).contiguous().transpose(0, 1))
+    index_put_same_or_both_fail(runtime, cache.half(), [None, None, torch.tensor(15)], k[:, :, 0].half())
+    rows = make_tensor((100, 64), torch.float32, 142)
+    ids_ = torch.randperm(100, generator=torch.Generator().manual_seed(143))[:40]
+    index_put_same_or_both_fail(runtime, rows, [ids_], make_tensor((40, 64), torch.float32, 144))
+
+
+def test_index_put_masked_fill_shortcut(runtime):
+    # One value and one mask (no accumulate): torch fills with value.item(),
+    # converted with its overflow check, whatever the value's dtype or shape.
+    x = make_tensor((3, 4), torch.int8, 150)
+    mask = make_tensor((3, 4), torch.bool, 151)
+    for value in (torch.tensor(2.7, dtype=torch.float64), torch.tensor([[5]]), torch.tensor(True), torch.tensor(-128)):
+        index_put_same_or_both_fail(runtime, x, [mask], value)
+        index_put_same_or_both_fail(runtime, x, [mask], value, accumulate=True)  # the general path: refused
+    index_put_same_or_both_fail(
+        runtime, x, [None, make_tensor((4,), torch.bool, 152)], torch.tensor(-3, dtype=torch.int8)
+    )
+    index_put_same_or_both_fail(runtime, x, [torch.tensor(True)], torch.tensor(1, dtype=torch.int8))
+    index_put_same_or_both_fail(runtime, x, [torch.tensor(False)], torch.tensor(1, dtype=torch.int8))
+
+
+def test_index_put_errors(runtime):
+    x = torch.zeros(4, 3)
+    one = torch.ones(3)
+    cases = [
+        ([torch.tensor([0])], one.double(), r"argument 'values' has dtype Double but 'self' is Float"),
+        ([torch.tensor([4])], one, r"argument 'indices': index 4 is out of bounds for dim 0 with size 4"),
+        ([torch.tensor([-5])], one, r"index -5 is out of bounds for dim 0 with size 4"),
+        ([None, torch.tensor([3])], torch.ones(1), r"index 3 is out of bounds for dim 1 with size 3"),
+        (
+            [torch.tensor([0, 1])],
+            torch.ones(3, 3),
+            r"argument 'values' with sizes \[3, 3\] cannot be broadcast to the indexed shape \[2, 3\]",
+        ),
+        ([torch.tensor([0])] * 3, torch.ones(1), r"3 index tensors for a tensor of 2 dims"),
+        ([torch.tensor([0.0])], torch.ones(1), r"tensor 0 is Float; indices must be Long, Int, Bool or Byte"),
+        ([torch.tensor([0], dtype=torch.int16)], torch.ones(1), r"indices must be Long, Int, Bool or Byte"),
+        (
+            [torch.ones(3, dtype=torch.bool)],
+            torch.ones(1),
+            r"mask with sizes \[3\] does not match 'self' \(sizes \[4, 3\]\)",
+        ),
+        ([torch.ones(3, dtype=torch.bool)], torch.ones(2, 3), r"mask 0 with sizes \[3\] does not match"),
+        ([torch.tensor(True)], torch.ones(1), r"a 0-dim mask"),  # accumulate below; torch asserts internally
+        ([None], torch.ones(2), r"holds no index tensor"),
+        ([], torch.ones(1), r"argument 'indices' \(#1\) must be Tensor\[\], got int\[\]"),  # [] is written as int[]
+        (
+            [torch.tensor([0, 1]), torch.tensor([0, 1, 2])],
+            torch.ones(1),
+            r"index tensor 1 with sizes \[3\] cannot be broadcast with \[2\]",
+        ),
+        ([torch.tensor([1, 0, 1, 0], dtype=torch.uint8)], torch.ones(1), r"a Byte mask with a single value"),
+        ([torch.ones(4, dtype=torch.bool)], torch.tensor(1e40, dtype=torch.float64), r"cannot be converted to Float"),
+    ]
+    for indices, values, message in cases:
+        accumulate = message == r"a 0-dim mask"
+        with pytest.raises((RuntimeError, IndexError)):
+            aten.index_put(x, indices, values, accumulate)
+        with pytest.raises(PareError, match=r"aten::index_put: .*" + message):
+            run_index_put(runtime, x, indices, values, accumulate)
+    with pytest.raises(IndexError):
+        aten.index_put(torch.zeros(0, 3), [torch.tensor([0])], one)
+    with pytest.raises(PareError, match=r"dim 0 has size 0, so no index is in bounds"):
+        run_index_put(runtime, torch.zeros(0, 3), [torch.tensor([0])], one)
+    with pytest.raises(IndexError):
+        aten.index_put(torch.tensor(1.0), [torch.tensor(0)], torch.tensor(2.0))
+    with pytest.raises(PareError, match=r"1 index tensors for a tensor of 0 dims"):
+        run_index_put(runtime, torch.tensor(1.0), [torch.tensor(0)], torch.tensor(2.0))
+    # Tensor[] arguments refuse None elements.
+    with pytest.raises(
+        PareError, match=r"aten::cat: argument 'tensors' \(#0\) must be Tensor\[\], but element 1 is None"
+    ):
+        run_program(runtime, [x], lambda m, vs: [m.op("aten::cat", [vs[0], None], 0)])
+
+
+@pytest.mark.parametrize("dtype", ALL_DTYPES, ids=ids)
+def test_masked_scatter_every_dtype(runtime, dtype):
+    x = make_tensor((3, 4), dtype, 160)
+    mask = make_tensor((3, 4), torch.bool, 161)
+    source = make_tensor((12,), dtype, 162)
+    assert_same(
+        run_op(runtime, "aten::masked_scatter", x, mask, source), aten.masked_scatter(x, mask, source), rtol=0, atol=0
+    )
+
+
+def test_masked_scatter_shapes_and_errors(runtime):
+    x = non_contiguous((3, 4, 5), torch.float32, 170)
+    source = make_tensor((70,), torch.float32, 171)
+    for mask in (
+        make_tensor((3, 4, 5), torch.bool, 172),
+        make_tensor((4, 5), torch.bool, 173),  # broadcast over self
+        non_contiguous((3, 4, 5), torch.bool, 174),
+        make_tensor((5,), torch.bool, 175).expand(3, 4, 5),
+        torch.tensor(True),
+        torch.zeros(3, 4, 5, dtype=torch.bool),
+    ):
+        same_or_both_fail(
+            runtime, "aten::masked_scatter", (x, mask, source), lambda: aten.masked_scatter(x, mask, source)
+        )
+    # self broadcast to the mask's shape; a 2-d strided source read row-major.
+    mask = make_tensor((2, 3, 4, 5), torch.bool, 176)
+    src2 = make_tensor((12, 10), torch.float32, 177).t()
+    assert_same(run_op(runtime, "aten::masked_scatter", x, mask, src2), aten.masked_scatter(x, mask, src2))
+    s = torch.tensor(1.0)
+    assert_same(
+        run_op(runtime, "aten::masked_scatter", s, torch.tensor(True), torch.tensor([7.0])),
+        aten.masked_scatter(s, torch.tensor(True), torch.tensor([7.0])),
+    )
+    empty = torch.zeros(0, 3)
+    assert_same(
+        run_op(runtime, "aten::masked_scatter", empty, torch.ones(3, dtype=torch.bool), torch.zeros(0)),
+        aten.masked_scatter(empty, torch.ones(3, dtype=torch.bool), torch.zeros(0)),
+    )
+    assert_same(
+        run_op(runtime, "aten::masked_scatter", x, torch.zeros(5, dtype=torch.bool), torch.zeros(0)),
+        aten.masked_scatter(x, torch.zeros(5, dtype=torch.bool), torch.zeros(0)),
+    )
+    m = torch.ones(3, 4, 5, dtype=torch.bool)
+    for mask, src, message in [
+        (m, torch.zeros(59), r"argument 'source' has 59 elements but 'mask' is true at 60 positions"),
+        (m.to(torch.uint8), source, r"argument 'mask' must be a Bool tensor, got Byte"),
+        (m, source.double(), r"argument 'source' has dtype Double but 'self' is Float"),
+        (
+            torch.ones(4, dtype=torch.bool),
+            source,
+            r"arguments 'self' \(sizes \[3, 4, 5\]\) and 'mask' \(sizes \[4\]\) cannot be broadcast",
+        ),
+    ]:
+        with pytest.raises(RuntimeError):
+            aten.masked_scatter(x, mask, src)
+        with pytest.raises(PareError, match=r"aten::masked_scatter: " + message):
+            run_op(runtime, "aten::masked_scatter", x, mask, src)
+
+
+REDUCTIONS = ["sum", "prod", "mean", "amax", "amin"]
+
+
+def scatter_reduce(self, dim, index, src, reduce, include_self=True):
+    """torch's aten::scatter_reduce.two, include_self positional as the program passes it."""
+    return aten.scatter_reduce.two(self, dim, index, src, reduce, include_self=include_self)
+
+
+@pytest.mark.parametrize("dtype", ALL_DTYPES, ids=ids)
+def test_scatter_reduce_every_dtype(runtime, dtype):
+    x = make_tensor((4, 5), dtype, 180, -3, 3)
+    src = make_tensor((6, 5), dtype, 181, -3, 3)
+    dup = torch.randint(0, 4, (6, 5), generator=torch.Generator().manual_seed(182))  # duplicates
+    for reduce in REDUCTIONS:
+        for include_self in (True, False):
+            args = (x, 0, dup, src, reduce, include_self)
+            actual = same_or_both_fail(runtime, "aten::scatter_reduce.two", args, lambda: scatter_reduce(*args))
+            if actual is not None:  # the same order, the same roundings
+                assert_same(actual, scatter_reduce(*args), rtol=0, atol=0)
+
+
+def test_scatter_reduce_rounding_nan_and_order(runtime):
+    g = torch.Generator().manual_seed(190)
+    # Integer mean is floor division, count included (negative sums round down).
+    args = (torch.tensor([7, -7, 5]), 0, torch.tensor([0, 0, 1, 1]), torch.tensor([0, 1, 0, 1]))
+    for include_self in (True, False):
+        for dtype in (torch.int64, torch.int8, torch.uint8):
+            a = (args[0].to(dtype), 0, args[2], args[3].to(dtype) - 4 * (dtype != torch.uint8), "mean", include_self)
+            assert_same(run_op(runtime, "aten::scatter_reduce.two", *a), scatter_reduce(*a))
+    # Many duplicates: integer counts wrap, Half and BFloat16 sum in float
+    # and round the sum and the count to the dtype before dividing.
+    many = torch.zeros(300, dtype=torch.int64)
+    for dtype in (torch.int8, torch.uint8, torch.float16, torch.bfloat16):
+        for reduce in ("sum", "mean", "prod"):
+            a = (
+                torch.ones(2, dtype=dtype),
+                0,
+                many,
+                torch.full((300,), 1.01 if dtype.is_floating_point else 1, dtype=dtype),
+                reduce,
+            )
+            assert_same(run_op(runtime, "aten::scatter_reduce.two", *a), scatter_reduce(*a), rtol=0, atol=0)
+    # NaN: a NaN source wins and a NaN in self stays; -0.0/0.0 ties keep the first.
+    nan = float("nan")
+    self_ = torch.tensor([1.0, nan, 0.0, -0.0, 0.0])
+    index = torch.tensor([0, 0, 1, 2, 2, 3, 4])
+    src = torch.tensor([nan, 5.0, 3.0, 1.0, nan, 0.0, -0.0])
+    for reduce in ("amax", "amin", "max", "min", "sum", "prod", "mean"):
+        for include_self in (True, False):
+            a = (self_, 0, index, src, reduce, include_self)
+            actual = run_op(runtime, "aten::scatter_reduce.two", *a)
+            expected = scatter_reduce(*a)
+            assert_same(actual, expected, rtol=0, atol=0)
+            numbers = ~expected.isnan()
+            assert torch.equal(actual[numbers].signbit(), expected[numbers].signbit())
+    # Float sums in torch's order, every dim, strided operands; the GNN
+    # pattern (an expanded index over rows of 16+), which torch runs as a
+    # sorted segment reduction: the same order for each element.
+    x = non_contiguous((5, 6, 7), torch.float32, 191)
+    for dim in (0, 1, 2, -1):
+        shape = [4, 5, 6]
+        shape[dim] = 9
+        index = torch.randint(0, x.shape[dim], shape, generator=g)
+        src = make_tensor((9, 9, 9), torch.float32, 192 + dim).transpose(0, 2)
+        for reduce in REDUCTIONS:
+            for include_self in (True, False):
+                a = (x, dim, index, src, reduce, include_self)
+                assert_same(run_op(runtime, "aten::scatter_reduce.two", *a), scatter_reduce(*a), rtol=0, atol=0)
+    for dtype in (torch.float32, torch.float64, torch.bfloat16, torch.float16):
+        rows = make_tensor((10, 32), dtype, 196)
+        index = torch.randint(0, 10, (200,), generator=g).unsqueeze(1).expand(200, 32)
+        src = make_tensor((200, 32), dtype, 197)
+        for reduce in REDUCTIONS:
+            for include_self in (True, False):
+                a = (rows, 0, index, src, reduce, include_self)
+                assert_same(run_op(runtime, "aten::scatter_reduce.two", *a), scatter_reduce(*a), rtol=0, atol=0)
+    # 0-dim, empty index (self returned), Int index.
+    s = torch.tensor(2.0)
+    a = (s, 0, torch.tensor(0), torch.tensor(5.0), "prod")
+    assert_same(run_op(runtime, "aten::scatter_reduce.two", *a), scatter_reduce(*a))
+    a = (x, 1, torch.zeros(0, 2, dtype=torch.int64), x, "mean", False)
+    assert_same(run_op(runtime, "aten::scatter_reduce.two", *a), scatter_reduce(*a))
+    a = (x, 1, torch.zeros(2, 2, 2, dtype=torch.int32), x, "amin")
+    assert_same(run_op(runtime, "aten::scatter_reduce.two", *a), scatter_reduce(*a))
+
+
+def test_scatter_reduce_errors(runtime):
+    x = torch.zeros(3, 4)
+    index = torch.zeros(2, 2, dtype=torch.int64)
+    src = torch.ones(3, 4)
+    empty = torch.zeros(0, dtype=torch.int64)
+    for args, message in [
+        (
+            (x, 0, index, src, "maximum"),
+            r"argument 'reduce' must be one of sum, prod, mean, amax or amin, got 'maximum'",
+        ),
+        ((x, 0, empty, src, "add"), r"got 'add'"),  # checked even when nothing is scattered
+        ((x.bool(), 0, index, src.bool(), "mean"), r"mean of Bool tensors is not supported"),
+        ((x.bool(), 0, empty, src.bool(), "mean"), r"mean of Bool tensors is not supported"),
+        ((x, 0, index, src.double(), "sum"), r"argument 'src' has dtype Double but 'self' is Float"),
+        ((x, 0, empty, src.double(), "sum"), r"argument 'src' has dtype Double but 'self' is Float"),
+        ((x, 0, index + 3, src, "amax"), r"argument 'index': index 3 is out of bounds for dim 0 with size 3"),
+        ((x, 1, index - 1, src, "sum", False), r"index -1 is out of bounds for dim 1 with size 4"),
+        ((x, 2, index, src, "sum"), r"argument 'dim'"),
+        ((x, 0, index.float(), src, "prod"), r"argument 'index' must be a Long or Int tensor, got Float"),
+        ((x, 0, torch.zeros(4, 1, dtype=torch.int64), src, "sum"), r"must be no larger than 'self'"),
+    ]:
+        with pytest.raises((RuntimeError, IndexError, NotImplementedError)):
+            scatter_reduce(*args)
+        with pytest.raises(PareError, match=r"aten::scatter_reduce\.two: .*" + message):
+            run_op(runtime, "aten::scatter_reduce.two", *args)
+
+
 # --------------------------------------------------------------------------
 # Factories
 
@@ -1144,3 +1564,53 @@ def test_sym_size_feeds_symbolic_view(runtime):
         y_out, s_out = method.run(a.numpy())
         assert s_out == batch
         assert_same(torch.from_numpy(y_out), a.view(batch, 12))
+
+
+class IndexWrites(torch.nn.Module):
+    """What torch.export lowers to index_put (x[idx] = v, x[mask] = c,
+    x.index_put_(..., accumulate=True), x[:, idx] += v with a None in the
+    indices), scatter_reduce and masked_scatter."""
+
+    def forward(self, x, idx, mask, v, cache, pos, k, src, index):
+        x = x.clone()
+        x[idx] = v
+        x.index_put_((idx,), v, accumulate=True)
+        x[mask] = 2.5
+        cache = cache.clone()
+        cache[:, :, pos] = k
+        cache[:, idx] += 1.0
+        reduced = x.scatter_reduce(0, index, src, "amax", include_self=False)
+        mean = x.scatter_reduce(1, index[:5, :3] % 4, src, "mean")
+        return x, cache, reduced, mean, x.masked_scatter(mask, src)
+
+
+def test_exported_index_writes_run_like_torch(runtime):
+    from tools.tracer.lowering import LoweringReport, MethodLowering
+
+    g = torch.Generator().manual_seed(200)
+    inputs = (
+        make_tensor((5, 4), torch.float32, 201),
+        torch.tensor([3, 0, 3]),
+        make_tensor((5, 4), torch.bool, 202),
+        make_tensor((3, 4), torch.float32, 203),
+        make_tensor((2, 5, 6, 3), torch.float32, 204),
+        torch.tensor([4, 5]),
+        make_tensor((2, 5, 2, 3), torch.float32, 205),
+        make_tensor((6, 4), torch.float32, 206),
+        torch.randint(0, 5, (6, 4), generator=g),
+    )
+    model = IndexWrites()
+    ep = torch.export.export(model, inputs).run_decompositions()
+    pb = ProgramBuilder()
+    report = LoweringReport()
+    MethodLowering(pb.method("forward"), ep, prepack=False, model_file=None, report=report).lower()
+    assert not set(report.unsupported)
+    assert {"aten::index_put", "aten::scatter_reduce.two", "aten::masked_scatter"} <= set(report.uses)
+    data = pb.to_bytes()
+    assert read(data).version == (1, 1)  # a Tensor?[] with None: cache[:, :, pos] = k
+    ours = [torch.from_numpy(a) for a in runtime.load(data).method().run(*[to_input(t) for t in inputs])]
+    expected = model(*inputs)
+    assert len(ours) == len(expected) == 5
+    for a, e in zip(ours, expected):
+        assert_same(a, e, rtol=0, atol=0)
+
