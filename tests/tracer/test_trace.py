@@ -155,6 +155,19 @@ def test_index_heavy_post_processing_is_traced_and_matches_torch(tracing_lib, fu
     assert all(c.ok for c in checks)
 
 
+def test_a_dlrm_recommender_is_traced_and_matches_torch(tracing_lib, full_lib):
+    # nn.EmbeddingBag exports to _embedding_bag, the pairwise interaction
+    # keeps triu_indices (issue 49): traced with their dtypes, then checked
+    # against torch on the full runtime.
+    result = trace_model(spec_of("dlrm_tiny"), runtime=tracing_lib)
+    m = result.manifest
+    assert {"aten::_embedding_bag", "aten::triu_indices", "aten::bmm"} <= set(m.operators)
+    assert m.kernel_metadata["embedding_bag_kernel"] == ("Float",)
+    assert m.kernel_metadata["triu_indices_kernel"] == ("Long",)
+    assert all(c.ok for c in result.checks)
+    assert all(c.ok for c in check_model(spec_of("dlrm_tiny"), full_lib))
+
+
 def test_check_passes_on_the_full_runtime(full_lib):
     checks = check_model(spec_of("multi_dtype"), full_lib)
     assert len(checks) == 4 and all(c.ok for c in checks)

@@ -1614,3 +1614,31 @@ def test_exported_index_writes_run_like_torch(runtime):
     for a, e in zip(ours, expected):
         assert_same(a, e, rtol=0, atol=0)
 
+
+# ---------------------------------------------------------------------------
+# triu_indices (a factory: no tensor inputs)
+
+
+@pytest.mark.parametrize("dtype", [torch.int64, torch.int32], ids=str)
+def test_triu_indices_every_shape_and_offset(runtime, dtype):
+    for row in range(0, 5):
+        for col in range(0, 5):
+            for offset in range(-6, 7):
+                got = run_op(runtime, "aten::triu_indices", row, col, offset, dtype)
+                assert_same(got, torch.triu_indices(row, col, offset, dtype=dtype))
+
+
+def test_triu_indices_defaults_and_errors(runtime):
+    # torch.export's form: dtype left out (Long), device and pin_memory given.
+    assert_same(run_op(runtime, "aten::triu_indices", 4, 4, 1), torch.triu_indices(4, 4, 1))
+    assert_same(run_op(runtime, "aten::triu_indices", 3, 5), torch.triu_indices(3, 5))
+    assert_same(run_op(runtime, "aten::triu_indices", 40, 7, -(2**62)), torch.triu_indices(40, 7, -(2**62)))
+    assert_same(run_op(runtime, "aten::triu_indices", 2**62, 3, 2**62), torch.triu_indices(2**62, 3, 2**62))
+    with pytest.raises(PareError, match="argument 'row' must be non-negative, got -1"):
+        run_op(runtime, "aten::triu_indices", -1, 3)
+    with pytest.raises(PareError, match="argument 'col' must be non-negative, got -2"):
+        run_op(runtime, "aten::triu_indices", 3, -2)
+    with pytest.raises(PareError, match="too many elements"):
+        run_op(runtime, "aten::triu_indices", 2**62, 2**62)
+    with pytest.raises(PareError, match="triu_indices"):
+        run_op(runtime, "aten::triu_indices", 3, 3, 0, torch.float32)

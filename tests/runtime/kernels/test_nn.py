@@ -1341,3 +1341,197 @@ def test_tracing_records_nn_tags(tracing_runtime):
     assert trace.kernel_dtypes["group_norm_kernel"] == ("Half",)
     assert "Half" in trace.kernel_dtypes["copy_kernel"]
     assert not any("embedding" in tag for tag in trace.kernel_dtypes)
+
+
+# ---------------------------------------------------------------------------
+# _embedding_bag, _embedding_bag_forward_only (nn.EmbeddingBag)
+#
+# Output 0 must equal torch bit for bit (PyTorch's CPU kernel is
+# deterministic: bags in index order, FBGEMM or its own loop chosen by the
+# weight's layout and padding_idx, both repeated by the kernel); the other
+# three outputs are compared exactly too.
+
+EMBEDDING_BAG_OPS = ["aten::_embedding_bag", "aten::_embedding_bag_forward_only"]
+EXACT = dict(rtol=0, atol=0)
+
+
+def _embedding_bag(op, *args):
+    fn = A._embedding_bag if op == "aten::_embedding_bag" else A._embedding_bag_forward_only
+    return fn(*args)
+
+
+def _assert_bags(runtime, op, args):
+    got = run_op(runtime, op, *args, returns=4)
+    want = _embedding_bag(op, *args)
+    for g, w in zip(got, want):
+        assert_same(g, w, **EXACT)
+
+
+@pytest.mark.parametrize("op", EMBEDDING_BAG_OPS)
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES, ids=str)
+@pytest.mark.parametrize("mode", [0, 1, 2], ids=["sum", "mean", "max"])
+@pytest.mark.parametrize("index_dtype", [torch.int64, torch.int32], ids=str)
+def test_embedding_bag_every_dtype_and_mode(runtime, op, dtype, mode, index_dtype):
+    weight = make_tensor((10, 5), dtype, 120)
+    indices = torch.tensor([1, 9, 0, 3, 3, 7, 2, 9], dtype=index_dtype)
+    offsets = torch.tensor([0, 3, 3, 5], dtype=index_dtype)  # bag 1 is empty
+    for include_last_offset, offs in [(False, offsets), (True, torch.cat([offsets, offsets.new_tensor([8])]))]:
+        for padding_idx in [-1, 3, 9]:
+            _assert_bags(
+                runtime, op, (weight, indices, offs, False, mode, False, None, include_last_offset, padding_idx)
+            )
+    # Trailing defaults left out, as torch.export emits them.
+    _assert_bags(runtime, op, (weight, indices, offsets, False, mode))
+
+
+@pytest.mark.parametrize("op", EMBEDDING_BAG_OPS)
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES, ids=str)
+@pytest.mark.parametrize("layout", ["contiguous", "transposed", "padding_idx"])
+def test_embedding_bag_long_bags_round_like_torch(runtime, op, dtype, layout):
+    """Many long bags, so every rounding difference shows: the sum path
+    (FBGEMM for a contiguous weight without padding_idx, torch's own loop
+    otherwise), the weighted sum (a fused multiply-add on FBGEMM's path),
+    BFloat16 rounding (half away from zero on FBGEMM's path), and the mean's
+    division of the rounded sum."""
+    g = torch.Generator().manual_seed(121)
+    weight = (torch.randn(50, 37, generator=g, dtype=torch.float64) * 3).to(dtype)
+    if layout == "transposed":
+        weight = weight.t().contiguous().t()
+    padding_idx = 7 if layout == "padding_idx" else -1
+    indices = torch.randint(0, 50, (2000,), generator=g)
+    offsets = torch.arange(0, 2000, 40)
+    psw = torch.randn(2000, generator=g, dtype=torch.float64).to(dtype)
+    for mode, weights in [(0, None), (0, psw), (1, None), (2, None)]:
+        _assert_bags(runtime, op, (weight, indices, offsets, False, mode, False, weights, False, padding_idx))
+
+
+def test_embedding_bag_bfloat16_ties(runtime):
+    # 1 + 2**-8 is a tie between two bfloat16s: FBGEMM (contiguous weight)
+    # rounds it up, torch's own loop (here: transposed weight) to even.
+    weight = torch.tensor([[1.0, 1.0], [2**-8, 2**-8]], dtype=torch.bfloat16)
+    indices, offsets = torch.tensor([0, 1]), torch.tensor([0])
+    for w in [weight, weight.t().contiguous().t()]:
+        _assert_bags(runtime, "aten::_embedding_bag", (w, indices, offsets, False, 0))
+    assert run_op(runtime, "aten::_embedding_bag", weight, indices, offsets, returns=4)[0][0, 0].item() == 1.0078125
+
+
+@pytest.mark.parametrize("op", EMBEDDING_BAG_OPS)
+def test_embedding_bag_edge_cases(runtime, op):
+    weight = make_tensor((6, 3), torch.float32, 122)
+    nan_weight = weight.clone()
+    nan_weight[2, 1] = float("nan")
+    for args in [
+        (weight, torch.zeros(0, dtype=torch.int64), torch.tensor([0, 0]), False, 1),  # two empty bags
+        (weight, torch.zeros(0, dtype=torch.int64), torch.zeros(0, dtype=torch.int64), False, 2),  # no bags
+        # No bag, indices left over (sum only: torch's max mode writes out of bounds there).
+        (weight, torch.tensor([1, 2]), torch.tensor([0], dtype=torch.int64), False, 0, False, None, True),
+        (weight, torch.tensor([1, 2, 3], dtype=torch.int32), torch.tensor([0, 1]), False, 1),  # Int and Long
+        (weight, torch.tensor([4, 2, 2, 5]), torch.tensor([0, 2]), False, 1, False, None, False, 2),  # all padding
+        (nan_weight, torch.tensor([0, 2, 1, 1, 2]), torch.tensor([0, 2]), False, 2),  # NaN first / later
+        # No columns: max mode only, as torch's FBGEMM path refuses a
+        # 0-column table in sum and mean mode (the runtime returns [2, 0]).
+        (torch.zeros(6, 0), torch.tensor([1, 2]), torch.tensor([0, 1]), False, 2),
+        (weight, torch.tensor([1, 2, 3, 4]), torch.tensor([0, 2]), False, 0, False, weight[:4, 0], False, -1),
+        (
+            weight,
+            torch.tensor([1, 2, 3, 4]),
+            torch.tensor([0, 2]),
+            False,
+            0,
+            False,
+            torch.arange(8.0)[::2],  # strided weights: torch's own loop
+            False,
+            1,
+        ),
+        (weight, torch.tensor([1, 2, 3, 4]), torch.tensor([0, 2]), False, 0, False, weight.t()[0, :4], False, -1),
+    ]:
+        _assert_bags(runtime, op, args)
+
+
+@pytest.mark.parametrize("op", EMBEDDING_BAG_OPS)
+def test_embedding_bag_errors(runtime, op):
+    weight = make_tensor((6, 3), torch.float32, 123)
+    idx = torch.tensor([1, 2, 4, 5])
+
+    def both_fail(*args):
+        same_or_both_fail(runtime, op, list(args), lambda: _embedding_bag(op, *args))
+
+    for mode in [0, 1, 2]:
+        both_fail(weight, torch.tensor([1, 6]), torch.tensor([0]), False, mode)  # index out of range
+        both_fail(weight, torch.tensor([1, -1]), torch.tensor([0]), False, mode)
+        both_fail(weight, idx, torch.tensor([1, 2]), False, mode)  # first offset not 0
+        both_fail(weight, idx, torch.tensor([0, 5]), False, mode)  # beyond the indices
+        both_fail(weight, idx, torch.tensor([0, 2, 5]), False, mode, False, None, True)
+        both_fail(weight.int(), idx, torch.tensor([0, 2]), False, mode)  # integer weight
+        both_fail(weight, idx.float(), torch.tensor([0, 2]), False, mode)
+    both_fail(weight, idx, torch.tensor([0, 2]), False, 3)
+    both_fail(weight, idx, torch.tensor([0, 2]), False, 1, False, torch.ones(4))  # weights need sum
+    both_fail(weight, idx, torch.tensor([0, 2]), False, 0, False, torch.ones(4, dtype=torch.float64))
+    both_fail(weight, idx, torch.tensor([0, 2]), False, 0, False, torch.ones(3))
+    both_fail(weight, idx, torch.zeros(0, dtype=torch.int64), False, 0, False, None, True)
+    for mode in [0, 1]:
+        both_fail(weight, idx, torch.tensor([0, 3, 1]), False, mode)  # decreasing
+    # Where torch's result depends on its path (max mode reads decreasing
+    # offsets through a running count; a short last offset with
+    # include_last_offset ends the last bag early on FBGEMM's path only)
+    # the runtime refuses.
+    with pytest.raises(PareError, match=r"argument 'offsets' must be non-decreasing, got 1 after 3 at position 2"):
+        run_op(runtime, op, weight, idx, torch.tensor([0, 3, 1]), False, 2, returns=4)
+    with pytest.raises(
+        PareError, match="with include_last_offset=True the last offset must be the number of indices 4"
+    ):
+        run_op(runtime, op, weight, idx, torch.tensor([0, 2, 3]), False, 0, False, None, True, returns=4)
+    with pytest.raises(PareError, match="argument 'indices' must be 1-d"):
+        run_op(runtime, op, weight, idx.view(2, 2), torch.tensor([0, 1]), False, 0, returns=4)
+    with pytest.raises(PareError, match=r"argument 'indices': index 6 is out of range for 'weight' with 6 rows"):
+        run_op(runtime, op, weight, torch.tensor([1, 6]), torch.tensor([0]), returns=4)
+
+
+@pytest.mark.parametrize(
+    "kwargs, two_d",
+    [
+        (dict(mode="sum"), False),
+        (dict(mode="mean"), False),
+        (dict(mode="max"), False),
+        (dict(mode="sum"), True),
+        (dict(mode="max", padding_idx=2), True),
+        (dict(mode="mean", include_last_offset=True), False),
+        (dict(mode="sum", padding_idx=4), False),
+    ],
+)
+@pytest.mark.parametrize("frozen", [False, True], ids=["trainable", "frozen"])
+def test_embedding_bag_as_exported(runtime, kwargs, two_d, frozen):
+    """nn.EmbeddingBag exports to _embedding_bag (a weight that requires
+    grad) or _embedding_bag_forward_only (a frozen one), with its argument
+    list; 2-d input is flattened before the op. Runs that node's exact
+    arguments."""
+    torch.manual_seed(124)
+    module = nn.EmbeddingBag(10, 4, **kwargs).eval().requires_grad_(not frozen)
+    if two_d:
+        example = (torch.tensor([[1, 2, 4], [4, 3, 9]]),)
+    else:
+        last = [6] if kwargs.get("include_last_offset") else []
+        example = (torch.tensor([1, 2, 4, 5, 4, 3]), torch.tensor([0, 2, 2] + last))
+    ep = torch.export.export(module, example).run_decompositions()
+    (node,) = [n for n in ep.graph.nodes if n.op == "call_function" and "embedding_bag" in str(n.target)]
+    expected_op = "aten::_embedding_bag_forward_only" if frozen else "aten::_embedding_bag"
+    assert f"aten::{node.target._schema.name.split('::')[1]}" == expected_op
+    values = {
+        n.name: v
+        for n, v in zip([n for n in ep.graph.nodes if n.op == "placeholder"], [module.weight.detach(), *example])
+    }
+    interp_env = {}
+
+    # Evaluate the nodes before the op (arange/view for 2-d input) with torch.
+    for n in ep.graph.nodes:
+        if n is node:
+            break
+        if n.op == "placeholder":
+            interp_env[n] = values[n.name]
+        elif n.op == "call_function":
+            args = torch.fx.node.map_arg(n.args, lambda a: interp_env[a])
+            kw = torch.fx.node.map_arg(n.kwargs, lambda a: interp_env[a])
+            interp_env[n] = n.target(*args, **kw)
+    args = torch.fx.node.map_arg(node.args, lambda a: interp_env[a])
+    got = run_op(runtime, expected_op, *args, returns=4)[0]
+    assert_same(got, module(*example).detach(), **EXACT)
