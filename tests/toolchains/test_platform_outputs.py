@@ -8,16 +8,19 @@ emulator harness for Android (an emulated stand-in for a device).
 from __future__ import annotations
 
 import ctypes
+import json
 import subprocess
+import sys
 
 import lief
 import pytest
 
-from tests.conftest import bazel, bazel_build
+from tests.conftest import REPO_ROOT, bazel, bazel_build
 from tools.android_harness import run as harness
 from tools.verify.binary import read_binary
 
 ANDROID_NEEDED = {"libc.so", "libm.so", "liblog.so"}
+SELECTIVE_BUNDLE = "//tests/verify/selective:small"
 
 
 def _dynamic_exports(elf: lief.ELF.Binary) -> set[str]:
@@ -181,3 +184,29 @@ def test_platforms_do_not_share_output_directories(smoke_outputs):
     ]
     contents = {p.read_bytes() for p in outputs}
     assert len(contents) == 3
+
+
+def test_verify_load_loads_every_loadable_platform_and_names_relocation_forms(tmp_path):
+    # Under pytest, not in //tests:verify_test: the harness and qemu are no Bazel inputs.
+    bundle_dir = bazel_build(SELECTIVE_BUNDLE) / "tests" / "verify" / "selective" / "small"
+    # --load: the Android build under the emulator harness (Bionic's packed
+    # relocations applied as Bionic would), x86_64 natively; iOS is not
+    # loadable here and keeps its static facts only.
+    out = tmp_path / "result.json"
+    proc = subprocess.run(
+        [sys.executable, "-m", "tools.verify", "--bundle", str(bundle_dir), "--load", "--json-out", str(out)],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    results = {r["platform"]: r for r in json.loads(out.read_text())["results"]}
+    loads = {p: [f for f in r["platform_facts"] if f["check"] == "loads"] for p, r in results.items()}
+    assert loads["android_arm64"] == [
+        {"check": "loads", "ok": True, "expected": "loads and resolves the C API", "actual": "loaded: Ok"}
+    ]
+    assert [f["ok"] for f in loads["linux_x86_64"]] == [True] and loads["ios_arm64"] == []
+    forms = {p: r["relocations"]["form"] for p, r in results.items()}
+    # The default --//toolchains:android_api (24) packs in Android's format.
+    assert forms == {"android_arm64": "APS2 (Android packed)", "ios_arm64": "chained fixups", "linux_x86_64": "RELA"}
+    assert "relocations: APS2 (Android packed)" in proc.stdout
