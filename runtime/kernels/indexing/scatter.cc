@@ -119,7 +119,7 @@ struct Multiply {
     }
   }
 };
-// amax and amin: a NaN source wins; a NaN target stays (std::max(t, v) keeps
+// amax and amin: a NaN source wins; a NaN target stays (max(t, v) keeps
 // t unless t < v), ties keep the target, as PyTorch's ReduceMaximum.
 template <bool kMax>
 struct Extreme {

@@ -6,16 +6,16 @@
 // BFloat16 compare as float. Which of several equal values comes first:
 //  - sort.stable with stable=True: input order.
 //  - sort, and sort.stable with stable=False or None: PyTorch runs
-//    std::sort, which is not stable (from 17 elements on, equal values leave
+//    libstdc++ sort, which is not stable (from 17 elements on, equal values leave
 //    its introsort in an order of its own); sorting.h repeats it step for
 //    step, so they come out as in PyTorch (2.13, on its default and AVX2
 //    paths; a PyTorch built with USE_X86_SIMD_SORT sorts Int, Long, Float
 //    and Double with x86-simd-sort instead, in an order of its own). Along
 //    a dim of stride 0 (an expanded input) PyTorch does not sort and
 //    returns indices 0, 1, ...; so does this kernel.
-//  - topk, as PyTorch's topk_impl_loop: std::partial_sort of the k first
-//    when k * 64 <= n (sorted, whatever `sorted` says), else std::nth_element
-//    of the k-th, then std::sort of the k - 1 before it when `sorted`. With
+//  - topk, as PyTorch's topk_impl_loop: libstdc++ partial_sort of the k first
+//    when k * 64 <= n (sorted, whatever `sorted` says), else libstdc++ nth_element
+//    of the k-th, then libstdc++ sort of the k - 1 before it when `sorted`. With
 //    sorted=False PyTorch documents the order as unspecified; its CPU
 //    kernel's order (nth_element's) is the one matched here.
 // A 0-dim input is one element: sort returns it with index 0, and so does
@@ -94,7 +94,7 @@ Error sort_op(KernelArgs& args, const Tensor& self, int64_t raw_dim, bool descen
   PARE_TRY_ASSIGN(Tensor * values, ctx.allocate_output(args.output(0), self.dtype, self.size_span()));
   PARE_TRY_ASSIGN(Tensor * indices, ctx.allocate_output(args.output(1), ScalarType::Long, self.size_span()));
   // PyTorch leaves a dim of stride 0 unsorted (pytorch/pytorch#91420): all
-  // its elements are one, and std::sort would shuffle their indices.
+  // its elements are one, and libstdc++ sort would shuffle their indices.
   const bool keep_order = self.dim > 0 && self.strides[dim] == 0;
   PARE_TRY_ASSIGN(const reduction::Plan p, reduction::plan(ctx, self, reduction::single_dim(self, dim), self.dtype));
   return PARE_DISPATCH(sort_kernel, ctx, self.dtype, T, {

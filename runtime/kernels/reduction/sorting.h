@@ -1,6 +1,6 @@
 #pragma once
 // libstdc++'s sorting algorithms, step for step (bits/stl_algo.h and
-// bits/stl_heap.h): std::sort, std::partial_sort and std::nth_element.
+// bits/stl_heap.h): sort, partial_sort and nth_element.
 //
 // PyTorch's CPU sort and topk kernels run these over (value, index) pairs
 // compared by value only, so which of several equal values comes first is
@@ -20,7 +20,7 @@ namespace sorting {
 // _S_threshold: introsort leaves ranges this short to insertion sort.
 constexpr int64_t kInsertionThreshold = 16;
 
-// std::__lg: floor(log2(n)) for n > 0.
+// libstdc++ __lg: floor(log2(n)) for n > 0.
 inline int64_t floor_log2(int64_t n) { return 63 - __builtin_clzll(static_cast<unsigned long long>(n)); }
 
 template <typename E>
@@ -30,7 +30,7 @@ PARE_ALWAYS_INLINE void swap_elements(E* a, E* b) {
   *b = t;
 }
 
-// std::__push_heap
+// libstdc++ __push_heap
 template <typename E, typename Less>
 void push_heap(E* first, int64_t hole, int64_t top, E value, const Less& less) {
   int64_t parent = (hole - 1) / 2;
@@ -42,7 +42,7 @@ void push_heap(E* first, int64_t hole, int64_t top, E value, const Less& less) {
   first[hole] = value;
 }
 
-// std::__adjust_heap
+// libstdc++ __adjust_heap
 template <typename E, typename Less>
 void adjust_heap(E* first, int64_t hole, int64_t len, E value, const Less& less) {
   const int64_t top = hole;
@@ -61,7 +61,7 @@ void adjust_heap(E* first, int64_t hole, int64_t len, E value, const Less& less)
   push_heap(first, hole, top, value, less);
 }
 
-// std::__pop_heap: *result goes into the heap [first, last), the heap's top to *result.
+// libstdc++ __pop_heap: *result goes into the heap [first, last), the heap's top to *result.
 template <typename E, typename Less>
 void pop_heap(E* first, E* last, E* result, const Less& less) {
   const E value = *result;
@@ -69,7 +69,7 @@ void pop_heap(E* first, E* last, E* result, const Less& less) {
   adjust_heap(first, 0, last - first, value, less);
 }
 
-// std::__make_heap
+// libstdc++ __make_heap
 template <typename E, typename Less>
 void make_heap(E* first, E* last, const Less& less) {
   const int64_t len = last - first;
@@ -80,7 +80,7 @@ void make_heap(E* first, E* last, const Less& less) {
   }
 }
 
-// std::__heap_select
+// libstdc++ __heap_select
 template <typename E, typename Less>
 void heap_select(E* first, E* middle, E* last, const Less& less) {
   make_heap(first, middle, less);
@@ -89,18 +89,18 @@ void heap_select(E* first, E* middle, E* last, const Less& less) {
   }
 }
 
-// std::partial_sort (std::__partial_sort): the middle - first least
+// libstdc++ partial_sort (__partial_sort): the middle - first least
 // elements, in order, in [first, middle).
 template <typename E, typename Less>
 void partial_sort(E* first, E* middle, E* last, const Less& less) {
   heap_select(first, middle, last, less);
-  while (middle - first > 1) {  // std::__sort_heap
+  while (middle - first > 1) {  // libstdc++ __sort_heap
     --middle;
     pop_heap(first, middle, middle, less);
   }
 }
 
-// std::__unguarded_linear_insert
+// libstdc++ __unguarded_linear_insert
 template <typename E, typename Less>
 void unguarded_linear_insert(E* last, const Less& less) {
   const E value = *last;
@@ -113,7 +113,7 @@ void unguarded_linear_insert(E* last, const Less& less) {
   *last = value;
 }
 
-// std::__insertion_sort
+// libstdc++ __insertion_sort
 template <typename E, typename Less>
 void insertion_sort(E* first, E* last, const Less& less) {
   if (first == last) return;
@@ -128,7 +128,7 @@ void insertion_sort(E* first, E* last, const Less& less) {
   }
 }
 
-// std::__move_median_to_first
+// libstdc++ __move_median_to_first
 template <typename E, typename Less>
 void move_median_to_first(E* result, E* a, E* b, E* c, const Less& less) {
   if (less(*a, *b)) {
@@ -148,7 +148,7 @@ void move_median_to_first(E* result, E* a, E* b, E* c, const Less& less) {
   }
 }
 
-// std::__unguarded_partition_pivot (with std::__unguarded_partition)
+// libstdc++ __unguarded_partition_pivot (with __unguarded_partition)
 template <typename E, typename Less>
 E* unguarded_partition_pivot(E* first, E* last, const Less& less) {
   move_median_to_first(first, first + 1, first + (last - first) / 2, last - 1, less);
@@ -165,7 +165,7 @@ E* unguarded_partition_pivot(E* first, E* last, const Less& less) {
   }
 }
 
-// std::__introsort_loop. Recursion depth is at most depth_limit (2 log2 n).
+// libstdc++ __introsort_loop. Recursion depth is at most depth_limit (2 log2 n).
 template <typename E, typename Less>
 void introsort_loop(E* first, E* last, int64_t depth_limit, const Less& less) {
   while (last - first > kInsertionThreshold) {
@@ -180,7 +180,7 @@ void introsort_loop(E* first, E* last, int64_t depth_limit, const Less& less) {
   }
 }
 
-// std::sort (std::__sort and std::__final_insertion_sort)
+// libstdc++ sort (__sort and __final_insertion_sort)
 template <typename E, typename Less>
 void sort(E* first, E* last, const Less& less) {
   if (first == last) return;
@@ -193,7 +193,7 @@ void sort(E* first, E* last, const Less& less) {
   }
 }
 
-// std::nth_element (std::__introselect)
+// libstdc++ nth_element (__introselect)
 template <typename E, typename Less>
 void nth_element(E* first, E* nth, E* last, const Less& less) {
   if (first == last || nth == last) return;
