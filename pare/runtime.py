@@ -41,12 +41,28 @@ _VALUE_KINDS = {
 
 class PareError(Exception):
     """A runtime call failed; `status` is the pare_status code, `status_name`
-    its name (e.g. "OperatorNotSelected"), str(e) the runtime's message."""
+    its name (e.g. "OperatorNotSelected"), str(e) the runtime's message.
+
+    A runtime built without error messages (docs/errors.md) reports message
+    identifiers; `raw_message` keeps what it said and str(e) is the message
+    they stand for, when this checkout's runtime sources know them."""
 
     def __init__(self, message: str, status: int, status_name: str):
-        super().__init__(message)
+        self.raw_message = message
+        super().__init__(_explained(message))
         self.status = status
         self.status_name = status_name
+
+
+def _explained(message: str) -> str:
+    from pare import messages
+
+    if not messages.has_identifiers(message):
+        return message
+    try:
+        return messages.explain(message, messages.default_table())
+    except messages.MessageError:
+        return message  # sources of another version, or none: the identifiers stand
 
 
 class _TensorInfo(ctypes.Structure):

@@ -43,6 +43,13 @@ UBSAN_TRAP_COPTS = select({
     "//conditions:default": [],
 })
 
+# --//runtime:error_messages=false (runtime/BUILD.bazel): messages as
+# identifiers (runtime/core/error.h, docs/errors.md).
+ERROR_MESSAGES_COPTS = select({
+    str(Label("//runtime:no_error_messages_build")): ["-DPARE_ENABLE_ERROR_MESSAGES=0"],
+    "//conditions:default": [],
+})
+
 # Compiled to LLVM bitcode, for the layers an app's selection step folds
 # (rules/private/select_link.bzl): full LTO's per-unit pipeline, so every
 # unit is optimised before the app's step, which only folds and deletes.
@@ -83,7 +90,7 @@ def pare_cc_library(name, srcs = [], hdrs = [], deps = [], defines = [], local_d
         local_defines = local_defines,
         textual_hdrs = textual_hdrs,
         copts = RUNTIME_COPTS + (["-Os"] if optimize == "size" else []) + (BITCODE_COPTS if bitcode else []) + ISA_COPTS +
-                (x86_64_copy_copts(x86_64_copy) if x86_64_copy else []) + UBSAN_TRAP_COPTS,
+                (x86_64_copy_copts(x86_64_copy) if x86_64_copy else []) + UBSAN_TRAP_COPTS + ERROR_MESSAGES_COPTS,
         # Link every object: --gc-sections / -dead_strip, rooted at the
         # exported C API, decide what stays, not archive member selection.
         alwayslink = True,

@@ -87,6 +87,10 @@ _selective_runtime_bundle = rule(
         ),
         "tracing": attr.bool(doc = "Sets --//runtime:tracing: the layers compiled as the instrumentation build."),
         "ubsan_trap": attr.bool(doc = "Sets --//runtime:ubsan_trap: the layers compiled with UBSan in trap mode (tests only)."),
+        "error_messages": attr.bool(
+            default = True,
+            doc = "False sets --//runtime:error_messages=false: messages as identifiers (docs/errors.md).",
+        ),
         "_report": attr.label(default = Label("//tools/size_diff:bundle_report"), executable = True, cfg = "exec"),
     }, **ALLOWLIST_ATTRS),
     provides = [PareMultiPlatformInfo, PareSelectionInfo],
@@ -101,6 +105,7 @@ def selective_runtime(
         jni = False,
         x86_64_isa = "",
         ubsan_trap = False,
+        error_messages = True,
         allow_unknown_ops = False,
         build_features = [],
         visibility = None,
@@ -129,6 +134,12 @@ def selective_runtime(
       ubsan_trap: compile the runtime's layers with UBSan in trap mode
         (-fsanitize=undefined -fsanitize-trap=undefined: no sanitizer runtime
         needed), for tests on platforms without one. Not for shipping.
+      error_messages: False leaves the text of error messages out of every
+        layer: each error keeps its code, and its message becomes a stable
+        identifier with the message's arguments, `{#1a2b3c4d "forward" 3}`,
+        that `python -m tools.tracer explain` (or the SDK) turns back into
+        the full text (docs/errors.md). True (default) follows
+        --//runtime:error_messages, itself true by default.
       allow_unknown_ops: drop manifest operators the runtime lacks, with a
         warning, instead of failing the build.
       build_features: build features to select on top of the manifest's
@@ -201,6 +212,7 @@ def selective_runtime(
         x86_64_isa = x86_64_isa,
         tracing = tracing,
         ubsan_trap = ubsan_trap,
+        error_messages = error_messages,
         visibility = visibility,
         tags = tags,
     )
@@ -272,6 +284,7 @@ def _link_bundle_and_verify(
         visibility,
         tags,
         ubsan_trap = False,
+        error_messages = True,
         pal = Label("//runtime/pal"),
         testonly = False):
     """<name>_library, the bundle <name> and (unless testonly) its verify tests.
@@ -298,6 +311,7 @@ def _link_bundle_and_verify(
         x86_64_isa = x86_64_isa,
         tracing = tracing,
         ubsan_trap = ubsan_trap,
+        error_messages = error_messages,
         tags = tags,
         testonly = testonly,
         visibility = visibility,

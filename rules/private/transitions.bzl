@@ -31,6 +31,13 @@ TRACING_SETTING = str(Label("//runtime:tracing"))
 # sets it for its split; rules without the attribute keep the command line's.
 UBSAN_TRAP_SETTING = str(Label("//runtime:ubsan_trap"))
 
+# Error messages as text (//runtime:error_messages): a rule's
+# `error_messages = False` turns them off for its split; otherwise the
+# command line's value holds.
+ERROR_MESSAGES_SETTING = str(Label("//runtime:error_messages"))
+
+_SETTINGS = ["//command_line_option:platforms", X86_64_ISA_SETTING, TRACING_SETTING, UBSAN_TRAP_SETTING, ERROR_MESSAGES_SETTING]
+
 def _split_impl(settings, attr):
     isa = getattr(attr, "x86_64_isa", "") or settings[X86_64_ISA_SETTING]
     tracing = getattr(attr, "tracing", False) or settings[TRACING_SETTING]
@@ -40,14 +47,15 @@ def _split_impl(settings, attr):
             X86_64_ISA_SETTING: isa,
             TRACING_SETTING: tracing,
             UBSAN_TRAP_SETTING: getattr(attr, "ubsan_trap", False) or settings[UBSAN_TRAP_SETTING],
+            ERROR_MESSAGES_SETTING: getattr(attr, "error_messages", True) and settings[ERROR_MESSAGES_SETTING],
         }
         for name in attr.platforms
     }
 
 platforms_split_transition = transition(
     implementation = _split_impl,
-    inputs = [X86_64_ISA_SETTING, TRACING_SETTING, UBSAN_TRAP_SETTING],
-    outputs = ["//command_line_option:platforms", X86_64_ISA_SETTING, TRACING_SETTING, UBSAN_TRAP_SETTING],
+    inputs = [X86_64_ISA_SETTING, TRACING_SETTING, UBSAN_TRAP_SETTING, ERROR_MESSAGES_SETTING],
+    outputs = _SETTINGS,
 )
 
 def _fixed_impl(_settings, _attr):
@@ -56,6 +64,7 @@ def _fixed_impl(_settings, _attr):
         X86_64_ISA_SETTING: "baseline",
         TRACING_SETTING: False,
         UBSAN_TRAP_SETTING: False,
+        ERROR_MESSAGES_SETTING: True,
     }
 
 # For what is the same for every platform (a manifest's codegen): one fixed
@@ -64,11 +73,11 @@ def _fixed_impl(_settings, _attr):
 platform_independent_transition = transition(
     implementation = _fixed_impl,
     inputs = [],
-    outputs = ["//command_line_option:platforms", X86_64_ISA_SETTING, TRACING_SETTING, UBSAN_TRAP_SETTING],
+    outputs = _SETTINGS,
 )
 
 def _single_impl(settings, attr):
-    # The same four settings as platforms_split_transition, from the
+    # The same five settings as platforms_split_transition, from the
     # command line: a target reached both ways is built once, in one
     # configuration (Bazel 4 names a configuration after the settings its
     # transitions wrote, not only their values).
@@ -77,12 +86,13 @@ def _single_impl(settings, attr):
         X86_64_ISA_SETTING: settings[X86_64_ISA_SETTING],
         TRACING_SETTING: settings[TRACING_SETTING],
         UBSAN_TRAP_SETTING: settings[UBSAN_TRAP_SETTING],
+        ERROR_MESSAGES_SETTING: settings[ERROR_MESSAGES_SETTING],
     }
 
 platform_transition = transition(
     implementation = _single_impl,
-    inputs = [X86_64_ISA_SETTING, TRACING_SETTING, UBSAN_TRAP_SETTING],
-    outputs = ["//command_line_option:platforms", X86_64_ISA_SETTING, TRACING_SETTING, UBSAN_TRAP_SETTING],
+    inputs = [X86_64_ISA_SETTING, TRACING_SETTING, UBSAN_TRAP_SETTING, ERROR_MESSAGES_SETTING],
+    outputs = _SETTINGS,
 )
 
 ALLOWLIST_ATTRS = {

@@ -108,11 +108,19 @@ class PARE_NODISCARD Result {
 };
 
 namespace detail {
-// Swallows a message and its arguments in message-less builds, so variables
-// only used in messages do not become unused (-Werror). Optimised builds
-// drop the string literals with the call.
-template <typename... Args>
-PARE_ALWAYS_INLINE constexpr void ignore_message(const Args&...) {}
+// 32-bit FNV-1a of a message format (pare/messages.py: message_id).
+constexpr uint32_t message_id(const char* text) {
+  uint32_t hash = 2166136261u;
+  for (; *text != '\0'; ++text) {
+    hash ^= static_cast<uint8_t>(*text);
+    hash *= 16777619u;
+  }
+  return hash;
+}
+template <uint32_t Id>
+struct MessageId {
+  static constexpr uint32_t value = Id;
+};
 
 constexpr Error error_of(Error e) { return e; }
 template <typename T>
@@ -146,13 +154,36 @@ Error error_of(const Result<T>& r) {
   lhs = pare::move(tmp.get())
 
 // Reports a failure through `sink` (anything with Diagnostics' fail()
-// interface: Diagnostics, KernelContext) and yields the code. With
-// PARE_ENABLE_ERROR_MESSAGES=0 the format string and its arguments are
-// dropped at compile time and only the code's name is kept.
+// interface: Diagnostics, KernelContext, the program loader) and yields the
+// code. The first argument after the code is the printf-style format, always
+// a string literal.
+//
+// Without error messages (PARE_ENABLE_ERROR_MESSAGES=0: the runtime rule's
+// error_messages = False, docs/errors.md) the format's text is not compiled
+// in. The message becomes its stable identifier (FNV-1a of the format, the
+// same number pare/messages.py computes from the sources) and the raw
+// arguments, `{#1a2b3c4d "forward" 3}`, which `python -m tools.tracer
+// explain` and the SDK turn back into the full text.
 #if PARE_ENABLE_ERROR_MESSAGES
 #define PARE_FAIL(sink, code, ...) (sink).fail((code), __VA_ARGS__)
 #else
-#define PARE_FAIL(sink, code, ...) (::pare::detail::ignore_message(__VA_ARGS__), (sink).fail_code(code))
+#define PARE_FAIL(sink, code, ...) \
+  ::pare::detail::fail_with_id((sink), (code), PARE_MESSAGE_ID(__VA_ARGS__), __VA_ARGS__)
+#endif
+
+// The identifier of a PARE_FAIL format (its first argument), computed at
+// compile time: a template argument must be a constant, so a format that is
+// not a literal fails to compile instead of hashing a pointer.
+#define PARE_MESSAGE_ID(...) (::pare::detail::MessageId<::pare::detail::message_id(PARE_FIRST_ARG(__VA_ARGS__))>::value)
+#define PARE_FIRST_ARG(...) PARE_FIRST_ARG_IMPL(__VA_ARGS__, 0)
+#define PARE_FIRST_ARG_IMPL(first, ...) first
+
+// Appends context to the message of a Diagnostics `sink`, in the same two
+// forms as PARE_FAIL.
+#if PARE_ENABLE_ERROR_MESSAGES
+#define PARE_APPEND(sink, ...) (sink).append(__VA_ARGS__)
+#else
+#define PARE_APPEND(sink, ...) ::pare::detail::append_with_id((sink), PARE_MESSAGE_ID(__VA_ARGS__), __VA_ARGS__)
 #endif
 
 // Returns PARE_FAIL(sink, code, fmt, ...) from the enclosing function when

@@ -382,7 +382,7 @@ Error Method::run_instruction(uint32_t index) {
     if (diagnostics_.code() == Error::Ok) {
       PARE_FAIL(diagnostics_, error, "%s: %s", ins.op_name, to_string(error));
     }
-    diagnostics_.append(" (method '%s', instruction %u)", m.name, index);
+    PARE_APPEND(diagnostics_, " (method '%s', instruction %u)", m.name, index);
   }
   return error;
 }
@@ -617,8 +617,22 @@ Error KernelContext::fail(Error code, const char* fmt, ...) {
   return code;
 }
 
-Error KernelContext::fail_code(Error code) {
-  return PARE_FAIL(method_->diagnostics_, code, "%s: %s", op_name_, to_string(code));
+// The same prefix as fail()'s, without the formatter (which a runtime
+// without messages need not carry).
+Error KernelContext::fail_packed(Error code, uint32_t id, uint32_t shape, ...) {
+  char prefix[192];
+  FormatBuffer out(prefix, sizeof(prefix));
+  out.append(op_name_);
+  if (caller_ != nullptr) {
+    out.append(" (called from ");
+    out.append(caller_);
+    out.append_char(')');
+  }
+  va_list args;
+  va_start(args, shape);
+  method_->diagnostics_.vfail_packed(code, prefix, id, shape, args);
+  va_end(args);
+  return code;
 }
 
 Result<Tensor*> KernelContext::allocate_output(Value& out, ScalarType dtype, IntArrayRef sizes) {

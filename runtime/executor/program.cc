@@ -53,8 +53,13 @@ class Loader {
 
   Error run();
 
- private:
+  // Every check fails through PARE_INVALID: InvalidProgram, with a message
+  // that starts "invalid program: ". With messages, invalid() formats it;
+  // without, the loader is a PARE_FAIL sink (fail_packed).
   Error invalid(const char* fmt, ...) PARE_PRINTF(2, 3);
+  Error fail_packed(Error code, uint32_t id, uint32_t shape, ...);
+
+ private:
   Error out_of_memory(const char* what);
   // True when [offset, offset + count * elem_size) lies within the file and
   // offset is a multiple of `align`.
@@ -83,17 +88,26 @@ class Loader {
   const char* method_name_ = "";
 };
 
+#if PARE_ENABLE_ERROR_MESSAGES
+#define PARE_INVALID(...) invalid(__VA_ARGS__)
+#else
+#define PARE_INVALID(...) PARE_FAIL(*this, Error::InvalidProgram, __VA_ARGS__)
+#endif
+
 Error Loader::invalid(const char* fmt, ...) {
   va_list args;
   va_start(args, fmt);
-#if PARE_ENABLE_ERROR_MESSAGES
   program_.diagnostics_.vfail(Error::InvalidProgram, "invalid program", fmt, args);
-#else
-  (void)fmt;
-  program_.diagnostics_.fail_code(Error::InvalidProgram);
-#endif
   va_end(args);
   return Error::InvalidProgram;
+}
+
+Error Loader::fail_packed(Error code, uint32_t id, uint32_t shape, ...) {
+  va_list args;
+  va_start(args, shape);
+  program_.diagnostics_.vfail_packed(code, "invalid program", id, shape, args);
+  va_end(args);
+  return code;
 }
 
 Error Loader::out_of_memory(const char* what) {
@@ -112,18 +126,18 @@ bool Loader::in_file(uint64_t offset, uint64_t count, uint64_t elem_size, uint64
 Error Loader::check_range(const char* what, uint64_t offset, uint64_t count, uint64_t elem_size, uint64_t align) {
   if (in_file(offset, count, elem_size, align)) return Error::Ok;
   if (align > 1 && offset % align != 0) {
-    return invalid("%s at offset %llu is not %llu-byte aligned", what, static_cast<unsigned long long>(offset),
-                   static_cast<unsigned long long>(align));
+    return PARE_INVALID("%s at offset %llu is not %llu-byte aligned", what, static_cast<unsigned long long>(offset),
+                        static_cast<unsigned long long>(align));
   }
-  return invalid("%s at offset %llu (%llu x %llu bytes) extends past the end of the %llu-byte file", what,
-                 static_cast<unsigned long long>(offset), static_cast<unsigned long long>(count),
-                 static_cast<unsigned long long>(elem_size), static_cast<unsigned long long>(size_));
+  return PARE_INVALID("%s at offset %llu (%llu x %llu bytes) extends past the end of the %llu-byte file", what,
+                      static_cast<unsigned long long>(offset), static_cast<unsigned long long>(count),
+                      static_cast<unsigned long long>(elem_size), static_cast<unsigned long long>(size_));
 }
 
 Error Loader::consume(uint64_t count, uint64_t elem_size, const char* what) {
   uint64_t bytes = 0;
   if (__builtin_mul_overflow(count, elem_size, &bytes) || bytes > decode_budget_) {
-    return invalid("%s overlap other tables (decoded tables exceed the file size)", what);
+    return PARE_INVALID("%s overlap other tables (decoded tables exceed the file size)", what);
   }
   decode_budget_ -= bytes;
   return Error::Ok;
@@ -131,7 +145,7 @@ Error Loader::consume(uint64_t count, uint64_t elem_size, const char* what) {
 
 Error Loader::visit_list(uint64_t count) {
   if (count > list_visit_budget_) {
-    return invalid("lists are read too many times for the file size (overlapping or hostile tables)");
+    return PARE_INVALID("lists are read too many times for the file size (overlapping or hostile tables)");
   }
   list_visit_budget_ -= count;
   return Error::Ok;
@@ -140,11 +154,11 @@ Error Loader::visit_list(uint64_t count) {
 Error Loader::run() {
   Diagnostics& diag = program_.diagnostics_;
   if (size_ < kHeaderSize) {
-    return invalid("the buffer is %llu bytes; a program has a %zu-byte header", static_cast<unsigned long long>(size_),
-                   kHeaderSize);
+    return PARE_INVALID("the buffer is %llu bytes; a program has a %zu-byte header",
+                        static_cast<unsigned long long>(size_), kHeaderSize);
   }
   if (base_[0] != 'P' || base_[1] != 'A' || base_[2] != 'R' || base_[3] != 'E') {
-    return invalid("bad magic: this is not a Pare program (expected \"PARE\")");
+    return PARE_INVALID("bad magic: this is not a Pare program (expected \"PARE\")");
   }
   const uint16_t major = rd16(base_ + 4);
   const uint16_t minor = rd16(base_ + 6);
@@ -157,15 +171,15 @@ Error Loader::run() {
   const uint32_t header_size = rd32(base_ + 8);
   const uint32_t flags = rd32(base_ + 12);
   const uint64_t file_size = rd64(base_ + 16);
-  if (header_size != kHeaderSize) return invalid("header_size is %u, expected 64", header_size);
-  if (flags != 0) return invalid("header flags 0x%x set; version 1.%u defines none", flags, minor);
+  if (header_size != kHeaderSize) return PARE_INVALID("header_size is %u, expected 64", header_size);
+  if (flags != 0) return PARE_INVALID("header flags 0x%x set; version 1.%u defines none", flags, minor);
   if (file_size < kHeaderSize) {
-    return invalid("file_size %llu is smaller than the %zu-byte header", static_cast<unsigned long long>(file_size),
-                   kHeaderSize);
+    return PARE_INVALID("file_size %llu is smaller than the %zu-byte header",
+                        static_cast<unsigned long long>(file_size), kHeaderSize);
   }
   if (file_size > size_) {
-    return invalid("file_size is %llu but only %llu bytes were given: the file is truncated; copy it again",
-                   static_cast<unsigned long long>(file_size), static_cast<unsigned long long>(size_));
+    return PARE_INVALID("file_size is %llu but only %llu bytes were given: the file is truncated; copy it again",
+                        static_cast<unsigned long long>(file_size), static_cast<unsigned long long>(size_));
   }
   size_ = file_size;  // trailing bytes (e.g. page padding) are ignored
   decode_budget_ = size_;
@@ -198,7 +212,7 @@ Error Loader::run() {
 Error Loader::decode_strings(uint64_t offset) {
   PARE_TRY(check_range("string table", offset, 8, 1, 8));
   const uint32_t count = rd32(base_ + offset);
-  if (rd32(base_ + offset + 4) != 0) return invalid("string table reserved field is not zero");
+  if (rd32(base_ + offset + 4) != 0) return PARE_INVALID("string table reserved field is not zero");
   PARE_TRY(check_range("string table entries", offset + 8, count, 16, 8));
   PARE_TRY(consume(count, 16, "string table entries"));
   const char** strings = program_.allocator_.allocate_array<const char*>(count);
@@ -209,14 +223,14 @@ Error Loader::decode_strings(uint64_t offset) {
     const uint64_t length = rd64(entry + 8);
     // The string plus its NUL terminator must be inside the file.
     if (length >= size_ || !in_file(str_offset, length + 1, 1, 1)) {
-      return invalid("string %u (offset %llu, length %llu) is outside the file", i,
-                     static_cast<unsigned long long>(str_offset), static_cast<unsigned long long>(length));
+      return PARE_INVALID("string %u (offset %llu, length %llu) is outside the file", i,
+                          static_cast<unsigned long long>(str_offset), static_cast<unsigned long long>(length));
     }
     PARE_TRY(consume(length + 1, 1, "strings"));
     // An embedded NUL only shortens the string as C code sees it; the
     // terminator is what keeps reads in bounds.
     const uint8_t* bytes = base_ + str_offset;
-    if (bytes[length] != 0) return invalid("string %u is not NUL-terminated", i);
+    if (bytes[length] != 0) return PARE_INVALID("string %u is not NUL-terminated", i);
     strings[i] = reinterpret_cast<const char*>(bytes);
   }
   program_.strings_ = strings;
@@ -235,7 +249,8 @@ Error Loader::decode_ops(uint64_t offset) {
   for (uint32_t i = 0; i < count; ++i) {
     const uint32_t name_index = rd32(base_ + offset + 4 + 4ull * i);
     if (name_index >= program_.num_strings_) {
-      return invalid("operator %u names string %u; the program has %u strings", i, name_index, program_.num_strings_);
+      return PARE_INVALID("operator %u names string %u; the program has %u strings", i, name_index,
+                          program_.num_strings_);
     }
     const char* name = program_.strings_[name_index];
     const OpEntry* entry = find_op(name);
@@ -261,8 +276,8 @@ Error Loader::decode_ops(uint64_t offset) {
 Error Loader::decode_methods(uint64_t offset) {
   PARE_TRY(check_range("method table", offset, 8, 1, 8));
   const uint32_t count = rd32(base_ + offset);
-  if (rd32(base_ + offset + 4) != 0) return invalid("method table reserved field is not zero");
-  if (count == 0) return invalid("the program has no methods");
+  if (rd32(base_ + offset + 4) != 0) return PARE_INVALID("method table reserved field is not zero");
+  if (count == 0) return PARE_INVALID("the program has no methods");
   if (count > kMaxMethods) {
     return PARE_FAIL(program_.diagnostics_, Error::LimitExceeded,
                      "the program has %u methods; this runtime supports up to %llu", count,
@@ -296,13 +311,14 @@ Error Loader::decode_method(uint32_t index, uint64_t offset, MethodDesc& m) {
   const uint64_t instructions_offset = rd64(r + 40);
 
   if (name_index >= program_.num_strings_) {
-    return invalid("method %u names string %u; the program has %u strings", index, name_index, program_.num_strings_);
+    return PARE_INVALID("method %u names string %u; the program has %u strings", index, name_index,
+                        program_.num_strings_);
   }
   m.name = program_.strings_[name_index];
   method_name_ = m.name;
   for (uint32_t j = 0; j < index; ++j) {
     if (string_equal(program_.methods_[j].name, m.name)) {
-      return invalid("two methods are named '%s'", m.name);
+      return PARE_INVALID("two methods are named '%s'", m.name);
     }
   }
   PARE_TRY(check_range("value table", values_offset, m.num_values, kValueRecordSize, 8));
@@ -313,8 +329,8 @@ Error Loader::decode_method(uint32_t index, uint64_t offset, MethodDesc& m) {
   PARE_TRY(consume(num_io, 4, "method input/output lists"));
   PARE_TRY(consume(m.num_instructions, kInstructionRecordSize, "instruction tables"));
   if (m.num_init_instructions > m.num_instructions) {
-    return invalid("method '%s' has %u init instructions but only %u instructions", m.name, m.num_init_instructions,
-                   m.num_instructions);
+    return PARE_INVALID("method '%s' has %u init instructions but only %u instructions", m.name,
+                        m.num_init_instructions, m.num_instructions);
   }
 
   LoadAllocator& alloc = program_.allocator_;
@@ -334,7 +350,7 @@ Error Loader::decode_method(uint32_t index, uint64_t offset, MethodDesc& m) {
     const uint8_t* rec = base_ + values_offset + kValueRecordSize * i;
     const uint8_t kind = rd8(rec);
     if (kind >= kNumValueKinds) {
-      return invalid("method '%s' value %u has unknown kind %u", m.name, i, kind);
+      return PARE_INVALID("method '%s' value %u has unknown kind %u", m.name, i, kind);
     }
     kinds[i] = static_cast<ValueKind>(kind);
     constants[i] = (rd8(rec + 2) & kFlagConstant) != 0;
@@ -347,9 +363,10 @@ Error Loader::decode_method(uint32_t index, uint64_t offset, MethodDesc& m) {
   for (uint64_t k = 0; k < num_io; ++k) {
     io[k] = rd32(base_ + io_offset + 4 * k);
     if (io[k] >= m.num_values) {
-      return invalid("method '%s' %s %llu refers to value %u; the method has %u values", m.name,
-                     k < m.num_inputs ? "input" : "output",
-                     static_cast<unsigned long long>(k < m.num_inputs ? k : k - m.num_inputs), io[k], m.num_values);
+      return PARE_INVALID("method '%s' %s %llu refers to value %u; the method has %u values", m.name,
+                          k < m.num_inputs ? "input" : "output",
+                          static_cast<unsigned long long>(k < m.num_inputs ? k : k - m.num_inputs), io[k],
+                          m.num_values);
     }
   }
   m.inputs = io;
@@ -363,8 +380,8 @@ Error Loader::decode_method(uint32_t index, uint64_t offset, MethodDesc& m) {
     ins.num_outputs = rd16(rec + 6);
     const uint64_t args_offset = rd64(rec + 8);
     if (ins.op >= program_.num_ops_) {
-      return invalid("method '%s' instruction %u uses operator %u; the program has %u operators", m.name, i, ins.op,
-                     program_.num_ops_);
+      return PARE_INVALID("method '%s' instruction %u uses operator %u; the program has %u operators", m.name, i,
+                          ins.op, program_.num_ops_);
     }
     const uint64_t num_args = static_cast<uint64_t>(ins.num_inputs) + ins.num_outputs;
     PARE_TRY(check_range("instruction arguments", args_offset, num_args, 4, 4));
@@ -374,7 +391,7 @@ Error Loader::decode_method(uint32_t index, uint64_t offset, MethodDesc& m) {
     for (uint64_t k = 0; k < num_args; ++k) {
       args[k] = rd32(base_ + args_offset + 4 * k);
       if (args[k] >= m.num_values) {
-        return invalid(
+        return PARE_INVALID(
             "method '%s' instruction %u (%s) argument %llu refers to value %u; the "
             "method has %u values",
             m.name, i, program_.ops_[ins.op].name, static_cast<unsigned long long>(k), args[k], m.num_values);
@@ -404,31 +421,32 @@ Error Loader::decode_value(const MethodDesc& m, uint32_t id, const uint8_t* rec,
   v.int_refs = nullptr;
   const char* kind_name = to_string(v.kind);
   if (rd8(rec + 3) != 0 || (flags & ~kFlagConstant) != 0) {
-    return invalid("method '%s' value %u has reserved bits set", m.name, id);
+    return PARE_INVALID("method '%s' value %u has reserved bits set", m.name, id);
   }
   if (v.kind != ValueKind::Tensor && dtype_code != 0) {
-    return invalid("method '%s' value %u (%s) has a dtype", m.name, id, kind_name);
+    return PARE_INVALID("method '%s' value %u (%s) has a dtype", m.name, id, kind_name);
   }
   // Which kinds may, must or must not be constant.
   const bool must_be_constant = v.kind == ValueKind::None || v.kind == ValueKind::IntList ||
                                 v.kind == ValueKind::DoubleList || v.kind == ValueKind::String;
   const bool never_constant = v.kind == ValueKind::TensorList || v.kind == ValueKind::Object;
   if ((must_be_constant && !v.constant) || (never_constant && v.constant)) {
-    return invalid("method '%s' value %u (%s) %s be constant (flags bit 0)", m.name, id, kind_name,
-                   must_be_constant ? "must" : "cannot");
+    return PARE_INVALID("method '%s' value %u (%s) %s be constant (flags bit 0)", m.name, id, kind_name,
+                        must_be_constant ? "must" : "cannot");
   }
   // Non-constant scalars carry no payload; neither does None.
   const bool has_payload = v.constant;
 
   switch (v.kind) {
     case ValueKind::None:
-      if (a != 0 || b != 0 || c != 0 || d != 0) return invalid("method '%s' value %u (None) has a payload", m.name, id);
+      if (a != 0 || b != 0 || c != 0 || d != 0)
+        return PARE_INVALID("method '%s' value %u (None) has a payload", m.name, id);
       return Error::Ok;
 
     case ValueKind::Int:
     case ValueKind::Double:
       if (a != 0 || c != 0 || d != 0 || (!has_payload && b != 0)) {
-        return invalid("method '%s' value %u (%s) has unused fields set", m.name, id, kind_name);
+        return PARE_INVALID("method '%s' value %u (%s) has unused fields set", m.name, id, kind_name);
       }
       if (v.kind == ValueKind::Int)
         v.int_value = static_cast<int64_t>(b);
@@ -438,22 +456,22 @@ Error Loader::decode_value(const MethodDesc& m, uint32_t id, const uint8_t* rec,
 
     case ValueKind::Bool:
       if (a > 1 || b != 0 || c != 0 || d != 0 || (!has_payload && a != 0)) {
-        return invalid("method '%s' value %u (bool) has payload %u (must be 0 or 1) or unused fields set", m.name, id,
-                       a);
+        return PARE_INVALID("method '%s' value %u (bool) has payload %u (must be 0 or 1) or unused fields set", m.name,
+                            id, a);
       }
       v.bool_value = a != 0;
       return Error::Ok;
 
     case ValueKind::String:
       if (a >= program_.num_strings_ || b != 0 || c != 0 || d != 0) {
-        return invalid("method '%s' value %u (str) is malformed", m.name, id);
+        return PARE_INVALID("method '%s' value %u (str) is malformed", m.name, id);
       }
       v.string = program_.strings_[a];
       return Error::Ok;
 
     case ValueKind::IntList: {
       if (d != 0 || (a == 0 && (b != 0 || c != 0))) {
-        return invalid("method '%s' value %u (int[]) has unused fields set", m.name, id);
+        return PARE_INVALID("method '%s' value %u (int[]) has unused fields set", m.name, id);
       }
       v.count = a;
       if (a == 0) {
@@ -474,7 +492,7 @@ Error Loader::decode_value(const MethodDesc& m, uint32_t id, const uint8_t* rec,
         for (uint32_t k = 0; k < a; ++k) {
           refs[k] = rd32(base_ + c + 4ull * k);
           if (refs[k] != kNoValue && (refs[k] >= m.num_values || kinds[refs[k]] != ValueKind::Int)) {
-            return invalid(
+            return PARE_INVALID(
                 "method '%s' value %u (int[]) element %u refers to value %u, which is "
                 "not an int value",
                 m.name, id, k, refs[k]);
@@ -487,7 +505,7 @@ Error Loader::decode_value(const MethodDesc& m, uint32_t id, const uint8_t* rec,
 
     case ValueKind::DoubleList: {
       if (c != 0 || d != 0 || (a == 0 && b != 0)) {
-        return invalid("method '%s' value %u (float[]) has unused fields set", m.name, id);
+        return PARE_INVALID("method '%s' value %u (float[]) has unused fields set", m.name, id);
       }
       v.count = a;
       v.doubles = nullptr;
@@ -503,7 +521,7 @@ Error Loader::decode_value(const MethodDesc& m, uint32_t id, const uint8_t* rec,
 
     case ValueKind::TensorList: {
       if (c != 0 || d != 0 || (a == 0 && b != 0)) {
-        return invalid("method '%s' value %u (Tensor[]) has unused fields set", m.name, id);
+        return PARE_INVALID("method '%s' value %u (Tensor[]) has unused fields set", m.name, id);
       }
       v.count = a;
       v.value_ids = nullptr;
@@ -517,7 +535,7 @@ Error Loader::decode_value(const MethodDesc& m, uint32_t id, const uint8_t* rec,
         // None elements (format 1.1) make a Tensor?[] argument (index_put's
         // indices); kernels taking Tensor[] refuse them (KernelArgs::tensor_list).
         if (ids[k] >= m.num_values || (kinds[ids[k]] != ValueKind::Tensor && kinds[ids[k]] != ValueKind::None)) {
-          return invalid(
+          return PARE_INVALID(
               "method '%s' value %u (Tensor[]) element %u refers to value %u, which is "
               "not a tensor value",
               m.name, id, k, ids[k]);
@@ -529,12 +547,12 @@ Error Loader::decode_value(const MethodDesc& m, uint32_t id, const uint8_t* rec,
 
     case ValueKind::Object: {
       if (a >= program_.num_strings_ || b != 0 || c != 0 || d != 0) {
-        return invalid("method '%s' value %u (Object) is malformed", m.name, id);
+        return PARE_INVALID("method '%s' value %u (Object) is malformed", m.name, id);
       }
       const char* class_name = program_.strings_[a];
       ClassId class_id = ClassId::kCount;
       if (!find_class(class_name, &class_id)) {
-        return invalid("method '%s' value %u has unknown custom class '%s'", m.name, id, class_name);
+        return PARE_INVALID("method '%s' value %u has unknown custom class '%s'", m.name, id, class_name);
       }
       if (!class_selected(class_id)) {
         return PARE_FAIL(diag, Error::ClassNotSelected,
@@ -549,13 +567,13 @@ Error Loader::decode_value(const MethodDesc& m, uint32_t id, const uint8_t* rec,
     case ValueKind::Tensor: {
       if (v.constant || dtype_code != kUnknownDtypeCode) {
         if (!is_supported_scalar_type_code(dtype_code)) {
-          return invalid("method '%s' value %u has unsupported dtype code %u", m.name, id, dtype_code);
+          return PARE_INVALID("method '%s' value %u has unsupported dtype code %u", m.name, id, dtype_code);
         }
         v.dtype = static_cast<ScalarType>(dtype_code);
       }
       if (a == kUnknownRankCode && !v.constant) {
         if (b != 0 || c != 0 || d != 0)
-          return invalid("method '%s' value %u (Tensor) has unused fields set", m.name, id);
+          return PARE_INVALID("method '%s' value %u (Tensor) has unused fields set", m.name, id);
         v.dim = ValueDesc::kUnknownRank;
         v.sizes = nullptr;
         return Error::Ok;
@@ -575,35 +593,36 @@ Error Loader::decode_value(const MethodDesc& m, uint32_t id, const uint8_t* rec,
         for (uint32_t k = 0; k < a; ++k) {
           sizes[k] = static_cast<int64_t>(rd64(base_ + b + 8ull * k));
           if (sizes[k] < (v.constant ? 0 : -1)) {
-            return invalid("method '%s' value %u has size %lld in dim %u", m.name, id, static_cast<long long>(sizes[k]),
-                           k);
+            return PARE_INVALID("method '%s' value %u has size %lld in dim %u", m.name, id,
+                                static_cast<long long>(sizes[k]), k);
           }
         }
       } else if (b != 0) {
-        return invalid("method '%s' value %u (0-dim Tensor) has a sizes offset", m.name, id);
+        return PARE_INVALID("method '%s' value %u (0-dim Tensor) has a sizes offset", m.name, id);
       }
       v.sizes = sizes;
       if (!v.constant) {
-        if (c != 0 || d != 0) return invalid("method '%s' value %u (Tensor) has data but is not constant", m.name, id);
+        if (c != 0 || d != 0)
+          return PARE_INVALID("method '%s' value %u (Tensor) has data but is not constant", m.name, id);
         return Error::Ok;
       }
       size_t numel = 0;
       uint64_t nbytes = 0;
       if (!checked_numel(IntArrayRef(sizes, a), &numel) ||
           __builtin_mul_overflow(static_cast<uint64_t>(numel), element_size(v.dtype), &nbytes)) {
-        return invalid("method '%s' value %u: constant tensor size overflows", m.name, id);
+        return PARE_INVALID("method '%s' value %u: constant tensor size overflows", m.name, id);
       }
       uint64_t end = 0;
       if (d != nbytes) {
-        return invalid("method '%s' value %u: constant data is %llu bytes but its sizes and dtype need %llu", m.name,
-                       id, static_cast<unsigned long long>(d), static_cast<unsigned long long>(nbytes));
+        return PARE_INVALID("method '%s' value %u: constant data is %llu bytes but its sizes and dtype need %llu",
+                            m.name, id, static_cast<unsigned long long>(d), static_cast<unsigned long long>(nbytes));
       }
       if (c % kDataAlignment != 0) {
-        return invalid("method '%s' value %u: constant data offset %llu is not %llu-byte aligned", m.name, id,
-                       static_cast<unsigned long long>(c), static_cast<unsigned long long>(kDataAlignment));
+        return PARE_INVALID("method '%s' value %u: constant data offset %llu is not %llu-byte aligned", m.name, id,
+                            static_cast<unsigned long long>(c), static_cast<unsigned long long>(kDataAlignment));
       }
       if (__builtin_add_overflow(c, d, &end) || end > data_size_) {
-        return invalid(
+        return PARE_INVALID(
             "method '%s' value %u: constant data (offset %llu, %llu bytes) extends past the "
             "%llu-byte data segment",
             m.name, id, static_cast<unsigned long long>(c), static_cast<unsigned long long>(d),
@@ -613,7 +632,7 @@ Error Loader::decode_value(const MethodDesc& m, uint32_t id, const uint8_t* rec,
       return Error::Ok;
     }
   }
-  return invalid("method '%s' value %u has unknown kind", m.name, id);
+  return PARE_INVALID("method '%s' value %u has unknown kind", m.name, id);
 }
 
 Error Loader::check_dataflow(MethodDesc& m, ValueDesc* values, uint32_t* last_use) {
@@ -626,9 +645,10 @@ Error Loader::check_dataflow(MethodDesc& m, ValueDesc* values, uint32_t* last_us
   for (uint32_t k = 0; k < m.num_inputs; ++k) {
     const uint32_t id = m.inputs[k];
     if (values[id].kind != ValueKind::Tensor || values[id].constant) {
-      return invalid("method '%s' input %u (value %u) must be a non-constant Tensor value", m.name, k, id);
+      return PARE_INVALID("method '%s' input %u (value %u) must be a non-constant Tensor value", m.name, k, id);
     }
-    if (state[id] != DefState::Undefined) return invalid("method '%s' lists value %u as an input twice", m.name, id);
+    if (state[id] != DefState::Undefined)
+      return PARE_INVALID("method '%s' lists value %u as an input twice", m.name, id);
     state[id] = DefState::MethodInput;
   }
 
@@ -662,8 +682,8 @@ Error Loader::check_dataflow(MethodDesc& m, ValueDesc* values, uint32_t* last_us
         ok = readable(id, init);
       }
       if (!ok) {
-        return invalid("method '%s' instruction %u (%s) reads value %u before it is defined%s", m.name, i, op_name, id,
-                       init ? " (init instructions cannot read method inputs)" : "");
+        return PARE_INVALID("method '%s' instruction %u (%s) reads value %u before it is defined%s", m.name, i, op_name,
+                            id, init ? " (init instructions cannot read method inputs)" : "");
       }
       last_use[id] = i;
     }
@@ -678,19 +698,19 @@ Error Loader::check_dataflow(MethodDesc& m, ValueDesc* values, uint32_t* last_us
                           : v.constant                         ? "is a constant"
                           : state[id] == DefState::MethodInput ? "is a method input"
                                                                : "is already defined (values are assigned once)";
-        return invalid("method '%s' instruction %u (%s) output %u (value %u, %s) %s", m.name, i, op_name, k, id,
-                       to_string(v.kind), why);
+        return PARE_INVALID("method '%s' instruction %u (%s) output %u (value %u, %s) %s", m.name, i, op_name, k, id,
+                            to_string(v.kind), why);
       }
       if (v.kind == ValueKind::Object && !init) {
-        return invalid("method '%s' instruction %u (%s) creates an object outside the init section", m.name, i,
-                       op_name);
+        return PARE_INVALID("method '%s' instruction %u (%s) creates an object outside the init section", m.name, i,
+                            op_name);
       }
       if (v.kind == ValueKind::TensorList) {
         PARE_TRY(visit_list(v.count));
         for (uint32_t e = 0; e < v.count; ++e) {
           const uint32_t item = v.value_ids[e];
           if (values[item].constant || state[item] != DefState::Undefined) {
-            return invalid(
+            return PARE_INVALID(
                 "method '%s' instruction %u (%s) output list element %u (value %u) is "
                 "already defined",
                 m.name, i, op_name, e, item);
@@ -712,7 +732,7 @@ Error Loader::check_dataflow(MethodDesc& m, ValueDesc* values, uint32_t* last_us
       ok = true;
       for (uint32_t e = 0; e < v.count; ++e) {
         if (values[v.value_ids[e]].kind == ValueKind::None) {
-          return invalid(
+          return PARE_INVALID(
               "method '%s' output %u (value %u) is a Tensor[] with a None element; only operators read those", m.name,
               k, id);
         }
@@ -720,7 +740,7 @@ Error Loader::check_dataflow(MethodDesc& m, ValueDesc* values, uint32_t* last_us
         last_use[v.value_ids[e]] = kLastUseForever;
       }
     }
-    if (!ok) return invalid("method '%s' output %u (value %u) is never defined", m.name, k, id);
+    if (!ok) return PARE_INVALID("method '%s' output %u (value %u) is never defined", m.name, k, id);
     last_use[id] = kLastUseForever;
   }
   return Error::Ok;

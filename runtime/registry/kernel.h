@@ -13,6 +13,7 @@
 // never allocates on its own. See runtime/kernels/README.md for a walk-
 // through.
 
+#include "runtime/core/diagnostics.h"
 #include "runtime/registry/custom_class.h"
 #include "runtime/registry/observer.h"
 
@@ -37,7 +38,7 @@ class KernelContext {
   // calling op for non-root calls) and returns `code`. Prefer PARE_FAIL /
   // PARE_CHECK_OR_RETURN, which drop the text in message-less builds.
   Error fail(Error code, const char* fmt, ...) PARE_PRINTF(3, 4);
-  Error fail_code(Error code);
+  Error fail_packed(Error code, uint32_t id, uint32_t shape, ...);
 
   // Gives `out` a contiguous tensor of `dtype` and `sizes` with memory from
   // the method's plan: `out` must be one of this kernel's outputs (memory

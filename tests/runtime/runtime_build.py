@@ -28,6 +28,7 @@ import shutil
 import subprocess
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 REPO = Path(__file__).absolute().parents[2]
@@ -239,11 +240,13 @@ def build(
     pal: str = "posix",
     opt: str = "-O2",
     extra_flags=(),
-    kernels: bool = True,
+    kernels: bool | Sequence[str] = True,
 ) -> Path:
     """Builds (or reuses) the runtime library `name` with the chosen PAL.
     `kernels=False` leaves the kernels out of a selection that selects no
-    operator (nothing would reach them).
+    operator (nothing would reach them); a list of globs under
+    runtime/kernels compiles only those kernel sources, for a selection whose
+    operators they hold (a cheaper compile with flags Bazel's bitcode lacks).
 
     Objects are compiled once per (sources, flags, selection) for every PAL
     and shared by the per-PAL libraries linked from them. Safe when several
@@ -331,7 +334,7 @@ def selected_objects(
     opt: str = "-O2",
     sanitize: tuple[str, ...] = (),
     extra_flags=(),
-    kernels: bool = True,
+    kernels: bool | Sequence[str] = True,
 ) -> list[Path]:
     """What build() links for a selection other than the full one, built as
     selective_runtime builds an app's runtime: the PAL as machine code, the
@@ -372,12 +375,16 @@ def selected_objects(
             raise RuntimeError(f"{BITCODE_DIR_ENV}={prebuilt} lacks {', '.join(missing)}: build //runtime:bitcode")
     else:
         roots = [p for d in ROOT_DIRS for p in sorted((REPO / "runtime" / d).rglob("*.cc")) if p != SELECTION_UNIT]
-        kernel_sources = sorted((REPO / "runtime" / "kernels").rglob("*.cc")) if kernels else []
+        kernel_dir = REPO / "runtime" / "kernels"
+        if isinstance(kernels, bool):
+            kernel_sources = sorted(kernel_dir.rglob("*.cc")) if kernels else []
+        else:
+            kernel_sources = sorted({p for pattern in kernels for p in kernel_dir.glob(pattern)})
         bitcode_name = "_".join(("bitcode", *sanitize))
         bitcode = _objects(Path(cache_root), bitcode_name, flags + BITCODE_FLAGS, None, roots + kernel_sources)
         kernel_objects = {_object_name(p) for p in kernel_sources}
         lazy = sorted(p for p in (bitcode / "obj").glob("*.o") if p.name in kernel_objects)
-        if auto and kernels:
+        if auto and kernels is True:
             # Last, as in //runtime/kernels:kernels_bitcode: an inline
             # function both copies compiled is the baseline one.
             for level, source, march in X86_64_COPIES:

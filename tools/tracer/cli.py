@@ -158,6 +158,20 @@ def _parser() -> argparse.ArgumentParser:
         "inventory (default DIR: runtime/kernels) to compare concrete operators and (tag, dtype) pairs",
     )
     d.add_argument("--exit-code", action="store_true", help="exit 1 when the manifests differ")
+
+    e = sub.add_parser(
+        "explain",
+        help="turn the message identifiers of a runtime built without error messages back into text",
+        description="Replaces every {#1a2b3c4d ...} message identifier (what a runtime built with "
+        "error_messages = False reports, docs/errors.md) by the message it stands for, read from "
+        "the runtime sources. Reads the messages from the arguments, or from stdin (a log) without them.",
+    )
+    e.add_argument("messages", nargs="*", metavar="MESSAGE")
+    e.add_argument(
+        "--runtime-dir",
+        metavar="DIR",
+        help="the runtime/ sources the runtime was built from (default: this checkout's)",
+    )
     return p
 
 
@@ -347,7 +361,28 @@ def _cmd_diff(args, progress) -> int:
     return EXIT_MISMATCH if args.exit_code else EXIT_OK
 
 
-_COMMANDS = {"export": _cmd_export, "trace": _cmd_trace, "check": _cmd_check, "merge": _cmd_merge, "diff": _cmd_diff}
+def _cmd_explain(args, progress) -> int:
+    from pare import messages
+    from tools.tracer.errors import TracerError
+
+    try:
+        table = messages.MessageTable.scan(args.runtime_dir or messages.DEFAULT_RUNTIME_DIR)
+        lines = args.messages or sys.stdin.read().splitlines()
+        for line in lines:
+            print(messages.explain(line, table))
+    except messages.MessageError as e:
+        raise TracerError(str(e)) from None
+    return EXIT_OK
+
+
+_COMMANDS = {
+    "export": _cmd_export,
+    "trace": _cmd_trace,
+    "check": _cmd_check,
+    "merge": _cmd_merge,
+    "diff": _cmd_diff,
+    "explain": _cmd_explain,
+}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
