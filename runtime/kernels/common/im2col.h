@@ -17,6 +17,8 @@
 namespace pare {
 namespace gemm {
 
+// Also the geometry of aten::col2im (nn/col2im.cc), im2col's adjoint, with
+// (height, width) its output_size and out_w its blocks per row.
 struct Im2ColGeometry {
   int64_t height, width;  // input plane
   int64_t out_w;          // output row length (the output height is implied by the columns asked for)

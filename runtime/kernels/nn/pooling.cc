@@ -1,10 +1,13 @@
-// 2-d pooling: max (with indices), average and adaptive average, over
-// 3-d (C, H, W) or 4-d (N, C, H, W) inputs.
+// 2-d and 3-d pooling: max (with indices), average and adaptive average,
+// over (C, H, W) or (N, C, H, W) inputs, and (C, D, H, W) or
+// (N, C, D, H, W) ones. One body serves both: 2-d pooling is 3-d pooling
+// over a depth of one plane with a one-plane window.
 //
-// The input is made contiguous and processed one H x W plane at a time.
-// Each output's window is clamped to the input once (PyTorch's index
-// arithmetic, so windows, divisors and tie-breaking match exactly), and the
-// loops over the window then run without per-element bounds tests.
+// The input is made contiguous and processed one H x W plane (D x H x W
+// volume) at a time. Each output's window is clamped to the input once
+// (PyTorch's index arithmetic, so windows, divisors and tie-breaking match
+// exactly), and the loops over the window then run without per-element
+// bounds tests, plane by plane, row by row, in PyTorch's order.
 //
 // Float max and average pooling run simd::kLanes outputs of a row at a time
 // wherever their windows lie inside the row (stride 1 or 2 along the row: a
@@ -13,6 +16,13 @@
 // come out exactly as in the scalar loop, which runs the columns at the
 // row's ends. nn.MaxPool2d(2) splits each row pair's columns into the
 // windows' left and right taps instead.
+//
+// Every piece is a template over kSpatial, the number of spatial dims. In
+// the 2-d instantiation the depth (one plane) and the window's depth (one
+// plane) are compile-time constants, so the loops and arithmetic over
+// planes fold away, and the 3-d messages are never instantiated: 2-d
+// pooling compiles to the code, and the inner loops, that a 2-d-only body
+// would, so selective runtimes with only 2-d pooling do not pay for 3-d.
 
 #include "runtime/kernels/common/arith.h"
 #include "runtime/kernels/common/convert.h"
@@ -24,19 +34,37 @@ namespace pare {
 namespace kernels {
 namespace {
 
+// Spatial dims in PoolParams' arrays. 2-d pooling is 3-d pooling over a
+// depth of one plane, with a window of one plane (kernel, stride and
+// dilation 1, no padding, one output plane); it never stores or reads its
+// kD entries: depth() and depth_of() give those constants instead.
+constexpr int kD = 0, kH = 1, kW = 2;
+
+// An input of (C, [D,] H, W) or (N, C, [D,] H, W), kSpatial (2 or 3)
+// spatial dims: `count` volumes of depth() x height x width.
+template <int kSpatial>
 struct Planes {
   int64_t count;  // N * C
   int64_t height, width;
+  int64_t depth_3d;  // 3-d only: read through depth()
   bool batched;
   int64_t leading[2];  // N, C (or C alone)
+
+  // One plane for 2-d pooling, a constant: no loops over planes there.
+  int64_t depth() const { return kSpatial == 3 ? depth_3d : 1; }
+  int64_t volume() const { return depth() * height * width; }
 };
 
-// Checks a 3-d or 4-d pooling input with non-empty non-batch dims.
-Error read_planes(KernelContext& ctx, const Tensor& self, Planes* p) {
-  PARE_CHECK_OR_RETURN(ctx, self.dim == 3 || self.dim == 4, Error::InvalidShape,
-                       "argument 'self' must be 3-d (C, H, W) or 4-d (N, C, H, W), got sizes %s",
+// Checks a pooling input of kSpatial spatial dims, with or without a batch
+// dim, whose non-batch dims are non-empty.
+template <int kSpatial>
+Error read_planes(KernelContext& ctx, const Tensor& self, Planes<kSpatial>* p) {
+  constexpr size_t kDims = kSpatial;
+  PARE_CHECK_OR_RETURN(ctx, self.dim == kDims + 1 || self.dim == kDims + 2, Error::InvalidShape,
+                       "argument 'self' must be %s, got sizes %s",
+                       kSpatial == 2 ? "3-d (C, H, W) or 4-d (N, C, H, W)" : "4-d (C, D, H, W) or 5-d (N, C, D, H, W)",
                        sizes_to_string(self.size_span()).text);
-  p->batched = self.dim == 4;
+  p->batched = self.dim == kDims + 2;
   const size_t c = p->batched ? 1 : 0;
   for (size_t d = c; d < self.dim; ++d) {
     PARE_CHECK_OR_RETURN(ctx, self.sizes[d] != 0, Error::InvalidShape,
@@ -46,33 +74,55 @@ Error read_planes(KernelContext& ctx, const Tensor& self, Planes* p) {
   p->leading[0] = self.sizes[0];
   p->leading[1] = p->batched ? self.sizes[1] : 0;
   p->count = p->batched ? self.sizes[0] * self.sizes[1] : self.sizes[0];
-  p->height = self.sizes[c + 1];
-  p->width = self.sizes[c + 2];
+  if constexpr (kSpatial == 3) p->depth_3d = self.sizes[self.dim - 3];
+  p->height = self.sizes[self.dim - 2];
+  p->width = self.sizes[self.dim - 1];
   return Error::Ok;
 }
 
-Result<Tensor*> allocate_pooled(KernelContext& ctx, Value& out, ScalarType dtype, const Planes& p, int64_t oh,
-                                int64_t ow) {
-  int64_t sizes[4] = {p.leading[0], p.leading[1], oh, ow};
+// Output sizes `out_size` (depth, height, width; the depth ignored for
+// 2-d). Written after N, C and moved over C's slot when there is no batch
+// dim: smaller code than appending at a running index.
+template <int kSpatial>
+Result<Tensor*> allocate_pooled(KernelContext& ctx, Value& out, ScalarType dtype, const Planes<kSpatial>& p,
+                                const int64_t* out_size) {
+  const int64_t* spatial = out_size + 3 - kSpatial;
+  int64_t sizes[kSpatial + 2] = {p.leading[0], p.leading[1]};
+  for (int d = 0; d < kSpatial; ++d) sizes[d + 2] = spatial[d];
   if (!p.batched) {
-    sizes[1] = oh;
-    sizes[2] = ow;
+    for (int d = 0; d < kSpatial; ++d) sizes[d + 1] = spatial[d];
   }
-  return ctx.allocate_output(out, dtype, IntArrayRef(sizes, p.batched ? 4 : 3));
+  return ctx.allocate_output(out, dtype, IntArrayRef(sizes, p.batched ? kSpatial + 2 : kSpatial + 1));
 }
 
+// Entry kD of a (depth, height, width) array: 1 for 2-d pooling, a
+// constant (its window is one plane deep, its output one plane).
+template <int kSpatial>
+PARE_ALWAYS_INLINE int64_t depth_of(const int64_t* v) {
+  return kSpatial == 3 ? v[kD] : 1;
+}
+
+// Set by read_pool_params, which writes every entry the ops read (hence
+// no zeroing: 2-d code never touches the kD entries).
+template <int kSpatial>
 struct PoolParams {
-  int64_t kernel[2];
-  int64_t stride[2];
-  int64_t padding[2];
-  int64_t dilation[2];
-  int64_t out[2];
+  int64_t kernel[3];  // kD, kH, kW; the kD entries are 3-d only: read through depth()
+  int64_t stride[3];
+  int64_t padding[3];
+  int64_t dilation[3];
+  int64_t out[3];
+
+  // The depth entry of kernel, stride, dilation or out (not padding).
+  int64_t depth(const int64_t (&v)[3]) const { return depth_of<kSpatial>(v); }
+  int64_t out_volume() const { return depth(out) * out[kH] * out[kW]; }
 };
 
 // Reads kernel_size, stride (empty = kernel_size), padding and dilation
-// (nullable: avg_pool2d has none) and computes the output size.
-Error read_pool_params(KernelContext& ctx, KernelArgs& args, const Planes& planes, bool with_dilation,
-                       size_t padding_index, bool ceil_mode, PoolParams* p) {
+// (nullable: average pooling has none) for the input's spatial dims and
+// computes the output size.
+template <int kSpatial>
+Error read_pool_params(KernelContext& ctx, KernelArgs& args, const Planes<kSpatial>& planes, bool with_dilation,
+                       size_t padding_index, bool ceil_mode, PoolParams<kSpatial>* p) {
   const IntArrayRef kernel = args.int_list(1, "kernel_size");
   const int64_t one[] = {1};
   const int64_t zero[] = {0};
@@ -81,25 +131,39 @@ Error read_pool_params(KernelContext& ctx, KernelArgs& args, const Planes& plane
   const IntArrayRef dilation =
       with_dilation && args.has(padding_index + 1) ? args.int_list(padding_index + 1, "dilation") : IntArrayRef(one, 1);
   PARE_TRY(args.status());
-  PARE_TRY(nn::read_spatial(ctx, kernel, 2, "kernel_size", 1, nullptr, p->kernel));
-  PARE_TRY(nn::read_spatial(ctx, stride, 2, "stride", 1, p->kernel, p->stride));
-  PARE_TRY(nn::read_spatial(ctx, padding, 2, "padding", 0, nullptr, p->padding));
-  PARE_TRY(nn::read_spatial(ctx, dilation, 2, "dilation", 1, nullptr, p->dilation));
-  const int64_t in[2] = {planes.height, planes.width};
-  for (size_t i = 0; i < 2; ++i) {
-    PARE_CHECK_OR_RETURN(ctx, p->padding[i] <= p->kernel[i] / 2, Error::InvalidArgument,
+  constexpr size_t kFirst = 3 - kSpatial;  // 2-d: no depth entries (see PoolParams::depth)
+  PARE_TRY(nn::read_spatial(ctx, kernel, kSpatial, "kernel_size", 1, nullptr, p->kernel + kFirst));
+  PARE_TRY(nn::read_spatial(ctx, stride, kSpatial, "stride", 1, p->kernel + kFirst, p->stride + kFirst));
+  PARE_TRY(nn::read_spatial(ctx, padding, kSpatial, "padding", 0, nullptr, p->padding + kFirst));
+  PARE_TRY(nn::read_spatial(ctx, dilation, kSpatial, "dilation", 1, nullptr, p->dilation + kFirst));
+  const int64_t in[3] = {planes.depth(), planes.height, planes.width};
+  const int64_t* k = p->kernel;
+  const int64_t* pad = p->padding;
+  const int64_t* dil = p->dilation;
+  for (size_t i = kFirst; i < 3; ++i) {
+    PARE_CHECK_OR_RETURN(ctx, pad[i] <= k[i] / 2, Error::InvalidArgument,
                          "argument 'padding' (%lld) must be at most half of kernel_size (%lld)",
-                         static_cast<long long>(p->padding[i]), static_cast<long long>(p->kernel[i]));
-    PARE_CHECK_OR_RETURN(
-        ctx,
-        nn::window_output_size(in[i], p->kernel[i], p->stride[i], p->padding[i], p->dilation[i], ceil_mode, &p->out[i]),
-        Error::InvalidShape,
-        "input of %lld x %lld is too small for kernel_size (%lld, %lld) with padding (%lld, %lld) "
-        "and dilation (%lld, %lld): the output would be empty",
-        static_cast<long long>(planes.height), static_cast<long long>(planes.width),
-        static_cast<long long>(p->kernel[0]), static_cast<long long>(p->kernel[1]),
-        static_cast<long long>(p->padding[0]), static_cast<long long>(p->padding[1]),
-        static_cast<long long>(p->dilation[0]), static_cast<long long>(p->dilation[1]));
+                         static_cast<long long>(pad[i]), static_cast<long long>(k[i]));
+    const bool fits = nn::window_output_size(in[i], k[i], p->stride[i], pad[i], dil[i], ceil_mode, &p->out[i]);
+    // One message per rank, each a literal: the 3-d one stays out of 2-d code.
+    if constexpr (kSpatial == 2) {
+      PARE_CHECK_OR_RETURN(ctx, fits, Error::InvalidShape,
+                           "input of %lld x %lld is too small for kernel_size (%lld, %lld) with padding (%lld, %lld) "
+                           "and dilation (%lld, %lld): the output would be empty",
+                           static_cast<long long>(in[kH]), static_cast<long long>(in[kW]),
+                           static_cast<long long>(k[kH]), static_cast<long long>(k[kW]),
+                           static_cast<long long>(pad[kH]), static_cast<long long>(pad[kW]),
+                           static_cast<long long>(dil[kH]), static_cast<long long>(dil[kW]));
+    } else {
+      PARE_CHECK_OR_RETURN(
+          ctx, fits, Error::InvalidShape,
+          "input of %lld x %lld x %lld is too small for kernel_size (%lld, %lld, %lld) with padding (%lld, %lld, %lld) "
+          "and dilation (%lld, %lld, %lld): the output would be empty",
+          static_cast<long long>(in[kD]), static_cast<long long>(in[kH]), static_cast<long long>(in[kW]),
+          static_cast<long long>(k[kD]), static_cast<long long>(k[kH]), static_cast<long long>(k[kW]),
+          static_cast<long long>(pad[kD]), static_cast<long long>(pad[kH]), static_cast<long long>(pad[kW]),
+          static_cast<long long>(dil[kD]), static_cast<long long>(dil[kH]), static_cast<long long>(dil[kW]));
+    }
   }
   return Error::Ok;
 }
@@ -137,20 +201,20 @@ PARE_ALWAYS_INLINE void take_max(Acc v, int64_t index, Acc* max, int64_t* best) 
 // plane; the same taps in the same order as the general loop, unrolled.
 template <typename T>
 void max_pool_plane_2x2(const T* PARE_RESTRICT in, T* PARE_RESTRICT out, int64_t* PARE_RESTRICT indices,
-                        const Planes& planes, const PoolParams& p) {
+                        const Planes<2>& planes, const PoolParams<2>& p) {
   using Acc = opmath_t<T>;
   const int64_t width = planes.width;
-  for (int64_t oh = 0; oh < p.out[0]; ++oh) {
+  for (int64_t oh = 0; oh < p.out[kH]; ++oh) {
     const int64_t top = 2 * oh * width;
-    for (int64_t ow = 0; ow < p.out[1]; ++ow) {
+    for (int64_t ow = 0; ow < p.out[kW]; ++ow) {
       const int64_t i = top + 2 * ow;
       Acc max = Acc(in[i]);
       int64_t best = i;
       take_max(Acc(in[i + 1]), i + 1, &max, &best);
       take_max(Acc(in[i + width]), i + width, &max, &best);
       take_max(Acc(in[i + width + 1]), i + width + 1, &max, &best);
-      out[oh * p.out[1] + ow] = T(max);
-      indices[oh * p.out[1] + ow] = best;
+      out[oh * p.out[kW] + ow] = T(max);
+      indices[oh * p.out[kW] + ow] = best;
     }
   }
 }
@@ -179,50 +243,81 @@ PARE_ALWAYS_INLINE void take_max_lanes(V v, I at, V* max, I* best) {
   *best = take ? at : *best;
 }
 
-PARE_UNUSED bool is_plain_2x2(const Planes& planes, const PoolParams& p) {
-  for (int d = 0; d < 2; ++d) {
+// Whether nn.MaxPool2d(2)'s fast path applies (a template only so that
+// the 3-d op may name it in its discarded branch).
+template <int kSpatial>
+bool is_plain_2x2(const Planes<kSpatial>& planes, const PoolParams<kSpatial>& p) {
+  for (int d = kH; d <= kW; ++d) {
     if (p.kernel[d] != 2 || p.stride[d] != 2 || p.padding[d] != 0 || p.dilation[d] != 1) return false;
   }
-  return 2 * p.out[0] <= planes.height && 2 * p.out[1] <= planes.width;  // ceil_mode may add a partial window
+  return 2 * p.out[kH] <= planes.height && 2 * p.out[kW] <= planes.width;  // ceil_mode may add a partial window
 }
 
-// The rows of one output row's windows: [ih0, ih1) in steps of the
-// dilation, clamped to the plane.
-struct WindowRows {
+// The taps of a window along one dim: [first, end) in steps of the
+// dilation, clamped to the input.
+struct Taps {
   int64_t first, end;
 };
 
-PARE_ALWAYS_INLINE WindowRows max_window_rows(int64_t oh, const Planes& planes, const PoolParams& p) {
-  const int64_t start_h = oh * p.stride[0] - p.padding[0];
-  return {first_inside(start_h, p.dilation[0]), min_of(start_h + (p.kernel[0] - 1) * p.dilation[0] + 1, planes.height)};
+template <int kSpatial>
+PARE_ALWAYS_INLINE Taps max_taps(int64_t o, int d, int64_t in, const PoolParams<kSpatial>& p) {
+  const int64_t start = o * p.stride[d] - p.padding[d];
+  return {first_inside(start, p.dilation[d]), min_of(start + (p.kernel[d] - 1) * p.dilation[d] + 1, in)};
 }
 
-// The output at column ow of a row whose windows span `rows`.
-template <typename T>
-PARE_ALWAYS_INLINE void max_pool_one(const T* PARE_RESTRICT in, WindowRows rows, int64_t ow, const Planes& planes,
-                                     const PoolParams& p, T* PARE_RESTRICT out, int64_t* PARE_RESTRICT index) {
+// The planes and rows of one output row's windows.
+struct WindowRows {
+  Taps planes, rows;
+};
+
+// The one plane of a 2-d window is a constant.
+template <int kSpatial>
+PARE_ALWAYS_INLINE WindowRows max_window_rows(int64_t od, int64_t oh, const Planes<kSpatial>& planes,
+                                              const PoolParams<kSpatial>& p) {
+  return {kSpatial == 3 ? max_taps(od, kD, planes.depth(), p) : Taps{0, 1}, max_taps(oh, kH, planes.height, p)};
+}
+
+// Input index of the first tap of a window at column iw0 of a row whose
+// windows span `w`: the index a window without a tap inside the input
+// reports, as in PyTorch.
+template <int kSpatial>
+PARE_ALWAYS_INLINE int64_t first_tap(WindowRows w, int64_t iw0, const Planes<kSpatial>& planes) {
+  return (w.planes.first * planes.height + w.rows.first) * planes.width + iw0;
+}
+
+// The output at column ow of a row whose windows span `w`: taps plane by
+// plane, row by row, as PyTorch takes them.
+template <typename T, int kSpatial>
+PARE_ALWAYS_INLINE void max_pool_one(const T* PARE_RESTRICT in, WindowRows w, int64_t ow,
+                                     const Planes<kSpatial>& planes, const PoolParams<kSpatial>& p,
+                                     T* PARE_RESTRICT out, int64_t* PARE_RESTRICT index) {
   using Acc = opmath_t<T>;
   const int64_t width = planes.width;
-  const int64_t start_w = ow * p.stride[1] - p.padding[1];
-  const int64_t iw1 = min_of(start_w + (p.kernel[1] - 1) * p.dilation[1] + 1, width);
-  const int64_t iw0 = first_inside(start_w, p.dilation[1]);
-  int64_t best = rows.first * width + iw0;
+  const int64_t start_w = ow * p.stride[kW] - p.padding[kW];
+  const int64_t iw1 = min_of(start_w + (p.kernel[kW] - 1) * p.dilation[kW] + 1, width);
+  const int64_t iw0 = first_inside(start_w, p.dilation[kW]);
+  int64_t best = first_tap(w, iw0, planes);
   Acc max = lowest_value<Acc>();
-  for (int64_t ih = rows.first; ih < rows.end; ih += p.dilation[0]) {
-    const T* row = in + ih * width;
-    for (int64_t iw = iw0; iw < iw1; iw += p.dilation[1]) take_max(Acc(row[iw]), ih * width + iw, &max, &best);
+  for (int64_t id = w.planes.first; id < w.planes.end; id += p.depth(p.dilation)) {
+    for (int64_t ih = w.rows.first; ih < w.rows.end; ih += p.dilation[kH]) {
+      const int64_t row_at = (id * planes.height + ih) * width;
+      const T* row = in + row_at;
+      for (int64_t iw = iw0; iw < iw1; iw += p.dilation[kW]) take_max(Acc(row[iw]), row_at + iw, &max, &best);
+    }
   }
   *out = T(max);
   *index = best;
 }
 
-template <typename T>
+// One plane (2-d pooling) or volume (3-d) of outputs.
+template <typename T, int kSpatial>
 void max_pool_plane(const T* PARE_RESTRICT in, T* PARE_RESTRICT out, int64_t* PARE_RESTRICT indices,
-                    const Planes& planes, const PoolParams& p) {
-  for (int64_t oh = 0; oh < p.out[0]; ++oh) {
-    const WindowRows rows = max_window_rows(oh, planes, p);
-    for (int64_t ow = 0; ow < p.out[1]; ++ow) {
-      max_pool_one(in, rows, ow, planes, p, &out[oh * p.out[1] + ow], &indices[oh * p.out[1] + ow]);
+                    const Planes<kSpatial>& planes, const PoolParams<kSpatial>& p) {
+  for (int64_t od = 0; od < p.depth(p.out); ++od) {
+    for (int64_t oh = 0; oh < p.out[kH]; ++oh) {
+      const WindowRows w = max_window_rows(od, oh, planes, p);
+      const int64_t at = (od * p.out[kH] + oh) * p.out[kW];
+      for (int64_t ow = 0; ow < p.out[kW]; ++ow) max_pool_one(in, w, ow, planes, p, &out[at + ow], &indices[at + ow]);
     }
   }
 }
@@ -248,14 +343,16 @@ struct VectorColumns {
   int64_t begin, end;
 };
 
-PARE_ALWAYS_INLINE VectorColumns vector_columns(const Planes& planes, const PoolParams& p, int64_t span) {
-  const int64_t s = p.stride[1];
+template <int kSpatial>
+PARE_ALWAYS_INLINE VectorColumns vector_columns(const Planes<kSpatial>& planes, const PoolParams<kSpatial>& p,
+                                                int64_t span) {
+  const int64_t s = p.stride[kW];
   VectorColumns c{0, 0};
   if (s != 1 && s != 2) return c;
-  c.begin = min_of((p.padding[1] + s - 1) / s, p.out[1]);  // first window starting at column >= 0
+  c.begin = min_of((p.padding[kW] + s - 1) / s, p.out[kW]);  // first window starting at column >= 0
   // Last column ow with ow * s - padding + span - 1 + (s - 1) <= width - 1.
-  const int64_t room = planes.width - span - (s - 1) + p.padding[1];
-  c.end = room < 0 ? 0 : min_of(room / s + 1, p.out[1]);
+  const int64_t room = planes.width - span - (s - 1) + p.padding[kW];
+  c.end = room < 0 ? 0 : min_of(room / s + 1, p.out[kW]);
   if (c.end < c.begin) c.end = c.begin;
   return c;
 }
@@ -265,37 +362,43 @@ PARE_ALWAYS_INLINE simd::vec load_columns(const float* p, int64_t stride) {
   return stride == 1 ? simd::loadv(p) : simd::load_even(p);
 }
 
-// Float planes (an overload, which calls for float take over the
-// template): the scalar loop at a row's ends, kLanes outputs at a time in
-// between. Indices are tracked in 32 bits (planes of fewer than 2^31
+// Float planes and volumes (an overload, which calls for float take over
+// the template): the scalar loop at a row's ends, kLanes outputs at a time
+// in between. Indices are tracked in 32 bits (volumes of fewer than 2^31
 // elements; larger ones take the scalar loop) and widened on store.
-PARE_UNUSED void max_pool_plane(const float* PARE_RESTRICT in, float* PARE_RESTRICT out, int64_t* PARE_RESTRICT indices,
-                                const Planes& planes, const PoolParams& p) {
+template <int kSpatial>
+void max_pool_plane(const float* PARE_RESTRICT in, float* PARE_RESTRICT out, int64_t* PARE_RESTRICT indices,
+                    const Planes<kSpatial>& planes, const PoolParams<kSpatial>& p) {
   const int64_t width = planes.width;
-  VectorColumns cols = vector_columns(planes, p, (p.kernel[1] - 1) * p.dilation[1] + 1);
-  if (planes.height * width > INT32_MAX) cols = {0, 0};
-  const index_vec lane_columns = lane_steps(p.stride[1]);
-  for (int64_t oh = 0; oh < p.out[0]; ++oh) {
-    const WindowRows rows = max_window_rows(oh, planes, p);
-    float* o = out + oh * p.out[1];
-    int64_t* o_index = indices + oh * p.out[1];
-    int64_t ow = 0;
-    for (; ow < cols.begin; ++ow) max_pool_one(in, rows, ow, planes, p, &o[ow], &o_index[ow]);
-    const auto block = [&](int64_t first) {
-      const int64_t start_w = first * p.stride[1] - p.padding[1];
-      simd::vec max = simd::splat(-__builtin_inff());
-      index_vec best = static_cast<int32_t>(rows.first * width + start_w) + lane_columns;
-      for (int64_t ih = rows.first; ih < rows.end; ih += p.dilation[0]) {
-        for (int64_t kw = 0; kw < p.kernel[1]; ++kw) {
-          const int64_t at = ih * width + start_w + kw * p.dilation[1];
-          take_max_lanes(load_columns(in + at, p.stride[1]), static_cast<int32_t>(at) + lane_columns, &max, &best);
+  VectorColumns cols = vector_columns(planes, p, (p.kernel[kW] - 1) * p.dilation[kW] + 1);
+  if (planes.volume() > INT32_MAX) cols = {0, 0};
+  const index_vec lane_columns = lane_steps(p.stride[kW]);
+  for (int64_t od = 0; od < p.depth(p.out); ++od) {
+    for (int64_t oh = 0; oh < p.out[kH]; ++oh) {
+      const WindowRows w = max_window_rows(od, oh, planes, p);
+      float* o = out + (od * p.out[kH] + oh) * p.out[kW];
+      int64_t* o_index = indices + (od * p.out[kH] + oh) * p.out[kW];
+      int64_t ow = 0;
+      for (; ow < cols.begin; ++ow) max_pool_one(in, w, ow, planes, p, &o[ow], &o_index[ow]);
+      const auto block = [&](int64_t first) {
+        const int64_t start_w = first * p.stride[kW] - p.padding[kW];
+        simd::vec max = simd::splat(-__builtin_inff());
+        index_vec best = static_cast<int32_t>(first_tap(w, start_w, planes)) + lane_columns;
+        for (int64_t id = w.planes.first; id < w.planes.end; id += p.depth(p.dilation)) {
+          for (int64_t ih = w.rows.first; ih < w.rows.end; ih += p.dilation[kH]) {
+            const int64_t row_at = (id * planes.height + ih) * width + start_w;
+            for (int64_t kw = 0; kw < p.kernel[kW]; ++kw) {
+              const int64_t at = row_at + kw * p.dilation[kW];
+              take_max_lanes(load_columns(in + at, p.stride[kW]), static_cast<int32_t>(at) + lane_columns, &max, &best);
+            }
+          }
         }
-      }
-      simd::storev(o + first, max);
-      store_indices(o_index + first, best);
-    };
-    ow = vector_blocks<simd::kLanes>(ow, cols.end, block);
-    for (; ow < p.out[1]; ++ow) max_pool_one(in, rows, ow, planes, p, &o[ow], &o_index[ow]);
+        simd::storev(o + first, max);
+        store_indices(o_index + first, best);
+      };
+      ow = vector_blocks<simd::kLanes>(ow, cols.end, block);
+      for (; ow < p.out[kW]; ++ow) max_pool_one(in, w, ow, planes, p, &o[ow], &o_index[ow]);
+    }
   }
 }
 
@@ -326,13 +429,13 @@ PARE_ALWAYS_INLINE V load_alternate(const float* p) {
 // windows' left and right taps, taps in the scalar loop's order.
 template <typename V>
 void max_pool_plane_2x2_vector(const float* PARE_RESTRICT in, float* PARE_RESTRICT out, int64_t* PARE_RESTRICT indices,
-                               const Planes& planes, const PoolParams& p) {
+                               const Planes<2>& planes, const PoolParams<2>& p) {
   using I = mask_of<V>;
   constexpr int kL = lanes_of<V>;
   const int64_t width = planes.width;
   I evens;
   for (int l = 0; l < kL; ++l) evens[l] = 2 * l;
-  for (int64_t oh = 0; oh < p.out[0]; ++oh) {
+  for (int64_t oh = 0; oh < p.out[kH]; ++oh) {
     const auto block = [&](int64_t first) {
       const int64_t i = 2 * oh * width + 2 * first;
       const I at = static_cast<int32_t>(i) + evens;
@@ -341,69 +444,93 @@ void max_pool_plane_2x2_vector(const float* PARE_RESTRICT in, float* PARE_RESTRI
       take_max_lanes(load_alternate<V, 1>(in + i), at + 1, &max, &best);
       take_max_lanes(load_alternate<V, 0>(in + i + width), at + static_cast<int32_t>(width), &max, &best);
       take_max_lanes(load_alternate<V, 1>(in + i + width), at + static_cast<int32_t>(width + 1), &max, &best);
-      __builtin_memcpy(out + oh * p.out[1] + first, &max, sizeof(max));
-      store_indices(indices + oh * p.out[1] + first, best);
+      __builtin_memcpy(out + oh * p.out[kW] + first, &max, sizeof(max));
+      store_indices(indices + oh * p.out[kW] + first, best);
     };
-    vector_blocks<kL>(0, p.out[1], block);  // the caller checked p.out[1] >= kL
+    vector_blocks<kL>(0, p.out[kW], block);  // the caller checked p.out[kW] >= kL
   }
 }
 
 // The float overload of max_pool_plane_2x2.
 PARE_UNUSED void max_pool_plane_2x2(const float* PARE_RESTRICT in, float* PARE_RESTRICT out,
-                                    int64_t* PARE_RESTRICT indices, const Planes& planes, const PoolParams& p) {
+                                    int64_t* PARE_RESTRICT indices, const Planes<2>& planes, const PoolParams<2>& p) {
   if (planes.height * planes.width <= INT32_MAX) {
-    if (p.out[1] >= simd::kLanes) return max_pool_plane_2x2_vector<simd::vec>(in, out, indices, planes, p);
+    if (p.out[kW] >= simd::kLanes) return max_pool_plane_2x2_vector<simd::vec>(in, out, indices, planes, p);
     // 4 to 7 outputs wide on AVX2 (a 14 x 14 plane): half vectors. Only
     // AVX2 builds carry them; 4-lane builds already run 4 at a time.
     if constexpr (simd::kLanes == 8) {
-      if (p.out[1] >= 4) return max_pool_plane_2x2_vector<vec4>(in, out, indices, planes, p);
+      if (p.out[kW] >= 4) return max_pool_plane_2x2_vector<vec4>(in, out, indices, planes, p);
     }
   }
   max_pool_plane(in, out, indices, planes, p);  // the general loop: no scalar 2x2 copy for float
 }
 
-// One output row's window rows for average pooling: the rows the window
-// covers, padding included (for count_include_pad), and clamped to the
-// plane.
-struct AvgRows {
-  int64_t pool_h;
+// The taps of an average pooling window along one dim: `pool` of them
+// with the padding (for count_include_pad), [first, end) clamped to the
+// input.
+struct AvgTaps {
+  int64_t pool;
   int64_t first, end;
+
+  int64_t count() const { return end - first; }
 };
 
-PARE_ALWAYS_INLINE AvgRows avg_window_rows(int64_t oh, const Planes& planes, const PoolParams& p) {
-  const int64_t ih0 = oh * p.stride[0] - p.padding[0];
-  const int64_t ih1 = min_of(ih0 + p.kernel[0], planes.height + p.padding[0]);
-  return {ih1 - ih0, max_of(ih0, int64_t{0}), min_of(ih1, planes.height)};
+template <int kSpatial>
+PARE_ALWAYS_INLINE AvgTaps avg_taps(int64_t o, int d, int64_t in, const PoolParams<kSpatial>& p) {
+  const int64_t i0 = o * p.stride[d] - p.padding[d];
+  const int64_t i1 = min_of(i0 + p.kernel[d], in + p.padding[d]);
+  return {i1 - i0, max_of(i0, int64_t{0}), min_of(i1, in)};
+}
+
+// The planes and rows of one output row's windows.
+struct AvgRows {
+  AvgTaps planes, rows;
+
+  bool empty() const { return planes.first >= planes.end || rows.first >= rows.end; }
+};
+
+// The one plane of a 2-d window is a constant.
+template <int kSpatial>
+PARE_ALWAYS_INLINE AvgRows avg_window_rows(int64_t od, int64_t oh, const Planes<kSpatial>& planes,
+                                           const PoolParams<kSpatial>& p) {
+  return {kSpatial == 3 ? avg_taps(od, kD, planes.depth(), p) : AvgTaps{1, 0, 1}, avg_taps(oh, kH, planes.height, p)};
 }
 
 struct AvgOptions {
   bool count_include_pad;
   Optional<int64_t> divisor_override;
 
-  int64_t divisor(int64_t pool_h, int64_t pool_w, int64_t rows, int64_t cols) const {
-    return divisor_override.has_value ? divisor_override.value : count_include_pad ? pool_h * pool_w : rows * cols;
+  // A window of `pool_w` columns with the padding, `cols` inside the
+  // input, over w's planes and rows (products taken only when needed).
+  int64_t divisor(AvgRows w, int64_t pool_w, int64_t cols) const {
+    return divisor_override.has_value ? divisor_override.value
+           : count_include_pad        ? w.planes.pool * w.rows.pool * pool_w
+                                      : w.planes.count() * w.rows.count() * cols;
   }
 };
 
-template <typename T>
-PARE_ALWAYS_INLINE void avg_pool_one(const T* PARE_RESTRICT in, AvgRows rows, int64_t ow, const Planes& planes,
-                                     const PoolParams& p, const AvgOptions& options, T* PARE_RESTRICT out) {
+// One sum over the window, plane by plane, row by row, as PyTorch adds.
+template <typename T, int kSpatial>
+PARE_ALWAYS_INLINE void avg_pool_one(const T* PARE_RESTRICT in, AvgRows w, int64_t ow, const Planes<kSpatial>& planes,
+                                     const PoolParams<kSpatial>& p, const AvgOptions& options, T* PARE_RESTRICT out) {
   using Acc = opmath_t<T>;
-  int64_t iw0 = ow * p.stride[1] - p.padding[1];
-  int64_t iw1 = min_of(iw0 + p.kernel[1], planes.width + p.padding[1]);
+  int64_t iw0 = ow * p.stride[kW] - p.padding[kW];
+  int64_t iw1 = min_of(iw0 + p.kernel[kW], planes.width + p.padding[kW]);
   const int64_t pool_w = iw1 - iw0;
   iw0 = max_of(iw0, int64_t{0});
   iw1 = min_of(iw1, planes.width);
-  if (rows.first >= rows.end || iw0 >= iw1) {
+  if (w.empty() || iw0 >= iw1) {
     *out = T(0);
     return;
   }
   Acc sum = Acc(0);
-  for (int64_t ih = rows.first; ih < rows.end; ++ih) {
-    const T* row = in + ih * planes.width;
-    for (int64_t iw = iw0; iw < iw1; ++iw) sum = arith::add<Acc>(sum, Acc(row[iw]));
+  for (int64_t id = w.planes.first; id < w.planes.end; ++id) {
+    for (int64_t ih = w.rows.first; ih < w.rows.end; ++ih) {
+      const T* row = in + (id * planes.height + ih) * planes.width;
+      for (int64_t iw = iw0; iw < iw1; ++iw) sum = arith::add<Acc>(sum, Acc(row[iw]));
+    }
   }
-  const int64_t divisor = options.divisor(rows.pool_h, pool_w, rows.end - rows.first, iw1 - iw0);
+  const int64_t divisor = options.divisor(w, pool_w, iw1 - iw0);
   if constexpr (is_integral_v<Acc>) {
     // Integer division truncating toward zero, as PyTorch (the one
     // overflowing quotient, INT64_MIN / -1, wraps).
@@ -413,69 +540,89 @@ PARE_ALWAYS_INLINE void avg_pool_one(const T* PARE_RESTRICT in, AvgRows rows, in
   }
 }
 
-template <typename T>
-void avg_pool_plane(const T* PARE_RESTRICT in, T* PARE_RESTRICT out, const Planes& planes, const PoolParams& p,
-                    const AvgOptions& options) {
-  for (int64_t oh = 0; oh < p.out[0]; ++oh) {
-    const AvgRows rows = avg_window_rows(oh, planes, p);
-    for (int64_t ow = 0; ow < p.out[1]; ++ow) avg_pool_one(in, rows, ow, planes, p, options, &out[oh * p.out[1] + ow]);
+// One plane (2-d pooling) or volume (3-d) of outputs.
+template <typename T, int kSpatial>
+void avg_pool_plane(const T* PARE_RESTRICT in, T* PARE_RESTRICT out, const Planes<kSpatial>& planes,
+                    const PoolParams<kSpatial>& p, const AvgOptions& options) {
+  for (int64_t od = 0; od < p.depth(p.out); ++od) {
+    for (int64_t oh = 0; oh < p.out[kH]; ++oh) {
+      const AvgRows w = avg_window_rows(od, oh, planes, p);
+      const int64_t at = (od * p.out[kH] + oh) * p.out[kW];
+      for (int64_t ow = 0; ow < p.out[kW]; ++ow) avg_pool_one(in, w, ow, planes, p, options, &out[at + ow]);
+    }
   }
 }
 
 // The float overload: the scalar loop at a row's ends, kLanes outputs at a
-// time in between, where every window spans kernel[1] columns of the row.
-PARE_UNUSED void avg_pool_plane(const float* PARE_RESTRICT in, float* PARE_RESTRICT out, const Planes& planes,
-                                const PoolParams& p, const AvgOptions& options) {
-  const VectorColumns cols = vector_columns(planes, p, p.kernel[1]);
-  for (int64_t oh = 0; oh < p.out[0]; ++oh) {
-    const AvgRows rows = avg_window_rows(oh, planes, p);
-    float* o = out + oh * p.out[1];
-    int64_t ow = 0;
-    if (rows.first < rows.end) {
-      for (; ow < cols.begin; ++ow) avg_pool_one(in, rows, ow, planes, p, options, &o[ow]);
-      const float divisor =
-          static_cast<float>(options.divisor(rows.pool_h, p.kernel[1], rows.end - rows.first, p.kernel[1]));
-      const auto block = [&](int64_t first) {
-        const float* start = in + first * p.stride[1] - p.padding[1];
-        simd::vec sum = simd::vec{};
-        for (int64_t ih = rows.first; ih < rows.end; ++ih) {
-          for (int64_t kw = 0; kw < p.kernel[1]; ++kw) sum += load_columns(start + ih * planes.width + kw, p.stride[1]);
-        }
-        simd::storev(o + first, sum / divisor);
-      };
-      ow = vector_blocks<simd::kLanes>(ow, cols.end, block);
+// time in between, where every window spans kernel[kW] columns of the row.
+template <int kSpatial>
+void avg_pool_plane(const float* PARE_RESTRICT in, float* PARE_RESTRICT out, const Planes<kSpatial>& planes,
+                    const PoolParams<kSpatial>& p, const AvgOptions& options) {
+  const VectorColumns cols = vector_columns(planes, p, p.kernel[kW]);
+  for (int64_t od = 0; od < p.depth(p.out); ++od) {
+    for (int64_t oh = 0; oh < p.out[kH]; ++oh) {
+      const AvgRows w = avg_window_rows(od, oh, planes, p);
+      float* o = out + (od * p.out[kH] + oh) * p.out[kW];
+      int64_t ow = 0;
+      if (!w.empty()) {
+        for (; ow < cols.begin; ++ow) avg_pool_one(in, w, ow, planes, p, options, &o[ow]);
+        const float divisor = static_cast<float>(options.divisor(w, p.kernel[kW], p.kernel[kW]));
+        const auto block = [&](int64_t first) {
+          const float* start = in + first * p.stride[kW] - p.padding[kW];
+          simd::vec sum = simd::vec{};
+          for (int64_t id = w.planes.first; id < w.planes.end; ++id) {
+            for (int64_t ih = w.rows.first; ih < w.rows.end; ++ih) {
+              const float* row = start + (id * planes.height + ih) * planes.width;
+              for (int64_t kw = 0; kw < p.kernel[kW]; ++kw) sum += load_columns(row + kw, p.stride[kW]);
+            }
+          }
+          simd::storev(o + first, sum / divisor);
+        };
+        ow = vector_blocks<simd::kLanes>(ow, cols.end, block);
+      }
+      for (; ow < p.out[kW]; ++ow) avg_pool_one(in, w, ow, planes, p, options, &o[ow]);
     }
-    for (; ow < p.out[1]; ++ow) avg_pool_one(in, rows, ow, planes, p, options, &o[ow]);
   }
 }
 
-}  // namespace
+// PyTorch's adaptive pooling window along one dim (start_index,
+// end_index, as PyTorch writes them, which also compiles smaller than the
+// equivalent (o * in) / out): output o of `out` covers [first, end) of
+// `in`.
+PARE_ALWAYS_INLINE Taps adaptive_taps(int64_t o, int64_t out, int64_t in) {
+  return {(o / out) * in + ((o % out) * in) / out, 1 + ((o + 1) * in - 1) / out};
+}
 
-// aten::max_pool2d_with_indices(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0,
-//     int[2] dilation=1, bool ceil_mode=False) -> (Tensor, Tensor)
-Error aten_max_pool2d_with_indices(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs) {
+// The bodies of the 2-d and 3-d ops, over kSpatial dims; each op
+// dispatches through its own tag.
+
+// max_pool{2,3}d_with_indices(self, kernel_size, stride=[], padding=0, dilation=1, ceil_mode=False)
+template <int kSpatial, typename Tag>
+Error max_pool_with_indices(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs) {
   KernelArgs args(ctx, inputs, outputs, 2, 6, 2);
   const Tensor& self = args.tensor(0, "self");
   const bool ceil_mode = args.boolean_or(5, "ceil_mode", false);
   PARE_TRY(args.status());
-  Planes planes{};
+  Planes<kSpatial> planes{};
   PARE_TRY(read_planes(ctx, self, &planes));
-  PoolParams p{};
+  PoolParams<kSpatial> p;
   PARE_TRY(read_pool_params(ctx, args, planes, /*with_dilation=*/true, 3, ceil_mode, &p));
-  PARE_TRY_ASSIGN(Tensor * out, allocate_pooled(ctx, args.output(0), self.dtype, planes, p.out[0], p.out[1]));
-  PARE_TRY_ASSIGN(Tensor * indices, allocate_pooled(ctx, args.output(1), ScalarType::Long, planes, p.out[0], p.out[1]));
+  PARE_TRY_ASSIGN(Tensor * out, allocate_pooled(ctx, args.output(0), self.dtype, planes, p.out));
+  PARE_TRY_ASSIGN(Tensor * indices, allocate_pooled(ctx, args.output(1), ScalarType::Long, planes, p.out));
   if (out->numel() == 0) return Error::Ok;
   PARE_TRY_ASSIGN(const Tensor x, as_contiguous(ctx, self, self.dtype));
-  const int64_t in_plane = planes.height * planes.width;
-  const int64_t out_plane = p.out[0] * p.out[1];
-  return PARE_DISPATCH(max_pool2d_kernel, ctx, self.dtype, T, {
+  const int64_t in_plane = planes.volume();
+  const int64_t out_plane = p.out_volume();
+  return dispatch<Tag>(ctx, self.dtype, [&](auto type) -> Error {
+    using T = typename decltype(type)::type;
     // max_pool_plane and max_pool_plane_2x2 have float overloads (vectors).
     const T* in = x.data_as<T>();
     T* o = out->data_as<T>();
     int64_t* index = indices->data_as<int64_t>();
     // Planes split over the method's threads (work: one compare per tap).
-    const uint32_t chunks = ctx.chunks_for(planes.count, 1, planes.count * out_plane * p.kernel[0] * p.kernel[1]);
-    if constexpr (fast_path_compiled<tags::max_pool2d_2x2_kernel, T>()) {
+    const uint32_t chunks =
+        ctx.chunks_for(planes.count, 1, planes.count * out_plane * p.depth(p.kernel) * p.kernel[kH] * p.kernel[kW]);
+    if constexpr (kSpatial == 2 && fast_path_compiled<tags::max_pool2d_2x2_kernel, T>()) {
       if (is_plain_2x2(planes, p) && fast_path_selected<tags::max_pool2d_2x2_kernel, T>()) {
         return run_fast_path<tags::max_pool2d_2x2_kernel, T>(ctx, [&]() -> Error {
           ctx.parallel(chunks, planes.count, 1, [&](uint32_t, int64_t begin, int64_t end) {
@@ -496,9 +643,10 @@ Error aten_max_pool2d_with_indices(KernelContext& ctx, ValueSpan inputs, ValueSp
   });
 }
 
-// aten::avg_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, bool ceil_mode=False,
-//     bool count_include_pad=True, int? divisor_override=None) -> Tensor
-Error aten_avg_pool2d(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs) {
+// avg_pool{2,3}d(self, kernel_size, stride=[], padding=0, ceil_mode=False, count_include_pad=True,
+//     divisor_override=None)
+template <int kSpatial, typename Tag>
+Error avg_pool(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs) {
   KernelArgs args(ctx, inputs, outputs, 2, 7, 1);
   const Tensor& self = args.tensor(0, "self");
   const bool ceil_mode = args.boolean_or(4, "ceil_mode", false);
@@ -507,18 +655,20 @@ Error aten_avg_pool2d(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs) {
   PARE_TRY(args.status());
   PARE_CHECK_OR_RETURN(ctx, !divisor_override.has_value || divisor_override.value != 0, Error::InvalidArgument,
                        "argument 'divisor_override' must not be zero");
-  Planes planes{};
+  Planes<kSpatial> planes{};
   PARE_TRY(read_planes(ctx, self, &planes));
-  PoolParams p{};
+  PoolParams<kSpatial> p;
   PARE_TRY(read_pool_params(ctx, args, planes, /*with_dilation=*/false, 3, ceil_mode, &p));
-  PARE_TRY_ASSIGN(Tensor * out, allocate_pooled(ctx, args.output(0), self.dtype, planes, p.out[0], p.out[1]));
+  PARE_TRY_ASSIGN(Tensor * out, allocate_pooled(ctx, args.output(0), self.dtype, planes, p.out));
   if (out->numel() == 0) return Error::Ok;
   PARE_TRY_ASSIGN(const Tensor x, as_contiguous(ctx, self, self.dtype));
-  const int64_t in_plane = planes.height * planes.width;
-  const int64_t out_plane = p.out[0] * p.out[1];
+  const int64_t in_plane = planes.volume();
+  const int64_t out_plane = p.out_volume();
   const AvgOptions options{count_include_pad, divisor_override};
-  const uint32_t chunks = ctx.chunks_for(planes.count, 1, planes.count * out_plane * p.kernel[0] * p.kernel[1]);
-  return PARE_DISPATCH(avg_pool2d_kernel, ctx, self.dtype, T, {
+  const uint32_t chunks =
+      ctx.chunks_for(planes.count, 1, planes.count * out_plane * p.depth(p.kernel) * p.kernel[kH] * p.kernel[kW]);
+  return dispatch<Tag>(ctx, self.dtype, [&](auto type) -> Error {
+    using T = typename decltype(type)::type;
     ctx.parallel(chunks, planes.count, 1, [&](uint32_t, int64_t begin, int64_t end) {
       for (int64_t i = begin; i < end; ++i) {
         avg_pool_plane(x.data_as<T>() + i * in_plane, out->data_as<T>() + i * out_plane, planes, p, options);
@@ -528,52 +678,93 @@ Error aten_avg_pool2d(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs) {
   });
 }
 
-// aten::_adaptive_avg_pool2d(Tensor self, SymInt[2] output_size) -> Tensor
-Error aten__adaptive_avg_pool2d(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs) {
+// _adaptive_avg_pool{2,3}d(self, output_size)
+template <int kSpatial, typename Tag>
+Error adaptive_avg_pool(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs) {
   KernelArgs args(ctx, inputs, outputs, 2, 2, 1);
   const Tensor& self = args.tensor(0, "self");
   const IntArrayRef output_size = args.int_list(1, "output_size");
   PARE_TRY(args.status());
-  Planes planes{};
+  Planes<kSpatial> planes{};
   PARE_TRY(read_planes(ctx, self, &planes));
-  int64_t out_size[2] = {0, 0};
-  PARE_TRY(nn::read_spatial(ctx, output_size, 2, "output_size", 0, nullptr, out_size));
+  constexpr size_t kFirst = 3 - kSpatial;
+  int64_t out_size[3] = {1, 1, 1};
+  PARE_TRY(nn::read_spatial(ctx, output_size, kSpatial, "output_size", 0, nullptr, out_size + kFirst));
+  const int64_t in_size[3] = {planes.depth(), planes.height, planes.width};
   int64_t product = 0;
-  PARE_CHECK_OR_RETURN(ctx,
-                       !__builtin_mul_overflow(out_size[0] + 1, planes.height, &product) &&
-                           !__builtin_mul_overflow(out_size[1] + 1, planes.width, &product),
-                       Error::InvalidArgument, "argument 'output_size' is too large for 'self' of sizes %s",
-                       sizes_to_string(self.size_span()).text);
-  PARE_TRY_ASSIGN(Tensor * out, allocate_pooled(ctx, args.output(0), self.dtype, planes, out_size[0], out_size[1]));
+  for (size_t d = kFirst; d < 3; ++d) {
+    PARE_CHECK_OR_RETURN(ctx, !__builtin_mul_overflow(out_size[d] + 1, in_size[d], &product), Error::InvalidArgument,
+                         "argument 'output_size' is too large for 'self' of sizes %s",
+                         sizes_to_string(self.size_span()).text);
+  }
+  PARE_TRY_ASSIGN(Tensor * out, allocate_pooled(ctx, args.output(0), self.dtype, planes, out_size));
   if (out->numel() == 0) return Error::Ok;
   PARE_TRY_ASSIGN(const Tensor x, as_contiguous(ctx, self, self.dtype));
-  const int64_t oh_n = out_size[0];
-  const int64_t ow_n = out_size[1];
-  const int64_t height = planes.height;
-  const int64_t width = planes.width;
-  return PARE_DISPATCH(adaptive_avg_pool2d_kernel, ctx, self.dtype, T, {
+  return dispatch<Tag>(ctx, self.dtype, [&](auto type) -> Error {
+    using T = typename decltype(type)::type;
     using Acc = opmath_t<T>;
+    const int64_t out_depth = depth_of<kSpatial>(out_size);
+    T* o = out->data_as<T>();
     for (int64_t i = 0; i < planes.count; ++i) {
-      const T* in = x.data_as<T>() + i * height * width;
-      T* o = out->data_as<T>() + i * oh_n * ow_n;
-      for (int64_t oh = 0; oh < oh_n; ++oh) {
-        // PyTorch's start_index / end_index.
-        const int64_t ih0 = (oh / oh_n) * height + ((oh % oh_n) * height) / oh_n;
-        const int64_t ih1 = 1 + ((oh + 1) * height - 1) / oh_n;
-        for (int64_t ow = 0; ow < ow_n; ++ow) {
-          const int64_t iw0 = (ow / ow_n) * width + ((ow % ow_n) * width) / ow_n;
-          const int64_t iw1 = 1 + ((ow + 1) * width - 1) / ow_n;
-          Acc sum = Acc(0);
-          for (int64_t ih = ih0; ih < ih1; ++ih) {
-            const T* row = in + ih * width;
-            for (int64_t iw = iw0; iw < iw1; ++iw) sum += Acc(row[iw]);
+      const T* in = x.data_as<T>() + i * planes.volume();
+      for (int64_t od = 0; od < out_depth; ++od) {
+        const Taps planes_taps = adaptive_taps(od, out_depth, planes.depth());
+        for (int64_t oh = 0; oh < out_size[kH]; ++oh) {
+          const Taps rows = adaptive_taps(oh, out_size[kH], planes.height);
+          for (int64_t ow = 0; ow < out_size[kW]; ++ow) {
+            const Taps cols = adaptive_taps(ow, out_size[kW], planes.width);
+            Acc sum = Acc(0);
+            for (int64_t id = planes_taps.first; id < planes_taps.end; ++id) {
+              for (int64_t ih = rows.first; ih < rows.end; ++ih) {
+                const T* row = in + (id * planes.height + ih) * planes.width;
+                for (int64_t iw = cols.first; iw < cols.end; ++iw) sum += Acc(row[iw]);
+              }
+            }
+            // PyTorch divides by each extent in turn (a 2-d window's one plane divides by nothing).
+            if constexpr (kSpatial == 3) sum /= Acc(planes_taps.end - planes_taps.first);
+            *o++ = T(sum / Acc(rows.end - rows.first) / Acc(cols.end - cols.first));
           }
-          o[oh * ow_n + ow] = T(sum / Acc(ih1 - ih0) / Acc(iw1 - iw0));
         }
       }
     }
     return Error::Ok;
   });
+}
+
+}  // namespace
+
+// aten::max_pool2d_with_indices(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0,
+//     int[2] dilation=1, bool ceil_mode=False) -> (Tensor, Tensor)
+Error aten_max_pool2d_with_indices(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs) {
+  return max_pool_with_indices<2, tags::max_pool2d_kernel>(ctx, inputs, outputs);
+}
+
+// aten::max_pool3d_with_indices(Tensor self, int[3] kernel_size, int[3] stride=[], int[3] padding=0,
+//     int[3] dilation=1, bool ceil_mode=False) -> (Tensor, Tensor)
+Error aten_max_pool3d_with_indices(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs) {
+  return max_pool_with_indices<3, tags::max_pool3d_kernel>(ctx, inputs, outputs);
+}
+
+// aten::avg_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, bool ceil_mode=False,
+//     bool count_include_pad=True, int? divisor_override=None) -> Tensor
+Error aten_avg_pool2d(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs) {
+  return avg_pool<2, tags::avg_pool2d_kernel>(ctx, inputs, outputs);
+}
+
+// aten::avg_pool3d(Tensor self, int[3] kernel_size, int[3] stride=[], int[3] padding=0, bool ceil_mode=False,
+//     bool count_include_pad=True, int? divisor_override=None) -> Tensor
+Error aten_avg_pool3d(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs) {
+  return avg_pool<3, tags::avg_pool3d_kernel>(ctx, inputs, outputs);
+}
+
+// aten::_adaptive_avg_pool2d(Tensor self, SymInt[2] output_size) -> Tensor
+Error aten__adaptive_avg_pool2d(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs) {
+  return adaptive_avg_pool<2, tags::adaptive_avg_pool2d_kernel>(ctx, inputs, outputs);
+}
+
+// aten::_adaptive_avg_pool3d(Tensor self, SymInt[3] output_size) -> Tensor
+Error aten__adaptive_avg_pool3d(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs) {
+  return adaptive_avg_pool<3, tags::adaptive_avg_pool3d_kernel>(ctx, inputs, outputs);
 }
 
 }  // namespace kernels
