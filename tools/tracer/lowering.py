@@ -353,6 +353,8 @@ class MethodLowering:
                 return self._index_with_none_plan(node)
             if target is aten.as_strided.default:
                 return self._as_strided_plan(node)
+            if target is aten.unfold.default:
+                return self._unfold_plan(node)
             args = list(node.args)
             if target in VIEW_OPS and len(args) > 1 and isinstance(args[1], (list, tuple)):
                 args[1] = self._infer_computed_size(args[1])
@@ -443,8 +445,13 @@ class MethodLowering:
 
     def _as_strided_plan(self, node: Node) -> _Plan:
         """as_strided re-viewing its input's elements becomes slice, permute
-        and view (tools/tracer/strided.py); any other pattern is reported
-        as unsupported, naming it."""
+        and view (tools/tracer/strided.py). Any other pattern (overlapping
+        windows, as unfold makes; repeated elements) over an input that is
+        contiguous in torch runs as the runtime's aten::as_strided, a copy of
+        the window, whose storage is its input's elements in row-major order
+        (runtime/kernels/indexing/as_strided.cc): torch's storage from the
+        input's first element on. Over any other input the pattern is
+        reported as unsupported, naming it."""
         x = node.args[0]
         source, result = (x.meta.get("val") if isinstance(x, Node) else None), node.meta.get("val")
         if not isinstance(source, torch.Tensor) or not isinstance(result, torch.Tensor):
@@ -459,18 +466,67 @@ class MethodLowering:
                 result.storage_offset(),
             )
         except NoViewRewrite as e:
+            why = _as_strided_copy_refused(source, result)
+            if why is None:
+                return self._as_strided_copy_plan(node, source, result)
             return _Plan(
                 "unsupported",
                 (),
                 detail=(
                     f"aten::as_strided (size {_shape_text(result.shape)}, stride {_shape_text(result.stride())}, "
                     f"offset {result.storage_offset()} over an input of size {_shape_text(source.shape)}, stride "
-                    f"{_shape_text(source.stride())}): {e}, so it is no slice/permute/view of its input and Pare "
-                    "cannot run it; express it with view, permute, narrow or select in the model"
+                    f"{_shape_text(source.stride())}): {e}, so it is no slice/permute/view of its input, and "
+                    f"{why}, so Pare cannot run it as a copy either; express it with view, permute, narrow or "
+                    "select in the model, or make its input contiguous (.contiguous())"
                 ),
             )
         sizes = self._infer_computed_size(node.args[1])
         return _Plan("as_strided", (x, *_nodes_in(sizes)), detail=(steps, sizes))
+
+    def _as_strided_copy_plan(self, node: Node, source: torch.Tensor, result: torch.Tensor) -> _Plan:
+        """aten::as_strided as the runtime's copy kernel: the graph's sizes and
+        strides, the storage offset made relative to the input's first element
+        (torch's is absolute; None means the input's own)."""
+        x, sizes, strides = node.args[0], node.args[1], node.args[2]
+        offset = int(result.storage_offset()) - int(source.storage_offset())
+        args = (x, list(sizes), list(strides)) + ((offset,) if offset else ())
+        return _Plan("op", tuple(_nodes_in(args)), (args, {}))
+
+    def _unfold_plan(self, node: Node) -> _Plan:
+        """x.unfold(dim, size, step) (sliding windows, a core ATen view the
+        runtime has no kernel for) runs as the runtime's aten::as_strided
+        copy with the window's sizes and strides from the graph's metadata,
+        when its input is contiguous. A dynamic dim other than the unfolded
+        one keeps its size, read from the input with sym_size.int."""
+        x, dimension = node.args[0], node.args[1]
+        source, result = (x.meta.get("val") if isinstance(x, Node) else None), node.meta.get("val")
+        if not isinstance(source, torch.Tensor) or not isinstance(result, torch.Tensor):
+            return _Plan("unsupported", (), detail="aten::unfold on a value without shape metadata")
+        rank = source.dim()
+        unfolded = dimension % rank if rank else 0
+        why = _as_strided_copy_refused(source, result)
+        sizes: list = []
+        for i, n in enumerate(result.shape):
+            if is_concrete_int(n):
+                sizes.append(int(n))
+            elif i < rank and i != unfolded:
+                sizes.append(_InputSize(i))
+            else:
+                why = why or f"the number of windows along dim {unfolded} is dynamic"
+        if why is None and not all(is_concrete_int(st) for st in result.stride()):
+            why = "its strides are dynamic"
+        if why is not None:
+            return _Plan(
+                "unsupported",
+                (),
+                detail=(
+                    f"aten::unfold (dim {dimension}, size {node.args[2]}, step {node.args[3]} over an input of "
+                    f"size {_shape_text(source.shape)}, stride {_shape_text(source.stride())}): {why}, so Pare "
+                    "cannot run it as a copy of the windows; make its input contiguous (.contiguous()) or keep "
+                    "that dim static"
+                ),
+            )
+        return _Plan("as_strided_copy", (x,), detail=(sizes, [int(st) for st in result.stride()]))
 
     def _infer_computed_size(self, sizes) -> list:
         computed = [i for i, s in enumerate(sizes) if isinstance(s, Node) and s.target is not aten.sym_size.int]
@@ -740,6 +796,17 @@ class MethodLowering:
                     self.report.uses["aten::permute"].append(use)
             self.env[node] = self.mb.op("aten::view", x, [self._argument(s, node, "size") for s in sizes])
             self.report.uses["aten::view"].append(use)
+        elif plan.kind == "as_strided_copy":
+            sizes, strides = plan.detail
+            x = self._value_of(plan.deps[0])
+            size_values = []
+            for size in sizes:
+                if isinstance(size, _InputSize):
+                    size = self.mb.op("aten::sym_size.int", x, size.dim, returns="int")
+                    self.report.uses["aten::sym_size.int"].append(use)
+                size_values.append(size)
+            self.env[node] = self.mb.op("aten::as_strided", x, size_values, strides)
+            self.report.uses["aten::as_strided"].append(use)
         elif plan.kind == "alias":
             if plan.deps[0] in self._nhwc:  # stays channels-last until a reader needs it otherwise
                 self._nhwc[node] = self._nhwc[plan.deps[0]]
@@ -905,6 +972,13 @@ class _Unsupported:
     what: str
 
 
+@dataclass(frozen=True)
+class _InputSize:
+    """A size equal to the op's input's size along `dim` (dynamic: read at run time)."""
+
+    dim: int
+
+
 def _kind(val: Any) -> str:
     if isinstance(val, (torch.SymBool, bool)):
         return "bool"
@@ -1031,6 +1105,32 @@ def _output_hw(node: Node) -> tuple[int, int]:
 def _is_float_tensor(x: Any) -> bool:
     val = x.meta.get("val") if isinstance(x, Node) else None
     return isinstance(val, torch.Tensor) and val.dtype == torch.float32
+
+
+def _as_strided_copy_refused(source: torch.Tensor, result: torch.Tensor) -> str | None:
+    """Why the runtime's as_strided (a copy over its input's elements in
+    row-major order) would not read what torch's reads, or None when it
+    would: the input must be contiguous, and the window must start at or
+    after its first element and end before its last (torch may read the
+    storage around a view; the runtime has only the view's elements)."""
+    try:
+        contiguous = bool(statically_known_true(source.is_contiguous()))
+    except Exception:  # symbolic strides torch cannot decide
+        contiguous = False
+    if not contiguous:
+        return "its input is not contiguous"
+    if not (is_concrete_int(result.storage_offset()) and is_concrete_int(source.storage_offset())):
+        return "its storage offset is symbolic"
+    offset = int(result.storage_offset()) - int(source.storage_offset())
+    if offset < 0:
+        return "it starts before its input's first element"
+    values = (*result.shape, *result.stride(), *source.shape)
+    if all(is_concrete_int(v) for v in values) and all(int(n) > 0 for n in result.shape):
+        last = offset + sum((int(n) - 1) * int(s) for n, s in zip(result.shape, result.stride()))
+        if last >= source.numel():
+            return "it reads past its input's last element"
+    # Dynamic sizes: the runtime checks the bounds on every run.
+    return None
 
 
 def _shape_text(dims) -> str:
