@@ -233,3 +233,17 @@ def test_index_with_none_matches_torch(full_lib):
     )
     checks = check_model(spec, full_lib)
     assert all(c.ok for c in checks) and len(checks[0].outputs) == 4
+
+
+def test_post_processing_that_filters_is_traced_and_matches_torch(tracing_lib, full_lib):
+    # nonzero's output size depends on the data (issue 49): the inputs keep
+    # different numbers of detections, each checked against torch.
+    result = trace_model(spec_of("filter_detections"), runtime=tracing_lib)
+    m = result.manifest
+    assert {"aten::nonzero", "aten::sort.stable", "aten::topk", "aten::where.self"} <= set(m.operators)
+    assert m.kernel_metadata["nonzero_kernel"] == ("Bool",)
+    assert all(c.ok for c in result.checks)
+    checks = check_model(spec_of("filter_detections"), full_lib)
+    kept = [c.outputs[0].line() for c in checks]
+    assert len(set(kept)) == 3, kept  # three different sizes
+    assert all(c.ok for c in checks)

@@ -1642,3 +1642,49 @@ def test_triu_indices_defaults_and_errors(runtime):
         run_op(runtime, "aten::triu_indices", 2**62, 2**62)
     with pytest.raises(PareError, match="triu_indices"):
         run_op(runtime, "aten::triu_indices", 3, 3, 0, torch.float32)
+
+
+# --- nonzero: an output of data-dependent size ---
+
+
+@pytest.mark.parametrize("dtype", ALL_DTYPES, ids=str)
+def test_nonzero_every_dtype(runtime, dtype):
+    x = make_tensor((3, 5, 2), dtype, 7)
+    x.view(-1)[::3] = 0
+    assert_same(run_op(runtime, "aten::nonzero", x), torch.nonzero(x))
+
+
+@pytest.mark.parametrize(
+    "x",
+    [
+        torch.tensor([0.0, -0.0, float("nan"), 1e-45, float("inf")]),  # NaN counts, -0.0 does not
+        torch.arange(24.0).reshape(2, 3, 4).permute(2, 0, 1),  # non-contiguous
+        torch.arange(6.0).reshape(2, 3).expand(4, 2, 3),  # broadcast (stride 0)
+        torch.tensor(3.0),  # 0-d, non-zero: one row of no columns
+        torch.tensor(0.0),  # 0-d, zero: no row
+        torch.zeros(0, 3),  # empty
+        torch.zeros(2, 3),  # nothing non-zero
+        torch.ones(2, 1, 3, 1, 2),  # everything: the bound itself
+    ],
+    ids=["nan_and_signed_zero", "permuted", "broadcast", "scalar", "scalar_zero", "empty", "all_zero", "all_ones"],
+)
+def test_nonzero_shapes(runtime, x):
+    assert_same(run_op(runtime, "aten::nonzero", x), torch.nonzero(x))
+
+
+def test_nonzero_keeps_its_plan_whatever_the_data(runtime):
+    # The output is planned at its upper bound (every element non-zero), a
+    # size the input's shape decides: runs with as many different counts
+    # reuse one plan and allocate nothing outside it.
+    pb = ProgramBuilder()
+    m = pb.method()
+    m.output(m.op("aten::nonzero", m.input("Float", [4, 6])))
+    method = runtime.load(pb.to_bytes()).method()
+    g = torch.Generator().manual_seed(0)
+    for threshold in (0.0, 0.5, 0.9, 1.0, 0.2):
+        x = torch.rand(4, 6, generator=g)
+        x[x < threshold] = 0
+        (out,) = method.run(to_input(x))
+        assert torch.equal(torch.from_numpy(out), torch.nonzero(x))
+    stats = method.memory_stats()
+    assert stats.num_plans == 1 and stats.temporary_blocks == 0
