@@ -59,19 +59,17 @@ PARE_ALWAYS_INLINE Error dispatch_one(KernelContext& ctx, F& fn) {
 
 }  // namespace detail
 
+// A dtype the tag does not declare breaks out to the one "not supported"
+// call after the switch, which all of them share (it reads `dtype`), so an
+// undeclared dtype costs a dispatch nothing but its jump-table entry.
 template <typename Tag, typename F>
 Error dispatch(KernelContext& ctx, ScalarType dtype, F&& fn) {
   switch (dtype) {
-    case ScalarType::Byte: return detail::dispatch_one<Tag, uint8_t>(ctx, fn);
-    case ScalarType::Char: return detail::dispatch_one<Tag, int8_t>(ctx, fn);
-    case ScalarType::Short: return detail::dispatch_one<Tag, int16_t>(ctx, fn);
-    case ScalarType::Int: return detail::dispatch_one<Tag, int32_t>(ctx, fn);
-    case ScalarType::Long: return detail::dispatch_one<Tag, int64_t>(ctx, fn);
-    case ScalarType::Half: return detail::dispatch_one<Tag, Half>(ctx, fn);
-    case ScalarType::Float: return detail::dispatch_one<Tag, float>(ctx, fn);
-    case ScalarType::Double: return detail::dispatch_one<Tag, double>(ctx, fn);
-    case ScalarType::Bool: return detail::dispatch_one<Tag, bool>(ctx, fn);
-    case ScalarType::BFloat16: return detail::dispatch_one<Tag, BFloat16>(ctx, fn);
+#define PARE_DTYPE(name, code, cpp_type, bytes, torch_name)                                                 \
+  case ScalarType::name:                                                                                    \
+    if constexpr (tag_declares<Tag>(ScalarType::name)) return detail::dispatch_one<Tag, cpp_type>(ctx, fn); \
+    break;
+#include "runtime/core/dtypes.def"
     case ScalarType::Undefined: break;
   }
   return detail::dtype_not_supported(ctx, kTagInfo<Tag>, dtype);
