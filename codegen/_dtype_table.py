@@ -11,6 +11,7 @@ DTYPE_TABLE = (
     ("Half", 5, "Half"),
     ("Float", 6, "float"),
     ("Double", 7, "double"),
+    ("ComplexFloat", 9, "ComplexFloat"),
     ("Bool", 11, "bool"),
     ("BFloat16", 15, "BFloat16"),
 )

@@ -32,6 +32,7 @@ _DEMANGLED: dict[str, tuple[str, str]] = {
     "Half": ("pare::Half", "pare::Half"),
     "float": ("float", "float"),
     "double": ("double", "double"),
+    "ComplexFloat": ("pare::ComplexFloat", "pare::ComplexFloat"),
     "bool": ("bool", "bool"),
     "BFloat16": ("pare::BFloat16", "pare::BFloat16"),
 }
@@ -71,6 +72,8 @@ _ALIASES: dict[str, str] = {
     "float": "Float",
     "float64": "Double",
     "double": "Double",
+    "complex64": "ComplexFloat",
+    "cfloat": "ComplexFloat",
     "bool": "Bool",
     "bfloat16": "BFloat16",
     "byte": "Byte",

@@ -11,6 +11,7 @@ DTYPE_TABLE = (
     ("Half", 5, 2, "float16"),
     ("Float", 6, 4, "float32"),
     ("Double", 7, 8, "float64"),
+    ("ComplexFloat", 9, 8, "complex64"),
     ("Bool", 11, 1, "bool"),
     ("BFloat16", 15, 2, "bfloat16"),
 )

@@ -28,6 +28,11 @@ class DType:
         """Half, BFloat16, Float or Double."""
         return self.name in ("Half", "BFloat16", "Float", "Double")
 
+    @property
+    def is_complex(self) -> bool:
+        """ComplexFloat (complex64), the one complex dtype Pare has."""
+        return self.name == "ComplexFloat"
+
     def __str__(self) -> str:
         return self.name
 
@@ -43,7 +48,7 @@ BY_CODE = {d.code: d for d in _ALL}
 BY_NUMPY = {d.numpy: d for d in _ALL if d.numpy is not None}  # get()'s fast path: run() calls it per input
 ALL = tuple(_ALL)
 
-Byte, Char, Short, Int, Long, Half, Float, Double, Bool, BFloat16 = _ALL
+Byte, Char, Short, Int, Long, Half, Float, Double, ComplexFloat, Bool, BFloat16 = _ALL
 
 _ALIASES = {
     # numpy / torch spellings
@@ -61,6 +66,8 @@ _ALIASES = {
     "float": Float,
     "float64": Double,
     "double": Double,
+    "complex64": ComplexFloat,
+    "cfloat": ComplexFloat,
     "bool": Bool,
     "bfloat16": BFloat16,
 }

@@ -96,6 +96,7 @@ typedef enum pare_dtype {
   PARE_DTYPE_HALF = 5,
   PARE_DTYPE_FLOAT = 6,
   PARE_DTYPE_DOUBLE = 7,
+  PARE_DTYPE_COMPLEX_FLOAT = 9, /* complex64: real, imaginary (two floats) */
   PARE_DTYPE_BOOL = 11,
   PARE_DTYPE_BFLOAT16 = 15
 } pare_dtype;

@@ -6,8 +6,13 @@
 // Numbering and names are PyTorch's (c10/core/ScalarType.h) because they
 // cross three boundaries: the program format stores the code, manifests
 // (PyTorch's kernel_metadata) store the name, and the selection header
-// compares both (docs/selection.md). Only the ten dtypes the runtime
+// compares both (docs/selection.md). Only the eleven dtypes the runtime
 // supports have enumerators; any other code is rejected where it enters.
+//
+// ComplexFloat (complex64) exists for the FFTs and the few operators
+// around them (docs/complex.md): kernels whose tags declare it handle it
+// in code of their own; every other tag rejects it at compile time, so a
+// real-only runtime carries no complex code, only its table entries.
 //
 // Half and BFloat16 are storage types: arithmetic converts to float
 // (OpMath<T>) and rounds back once, as PyTorch's CPU kernels do. The
@@ -25,10 +30,11 @@ enum class ScalarType : int8_t {
   Undefined = -1,
 };
 
-// Dtype codes the runtime supports; everything else (complex, quantized,
-// float8, ...) is rejected by the loader and the C API.
+// Dtype codes the runtime supports; everything else (ComplexHalf,
+// ComplexDouble, quantized, float8, ...) is rejected by the loader and the
+// C API.
 constexpr bool is_supported_scalar_type_code(int64_t code) {
-  return (code >= 0 && code <= 7) || code == 11 || code == 15;
+  return (code >= 0 && code <= 7) || code == 9 || code == 11 || code == 15;
 }
 
 constexpr const char* to_string(ScalarType t) {
@@ -52,7 +58,8 @@ constexpr size_t element_size(ScalarType t) {
     case ScalarType::Int:
     case ScalarType::Float: return 4;
     case ScalarType::Long:
-    case ScalarType::Double: return 8;
+    case ScalarType::Double:
+    case ScalarType::ComplexFloat: return 8;
     case ScalarType::Undefined: return 0;
   }
   return 0;
@@ -169,6 +176,14 @@ struct BFloat16 {
   }
 };
 
+// complex64 as c10::complex<float> stores it: real part, then imaginary.
+// A storage type only: the kernels that declare ComplexFloat do their own
+// arithmetic on the two parts.
+struct ComplexFloat {
+  float re;
+  float im;
+};
+
 // ---------------------------------------------------------------------------
 // C++ type <-> ScalarType.
 
@@ -214,13 +229,21 @@ constexpr bool is_integral_v = is_same_v<T, uint8_t> || is_same_v<T, int8_t> || 
                                is_same_v<T, int32_t> || is_same_v<T, int64_t>;
 
 // Converts between any two supported element types with PyTorch's
-// semantics for the cases C++ leaves open: to bool is `!= 0`, and
+// semantics for the cases C++ leaves open: to bool is `!= 0`, real to
+// complex has a zero imaginary part, complex to real keeps the real part
+// (to bool: either part nonzero), and
 // floating -> integral goes through int64 so narrow integer results wrap
 // like PyTorch's CPU casts instead of being undefined.
 template <typename To, typename From>
 PARE_ALWAYS_INLINE To convert(From v) {
   if constexpr (is_same_v<To, From>) {
     return v;
+  } else if constexpr (is_same_v<To, ComplexFloat>) {
+    return ComplexFloat{convert<float>(v), 0.0f};
+  } else if constexpr (is_same_v<From, ComplexFloat> && is_same_v<To, bool>) {
+    return v.re != 0.0f || v.im != 0.0f;
+  } else if constexpr (is_same_v<From, ComplexFloat>) {
+    return convert<To>(v.re);  // the real part, as torch's complex-to-real copy
   } else if constexpr (is_same_v<To, bool>) {
     return static_cast<opmath_t<From>>(v) != static_cast<opmath_t<From>>(0);
   } else if constexpr (is_integral_v<To> && is_floating_point_v<From>) {
@@ -237,6 +260,10 @@ constexpr ScalarType promote_types(ScalarType a, ScalarType b) {
   if (a == b) return a;
   if (a == ScalarType::Undefined) return b;
   if (b == ScalarType::Undefined) return a;
+  if (a == ScalarType::ComplexFloat || b == ScalarType::ComplexFloat) {
+    // complex64 with float64 is complex128 in torch, which Pare lacks.
+    return a == ScalarType::Double || b == ScalarType::Double ? ScalarType::Undefined : ScalarType::ComplexFloat;
+  }
   if (a == ScalarType::Bool) return b;
   if (b == ScalarType::Bool) return a;
   const bool af = is_floating_type(a);

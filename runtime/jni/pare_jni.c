@@ -280,7 +280,8 @@ static int element_size(int32_t dtype) {
     case PARE_DTYPE_INT:
     case PARE_DTYPE_FLOAT: return 4;
     case PARE_DTYPE_LONG:
-    case PARE_DTYPE_DOUBLE: return 8;
+    case PARE_DTYPE_DOUBLE:
+    case PARE_DTYPE_COMPLEX_FLOAT: return 8;
     default: return 0;
   }
 }

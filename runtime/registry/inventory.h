@@ -62,16 +62,8 @@ constexpr size_t kNumFeatures = static_cast<size_t>(FeatureId::kCount);
 namespace detail {
 // Lets a tag's dtype list be written with bare ScalarType names.
 struct DtypeNames {
-  static constexpr ScalarType Byte = ScalarType::Byte;
-  static constexpr ScalarType Char = ScalarType::Char;
-  static constexpr ScalarType Short = ScalarType::Short;
-  static constexpr ScalarType Int = ScalarType::Int;
-  static constexpr ScalarType Long = ScalarType::Long;
-  static constexpr ScalarType Half = ScalarType::Half;
-  static constexpr ScalarType Float = ScalarType::Float;
-  static constexpr ScalarType Double = ScalarType::Double;
-  static constexpr ScalarType Bool = ScalarType::Bool;
-  static constexpr ScalarType BFloat16 = ScalarType::BFloat16;
+#define PARE_DTYPE(name, code, cpp_type, bytes, torch_name) static constexpr ScalarType name = ScalarType::name;
+#include "runtime/core/dtypes.def"
 };
 }  // namespace detail
 

@@ -439,6 +439,7 @@ def test_cpp_types_follow_the_contract():
         "pare::Half",
         "float",
         "double",
+        "pare::ComplexFloat",
         "bool",
         "pare::BFloat16",
     ]

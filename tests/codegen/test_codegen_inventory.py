@@ -90,9 +90,9 @@ def _error(tmp_path: Path, files: dict[str, str]) -> str:
         ),
         (
             "a.tags.def",
-            "PARE_KERNEL_TAG(add_kernel, Float, ComplexFloat)\n",
+            "PARE_KERNEL_TAG(add_kernel, Float, ComplexDouble)\n",
             "a.tags.def:1",
-            "unknown dtype 'ComplexFloat'",
+            "unknown dtype 'ComplexDouble'",
         ),
         ("a.tags.def", "PARE_KERNEL_TAG(add_kernel, Float, Float)\n", "a.tags.def:1", "lists a dtype twice"),
         ("classes.def", "PARE_CLASS(Linear Packed)\n", "classes.def:1", "expected one PARE_CLASS(...) entry"),

@@ -256,7 +256,7 @@ def test_duplicate_keys_are_errors():
 def test_bad_dtype_suggests_the_closest(bad, suggestion):
     msg = _error(f"kernel_metadata:\n  add_kernel:\n  - Float\n  - {bad}\n")
     assert msg.startswith(f"m.yaml:4: unknown dtype {bad!r} in kernel_metadata.add_kernel; did you mean {suggestion}?")
-    assert "Byte Char Short Int Long Half Float Double Bool BFloat16" in msg
+    assert "Byte Char Short Int Long Half Float Double ComplexFloat Bool BFloat16" in msg
 
 
 def test_pytorch_only_dtypes_are_not_typos():

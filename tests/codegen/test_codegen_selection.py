@@ -109,7 +109,7 @@ def test_unknown_tags_dtypes_and_features_are_warnings(inventory):
     text = "\n".join(sel.warnings)
     assert "ignored kernel tags the runtime does not have" in text and "quantize_tensor_per_tensor_affine_cpu" in text
     assert (
-        "ignored dtypes that the runtime's add_kernel dispatch cannot reach: ComplexFloat (Pare kernels have no such dtype)"
+        "ignored dtypes that the runtime's add_kernel dispatch cannot reach: ComplexDouble (Pare kernels have no such dtype)"
         in text
     )
     assert "ignored build features the runtime does not have" in text and "quantized_ops" in text

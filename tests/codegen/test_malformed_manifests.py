@@ -23,7 +23,7 @@ VALID_KEYS = (
     "kernel_metadata, et_kernel_metadata, custom_classes, build_features"
 )
 OPERATOR_FIELDS = "name, is_root_operator, is_used_for_training, include_all_overloads, debug_info"
-DTYPES = "Byte Char Short Int Long Half Float Double Bool BFloat16"
+DTYPES = "Byte Char Short Int Long Half Float Double ComplexFloat Bool BFloat16"
 OP_NAME_FIX = "write namespace::name or namespace::name.overload, e.g. aten::add.Tensor"
 
 # (id, manifest text, the exact message when read as "m.yaml")

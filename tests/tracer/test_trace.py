@@ -247,3 +247,18 @@ def test_post_processing_that_filters_is_traced_and_matches_torch(tracing_lib, f
     kept = [c.outputs[0].line() for c in checks]
     assert len(set(kept)) == 3, kept  # three different sizes
     assert all(c.ok for c in checks)
+
+
+def test_spectra_in_complex64_are_traced_and_match_torch(tracing_lib, full_lib):
+    # complex64 inputs, intermediates and outputs (docs/complex.md); the
+    # manifest selects ComplexFloat only for the tags that ran on it.
+    result = trace_model(spec_of("spectral_ops"), runtime=tracing_lib)
+    m = result.manifest
+    assert {"aten::_fft_r2c", "aten::_fft_c2r", "aten::_fft_c2c", "aten::view_as_real", "aten::view_as_complex"} <= set(
+        m.operators
+    )
+    complex_tags = {tag for tag, dtypes in m.kernel_metadata.items() if "ComplexFloat" in dtypes}
+    assert complex_tags == {"fft_r2c_kernel", "fft_c2r_kernel", "fft_c2c_kernel", "abs_complex_kernel"}
+    assert all(c.ok for c in result.checks)
+    checks = check_model(spec_of("spectral_ops"), full_lib)
+    assert all(c.ok for c in checks) and [o.description for o in checks[0].outputs][2] == "ComplexFloat[3, 33]"

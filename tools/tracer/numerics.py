@@ -24,6 +24,7 @@ from pare import dtypes as pare_dtypes
 # sits well above one ulp; a wrong kernel is off by far more.
 DEFAULT_TOLERANCES: dict[str, tuple[float, float]] = {
     "Float": (1e-4, 1e-4),
+    "ComplexFloat": (1e-4, 1e-4),  # on the real and imaginary parts
     "Double": (1e-7, 1e-7),
     "Half": (1e-2, 1e-2),
     "BFloat16": (5e-2, 5e-2),
@@ -107,12 +108,16 @@ def _compare_one(i: int, a: Any, e: Any, tolerance: Tolerance) -> OutputCheck:
             return OutputCheck(i, desc, False, problem=f"dtype {got_dtype}, torch gives {dtype.name}")
         if tuple(a.shape) != tuple(e.shape):
             return OutputCheck(i, desc, False, problem=f"shape {list(a.shape)}, torch gives {list(e.shape)}")
-        expected = (
-            e.detach()
-            .to(torch.float64 if dtype.is_floating else torch.int64 if dtype.name != "Bool" else torch.bool)
-            .numpy()
-        )
-        actual = a.astype(expected.dtype)
+        if dtype.is_complex:  # compared as (real, imaginary) pairs
+            expected = torch.view_as_real(e.detach().resolve_conj()).to(torch.float64).numpy()
+            actual = np.ascontiguousarray(a).view(np.float32).reshape(expected.shape).astype(np.float64)
+        else:
+            expected = (
+                e.detach()
+                .to(torch.float64 if dtype.is_floating else torch.int64 if dtype.name != "Bool" else torch.bool)
+                .numpy()
+            )
+            actual = a.astype(expected.dtype)
         rtol, atol = tolerance.for_dtype(dtype.name)
         return _close(i, desc, actual, expected, rtol, atol)
     if isinstance(e, (bool, int, float)) or isinstance(e, (torch.SymInt, torch.SymFloat)):

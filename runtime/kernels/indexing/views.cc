@@ -67,6 +67,67 @@ Error aten_permute(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs) {
   return view_of(args, args.output(0), sizes, strides, self.dim, self.storage_offset);
 }
 
+// aten::view_as_real(Tensor(a) self) -> Tensor(a)
+//
+// complex64 [..., n] as Float [..., n, 2] over the same storage: every
+// stride and the offset double, and the pair is the new last dim.
+Error aten_view_as_real(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs) {
+  KernelArgs args(ctx, inputs, outputs, 1, 1, 1);
+  const Tensor& self = args.tensor(0, "self");
+  PARE_TRY(args.status());
+  PARE_CHECK_OR_RETURN(ctx, self.dtype == ScalarType::ComplexFloat, Error::UnsupportedDtype,
+                       "argument 'self' must be ComplexFloat (complex64), got %s", to_string(self.dtype));
+  PARE_CHECK_OR_RETURN(ctx, self.dim < kMaxDim, Error::LimitExceeded,
+                       "the result would have %u dims, more than the runtime's %u", self.dim + 1u,
+                       static_cast<unsigned>(kMaxDim));
+  int64_t sizes[kMaxDim];
+  int64_t strides[kMaxDim];
+  for (size_t d = 0; d < self.dim; ++d) {
+    sizes[d] = self.sizes[d];
+    strides[d] = 2 * self.strides[d];
+  }
+  sizes[self.dim] = 2;
+  strides[self.dim] = 1;
+  Value& out = args.output(0);
+  PARE_TRY(view_of(args, out, sizes, strides, self.dim + 1u, 2 * self.storage_offset));
+  out.tensor.dtype = ScalarType::Float;
+  return Error::Ok;
+}
+
+// aten::view_as_complex(Tensor(a) self) -> Tensor(a)
+//
+// Float [..., n, 2] with a unit last stride and even other strides and
+// offset as complex64 [..., n], as torch requires.
+Error aten_view_as_complex(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs) {
+  KernelArgs args(ctx, inputs, outputs, 1, 1, 1);
+  const Tensor& self = args.tensor(0, "self");
+  PARE_TRY(args.status());
+  PARE_CHECK_OR_RETURN(ctx, self.dtype == ScalarType::Float, Error::UnsupportedDtype,
+                       "argument 'self' must be Float for a complex64 view, got %s; Pare has no complex128 or "
+                       "complex32",
+                       to_string(self.dtype));
+  PARE_CHECK_OR_RETURN(ctx, self.dim >= 1 && self.sizes[self.dim - 1] == 2 && self.strides[self.dim - 1] == 1,
+                       Error::InvalidShape,
+                       "argument 'self' (sizes %s) must have a last dim of size 2 and stride 1 (real, imaginary)",
+                       sizes_to_string(self.size_span()).text);
+  int64_t sizes[kMaxDim];
+  int64_t strides[kMaxDim];
+  bool even = self.storage_offset % 2 == 0;
+  for (size_t d = 0; d + 1 < self.dim; ++d) {
+    sizes[d] = self.sizes[d];
+    strides[d] = self.strides[d] / 2;
+    even = even && self.strides[d] % 2 == 0;
+  }
+  PARE_CHECK_OR_RETURN(ctx, even, Error::InvalidShape,
+                       "argument 'self' (sizes %s) has an odd stride or storage offset, so its pairs are not "
+                       "complex64 elements; make it contiguous first",
+                       sizes_to_string(self.size_span()).text);
+  Value& out = args.output(0);
+  PARE_TRY(view_of(args, out, sizes, strides, self.dim - 1u, self.storage_offset / 2));
+  out.tensor.dtype = ScalarType::ComplexFloat;
+  return Error::Ok;
+}
+
 // aten::transpose.int(Tensor(a) self, int dim0, int dim1) -> Tensor(a)
 Error aten_transpose_int(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs) {
   KernelArgs args(ctx, inputs, outputs, 3, 3, 1);

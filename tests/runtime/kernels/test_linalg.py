@@ -1,6 +1,8 @@
 """The linalg family (runtime/kernels/linalg/) vs torch: aten::mm, aten::addmm
 and aten::bmm, every dtype of mm_kernel and bmm_kernel, blocked-GEMM edge
-sizes, transposed and strided operands, broadcast bias, beta/alpha."""
+sizes, transposed and strided operands, broadcast bias, beta/alpha; the FFTs
+(aten::_fft_r2c, _fft_c2r, _fft_c2c) on complex64 against torch's float64
+transforms, with the complex views and abs around them."""
 
 import pytest
 import torch
@@ -9,6 +11,8 @@ from runtime_testing import ALL_DTYPES, assert_same, make_tensor, run_op, small_
 from pare.runtime import PareError
 
 pytestmark = pytest.mark.fp_ops  # see tests/runtime/conftest.py
+
+aten = torch.ops.aten
 
 MM_DTYPES = [d for d in ALL_DTYPES if d != torch.bool]
 
@@ -135,3 +139,120 @@ def test_bmm_errors(runtime):
         run_op(runtime, "aten::bmm", torch.ones(3, 4), torch.ones(2, 4, 5))
     with pytest.raises(PareError, match="dtype Bool is not supported"):
         run_op(runtime, "aten::bmm", torch.ones(2, 3, 4).bool(), torch.ones(2, 4, 5).bool())
+
+
+# ---------------------------------------------------------------------------
+# FFTs (fft.cc). The engine works in double and rounds once, so a result is
+# within a few float32 ulps of the exact transform of the float32 input:
+# compared with torch's complex128 transform of the same values, every
+# element is within 2^-21 of the largest magnitude (of its output).
+
+LENGTHS = [1, 2, 3, 5, 7, 8, 12, 16, 25, 50, 64, 97, 128, 400]  # powers of two and Bluestein's
+
+
+def _assert_transform(actual, exact):
+    """actual (complex64 or float32) vs the float64/complex128 transform."""
+    assert tuple(actual.shape) == tuple(exact.shape), (actual.shape, exact.shape)
+    assert actual.dtype == (torch.complex64 if exact.is_complex() else torch.float32), actual.dtype
+    bound = 2.0**-21 * max(exact.abs().max().item(), 1e-30) if exact.numel() else 0
+    err = (actual.to(exact.dtype) - exact).abs().max().item() if exact.numel() else 0
+    assert err <= bound, f"max error {err:.3g} > {bound:.3g}"
+
+
+def _complex(shape, seed):
+    return torch.complex(
+        make_tensor(shape, torch.float32, seed, -2, 2), make_tensor(shape, torch.float32, seed + 1, -2, 2)
+    )
+
+
+@pytest.mark.parametrize("n", LENGTHS)
+def test_fft_r2c_every_length_both_sides(runtime, n):
+    x = make_tensor((3, n), torch.float32, n, -2, 2)
+    for onesided in (True, False):
+        _assert_transform(
+            run_op(runtime, "aten::_fft_r2c", x, [1], 0, onesided), aten._fft_r2c(x.double(), [1], 0, onesided)
+        )
+
+
+@pytest.mark.parametrize("n", LENGTHS)
+def test_fft_c2r_and_c2c_every_length(runtime, n):
+    z = _complex((2, n // 2 + 1), n)
+    _assert_transform(run_op(runtime, "aten::_fft_c2r", z, [1], 2, n), aten._fft_c2r(z.cdouble(), [1], 2, n))
+    w = _complex((2, n), n + 7)
+    for forward in (True, False):
+        _assert_transform(
+            run_op(runtime, "aten::_fft_c2c", w, [1], 0, forward), aten._fft_c2c(w.cdouble(), [1], 0, forward)
+        )
+
+
+@pytest.mark.parametrize("norm", [0, 1, 2])
+def test_fft_several_dims_every_normalization_and_strides(runtime, norm):
+    x = make_tensor((6, 4, 10), torch.float32, 5, -2, 2).permute(2, 0, 1)  # [10, 6, 4], not contiguous
+    for dims in ([0, 2], [2, 0, 1], [1]):
+        _assert_transform(
+            run_op(runtime, "aten::_fft_r2c", x, dims, norm, True), aten._fft_r2c(x.double(), dims, norm, True)
+        )
+    z = _complex((9, 5, 4), 6).transpose(0, 2)  # [4, 5, 9], a permuted spectrum (copy_kernel ComplexFloat)
+    for dims, last in (([0, 2], 16), ([1, 2], 17), ([2], 16)):
+        _assert_transform(
+            run_op(runtime, "aten::_fft_c2r", z, dims, norm, last), aten._fft_c2r(z.cdouble(), dims, norm, last)
+        )
+    _assert_transform(
+        run_op(runtime, "aten::_fft_c2c", z, [0, 1], norm, True), aten._fft_c2c(z.cdouble(), [0, 1], norm, True)
+    )
+
+
+def test_fft_c2r_reads_only_the_hermitian_half(runtime):
+    # The imaginary parts of bin 0 and of the Nyquist bin are ignored, as
+    # torch does; the input holds exactly last_dim_size / 2 + 1 bins.
+    z = _complex((3, 9), 8)
+    for last in (16, 17):
+        _assert_transform(run_op(runtime, "aten::_fft_c2r", z, [1], 0, last), aten._fft_c2r(z.cdouble(), [1], 0, last))
+    with pytest.raises(
+        PareError, match=r"must hold last_dim_size / 2 \+ 1 = 4 bins for a real signal of 6; torch.fft.irfft pads"
+    ):
+        run_op(runtime, "aten::_fft_c2r", z, [1], 0, 6)
+
+
+def test_fft_round_trip_and_empty_batches(runtime):
+    x = make_tensor((2, 3, 30), torch.float32, 9, -2, 2)
+    spectrum = run_op(runtime, "aten::_fft_r2c", x, [2], 0, True)
+    back = run_op(runtime, "aten::_fft_c2r", spectrum, [2], 2, 30)
+    torch.testing.assert_close(back, x, rtol=0, atol=2e-6)
+    empty = torch.zeros(0, 8)
+    assert run_op(runtime, "aten::_fft_r2c", empty, [1], 0, True).shape == (0, 5)
+    assert run_op(runtime, "aten::_fft_c2r", torch.zeros(0, 5, dtype=torch.complex64), [1], 0, 8).shape == (0, 8)
+
+
+def test_complex_views_and_abs(runtime):
+    z = _complex((4, 6), 10)
+    torch.testing.assert_close(run_op(runtime, "aten::view_as_real", z), torch.view_as_real(z), rtol=0, atol=0)
+    pairs = make_tensor((3, 5, 2), torch.float32, 11)
+    torch.testing.assert_close(
+        run_op(runtime, "aten::view_as_complex", pairs), torch.view_as_complex(pairs), rtol=0, atol=0
+    )
+    strided = _complex((6, 8), 12)[::2, 1:].transpose(0, 1)
+    exact = strided.cdouble().abs()
+    _assert_transform(run_op(runtime, "aten::abs", strided), exact)
+    assert run_op(runtime, "aten::abs", z).dtype == torch.float32
+
+
+def test_fft_errors_name_the_problem_and_the_fix(runtime):
+    with pytest.raises(
+        PareError, match=r"'self' must be Float for a complex64 result, got Double.*convert the input to float32"
+    ):
+        run_op(runtime, "aten::_fft_r2c", torch.ones(4, dtype=torch.float64), [0], 0, True)
+    with pytest.raises(PareError, match=r"'self' must be ComplexFloat \(complex64\), got Float"):
+        run_op(runtime, "aten::_fft_c2r", torch.ones(3), [0], 0, 4)
+    with pytest.raises(PareError, match=r"'normalization' must be 0 \(none\), 1 \(1/sqrt\(n\)\) or 2 \(1/n\), got 3"):
+        run_op(runtime, "aten::_fft_r2c", torch.ones(4), [0], 3, True)
+    with pytest.raises(PareError, match="dim 1 is repeated"):
+        run_op(runtime, "aten::_fft_r2c", torch.ones(2, 4), [1, -1], 0, True)
+    with pytest.raises(PareError, match="is empty; an FFT needs at least one element"):
+        run_op(runtime, "aten::_fft_r2c", torch.ones(2, 0), [1], 0, True)
+    with pytest.raises(PareError, match="'last_dim_size' must be at least 1, got 0"):
+        run_op(runtime, "aten::_fft_c2r", torch.ones(3, dtype=torch.complex64), [0], 0, 0)
+    with pytest.raises(PareError, match="last dim of size 2 and stride 1"):
+        run_op(runtime, "aten::view_as_complex", torch.ones(3, 4))
+    with pytest.raises(PareError, match=r"'self' must be ComplexFloat \(complex64\), got Float"):
+        run_op(runtime, "aten::view_as_real", torch.ones(3))

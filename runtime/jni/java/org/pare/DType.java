@@ -10,6 +10,8 @@ public enum DType {
   FLOAT16(5, 2),
   FLOAT32(6, 4),
   FLOAT64(7, 8),
+  /** complex64: each element is two floats, the real part then the imaginary part. */
+  COMPLEX64(9, 8),
   BOOL(11, 1),
   BFLOAT16(15, 2);
 
