@@ -166,6 +166,31 @@ def test_missing_op_names_the_submodule_when_the_line_is_a_container_call():
     assert "in body.1 (Softsign)" in str(e.value)
 
 
+def test_scalar_bitwise_ops_and_prod_of_every_element_trace():
+    """`i & 3` (and | ^) export as bitwise_*.Scalar and torch.prod(x) as
+    aten::prod (the .default overload): the runtime has kernels for them, so
+    no MissingOpsError, and the dtype= argument reaches the kernel."""
+
+    class M(nn.Module):
+        def forward(self, i, x):
+            return (i & 3) | (i ^ 5), i | 1, torch.prod(x), torch.prod(i, dtype=torch.float64)
+
+    spec = spec_from(M(), [(torch.tensor([[5, -6, 7]]), torch.rand(2, 3))])
+    (m,) = pp.read(export_model(spec).program).methods
+    assert sorted(ops_of(m)) == [
+        "aten::bitwise_and.Scalar",
+        "aten::bitwise_or.Scalar",
+        "aten::bitwise_or.Tensor",
+        "aten::bitwise_xor.Scalar",
+        "aten::prod",
+        "aten::prod",
+    ]
+    prods = [ins for ins in m.instructions if ins.op == "aten::prod"]
+    assert [[m.values[a].payload for a in p.inputs[1:]] for p in prods] == [[], [7]]  # ScalarType code: Double
+    ands = [ins for ins in m.instructions if ins.op == "aten::bitwise_and.Scalar"]
+    assert [m.values[a].payload for a in ands[0].inputs[1:]] == [3]
+
+
 def test_symint_arithmetic_is_reported_with_its_line():
     with pytest.raises(MissingOpsError) as e:
         export_model(spec_of("symint_arith"))

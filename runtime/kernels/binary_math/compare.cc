@@ -1,5 +1,7 @@
 // Comparisons (eq, ne, lt, le, gt, ge; Tensor and Scalar overloads),
-// logical_and/or/xor, maximum/minimum and bitwise_and/or/xor.
+// logical_and/or/xor, maximum/minimum and bitwise_and/or/xor (Tensor and
+// Scalar overloads; the Scalar ones forward to the Tensor ones, as in
+// PyTorch's composites).
 //
 // Comparisons and logical ops compute in the operands' common dtype (a
 // Python number is converted to it, wrapping like PyTorch's casts) and
@@ -9,6 +11,7 @@
 
 #include "runtime/kernels/binary_math/binary_math.h"
 #include "runtime/kernels/common/elementwise.h"
+#include "runtime/kernels/common/scalar_overload.h"
 
 namespace pare {
 namespace kernels {
@@ -144,7 +147,7 @@ Error bitwise(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs) {
   const ScalarType dtype = e.result_type();
   PARE_CHECK_OR_RETURN(ctx, is_integral_type(dtype, /*include_bool=*/true), Error::UnsupportedDtype,
                        "arguments 'self' (%s) and 'other' (%s) must be integral or Bool, their result "
-                       "type is %s",
+                       "type is %s; convert floating operands to an integer dtype first (x.to(torch.int64))",
                        to_string(self.dtype()), to_string(other.dtype()), to_string(dtype));
   PARE_TRY(e.prepare(args.output(0), dtype, dtype));
   return dispatch<Tag>(ctx, dtype, [&](auto tt) -> Error {
@@ -244,6 +247,23 @@ Error aten_bitwise_or_Tensor(KernelContext& ctx, ValueSpan inputs, ValueSpan out
 // aten::bitwise_xor.Tensor(Tensor self, Tensor other) -> Tensor
 Error aten_bitwise_xor_Tensor(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs) {
   return bitwise<tags::bitwise_xor_kernel, Bitwise::kXor>(ctx, inputs, outputs);
+}
+
+// aten::bitwise_and.Scalar(Tensor self, Scalar other) -> Tensor
+//
+// PyTorch's composite: bitwise_and.Tensor with `other` as a wrapped number,
+// so an int tensor keeps its dtype, a Bool tensor with an int gives Long
+// and a float operand is rejected there.
+Error aten_bitwise_and_Scalar(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs) {
+  return PARE_FORWARD_SCALAR_OVERLOAD(ctx, inputs, outputs, "aten::bitwise_and.Tensor", /*has_alpha=*/false);
+}
+// aten::bitwise_or.Scalar(Tensor self, Scalar other) -> Tensor
+Error aten_bitwise_or_Scalar(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs) {
+  return PARE_FORWARD_SCALAR_OVERLOAD(ctx, inputs, outputs, "aten::bitwise_or.Tensor", /*has_alpha=*/false);
+}
+// aten::bitwise_xor.Scalar(Tensor self, Scalar other) -> Tensor
+Error aten_bitwise_xor_Scalar(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs) {
+  return PARE_FORWARD_SCALAR_OVERLOAD(ctx, inputs, outputs, "aten::bitwise_xor.Tensor", /*has_alpha=*/false);
 }
 
 }  // namespace kernels

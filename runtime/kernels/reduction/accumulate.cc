@@ -1,5 +1,5 @@
 // Arithmetic reductions: aten::sum.dim_IntList, aten::mean.dim, aten::mean,
-// aten::prod.dim_int.
+// aten::prod.dim_int, aten::prod.
 //
 // PyTorch's dtype rules: sum and prod of integral or bool tensors give Long
 // (accumulated in int64, wrapping), of floating tensors the same dtype
@@ -91,6 +91,18 @@ Error aten_prod_dim_int(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs)
   const Optional<ScalarType> dtype = args.optional_dtype(3, "dtype");
   PARE_TRY(args.status());
   return sum_like<tags::prod_kernel, reduction::ProdOp>(args, self, reduction::single_dim(self, dim), keepdim, dtype);
+}
+
+// aten::prod(Tensor self, *, ScalarType? dtype=None) -> Tensor
+//
+// Over every element, into a 0-dim result; an empty input gives 1.
+Error aten_prod(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs) {
+  KernelArgs args(ctx, inputs, outputs, 1, 2, 1);
+  const Tensor& self = args.tensor(0, "self");
+  const Optional<ScalarType> dtype = args.optional_dtype(1, "dtype");
+  PARE_TRY(args.status());
+  return sum_like<tags::prod_kernel, reduction::ProdOp>(args, self, reduction::all_dims(self), /*keepdim=*/false,
+                                                        dtype);
 }
 
 // aten::mean.dim(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor

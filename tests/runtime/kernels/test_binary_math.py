@@ -2,7 +2,7 @@
 add.Scalar, mul.Tensor, sub, mul.Scalar, div (true/trunc/floor,
 Tensor and Scalar overloads), remainder, fmod, pow (three overloads), the six
 comparisons (Tensor and Scalar), logical_and/or/xor, where.self,
-maximum/minimum, bitwise_and/or/xor and atan2.
+maximum/minimum, bitwise_and/or/xor (Tensor and Scalar) and atan2.
 
 Every op runs for every dtype of its kernel tag, with broadcasting,
 non-contiguous, empty and 0-dim inputs, type promotion (tensor-tensor,
@@ -311,6 +311,40 @@ def test_bitwise_every_dtype(runtime, name, dtype):
     assert_same(run_op(runtime, f"aten::{name}.Tensor", a, b), fn(a, b))
 
 
+BITWISE_SCALARS = [3, 0, -1, 300, -129, 2**40, True, False]
+
+
+@pytest.mark.parametrize("dtype", INT_AND_BOOL, ids=str)
+@pytest.mark.parametrize("name", ["bitwise_and", "bitwise_or", "bitwise_xor"])
+def test_bitwise_scalar_every_dtype(runtime, name, dtype):
+    """`x & 3`: the number is a wrapped number, so an integer tensor keeps
+    its dtype (the number wraps into it as torch's casts do), a Bool tensor
+    with an int gives Long and with a bool stays Bool."""
+    low, high = (-100, 100) if dtype != torch.uint8 else (0, 255)
+    a = make_tensor((4, 33), dtype, 22, low, high)  # a vector body and a tail
+    ref = getattr(aten, name).Scalar
+    for s in BITWISE_SCALARS:
+        assert_same(run_op(runtime, f"aten::{name}.Scalar", a, s), ref(a, s))
+
+
+@pytest.mark.parametrize("name", ["bitwise_and", "bitwise_or", "bitwise_xor"])
+def test_bitwise_scalar_layouts(runtime, name):
+    """0-dim, empty, broadcast (expanded) and non-contiguous tensors."""
+    ref = getattr(aten, name).Scalar
+    op = f"aten::{name}.Scalar"
+    for dtype in (torch.int32, torch.uint8, torch.bool):
+        tensors = [
+            make_tensor((), dtype, 23, 0, 100),
+            make_tensor((0,), dtype, 23),
+            make_tensor((2, 0, 3), dtype, 23),
+            make_tensor((1, 5), dtype, 24, 0, 100).expand(3, 5),
+            *strided_operands(dtype, 25),
+        ]
+        for a in tensors:
+            for s in (6, -3, True):
+                assert_same(run_op(runtime, op, a, s), ref(a, s))
+
+
 @pytest.mark.parametrize("dtype", ALL_DTYPES, ids=str)
 def test_where_every_dtype(runtime, dtype):
     cond = make_tensor((4, 5), torch.bool, 22)
@@ -428,6 +462,8 @@ def test_empty_and_zero_dim_with_scalars(runtime, dtype):
             ("aten::ge.Scalar", (a, 0.5), lambda: aten.ge.Scalar(a, 0.5)),
             ("aten::where.self", (a > 0, a, 7), lambda: torch.where(a > 0, a, 7)),
             ("aten::logical_xor", (a, a), lambda: torch.logical_xor(a, a)),
+            ("aten::bitwise_and.Scalar", (a, 3), lambda: aten.bitwise_and.Scalar(a, 3)),
+            ("aten::bitwise_xor.Scalar", (a, True), lambda: aten.bitwise_xor.Scalar(a, True)),
         ]:
             same_or_both_fail(runtime, op, args, ref)
 
@@ -511,6 +547,9 @@ def test_scalar_overloads_promote_like_torch(runtime, dtype):
             ("aten::pow.Tensor_Scalar", lambda: aten.pow.Tensor_Scalar(a, s)),
             ("aten::eq.Scalar", lambda: aten.eq.Scalar(a, s)),
             ("aten::lt.Scalar", lambda: aten.lt.Scalar(a, s)),
+            ("aten::bitwise_and.Scalar", lambda: aten.bitwise_and.Scalar(a, s)),
+            ("aten::bitwise_or.Scalar", lambda: aten.bitwise_or.Scalar(a, s)),
+            ("aten::bitwise_xor.Scalar", lambda: aten.bitwise_xor.Scalar(a, s)),
         ]:
             same_or_both_fail(runtime, op, (a, s), ref)
         for mode in ("trunc", "floor"):
@@ -893,6 +932,24 @@ def test_bitwise_rejects_floating_point(runtime):
         run_op(runtime, "aten::bitwise_or.Tensor", torch.ones(2, dtype=torch.int64), 1.5)
     ints = torch.tensor([5, 6])
     assert_same(run_op(runtime, "aten::bitwise_and.Tensor", ints, 3), ints & 3)
+    # The Scalar overloads fail in the Tensor overload they forward to, with
+    # the problem and the fix on one line; torch rejects the same operands.
+    for op, a, s, self_dtype in [
+        ("aten::bitwise_and.Scalar", torch.ones(2), 3, "Float"),
+        ("aten::bitwise_or.Scalar", torch.ones(2, dtype=torch.float16), True, "Half"),
+        ("aten::bitwise_xor.Scalar", torch.ones(2, dtype=torch.int32), 1.5, "Int"),
+        ("aten::bitwise_and.Scalar", torch.tensor([True]), 0.5, "Bool"),
+    ]:
+        tensor_op = op.replace(".Scalar", ".Tensor")
+        with pytest.raises(PareError) as e:
+            run_op(runtime, op, a, s)
+        message = str(e.value)
+        assert "\n" not in message.strip()
+        assert f"{tensor_op} (called from {op}): arguments 'self' ({self_dtype}) and 'other'" in message
+        assert "must be integral or Bool, their result type is" in message
+        assert "convert floating operands to an integer dtype first (x.to(torch.int64))" in message
+        with pytest.raises(NotImplementedError, match="not implemented for"):
+            getattr(aten, op.split("::")[1].split(".")[0]).Scalar(a, s)
     assert_same(
         run_op(runtime, "aten::bitwise_or.Tensor", torch.tensor([True, False]), torch.tensor([False, False])),
         torch.tensor([True, False]),
@@ -936,23 +993,28 @@ def test_wrong_argument_kinds_name_the_argument(runtime):
 
 
 def test_scalar_overloads_call_their_tensor_overload(tracing_runtime):
-    """sub/mul/div/remainder/fmod .Scalar are composites in PyTorch: traces record
-    the Tensor overload as a non-root op, and the kernel tag it dispatches."""
+    """sub/mul/div/remainder/fmod/bitwise_* .Scalar are composites in PyTorch:
+    traces record the Tensor overload as a non-root op, and the kernel tag it
+    dispatches."""
     x = make_tensor((2, 3), torch.float32, 57)
-    for op, callee, args, tag in [
-        ("aten::sub.Scalar", "aten::sub.Tensor", (2,), "sub_kernel"),
-        ("aten::mul.Scalar", "aten::mul.Tensor", (2,), "mul_kernel"),
-        ("aten::div.Scalar", "aten::div.Tensor", (2,), "div_true_kernel"),
-        ("aten::div.Scalar_mode", "aten::div.Tensor_mode", (2, "floor"), "div_floor_kernel"),
-        ("aten::remainder.Scalar", "aten::remainder.Tensor", (2,), "remainder_kernel"),
-        ("aten::fmod.Scalar", "aten::fmod.Tensor", (2,), "fmod_kernel"),
+    i = make_tensor((2, 3), torch.int32, 57)
+    for op, callee, args, tag, dtype in [
+        ("aten::sub.Scalar", "aten::sub.Tensor", (x, 2), "sub_kernel", "Float"),
+        ("aten::mul.Scalar", "aten::mul.Tensor", (x, 2), "mul_kernel", "Float"),
+        ("aten::div.Scalar", "aten::div.Tensor", (x, 2), "div_true_kernel", "Float"),
+        ("aten::div.Scalar_mode", "aten::div.Tensor_mode", (x, 2, "floor"), "div_floor_kernel", "Float"),
+        ("aten::remainder.Scalar", "aten::remainder.Tensor", (x, 2), "remainder_kernel", "Float"),
+        ("aten::fmod.Scalar", "aten::fmod.Tensor", (x, 2), "fmod_kernel", "Float"),
+        ("aten::bitwise_and.Scalar", "aten::bitwise_and.Tensor", (i, 3), "bitwise_and_kernel", "Int"),
+        ("aten::bitwise_or.Scalar", "aten::bitwise_or.Tensor", (i, 3), "bitwise_or_kernel", "Int"),
+        ("aten::bitwise_xor.Scalar", "aten::bitwise_xor.Tensor", (i, 3), "bitwise_xor_kernel", "Int"),
     ]:
-        data, inputs = single_op_program(op, [x, *args])
+        data, inputs = single_op_program(op, list(args))
         program = tracing_runtime.load(data)
         program.method().run(*[to_input(t) for t in inputs])
         trace = program.trace()
         assert {n: (u.root, u.non_root) for n, u in trace.ops.items()} == {op: (True, False), callee: (False, True)}
-        assert trace.kernel_dtypes == {tag: ("Float",)}
+        assert trace.kernel_dtypes == {tag: (dtype,)}
 
 
 @pytest.mark.parametrize("dtype", ALL_DTYPES, ids=str)

@@ -1,4 +1,4 @@
-"""The reduction family (runtime/kernels/reduction/) vs torch: sum.dim_IntList, mean.dim, mean, prod.dim_int,
+"""The reduction family (runtime/kernels/reduction/) vs torch: sum.dim_IntList, mean.dim, mean, prod.dim_int, prod,
 amax, amin, max, min, max.dim, min.dim, argmax, argmin, any, any.dim, any.dims,
 var.correction, cumsum, cumprod, sort, sort.stable, topk.
 
@@ -87,6 +87,17 @@ def test_prod_every_dtype(runtime, dtype):
             assert_same(run_op(runtime, "aten::prod.dim_int", x, dim, keepdim), aten.prod.dim_int(x, dim, keepdim))
 
 
+@pytest.mark.parametrize("dtype", ALL_DTYPES, ids=ids)
+def test_prod_of_every_element_every_dtype(runtime, dtype):
+    """aten::prod (torch.prod(x)): a 0-dim result; integral and Bool inputs
+    give Long."""
+    x = make_tensor((3, 5), dtype, 5, -2, 3)
+    assert_same(run_op(runtime, "aten::prod", x), aten.prod.default(x))
+    ones = torch.ones(4, 33, dtype=dtype)  # a vector body and a tail
+    ones[1, 7] = 2 if dtype != torch.bool else True
+    assert_same(run_op(runtime, "aten::prod", ones), aten.prod.default(ones))
+
+
 @pytest.mark.parametrize(
     "src,dst",
     [
@@ -106,6 +117,7 @@ def test_sum_and_prod_dtype_argument(runtime, src, dst):
     x = make_tensor((4, 5), src, 6, -3, 4)
     assert_same(run_op(runtime, "aten::sum.dim_IntList", x, [1], False, dst), aten.sum.dim_IntList(x, [1], dtype=dst))
     assert_same(run_op(runtime, "aten::prod.dim_int", x, 0, True, dst), aten.prod.dim_int(x, 0, True, dtype=dst))
+    assert_same(run_op(runtime, "aten::prod", x, dst), aten.prod.default(x, dtype=dst))
 
 
 @pytest.mark.parametrize(
@@ -173,6 +185,39 @@ def test_sum_mean_prod_edge_cases(runtime):
     assert_same(run_op(runtime, "aten::prod.dim_int", nan, 1), nan.prod(1))
 
 
+def test_prod_of_every_element_edge_cases(runtime):
+    prod = aten.prod.default
+    # 0-dim and empty inputs: the empty product is 1 (Long for integers and Bool).
+    for dtype in (torch.float32, torch.float16, torch.int8, torch.bool):
+        for shape in ((), (0,), (0, 3), (2, 0, 4)):
+            x = make_tensor(shape, dtype, 9, 1, 4)
+            assert_same(run_op(runtime, "aten::prod", x), prod(x))
+        assert_same(
+            run_op(runtime, "aten::prod", torch.ones(0, dtype=dtype), torch.float64),
+            prod(torch.ones(0, dtype=dtype), dtype=torch.float64),
+        )
+    # Non-contiguous views (permuted and strided, expanded) of every layout.
+    x = non_contiguous((3, 4, 5), torch.float32, 10)
+    assert not x.is_contiguous()
+    assert_same(run_op(runtime, "aten::prod", x), prod(x))
+    xi = non_contiguous((2, 3, 4), torch.int32, 11)
+    assert_same(run_op(runtime, "aten::prod", xi), prod(xi))
+    expanded = make_tensor((1, 6), torch.int16, 12, 1, 3).expand(3, 6)
+    assert_same(run_op(runtime, "aten::prod", expanded), prod(expanded))
+    # Many float elements near 1: the order of the products matters little.
+    near_one = 1 + (torch.rand(3001, generator=torch.Generator().manual_seed(13)) - 0.5) * 1e-3
+    assert_same(run_op(runtime, "aten::prod", near_one), near_one.double().prod().float(), rtol=1e-5, atol=0)
+    # Integer products wrap like torch; NaN and infinities propagate.
+    big = torch.tensor([[2**62, 3], [-(2**63), 5]])
+    assert_same(run_op(runtime, "aten::prod", big), prod(big))
+    i8 = torch.tensor([100, 100, 3], dtype=torch.int8)
+    assert_same(run_op(runtime, "aten::prod", i8), prod(i8))
+    assert_same(run_op(runtime, "aten::prod", i8, torch.int8), prod(i8, dtype=torch.int8))
+    for values in ([1.0, float("nan"), 0.0], [float("inf"), 0.0], [float("-inf"), 2.0]):
+        t = torch.tensor(values)
+        assert_same(run_op(runtime, "aten::prod", t), prod(t))
+
+
 def test_dim_list_errors_name_the_argument(runtime):
     x = torch.ones(3, 4)
     with pytest.raises(PareError, match=r"aten::sum.dim_IntList: argument 'dim': dim 0 appears multiple times"):
@@ -183,6 +228,13 @@ def test_dim_list_errors_name_the_argument(runtime):
         run_op(runtime, "aten::amax", torch.tensor(1.0), [0, -1])
     with pytest.raises(PareError, match=r"aten::prod.dim_int: argument 'dim'"):
         run_op(runtime, "aten::prod.dim_int", x, -3)
+
+
+def test_prod_of_every_element_checks_its_arguments(runtime):
+    with pytest.raises(PareError, match=r"aten::prod: argument 'self' \(#0\) must be Tensor"):
+        run_op(runtime, "aten::prod", 3)
+    with pytest.raises(PareError, match=r"aten::prod: argument 'dtype' \(#1\)"):
+        run_op(runtime, "aten::prod", torch.ones(3), "float")
 
 
 # --------------------------------------------------------------------------
@@ -656,6 +708,9 @@ class Reductions(torch.nn.Module):
             b.any(),
             b.any(dim=(0, 1)),
             x.prod(-1),
+            x.prod(),
+            y.prod(),
+            b.prod(dtype=torch.float64),
             x.var(-1),
             x.var(dim=(0, 2), unbiased=False),
             x.amin(dim=(0, 2)),
@@ -697,6 +752,7 @@ def test_exported_reductions_run_like_torch(runtime):
         "aten::any",
         "aten::any.dims",
         "aten::prod.dim_int",
+        "aten::prod",
         "aten::var.correction",
         "aten::amin",
         "aten::cumprod",
