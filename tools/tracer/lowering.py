@@ -81,6 +81,14 @@ IDENTITY_OPS = (
     aten.lift_fresh_copy.default,
     aten._to_copy.default,
 )
+# What _plan turns these ops into before the runtime sees them (the coverage
+# report, docs/coverage.md, shows it next to the op).
+REWRITES = {
+    aten.as_strided.default: "slice / permute / view where they re-view the input's elements "
+    "(tools/tracer/strided.py), else the as_strided copy kernel on a contiguous input",
+    aten.unfold.default: "the as_strided copy kernel",
+    aten.index.Tensor: "with None entries: permute, index.Tensor without None, permute",
+}
 # Shape-only ops whose size list may hold one -1 for the size to infer.
 VIEW_OPS = (aten.view.default, aten._unsafe_view.default, aten.reshape.default)
 # Symbolic-int arithmetic torch.export records as Python operators.

@@ -1,5 +1,8 @@
 """`python -m tools.zoo`: trace, build and check every zoo model (docs/model_zoo.md).
 
+`--coverage` instead prints which core ATen operators Pare runs, in which
+dtypes (tools/zoo/coverage.py), and records it in docs/coverage.md.
+
 Exit status: 0 every model passed, 1 some model failed (its row says why),
 2 a usage error.
 """
@@ -28,7 +31,8 @@ def _parser() -> argparse.ArgumentParser:
         description="Trace every model of models/zoo/ on the instrumentation runtime, build each one's "
         "selective runtime for the shipped platforms, check it against torch eager on linux_x86_64 and "
         "android_arm64 (qemu), and record the results in models/zoo/results.json and docs/model_zoo.md.",
-        epilog=f"examples:\n  {PROG}\n  {PROG} --only resnet18,lstm_tagger --json /tmp/zoo.json",
+        epilog=f"examples:\n  {PROG}\n  {PROG} --only resnet18,lstm_tagger --json /tmp/zoo.json\n"
+        f"  {PROG} --coverage --json /tmp/coverage.json",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument(
@@ -45,9 +49,21 @@ def _parser() -> argparse.ArgumentParser:
         metavar="P[,P]",
         help=f"platforms to report and check (default: {','.join(PLATFORMS)}); Bazel builds them all",
     )
-    p.add_argument("--json", metavar="FILE", help="also write this run's results as JSON (one object per model)")
     p.add_argument(
-        "--no-record", action="store_true", help="do not update models/zoo/results.json and docs/model_zoo.md"
+        "--coverage",
+        action="store_true",
+        help="run no model: print which core ATen operators Pare runs and in which dtypes (a markdown table), "
+        "and record it in docs/coverage.md",
+    )
+    p.add_argument(
+        "--json",
+        metavar="FILE",
+        help="also write this run's results as JSON (one object per model; with --coverage: the coverage report)",
+    )
+    p.add_argument(
+        "--no-record",
+        action="store_true",
+        help="do not update models/zoo/results.json and docs/model_zoo.md (with --coverage: docs/coverage.md)",
     )
     p.add_argument(
         "--frozen",
@@ -69,6 +85,29 @@ def _write(path: Path, text: str) -> None:
         raise ZooError(f"{path}: cannot write ({e.strerror}); check the directory exists and is writable") from None
 
 
+# Options that only a zoo run reads: with --coverage they are a usage error.
+_RUN_ONLY = {"only": "--only", "frozen": "--frozen", "no_timing": "--no-timing"}
+
+
+def _coverage(args: argparse.Namespace) -> int:
+    from tools.tracer import paths
+    from tools.zoo import coverage
+    from tools.zoo.zoo import PLATFORMS, ZooError
+
+    given = [flag for dest, flag in _RUN_ONLY.items() if getattr(args, dest)]
+    if args.platforms != list(PLATFORMS):
+        given.append("--platforms")
+    if given:
+        raise ZooError(f"{', '.join(given)} cannot be used with --coverage, which runs no model; drop it")
+    report = coverage.build_report()
+    if args.json:
+        _write(Path(args.json), coverage.to_json(report))
+    if not args.no_record:
+        coverage.update_doc(paths.repo_root() / "docs" / "coverage.md", report)
+    print(coverage.markdown(report))
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     from tools.tracer import paths
     from tools.tracer.progress import Progress
@@ -77,6 +116,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     try:
         args = _parser().parse_args(argv)
+        if args.coverage:
+            return _coverage(args)
         unknown = [p for p in args.platforms if p not in PLATFORMS]
         if unknown:
             raise ZooError(f"--platforms: unknown platform {', '.join(unknown)}; choose from {', '.join(PLATFORMS)}")
