@@ -250,6 +250,14 @@ def format_double(value: float, conversion: str = "g", precision: int = -1) -> s
 # --- reading the sources ---
 
 
+def _literal_end(code: str, i: int) -> int:
+    """The index just past the string or character literal opening at code[i]."""
+    j = i + 1
+    while j < len(code) and code[j] != code[i]:
+        j += 2 if code[j] == "\\" else 1
+    return j + 1
+
+
 def _blank_comments(src: str) -> str:
     """`src` with comments replaced by spaces (newlines kept), literals intact."""
     out = []
@@ -257,11 +265,9 @@ def _blank_comments(src: str) -> str:
     while i < n:
         c = src[i]
         if c in "\"'":
-            j = i + 1
-            while j < n and src[j] != c:
-                j += 2 if src[j] == "\\" else 1
-            out.append(src[i : j + 1])
-            i = j + 1
+            j = _literal_end(src, i)
+            out.append(src[i:j])
+            i = j
         elif src.startswith("//", i):
             j = src.find("\n", i)
             j = n if j < 0 else j
@@ -284,10 +290,7 @@ def _split_arguments(code: str, start: int) -> tuple[list[str], int]:
     while i < len(code):
         c = code[i]
         if c in "\"'":
-            j = i + 1
-            while j < len(code) and code[j] != c:
-                j += 2 if code[j] == "\\" else 1
-            i = j + 1
+            i = _literal_end(code, i)
             continue
         if c in "([{":
             depth += 1
