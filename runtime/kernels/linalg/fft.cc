@@ -176,20 +176,25 @@ Error transform_along(KernelContext& ctx, ComplexFloat* data, const int64_t* siz
   return Error::Ok;
 }
 
-// The transformed dims: `dims` wrapped, distinct, and the signal length
-// they multiply to (for the normalization).
+// The transformed dims, in the order given.
 struct Dims {
   size_t count;
   size_t d[kMaxDim];
 };
 
-Error read_dims(KernelArgs& args, const Tensor& self, Dims* out) {
+// The transformed dims (argument 1: wrapped, distinct) and the
+// normalization mode (argument 2).
+Error read_transform(KernelArgs& args, const Tensor& self, Dims* out, int64_t* mode) {
   KernelContext& ctx = args.ctx();
   const IntArrayRef dims = args.int_list(1, "dim");
+  *mode = args.int64(2, "normalization");
   PARE_TRY(args.status());
   PARE_CHECK_OR_RETURN(ctx, dims.size() >= 1 && dims.size() <= self.dim, Error::InvalidArgument,
                        "argument 'dim' must list 1 to %u dims of the input, got %zu", static_cast<unsigned>(self.dim),
                        dims.size());
+  PARE_CHECK_OR_RETURN(ctx, *mode >= 0 && *mode <= 2, Error::InvalidArgument,
+                       "argument 'normalization' must be 0 (none), 1 (1/sqrt(n)) or 2 (1/n), got %lld",
+                       static_cast<long long>(*mode));
   bool seen[kMaxDim] = {};
   out->count = dims.size();
   for (size_t i = 0; i < dims.size(); ++i) {
@@ -200,15 +205,6 @@ Error read_dims(KernelArgs& args, const Tensor& self, Dims* out) {
     seen[d] = true;
     out->d[i] = static_cast<size_t>(d);
   }
-  return Error::Ok;
-}
-
-Error read_normalization(KernelArgs& args, size_t i, int64_t* mode) {
-  *mode = args.int64(i, "normalization");
-  PARE_TRY(args.status());
-  PARE_CHECK_OR_RETURN(args.ctx(), *mode >= 0 && *mode <= 2, Error::InvalidArgument,
-                       "argument 'normalization' must be 0 (none), 1 (1/sqrt(n)) or 2 (1/n), got %lld",
-                       static_cast<long long>(*mode));
   return Error::Ok;
 }
 
@@ -246,9 +242,8 @@ Error aten__fft_r2c(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs) {
                        "convert the input to float32",
                        to_string(self.dtype));
   Dims dims{};
-  PARE_TRY(read_dims(args, self, &dims));
   int64_t mode = 0;
-  PARE_TRY(read_normalization(args, 2, &mode));
+  PARE_TRY(read_transform(args, self, &dims, &mode));
   const size_t last = dims.d[dims.count - 1];
   const int64_t n_last = self.sizes[last];
   int64_t sizes[kMaxDim];
@@ -299,9 +294,8 @@ Error aten__fft_c2r(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs) {
   PARE_TRY(args.status());
   PARE_TRY(check_complex_input(ctx, self));
   Dims dims{};
-  PARE_TRY(read_dims(args, self, &dims));
   int64_t mode = 0;
-  PARE_TRY(read_normalization(args, 2, &mode));
+  PARE_TRY(read_transform(args, self, &dims, &mode));
   const size_t last = dims.d[dims.count - 1];
   PARE_CHECK_OR_RETURN(ctx, last_size >= 1, Error::InvalidArgument,
                        "argument 'last_dim_size' must be at least 1, got %lld", static_cast<long long>(last_size));
@@ -364,9 +358,8 @@ Error aten__fft_c2c(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs) {
   PARE_TRY(args.status());
   PARE_TRY(check_complex_input(ctx, self));
   Dims dims{};
-  PARE_TRY(read_dims(args, self, &dims));
   int64_t mode = 0;
-  PARE_TRY(read_normalization(args, 2, &mode));
+  PARE_TRY(read_transform(args, self, &dims, &mode));
   double signal = 1;
   for (size_t i = 0; i < dims.count; ++i) signal *= static_cast<double>(self.sizes[dims.d[i]]);
   PARE_TRY_ASSIGN(Tensor * out, ctx.allocate_output(args.output(0), self.dtype, self.size_span()));
