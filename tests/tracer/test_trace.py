@@ -8,12 +8,15 @@ import pytest
 import torch
 import yaml
 from torch import nn
+from torchgen.selective_build.selector import SelectiveBuilder  # torch's wheel
 from tracer_testlib import exported, spec_from, spec_of
 
 import codegen
+from pare.program import read as read_program
 from pare.runtime import Runtime
 from tools.tracer import NumericMismatchError, TracerError, check_model, trace_model
 from tools.tracer.numerics import Tolerance
+from tools.tracer.paths import load_inventory
 from tools.tracer.runner import to_numpy_input
 
 
@@ -166,6 +169,56 @@ def test_a_dlrm_recommender_is_traced_and_matches_torch(tracing_lib, full_lib):
     assert m.kernel_metadata["triu_indices_kernel"] == ("Long",)
     assert all(c.ok for c in result.checks)
     assert all(c.ok for c in check_model(spec_of("dlrm_tiny"), full_lib))
+
+
+QUANTIZED_OPS = {
+    "quantized_decomposed::quantize_per_tensor",
+    "quantized_decomposed::dequantize_per_tensor",
+    "quantized_decomposed::dequantize_per_channel",
+}
+
+
+def test_a_pt2e_quantized_cnn_is_traced_and_matches_torch(tracing_lib, full_lib):
+    # Issue 44, the reference path: PareQuantizer, calibrate, convert_pt2e;
+    # the quantize/dequantize ops run on the quantized family's kernels over
+    # int8 tensors, the float ops between them on the float kernels.
+    result = trace_model(spec_of("quantized_cnn"), runtime=tracing_lib)
+    m = result.manifest
+    assert QUANTIZED_OPS <= set(m.operators)
+    assert {"aten::convolution", "aten::addmm", "aten::add.Tensor"} <= set(m.operators)
+    assert m.kernel_metadata["quantize_per_tensor_kernel"] == ("Char",)
+    assert m.kernel_metadata["dequantize_per_tensor_kernel"] == ("Char",)
+    # int8 weights, int32 biases (PareQuantizer's default)
+    assert m.kernel_metadata["dequantize_per_channel_kernel"] == ("Char", "Int")
+    # The manifest loads in torchgen and codegen selects the family by (tag, dtype).
+    sb = SelectiveBuilder.from_yaml_dict(yaml.safe_load(m.dump()))
+    assert sb.is_operator_selected("quantized_decomposed::dequantize_per_channel")
+    assert sb.is_kernel_dtype_selected("quantize_per_tensor_kernel", "Char")
+    assert not sb.is_kernel_dtype_selected("quantize_per_tensor_kernel", "Byte")
+    selection = codegen.resolve(m, load_inventory())
+    assert "quantized_decomposed::quantize_per_tensor" in selection.operators
+    assert selection.is_kernel_dtype_selected("dequantize_per_channel_kernel", "Int")
+    assert not selection.is_kernel_dtype_selected("choose_qparams_kernel", "Float")
+    assert all(c.ok for c in result.checks)
+    checks = check_model(spec_of("quantized_cnn"), full_lib)
+    line = checks[0].outputs[0].line()
+    assert line.startswith("output 0 Float[2, 10]: ok, quantized (step ") and "within 3 steps" in line
+    assert all(c.ok for c in checks)
+    # The weights stay int8 constants in the program (not folded to float).
+    (method,) = read_program(exported("quantized_cnn").program).methods
+    constants = [v for v in method.values if v.constant and v.dtype == "Char"]
+    assert sorted(tuple(v.sizes) for v in constants) == [(8, 3, 3, 3), (8, 8, 3, 3), (10, 8)]
+
+
+def test_a_dynamically_quantized_linear_is_traced_and_matches_torch(tracing_lib, full_lib):
+    result = trace_model(spec_of("quantized_cnn_dynamic"), runtime=tracing_lib)
+    m = result.manifest
+    assert {"quantized_decomposed::choose_qparams.tensor", "quantized_decomposed::quantize_per_tensor.tensor"} <= set(
+        m.operators
+    )
+    assert m.kernel_metadata["choose_qparams_kernel"] == ("Float",)
+    assert all(c.ok for c in result.checks)
+    assert all(c.ok for c in check_model(spec_of("quantized_cnn_dynamic"), full_lib))
 
 
 def test_check_passes_on_the_full_runtime(full_lib):

@@ -108,6 +108,10 @@ SYMINT_OPERATORS = {
     torch.sym_sum: "sum",
 }
 
+# PT2E's quantize / dequantize operators (runtime/kernels/quantized/,
+# docs/quantization.md): never folded into float constants at export.
+QUANTIZED_NAMESPACE = "quantized_decomposed"
+
 LINEAR_PREPACK = "pare::linear_prepack"
 LINEAR_PREPACKED = "pare::linear_prepacked"
 CONV2D_PREPACK = "pare::conv2d_prepack"
@@ -401,6 +405,10 @@ class MethodLowering:
         op = node.target
         inputs = list(_nodes_in((node.args, node.kwargs)))
         if not inputs or not all(self._is_constant(n) for n in inputs) or torch.Tag.nondeterministic_seeded in op.tags:
+            return False
+        if op.namespace == QUANTIZED_NAMESPACE:
+            # A PT2E weight stays int8 in the program, a quarter of the
+            # float bytes, and is dequantized by the runtime's kernel.
             return False
         val = node.meta.get("val")
         if not isinstance(val, torch.Tensor):

@@ -29,7 +29,7 @@ from tools.tracer import paths
 from tools.tracer.errors import NumericMismatchError, TracerError
 from tools.tracer.exporter import ExportedModel, MethodGroup, export_model, group_inputs
 from tools.tracer.model_spec import ModelSpec
-from tools.tracer.numerics import OutputCheck, Tolerance, compare, flatten_outputs
+from tools.tracer.numerics import OutputCheck, Tolerance, compare, flatten_outputs, quantized_output_steps
 from tools.tracer.progress import Progress, plural
 from tools.tracer.runner import NativeRunner, library_kind, runner_for
 
@@ -101,11 +101,12 @@ def run_and_compare(
     by method, and compares with torch eager. `after_method(name)` is called
     after each method's inputs ran (trace reads the per-method trace there)."""
     checks = []
+    steps = quantized_output_steps(spec.module)
     for group in groups:
         for index in group.indices:
             expected = eager_outputs(spec, index)
             actual = runner.run(group.name, spec.inputs[index])
-            checks.append(InputCheck(index, group.name, tuple(compare(actual, expected, tolerance))))
+            checks.append(InputCheck(index, group.name, tuple(compare(actual, expected, tolerance, steps))))
             shapes = ", ".join(f"{list(t.shape)}" for t in spec.inputs[index])
             status = "ok" if checks[-1].ok else "MISMATCH"
             worst = max((o.max_abs for o in checks[-1].outputs), default=0.0)
