@@ -10,10 +10,14 @@ addresses). Every symbol goes to one bucket:
   core          every other pare:: symbol, and the C API / PAL (pare_*)
   other         named symbols outside Pare (crt files, compiler runtime)
 
-and `unattributed` is what no symbol covers: linker-made sections (.dynsym,
-.rela.dyn, .got, ...), alignment padding, string literals merged across
-functions. When symbols overlap (aliases, a Mach-O symbol's gap extent), every
-byte is counted once, for the first symbol in the order above, so
+Bytes no symbol covers (linker-made sections, relocations, string
+literals, alignment padding) go, when the library's bytes are at hand
+(`gaps`, tools/size_diff/causes.py), to what caused them: the relocations
+of a table to the table's bucket, an error message to the op or core that
+owns it, padding to the symbol it aligns, the dynamic symbol tables to core.
+What no rule explains stays `unattributed`. When symbols overlap (aliases, a
+Mach-O symbol's gap extent), every byte is counted once, for the first symbol
+in the order above, so
 
     sum(op) + sum(kernel_dtype) + sum(class) + core + other + unattributed
         == sum of the allocated sections' sizes          (residual 0)
@@ -23,10 +27,12 @@ holds by construction, and `residual` in the report says so.
 
 from __future__ import annotations
 
+import bisect
 import re
 from collections import defaultdict
 from dataclasses import dataclass, field
 
+from tools.size_diff.causes import SYMBOL, GapExplainer
 from tools.size_diff.errors import SizeDiffError
 from tools.verify.binary import BinaryInfo, Section
 from tools.verify.expected import CLASS, KERNEL_DTYPE, OP, Expected, classify
@@ -50,6 +56,8 @@ class AttributedSymbol:
     section: str
     bucket: str
     key: str | None  # op name, "tag/dtype" or class name; None for core/other
+    kind: str = SYMBOL  # or what made bytes no symbol covers: "string", "relocations", "linker table", "padding"
+    reason: str = ""  # why, for the kinds other than "symbol"
 
 
 @dataclass(frozen=True)
@@ -116,10 +124,27 @@ def _bucket(expected: Expected | None, fmt: str, demangled: str) -> tuple[str, s
     return (CORE if _CORE.search(demangled) else OTHER), None
 
 
+def _cstring_extent(s, home: Section, gaps: GapExplainer | None) -> int:
+    """A Mach-O symbol in a C-string section ends at its NUL, not at the next
+    symbol: the literals after it belong to whoever uses them."""
+    if gaps is None or s.size_source != "gap" or not home.name.endswith(",__cstring"):
+        return s.size
+    data = gaps.lib.data(home, s.address, s.address + s.size)
+    if not data:
+        return s.size
+    nul = data.find(b"\0")
+    return s.size if nul < 0 else nul + 1
+
+
 def attribute(
-    unstripped: BinaryInfo, expected: Expected | None, sections: tuple[Section, ...] | None = None
+    unstripped: BinaryInfo,
+    expected: Expected | None,
+    sections: tuple[Section, ...] | None = None,
+    *,
+    gaps: GapExplainer | None = None,
 ) -> Attribution:
-    """Attributes `sections` (default: the unstripped library's own) to the unstripped library's symbols."""
+    """Attributes `sections` (default: the unstripped library's own) to the unstripped library's symbols,
+    then, with `gaps`, the bytes between them to what caused them."""
     basis = sections if sections is not None else unstripped.sections
     by_name = {s.name: s for s in basis}
     if expected is not None and unstripped.format not in expected.symbol_formats:
@@ -130,29 +155,62 @@ def attribute(
         if s.section not in by_name or s.size <= 0:
             continue
         bucket, key = _bucket(expected, unstripped.format, s.demangled)
-        candidates.append((s, bucket, key))
+        candidates.append((s, _cstring_extent(s, by_name[s.section], gaps), bucket, key))
     # Lower address first; at one address the more specific bucket, then the longer extent.
-    candidates.sort(key=lambda c: (c[0].address, _RANK[c[1]], -c[0].size, c[0].name))
+    candidates.sort(key=lambda c: (c[0].address, _RANK[c[2]], -c[1], c[0].name))
 
     keyed: dict[str, dict[str, int]] = {b: defaultdict(int) for b in KEYED_BUCKETS}
     core = other = 0
     per_section: dict[str, int] = defaultdict(int)
     symbols = []
     covered = -1
-    for s, bucket, key in candidates:
-        home = by_name[s.section]
-        start = max(s.address, covered)
-        end = min(s.address + s.size, home.end)
-        n = max(0, end - start)
-        covered = max(covered, end)
-        per_section[home.name] += n
+    spans: list[tuple[int, int, str, str | None, str]] = []  # start, end, bucket, key, name: what symbols cover
+
+    def count(n: int, bucket: str, key: str | None) -> None:
+        nonlocal core, other
         if bucket in KEYED_BUCKETS:
             keyed[bucket][key] += n
         elif bucket == CORE:
             core += n
         else:
             other += n
+
+    for s, size, bucket, key in candidates:
+        home = by_name[s.section]
+        start = max(s.address, covered)
+        end = min(s.address + size, home.end)
+        n = max(0, end - start)
+        covered = max(covered, end)
+        per_section[home.name] += n
+        count(n, bucket, key)
         symbols.append(AttributedSymbol(s.demangled, n, home.name, bucket, key))
+        if n:
+            spans.append((start, end, bucket, key, s.demangled))
+
+    if gaps is not None:
+        starts = [sp[0] for sp in spans]
+        first_at: dict[int, tuple[str, str | None, str]] = {}
+        for s, _, bucket, key in candidates:
+            first_at.setdefault(s.address, (bucket, key, s.demangled))
+
+        def owner_at(address: int) -> tuple[str, str | None, str] | None:
+            i = bisect.bisect_right(starts, address) - 1
+            if i >= 0 and spans[i][0] <= address < spans[i][1]:
+                return spans[i][2], spans[i][3], spans[i][4]
+            return None
+
+        for home in basis:
+            inside = [(a, b) for a, b, *_ in spans if home.address <= a < home.end]
+            at = home.address
+            for a, b in inside + [(home.end, home.end)]:
+                if a > at:
+                    for c in gaps.causes(home, at, a, owner_at, first_at.get):
+                        per_section[home.name] += c.end - c.start
+                        count(c.end - c.start, c.bucket, c.key)
+                        symbols.append(
+                            AttributedSymbol(c.name, c.end - c.start, home.name, c.bucket, c.key, c.kind, c.reason)
+                        )
+                at = max(at, b)
 
     shares = [SectionShare(s.name, s.size, s.file_backed, per_section.get(s.name, 0)) for s in basis]
     unattributed = sum(s.unattributed for s in shares)

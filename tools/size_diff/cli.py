@@ -76,6 +76,18 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--png", metavar="FILE", help="write a bar chart (needs matplotlib)")
     r.add_argument("-q", "--quiet", action="store_true", help="do not print the markdown to stdout")
     r.add_argument("--cxxfilt", metavar="PATH", help="llvm-cxxfilt to demangle with (default: $PARE_CXXFILT, PATH)")
+    r.add_argument(
+        "--explain",
+        metavar="NAME",
+        help="instead of the tables, say why NAME is in the runtime: a symbol (with or without its parameters), "
+        "a string's text, a section (.rela.dyn, __cstring), an op, a tag/dtype or a class",
+    )
+    r.add_argument(
+        "--runtime-dir",
+        metavar="DIR",
+        help="the runtime/ sources the library was built from, whose string literals and error messages "
+        "attribute .rodata (default: this checkout's)",
+    )
 
     d = sub.add_parser("diff", help="what changed between two reports, and who changed it")
     d.add_argument("base", metavar="BASE.json")
@@ -140,7 +152,7 @@ def _report(args: argparse.Namespace) -> int:
             )
         ]
         target = args.target
-    report = build_report(target, runs, cxxfilt=args.cxxfilt)
+    report = build_report(target, runs, cxxfilt=args.cxxfilt, runtime_dir=args.runtime_dir)
     if args.json:
         write_json(report, args.json)
     if args.markdown:
@@ -149,7 +161,11 @@ def _report(args: argparse.Namespace) -> int:
         from tools.size_diff.chart import write_png
 
         write_png(report, args.png)
-    if not args.quiet:
+    if args.explain is not None:
+        from tools.size_diff.explain import explain
+
+        sys.stdout.write(explain(report, args.explain))
+    elif not args.quiet:
         sys.stdout.write(render_markdown(report))
     return EXIT_OK
 

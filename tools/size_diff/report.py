@@ -20,6 +20,7 @@ from pathlib import Path
 
 from tools.bundle import BundleError, load_bundle
 from tools.size_diff.attribution import BUCKETS, CORE, KEYED_BUCKETS, OTHER, UNATTRIBUTED, attribute, check_twins
+from tools.size_diff.causes import SYMBOL, GapExplainer, LibraryBytes, SourceOwners
 from tools.size_diff.errors import SizeDiffError
 from tools.verify.binary import read_binary
 from tools.verify.expected import CLASS, KERNEL_DTYPE, OP, Expected, load_expected
@@ -63,8 +64,15 @@ def _display(path: Path | None) -> str | None:
     return rel if not rel.startswith("..") else str(path)
 
 
-def measure(run: Run, *, expected: Expected | None = None, cxxfilt: str | None = None) -> tuple[str, dict]:
-    """(platform, that platform's report entry)."""
+def measure(
+    run: Run,
+    *,
+    expected: Expected | None = None,
+    cxxfilt: str | None = None,
+    sources: SourceOwners | None = None,
+) -> tuple[str, dict]:
+    """(platform, that platform's report entry). `sources` (default: this checkout's runtime/) says who owns
+    the string literals between symbols."""
     unstripped = read_binary(run.unstripped, cxxfilt=cxxfilt)
     if not unstripped.has_symbol_table:
         raise SizeDiffError(
@@ -78,7 +86,9 @@ def measure(run: Run, *, expected: Expected | None = None, cxxfilt: str | None =
     platform = get_platform(run.platform).name if run.platform else infer_platform(shipped).name
     if expected is None and run.expected is not None:
         expected = load_expected(run.expected)
-    attr = attribute(unstripped, expected, shipped.sections)
+    if sources is None:
+        sources = SourceOwners(expected)
+    attr = attribute(unstripped, expected, shipped.sections, gaps=GapExplainer(LibraryBytes(run.unstripped), sources))
     file_section_bytes = sum(s.bytes for s in attr.sections if s.file_backed)
     entry = {
         "library": shipped.path.name,
@@ -111,8 +121,11 @@ def measure(run: Run, *, expected: Expected | None = None, cxxfilt: str | None =
             "residual": attr.residual,
         },
         "op_inclusive": attr.op_inclusive,
+        # Symbols, and the rows for bytes between them ("kind": string, relocations, linker table,
+        # padding; with the "reason" they are there).
         "symbols": [
             {"name": a.name, "bytes": a.bytes, "section": a.section, "bucket": a.bucket, "key": a.key}
+            | ({"kind": a.kind, "reason": a.reason} if a.kind != SYMBOL else {})
             for a in attr.symbols
             if a.bytes
         ],
@@ -120,16 +133,26 @@ def measure(run: Run, *, expected: Expected | None = None, cxxfilt: str | None =
     return platform, entry
 
 
-def build_report(target: str | None, runs: list[Run], *, cxxfilt: str | None = None) -> dict:
+def build_report(
+    target: str | None,
+    runs: list[Run],
+    *,
+    cxxfilt: str | None = None,
+    runtime_dir: str | os.PathLike[str] | None = None,
+) -> dict:
+    """The report of `runs`; string literals are looked up in `runtime_dir` (default: this checkout's runtime/)."""
     platforms = {}
     cache: dict[Path, Expected] = {}
+    owners: dict[Path | None, SourceOwners] = {}
     for run in runs:
         what = run.platform or run.unstripped.name
         progress(f"measuring {what} ({_display(run.stripped or run.unstripped)})")
         expected = None
         if run.expected is not None:
             expected = cache.get(run.expected) or cache.setdefault(run.expected, load_expected(run.expected))
-        platform, entry = measure(run, expected=expected, cxxfilt=cxxfilt)
+        if run.expected not in owners:
+            owners[run.expected] = SourceOwners(expected, runtime_dir)
+        platform, entry = measure(run, expected=expected, cxxfilt=cxxfilt, sources=owners[run.expected])
         if platform in platforms:
             raise SizeDiffError(f"two libraries for platform {platform}; give each platform once")
         platforms[platform] = entry
@@ -244,7 +267,7 @@ def render_markdown(report: dict, *, top: int = 10) -> str:
         pct = 100.0 * un / p["section_bytes"] if p["section_bytes"] else 0.0
         out.append(
             f"- {name}: residual {n(residual)} bytes (sections = ops + kernel dtypes + classes + core + other + "
-            f"unattributed); unattributed {n(un)} bytes ({pct:.1f}% of section bytes: linker tables, padding)."
+            f"unattributed); unattributed {n(un)} bytes ({pct:.1f}% of section bytes: what neither a symbol nor a rule of docs/size.md explains, e.g. jump tables and constants)."
         )
     out.append("")
     out.append(
