@@ -338,9 +338,9 @@ CORRUPTIONS = [
     ),
     (
         "tensor_dtype_code_invalid",
-        lambda L: L.put("B", L.value(2) + 1, 9),
+        lambda L: L.put("B", L.value(2) + 1, 10),  # ComplexDouble
         "InvalidProgram",
-        "invalid program: method 'forward' value 2 has unsupported dtype code 9",
+        "invalid program: method 'forward' value 2 has unsupported dtype code 10",
     ),
     (
         "tensor_rank_too_big",

@@ -65,7 +65,7 @@ Error load(Ctx& ctx) {
 def runtime_dir(tmp_path) -> Path:
     root = tmp_path / "runtime"
     for rel, text in {
-        "kernels/binary_math/add.cc": KERNELS,
+        "kernels/binary_math/add_mul.cc": KERNELS,
         "kernels/unary_math/shared.cc": SHARED,
         "kernels/prepacked/packed_params.cc": CLASSES,
         "executor/program.cc": EXECUTOR,
@@ -94,7 +94,7 @@ def test_string_owners_follow_the_function_that_holds_them(expected_clean, runti
     assert who("aten::mm") is None  # not selected
     assert who("not a literal in a comment") is None
     reason = owners.owner("add: sizes %s and %s differ").reason
-    assert reason.startswith("error message at runtime/kernels/binary_math/add.cc:4, in aten_add_Tensor")
+    assert reason.startswith("error message at runtime/kernels/binary_math/add_mul.cc:4, in aten_add_Tensor")
 
 
 def _sym(name, address, size, section=".text"):

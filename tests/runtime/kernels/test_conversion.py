@@ -53,8 +53,22 @@ def test_to_copy_non_contiguous_and_defaults(runtime):
     )
     with pytest.raises(PareError, match="argument 'device': only 'cpu'"):
         run_op(runtime, "aten::_to_copy", x, None, None, "cuda")
-    with pytest.raises(PareError, match="dtype code 9 is not supported"):
-        run_op(runtime, "aten::_to_copy", x, 9)
+    with pytest.raises(PareError, match="dtype code 10 is not supported"):  # ComplexDouble
+        run_op(runtime, "aten::_to_copy", x, 10)
+
+
+def test_to_copy_to_and_from_complex64(runtime):
+    # copy_kernel's ComplexFloat pairs (docs/complex.md): real to complex has
+    # a zero imaginary part, complex to real keeps the real part (torch
+    # warns), complex to Bool is "either part nonzero"; strided both ways.
+    x = make_tensor((4, 6), torch.float32, 3).t()
+    z = run_op(runtime, "aten::_to_copy", x, torch.complex64)
+    torch.testing.assert_close(z, x.to(torch.complex64), rtol=0, atol=0)
+    w = torch.complex(make_tensor((3, 5), torch.float32, 4), make_tensor((3, 5), torch.float32, 5))
+    w[0, 0], w[1, 1] = complex(0, 2), 0
+    for dst in (torch.float32, torch.float64, torch.int32, torch.bool, torch.float16):
+        expected = torch.view_as_real(w.t())[..., 0].to(dst) if dst != torch.bool else w.t().to(dst)
+        torch.testing.assert_close(run_op(runtime, "aten::_to_copy", w.t(), dst), expected, rtol=0, atol=0)
 
 
 def test_to_copy_special_float_values(runtime):
