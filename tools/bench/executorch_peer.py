@@ -49,27 +49,30 @@ class Availability:
         return self.ok
 
 
-def _python(venv: Path) -> Path:
+def python_of(venv: Path) -> Path:
+    """The venv's interpreter."""
     return venv / "bin" / "python3"
 
 
-def _child_env() -> dict[str, str]:
-    # The child is another venv's interpreter: nothing of this one's paths.
+def child_env() -> dict[str, str]:
+    """The environment for a child in another venv: nothing of this venv's
+    paths, the checkout on PYTHONPATH (the worker imports tools.bench.* only;
+    tests/tracer/xnnpack_fixture.py imports pare.quantizer too)."""
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV")}
-    env["PYTHONPATH"] = str(REPO_ROOT)  # tools.bench.* only; the worker imports nothing of pare
+    env["PYTHONPATH"] = str(REPO_ROOT)
     return env
 
 
 def available(venv: Path = VENV) -> Availability:
     """Whether `venv` exists and imports executorch (quick: no torch import)."""
-    python = _python(venv)
+    python = python_of(venv)
     if not python.is_file():
         return Availability(False, f"no ExecuTorch venv at {venv}; run {SETUP}")
     try:
         proc = subprocess.run(
             [str(python), "-c", "import executorch.version as v; print(v.__version__)"],
             cwd=REPO_ROOT,
-            env=_child_env(),
+            env=child_env(),
             capture_output=True,
             text=True,
             timeout=60,
@@ -128,7 +131,7 @@ class ExecuTorchPeer:
         stderr = tempfile.TemporaryFile()  # noqa: SIM115
         proc = subprocess.Popen(
             [
-                str(_python(venv)),
+                str(python_of(venv)),
                 "-m",
                 "tools.bench.executorch_worker",
                 str(spec_path),
@@ -136,7 +139,7 @@ class ExecuTorchPeer:
                 json.dumps(_tolerances()),
             ],
             cwd=REPO_ROOT,
-            env=_child_env(),
+            env=child_env(),
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=stderr,

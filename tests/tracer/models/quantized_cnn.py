@@ -2,7 +2,8 @@
 conv + relu, conv + residual add + relu, mean, linear, calibrated and
 converted by torchao's convert_pt2e. What tests/tracer/test_trace.py
 traces and checks against torch eager of the converted module (quantized_cnn_dynamic.py: the
-same with dynamically quantized linear inputs)."""
+same with dynamically quantized linear inputs; tests/tracer/xnnpack_fixture.py: the same
+quantized by ExecuTorch's XNNPACKQuantizer)."""
 
 import torch
 from torch import nn
@@ -25,15 +26,20 @@ class SmallCNN(nn.Module):
         return self.head(y.mean((2, 3)))
 
 
-def quantized(**options):
-    """The calibrated, converted model and its inputs, PareQuantizer(**options)."""
+def quantized(quantizer=None, **options):
+    """The calibrated, converted model and its inputs: quantized by `quantizer`
+    (tests/tracer/xnnpack_fixture.py passes ExecuTorch's XNNPACKQuantizer),
+    by default PareQuantizer(**options)."""
     torch.manual_seed(0)
     model = SmallCNN().eval()
     inputs = [(torch.randn(2, 3, 16, 16),), (torch.randn(2, 3, 16, 16) * 2,)]
+    # Drawn before prepare_pt2e, which may draw random numbers itself (as
+    # XNNPACKQuantizer's does): every quantizer calibrates on the same batches.
+    calibration = [torch.randn(2, 3, 16, 16) for _ in range(4)]
     exported = torch.export.export(model, inputs[0]).module()
-    prepared = prepare_pt2e(exported, PareQuantizer(**options))
-    for _ in range(4):
-        prepared(torch.randn(2, 3, 16, 16))
+    prepared = prepare_pt2e(exported, quantizer or PareQuantizer(**options))
+    for batch in calibration:
+        prepared(batch)
     return convert_pt2e(prepared), inputs
 
 
