@@ -22,8 +22,9 @@ Error aten_abs(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs) {
   Elementwise<1> e(ctx);
   if (self.dtype == ScalarType::ComplexFloat) {
     // The magnitude, a Float tensor: hypot in double, rounded once (torch's
-    // std::abs of complex<float> is within an ulp of it). All of it inside
-    // the dispatch, so a runtime without abs_complex_kernel keeps none of it.
+    // abs of a complex64, a float hypot, is within an ulp of it). All of it
+    // inside the dispatch, so a runtime without abs_complex_kernel keeps
+    // none of it.
     return PARE_DISPATCH(abs_complex_kernel, ctx, self.dtype, T, {
       e.add_input(Operand::of(self), "self");
       PARE_TRY(e.prepare(args.output(0), ScalarType::ComplexFloat, ScalarType::Float));
