@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from pare import dtypes as _dtypes
+from pare._status_table import STATUS_CODES
 
 MAX_DIM = 8
 _VALUE_KINDS = {
@@ -52,6 +53,12 @@ class PareError(Exception):
         super().__init__(_explained(message))
         self.status = status
         self.status_name = status_name
+
+
+def _sdk_error(message: str, status_name: str) -> PareError:
+    """A failure the SDK finds before calling the runtime, with the code the runtime gives `status_name`
+    (runtime/core/errors.def)."""
+    return PareError(message, STATUS_CODES[status_name], status_name)
 
 
 def _explained(message: str) -> str:
@@ -546,8 +553,8 @@ class Method:
         if dt is _dtypes.BFloat16:
             arr = arr.view(np.uint16) if arr.dtype == np.uint16 else _dtypes.float32_to_bfloat16_bits(arr)
         elif arr.dtype != dt.numpy:
-            raise PareError(
-                f"input {index}: array dtype {arr.dtype} does not match dtype {dt.name}", 0x10, "InvalidArgument"
+            raise _sdk_error(
+                f"input {index}: array dtype {arr.dtype} does not match dtype {dt.name}", "InvalidArgument"
             )
         layout = self._input_layouts[index] if 0 <= index < self._num_inputs else None
         if layout is not None and layout[0] == arr.dtype and layout[1] == arr.shape and layout[2] == arr.strides:
@@ -556,7 +563,7 @@ class Method:
             return
         itemsize = arr.dtype.itemsize
         if arr.ndim > MAX_DIM:
-            raise PareError(f"input {index}: rank {arr.ndim} exceeds {MAX_DIM}", 0x31, "LimitExceeded")
+            raise _sdk_error(f"input {index}: rank {arr.ndim} exceeds {MAX_DIM}", "LimitExceeded")
         byte_strides = arr.strides
         if any(s < 0 or s % itemsize for s in byte_strides):
             if not arr.flags.c_contiguous:
@@ -651,13 +658,12 @@ class Method:
             self._check(self._lib.pare_method_output_bool(self._handle, index, ctypes.byref(v)))
             return bool(v.value)
         if kind.value != 1:
-            raise PareError(
+            raise _sdk_error(
                 f"output {index} is a {_VALUE_KINDS.get(kind.value, '?')} value; only tensors and scalars can be read",
-                0x10,
                 "InvalidArgument",
             )
         self._check(self._c_output_tensor(self._handle, index, self._info_ref))  # a tensor that failed: why
-        raise PareError(f"output {index}: the runtime gave no tensor", 0x01, "Internal")
+        raise _sdk_error(f"output {index}: the runtime gave no tensor", "Internal")
 
     def output_dtype(self, index: int) -> str | None:
         """Output `index`'s dtype name after the last execute(), or None when it is not a tensor."""
@@ -669,7 +675,7 @@ class Method:
         """Sets every input (numpy arrays, or (array, dtype) pairs), executes,
         and returns every output (see output())."""
         if len(inputs) != self._num_inputs:
-            raise PareError(f"method takes {self._num_inputs} inputs, got {len(inputs)}", 0x10, "InvalidArgument")
+            raise _sdk_error(f"method takes {self._num_inputs} inputs, got {len(inputs)}", "InvalidArgument")
         for i, x in enumerate(inputs):
             if isinstance(x, tuple):
                 self.set_input(i, x[0], dtype=x[1])

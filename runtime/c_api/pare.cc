@@ -23,11 +23,12 @@ namespace {
 constexpr const char kVersion[] = "0.1.0";
 
 static_assert(PARE_MAX_DIM == kMaxDim, "pare.h and the runtime disagree on the rank limit");
-static_assert(static_cast<uint32_t>(PARE_ERROR_FILE) == static_cast<uint32_t>(Error::FileError),
-              "pare_status mirrors pare::Error");
-static_assert(static_cast<uint32_t>(PARE_ERROR_FEATURE_NOT_SELECTED) ==
-                  static_cast<uint32_t>(Error::FeatureNotSelected),
-              "pare_status mirrors pare::Error");
+// pare.h's pare_status is generated from runtime/core/errors.def: every
+// constant has its Error's number (else run python -m codegen.tables).
+#define PARE_ERROR(name, code, c_name)                                               \
+  static_assert(static_cast<uint32_t>(c_name) == static_cast<uint32_t>(Error::name), \
+                #c_name " mirrors pare::Error::" #name);
+#include "runtime/core/errors.def"
 static_assert(PARE_FORMAT_VERSION_MAJOR == kFormatVersionMajor, "format version mismatch");
 static_assert(PARE_LOAD_COPY == Program::kLoadCopyBuffer, "load flags mismatch");
 

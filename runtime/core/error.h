@@ -13,54 +13,18 @@
 
 namespace pare {
 
+// The enumerators are runtime/core/errors.def's table, which also makes
+// pare.h's pare_status (the C API returns the same numbers).
 enum class Error : uint32_t {
-  Ok = 0x00,
-
-  // System: the runtime itself is at fault or cannot proceed.
-  Internal = 0x01,
-  NotImplemented = 0x02,  // valid input the runtime does not handle (yet)
-
-  // Invalid input: the caller, the program or a kernel argument is wrong.
-  InvalidArgument = 0x10,
-  InvalidProgram = 0x11,  // program bytes fail validation
-  InvalidState = 0x12,    // API used out of order (e.g. execute before inputs)
-  InvalidShape = 0x13,
-  UnsupportedDtype = 0x14,  // the kernel has no implementation for the dtype
-  IndexOutOfRange = 0x15,
-
-  // Not selected: the program needs something this build left out. The fix
-  // is always to re-trace the model or add the item to the manifest.
-  OperatorNotSelected = 0x20,
-  OperatorNotFound = 0x21,  // no runtime kernel implements the operator
-  DtypeNotSelected = 0x22,
-  ClassNotSelected = 0x23,
-  FeatureNotSelected = 0x24,
-
-  // Resource exhaustion.
-  OutOfMemory = 0x30,
-  LimitExceeded = 0x31,  // e.g. rank above kMaxDim
-  FileError = 0x32,
+#define PARE_ERROR(name, code, c_name) name = code,
+#include "runtime/core/errors.def"
 };
 
 constexpr const char* to_string(Error e) {
   switch (e) {
-    case Error::Ok: return "Ok";
-    case Error::Internal: return "Internal";
-    case Error::NotImplemented: return "NotImplemented";
-    case Error::InvalidArgument: return "InvalidArgument";
-    case Error::InvalidProgram: return "InvalidProgram";
-    case Error::InvalidState: return "InvalidState";
-    case Error::InvalidShape: return "InvalidShape";
-    case Error::UnsupportedDtype: return "UnsupportedDtype";
-    case Error::IndexOutOfRange: return "IndexOutOfRange";
-    case Error::OperatorNotSelected: return "OperatorNotSelected";
-    case Error::OperatorNotFound: return "OperatorNotFound";
-    case Error::DtypeNotSelected: return "DtypeNotSelected";
-    case Error::ClassNotSelected: return "ClassNotSelected";
-    case Error::FeatureNotSelected: return "FeatureNotSelected";
-    case Error::OutOfMemory: return "OutOfMemory";
-    case Error::LimitExceeded: return "LimitExceeded";
-    case Error::FileError: return "FileError";
+#define PARE_ERROR(name, code, c_name) \
+  case Error::name: return #name;
+#include "runtime/core/errors.def"
   }
   return "Unknown";
 }

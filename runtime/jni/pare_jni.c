@@ -269,23 +269,6 @@ typedef struct bridge_output {
   } scalar;
 } bridge_output;
 
-static int element_size(int32_t dtype) {
-  switch (dtype) {
-    case PARE_DTYPE_BYTE:
-    case PARE_DTYPE_CHAR:
-    case PARE_DTYPE_BOOL: return 1;
-    case PARE_DTYPE_SHORT:
-    case PARE_DTYPE_HALF:
-    case PARE_DTYPE_BFLOAT16: return 2;
-    case PARE_DTYPE_INT:
-    case PARE_DTYPE_FLOAT: return 4;
-    case PARE_DTYPE_LONG:
-    case PARE_DTYPE_DOUBLE:
-    case PARE_DTYPE_COMPLEX_FLOAT: return 8;
-    default: return 0;
-  }
-}
-
 static int read_output(JNIEnv* env, bridge_method* m, jint index, bridge_output* out) {
   int32_t kind = 0;
   if (pare_method_output_kind(m->method, (size_t)index, &kind) != PARE_OK) {
@@ -355,7 +338,7 @@ PARE_JNIEXPORT jbyteArray Java_org_pare_Module_nativeOutputData(JNIEnv* env, jcl
   bridge_method* m = as_method(env, handle);
   bridge_output out;
   if (!m || !read_output(env, m, index, &out)) return NULL;
-  const int esize = element_size(out.dtype);
+  const int esize = (int)pare_dtype_element_size(out.dtype);
   int64_t numel = 1;
   for (int32_t d = 0; d < out.ndim; ++d) numel *= out.sizes[d];
   const int64_t nbytes = numel * esize;

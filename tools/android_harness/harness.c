@@ -227,63 +227,38 @@ static void* find_symbol(void* lib, const char* name) {
 }
 
 // The C API entry points `run` uses, resolved with dlsym (the library is
-// loaded at run time, so nothing links against it).
+// loaded at run time, so nothing links against it). Each pointer has its
+// function's type from pare.h, so a signature that changes there fails this
+// build instead of miscalling.
+#define HARNESS_API(X)     \
+  X(status_name)           \
+  X(program_load_file)     \
+  X(program_error_message) \
+  X(method_create)         \
+  X(method_error_message)  \
+  X(method_input_count)    \
+  X(method_output_count)   \
+  X(method_set_input)      \
+  X(method_execute)        \
+  X(method_output_kind)    \
+  X(method_output_tensor)  \
+  X(method_output_int)     \
+  X(method_output_double)  \
+  X(method_output_bool)
+
 typedef struct api {
-  const char* (*status_name)(pare_status);
-  pare_status (*program_load_file)(const char*, pare_program**);
-  const char* (*program_error_message)(const pare_program*);
-  pare_status (*method_create)(pare_program*, const char*, pare_method**);
-  const char* (*method_error_message)(const pare_method*);
-  size_t (*method_input_count)(const pare_method*);
-  size_t (*method_output_count)(const pare_method*);
-  pare_status (*method_set_input)(pare_method*, size_t, int32_t, const int64_t*, size_t, const int64_t*, const void*,
-                                  size_t);
-  pare_status (*method_execute)(pare_method*);
-  pare_status (*method_output_kind)(const pare_method*, size_t, int32_t*);
-  pare_status (*method_output_tensor)(const pare_method*, size_t, pare_tensor_info*);
-  pare_status (*method_output_int)(const pare_method*, size_t, int64_t*);
-  pare_status (*method_output_double)(const pare_method*, size_t, double*);
-  pare_status (*method_output_bool)(const pare_method*, size_t, int32_t*);
+#define HARNESS_API_FIELD(name) __typeof__(pare_##name)* name;
+  HARNESS_API(HARNESS_API_FIELD)
 } api;
 
-#define RESOLVE(lib, a, field) (*(void**)(&(a)->field) = find_symbol((lib), "pare_" #field))
-
 static void resolve_api(void* lib, api* a) {
-  RESOLVE(lib, a, status_name);
-  RESOLVE(lib, a, program_load_file);
-  RESOLVE(lib, a, program_error_message);
-  RESOLVE(lib, a, method_create);
-  RESOLVE(lib, a, method_error_message);
-  RESOLVE(lib, a, method_input_count);
-  RESOLVE(lib, a, method_output_count);
-  RESOLVE(lib, a, method_set_input);
-  RESOLVE(lib, a, method_execute);
-  RESOLVE(lib, a, method_output_kind);
-  RESOLVE(lib, a, method_output_tensor);
-  RESOLVE(lib, a, method_output_int);
-  RESOLVE(lib, a, method_output_double);
-  RESOLVE(lib, a, method_output_bool);
+#define HARNESS_API_RESOLVE(name) a->name = (__typeof__(pare_##name)*)find_symbol(lib, "pare_" #name);
+  HARNESS_API(HARNESS_API_RESOLVE)
 }
 
 static void pare_failed(const api* a, const char* what, pare_status status, const char* message) {
   fprintf(stderr, "harness: %s failed: %s: %s\n", what, a->status_name(status), message ? message : "");
   exit(5);
-}
-
-static size_t dtype_size(int32_t dtype) {
-  switch (dtype) {
-    case PARE_DTYPE_BYTE:
-    case PARE_DTYPE_CHAR:
-    case PARE_DTYPE_BOOL: return 1;
-    case PARE_DTYPE_SHORT:
-    case PARE_DTYPE_HALF:
-    case PARE_DTYPE_BFLOAT16: return 2;
-    case PARE_DTYPE_INT:
-    case PARE_DTYPE_FLOAT: return 4;
-    case PARE_DTYPE_LONG:
-    case PARE_DTYPE_DOUBLE: return 8;
-    default: return 0;
-  }
 }
 
 static void* read_file(const char* path, size_t* size) {
@@ -310,7 +285,7 @@ static void* read_file(const char* path, size_t* size) {
 static void set_input(const api* a, pare_method* method, size_t index, const char* spec) {
   char* end = NULL;
   long dtype = strtol(spec, &end, 10);
-  if (end == spec || *end != ':' || dtype_size((int32_t)dtype) == 0) {
+  if (end == spec || *end != ':' || pare_dtype_element_size((int32_t)dtype) == 0) {
     fprintf(stderr, "harness: input '%s': expected DTYPE:SIZES:FILE with a ScalarType code\n", spec);
     exit(2);
   }
@@ -334,9 +309,9 @@ static void set_input(const api* a, pare_method* method, size_t index, const cha
   }
   size_t nbytes = 0;
   void* data = read_file(p + 1, &nbytes);
-  if (nbytes != numel * dtype_size((int32_t)dtype)) {
+  if (nbytes != numel * pare_dtype_element_size((int32_t)dtype)) {
     fprintf(stderr, "harness: input '%s': file has %zu bytes, the sizes need %zu\n", spec, nbytes,
-            numel * dtype_size((int32_t)dtype));
+            numel * pare_dtype_element_size((int32_t)dtype));
     exit(6);
   }
   pare_status status = a->method_set_input(method, index, (int32_t)dtype, sizes, ndim, NULL, data, nbytes);
@@ -350,7 +325,7 @@ static void write_tensor(const pare_tensor_info* t, const char* path) {
     fprintf(stderr, "harness: cannot write %s: %s\n", path, strerror(errno));
     exit(6);
   }
-  const size_t item = dtype_size(t->dtype);
+  const size_t item = pare_dtype_element_size(t->dtype);
   size_t numel = 1;
   for (int32_t d = 0; d < t->ndim; ++d) numel *= (size_t)t->sizes[d];
   int64_t index[PARE_MAX_DIM] = {0};
