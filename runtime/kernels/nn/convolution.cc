@@ -25,10 +25,8 @@
 // tag (convolution3d_kernel), so runtimes that never select it carry none
 // of its code.
 
+#include "runtime/kernels/common/conv_plan.h"
 #include "runtime/kernels/common/convert.h"
-#include "runtime/kernels/common/gemm.h"
-#include "runtime/kernels/common/depthwise.h"
-#include "runtime/kernels/common/im2col.h"
 #include "runtime/kernels/nn/nn_common.h"
 
 namespace pare {
@@ -39,36 +37,12 @@ namespace {
 // the scratch to k * kColumnBlock elements).
 constexpr int64_t kColumnBlock = 256;
 
-struct ConvGeometry {
-  int64_t batch;
-  int64_t in_channels;
-  int64_t out_channels;
-  int64_t groups;
-  int64_t cg;  // input channels per group
-  int64_t og;  // output channels per group
-  int64_t height, width, out_h, out_w;
-  int64_t kh, kw, sh, sw, ph, pw, dh, dw;
-  int64_t k() const { return cg * kh * kw; }
-  int64_t planes_in() const { return height * width; }
-  int64_t planes_out() const { return out_h * out_w; }
-  gemm::Im2ColGeometry im2col() const { return {height, width, out_w, kh, kw, sh, sw, ph, pw, dh, dw}; }
-};
-
-// Range [lo, hi) of output positions o with 0 <= o * stride + offset < size.
-PARE_UNUSED PARE_ALWAYS_INLINE void valid_range(int64_t offset, int64_t stride, int64_t size, int64_t count,
-                                                int64_t* lo, int64_t* hi) {
-  int64_t first = 0;
-  if (offset < 0) first = (-offset + stride - 1) / stride;
-  int64_t last = 0;  // one past
-  if (offset <= size - 1) last = (size - 1 - offset) / stride + 1;
-  if (last > count) last = count;
-  *lo = first;
-  *hi = last > first ? last : first;
-}
+using conv::Geometry;
+using conv::valid_range;
 
 // Group grp's output rows c [og, out_h * out_w] start as their channels' bias.
 template <typename T>
-void fill_with_bias(T* c, const ConvGeometry& g, int64_t grp, const Tensor& bias) {
+void fill_with_bias(T* c, const Geometry& g, int64_t grp, const Tensor& bias) {
   const int64_t p = g.planes_out();
   for (int64_t i = 0; i < g.og; ++i) {
     const T b = bias.data_as<T>()[(grp * g.og + i) * bias.strides[0]];
@@ -87,12 +61,10 @@ PARE_ALWAYS_INLINE opmath_t<T> bias_at(const Tensor* bias, int64_t i) {
 // Depthwise: cg == 1. Output channel oc reads input channel oc / og.
 
 template <typename T>
-Error depthwise(KernelContext& ctx, const ConvGeometry& g, const T* x, const T* w, const Tensor* bias, T* y) {
+Error depthwise(KernelContext& ctx, const Geometry& g, const T* x, const T* w, const Tensor* bias, T* y) {
   if constexpr (is_same_v<T, float>) {
     if (depthwise::has_fast_path(g.kh, g.kw, g.sh, g.sw, g.dh, g.dw)) {
-      const depthwise::Geometry dg{g.batch, g.in_channels, g.out_channels, g.height, g.width, g.out_h,
-                                   g.out_w, g.kh,          g.sh,           g.ph,     g.pw};
-      return depthwise::run_float(ctx, dg, x, w, bias != nullptr ? bias->data_as<float>() : nullptr,
+      return depthwise::run_float(ctx, g.depthwise(), x, w, bias != nullptr ? bias->data_as<float>() : nullptr,
                                   bias != nullptr ? bias->strides[0] : 0, -__builtin_inff(), __builtin_inff(), y);
     }
   }
@@ -150,11 +122,10 @@ Error depthwise(KernelContext& ctx, const ConvGeometry& g, const T* x, const T* 
 // ---------------------------------------------------------------------------
 // Float: packed GEMM with im2col fused into B's packing.
 
-PARE_UNUSED Error conv_float(KernelContext& ctx, const ConvGeometry& g, const float* x, const float* w,
-                             const Tensor* bias, float* y) {
+PARE_UNUSED Error conv_float(KernelContext& ctx, const Geometry& g, const float* x, const float* w, const Tensor* bias,
+                             float* y) {
   const int64_t k = g.k();
   const int64_t p = g.planes_out();
-  const bool pointwise = g.kh == 1 && g.kw == 1 && g.sh == 1 && g.sw == 1 && g.ph == 0 && g.pw == 0;
   // The bias as contiguous floats (null without one).
   const float* b = nullptr;
   if (bias != nullptr) {
@@ -166,15 +137,13 @@ PARE_UNUSED Error conv_float(KernelContext& ctx, const ConvGeometry& g, const fl
   auto each_group = [&](auto&& product) {
     for (int64_t n = 0; n < g.batch; ++n) {
       for (int64_t grp = 0; grp < g.groups; ++grp) {
-        const float* image = x + (n * g.in_channels + grp * g.cg) * g.planes_in();
-        float* c = y + (n * g.out_channels + grp * g.og) * p;
-        product(image, c, grp, b == nullptr ? nullptr : b + grp * g.og);
+        product(x + g.group_input(n, grp), y + g.group_output(n, grp), grp, b == nullptr ? nullptr : b + grp * g.og);
       }
     }
   };
+  const conv::Algorithm algorithm = conv::choose(g);
   if constexpr (fast_path_compiled<tags::pixel_rows_kernel, float>()) {
-    if (pointwise && gemm::pixel_rows_pay(p) &&
-        fast_path_selected<tags::pixel_rows_kernel, float>()) {  // 1x1, 5 to 12 pixels (gemm.h)
+    if (algorithm == conv::Algorithm::PixelRows) {  // 1x1, 5 to 12 pixels (gemm.h)
       return run_fast_path<tags::pixel_rows_kernel, float>(ctx, [&]() -> Error {
         PARE_TRY_ASSIGN(const gemm::PixelRows rows, gemm::pixel_rows_scratch(ctx, p, g.og, k, /*pack_b=*/true));
         each_group([&](const float* image, float* c, int64_t grp, const float* group_bias) {
@@ -194,8 +163,7 @@ PARE_UNUSED Error conv_float(KernelContext& ctx, const ConvGeometry& g, const fl
     gemm::prepack_a({w + grp * g.og * k, g.og, k, k, 1}, packed + grp * group_floats);
   }
   if constexpr (fast_path_compiled<tags::gemm_narrow_kernel, float>()) {
-    if (pointwise && p <= gemm::kNarrowN &&
-        fast_path_selected<tags::gemm_narrow_kernel, float>()) {  // 1x1, 1 to 4 pixels (gemm.h)
+    if (algorithm == conv::Algorithm::NarrowGemm) {  // 1x1, 1 to 4 pixels (gemm.h)
       return run_fast_path<tags::gemm_narrow_kernel, float>(ctx, [&]() -> Error {
         PARE_TRY_ASSIGN(void* scratch, ctx.allocate_scratch(gemm::narrow_scratch_floats(p, k) * sizeof(float)));
         each_group([&](const float* image, float* c, int64_t grp, const float* group_bias) {
@@ -210,7 +178,7 @@ PARE_UNUSED Error conv_float(KernelContext& ctx, const ConvGeometry& g, const fl
   each_group([&](const float* image, float* c, int64_t grp, const float* group_bias) {
     const gemm::PrepackedA a{packed + grp * group_floats, g.og};
     const gemm::Output out{1.0f, /*accumulate=*/false, /*row_bias=*/group_bias};
-    if (pointwise) {
+    if (g.pointwise()) {
       gemm::sgemm(ctx, split, g.og, p, k, a, gemm::StridedB{{image, k, p, p, 1}}, c, p, out);
     } else {
       gemm::sgemm(ctx, split, g.og, p, k, a, gemm::Im2ColPanels{image, g.im2col()}, c, p, out);
@@ -225,7 +193,7 @@ PARE_UNUSED Error conv_float(KernelContext& ctx, const ConvGeometry& g, const fl
 // Writes columns [j0, j0+nc) of one group's im2col matrix as a row-major
 // [k, nc] block.
 template <typename T>
-void im2col_block(const T* image, const ConvGeometry& g, int64_t j0, int64_t nc, T* dst) {
+void im2col_block(const T* image, const Geometry& g, int64_t j0, int64_t nc, T* dst) {
   const int64_t taps = g.kh * g.kw;
   for (int64_t kk = 0; kk < g.k(); ++kk) {
     const int64_t channel = kk / taps;
@@ -258,11 +226,11 @@ void im2col_block(const T* image, const ConvGeometry& g, int64_t j0, int64_t nc,
 }
 
 template <typename T>
-Error conv_generic(KernelContext& ctx, const ConvGeometry& g, const T* x, const T* w, const Tensor* bias, T* y) {
+Error conv_generic(KernelContext& ctx, const Geometry& g, const T* x, const T* w, const Tensor* bias, T* y) {
   using Acc = opmath_t<T>;
   const int64_t k = g.k();
   const int64_t p = g.planes_out();
-  const bool pointwise = g.kh == 1 && g.kw == 1 && g.sh == 1 && g.sw == 1 && g.ph == 0 && g.pw == 0;
+  const bool pointwise = g.pointwise();
   const int64_t block = p < kColumnBlock ? p : kColumnBlock;
   T* cols = nullptr;
   if (!pointwise) {
@@ -301,7 +269,7 @@ Error conv_generic(KernelContext& ctx, const ConvGeometry& g, const T* x, const 
 // Adds one [og * kh * kw, nc] column block (columns = input pixels
 // [j0, j0 + nc)) into the group's output accumulator planes.
 template <typename Acc>
-void col2im_block(const Acc* cols, const ConvGeometry& g, int64_t j0, int64_t nc, Acc* out) {
+void col2im_block(const Acc* cols, const Geometry& g, int64_t j0, int64_t nc, Acc* out) {
   const int64_t taps = g.kh * g.kw;
   for (int64_t r = 0; r < g.og * taps; ++r) {
     const int64_t oc = r / taps;
@@ -335,7 +303,7 @@ void col2im_block(const Acc* cols, const ConvGeometry& g, int64_t j0, int64_t nc
 // For a given group, the direct scatter for non-float dtypes: accumulates
 // into `acc` ([og, out_h, out_w] opmath values).
 template <typename T>
-void transposed_scatter(const T* image, const T* w, const ConvGeometry& g, opmath_t<T>* acc) {
+void transposed_scatter(const T* image, const T* w, const Geometry& g, opmath_t<T>* acc) {
   using Acc = opmath_t<T>;
   const int64_t taps = g.kh * g.kw;
   for (int64_t ic = 0; ic < g.cg; ++ic) {
@@ -370,7 +338,7 @@ void transposed_scatter(const T* image, const T* w, const ConvGeometry& g, opmat
 }
 
 template <typename T>
-Error conv_transposed(KernelContext& ctx, const ConvGeometry& g, const T* x, const T* w, const Tensor* bias, T* y) {
+Error conv_transposed(KernelContext& ctx, const Geometry& g, const T* x, const T* w, const Tensor* bias, T* y) {
   using Acc = opmath_t<T>;
   const int64_t taps = g.kh * g.kw;
   const int64_t group_out = g.og * g.planes_out();
@@ -444,7 +412,7 @@ Error conv_transposed(KernelContext& ctx, const ConvGeometry& g, const T* x, con
 // dispatch: the PARE_UNUSED helper is dropped with it.
 
 struct Conv3dGeometry {
-  ConvGeometry slabs;  // the 2-d convolution: batch N * T_out, C * KT input channels
+  Geometry slabs;  // the 2-d convolution: batch N * T_out, C * KT input channels
   int64_t batch;
   int64_t channels;
   int64_t frames, out_frames;
@@ -466,7 +434,7 @@ PARE_UNUSED Error conv3d_prepare(KernelContext& ctx, Value& output, const Tensor
   PARE_TRY(nn::read_spatial(ctx, dilation_arg, 3, "dilation", 1, nullptr, dilation));
 
   Conv3dGeometry g3{};
-  ConvGeometry& g = g3.slabs;
+  Geometry& g = g3.slabs;
   g3.batch = input.sizes[0];
   g3.channels = input.sizes[1];
   g3.frames = input.sizes[2];
@@ -502,9 +470,9 @@ PARE_UNUSED Error conv3d_prepare(KernelContext& ctx, Value& output, const Tensor
                        sizes_to_string(input.size_span()).text, static_cast<long long>(cg * groups),
                        static_cast<long long>(g3.channels));
   PARE_CHECK_OR_RETURN(ctx,
-                       nn::window_output_size(g3.frames, g3.kt, g3.st, g3.pt, g3.dt, false, &g3.out_frames) &&
-                           nn::window_output_size(g.height, g.kh, g.sh, g.ph, g.dh, false, &g.out_h) &&
-                           nn::window_output_size(g.width, g.kw, g.sw, g.pw, g.dw, false, &g.out_w),
+                       conv::output_extent(g3.frames, g3.kt, g3.st, g3.pt, g3.dt, &g3.out_frames) &&
+                           conv::output_extent(g.height, g.kh, g.sh, g.ph, g.dh, &g.out_h) &&
+                           conv::output_extent(g.width, g.kw, g.sw, g.pw, g.dw, &g.out_w),
                        Error::InvalidShape,
                        "'input' of sizes %s with padding (%lld, %lld, %lld) is smaller than the dilated kernel of "
                        "'weight' %s",
@@ -544,7 +512,7 @@ PARE_UNUSED Error conv3d_prepare(KernelContext& ctx, Value& output, const Tensor
 
 template <typename T>
 Error conv3d(KernelContext& ctx, const Conv3dGeometry& g3, const T* x, const T* w, const Tensor* bias, T* y) {
-  const ConvGeometry& g = g3.slabs;
+  const Geometry& g = g3.slabs;
   const int64_t plane = g.planes_in();
   const size_t plane_bytes = static_cast<size_t>(plane) * sizeof(T);
   PARE_TRY_ASSIGN(void* slab_memory, ctx.allocate_scratch(g3.slab_elements * sizeof(T)));
@@ -681,7 +649,7 @@ Error aten_convolution(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs) 
   PARE_TRY(nn::read_spatial(ctx, dilation_arg, spatial, "dilation", 1, nullptr, d));
   if (transposed) PARE_TRY(nn::read_spatial(ctx, output_padding_arg, spatial, "output_padding", 0, nullptr, op));
 
-  ConvGeometry g{};
+  Geometry g{};
   g.batch = input.sizes[0];
   g.in_channels = input.sizes[1];
   g.groups = groups;
@@ -714,14 +682,7 @@ Error aten_convolution(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs) 
                          sizes_to_string(input.size_span()).text, static_cast<long long>(g.cg * groups),
                          static_cast<long long>(g.in_channels));
     g.og = g.out_channels / groups;
-    PARE_CHECK_OR_RETURN(ctx,
-                         nn::window_output_size(g.height, g.kh, g.sh, g.ph, g.dh, false, &g.out_h) &&
-                             nn::window_output_size(g.width, g.kw, g.sw, g.pw, g.dw, false, &g.out_w),
-                         Error::InvalidShape,
-                         "'input' of sizes %s with padding (%lld, %lld) is smaller than the dilated kernel of 'weight' "
-                         "%s",
-                         sizes_to_string(input.size_span()).text, static_cast<long long>(g.ph),
-                         static_cast<long long>(g.pw), sizes_to_string(weight.size_span()).text);
+    PARE_TRY(conv::plan_output(ctx, &g, input.size_span(), weight.dim));
   } else {
     PARE_CHECK_OR_RETURN(ctx, weight.sizes[0] == g.in_channels && g.in_channels % groups == 0, Error::InvalidShape,
                          "transposed convolution with groups=%lld: 'weight' of sizes %s expects 'input' of sizes %s to "

@@ -176,6 +176,30 @@ Error LinearPackedParams::run(KernelContext& ctx, const Tensor& input, Value& ou
   return epilogue.after_product(/*adds_residual=*/true).apply(ctx, c, nullptr, static_cast<int64_t>(result->numel()));
 }
 
+namespace {
+
+// The layout a packed convolution's weights are in, told by their rank
+// (docs/program_format.md, "Prepacked weights"): 4-D a depthwise layer's,
+// HWIO [K, K, 1, C] when its sizes say so (K > 1 tells them from [C, 1, K,
+// K]), else as given; 2-D transformed for Winograd, the tile told by the
+// rows (16 or 36 matrices per group); 3-D for pixel rows; 1-D the GEMM's A.
+conv::WeightLayout packed_layout(const Tensor& weight, int64_t groups, int64_t out_channels, const int64_t* kernel) {
+  switch (weight.dim) {
+    case 4:
+      return weight.sizes[0] == kernel[0] && weight.sizes[1] == kernel[1] && weight.sizes[2] == 1 &&
+                     weight.sizes[3] == out_channels && kernel[0] > 1
+                 ? conv::WeightLayout::DepthwiseHwio
+                 : conv::WeightLayout::AsGiven;
+    case 2:
+      return weight.sizes[0] == groups * winograd::positions(4) ? conv::WeightLayout::Winograd4
+                                                                : conv::WeightLayout::Winograd2;
+    case 3: return conv::WeightLayout::PixelRows;
+    default: return conv::WeightLayout::GemmA;
+  }
+}
+
+}  // namespace
+
 Error Conv2dPackedParams::init(KernelContext& ctx, const Tensor& weight, const Tensor* bias_tensor,
                                IntArrayRef stride_arg, IntArrayRef padding_arg, IntArrayRef dilation_arg,
                                int64_t groups_arg, IntArrayRef weight_sizes) {
@@ -216,103 +240,101 @@ Error Conv2dPackedParams::init(KernelContext& ctx, const Tensor& weight, const T
           !__builtin_mul_overflow(static_cast<int64_t>(gemm::packed_a_size(out_channels / groups, k)), groups, &floats),
       Error::InvalidArgument, "weight_sizes %s with groups = %lld: the layer is too large",
       sizes_to_string(weight_sizes).text, static_cast<long long>(groups));
-  // A 4-D weight is a depthwise convolution's, for the direct kernel, as
-  // given; any other convolution's weights come packed, per group, as the
-  // GEMM's A [out_channels / groups, k] (rows are output channels).
-  depthwise_direct = weight.dim == 4;
-  // HWIO [K, K, 1, C]: a depthwise convolution's weights for the
-  // channels-last kernel (sizes tell it from [C, 1, K, K]: K > 1).
-  depthwise_hwio = depthwise_direct && weight.sizes[0] == kernel[0] && weight.sizes[1] == kernel[1] &&
-                   weight.sizes[2] == 1 && weight.sizes[3] == out_channels && kernel[0] > 1;
-  if (depthwise_hwio) {
-    if (!kernel_dtype_selected(TagId::conv2d_channels_last_kernel, ScalarType::Float)) {
-      return detail::dtype_not_selected(ctx, tags::conv2d_channels_last_kernel::name, ScalarType::Float);
+  layout = packed_layout(weight, groups, out_channels, kernel);
+  switch (layout) {
+    case conv::WeightLayout::DepthwiseHwio:
+      if (!kernel_dtype_selected(TagId::conv2d_channels_last_kernel, ScalarType::Float)) {
+        return detail::dtype_not_selected(ctx, tags::conv2d_channels_last_kernel::name, ScalarType::Float);
+      }
+      PARE_CHECK_OR_RETURN(
+          ctx,
+          cg == 1 && groups == out_channels &&
+              depthwise::has_fast_path(kernel[0], kernel[1], stride[0], stride[1], dilation[0], dilation[1]),
+          Error::InvalidArgument,
+          "argument 'weight' is laid out HWIO (for the channels-last kernel), which only a depthwise 3x3, 5x5 or 7x7 "
+          "convolution with one output channel per input channel, stride 1 or 2 and no dilation may be%s",
+          kRepack);
+      PARE_CHECK_OR_RETURN(ctx, weight.dtype == ScalarType::Float && weight.is_contiguous(), Error::InvalidArgument,
+                           "argument 'weight' must be a contiguous Float tensor, got %s", to_string(weight.dtype));
+      packed_weight = weight.data_as<float>();
+      break;
+    case conv::WeightLayout::AsGiven: {
+      PARE_CHECK_OR_RETURN(
+          ctx,
+          cg == 1 && groups > 1 &&
+              depthwise::has_fast_path(kernel[0], kernel[1], stride[0], stride[1], dilation[0], dilation[1]),
+          Error::InvalidArgument,
+          "argument 'weight' is unpacked (4-D), which only a depthwise 3x3, 5x5 or 7x7 convolution "
+          "with stride 1 or 2 and no dilation may be%s",
+          kRepack);
+      bool same_sizes = true;
+      for (size_t i = 0; i < 4; ++i) same_sizes = same_sizes && weight.sizes[i] == weight_sizes[i];
+      PARE_CHECK_OR_RETURN(
+          ctx, weight.dtype == ScalarType::Float && weight.is_contiguous() && same_sizes, Error::InvalidArgument,
+          "argument 'weight' must be a contiguous Float tensor of sizes %s, got %s %s",
+          sizes_to_string(weight_sizes).text, to_string(weight.dtype), sizes_to_string(weight.size_span()).text);
+      packed_weight = weight.data_as<float>();
+      break;
     }
-    PARE_CHECK_OR_RETURN(
-        ctx,
-        cg == 1 && groups == out_channels &&
-            depthwise::has_fast_path(kernel[0], kernel[1], stride[0], stride[1], dilation[0], dilation[1]),
-        Error::InvalidArgument,
-        "argument 'weight' is laid out HWIO (for the channels-last kernel), which only a depthwise 3x3, 5x5 or 7x7 "
-        "convolution with one output channel per input channel, stride 1 or 2 and no dilation may be%s",
-        kRepack);
-    PARE_CHECK_OR_RETURN(ctx, weight.dtype == ScalarType::Float && weight.is_contiguous(), Error::InvalidArgument,
-                         "argument 'weight' must be a contiguous Float tensor, got %s", to_string(weight.dtype));
-    packed_weight = weight.data_as<float>();
-  } else if (depthwise_direct) {
-    PARE_CHECK_OR_RETURN(
-        ctx,
-        cg == 1 && groups > 1 &&
-            depthwise::has_fast_path(kernel[0], kernel[1], stride[0], stride[1], dilation[0], dilation[1]),
-        Error::InvalidArgument,
-        "argument 'weight' is unpacked (4-D), which only a depthwise 3x3, 5x5 or 7x7 convolution "
-        "with stride 1 or 2 and no dilation may be%s",
-        kRepack);
-    bool same_sizes = true;
-    for (size_t i = 0; i < 4; ++i) same_sizes = same_sizes && weight.sizes[i] == weight_sizes[i];
-    PARE_CHECK_OR_RETURN(
-        ctx, weight.dtype == ScalarType::Float && weight.is_contiguous() && same_sizes, Error::InvalidArgument,
-        "argument 'weight' must be a contiguous Float tensor of sizes %s, got %s %s",
-        sizes_to_string(weight_sizes).text, to_string(weight.dtype), sizes_to_string(weight.size_span()).text);
-    packed_weight = weight.data_as<float>();
-  } else if (weight.dim == 2) {
-    // Filters transformed for Winograd, per group positions(T) packed A:
-    // 16 for F(2x2, 3x3), 36 for F(4x4, 3x3), told apart by the rows. A
-    // runtime without that variant's kernel says so now, naming its tag
-    // (and carries no checks for a layout it cannot run).
-    // (Each tag tested by name: link-time constants, so a runtime with
-    // neither folds this branch to the error.)
-    winograd_tile = weight.sizes[0] == groups * winograd::positions(4) ? 4 : 2;
-    if (winograd_tile == 4 ? !kernel_dtype_selected(TagId::conv2d_winograd4_kernel, ScalarType::Float)
-                           : !kernel_dtype_selected(TagId::conv2d_winograd_kernel, ScalarType::Float)) {
-      return detail::dtype_not_selected(
-          ctx, winograd_tile == 4 ? tags::conv2d_winograd4_kernel::name : tags::conv2d_winograd_kernel::name,
-          ScalarType::Float);
+    case conv::WeightLayout::Winograd2:
+    case conv::WeightLayout::Winograd4: {
+      // A runtime without that variant's kernel says so now, naming its
+      // tag (and carries no checks for a layout it cannot run). (Each tag
+      // tested by name: link-time constants, so a runtime with neither
+      // folds this case to the error.)
+      const int tile = layout == conv::WeightLayout::Winograd4 ? 4 : 2;
+      if (tile == 4 ? !kernel_dtype_selected(TagId::conv2d_winograd4_kernel, ScalarType::Float)
+                    : !kernel_dtype_selected(TagId::conv2d_winograd_kernel, ScalarType::Float)) {
+        return detail::dtype_not_selected(
+            ctx, tile == 4 ? tags::conv2d_winograd4_kernel::name : tags::conv2d_winograd_kernel::name,
+            ScalarType::Float);
+      }
+      const int64_t og = out_channels / groups;
+      PARE_CHECK_OR_RETURN(
+          ctx,
+          kernel[0] == 3 && kernel[1] == 3 && stride[0] == 1 && stride[1] == 1 && dilation[0] == 1 && dilation[1] == 1,
+          Error::InvalidArgument,
+          "argument 'weight' is transformed for Winograd (2-D), which only a 3x3 convolution with "
+          "stride 1 and no dilation may be%s",
+          kRepack);
+      const int64_t rows = groups * winograd::positions(tile);
+      const int64_t cols = static_cast<int64_t>(gemm::packed_a_size(og, cg));
+      PARE_CHECK_OR_RETURN(
+          ctx,
+          weight.dtype == ScalarType::Float && weight.is_contiguous() && weight.sizes[0] == rows &&
+              weight.sizes[1] == cols,
+          Error::InvalidArgument,
+          "argument 'weight' must be the filters transformed for Winograd: a contiguous Float tensor of sizes "
+          "[%lld, %lld] (F(2x2, 3x3); [%lld, %lld] for F(4x4, 3x3)), got %s %s%s",
+          static_cast<long long>(groups * winograd::positions(2)), static_cast<long long>(cols),
+          static_cast<long long>(groups * winograd::positions(4)), static_cast<long long>(cols),
+          to_string(weight.dtype), sizes_to_string(weight.size_span()).text, kRepack);
+      packed_weight = weight.data_as<float>();
+      break;
     }
-    const int64_t og = out_channels / groups;
-    PARE_CHECK_OR_RETURN(
-        ctx,
-        kernel[0] == 3 && kernel[1] == 3 && stride[0] == 1 && stride[1] == 1 && dilation[0] == 1 && dilation[1] == 1,
-        Error::InvalidArgument,
-        "argument 'weight' is transformed for Winograd (2-D), which only a 3x3 convolution with "
-        "stride 1 and no dilation may be%s",
-        kRepack);
-    const int64_t rows = groups * winograd::positions(winograd_tile);
-    const int64_t cols = static_cast<int64_t>(gemm::packed_a_size(og, cg));
-    PARE_CHECK_OR_RETURN(
-        ctx,
-        weight.dtype == ScalarType::Float && weight.is_contiguous() && weight.sizes[0] == rows &&
-            weight.sizes[1] == cols,
-        Error::InvalidArgument,
-        "argument 'weight' must be the filters transformed for Winograd: a contiguous Float tensor of sizes "
-        "[%lld, %lld] (F(2x2, 3x3); [%lld, %lld] for F(4x4, 3x3)), got %s %s%s",
-        static_cast<long long>(groups * winograd::positions(2)), static_cast<long long>(cols),
-        static_cast<long long>(groups * winograd::positions(4)), static_cast<long long>(cols), to_string(weight.dtype),
-        sizes_to_string(weight.size_span()).text, kRepack);
-    packed_weight = weight.data_as<float>();
-  } else if (weight.dim == 3) {
-    // W^T per group packed as B [cg * kh * kw, og], run as pixel rows (a
-    // 1x1 convolution on the image itself, any other on its im2col matrix).
-    if (!kernel_dtype_selected(TagId::pixel_rows_kernel, ScalarType::Float)) {
-      return detail::dtype_not_selected(ctx, tags::pixel_rows_kernel::name, ScalarType::Float);
+    case conv::WeightLayout::PixelRows: {
+      if (!kernel_dtype_selected(TagId::pixel_rows_kernel, ScalarType::Float)) {
+        return detail::dtype_not_selected(ctx, tags::pixel_rows_kernel::name, ScalarType::Float);
+      }
+      const int64_t og = out_channels / groups;
+      const int64_t depth = cg * kernel[0] * kernel[1];
+      const int64_t cols = gemm::round_up(og, gemm::kPadCols);
+      PARE_CHECK_OR_RETURN(
+          ctx,
+          weight.dtype == ScalarType::Float && weight.is_contiguous() && weight.sizes[0] == groups &&
+              weight.sizes[1] == depth && weight.sizes[2] == cols,
+          Error::InvalidArgument,
+          "argument 'weight' must be the weights packed for pixel rows: a contiguous Float tensor of sizes "
+          "[%lld, %lld, %lld], got %s %s%s",
+          static_cast<long long>(groups), static_cast<long long>(depth), static_cast<long long>(cols),
+          to_string(weight.dtype), sizes_to_string(weight.size_span()).text, kRepack);
+      packed_weight = weight.data_as<float>();
+      break;
     }
-    pixel_rows = true;
-    const int64_t og = out_channels / groups;
-    const int64_t depth = cg * kernel[0] * kernel[1];
-    const int64_t cols = gemm::round_up(og, gemm::kPadCols);
-    PARE_CHECK_OR_RETURN(
-        ctx,
-        weight.dtype == ScalarType::Float && weight.is_contiguous() && weight.sizes[0] == groups &&
-            weight.sizes[1] == depth && weight.sizes[2] == cols,
-        Error::InvalidArgument,
-        "argument 'weight' must be the weights packed for pixel rows: a contiguous Float tensor of sizes "
-        "[%lld, %lld, %lld], got %s %s%s",
-        static_cast<long long>(groups), static_cast<long long>(depth), static_cast<long long>(cols),
-        to_string(weight.dtype), sizes_to_string(weight.size_span()).text, kRepack);
-    packed_weight = weight.data_as<float>();
-  } else {
-    PARE_TRY_ASSIGN(packed_weight,
-                    packed_floats(ctx, weight, floats, "the convolution's weights packed as the GEMM's A"));
+    case conv::WeightLayout::GemmA:
+      PARE_TRY_ASSIGN(packed_weight,
+                      packed_floats(ctx, weight, floats, "the convolution's weights packed as the GEMM's A"));
+      break;
   }
   PARE_TRY_ASSIGN(bias, bias_floats(ctx, bias_tensor, out_channels));
   return Error::Ok;
@@ -335,65 +357,75 @@ PARE_ALWAYS_INLINE Error run_winograd(KernelContext& ctx, const winograd::Geomet
 
 }  // namespace
 
+conv::Geometry Conv2dPackedParams::geometry(int64_t batch, int64_t height, int64_t width) const {
+  conv::Geometry g{};
+  g.batch = batch;
+  g.in_channels = in_channels;
+  g.out_channels = out_channels;
+  g.groups = groups;
+  g.cg = in_channels / groups;
+  g.og = out_channels / groups;
+  g.height = height;
+  g.width = width;
+  g.kh = kernel[0];
+  g.kw = kernel[1];
+  g.sh = stride[0];
+  g.sw = stride[1];
+  g.ph = padding[0];
+  g.pw = padding[1];
+  g.dh = dilation[0];
+  g.dw = dilation[1];
+  return g;
+}
+
 Error Conv2dPackedParams::run(KernelContext& ctx, const Tensor& input, Value& out, const Epilogue& epilogue) const {
   PARE_CHECK_OR_RETURN(ctx, input.dim == 4 || input.dim == 3, Error::InvalidShape,
                        "argument 'input' must be 3-D or 4-D, got sizes %s", sizes_to_string(input.size_span()).text);
   const bool batched = input.dim == 4;
-  const int64_t batch = batched ? input.sizes[0] : 1;
   const int64_t channels = input.sizes[batched ? 1 : 0];
-  const int64_t height = input.sizes[batched ? 2 : 1];
-  const int64_t width = input.sizes[batched ? 3 : 2];
   PARE_CHECK_OR_RETURN(ctx, channels == in_channels, Error::InvalidShape,
                        "argument 'input' has %lld channels; the packed weights expect %lld",
                        static_cast<long long>(channels), static_cast<long long>(in_channels));
-  const int64_t out_h = (height + 2 * padding[0] - dilation[0] * (kernel[0] - 1) - 1) / stride[0] + 1;
-  const int64_t out_w = (width + 2 * padding[1] - dilation[1] * (kernel[1] - 1) - 1) / stride[1] + 1;
-  PARE_CHECK_OR_RETURN(ctx,
-                       height + 2 * padding[0] >= dilation[0] * (kernel[0] - 1) + 1 &&
-                           width + 2 * padding[1] >= dilation[1] * (kernel[1] - 1) + 1,
-                       Error::InvalidShape, "input size %lldx%lld (padded) is smaller than the kernel",
-                       static_cast<long long>(height), static_cast<long long>(width));
-  int64_t sizes[4] = {batch, out_channels, out_h, out_w};
+  conv::Geometry g = geometry(batched ? input.sizes[0] : 1, input.sizes[batched ? 2 : 1], input.sizes[batched ? 3 : 2]);
+  PARE_TRY(conv::plan_output(ctx, &g, input.size_span(), /*weight_dim=*/4));
+  int64_t sizes[4] = {g.batch, out_channels, g.out_h, g.out_w};
   PARE_TRY_ASSIGN(Tensor * result, ctx.allocate_output(out, ScalarType::Float,
                                                        batched ? IntArrayRef(sizes, 4) : IntArrayRef(sizes + 1, 3)));
-  // The layer's dimensions, as the depthwise kernels take them (their
-  // kernel, stride and padding fields the first dimension's).
-  const depthwise::Geometry dims{batch, in_channels, out_channels, height,     width,     out_h,
-                                 out_w, kernel[0],   stride[0],    padding[0], padding[1]};
   const bool channels_last = runs_channels_last(input);
   if (channels_last) set_channels_last_strides(*result);  // as PyTorch's convolution keeps the input's layout
   if (result->numel() == 0) return Error::Ok;
-  if (channels_last) return run_channels_last(ctx, input, dims, *result, epilogue);
+  if (channels_last) return run_channels_last(ctx, input, g.depthwise(), *result, epilogue);
   PARE_TRY_ASSIGN(const Tensor x, as_contiguous(ctx, input, ScalarType::Float));
   PARE_TRY_ASSIGN(const float* residual, epilogue.residual_data(ctx, *result));
   // The kernels apply the bias and, with no residual to add first, the
   // clamp as they store the output (gemm::Output): no pass of their own.
   const Clamp clamp = epilogue.product_clamp(/*adds_residual=*/false);
   const Epilogue after_product = epilogue.after_product(/*adds_residual=*/false);
-  if (depthwise_direct) {
-    PARE_TRY(depthwise::run_float(ctx, dims, x.data_as<float>(), packed_weight, bias, 1, clamp.min, clamp.max,
+  // The plan's algorithm. init accepts a layout only in a build that
+  // selects its kernels, so with a link-time constant false each test
+  // below folds away (no code for what the build cannot run).
+  const conv::Algorithm algorithm = conv::choose_packed(g, layout);
+  if (algorithm == conv::Algorithm::Depthwise) {
+    PARE_TRY(depthwise::run_float(ctx, g.depthwise(), x.data_as<float>(), packed_weight, bias, 1, clamp.min, clamp.max,
                                   result->data_as<float>()));
     return after_product.apply(ctx, result->data_as<float>(), residual, static_cast<int64_t>(result->numel()));
   }
 
-  const int64_t og = out_channels / groups;
-  const int64_t cg = in_channels / groups;
-  const int64_t k = cg * kernel[0] * kernel[1];
-  const int64_t p = out_h * out_w;
-  // init accepts these layouts only in a build that selects their kernels,
-  // so with a link-time constant false they fold away (no code for them).
-  const bool winograd2_layout =
-      winograd_tile == 2 && kernel_dtype_selected(TagId::conv2d_winograd_kernel, ScalarType::Float);
-  const bool winograd4_layout =
-      winograd_tile == 4 && kernel_dtype_selected(TagId::conv2d_winograd4_kernel, ScalarType::Float);
-  const bool pixel_rows_layout = pixel_rows && kernel_dtype_selected(TagId::pixel_rows_kernel, ScalarType::Float);
-  const size_t group_floats = winograd2_layout || winograd4_layout
-                                  ? winograd::packed_weight_floats(winograd_tile, og, cg)
-                              : pixel_rows_layout ? gemm::packed_b_size(k, og)
-                                                  : gemm::packed_a_size(og, k);
-  const bool pointwise = is_pointwise();
-  const gemm::Im2ColGeometry im2col{height,    width,      out_w,      kernel[0],   kernel[1],  stride[0],
-                                    stride[1], padding[0], padding[1], dilation[0], dilation[1]};
+  const int64_t og = g.og;
+  const int64_t cg = g.cg;
+  const int64_t k = g.k();
+  const int64_t p = g.planes_out();
+  const bool winograd2 = algorithm == conv::Algorithm::Winograd2 &&
+                         kernel_dtype_selected(TagId::conv2d_winograd_kernel, ScalarType::Float);
+  const bool winograd4 = algorithm == conv::Algorithm::Winograd4 &&
+                         kernel_dtype_selected(TagId::conv2d_winograd4_kernel, ScalarType::Float);
+  const bool pixel_rows =
+      algorithm == conv::Algorithm::PixelRows && kernel_dtype_selected(TagId::pixel_rows_kernel, ScalarType::Float);
+  const size_t group_floats = winograd2 || winograd4 ? winograd::packed_weight_floats(winograd2 ? 2 : 4, og, cg)
+                              : pixel_rows           ? gemm::packed_b_size(k, og)
+                                                     : gemm::packed_a_size(og, k);
+  const bool pointwise = g.pointwise();
+  const gemm::Im2ColGeometry im2col = g.im2col();
   // What the GEMMs apply as they store (the residual too), and what is
   // left after them.
   const Clamp gemm_clamp = epilogue.product_clamp(/*adds_residual=*/true);
@@ -407,14 +439,14 @@ Error Conv2dPackedParams::run(KernelContext& ctx, const Tensor& input, Value& ou
   // runtime whose selection drops the product drops the copy too (an
   // outlined copy shared by the rest cost the demo 484 B on android_arm64).
   auto each_group = [&](auto&& product, bool adds_residual = false) __attribute__((always_inline))->Error {
-    for (int64_t n = 0; n < batch; ++n) {
-      for (int64_t g = 0; g < groups; ++g) {
-        const float* image = x.data_as<float>() + (n * in_channels + g * cg) * height * width;
-        const int64_t offset = (n * out_channels + g * og) * p;
+    for (int64_t n = 0; n < g.batch; ++n) {
+      for (int64_t grp = 0; grp < groups; ++grp) {
+        const float* image = x.data_as<float>() + g.group_input(n, grp);
+        const int64_t offset = g.group_output(n, grp);
         float* c = result->data_as<float>() + offset;
-        const float* group_bias = bias == nullptr ? nullptr : bias + g * og;
+        const float* group_bias = bias == nullptr ? nullptr : bias + grp * og;
         const float* group_residual = residual == nullptr ? nullptr : residual + offset;
-        product(image, c, packed_weight + g * group_floats, group_bias, group_residual);
+        product(image, c, packed_weight + grp * group_floats, group_bias, group_residual);
         if (adds_residual) {
           PARE_TRY(after_gemm.apply(ctx, c, nullptr, og * p));
         } else {
@@ -424,12 +456,12 @@ Error Conv2dPackedParams::run(KernelContext& ctx, const Tensor& input, Value& ou
     }
     return Error::Ok;
   };
-  if (winograd2_layout || winograd4_layout) {
-    const winograd::Geometry wg{cg, og, height, width, out_h, out_w, padding[0], padding[1]};
-    return winograd2_layout ? run_winograd<tags::conv2d_winograd_kernel, 2>(ctx, wg, clamp, each_group)
-                            : run_winograd<tags::conv2d_winograd4_kernel, 4>(ctx, wg, clamp, each_group);
+  if (winograd2 || winograd4) {
+    const winograd::Geometry wg{cg, og, g.height, g.width, g.out_h, g.out_w, g.ph, g.pw};
+    return winograd2 ? run_winograd<tags::conv2d_winograd_kernel, 2>(ctx, wg, clamp, each_group)
+                     : run_winograd<tags::conv2d_winograd4_kernel, 4>(ctx, wg, clamp, each_group);
   }
-  if (pixel_rows_layout) {
+  if (pixel_rows) {
     return dispatch_as<tags::pixel_rows_kernel, float>(ctx, [&](auto) -> Error {
       PARE_TRY_ASSIGN(const gemm::PixelRows rows, gemm::pixel_rows_scratch(ctx, p, og, k, /*pack_b=*/false));
       // Any other kernel than a plain 1x1 reads the image's im2col matrix
@@ -453,8 +485,7 @@ Error Conv2dPackedParams::run(KernelContext& ctx, const Tensor& input, Value& ou
     });
   }
   if constexpr (fast_path_compiled<tags::gemm_narrow_kernel, float>()) {
-    if (pointwise && p <= gemm::kNarrowN &&
-        fast_path_selected<tags::gemm_narrow_kernel, float>()) {  // 1x1, 1 to 4 pixels (gemm.h)
+    if (algorithm == conv::Algorithm::NarrowGemm) {  // 1x1, 1 to 4 pixels (gemm.h)
       return run_fast_path<tags::gemm_narrow_kernel, float>(ctx, [&]() -> Error {
         PARE_TRY_ASSIGN(void* scratch, ctx.allocate_scratch(gemm::narrow_scratch_floats(p, k) * sizeof(float)));
         return each_group(
@@ -483,18 +514,15 @@ Error Conv2dPackedParams::run(KernelContext& ctx, const Tensor& input, Value& ou
       /*adds_residual=*/true);
 }
 
-bool Conv2dPackedParams::is_pointwise() const {
-  return kernel[0] == 1 && kernel[1] == 1 && stride[0] == 1 && stride[1] == 1 && padding[0] == 0 && padding[1] == 0;
-}
-
 bool Conv2dPackedParams::runs_channels_last(const Tensor& input) const {
   // Link-time constants first: a runtime without the tag has no
   // channels-last code (init rejected HWIO weights there).
   if (!kernel_dtype_selected(TagId::conv2d_channels_last_kernel, ScalarType::Float)) return false;
-  if (depthwise_hwio) return true;
+  if (layout == conv::WeightLayout::DepthwiseHwio) return true;
   // A 1x1 layer's pixel rows on an input already channels-last (and not
   // also contiguous: then the NCHW path reads the same memory).
-  return pixel_rows && kernel_dtype_selected(TagId::pixel_rows_kernel, ScalarType::Float) && is_pointwise() &&
+  return layout == conv::WeightLayout::PixelRows &&
+         kernel_dtype_selected(TagId::pixel_rows_kernel, ScalarType::Float) && geometry(0, 0, 0).pointwise() &&
          input.dtype == ScalarType::Float && input.is_channels_last() && !input.is_contiguous();
 }
 
@@ -508,7 +536,7 @@ Error Conv2dPackedParams::run_channels_last(KernelContext& ctx, const Tensor& in
     PARE_TRY_ASSIGN(const float* residual, epilogue.residual_data(ctx, result));
     float* y = result.data_as<float>();
     const int64_t n = static_cast<int64_t>(result.numel());
-    if (depthwise_hwio) {
+    if (layout == conv::WeightLayout::DepthwiseHwio) {
       const Clamp clamp = epilogue.product_clamp(/*adds_residual=*/false);
       PARE_TRY(depthwise::run_float_nhwc(ctx, dims, x, packed_weight, bias, clamp.min, clamp.max, y));
       return epilogue.after_product(/*adds_residual=*/false).apply(ctx, y, residual, n);
@@ -526,17 +554,17 @@ Error Conv2dPackedParams::run_channels_last(KernelContext& ctx, const Tensor& in
       const int64_t rows = dims.batch * dims.out_h * dims.out_w;
       const Clamp clamp = epilogue.product_clamp(/*adds_residual=*/true);
       PARE_TRY_ASSIGN(const gemm::Split split, gemm::split_for(ctx, rows, og, cg, /*pack_a=*/true, /*pack_b=*/false));
-      for (int64_t g = 0; g < groups; ++g) {
+      for (int64_t grp = 0; grp < groups; ++grp) {
         const gemm::Output out{1.0f,
                                /*accumulate=*/false,
                                /*row_bias=*/nullptr,
-                               bias == nullptr ? nullptr : bias + g * og,
+                               bias == nullptr ? nullptr : bias + grp * og,
                                clamp.min,
                                clamp.max,
-                               residual == nullptr ? nullptr : residual + g * og};
-        gemm::sgemm(ctx, split, rows, og, cg, gemm::StridedA{{x + g * cg, rows, cg, in_channels, 1}},
-                    gemm::PrepackedB{packed_weight + g * static_cast<int64_t>(gemm::packed_b_size(cg, og)), og},
-                    y + g * og, out_channels, out);
+                               residual == nullptr ? nullptr : residual + grp * og};
+        gemm::sgemm(ctx, split, rows, og, cg, gemm::StridedA{{x + grp * cg, rows, cg, in_channels, 1}},
+                    gemm::PrepackedB{packed_weight + grp * static_cast<int64_t>(gemm::packed_b_size(cg, og)), og},
+                    y + grp * og, out_channels, out);
       }
       return epilogue.after_product(/*adds_residual=*/true).apply(ctx, y, nullptr, n);
     });

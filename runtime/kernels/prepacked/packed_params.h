@@ -22,12 +22,10 @@
 
 #include "runtime/registry/kernel.h"
 #include "runtime/registry/selection.h"
+#include "runtime/kernels/common/conv_plan.h"
 #include "runtime/kernels/common/simd.h"
 
 namespace pare {
-namespace depthwise {
-struct Geometry;  // common/depthwise.h
-}  // namespace depthwise
 namespace classes {
 
 // An output clamp fused into a prepacked op (pare::*_prepacked's optional
@@ -122,21 +120,19 @@ class Conv2dPackedParams : public ObjectBase {
   static constexpr ClassId kId = ClassId::Conv2dPackedParams;
 
   // weight_sizes [out_channels, in_channels / groups, kh, kw]; weight is
-  // one of four layouts, told apart by its rank:
-  // - 1-D: those weights packed per group as the GEMM's A (groups x
-  //   gemm::packed_a_size floats), run as im2col GEMMs;
-  // - 2-D [groups x 16, gemm::packed_a_size(og, cg)]: a 3x3, stride 1,
-  //   undilated convolution's filters transformed for Winograd F(2x2, 3x3)
-  //   (winograd.h), per group the 16 transformed matrices, each packed as
-  //   A; [groups x 36, ...]: the same for F(4x4, 3x3), 36 matrices;
+  // in one of the packed layouts of the convolution plan
+  // (conv::WeightLayout, common/conv_plan.h), told apart by its rank:
+  // - 1-D: GemmA, run as im2col GEMMs (groups x gemm::packed_a_size floats);
+  // - 2-D [groups x 16, gemm::packed_a_size(og, cg)]: Winograd2, a 3x3,
+  //   stride 1, undilated convolution's filters transformed for Winograd
+  //   F(2x2, 3x3) (winograd.h); [groups x 36, ...]: Winograd4, F(4x4, 3x3);
   // - 3-D [groups, in_channels / groups x kh x kw, round_up(og,
-  //   gemm::kPadCols)]: a convolution over few pixels, per group W^T
-  //   [k, og] packed as the GEMM's B, run as pixel rows (gemm.h; the image
-  //   itself as A for a 1x1, stride 1, unpadded kernel, its im2col matrix
-  //   otherwise; the sizes only count the floats);
-  // - 4-D: for a depthwise convolution the direct kernel runs
-  //   (depthwise::has_fast_path), the weights as they are, or, laid out
-  //   HWIO [K, K, 1, C], the channels-last kernel (depthwise.h,
+  //   gemm::kPadCols)]: PixelRows, a convolution over few pixels, per group
+  //   W^T [k, og] packed as the GEMM's B (the image itself as A for a 1x1,
+  //   stride 1, unpadded kernel, its im2col matrix otherwise);
+  // - 4-D: a depthwise convolution's, for the direct kernel
+  //   (depthwise::has_fast_path): AsGiven, or DepthwiseHwio laid out
+  //   [K, K, 1, C] for the channels-last kernel (depthwise.h,
   //   run_float_nhwc), whatever the input's layout (the output is
   //   channels-last).
   // bias [out_channels] or null. Float, contiguous, kept by pointer.
@@ -150,9 +146,9 @@ class Conv2dPackedParams : public ObjectBase {
 
   // Whether run() computes in channels-last (NHWC) order for this input.
   bool runs_channels_last(const Tensor& input) const;
-  // A 1x1 kernel, stride 1, no padding: the image itself is the GEMM's
-  // operand (no im2col).
-  bool is_pointwise() const;
+  // The layer's geometry for an input of sizes [batch, in_channels,
+  // height, width] (output size not yet planned: conv::plan_output).
+  conv::Geometry geometry(int64_t batch, int64_t height, int64_t width) const;
 
   int64_t out_channels = 0;
   int64_t in_channels = 0;
@@ -161,20 +157,15 @@ class Conv2dPackedParams : public ObjectBase {
   int64_t stride[2] = {1, 1};
   int64_t padding[2] = {0, 0};
   int64_t dilation[2] = {1, 1};
-  // Per group, the packed A layout (gemm.h) or, with `winograd_tile`, 16
-  // (tile 2) or 36 (tile 4) of them, or with `pixel_rows` W^T packed as
-  // B; for a depthwise convolution the direct kernel runs
-  // (depthwise_direct), the weights as given: [out_channels, 1, K, K].
+  // The weights in `layout` (a depthwise layer's AsGiven weights are
+  // [out_channels, 1, K, K] as given).
   const float* packed_weight = nullptr;
   const float* bias = nullptr;
-  bool depthwise_direct = false;
-  bool depthwise_hwio = false;  // with depthwise_direct: HWIO weights, run channels-last
-  int winograd_tile = 0;        // Winograd's output tile: 2 or 4; 0 for none
-  bool pixel_rows = false;
+  conv::WeightLayout layout = conv::WeightLayout::GemmA;
 
  private:
   // run() in channels-last order (runs_channels_last), for the layer's
-  // dimensions `dims`.
+  // dimensions `dims` (conv::Geometry::depthwise()).
   Error run_channels_last(KernelContext& ctx, const Tensor& input, const depthwise::Geometry& dims, Tensor& result,
                           const Epilogue& epilogue) const;
 };

@@ -215,6 +215,45 @@ def test_conv_transpose1d_and_large(dtype):
     assert_same(got, want, **depth_tolerances(dtype, 72))
 
 
+def test_conv_output_size_error_names_the_layer(runtime):
+    # One check (runtime/kernels/common/conv_plan.h, plan_output) for every
+    # convolution: it names the input's sizes, the padding and the weight's
+    # sizes as the op received them (3-d for conv1d).
+    def conv(x, w, padding, dilation):
+        return run_op(
+            runtime,
+            "aten::convolution",
+            x,
+            w,
+            None,
+            [1] * len(padding),
+            padding,
+            dilation,
+            False,
+            [0] * len(padding),
+            1,
+        )
+
+    with pytest.raises(
+        PareError,
+        match=r"'input' of sizes \[1, 2, 4\] with padding \(0, 1\) is smaller than the dilated kernel of 'weight' "
+        r"\[3, 2, 4\]: the padded input must not be smaller than the kernel",
+    ):
+        conv(torch.ones(1, 2, 4), torch.ones(3, 2, 4), [1], [3])
+    with pytest.raises(
+        PareError,
+        match=r"'input' of sizes \[1, 2, 5, 2\] with padding \(1, 0\) is smaller than the dilated kernel of 'weight' "
+        r"\[3, 2, 3, 3\]",
+    ):
+        conv(torch.ones(1, 2, 5, 2), torch.ones(3, 2, 3, 3), [1, 0], [1, 1])
+    # Just large enough: the padded input (7) is the dilated kernel's span.
+    x, w = torch.randn(1, 2, 5), torch.randn(3, 2, 4)
+    got = conv(x, w, [1], [2])
+    want = F.conv1d(x.double(), w.double(), padding=1, dilation=2)
+    assert tuple(got.shape) == (1, 3, 1)
+    torch.testing.assert_close(torch.as_tensor(got).double(), want, rtol=1e-5, atol=1e-5)
+
+
 def test_conv_errors(runtime):
     x, w = torch.ones(2, 4, 6, 6), torch.ones(6, 2, 3, 3)
 

@@ -215,6 +215,21 @@ def test_conv2d_prepacked_shape_errors(runtime):
         method.run(np.zeros((1, 3, 2, 2), np.float32))
 
 
+def test_conv2d_prepacked_output_size_error_is_the_plans(runtime):
+    # The prepacked op checks the output size with aten::convolution's check
+    # (common/conv_plan.h): the same message, naming the layer's weight sizes,
+    # for a batched and an unbatched (3-D) input.
+    w = make_tensor((4, 3, 3, 3), torch.float32, 7)
+    method = runtime.load(conv_program(w, None, (1, 1), (1, 0), (1, 1), 1)).method()
+    for x in (np.zeros((1, 3, 4, 2), np.float32), np.zeros((3, 4, 2), np.float32)):
+        with pytest.raises(
+            PareError,
+            match=r"with padding \(1, 0\) is smaller than the dilated kernel of 'weight' \[4, 3, 3, 3\]: the padded "
+            r"input must not be smaller than the kernel",
+        ):
+            method.run(x)
+
+
 def test_objects_only_in_init_section(runtime):
     pb = ProgramBuilder()
     m = pb.method()
