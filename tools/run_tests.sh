@@ -29,7 +29,7 @@ if [[ "${PARE_TEST_RERUN:-0}" != 1 ]] && when="$(.venv/bin/python -m tools.test_
 fi
 
 echo "== bazel build (runtimes the pytest suites load)"
-tools/bazel build //runtime:full //runtime:instrumentation //runtime:bitcode ||
+tools/bazel build //runtime:full //runtime:instrumentation //runtime:bitcode //tests:runtime_compile_info ||
   { echo "bazel build failed" >&2; exit 1; }
 # The suites read these runtimes while tests of the bazel group run builds,
 # and a build in another configuration repoints bazel-bin: each bundle is
@@ -51,6 +51,11 @@ export PARE_INSTRUMENTATION_LIB="$PARE_TRACING_RUNTIME_LIB"
 mkdir -p "$runtimes_dir/bitcode" && cp "$root"/bazel-bin/runtime/bitcode/linux_x86_64/*.bc "$runtimes_dir/bitcode/" ||
   { echo "no //runtime:bitcode in bazel-bin" >&2; exit 1; }
 export PARE_RUNTIME_BITCODE_DIR="$runtimes_dir/bitcode"
+# What tests/runtime/runtime_build.py compiles (a suite's own selection), and
+# with which flags: Bazel's. The workers below may not run Bazel themselves.
+cp "$root/bazel-bin/tests/runtime_compile_info.json" "$runtimes_dir/" ||
+  { echo "no //tests:runtime_compile_info in bazel-bin" >&2; exit 1; }
+export PARE_RUNTIME_COMPILE_INFO="$runtimes_dir/runtime_compile_info.json"
 
 # Any skip that is not a @pytest.mark.platform_limit fails the run
 # (tests/skip_gate.py, docs/testing.md).

@@ -28,6 +28,10 @@ unset PARE_RUNTIME_LIB PARE_RUNTIME_V3_LIB PARE_RUNTIME_BASELINE_LIB PARE_TRACIN
 export PARE_SANITIZE=address,undefined
 logs="$(mktemp -d "${TMPDIR:-/tmp}/pare_sanitize.XXXXXX")"
 python=.venv/bin/python
+# What the fixtures compile, and with which flags: Bazel's
+# (//tests:runtime_compile_info, tests/runtime/runtime_build.py), built once here.
+PARE_RUNTIME_COMPILE_INFO="$("$python" -m tests.runtime.runtime_build compile-info)" || exit 1
+export PARE_RUNTIME_COMPILE_INFO
 
 # Runs pytest with the sanitizer environment, reports going to $1.
 sanitized_pytest() {

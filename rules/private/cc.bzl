@@ -1,9 +1,9 @@
 """pare_cc_library: the one place that owns the runtime's compile flags.
 
 Every runtime target goes through this macro, so no target sets its own
-copts; the tests' direct compiles (tests/runtime/runtime_build.py) read
-RUNTIME_COPTS and RUNTIME_CXXOPTS from this file, so keep them literal lists.
-See docs/portable_cpp.md for what the flags forbid and why.
+copts; the tests' direct compiles (tests/runtime/runtime_build.py) get the
+same flags through pare_compile_info (compile_info.bzl), which loads them
+from here. See docs/portable_cpp.md for what the flags forbid and why.
 """
 
 load(":isa.bzl", "x86_64_copy_copts", "x86_64_isa_copts")
@@ -55,6 +55,10 @@ ERROR_MESSAGES_COPTS = select({
 # unit is optimised before the app's step, which only folds and deletes.
 BITCODE_COPTS = ["-flto=full"]
 
+# The tag that marks a library holding a copy of dispatched kernels
+# (x86_64_copy below): pare_compile_info finds the copies by it.
+X86_64_COPY_TAG = "pare_x86_64_copy="
+
 def pare_cc_library(name, srcs = [], hdrs = [], deps = [], defines = [], local_defines = [], textual_hdrs = [], optimize = "speed", bitcode = False, x86_64_copy = None, visibility = None, **kwargs):
     """A freestanding runtime library compiled with the house flags.
 
@@ -98,6 +102,7 @@ def pare_cc_library(name, srcs = [], hdrs = [], deps = [], defines = [], local_d
         # build (clang's module maps; toolchains/toolchains.bzl), so the
         # runtime's layers (runtime/README.md) stay as their deps say.
         features = ["layering_check"] + kwargs.pop("features", []),
+        tags = kwargs.pop("tags", []) + ([X86_64_COPY_TAG + x86_64_copy] if x86_64_copy else []),
         visibility = visibility,
         **kwargs
     )

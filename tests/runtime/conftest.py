@@ -49,6 +49,11 @@ def pytest_configure(config):
     )
     try:
         runtime_build.check_sanitizer_runtime_loaded()
+        # Under pytest -n a worker may not run Bazel (BAZEL_TESTS in
+        # tests/conftest.py): the controller gets what runtime_build
+        # compiles from Bazel first, and the workers inherit its path.
+        if getattr(config.option, "numprocesses", None) and not os.environ.get("PYTEST_XDIST_WORKER"):
+            runtime_build.compile_info_path()
     except RuntimeError as e:
         raise pytest.UsageError(str(e)) from None
 

@@ -2,6 +2,11 @@
 pare_cc_library macro does (same flags), with a chosen selection directory
 and PAL. Outputs are cached by a hash of every input.
 
+What it compiles and with which flags is Bazel's: the runtime's layers and
+their files, the house flags, the ISA levels' flags and the kernels' ISA
+copies come from //tests:runtime_compile_info (compile_info()), never from
+lists of its own.
+
 The full selection (runtime/selection/default) is compiled to machine code
 throughout: everything is selected, so there is nothing to delete. Any
 other selection is built as selective_runtime builds an app: the layers
@@ -16,14 +21,14 @@ have the ASan runtime preloaded (see sanitizer_env)."""
 
 from __future__ import annotations
 
-import ast
 import concurrent.futures
 import contextlib
 import fcntl
+import functools
 import hashlib
+import json
 import os
 import platform
-import re
 import shutil
 import subprocess
 import tempfile
@@ -34,50 +39,125 @@ from pathlib import Path
 REPO = Path(__file__).absolute().parents[2]
 DEFAULT_SELECTION = REPO / "runtime" / "selection" / "default"
 CXX = os.environ.get("PARE_CXX", "clang++-16")
-CC_BZL = REPO / "rules" / "private" / "cc.bzl"
-
-
-def _bzl_list(name: str) -> list[str]:
-    """A list of strings assigned at the top level of rules/private/cc.bzl."""
-    match = re.search(rf"^{name} = (\[[^\]]*\])", CC_BZL.read_text(), re.MULTILINE)
-    if not match:
-        raise RuntimeError(f"{CC_BZL} no longer assigns {name} = [...]; update tests/runtime/runtime_build.py")
-    return ast.literal_eval(match.group(1))
-
-
-# The house flags are Bazel's (rules/private/cc.bzl), so these builds cannot drift from the shipped ones.
-HOUSE_FLAGS = _bzl_list("RUNTIME_CXXOPTS") + _bzl_list("RUNTIME_COPTS")
-PAL_SOURCES = {"posix": "runtime/pal/pal_posix.cc", "test_double": "runtime/pal/pal_test_double.cc"}
-# The runtime library proper, every layer of runtime/README.md (other folders
-# under runtime/, such as jni/, are separate targets built on the C API).
-RUNTIME_DIRS = ("core", "registry", "executor", "kernels", "c_api", "pal")
 SANITIZE_ENV = "PARE_SANITIZE"
-# The layers selective_runtime compiles to bitcode (rules/private/cc.bzl's
-# BITCODE_COPTS): the roots of the selection step, linked whole, and the
-# kernels, linked as far as the roots reach; and the unit that holds a
-# selection's link-time constants.
-ROOT_DIRS = ("core", "registry", "executor", "c_api")
-BITCODE_FLAGS = _bzl_list("BITCODE_COPTS")
-SELECTION_UNIT = REPO / "runtime" / "registry" / "selection.cc"
 SELECT_LINK = REPO / "rules" / "private" / "select_link.sh"
 # Where Bazel's //runtime:bitcode is (tools/run_tests.sh sets it).
 BITCODE_DIR_ENV = "PARE_RUNTIME_BITCODE_DIR"
-# --//runtime:x86_64_isa=v3's flags (rules/private/isa.bzl).
-X86_64_V3_FLAGS = ("-march=x86-64-v3",)
 # --//runtime:x86_64_isa=baseline: the compiler's default x86_64 target,
 # spelled out so that the runtime is compiled here from its sources (with
 # no ISA define) rather than folded from Bazel's bitcode, which is at the
 # default level, auto.
 X86_64_BASELINE_FLAGS = ("-march=x86-64",)
-# --//runtime:x86_64_isa=auto, the default: the flags every unit gets, and
-# the copies of the GEMM kernels compiled once more for higher levels.
-X86_64_AUTO_FLAGS = ("-DPARE_X86_64_DISPATCH=1",)
-X86_64_V3_COPY = REPO / "runtime" / "kernels" / "common" / "kernels_x86_64_v3.cc"
-# ... and the AVX-512 tile, compiled with -march=x86-64-v4.
-X86_64_COPIES = (
-    ("v3", X86_64_V3_COPY, X86_64_V3_FLAGS),
-    ("v4", REPO / "runtime" / "kernels" / "common" / "gemm_tile_x86_64_v4.cc", ("-march=x86-64-v4",)),
-)
+
+# What to compile and how comes from Bazel: //tests:runtime_compile_info
+# (rules/private/compile_info.bzl) writes the runtime's layers and files,
+# the house flags pare_cc_library applies, and the flags of the x86_64 ISA
+# levels and of the kernel copies, so these builds cannot drift from the
+# shipped ones. In a Bazel test it is a data dep; tools/run_tests.sh and
+# tools/sanitize.sh build it once and name it in COMPILE_INFO_ENV; otherwise
+# the first build here builds it.
+COMPILE_INFO_TARGET = "//tests:runtime_compile_info"
+COMPILE_INFO_FILE = Path("tests") / "runtime_compile_info.json"
+COMPILE_INFO_ENV = "PARE_RUNTIME_COMPILE_INFO"
+# tests/pytest_main.py: a Bazel test's runfiles tree, where its data deps are.
+BAZEL_OUTPUTS_ENV = "PARE_BAZEL_OUTPUTS"
+
+
+def compile_info_path() -> Path:
+    """runtime_compile_info.json: COMPILE_INFO_ENV's, a Bazel test's data
+    dep, or else built with tools/bazel (the path is then put in
+    COMPILE_INFO_ENV, for the processes started from this one)."""
+    value = os.environ.get(COMPILE_INFO_ENV)
+    if value:
+        if not Path(value).is_file():
+            raise RuntimeError(f"{COMPILE_INFO_ENV}={value} does not exist: build {COMPILE_INFO_TARGET}")
+        return Path(value)
+    outputs = os.environ.get(BAZEL_OUTPUTS_ENV)
+    if outputs:
+        path = Path(outputs) / COMPILE_INFO_FILE
+        if not path.is_file():
+            raise RuntimeError(f"this Bazel test lacks {COMPILE_INFO_FILE}: add {COMPILE_INFO_TARGET} to its data")
+        return path
+    result = subprocess.run(
+        [str(REPO / "tools" / "bazel"), "build", COMPILE_INFO_TARGET],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        env=compiler_env(),
+    )
+    if result.returncode != 0:
+        raise RuntimeError(
+            f"tools/bazel build {COMPILE_INFO_TARGET} failed (or build it first and set {COMPILE_INFO_ENV} "
+            f"to bazel-bin/{COMPILE_INFO_FILE}, as tools/run_tests.sh does):\n{result.stderr[-4000:]}"
+        )
+    # The file itself, not bazel-bin's link, which a build in another configuration repoints.
+    path = (REPO / "bazel-bin" / COMPILE_INFO_FILE).resolve()
+    os.environ[COMPILE_INFO_ENV] = str(path)
+    return path
+
+
+@functools.cache
+def compile_info() -> dict:
+    """The runtime's layers, files and flags as Bazel has them (rules/private/compile_info.bzl)."""
+    return json.loads(compile_info_path().read_text())
+
+
+def _layer_files(layers, suffixes: tuple[str, ...]) -> list[Path]:
+    """The files of `layers` (names of runtime/'s folders) whose suffix is in `suffixes`, sorted."""
+    info = compile_info()["layers"]
+    return sorted(
+        {REPO / f for name in layers for f in info[name]["srcs"] + info[name]["hdrs"] if Path(f).suffix in suffixes}
+    )
+
+
+def _house_flags() -> list[str]:
+    return list(compile_info()["house_copts"])
+
+
+def _isa_flags(level: str) -> tuple[str, ...]:
+    """--//runtime:x86_64_isa=`level`'s flags (rules/private/isa.bzl)."""
+    return tuple(compile_info()["x86_64_isa_levels"][level])
+
+
+def _x86_64_copies() -> tuple[tuple[str, Path, tuple[str, ...]], ...]:
+    """(level, source, flags) of each copy of the dispatched kernels that a
+    runtime at level auto compiles once more for a higher level (the v3
+    kernels with -march=x86-64-v3, the AVX-512 tile with -march=x86-64-v4)."""
+    copies = compile_info()["x86_64_copies"]
+    return tuple(
+        (level, REPO / src, tuple(copies[level]["copts"])) for level in sorted(copies) for src in copies[level]["srcs"]
+    )
+
+
+def _selection_unit() -> Path:
+    """The unit that holds a selection's link-time constants."""
+    return REPO / compile_info()["selection_unit"]
+
+
+def _pal_sources() -> dict[str, str]:
+    return {name: srcs[0] for name, srcs in compile_info()["pals"].items()}
+
+
+def __getattr__(name: str):
+    """The names tests and tools read, from compile_info(), built on first use
+    (importing this module never runs Bazel): HOUSE_FLAGS (the house flags),
+    BITCODE_FLAGS (the layers selective_runtime compiles to bitcode),
+    X86_64_V3_FLAGS and X86_64_AUTO_FLAGS (--//runtime:x86_64_isa=v3's and
+    auto's: the flags every unit gets at auto), X86_64_COPIES
+    (_x86_64_copies), SELECTION_UNIT and PAL_SOURCES (a PAL's name, as
+    build(pal=...) takes it, to its source)."""
+    values = {
+        "HOUSE_FLAGS": _house_flags,
+        "BITCODE_FLAGS": lambda: list(compile_info()["bitcode_copts"]),
+        "X86_64_V3_FLAGS": lambda: _isa_flags("v3"),
+        "X86_64_AUTO_FLAGS": lambda: _isa_flags("auto"),
+        "X86_64_COPIES": _x86_64_copies,
+        "SELECTION_UNIT": _selection_unit,
+        "PAL_SOURCES": _pal_sources,
+    }
+    if name not in values:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return values[name]()
 
 
 def _x86_64_auto(extra_flags) -> bool:
@@ -89,7 +169,7 @@ def level_flags(extra_flags=()) -> list[str]:
     """The defines object_files() adds for the x86-64 level `extra_flags`
     give: X86_64_AUTO_FLAGS at level auto, none otherwise (fuzz/build.py
     compiles its coverage-instrumented layers with them)."""
-    return list(X86_64_AUTO_FLAGS) if _x86_64_auto(extra_flags) else []
+    return list(_isa_flags("auto")) if _x86_64_auto(extra_flags) else []
 
 
 def sanitizers() -> tuple[str, ...]:
@@ -210,12 +290,15 @@ def compiler_env() -> dict[str, str]:
 
 
 def runtime_files(suffixes: tuple[str, ...]) -> list[Path]:
-    return sorted(p for d in RUNTIME_DIRS for p in (REPO / "runtime" / d).rglob("*") if p.suffix in suffixes)
+    """The files of every layer of the runtime library (every folder of
+    runtime/README.md; other folders under runtime/, such as jni/, are
+    separate targets built on the C API) whose suffix is in `suffixes`."""
+    return _layer_files(compile_info()["layers"], suffixes)
 
 
 def runtime_sources(pal: str = "posix") -> list[Path]:
     """Every runtime library source except the PALs not chosen."""
-    excluded = {REPO / p for name, p in PAL_SOURCES.items() if name != pal}
+    excluded = {REPO / p for name, p in _pal_sources().items() if name != pal}
     return [p for p in runtime_files((".cc", ".c")) if p not in excluded]
 
 
@@ -355,16 +438,19 @@ def selected_objects(
     flags = _compile_flags(opt, defines, sanitize, extra_flags)
     auto = _x86_64_auto(extra_flags)
     if auto:
-        flags += X86_64_AUTO_FLAGS
-    machine = sorted((REPO / "runtime" / "pal").glob("*.cc"))
-    excluded = {REPO / p for other, p in PAL_SOURCES.items() if other != pal}
+        flags += _isa_flags("auto")
+    info = compile_info()
+    bitcode_flags = list(info["bitcode_copts"])
+    machine = _layer_files(info["machine_code_layers"], (".cc",))
+    excluded = {REPO / p for other, p in _pal_sources().items() if other != pal}
     base = _objects(Path(cache_root), f"{name}_base", flags, None, machine)
+    selection_unit = _selection_unit()
     unit = _objects(
         Path(cache_root),
         f"{name}_selection",
-        flags + BITCODE_FLAGS + [f"-I{selection_dir}"],
+        flags + bitcode_flags + [f"-I{selection_dir}"],
         selection_dir,
-        [SELECTION_UNIT],
+        [selection_unit],
     )
     prebuilt = os.environ.get(BITCODE_DIR_ENV)
     if prebuilt and not (defines or sanitize or extra_flags) and opt == "-O2":
@@ -374,22 +460,25 @@ def selected_objects(
         if missing:
             raise RuntimeError(f"{BITCODE_DIR_ENV}={prebuilt} lacks {', '.join(missing)}: build //runtime:bitcode")
     else:
-        roots = [p for d in ROOT_DIRS for p in sorted((REPO / "runtime" / d).rglob("*.cc")) if p != SELECTION_UNIT]
-        kernel_dir = REPO / "runtime" / "kernels"
+        # The roots layer by layer, dependencies first.
+        roots = [p for d in info["root_layers"] for p in _layer_files([d], (".cc",)) if p != selection_unit]
+        every_kernel = _layer_files(info["kernel_layers"], (".cc",))
         if isinstance(kernels, bool):
-            kernel_sources = sorted(kernel_dir.rglob("*.cc")) if kernels else []
+            kernel_sources = every_kernel if kernels else []
         else:
-            kernel_sources = sorted({p for pattern in kernels for p in kernel_dir.glob(pattern)})
+            dirs = [REPO / info["layers"][d]["package"] for d in info["kernel_layers"]]
+            matched = {p for d in dirs for pattern in kernels for p in d.glob(pattern)}
+            kernel_sources = [p for p in every_kernel if p in matched]
         bitcode_name = "_".join(("bitcode", *sanitize))
-        bitcode = _objects(Path(cache_root), bitcode_name, flags + BITCODE_FLAGS, None, roots + kernel_sources)
+        bitcode = _objects(Path(cache_root), bitcode_name, flags + bitcode_flags, None, roots + kernel_sources)
         kernel_objects = {_object_name(p) for p in kernel_sources}
         lazy = sorted(p for p in (bitcode / "obj").glob("*.o") if p.name in kernel_objects)
         if auto and kernels is True:
             # Last, as in //runtime/kernels:kernels_bitcode: an inline
             # function both copies compiled is the baseline one.
-            for level, source, march in X86_64_COPIES:
+            for level, source, march in _x86_64_copies():
                 copy = _objects(
-                    Path(cache_root), f"{bitcode_name}_{level}", flags + BITCODE_FLAGS + list(march), None, [source]
+                    Path(cache_root), f"{bitcode_name}_{level}", flags + bitcode_flags + list(march), None, [source]
                 )
                 lazy += sorted((copy / "obj").glob("*.o"))
         root_objects = sorted(p for p in (bitcode / "obj").glob("*.o") if p.name not in kernel_objects)
@@ -453,12 +542,12 @@ def object_files(
     flags = _compile_flags(opt, defines, sanitize, extra_flags) + [f"-I{selection_dir}"]
     copies = []
     if _x86_64_auto(extra_flags):
-        flags += X86_64_AUTO_FLAGS
-        for level, source, march in X86_64_COPIES:
+        flags += _isa_flags("auto")
+        for level, source, march in _x86_64_copies():
             copy = _objects(Path(cache_root), f"{name}_{level}", flags + list(march), selection_dir, [source])
             copies += sorted((copy / "obj").glob("*.o"))
     objects_dir = _objects(Path(cache_root), name, flags, selection_dir)
-    excluded = {_object_name(REPO / p) for other, p in PAL_SOURCES.items() if other != pal}
+    excluded = {_object_name(REPO / p) for other, p in _pal_sources().items() if other != pal}
     # The copies last, so that the linker keeps the baseline copy of an
     # inline function several compiled (build() then links the library
     # beside the last copy's objects, whose directory is keyed by every
@@ -471,7 +560,7 @@ def _compile_flags(opt: str, defines, sanitize: tuple[str, ...], extra_flags) ->
     # UBSan's function check needs the C++ ABI library's type_info, which a
     # freestanding runtime (-fno-rtti, linked -nostdlib++) does not link.
     no_function_check = ["-fno-sanitize=function"] if "undefined" in sanitize else []
-    flags = HOUSE_FLAGS + [opt, "-fPIC", f"-I{REPO}"] + [f"-D{d}" for d in defines]
+    flags = _house_flags() + [opt, "-fPIC", f"-I{REPO}"] + [f"-D{d}" for d in defines]
     return flags + sanitizer_compile_flags(tuple(sanitize)) + no_function_check + list(extra_flags)
 
 
@@ -588,13 +677,24 @@ def write_selection(
 
 if __name__ == "__main__":
     # `runtime_build.py sanitizer-env [LOG_DIR]`: shell exports for a process
-    # that loads sanitized runtimes (tools/sanitize.sh evals them).
+    # that loads sanitized runtimes; `runtime_build.py compile-info`: the
+    # path of runtime_compile_info.json, built if need be (tools/sanitize.sh
+    # runs both).
     import shlex
     import sys
 
-    usage = "usage: python -m tests.runtime.runtime_build sanitizer-env [LOG_DIR]"
+    usage = "usage: python -m tests.runtime.runtime_build {sanitizer-env [LOG_DIR] | compile-info}"
     if sys.argv[1:2] in (["-h"], ["--help"]):
-        print(f"{usage}\nprints the shell exports that load sanitized runtimes (tools/sanitize.sh evals them)")
+        print(
+            f"{usage}\nsanitizer-env prints the shell exports that load sanitized runtimes; compile-info builds "
+            f"{COMPILE_INFO_TARGET} if {COMPILE_INFO_ENV} is unset and prints its path (tools/sanitize.sh runs both)"
+        )
+        sys.exit(0)
+    if sys.argv[1:] == ["compile-info"]:
+        try:
+            print(compile_info_path())
+        except RuntimeError as e:
+            sys.exit(f"runtime_build compile-info: {e}")
         sys.exit(0)
     if len(sys.argv) < 2 or sys.argv[1] != "sanitizer-env":
         sys.exit(usage)
