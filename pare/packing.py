@@ -226,7 +226,7 @@ def pixel_rows_pays(weight_sizes, stride, padding, dilation, groups: int, out_hw
     return 1 <= pixels <= PIXEL_ROWS_MAX_PIXELS and weight_sizes[0] // groups >= PANEL_COLS
 
 
-# The channels_last pass (tools/tracer/lowering.py): convolutions that run
+# The channels_last pass (tools/tracer/passes/channels_last.py): convolutions that run
 # faster on NHWC activations, with the layout conversions they need, than
 # on NCHW ones. Measured on MobileNetV2's layers (64x64 input, one core,
 # v3; docs/performance.md, "Channels-last"): a depthwise layer over 4x4 or

@@ -1,4 +1,4 @@
-"""Graph passes (tools/tracer/passes.py): batch-norm folding checked against
+"""Graph passes (tools/tracer/passes/): batch-norm folding checked against
 torch eager on awkward shapes (on the runtime and through the rewritten
 ExportedProgram), the cases that must not fold, pass selection, what the
 manifest records, and the --passes / --skip-passes flags."""

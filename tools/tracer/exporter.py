@@ -14,7 +14,7 @@ input tuple, in order). Each group becomes one method of the program:
 
 The graph is decomposed to core ATen (`run_decompositions()`), except ops
 the runtime implements directly, rewritten by the selected graph passes
-(tools/tracer/passes.py: batch-norm folding, ...) and lowered by
+(tools/tracer/passes/: batch-norm folding, prepacking, ...) and lowered by
 tools/tracer/lowering.py.
 Every operator the program calls must be in the runtime's inventory
 (runtime/kernels/**/*.def), else MissingOpsError lists them.
@@ -198,15 +198,10 @@ def export_model(
 ) -> ExportedModel:
     """Exports every method group, runs the graph passes on it and lowers
     it into one program. `passes`: "default" (every pass), "none", or the
-    names of passes, as a comma list or an iterable (tools/tracer/passes.py);
+    names of passes, as a comma list or an iterable (tools/tracer/passes/);
     they run in the passes' own order."""
     progress = progress or Progress.silent()
     selected = graph_passes.resolve(passes)
-    prepack = graph_passes.PREPACK in selected
-    # The fusions fuse into prepacked ops, so nothing without prepack_weights.
-    fuse = frozenset(name for name in graph_passes.FUSIONS if name in selected and prepack)
-    winograd = graph_passes.WINOGRAD in selected and prepack
-    channels_last = graph_passes.CHANNELS_LAST in selected and prepack
     if inventory is None:
         inventory = paths.load_inventory()
     groups = group_inputs(spec)
@@ -220,21 +215,16 @@ def export_model(
             f"dynamic: {group.describe_dynamic()})"
         ):
             ep = export_group(spec, group, decomposition_table(inventory))
-        runs.append(graph_passes.run_passes(ep, selected))
+        method_passes = graph_passes.MethodPasses(selected)
+        method_passes.rewrite(ep)
         exported.append(ep)
         try:
             MethodLowering(
-                builder.method(group.name),
-                ep,
-                prepack=prepack,
-                model_file=spec.path,
-                report=report,
-                fuse=fuse,
-                winograd=winograd,
-                channels_last=channels_last,
+                builder.method(group.name), ep, model_file=spec.path, report=report, passes=method_passes
             ).lower()
         except ProgramError as e:
             raise TracerError(f"{spec.path}: cannot lower method {group.name}: {e}") from None
+        runs.append(method_passes.runs())
     missing = {name: uses for name, uses in report.uses.items() if name not in inventory.ops}
     missing.update(report.unsupported)
     if missing:
@@ -244,13 +234,5 @@ def export_model(
     except ProgramError as e:
         raise TracerError(f"{spec.path}: cannot write the program: {e}") from None
     counts = {name: len(uses) for name, uses in sorted(report.uses.items())}
-    if prepack:
-        runs.append((graph_passes.PassRun(graph_passes.PREPACK, tuple(sorted(report.prepacked.items()))),))
-    if winograd:
-        runs.append((graph_passes.PassRun(graph_passes.WINOGRAD, tuple(report.winograd.items())),))
-    for name in graph_passes.FUSIONS:
-        if name in fuse:
-            runs.append((graph_passes.PassRun(name, (("fused", report.fused[name]),)),))
-    if channels_last:
-        runs.append((graph_passes.PassRun(graph_passes.CHANNELS_LAST, tuple(report.channels_last.items())),))
+    prepack = graph_passes.PREPACK in selected
     return ExportedModel(spec, program, groups, tuple(exported), counts, prepack, graph_passes.combine(runs))

@@ -1,0 +1,152 @@
+"""Lowering plans: what each graph node of a method becomes, decided for
+every node before anything is emitted (so a node nothing needs drops out
+with what only it reads). Each kind of plan is its own type; lowering
+(tools/tracer/lowering.py) emits a plan through a table from plan type to
+handler, and a pass that plans at lowering time (tools/tracer/passes/)
+returns one of these. A new kind of instruction (an int8 op, a delegate
+call) is a new plan type here and one handler in that table.
+
+No torch at import: the passes package imports these types, and the tracer
+CLI's parser imports the passes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from torch.fx import Node
+
+
+@dataclass(frozen=True, kw_only=True)
+class Plan:
+    """What a node becomes. `deps`: the nodes it reads, lowered before it
+    (only when something the outputs depend on needs it)."""
+
+    deps: tuple[Node, ...] = ()
+
+
+@dataclass(frozen=True, kw_only=True)
+class OpPlan(Plan):
+    """One instruction calling the node's own operator, on `args` and
+    `kwargs` (the graph's, with rewrites applied)."""
+
+    args: tuple
+    kwargs: dict
+
+
+@dataclass(frozen=True, kw_only=True)
+class GetItem(Plan):
+    """An output of the multi-output instruction `deps[0]` (the node's index)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Alias(Plan):
+    """The value of `deps[0]`, passed on: an identity op, or an op fused
+    into the prepacked layer before it."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Constant(Plan):
+    """A constant tensor (folded at export, or an identity of a constant),
+    stored when first used."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class IndexWithNone(Plan):
+    """index.Tensor with None entries: permute by `order`, index.Tensor with
+    `tensors`, permute by `after` (each permute left out when it is the
+    identity). deps[0] is the indexed tensor."""
+
+    order: list[int]
+    tensors: tuple
+    after: list[int]
+
+
+@dataclass(frozen=True, kw_only=True)
+class AsStridedViews(Plan):
+    """as_strided re-viewing its input's elements: the slice / permute
+    `steps` (tools/tracer/strided.py), then a view to `sizes`."""
+
+    steps: tuple
+    sizes: list
+
+
+@dataclass(frozen=True, kw_only=True)
+class AsStridedCopy(Plan):
+    """The runtime's aten::as_strided copy over deps[0] with `sizes` (an
+    InputSize entry is the input's size along a dim, read at run time) and
+    `strides`."""
+
+    sizes: list
+    strides: list[int]
+
+
+@dataclass(frozen=True)
+class InputSize:
+    """A size equal to the op's input's size along `dim` (dynamic: read at run time)."""
+
+    dim: int
+
+
+@dataclass(frozen=True, kw_only=True)
+class Unsupported(Plan):
+    """A construct no runtime operator runs; `what` names it in the report."""
+
+    what: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class PrepackedPlan(Plan):
+    """A layer on weights packed at export (the prepack_weights pass), with
+    the epilogue the fusion passes fuse into it, applied in this order: a
+    residual add's other operand, a clamp (output_min, output_max), an
+    activation's name (the runtime's Activation: "hardswish", "gelu", ...).
+    deps[0] is the layer's input.
+
+    `last`: the layer's last node in the graph (the product, or a view or
+    bias add that aliases it), where a fusion looks for the next op.
+    `counts`: (pass, what) counted once per instruction emitted;
+    `pack_counts`: once per weight packed. The passes that shape a plan say
+    what it counts, so each pass reports its own counts."""
+
+    residual: Node | None = None
+    clamp: tuple[float, float] | None = None
+    activation: str | None = None
+    last: Any = None
+    counts: tuple[tuple[str, str], ...] = ()
+    pack_counts: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True, kw_only=True)
+class LinearPrepack(PrepackedPlan):
+    """pare::linear_prepacked on `weight` ((cache key, [out, in] tensor))
+    and `bias` (a constant's node, or None)."""
+
+    weight: tuple
+    bias: Any
+
+
+@dataclass(frozen=True)
+class ConvLayer:
+    """A conv2d_prepack plan's layer: the weight and bias (graph nodes), the
+    convolution's parameters, and how the passes run it. Layers that
+    compare equal share one packed weight."""
+
+    weight: Any
+    bias: Any
+    stride: tuple[int, ...]
+    padding: tuple[int, ...]
+    dilation: tuple[int, ...]
+    groups: int
+    winograd: int = 0  # the winograd pass's output tile (2 or 4), 0 for none
+    pixel_rows: bool = False  # prepack_weights: a layer over few pixels, packed for pixel rows
+    channels_last: bool = False  # the channels_last pass: the layer runs on NHWC activations
+
+
+@dataclass(frozen=True, kw_only=True)
+class Conv2dPrepack(PrepackedPlan):
+    """pare::conv2d_prepacked running `layer`."""
+
+    layer: ConvLayer
