@@ -3,7 +3,7 @@
 Library API (the CLI in `codegen.cli` is a thin layer over it):
 
     m = codegen.load("apps/demo/manifest.yaml")          # or loads(text)
-    inv = codegen.load_inventory("runtime/kernels")
+    inv = codegen.load_inventory("runtime/inventory")
     sel = codegen.resolve(m, inv, allow_unknown_ops=False)
     files = codegen.render(sel)                           # {relative path: text}
     codegen.write_outputs(out_dir, files)

@@ -33,7 +33,7 @@ def _parser() -> argparse.ArgumentParser:
             "--inventory",
             metavar="DIR",
             default=None,
-            help="the runtime's .def files (default: runtime/kernels in this repository)",
+            help="the runtime's .def files (default: runtime/inventory in this repository)",
         )
 
     def allow_arg(sp: argparse.ArgumentParser) -> None:

@@ -1,6 +1,6 @@
 """The runtime's inventory: what the runtime can contain, from its `.def` files.
 
-docs/selection.md defines the X-macro files under `runtime/kernels/`:
+docs/selection.md defines the X-macro files under `runtime/inventory/`:
 `*.ops.def` (PARE_OP), `*.tags.def` (PARE_KERNEL_TAG), `classes.def`
 (PARE_CLASS) and `features.def` (PARE_BUILD_FEATURE), one entry per line,
 nothing else on a line but comments. Codegen validates manifests against this
@@ -19,7 +19,7 @@ from codegen.errors import InventoryError
 from codegen.manifest import DEFAULT_OVERLOAD_SUFFIX, Operator, strip_overload
 
 REPO_ROOT = Path(__file__).absolute().parent.parent
-DEFAULT_INVENTORY_DIR = REPO_ROOT / "runtime" / "kernels"
+DEFAULT_INVENTORY_DIR = REPO_ROOT / "runtime" / "inventory"
 
 _IDENT = r"[A-Za-z_][A-Za-z0-9_]*"
 _OP_NAME = re.compile(rf"{_IDENT}::{_IDENT}(?:\.{_IDENT})?")
@@ -81,16 +81,16 @@ class Inventory:
 
 
 def load_inventory(directory: str | os.PathLike[str] | None = None) -> Inventory:
-    """Parse every `.def` file under `directory` (default: runtime/kernels).
+    """Parse every `.def` file under `directory` (default: runtime/inventory).
 
     Raises InventoryError naming file:line for anything off-format, and when
     the directory holds no `.def` file at all.
     """
     root = Path(directory) if directory is not None else DEFAULT_INVENTORY_DIR
-    shown = os.fspath(directory) if directory is not None else "runtime/kernels"
+    shown = os.fspath(directory) if directory is not None else "runtime/inventory"
     if not root.is_dir():
         raise InventoryError(
-            f"{shown}: inventory directory does not exist; pass --inventory <runtime/kernels directory>"
+            f"{shown}: inventory directory does not exist; pass --inventory <runtime/inventory directory>"
         )
 
     files: list[tuple[str, Path, str]] = []
@@ -101,7 +101,7 @@ def load_inventory(directory: str | os.PathLike[str] | None = None) -> Inventory
     if not files:
         raise InventoryError(
             f"{shown}: no *.ops.def, *.tags.def, classes.def or features.def files; "
-            "pass --inventory <runtime/kernels directory> (format: docs/selection.md)"
+            "pass --inventory <runtime/inventory directory> (format: docs/selection.md)"
         )
     files.sort()
 

@@ -16,7 +16,7 @@ import codegen
 from codegen import CodegenError
 
 REPO = Path(__file__).absolute().parents[1]
-INVENTORY = codegen.load_inventory(REPO / "runtime" / "kernels")
+INVENTORY = codegen.load_inventory(REPO / "runtime" / "inventory")
 # A real manifest to merge and diff each input against.
 BASE = codegen.load(REPO / "apps" / "demo" / "manifest.yaml")
 

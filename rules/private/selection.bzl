@@ -22,7 +22,7 @@ def _impl(ctx):
     expected = ctx.actions.declare_file(out_root + "/expected_symbols.json")
 
     # The inventory's root, wherever the runtime's repository sits
-    # (runtime/kernels here, external/pare/runtime/kernels when Pare is
+    # (runtime/inventory here, external/pare/runtime/inventory when Pare is
     # @pare): the directory of inventory.inc, above the families' folders.
     inventory_dir = [f for f in ctx.files._inventory if f.basename == "inventory.inc"][0].dirname
 
@@ -75,8 +75,8 @@ pare_selection = rule(
         "manifest": attr.label(allow_files = [".yaml", ".yml"], doc = "Default manifest (a .yaml or op_manifest)."),
         "manifests": attr.label_list(allow_files = [".yaml", ".yml"], doc = "Candidates for --define ops=<file>."),
         "allow_unknown_ops": attr.bool(doc = "Drop operators the runtime lacks (with a warning) instead of failing."),
-        "build_features": attr.string_list(doc = "Build features selected on top of the manifest's (runtime/kernels/features.def)."),
-        "_inventory": attr.label(default = Label("//runtime/kernels:inventory")),
+        "build_features": attr.string_list(doc = "Build features selected on top of the manifest's (runtime/inventory/features.def)."),
+        "_inventory": attr.label(default = Label("//runtime/inventory")),
         "_runtime_headers": attr.label_list(default = [Label("//runtime/core")]),
         "_codegen": attr.label(default = Label("//codegen"), executable = True, cfg = "exec"),
         "_cc_toolchain": attr.label(default = "@bazel_tools//tools/cpp:current_cc_toolchain"),

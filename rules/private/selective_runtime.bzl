@@ -143,7 +143,7 @@ def selective_runtime(
       allow_unknown_ops: drop manifest operators the runtime lacks, with a
         warning, instead of failing the build.
       build_features: build features to select on top of the manifest's
-        (runtime/kernels/features.def), e.g. ["output_buffers"] for an app
+        (runtime/inventory/features.def), e.g. ["output_buffers"] for an app
         that hands the runtime its output buffers; a name the runtime lacks
         fails the build.
       visibility: the usual.
@@ -189,7 +189,7 @@ def selective_runtime(
         deps = [
             ":" + name + "_selection",
             Label("//runtime/core"),
-            Label("//runtime/kernels:inventory_headers"),
+            Label("//runtime/inventory:headers"),
             Label("//runtime/registry"),
         ],
         optimize = "size",

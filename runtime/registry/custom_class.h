@@ -3,7 +3,7 @@
 // section) and passes to operators, e.g. prepacked weights.
 //
 // A class is `pare::classes::<Name>`, derives from ObjectBase, is listed in
-// runtime/kernels/classes.def, and declares
+// runtime/inventory/classes.def, and declares
 //
 //   static constexpr char kName[] = "<Name>";
 //   static constexpr ClassId kId = ClassId::<Name>;

@@ -8,7 +8,7 @@
 //
 // or, equivalently, PARE_DISPATCH(add_kernel, ctx, dtype, T, { ... }).
 //
-// For each dtype the tag declares (runtime/kernels/*.tags.def), the body runs
+// For each dtype the tag declares (runtime/inventory/*/*.tags.def), the body runs
 // inside the never-inlined function template instance
 // pare::dispatch_case<pare::tags::<tag>, T, F>, whose symbol the size
 // verifier looks for. Dtypes the tag does not declare report "not

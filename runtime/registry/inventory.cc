@@ -11,7 +11,7 @@ namespace {
 // Hashes of every operator the runtime implements, selected or not.
 constexpr uint32_t kKnownOpHashes[] = {
 #define PARE_OP(name, fn) detail::fnv1a(name),
-#include "runtime/kernels/inventory.inc"
+#include "runtime/inventory/inventory.inc"
 #undef PARE_OP
 };
 

@@ -2,7 +2,7 @@
 // What the runtime can contain, whatever an app selects: the operators, the
 // kernel tags with the dtypes each declares, the custom classes and the build
 // features, all generated at compile time from the X-macro files
-// (runtime/kernels/inventory.inc). Nothing here depends on a manifest, so
+// (runtime/inventory/inventory.inc). Nothing here depends on a manifest, so
 // every layer that includes it is compiled once per platform; what an app
 // selects is in selection.h.
 
@@ -30,25 +30,25 @@ using KernelFn = Error (*)(KernelContext& ctx, ValueSpan inputs, ValueSpan outpu
 
 namespace kernels {
 #define PARE_OP(name, fn) Error fn(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs);
-#include "runtime/kernels/inventory.inc"
+#include "runtime/inventory/inventory.inc"
 #undef PARE_OP
 }  // namespace kernels
 
 enum class TagId : uint16_t {
 #define PARE_KERNEL_TAG(tag, ...) tag,
-#include "runtime/kernels/inventory.inc"
+#include "runtime/inventory/inventory.inc"
 #undef PARE_KERNEL_TAG
   kCount
 };
 enum class ClassId : uint16_t {
 #define PARE_CLASS(name) name,
-#include "runtime/kernels/inventory.inc"
+#include "runtime/inventory/inventory.inc"
 #undef PARE_CLASS
   kCount
 };
 enum class FeatureId : uint16_t {
 #define PARE_BUILD_FEATURE(name) name,
-#include "runtime/kernels/inventory.inc"
+#include "runtime/inventory/inventory.inc"
 #undef PARE_BUILD_FEATURE
   kCount
 };
@@ -74,7 +74,7 @@ namespace tags {
     static constexpr ::pare::TagId id = ::pare::TagId::tag;       \
     static constexpr ::pare::ScalarType dtypes[] = {__VA_ARGS__}; \
   };
-#include "runtime/kernels/inventory.inc"
+#include "runtime/inventory/inventory.inc"
 #undef PARE_KERNEL_TAG
 }  // namespace tags
 
@@ -97,7 +97,7 @@ inline constexpr TagInfo kTagInfo{Tag::name, Tag::dtypes, sizeof(Tag::dtypes) / 
 // selection.cc) and for the tracing build's C API, which reports any tag.
 inline constexpr TagInfo kTags[] = {
 #define PARE_KERNEL_TAG(tag, ...) kTagInfo<tags::tag>,
-#include "runtime/kernels/inventory.inc"
+#include "runtime/inventory/inventory.inc"
 #undef PARE_KERNEL_TAG
 };
 
@@ -123,7 +123,7 @@ namespace detail {
 // the binary through it.
 inline constexpr const char* kInventoryOpNames[] = {
 #define PARE_OP(name, fn) name,
-#include "runtime/kernels/inventory.inc"
+#include "runtime/inventory/inventory.inc"
 #undef PARE_OP
 };
 
@@ -154,7 +154,7 @@ constexpr int op_id(const char* name) {
 
 // Load-time lookups.
 const OpEntry* find_op(const char* name);
-// True when some kernel in runtime/kernels implements `name`, selected or not.
+// True when the inventory declares `name` (a kernel implements it), selected or not.
 bool is_known_op(const char* name);
 
 // ---------------------------------------------------------------------------

@@ -142,7 +142,7 @@ PARE_COLD Error op_not_selected_in_call(KernelContext& ctx, const char* name);
 // it, the call is an error naming it (a link-time constant, selection.h).
 template <int kId>
 Error call_op(KernelContext& ctx, const char* name, ValueSpan inputs, ValueSpan outputs) {
-  static_assert(kId >= 0, "PARE_CALL_OP names an operator no kernel implements (runtime/kernels/*.ops.def)");
+  static_assert(kId >= 0, "PARE_CALL_OP names an operator no kernel implements (runtime/inventory/*/*.ops.def)");
   const int slot = op_slot(kId);
   if (slot < 0) return detail::op_not_selected_in_call(ctx, name);
   return ctx.call_op(static_cast<size_t>(slot), inputs, outputs);

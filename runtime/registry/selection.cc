@@ -37,7 +37,7 @@ struct OpCandidate {
 // do not reach the binary.
 constexpr OpCandidate kOpCandidates[] = {
 #define PARE_OP(name, fn) {name, KernelIf<TORCH_SELECTIVE_SCHEMA(name).selected>::get<&kernels::fn>()},
-#include "runtime/kernels/inventory.inc"
+#include "runtime/inventory/inventory.inc"
 #undef PARE_OP
 };
 static_assert(sizeof(kOpCandidates) / sizeof(OpCandidate) == kNumInventoryOps, "one candidate per inventory op");
@@ -126,12 +126,12 @@ extern const size_t kNumKernelDtypes = count_kernel_dtypes();
 
 extern const NamedEntry kClasses[kNumClasses] = {
 #define PARE_CLASS(name) {#name, TORCH_SELECTIVE_CLASS(#name).selected},
-#include "runtime/kernels/inventory.inc"
+#include "runtime/inventory/inventory.inc"
 #undef PARE_CLASS
 };
 extern const NamedEntry kFeatures[kNumFeatures] = {
 #define PARE_BUILD_FEATURE(name) {#name, PARE_SELECTIVE_FEATURE(#name).selected},
-#include "runtime/kernels/inventory.inc"
+#include "runtime/inventory/inventory.inc"
 #undef PARE_BUILD_FEATURE
 };
 

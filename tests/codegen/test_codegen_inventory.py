@@ -134,7 +134,7 @@ def test_other_files_are_ignored(tmp_path):
 
 
 def test_default_directory_is_the_repo_runtime():
-    assert codegen.DEFAULT_INVENTORY_DIR == REPO_ROOT / "runtime" / "kernels"
+    assert codegen.DEFAULT_INVENTORY_DIR == REPO_ROOT / "runtime" / "inventory"
 
 
 def test_real_runtime_inventory_parses():

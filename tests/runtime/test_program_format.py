@@ -153,26 +153,26 @@ def def_entries(path: Path):
 
 
 def test_every_def_file_is_in_the_inventory():
-    inc = (REPO / "runtime/kernels/inventory.inc").read_text()
-    kernels = REPO / "runtime/kernels"
-    for path in sorted(kernels.glob("**/*.def")):
-        rel = path.relative_to(kernels).as_posix()
-        assert f'#include "runtime/kernels/{rel}"' in inc, f"{rel} is missing from inventory.inc"
+    inc = (REPO / "runtime/inventory/inventory.inc").read_text()
+    inventory = REPO / "runtime/inventory"
+    for path in sorted(inventory.glob("**/*.def")):
+        rel = path.relative_to(inventory).as_posix()
+        assert f'#include "runtime/inventory/{rel}"' in inc, f"{rel} is missing from inventory.inc"
         list(def_entries(path))  # one entry per line, nothing else
 
 
 def test_kernel_function_names_follow_the_convention():
     # "aten::add.Tensor" -> aten_add_Tensor: codegen and the verifier rely on it.
-    for path in (REPO / "runtime/kernels").glob("*/*.ops.def"):
+    for path in (REPO / "runtime/inventory").glob("*/*.ops.def"):
         for match in def_entries(path):
             assert match.group(3) == match.group(1).replace("::", "_").replace(".", "_"), match.group(0)
 
 
 def test_c_api_inventory_matches_def_files(runtime):
     ops, tags, classes, features = [], {}, [], []
-    inc = (REPO / "runtime/kernels/inventory.inc").read_text()
-    for name in re.findall(r'#include "runtime/kernels/([^"]+\.def)"', inc):
-        path = REPO / "runtime/kernels" / name
+    inc = (REPO / "runtime/inventory/inventory.inc").read_text()
+    for name in re.findall(r'#include "runtime/inventory/([^"]+\.def)"', inc):
+        path = REPO / "runtime/inventory" / name
         for m in def_entries(path):
             if name.endswith(".ops.def"):
                 ops.append(m.group(1))

@@ -36,7 +36,7 @@ SHIPPED = [
 
 def _selection_dir(root: Path, manifest: Path) -> Path:
     """codegen's selection headers for `manifest`, as the Bazel rule generates them."""
-    inventory = codegen.load_inventory(REPO / "runtime" / "kernels")
+    inventory = codegen.load_inventory(REPO / "runtime" / "inventory")
     selection = codegen.resolve(codegen.load(manifest), inventory, allow_unknown_ops=False)
     root.mkdir(parents=True, exist_ok=True)
     codegen.write_outputs(root, codegen.render(selection))

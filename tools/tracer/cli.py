@@ -155,7 +155,7 @@ def _parser() -> argparse.ArgumentParser:
         const="",
         metavar="DIR",
         help="expand both against the runtime's "
-        "inventory (default DIR: runtime/kernels) to compare concrete operators and (tag, dtype) pairs",
+        "inventory (default DIR: runtime/inventory) to compare concrete operators and (tag, dtype) pairs",
     )
     d.add_argument("--exit-code", action="store_true", help="exit 1 when the manifests differ")
 

@@ -33,7 +33,7 @@ class MissingOpsError(TracerError):
         total = len(missing)
         lines = [
             f"{model}: the runtime ({inventory_dir}) lacks {total} operator{'' if total == 1 else 's'} this model "
-            "needs; add kernels for them to the runtime (runtime/kernels/**/*.def lists what exists) or change the "
+            "needs; add kernels for them to the runtime (runtime/inventory/**/*.def lists what exists) or change the "
             "model to avoid them:"
         ]
         for name in sorted(missing):

@@ -17,7 +17,7 @@ the runtime implements directly, rewritten by the selected graph passes
 (tools/tracer/passes/: batch-norm folding, prepacking, ...) and lowered by
 tools/tracer/lowering.py.
 Every operator the program calls must be in the runtime's inventory
-(runtime/kernels/**/*.def), else MissingOpsError lists them.
+(runtime/inventory/**/*.def), else MissingOpsError lists them.
 """
 
 from __future__ import annotations

@@ -29,7 +29,7 @@ def repo_root() -> Path:
 
 
 def inventory_dir() -> Path:
-    return repo_root() / "runtime" / "kernels"
+    return repo_root() / "runtime" / "inventory"
 
 
 def load_inventory() -> codegen.Inventory:

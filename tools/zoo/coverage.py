@@ -7,7 +7,7 @@ numbers, symbolic-size queries, ...). Of each operator the report lists the
 functional core overloads (out= and in-place ones never reach an exported
 graph) and for each one how Pare runs it:
 
-* kernel: the runtime's inventory (runtime/kernels/**/*.def) has it; its
+* kernel: the runtime's inventory (runtime/inventory/**/*.def) has it; its
   dtypes are those of the kernel tags it dispatches on
   (tools/zoo/kernel_sources.py), or any dtype when it has no dtype dispatch
   (views and copies); a tracer rewrite (tools/tracer/lowering.py, REWRITES
@@ -149,7 +149,7 @@ def build_report(inventory: codegen.Inventory | None = None, kernels_dir: Path |
     from tools.tracer.exporter import decomposition_table
     from tools.tracer.lowering import IDENTITY_OPS, REWRITES, op_name
 
-    inventory = inventory or codegen.load_inventory(kernels_dir)
+    inventory = inventory or codegen.load_inventory()
     tags_of = op_kernel_tags(inventory, *([kernels_dir] if kernels_dir else []))
     decomposed = decomposition_table(inventory)
     opset, excluded = inference_opset()

@@ -29,7 +29,9 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from codegen.inventory import DEFAULT_INVENTORY_DIR, Inventory
+from codegen.inventory import REPO_ROOT, Inventory
+
+KERNELS_DIR = REPO_ROOT / "runtime" / "kernels"
 
 _FUNCTION = re.compile(
     r"\b([A-Za-z_]\w*)\s*\((?:[^;{}()]|\([^;{}()]*\))*\)\s*(?:const\s*)?(?:noexcept\s*)?(?:->\s*[\w:<>,\s*&]+)?\{"
@@ -78,7 +80,7 @@ def _function_bodies(text: str) -> dict[str, list[str]]:
     return bodies
 
 
-def op_kernel_tags(inventory: Inventory, kernels_dir: Path = DEFAULT_INVENTORY_DIR) -> dict[str, tuple[str, ...]]:
+def op_kernel_tags(inventory: Inventory, kernels_dir: Path = KERNELS_DIR) -> dict[str, tuple[str, ...]]:
     """{operator: the kernel tags it dispatches on, sorted}; () for an
     operator without dtype dispatch (the module docstring has the rules)."""
     sources = {

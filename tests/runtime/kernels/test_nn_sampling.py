@@ -366,7 +366,7 @@ def test_exported_modules(runtime, name):
     torch.manual_seed(0)
     module = make().eval()
     example = tuple(torch.randn(s) * 1.2 for s in shapes)
-    table = decomposition_table(codegen.load_inventory(runtime_build.REPO / "runtime" / "kernels"))
+    table = decomposition_table(codegen.load_inventory(runtime_build.REPO / "runtime" / "inventory"))
     ep = torch.export.export(module, example).run_decompositions(table)
     pb = ProgramBuilder()
     report = LoweringReport()
