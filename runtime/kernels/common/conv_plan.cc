@@ -1,4 +1,4 @@
-// The convolution plan's checked arithmetic (see conv_plan.h).
+// The convolution plan's output-size error (see conv_plan.h).
 
 #include "runtime/kernels/common/conv_plan.h"
 

@@ -10,7 +10,7 @@
 // one of height 1; a 3-d one folds its temporal taps into channels and runs
 // 2-d over one slab per output frame). A new entry point fills a Geometry
 // from its arguments (the kernel, stride, padding, dilation and groups, and
-// the input's sizes), calls plan_output() for the output size, and
+// the input's sizes), calls plan_output() for a 1-d or 2-d output size, and
 // choose() (weights as given) or choose_packed() (weights the exporter
 // packed) for the algorithm; a new algorithm is a new Algorithm value and
 // a test in the plan, never a second copy of the geometry.
@@ -119,7 +119,7 @@ enum class Algorithm : uint8_t {
   DepthwiseChannelsLast,  // direct kernel over NHWC (depthwise::run_float_nhwc)
   Winograd2,              // F(2x2, 3x3)
   Winograd4,              // F(4x4, 3x3)
-  PixelRows,              // C^T = X^T W^T over 5 to 12 pixels (gemm::pixel_rows)
+  PixelRows,              // C^T = X^T W^T, the pixels as rows (gemm::pixel_rows)
   NarrowGemm,             // a 1x1 over 1 to 4 pixels (gemm::sgemm_narrow)
   Gemm,                   // the blocked GEMM, B the image (pointwise) or its im2col panels
 };

@@ -1,7 +1,7 @@
 #pragma once
 // Helpers shared by the nn kernels (convolution, normalisation, pooling,
 // upsampling): reading PyTorch's "int[2]"-style spatial parameters, the
-// checked output-size arithmetic of convolution and pooling, and the
+// checked output-size arithmetic of pooling and col2im, and the
 // multi-accumulator row sums the normalisation kernels use.
 //
 // Spatial parameters come from a program, so every value is checked and the
@@ -26,7 +26,7 @@ constexpr int64_t kMaxSpatialParam = int64_t{1} << 30;
 Error read_spatial(KernelContext& ctx, IntArrayRef list, size_t n, const char* name, int64_t min_value,
                    const int64_t* empty_default, int64_t* out);
 
-// Output length of a sliding window (convolution, pooling):
+// Output length of a sliding window (pooling, col2im; conv_plan.h's output_extent for convolutions):
 // (in + 2 pad - dilation (kernel - 1) - 1) / stride + 1, with PyTorch's
 // ceil_mode rule for pooling (the last window must start inside the input
 // or the left padding). Fails when the dilated kernel is larger than the

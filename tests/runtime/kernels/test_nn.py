@@ -247,7 +247,8 @@ def test_conv_output_size_error_names_the_layer(runtime):
     ):
         conv(torch.ones(1, 2, 5, 2), torch.ones(3, 2, 3, 3), [1, 0], [1, 1])
     # Just large enough: the padded input (7) is the dilated kernel's span.
-    x, w = torch.randn(1, 2, 5), torch.randn(3, 2, 4)
+    g = torch.Generator().manual_seed(5)
+    x, w = torch.randn(1, 2, 5, generator=g), torch.randn(3, 2, 4, generator=g)
     got = conv(x, w, [1], [2])
     want = F.conv1d(x.double(), w.double(), padding=1, dilation=2)
     assert tuple(got.shape) == (1, 3, 1)
