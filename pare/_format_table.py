@@ -27,3 +27,42 @@ STRING = 7
 TENSOR_LIST = 8
 OBJECT = 9
 KIND_NAMES = ["None", "Tensor", "int", "float", "bool", "int[]", "float[]", "str", "Tensor[]", "Object"]
+
+# The value record's schema, per kind: whether a value may be constant, and the names of the payload
+# fields a, b, c, d (None: unused, 0; a constant_ name: set only on a constant).
+VALUE_FIELDS = {
+    NONE: ("must", (None, None, None, None)),
+    TENSOR: ("may", ("rank", "sizes_offset", "constant_data_offset", "constant_data_size")),
+    INT: ("may", (None, "constant_value", None, None)),
+    DOUBLE: ("may", (None, "constant_bits", None, None)),
+    BOOL: ("may", ("constant_value", None, None, None)),
+    INT_LIST: ("must", ("count", "ints_offset", "refs_offset", None)),
+    DOUBLE_LIST: ("must", ("count", "doubles_offset", None, None)),
+    STRING: ("must", ("string", None, None, None)),
+    TENSOR_LIST: ("never", ("count", "ids_offset", None, None)),
+    OBJECT: ("never", ("class_name", None, None, None)),
+}
+
+# Prepacked weights: the GEMM's packed layout and the thresholds shared with the runtime.
+PACK_KC = 256
+PACK_MR = 6
+PACK_PANEL_COLS = 8
+PACK_PAD_COLS = 16
+PACK_NARROW_MAX_PIXELS = 4
+PACK_PIXEL_ROWS_MAX_PIXELS = 12
+
+# pare::conv2d_prepack's `layout` codes.
+LAYOUT_AS_GIVEN = 0
+LAYOUT_DEPTHWISE_HWIO = 1
+LAYOUT_GEMM_A = 2
+LAYOUT_WINOGRAD2 = 3
+LAYOUT_WINOGRAD4 = 4
+LAYOUT_PIXEL_ROWS = 5
+LAYOUT_NAMES = [
+    "as given (depthwise)",
+    "HWIO (depthwise, channels-last)",
+    "packed as the GEMM's A",
+    "transformed for Winograd F(2x2, 3x3)",
+    "transformed for Winograd F(4x4, 3x3)",
+    "packed for pixel rows",
+]

@@ -5,8 +5,8 @@ A program's `pare::linear_prepack` / `pare::conv2d_prepack` init ops take
 their weights already in the layout the runtime's GEMM micro-kernels read,
 and the runtime uses those constants in place: nothing is packed or copied
 when a method is created. The layout is the same for every ISA (it is the
-runtime's `runtime/kernels/common/gemm.h`; tests/runtime/kernels/test_prepacked.py
-checks that the constants below match it):
+runtime's `runtime/kernels/common/gemm.h`; both read the constants below from
+the format's table, runtime/core/program_format.def):
 
 * the depth (the reduction dimension, K) is cut into blocks of `KC`; the
   blocks follow each other, the last one shorter;
@@ -32,12 +32,13 @@ from __future__ import annotations
 
 import numpy as np
 
+from pare import _format_table as _format
 from pare import dtypes as _dtypes
 
-KC = 256  # depth block (gemm::kKC)
-MR = 6  # rows of an A panel (gemm::kMR)
-PANEL_COLS = 8  # columns of a B panel (gemm::kPanelCols)
-PAD_COLS = 16  # a packed B's columns are padded to a multiple of this (gemm::kPadCols)
+KC = _format.PACK_KC  # depth block (gemm::kKC)
+MR = _format.PACK_MR  # rows of an A panel (gemm::kMR)
+PANEL_COLS = _format.PACK_PANEL_COLS  # columns of a B panel (gemm::kPanelCols)
+PAD_COLS = _format.PACK_PAD_COLS  # a packed B's columns are padded to a multiple of this (gemm::kPadCols)
 
 
 class PackingError(ValueError):
@@ -175,7 +176,7 @@ def _tiles(out_hw, tile: int) -> int:
 
 
 # Which convolutions run as pixel rows (the pixels as the GEMM's rows, the
-# weights as B; gemm::pixel_rows_pay, whose constants these copy). A 1x1
+# weights as B; gemm::pixel_rows_pay, whose constants these are). A 1x1
 # convolution (stride 1, no padding: the image itself is the product's
 # operand): more than NARROW_MAX_PIXELS output pixels (up to there the
 # narrow GEMM, on weights packed as A, is faster), at most
@@ -186,8 +187,8 @@ def _tiles(out_hw, tile: int) -> int:
 # pixels other than 8 ran 1.2-2.4x faster as pixel rows on both; 1, 2 and
 # 4 pixels 1.1-1.4x slower (on v3 4 ran 1.0-1.6x faster), 8 pixels 1.15x
 # slower on baseline.
-NARROW_MAX_PIXELS = 4
-PIXEL_ROWS_MAX_PIXELS = 12
+NARROW_MAX_PIXELS = _format.PACK_NARROW_MAX_PIXELS  # gemm::kNarrowN
+PIXEL_ROWS_MAX_PIXELS = _format.PACK_PIXEL_ROWS_MAX_PIXELS  # gemm::kPixelRowsMax
 # Any other convolution (3x3, strided, padded: the narrow GEMM takes 1x1
 # kernels only) runs as pixel rows on its im2col matrix from 1 output pixel
 # up to PIXEL_ROWS_MAX_PIXELS: measured with `python -m
@@ -336,6 +337,97 @@ def pack_conv2d_winograd_weight(weight, groups: int, tile: int = 2) -> np.ndarra
     return np.stack(rows) if rows else np.zeros((0, packed_a_size(og, cg)), np.float32)
 
 
+# pare::conv2d_prepack's `layout` argument (runtime/core/program_format.def,
+# conv::WeightLayout): which algorithm a convolution's weights are packed for.
+LAYOUT_AS_GIVEN = _format.LAYOUT_AS_GIVEN
+LAYOUT_DEPTHWISE_HWIO = _format.LAYOUT_DEPTHWISE_HWIO
+LAYOUT_GEMM_A = _format.LAYOUT_GEMM_A
+LAYOUT_WINOGRAD2 = _format.LAYOUT_WINOGRAD2
+LAYOUT_WINOGRAD4 = _format.LAYOUT_WINOGRAD4
+LAYOUT_PIXEL_ROWS = _format.LAYOUT_PIXEL_ROWS
+
+
+def conv2d_weight_layout(
+    weight_sizes,
+    stride,
+    dilation,
+    groups: int,
+    winograd: int = 0,
+    pixel_rows: bool = False,
+    padding=(0, 0),
+    channels_last: bool = False,
+) -> int:
+    """The layout code (LAYOUT_*) pack_conv2d_weight packs a 2-d
+    convolution's weights [out_channels, in_channels / groups, kh, kw] in,
+    with the same arguments: as given for a depthwise convolution the direct
+    kernel runs, HWIO with `channels_last`; transformed for Winograd with
+    `winograd` (where winograd_applies: the output tile, 2 or 4; True means
+    2); packed for pixel rows with `pixel_rows` (and for a 1x1 layer with
+    `channels_last`); otherwise each group's [og, k] weights packed as A.
+    A PackingError names a combination that cannot be."""
+    weight_sizes = tuple(int(s) for s in weight_sizes)
+    _check_groups(weight_sizes[0], groups)
+    if winograd and pixel_rows:
+        raise PackingError("a convolution's weights are packed for Winograd or for pixel rows, not both")
+    direct = depthwise_direct(weight_sizes, stride, dilation, groups)
+    if channels_last:
+        if not channels_last_applies(weight_sizes, stride, padding, dilation, groups):
+            raise PackingError(
+                "channels-last kernels take a depthwise convolution (3x3, 5x5 or 7x7, stride 1 or 2, one "
+                "output channel per input channel) or a 1x1 convolution with stride 1 and no padding, got a "
+                f"{weight_sizes[2]}x{weight_sizes[3]} kernel of {list(weight_sizes)} with groups {groups}, "
+                f"stride {list(stride)}"
+            )
+        if winograd:
+            raise PackingError("a convolution's weights are packed for Winograd or for channels-last, not both")
+        return LAYOUT_DEPTHWISE_HWIO if direct else LAYOUT_PIXEL_ROWS
+    if direct:
+        return LAYOUT_AS_GIVEN
+    if pixel_rows:
+        return LAYOUT_PIXEL_ROWS
+    if winograd:
+        tile = 2 if winograd is True else int(winograd)
+        if not winograd_applies(weight_sizes, stride, dilation):
+            raise PackingError(
+                f"Winograd F({tile}x{tile}, 3x3) takes a 3x3 kernel with stride 1 and no dilation, got a "
+                f"{weight_sizes[2]}x{weight_sizes[3]} kernel, stride {list(stride)}, dilation {list(dilation)}"
+            )
+        if tile not in WINOGRAD_TILES:
+            winograd_filter_transform(tile)  # raises, naming the tiles there are
+        return LAYOUT_WINOGRAD4 if tile == 4 else LAYOUT_WINOGRAD2
+    return LAYOUT_GEMM_A
+
+
+def conv2d_weight(weight) -> np.ndarray:
+    """A 2-d convolution's weight (numpy or torch) as a 4-D float32 numpy
+    array, or a PackingError naming its dtype and shape."""
+    return _float_array(weight, 4, "a convolution weight")
+
+
+def pack_conv2d_for_layout(weight, layout: int, groups: int) -> np.ndarray:
+    """A 2-d convolution's weight [out_channels, in_channels / groups, kh,
+    kw] packed in `layout` (a LAYOUT_* code): as given or HWIO (4-D),
+    Winograd (2-D, pack_conv2d_winograd_weight), pixel rows (3-D,
+    pack_conv2d_pixel_rows_weight), or each group's [og, k] weights packed
+    as A, the groups one after another (1-D)."""
+    w = conv2d_weight(weight)
+    out_channels = w.shape[0]
+    _check_groups(out_channels, groups)
+    if layout == LAYOUT_AS_GIVEN:
+        return np.ascontiguousarray(w)
+    if layout == LAYOUT_DEPTHWISE_HWIO:
+        return pack_conv2d_hwio_weight(w)
+    if layout == LAYOUT_PIXEL_ROWS:
+        return pack_conv2d_pixel_rows_weight(w, groups)
+    if layout in (LAYOUT_WINOGRAD2, LAYOUT_WINOGRAD4):
+        return pack_conv2d_winograd_weight(w, groups, 4 if layout == LAYOUT_WINOGRAD4 else 2)
+    if layout == LAYOUT_GEMM_A:
+        og = out_channels // groups
+        rows = w.reshape(out_channels, int(np.prod(w.shape[1:])))
+        return np.concatenate([pack_a(rows[g * og : (g + 1) * og]) for g in range(groups)])
+    raise PackingError(f"weight layout {layout} is not one of 0 to {len(_format.LAYOUT_NAMES) - 1}")
+
+
 def pack_conv2d_weight(
     weight,
     stride,
@@ -347,42 +439,8 @@ def pack_conv2d_weight(
     channels_last: bool = False,
 ) -> np.ndarray:
     """A 2-d convolution's weight [out_channels, in_channels / groups, kh, kw]
-    as pare::conv2d_prepack takes it: as given (4-D) for a depthwise
-    convolution the direct kernel runs, or HWIO (4-D,
-    pack_conv2d_hwio_weight) with `channels_last`; with `winograd` (where
-    winograd_applies: the output tile, 2 or 4; True means 2), transformed for
-    Winograd (2-D, pack_conv2d_winograd_weight); with `pixel_rows`, packed
-    for pixel rows (3-D, pack_conv2d_pixel_rows_weight); otherwise each group's [og, k] weights
-    packed as A, the groups one after another (1-D)."""
-    w = _float_array(weight, 4, "a convolution weight")
-    out_channels = w.shape[0]
-    _check_groups(out_channels, groups)
-    if winograd and pixel_rows:
-        raise PackingError("a convolution's weights are packed for Winograd or for pixel rows, not both")
-    if channels_last:
-        if not channels_last_applies(w.shape, stride, padding, dilation, groups):
-            raise PackingError(
-                "channels-last kernels take a depthwise convolution (3x3, 5x5 or 7x7, stride 1 or 2, one "
-                "output channel per input channel) or a 1x1 convolution with stride 1 and no padding, got a "
-                f"{w.shape[2]}x{w.shape[3]} kernel of {list(w.shape)} with groups {groups}, stride {list(stride)}"
-            )
-        if winograd:
-            raise PackingError("a convolution's weights are packed for Winograd or for channels-last, not both")
-        if depthwise_direct(w.shape, stride, dilation, groups):
-            return pack_conv2d_hwio_weight(w)
-        return pack_conv2d_pixel_rows_weight(w, groups)
-    if depthwise_direct(w.shape, stride, dilation, groups):
-        return np.ascontiguousarray(w)
-    if pixel_rows:
-        return pack_conv2d_pixel_rows_weight(w, groups)
-    if winograd:
-        tile = 2 if winograd is True else int(winograd)
-        if not winograd_applies(w.shape, stride, dilation):
-            raise PackingError(
-                f"Winograd F({tile}x{tile}, 3x3) takes a 3x3 kernel with stride 1 and no dilation, got a "
-                f"{w.shape[2]}x{w.shape[3]} kernel, stride {list(stride)}, dilation {list(dilation)}"
-            )
-        return pack_conv2d_winograd_weight(w, groups, tile)
-    og = out_channels // groups
-    rows = w.reshape(out_channels, int(np.prod(w.shape[1:])))
-    return np.concatenate([pack_a(rows[g * og : (g + 1) * og]) for g in range(groups)])
+    as pare::conv2d_prepack takes it, in the layout conv2d_weight_layout
+    chooses with the same arguments (pack_conv2d_for_layout)."""
+    w = conv2d_weight(weight)
+    layout = conv2d_weight_layout(w.shape, stride, dilation, groups, winograd, pixel_rows, padding, channels_last)
+    return pack_conv2d_for_layout(w, layout, groups)

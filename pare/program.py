@@ -45,7 +45,6 @@ from pare._format_table import (
     DOUBLE_LIST,
     FLAG_CONSTANT,
     HEADER_SIZE,
-    INSTRUCTION_RECORD_SIZE,
     INT,
     INT_LIST,
     KIND_NAMES,
@@ -59,15 +58,20 @@ from pare._format_table import (
     TENSOR_LIST,
     UNKNOWN_DTYPE,
     UNKNOWN_RANK,
-    VALUE_RECORD_SIZE,
     VERSION_MAJOR,
     VERSION_MINOR,
 )
-
-
-class ProgramError(Exception):
-    """A program could not be built or parsed."""
-
+from pare._program_records import HEADER as _HEADER
+from pare._program_records import VALUE_RECORD as _VALUE_RECORD
+from pare._program_records import ProgramError, value_fields, value_payload  # noqa: F401 (re-exported)
+from pare.program_reader import (  # noqa: F401 (re-exported: pare.program reads programs too)
+    InstructionInfo,
+    MethodInfo,
+    ProgramInfo,
+    ValueInfo,
+    dump,
+    read,
+)
 
 # --------------------------------------------------------------------------
 # Building
@@ -277,18 +281,14 @@ class MethodBuilder:
         meaning 2; `pixel_rows`: for pixel rows (W^T packed as B);
         `channels_last`: for the channels-last kernels, HWIO for a depthwise
         convolution, pixel rows for a 1x1 one), and `bias` or None: the
-        Conv2dPackedParams object pare::conv2d_prepacked takes."""
-        w = _packing.pack_conv2d_weight(
-            weight,
-            stride,
-            dilation,
-            groups,
-            winograd=winograd,
-            pixel_rows=pixel_rows,
-            padding=padding,
-            channels_last=channels_last,
+        Conv2dPackedParams object pare::conv2d_prepacked takes. The program
+        says which layout the weights are in (the op's `layout` argument)."""
+        weight = _packing.conv2d_weight(weight)
+        sizes = [int(s) for s in weight.shape]
+        layout = _packing.conv2d_weight_layout(
+            sizes, stride, dilation, groups, winograd, pixel_rows, padding, channels_last
         )
-        sizes = [int(s) for s in np.shape(weight)]
+        w = _packing.pack_conv2d_for_layout(weight, layout, groups)
         return self.init_op(
             "pare::conv2d_prepack",
             w,
@@ -298,6 +298,7 @@ class MethodBuilder:
             list(dilation),
             int(groups),
             sizes,
+            layout,
             returns=ObjectOf("Conv2dPackedParams"),
         )
 
@@ -435,8 +436,7 @@ class _Writer:
             self.put("Q", r)
         data_offset = self.align(DATA_ALIGNMENT)
         self.buf.extend(self.data)
-        struct.pack_into(
-            "<4sHHIIQQQQQQ",
+        _HEADER.pack_into(
             self.buf,
             0,
             MAGIC,
@@ -464,38 +464,40 @@ class _Writer:
     def write_method(self, m: MethodBuilder) -> int:
         records = []
         for v in m._values:
-            flags = FLAG_CONSTANT if v.constant else 0
-            a = b = c = d = 0
+            fields = {}
             dtype = 0
             if v.kind == TENSOR:
                 dtype = v.dtype
                 if v.rank is None:
-                    a = UNKNOWN_RANK
+                    fields["rank"] = UNKNOWN_RANK
                 else:
-                    a = v.rank
-                    b = self.array("q", v.sizes, 8)
+                    fields["rank"] = v.rank
+                    fields["sizes_offset"] = self.array("q", v.sizes, 8)
                 if v.constant:
-                    c = self.constant_data(v.data)
-                    d = len(v.data)
-            elif v.kind == INT:
-                b = (v.scalar & 0xFFFFFFFFFFFFFFFF) if v.constant else 0
-            elif v.kind == DOUBLE:
-                b = struct.unpack("<Q", struct.pack("<d", v.scalar))[0] if v.constant else 0
-            elif v.kind == BOOL:
-                a = int(bool(v.scalar)) if v.constant else 0
+                    fields["constant_data_offset"] = self.constant_data(v.data)
+                    fields["constant_data_size"] = len(v.data)
+            elif v.kind == INT and v.constant:
+                fields["constant_value"] = v.scalar & 0xFFFFFFFFFFFFFFFF
+            elif v.kind == DOUBLE and v.constant:
+                fields["constant_bits"] = struct.unpack("<Q", struct.pack("<d", v.scalar))[0]
+            elif v.kind == BOOL and v.constant:
+                fields["constant_value"] = int(bool(v.scalar))
             elif v.kind == INT_LIST:
-                a = len(v.ints)
-                b = self.array("q", v.ints, 8)
-                c = self.array("I", v.refs, 4) if v.refs is not None else 0
+                fields["count"] = len(v.ints)
+                fields["ints_offset"] = self.array("q", v.ints, 8)
+                fields["refs_offset"] = self.array("I", v.refs, 4) if v.refs is not None else 0
             elif v.kind == DOUBLE_LIST:
-                a = len(v.doubles)
-                b = self.array("d", v.doubles, 8)
-            elif v.kind == STRING or v.kind == OBJECT:
-                a = self.strings[v.scalar]
+                fields["count"] = len(v.doubles)
+                fields["doubles_offset"] = self.array("d", v.doubles, 8)
+            elif v.kind == STRING:
+                fields["string"] = self.strings[v.scalar]
+            elif v.kind == OBJECT:
+                fields["class_name"] = self.strings[v.scalar]
             elif v.kind == TENSOR_LIST:
-                a = len(v.ids)
-                b = self.array("I", v.ids, 4)
-            records.append((v.kind, dtype, flags, a, b, c, d))
+                fields["count"] = len(v.ids)
+                fields["ids_offset"] = self.array("I", v.ids, 4)
+            flags = FLAG_CONSTANT if v.constant else 0
+            records.append((v.kind, dtype, flags, 0, *value_payload(v.kind, v.constant, **fields)))
         io_offset = self.array("I", m._inputs + m._outputs, 4)
         instructions = m.instructions
         args_offsets = [self.array("I", ins.inputs + ins.outputs, 4) for ins in instructions]
@@ -506,8 +508,8 @@ class _Writer:
         for ins, args_offset in zip(instructions, args_offsets):
             self.put("IHHQ", self.ops[ins.op], len(ins.inputs), len(ins.outputs), args_offset)
         values_offset = self.align(8) if records else 0
-        for kind, dtype, flags, a, b, c, d in records:
-            self.put("BBBBIQQQ", kind, dtype, flags, 0, a, b, c, d)
+        for record in records:
+            self.buf.extend(_VALUE_RECORD.pack(*record))
         record = self.align(8)
         self.put(
             "IIIIIIQQQ",
@@ -525,150 +527,7 @@ class _Writer:
 
 
 # --------------------------------------------------------------------------
-# Reading
-
-
-@dataclasses.dataclass
-class ValueInfo:
-    kind: int
-    constant: bool
-    dtype: str | None = None
-    sizes: list[int] | None = None  # None: unknown rank
-    payload: Any = None  # scalar, list, string, class name, list of ids, or tensor ndarray
-
-    def describe(self) -> str:
-        """One line for `python -m pare.program dump`, e.g. "const Tensor Float[16, 8]"."""
-        k = KIND_NAMES[self.kind]
-        if self.kind == TENSOR:
-            shape = "?" if self.sizes is None else "[" + ", ".join("?" if s < 0 else str(s) for s in self.sizes) + "]"
-            return f"{'const ' if self.constant else ''}Tensor {self.dtype or '?'}{shape}"
-        if self.kind == NONE:
-            return "None"
-        if self.kind == TENSOR_LIST:
-            return "Tensor[](" + ", ".join(f"%{i}" for i in self.payload) + ")"
-        if self.kind == OBJECT:
-            return f"Object {self.payload}"
-        if not self.constant:
-            return k
-        return f"{k} {self.payload!r}"
-
-
-@dataclasses.dataclass
-class InstructionInfo:
-    op: str
-    inputs: list[int]
-    outputs: list[int]
-
-
-@dataclasses.dataclass
-class MethodInfo:
-    name: str
-    values: list[ValueInfo]
-    inputs: list[int]
-    outputs: list[int]
-    instructions: list[InstructionInfo]
-    num_init: int
-
-
-@dataclasses.dataclass
-class ProgramInfo:
-    version: tuple[int, int]
-    file_size: int
-    strings: list[str]
-    ops: list[str]
-    methods: list[MethodInfo]
-    data_offset: int
-    data_size: int
-
-
-def read(data: bytes) -> ProgramInfo:
-    """Parses a program (trusting layout less than the C++ loader does not
-    matter here: this is for inspection of files the writer made)."""
-    try:
-        return _read(memoryview(data))
-    except (struct.error, IndexError, KeyError, ValueError, UnicodeDecodeError) as e:
-        raise ProgramError(f"malformed program: {e}") from None
-
-
-def _read(buf: memoryview) -> ProgramInfo:
-    magic, major, minor, header_size, flags, file_size, s_off, o_off, m_off, d_off, d_size = struct.unpack_from(
-        "<4sHHIIQQQQQQ", buf, 0
-    )
-    if magic != MAGIC:
-        raise ProgramError("not a Pare program (bad magic)")
-    if major != VERSION_MAJOR:
-        raise ProgramError(f"unsupported format version {major}.{minor}")
-    count, _ = struct.unpack_from("<II", buf, s_off)
-    strings = []
-    for i in range(count):
-        off, length = struct.unpack_from("<QQ", buf, s_off + 8 + 16 * i)
-        strings.append(bytes(buf[off : off + length]).decode())
-    (n_ops,) = struct.unpack_from("<I", buf, o_off)
-    ops = [strings[i] for i in struct.unpack_from(f"<{n_ops}I", buf, o_off + 4)]
-    n_methods, _ = struct.unpack_from("<II", buf, m_off)
-    methods = []
-    for rec in struct.unpack_from(f"<{n_methods}Q", buf, m_off + 8):
-        name, nv, ni, no, nins, ninit, v_off, io_off, ins_off = struct.unpack_from("<IIIIIIQQQ", buf, rec)
-        values = []
-        for i in range(nv):
-            kind, dtype, flg, _, a, b, c, d = struct.unpack_from("<BBBBIQQQ", buf, v_off + VALUE_RECORD_SIZE * i)
-            const = bool(flg & FLAG_CONSTANT)
-            info = ValueInfo(kind, const)
-            if kind == TENSOR:
-                info.dtype = None if dtype == UNKNOWN_DTYPE else _dtypes.BY_CODE[dtype].name
-                info.sizes = None if a == UNKNOWN_RANK else list(struct.unpack_from(f"<{a}q", buf, b)) if a else []
-                if const:
-                    dt = _dtypes.BY_CODE[dtype]
-                    raw = bytes(buf[d_off + c : d_off + c + d])
-                    arr = np.frombuffer(raw, dtype=dt.numpy if dt.numpy is not None else np.uint16)
-                    info.payload = arr.reshape(info.sizes)
-            elif kind == INT:
-                info.payload = struct.unpack("<q", struct.pack("<Q", b))[0]
-            elif kind == DOUBLE:
-                info.payload = struct.unpack("<d", struct.pack("<Q", b))[0]
-            elif kind == BOOL:
-                info.payload = bool(a)
-            elif kind == INT_LIST:
-                ints = list(struct.unpack_from(f"<{a}q", buf, b)) if a else []
-                if c:
-                    refs = struct.unpack_from(f"<{a}I", buf, c)
-                    ints = [f"%{r}" if r != NO_VALUE else v for v, r in zip(ints, refs)]
-                info.payload = ints
-            elif kind == DOUBLE_LIST:
-                info.payload = list(struct.unpack_from(f"<{a}d", buf, b)) if a else []
-            elif kind in (STRING, OBJECT):
-                info.payload = strings[a]
-            elif kind == TENSOR_LIST:
-                info.payload = list(struct.unpack_from(f"<{a}I", buf, b)) if a else []
-            values.append(info)
-        io = list(struct.unpack_from(f"<{ni + no}I", buf, io_off)) if ni + no else []
-        instructions = []
-        for i in range(nins):
-            op, n_in, n_out, args_off = struct.unpack_from("<IHHQ", buf, ins_off + INSTRUCTION_RECORD_SIZE * i)
-            args = list(struct.unpack_from(f"<{n_in + n_out}I", buf, args_off)) if n_in + n_out else []
-            instructions.append(InstructionInfo(ops[op], args[:n_in], args[n_in:]))
-        methods.append(MethodInfo(strings[name], values, io[:ni], io[ni:], instructions, ninit))
-    return ProgramInfo((major, minor), file_size, strings, ops, methods, d_off, d_size)
-
-
-def dump(info: ProgramInfo, out=sys.stdout) -> None:
-    """Prints a parsed program's methods, values and instructions (python -m pare.program dump FILE)."""
-    print(
-        f"Pare program v{info.version[0]}.{info.version[1]}, {info.file_size} bytes, "
-        f"{info.data_size} bytes of constants",
-        file=out,
-    )
-    for m in info.methods:
-        print(
-            f"method {m.name}({', '.join(f'%{i}' for i in m.inputs)}) -> ({', '.join(f'%{i}' for i in m.outputs)})",
-            file=out,
-        )
-        for i, v in enumerate(m.values):
-            print(f"  %{i}: {v.describe()}", file=out)
-        for i, ins in enumerate(m.instructions):
-            section = "init " if i < m.num_init else ""
-            outs = ", ".join(f"%{o}" for o in ins.outputs)
-            print(f"  [{i}] {section}{outs} = {ins.op}({', '.join(f'%{a}' for a in ins.inputs)})", file=out)
+# Reading: pare/program_reader.py
 
 
 def main(argv=None) -> int:

@@ -1,98 +1,18 @@
-// Program loader: validation and decoding of the v1 format
-// (docs/program_format.md). Every read below is preceded by a bounds check
+// Program loader: decoding of the v1 format (docs/program_format.md); the
+// checks against the format's schema and of the dataflow are in
+// program_validation.cc. Every read below is preceded by a bounds check
 // on the exact bytes it touches; all offset arithmetic is done in uint64_t
 // with explicit overflow checks, so a hostile file cannot make the loader
 // read outside the buffer or allocate without bound (every count is
 // limited by the bytes that must back it).
 
-#include "runtime/executor/program.h"
+#include "runtime/executor/program_loader.h"
 
 #include "runtime/core/format.h"
 
 namespace pare {
-namespace {
 
-// The host is little-endian (compiler.h), so a memcpy is a LE decode.
-uint8_t rd8(const uint8_t* p) { return *p; }
-uint16_t rd16(const uint8_t* p) {
-  uint16_t v;
-  __builtin_memcpy(&v, p, sizeof(v));
-  return v;
-}
-uint32_t rd32(const uint8_t* p) {
-  uint32_t v;
-  __builtin_memcpy(&v, p, sizeof(v));
-  return v;
-}
-uint64_t rd64(const uint8_t* p) {
-  uint64_t v;
-  __builtin_memcpy(&v, p, sizeof(v));
-  return v;
-}
-
-// Definition state of a value while checking instruction order.
-enum class DefState : uint8_t { Undefined, Defined, MethodInput };
-
-// Stands in for a null buffer of size 0, so the header check can run.
-constexpr uint8_t kEmptyBuffer[1] = {0};
-
-// A hostile file can point many records at the same bytes (say, 10^4
-// methods sharing one 10^4-value table) to make decoding quadratic. A
-// well-formed file never shares, so the bytes decoded can never exceed the
-// file size; we enforce that, plus a linear budget for visiting list
-// elements during dataflow checks.
-constexpr uint64_t kMaxMethods = 4096;
-constexpr uint64_t kListVisitBudgetPerByte = 4;
-constexpr uint64_t kListVisitBudgetBase = 1u << 20;
-
-}  // namespace
-
-class Loader {
- public:
-  Loader(Program& program, const uint8_t* base, uint64_t size) : program_(program), base_(base), size_(size) {}
-
-  Error run();
-
-  // Every check fails through PARE_INVALID: InvalidProgram, with a message
-  // that starts "invalid program: ". With messages, invalid() formats it;
-  // without, the loader is a PARE_FAIL sink (fail_packed).
-  Error invalid(const char* fmt, ...) PARE_PRINTF(2, 3);
-  Error fail_packed(Error code, uint32_t id, uint32_t shape, ...);
-
- private:
-  Error out_of_memory(const char* what);
-  // True when [offset, offset + count * elem_size) lies within the file and
-  // offset is a multiple of `align`.
-  bool in_file(uint64_t offset, uint64_t count, uint64_t elem_size, uint64_t align) const;
-  Error check_range(const char* what, uint64_t offset, uint64_t count, uint64_t elem_size, uint64_t align);
-
-  Error decode_strings(uint64_t offset);
-  Error decode_ops(uint64_t offset);
-  Error decode_methods(uint64_t offset);
-  Error decode_method(uint32_t index, uint64_t offset, MethodDesc& m);
-  Error decode_value(const MethodDesc& m, uint32_t id, const uint8_t* record, const ValueKind* kinds,
-                     const bool* constants, ValueDesc& v);
-  Error check_dataflow(MethodDesc& m, ValueDesc* values, uint32_t* last_use);
-
-  // Charges `bytes` of decoded table against the file size (see above).
-  Error consume(uint64_t count, uint64_t elem_size, const char* what);
-  Error visit_list(uint64_t count);
-
-  Program& program_;
-  const uint8_t* base_;
-  uint64_t size_;
-  uint64_t decode_budget_ = 0;
-  uint64_t list_visit_budget_ = 0;
-  const uint8_t* data_base_ = nullptr;
-  uint64_t data_size_ = 0;
-  const char* method_name_ = "";
-};
-
-#if PARE_ENABLE_ERROR_MESSAGES
-#define PARE_INVALID(...) invalid(__VA_ARGS__)
-#else
-#define PARE_INVALID(...) PARE_FAIL(*this, Error::InvalidProgram, __VA_ARGS__)
-#endif
+using namespace loader;
 
 Error Loader::invalid(const char* fmt, ...) {
   va_list args;
@@ -140,14 +60,6 @@ Error Loader::consume(uint64_t count, uint64_t elem_size, const char* what) {
     return PARE_INVALID("%s overlap other tables (decoded tables exceed the file size)", what);
   }
   decode_budget_ -= bytes;
-  return Error::Ok;
-}
-
-Error Loader::visit_list(uint64_t count) {
-  if (count > list_visit_budget_) {
-    return PARE_INVALID("lists are read too many times for the file size (overlapping or hostile tables)");
-  }
-  list_visit_budget_ -= count;
   return Error::Ok;
 }
 
@@ -410,7 +322,6 @@ Error Loader::decode_value(const MethodDesc& m, uint32_t id, const uint8_t* rec,
                            const bool* constants, ValueDesc& v) {
   Diagnostics& diag = program_.diagnostics_;
   const uint8_t dtype_code = rd8(rec + 1);
-  const uint8_t flags = rd8(rec + 2);
   const uint32_t a = rd32(rec + 4);
   const uint64_t b = rd64(rec + 8);
   const uint64_t c = rd64(rec + 16);
@@ -419,58 +330,30 @@ Error Loader::decode_value(const MethodDesc& m, uint32_t id, const uint8_t* rec,
   v.constant = constants[id];
   v.dtype = ScalarType::Undefined;
   v.int_refs = nullptr;
-  const char* kind_name = to_string(v.kind);
-  if (rd8(rec + 3) != 0 || (flags & ~kFlagConstant) != 0) {
-    return PARE_INVALID("method '%s' value %u has reserved bits set", m.name, id);
-  }
-  if (v.kind != ValueKind::Tensor && dtype_code != 0) {
-    return PARE_INVALID("method '%s' value %u (%s) has a dtype", m.name, id, kind_name);
-  }
-  // Which kinds may, must or must not be constant.
-  const bool must_be_constant = v.kind == ValueKind::None || v.kind == ValueKind::IntList ||
-                                v.kind == ValueKind::DoubleList || v.kind == ValueKind::String;
-  const bool never_constant = v.kind == ValueKind::TensorList || v.kind == ValueKind::Object;
-  if ((must_be_constant && !v.constant) || (never_constant && v.constant)) {
-    return PARE_INVALID("method '%s' value %u (%s) %s be constant (flags bit 0)", m.name, id, kind_name,
-                        must_be_constant ? "must" : "cannot");
-  }
-  // Non-constant scalars carry no payload; neither does None.
-  const bool has_payload = v.constant;
-
+  // Reserved bits, dtype, constancy and unused fields: the schema's checks.
+  PARE_TRY(check_value_record(m, id, rec, v.kind, v.constant));
   switch (v.kind) {
-    case ValueKind::None:
-      if (a != 0 || b != 0 || c != 0 || d != 0)
-        return PARE_INVALID("method '%s' value %u (None) has a payload", m.name, id);
-      return Error::Ok;
+    case ValueKind::None: return Error::Ok;
 
     case ValueKind::Int:
     case ValueKind::Double:
-      if (a != 0 || c != 0 || d != 0 || (!has_payload && b != 0)) {
-        return PARE_INVALID("method '%s' value %u (%s) has unused fields set", m.name, id, kind_name);
-      }
       if (v.kind == ValueKind::Int)
         v.int_value = static_cast<int64_t>(b);
       else
         v.double_value = __builtin_bit_cast(double, b);
       return Error::Ok;
 
-    case ValueKind::Bool:
-      if (a > 1 || b != 0 || c != 0 || d != 0 || (!has_payload && a != 0)) {
-        return PARE_INVALID("method '%s' value %u (bool) has payload %u (must be 0 or 1) or unused fields set", m.name,
-                            id, a);
-      }
-      v.bool_value = a != 0;
-      return Error::Ok;
+    case ValueKind::Bool: v.bool_value = a != 0; return Error::Ok;
 
     case ValueKind::String:
-      if (a >= program_.num_strings_ || b != 0 || c != 0 || d != 0) {
+      if (a >= program_.num_strings_) {
         return PARE_INVALID("method '%s' value %u (str) is malformed", m.name, id);
       }
       v.string = program_.strings_[a];
       return Error::Ok;
 
     case ValueKind::IntList: {
-      if (d != 0 || (a == 0 && (b != 0 || c != 0))) {
+      if (a == 0 && (b != 0 || c != 0)) {
         return PARE_INVALID("method '%s' value %u (int[]) has unused fields set", m.name, id);
       }
       v.count = a;
@@ -504,7 +387,7 @@ Error Loader::decode_value(const MethodDesc& m, uint32_t id, const uint8_t* rec,
     }
 
     case ValueKind::DoubleList: {
-      if (c != 0 || d != 0 || (a == 0 && b != 0)) {
+      if (a == 0 && b != 0) {
         return PARE_INVALID("method '%s' value %u (float[]) has unused fields set", m.name, id);
       }
       v.count = a;
@@ -520,7 +403,7 @@ Error Loader::decode_value(const MethodDesc& m, uint32_t id, const uint8_t* rec,
     }
 
     case ValueKind::TensorList: {
-      if (c != 0 || d != 0 || (a == 0 && b != 0)) {
+      if (a == 0 && b != 0) {
         return PARE_INVALID("method '%s' value %u (Tensor[]) has unused fields set", m.name, id);
       }
       v.count = a;
@@ -546,7 +429,7 @@ Error Loader::decode_value(const MethodDesc& m, uint32_t id, const uint8_t* rec,
     }
 
     case ValueKind::Object: {
-      if (a >= program_.num_strings_ || b != 0 || c != 0 || d != 0) {
+      if (a >= program_.num_strings_) {
         return PARE_INVALID("method '%s' value %u (Object) is malformed", m.name, id);
       }
       const char* class_name = program_.strings_[a];
@@ -572,8 +455,7 @@ Error Loader::decode_value(const MethodDesc& m, uint32_t id, const uint8_t* rec,
         v.dtype = static_cast<ScalarType>(dtype_code);
       }
       if (a == kUnknownRankCode && !v.constant) {
-        if (b != 0 || c != 0 || d != 0)
-          return PARE_INVALID("method '%s' value %u (Tensor) has unused fields set", m.name, id);
+        if (b != 0) return PARE_INVALID("method '%s' value %u (Tensor) has unused fields set", m.name, id);
         v.dim = ValueDesc::kUnknownRank;
         v.sizes = nullptr;
         return Error::Ok;
@@ -601,11 +483,7 @@ Error Loader::decode_value(const MethodDesc& m, uint32_t id, const uint8_t* rec,
         return PARE_INVALID("method '%s' value %u (0-dim Tensor) has a sizes offset", m.name, id);
       }
       v.sizes = sizes;
-      if (!v.constant) {
-        if (c != 0 || d != 0)
-          return PARE_INVALID("method '%s' value %u (Tensor) has data but is not constant", m.name, id);
-        return Error::Ok;
-      }
+      if (!v.constant) return Error::Ok;
       size_t numel = 0;
       uint64_t nbytes = 0;
       if (!checked_numel(IntArrayRef(sizes, a), &numel) ||
@@ -633,117 +511,6 @@ Error Loader::decode_value(const MethodDesc& m, uint32_t id, const uint8_t* rec,
     }
   }
   return PARE_INVALID("method '%s' value %u has unknown kind", m.name, id);
-}
-
-Error Loader::check_dataflow(MethodDesc& m, ValueDesc* values, uint32_t* last_use) {
-  DefState* state = program_.allocator_.allocate_array<DefState>(m.num_values);
-  if (state == nullptr && m.num_values > 0) return out_of_memory("dataflow state");
-  for (uint32_t v = 0; v < m.num_values; ++v) {
-    state[v] = values[v].constant ? DefState::Defined : DefState::Undefined;
-    last_use[v] = 0;
-  }
-  for (uint32_t k = 0; k < m.num_inputs; ++k) {
-    const uint32_t id = m.inputs[k];
-    if (values[id].kind != ValueKind::Tensor || values[id].constant) {
-      return PARE_INVALID("method '%s' input %u (value %u) must be a non-constant Tensor value", m.name, k, id);
-    }
-    if (state[id] != DefState::Undefined)
-      return PARE_INVALID("method '%s' lists value %u as an input twice", m.name, id);
-    state[id] = DefState::MethodInput;
-  }
-
-  // A value can be read in the init section only if it does not depend on
-  // method inputs (init runs once, before any input is set).
-  auto readable = [&](uint32_t id, bool init) {
-    return state[id] == DefState::Defined || (!init && state[id] == DefState::MethodInput);
-  };
-  for (uint32_t i = 0; i < m.num_instructions; ++i) {
-    const InstructionDesc& ins = m.instructions[i];
-    const bool init = i < m.num_init_instructions;
-    const char* op_name = program_.ops_[ins.op].name;
-    for (uint32_t k = 0; k < ins.num_inputs; ++k) {
-      const uint32_t id = ins.args[k];
-      const ValueDesc& v = values[id];
-      bool ok = true;
-      if (v.kind == ValueKind::TensorList) {
-        PARE_TRY(visit_list(v.count));
-        for (uint32_t e = 0; e < v.count; ++e) {
-          ok = ok && readable(v.value_ids[e], init);
-          last_use[v.value_ids[e]] = i;
-        }
-      } else if (v.kind == ValueKind::IntList && v.int_refs != nullptr) {
-        PARE_TRY(visit_list(v.count));
-        for (uint32_t e = 0; e < v.count; ++e) {
-          if (v.int_refs[e] == kNoValue) continue;
-          ok = ok && readable(v.int_refs[e], init);
-          last_use[v.int_refs[e]] = i;
-        }
-      } else {
-        ok = readable(id, init);
-      }
-      if (!ok) {
-        return PARE_INVALID("method '%s' instruction %u (%s) reads value %u before it is defined%s", m.name, i, op_name,
-                            id, init ? " (init instructions cannot read method inputs)" : "");
-      }
-      last_use[id] = i;
-    }
-    for (uint32_t k = 0; k < ins.num_outputs; ++k) {
-      const uint32_t id = ins.args[ins.num_inputs + k];
-      const ValueDesc& v = values[id];
-      const bool producible = v.kind == ValueKind::Tensor || v.kind == ValueKind::Int || v.kind == ValueKind::Double ||
-                              v.kind == ValueKind::Bool || v.kind == ValueKind::TensorList ||
-                              v.kind == ValueKind::Object;
-      if (!producible || v.constant || state[id] != DefState::Undefined) {
-        const char* why = !producible                          ? "is of a kind no operator produces"
-                          : v.constant                         ? "is a constant"
-                          : state[id] == DefState::MethodInput ? "is a method input"
-                                                               : "is already defined (values are assigned once)";
-        return PARE_INVALID("method '%s' instruction %u (%s) output %u (value %u, %s) %s", m.name, i, op_name, k, id,
-                            to_string(v.kind), why);
-      }
-      if (v.kind == ValueKind::Object && !init) {
-        return PARE_INVALID("method '%s' instruction %u (%s) creates an object outside the init section", m.name, i,
-                            op_name);
-      }
-      if (v.kind == ValueKind::TensorList) {
-        PARE_TRY(visit_list(v.count));
-        for (uint32_t e = 0; e < v.count; ++e) {
-          const uint32_t item = v.value_ids[e];
-          if (values[item].constant || state[item] != DefState::Undefined) {
-            return PARE_INVALID(
-                "method '%s' instruction %u (%s) output list element %u (value %u) is "
-                "already defined",
-                m.name, i, op_name, e, item);
-          }
-          state[item] = DefState::Defined;
-          last_use[item] = i;
-        }
-      }
-      state[id] = DefState::Defined;
-      last_use[id] = i;
-    }
-  }
-  for (uint32_t k = 0; k < m.num_outputs; ++k) {
-    const uint32_t id = m.outputs[k];
-    const ValueDesc& v = values[id];
-    bool ok = readable(id, false);
-    if (v.kind == ValueKind::TensorList) {
-      PARE_TRY(visit_list(v.count));
-      ok = true;
-      for (uint32_t e = 0; e < v.count; ++e) {
-        if (values[v.value_ids[e]].kind == ValueKind::None) {
-          return PARE_INVALID(
-              "method '%s' output %u (value %u) is a Tensor[] with a None element; only operators read those", m.name,
-              k, id);
-        }
-        ok = ok && readable(v.value_ids[e], false);
-        last_use[v.value_ids[e]] = kLastUseForever;
-      }
-    }
-    if (!ok) return PARE_INVALID("method '%s' output %u (value %u) is never defined", m.name, k, id);
-    last_use[id] = kLastUseForever;
-  }
-  return Error::Ok;
 }
 
 // ---------------------------------------------------------------------------

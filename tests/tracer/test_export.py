@@ -127,8 +127,9 @@ def test_prepacked_conv_program_structure():
     info = pp.read(export_model(spec).program)
     (m,) = info.methods
     assert ops_of(m) == ["pare::conv2d_prepack", "pare::conv2d_prepacked"]  # the relu fused (fuse_clamp)
-    args = [m.values[i].payload for i in m.instructions[0].inputs[2:]]
+    args = [m.values[i].payload for i in m.instructions[0].inputs[2:7]]
     assert args == [[2, 2], [1, 1], [1, 1], 1, [4, 3, 3, 3]]  # stride, padding, dilation, groups, weight sizes
+    assert m.values[m.instructions[0].inputs[7]].payload == packing.LAYOUT_GEMM_A  # the layout, said not inferred
     weight = m.values[m.instructions[0].inputs[0]]  # packed at export: 4 rows padded to 6, depth 3 * 3 * 3
     assert weight.sizes == [packing.packed_a_size(4, 27)] == [162]
     assert weight.payload.tolist() == packing.pack_a(conv[0].weight.detach().reshape(4, 27).numpy()).tolist()

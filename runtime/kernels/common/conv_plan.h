@@ -103,15 +103,24 @@ PARE_ALWAYS_INLINE Error plan_output(KernelContext& ctx, Geometry* g, IntArrayRe
 // [out_channels, in_channels / groups, kh, kw] (AsGiven); the exporter
 // packs a prepacked layer's ahead of time (pare/packing.py,
 // docs/program_format.md "Prepacked weights") in the layout of the
-// algorithm it runs.
+// algorithm it runs, and says which in the program (pare::conv2d_prepack's
+// `layout`, its codes these enumerators, from program_format.def):
+// - AsGiven: OIHW; a prepacked layer's only for the direct depthwise kernel;
+// - DepthwiseHwio: [kh, kw, 1, out_channels], a depthwise layer for the
+//   channels-last kernel;
+// - GemmA: per group [og, k] packed as the GEMM's A (gemm::prepack_a);
+// - Winograd2: per group the 16 F(2x2, 3x3) matrices U [og, cg], each
+//   packed as A (winograd.h); Winograd4: the 36 of F(4x4, 3x3);
+// - PixelRows: per group W^T [k, og] packed as the GEMM's B (gemm.h,
+//   pixel_rows).
 enum class WeightLayout : uint8_t {
-  AsGiven,        // OIHW; a prepacked layer's only for the direct depthwise kernel
-  DepthwiseHwio,  // [kh, kw, 1, out_channels]: a depthwise layer for the channels-last kernel
-  GemmA,          // per group [og, k] packed as the GEMM's A (gemm::prepack_a)
-  Winograd2,      // per group the 16 F(2x2, 3x3) matrices U [og, cg], each packed as A (winograd.h)
-  Winograd4,      // the 36 of F(4x4, 3x3)
-  PixelRows,      // per group W^T [k, og] packed as the GEMM's B (gemm.h, pixel_rows)
+#define PARE_WEIGHT_LAYOUT(enumerator, python_name, code, display_name) enumerator = code,
+#include "runtime/core/program_format.def"
 };
+constexpr int64_t kNumWeightLayouts = 0
+#define PARE_WEIGHT_LAYOUT(enumerator, python_name, code, display_name) +1
+#include "runtime/core/program_format.def"
+    ;
 
 // The float algorithms.
 enum class Algorithm : uint8_t {

@@ -40,10 +40,12 @@ namespace gemm {
 // panels of kMR rows, B in panels of kPanelCols columns, a packed B's
 // columns padded to kPadCols (one AVX2 tile). A tile reads up to kTileCols /
 // kPanelCols adjacent B panels, and at most kPadCols columns beyond its
-// last column: only panels that exist.
-constexpr int64_t kMR = 6;
-constexpr int64_t kPanelCols = 8;
-constexpr int64_t kPadCols = 16;
+// last column: only panels that exist. The layout's constants (kKC, kMR,
+// kPanelCols, kPadCols) and the thresholds the exporter's choice of layout
+// shares with the runtime's (kNarrowN, kPixelRowsMax) are written once, in
+// the format's table, which pare/packing.py reads too.
+#define PARE_PACKING_CONSTANT(cpp_name, python_name, value) constexpr int64_t cpp_name = value;
+#include "runtime/core/program_format.def"
 constexpr int64_t kTileCols =
 #if defined(PARE_X86_64_DISPATCH)
     2 * kPadCols;  // one driver for every copy: one 6x32 AVX-512 tile, two 6x16 or four 6x8 ones
@@ -51,7 +53,6 @@ constexpr int64_t kTileCols =
     2 * simd::kLanes;  // one register tile
 #endif
 static_assert(kTileCols % kPanelCols == 0 && kTileCols % (2 * simd::kLanes) == 0, "tiles must cover whole panels");
-constexpr int64_t kKC = 256;
 // The register tiles read A's panel kPrefetchADepths depths ahead (a cache
 // line per two depths): at a full depth block, the same depth of the next
 // row panel, which the next tile reads. Weights that do not fit in L2 (a
@@ -254,7 +255,6 @@ using TileKernel = void (*)(int64_t kc, const float* a, const float* b, float* c
 // (every element repeated kMR times, in `scratch`), after which a panel
 // (kc depths x kMR rows, interleaved) times an expanded column is an
 // elementwise product whose lanes sum by row. Every lane does useful work.
-constexpr int64_t kNarrowN = 4;
 inline size_t narrow_scratch_floats(int64_t n, int64_t k) { return static_cast<size_t>(n * kMR * k); }
 void sgemm_narrow(int64_t m, int64_t n, int64_t k, const float* packed_a, const MatrixView<float>& b, float* c,
                   int64_t ldc, const Output& out, float* scratch);
@@ -406,11 +406,9 @@ PARE_ALWAYS_INLINE void sgemm(KernelContext& ctx, const Split& split, int64_t m,
 // the exporter: pare/packing.py, or by the B packer from the weights as
 // they are). The product goes to scratch and is transposed into C [og, p].
 // Measured against the other paths on every x86_64 ISA (docs/performance.md,
-// "Pixel rows"): 1 to 4 pixels run faster on the narrow GEMM, and 8 fill
-// the 8-column tile of SSE2 and NEON. pare.packing.pixel_rows_pays is the
-// exporter's copy of pixel_rows_pay (tests/runtime/kernels/test_prepacked.py
-// checks the constants).
-constexpr int64_t kPixelRowsMax = 12;
+// "Pixel rows"): 1 to 4 pixels run faster on the narrow GEMM (kNarrowN),
+// and 8 fill the 8-column tile of SSE2 and NEON. The exporter's choice
+// (pare.packing.pixel_rows_pays) reads the same constants.
 constexpr bool pixel_rows_pay(int64_t p) { return p > kNarrowN && p <= kPixelRowsMax && p % kPanelCols != 0; }
 
 struct PixelRows {

@@ -176,33 +176,13 @@ Error LinearPackedParams::run(KernelContext& ctx, const Tensor& input, Value& ou
   return epilogue.after_product(/*adds_residual=*/true).apply(ctx, c, nullptr, static_cast<int64_t>(result->numel()));
 }
 
-namespace {
-
-// The layout a packed convolution's weights are in, told by their rank
-// (docs/program_format.md, "Prepacked weights"): 4-D a depthwise layer's,
-// HWIO [K, K, 1, C] when its sizes say so (K > 1 tells them from [C, 1, K,
-// K]), else as given; 2-D transformed for Winograd, the tile told by the
-// rows (16 or 36 matrices per group); 3-D for pixel rows; 1-D the GEMM's A.
-conv::WeightLayout packed_layout(const Tensor& weight, int64_t groups, int64_t out_channels, const int64_t* kernel) {
-  switch (weight.dim) {
-    case 4:
-      return weight.sizes[0] == kernel[0] && weight.sizes[1] == kernel[1] && weight.sizes[2] == 1 &&
-                     weight.sizes[3] == out_channels && kernel[0] > 1
-                 ? conv::WeightLayout::DepthwiseHwio
-                 : conv::WeightLayout::AsGiven;
-    case 2:
-      return weight.sizes[0] == groups * winograd::positions(4) ? conv::WeightLayout::Winograd4
-                                                                : conv::WeightLayout::Winograd2;
-    case 3: return conv::WeightLayout::PixelRows;
-    default: return conv::WeightLayout::GemmA;
-  }
-}
-
-}  // namespace
-
 Error Conv2dPackedParams::init(KernelContext& ctx, const Tensor& weight, const Tensor* bias_tensor,
                                IntArrayRef stride_arg, IntArrayRef padding_arg, IntArrayRef dilation_arg,
-                               int64_t groups_arg, IntArrayRef weight_sizes) {
+                               int64_t groups_arg, IntArrayRef weight_sizes, int64_t layout_code) {
+  PARE_CHECK_OR_RETURN(ctx, layout_code >= 0 && layout_code < conv::kNumWeightLayouts, Error::InvalidArgument,
+                       "argument 'layout' = %lld is not a weight layout this runtime knows (0 to %lld): a program "
+                       "from a newer tools.tracer; re-export it with the runtime's version",
+                       static_cast<long long>(layout_code), static_cast<long long>(conv::kNumWeightLayouts - 1));
   PARE_CHECK_OR_RETURN(
       ctx, stride_arg.size() == 2 && padding_arg.size() == 2 && dilation_arg.size() == 2 && weight_sizes.size() == 4,
       Error::InvalidArgument, "stride, padding and dilation must each have 2 elements, and weight_sizes 4");
@@ -240,7 +220,7 @@ Error Conv2dPackedParams::init(KernelContext& ctx, const Tensor& weight, const T
           !__builtin_mul_overflow(static_cast<int64_t>(gemm::packed_a_size(out_channels / groups, k)), groups, &floats),
       Error::InvalidArgument, "weight_sizes %s with groups = %lld: the layer is too large",
       sizes_to_string(weight_sizes).text, static_cast<long long>(groups));
-  layout = packed_layout(weight, groups, out_channels, kernel);
+  layout = static_cast<conv::WeightLayout>(layout_code);
   switch (layout) {
     case conv::WeightLayout::DepthwiseHwio:
       if (!kernel_dtype_selected(TagId::conv2d_channels_last_kernel, ScalarType::Float)) {
@@ -254,8 +234,15 @@ Error Conv2dPackedParams::init(KernelContext& ctx, const Tensor& weight, const T
           "argument 'weight' is laid out HWIO (for the channels-last kernel), which only a depthwise 3x3, 5x5 or 7x7 "
           "convolution with one output channel per input channel, stride 1 or 2 and no dilation may be%s",
           kRepack);
-      PARE_CHECK_OR_RETURN(ctx, weight.dtype == ScalarType::Float && weight.is_contiguous(), Error::InvalidArgument,
-                           "argument 'weight' must be a contiguous Float tensor, got %s", to_string(weight.dtype));
+      PARE_CHECK_OR_RETURN(
+          ctx,
+          weight.dtype == ScalarType::Float && weight.is_contiguous() && weight.dim == 4 &&
+              weight.sizes[0] == kernel[0] && weight.sizes[1] == kernel[1] && weight.sizes[2] == 1 &&
+              weight.sizes[3] == out_channels,
+          Error::InvalidArgument,
+          "argument 'weight' must be a contiguous Float tensor of sizes [%lld, %lld, 1, %lld], got %s %s%s",
+          static_cast<long long>(kernel[0]), static_cast<long long>(kernel[1]), static_cast<long long>(out_channels),
+          to_string(weight.dtype), sizes_to_string(weight.size_span()).text, kRepack);
       packed_weight = weight.data_as<float>();
       break;
     case conv::WeightLayout::AsGiven: {
@@ -267,7 +254,7 @@ Error Conv2dPackedParams::init(KernelContext& ctx, const Tensor& weight, const T
           "argument 'weight' is unpacked (4-D), which only a depthwise 3x3, 5x5 or 7x7 convolution "
           "with stride 1 or 2 and no dilation may be%s",
           kRepack);
-      bool same_sizes = true;
+      bool same_sizes = weight.dim == 4;
       for (size_t i = 0; i < 4; ++i) same_sizes = same_sizes && weight.sizes[i] == weight_sizes[i];
       PARE_CHECK_OR_RETURN(
           ctx, weight.dtype == ScalarType::Float && weight.is_contiguous() && same_sizes, Error::InvalidArgument,
@@ -301,7 +288,7 @@ Error Conv2dPackedParams::init(KernelContext& ctx, const Tensor& weight, const T
       const int64_t cols = static_cast<int64_t>(gemm::packed_a_size(og, cg));
       PARE_CHECK_OR_RETURN(
           ctx,
-          weight.dtype == ScalarType::Float && weight.is_contiguous() && weight.sizes[0] == rows &&
+          weight.dtype == ScalarType::Float && weight.is_contiguous() && weight.dim == 2 && weight.sizes[0] == rows &&
               weight.sizes[1] == cols,
           Error::InvalidArgument,
           "argument 'weight' must be the filters transformed for Winograd: a contiguous Float tensor of sizes "
@@ -321,7 +308,7 @@ Error Conv2dPackedParams::init(KernelContext& ctx, const Tensor& weight, const T
       const int64_t cols = gemm::round_up(og, gemm::kPadCols);
       PARE_CHECK_OR_RETURN(
           ctx,
-          weight.dtype == ScalarType::Float && weight.is_contiguous() && weight.sizes[0] == groups &&
+          weight.dtype == ScalarType::Float && weight.is_contiguous() && weight.dim == 3 && weight.sizes[0] == groups &&
               weight.sizes[1] == depth && weight.sizes[2] == cols,
           Error::InvalidArgument,
           "argument 'weight' must be the weights packed for pixel rows: a contiguous Float tensor of sizes "

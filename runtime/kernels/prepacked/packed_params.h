@@ -120,24 +120,24 @@ class Conv2dPackedParams : public ObjectBase {
   static constexpr ClassId kId = ClassId::Conv2dPackedParams;
 
   // weight_sizes [out_channels, in_channels / groups, kh, kw]; weight is
-  // in one of the packed layouts of the convolution plan
-  // (conv::WeightLayout, common/conv_plan.h), told apart by its rank:
-  // - 1-D: GemmA, run as im2col GEMMs (groups x gemm::packed_a_size floats);
-  // - 2-D [groups x 16, gemm::packed_a_size(og, cg)]: Winograd2, a 3x3,
+  // in the packed layout `layout` names (a conv::WeightLayout code, from
+  // the program: common/conv_plan.h), which init checks against the
+  // layer and the weight's sizes:
+  // - GemmA, 1-D: run as im2col GEMMs (groups x gemm::packed_a_size floats);
+  // - Winograd2, 2-D [groups x 16, gemm::packed_a_size(og, cg)]: a 3x3,
   //   stride 1, undilated convolution's filters transformed for Winograd
-  //   F(2x2, 3x3) (winograd.h); [groups x 36, ...]: Winograd4, F(4x4, 3x3);
-  // - 3-D [groups, in_channels / groups x kh x kw, round_up(og,
-  //   gemm::kPadCols)]: PixelRows, a convolution over few pixels, per group
-  //   W^T [k, og] packed as the GEMM's B (the image itself as A for a 1x1,
-  //   stride 1, unpadded kernel, its im2col matrix otherwise);
-  // - 4-D: a depthwise convolution's, for the direct kernel
-  //   (depthwise::has_fast_path): AsGiven, or DepthwiseHwio laid out
-  //   [K, K, 1, C] for the channels-last kernel (depthwise.h,
-  //   run_float_nhwc), whatever the input's layout (the output is
-  //   channels-last).
+  //   F(2x2, 3x3) (winograd.h); Winograd4, [groups x 36, ...]: F(4x4, 3x3);
+  // - PixelRows, 3-D [groups, in_channels / groups x kh x kw, round_up(og,
+  //   gemm::kPadCols)]: a convolution over few pixels, per group W^T [k,
+  //   og] packed as the GEMM's B (the image itself as A for a 1x1, stride
+  //   1, unpadded kernel, its im2col matrix otherwise);
+  // - AsGiven, 4-D as weight_sizes: a depthwise convolution for the direct
+  //   kernel (depthwise::has_fast_path); DepthwiseHwio, 4-D [K, K, 1, C]:
+  //   the same for the channels-last kernel (depthwise.h, run_float_nhwc),
+  //   whatever the input's layout (the output is channels-last).
   // bias [out_channels] or null. Float, contiguous, kept by pointer.
   Error init(KernelContext& ctx, const Tensor& weight, const Tensor* bias, IntArrayRef stride, IntArrayRef padding,
-             IntArrayRef dilation, int64_t groups, IntArrayRef weight_sizes);
+             IntArrayRef dilation, int64_t groups, IntArrayRef weight_sizes, int64_t layout);
   // input [N, C, H, W] (or [C, H, W]) -> out [N, O, OH, OW], then `epilogue`.
   // Channels-last (NHWC) when the layer runs so: HWIO depthwise weights, or
   // a 1x1 layer's pixel rows on a channels-last input (a residual is read in the

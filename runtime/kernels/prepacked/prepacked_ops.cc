@@ -13,17 +13,19 @@ namespace pare {
 namespace kernels {
 namespace {
 
-// Programs from before weights were packed ahead of time call the
-// *_prepack ops with the plain weights and fewer arguments (`old_min` to
-// `old_max`).
+// Programs written before `before` call the *_prepack ops with fewer
+// arguments (`old_min` to `old_max`): before weights were packed ahead of
+// time, with the plain weights; before the program said which layout a
+// convolution's weights are in, without `layout`.
 PARE_UNUSED Error check_packed_schema(KernelContext& ctx, ValueSpan inputs, size_t expected, size_t old_min,
-                                      size_t old_max) {
+                                      size_t old_max, const char* before) {
   PARE_CHECK_OR_RETURN(ctx, inputs.size() < old_min || inputs.size() > old_max, Error::InvalidArgument,
                        "takes %zu arguments, the weights packed ahead of time, got %zu: a program written before "
-                       "Pare packed weights in the exporter; re-export it with this version of tools.tracer",
-                       expected, inputs.size());
+                       "%s; re-export it with this version of tools.tracer",
+                       expected, inputs.size(), before);
   return Error::Ok;
 }
+PARE_UNUSED constexpr char kBeforePacking[] = "Pare packed weights in the exporter";
 
 struct NamedActivation {
   char name[12];  // an array, not a pointer: no relocation for the table
@@ -80,7 +82,7 @@ Error pare_linear_prepack(KernelContext& ctx, ValueSpan inputs, ValueSpan output
     (void)outputs;
     return class_not_selected(ctx, kLinearPackedParamsClass.name());
   } else {
-    PARE_TRY(check_packed_schema(ctx, inputs, 4, 1, 2));
+    PARE_TRY(check_packed_schema(ctx, inputs, 4, 1, 2, kBeforePacking));
     KernelArgs args(ctx, inputs, outputs, 4, 4, 1);
     const Tensor& weight = args.tensor(0, "packed_weight");
     const Tensor* bias = args.optional_tensor(1, "bias");
@@ -114,15 +116,16 @@ Error pare_linear_prepacked(KernelContext& ctx, ValueSpan inputs, ValueSpan outp
 }
 
 // pare::conv2d_prepack(Tensor weight, Tensor? bias, int[2] stride, int[2] padding,
-//   int[2] dilation, int groups, int[4] weight_sizes) -> Conv2dPackedParams
+//   int[2] dilation, int groups, int[4] weight_sizes, int layout) -> Conv2dPackedParams
 Error pare_conv2d_prepack(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs) {
   if (!kConv2dPackedParamsClass.selected()) {
     (void)inputs;
     (void)outputs;
     return class_not_selected(ctx, kConv2dPackedParamsClass.name());
   } else {
-    PARE_TRY(check_packed_schema(ctx, inputs, 7, 6, 6));
-    KernelArgs args(ctx, inputs, outputs, 7, 7, 1);
+    PARE_TRY(check_packed_schema(ctx, inputs, 8, 6, 6, kBeforePacking));
+    PARE_TRY(check_packed_schema(ctx, inputs, 8, 7, 7, "the program said which layout a convolution's weights are in"));
+    KernelArgs args(ctx, inputs, outputs, 8, 8, 1);
     const Tensor& weight = args.tensor(0, "weight");
     const Tensor* bias = args.optional_tensor(1, "bias");
     const IntArrayRef stride = args.int_list(2, "stride");
@@ -130,10 +133,11 @@ Error pare_conv2d_prepack(KernelContext& ctx, ValueSpan inputs, ValueSpan output
     const IntArrayRef dilation = args.int_list(4, "dilation");
     const int64_t groups = args.int64(5, "groups");
     const IntArrayRef weight_sizes = args.int_list(6, "weight_sizes");
+    const int64_t layout = args.int64(7, "layout");
     PARE_TRY(args.status());
     PARE_TRY_ASSIGN(classes::Conv2dPackedParams * params,
                     ctx.create_object<classes::Conv2dPackedParams>(args.output(0)));
-    return params->init(ctx, weight, bias, stride, padding, dilation, groups, weight_sizes);
+    return params->init(ctx, weight, bias, stride, padding, dilation, groups, weight_sizes, layout);
   }
 }
 

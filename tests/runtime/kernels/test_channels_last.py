@@ -209,7 +209,18 @@ def test_hwio_weights_of_a_layer_they_cannot_be_are_rejected(runtime):
     pb = ProgramBuilder()
     m = pb.method()
     hwio = np.zeros((3, 3, 1, 4), np.float32)
-    packed = m.init_op("pare::conv2d_prepack", hwio, None, [3, 3], [1, 1], [1, 1], 4, [4, 1, 3, 3], returns=_object())
+    packed = m.init_op(
+        "pare::conv2d_prepack",
+        hwio,
+        None,
+        [3, 3],
+        [1, 1],
+        [1, 1],
+        4,
+        [4, 1, 3, 3],
+        packing.LAYOUT_DEPTHWISE_HWIO,
+        returns=_object(),
+    )
     m.output(m.op("pare::conv2d_prepacked", m.input("Float"), packed))
     with pytest.raises(Exception, match="laid out HWIO.*re-export"):
         runtime.load(pb.to_bytes()).method()

@@ -374,9 +374,18 @@ GEMM_H = Path(__file__).absolute().parents[3] / "runtime/kernels/common/gemm.h"
 
 
 def test_packing_constants_match_gemm_h():
-    # pare/packing.py packs what runtime/kernels/common/gemm.h reads.
+    # pare/packing.py packs what runtime/kernels/common/gemm.h reads: both
+    # take the constants from the format's table (program_format.def), gemm.h
+    # through the .def itself and packing through pare/_format_table.py (which
+    # tests/codegen/test_generated_tables.py keeps in step with it).
     text = GEMM_H.read_text()
-    declared = {name: int(v) for name, v in re.findall(r"constexpr int64_t (k\w+) = (\d+);", text)}
+    assert "#define PARE_PACKING_CONSTANT(cpp_name, python_name, value) constexpr int64_t cpp_name = value;" in text
+    written = re.findall(r"constexpr int64_t (k\w+) = (\d+);", text)
+    assert not {"kKC", "kMR", "kPanelCols", "kPadCols", "kNarrowN", "kPixelRowsMax"} & {n for n, _ in written}
+    table = (GEMM_H.parents[2] / "core/program_format.def").read_text()
+    declared = {
+        name: int(v) for name, v in re.findall(r"^PARE_PACKING_CONSTANT\((k\w+), \w+, (\d+)\)$", text + table, re.M)
+    }
     assert {
         "kKC": packing.KC,
         "kMR": packing.MR,
@@ -534,7 +543,48 @@ def test_unpacked_or_mis_sized_weights_are_rejected(runtime):
             "packed for pixel rows: a contiguous Float tensor of sizes \\[1, 3, 16\\], got Double",
         ),
     ]
+    # Each case's weights in the layout their rank is for (the program says
+    # which, conv2d_prepack's last argument).
+    layout_of_rank = {
+        1: packing.LAYOUT_GEMM_A,
+        2: packing.LAYOUT_WINOGRAD2,
+        3: packing.LAYOUT_PIXEL_ROWS,
+        4: packing.LAYOUT_AS_GIVEN,
+    }
     for args, message in conv_cases:
+        args = (*args, layout_of_rank[np.ndim(args[0])])
+        program = _method_with(runtime, *args, op="pare::conv2d_prepack", cls="Conv2dPackedParams")
+        with pytest.raises(PareError, match=message):
+            program.method()
+
+
+def test_conv2d_weight_layout_is_the_programs(runtime):
+    # The program says which layout a convolution's weights are in
+    # (conv2d_prepack's `layout`); the runtime checks the weights against
+    # it, never guesses it from their rank. A program from before the
+    # argument existed, an unknown code, or weights of another layout's
+    # rank fail when the method is created, saying what to do.
+    conv = np.ones((4, 3, 3, 3), np.float32)
+    gemm_a = packing.pack_conv2d_weight(conv, (1, 1), (1, 1), 1)
+    winograd = packing.pack_conv2d_winograd_weight(conv, 1)
+    base = (None, [1, 1], [0, 0], [1, 1], 1, [4, 3, 3, 3])
+    cases = [
+        (
+            (gemm_a, *base),
+            "pare::conv2d_prepack: takes 8 arguments, the weights packed ahead of time, got 7: a program written "
+            "before the program said which layout a convolution's weights are in; re-export it",
+        ),
+        ((gemm_a, *base, 6), "argument 'layout' = 6 is not a weight layout this runtime knows \\(0 to 5\\)"),
+        ((gemm_a, *base, -1), "argument 'layout' = -1 is not a weight layout"),
+        (
+            (winograd, *base, packing.LAYOUT_GEMM_A),
+            "packed as the GEMM's A: a contiguous 1-D Float tensor of 162 floats, got Float \\[16, 18\\]",
+        ),
+        ((gemm_a, *base, packing.LAYOUT_WINOGRAD2), "transformed for Winograd: a contiguous Float tensor of sizes"),
+        ((gemm_a, *base, packing.LAYOUT_WINOGRAD4), "\\[36, 18\\] for F\\(4x4, 3x3\\)\\), got Float \\[162\\]"),
+        ((gemm_a, *base, packing.LAYOUT_PIXEL_ROWS), "packed for pixel rows: a contiguous Float tensor of sizes"),
+    ]
+    for args, message in cases:
         program = _method_with(runtime, *args, op="pare::conv2d_prepack", cls="Conv2dPackedParams")
         with pytest.raises(PareError, match=message):
             program.method()

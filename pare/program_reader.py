@@ -1,0 +1,186 @@
+"""Reading Pare program files (pare.program's reading half: read, dump and
+the parsed program's classes, all re-exported by pare.program)."""
+
+from __future__ import annotations
+
+import dataclasses
+import struct
+import sys
+from typing import Any
+
+import numpy as np
+
+from pare import dtypes as _dtypes
+from pare._format_table import (
+    BOOL,
+    DOUBLE,
+    DOUBLE_LIST,
+    FLAG_CONSTANT,
+    INSTRUCTION_RECORD_SIZE,
+    INT,
+    INT_LIST,
+    KIND_NAMES,
+    MAGIC,
+    NO_VALUE,
+    NONE,
+    OBJECT,
+    STRING,
+    TENSOR,
+    TENSOR_LIST,
+    UNKNOWN_DTYPE,
+    UNKNOWN_RANK,
+    VALUE_RECORD_SIZE,
+    VERSION_MAJOR,
+)
+from pare._program_records import HEADER, VALUE_RECORD, ProgramError, value_fields
+
+
+@dataclasses.dataclass
+class ValueInfo:
+    kind: int
+    constant: bool
+    dtype: str | None = None
+    sizes: list[int] | None = None  # None: unknown rank
+    payload: Any = None  # scalar, list, string, class name, list of ids, or tensor ndarray
+
+    def describe(self) -> str:
+        """One line for `python -m pare.program dump`, e.g. "const Tensor Float[16, 8]"."""
+        k = KIND_NAMES[self.kind]
+        if self.kind == TENSOR:
+            shape = "?" if self.sizes is None else "[" + ", ".join("?" if s < 0 else str(s) for s in self.sizes) + "]"
+            return f"{'const ' if self.constant else ''}Tensor {self.dtype or '?'}{shape}"
+        if self.kind == NONE:
+            return "None"
+        if self.kind == TENSOR_LIST:
+            return "Tensor[](" + ", ".join(f"%{i}" for i in self.payload) + ")"
+        if self.kind == OBJECT:
+            return f"Object {self.payload}"
+        if not self.constant:
+            return k
+        return f"{k} {self.payload!r}"
+
+
+@dataclasses.dataclass
+class InstructionInfo:
+    op: str
+    inputs: list[int]
+    outputs: list[int]
+
+
+@dataclasses.dataclass
+class MethodInfo:
+    name: str
+    values: list[ValueInfo]
+    inputs: list[int]
+    outputs: list[int]
+    instructions: list[InstructionInfo]
+    num_init: int
+
+
+@dataclasses.dataclass
+class ProgramInfo:
+    version: tuple[int, int]
+    file_size: int
+    strings: list[str]
+    ops: list[str]
+    methods: list[MethodInfo]
+    data_offset: int
+    data_size: int
+
+
+def read(data: bytes) -> ProgramInfo:
+    """Parses a program (trusting layout less than the C++ loader does not
+    matter here: this is for inspection of files the writer made)."""
+    try:
+        return _read(memoryview(data))
+    except (struct.error, IndexError, KeyError, ValueError, UnicodeDecodeError) as e:
+        raise ProgramError(f"malformed program: {e}") from None
+
+
+def _read(buf: memoryview) -> ProgramInfo:
+    magic, major, minor, header_size, flags, file_size, s_off, o_off, m_off, d_off, d_size = HEADER.unpack_from(buf, 0)
+    if magic != MAGIC:
+        raise ProgramError("not a Pare program (bad magic)")
+    if major != VERSION_MAJOR:
+        raise ProgramError(f"unsupported format version {major}.{minor}")
+    count, _ = struct.unpack_from("<II", buf, s_off)
+    strings = []
+    for i in range(count):
+        off, length = struct.unpack_from("<QQ", buf, s_off + 8 + 16 * i)
+        strings.append(bytes(buf[off : off + length]).decode())
+    (n_ops,) = struct.unpack_from("<I", buf, o_off)
+    ops = [strings[i] for i in struct.unpack_from(f"<{n_ops}I", buf, o_off + 4)]
+    n_methods, _ = struct.unpack_from("<II", buf, m_off)
+    methods = []
+    for rec in struct.unpack_from(f"<{n_methods}Q", buf, m_off + 8):
+        name, nv, ni, no, nins, ninit, v_off, io_off, ins_off = struct.unpack_from("<IIIIIIQQQ", buf, rec)
+        values = []
+        for i in range(nv):
+            kind, dtype, flg, _, *payload = VALUE_RECORD.unpack_from(buf, v_off + VALUE_RECORD_SIZE * i)
+            const = bool(flg & FLAG_CONSTANT)
+            info = ValueInfo(kind, const)
+            f = value_fields(kind, tuple(payload))
+            if kind == TENSOR:
+                info.dtype = None if dtype == UNKNOWN_DTYPE else _dtypes.BY_CODE[dtype].name
+                rank = f["rank"]
+                info.sizes = (
+                    None if rank == UNKNOWN_RANK else list(struct.unpack_from(f"<{rank}q", buf, f["sizes_offset"]))
+                )
+                if const:
+                    dt = _dtypes.BY_CODE[dtype]
+                    start = d_off + f["constant_data_offset"]
+                    raw = bytes(buf[start : start + f["constant_data_size"]])
+                    arr = np.frombuffer(raw, dtype=dt.numpy if dt.numpy is not None else np.uint16)
+                    info.payload = arr.reshape(info.sizes)
+            elif kind == INT:
+                info.payload = struct.unpack("<q", struct.pack("<Q", f["constant_value"]))[0]
+            elif kind == DOUBLE:
+                info.payload = struct.unpack("<d", struct.pack("<Q", f["constant_bits"]))[0]
+            elif kind == BOOL:
+                info.payload = bool(f["constant_value"])
+            elif kind == INT_LIST:
+                n = f["count"]
+                ints = list(struct.unpack_from(f"<{n}q", buf, f["ints_offset"])) if n else []
+                if f["refs_offset"]:
+                    refs = struct.unpack_from(f"<{n}I", buf, f["refs_offset"])
+                    ints = [f"%{r}" if r != NO_VALUE else v for v, r in zip(ints, refs)]
+                info.payload = ints
+            elif kind == DOUBLE_LIST:
+                n = f["count"]
+                info.payload = list(struct.unpack_from(f"<{n}d", buf, f["doubles_offset"])) if n else []
+            elif kind == STRING:
+                info.payload = strings[f["string"]]
+            elif kind == OBJECT:
+                info.payload = strings[f["class_name"]]
+            elif kind == TENSOR_LIST:
+                n = f["count"]
+                info.payload = list(struct.unpack_from(f"<{n}I", buf, f["ids_offset"])) if n else []
+            values.append(info)
+        io = list(struct.unpack_from(f"<{ni + no}I", buf, io_off)) if ni + no else []
+        instructions = []
+        for i in range(nins):
+            op, n_in, n_out, args_off = struct.unpack_from("<IHHQ", buf, ins_off + INSTRUCTION_RECORD_SIZE * i)
+            args = list(struct.unpack_from(f"<{n_in + n_out}I", buf, args_off)) if n_in + n_out else []
+            instructions.append(InstructionInfo(ops[op], args[:n_in], args[n_in:]))
+        methods.append(MethodInfo(strings[name], values, io[:ni], io[ni:], instructions, ninit))
+    return ProgramInfo((major, minor), file_size, strings, ops, methods, d_off, d_size)
+
+
+def dump(info: ProgramInfo, out=sys.stdout) -> None:
+    """Prints a parsed program's methods, values and instructions (python -m pare.program dump FILE)."""
+    print(
+        f"Pare program v{info.version[0]}.{info.version[1]}, {info.file_size} bytes, "
+        f"{info.data_size} bytes of constants",
+        file=out,
+    )
+    for m in info.methods:
+        print(
+            f"method {m.name}({', '.join(f'%{i}' for i in m.inputs)}) -> ({', '.join(f'%{i}' for i in m.outputs)})",
+            file=out,
+        )
+        for i, v in enumerate(m.values):
+            print(f"  %{i}: {v.describe()}", file=out)
+        for i, ins in enumerate(m.instructions):
+            section = "init " if i < m.num_init else ""
+            outs = ", ".join(f"%{o}" for o in ins.outputs)
+            print(f"  [{i}] {section}{outs} = {ins.op}({', '.join(f'%{a}' for a in ins.inputs)})", file=out)
