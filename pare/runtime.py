@@ -23,21 +23,8 @@ from typing import Any
 import numpy as np
 
 from pare import dtypes as _dtypes
+from pare._c_api import _SIGNATURES, _VALUE_KINDS, MAX_DIM, PLANNERS, _MemoryStats, _TensorInfo
 from pare._status_table import STATUS_CODES
-
-MAX_DIM = 8
-_VALUE_KINDS = {
-    0: "None",
-    1: "Tensor",
-    2: "int",
-    3: "float",
-    4: "bool",
-    5: "int[]",
-    6: "float[]",
-    7: "str",
-    8: "Tensor[]",
-    9: "Object",
-}
 
 
 class PareError(Exception):
@@ -70,35 +57,6 @@ def _explained(message: str) -> str:
         return messages.explain(message, messages.default_table())
     except messages.MessageError:
         return message  # sources of another version, or none: the identifiers stand
-
-
-class _TensorInfo(ctypes.Structure):
-    _fields_ = [
-        ("dtype", ctypes.c_int32),
-        ("ndim", ctypes.c_int32),
-        ("sizes", ctypes.c_int64 * MAX_DIM),
-        ("strides", ctypes.c_int64 * MAX_DIM),
-        ("data", ctypes.c_void_p),
-    ]
-
-
-# pare_planner's values, in order (runtime/c_api/pare.h).
-PLANNERS = ("smaller", "first_fit", "greedy_by_size")
-
-
-class _MemoryStats(ctypes.Structure):
-    _fields_ = [
-        (name, ctypes.c_uint64)
-        for name in (
-            "arena_bytes",
-            "planned_arena_bytes",
-            "persistent_bytes",
-            "num_plans",
-            "temporary_blocks",
-            "first_fit_arena_bytes",
-            "greedy_arena_bytes",
-        )
-    ]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -150,81 +108,6 @@ class ProfileEntry:
     op: str
     calls: int
     seconds: float
-
-
-_c = ctypes
-_P = ctypes.c_void_p
-_SIGNATURES = {
-    "pare_version": (_c.c_char_p, []),
-    "pare_format_version_major": (_c.c_uint32, []),
-    "pare_is_tracing_build": (_c.c_int, []),
-    "pare_isa": (_c.c_char_p, []),
-    "pare_kernel_isa": (_c.c_char_p, []),
-    "pare_set_max_isa": (_c.c_int, [_c.c_char_p]),
-    "pare_status_name": (_c.c_char_p, [_c.c_int]),
-    "pare_dtype_name": (_c.c_char_p, [_c.c_int32]),
-    "pare_op_count": (_c.c_size_t, []),
-    "pare_op_name": (_c.c_char_p, [_c.c_size_t]),
-    "pare_kernel_dtype_count": (_c.c_size_t, []),
-    "pare_kernel_dtype": (_c.c_int, [_c.c_size_t, _c.POINTER(_c.c_char_p), _c.POINTER(_c.c_char_p)]),
-    "pare_class_count": (_c.c_size_t, []),
-    "pare_class_name": (_c.c_char_p, [_c.c_size_t]),
-    "pare_feature_count": (_c.c_size_t, []),
-    "pare_feature_name": (_c.c_char_p, [_c.c_size_t]),
-    "pare_program_load": (_c.c_int, [_c.c_void_p, _c.c_size_t, _c.c_uint32, _c.POINTER(_P)]),
-    "pare_program_load_file": (_c.c_int, [_c.c_char_p, _c.POINTER(_P)]),
-    "pare_program_destroy": (None, [_P]),
-    "pare_program_error_message": (_c.c_char_p, [_P]),
-    "pare_program_constants_in_place": (_c.c_int, [_P]),
-    "pare_program_method_count": (_c.c_size_t, [_P]),
-    "pare_program_method_name": (_c.c_char_p, [_P, _c.c_size_t]),
-    "pare_method_create": (_c.c_int, [_P, _c.c_char_p, _c.POINTER(_P)]),
-    "pare_method_destroy": (None, [_P]),
-    "pare_method_error_message": (_c.c_char_p, [_P]),
-    "pare_method_input_count": (_c.c_size_t, [_P]),
-    "pare_method_output_count": (_c.c_size_t, [_P]),
-    "pare_method_input_info": (_c.c_int, [_P, _c.c_size_t, _c.POINTER(_TensorInfo)]),
-    "pare_method_set_input": (
-        _c.c_int,
-        [
-            _P,
-            _c.c_size_t,
-            _c.c_int32,
-            _c.POINTER(_c.c_int64),
-            _c.c_size_t,
-            _c.POINTER(_c.c_int64),
-            _c.c_void_p,
-            _c.c_size_t,
-        ],
-    ),
-    "pare_method_execute": (_c.c_int, [_P]),
-    "pare_method_output_kind": (_c.c_int, [_P, _c.c_size_t, _c.POINTER(_c.c_int32)]),
-    "pare_method_output_tensor": (_c.c_int, [_P, _c.c_size_t, _c.POINTER(_TensorInfo)]),
-    "pare_method_output_int": (_c.c_int, [_P, _c.c_size_t, _c.POINTER(_c.c_int64)]),
-    "pare_method_output_double": (_c.c_int, [_P, _c.c_size_t, _c.POINTER(_c.c_double)]),
-    "pare_method_output_bool": (_c.c_int, [_P, _c.c_size_t, _c.POINTER(_c.c_int32)]),
-    "pare_method_memory_stats": (_c.c_int, [_P, _c.POINTER(_MemoryStats)]),
-    "pare_method_set_profiling": (_c.c_int, [_P, _c.c_int]),
-    "pare_method_set_planner": (_c.c_int, [_P, _c.c_int32]),
-    "pare_method_set_output_buffer": (_c.c_int, [_P, _c.c_size_t, _c.c_void_p, _c.c_size_t]),
-    "pare_method_set_num_threads": (_c.c_int, [_P, _c.c_uint32]),
-    "pare_method_num_threads": (_c.c_uint32, [_P]),
-    "pare_method_instruction_count": (_c.c_size_t, [_P]),
-    "pare_method_profile": (
-        _c.c_int,
-        [_P, _c.c_size_t, _c.POINTER(_c.c_char_p), _c.POINTER(_c.c_uint64), _c.POINTER(_c.c_uint64)],
-    ),
-    "pare_ticks_per_second": (_c.c_uint64, []),
-    "pare_trace_op_count": (_c.c_size_t, [_P]),
-    "pare_trace_op": (_c.c_int, [_P, _c.c_size_t, _c.POINTER(_c.c_char_p), _c.POINTER(_c.c_int32)]),
-    "pare_trace_kernel_dtype_count": (_c.c_size_t, [_P]),
-    "pare_trace_kernel_dtype": (_c.c_int, [_P, _c.c_size_t, _c.POINTER(_c.c_char_p), _c.POINTER(_c.c_char_p)]),
-    "pare_trace_class_count": (_c.c_size_t, [_P]),
-    "pare_trace_class": (_c.c_char_p, [_P, _c.c_size_t]),
-    "pare_trace_feature_count": (_c.c_size_t, [_P]),
-    "pare_trace_feature": (_c.c_char_p, [_P, _c.c_size_t]),
-    "pare_trace_reset": (None, [_P]),
-}
 
 
 def _row_major_strides(shape: tuple[int, ...], itemsize: int) -> tuple[int, ...]:
@@ -409,21 +292,30 @@ class Runtime:
         return Program(self, handle, keep_alive)
 
 
-class Program:
-    def __init__(self, runtime: Runtime, handle: ctypes.c_void_p, keep_alive=None):
-        self.runtime = runtime
-        self._lib = runtime._lib
-        self._handle = handle
-        self._borrowed = keep_alive  # bytes the runtime reads in place
+class _Owner:
+    """Owns one runtime object (a program or a method instance): close() frees it, or collection does."""
+
+    _DESTROY = ""  # the C API function that frees the handle
 
     def __del__(self):
         self.close()
 
     def close(self) -> None:
-        """Frees the program (methods created from it keep it alive until they close); idempotent."""
+        """Frees the runtime object now rather than when collected; idempotent. A program lives on until
+        the methods created from it close; closing a method frees its arena and threads."""
         if getattr(self, "_handle", None):
-            self._lib.pare_program_destroy(self._handle)
+            getattr(self._lib, self._DESTROY)(self._handle)
             self._handle = None
+
+
+class Program(_Owner):
+    _DESTROY = "pare_program_destroy"
+
+    def __init__(self, runtime: Runtime, handle: ctypes.c_void_p, keep_alive=None):
+        self.runtime = runtime
+        self._lib = runtime._lib
+        self._handle = handle
+        self._borrowed = keep_alive  # bytes the runtime reads in place
 
     @property
     def constants_in_place(self) -> bool:
@@ -473,7 +365,9 @@ class Program:
         self._lib.pare_trace_reset(self._handle)
 
 
-class Method:
+class Method(_Owner):
+    _DESTROY = "pare_method_destroy"
+
     # run(), set_input() and output() are on the hot path of every Python
     # caller: what never changes (input and output counts, declared input
     # dtypes, the C functions, the ctypes argument buffers) is looked up once
@@ -505,15 +399,6 @@ class Method:
         self._info = _TensorInfo()
         self._info_ref = ctypes.byref(self._info)
         self._out_views: dict[int, tuple[tuple, np.ndarray]] = {}  # output() reuses a view while its memory is the same
-
-    def __del__(self):
-        self.close()
-
-    def close(self) -> None:
-        """Frees the method instance (its arena and threads); idempotent."""
-        if getattr(self, "_handle", None):
-            self._lib.pare_method_destroy(self._handle)
-            self._handle = None
 
     def _check(self, status: int) -> None:
         if status != 0:
