@@ -27,7 +27,8 @@ from codegen.generate import (
     write_outputs,
 )
 from codegen.inventory import DEFAULT_INVENTORY_DIR, Inventory, InventoryOp, KernelTag, load_inventory
-from codegen.manifest import Manifest, ManifestDiff, MergeResult, Operator, diff, load, loads, merge
+from codegen.manifest import Manifest, Operator, load, loads
+from codegen.manifest_merge import ManifestDiff, MergeResult, diff, merge
 from codegen.selection import Selection, resolve
 
 __all__ = [
