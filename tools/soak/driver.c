@@ -7,7 +7,7 @@
  *   soak_driver [--threads N] [--instances N] [--calls N] [--warmup-rounds N]
  *               [--rss-bound-kib N] [--plant-leak BYTES] CASE...
  *
- * A CASE file (written by tools/soak/soak.py, format below) holds a program,
+ * A CASE file (written by tools/soak/soak.py, format in case_file.h) holds a program,
  * the method to run and input sets, each with its reference outputs. Every
  * case's program is loaded twice: borrowed in place (a 64-byte aligned
  * buffer) and copied (PARE_LOAD_COPY). Instance j runs case j % cases on
@@ -35,14 +35,9 @@
  *    the end. VmRSS is reported too but not bounded: its file-backed part
  *    is library code the kernel may drop and fault in again at any time.
  *
- * The PAL record: the runtime's PAL (runtime/pal/pal_posix.cc) allocates
- * with posix_memalign and frees with free, imported from libc. This
- * executable defines both (the dynamic linker resolves the runtime's
- * imports to an executable's definitions first) and forwards them to glibc's
- * __libc_memalign and __libc_free, recording each posix_memalign block
- * until it is freed. Nothing else in the process calls posix_memalign, so
- * the record is the PAL's allocations; frees of other blocks pass through
- * unrecorded. glibc only (Linux hosts).
+ * The PAL record: this executable defines posix_memalign and free, which
+ * the runtime's PAL imports, and records each block the PAL holds
+ * (memory_record.h says how). glibc only (Linux hosts).
  *
  * --plant-leak BYTES: every measured call also allocates BYTES with
  * posix_memalign, touches them and never frees them. The soak's wiring
@@ -51,18 +46,11 @@
  * Prints one JSON object on stdout; progress on stderr every 5 seconds.
  * Exit status: 0 every check passed, 1 a check failed, 2 a usage error, an
  * unreadable case or a runtime error (one line on stderr).
- *
- * Case file, little-endian:
- *   "PARESOAK" u32 version (1)
- *   u32 n, name[n]; u32 n, method[n]; u64 n, program[n]
- *   u32 sets; per set: u32 inputs, u32 outputs, then inputs and outputs:
- *     i32 dtype, u32 itemsize, u32 ndim, i64 sizes[ndim], u64 n, bytes[n]
  */
 
 #define _POSIX_C_SOURCE 200809L /* pthread barriers, clock_gettime, posix_memalign */
 
 #include <errno.h>
-#include <fcntl.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -71,315 +59,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <unistd.h>
 
 #include "runtime/c_api/pare.h"
+#include "tools/soak/case_file.h"
+#include "tools/soak/memory_record.h"
 
 enum { EXIT_CHECK_FAILED = 1, EXIT_USAGE = 2 };
 enum { MAX_THREADS = 64, MAX_INSTANCES_PER_THREAD = 16, MAX_CASES = 16, MAX_PROBLEMS = 32 };
-enum { CASE_VERSION = 1, NAME_MAX_BYTES = 64 };
-
-/* ---- The PAL record ---------------------------------------------------- */
-
-extern void* __libc_memalign(size_t alignment, size_t size);
-extern void __libc_free(void* ptr);
-
-/* Live PAL blocks: open addressing with linear probing and backward-shift
- * deletion (no tombstones, so churn cannot fill the table). A few thousand
- * blocks live at most; past 3/4 full, recording stops and is reported. */
-enum { TABLE_BITS = 16, TABLE_SIZE = 1 << TABLE_BITS };
-typedef struct {
-  void* ptr;
-  size_t size;
-} Block;
-static Block g_blocks[TABLE_SIZE];
-static pthread_mutex_t g_blocks_lock = PTHREAD_MUTEX_INITIALIZER;
-typedef struct {
-  uint64_t allocs, frees, live_blocks, live_bytes;
-} PalRecord;
-static PalRecord g_pal;
-static int g_table_overflow;
-static _Thread_local uint64_t t_pal_allocs;
-
-static size_t slot_of(const void* ptr) {
-  return (size_t)(((uint64_t)(uintptr_t)ptr >> 4) * 0x9E3779B97F4A7C15ull >> (64 - TABLE_BITS));
-}
-
-static void record_alloc(void* ptr, size_t size) {
-  ++t_pal_allocs;
-  pthread_mutex_lock(&g_blocks_lock);
-  ++g_pal.allocs;
-  if (g_pal.live_blocks >= TABLE_SIZE / 4 * 3) {
-    g_table_overflow = 1;
-  } else {
-    size_t i = slot_of(ptr);
-    while (g_blocks[i].ptr != NULL) i = (i + 1) & (TABLE_SIZE - 1);
-    g_blocks[i].ptr = ptr;
-    g_blocks[i].size = size;
-    ++g_pal.live_blocks;
-    g_pal.live_bytes += size;
-  }
-  pthread_mutex_unlock(&g_blocks_lock);
-}
-
-static void record_free(void* ptr) {
-  pthread_mutex_lock(&g_blocks_lock);
-  size_t i = slot_of(ptr);
-  while (g_blocks[i].ptr != NULL && g_blocks[i].ptr != ptr) i = (i + 1) & (TABLE_SIZE - 1);
-  if (g_blocks[i].ptr == ptr) {
-    ++g_pal.frees;
-    --g_pal.live_blocks;
-    g_pal.live_bytes -= g_blocks[i].size;
-    /* Backward shift: move later entries of the probe run into the hole
-     * unless their home slot lies cyclically in (hole, j]. */
-    size_t hole = i, j = i;
-    for (;;) {
-      g_blocks[hole].ptr = NULL;
-      for (;;) {
-        j = (j + 1) & (TABLE_SIZE - 1);
-        if (g_blocks[j].ptr == NULL) goto done;
-        const size_t home = slot_of(g_blocks[j].ptr);
-        const int stays = hole <= j ? (hole < home && home <= j) : (hole < home || home <= j);
-        if (!stays) break;
-      }
-      g_blocks[hole] = g_blocks[j];
-      hole = j;
-    }
-  }
-done:
-  pthread_mutex_unlock(&g_blocks_lock);
-}
-
-int posix_memalign(void** out, size_t alignment, size_t size) {
-  if (alignment < sizeof(void*) || (alignment & (alignment - 1)) != 0) return EINVAL;
-  void* ptr = __libc_memalign(alignment, size);
-  if (ptr == NULL) return ENOMEM;
-  record_alloc(ptr, size);
-  *out = ptr;
-  return 0;
-}
-
-void free(void* ptr) {
-  if (ptr == NULL) return;
-  record_free(ptr);
-  __libc_free(ptr);
-}
-
-static PalRecord pal_record(void) {
-  pthread_mutex_lock(&g_blocks_lock);
-  PalRecord r = g_pal;
-  pthread_mutex_unlock(&g_blocks_lock);
-  return r;
-}
-
-/* ---- Resident set ------------------------------------------------------ */
-
-typedef struct {
-  long rss_kib, anon_kib;
-} Rss;
-
-static long status_field(const char* text, const char* name) {
-  const char* at = strstr(text, name);
-  return at == NULL ? -1 : strtol(at + strlen(name), NULL, 10);
-}
-
-/* /proc/self/status with read(2) into a static buffer: sampling allocates
- * nothing (stdio would). Main thread only. */
-static Rss read_rss(void) {
-  static char text[16384];
-  Rss r = {-1, -1};
-  const int fd = open("/proc/self/status", O_RDONLY);
-  if (fd < 0) return r;
-  size_t n = 0;
-  ssize_t got;
-  while (n + 1 < sizeof text && (got = read(fd, text + n, sizeof text - 1 - n)) > 0) n += (size_t)got;
-  close(fd);
-  text[n] = 0;
-  r.rss_kib = status_field(text, "VmRSS:");
-  r.anon_kib = status_field(text, "RssAnon:");
-  return r;
-}
-
-/* ---- Cases ------------------------------------------------------------- */
-
-typedef struct {
-  int32_t dtype;
-  uint32_t itemsize;
-  uint32_t ndim;
-  int64_t sizes[PARE_MAX_DIM];
-  size_t nbytes;
-  void* data; /* 64-byte aligned copy */
-} Tensor;
-
-typedef struct {
-  uint32_t num_inputs, num_outputs;
-  Tensor* tensors; /* inputs, then outputs */
-} Set;
-
-typedef struct {
-  char name[NAME_MAX_BYTES];
-  char method[NAME_MAX_BYTES];
-  void* program_bytes; /* 64-byte aligned: the borrowed load uses constants in place */
-  size_t program_size;
-  pare_program* programs[2]; /* borrowed, copied */
-  uint32_t num_sets;
-  Set* sets;
-  int signatures; /* distinct input dtypes and shapes */
-} Case;
-
-typedef struct {
-  const unsigned char* at;
-  const unsigned char* end;
-  const char* path;
-  char error[256];
-} Reader;
-
-static int take(Reader* r, void* out, size_t n) {
-  if ((size_t)(r->end - r->at) < n) {
-    if (r->error[0] == 0) snprintf(r->error, sizeof r->error, "%s: truncated case file", r->path);
-    return 0;
-  }
-  memcpy(out, r->at, n);
-  r->at += n;
-  return 1;
-}
-
-static void* aligned_copy(Reader* r, size_t n) {
-  void* data = aligned_alloc(64, (n + 63) / 64 * 64 + 64);
-  if (data == NULL || !take(r, data, n)) {
-    free(data);
-    return NULL;
-  }
-  return data;
-}
-
-static int take_name(Reader* r, char* out) {
-  uint32_t n = 0;
-  if (!take(r, &n, 4)) return 0;
-  if (n == 0 || n >= NAME_MAX_BYTES) {
-    snprintf(r->error, sizeof r->error, "%s: a name of %u bytes (1 to %d)", r->path, n, NAME_MAX_BYTES - 1);
-    return 0;
-  }
-  if (!take(r, out, n)) return 0;
-  out[n] = 0;
-  return 1;
-}
-
-static int take_tensor(Reader* r, Tensor* t) {
-  if (!take(r, &t->dtype, 4) || !take(r, &t->itemsize, 4) || !take(r, &t->ndim, 4)) return 0;
-  if (t->ndim > PARE_MAX_DIM || t->itemsize == 0 || t->itemsize > 16) {
-    snprintf(r->error, sizeof r->error, "%s: a tensor of rank %u, item size %u", r->path, t->ndim, t->itemsize);
-    return 0;
-  }
-  uint64_t numel = 1, nbytes = 0;
-  for (uint32_t d = 0; d < t->ndim; ++d) {
-    if (!take(r, &t->sizes[d], 8)) return 0;
-    if (t->sizes[d] < 0 || t->sizes[d] > (1ll << 31)) {
-      snprintf(r->error, sizeof r->error, "%s: a tensor dimension of %lld", r->path, (long long)t->sizes[d]);
-      return 0;
-    }
-    numel *= (uint64_t)t->sizes[d];
-  }
-  if (!take(r, &nbytes, 8)) return 0;
-  if (nbytes != numel * t->itemsize) {
-    snprintf(r->error, sizeof r->error, "%s: a tensor of %llu bytes for %llu elements of %u", r->path,
-             (unsigned long long)nbytes, (unsigned long long)numel, t->itemsize);
-    return 0;
-  }
-  t->nbytes = (size_t)nbytes;
-  t->data = aligned_copy(r, t->nbytes);
-  return t->data != NULL;
-}
-
-static int same_signature(const Set* a, const Set* b) {
-  if (a->num_inputs != b->num_inputs) return 0;
-  for (uint32_t i = 0; i < a->num_inputs; ++i) {
-    const Tensor* x = &a->tensors[i];
-    const Tensor* y = &b->tensors[i];
-    if (x->dtype != y->dtype || x->ndim != y->ndim || memcmp(x->sizes, y->sizes, x->ndim * sizeof(int64_t)) != 0)
-      return 0;
-  }
-  return 1;
-}
-
-static void* read_whole_file(const char* path, size_t* size) {
-  FILE* f = fopen(path, "rb");
-  if (f == NULL) return NULL;
-  void* data = NULL;
-  if (fseek(f, 0, SEEK_END) == 0) {
-    const long n = ftell(f);
-    if (n >= 0 && fseek(f, 0, SEEK_SET) == 0 && (data = malloc((size_t)n + 1)) != NULL &&
-        fread(data, 1, (size_t)n, f) != (size_t)n) {
-      free(data);
-      data = NULL;
-    }
-    *size = (size_t)n;
-  }
-  fclose(f);
-  return data;
-}
-
-/* Reads `path` into `c`; on failure writes a one-line reason to `error`. */
-static int read_case(const char* path, Case* c, char* error, size_t error_size) {
-  size_t size = 0;
-  unsigned char* file = read_whole_file(path, &size);
-  if (file == NULL) {
-    snprintf(error, error_size, "%s: cannot read it (%s)", path, strerror(errno));
-    return 0;
-  }
-  Reader r = {file, file + size, path, {0}};
-  char magic[8];
-  uint32_t version = 0;
-  uint64_t program_size = 0;
-  int ok = take(&r, magic, 8) && take(&r, &version, 4);
-  if (ok && (memcmp(magic, "PARESOAK", 8) != 0 || version != CASE_VERSION)) {
-    snprintf(r.error, sizeof r.error, "%s: not a soak case file of version %d; write it with python -m tools.soak",
-             path, CASE_VERSION);
-    ok = 0;
-  }
-  ok = ok && take_name(&r, c->name) && take_name(&r, c->method) && take(&r, &program_size, 8);
-  if (ok && program_size > (uint64_t)(r.end - r.at)) {
-    snprintf(r.error, sizeof r.error, "%s: truncated case file", path);
-    ok = 0;
-  }
-  if (ok) {
-    c->program_size = (size_t)program_size;
-    c->program_bytes = aligned_copy(&r, c->program_size);
-    ok = c->program_bytes != NULL && take(&r, &c->num_sets, 4);
-  }
-  if (ok && (c->num_sets == 0 || c->num_sets > 1024)) {
-    snprintf(r.error, sizeof r.error, "%s: %u input sets (1 to 1024)", path, c->num_sets);
-    ok = 0;
-  }
-  if (ok) c->sets = calloc(c->num_sets, sizeof(Set));
-  for (uint32_t k = 0; ok && k < c->num_sets; ++k) {
-    Set* s = &c->sets[k];
-    ok = take(&r, &s->num_inputs, 4) && take(&r, &s->num_outputs, 4);
-    if (ok && (s->num_inputs > 64 || s->num_outputs == 0 || s->num_outputs > 64)) {
-      snprintf(r.error, sizeof r.error, "%s: set %u has %u inputs and %u outputs", path, k, s->num_inputs,
-               s->num_outputs);
-      ok = 0;
-    }
-    if (ok) s->tensors = calloc(s->num_inputs + s->num_outputs, sizeof(Tensor));
-    for (uint32_t i = 0; ok && i < s->num_inputs + s->num_outputs; ++i) ok = take_tensor(&r, &s->tensors[i]);
-  }
-  if (ok && r.at != r.end) {
-    snprintf(r.error, sizeof r.error, "%s: %zu bytes after the last set", path, (size_t)(r.end - r.at));
-    ok = 0;
-  }
-  free(file);
-  if (!ok) {
-    snprintf(error, error_size, "%s", r.error[0] ? r.error : "out of memory reading a case");
-    return 0;
-  }
-  c->signatures = 0;
-  for (uint32_t k = 0; k < c->num_sets; ++k) {
-    int seen = 0;
-    for (uint32_t j = 0; j < k && !seen; ++j) seen = same_signature(&c->sets[j], &c->sets[k]);
-    c->signatures += !seen;
-  }
-  return 1;
-}
 
 /* ---- Instances and threads --------------------------------------------- */
 
@@ -532,12 +218,12 @@ static void* worker_main(void* arg) {
   for (int i = 0; i < w->count && ok; ++i) w->instances[i]->plans_warm = num_plans(w->instances[i]);
   pthread_barrier_wait(&g.warm);
   pthread_barrier_wait(&g.go);
-  const uint64_t allocs_before = t_pal_allocs;
+  const uint64_t allocs_before = pal_thread_allocs();
   for (uint64_t k = 0; k < w->calls && ok; ++k) {
     ok = call(w, w->instances[k % (uint64_t)w->count], 1);
     atomic_fetch_add_explicit(&g.progress, 1, memory_order_relaxed);
   }
-  w->pal_allocs = t_pal_allocs - allocs_before;
+  w->pal_allocs = pal_thread_allocs() - allocs_before;
   w->finished = seconds_since(CLOCK_MONOTONIC, &g.start);
   for (int i = 0; i < w->count; ++i)
     if (w->instances[i]->method != NULL) w->instances[i]->plans_end = num_plans(w->instances[i]);
@@ -771,7 +457,7 @@ int main(int argc, char** argv) {
           "(a call on planned shapes allocates nothing, docs/c_api.md)",
           t, (unsigned long long)workers[t].pal_allocs, (unsigned long long)workers[t].calls);
   }
-  if (g_table_overflow) problem("more than %d PAL blocks live at once: the record stopped", TABLE_SIZE / 4 * 3);
+  if (pal_record_overflowed()) problem("more than %d PAL blocks live at once: the record stopped", PAL_MAX_LIVE_BLOCKS);
   if (rss_end.anon_kib < 0 || rss_warm.anon_kib < 0)
     problem("no RssAnon in /proc/self/status: the resident-memory check needs Linux 4.5 or later");
   else if (rss_end.anon_kib - rss_warm.anon_kib > rss_bound_kib)

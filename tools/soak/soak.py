@@ -39,6 +39,8 @@ from tools import REPO_ROOT
 from tools.tracer.progress import Progress
 
 DRIVER_SOURCE = Path(__file__).absolute().with_name("driver.c")
+# The driver's translation units: main and the threads, the case-file reader, the PAL and resident-set record.
+DRIVER_SOURCES = tuple(DRIVER_SOURCE.with_name(name) for name in ("driver.c", "case_file.c", "memory_record.c"))
 CC = "clang-16"
 THREADS = 4
 INSTANCES = 8  # over THREADS threads: each drives 2 in turn
@@ -207,11 +209,11 @@ def write_case(exported: Exported, library: Path, path: Path) -> Path:
 
 
 def compile_driver(library: Path, out: Path) -> Path:
-    """tools/soak/driver.c linked against `library` (found beside it at run time)."""
+    """The driver (DRIVER_SOURCES) linked against `library` (found beside it at run time)."""
     if shutil.which(CC) is None:
         raise SoakError(f"{CC} is not on PATH; run `make setup` (it installs clang-16)")
     command = [
-        CC, "-std=c11", "-O2", "-Wall", "-Wextra", "-Werror", f"-I{REPO_ROOT}", str(DRIVER_SOURCE),
+        CC, "-std=c11", "-O2", "-Wall", "-Wextra", "-Werror", f"-I{REPO_ROOT}", *map(str, DRIVER_SOURCES),
         "-o", str(out), str(library), f"-Wl,-rpath,{library.parent}", "-lpthread",
     ]  # fmt: skip
     result = subprocess.run(command, capture_output=True, text=True)
