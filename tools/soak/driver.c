@@ -7,11 +7,11 @@
  *   soak_driver [--threads N] [--instances N] [--calls N] [--warmup-rounds N]
  *               [--rss-bound-kib N] [--plant-leak BYTES] CASE...
  *
- * A CASE file (written by tools/soak/soak.py, format in case_file.h) holds a program,
- * the method to run and input sets, each with its reference outputs. Every
- * case's program is loaded twice: borrowed in place (a 64-byte aligned
- * buffer) and copied (PARE_LOAD_COPY). Instance j runs case j % cases on
- * program copy (j / cases) % 2, and thread t drives instances
+ * A CASE file (written by tools/soak/soak.py, format in case_file.h) holds
+ * a program, the method to run and input sets, each with its reference
+ * outputs. Every case's program is loaded twice: borrowed in place (a
+ * 64-byte aligned buffer) and copied (PARE_LOAD_COPY). Instance j runs case
+ * j % cases on program copy (j / cases) % 2, and thread t drives instances
  * t * I .. t * I + I - 1 (I = instances / threads) in turn, one call each,
  * each instance cycling through its case's input sets, so one thread runs
  * different programs and one program runs on many threads at once
