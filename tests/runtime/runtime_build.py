@@ -166,7 +166,7 @@ def _x86_64_auto(extra_flags) -> bool:
 
 
 def level_flags(extra_flags=()) -> list[str]:
-    """The defines object_files() adds for the x86-64 level `extra_flags`
+    """The defines library_objects() adds for the x86-64 level `extra_flags`
     give: X86_64_AUTO_FLAGS at level auto, none otherwise (fuzz/build.py
     compiles its coverage-instrumented layers with them)."""
     return list(_isa_flags("auto")) if _x86_64_auto(extra_flags) else []
@@ -391,20 +391,27 @@ def library_objects(
     extra_flags=(),
 ) -> list[Path]:
     """The objects build() links for these arguments (fuzz/build.py reuses
-    the sanitized full runtime's kernels from here); `extra_flags` such as
-    X86_64_V3_FLAGS."""
+    the sanitized full runtime's kernels from here): the runtime's objects
+    (one PAL's) compiled with the house flags, plus `sanitize` (e.g.
+    ("address", "undefined")) and `extra_flags` such as X86_64_V3_FLAGS; at
+    level auto (no -march in `extra_flags`, on x86_64), with the v3 and v4
+    copies of the dispatched kernels."""
     if sanitize:  # its own cache name, so plain and sanitized builds never prune each other
         name = "_".join((name, *sanitize))
-    return object_files(
-        cache_root,
-        name,
-        selection_dir=selection_dir,
-        defines=defines,
-        pal=pal,
-        opt=opt,
-        sanitize=sanitize,
-        extra_flags=extra_flags,
-    )
+    flags = _compile_flags(opt, defines, sanitize, extra_flags) + [f"-I{selection_dir}"]
+    copies = []
+    if _x86_64_auto(extra_flags):
+        flags += _isa_flags("auto")
+        for level, source, march in _x86_64_copies():
+            copy = _objects(Path(cache_root), f"{name}_{level}", flags + list(march), selection_dir, [source])
+            copies += sorted((copy / "obj").glob("*.o"))
+    objects_dir = _objects(Path(cache_root), name, flags, selection_dir)
+    excluded = {_object_name(REPO / p) for other, p in _pal_sources().items() if other != pal}
+    # The copies last, so that the linker keeps the baseline copy of an
+    # inline function several compiled (build() then links the library
+    # beside the last copy's objects, whose directory is keyed by every
+    # source and flag too).
+    return sorted(p for p in (objects_dir / "obj").glob("*.o") if p.name not in excluded) + copies
 
 
 def selected_objects(
@@ -522,37 +529,6 @@ def _select_link(cache_root: Path, name: str, roots: list[Path], lazy: list[Path
     os.replace(tmp, archive)
     _prune(cache_root, f"{name}_selected", keep=out_dir)
     return archive
-
-
-def object_files(
-    cache_root: Path,
-    name: str,
-    *,
-    selection_dir: Path,
-    defines=(),
-    pal: str = "posix",
-    opt: str = "-O2",
-    sanitize: tuple[str, ...] = (),
-    extra_flags=(),
-) -> list[Path]:
-    """The runtime's objects (one PAL's) compiled with the house flags, plus
-    `sanitize` (e.g. ("address", "undefined")) and `extra_flags`; at level
-    auto (no -march in `extra_flags`, on x86_64), with the v3 and v4 copies
-    of the dispatched kernels."""
-    flags = _compile_flags(opt, defines, sanitize, extra_flags) + [f"-I{selection_dir}"]
-    copies = []
-    if _x86_64_auto(extra_flags):
-        flags += _isa_flags("auto")
-        for level, source, march in _x86_64_copies():
-            copy = _objects(Path(cache_root), f"{name}_{level}", flags + list(march), selection_dir, [source])
-            copies += sorted((copy / "obj").glob("*.o"))
-    objects_dir = _objects(Path(cache_root), name, flags, selection_dir)
-    excluded = {_object_name(REPO / p) for other, p in _pal_sources().items() if other != pal}
-    # The copies last, so that the linker keeps the baseline copy of an
-    # inline function several compiled (build() then links the library
-    # beside the last copy's objects, whose directory is keyed by every
-    # source and flag too).
-    return sorted(p for p in (objects_dir / "obj").glob("*.o") if p.name not in excluded) + copies
 
 
 def _compile_flags(opt: str, defines, sanitize: tuple[str, ...], extra_flags) -> list[str]:
