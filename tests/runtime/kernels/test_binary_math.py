@@ -204,22 +204,23 @@ def test_div_rounding_every_dtype(runtime, dtype, mode):
         assert_same(run_op(runtime, "aten::div.Tensor_mode", a, s, mode), torch.div(a, s, rounding_mode=mode))
 
 
-@pytest.mark.parametrize("dtype", NO_BOOL, ids=str)
-def test_remainder_every_dtype(runtime, dtype):
+def check_modulo(runtime, dtype, name):
+    """aten::<name>.Tensor against a broadcast nonzero divisor, and .Scalar."""
     a = make_tensor((4, 6), dtype, 8, low=-50, high=50)
     b = nonzero(make_tensor((1, 6), dtype, 9))
-    assert_same(run_op(runtime, "aten::remainder.Tensor", a, b), torch.remainder(a, b))
+    assert_same(run_op(runtime, f"aten::{name}.Tensor", a, b), getattr(torch, name)(a, b))
     for s in (3, -4) + ((0.7, -2.5) if dtype.is_floating_point else ()):
-        assert_same(run_op(runtime, "aten::remainder.Scalar", a, s), aten.remainder.Scalar(a, s))
+        assert_same(run_op(runtime, f"aten::{name}.Scalar", a, s), getattr(aten, name).Scalar(a, s))
+
+
+@pytest.mark.parametrize("dtype", NO_BOOL, ids=str)
+def test_remainder_every_dtype(runtime, dtype):
+    check_modulo(runtime, dtype, "remainder")
 
 
 @pytest.mark.parametrize("dtype", NO_BOOL, ids=str)
 def test_fmod_every_dtype(runtime, dtype):
-    a = make_tensor((4, 6), dtype, 8, low=-50, high=50)
-    b = nonzero(make_tensor((1, 6), dtype, 9))
-    assert_same(run_op(runtime, "aten::fmod.Tensor", a, b), torch.fmod(a, b))
-    for s in (3, -4) + ((0.7, -2.5) if dtype.is_floating_point else ()):
-        assert_same(run_op(runtime, "aten::fmod.Scalar", a, s), aten.fmod.Scalar(a, s))
+    check_modulo(runtime, dtype, "fmod")
 
 
 @pytest.mark.parametrize("dtype", NO_BOOL, ids=str)
@@ -357,21 +358,22 @@ def test_where_every_dtype(runtime, dtype):
 
 # ---- broadcasting, layouts, empty and 0-dim ---------------------------------
 
+# Operand shape pairs that broadcast: a size-1 or missing dim on either side,
+# 0-dim and empty operands.
+BROADCAST_SHAPES = [
+    ((4, 1, 3), (5, 3)),
+    ((1,), (2, 3)),
+    ((2, 3), ()),
+    ((), ()),
+    ((3, 1), (1, 4)),
+    ((2, 1, 4, 1), (3, 1, 5)),
+    ((0, 3), (1, 3)),
+    ((2, 0), (2, 1)),
+]
+
 
 @pytest.mark.parametrize("op", list(BINARY))
-@pytest.mark.parametrize(
-    "shape_a,shape_b",
-    [
-        ((4, 1, 3), (5, 3)),
-        ((1,), (2, 3)),
-        ((2, 3), ()),
-        ((), ()),
-        ((3, 1), (1, 4)),
-        ((2, 1, 4, 1), (3, 1, 5)),
-        ((0, 3), (1, 3)),
-        ((2, 0), (2, 1)),
-    ],
-)
+@pytest.mark.parametrize("shape_a,shape_b", BROADCAST_SHAPES)
 def test_broadcasting(runtime, op, shape_a, shape_b):
     dtype = binary_dtype(op)
     a, b = make_tensor(shape_a, dtype, 25), make_tensor(shape_b, dtype, 26)
@@ -1031,19 +1033,7 @@ def test_mul_every_dtype(runtime, dtype):
     assert_same(run_op(runtime, "aten::mul.Tensor", a, b), torch.mul(a, b))
 
 
-@pytest.mark.parametrize(
-    "shape_a,shape_b",
-    [
-        ((4, 1, 3), (5, 3)),
-        ((1,), (2, 3)),
-        ((2, 3), ()),
-        ((), ()),
-        ((3, 1), (1, 4)),
-        ((2, 1, 4, 1), (3, 1, 5)),
-        ((0, 3), (1, 3)),
-        ((2, 0), (2, 1)),
-    ],
-)
+@pytest.mark.parametrize("shape_a,shape_b", BROADCAST_SHAPES)
 def test_add_mul_broadcasting(runtime, shape_a, shape_b):
     a, b = make_tensor(shape_a, torch.float32, 6), make_tensor(shape_b, torch.float32, 7)
     assert_same(run_op(runtime, "aten::add.Tensor", a, b, 3), torch.add(a, b, alpha=3))
@@ -1070,19 +1060,8 @@ def test_add_mul_large_contiguous_and_broadcast_fast_paths(runtime):
     assert_same(run_op(runtime, "aten::mul.Tensor", a, 0.5), a * 0.5)
 
 
-@pytest.mark.parametrize(
-    "da,db",
-    [
-        (torch.int32, torch.float32),
-        (torch.uint8, torch.int8),
-        (torch.bool, torch.int16),
-        (torch.float16, torch.bfloat16),
-        (torch.int64, torch.float16),
-        (torch.bool, torch.bool),
-        (torch.uint8, torch.float64),
-        (torch.bfloat16, torch.float32),
-    ],
-)
+# The promotion pairs but the last two (bool/float32, int8/int64).
+@pytest.mark.parametrize("da,db", PROMOTION_PAIRS[:8])
 def test_add_mul_tensor_tensor_promotion(runtime, da, db):
     a, b = make_tensor((3, 4), da, 13), make_tensor((3, 4), db, 14)
     assert_same(run_op(runtime, "aten::add.Tensor", a, b), torch.add(a, b))
