@@ -91,11 +91,17 @@ def _lib_from_env(var: str) -> Path | None:
     return path
 
 
+def _full_lib(pytestconfig, var: str, name: str, **options) -> Path:
+    """A build of the full selection: the prebuilt library named by `var`,
+    else `name` compiled here with runtime_build.build's `options`."""
+    return _lib_from_env(var) or runtime_build.build(
+        runtime_build.cache_root(pytestconfig), name, selection_dir=runtime_build.DEFAULT_SELECTION, **options
+    )
+
+
 @pytest.fixture(scope="session")
 def runtime_lib(pytestconfig) -> Path:
-    return _lib_from_env("PARE_RUNTIME_LIB") or runtime_build.build(
-        runtime_build.cache_root(pytestconfig), "full", selection_dir=runtime_build.DEFAULT_SELECTION
-    )
+    return _full_lib(pytestconfig, "PARE_RUNTIME_LIB", "full")
 
 
 @pytest.fixture(scope="session")
@@ -107,12 +113,7 @@ def runtime(runtime_lib) -> Runtime:
 def runtime_v3_lib(pytestconfig) -> Path:
     """The full runtime at --//runtime:x86_64_isa=v3 (AVX2+FMA): Bazel's
     //runtime:full_v3 via PARE_RUNTIME_V3_LIB, else compiled here."""
-    return _lib_from_env("PARE_RUNTIME_V3_LIB") or runtime_build.build(
-        runtime_build.cache_root(pytestconfig),
-        "full_v3",
-        selection_dir=runtime_build.DEFAULT_SELECTION,
-        extra_flags=runtime_build.X86_64_V3_FLAGS,
-    )
+    return _full_lib(pytestconfig, "PARE_RUNTIME_V3_LIB", "full_v3", extra_flags=runtime_build.X86_64_V3_FLAGS)
 
 
 @pytest.fixture(scope="session")
@@ -120,23 +121,14 @@ def runtime_baseline_lib(pytestconfig) -> Path:
     """The full runtime at --//runtime:x86_64_isa=baseline (SSE2 only):
     Bazel's //runtime:full_baseline via PARE_RUNTIME_BASELINE_LIB, else
     compiled here."""
-    return _lib_from_env("PARE_RUNTIME_BASELINE_LIB") or runtime_build.build(
-        runtime_build.cache_root(pytestconfig),
-        "full_baseline",
-        selection_dir=runtime_build.DEFAULT_SELECTION,
-        extra_flags=runtime_build.X86_64_BASELINE_FLAGS,
+    return _full_lib(
+        pytestconfig, "PARE_RUNTIME_BASELINE_LIB", "full_baseline", extra_flags=runtime_build.X86_64_BASELINE_FLAGS
     )
 
 
 @pytest.fixture(scope="session")
 def tracing_runtime(pytestconfig) -> Runtime:
-    path = _lib_from_env("PARE_TRACING_RUNTIME_LIB") or runtime_build.build(
-        runtime_build.cache_root(pytestconfig),
-        "tracing",
-        selection_dir=runtime_build.DEFAULT_SELECTION,
-        defines=["PARE_TRACING=1"],
-    )
-    return Runtime(path)
+    return Runtime(_full_lib(pytestconfig, "PARE_TRACING_RUNTIME_LIB", "tracing", defines=["PARE_TRACING=1"]))
 
 
 @pytest.fixture(scope="session")
@@ -178,7 +170,4 @@ def test_double_runtime(pytestconfig) -> Runtime:
     """The full runtime linked with the recording PAL (pal_test_double.cc):
     Bazel's //runtime:full_test_double via PARE_TEST_DOUBLE_RUNTIME_LIB, else
     the full runtime's objects compiled here, linked with that PAL."""
-    path = _lib_from_env("PARE_TEST_DOUBLE_RUNTIME_LIB") or runtime_build.build(
-        runtime_build.cache_root(pytestconfig), "full", selection_dir=runtime_build.DEFAULT_SELECTION, pal="test_double"
-    )
-    return Runtime(path)
+    return Runtime(_full_lib(pytestconfig, "PARE_TEST_DOUBLE_RUNTIME_LIB", "full", pal="test_double"))
