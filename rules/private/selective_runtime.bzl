@@ -233,17 +233,7 @@ def selective_runtime_jni(name, runtime, platforms = SHIPPED_PLATFORMS, visibili
       visibility: the usual.
       tags: the usual.
     """
-    check_platforms("//%s:%s" % (native.package_name(), name), "platforms", platforms)
-    _link_bundle_and_verify(
-        name = name,
-        layers = runtime,
-        jni = True,
-        platforms = platforms,
-        x86_64_isa = "",
-        tracing = False,
-        visibility = visibility,
-        tags = tags,
-    )
+    _runtime_variant(name, runtime, platforms, visibility, tags, jni = True)
 
 def selective_runtime_test_double(name, runtime, platforms = ["linux_x86_64"], visibility = None, tags = []):
     """The selective_runtime `runtime` linked with the recording PAL, for tests.
@@ -260,18 +250,33 @@ def selective_runtime_test_double(name, runtime, platforms = ["linux_x86_64"], v
       visibility: the usual.
       tags: the usual.
     """
+    _runtime_variant(
+        name,
+        runtime,
+        platforms,
+        visibility,
+        tags,
+        jni = False,
+        pal = Label("//runtime/pal:test_double"),
+        testonly = True,
+    )
+
+def _runtime_variant(name, runtime, platforms, visibility, tags, **kwargs):
+    """The selective_runtime `runtime`'s layers linked again as `name`.
+
+    selective_runtime_jni and selective_runtime_test_double, with
+    _link_bundle_and_verify's `kwargs`.
+    """
     check_platforms("//%s:%s" % (native.package_name(), name), "platforms", platforms)
     _link_bundle_and_verify(
         name = name,
         layers = runtime,
-        jni = False,
         platforms = platforms,
         x86_64_isa = "",
         tracing = False,
         visibility = visibility,
         tags = tags,
-        pal = Label("//runtime/pal:test_double"),
-        testonly = True,
+        **kwargs
     )
 
 def _link_bundle_and_verify(
