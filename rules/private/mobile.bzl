@@ -40,15 +40,31 @@ def _java_jar(ctx, lib_name, out):
     args.add("--library-name", lib_name)
     args.add("--out", out)
     args.add_all(ctx.files._java_srcs)
+    _run_package(
+        ctx,
+        args,
+        ctx.files._java_srcs,
+        out,
+        "PareJavac",
+        "Compiling the Java API for %s" % ctx.label,
+        tools = [ctx.executable._javac],
+    )
+
+def _run_package(ctx, args, inputs, out, mnemonic, progress_message, tools = []):
+    """Runs //tools/mobile:package with `args`, writing `out`."""
     ctx.actions.run(
         executable = ctx.executable._package,
         arguments = [args],
-        inputs = ctx.files._java_srcs,
-        tools = [ctx.executable._javac],
+        inputs = inputs,
+        tools = tools,
         outputs = [out],
-        mnemonic = "PareJavac",
-        progress_message = "Compiling the Java API for %s" % ctx.label,
+        mnemonic = mnemonic,
+        progress_message = progress_message,
     )
+
+def _file_providers(ctx, out):
+    """The rule's one output file `out`, as its files and runfiles."""
+    return [DefaultInfo(files = depset([out]), runfiles = ctx.runfiles(files = [out]))]
 
 _COMMON_ATTRS = {
     "_package": attr.label(default = Label("//tools/mobile:package"), executable = True, cfg = "exec"),
@@ -59,7 +75,7 @@ _COMMON_ATTRS = {
 def _java_library_impl(ctx):
     out = ctx.actions.declare_file(ctx.label.name + ".jar")
     _java_jar(ctx, ctx.attr.library_name, out)
-    return [DefaultInfo(files = depset([out]), runfiles = ctx.runfiles(files = [out]))]
+    return _file_providers(ctx, out)
 
 pare_java_library = rule(
     implementation = _java_library_impl,
@@ -89,15 +105,8 @@ def _aar_impl(ctx):
     for f in ctx.files.assets:
         args.add("--asset", f.basename + "=" + f.path)
         inputs.append(f)
-    ctx.actions.run(
-        executable = ctx.executable._package,
-        arguments = [args],
-        inputs = inputs,
-        outputs = [out],
-        mnemonic = "PareAar",
-        progress_message = "Assembling %s" % out.short_path,
-    )
-    return [DefaultInfo(files = depset([out]), runfiles = ctx.runfiles(files = [out]))]
+    _run_package(ctx, args, inputs, out, "PareAar", "Assembling %s" % out.short_path)
+    return _file_providers(ctx, out)
 
 pare_android_aar = rule(
     implementation = _aar_impl,
@@ -135,15 +144,8 @@ def _xcframework_impl(ctx):
     args.add("--library", lib.static)
     args.add_all(ctx.files._headers, before_each = "--header")
     args.add("--min-ios", ctx.attr._ios_min_version[PareSettingInfo].value)
-    ctx.actions.run(
-        executable = ctx.executable._package,
-        arguments = [args],
-        inputs = [lib.static] + ctx.files._headers,
-        outputs = [out],
-        mnemonic = "PareXcframework",
-        progress_message = "Assembling %s" % out.short_path,
-    )
-    return [DefaultInfo(files = depset([out]), runfiles = ctx.runfiles(files = [out]))]
+    _run_package(ctx, args, [lib.static] + ctx.files._headers, out, "PareXcframework", "Assembling %s" % out.short_path)
+    return _file_providers(ctx, out)
 
 pare_ios_xcframework = rule(
     implementation = _xcframework_impl,
