@@ -6,24 +6,14 @@ anything is: that is the benchmark's job)."""
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
-
 import pytest
 
-from tests.conftest import bazel_build
 from tools.bench import pixel_rows
 
 
-@pytest.fixture(scope="module")
-def full_lib() -> Path:
-    value = os.environ.get("PARE_RUNTIME_LIB")
-    return Path(value) if value else bazel_build("//runtime:full") / "runtime/full/linux_x86_64/libpare_full.so"
-
-
-def test_each_layer_is_timed_both_ways_at_each_isa_and_checked(full_lib):
+def test_each_layer_is_timed_both_ways_at_each_isa_and_checked(full_runtime):
     layers = pixel_rows.parse_layers("40x2x2:70/3s1,8x8x8:16/3s2,16x4x4:24/1s2,8x4x4:9/3s1")
-    table = pixel_rows.run(full_lib, layers, ["x86_64_v4", "x86_64_baseline"], rounds=1, cpu=None)
+    table = pixel_rows.run(full_runtime, layers, ["x86_64_v4", "x86_64_baseline"], rounds=1, cpu=None)
     rows = [line.split() for line in table.splitlines()[3:]]
     assert len(rows) == 4 * 2  # every layer at both caps
     chosen = {row[0]: row[3:5] if row[3] == "pixel" else row[3:4] for row in rows}
@@ -46,9 +36,9 @@ def test_each_layer_is_timed_both_ways_at_each_isa_and_checked(full_lib):
         (["--layers", "8x2x2:8/3s1", "--isa", "arm64_neon", "--rounds", "1"], "--isa arm64_neon:"),
     ],
 )
-def test_bad_arguments_are_one_line_errors(capsys, argv, message, full_lib):
+def test_bad_arguments_are_one_line_errors(capsys, argv, message, full_runtime):
     if "--runtime" not in argv:
-        argv = [*argv, "--runtime", str(full_lib)]
+        argv = [*argv, "--runtime", str(full_runtime)]
     assert pixel_rows.main(argv) == 2
     err = capsys.readouterr().err
     assert message in err and err.count("\n") == 1

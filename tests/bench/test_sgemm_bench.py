@@ -4,26 +4,20 @@ compares with is computed as stated, bad arguments are one-line errors
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
-
 import pytest
 
 from pare.runtime import Runtime
-from tests.conftest import bazel_build
 from tools.bench import sgemm
 
 
 @pytest.fixture(scope="module")
-def full_runtime() -> Runtime:
-    value = os.environ.get("PARE_RUNTIME_LIB")
-    path = Path(value) if value else bazel_build("//runtime:full") / "runtime/full/linux_x86_64/libpare_full.so"
-    return Runtime(path)
+def runtime(full_runtime) -> Runtime:
+    return Runtime(full_runtime)
 
 
 @pytest.mark.parametrize("n", [5, 17, 65])
-def test_a_size_is_checked_against_float64_and_reported(full_runtime, n):
-    result = sgemm.bench_size(full_runtime, n, rounds=1, peak_gflops=100.0)
+def test_a_size_is_checked_against_float64_and_reported(runtime, n):
+    result = sgemm.bench_size(runtime, n, rounds=1, peak_gflops=100.0)
     assert result.n == n and result.median_us > 0 and result.gflops > 0
     assert result.max_relative_error <= n * sgemm.EPS32
     assert result.fraction_of_peak == round(result.gflops / 100.0, 4)

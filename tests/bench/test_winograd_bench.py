@@ -5,23 +5,13 @@ benchmark's job)."""
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
-
 import pytest
 
-from tests.conftest import bazel_build
 from tools.bench import winograd
 
 
-@pytest.fixture(scope="module")
-def full_lib() -> Path:
-    value = os.environ.get("PARE_RUNTIME_LIB")
-    return Path(value) if value else bazel_build("//runtime:full") / "runtime/full/linux_x86_64/libpare_full.so"
-
-
-def test_each_layer_is_timed_each_way_and_checked(full_lib):
-    table = winograd.run(full_lib, winograd.parse_layers("16x8x8:17,16x4x4,8x16x16"), rounds=1, cpu=None)
+def test_each_layer_is_timed_each_way_and_checked(full_runtime):
+    table = winograd.run(full_runtime, winograd.parse_layers("16x8x8:17,16x4x4,8x16x16"), rounds=1, cpu=None)
     rows = {line.split()[0] + " " + line.split()[2]: line.split() for line in table.splitlines()[3:]}
     assert set(rows) == {"16x8x8 17", "16x4x4 16", "8x16x16 8"}
     # 16 2x2 tiles but 4 4x4 ones; 4 2x2 tiles; 16 4x4 tiles.
