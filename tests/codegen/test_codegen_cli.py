@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from codegen_testlib import INVENTORY_DIR, MANIFESTS, REPO_ROOT
@@ -65,16 +66,22 @@ def test_generate_twice_is_byte_identical(tmp_path):
     assert outs[0] == outs[1]
 
 
-def test_unknown_ops_exit_2_with_one_line_and_no_traceback(tmp_path):
-    result = run(
+def generate_foreign(out: Path, *flags: str) -> subprocess.CompletedProcess:
+    """`generate` into `out` for the PyTorch manifest with operators the inventory lacks."""
+    return run(
         "generate",
         "--manifest",
         str(MANIFESTS / "pytorch_foreign.yaml"),
         "--out",
-        str(tmp_path),
+        str(out),
         "--inventory",
         str(INVENTORY_DIR),
+        *flags,
     )
+
+
+def test_unknown_ops_exit_2_with_one_line_and_no_traceback(tmp_path):
+    result = generate_foreign(tmp_path)
     assert result.returncode == 2
     assert result.stderr.count("\n") == 1 and "Traceback" not in result.stderr
     assert result.stderr.startswith("error: ") and "--allow-unknown-ops" in result.stderr
@@ -82,16 +89,7 @@ def test_unknown_ops_exit_2_with_one_line_and_no_traceback(tmp_path):
 
 
 def test_allow_unknown_ops_warns_and_generates(tmp_path):
-    result = run(
-        "generate",
-        "--manifest",
-        str(MANIFESTS / "pytorch_foreign.yaml"),
-        "--out",
-        str(tmp_path),
-        "--inventory",
-        str(INVENTORY_DIR),
-        "--allow-unknown-ops",
-    )
+    result = generate_foreign(tmp_path, "--allow-unknown-ops")
     assert result.returncode == 0
     lines = result.stderr.splitlines()
     assert lines and all(line.startswith("warning: ") for line in lines)
