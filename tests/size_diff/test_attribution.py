@@ -14,7 +14,7 @@ import pytest
 from tools.platforms import SHIPPED_PLATFORMS
 from tools.size_diff import SizeDiffError, attribute
 from tools.size_diff.attribution import BUCKETS, check_twins
-from tools.size_diff.report import Run, build_report, measure
+from tools.size_diff.report import build_report, measure
 from tools.verify import load_expected, read_binary
 from tools.verify.binary import BinaryInfo, Section, Symbol
 
@@ -24,14 +24,7 @@ PLATFORMS = SHIPPED_PLATFORMS
 @pytest.mark.parametrize("variant", ["clean", "grown", "leaky_kernel", "leaky_export"])
 @pytest.mark.parametrize("platform", PLATFORMS)
 def test_buckets_sum_to_section_total(fixture_build, variant, platform):
-    _, p = measure(
-        Run(
-            platform,
-            fixture_build.lib(variant, platform),
-            fixture_build.lib(variant, platform, unstripped=True),
-            fixture_build.expected(variant),
-        )
-    )
+    _, p = measure(fixture_build.size_run(variant, platform))
     a = p["attribution"]
     total = sum(sum(a[b].values()) if isinstance(a[b], dict) else a[b] for b in BUCKETS)
     assert a["residual"] == 0 and total == p["section_bytes"] == sum(s["bytes"] for s in p["sections"])
@@ -43,14 +36,7 @@ def test_buckets_sum_to_section_total(fixture_build, variant, platform):
 
 @pytest.mark.parametrize("platform", PLATFORMS)
 def test_ops_dtypes_classes_land_in_their_buckets(fixture_build, platform):
-    _, clean = measure(
-        Run(
-            platform,
-            fixture_build.lib("clean", platform),
-            fixture_build.lib("clean", platform, unstripped=True),
-            fixture_build.expected("clean"),
-        )
-    )
+    _, clean = measure(fixture_build.size_run("clean", platform))
     a = clean["attribution"]
     assert {k for k, v in a["op"].items() if v} == {"aten::add.Tensor", "aten::relu"}
     assert a["op"]["aten::mm"] == 0  # listed, so diffs show it appear
@@ -78,15 +64,7 @@ def test_ops_dtypes_classes_land_in_their_buckets(fixture_build, platform):
 
 
 def test_report_is_deterministic_and_path_free(fixture_build):
-    runs = [
-        Run(
-            p,
-            fixture_build.lib("clean", p),
-            fixture_build.lib("clean", p, unstripped=True),
-            fixture_build.expected("clean"),
-        )
-        for p in PLATFORMS
-    ]
+    runs = [fixture_build.size_run("clean", p) for p in PLATFORMS]
     a, b = build_report("//x:clean", runs), build_report("//x:clean", runs)
     assert a == b
     assert "/" not in str(a["platforms"]["ios_arm64"]["expected_symbols"])

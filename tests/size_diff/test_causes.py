@@ -19,7 +19,7 @@ from tools.size_diff.attribution import BUCKETS
 from tools.size_diff.causes import GapExplainer, LibraryBytes, SourceOwners
 from tools.size_diff.cli import main
 from tools.size_diff.explain import explain
-from tools.size_diff.report import Run, build_report
+from tools.size_diff.report import build_report
 from tools.verify import load_expected
 from tools.verify.binary import BinaryInfo, Section, Symbol
 
@@ -166,15 +166,7 @@ def test_gaps_go_to_their_causes_and_the_identity_holds(expected_clean, runtime_
 
 @pytest.mark.parametrize("variant", ["clean", "grown"])
 def test_fixture_runtimes_leave_under_5_percent_unattributed(fixture_build, variant):
-    runs = [
-        Run(
-            p,
-            fixture_build.lib(variant, p),
-            fixture_build.lib(variant, p, unstripped=True),
-            fixture_build.expected(variant),
-        )
-        for p in SHIPPED_PLATFORMS
-    ]
+    runs = [fixture_build.size_run(variant, p) for p in SHIPPED_PLATFORMS]
     report = build_report("//tests/verify/fixture:" + variant, runs)
     for name, p in report["platforms"].items():
         a = p["attribution"]
@@ -191,15 +183,7 @@ def test_fixture_runtimes_leave_under_5_percent_unattributed(fixture_build, vari
 
 @pytest.fixture(scope="module")
 def clean_report(fixture_build):
-    runs = [
-        Run(
-            p,
-            fixture_build.lib("clean", p),
-            fixture_build.lib("clean", p, unstripped=True),
-            fixture_build.expected("clean"),
-        )
-        for p in SHIPPED_PLATFORMS
-    ]
+    runs = [fixture_build.size_run("clean", p) for p in SHIPPED_PLATFORMS]
     return build_report("//tests/verify/fixture:clean", runs)
 
 

@@ -41,6 +41,26 @@ class FixtureBuild:
     def expected(self, variant: str) -> Path:
         return self.root / variant / "expected_symbols.json"
 
+    def size_run(self, variant: str, platform: str):
+        """tools/size_diff's Run of `variant` on `platform`: the shipped and
+        unstripped libraries and the expected symbols."""
+        from tools.size_diff.report import Run
+
+        return Run(
+            platform, self.lib(variant, platform), self.lib(variant, platform, unstripped=True), self.expected(variant)
+        )
+
+    def verify(self, variant: str, platform: str):
+        """tools/verify's result for `variant` on `platform`, the shipped library included."""
+        from tools.verify import verify
+
+        return verify(
+            self.lib(variant, platform, unstripped=True),
+            self.expected(variant),
+            platform=platform,
+            stripped=self.lib(variant, platform),
+        )
+
 
 @pytest.fixture(scope="session")
 def fixture_build() -> FixtureBuild:

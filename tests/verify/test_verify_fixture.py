@@ -27,12 +27,7 @@ def run_cli(*args: str) -> subprocess.CompletedProcess:
 
 @pytest.mark.parametrize("platform", PLATFORMS)
 def test_clean_build_passes(fixture_build, platform):
-    result = verify(
-        fixture_build.lib("clean", platform, unstripped=True),
-        fixture_build.expected("clean"),
-        platform=platform,
-        stripped=fixture_build.lib("clean", platform),
-    )
+    result = fixture_build.verify("clean", platform)
     assert result.passed, render_text(result)
     present = {r.entry.key for r in result.entries if r.symbols}
     assert present == {
@@ -49,12 +44,7 @@ def test_clean_build_passes(fixture_build, platform):
 
 @pytest.mark.parametrize("platform", PLATFORMS)
 def test_leaked_unselected_kernel_fails_naming_the_op(fixture_build, platform):
-    result = verify(
-        fixture_build.lib("leaky_kernel", platform, unstripped=True),
-        fixture_build.expected("leaky_kernel"),
-        platform=platform,
-        stripped=fixture_build.lib("leaky_kernel", platform),
-    )
+    result = fixture_build.verify("leaky_kernel", platform)
     assert not result.passed
     leaks = {r.entry.label(): [s.demangled for s in r.symbols] for r in result.leaks}
     assert set(leaks) == {"op aten::mm", "kernel tag add_kernel, dtype Int", "class Conv2dPackedParams"}
@@ -117,12 +107,7 @@ def test_platform_is_inferred(fixture_build, platform):
 
 
 def test_json_output(fixture_build):
-    r = verify(
-        fixture_build.lib("leaky_kernel", "ios_arm64", unstripped=True),
-        fixture_build.expected("leaky_kernel"),
-        platform="ios_arm64",
-        stripped=fixture_build.lib("leaky_kernel", "ios_arm64"),
-    )
+    r = fixture_build.verify("leaky_kernel", "ios_arm64")
     data = json.loads(json.dumps(to_json(r)))
     assert data["schema"] == "pare.verify_result" and data["version"] == 1
     assert data["passed"] is False and data["platform"] == "ios_arm64" and data["format"] == "macho"
