@@ -21,6 +21,17 @@ from tools import test_cache
 
 REPO_ROOT = Path(__file__).absolute().parents[1]
 BAZEL = [str(REPO_ROOT / "tools" / "bazel")]
+# The targets pare_app (rules/private/app.bzl) declares beside the app's own
+# name: no BUILD file spells them in a `name = "..."` line.
+PARE_APP_TARGETS = (
+    "runtime",
+    "runtime_jni",
+    "java_api",
+    "android_aar",
+    "ios_xcframework",
+    "update_manifest",
+    "size_budget_test",
+)
 
 _built: set[tuple[str, ...]] = set()
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 import subprocess
 
-from tests.conftest import REPO_ROOT
+from tests.conftest import PARE_APP_TARGETS, REPO_ROOT
 
 TOP_LEVEL = sorted(
     p.name
@@ -24,16 +24,6 @@ TOP_LEVEL = sorted(
     if p.is_dir() and not p.name.startswith((".", "bazel-")) and p.name not in ("node_modules", "build", "out")
 )
 MENTION = re.compile(r"(?<![\w./@:$<>{}-])((?:%s)/[\w.+/-]*[\w+])" % "|".join(map(re.escape, TOP_LEVEL)))
-# Targets macros declare without a `name = "..."` line in the BUILD file.
-PARE_APP_TARGETS = (
-    "runtime",
-    "runtime_jni",
-    "java_api",
-    "android_aar",
-    "ios_xcframework",
-    "update_manifest",
-    "size_budget_test",
-)
 NOT_REPOSITORY_PATHS = {
     "third_party/pare": "docs/bazel.md's example of where a user's repository keeps Pare",
     "tests/x/test_y.py": "docs/testing.md's placeholder for any test file",

@@ -12,19 +12,10 @@ import subprocess
 
 import pytest
 
-from tests.conftest import REPO_ROOT, bazel, bazel_build
+from tests.conftest import PARE_APP_TARGETS, REPO_ROOT, bazel, bazel_build
 
 DEMO = "//apps/demo"
-TARGETS = {
-    "runtime",
-    "runtime_jni",
-    "java_api",
-    "android_aar",
-    "ios_xcframework",
-    "update_manifest",
-    "size_budget_test",
-    "demo",
-}
+TARGETS = {*PARE_APP_TARGETS, "demo"}
 
 
 def test_demo_build_file_is_one_pare_app_call():
