@@ -52,40 +52,24 @@ def test_trace_and_check_commands(capsys, tmp_path, tracing_lib, full_lib):
     assert "tracer: inputs[1] forward_int64_int64([2, 4], [2, 4]): ok" in err
     manifest = codegen.load(out_file)
     assert manifest.kernel_metadata["add_kernel"] == ("Double", "Float", "Long")
+
     # Without -o the manifest goes to stdout, byte-identical to the file.
-    code, out, _ = run_cli(capsys, "trace", str(MODELS / "multi_dtype.py"), "--runtime", str(tracing_lib), "-q")
+    def trace_quietly(*flags):
+        return run_cli(capsys, "trace", str(MODELS / "multi_dtype.py"), "--runtime", str(tracing_lib), "-q", *flags)
+
+    code, out, _ = trace_quietly()
     assert code == 0 and out == out_file.read_text()
     # --features adds build features the trace cannot see (the app binds
     # its output buffers); a name the runtime lacks is a one-line error.
-    code, out, _ = run_cli(
-        capsys,
-        "trace",
-        str(MODELS / "multi_dtype.py"),
-        "--runtime",
-        str(tracing_lib),
-        "-q",
-        "--features",
-        "output_buffers",
-    )
+    code, out, _ = trace_quietly("--features", "output_buffers")
     assert code == 0
     (tmp_path / "with_feature.yaml").write_text(out)
     with_feature = codegen.load(tmp_path / "with_feature.yaml")
     assert with_feature.build_features == {"output_buffers"}
     assert dataclasses.replace(with_feature, build_features=frozenset(), source=manifest.source) == manifest
-    code, out, _ = run_cli(
-        capsys, "trace", str(MODELS / "multi_dtype.py"), "--runtime", str(tracing_lib), "-q", "--threads"
-    )
+    code, out, _ = trace_quietly("--threads")
     assert code == 0 and "build_features:\n- threads\n" in out
-    code, _, err = run_cli(
-        capsys,
-        "trace",
-        str(MODELS / "multi_dtype.py"),
-        "--runtime",
-        str(tracing_lib),
-        "-q",
-        "--features",
-        "output_buffers,threadz",
-    )
+    code, _, err = trace_quietly("--features", "output_buffers,threadz")
     assert code == 2
     assert_one_error_line(
         err, "--features threadz: not a build feature of", "its features: op_profiling, output_buffers"
