@@ -22,14 +22,29 @@ def _static_libraries(linking_contexts):
                 libs.append(archive)
     return libs
 
-def _impl(ctx):
+def configured_cc_toolchain(ctx, unsupported_features = []):
+    """The C++ toolchain and its feature configuration for a rule.
+
+    The rule's features, less its disabled ones and `unsupported_features`.
+
+    Args:
+      ctx: the rule's context.
+      unsupported_features: features to turn off besides ctx.disabled_features.
+
+    Returns:
+      (cc_toolchain, feature_configuration).
+    """
     cc_toolchain = find_cpp_toolchain(ctx)
     features = cc_common.configure_features(
         ctx = ctx,
         cc_toolchain = cc_toolchain,
         requested_features = ctx.features,
-        unsupported_features = ctx.disabled_features,
+        unsupported_features = ctx.disabled_features + unsupported_features,
     )
+    return cc_toolchain, features
+
+def _impl(ctx):
+    cc_toolchain, features = configured_cc_toolchain(ctx)
     is_darwin = cc_toolchain.libc == "darwin"
     lib_name = ctx.attr.lib_name or ctx.label.name
     file_name = "lib%s%s" % (lib_name, ".dylib" if is_darwin else ".so")

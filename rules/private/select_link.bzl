@@ -22,7 +22,7 @@ links with a PAL (machine code, compiled once).
 """
 
 load("@bazel_tools//tools/build_defs/cc:action_names.bzl", "ACTION_NAMES")
-load("@bazel_tools//tools/cpp:toolchain_utils.bzl", "find_cpp_toolchain")
+load(":link.bzl", "configured_cc_toolchain")
 load(":providers.bzl", "PareBitcodeInfo")
 
 def _own_objects(target):
@@ -81,13 +81,7 @@ Example:
 )
 
 def _impl(ctx):
-    cc_toolchain = find_cpp_toolchain(ctx)
-    features = cc_common.configure_features(
-        ctx = ctx,
-        cc_toolchain = cc_toolchain,
-        requested_features = ctx.features,
-        unsupported_features = ctx.disabled_features + ["layering_check", "module_maps"],
-    )
+    cc_toolchain, features = configured_cc_toolchain(ctx, ["layering_check", "module_maps"])
 
     # The toolchain's own compile flags (target triple, PIC, optimisation
     # level of the compilation mode), for generating this platform's code.
