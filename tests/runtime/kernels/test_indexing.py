@@ -123,6 +123,21 @@ def test_expand(runtime, shape, size):
     assert_same(run_op(runtime, "aten::expand", x, size), x.expand(size))
 
 
+# (dim, start, end, step) of a slice: negative, clamped, empty and stepped
+# bounds, and INT64_MAX as the end.
+SLICES = [
+    (0, 1, 9223372036854775807, 1),
+    (0, -100, -2, 1),
+    (0, 4, 2, 1),
+    (1, None, None, 2),
+    (1, -3, None, 3),
+    (-1, 0, 100, 4),
+    (0, 5, 10, 1),
+    (1, 2, 3, 100),
+    (1, 0, 6, 1000),
+]
+
+
 def test_expand_errors(runtime):
     x = torch.ones(2, 3)
     with pytest.raises(PareError, match=r"aten::expand: argument 'size' \[3\] has fewer entries"):
@@ -133,20 +148,7 @@ def test_expand_errors(runtime):
         run_op(runtime, "aten::expand", x, [-1, 2, 3])
 
 
-@pytest.mark.parametrize(
-    "dim,start,end,step",
-    [
-        (0, 1, 9223372036854775807, 1),
-        (0, -100, -2, 1),
-        (0, 4, 2, 1),
-        (1, None, None, 2),
-        (1, -3, None, 3),
-        (-1, 0, 100, 4),
-        (0, 5, 10, 1),
-        (1, 2, 3, 100),
-        (1, 0, 6, 1000),
-    ],
-)
+@pytest.mark.parametrize("dim,start,end,step", SLICES)
 def test_slice(runtime, dim, start, end, step):
     x = make_tensor((5, 6), torch.int16, 4)
     assert_same(
@@ -284,15 +286,7 @@ def test_slice_scatter_every_dtype(runtime, dtype):
 @pytest.mark.parametrize(
     "dim,start,end,step",
     [
-        (0, 1, 9223372036854775807, 1),
-        (0, -100, -2, 1),
-        (0, 4, 2, 1),
-        (1, None, None, 2),
-        (1, -3, None, 3),
-        (-1, 0, 100, 4),
-        (0, 5, 10, 1),
-        (1, 2, 3, 100),
-        (1, 0, 6, 1000),
+        *SLICES,
         (-2, -9223372036854775808, 3, 2),
         (2, 1, -1, 3),
         (-3, None, 3, 1),

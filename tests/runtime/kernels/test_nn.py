@@ -480,58 +480,20 @@ def test_batch_norm_non_contiguous_and_errors(runtime):
         A._native_batch_norm_legit_no_training(*empty),
         torch.float32,
     )
+
+    def batch_norm_no_training(x, weight, bias, mean, var):
+        return run_op(
+            runtime, "aten::_native_batch_norm_legit_no_training", x, weight, bias, mean, var, 0.1, 1e-5, returns=3
+        )
+
     with pytest.raises(PareError, match="argument 'running_mean' has dtype Float but 'input' is Double"):
-        run_op(
-            runtime,
-            "aten::_native_batch_norm_legit_no_training",
-            x.double(),
-            None,
-            None,
-            mean,
-            var.double(),
-            0.1,
-            1e-5,
-            returns=3,
-        )
+        batch_norm_no_training(x.double(), None, None, mean, var.double())
     with pytest.raises(PareError, match=r"argument 'weight' must be a 1-d tensor of 2 elements, got sizes \[3\]"):
-        run_op(
-            runtime,
-            "aten::_native_batch_norm_legit_no_training",
-            x,
-            torch.ones(3),
-            None,
-            mean,
-            var,
-            0.1,
-            1e-5,
-            returns=3,
-        )
+        batch_norm_no_training(x, torch.ones(3), None, mean, var)
     with pytest.raises(PareError, match="at least 2 dims"):
-        run_op(
-            runtime,
-            "aten::_native_batch_norm_legit_no_training",
-            torch.ones(2),
-            None,
-            None,
-            mean,
-            var,
-            0.1,
-            1e-5,
-            returns=3,
-        )
+        batch_norm_no_training(torch.ones(2), None, None, mean, var)
     with pytest.raises(PareError, match="dtype Long is not supported"):
-        run_op(
-            runtime,
-            "aten::_native_batch_norm_legit_no_training",
-            x.long(),
-            None,
-            None,
-            mean.long(),
-            var.long(),
-            0.1,
-            1e-5,
-            returns=3,
-        )
+        batch_norm_no_training(x.long(), None, None, mean.long(), var.long())
 
 
 # ---------------------------------------------------------------------------
