@@ -71,6 +71,15 @@ def _linear_relu_program(path: Path, features: int = 6, outputs: int = 3) -> tup
     return (lambda t: torch.relu(layer(t))), path
 
 
+def _one_op_program(path: Path, op: str) -> Path:
+    """Writes a program whose forward runs `op` on a Float[2] input to `path`."""
+    pb = ProgramBuilder()
+    m = pb.method("forward")
+    m.output(m.op(op, m.input("Float", [2])))
+    path.write_bytes(pb.to_bytes())
+    return path
+
+
 def _parse(stdout: str) -> list[tuple[str, tuple[int, ...], np.ndarray]]:
     lines = stdout.strip().splitlines()
     assert lines[0].startswith("outputs ")
@@ -110,12 +119,7 @@ def test_corrupt_program_is_a_java_exception(java_check, tmp_path):
 
 
 def test_missing_op_is_a_java_exception(java_check, tmp_path):
-    pb = ProgramBuilder()
-    m = pb.method("forward")
-    m.output(m.op("aten::no_such_op", m.input("Float", [2])))
-    program = tmp_path / "missing.pare"
-    program.write_bytes(pb.to_bytes())
-    proc = java_check("methods", str(program))
+    proc = java_check("methods", str(_one_op_program(tmp_path / "missing.pare", "aten::no_such_op")))
     assert proc.returncode == 3
     assert "aten::no_such_op" in proc.stdout
 
@@ -155,12 +159,7 @@ def test_demo_model_through_java_matches_torch(java_check, tmp_path):
 
 def test_unselected_op_is_a_java_exception_naming_it(java_check, tmp_path):
     # aten::tanh exists in the runtime but the demo's manifest does not select it.
-    pb = ProgramBuilder()
-    m = pb.method("forward")
-    m.output(m.op("aten::tanh", m.input("Float", [2])))
-    program = tmp_path / "tanh.pare"
-    program.write_bytes(pb.to_bytes())
-    proc = java_check("methods", str(program))
+    proc = java_check("methods", str(_one_op_program(tmp_path / "tanh.pare", "aten::tanh")))
     assert proc.returncode == 3
     assert "aten::tanh" in proc.stdout and "manifest" in proc.stdout
 
