@@ -7,16 +7,15 @@ expected_symbols.json says.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
+from tests.verify.conftest import synthetic_arm64_library
 from tools.platforms import SHIPPED_PLATFORMS
 from tools.size_diff import SizeDiffError, attribute
 from tools.size_diff.attribution import BUCKETS, check_twins
 from tools.size_diff.report import build_report, measure
 from tools.verify import load_expected, read_binary
-from tools.verify.binary import BinaryInfo, Section, Symbol
+from tools.verify.binary import Section, Symbol
 
 PLATFORMS = SHIPPED_PLATFORMS
 
@@ -79,19 +78,7 @@ def _sym(name, address, size, section=".text", source="st_size"):
 
 
 def _binary(symbols, sections):
-    return BinaryInfo(
-        path=Path("synthetic.so"),
-        format="elf",
-        arch="arm64",
-        is_shared_library=True,
-        file_bytes=4096,
-        sections=tuple(sections),
-        symbols=tuple(symbols),
-        has_symbol_table=True,
-        exports=(),
-        needed=(),
-        load_alignments=(),
-    )
+    return synthetic_arm64_library(path="synthetic.so", file_bytes=4096, sections=sections, symbols=symbols)
 
 
 def test_overlaps_and_aliases_count_each_byte_once(expected_clean):

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.verify.conftest import synthetic_arm64_library
 from tools.platforms import SHIPPED_PLATFORMS
 from tools.size_diff import SizeDiffError, attribute
 from tools.size_diff.attribution import BUCKETS
@@ -21,7 +22,7 @@ from tools.size_diff.cli import main
 from tools.size_diff.explain import explain
 from tools.size_diff.report import build_report
 from tools.verify import load_expected
-from tools.verify.binary import BinaryInfo, Section, Symbol
+from tools.verify.binary import Section, Symbol
 
 KERNELS = """\
 namespace pare::kernels {
@@ -125,18 +126,8 @@ def test_gaps_go_to_their_causes_and_the_identity_holds(expected_clean, runtime_
         _sym("pare::kTable", 0x2030, 0x10, ".rodata"),
         _sym("pare::(anonymous namespace)::kKernels", 0x3000, 0x10, ".data.rel.ro"),
     ]
-    binary = BinaryInfo(
-        path=Path("synthetic.so"),
-        format="elf",
-        arch="arm64",
-        is_shared_library=True,
-        file_bytes=8192,
-        sections=(dynsym, rela, text, rodata, table),
-        symbols=tuple(symbols),
-        has_symbol_table=True,
-        exports=(),
-        needed=(),
-        load_alignments=(),
+    binary = synthetic_arm64_library(
+        path="synthetic.so", file_bytes=8192, sections=(dynsym, rela, text, rodata, table), symbols=symbols
     )
     lib = _Bytes(
         {".rodata": rodata_bytes, ".data.rel.ro": b"\0" * 0x10},

@@ -62,6 +62,27 @@ class FixtureBuild:
         )
 
 
+def synthetic_arm64_library(*, path="x.so", file_bytes=0, sections=(), symbols=(), exports=(), imports=()):
+    """tools/verify's BinaryInfo of an arm64 ELF shared library that exists
+    nowhere: the input of the unit tests of its checks and of attribution."""
+    from tools.verify.binary import BinaryInfo
+
+    return BinaryInfo(
+        path=Path(path),
+        format="elf",
+        arch="arm64",
+        is_shared_library=True,
+        file_bytes=file_bytes,
+        sections=tuple(sections),
+        symbols=tuple(symbols),
+        has_symbol_table=True,
+        exports=tuple(exports),
+        needed=(),
+        load_alignments=(),
+        imports=tuple(imports),
+    )
+
+
 @pytest.fixture(scope="session")
 def fixture_build() -> FixtureBuild:
     bin_dir = bazel_build(*(f"//{FIXTURE_PKG}:{v}" for v in VARIANTS))

@@ -11,7 +11,7 @@ import pytest
 
 import codegen
 from tests.conftest import require_tool
-from tests.verify.conftest import FIXTURE_SRC
+from tests.verify.conftest import FIXTURE_SRC, synthetic_arm64_library
 from tools.platforms import read_table as read_platform_table
 from tools.verify import VerifyError, load_expected, read_binary
 from tools.verify.demangle import demangle_all, find_cxxfilt, strip_macho_underscore
@@ -212,32 +212,12 @@ def test_partially_stripped_elf_counts_as_stripped(fixture_build, tmp_path):
     assert info.symbols and not info.has_symbol_table
 
 
-def _arm64_library(exports=(), imports=()):
-    """A synthetic arm64 ELF shared library with no sections or symbols."""
-    from tools.verify.binary import BinaryInfo
-
-    return BinaryInfo(
-        path=Path("x.so"),
-        format="elf",
-        arch="arm64",
-        is_shared_library=True,
-        file_bytes=0,
-        sections=(),
-        symbols=(),
-        has_symbol_table=True,
-        exports=exports,
-        needed=(),
-        load_alignments=(),
-        imports=imports,
-    )
-
-
 def test_export_rules(expected_clean):
     from tools.verify.binary import Export
     from tools.verify.verify import check_exports
 
     def exports(*items):
-        return _arm64_library(exports=tuple(Export(n, d, 0, f) for n, d, f in items))
+        return synthetic_arm64_library(exports=tuple(Export(n, d, 0, f) for n, d, f in items))
 
     exp = load_expected(expected_clean)
     binary = exports(
@@ -266,7 +246,7 @@ def test_unselected_threads_must_import_no_pthread_symbol(expected_clean):
     from tools.verify.verify import check_feature_imports
 
     def importing(*names):
-        return _arm64_library(imports=tuple(names))
+        return synthetic_arm64_library(imports=tuple(names))
 
     exp = load_expected(expected_clean)
     binary = importing("free", "posix_memalign", "pthread_create", "pthread_join")
