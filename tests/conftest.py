@@ -11,6 +11,7 @@ import functools
 import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -128,6 +129,21 @@ def bazel_output_files(target: str, flags: tuple[str, ...] = ()) -> list[Path]:
         '--starlark:expr="\\n".join([f.path for f in target.files.to_list()])',
     ).stdout
     return [REPO_ROOT / line for line in out.splitlines() if line.strip()]
+
+
+def export_program(model: Path | str, program: Path) -> Path:
+    """Exports the model spec file `model` to the program file `program` with
+    the tracer's CLI (python -m tools.tracer export, run from the repository
+    root); fails the test with the tracer's errors if it fails."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "tools.tracer", "export", str(model), "-o", str(program)],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert proc.returncode == 0, proc.stderr
+    return program
 
 
 def snapshot_checkout(dst: Path) -> None:

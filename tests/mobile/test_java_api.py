@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -18,7 +17,7 @@ import pytest
 import torch
 
 from pare.program import ProgramBuilder
-from tests.conftest import REPO_ROOT, bazel_build
+from tests.conftest import REPO_ROOT, bazel_build, export_program
 
 JNI_RUNTIME = "apps/demo/runtime_jni/linux_x86_64/libpare_runtime_jni.so"
 JAR = "apps/demo/java_api.jar"
@@ -135,15 +134,7 @@ def test_wrong_input_shape_is_a_java_exception(java_check, tmp_path):
 def test_demo_model_through_java_matches_torch(java_check, tmp_path):
     from tools.tracer.model_spec import load_model_spec
 
-    program = tmp_path / "demo.pare"
-    proc = subprocess.run(
-        [sys.executable, "-m", "tools.tracer", "export", "apps/demo/model.py", "-o", str(program)],
-        cwd=REPO_ROOT,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert proc.returncode == 0, proc.stderr
+    program = export_program("apps/demo/model.py", tmp_path / "demo.pare")
     spec = load_model_spec(REPO_ROOT / "apps/demo/model.py")
     for i, (image,) in enumerate(spec.inputs):
         raw = tmp_path / f"image{i}.f32"

@@ -18,15 +18,13 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
-import sys
 
 import numpy as np
 import pytest
 import torch
 
 from pare.runtime import Runtime
-from tests.conftest import REPO_ROOT, bazel
+from tests.conftest import REPO_ROOT, bazel, export_program
 from tools.platforms import SHIPPED_PLATFORMS
 from tools.tracer.model_spec import load_model_spec
 
@@ -62,15 +60,7 @@ def test_example_runtime_selects_its_manifest_and_runs_its_model(example_bin, tm
     inventory = runtime.inventory()
     assert "aten::_softmax" in inventory.ops
     assert "pare::conv2d_prepacked" not in inventory.ops  # only what the example's manifest selects
-    program = tmp_path / "model.pare"
-    proc = subprocess.run(
-        [sys.executable, "-m", "tools.tracer", "export", str(EXAMPLE / "model.py"), "-o", str(program)],
-        cwd=REPO_ROOT,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert proc.returncode == 0, proc.stderr
+    program = export_program(EXAMPLE / "model.py", tmp_path / "model.pare")
     spec = load_model_spec(EXAMPLE / "model.py")
     method = runtime.load(program.read_bytes()).method()
     for example in spec.inputs:

@@ -18,7 +18,7 @@ import torch
 
 from pare.program import ProgramBuilder
 from pare.runtime import PareError, Runtime
-from tests.conftest import REPO_ROOT, bazel, bazel_build, bazel_output_files
+from tests.conftest import REPO_ROOT, bazel, bazel_build, bazel_output_files, export_program
 from tools.tracer.model_spec import load_model_spec
 
 APPS = {
@@ -39,16 +39,7 @@ def programs(tmp_path_factory):
     out = tmp_path_factory.mktemp("programs")
     paths = {}
     for app, model in APPS.items():
-        path = out / f"{app}.pare"
-        proc = subprocess.run(
-            [sys.executable, "-m", "tools.tracer", "export", str(model), "-o", str(path)],
-            cwd=REPO_ROOT,
-            capture_output=True,
-            text=True,
-            timeout=600,
-        )
-        assert proc.returncode == 0, proc.stderr
-        paths[app] = path
+        paths[app] = export_program(model, out / f"{app}.pare")
     return paths
 
 
