@@ -240,15 +240,19 @@ def test_run_fast_paths_read_every_input_and_output_layout(runtime):
         np.testing.assert_array_equal(method.output(0), np.maximum(a, 0))
 
 
+def _relu_program() -> bytes:
+    """A program whose forward is aten::relu of a Float[2, ?] input."""
+    pb = ProgramBuilder()
+    m = pb.method()
+    m.output(m.op("aten::relu", m.input("Float", [2, None])))
+    return pb.to_bytes()
+
+
 def test_set_input_reuses_a_layout_only_while_it_holds(runtime):
     # set_input skips describing an array laid out like the last one it
     # accepted (pare/runtime.py, _input_layouts); a different layout, and a
     # rejected one in between, must be described afresh.
-    pb = ProgramBuilder()
-    m = pb.method()
-    x = m.input("Float", [2, None])
-    m.output(m.op("aten::relu", x))
-    method = runtime.load(pb.to_bytes()).method()
+    method = runtime.load(_relu_program()).method()
     a = np.array([[-1, 2, -3], [4, -5, 6]], np.float32)
     t = np.array([[-1, 4], [2, -5], [-3, 6]], np.float32).T  # a's values, column-major
     b = a * -2
@@ -261,11 +265,8 @@ def test_set_input_reuses_a_layout_only_while_it_holds(runtime):
 
 
 def test_api_misuse_gives_clear_errors(runtime):
-    pb = ProgramBuilder()
-    m = pb.method()
-    x = m.input("Float", [2, None])
-    m.output(m.op("aten::relu", x))
-    method = runtime.load(pb.to_bytes()).method()
+    program = _relu_program()
+    method = runtime.load(program).method()
     with pytest.raises(PareError, match="input 0 of method 'forward' is not set"):
         method.execute()
     with pytest.raises(PareError, match="expects dtype Float, got Double"):
@@ -277,7 +278,7 @@ def test_api_misuse_gives_clear_errors(runtime):
     with pytest.raises(PareError, match="input index 1 is out of range"):
         method.set_input(1, np.ones((2, 3), np.float32))
     with pytest.raises(PareError, match="no method named 'backward'"):
-        runtime.load(pb.to_bytes()).method("backward")
+        runtime.load(program).method("backward")
     with pytest.raises(PareError, match=r"execute\(\) has not succeeded"):
         method.output(0)
     method.run(np.ones((2, 3), np.float32))

@@ -58,6 +58,16 @@ def adaptive_pool(runtime, x, out_size, depth=27):
     assert_same(got, A._adaptive_avg_pool3d(x, out_size), **depth_tolerances(x.dtype, depth))
 
 
+def both_fail(runtime, op, torch_fn, cases, **run_op_kwargs):
+    """Each (args, message) of `cases`: torch_fn(*args) raises, and so does
+    `op` in the runtime (run_op with `run_op_kwargs`), with `message`."""
+    for args, message in cases:
+        with pytest.raises((RuntimeError, NotImplementedError)):
+            torch_fn(*args)
+        with pytest.raises(PareError, match=message):
+            run_op(runtime, op, *args, **run_op_kwargs)
+
+
 # ---------------------------------------------------------------------------
 # max_pool3d_with_indices
 
@@ -188,11 +198,7 @@ def test_max_pool3d_errors(runtime):
         ((x[:, :0], [1, 1, 1]), "only the batch dim may be empty"),
         ((x.bool(), [1, 1, 1]), "dtype Bool is not supported"),
     ]
-    for args, message in cases:
-        with pytest.raises((RuntimeError, NotImplementedError)):
-            A.max_pool3d_with_indices(*args)
-        with pytest.raises(PareError, match=message):
-            run_op(runtime, op, *args, returns=2)
+    both_fail(runtime, op, A.max_pool3d_with_indices, cases, returns=2)
 
 
 # ---------------------------------------------------------------------------
@@ -263,11 +269,7 @@ def test_avg_pool3d_errors(runtime):
         ((x.half(), [2, 2, 2]), "dtype Half is not supported"),
         ((x.bfloat16(), [2, 2, 2]), "dtype BFloat16 is not supported"),
     ]
-    for args, message in cases:
-        with pytest.raises((RuntimeError, NotImplementedError)):
-            A.avg_pool3d(*args)
-        with pytest.raises(PareError, match=message):
-            run_op(runtime, op, *args)
+    both_fail(runtime, op, A.avg_pool3d, cases)
 
 
 # ---------------------------------------------------------------------------
@@ -314,11 +316,7 @@ def test_adaptive_avg_pool3d_errors(runtime):
         ((x[0, 0], [2, 2, 2]), r"argument 'self' must be 4-d \(C, D, H, W\) or 5-d"),
         ((x.long(), [2, 2, 2]), "dtype Long is not supported"),
     ]
-    for args, message in cases:
-        with pytest.raises((RuntimeError, NotImplementedError)):
-            A._adaptive_avg_pool3d(*args)
-        with pytest.raises(PareError, match=message):
-            run_op(runtime, op, *args)
+    both_fail(runtime, op, A._adaptive_avg_pool3d, cases)
 
 
 # ---------------------------------------------------------------------------
