@@ -428,19 +428,11 @@ def pack_conv2d_for_layout(weight, layout: int, groups: int) -> np.ndarray:
     raise PackingError(f"weight layout {layout} is not one of 0 to {len(_format.LAYOUT_NAMES) - 1}")
 
 
-def pack_conv2d_weight(
-    weight,
-    stride,
-    dilation,
-    groups: int,
-    winograd: int = 0,
-    pixel_rows: bool = False,
-    padding=(0, 0),
-    channels_last: bool = False,
-) -> np.ndarray:
+def pack_conv2d_weight(weight, stride, dilation, groups: int, **layout_args) -> np.ndarray:
     """A 2-d convolution's weight [out_channels, in_channels / groups, kh, kw]
     as pare::conv2d_prepack takes it, in the layout conv2d_weight_layout
-    chooses with the same arguments (pack_conv2d_for_layout)."""
+    chooses for the same arguments (`layout_args`: its winograd, pixel_rows,
+    padding and channels_last), packed by pack_conv2d_for_layout."""
     w = conv2d_weight(weight)
-    layout = conv2d_weight_layout(w.shape, stride, dilation, groups, winograd, pixel_rows, padding, channels_last)
+    layout = conv2d_weight_layout(w.shape, stride, dilation, groups, **layout_args)
     return pack_conv2d_for_layout(w, layout, groups)

@@ -10,28 +10,8 @@ from typing import Any
 
 import numpy as np
 
+from pare import _format_table as fmt
 from pare import dtypes as _dtypes
-from pare._format_table import (
-    BOOL,
-    DOUBLE,
-    DOUBLE_LIST,
-    FLAG_CONSTANT,
-    INSTRUCTION_RECORD_SIZE,
-    INT,
-    INT_LIST,
-    KIND_NAMES,
-    MAGIC,
-    NO_VALUE,
-    NONE,
-    OBJECT,
-    STRING,
-    TENSOR,
-    TENSOR_LIST,
-    UNKNOWN_DTYPE,
-    UNKNOWN_RANK,
-    VALUE_RECORD_SIZE,
-    VERSION_MAJOR,
-)
 from pare._program_records import HEADER, VALUE_RECORD, ProgramError, value_fields
 
 
@@ -45,15 +25,15 @@ class ValueInfo:
 
     def describe(self) -> str:
         """One line for `python -m pare.program dump`, e.g. "const Tensor Float[16, 8]"."""
-        k = KIND_NAMES[self.kind]
-        if self.kind == TENSOR:
+        k = fmt.KIND_NAMES[self.kind]
+        if self.kind == fmt.TENSOR:
             shape = "?" if self.sizes is None else "[" + ", ".join("?" if s < 0 else str(s) for s in self.sizes) + "]"
             return f"{'const ' if self.constant else ''}Tensor {self.dtype or '?'}{shape}"
-        if self.kind == NONE:
+        if self.kind == fmt.NONE:
             return "None"
-        if self.kind == TENSOR_LIST:
+        if self.kind == fmt.TENSOR_LIST:
             return "Tensor[](" + ", ".join(f"%{i}" for i in self.payload) + ")"
-        if self.kind == OBJECT:
+        if self.kind == fmt.OBJECT:
             return f"Object {self.payload}"
         if not self.constant:
             return k
@@ -99,9 +79,9 @@ def read(data: bytes) -> ProgramInfo:
 
 def _read(buf: memoryview) -> ProgramInfo:
     magic, major, minor, header_size, flags, file_size, s_off, o_off, m_off, d_off, d_size = HEADER.unpack_from(buf, 0)
-    if magic != MAGIC:
+    if magic != fmt.MAGIC:
         raise ProgramError("not a Pare program (bad magic)")
-    if major != VERSION_MAJOR:
+    if major != fmt.VERSION_MAJOR:
         raise ProgramError(f"unsupported format version {major}.{minor}")
     count, _ = struct.unpack_from("<II", buf, s_off)
     strings = []
@@ -116,15 +96,15 @@ def _read(buf: memoryview) -> ProgramInfo:
         name, nv, ni, no, nins, ninit, v_off, io_off, ins_off = struct.unpack_from("<IIIIIIQQQ", buf, rec)
         values = []
         for i in range(nv):
-            kind, dtype, flg, _, *payload = VALUE_RECORD.unpack_from(buf, v_off + VALUE_RECORD_SIZE * i)
-            const = bool(flg & FLAG_CONSTANT)
+            kind, dtype, flg, _, *payload = VALUE_RECORD.unpack_from(buf, v_off + fmt.VALUE_RECORD_SIZE * i)
+            const = bool(flg & fmt.FLAG_CONSTANT)
             info = ValueInfo(kind, const)
             f = value_fields(kind, tuple(payload))
-            if kind == TENSOR:
-                info.dtype = None if dtype == UNKNOWN_DTYPE else _dtypes.BY_CODE[dtype].name
+            if kind == fmt.TENSOR:
+                info.dtype = None if dtype == fmt.UNKNOWN_DTYPE else _dtypes.BY_CODE[dtype].name
                 rank = f["rank"]
                 info.sizes = (
-                    None if rank == UNKNOWN_RANK else list(struct.unpack_from(f"<{rank}q", buf, f["sizes_offset"]))
+                    None if rank == fmt.UNKNOWN_RANK else list(struct.unpack_from(f"<{rank}q", buf, f["sizes_offset"]))
                 )
                 if const:
                     dt = _dtypes.BY_CODE[dtype]
@@ -132,34 +112,34 @@ def _read(buf: memoryview) -> ProgramInfo:
                     raw = bytes(buf[start : start + f["constant_data_size"]])
                     arr = np.frombuffer(raw, dtype=dt.numpy if dt.numpy is not None else np.uint16)
                     info.payload = arr.reshape(info.sizes)
-            elif kind == INT:
+            elif kind == fmt.INT:
                 info.payload = struct.unpack("<q", struct.pack("<Q", f["constant_value"]))[0]
-            elif kind == DOUBLE:
+            elif kind == fmt.DOUBLE:
                 info.payload = struct.unpack("<d", struct.pack("<Q", f["constant_bits"]))[0]
-            elif kind == BOOL:
+            elif kind == fmt.BOOL:
                 info.payload = bool(f["constant_value"])
-            elif kind == INT_LIST:
+            elif kind == fmt.INT_LIST:
                 n = f["count"]
                 ints = list(struct.unpack_from(f"<{n}q", buf, f["ints_offset"])) if n else []
                 if f["refs_offset"]:
                     refs = struct.unpack_from(f"<{n}I", buf, f["refs_offset"])
-                    ints = [f"%{r}" if r != NO_VALUE else v for v, r in zip(ints, refs)]
+                    ints = [f"%{r}" if r != fmt.NO_VALUE else v for v, r in zip(ints, refs)]
                 info.payload = ints
-            elif kind == DOUBLE_LIST:
+            elif kind == fmt.DOUBLE_LIST:
                 n = f["count"]
                 info.payload = list(struct.unpack_from(f"<{n}d", buf, f["doubles_offset"])) if n else []
-            elif kind == STRING:
+            elif kind == fmt.STRING:
                 info.payload = strings[f["string"]]
-            elif kind == OBJECT:
+            elif kind == fmt.OBJECT:
                 info.payload = strings[f["class_name"]]
-            elif kind == TENSOR_LIST:
+            elif kind == fmt.TENSOR_LIST:
                 n = f["count"]
                 info.payload = list(struct.unpack_from(f"<{n}I", buf, f["ids_offset"])) if n else []
             values.append(info)
         io = list(struct.unpack_from(f"<{ni + no}I", buf, io_off)) if ni + no else []
         instructions = []
         for i in range(nins):
-            op, n_in, n_out, args_off = struct.unpack_from("<IHHQ", buf, ins_off + INSTRUCTION_RECORD_SIZE * i)
+            op, n_in, n_out, args_off = struct.unpack_from("<IHHQ", buf, ins_off + fmt.INSTRUCTION_RECORD_SIZE * i)
             args = list(struct.unpack_from(f"<{n_in + n_out}I", buf, args_off)) if n_in + n_out else []
             instructions.append(InstructionInfo(ops[op], args[:n_in], args[n_in:]))
         methods.append(MethodInfo(strings[name], values, io[:ni], io[ni:], instructions, ninit))
