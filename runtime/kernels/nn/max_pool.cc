@@ -1,0 +1,330 @@
+// max_pool2d_with_indices and max_pool3d_with_indices: the running max of
+// each window with its index, NaN winning as in PyTorch; nn.MaxPool2d(2) has
+// its own fast path (tag max_pool2d_2x2_kernel). The shared pieces and the
+// scheme (one body for 2-d and 3-d, scalar loops at the rows' ends, vectors
+// in between) are in pooling.h.
+
+#include "runtime/kernels/common/convert.h"
+#include "runtime/kernels/common/math.h"
+#include "runtime/kernels/nn/pooling.h"
+
+namespace pare {
+namespace kernels {
+namespace pooling {
+namespace {
+
+// The smallest value of T's compute type: -inf for floating types.
+template <typename Acc>
+constexpr Acc lowest_value() {
+  if constexpr (is_same_v<Acc, float> || is_same_v<Acc, double>) {
+    return -Acc(__builtin_inf());
+  } else if constexpr (is_same_v<Acc, uint8_t>) {
+    return 0;
+  } else {
+    // Two's complement minimum of a signed integer type.
+    return static_cast<Acc>(-static_cast<Acc>((static_cast<uint64_t>(1) << (sizeof(Acc) * 8 - 1)) - 1) - 1);
+  }
+}
+
+// First tap >= 0 of a window starting at `start` with step `step`.
+PARE_UNUSED PARE_ALWAYS_INLINE int64_t first_inside(int64_t start, int64_t step) {
+  return start >= 0 ? start : start + ((-start + step - 1) / step) * step;
+}
+
+// The running max of a window, tap by tap in the window's order: NaN wins
+// (and the last NaN's index), as in PyTorch. Selects, not a branch: on real
+// activations the comparison is a coin flip.
+template <typename Acc>
+PARE_ALWAYS_INLINE void take_max(Acc v, int64_t index, Acc* max, int64_t* best) {
+  const bool take = v > *max || v != v;
+  *max = take ? v : *max;
+  *best = take ? index : *best;
+}
+
+// nn.MaxPool2d(2), the common case (a fast path: tag max_pool2d_2x2_kernel):
+// 2x2 windows at stride 2, no padding or dilation, every window inside the
+// plane; the same taps in the same order as the general loop, unrolled.
+template <typename T>
+void max_pool_plane_2x2(const T* PARE_RESTRICT in, T* PARE_RESTRICT out, int64_t* PARE_RESTRICT indices,
+                        const Planes<2>& planes, const PoolParams<2>& p) {
+  using Acc = opmath_t<T>;
+  const int64_t width = planes.width;
+  for (int64_t oh = 0; oh < p.out[kH]; ++oh) {
+    const int64_t top = 2 * oh * width;
+    for (int64_t ow = 0; ow < p.out[kW]; ++ow) {
+      const int64_t i = top + 2 * ow;
+      Acc max = Acc(in[i]);
+      int64_t best = i;
+      take_max(Acc(in[i + 1]), i + 1, &max, &best);
+      take_max(Acc(in[i + width]), i + width, &max, &best);
+      take_max(Acc(in[i + width + 1]), i + width + 1, &max, &best);
+      out[oh * p.out[kW] + ow] = T(max);
+      indices[oh * p.out[kW] + ow] = best;
+    }
+  }
+}
+
+typedef int32_t index_vec __attribute__((vector_size(simd::kLanes * sizeof(int32_t))));
+
+// Widens kLanes (or 4) 32-bit indices to int64 and stores them.
+template <typename I>
+PARE_ALWAYS_INLINE void store_indices(int64_t* out, I indices) {
+  typedef int64_t Wide __attribute__((vector_size(sizeof(I) * 2)));
+  const Wide wide = __builtin_convertvector(indices, Wide);
+  __builtin_memcpy(out, &wide, sizeof(wide));
+}
+
+PARE_ALWAYS_INLINE index_vec lane_steps(int64_t step) {
+  index_vec steps;
+  for (int l = 0; l < simd::kLanes; ++l) steps[l] = static_cast<int32_t>(l * step);
+  return steps;
+}
+
+// One tap of a vector of windows at input indices `at`: take_max per lane.
+template <typename V, typename I>
+PARE_ALWAYS_INLINE void take_max_lanes(V v, I at, V* max, I* best) {
+  const I take = (v > *max) | (v != v);
+  *max = take ? v : *max;
+  *best = take ? at : *best;
+}
+
+// Whether nn.MaxPool2d(2)'s fast path applies (a template only so that
+// the 3-d op may name it in its discarded branch).
+template <int kSpatial>
+bool is_plain_2x2(const Planes<kSpatial>& planes, const PoolParams<kSpatial>& p) {
+  for (int d = kH; d <= kW; ++d) {
+    if (p.kernel[d] != 2 || p.stride[d] != 2 || p.padding[d] != 0 || p.dilation[d] != 1) return false;
+  }
+  return 2 * p.out[kH] <= planes.height && 2 * p.out[kW] <= planes.width;  // ceil_mode may add a partial window
+}
+
+template <int kSpatial>
+PARE_ALWAYS_INLINE Taps max_taps(int64_t o, int d, int64_t in, const PoolParams<kSpatial>& p) {
+  const int64_t start = o * p.stride[d] - p.padding[d];
+  return {first_inside(start, p.dilation[d]), min_of(start + (p.kernel[d] - 1) * p.dilation[d] + 1, in)};
+}
+
+// The planes and rows of one output row's windows.
+struct WindowRows {
+  Taps planes, rows;
+};
+
+// The one plane of a 2-d window is a constant.
+template <int kSpatial>
+PARE_ALWAYS_INLINE WindowRows max_window_rows(int64_t od, int64_t oh, const Planes<kSpatial>& planes,
+                                              const PoolParams<kSpatial>& p) {
+  return {kSpatial == 3 ? max_taps(od, kD, planes.depth(), p) : Taps{0, 1}, max_taps(oh, kH, planes.height, p)};
+}
+
+// Input index of the first tap of a window at column iw0 of a row whose
+// windows span `w`: the index a window without a tap inside the input
+// reports, as in PyTorch.
+template <int kSpatial>
+PARE_ALWAYS_INLINE int64_t first_tap(WindowRows w, int64_t iw0, const Planes<kSpatial>& planes) {
+  return (w.planes.first * planes.height + w.rows.first) * planes.width + iw0;
+}
+
+// The output at column ow of a row whose windows span `w`: taps plane by
+// plane, row by row, as PyTorch takes them.
+template <typename T, int kSpatial>
+PARE_ALWAYS_INLINE void max_pool_one(const T* PARE_RESTRICT in, WindowRows w, int64_t ow,
+                                     const Planes<kSpatial>& planes, const PoolParams<kSpatial>& p,
+                                     T* PARE_RESTRICT out, int64_t* PARE_RESTRICT index) {
+  using Acc = opmath_t<T>;
+  const int64_t width = planes.width;
+  const int64_t start_w = ow * p.stride[kW] - p.padding[kW];
+  const int64_t iw1 = min_of(start_w + (p.kernel[kW] - 1) * p.dilation[kW] + 1, width);
+  const int64_t iw0 = first_inside(start_w, p.dilation[kW]);
+  int64_t best = first_tap(w, iw0, planes);
+  Acc max = lowest_value<Acc>();
+  for (int64_t id = w.planes.first; id < w.planes.end; id += p.depth(p.dilation)) {
+    for (int64_t ih = w.rows.first; ih < w.rows.end; ih += p.dilation[kH]) {
+      const int64_t row_at = (id * planes.height + ih) * width;
+      const T* row = in + row_at;
+      for (int64_t iw = iw0; iw < iw1; iw += p.dilation[kW]) take_max(Acc(row[iw]), row_at + iw, &max, &best);
+    }
+  }
+  *out = T(max);
+  *index = best;
+}
+
+// One plane (2-d pooling) or volume (3-d) of outputs.
+template <typename T, int kSpatial>
+void max_pool_plane(const T* PARE_RESTRICT in, T* PARE_RESTRICT out, int64_t* PARE_RESTRICT indices,
+                    const Planes<kSpatial>& planes, const PoolParams<kSpatial>& p) {
+  for (int64_t od = 0; od < p.depth(p.out); ++od) {
+    for (int64_t oh = 0; oh < p.out[kH]; ++oh) {
+      const WindowRows w = max_window_rows(od, oh, planes, p);
+      const int64_t at = (od * p.out[kH] + oh) * p.out[kW];
+      for (int64_t ow = 0; ow < p.out[kW]; ++ow) max_pool_one(in, w, ow, planes, p, &out[at + ow], &indices[at + ow]);
+    }
+  }
+}
+
+// Float planes and volumes (an overload, which calls for float take over
+// the template): the scalar loop at a row's ends, kLanes outputs at a time
+// in between. Indices are tracked in 32 bits (volumes of fewer than 2^31
+// elements; larger ones take the scalar loop) and widened on store.
+template <int kSpatial>
+void max_pool_plane(const float* PARE_RESTRICT in, float* PARE_RESTRICT out, int64_t* PARE_RESTRICT indices,
+                    const Planes<kSpatial>& planes, const PoolParams<kSpatial>& p) {
+  const int64_t width = planes.width;
+  VectorColumns cols = vector_columns(planes, p, (p.kernel[kW] - 1) * p.dilation[kW] + 1);
+  if (planes.volume() > INT32_MAX) cols = {0, 0};
+  const index_vec lane_columns = lane_steps(p.stride[kW]);
+  for (int64_t od = 0; od < p.depth(p.out); ++od) {
+    for (int64_t oh = 0; oh < p.out[kH]; ++oh) {
+      const WindowRows w = max_window_rows(od, oh, planes, p);
+      float* o = out + (od * p.out[kH] + oh) * p.out[kW];
+      int64_t* o_index = indices + (od * p.out[kH] + oh) * p.out[kW];
+      int64_t ow = 0;
+      for (; ow < cols.begin; ++ow) max_pool_one(in, w, ow, planes, p, &o[ow], &o_index[ow]);
+      const auto block = [&](int64_t first) {
+        const int64_t start_w = first * p.stride[kW] - p.padding[kW];
+        simd::vec max = simd::splat(-__builtin_inff());
+        index_vec best = static_cast<int32_t>(first_tap(w, start_w, planes)) + lane_columns;
+        for (int64_t id = w.planes.first; id < w.planes.end; id += p.depth(p.dilation)) {
+          for (int64_t ih = w.rows.first; ih < w.rows.end; ih += p.dilation[kH]) {
+            const int64_t row_at = (id * planes.height + ih) * width + start_w;
+            for (int64_t kw = 0; kw < p.kernel[kW]; ++kw) {
+              const int64_t at = row_at + kw * p.dilation[kW];
+              take_max_lanes(load_columns(in + at, p.stride[kW]), static_cast<int32_t>(at) + lane_columns, &max, &best);
+            }
+          }
+        }
+        simd::storev(o + first, max);
+        store_indices(o_index + first, best);
+      };
+      ow = vector_blocks<simd::kLanes>(ow, cols.end, block);
+      for (; ow < p.out[kW]; ++ow) max_pool_one(in, w, ow, planes, p, &o[ow], &o_index[ow]);
+    }
+  }
+}
+
+// Float vectors of 4 or 8 lanes (simd::vec, or half an AVX2 vector) and
+// their comparison masks, which also hold 32-bit indices.
+typedef float vec4 __attribute__((vector_size(4 * sizeof(float))));
+template <typename V>
+constexpr int lanes_of = sizeof(V) / sizeof(float);
+template <typename V>
+using mask_of = decltype(V{} > V{});
+
+// Lanes kFirst, kFirst + 2, ... of the 2 * lanes floats at p.
+template <typename V, int kFirst>
+PARE_ALWAYS_INLINE V load_alternate(const float* p) {
+  V lo, hi;
+  __builtin_memcpy(&lo, p, sizeof(V));
+  __builtin_memcpy(&hi, p + lanes_of<V>, sizeof(V));
+  if constexpr (lanes_of<V> == 8) {
+    return __builtin_shufflevector(lo, hi, kFirst, kFirst + 2, kFirst + 4, kFirst + 6, kFirst + 8, kFirst + 10,
+                                   kFirst + 12, kFirst + 14);
+  } else {
+    return __builtin_shufflevector(lo, hi, kFirst, kFirst + 2, kFirst + 4, kFirst + 6);
+  }
+}
+
+// nn.MaxPool2d(2) on float planes at least lanes_of<V> outputs wide: that
+// many windows at a time, each row's 2 * lanes columns split into the
+// windows' left and right taps, taps in the scalar loop's order.
+template <typename V>
+void max_pool_plane_2x2_vector(const float* PARE_RESTRICT in, float* PARE_RESTRICT out, int64_t* PARE_RESTRICT indices,
+                               const Planes<2>& planes, const PoolParams<2>& p) {
+  using I = mask_of<V>;
+  constexpr int kL = lanes_of<V>;
+  const int64_t width = planes.width;
+  I evens;
+  for (int l = 0; l < kL; ++l) evens[l] = 2 * l;
+  for (int64_t oh = 0; oh < p.out[kH]; ++oh) {
+    const auto block = [&](int64_t first) {
+      const int64_t i = 2 * oh * width + 2 * first;
+      const I at = static_cast<int32_t>(i) + evens;
+      V max = load_alternate<V, 0>(in + i);
+      I best = at;
+      take_max_lanes(load_alternate<V, 1>(in + i), at + 1, &max, &best);
+      take_max_lanes(load_alternate<V, 0>(in + i + width), at + static_cast<int32_t>(width), &max, &best);
+      take_max_lanes(load_alternate<V, 1>(in + i + width), at + static_cast<int32_t>(width + 1), &max, &best);
+      __builtin_memcpy(out + oh * p.out[kW] + first, &max, sizeof(max));
+      store_indices(indices + oh * p.out[kW] + first, best);
+    };
+    vector_blocks<kL>(0, p.out[kW], block);  // the caller checked p.out[kW] >= kL
+  }
+}
+
+// The float overload of max_pool_plane_2x2.
+PARE_UNUSED void max_pool_plane_2x2(const float* PARE_RESTRICT in, float* PARE_RESTRICT out,
+                                    int64_t* PARE_RESTRICT indices, const Planes<2>& planes, const PoolParams<2>& p) {
+  if (planes.height * planes.width <= INT32_MAX) {
+    if (p.out[kW] >= simd::kLanes) return max_pool_plane_2x2_vector<simd::vec>(in, out, indices, planes, p);
+    // 4 to 7 outputs wide on AVX2 (a 14 x 14 plane): half vectors. Only
+    // AVX2 builds carry them; 4-lane builds already run 4 at a time.
+    if constexpr (simd::kLanes == 8) {
+      if (p.out[kW] >= 4) return max_pool_plane_2x2_vector<vec4>(in, out, indices, planes, p);
+    }
+  }
+  max_pool_plane(in, out, indices, planes, p);  // the general loop: no scalar 2x2 copy for float
+}
+
+// max_pool{2,3}d_with_indices(self, kernel_size, stride=[], padding=0, dilation=1, ceil_mode=False)
+template <int kSpatial, typename Tag>
+Error max_pool_with_indices(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs) {
+  KernelArgs args(ctx, inputs, outputs, 2, 6, 2);
+  const Tensor& self = args.tensor(0, "self");
+  const bool ceil_mode = args.boolean_or(5, "ceil_mode", false);
+  PARE_TRY(args.status());
+  Planes<kSpatial> planes{};
+  PARE_TRY(read_planes(ctx, self, &planes));
+  PoolParams<kSpatial> p;
+  PARE_TRY(read_pool_params(ctx, args, planes, /*with_dilation=*/true, 3, ceil_mode, &p));
+  PARE_TRY_ASSIGN(Tensor * out, allocate_pooled(ctx, args.output(0), self.dtype, planes, p.out));
+  PARE_TRY_ASSIGN(Tensor * indices, allocate_pooled(ctx, args.output(1), ScalarType::Long, planes, p.out));
+  if (out->numel() == 0) return Error::Ok;
+  PARE_TRY_ASSIGN(const Tensor x, as_contiguous(ctx, self, self.dtype));
+  const int64_t in_plane = planes.volume();
+  const int64_t out_plane = p.out_volume();
+  return dispatch<Tag>(ctx, self.dtype, [&](auto type) -> Error {
+    using T = typename decltype(type)::type;
+    // max_pool_plane and max_pool_plane_2x2 have float overloads (vectors).
+    const T* in = x.data_as<T>();
+    T* o = out->data_as<T>();
+    int64_t* index = indices->data_as<int64_t>();
+    // Planes split over the method's threads (work: one compare per tap).
+    const uint32_t chunks =
+        ctx.chunks_for(planes.count, 1, planes.count * out_plane * p.depth(p.kernel) * p.kernel[kH] * p.kernel[kW]);
+    if constexpr (kSpatial == 2 && fast_path_compiled<tags::max_pool2d_2x2_kernel, T>()) {
+      if (is_plain_2x2(planes, p) && fast_path_selected<tags::max_pool2d_2x2_kernel, T>()) {
+        return run_fast_path<tags::max_pool2d_2x2_kernel, T>(ctx, [&]() -> Error {
+          ctx.parallel(chunks, planes.count, 1, [&](uint32_t, int64_t begin, int64_t end) {
+            for (int64_t i = begin; i < end; ++i) {
+              max_pool_plane_2x2(in + i * in_plane, o + i * out_plane, index + i * out_plane, planes, p);
+            }
+          });
+          return Error::Ok;
+        });
+      }
+    }
+    ctx.parallel(chunks, planes.count, 1, [&](uint32_t, int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) {
+        max_pool_plane(in + i * in_plane, o + i * out_plane, index + i * out_plane, planes, p);
+      }
+    });
+    return Error::Ok;
+  });
+}
+
+}  // namespace
+}  // namespace pooling
+
+// aten::max_pool2d_with_indices(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0,
+//     int[2] dilation=1, bool ceil_mode=False) -> (Tensor, Tensor)
+Error aten_max_pool2d_with_indices(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs) {
+  return pooling::max_pool_with_indices<2, tags::max_pool2d_kernel>(ctx, inputs, outputs);
+}
+
+// aten::max_pool3d_with_indices(Tensor self, int[3] kernel_size, int[3] stride=[], int[3] padding=0,
+//     int[3] dilation=1, bool ceil_mode=False) -> (Tensor, Tensor)
+Error aten_max_pool3d_with_indices(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs) {
+  return pooling::max_pool_with_indices<3, tags::max_pool3d_kernel>(ctx, inputs, outputs);
+}
+
+}  // namespace kernels
+}  // namespace pare
