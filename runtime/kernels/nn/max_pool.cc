@@ -10,8 +10,10 @@
 
 namespace pare {
 namespace kernels {
-namespace pooling {
 namespace {
+
+// The shared pieces (pooling.h).
+using namespace pooling;
 
 // The smallest value of T's compute type: -inf for floating types.
 template <typename Acc>
@@ -312,18 +314,17 @@ Error max_pool_with_indices(KernelContext& ctx, ValueSpan inputs, ValueSpan outp
 }
 
 }  // namespace
-}  // namespace pooling
 
 // aten::max_pool2d_with_indices(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0,
 //     int[2] dilation=1, bool ceil_mode=False) -> (Tensor, Tensor)
 Error aten_max_pool2d_with_indices(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs) {
-  return pooling::max_pool_with_indices<2, tags::max_pool2d_kernel>(ctx, inputs, outputs);
+  return max_pool_with_indices<2, tags::max_pool2d_kernel>(ctx, inputs, outputs);
 }
 
 // aten::max_pool3d_with_indices(Tensor self, int[3] kernel_size, int[3] stride=[], int[3] padding=0,
 //     int[3] dilation=1, bool ceil_mode=False) -> (Tensor, Tensor)
 Error aten_max_pool3d_with_indices(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs) {
-  return pooling::max_pool_with_indices<3, tags::max_pool3d_kernel>(ctx, inputs, outputs);
+  return max_pool_with_indices<3, tags::max_pool3d_kernel>(ctx, inputs, outputs);
 }
 
 }  // namespace kernels

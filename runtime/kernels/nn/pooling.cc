@@ -11,8 +11,10 @@
 
 namespace pare {
 namespace kernels {
-namespace pooling {
 namespace {
+
+// The shared pieces (pooling.h).
+using namespace pooling;
 
 // The taps of an average pooling window along one dim: `pool` of them
 // with the padding (for count_include_pad), [first, end) clamped to the
@@ -231,28 +233,27 @@ Error adaptive_avg_pool(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs)
 }
 
 }  // namespace
-}  // namespace pooling
 
 // aten::avg_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, bool ceil_mode=False,
 //     bool count_include_pad=True, int? divisor_override=None) -> Tensor
 Error aten_avg_pool2d(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs) {
-  return pooling::avg_pool<2, tags::avg_pool2d_kernel>(ctx, inputs, outputs);
+  return avg_pool<2, tags::avg_pool2d_kernel>(ctx, inputs, outputs);
 }
 
 // aten::avg_pool3d(Tensor self, int[3] kernel_size, int[3] stride=[], int[3] padding=0, bool ceil_mode=False,
 //     bool count_include_pad=True, int? divisor_override=None) -> Tensor
 Error aten_avg_pool3d(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs) {
-  return pooling::avg_pool<3, tags::avg_pool3d_kernel>(ctx, inputs, outputs);
+  return avg_pool<3, tags::avg_pool3d_kernel>(ctx, inputs, outputs);
 }
 
 // aten::_adaptive_avg_pool2d(Tensor self, SymInt[2] output_size) -> Tensor
 Error aten__adaptive_avg_pool2d(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs) {
-  return pooling::adaptive_avg_pool<2, tags::adaptive_avg_pool2d_kernel>(ctx, inputs, outputs);
+  return adaptive_avg_pool<2, tags::adaptive_avg_pool2d_kernel>(ctx, inputs, outputs);
 }
 
 // aten::_adaptive_avg_pool3d(Tensor self, SymInt[3] output_size) -> Tensor
 Error aten__adaptive_avg_pool3d(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs) {
-  return pooling::adaptive_avg_pool<3, tags::adaptive_avg_pool3d_kernel>(ctx, inputs, outputs);
+  return adaptive_avg_pool<3, tags::adaptive_avg_pool3d_kernel>(ctx, inputs, outputs);
 }
 
 }  // namespace kernels
