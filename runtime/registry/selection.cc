@@ -48,13 +48,14 @@ constexpr size_t count_selected_ops() {
   return n;
 }
 
-template <size_t N>
-struct OpTable {
-  OpEntry entries[N > 0 ? N : 1];
+// A table of N entries (one unused entry when N is 0: no zero-size arrays).
+template <typename Entry, size_t N>
+struct Table {
+  Entry entries[N > 0 ? N : 1];
 };
 
-constexpr OpTable<count_selected_ops()> make_op_table() {
-  OpTable<count_selected_ops()> table{};
+constexpr Table<OpEntry, count_selected_ops()> make_op_table() {
+  Table<OpEntry, count_selected_ops()> table{};
   size_t n = 0;
   for (const OpCandidate& c : kOpCandidates) {
     if (c.fn != nullptr) table.entries[n++] = OpEntry{c.name, c.fn};
@@ -69,42 +70,37 @@ constexpr selection::OpSlots make_op_slots() {
   return slots;
 }
 
-constexpr selection::KernelDtypeMasks make_dtype_masks() {
-  selection::KernelDtypeMasks masks{};
+// Calls visit(tag, dtype) for each (tag, dtype) pair the app selects, in
+// tag order, then each tag's dtype order.
+template <typename Visit>
+constexpr void for_each_kernel_dtype(Visit&& visit) {
   for (size_t t = 0; t < kNumTags; ++t) {
     for (size_t i = 0; i < kTags[t].num_dtypes; ++i) {
-      const ScalarType d = kTags[t].dtypes[i];
-      if (kernel_dtype_allowlist_check(kTags[t].name, d)) {
-        masks.mask[t] = static_cast<uint16_t>(masks.mask[t] | (1u << static_cast<unsigned>(d)));
-      }
+      if (kernel_dtype_allowlist_check(kTags[t].name, kTags[t].dtypes[i])) visit(t, kTags[t].dtypes[i]);
     }
   }
+}
+
+constexpr selection::KernelDtypeMasks make_dtype_masks() {
+  selection::KernelDtypeMasks masks{};
+  for_each_kernel_dtype([&masks](size_t t, ScalarType d) {
+    masks.mask[t] = static_cast<uint16_t>(masks.mask[t] | (1u << static_cast<unsigned>(d)));
+  });
   return masks;
 }
 
 constexpr size_t count_kernel_dtypes() {
   size_t n = 0;
-  for (const TagInfo& t : kTags) {
-    for (size_t i = 0; i < t.num_dtypes; ++i) n += kernel_dtype_allowlist_check(t.name, t.dtypes[i]) ? 1 : 0;
-  }
+  for_each_kernel_dtype([&n](size_t, ScalarType) { ++n; });
   return n;
 }
 
-template <size_t N>
-struct KernelDtypeTable {
-  KernelDtypeEntry entries[N > 0 ? N : 1];
-};
-
-constexpr KernelDtypeTable<count_kernel_dtypes()> make_kernel_dtype_table() {
-  KernelDtypeTable<count_kernel_dtypes()> table{};
+constexpr Table<KernelDtypeEntry, count_kernel_dtypes()> make_kernel_dtype_table() {
+  Table<KernelDtypeEntry, count_kernel_dtypes()> table{};
   size_t n = 0;
-  for (size_t t = 0; t < kNumTags; ++t) {
-    for (size_t i = 0; i < kTags[t].num_dtypes; ++i) {
-      if (kernel_dtype_allowlist_check(kTags[t].name, kTags[t].dtypes[i])) {
-        table.entries[n++] = KernelDtypeEntry{static_cast<TagId>(t), kTags[t].dtypes[i], kTags[t].name};
-      }
-    }
-  }
+  for_each_kernel_dtype([&table, &n](size_t t, ScalarType d) {
+    table.entries[n++] = KernelDtypeEntry{static_cast<TagId>(t), d, kTags[t].name};
+  });
   return table;
 }
 
