@@ -108,6 +108,21 @@ size_t count_where(size_t count, Pred pred) {
   return n;
 }
 
+// The selected entries of a class or feature table: how many, and the name
+// of the index-th (null past the last).
+template <size_t N>
+PARE_ALWAYS_INLINE size_t count_selected(const NamedEntry (&table)[N]) {
+  return count_where(N, [&table](size_t i) { return table[i].selected; });
+}
+template <size_t N>
+PARE_ALWAYS_INLINE const char* nth_selected_name(const NamedEntry (&table)[N], size_t index) {
+  size_t found = 0;
+  return nth(
+             N, index, [&table](size_t i) { return table[i].selected; }, &found)
+             ? table[found].name
+             : nullptr;
+}
+
 // (tag, dtype) pairs reached, enumerated as tag-major, dtype-code order.
 bool trace_kernel_dtype_at(const Observer& o, size_t index, size_t* tag, int* dtype) {
   for (size_t t = 0; t < kNumTags; ++t) {
@@ -176,26 +191,10 @@ pare_status pare_kernel_dtype(size_t index, const char** tag, const char** dtype
   *dtype_name = pare::to_string(e.dtype);
   return PARE_OK;
 }
-size_t pare_class_count(void) {
-  return pare::count_where(pare::kNumClasses, [](size_t i) { return pare::kClasses[i].selected; });
-}
-const char* pare_class_name(size_t index) {
-  size_t found = 0;
-  return pare::nth(
-             pare::kNumClasses, index, [](size_t i) { return pare::kClasses[i].selected; }, &found)
-             ? pare::kClasses[found].name
-             : nullptr;
-}
-size_t pare_feature_count(void) {
-  return pare::count_where(pare::kNumFeatures, [](size_t i) { return pare::kFeatures[i].selected; });
-}
-const char* pare_feature_name(size_t index) {
-  size_t found = 0;
-  return pare::nth(
-             pare::kNumFeatures, index, [](size_t i) { return pare::kFeatures[i].selected; }, &found)
-             ? pare::kFeatures[found].name
-             : nullptr;
-}
+size_t pare_class_count(void) { return pare::count_selected(pare::kClasses); }
+const char* pare_class_name(size_t index) { return pare::nth_selected_name(pare::kClasses, index); }
+size_t pare_feature_count(void) { return pare::count_selected(pare::kFeatures); }
+const char* pare_feature_name(size_t index) { return pare::nth_selected_name(pare::kFeatures, index); }
 
 pare_status pare_program_load(const void* data, size_t size, uint32_t flags, pare_program** out_program) {
   if (out_program == nullptr) return PARE_ERROR_INVALID_ARGUMENT;
