@@ -47,10 +47,12 @@ namespace {
 
 using binary_math::round_through;
 
-// PARE_UNUSED: only integral dispatch cases call it, and selective builds may drop them all.
+// PARE_UNUSED: only integral dispatch cases call it, and selective builds may
+// drop them all.
 PARE_UNUSED Error integer_division_by_zero(KernelContext& ctx) {
   return PARE_FAIL(ctx, Error::InvalidArgument,
-                   "argument 'other': integer division by zero (ZeroDivisionError in PyTorch)");
+                   "argument 'other': integer division by zero "
+                   "(ZeroDivisionError in PyTorch)");
 }
 
 // ---------------------------------------------------------------------------
@@ -60,7 +62,8 @@ Error sub(KernelContext& ctx, const Operand& self, const Operand& other, const S
   // PyTorch's sub_check; a Python bool counts as a Bool operand.
   PARE_CHECK_OR_RETURN(ctx, self.dtype() != ScalarType::Bool && other.dtype() != ScalarType::Bool,
                        Error::UnsupportedDtype,
-                       "argument '%s' is Bool: subtraction with a bool tensor is not supported; to invert "
+                       "argument '%s' is Bool: subtraction with a bool tensor "
+                       "is not supported; to invert "
                        "a mask use logical_not (the ~ operator)",
                        self.dtype() == ScalarType::Bool ? "self" : "other");
   Elementwise<2> e(ctx);
@@ -157,65 +160,55 @@ Error div_true(KernelContext& ctx, Elementwise<2>& e, const Operand& other, Scal
   });
 }
 
-Error div_trunc(KernelContext& ctx, Elementwise<2>& e, const Operand& other, ScalarType dtype, Value& out) {
-  PARE_TRY(e.prepare(out, dtype, dtype));
-  float divisor = 0.0f;
-  bool single = false;
-  if (dtype == ScalarType::Half || dtype == ScalarType::BFloat16) {
-    PARE_TRY_ASSIGN(single, single_element_divisor(ctx, other, &divisor));
-  }
-  return PARE_DISPATCH(div_trunc_kernel, ctx, dtype, T, {
-    using Acc = opmath_t<T>;
-    if constexpr (is_integral_v<T>) {
-      bool by_zero = false;
-      e.run<T, T>([&by_zero](T x, T y) -> T {
-        if (y == T(0)) {
-          by_zero = true;
-          return T(0);
-        }
-        return binary_math::div_trunc_int<T>(x, y);
-      });
-      if (by_zero) return integer_division_by_zero(ctx);
-    } else if constexpr (is_reduced_float_v<T>) {
-      if (single) {
-        e.run<T, T>([divisor](T x, T) { return T(binary_math::trunc(Acc(x) / divisor)); });
-      } else {
-        e.run<T, T>([](T x, T y) { return T(binary_math::trunc(round_through<T>(Acc(x) / Acc(y)))); });
-      }
-    } else {
-      e.run<T, T>([](T x, T y) { return binary_math::trunc(x / y); });
+// Integer division or modulo, op(x, y) for each nonzero divisor y: a zero
+// divisor anywhere fails the op after the loop, which stays free of early
+// exits.
+template <typename T, typename Op>
+PARE_ALWAYS_INLINE Error divide_integers(KernelContext& ctx, Elementwise<2>& e, Op op) {
+  bool by_zero = false;
+  e.run<T, T>([&by_zero, op](T x, T y) -> T {
+    if (y == T(0)) {
+      by_zero = true;
+      return T(0);
     }
-    return Error::Ok;
+    return op(x, y);
   });
+  if (by_zero) return integer_division_by_zero(ctx);
+  return Error::Ok;
 }
 
-Error div_floor(KernelContext& ctx, Elementwise<2>& e, const Operand& other, ScalarType dtype, Value& out) {
+// Division rounding toward negative infinity when kFloor, else toward zero
+// (each mode has its own tag).
+template <typename Tag, bool kFloor>
+Error div_rounded(KernelContext& ctx, Elementwise<2>& e, const Operand& other, ScalarType dtype, Value& out) {
   PARE_TRY(e.prepare(out, dtype, dtype));
   float divisor = 0.0f;
   bool single = false;
   if (dtype == ScalarType::Half || dtype == ScalarType::BFloat16) {
     PARE_TRY_ASSIGN(single, single_element_divisor(ctx, other, &divisor));
   }
-  return PARE_DISPATCH(div_floor_kernel, ctx, dtype, T, {
+  return dispatch<Tag>(ctx, dtype, [&](auto tt) -> Error {
+    using T = typename decltype(tt)::type;
     using Acc = opmath_t<T>;
     if constexpr (is_integral_v<T>) {
-      bool by_zero = false;
-      e.run<T, T>([&by_zero](T x, T y) -> T {
-        if (y == T(0)) {
-          by_zero = true;
-          return T(0);
-        }
-        return binary_math::div_floor_int<T>(x, y);
+      return divide_integers<T>(ctx, e, [](T x, T y) {
+        return kFloor ? binary_math::div_floor_int<T>(x, y) : binary_math::div_trunc_int<T>(x, y);
       });
-      if (by_zero) return integer_division_by_zero(ctx);
     } else if constexpr (is_reduced_float_v<T>) {
       if (single) {
-        e.run<T, T>([divisor](T x, T) { return T(binary_math::div_floor_float<T, false>(Acc(x), divisor)); });
+        e.run<T, T>([divisor](T x, T) {
+          return T(kFloor ? binary_math::div_floor_float<T, false>(Acc(x), divisor)
+                          : binary_math::trunc(Acc(x) / divisor));
+        });
       } else {
-        e.run<T, T>([](T x, T y) { return T(binary_math::div_floor_float<T, true>(Acc(x), Acc(y))); });
+        e.run<T, T>([](T x, T y) {
+          return T(kFloor ? binary_math::div_floor_float<T, true>(Acc(x), Acc(y))
+                          : binary_math::trunc(round_through<T>(Acc(x) / Acc(y))));
+        });
       }
     } else {
-      e.run<T, T>([](T x, T y) { return binary_math::div_floor_float<T, false>(x, y); });
+      e.run<T, T>(
+          [](T x, T y) { return kFloor ? binary_math::div_floor_float<T, false>(x, y) : binary_math::trunc(x / y); });
     }
     return Error::Ok;
   });
@@ -228,10 +221,11 @@ Error div(KernelContext& ctx, const Operand& self, const Operand& other, Roundin
   const ScalarType common = e.result_type();
   if (mode == RoundingMode::kNone) return div_true(ctx, e, other, common, out);
   PARE_CHECK_OR_RETURN(ctx, common != ScalarType::Bool, Error::UnsupportedDtype,
-                       "argument 'rounding_mode': '%s' division of two Bool operands is not supported",
+                       "argument 'rounding_mode': '%s' division of two Bool "
+                       "operands is not supported",
                        mode == RoundingMode::kTrunc ? "trunc" : "floor");
-  if (mode == RoundingMode::kTrunc) return div_trunc(ctx, e, other, common, out);
-  return div_floor(ctx, e, other, common, out);
+  if (mode == RoundingMode::kTrunc) return div_rounded<tags::div_trunc_kernel, false>(ctx, e, other, common, out);
+  return div_rounded<tags::div_floor_kernel, true>(ctx, e, other, common, out);
 }
 
 // ---------------------------------------------------------------------------
@@ -254,15 +248,9 @@ Error modulo(KernelContext& ctx, const Operand& self, const Operand& other, Valu
     using T = typename decltype(tt)::type;
     using Acc = opmath_t<T>;
     if constexpr (is_integral_v<T>) {
-      bool by_zero = false;
-      e.run<T, T>([&by_zero](T x, T y) -> T {
-        if (y == T(0)) {
-          by_zero = true;
-          return T(0);
-        }
+      return divide_integers<T>(ctx, e, [](T x, T y) {
         return kFloor ? binary_math::remainder_int<T>(x, y) : binary_math::fmod_int<T>(x, y);
       });
-      if (by_zero) return integer_division_by_zero(ctx);
     } else if constexpr (kFloor) {
       e.run<T, T>([](T x, T y) { return T(binary_math::remainder_float<Acc>(Acc(x), Acc(y))); });
     } else {
@@ -283,7 +271,8 @@ Error pow_tensor_tensor(KernelContext& ctx, const Operand& self, const Operand& 
   e.add_input(exponent, "exponent");
   const ScalarType dtype = e.result_type();
   PARE_CHECK_OR_RETURN(ctx, dtype != ScalarType::Bool, Error::UnsupportedDtype,
-                       "arguments 'self' and 'exponent': pow of two Bool operands is not supported");
+                       "arguments 'self' and 'exponent': pow of two Bool "
+                       "operands is not supported");
   PARE_TRY(e.prepare(out, dtype, dtype));
   return PARE_DISPATCH(pow_tensor_tensor_kernel, ctx, dtype, T, {
     using Acc = opmath_t<T>;
@@ -370,12 +359,14 @@ Error aten_sub_Tensor(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs) {
 
 // aten::sub.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor
 Error aten_sub_Scalar(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs) {
-  return PARE_FORWARD_SCALAR_OVERLOAD(ctx, inputs, outputs, "aten::sub.Tensor", /*has_alpha=*/true);
+  return PARE_FORWARD_SCALAR_OVERLOAD(ctx, inputs, outputs, "aten::sub.Tensor",
+                                      /*has_alpha=*/true);
 }
 
 // aten::mul.Scalar(Tensor self, Scalar other) -> Tensor
 Error aten_mul_Scalar(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs) {
-  return PARE_FORWARD_SCALAR_OVERLOAD(ctx, inputs, outputs, "aten::mul.Tensor", /*has_alpha=*/false);
+  return PARE_FORWARD_SCALAR_OVERLOAD(ctx, inputs, outputs, "aten::mul.Tensor",
+                                      /*has_alpha=*/false);
 }
 
 // aten::div.Tensor(Tensor self, Tensor other) -> Tensor
@@ -387,7 +378,8 @@ Error aten_div_Tensor(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs) {
   return div(ctx, self, other, RoundingMode::kNone, args.output(0));
 }
 
-// aten::div.Tensor_mode(Tensor self, Tensor other, *, str? rounding_mode) -> Tensor
+// aten::div.Tensor_mode(Tensor self, Tensor other, *, str? rounding_mode) ->
+// Tensor
 Error aten_div_Tensor_mode(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs) {
   KernelArgs args(ctx, inputs, outputs, 2, 3, 1);
   const Operand self = tensor_or_scalar(args, 0, "self");
@@ -401,10 +393,12 @@ Error aten_div_Tensor_mode(KernelContext& ctx, ValueSpan inputs, ValueSpan outpu
 
 // aten::div.Scalar(Tensor self, Scalar other) -> Tensor
 Error aten_div_Scalar(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs) {
-  return PARE_FORWARD_SCALAR_OVERLOAD(ctx, inputs, outputs, "aten::div.Tensor", /*has_alpha=*/false);
+  return PARE_FORWARD_SCALAR_OVERLOAD(ctx, inputs, outputs, "aten::div.Tensor",
+                                      /*has_alpha=*/false);
 }
 
-// aten::div.Scalar_mode(Tensor self, Scalar other, *, str? rounding_mode) -> Tensor
+// aten::div.Scalar_mode(Tensor self, Scalar other, *, str? rounding_mode) ->
+// Tensor
 Error aten_div_Scalar_mode(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs) {
   KernelArgs args(ctx, inputs, outputs, 2, 3, 1);
   (void)args.tensor(0, "self");
@@ -441,7 +435,8 @@ Error aten_fmod_Tensor(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs) 
 
 // aten::fmod.Scalar(Tensor self, Scalar other) -> Tensor
 Error aten_fmod_Scalar(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs) {
-  return PARE_FORWARD_SCALAR_OVERLOAD(ctx, inputs, outputs, "aten::fmod.Tensor", /*has_alpha=*/false);
+  return PARE_FORWARD_SCALAR_OVERLOAD(ctx, inputs, outputs, "aten::fmod.Tensor",
+                                      /*has_alpha=*/false);
 }
 
 // aten::pow.Tensor_Tensor(Tensor self, Tensor exponent) -> Tensor
@@ -474,7 +469,8 @@ Error aten_pow_Tensor_Scalar(KernelContext& ctx, ValueSpan inputs, ValueSpan out
                        !(is_integral_type(self.dtype, /*include_bool=*/true) && exponent.kind() == Scalar::Kind::Int &&
                          exponent.as_int() < 0),
                        Error::InvalidArgument,
-                       "argument 'exponent': integers to negative integer powers are not allowed "
+                       "argument 'exponent': integers to negative integer powers are not "
+                       "allowed "
                        "(self is %s, exponent %lld)",
                        to_string(self.dtype), static_cast<long long>(exponent.as_int()));
   const Operand operands[] = {Operand::of(self), Operand::of(exponent)};
