@@ -222,6 +222,22 @@ using opmath_t = typename OpMath<T>::type;
 
 template <typename T>
 constexpr bool is_reduced_float_v = is_same_v<T, Half> || is_same_v<T, BFloat16>;
+
+// PyTorch's CPU acc_type, what arange steps and cumulative sums and products
+// accumulate in: float for the 16-bit floats, double for float and double,
+// int64 for integers and Bool.
+template <typename T>
+constexpr auto acc_type_value() {
+  if constexpr (is_reduced_float_v<T>) {
+    return float{};
+  } else if constexpr (is_same_v<T, float> || is_same_v<T, double>) {
+    return double{};
+  } else {
+    return int64_t{};
+  }
+}
+template <typename T>
+using acc_type_t = decltype(acc_type_value<T>());
 template <typename T>
 constexpr bool is_floating_point_v = is_same_v<T, float> || is_same_v<T, double> || is_reduced_float_v<T>;
 template <typename T>

@@ -16,28 +16,6 @@ namespace kernels {
 
 namespace {
 
-// arange's accumulation type (PyTorch's CPU acc_type).
-template <typename T>
-struct ArangeAcc {
-  using type = int64_t;
-};
-template <>
-struct ArangeAcc<Half> {
-  using type = float;
-};
-template <>
-struct ArangeAcc<BFloat16> {
-  using type = float;
-};
-template <>
-struct ArangeAcc<float> {
-  using type = double;
-};
-template <>
-struct ArangeAcc<double> {
-  using type = double;
-};
-
 // Fills `out` with `value` converted to its dtype (dispatch on full_kernel);
 // an overflow fails naming argument `name`.
 Error fill(KernelContext& ctx, Tensor* out, const Scalar& value, const char* name = "fill_value") {
@@ -220,7 +198,7 @@ Error aten_arange_start_step(KernelContext& ctx, ValueSpan inputs, ValueSpan out
   const int64_t sizes[] = {length};
   PARE_TRY_ASSIGN(Tensor * out, ctx.allocate_output(args.output(0), out_dtype, IntArrayRef(sizes, 1)));
   return PARE_DISPATCH(arange_kernel, ctx, out_dtype, T, {
-    using Acc = typename ArangeAcc<T>::type;
+    using Acc = acc_type_t<T>;
     const Acc s = start.to<Acc>();
     const Acc d = step.to<Acc>();
     T* PARE_RESTRICT y = out->data_as<T>();

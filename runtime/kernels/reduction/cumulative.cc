@@ -13,27 +13,6 @@ namespace kernels {
 
 namespace {
 
-template <typename T>
-struct CumAcc {
-  using type = int64_t;
-};
-template <>
-struct CumAcc<Half> {
-  using type = float;
-};
-template <>
-struct CumAcc<BFloat16> {
-  using type = float;
-};
-template <>
-struct CumAcc<float> {
-  using type = double;
-};
-template <>
-struct CumAcc<double> {
-  using type = double;
-};
-
 // What the scan writes: T for floating T, int64 otherwise.
 template <bool kFloating, typename T>
 struct ScanOutOf {
@@ -57,7 +36,7 @@ struct TagFor<false, A, B> {
 
 template <typename T, bool kProd>
 Error scan_lines(KernelContext& ctx, const reduction::Plan& p, ScanOut<T>* PARE_RESTRICT y) {
-  using Acc = typename CumAcc<T>::type;
+  using Acc = acc_type_t<T>;
   using Out = ScanOut<T>;
   auto step = [](Acc a, Acc v) {
     if constexpr (kProd) {
