@@ -68,10 +68,14 @@ Error mean_impl(KernelArgs& args, const Tensor& self, const DimMask& mask, bool 
   });
 }
 
-}  // namespace
+using Reduction = Error (*)(KernelArgs& args, const Tensor& self, const DimMask& mask, bool keepdim,
+                            Optional<ScalarType> dtype);
 
-// aten::sum.dim_IntList(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
-Error aten_sum_dim_IntList(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs) {
+// An op of (Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType?
+// dtype=None), sum.dim_IntList's and mean.dim's schema: reads the arguments
+// (an empty or absent dim list reduces every dim) and runs kReduce.
+template <Reduction kReduce>
+Error over_dim_list(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs) {
   KernelArgs args(ctx, inputs, outputs, 1, 4, 1);
   const Tensor& self = args.tensor(0, "self");
   const bool keepdim = args.boolean_or(2, "keepdim", false);
@@ -79,7 +83,14 @@ Error aten_sum_dim_IntList(KernelContext& ctx, ValueSpan inputs, ValueSpan outpu
   PARE_TRY(args.status());
   DimMask mask{};
   PARE_TRY(reduction::read_dims(args, 1, "dim", self, /*empty_means_all=*/true, &mask));
-  return sum_like<tags::sum_kernel, reduction::SumOp>(args, self, mask, keepdim, dtype);
+  return kReduce(args, self, mask, keepdim, dtype);
+}
+
+}  // namespace
+
+// aten::sum.dim_IntList(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
+Error aten_sum_dim_IntList(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs) {
+  return over_dim_list<sum_like<tags::sum_kernel, reduction::SumOp>>(ctx, inputs, outputs);
 }
 
 // aten::prod.dim_int(Tensor self, int dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
@@ -107,14 +118,7 @@ Error aten_prod(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs) {
 
 // aten::mean.dim(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
 Error aten_mean_dim(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs) {
-  KernelArgs args(ctx, inputs, outputs, 1, 4, 1);
-  const Tensor& self = args.tensor(0, "self");
-  const bool keepdim = args.boolean_or(2, "keepdim", false);
-  const Optional<ScalarType> dtype = args.optional_dtype(3, "dtype");
-  PARE_TRY(args.status());
-  DimMask mask{};
-  PARE_TRY(reduction::read_dims(args, 1, "dim", self, /*empty_means_all=*/true, &mask));
-  return mean_impl(args, self, mask, keepdim, dtype);
+  return over_dim_list<mean_impl>(ctx, inputs, outputs);
 }
 
 // aten::mean(Tensor self, *, ScalarType? dtype=None) -> Tensor
