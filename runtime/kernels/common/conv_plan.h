@@ -66,6 +66,20 @@ struct Geometry {
   int64_t height, width, out_h, out_w;
   int64_t kh, kw, sh, sw, ph, pw, dh, dw;
 
+  // The 2-d window: a kh x kw kernel, and (height, width) pairs of stride,
+  // padding and dilation (a 3-d convolution passes its arrays' last two).
+  void set_window(int64_t kernel_h, int64_t kernel_w, const int64_t* stride, const int64_t* padding,
+                  const int64_t* dilation) {
+    kh = kernel_h;
+    kw = kernel_w;
+    sh = stride[0];
+    sw = stride[1];
+    ph = padding[0];
+    pw = padding[1];
+    dh = dilation[0];
+    dw = dilation[1];
+  }
+
   int64_t k() const { return cg * kh * kw; }  // the GEMM's depth: one output's taps
   int64_t planes_in() const { return height * width; }
   int64_t planes_out() const { return out_h * out_w; }

@@ -505,14 +505,7 @@ Error aten_convolution(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs) 
   g.groups = groups;
   g.height = spatial == 2 ? input.sizes[2] : 1;
   g.width = input.sizes[input.dim - 1];
-  g.kh = spatial == 2 ? weight.sizes[2] : 1;
-  g.kw = weight.sizes[weight.dim - 1];
-  g.sh = stride[0];
-  g.sw = stride[1];
-  g.ph = padding[0];
-  g.pw = padding[1];
-  g.dh = dilation[0];
-  g.dw = dilation[1];
+  g.set_window(spatial == 2 ? weight.sizes[2] : 1, weight.sizes[weight.dim - 1], stride, padding, dilation);
   PARE_CHECK_OR_RETURN(ctx, g.height >= 1 && g.width >= 1, Error::InvalidShape,
                        "'input' of sizes %s: only the batch and channel dims may be empty",
                        sizes_to_string(input.size_span()).text);

@@ -51,17 +51,10 @@ Error conv3d_prepare(KernelContext& ctx, Value& output, const Tensor& input, con
   g.height = input.sizes[3];
   g.width = input.sizes[4];
   g3.kt = weight.sizes[2];
-  g.kh = weight.sizes[3];
-  g.kw = weight.sizes[4];
   g3.st = stride[0];
-  g.sh = stride[1];
-  g.sw = stride[2];
   g3.pt = padding[0];
-  g.ph = padding[1];
-  g.pw = padding[2];
   g3.dt = dilation[0];
-  g.dh = dilation[1];
-  g.dw = dilation[2];
+  g.set_window(weight.sizes[3], weight.sizes[4], stride + 1, padding + 1, dilation + 1);
   PARE_CHECK_OR_RETURN(ctx, g3.frames >= 1 && g.height >= 1 && g.width >= 1, Error::InvalidShape,
                        "'input' of sizes %s: only the batch and channel dims may be empty",
                        sizes_to_string(input.size_span()).text);

@@ -354,14 +354,7 @@ conv::Geometry Conv2dPackedParams::geometry(int64_t batch, int64_t height, int64
   g.og = out_channels / groups;
   g.height = height;
   g.width = width;
-  g.kh = kernel[0];
-  g.kw = kernel[1];
-  g.sh = stride[0];
-  g.sw = stride[1];
-  g.ph = padding[0];
-  g.pw = padding[1];
-  g.dh = dilation[0];
-  g.dw = dilation[1];
+  g.set_window(kernel[0], kernel[1], stride, padding, dilation);
   return g;
 }
 
