@@ -29,11 +29,6 @@ void Method::release_pool() {
   pool_ = nullptr;
 }
 
-uint32_t Method::value_id(const Value* v) const {
-  if (desc_ == nullptr || v < values_ || v >= values_ + desc_->num_values) return kNoValue;
-  return static_cast<uint32_t>(v - values_);
-}
-
 Error Method::init(const char* name) {
   diagnostics_.clear();
   if (desc_ != nullptr) return PARE_FAIL(diagnostics_, Error::InvalidState, "method already initialised");

@@ -113,7 +113,11 @@ class Method {
   MemoryPlanner& planner() { return plans_[active_plan_].planner; }
   const MemoryPlanner& planner() const { return plans_[active_plan_].planner; }
   void release_temporaries();
-  uint32_t value_id(const Value* v) const;
+  // Inline: method.cc and kernel_context.cc both ask, on every run.
+  uint32_t value_id(const Value* v) const {
+    if (desc_ == nullptr || v < values_ || v >= values_ + desc_->num_values) return kNoValue;
+    return static_cast<uint32_t>(v - values_);
+  }
   Result<void*> allocate_storage(Value* value, size_t nbytes);
   void release_pool();
   void* output_buffer_for(const Value* value, size_t nbytes) const;
