@@ -34,3 +34,19 @@ def test_the_cli_prints_a_row_per_model_and_refuses_bad_input_in_one_line(full_r
     assert "no runtime at" in missing.stderr and "Traceback" not in missing.stderr
     rounds = run(full_runtime, full_runtime, MODEL, "--rounds", 1)
     assert rounds.returncode == 2 and "--rounds 1: give at least 2" in rounds.stderr
+
+
+def test_a_base_tree_exports_the_base_runtimes_program(full_runtime, tmp_path):
+    # --base-tree: the base runtime runs what the base checkout's exporter
+    # writes (a format change); this checkout stands in for the base here.
+    runtime = load_runtime(full_runtime)
+    r = ab.compare_model({"base": (runtime, full_runtime), "head": (runtime, full_runtime)}, MODEL, 2, REPO_ROOT)
+    assert r["base"] > 0 and r["head"] > 0
+    bad = subprocess.run(
+        [sys.executable, "-m", "tools.bench.ab", full_runtime, full_runtime, MODEL, "--base-tree", tmp_path],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+    )
+    assert bad.returncode == 2 and bad.stderr.count("\n") == 1
+    assert "no .venv/bin/python there" in bad.stderr and "Traceback" not in bad.stderr

@@ -11,13 +11,20 @@ interleaved round by round (tools/bench/timing.py). Per model: both medians,
 head / base, and the spread of the per-round ratios (p10-p90), which says
 how far apart two identical builds would land on this machine. A benchmark,
 never a test.
+
+When the change is to the program format (a base runtime cannot load the
+head's programs), `--base-tree DIR` names a checkout of the base (with its
+.venv): the base runtime then runs the program that checkout's exporter
+writes (`python -m tools.tracer export`), the head runtime this one's.
 """
 
 from __future__ import annotations
 
 import argparse
 import statistics
+import subprocess
 import sys
+import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -29,7 +36,27 @@ from tools.tracer.errors import TracerError
 PROG = "python -m tools.bench.ab"
 
 
-def compare_model(runtimes: dict, path: Path, rounds: int) -> dict:
+def export_in_tree(tree: Path, path: Path) -> bytes:
+    """The program the exporter of the checkout `tree` writes for model spec `path`."""
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "base.pare"
+        cmd = [
+            str(tree / ".venv/bin/python"),
+            "-m",
+            "tools.tracer",
+            "export",
+            "-q",
+            "-o",
+            str(out),
+            str(path.absolute()),
+        ]
+        result = subprocess.run(cmd, cwd=tree, capture_output=True, text=True)
+        if result.returncode != 0:
+            raise BenchError(f"{path}: the base tree {tree} could not export it: {result.stderr.strip()[-300:]}")
+        return out.read_bytes()
+
+
+def compare_model(runtimes: dict, path: Path, rounds: int, base_tree: Path | None = None) -> dict:
     """{"base": µs, "head": µs, "ratio": head / base, "p10": .., "p90": ..} for one model spec."""
     from tools.tracer.exporter import export_model
     from tools.tracer.model_spec import load_model_spec
@@ -39,13 +66,14 @@ def compare_model(runtimes: dict, path: Path, rounds: int) -> dict:
 
     spec = load_model_spec(path)
     exported = export_model(spec)
+    programs = {"base": export_in_tree(base_tree, path) if base_tree else exported.program, "head": exported.program}
     group = exported.groups[0]
     inputs = spec.inputs[group.indices[0]]
     expected = eager_outputs(spec, group.indices[0])
     methods = {}
     for name, (runtime, lib) in runtimes.items():
         try:
-            method = runtime.load(exported.program).method(group.name)
+            method = runtime.load(programs[name]).method(group.name)
             set_inputs(method, inputs)
             method.execute()
             actual = [method.output(i) for i in range(method.num_outputs)]
@@ -75,8 +103,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("models", nargs="+", type=Path, metavar="MODEL", help="model specs (docs/model_spec.md)")
     p.add_argument("--rounds", type=int, default=31, help="interleaved rounds per model (default 31)")
     p.add_argument("--cpu", type=int, help="the CPU to pin to (default 1, as taskset -c 1)")
+    p.add_argument(
+        "--base-tree", type=Path, metavar="DIR", help="a checkout of the base whose exporter writes the base's programs"
+    )
     args = p.parse_args(argv)
     try:
+        if args.base_tree and not (args.base_tree / ".venv/bin/python").exists():
+            raise BenchError(f"--base-tree {args.base_tree}: no .venv/bin/python there; give a checkout set up by make")
         if args.rounds < 2:
             raise BenchError(f"--rounds {args.rounds}: give at least 2, for the spread")
         (cpu,) = pin_to_cpus(1, args.cpu)
@@ -85,7 +118,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("| model | base µs | head µs | head / base | per-round p10-p90 |")
         print("|---|---:|---:|---:|---|")
         for path in args.models:
-            r = compare_model(runtimes, path, args.rounds)
+            r = compare_model(runtimes, path, args.rounds, args.base_tree)
             print(
                 f"| {path.stem if path.name != 'model.py' else path.parent.name} | {r['base']:,.1f} | "
                 f"{r['head']:,.1f} | {r['ratio']:.3f} | {r['p10']:.3f}-{r['p90']:.3f} |",
