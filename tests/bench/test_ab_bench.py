@@ -20,6 +20,13 @@ def test_one_runtime_against_itself_reports_both_medians_and_the_spread(full_run
     assert 0 < r["p10"] <= r["p90"]
 
 
+def test_the_spread_stays_within_the_measured_ratios():
+    # One noisy round of three: exclusive deciles would put p10 below zero.
+    p10, p90 = ab.ratio_spread([1.0, 1.0, 1.0], [0.5, 1.0, 3.0])
+    assert 0.5 <= p10 <= p90 <= 3.0
+    assert ab.ratio_spread([2.0], [1.0]) == (0.5, 0.5)
+
+
 def test_the_cli_prints_a_row_per_model_and_refuses_bad_input_in_one_line(full_runtime, tmp_path):
     def run(*args):
         return subprocess.run(
