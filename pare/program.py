@@ -302,6 +302,51 @@ class MethodBuilder:
             returns=ObjectOf("Conv2dPackedParams"),
         )
 
+    def qconv2d_prepack(
+        self, weight, correction, multiplier, offset, stride, padding, dilation, groups: int, input_zero_point: int
+    ) -> Value:
+        """An init-section pare::qconv2d_prepack of an int8 2-d convolution:
+        `weight` [out_channels, in_channels / groups, kh, kw] (int8, as
+        given: layout 0), and the per-output-channel `correction` (int32),
+        `multiplier` and `offset` (float32) of pare.quantized_packing's
+        requantization(); `input_zero_point` is the value padding reads.
+        The QConv2dPackedParams object pare::qconv2d_prepacked takes."""
+        from pare import quantized_packing as _qpacking
+
+        w = _qpacking.int8_weight(weight, 4, "an int8 convolution weight")
+        return self.init_op(
+            "pare::qconv2d_prepack",
+            w,
+            np.asarray(correction, dtype=np.int32),
+            np.asarray(multiplier, dtype=np.float32),
+            np.asarray(offset, dtype=np.float32),
+            [int(v) for v in stride],
+            [int(v) for v in padding],
+            [int(v) for v in dilation],
+            int(groups),
+            _packing.LAYOUT_AS_GIVEN,
+            int(input_zero_point),
+            returns=ObjectOf("QConv2dPackedParams"),
+        )
+
+    def qlinear_prepack(self, weight, correction, multiplier, offset) -> Value:
+        """An init-section pare::qlinear_prepack of an int8 linear layer:
+        `weight` [out_features, in_features] (int8) and the per-output
+        `correction`, `multiplier`, `offset` of
+        pare.quantized_packing.requantization(). The QLinearPackedParams
+        object pare::qlinear_prepacked takes."""
+        from pare import quantized_packing as _qpacking
+
+        w = _qpacking.int8_weight(weight, 2, "an int8 linear weight")
+        return self.init_op(
+            "pare::qlinear_prepack",
+            w,
+            np.asarray(correction, dtype=np.int32),
+            np.asarray(multiplier, dtype=np.float32),
+            np.asarray(offset, dtype=np.float32),
+            returns=ObjectOf("QLinearPackedParams"),
+        )
+
     def _make_returns(self, returns):
         if isinstance(returns, TensorListOf):
             items = [self._add(_ValueRecord(TENSOR, False, UNKNOWN_DTYPE, None)) for _ in range(returns.length)]
