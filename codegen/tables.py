@@ -82,7 +82,7 @@ def read_value_fields(path: Path | None = None) -> list[tuple[str, str, tuple]]:
     path = path or REPO / FORMAT
     rows = _entries(path, _FIELDS, "PARE_VALUE_FIELDS", "enumerator, Must|May|Never, a, b, c, d")
     kinds = [
-        enumerator for enumerator, *_ in _entries(path, re.compile(r"^PARE_VALUE_KIND\((\w+),"), "PARE_VALUE_KIND", "")
+        row[0] for row in _entries(path, _KIND, "PARE_VALUE_KIND", 'enumerator, python_name, code, "display_name"')
     ]
     if [row[0] for row in rows] != kinds:
         raise ValueError(f"{path}: PARE_VALUE_FIELDS must list the value kinds in code order, {kinds}")
@@ -101,11 +101,6 @@ def read_packing(path: Path | None = None) -> tuple[list[tuple[str, int]], list[
 
 def _read_format_file(path: Path) -> tuple:
     return read_format(path), read_value_fields(path), read_packing(path)
-
-
-def _codes_in_order(path: Path, what: str, codes: list[int]) -> None:
-    if codes != list(range(len(codes))):
-        raise ValueError(f"{path}: {what} codes must be 0, 1, 2, ... in order, got {codes}")
 
 
 def read_errors(path: Path | None = None) -> list[tuple[str, int, str, str]]:

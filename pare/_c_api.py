@@ -10,18 +10,6 @@ from __future__ import annotations
 import ctypes
 
 MAX_DIM = 8
-_VALUE_KINDS = {
-    0: "None",
-    1: "Tensor",
-    2: "int",
-    3: "float",
-    4: "bool",
-    5: "int[]",
-    6: "float[]",
-    7: "str",
-    8: "Tensor[]",
-    9: "Object",
-}
 
 
 class _TensorInfo(ctypes.Structure):

@@ -22,9 +22,18 @@ from typing import Any
 
 import numpy as np
 
+from pare import _format_table as _format
 from pare import dtypes as _dtypes
-from pare._c_api import _SIGNATURES, _VALUE_KINDS, MAX_DIM, PLANNERS, _MemoryStats, _TensorInfo
+from pare._c_api import _SIGNATURES, MAX_DIM, PLANNERS, _MemoryStats, _TensorInfo
 from pare._status_table import STATUS_CODES
+
+# How the SDK reads a scalar output, per value kind: the C API's function,
+# the ctypes type it writes, and the Python value.
+_SCALAR_OUTPUTS = {
+    _format.INT: ("pare_method_output_int", ctypes.c_int64, int),
+    _format.DOUBLE: ("pare_method_output_double", ctypes.c_double, float),
+    _format.BOOL: ("pare_method_output_bool", ctypes.c_int32, bool),
+}
 
 
 class PareError(Exception):
@@ -530,22 +539,17 @@ class Method(_Owner):
     def _scalar_output(self, index: int) -> Any:
         kind = self._kind
         self._check(self._c_output_kind(self._handle, index, self._kind_ref))
-        if kind.value == 2:
-            v = ctypes.c_int64()
-            self._check(self._lib.pare_method_output_int(self._handle, index, ctypes.byref(v)))
-            return v.value
-        if kind.value == 3:
-            v = ctypes.c_double()
-            self._check(self._lib.pare_method_output_double(self._handle, index, ctypes.byref(v)))
-            return v.value
-        if kind.value == 4:
-            v = ctypes.c_int32()
-            self._check(self._lib.pare_method_output_bool(self._handle, index, ctypes.byref(v)))
-            return bool(v.value)
-        if kind.value != 1:
+        scalar = _SCALAR_OUTPUTS.get(kind.value)
+        if scalar is not None:
+            function, ctype, convert = scalar
+            v = ctype()
+            self._check(getattr(self._lib, function)(self._handle, index, ctypes.byref(v)))
+            return convert(v.value)
+        if kind.value != _format.TENSOR:
+            names = _format.KIND_NAMES
+            what = names[kind.value] if 0 <= kind.value < len(names) else "?"
             raise _sdk_error(
-                f"output {index} is a {_VALUE_KINDS.get(kind.value, '?')} value; only tensors and scalars can be read",
-                "InvalidArgument",
+                f"output {index} is a {what} value; only tensors and scalars can be read", "InvalidArgument"
             )
         self._check(self._c_output_tensor(self._handle, index, self._info_ref))  # a tensor that failed: why
         raise _sdk_error(f"output {index}: the runtime gave no tensor", "Internal")

@@ -175,7 +175,7 @@ Error Loader::decode_ops(uint64_t offset) {
       }
       return PARE_FAIL(diag, Error::OperatorNotFound,
                        "operator %s is not implemented by this runtime (no kernel in "
-                       "runtime/kernels/*.ops.def); export the model with supported ops or add a kernel",
+                       "runtime/inventory/*/*.ops.def); export the model with supported ops or add a kernel",
                        name);
     }
     ops[i] = ProgramOp{name, entry, static_cast<size_t>(entry - kOpTable)};
