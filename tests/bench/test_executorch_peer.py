@@ -122,6 +122,21 @@ def test_both_systems_load_match_torch_and_time_calls(tiny_peer):
     assert tiny_peer.version.startswith("1.5.1")
 
 
+def test_a_pt2e_quantized_model_lowers_on_both_systems(executorch_venv, tmp_path):
+    # convert_pt2e's module refuses .eval() (tools/eval_mode.py), and the
+    # portable program needs ExecuTorch's quantized out variants. Float
+    # biases, as XNNPACKQuantizer makes them: XNNPACK takes every layer.
+    models = Path(__file__).parents[1] / "tracer" / "models"
+    source = f"import sys\nsys.path.insert(0, {str(models)!r})\nimport quantized_cnn\n\n\ndef build():\n"
+    spec = _spec(tmp_path, "qcnn", source + "    return quantized_cnn.quantized(int32_bias=False)\n")
+    peer = ExecuTorchPeer.start(spec, venv=executorch_venv)
+    try:
+        assert peer.unavailable() == {}  # lowered, loaded and checked against torch eager
+        assert all(sample(2) > 0 for sample in peer.systems().values())
+    finally:
+        peer.close()
+
+
 def test_the_worker_is_pinned_to_the_parents_cpus(tiny_peer):
     assert os.sched_getaffinity(tiny_peer._proc.pid) == os.sched_getaffinity(0)
 

@@ -1,8 +1,8 @@
 """ExecuTorch, portable and XNNPACK, timed for python -m tools.bench: the worker.
 
 Runs in .venv-executorch (tools/setup_executorch.sh), never in the project
-venv, which has no ExecuTorch: it imports torch, executorch, the model spec
-and tools.bench.timing (stdlib only), nothing of pare. Its peer,
+venv, which has no ExecuTorch: it imports torch, executorch, the model spec,
+tools.bench.timing (stdlib only) and tools.eval_mode, nothing of pare. Its peer,
 tools/bench/executorch_peer.py, starts it as
 
     .venv-executorch/bin/python -m tools.bench.executorch_worker SPEC.py --tolerances JSON
@@ -46,6 +46,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from tools.bench.timing import seconds_per_call
+from tools.eval_mode import to_eval
 
 PORTABLE = "executorch_portable"
 XNNPACK = "executorch_xnnpack"
@@ -83,7 +84,7 @@ def load_spec(path: Path) -> tuple[Any, tuple, dict | None]:
         model, inputs = module.build()
         example = inputs[0]
         example = tuple(example) if isinstance(example, (tuple, list)) else (example,)
-        return model.eval(), tuple(t.detach() for t in example), getattr(module, "TOLERANCE", None)
+        return to_eval(model), tuple(t.detach() for t in example), getattr(module, "TOLERANCE", None)
     except Exception as e:  # noqa: BLE001 (the user's code: a reason, not a traceback)
         raise Unavailable(f"the model spec failed in this venv: {one_line(e)}") from None
     finally:
@@ -156,8 +157,17 @@ def _backend_config():
     return ExecutorchBackendConfig(memory_planning_pass=MemoryPlanningPass(alloc_graph_input=False))
 
 
+def _load_quantized_ops() -> None:
+    """ExecuTorch's out variants of the quantized_decomposed ops, which a
+    PT2E-quantized model keeps wherever no backend takes them (on the
+    portable program: all of them), registered with torch for to_edge."""
+    import executorch.kernels.quantized  # noqa: F401 (registers the ops)
+
+
 def _portable(exported) -> bytes:
     from executorch.exir import to_edge
+
+    _load_quantized_ops()
 
     return to_edge(exported).to_executorch(_backend_config()).buffer
 
@@ -168,6 +178,7 @@ def _xnnpack(exported) -> bytes:
     )
     from executorch.exir import to_edge_transform_and_lower
 
+    _load_quantized_ops()
     lowered = to_edge_transform_and_lower(exported, partitioner=[XnnpackPartitioner()])
     return lowered.to_executorch(_backend_config()).buffer
 

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import torch
 
+from tools.eval_mode import to_eval
 from tools.tracer.errors import TracerError
 from tools.tracer.numerics import Tolerance
 
@@ -120,21 +121,10 @@ def load_model_spec(path: str | Path) -> ModelSpec:
             f"{path}: the input tuples have different lengths ({counts}); every tuple is one call of "
             "forward() with the same arguments"
         )
-    _to_eval(module)  # batch norm and dropout as deployed
+    to_eval(module)  # batch norm and dropout as deployed
     return ModelSpec(
         path=path, module=module, inputs=tuple(normalized), tolerance=_tolerance(path, getattr(mod, "TOLERANCE", None))
     )
-
-
-def _to_eval(module: torch.nn.Module) -> None:
-    """module.eval(); a module that torch.export made (what PT2E's
-    convert_pt2e returns) refuses it, and torchao's helper does its job."""
-    try:
-        module.eval()
-    except NotImplementedError:
-        from torchao.quantization.pt2e import move_exported_model_to_eval
-
-        move_exported_model_to_eval(module)
 
 
 def _describe(x) -> str:
