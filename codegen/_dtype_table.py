@@ -15,3 +15,10 @@ DTYPE_TABLE = (
     ("Bool", 11, "bool"),
     ("BFloat16", 15, "BFloat16"),
 )
+
+# PyTorch's quantized dtypes (name, ScalarType code, the dtype that stores them), in code order.
+QUANTIZED_DTYPE_TABLE = (
+    ("QInt8", 12, "Char"),
+    ("QUInt8", 13, "Byte"),
+    ("QInt32", 14, "Int"),
+)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import difflib
 from dataclasses import dataclass
 
-from codegen._dtype_table import DTYPE_TABLE
+from codegen._dtype_table import DTYPE_TABLE, QUANTIZED_DTYPE_TABLE
 
 
 @dataclass(frozen=True)
@@ -43,6 +43,22 @@ PARE_DTYPES: tuple[Dtype, ...] = tuple(Dtype(name, code, *_DEMANGLED[cpp_type]) 
 
 DTYPES_BY_NAME: dict[str, Dtype] = {d.name: d for d in PARE_DTYPES}
 PARE_DTYPE_NAMES: tuple[str, ...] = tuple(d.name for d in PARE_DTYPES)
+
+# PyTorch's quantized dtypes, by name: the Pare dtype that stores each
+# (runtime/core/dtypes.def, PARE_QUANTIZED_DTYPE). A kernel tag of an int8
+# operator lists QInt8 where its cases dispatch on Char, so that manifests
+# record it as PyTorch's quantized kernels do.
+QUANTIZED_STORAGE: dict[str, str] = {name: storage for name, _, storage in QUANTIZED_DTYPE_TABLE}
+
+# What a kernel tag's dtype list may name: Pare's dtypes and the quantized names.
+KERNEL_DTYPE_NAMES: tuple[str, ...] = PARE_DTYPE_NAMES + tuple(QUANTIZED_STORAGE)
+
+
+def storage_dtype(name: str) -> Dtype:
+    """The Pare dtype that holds a kernel tag's dtype `name` (itself, or a
+    quantized name's storage)."""
+    return DTYPES_BY_NAME[QUANTIZED_STORAGE.get(name, name)]
+
 
 # Every c10::ScalarType name (torch 2.13, values 0..45). A manifest traced by
 # PyTorch may carry any of these; tests compare this list with torch's header.

@@ -13,7 +13,7 @@ import os
 import re
 from pathlib import Path
 
-from codegen.dtypes import DTYPES_BY_NAME
+from codegen.dtypes import storage_dtype
 from codegen.errors import CodegenError
 from codegen.selection import Selection
 
@@ -63,7 +63,9 @@ def selected_kernel_dtypes_h(selection: Selection) -> str:
     if selection.include_all_kernel_dtypes:
         return head + "#define PARE_INCLUDE_ALL_KERNEL_DTYPES 1\n"
     clauses = [
-        f'(detail::str_eq(tag, "{tag}") && (' + " || ".join(f"t == ScalarType::{d}" for d in dtypes) + "))"
+        f'(detail::str_eq(tag, "{tag}") && ('
+        + " || ".join(f"t == ScalarType::{storage_dtype(d).name}" for d in dtypes)
+        + "))"
         for tag, dtypes in selection.kernel_dtypes.items()
     ]
     if clauses:
@@ -140,7 +142,7 @@ def expected_symbols(selection: Selection) -> dict:
     kernel_dtypes = []
     for tag in inv.tags.values():
         for dtype_name in tag.dtypes:
-            dtype = DTYPES_BY_NAME[dtype_name]
+            dtype = storage_dtype(dtype_name)
             cpp = {"elf": dtype.cpp_elf, "macho": dtype.cpp_macho}
             selected = selection.is_kernel_dtype_selected(tag.name, dtype_name)
             # Selected by an include-all flag alone, a case exists only if some

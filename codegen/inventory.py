@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from codegen.dtypes import DTYPES_BY_NAME, PARE_DTYPE_NAMES, suggest_dtype
+from codegen.dtypes import KERNEL_DTYPE_NAMES, QUANTIZED_STORAGE, storage_dtype, suggest_dtype
 from codegen.errors import InventoryError
 from codegen.manifest import DEFAULT_OVERLOAD_SUFFIX, Operator, strip_overload
 
@@ -58,8 +58,15 @@ class InventoryOp:
 @dataclass(frozen=True)
 class KernelTag:
     name: str
-    dtypes: tuple[str, ...]  # every dtype its dispatch can reach, in ScalarType order
+    # every dtype its dispatch can reach, in ScalarType order of their
+    # storage, as the tag names them (a quantized name: QInt8 for Char)
+    dtypes: tuple[str, ...]
     location: str
+
+    def manifest_name(self, dtype: str) -> str:
+        """How a manifest names this tag's case for the runtime's dtype
+        `dtype` (what a trace reports): the tag's own name for it."""
+        return next((d for d in self.dtypes if storage_dtype(d).name == dtype), dtype)
 
 
 @dataclass(frozen=True)
@@ -129,15 +136,20 @@ def load_inventory(directory: str | os.PathLike[str] | None = None) -> Inventory
                 _no_duplicate(tags, name, where, "kernel tag", lambda t: f"{shown}/{t.location}")
                 dtypes = [d.strip() for d in match["dtypes"].split(",")[1:]]
                 for d in dtypes:
-                    if d not in DTYPES_BY_NAME:
+                    if d not in KERNEL_DTYPE_NAMES:
                         hint = suggest_dtype(d)
                         raise InventoryError(
                             f"{where}: unknown dtype {d!r} in kernel tag {name}; "
-                            f"{f'did you mean {hint}? ' if hint else ''}use {' '.join(PARE_DTYPE_NAMES)}"
+                            f"{f'did you mean {hint}? ' if hint else ''}use {' '.join(KERNEL_DTYPE_NAMES)}"
                         )
-                if len(set(dtypes)) != len(dtypes):
-                    raise InventoryError(f"{where}: kernel tag {name} lists a dtype twice; list each dtype once")
-                ordered = tuple(sorted(dtypes, key=lambda d: DTYPES_BY_NAME[d].value))
+                storages = [storage_dtype(d).name for d in dtypes]
+                if len(set(storages)) != len(storages):
+                    twice = ", ".join(f"{d} ({QUANTIZED_STORAGE[d]})" for d in dtypes if d in QUANTIZED_STORAGE)
+                    raise InventoryError(
+                        f"{where}: kernel tag {name} lists a dtype twice{f' (stored as: {twice})' if twice else ''}; "
+                        "list each dtype once"
+                    )
+                ordered = tuple(sorted(dtypes, key=lambda d: storage_dtype(d).value))
                 tags[name] = KernelTag(name, ordered, loc)
             elif macro == "PARE_CLASS":
                 _no_duplicate(classes, name, where, "class", lambda at: f"{shown}/{at}")

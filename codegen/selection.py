@@ -13,7 +13,7 @@ import difflib
 from dataclasses import dataclass
 from typing import Mapping
 
-from codegen.dtypes import DTYPES_BY_NAME
+from codegen.dtypes import KERNEL_DTYPE_NAMES
 from codegen.errors import ManifestError
 from codegen.inventory import Inventory
 from codegen.manifest import Manifest, Operator
@@ -111,7 +111,14 @@ def resolve(manifest: Manifest, inventory: Inventory, *, allow_unknown_ops: bool
         reachable = inventory.tags[tag].dtypes
         unreachable = [d for d in dtypes if d not in reachable]
         if unreachable:
-            why = "" if all(d in DTYPES_BY_NAME for d in unreachable) else " (Pare kernels have no such dtype)"
+            renamed = [f"{d} as {inventory.tags[tag].manifest_name(d)}" for d in unreachable]
+            renamed = [r for r, d in zip(renamed, unreachable, strict=True) if not r.endswith(f" as {d}")]
+            if renamed:  # e.g. Char for a tag of int8 layers, which PyTorch's quantized kernels record as QInt8
+                why = f" (this tag records {', '.join(renamed)}, PyTorch's quantized name)"
+            elif all(d in KERNEL_DTYPE_NAMES for d in unreachable):
+                why = ""
+            else:
+                why = " (Pare kernels have no such dtype)"
             warnings.append(
                 f"{src}: ignored dtypes that the runtime's {tag} dispatch cannot reach: {', '.join(unreachable)}{why}"
             )

@@ -60,9 +60,11 @@ constexpr size_t kNumFeatures = static_cast<size_t>(FeatureId::kCount);
 // Kernel tags: struct pare::tags::<tag> per PARE_KERNEL_TAG line.
 
 namespace detail {
-// Lets a tag's dtype list be written with bare ScalarType names.
+// Lets a tag's dtype list be written with bare ScalarType names, or with
+// PyTorch's quantized names for their storage dtypes (QInt8 is Char).
 struct DtypeNames {
 #define PARE_DTYPE(name, code, cpp_type, bytes, torch_name) static constexpr ScalarType name = ScalarType::name;
+#define PARE_QUANTIZED_DTYPE(name, code, storage) static constexpr ScalarType name = ScalarType::storage;
 #include "runtime/core/dtypes.def"
 };
 }  // namespace detail

@@ -135,7 +135,7 @@ def test_dump_cli(tmp_path):
 DEF_LINE = {
     ".ops.def": re.compile(r'^PARE_OP\("([a-z_]+::[A-Za-z0-9_]+(\.[A-Za-z0-9_]+)?)", ([A-Za-z0-9_]+)\)$'),
     ".tags.def": re.compile(
-        r"^PARE_KERNEL_TAG\(([a-z0-9_]+)((, (Byte|Char|Short|Int|Long|Half|Float|Double|ComplexFloat|Bool|BFloat16))+)\)$"
+        r"^PARE_KERNEL_TAG\(([a-z0-9_]+)((, (Byte|Char|Short|Int|Long|Half|Float|Double|ComplexFloat|Bool|BFloat16|QInt8|QUInt8|QInt32))+)\)$"
     ),
     "classes.def": re.compile(r"^PARE_CLASS\(([A-Za-z0-9_]+)\)$"),
     "features.def": re.compile(r"^PARE_BUILD_FEATURE\(([a-z0-9_]+)\)$"),

@@ -187,6 +187,7 @@ def build_manifest(
     """A manifest from per-method traces (pare.runtime.Trace), also
     selecting build `features`."""
     label = model_label(spec)
+    inventory = paths.load_inventory()
     ops: dict[str, dict[str, Any]] = {}
     kernel_metadata: dict[str, set[str]] = {}
     classes: set[str] = set()
@@ -200,7 +201,9 @@ def build_manifest(
             entry["root"] = entry["root"] or use.root
             entry["methods"].append(f"{label}:{method}")
         for tag, dtypes in trace.kernel_dtypes.items():
-            kernel_metadata.setdefault(tag, set()).update(dtypes)
+            # The tag's own names: QInt8 where an int8 layer dispatched on Char.
+            named = inventory.tags[tag].manifest_name if tag in inventory.tags else str
+            kernel_metadata.setdefault(tag, set()).update(named(d) for d in dtypes)
         classes.update(trace.classes)
         features.update(trace.features)
     operators = [

@@ -27,7 +27,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import codegen
-from codegen.dtypes import DTYPES_BY_NAME
+from codegen.dtypes import storage_dtype
 from tools.zoo.kernel_sources import op_kernel_tags
 from tools.zoo.zoo import ZooError
 
@@ -190,7 +190,7 @@ def _dtypes(inventory: codegen.Inventory, tags: tuple[str, ...]) -> tuple[str, .
     if not tags:
         return None
     names = {d for t in tags for d in inventory.tags[t].dtypes}
-    return tuple(sorted(names, key=lambda d: DTYPES_BY_NAME[d].value))
+    return tuple(sorted(names, key=lambda d: storage_dtype(d).value))
 
 
 # -- rendering -----------------------------------------------------------------
