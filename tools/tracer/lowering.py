@@ -32,8 +32,8 @@ operator call is resolved here instead:
 Lowering plans every node first (a typed plan, tools/tracer/plans.py), so
 what nothing needs drops out, then emits the plans the outputs need through
 HANDLERS, a table from plan type to handler. The passes that act at
-lowering time (tools/tracer/passes/: prepack_weights, winograd, the
-fusions, channels_last) plan the nodes they claim; lowering emits their
+lowering time (tools/tracer/passes/: quantize, prepack_weights, winograd,
+the fusions, channels_last) plan the nodes they claim; lowering emits their
 plans as it does its own (the `pare::*_prepack` calls in the method's init
 section, their weights packed by pare/packing.py), keeps each activation in
 the layout its producer wrote, and tallies what the plans count for their
@@ -70,10 +70,13 @@ from tools.tracer.plans import (
     GetItem,
     IndexWithNone,
     InputSize,
+    Int8LayerPlan,
     LinearPrepack,
     OpPlan,
     Plan,
     PrepackedPlan,
+    QConv2dPrepack,
+    QLinearPrepack,
     Unsupported,
 )
 from tools.tracer.sources import source_of
@@ -135,6 +138,10 @@ LINEAR_PREPACK = "pare::linear_prepack"
 LINEAR_PREPACKED = "pare::linear_prepacked"
 CONV2D_PREPACK = "pare::conv2d_prepack"
 CONV2D_PREPACKED = "pare::conv2d_prepacked"
+QLINEAR_PREPACK = "pare::qlinear_prepack"
+QLINEAR_PREPACKED = "pare::qlinear_prepacked"
+QCONV2D_PREPACK = "pare::qconv2d_prepack"
+QCONV2D_PREPACKED = "pare::qconv2d_prepacked"
 
 
 def op_name(op: torch._ops.OpOverload) -> str:
@@ -420,7 +427,7 @@ class MethodLowering:
     def _lower_node(self, node: Node, plan: Plan) -> None:
         use = source_of(node, self.model_file)
         HANDLERS[type(plan)](self, node, plan, use)
-        if isinstance(plan, PrepackedPlan):
+        if isinstance(plan, (PrepackedPlan, Int8LayerPlan)):
             for name, what in plan.counts:
                 self.passes.count(name, what)
 
@@ -518,6 +525,34 @@ class MethodLowering:
         else:
             self.env[node] = out
         self.report.uses[CONV2D_PREPACKED].append(use)
+
+    def _lower_qconv2d_prepack(self, node: Node, plan: QConv2dPrepack, use: OpUse) -> None:
+        layer = plan.layer
+        cache_key = ("qconv2d", layer)
+        if cache_key not in self._packed:
+            self._packed[cache_key] = self.mb.qconv2d_prepack(
+                layer.int8_weight,
+                *layer.requantization,
+                layer.stride,
+                layer.padding,
+                layer.dilation,
+                layer.groups,
+                layer.input_quantization[1],
+            )
+            self.report.uses[QCONV2D_PREPACK].append(use)
+        x = self._value_of(plan.deps[0])
+        self.env[node] = self.mb.op(QCONV2D_PREPACKED, x, self._packed[cache_key], *plan.output_range)
+        self.report.uses[QCONV2D_PREPACKED].append(use)
+
+    def _lower_qlinear_prepack(self, node: Node, plan: QLinearPrepack, use: OpUse) -> None:
+        layer = plan.layer
+        cache_key = ("qlinear", layer)
+        if cache_key not in self._packed:
+            self._packed[cache_key] = self.mb.qlinear_prepack(layer.int8_weight, *layer.requantization)
+            self.report.uses[QLINEAR_PREPACK].append(use)
+        x = self._value_of(plan.deps[0])
+        self.env[node] = self.mb.op(QLINEAR_PREPACKED, x, self._packed[cache_key], *plan.output_range)
+        self.report.uses[QLINEAR_PREPACKED].append(use)
 
     def _count_packed(self, plan: PrepackedPlan) -> None:
         for name, what in plan.pack_counts:
@@ -634,6 +669,8 @@ HANDLERS: dict[type[Plan], Callable[[MethodLowering, Node, Any, OpUse], None]] =
     Unsupported: MethodLowering._lower_unsupported,
     LinearPrepack: MethodLowering._lower_linear_prepack,
     Conv2dPrepack: MethodLowering._lower_conv2d_prepack,
+    QLinearPrepack: MethodLowering._lower_qlinear_prepack,
+    QConv2dPrepack: MethodLowering._lower_qconv2d_prepack,
 }
 
 

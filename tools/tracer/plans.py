@@ -12,7 +12,7 @@ CLI's parser imports the passes.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -150,3 +150,47 @@ class Conv2dPrepack(PrepackedPlan):
     """pare::conv2d_prepacked running `layer`."""
 
     layer: ConvLayer
+
+
+@dataclass(frozen=True)
+class Int8Layer:
+    """An int8 layer of the quantize pass: its weight's dequantize node (the
+    int8 constant and its scales), its bias (None, a float32 constant's
+    node, or the node dequantizing an int32 constant), the input's and
+    output's (scale, zero point), and a convolution's parameters. Layers
+    that compare equal share one packed object. `int8_weight` (numpy int8,
+    out channels first) and `requantization` (correction, multiplier,
+    offset: pare.quantized_packing.requantization) are what they pack."""
+
+    weight: Any
+    bias: Any
+    input_quantization: tuple[float, int]
+    output_quantization: tuple[float, int]
+    stride: tuple[int, ...] = ()
+    padding: tuple[int, ...] = ()
+    dilation: tuple[int, ...] = ()
+    groups: int = 1
+    int8_weight: Any = field(default=None, compare=False)
+    requantization: tuple = field(default=(), compare=False)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Int8LayerPlan(Plan):
+    """An int8 layer (the quantize pass) on deps[0], the int8 tensor its
+    input dequantized: the quantize after it (and the clamp before that)
+    pass its int8 output on. `output_range`: (output_min, output_max), the
+    quantize's range narrowed by a fused clamp. `counts` as PrepackedPlan's."""
+
+    layer: Int8Layer
+    output_range: tuple[int, int]
+    counts: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True, kw_only=True)
+class QConv2dPrepack(Int8LayerPlan):
+    """pare::qconv2d_prepacked running `layer`."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class QLinearPrepack(Int8LayerPlan):
+    """pare::qlinear_prepacked running `layer`."""

@@ -46,6 +46,7 @@ from tools.tracer.passes.manager import (
     run_passes,
 )
 from tools.tracer.passes.prepack_weights import NAME as PREPACK
+from tools.tracer.passes.quantize import NAME as QUANTIZE
 from tools.tracer.passes.winograd import NAME as WINOGRAD
 
 FUSIONS = (FUSE_ADD, FUSE_CLAMP, FUSE_ACTIVATION)
@@ -60,6 +61,7 @@ __all__ = [
     "NONE",
     "PASSES",
     "PREPACK",
+    "QUANTIZE",
     "WINOGRAD",
     "GraphPass",
     "LoweringState",

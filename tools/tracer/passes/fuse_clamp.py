@@ -28,14 +28,14 @@ class FuseClamp(EpilogueFusion):
     )
 
     def fuses(self, op: Node, plan: PrepackedPlan, layer: Node, lowering: LoweringState) -> dict[str, Any] | None:
-        bounds = _clamp_bounds(op, plan.last)
+        bounds = clamp_bounds(op, plan.last)
         return None if bounds is None else {"clamp": bounds}
 
 
 PASS = FuseClamp()
 
 
-def _clamp_bounds(user: Node, source: Node) -> tuple[float, float] | None:
+def clamp_bounds(user: Node, source: Node) -> tuple[float, float] | None:
     """(min, max) when `user` is relu, hardtanh or clamp of `source` with
     constant bounds (None: not such a clamp)."""
     import torch

@@ -19,6 +19,7 @@ from tools.tracer.passes import (
     fuse_add,
     fuse_clamp,
     prepack_weights,
+    quantize,
     winograd,
 )
 from tools.tracer.passes.base import GraphPass, LoweringState, PassContext, PassRun
@@ -37,6 +38,7 @@ NONE = "none"
 PASSES: tuple[GraphPass, ...] = (
     fold_conv_bn.PASS,
     fold_linear_bn.PASS,
+    quantize.PASS,
     prepack_weights.PASS,
     winograd.PASS,
     fuse_add.PASS,

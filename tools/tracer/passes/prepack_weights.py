@@ -58,7 +58,7 @@ def _linear_plan(node: Node, lowering: LoweringState) -> Plan | None:
     aten = torch.ops.aten
     target = node.target
     if target is aten.addmm.default:
-        if len(node.args) < 3 or not _is_one(node, 3, "beta") or not _is_one(node, 4, "alpha"):
+        if len(node.args) < 3 or not is_one(node, 3, "beta") or not is_one(node, 4, "alpha"):
             return None
         bias, x, mat2 = node.args[:3]
     else:
@@ -73,7 +73,9 @@ def _linear_plan(node: Node, lowering: LoweringState) -> Plan | None:
         return None
     if bias is not None and not _is_bias(bias, weight[1].shape[0], lowering):
         return None
-    x, last = _unflattened(x, node, lowering)
+    x, last = unflattened(x, node)
+    if last is not node:
+        lowering.fuse(last, node)
     if bias is None:
         bias, last = _bias_add_after(last, weight[1].shape[0], lowering)
     return LinearPrepack(deps=(x,), weight=weight, bias=bias, last=last, counts=((NAME, "linear"),))
@@ -117,7 +119,7 @@ def conv_geometry(layer: ConvLayer, node: Node, lowering: LoweringState) -> tupl
     return weight_sizes, layer.stride, layer.padding, layer.dilation, layer.groups, out_hw
 
 
-def _is_one(node: Node, index: int, name: str) -> bool:
+def is_one(node: Node, index: int, name: str) -> bool:
     value = node.args[index] if len(node.args) > index else node.kwargs.get(name, 1)
     return not is_node(value) and value == 1
 
@@ -129,13 +131,14 @@ def _is_bias(bias: Any, out_features: int, lowering: LoweringState) -> bool:
     return b is not None and b.dtype == torch.float32 and b.dim() == 1 and b.shape[0] == out_features
 
 
-def _unflattened(x: Node, node: Node, lowering: LoweringState) -> tuple[Node, Node]:
+def unflattened(x: Node, node: Node) -> tuple[Node, Node]:
     """(x0, the view after `node`) when the linear layer `node` reads x =
     x0 viewed as [-1, in_features] and its only user views its output
     back to x0's leading sizes, as F.linear on an input of 3 or more
-    dims decomposes: the layer then runs on x0 itself (the prepacked op
-    takes any leading dims) and that view aliases its output, so what
-    follows the view can fuse into the layer. Else (x, node)."""
+    dims decomposes: the layer can then run on x0 itself (the prepacked
+    ops take any leading dims) with that view fused into it (aliasing its
+    output), so what follows the view can fuse into the layer. Else (x,
+    node)."""
     from torch.fx.experimental.symbolic_shapes import statically_known_true
 
     from tools.tracer.nodes import VIEW_OPS, is_float_tensor, only_user
@@ -156,7 +159,6 @@ def _unflattened(x: Node, node: Node, lowering: LoweringState) -> tuple[Node, No
         return x, node
     if not all(statically_known_true(a == b) for a, b in zip(out.shape[:-1], source.shape[:-1])):
         return x, node
-    lowering.fuse(user, node)
     return x.args[0], user
 
 
@@ -195,17 +197,13 @@ def _bias_add_after(node: Node, out_features: int, lowering: LoweringState) -> t
 
 def _linear_weight(mat2: Any, lowering: LoweringState) -> tuple[tuple, torch.Tensor] | None:
     """(cache key, [out, in] weight) when mat2 is a constant weight,
-    transposed by permute/t as F.linear decomposes, or a constant [in, out]."""
+    transposed as F.linear decomposes, or a constant [in, out]."""
     import torch
 
-    aten = torch.ops.aten
-    if not is_node(mat2):
-        return None
-    if mat2.target in (aten.permute.default, aten.t.default) and lowering.is_constant(mat2.args[0]):
-        if mat2.target is aten.permute.default and list(mat2.args[1]) not in ([1, 0], [-1, -2], [1, -2], [-1, 0]):
-            return None
-        w = lowering.constants[mat2.args[0]]
-        key = (mat2.args[0], "as_is")
+    source = transposed_matrix(mat2)
+    if source is not None and lowering.is_constant(source):
+        w = lowering.constants[source]
+        key = (source, "as_is")
     elif lowering.is_constant(mat2):
         w = lowering.constants[mat2].t()
         key = (mat2, "transposed")
@@ -214,6 +212,25 @@ def _linear_weight(mat2: Any, lowering: LoweringState) -> tuple[tuple, torch.Ten
     if w.dim() != 2 or w.dtype != torch.float32:
         return None
     return key, w
+
+
+def transposed_matrix(mat2: Any) -> Node | None:
+    """The node `mat2` transposes when it is the 2-d transpose of one
+    (permute, t or transpose, as F.linear decomposes its weight), else None."""
+    import torch
+
+    aten = torch.ops.aten
+    if not is_node(mat2) or not mat2.args or not is_node(mat2.args[0]):
+        return None
+    if mat2.target is aten.t.default:
+        return mat2.args[0]
+    if mat2.target is aten.permute.default:
+        return mat2.args[0] if list(mat2.args[1]) in ([1, 0], [-1, -2], [1, -2], [-1, 0]) else None
+    if mat2.target is aten.transpose.int:
+        source = mat2.args[0].meta.get("val")
+        dims = {d % 2 for d in mat2.args[1:3]} if not any(is_node(d) for d in mat2.args[1:3]) else set()
+        return mat2.args[0] if isinstance(source, torch.Tensor) and source.dim() == 2 and dims == {0, 1} else None
+    return None
 
 
 def _expanded_matrix(mat2: Any) -> Any:

@@ -1,0 +1,299 @@
+"""The quantize pass: a PT2E model's `dequantize -> conv2d / linear [->
+relu / relu6 / hardtanh / clamp] -> quantize` becomes one int8 layer,
+pare::qconv2d_prepacked / pare::qlinear_prepacked, its requantization
+(pare/quantized_packing.py) computed at export and its int8 weight written
+into the program (docs/quantization.md, "Int8 layers: the quantize pass").
+
+It plans at lowering time (base.GraphPass), before prepack_weights, so it
+claims the int8 patterns first: the layer's plan (plans.QConv2dPrepack,
+plans.QLinearPrepack) reads the int8 tensor before the input's dequantize,
+and the activation and the quantize after the layer pass its int8 output
+on (LoweringState.fuse). A pattern with a scheme the int8 kernels do not
+run (weight zero points other than 0, a per-channel axis other than 0, a
+weight range other than int8's) is left as it is: the reference path runs
+it, correctly.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from tools.tracer.passes.base import GraphPass, LoweringState, argument, is_node
+from tools.tracer.passes.fuse_clamp import clamp_bounds
+from tools.tracer.passes.prepack_weights import is_one, transposed_matrix, unflattened
+from tools.tracer.plans import Int8Layer, Plan, QConv2dPrepack, QLinearPrepack
+
+if TYPE_CHECKING:
+    import torch
+    from torch.fx import Node
+
+NAME = "quantize"
+
+INT8_RANGE = (-128, 127)
+
+
+class Quantize(GraphPass):
+    name = NAME
+    description = (
+        "PT2E's dequantize -> conv2d / linear (addmm/mm) [-> relu, relu6 / hardtanh or clamp] -> "
+        "quantize on int8 tensors, symmetric int8 weights (per channel or per tensor) -> "
+        "pare::qconv2d_prepacked / pare::qlinear_prepacked (int8 weights and requantization "
+        "computed at export)"
+    )
+    counters = ("conv2d", "linear")  # int8 layers
+
+    def plan(self, node: Node, lowering: LoweringState) -> Plan | None:
+        import torch
+
+        aten = torch.ops.aten
+        if node.target in (aten.addmm.default, aten.mm.default):
+            return _linear_plan(node, lowering)
+        if node.target is aten.convolution.default:
+            return _conv2d_plan(node, lowering)
+        return None
+
+
+PASS = Quantize()
+
+
+def _conv2d_plan(node: Node, lowering: LoweringState) -> Plan | None:
+    x, w, bias, stride, padding, dilation, transposed, _, groups = node.args[:9]
+    val = x.meta.get("val") if is_node(x) else None
+    if (
+        transposed
+        or val is None
+        or val.dim() != 4
+        or any(is_node(v) for v in (*stride, *padding, *dilation, groups))
+        or len(stride) != 2
+    ):
+        return None
+    weight = _int8_weight(w, 4, lowering)
+    source = _int8_input(x)
+    if weight is None or source is None:
+        return None
+    q, fused, output_range = _int8_output(node)
+    if q is None:
+        return None
+    layer = _layer(
+        weight,
+        bias,
+        source,
+        q,
+        lowering,
+        stride=tuple(stride),
+        padding=tuple(padding),
+        dilation=tuple(dilation),
+        groups=int(groups),
+    )
+    if layer is None:
+        return None
+    _fuse_chain(node, fused, lowering)
+    return QConv2dPrepack(deps=(source.args[0],), layer=layer, output_range=output_range, counts=((NAME, "conv2d"),))
+
+
+def _linear_plan(node: Node, lowering: LoweringState) -> Plan | None:
+    import torch
+
+    if node.target is torch.ops.aten.addmm.default:
+        if len(node.args) < 3 or not is_one(node, 3, "beta") or not is_one(node, 4, "alpha"):
+            return None
+        bias, x, mat2 = node.args[:3]
+    else:
+        bias, (x, mat2) = None, node.args[:2]
+    weight = _int8_weight(transposed_matrix(mat2), 2, lowering)
+    if weight is None or not is_node(x):
+        return None
+    x, last = unflattened(x, node)  # nn.Linear on 3 or more dims: view, addmm, view back
+    source = _int8_input(x)
+    if source is None:
+        return None
+    q, fused, output_range = _int8_output(last)
+    if q is None:
+        return None
+    layer = _layer(weight, bias, source, q, lowering)
+    if layer is None:
+        return None
+    _fuse_chain(node, [last, *fused] if last is not node else fused, lowering)
+    return QLinearPrepack(deps=(source.args[0],), layer=layer, output_range=output_range, counts=((NAME, "linear"),))
+
+
+def _fuse_chain(node: Node, fused: list[Node], lowering: LoweringState) -> None:
+    """Each node of `fused` (the layer's activation and quantize, in order)
+    passes on the value of the one before it, `node`'s first."""
+    for before, after in zip([node, *fused], fused):
+        lowering.fuse(after, before)
+
+
+def _static_per_tensor(node: Node) -> tuple[float, int, int, int] | None:
+    """(scale, zero point, quant_min, quant_max) of a quantize_per_tensor /
+    dequantize_per_tensor .default to or from int8 (or a sub-range), None
+    for anything else."""
+    import torch
+
+    scale, zero_point, qmin, qmax, dtype = (argument(node, i, n) for i, n in enumerate(_QPARAMS, 1))
+    if any(is_node(v) for v in (scale, zero_point, qmin, qmax)) or dtype != torch.int8:
+        return None
+    if node.kwargs.get("out_dtype") not in (None, torch.float32):
+        return None
+    if not (INT8_RANGE[0] <= qmin <= qmax <= INT8_RANGE[1]):
+        return None
+    return float(scale), int(zero_point), int(qmin), int(qmax)
+
+
+_QPARAMS = ("scale", "zero_point", "quant_min", "quant_max", "dtype")
+
+
+def _int8_input(x: Any) -> Node | None:
+    """x, when it is the static per-tensor dequantize of an int8 tensor."""
+    import torch
+
+    qd = torch.ops.quantized_decomposed
+    if not is_node(x) or x.target is not qd.dequantize_per_tensor.default or not is_node(x.args[0]):
+        return None
+    return x if _static_per_tensor(x) is not None else None
+
+
+def _int8_output(last: Node) -> tuple[Node | None, list[Node], tuple[int, int]]:
+    """(the quantize, the nodes to fuse after `last` up to it, (output_min,
+    output_max)) when `last`'s only user, through an optional relu /
+    hardtanh / clamp with constant bounds (each the only user of the node
+    before), is a static quantize_per_tensor to int8. Else (None, [], ())."""
+    import torch
+
+    from tools.tracer.nodes import only_user
+
+    qd = torch.ops.quantized_decomposed
+    fused: list[Node] = []
+    bounds = None
+    user = only_user(last)
+    if user is not None and (bounds := clamp_bounds(user, last)) is not None:
+        fused.append(user)
+        last, user = user, only_user(user)
+    if user is None or user.target is not qd.quantize_per_tensor.default or user.args[0] is not last:
+        return None, [], ()
+    qparams = _static_per_tensor(user)
+    if qparams is None:
+        return None, [], ()
+    scale, zero_point, qmin, qmax = qparams
+    lo, hi = qmin, qmax
+    if bounds is not None:
+        # Quantizing is monotonic, so clamping before it is clamping the
+        # int8 result to the clamp bounds' own quantized values.
+        lo = max(lo, _quantized(bounds[0], scale, zero_point, qmin, qmax))
+        hi = min(hi, _quantized(bounds[1], scale, zero_point, qmin, qmax))
+    return user, [*fused, user], (lo, hi)
+
+
+def _quantized(value: float, scale: float, zero_point: int, qmin: int, qmax: int) -> int:
+    """`value` quantized by torch's reference quantize_per_tensor."""
+    import torch
+
+    q = torch.ops.quantized_decomposed.quantize_per_tensor(
+        torch.tensor([value], dtype=torch.float32), scale, zero_point, qmin, qmax, torch.int8
+    )
+    return int(q[0])
+
+
+def _int8_weight(w: Any, dims: int, lowering: LoweringState) -> tuple[Node, torch.Tensor, Any] | None:
+    """(the dequantize, the int8 constant, its scales: a tensor of one per
+    output channel or a float) when `w` dequantizes a constant int8 weight
+    of `dims` dims symmetrically (zero points 0), per channel along axis 0
+    or per tensor, with the int8 range (-127 or -128 to 127); else None."""
+    import torch
+
+    qd = torch.ops.quantized_decomposed
+    if not is_node(w) or not w.args or not lowering.is_constant(w.args[0]):
+        return None
+    q = lowering.constants[w.args[0]]
+    if q.dtype != torch.int8 or q.dim() != dims:
+        return None
+    if w.target is qd.dequantize_per_channel.default:
+        scales, zero_points, axis, qmin, qmax, dtype = (
+            argument(w, i, n) for i, n in enumerate(("scales", "zero_points", "axis", *_QPARAMS[2:]), 1)
+        )
+        if not (lowering.is_constant(scales) and (zero_points is None or lowering.is_constant(zero_points))):
+            return None
+        scales = lowering.constants[scales]
+        if zero_points is not None and bool(lowering.constants[zero_points].ne(0).any()):
+            return None
+        if axis % dims != 0 or scales.numel() != q.shape[0]:
+            return None
+    elif w.target is qd.dequantize_per_tensor.default:
+        scales, zero_point, qmin, qmax, dtype = (argument(w, i, n) for i, n in enumerate(_QPARAMS, 1))
+        if any(is_node(v) for v in (scales, zero_point)) or zero_point != 0:
+            return None
+        scales = float(scales)
+    else:
+        return None
+    if dtype != torch.int8 or w.kwargs.get("out_dtype") not in (None, torch.float32):
+        return None
+    if is_node(qmin) or is_node(qmax) or qmin not in (-128, -127) or qmax != 127:
+        return None
+    return w, q, scales
+
+
+def _float_bias(bias: Any, out_channels: int, lowering: LoweringState) -> tuple[bool, Any]:
+    """(matches, the bias as a float32 tensor or None) for a layer's bias:
+    None, a constant float32 [out_channels], or the dequantize of a
+    constant int32 one (evaluated now as torch's reference does it)."""
+    import torch
+
+    from tools.tracer.nodes import nodes_in
+
+    if bias is None:
+        return True, None
+    if not is_node(bias):
+        return False, None
+    if lowering.is_constant(bias):
+        value = lowering.constants[bias]
+    elif bias.target.namespace == "quantized_decomposed" and bias.target.__name__.startswith("dequantize_per_"):
+        inputs = list(nodes_in((bias.args, bias.kwargs)))
+        if not all(lowering.is_constant(n) for n in inputs) or lowering.constants[bias.args[0]].dtype != torch.int32:
+            return False, None
+
+        def constant(v: Any) -> Any:
+            return lowering.constants[v] if is_node(v) else v
+
+        with torch.no_grad():
+            value = bias.target(*map(constant, bias.args), **{k: constant(v) for k, v in bias.kwargs.items()})
+    else:
+        return False, None
+    ok = value.dtype == torch.float32 and value.dim() == 1 and value.shape[0] == out_channels
+    return ok, value if ok else None
+
+
+def _layer(weight: tuple, bias: Any, source: Node, q: Node, lowering: LoweringState, **conv: Any) -> Int8Layer | None:
+    """The int8 layer of `weight` (from _int8_weight), `bias`, the input's
+    dequantize `source` and the output's quantize `q`, its requantization
+    computed; None when the bias does not match."""
+    from pare import quantized_packing
+    from pare.packing import PackingError
+
+    node, q_weight, scales = weight
+    ok, bias_value = _float_bias(bias, q_weight.shape[0], lowering)
+    if not ok:
+        return None
+    in_scale, in_zero_point, _, _ = _static_per_tensor(source)
+    out_scale, out_zero_point, _, _ = _static_per_tensor(q)
+    w = q_weight.contiguous().numpy()
+    try:
+        requantization = quantized_packing.requantization(
+            w,
+            scales if isinstance(scales, float) else scales.double().numpy(),
+            None if bias_value is None else bias_value.double().numpy(),
+            in_scale,
+            in_zero_point,
+            out_scale,
+            out_zero_point,
+        )
+    except PackingError:  # a scale of 0 or too deep a reduction: the reference path runs it
+        return None
+    return Int8Layer(
+        weight=node,
+        bias=bias,
+        input_quantization=(in_scale, in_zero_point),
+        output_quantization=(out_scale, out_zero_point),
+        **conv,
+        int8_weight=w,
+        requantization=requantization,
+    )
