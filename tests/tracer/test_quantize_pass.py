@@ -1,0 +1,327 @@
+"""The quantize pass (tools/tracer/passes/quantize.py, issue 44): which
+PT2E patterns become int8 layers and which stay on the reference path
+(read from the exported program, nothing run), the requantization the
+pass writes simulated in numpy against torch eager of the converted module,
+and a quantized CNN checked end to end on the full runtime."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+import torch
+from torch import nn
+from torch.nn import functional as F
+from torchao.quantization.pt2e import move_exported_model_to_eval
+from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
+from tracer_testlib import MODELS, spec_of
+
+from codegen.inventory import InventoryOp
+from pare import program as pp
+from pare.quantizer import PareQuantizer
+from tools.tracer import check_model, export_model, model_spec, paths
+from tools.tracer import passes as graph_passes
+
+aten = torch.ops.aten
+qd = torch.ops.quantized_decomposed
+INT8_OPS = ("pare::qconv2d_prepack", "pare::qconv2d_prepacked", "pare::qlinear_prepack", "pare::qlinear_prepacked")
+REFERENCE = graph_passes.resolve("default", skip="quantize")
+
+
+class Layers(nn.Module):
+    """conv + relu, a strided, padded, grouped conv, a depthwise conv, a
+    1x1 conv without bias, a linear."""
+
+    def __init__(self):
+        super().__init__()
+        self.stem = nn.Conv2d(3, 8, 3, padding=1)
+        self.down = nn.Conv2d(8, 12, 3, stride=2, padding=(1, 2), groups=4)
+        self.dw = nn.Conv2d(12, 12, 3, padding=1, groups=12)
+        self.pw = nn.Conv2d(12, 6, 1, bias=False)
+        self.fc = nn.Linear(6, 5)
+
+    def forward(self, x):
+        y = F.relu(self.stem(x))
+        y = self.pw(self.dw(self.down(y)))
+        return self.fc(y.mean((2, 3)))
+
+
+LAYERS = 4, 1  # conv2d, linear
+
+
+def converted(quantizer=None) -> torch.fx.GraphModule:
+    """Layers, calibrated and converted by convert_pt2e."""
+    torch.manual_seed(0)
+    model = Layers().eval()
+    prepared = prepare_pt2e(
+        torch.export.export(model, (torch.randn(2, 3, 12, 10),)).module(), quantizer or PareQuantizer()
+    )
+    for _ in range(4):
+        prepared(torch.randn(2, 3, 12, 10))
+    converted = convert_pt2e(prepared)
+    move_exported_model_to_eval(converted)
+    return converted
+
+
+def inputs() -> list[tuple[torch.Tensor]]:
+    torch.manual_seed(1)
+    return [(torch.randn(2, 3, 12, 10),)]
+
+
+def layer_nodes(gm: torch.fx.GraphModule) -> list[torch.fx.Node]:
+    return [n for n in gm.graph.nodes if n.target in (aten.conv2d.default, aten.linear.default)]
+
+
+def quantize_after(node: torch.fx.Node) -> torch.fx.Node:
+    """The quantize the layer `node` ends in (through its activation)."""
+    while node.target is not qd.quantize_per_tensor.default:
+        (node,) = node.users
+    return node
+
+
+def with_clamps(gm: torch.fx.GraphModule) -> torch.fx.GraphModule:
+    """`gm` with a hardtanh (relu6's op) after its second convolution and a
+    clamp after its linear, before their quantize: the bounds the pass
+    narrows output_min / output_max to."""
+    layers = layer_nodes(gm)
+    for layer, (op, args) in (
+        (layers[1], (aten.hardtanh.default, (-0.3, 0.4))),
+        (layers[4], (aten.clamp.default, (None, 0.05))),
+    ):
+        q = quantize_after(layer)
+        with gm.graph.inserting_before(q):
+            clamp = gm.graph.call_function(op, (q.args[0], *args))
+        q.replace_input_with(q.args[0], clamp)
+    gm.recompile()
+    return gm
+
+
+def inventory_with_int8_ops():
+    """The runtime's inventory, with the int8 layers' operators if the
+    runtime does not list them yet: these tests export, they run nothing."""
+    inventory = paths.load_inventory()
+    ops = dict(inventory.ops)
+    for name in INT8_OPS:
+        ops.setdefault(name, InventoryOp(name, "not_run_here", "tests/tracer/test_quantize_pass.py"))
+    return dataclasses.replace(inventory, ops=ops)
+
+
+def export(module: nn.Module, passes="default"):
+    # A converted module refuses .eval(): no spec_from, whose ModelSpec calls it.
+    spec = model_spec.ModelSpec(MODELS / "inline.py", module, tuple(inputs()))
+    return export_model(spec, passes=passes, inventory=inventory_with_int8_ops())
+
+
+def ops_of(program: bytes) -> list[str]:
+    return [ins.op for m in pp.read(program).methods for ins in m.instructions]
+
+
+def counts_of(exported) -> dict[str, dict[str, int]]:
+    return {run.name: dict(run.changes) for run in exported.passes}
+
+
+# -- structure -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "quantizer", [PareQuantizer(), PareQuantizer(int32_bias=False)], ids=["int32_bias", "float_bias"]
+)
+def test_conv_and_linear_layers_become_int8_layers(quantizer):
+    exported = export(converted(quantizer))
+    ops = ops_of(exported.program)
+    assert ops.count("pare::qconv2d_prepack") == ops.count("pare::qconv2d_prepacked") == LAYERS[0]
+    assert ops.count("pare::qlinear_prepack") == ops.count("pare::qlinear_prepacked") == LAYERS[1]
+    assert not {"aten::convolution", "aten::addmm", "aten::mm", "aten::relu"} & set(ops)
+    assert "quantized_decomposed::dequantize_per_channel" not in ops  # the weights are the int8 layers' now
+    # The input is quantized once; one dequantize each for the mean and the output.
+    assert ops.count("quantized_decomposed::quantize_per_tensor") == 2
+    assert ops.count("quantized_decomposed::dequantize_per_tensor") == 2
+    counts = counts_of(exported)
+    assert counts["quantize"] == {"conv2d": LAYERS[0], "linear": LAYERS[1]}
+    assert counts["prepack_weights"] == {"conv2d": 0, "linear": 0}
+    # What the manifest lists: the init and the body ops, as lowering reports them.
+    assert {name: exported.op_counts[name] for name in INT8_OPS} == dict(zip(INT8_OPS, (4, 4, 1, 1)))
+    (method,) = pp.read(exported.program).methods
+    weights = sorted(tuple(v.sizes) for v in method.values if v.constant and v.dtype == "Char")
+    assert weights == [(5, 6), (6, 12, 1, 1), (8, 3, 3, 3), (12, 1, 3, 3), (12, 2, 3, 3)]
+
+
+def test_blocklisted_the_pass_leaves_the_reference_path():
+    module = converted()
+    exported = export(module, passes=REFERENCE)
+    assert exported.program == export(module, passes="none").program
+    ops = ops_of(exported.program)
+    assert ops.count("aten::convolution") == LAYERS[0] and ops.count("aten::addmm") == LAYERS[1]
+    assert not {*INT8_OPS} & set(ops)
+    assert counts_of(export(module, passes="quantize")) == {"quantize": {"conv2d": LAYERS[0], "linear": LAYERS[1]}}
+
+
+def test_clamps_before_the_quantize_are_fused():
+    exported = export(with_clamps(converted()))
+    ops = ops_of(exported.program)
+    assert not {"aten::hardtanh", "aten::clamp", "aten::convolution"} & set(ops)
+    assert counts_of(exported)["quantize"] == {"conv2d": LAYERS[0], "linear": LAYERS[1]}
+
+
+def _set_attr(gm: torch.fx.GraphModule, node: torch.fx.Node, value: torch.Tensor) -> None:
+    setattr(gm, node.target, value)
+
+
+def weight_dequantizes(gm: torch.fx.GraphModule) -> list[torch.fx.Node]:
+    return [layer.args[1] for layer in layer_nodes(gm)]
+
+
+def asymmetric(gm):
+    w = weight_dequantizes(gm)[1]  # `down`: zero points 1, not symmetric
+    _set_attr(gm, w.args[2], torch.ones_like(getattr(gm, w.args[2].target)))
+    return gm
+
+
+def four_bit(gm):
+    w = weight_dequantizes(gm)[1]  # `down`: declared a 4-bit range
+    w.args = (*w.args[:4], -8, 7, *w.args[6:])
+    gm.recompile()
+    return gm
+
+
+def uint8_input(gm):
+    q = quantize_after(layer_nodes(gm)[0])  # `stem`'s output quantized to uint8: `down` reads it
+    q.args = (q.args[0], q.args[1], q.args[2] + 128, 0, 255, torch.uint8)
+    for d in list(q.users):
+        d.args = (q, d.args[1], d.args[2] + 128, 0, 255, torch.uint8)
+    gm.recompile()
+    return gm
+
+
+@pytest.mark.parametrize("edit", [asymmetric, four_bit, uint8_input], ids=lambda f: f.__name__)
+def test_schemes_the_int8_layers_do_not_run_stay_on_the_reference_path(edit):
+    # `down` (and with uint8 activations `stem` too, which writes them)
+    # stays dequantize -> convolution -> quantize; the others become int8 layers.
+    exported = export(edit(converted()))
+    ops = ops_of(exported.program)
+    unmatched = 2 if edit is uint8_input else 1
+    assert ops.count("aten::convolution") == unmatched
+    assert ops.count("pare::qconv2d_prepacked") == LAYERS[0] - unmatched
+    assert counts_of(exported)["quantize"] == {"conv2d": LAYERS[0] - unmatched, "linear": LAYERS[1]}
+
+
+# -- the arithmetic ----------------------------------------------------------------
+
+
+class Recorder(torch.fx.Interpreter):
+    """Runs a converted module in torch eager, keeping every node's value."""
+
+    def __init__(self, gm):
+        super().__init__(gm)
+        self.values: dict[torch.fx.Node, object] = {}
+
+    def run_node(self, n):
+        self.values[n] = super().run_node(n)
+        return self.values[n]
+
+
+def int8_layers(program: bytes) -> list[tuple[str, list, list]]:
+    """(op, init op arguments, body op arguments) of each int8 layer, in
+    program order, constants as their values."""
+    (method,) = pp.read(program).methods
+    init = [i for i in method.instructions[: method.num_init] if i.op in INT8_OPS]
+    body = [i for i in method.instructions[method.num_init :] if i.op in INT8_OPS]
+    assert len(init) == len(body)
+
+    def values(ins):
+        return [method.values[i].payload for i in ins.inputs]
+
+    return [(i.op, values(i), values(b)) for i, b in zip(init, body)]
+
+
+def simulate_conv(qx, w, correction, multiplier, offset, stride, padding, dilation, groups, zx):
+    """The int32 accumulator of an int8 convolution: padding reads zx."""
+    (sh, sw), (ph, pw), (dh, dw) = stride, padding, dilation
+    x = np.pad(qx.astype(np.int64), ((0, 0), (0, 0), (ph, ph), (pw, pw)), constant_values=zx)
+    n, _, h, wd = x.shape
+    cout, cg, kh, kw = w.shape
+    oh, ow = (h - dh * (kh - 1) - 1) // sh + 1, (wd - dw * (kw - 1) - 1) // sw + 1
+    og = cout // groups
+    acc = np.zeros((n, cout, oh, ow), np.int64)
+    for i in range(kh):
+        for j in range(kw):
+            patch = x[:, :, i * dh : i * dh + sh * (oh - 1) + 1 : sh, j * dw : j * dw + sw * (ow - 1) + 1 : sw]
+            for g in range(groups):
+                taps = w[g * og : (g + 1) * og, :, i, j].astype(np.int64)
+                acc[:, g * og : (g + 1) * og] += np.einsum("nchw,oc->nohw", patch[:, g * cg : (g + 1) * cg], taps)
+    return acc + correction.astype(np.int64)[None, :, None, None], (1, -1, 1, 1)
+
+
+def requantized(acc, multiplier, offset, shape, lo, hi):
+    """What the kernels do after the product: float32 multiply, then add,
+    round half to even, clamp."""
+    assert np.abs(acc).max() < 2**31  # the int32 accumulator does not overflow
+    y = acc.astype(np.int32).astype(np.float32) * multiplier.reshape(shape) + offset.reshape(shape)
+    assert y.dtype == np.float32
+    return np.clip(np.rint(y), lo, hi).astype(np.int64)
+
+
+@pytest.mark.parametrize(
+    "quantizer", [PareQuantizer(), PareQuantizer(int32_bias=False)], ids=["int32_bias", "float_bias"]
+)
+def test_int8_layers_compute_what_torch_eager_does(quantizer):
+    gm = with_clamps(converted(quantizer))
+    exported = export(gm)
+    (x,) = inputs()[0]
+    recorder = Recorder(gm)
+    recorder.run(x)
+    layers = layer_nodes(gm)
+    written = int8_layers(exported.program)
+    assert [op for op, _, _ in written] == ["pare::qconv2d_prepack"] * LAYERS[0] + ["pare::qlinear_prepack"] * LAYERS[1]
+    ranges = []
+    for layer, (op, init, body) in zip(layers, written):
+        qx = recorder.values[layer.args[0].args[0]].numpy()  # the int8 tensor the layer's dequantize reads
+        expected = recorder.values[quantize_after(layer)].numpy().astype(np.int64)
+        _, packed, lo, hi = body
+        ranges.append((lo, hi))
+        w, correction, multiplier, offset = init[:4]
+        if op == "pare::qconv2d_prepack":
+            stride, padding, dilation, groups, _, zx = init[4:]
+            acc, shape = simulate_conv(qx, w, correction, multiplier, offset, stride, padding, dilation, groups, zx)
+        else:
+            acc = qx.astype(np.int64) @ w.astype(np.int64).T + correction.astype(np.int64)
+            shape = (1, -1)
+        got = requantized(acc, multiplier, offset, shape, lo, hi)
+        diff = np.abs(got - expected)
+        assert diff.max() <= 1, (layer.name, diff.max())
+        # A step off only where the two formulas round a value within float
+        # error of a half step: a wrong scale or zero point moves many.
+        assert (diff != 0).mean() <= 0.01, (layer.name, (diff != 0).mean())
+    # The clamps narrowed the output range: relu at the output zero point,
+    # hardtanh(-0.3, 0.4) and clamp(max=0.05) at their quantized bounds.
+    (lo0, _), (lo1, hi1), _, _, (lo4, hi4) = ranges
+    for (lo, hi), layer in zip(ranges, layers):
+        scale, zero_point, qmin, qmax = quantize_after(layer).args[1:5]
+        if layer is layers[0]:
+            assert (lo, hi) == (max(qmin, zero_point), qmax)
+        elif layer is layers[1]:
+            assert (lo, hi) == (
+                max(qmin, round(-0.3 / scale) + zero_point),
+                min(qmax, round(0.4 / scale) + zero_point),
+            )
+            assert qmin < lo < hi < qmax
+        elif layer is layers[4]:
+            assert (lo, hi) == (qmin, round(0.05 / scale) + zero_point) and hi < qmax
+        else:
+            assert (lo, hi) == (qmin, qmax)
+
+
+# -- end to end ----------------------------------------------------------------------
+
+
+def test_a_quantized_cnn_runs_int8_layers_and_matches_torch(full_lib):
+    # Needs the runtime's int8 kernels (pare::qconv2d_prepacked, ...).
+    spec = spec_of("quantized_cnn")
+    checks = check_model(spec, full_lib)
+    line = checks[0].outputs[0].line()
+    assert line.startswith("output 0 Float[2, 10]: ok, quantized (step ") and "within 3 steps" in line
+    assert all(c.ok for c in checks)
+    exported = export_model(spec)
+    assert counts_of(exported)["quantize"] == {"conv2d": 2, "linear": 1}
+    assert not {"aten::convolution", "aten::addmm"} & set(ops_of(exported.program))
