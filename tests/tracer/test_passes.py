@@ -284,6 +284,7 @@ def test_selection_resolves_to_the_canonical_order():
     assert graph_passes.names() == (
         "fold_conv_bn",
         "fold_linear_bn",
+        "quantize",
         "prepack_weights",
         "winograd",
         "fuse_add",
@@ -295,13 +296,15 @@ def test_selection_resolves_to_the_canonical_order():
     assert graph_passes.resolve("none") == ()
     assert (
         graph_passes.resolve(
-            "channels_last,fuse_clamp,prepack_weights,fold_linear_bn, fold_conv_bn,fuse_activation,winograd,fuse_add"
+            "channels_last,fuse_clamp,prepack_weights,fold_linear_bn, fold_conv_bn,fuse_activation,winograd,fuse_add,"
+            "quantize"
         )
         == graph_passes.names()
     )
     assert graph_passes.resolve(["fold_linear_bn"]) == ("fold_linear_bn",)
     assert graph_passes.resolve("default", skip="fold_linear_bn,fuse_add") == (
         "fold_conv_bn",
+        "quantize",
         "prepack_weights",
         "winograd",
         "fuse_clamp",
@@ -317,8 +320,8 @@ def test_selection_resolves_to_the_canonical_order():
         (
             "fold_bn",
             (),
-            "--passes: unknown pass 'fold_bn'; the passes are fold_conv_bn, fold_linear_bn, prepack_weights, "
-            "winograd, fuse_add, fuse_clamp, fuse_activation, channels_last",
+            "--passes: unknown pass 'fold_bn'; the passes are fold_conv_bn, fold_linear_bn, quantize, "
+            "prepack_weights, winograd, fuse_add, fuse_clamp, fuse_activation, channels_last",
         ),
         ("fold_conv_bn,,fold_linear_bn", (), "empty pass name"),
         ("default,fold_conv_bn", (), "unknown pass 'default'"),
@@ -371,6 +374,7 @@ def test_manifest_debug_info_records_the_passes(demo_traces):
     assert json.loads(info)["passes"] == [
         {"name": "fold_conv_bn", "folded": 2},
         {"name": "fold_linear_bn", "folded": 0},
+        {"name": "quantize", "conv2d": 0, "linear": 0},  # the demo is a float model
         {"name": "prepack_weights", "conv2d": 3, "linear": 2},
         {"name": "winograd", "F(2x2,3x3)": 0, "F(4x4,3x3)": 0},  # the demo has no 3x3 stride-1 dense convolution
         {"name": "fuse_add", "fused": 0},
@@ -395,7 +399,8 @@ def test_export_flags(capsys, tmp_path):
     code, out, err = run_cli(capsys, "export", str(DEMO), "-o", str(tmp_path / "default.pare"))
     assert code == 0, err
     assert (
-        "passes fold_conv_bn (2 folded), fold_linear_bn (0 folded), prepack_weights (3 conv2d, 2 linear), "
+        "passes fold_conv_bn (2 folded), fold_linear_bn (0 folded), quantize (0 conv2d, 0 linear), "
+        "prepack_weights (3 conv2d, 2 linear), "
         f"winograd (0 F(2x2,3x3), 0 F(4x4,3x3)), fuse_add (0 fused), fuse_clamp ({FUSED_IN_DEMO} fused), fuse_activation (2 fused), "
         "channels_last (0 layers, 0 conversions)"
     ) in out
@@ -439,8 +444,8 @@ def test_trace_and_check_flags(capsys, tmp_path, tracing_lib, full_lib):
             "fold_everything",
             (
                 "argument --passes: unknown pass 'fold_everything'; the passes are "
-                "fold_conv_bn, fold_linear_bn, prepack_weights, winograd, fuse_add, fuse_clamp, "
-                "fuse_activation, channels_last (or default or none alone)"
+                "fold_conv_bn, fold_linear_bn, quantize, prepack_weights, winograd, fuse_add, "
+                "fuse_clamp, fuse_activation, channels_last (or default or none alone)"
             ),
         ),
         (
@@ -448,7 +453,8 @@ def test_trace_and_check_flags(capsys, tmp_path, tracing_lib, full_lib):
             "default",
             (
                 "argument --skip-passes: unknown pass 'default'; the passes are fold_conv_bn, "
-                "fold_linear_bn, prepack_weights, winograd, fuse_add, fuse_clamp, fuse_activation, channels_last"
+                "fold_linear_bn, quantize, prepack_weights, winograd, fuse_add, fuse_clamp, fuse_activation, "
+                "channels_last"
             ),
         ),
     ],

@@ -30,14 +30,14 @@ REFERENCE = graph_passes.resolve("default", skip="quantize")
 
 
 class Layers(nn.Module):
-    """conv + relu, a strided, padded, grouped conv, a depthwise conv, a
-    1x1 conv without bias, a linear."""
+    """conv + relu, a strided, padded, grouped conv, a dilated depthwise
+    conv, a 1x1 conv without bias, a linear."""
 
     def __init__(self):
         super().__init__()
         self.stem = nn.Conv2d(3, 8, 3, padding=1)
         self.down = nn.Conv2d(8, 12, 3, stride=2, padding=(1, 2), groups=4)
-        self.dw = nn.Conv2d(12, 12, 3, padding=1, groups=12)
+        self.dw = nn.Conv2d(12, 12, 3, padding=2, dilation=2, groups=12)
         self.pw = nn.Conv2d(12, 6, 1, bias=False)
         self.fc = nn.Linear(6, 5)
 
@@ -50,23 +50,21 @@ class Layers(nn.Module):
 LAYERS = 4, 1  # conv2d, linear
 
 
-def converted(quantizer=None) -> torch.fx.GraphModule:
-    """Layers, calibrated and converted by convert_pt2e."""
+def converted(quantizer=None, model=None, shape=(2, 3, 12, 10)) -> torch.fx.GraphModule:
+    """`model` (by default Layers), calibrated and converted by convert_pt2e."""
     torch.manual_seed(0)
-    model = Layers().eval()
-    prepared = prepare_pt2e(
-        torch.export.export(model, (torch.randn(2, 3, 12, 10),)).module(), quantizer or PareQuantizer()
-    )
+    model = (model or Layers()).eval()
+    prepared = prepare_pt2e(torch.export.export(model, (torch.randn(*shape),)).module(), quantizer or PareQuantizer())
     for _ in range(4):
-        prepared(torch.randn(2, 3, 12, 10))
+        prepared(torch.randn(*shape))
     converted = convert_pt2e(prepared)
     move_exported_model_to_eval(converted)
     return converted
 
 
-def inputs() -> list[tuple[torch.Tensor]]:
+def inputs(shape=(2, 3, 12, 10)) -> list[tuple[torch.Tensor]]:
     torch.manual_seed(1)
-    return [(torch.randn(2, 3, 12, 10),)]
+    return [(torch.randn(*shape),)]
 
 
 def layer_nodes(gm: torch.fx.GraphModule) -> list[torch.fx.Node]:
@@ -107,9 +105,9 @@ def inventory_with_int8_ops():
     return dataclasses.replace(inventory, ops=ops)
 
 
-def export(module: nn.Module, passes="default"):
+def export(module: nn.Module, passes="default", shape=(2, 3, 12, 10)):
     # A converted module refuses .eval(): no spec_from, whose ModelSpec calls it.
-    spec = model_spec.ModelSpec(MODELS / "inline.py", module, tuple(inputs()))
+    spec = model_spec.ModelSpec(MODELS / "inline.py", module, tuple(inputs(shape)))
     return export_model(spec, passes=passes, inventory=inventory_with_int8_ops())
 
 
@@ -145,6 +143,17 @@ def test_conv_and_linear_layers_become_int8_layers(quantizer):
     (method,) = pp.read(exported.program).methods
     weights = sorted(tuple(v.sizes) for v in method.values if v.constant and v.dtype == "Char")
     assert weights == [(5, 6), (6, 12, 1, 1), (8, 3, 3, 3), (12, 1, 3, 3), (12, 2, 3, 3)]
+
+
+def test_a_linear_layer_on_3d_inputs_runs_on_them():
+    # nn.Linear on [2, 3, 6] decomposes to view, addmm, view: the int8
+    # layer reads the 3-d int8 tensor and writes the 3-d output, no views.
+    shape = (2, 3, 6)
+    exported = export(converted(model=nn.Linear(6, 5), shape=shape), shape=shape)
+    ops = ops_of(exported.program)
+    assert ops.count("pare::qlinear_prepacked") == 1
+    assert not {"aten::view", "aten::addmm", "aten::_unsafe_view"} & set(ops)
+    assert counts_of(exported)["quantize"] == {"conv2d": 0, "linear": 1}
 
 
 def test_blocklisted_the_pass_leaves_the_reference_path():

@@ -20,8 +20,11 @@ from tracer_testlib import HERE, MODELS
 
 from pare.quantizer import PareQuantizer
 from tools.bench.executorch_peer import VENV, available, child_env, python_of
-from tools.tracer import check_model, trace_model
+from tools.tracer import check_model, export_model, trace_model
+from tools.tracer import passes as graph_passes
 from tools.tracer.model_spec import ModelSpec, load_model_spec
+
+REFERENCE = ",".join(graph_passes.resolve("default", skip="quantize"))
 
 # A model spec as a user would write one around torch.export.save's file.
 SPEC = '''"""tests/tracer/xnnpack_fixture.py's program, XNNPACKQuantizer's quantized_cnn."""
@@ -63,7 +66,8 @@ def xnnpack_spec(xnnpack_dir) -> ModelSpec:
 
 
 def test_an_xnnpack_quantized_cnn_is_traced_and_matches_torch(xnnpack_spec, tracing_lib, full_lib):
-    result = trace_model(xnnpack_spec, runtime=tracing_lib)
+    # The reference path (quantize blocklisted); test_xnnpack_quantized_cnn_runs_int8_layers: the int8 layers.
+    result = trace_model(xnnpack_spec, runtime=tracing_lib, passes=REFERENCE)
     m = result.manifest
     assert {
         "quantized_decomposed::quantize_per_tensor",
@@ -76,7 +80,17 @@ def test_an_xnnpack_quantized_cnn_is_traced_and_matches_torch(xnnpack_spec, trac
     # int8 weights; XNNPACKQuantizer leaves biases float, so no Int here
     assert m.kernel_metadata["dequantize_per_channel_kernel"] == ("Char",)
     assert all(c.ok for c in result.checks)
-    checks = check_model(xnnpack_spec, full_lib)
+    checks = check_model(xnnpack_spec, full_lib, passes=REFERENCE)
+    line = checks[0].outputs[0].line()
+    assert line.startswith("output 0 Float[2, 10]: ok, quantized (step ") and "within 3 steps" in line
+    assert all(c.ok for c in checks)
+
+
+def test_xnnpack_quantized_cnn_runs_int8_layers(xnnpack_spec, full_lib):
+    # The quantize pass (on by default) takes XNNPACKQuantizer's float biases too.
+    exported = export_model(xnnpack_spec)
+    assert {run.name: dict(run.changes) for run in exported.passes}["quantize"] == {"conv2d": 2, "linear": 1}
+    checks = check_model(xnnpack_spec, full_lib, program=exported.program)
     line = checks[0].outputs[0].line()
     assert line.startswith("output 0 Float[2, 10]: ok, quantized (step ") and "within 3 steps" in line
     assert all(c.ok for c in checks)
