@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from torch.fx import Node
 
 NAME = "quantize"
+QUANTIZED_NAMESPACE = "quantized_decomposed"
 
 INT8_RANGE = (-128, 127)
 
@@ -124,6 +125,18 @@ def _fuse_chain(node: Node, fused: list[Node], lowering: LoweringState) -> None:
         lowering.fuse(after, before)
 
 
+def _calls(node: Any, name: str) -> bool:
+    """Whether `node` calls quantized_decomposed::<name>.default. By name:
+    torch.ops.quantized_decomposed has these ops only once torchao is
+    imported, and a float model's export need not import it."""
+    target = getattr(node, "target", None) if is_node(node) else None
+    return (
+        getattr(target, "namespace", None) == QUANTIZED_NAMESPACE
+        and target._schema.name == f"{QUANTIZED_NAMESPACE}::{name}"
+        and target._overloadname == "default"
+    )
+
+
 def _static_per_tensor(node: Node) -> tuple[float, int, int, int] | None:
     """(scale, zero point, quant_min, quant_max) of a quantize_per_tensor /
     dequantize_per_tensor .default to or from int8 (or a sub-range), None
@@ -145,10 +158,8 @@ _QPARAMS = ("scale", "zero_point", "quant_min", "quant_max", "dtype")
 
 def _int8_input(x: Any) -> Node | None:
     """x, when it is the static per-tensor dequantize of an int8 tensor."""
-    import torch
 
-    qd = torch.ops.quantized_decomposed
-    if not is_node(x) or x.target is not qd.dequantize_per_tensor.default or not is_node(x.args[0]):
+    if not _calls(x, "dequantize_per_tensor") or not is_node(x.args[0]):
         return None
     return x if _static_per_tensor(x) is not None else None
 
@@ -158,18 +169,16 @@ def _int8_output(last: Node) -> tuple[Node | None, list[Node], tuple[int, int]]:
     output_max)) when `last`'s only user, through an optional relu /
     hardtanh / clamp with constant bounds (each the only user of the node
     before), is a static quantize_per_tensor to int8. Else (None, [], ())."""
-    import torch
 
     from tools.tracer.nodes import only_user
 
-    qd = torch.ops.quantized_decomposed
     fused: list[Node] = []
     bounds = None
     user = only_user(last)
     if user is not None and (bounds := clamp_bounds(user, last)) is not None:
         fused.append(user)
         last, user = user, only_user(user)
-    if user is None or user.target is not qd.quantize_per_tensor.default or user.args[0] is not last:
+    if not _calls(user, "quantize_per_tensor") or user.args[0] is not last:
         return None, [], ()
     qparams = _static_per_tensor(user)
     if qparams is None:
@@ -201,13 +210,12 @@ def _int8_weight(w: Any, dims: int, lowering: LoweringState) -> tuple[Node, torc
     or per tensor, with the int8 range (-127 or -128 to 127); else None."""
     import torch
 
-    qd = torch.ops.quantized_decomposed
     if not is_node(w) or not w.args or not lowering.is_constant(w.args[0]):
         return None
     q = lowering.constants[w.args[0]]
     if q.dtype != torch.int8 or q.dim() != dims:
         return None
-    if w.target is qd.dequantize_per_channel.default:
+    if _calls(w, "dequantize_per_channel"):
         scales, zero_points, axis, qmin, qmax, dtype = (
             argument(w, i, n) for i, n in enumerate(("scales", "zero_points", "axis", *_QPARAMS[2:]), 1)
         )
@@ -218,7 +226,7 @@ def _int8_weight(w: Any, dims: int, lowering: LoweringState) -> tuple[Node, torc
             return None
         if axis % dims != 0 or scales.numel() != q.shape[0]:
             return None
-    elif w.target is qd.dequantize_per_tensor.default:
+    elif _calls(w, "dequantize_per_tensor"):
         scales, zero_point, qmin, qmax, dtype = (argument(w, i, n) for i, n in enumerate(_QPARAMS, 1))
         if any(is_node(v) for v in (scales, zero_point)) or zero_point != 0:
             return None
@@ -246,7 +254,7 @@ def _float_bias(bias: Any, out_channels: int, lowering: LoweringState) -> tuple[
         return False, None
     if lowering.is_constant(bias):
         value = lowering.constants[bias]
-    elif bias.target.namespace == "quantized_decomposed" and bias.target.__name__.startswith("dequantize_per_"):
+    elif _calls(bias, "dequantize_per_channel") or _calls(bias, "dequantize_per_tensor"):
         inputs = list(nodes_in((bias.args, bias.kwargs)))
         if not all(lowering.is_constant(n) for n in inputs) or lowering.constants[bias.args[0]].dtype != torch.int32:
             return False, None
