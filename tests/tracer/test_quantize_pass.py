@@ -301,7 +301,7 @@ def test_int8_layers_compute_what_torch_eager_does(quantizer):
         assert diff.max() <= 1, (layer.name, diff.max())
         # A step off only where the two formulas round a value within float
         # error of a half step: a wrong scale or zero point moves many.
-        assert (diff != 0).mean() <= 0.01, (layer.name, (diff != 0).mean())
+        assert (diff != 0).sum() <= max(1, diff.size // 100), (layer.name, (diff != 0).sum())
     # The clamps narrowed the output range: relu at the output zero point,
     # hardtanh(-0.3, 0.4) and clamp(max=0.05) at their quantized bounds.
     (lo0, _), (lo1, hi1), _, _, (lo4, hi4) = ranges
