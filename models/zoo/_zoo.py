@@ -90,3 +90,35 @@ def vision(name: str, *batches: int, size: int | tuple[int, int] = 64, **kwargs)
     builder = getattr(models, name, None) or getattr(models.segmentation, name, None)
     model = builder(weights=None, **kwargs)
     return randomize_norm_stats(model).eval(), images(*(batches or (1, 2)), size=size)
+
+
+def quantized(model: nn.Module, inputs, *, calibration_batches: int = 4, dynamic: bool = False, seed: int = 2):
+    """(converted, inputs): `model` quantized by PT2E with PareQuantizer (docs/quantization.md).
+
+    Exported at the shape of `inputs[0]` (torch.export fixes the batch
+    size, so a quantized spec has one input tuple), calibrated on
+    `calibration_batches` seeded batches of that shape and dtype (random
+    normal floats, integer inputs drawn within their range), then
+    converted. `dynamic`: PareQuantizer(dynamic=True), linear layers'
+    inputs quantized at run time, no calibration needed but harmless.
+    """
+    from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
+
+    from pare.quantizer import PareQuantizer
+
+    example = inputs[0]
+    m = torch.export.export(model.eval(), example).module()
+    m = prepare_pt2e(m, PareQuantizer(dynamic=dynamic))
+    g = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for _ in range(calibration_batches):
+            m(*(_like(t, g) for t in example))
+        m(*example)
+    return convert_pt2e(m), [example]
+
+
+def _like(t: torch.Tensor, g: torch.Generator) -> torch.Tensor:
+    """A seeded random tensor of t's shape and dtype (integers within t's range)."""
+    if t.is_floating_point():
+        return torch.randn(t.shape, generator=g, dtype=t.dtype)
+    return torch.randint(int(t.min()), int(t.max()) + 1, t.shape, generator=g, dtype=t.dtype)

@@ -1,0 +1,15 @@
+"""torchvision ShuffleNetV2 x1.0, PT2E int8 (PareQuantizer: per-channel int8 weights, int8 activations, int32 biases).
+
+Zoo model (docs/model_zoo.md), the quantized twin of shufflenet_v2_x1_0.py: the same
+random weights and batch-norm statistics, exported at batch 1 of 64x64
+images, calibrated on seeded batches, converted by convert_pt2e
+(docs/quantization.md).
+"""
+
+from _zoo import quantized, vision
+
+KIND = "classification"
+
+
+def build():
+    return quantized(*vision("shufflenet_v2_x1_0", 1))
