@@ -1,7 +1,8 @@
 #pragma once
 // The one convolution plan, shared by every convolution entry point
 // (aten::convolution in nn/convolution.cc, pare::conv2d_prepacked in
-// prepacked/, and the int8 and delegated convolutions to come): a layer's
+// prepacked/, pare::qconv2d_prepacked in quantized/ (int8), and the
+// delegated convolutions to come): a layer's
 // geometry, the output-size check, the layout of its weights and the choice
 // of algorithm are computed here once, and each entry point runs the
 // algorithm the plan names (runtime/kernels/README.md, "Convolution: one plan").
@@ -187,6 +188,24 @@ PARE_ALWAYS_INLINE Algorithm choose_packed(const Geometry& g, WeightLayout layou
   if (layout == WeightLayout::Winograd4) return Algorithm::Winograd4;
   if (layout == WeightLayout::PixelRows) return Algorithm::PixelRows;
   return gemm_algorithm(g);
+}
+
+// The int8 algorithms (quantized/qconv.cc, pare::qconv2d_prepacked), over
+// the same geometry: the direct kernel for one input channel per group
+// (depthwise, any channel multiplier), the image itself as the int8 GEMM's
+// operand for a pointwise layer, else per (image, group) the im2col matrix
+// [pixels, k] of the int8 input (padding reads as the input zero point) in
+// scratch, then the GEMM. Weights as given (layout AsGiven) for all three.
+enum class Int8Algorithm : uint8_t {
+  Depthwise,      // direct kernel over NCHW planes
+  PointwiseGemm,  // a 1x1, stride 1, unpadded layer: the image [cg, H*W] as it is
+  Im2colGemm,     // pixel-major im2col [pixels, k], then the dot-product GEMM
+};
+
+PARE_ALWAYS_INLINE Int8Algorithm choose_int8(const Geometry& g) {
+  if (g.cg == 1) return Int8Algorithm::Depthwise;
+  if (g.pointwise()) return Int8Algorithm::PointwiseGemm;
+  return Int8Algorithm::Im2colGemm;
 }
 
 }  // namespace conv

@@ -1,0 +1,158 @@
+// QConv2dPackedParams::run: pare::qconv2d_prepacked's int8 convolution
+// (qpacked_params.h), over the one convolution plan (common/conv_plan.h:
+// the geometry, the output-size check, conv::choose_int8).
+//
+// Padding reads as the input's zero point (the dequantized 0.0), never 0:
+// the exporter's correction subtracts zx sum w over every tap, padded ones
+// included. Build feature threads: not yet; the split would go over
+// (image, group) pairs, or output rows for a single image.
+
+#include "runtime/core/format.h"
+#include "runtime/kernels/common/convert.h"
+#include "runtime/kernels/quantized/qgemm.h"
+#include "runtime/kernels/quantized/qpacked_params.h"
+
+namespace pare {
+namespace classes {
+namespace {
+
+using GemmRequantization = kernels::qgemm::Requantization;
+
+// The requantization of output channels [c0, ...).
+GemmRequantization channels_from(const classes::Requantization& rq, int64_t c0, int32_t output_min, int32_t output_max) {
+  return {rq.correction + c0, rq.multiplier + c0, rq.offset + c0, output_min, output_max};
+}
+
+// One input channel per group (conv::Int8Algorithm::Depthwise): output
+// channel o reads input channel o / og with its own kh x kw filter. Per
+// output row, int32 sums in `acc` (out_w entries), tap by tap: the taps
+// inside the image over the row's valid outputs (conv::valid_range), the
+// zero point times the weight for the rest.
+void depthwise(const conv::Geometry& g, const int8_t* x, const int8_t* w, const classes::Requantization& rq,
+               int32_t zero_point, int32_t output_min, int32_t output_max, int32_t* acc, int8_t* out) {
+  const int64_t taps = g.kh * g.kw;
+  for (int64_t n = 0; n < g.batch; ++n) {
+    for (int64_t o = 0; o < g.out_channels; ++o) {
+      const int8_t* plane = x + (n * g.in_channels + o / g.og) * g.planes_in();
+      const int8_t* filter = w + o * taps;
+      int8_t* dst = out + (n * g.out_channels + o) * g.planes_out();
+      for (int64_t oy = 0; oy < g.out_h; ++oy) {
+        for (int64_t ox = 0; ox < g.out_w; ++ox) acc[ox] = 0;
+        for (int64_t ky = 0; ky < g.kh; ++ky) {
+          const int64_t iy = oy * g.sh - g.ph + ky * g.dh;
+          if (iy < 0 || iy >= g.height) {
+            int32_t padded = 0;
+            for (int64_t kx = 0; kx < g.kw; ++kx) padded += filter[ky * g.kw + kx] * zero_point;
+            for (int64_t ox = 0; ox < g.out_w; ++ox) acc[ox] += padded;
+            continue;
+          }
+          const int8_t* row = plane + iy * g.width;
+          for (int64_t kx = 0; kx < g.kw; ++kx) {
+            const int32_t wv = filter[ky * g.kw + kx];
+            const int64_t offset = kx * g.dw - g.pw;
+            int64_t lo = 0;
+            int64_t hi = 0;
+            conv::valid_range(offset, g.sw, g.width, g.out_w, &lo, &hi);
+            const int32_t padded = wv * zero_point;
+            for (int64_t ox = 0; ox < lo; ++ox) acc[ox] += padded;
+            for (int64_t ox = hi; ox < g.out_w; ++ox) acc[ox] += padded;
+            if (g.sw == 1) {
+              for (int64_t ox = lo; ox < hi; ++ox) acc[ox] += wv * row[ox + offset];  // vectorises
+            } else {
+              for (int64_t ox = lo; ox < hi; ++ox) acc[ox] += wv * row[ox * g.sw + offset];
+            }
+          }
+        }
+        kernels::qgemm::requantize_channel(acc, g.out_w, rq.correction[o], rq.multiplier[o], rq.offset[o], output_min,
+                                           output_max, dst + oy * g.out_w);
+      }
+    }
+  }
+}
+
+// The im2col matrix of one (image, group), pixel-major: row p = oy out_w +
+// ox holds the k = cg kh kw taps of output pixel p in the weights' order
+// (channel, ky, kx), padding as the zero point.
+void im2col_rows(const conv::Geometry& g, const int8_t* image, int8_t zero_point, int8_t* columns) {
+  int8_t* dst = columns;
+  for (int64_t oy = 0; oy < g.out_h; ++oy) {
+    for (int64_t ox = 0; ox < g.out_w; ++ox) {
+      for (int64_t c = 0; c < g.cg; ++c) {
+        const int8_t* plane = image + c * g.planes_in();
+        for (int64_t ky = 0; ky < g.kh; ++ky) {
+          const int64_t iy = oy * g.sh - g.ph + ky * g.dh;
+          if (iy < 0 || iy >= g.height) {
+            for (int64_t kx = 0; kx < g.kw; ++kx) *dst++ = zero_point;
+            continue;
+          }
+          const int8_t* row = plane + iy * g.width;
+          const int64_t ix0 = ox * g.sw - g.pw;
+          for (int64_t kx = 0; kx < g.kw; ++kx) {
+            const int64_t ix = ix0 + kx * g.dw;
+            *dst++ = ix >= 0 && ix < g.width ? row[ix] : zero_point;
+          }
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+
+Error QConv2dPackedParams::run(KernelContext& ctx, const Tensor& input, Value& out, int32_t output_min,
+                               int32_t output_max) const {
+  PARE_CHECK_OR_RETURN(ctx, input.dim == 4 || input.dim == 3, Error::InvalidShape,
+                       "argument 'input' must be 3-D or 4-D, got sizes %s", sizes_to_string(input.size_span()).text);
+  const bool batched = input.dim == 4;
+  const int64_t channels = input.sizes[batched ? 1 : 0];
+  PARE_CHECK_OR_RETURN(ctx, channels == in_channels, Error::InvalidShape,
+                       "argument 'input' has %lld channels; the int8 weights expect %lld",
+                       static_cast<long long>(channels), static_cast<long long>(in_channels));
+  conv::Geometry g = geometry(batched ? input.sizes[0] : 1, input.sizes[batched ? 2 : 1], input.sizes[batched ? 3 : 2]);
+  PARE_TRY(conv::plan_output(ctx, &g, input.size_span(), /*weight_dim=*/4));
+  int64_t sizes[4] = {g.batch, out_channels, g.out_h, g.out_w};
+  PARE_TRY_ASSIGN(Tensor * result, ctx.allocate_output(out, ScalarType::Char,
+                                                       batched ? IntArrayRef(sizes, 4) : IntArrayRef(sizes + 1, 3)));
+  if (result->numel() == 0) return Error::Ok;
+  PARE_TRY_ASSIGN(const Tensor x, as_contiguous(ctx, input, ScalarType::Char));
+  const int8_t* image = x.data_as<int8_t>();
+  int8_t* y = result->data_as<int8_t>();
+
+  const conv::Int8Algorithm algorithm = conv::choose_int8(g);
+  if (algorithm == conv::Int8Algorithm::Depthwise) {
+    PARE_TRY_ASSIGN(void* acc, ctx.allocate_scratch(static_cast<size_t>(g.out_w) * sizeof(int32_t)));
+    depthwise(g, image, weight, requantization, input_zero_point, output_min, output_max, static_cast<int32_t*>(acc),
+              y);
+    return Error::Ok;
+  }
+  const int64_t k = g.k();
+  const int64_t p = g.planes_out();
+  const bool pointwise = algorithm == conv::Int8Algorithm::PointwiseGemm;
+  int8_t* columns = nullptr;
+  if (!pointwise) {
+    int64_t bytes = 0;
+    PARE_CHECK_OR_RETURN(ctx, !__builtin_mul_overflow(k, p, &bytes) && bytes <= (int64_t{1} << 40),
+                         Error::InvalidShape, "the input is too large for this layer's im2col matrix (%lld x %lld)",
+                         static_cast<long long>(p), static_cast<long long>(k));
+    PARE_TRY_ASSIGN(void* memory, ctx.allocate_scratch(static_cast<size_t>(bytes)));
+    columns = static_cast<int8_t*>(memory);
+  }
+  for (int64_t n = 0; n < g.batch; ++n) {
+    for (int64_t grp = 0; grp < groups; ++grp) {
+      const int8_t* group_image = image + g.group_input(n, grp);
+      const int8_t* group_weight = weight + grp * g.og * k;
+      const GemmRequantization rq = channels_from(requantization, grp * g.og, output_min, output_max);
+      const kernels::qgemm::Output dst{y + g.group_output(n, grp), /*channel_stride=*/p, /*pixel_stride=*/1};
+      if (pointwise) {
+        kernels::qgemm::gemm_columns(g.og, p, k, group_weight, group_image, rq, dst);
+      } else {
+        im2col_rows(g, group_image, static_cast<int8_t>(input_zero_point), columns);
+        kernels::qgemm::gemm_rows(g.og, p, k, group_weight, columns, rq, dst);
+      }
+    }
+  }
+  return Error::Ok;
+}
+
+}  // namespace classes
+}  // namespace pare
