@@ -1,0 +1,355 @@
+"""The int8 layers (runtime/kernels/quantized/qconv.cc, qlinear.cc, qgemm.cc):
+pare::qconv2d_prepacked and pare::qlinear_prepacked (classes
+QConv2dPackedParams, QLinearPackedParams) vs torch eager running PT2E's
+reference graph, dequantize_per_tensor -> F.conv2d / F.linear on the
+dequantized per-channel weight and float bias -> optional clamp ->
+quantize_per_tensor. Every element is at most one quantization step from
+torch's (the kernels compute acc * multiplier + offset from an exact int32
+sum, the reference a float32 convolution divided by the output scale: the
+two round differently near half a step, pare/quantized_packing.py), and
+almost all are equal. Awkward shapes: odd channels, stride 2, padding,
+dilation, groups, depthwise with channel multipliers 1 and 2, batch 2, 1x1
+and 7x7 kernels, zero points at int8's limits, saturation, a relu-like
+range, a non-contiguous input; and the one-line errors of bad arguments."""
+
+import numpy as np
+import pytest
+import torch
+import torch.ao.quantization.fx._decomposed  # noqa: F401  registers torch.ops.quantized_decomposed
+import torch.nn.functional as F
+from runtime_testing import make_tensor
+
+from pare.program import ObjectOf, ProgramBuilder
+from pare.quantized_packing import requantization
+from pare.runtime import PareError
+
+qd = torch.ops.quantized_decomposed
+
+# At least this share of the elements equals torch's exactly.
+EXACT_SHARE = 0.95
+
+
+def int8_tensor(shape, seed, low=-128, high=127):
+    return make_tensor(shape, torch.int8, seed, low, high)
+
+
+def weight_scales(out_channels, seed):
+    g = torch.Generator().manual_seed(seed)
+    return (torch.rand(out_channels, generator=g, dtype=torch.float64) * 0.015 + 0.005).to(torch.float32)
+
+
+def bias_values(out_channels, seed):
+    g = torch.Generator().manual_seed(seed)
+    return torch.randn(out_channels, generator=g, dtype=torch.float32) * 0.5
+
+
+class Layer:
+    """An int8 layer's quantization: input (sx, zx), per-channel symmetric
+    weights, float bias, output (so, zo), and the float op between."""
+
+    def __init__(self, w_q, bias, sx, zx, op, relu=False, out_range=(-128, 127), out_zero_point=0, seed=0):
+        self.w_q, self.bias, self.sx, self.zx, self.op, self.relu = w_q, bias, sx, zx, op, relu
+        self.sw = weight_scales(w_q.shape[0], seed)
+        self.zo = out_zero_point
+        self.out_range = out_range
+        self.so = None
+
+    def float_output(self, x_q):
+        xf = qd.dequantize_per_tensor(x_q, self.sx, self.zx, -128, 127, torch.int8)
+        zeros = torch.zeros(self.w_q.shape[0], dtype=torch.int64)
+        wf = qd.dequantize_per_channel(self.w_q, self.sw, zeros, 0, -127, 127, torch.int8)
+        y = self.op(xf, wf, self.bias)
+        return torch.relu(y) if self.relu else y
+
+    def calibrate(self, x_q, steps=110.0):
+        """The output scale from the float result's range (as a calibration
+        would), `steps` steps for the largest magnitude."""
+        self.so = float(self.float_output(x_q).abs().max()) / steps
+        return self
+
+    def reference(self, x_q):
+        y = self.float_output(x_q)
+        lo, hi = self.out_range
+        if self.relu:
+            lo = max(lo, self.zo)
+        return qd.quantize_per_tensor(y, self.so, self.zo, lo, hi, torch.int8)
+
+    def constants(self):
+        bias = None if self.bias is None else self.bias.numpy()
+        return requantization(self.w_q.numpy(), self.sw.numpy(), bias, self.sx, self.zx, self.so, self.zo)
+
+    def output_bounds(self):
+        lo, hi = self.out_range
+        return (max(lo, self.zo) if self.relu else lo), hi
+
+
+def assert_within_one_step(actual, expected):
+    assert actual.dtype == torch.int8, actual.dtype
+    assert tuple(actual.shape) == tuple(expected.shape), f"{tuple(actual.shape)} != {tuple(expected.shape)}"
+    diff = (actual.to(torch.int32) - expected.to(torch.int32)).abs()
+    assert int(diff.max()) <= 1, f"{int((diff > 1).sum())} elements more than one step apart (max {int(diff.max())})"
+    share = float((diff == 0).double().mean())
+    assert share >= EXACT_SHARE, f"only {share:.4f} of the elements equal torch's"
+
+
+def conv_program(layer, case, nhwc_input=False):
+    pb = ProgramBuilder()
+    m = pb.method()
+    x = m.input("Char")
+    if nhwc_input:
+        x = m.op("aten::permute", x, [0, 3, 1, 2])  # a non-contiguous NCHW view
+    correction, multiplier, offset = layer.constants()
+    packed = m.qconv2d_prepack(
+        layer.w_q,
+        correction,
+        multiplier,
+        offset,
+        case["stride"],
+        case["padding"],
+        case["dilation"],
+        case["groups"],
+        layer.zx,
+    )
+    lo, hi = layer.output_bounds()
+    m.output(m.op("pare::qconv2d_prepacked", x, packed, lo, hi))
+    return pb.to_bytes()
+
+
+def linear_program(layer):
+    pb = ProgramBuilder()
+    m = pb.method()
+    x = m.input("Char")
+    correction, multiplier, offset = layer.constants()
+    packed = m.qlinear_prepack(layer.w_q, correction, multiplier, offset)
+    lo, hi = layer.output_bounds()
+    m.output(m.op("pare::qlinear_prepacked", x, packed, lo, hi))
+    return pb.to_bytes()
+
+
+def conv_case(x, w, stride=(1, 1), padding=(0, 0), dilation=(1, 1), groups=1, **kw):
+    return dict(x=x, w=w, stride=stride, padding=padding, dilation=dilation, groups=groups, **kw)
+
+
+CONV_CASES = {
+    "3x3_odd_channels": conv_case((1, 3, 9, 11), (5, 3, 3, 3), padding=(1, 1)),
+    "stride2_padding": conv_case((2, 7, 12, 13), (9, 7, 3, 3), stride=(2, 2), padding=(1, 1)),
+    "asymmetric": conv_case((1, 4, 10, 7), (6, 4, 3, 2), stride=(2, 1), padding=(1, 2)),
+    "dilation2_groups2": conv_case((1, 6, 12, 12), (8, 3, 3, 3), padding=(2, 2), dilation=(2, 2), groups=2),
+    "groups3_odd": conv_case((2, 9, 8, 9), (6, 3, 3, 3), stride=(2, 2), padding=(1, 1), groups=3),
+    "depthwise": conv_case((2, 6, 9, 9), (6, 1, 3, 3), padding=(1, 1), groups=6),
+    "depthwise_multiplier2_stride2": conv_case((1, 5, 11, 13), (10, 1, 5, 5), stride=(2, 2), padding=(2, 2), groups=5),
+    "depthwise_dilated": conv_case((1, 4, 9, 10), (4, 1, 3, 3), padding=(2, 2), dilation=(2, 2), groups=4),
+    "depthwise_7x7": conv_case((1, 3, 9, 17), (3, 1, 7, 7), padding=(3, 3), groups=3),
+    "1x1": conv_case((2, 19, 7, 9), (13, 19, 1, 1)),
+    "1x1_wide": conv_case((1, 40, 6, 6), (33, 40, 1, 1)),
+    "1x1_grouped": conv_case((1, 12, 5, 7), (18, 12 // 3, 1, 1), groups=3),
+    "1x1_stride2": conv_case((1, 8, 9, 9), (5, 8, 1, 1), stride=(2, 2)),
+    "7x7_stride2": conv_case((1, 3, 23, 21), (8, 3, 7, 7), stride=(2, 2), padding=(3, 3)),
+    "deep": conv_case((1, 64, 8, 8), (17, 64, 3, 3), padding=(1, 1)),
+    "unbatched": conv_case((3, 9, 9), (5, 3, 3, 3), stride=(2, 2), padding=(1, 1)),
+}
+
+
+def conv_op(case):
+    return lambda x, w, b: F.conv2d(x, w, b, case["stride"], case["padding"], case["dilation"], case["groups"])
+
+
+@pytest.mark.parametrize("name", list(CONV_CASES))
+@pytest.mark.parametrize("zx", [0, -128, 127, 11])
+def test_qconv2d(runtime, name, zx):
+    case = CONV_CASES[name]
+    x_q = int8_tensor(case["x"], 1)
+    w_q = int8_tensor(case["w"], 2, -127, 127)
+    layer = Layer(w_q, bias_values(case["w"][0], 3), 0.02, zx, conv_op(case), out_zero_point=-3, seed=4)
+    layer.calibrate(x_q)
+    (y,) = runtime.load(conv_program(layer, case)).method().run(x_q.numpy())
+    assert_within_one_step(torch.from_numpy(y), layer.reference(x_q))
+
+
+@pytest.mark.parametrize(
+    "name,relu,out_range,steps",
+    [
+        ("3x3_odd_channels", False, (-128, 127), 300.0),  # saturates at int8's limits
+        ("stride2_padding", False, (-90, 60), 150.0),  # a narrower output range (a fused clamp)
+        ("depthwise_multiplier2_stride2", False, (-128, 127), 300.0),
+        ("1x1", True, (-128, 127), 300.0),  # relu: output_min = the output zero point
+        ("depthwise", True, (-128, 100), 200.0),
+    ],
+)
+def test_qconv2d_output_range(runtime, name, relu, out_range, steps):
+    case = CONV_CASES[name]
+    x_q = int8_tensor(case["x"], 5)
+    w_q = int8_tensor(case["w"], 6, -127, 127)
+    layer = Layer(
+        w_q,
+        bias_values(case["w"][0], 7),
+        0.03,
+        -20,
+        conv_op(case),
+        relu=relu,
+        out_range=out_range,
+        out_zero_point=-40 if relu else 5,
+        seed=8,
+    )
+    layer.calibrate(x_q, steps)
+    expected = layer.reference(x_q)
+    lo, hi = layer.output_bounds()
+    assert int((expected == lo).sum()) > 0 and int((expected == hi).sum()) > 0, "the case does not saturate"
+    (y,) = runtime.load(conv_program(layer, case)).method().run(x_q.numpy())
+    assert_within_one_step(torch.from_numpy(y), expected)
+
+
+@pytest.mark.parametrize("name", ["3x3_odd_channels", "depthwise", "1x1", "groups3_odd"])
+def test_qconv2d_non_contiguous_input(runtime, name):
+    case = CONV_CASES[name]
+    x_nhwc = int8_tensor((case["x"][0], case["x"][2], case["x"][3], case["x"][1]), 9)
+    x_q = x_nhwc.permute(0, 3, 1, 2)
+    layer = Layer(int8_tensor(case["w"], 10, -127, 127), None, 0.02, 7, conv_op(case), seed=11).calibrate(x_q)
+    (y,) = runtime.load(conv_program(layer, case, nhwc_input=True)).method().run(x_nhwc.numpy())
+    assert_within_one_step(torch.from_numpy(y), layer.reference(x_q))
+
+
+@pytest.mark.parametrize(
+    "in_shape,out_features",
+    [((5, 33), 17), ((2, 3, 40), 9), ((1, 300), 64), ((7, 16), 1), ((4,), 6), ((3, 2, 5), 3)],
+)
+@pytest.mark.parametrize("zx,relu", [(0, False), (-128, False), (127, False), (-5, True)])
+def test_qlinear(runtime, in_shape, out_features, zx, relu):
+    x_q = int8_tensor(in_shape, 12)
+    w_q = int8_tensor((out_features, in_shape[-1]), 13, -127, 127)
+    layer = Layer(
+        w_q, bias_values(out_features, 14), 0.025, zx, F.linear, relu=relu, out_zero_point=-60 if relu else 2, seed=15
+    )
+    layer.calibrate(x_q)
+    (y,) = runtime.load(linear_program(layer)).method().run(x_q.numpy())
+    assert_within_one_step(torch.from_numpy(y), layer.reference(x_q))
+
+
+def test_qlinear_saturates(runtime):
+    x_q = int8_tensor((6, 50), 16)
+    w_q = int8_tensor((11, 50), 17, -127, 127)
+    layer = Layer(w_q, None, 0.02, 3, F.linear, out_range=(-100, 120), seed=18).calibrate(x_q, 400.0)
+    expected = layer.reference(x_q)
+    assert int((expected == -100).sum()) > 0 and int((expected == 120).sum()) > 0
+    (y,) = runtime.load(linear_program(layer)).method().run(x_q.numpy())
+    assert_within_one_step(torch.from_numpy(y), expected)
+
+
+# Error paths: each a one-line PareError naming the problem.
+
+W = int8_tensor((4, 3, 3, 3), 20, -127, 127).numpy()
+CORRECTION = np.zeros(4, np.int32)
+MULTIPLIER = np.full(4, 0.01, np.float32)
+OFFSET = np.zeros(4, np.float32)
+
+
+def raw_conv_program(
+    weight=W,
+    correction=CORRECTION,
+    multiplier=MULTIPLIER,
+    offset=OFFSET,
+    layout=0,
+    output_min=-128,
+    output_max=127,
+    input_dtype="Char",
+):
+    """pare::qconv2d_prepack written by hand (any dtype, any layout code)."""
+    pb = ProgramBuilder()
+    m = pb.method()
+    x = m.input(input_dtype)
+    packed = m.init_op(
+        "pare::qconv2d_prepack",
+        weight,
+        correction,
+        multiplier,
+        offset,
+        [1, 1],
+        [1, 1],
+        [1, 1],
+        1,
+        layout,
+        0,
+        returns=ObjectOf("QConv2dPackedParams"),
+    )
+    m.output(m.op("pare::qconv2d_prepacked", x, packed, output_min, output_max))
+    return pb.to_bytes()
+
+
+def run_raw(runtime, data, x):
+    return runtime.load(data).method().run(x)
+
+
+X = int8_tensor((1, 3, 6, 6), 21).numpy()
+
+
+@pytest.mark.parametrize(
+    "program,x,message",
+    [
+        (
+            dict(input_dtype="Float"),
+            X.astype(np.float32),
+            r"argument 'input' must be an int8 \(Char\) tensor, got Float",
+        ),
+        (dict(layout=2), X, r"argument 'layout' = 2 is not a layout of int8 weights"),
+        (
+            dict(correction=np.zeros(3, np.int32)),
+            X,
+            r"argument 'correction' must be a contiguous Int tensor of sizes \[4\]",
+        ),
+        (
+            dict(correction=np.zeros(4, np.float32)),
+            X,
+            r"argument 'correction' must be a contiguous Int tensor .* got Float",
+        ),
+        (dict(multiplier=np.zeros(4, np.float64)), X, r"argument 'multiplier' must be a contiguous Float tensor"),
+        (dict(weight=W.astype(np.float32)), X, r"argument 'weight' must be a contiguous 4-D Char \(int8\) tensor"),
+        (dict(output_min=10, output_max=-10), X, r"output_min = 10 and output_max = -10 must satisfy"),
+        (dict(output_min=-129), X, r"output_min = -129 and output_max = 127 must satisfy"),
+        (dict(), int8_tensor((1, 5, 6, 6), 22).numpy(), r"argument 'input' has 5 channels; the int8 weights expect 3"),
+    ],
+    ids=[
+        "float_input",
+        "layout",
+        "correction_size",
+        "correction_dtype",
+        "multiplier_dtype",
+        "weight_dtype",
+        "min_above_max",
+        "min_below_int8",
+        "input_channels",
+    ],
+)
+def test_qconv2d_errors(runtime, program, x, message):
+    with pytest.raises(PareError, match=message) as e:
+        run_raw(runtime, raw_conv_program(**program), x)
+    assert "\n" not in str(e.value).strip()
+
+
+def test_qlinear_errors(runtime):
+    w = int8_tensor((4, 8), 23, -127, 127).numpy()
+
+    def program(correction=CORRECTION, output_min=-128, output_max=127):
+        pb = ProgramBuilder()
+        m = pb.method()
+        x = m.input(None)
+        packed = m.init_op(
+            "pare::qlinear_prepack", w, correction, MULTIPLIER, OFFSET, returns=ObjectOf("QLinearPackedParams")
+        )
+        m.output(m.op("pare::qlinear_prepacked", x, packed, output_min, output_max))
+        return pb.to_bytes()
+
+    x = int8_tensor((2, 8), 24).numpy()
+    cases = [
+        (program(correction=np.zeros(5, np.int32)), x, r"argument 'correction' must be a contiguous Int tensor"),
+        (program(output_min=5, output_max=4), x, r"output_min = 5 and output_max = 4 must satisfy"),
+        (program(), x.astype(np.float32), r"argument 'input' must be an int8 \(Char\) tensor, got Float"),
+        (
+            program(),
+            int8_tensor((2, 7), 25).numpy(),
+            r"argument 'input' with sizes \[2, 7\] does not end in in_features",
+        ),
+    ]
+    for data, xin, message in cases:
+        with pytest.raises(PareError, match=message) as e:
+            run_raw(runtime, data, xin)
+        assert "\n" not in str(e.value).strip()
