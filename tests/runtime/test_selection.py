@@ -217,6 +217,17 @@ def test_unselected_code_is_absent_from_the_binary(runtime_lib, selective_lib):
     assert _has(full, klass.format("Conv2dPackedParams")) and _has(full, klass.format("LinearPackedParams"))
     assert _has(sel, klass.format("LinearPackedParams"))
     assert not _has(sel, klass.format("Conv2dPackedParams")), "unselected class is still linked"
+    # The int8 layers (classes, kernel tags and the int8 GEMM): none in a float-only selection.
+    int8_code = (
+        klass.format("QConv2dPackedParams"),
+        klass.format("QLinearPackedParams"),
+        case.format("qconv2d_kernel", "signed char"),
+        case.format("qlinear_kernel", "signed char"),
+        r"pare::kernels::qgemm::gemm_rows\(",
+    )
+    for code in int8_code:
+        assert _has(full, code), code
+        assert not _has(sel, code), f"{code}: unselected int8 code is still linked"
     # Build feature threads (unselected): the pool and the split machinery.
     thread_code_patterns = (
         r"pare::ThreadPool::",

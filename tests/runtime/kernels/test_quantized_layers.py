@@ -353,3 +353,30 @@ def test_qlinear_errors(runtime):
         with pytest.raises(PareError, match=message) as e:
             run_raw(runtime, data, xin)
         assert "\n" not in str(e.value).strip()
+
+
+def test_tracing_records_the_int8_layers(tracing_runtime):
+    # What the manifest of a model with int8 layers selects: the ops, the
+    # (tag, Char) kernels and the classes, and nothing float.
+    case = CONV_CASES["3x3_odd_channels"]
+    x_q = int8_tensor(case["x"], 26)
+    conv = Layer(int8_tensor(case["w"], 27, -127, 127), None, 0.02, 1, conv_op(case), seed=28).calibrate(x_q)
+    linear = Layer(int8_tensor((4, 11), 29, -127, 127), None, 0.02, 1, F.linear, seed=30)
+    linear.so = 0.5
+    pb = ProgramBuilder()
+    m = pb.method()
+    x = m.input("Char")
+    packed = m.qconv2d_prepack(conv.w_q, *conv.constants(), case["stride"], case["padding"], case["dilation"], 1, 1)
+    y = m.op("pare::qconv2d_prepacked", x, packed, -128, 127)
+    m.output(m.op("pare::qlinear_prepacked", y, m.qlinear_prepack(linear.w_q, *linear.constants()), -128, 127))
+    program = tracing_runtime.load(pb.to_bytes())
+    program.method().run(x_q.numpy())
+    trace = program.trace()
+    assert set(trace.ops) == {
+        "pare::qconv2d_prepack",
+        "pare::qconv2d_prepacked",
+        "pare::qlinear_prepack",
+        "pare::qlinear_prepacked",
+    }
+    assert trace.kernel_dtypes == {"qconv2d_kernel": ("Char",), "qlinear_kernel": ("Char",)}
+    assert set(trace.classes) == {"QConv2dPackedParams", "QLinearPackedParams"}
