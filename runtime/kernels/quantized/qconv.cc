@@ -19,7 +19,8 @@ namespace {
 using GemmRequantization = kernels::qgemm::Requantization;
 
 // The requantization of output channels [c0, ...).
-GemmRequantization channels_from(const classes::Requantization& rq, int64_t c0, int32_t output_min, int32_t output_max) {
+GemmRequantization channels_from(const classes::Requantization& rq, int64_t c0, int32_t output_min,
+                                 int32_t output_max) {
   return {rq.correction + c0, rq.multiplier + c0, rq.offset + c0, output_min, output_max};
 }
 
@@ -131,8 +132,8 @@ Error QConv2dPackedParams::run(KernelContext& ctx, const Tensor& input, Value& o
   int8_t* columns = nullptr;
   if (!pointwise) {
     int64_t bytes = 0;
-    PARE_CHECK_OR_RETURN(ctx, !__builtin_mul_overflow(k, p, &bytes) && bytes <= (int64_t{1} << 40),
-                         Error::InvalidShape, "the input is too large for this layer's im2col matrix (%lld x %lld)",
+    PARE_CHECK_OR_RETURN(ctx, !__builtin_mul_overflow(k, p, &bytes) && bytes <= (int64_t{1} << 40), Error::InvalidShape,
+                         "the input is too large for this layer's im2col matrix (%lld x %lld)",
                          static_cast<long long>(p), static_cast<long long>(k));
     PARE_TRY_ASSIGN(void* memory, ctx.allocate_scratch(static_cast<size_t>(bytes)));
     columns = static_cast<int8_t*>(memory);

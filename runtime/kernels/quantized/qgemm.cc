@@ -103,8 +103,8 @@ void rows_block(int64_t c0, int64_t pixels, int64_t k, const int8_t* w, const in
 }
 
 template <int MR>
-void columns_block(int64_t c0, int64_t pixels, int64_t k, const int8_t* PARE_RESTRICT w,
-                   const int8_t* PARE_RESTRICT x, const Requantization& rq, const Output& out) {
+void columns_block(int64_t c0, int64_t pixels, int64_t k, const int8_t* PARE_RESTRICT w, const int8_t* PARE_RESTRICT x,
+                   const Requantization& rq, const Output& out) {
   const int8_t* wb = w + c0 * k;
   for (int64_t p0 = 0; p0 < pixels; p0 += kColPixels) {
     const int nr = pixels - p0 < kColPixels ? static_cast<int>(pixels - p0) : kColPixels;
@@ -132,8 +132,8 @@ void columns_block(int64_t c0, int64_t pixels, int64_t k, const int8_t* PARE_RES
 
 }  // namespace
 
-void gemm_rows(int64_t channels, int64_t pixels, int64_t k, const int8_t* w, const int8_t* x,
-               const Requantization& rq, const Output& out) {
+void gemm_rows(int64_t channels, int64_t pixels, int64_t k, const int8_t* w, const int8_t* x, const Requantization& rq,
+               const Output& out) {
   int64_t c = 0;
   for (; c + kChannels <= channels; c += kChannels) rows_block<kChannels>(c, pixels, k, w, x, rq, out);
   for (; c < channels; ++c) rows_block<1>(c, pixels, k, w, x, rq, out);

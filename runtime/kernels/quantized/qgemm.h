@@ -51,8 +51,8 @@ struct Output {
 
 // w [channels, k] and x [pixels, k], both rows contiguous (row strides k):
 // every output is a dot product of two contiguous int8 rows.
-void gemm_rows(int64_t channels, int64_t pixels, int64_t k, const int8_t* w, const int8_t* x,
-               const Requantization& rq, const Output& out);
+void gemm_rows(int64_t channels, int64_t pixels, int64_t k, const int8_t* w, const int8_t* x, const Requantization& rq,
+               const Output& out);
 
 // w [channels, k] and x [k, pixels] (row stride `pixels`): a 1x1,
 // stride-1, unpadded convolution's image as it is in NCHW, no im2col;

@@ -22,8 +22,8 @@ Error QLinearPackedParams::run(KernelContext& ctx, const Tensor& input, Value& o
   if (result->numel() == 0) return Error::Ok;
   const int64_t rows = static_cast<int64_t>(result->numel()) / out_features;
   PARE_TRY_ASSIGN(const Tensor x, as_contiguous(ctx, input, ScalarType::Char));
-  const kernels::qgemm::Requantization rq{requantization.correction, requantization.multiplier,
-                                          requantization.offset, output_min, output_max};
+  const kernels::qgemm::Requantization rq{requantization.correction, requantization.multiplier, requantization.offset,
+                                          output_min, output_max};
   kernels::qgemm::gemm_rows(out_features, rows, in_features, weight, x.data_as<int8_t>(), rq,
                             {result->data_as<int8_t>(), /*channel_stride=*/1, /*pixel_stride=*/out_features});
   return Error::Ok;

@@ -35,7 +35,8 @@ Error check_channel_tensor(KernelContext& ctx, const Tensor& t, ScalarType dtype
 
 Error check_int8_weight(KernelContext& ctx, const Tensor& weight, size_t dim, const char* what) {
   PARE_CHECK_OR_RETURN(ctx, weight.dtype == ScalarType::Char && weight.dim == dim && weight.is_contiguous(),
-                       Error::InvalidArgument, "argument 'weight' must be a contiguous %zu-D Char (int8) tensor %s, "
+                       Error::InvalidArgument,
+                       "argument 'weight' must be a contiguous %zu-D Char (int8) tensor %s, "
                        "got %s %s%s",
                        dim, what, to_string(weight.dtype), sizes_to_string(weight.size_span()).text, kReexport);
   return Error::Ok;
@@ -55,8 +56,7 @@ Error Requantization::init(KernelContext& ctx, const Tensor& correction_t, const
 }
 
 Error check_output_range(KernelContext& ctx, int64_t output_min, int64_t output_max) {
-  PARE_CHECK_OR_RETURN(ctx, -128 <= output_min && output_min <= output_max && output_max <= 127,
-                       Error::InvalidArgument,
+  PARE_CHECK_OR_RETURN(ctx, -128 <= output_min && output_min <= output_max && output_max <= 127, Error::InvalidArgument,
                        "output_min = %lld and output_max = %lld must satisfy -128 <= output_min <= output_max <= 127",
                        static_cast<long long>(output_min), static_cast<long long>(output_max));
   return Error::Ok;

@@ -67,7 +67,7 @@ class QConv2dPackedParams : public ObjectBase {
   int64_t stride[2] = {1, 1};
   int64_t padding[2] = {0, 0};
   int64_t dilation[2] = {1, 1};
-  int32_t input_zero_point = 0;  // what padding reads
+  int32_t input_zero_point = 0;    // what padding reads
   const int8_t* weight = nullptr;  // [out_channels, in_channels / groups, kh, kw]
   Requantization requantization;
 };
@@ -92,9 +92,7 @@ class QLinearPackedParams : public ObjectBase {
 
 }  // namespace classes
 
-inline constexpr auto kQConv2dPackedParamsClass =
-    selective_class_<classes::QConv2dPackedParams>("QConv2dPackedParams");
-inline constexpr auto kQLinearPackedParamsClass =
-    selective_class_<classes::QLinearPackedParams>("QLinearPackedParams");
+inline constexpr auto kQConv2dPackedParamsClass = selective_class_<classes::QConv2dPackedParams>("QConv2dPackedParams");
+inline constexpr auto kQLinearPackedParamsClass = selective_class_<classes::QLinearPackedParams>("QLinearPackedParams");
 
 }  // namespace pare
