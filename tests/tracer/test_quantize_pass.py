@@ -20,7 +20,7 @@ from tracer_testlib import MODELS, spec_of
 from codegen.inventory import InventoryOp
 from pare import program as pp
 from pare.quantizer import PareQuantizer
-from tools.tracer import check_model, export_model, model_spec, paths
+from tools.tracer import check_model, export_model, model_spec, paths, trace_model
 from tools.tracer import passes as graph_passes
 
 aten = torch.ops.aten
@@ -334,3 +334,16 @@ def test_a_quantized_cnn_runs_int8_layers_and_matches_torch(full_lib):
     exported = export_model(spec)
     assert counts_of(exported)["quantize"] == {"conv2d": 2, "linear": 1}
     assert not {"aten::convolution", "aten::addmm"} & set(ops_of(exported.program))
+
+
+def test_a_trace_records_the_int8_layers_kernels_as_pytorch_names_them(tracing_lib):
+    # The runtime dispatches them on Char; PyTorch's quantized kernels record QInt8,
+    # and torchgen loads the manifest as it loads its own.
+    manifest = trace_model(spec_of("quantized_cnn"), runtime=tracing_lib).manifest
+    assert manifest.kernel_metadata["qconv2d_kernel"] == ("QInt8",)
+    assert manifest.kernel_metadata["qlinear_kernel"] == ("QInt8",)
+    assert {"QConv2dPackedParams", "QLinearPackedParams"} <= manifest.custom_classes
+    from torchgen.selective_build.selector import SelectiveBuilder
+
+    selector = SelectiveBuilder.from_yaml_str(manifest.dump())
+    assert selector.kernel_metadata["qconv2d_kernel"] == ["QInt8"]

@@ -389,5 +389,6 @@ def test_tracing_records_the_int8_layers(tracing_runtime):
         "pare::qlinear_prepack",
         "pare::qlinear_prepacked",
     }
+    # The runtime reports the storage dtype; a manifest names it QInt8 (tools/tracer/tracing.py).
     assert trace.kernel_dtypes == {"qconv2d_kernel": ("Char",), "qlinear_kernel": ("Char",)}
     assert set(trace.classes) == {"QConv2dPackedParams", "QLinearPackedParams"}
