@@ -108,7 +108,10 @@ def quantized(model: nn.Module, inputs, *, calibration_batches: int = 4, dynamic
 
     example = inputs[0]
     m = torch.export.export(model.eval(), example).module()
-    m = prepare_pt2e(m, PareQuantizer(dynamic=dynamic))
+    # Float biases: configured as ExecuTorch's XNNPACKQuantizer, so tools.bench
+    # times the same module on ExecuTorch+XNNPACK (whose partitioner takes no
+    # int32 bias); Pare's int8 layers take either.
+    m = prepare_pt2e(m, PareQuantizer(dynamic=dynamic, int32_bias=False))
     g = torch.Generator().manual_seed(seed)
     with torch.no_grad():
         for _ in range(calibration_batches):

@@ -1,4 +1,4 @@
-"""torchvision EfficientNet-B0, PT2E int8 (PareQuantizer: per-channel int8 weights, int8 activations, int32 biases).
+"""torchvision EfficientNet-B0, PT2E int8 (PareQuantizer: per-channel int8 weights, int8 activations, float biases as XNNPACKQuantizer).
 
 Zoo model (docs/model_zoo.md), the quantized twin of efficientnet_b0.py: the same
 random weights and batch-norm statistics, exported at batch 1 of 64x64

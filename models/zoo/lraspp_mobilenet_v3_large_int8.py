@@ -1,4 +1,4 @@
-"""torchvision LR-ASPP MobileNetV3-Large, PT2E int8 (PareQuantizer: per-channel int8 weights, int8 activations, int32 biases).
+"""torchvision LR-ASPP MobileNetV3-Large, PT2E int8 (PareQuantizer: per-channel int8 weights, int8 activations, float biases as XNNPACKQuantizer).
 
 Zoo model (docs/model_zoo.md), the quantized twin of lraspp_mobilenet_v3_large.py: the same
 random weights and batch-norm statistics, exported at batch 1 of 64x64

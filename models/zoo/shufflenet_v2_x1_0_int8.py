@@ -1,4 +1,4 @@
-"""torchvision ShuffleNetV2 x1.0, PT2E int8 (PareQuantizer: per-channel int8 weights, int8 activations, int32 biases).
+"""torchvision ShuffleNetV2 x1.0, PT2E int8 (PareQuantizer: per-channel int8 weights, int8 activations, float biases as XNNPACKQuantizer).
 
 Zoo model (docs/model_zoo.md), the quantized twin of shufflenet_v2_x1_0.py: the same
 random weights and batch-norm statistics, exported at batch 1 of 64x64
