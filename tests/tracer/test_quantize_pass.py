@@ -22,6 +22,7 @@ from pare import program as pp
 from pare.quantizer import PareQuantizer
 from tools.tracer import check_model, export_model, model_spec, paths, trace_model
 from tools.tracer import passes as graph_passes
+from tools.tracer.errors import TracerError
 
 aten = torch.ops.aten
 qd = torch.ops.quantized_decomposed
@@ -203,16 +204,44 @@ def uint8_input(gm):
     return gm
 
 
-@pytest.mark.parametrize("edit", [asymmetric, four_bit, uint8_input], ids=lambda f: f.__name__)
-def test_schemes_the_int8_layers_do_not_run_stay_on_the_reference_path(edit):
-    # `down` (and with uint8 activations `stem` too, which writes them)
-    # stays dequantize -> convolution -> quantize; the others become int8 layers.
-    exported = export(edit(converted()))
-    ops = ops_of(exported.program)
-    unmatched = 2 if edit is uint8_input else 1
-    assert ops.count("aten::convolution") == unmatched
-    assert ops.count("pare::qconv2d_prepacked") == LAYERS[0] - unmatched
-    assert counts_of(exported)["quantize"] == {"conv2d": LAYERS[0] - unmatched, "linear": LAYERS[1]}
+def per_channel_input(gm):
+    d = layer_nodes(gm)[1].args[0]  # `down` reads its input (8 channels) dequantized per channel
+    c = 8
+    with gm.graph.inserting_before(d):
+        gm.register_buffer("c_scales", torch.full((c,), float(d.args[1])))
+        gm.register_buffer("c_zero_points", torch.full((c,), int(d.args[2]), dtype=torch.int64))
+        scales, zero_points = gm.graph.get_attr("c_scales"), gm.graph.get_attr("c_zero_points")
+    d.target = qd.dequantize_per_channel.default
+    d.args = (d.args[0], scales, zero_points, 1, *d.args[3:])
+    gm.recompile()
+    return gm
+
+
+@pytest.mark.parametrize(
+    "edit, scheme",
+    [
+        (asymmetric, "its weight is quantized asymmetrically (zero points other than 0)"),
+        (four_bit, "its weight is quantized to int8 -8..7 (4-bit)"),
+        (uint8_input, "its input is quantized to uint8 0..255"),
+        (per_channel_input, "its input (an activation) is quantized per channel"),
+    ],
+    ids=lambda v: getattr(v, "__name__", ""),
+)
+def test_a_scheme_the_int8_layers_do_not_run_fails_the_export_in_one_line(edit, scheme):
+    # `down` asked for an int8 layer the runtime does not have: never run
+    # dequantized to float in its place. The message names the layer, its
+    # source line and module, the scheme, and the three ways out.
+    module = edit(converted())
+    with pytest.raises(TracerError) as info:
+        export(module)
+    message = str(info.value)
+    assert "\n" not in message
+    assert message.startswith("aten::convolution at ") and "(down (Conv2d))" in message
+    assert f": {scheme}; " in message
+    assert "PareQuantizer" in message and "set_module_name('down', None)" in message
+    assert "--skip-passes quantize" in message
+    # The way out it names: the whole model on the reference path.
+    assert ops_of(export(module, passes=REFERENCE).program).count("aten::convolution") == LAYERS[0]
 
 
 # -- the arithmetic ----------------------------------------------------------------

@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     import torch
     from torch.export import ExportedProgram
     from torch.fx import Node
@@ -71,6 +73,7 @@ class LoweringState(Protocol):
     (tools/tracer/lowering.py, MethodLowering)."""
 
     constants: dict[Node, torch.Tensor]  # every node whose value is a constant, folded ones included
+    model_file: Path | None  # the model spec's file, for the source line of an error (tools/tracer/sources.py)
 
     def is_constant(self, node: Any) -> bool: ...
 

@@ -8,10 +8,16 @@ It plans at lowering time (base.GraphPass), before prepack_weights, so it
 claims the int8 patterns first: the layer's plan (plans.QConv2dPrepack,
 plans.QLinearPrepack) reads the int8 tensor before the input's dequantize,
 and the activation and the quantize after the layer pass its int8 output
-on (LoweringState.fuse). A pattern with a scheme the int8 kernels do not
-run (weight zero points other than 0, a per-channel axis other than 0, a
-weight range other than int8's) is left as it is: the reference path runs
-it, correctly.
+on (LoweringState.fuse).
+
+A statically quantized layer (its weight a dequantized int8 constant, its
+input a dequantize, its output quantized) in a scheme the int8 layers do
+not run fails the export in one line (UnsupportedScheme): asymmetric,
+4-bit or uint8 weights, a per-channel axis other than 0, per-channel or
+uint8 activations. Nothing is dequantized to float where the model asked
+for an int8 layer; `--skip-passes quantize` runs the whole model on the
+reference path instead. Dynamically quantized linears (their input's
+parameters computed at run time) run on the reference path.
 """
 
 from __future__ import annotations
@@ -57,7 +63,48 @@ class Quantize(GraphPass):
 PASS = Quantize()
 
 
+class UnsupportedScheme(Exception):
+    """A quantized layer's scheme the int8 layers do not run; the message
+    says which (reported with the layer's source line by _unsupported)."""
+
+
+# What a user does about an UnsupportedScheme.
+SCHEME_FIX = (
+    "Pare's int8 layers take int8 activations quantized per tensor and symmetric int8 weights (per channel "
+    "along the output channels, or per tensor): quantize with pare.quantizer.PareQuantizer (or XNNPACKQuantizer "
+    "with get_symmetric_quantization_config), leave this layer float (quantizer.set_module_name(NAME, None)), "
+    "or export with --skip-passes quantize to run the model on the reference path"
+)
+
+
+def _unsupported(node: Node, scheme: str, lowering: LoweringState) -> Exception:
+    """The one-line export error (a TracerError) for the quantized layer `node`."""
+    from tools.tracer.errors import TracerError
+    from tools.tracer.sources import source_of
+
+    use = source_of(node, lowering.model_file)
+    where = use.location or node.name
+    module = f" ({use.module})" if use.module else ""
+    name = use.module.split(" ")[0] if use.module else "..."
+    fix = SCHEME_FIX.replace("NAME", repr(name))
+    return TracerError(f"{node.target._schema.name} at {where}{module}: {scheme}; {fix}")
+
+
 def _conv2d_plan(node: Node, lowering: LoweringState) -> Plan | None:
+    try:
+        return _conv2d_plan_or_raise(node, lowering)
+    except UnsupportedScheme as e:
+        raise _unsupported(node, str(e), lowering) from None
+
+
+def _linear_plan(node: Node, lowering: LoweringState) -> Plan | None:
+    try:
+        return _linear_plan_or_raise(node, lowering)
+    except UnsupportedScheme as e:
+        raise _unsupported(node, str(e), lowering) from None
+
+
+def _conv2d_plan_or_raise(node: Node, lowering: LoweringState) -> Plan | None:
     x, w, bias, stride, padding, dilation, transposed, _, groups = node.args[:9]
     val = x.meta.get("val") if is_node(x) else None
     if (
@@ -71,6 +118,7 @@ def _conv2d_plan(node: Node, lowering: LoweringState) -> Plan | None:
     weight = _int8_weight(w, 4, lowering)
     source = _int8_input(x)
     if weight is None or source is None:
+        _check_scheme(x, w, lowering)
         return None
     q, fused, output_range = _int8_output(node)
     if q is None:
@@ -92,7 +140,7 @@ def _conv2d_plan(node: Node, lowering: LoweringState) -> Plan | None:
     return QConv2dPrepack(deps=(source.args[0],), layer=layer, output_range=output_range, counts=((NAME, "conv2d"),))
 
 
-def _linear_plan(node: Node, lowering: LoweringState) -> Plan | None:
+def _linear_plan_or_raise(node: Node, lowering: LoweringState) -> Plan | None:
     import torch
 
     if node.target is torch.ops.aten.addmm.default:
@@ -101,12 +149,14 @@ def _linear_plan(node: Node, lowering: LoweringState) -> Plan | None:
         bias, x, mat2 = node.args[:3]
     else:
         bias, (x, mat2) = None, node.args[:2]
-    weight = _int8_weight(transposed_matrix(mat2), 2, lowering)
-    if weight is None or not is_node(x):
+    w = transposed_matrix(mat2)
+    weight = _int8_weight(w, 2, lowering)
+    if not is_node(x):
         return None
     x, last = unflattened(x, node)  # nn.Linear on 3 or more dims: view, addmm, view back
     source = _int8_input(x)
-    if source is None:
+    if weight is None or source is None:
+        _check_scheme(x, w, lowering)
         return None
     q, fused, output_range = _int8_output(last)
     if q is None:
@@ -238,6 +288,48 @@ def _int8_weight(w: Any, dims: int, lowering: LoweringState) -> tuple[Node, torc
     if is_node(qmin) or is_node(qmax) or qmin not in (-128, -127) or qmax != 127:
         return None
     return w, q, scales
+
+
+def _check_scheme(x: Any, w: Any, lowering: LoweringState) -> None:
+    """Raises UnsupportedScheme when the layer reading `x` and weight `w`
+    is statically quantized (x a static dequantize, w the dequantize of a
+    quantized constant) in a scheme _int8_input / _int8_weight refused.
+    A layer that is not quantized, or whose input is quantized at run time
+    (dynamic: dequantize_per_tensor.tensor), is no error."""
+    import torch
+
+    static_input = _calls(x, "dequantize_per_tensor") or _calls(x, "dequantize_per_channel")
+    quantized_weight = (
+        (_calls(w, "dequantize_per_tensor") or _calls(w, "dequantize_per_channel"))
+        and is_node(w.args[0])
+        and lowering.is_constant(w.args[0])
+        and lowering.constants[w.args[0]].dtype in (torch.int8, torch.uint8)
+    )
+    if not (static_input and quantized_weight):
+        return
+    if _calls(x, "dequantize_per_channel"):
+        raise UnsupportedScheme("its input (an activation) is quantized per channel")
+    _, zero_point, qmin, qmax, dtype = (argument(x, i, n) for i, n in enumerate(_QPARAMS, 1))
+    if dtype != torch.int8 or is_node(zero_point) or not (INT8_RANGE[0] <= qmin <= qmax <= INT8_RANGE[1]):
+        raise UnsupportedScheme(f"its input is quantized to {str(dtype).removeprefix('torch.')} {qmin}..{qmax}")
+    q = lowering.constants[w.args[0]]
+    if _calls(w, "dequantize_per_channel"):
+        scales, zero_points, axis, qmin, qmax, dtype = (
+            argument(w, i, n) for i, n in enumerate(("scales", "zero_points", "axis", *_QPARAMS[2:]), 1)
+        )
+        if is_node(axis) or axis % q.dim() != 0:
+            raise UnsupportedScheme(f"its weight is quantized per channel along dim {axis}, not the output channels")
+        asymmetric = zero_points is not None and (
+            not lowering.is_constant(zero_points) or bool(lowering.constants[zero_points].ne(0).any())
+        )
+    else:
+        _, zero_point, qmin, qmax, dtype = (argument(w, i, n) for i, n in enumerate(_QPARAMS, 1))
+        asymmetric = is_node(zero_point) or zero_point != 0
+    if asymmetric:
+        raise UnsupportedScheme("its weight is quantized asymmetrically (zero points other than 0)")
+    if dtype != torch.int8 or q.dtype != torch.int8 or qmin not in (-128, -127) or qmax != 127:
+        bits = " (4-bit)" if (qmin, qmax) in ((-8, 7), (0, 15)) else ""
+        raise UnsupportedScheme(f"its weight is quantized to {str(dtype).removeprefix('torch.')} {qmin}..{qmax}{bits}")
 
 
 def _float_bias(bias: Any, out_channels: int, lowering: LoweringState) -> tuple[bool, Any]:
