@@ -9,6 +9,7 @@ images, calibrated on seeded batches, converted by convert_pt2e
 from _zoo import quantized, vision
 
 KIND = "segmentation"
+FLOAT_TWIN = "lraspp_mobilenet_v3_large.py"  # tools.bench times Pare on it alongside
 
 
 def build():

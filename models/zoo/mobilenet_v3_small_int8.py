@@ -9,6 +9,7 @@ images, calibrated on seeded batches, converted by convert_pt2e
 from _zoo import quantized, vision
 
 KIND = "classification"
+FLOAT_TWIN = "mobilenet_v3_small.py"  # tools.bench times Pare on it alongside
 
 
 def build():

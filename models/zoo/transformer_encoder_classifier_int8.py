@@ -12,6 +12,7 @@ from _zoo import quantized
 from transformer_encoder_classifier import EncoderClassifier
 
 KIND = "sequence"
+FLOAT_TWIN = "transformer_encoder_classifier.py"  # tools.bench times Pare on it alongside
 
 
 def build():

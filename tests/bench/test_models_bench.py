@@ -20,6 +20,7 @@ from tools.bench import executorch_peer
 from tools.bench.executorch_worker import PORTABLE, SYSTEMS, XNNPACK
 from tools.bench.models import ModelBench, bench_model, load_runtime, table
 from tools.bench.timing import BenchError, measure, p90
+from tools.tracer.errors import TracerError
 
 EXECUTORCH_FIELDS = (
     "executorch_portable_median_us",
@@ -58,6 +59,32 @@ def test_a_model_gets_pare_and_torch_numbers_and_the_json_fields(full_runtime):
         for key in (*EXECUTORCH_FIELDS, "pare_over_executorch_xnnpack", "pare_over_executorch_portable")
     )
     assert row["executorch_unavailable"] == {} and "ET+XNNPACK" not in table([result])
+
+
+def test_a_quantized_model_is_timed_against_its_float_twin(full_runtime, tmp_path):
+    models = REPO_ROOT / "tests" / "tracer" / "models"
+    head = f"import sys\nsys.path.insert(0, {str(models)!r})\nimport torch\nimport quantized_cnn\n"
+    (tmp_path / "small_cnn.py").write_text(
+        head + "\n\ndef build():\n    torch.manual_seed(0)\n"
+        "    return quantized_cnn.SmallCNN().eval(), [(torch.randn(2, 3, 16, 16),)]\n"
+    )
+    spec = tmp_path / "small_cnn_int8.py"
+    spec.write_text(head + 'FLOAT_TWIN = "small_cnn.py"\n\n\ndef build():\n    return quantized_cnn.quantized()\n')
+    result = bench_model(spec, load_runtime(full_runtime), full_runtime, rounds=3, threads=1)
+    assert result.float_twin == str(tmp_path / "small_cnn.py") and result.pare_float_twin_median_us > 0
+    assert result.to_json()["pare_over_pare_float_twin"] == round(
+        result.median_us / result.pare_float_twin_median_us, 4
+    )
+    text = table([result])
+    assert "| Pare float twin median µs | Pare / float twin |" in text
+    assert f" {result.pare_float_twin_median_us:,.1f} | {result.ratio_float_twin:.2f}x |" in text
+    # Without a twin, no such columns.
+    assert "float twin" not in table(
+        [bench_model(MODEL, load_runtime(full_runtime), full_runtime, rounds=2, threads=1)]
+    )
+    spec.write_text(head + 'FLOAT_TWIN = "nope.py"\n\n\ndef build():\n    return quantized_cnn.quantized()\n')
+    with pytest.raises(TracerError, match=r"FLOAT_TWIN = 'nope.py' is not a model spec next to this one"):
+        bench_model(spec, load_runtime(full_runtime), full_runtime, rounds=2, threads=1)
 
 
 def test_executorch_is_timed_in_the_same_rounds_with_its_ratios(full_runtime):

@@ -73,6 +73,14 @@ class ModelBench:
     # With threads > 1: Pare on one thread, in the same rounds.
     pare_1_thread_median_us: float | None = None
     pare_1_thread_p90_us: float | None = None
+    # A quantized model's FLOAT_TWIN (docs/model_spec.md) on Pare, in the same rounds.
+    float_twin: str | None = None
+    pare_float_twin_median_us: float | None = None
+    pare_float_twin_p90_us: float | None = None
+
+    @property
+    def ratio_float_twin(self) -> float | None:
+        return None if self.pare_float_twin_median_us is None else self.median_us / self.pare_float_twin_median_us
 
     @property
     def thread_speedup(self) -> float | None:
@@ -98,6 +106,8 @@ class ModelBench:
         row["executorch_unavailable"] = dict(self.executorch_unavailable)
         speedup = self.thread_speedup
         row["thread_speedup"] = None if speedup is None else round(speedup, 4)
+        twin = self.ratio_float_twin
+        row["pare_over_pare_float_twin"] = None if twin is None else round(twin, 4)
         return row
 
 
@@ -116,29 +126,15 @@ def bench_model(
     ExecuTorch peers, whose one-line progress while they prepare (10-120 s)
     goes to `progress`."""
     spec = load_model_spec(path)
-    exported = export_model(spec, passes=passes)
-    group = exported.groups[0]
-    inputs = spec.inputs[group.indices[0]]
-    try:
-        program = runtime.load(exported.program)
-        method = program.method(group.name)
-        if threads > 1:
-            method.set_num_threads(threads)
-            serial = program.method(group.name)  # one thread, for the speed-up
-            set_inputs(serial, inputs)
-            serial.execute()
-        set_inputs(method, inputs)
-        method.execute()
-        actual = [method.output(i) for i in range(method.num_outputs)]
-    except PareError as e:
-        raise BenchError(f"{path}: the runtime {runtime_path} failed: {e.status_name}: {e}") from None
-    checks = compare(actual, eager_outputs(spec, group.indices[0]), spec_tolerance(spec, None))
-    bad = [c.line() for c in checks if not c.ok]
-    if bad:
-        raise BenchError(
-            f"{path}: Pare's output differs from torch eager ({bad[0]}); run python -m tools.tracer "
-            f"check {path} --runtime {runtime_path}"
-        )
+    exported, method, inputs = _checked_method(spec, runtime, runtime_path, passes, threads)
+    if threads > 1:
+        serial = method.program.method(exported.groups[0].name)  # one thread, for the speed-up
+        set_inputs(serial, inputs)
+        serial.execute()
+
+    twin = None
+    if spec.float_twin is not None:
+        twin = _checked_method(load_model_spec(spec.float_twin), runtime, runtime_path, passes, twin=True)[1]
 
     def eager() -> None:
         with torch.no_grad():
@@ -160,6 +156,8 @@ def bench_model(
             # rounds end, and then gets rounds of its own (tools.bench also
             # sets OMP_WAIT_POLICY=PASSIVE).
             systems = {"pare": method.execute, "pare_1_thread": serial.execute}
+        if twin is not None:
+            systems["pare_float_twin"] = twin.execute
         calls = {name: calls_for(fn) for name, fn in systems.items()}
         calls.update({name: calls_for_sampler(sample) for name, sample in peers.items()})
         torch.set_num_threads(threads)
@@ -172,6 +170,8 @@ def bench_model(
             peer.close()
     memory = method.memory_stats()
     method.close()
+    if twin is not None:
+        twin.close()
     if threads > 1:
         serial.close()
 
@@ -198,7 +198,38 @@ def bench_model(
         executorch_unavailable=tuple((system, unavailable[system]) for system in SYSTEMS if system in unavailable),
         pare_1_thread_median_us=us("pare_1_thread", median),
         pare_1_thread_p90_us=us("pare_1_thread", p90),
+        float_twin=None if spec.float_twin is None else str(spec.float_twin),
+        pare_float_twin_median_us=us("pare_float_twin", median),
+        pare_float_twin_p90_us=us("pare_float_twin", p90),
     )
+
+
+def _checked_method(spec, runtime: Runtime, runtime_path: Path, passes, threads: int = 1, twin: bool = False):
+    """(the export, the method of its first group on `runtime` with
+    `threads`, that group's first input): the method run once on it and
+    checked against torch eager (a benchmark of wrong output is worthless).
+    `twin`: the spec is another's float twin, for the messages."""
+    what = f"{spec.path} (a float twin)" if twin else str(spec.path)
+    exported = export_model(spec, passes=passes)
+    group = exported.groups[0]
+    inputs = spec.inputs[group.indices[0]]
+    try:
+        method = runtime.load(exported.program).method(group.name)
+        if threads > 1:
+            method.set_num_threads(threads)
+        set_inputs(method, inputs)
+        method.execute()
+        actual = [method.output(i) for i in range(method.num_outputs)]
+    except PareError as e:
+        raise BenchError(f"{what}: the runtime {runtime_path} failed: {e.status_name}: {e}") from None
+    checks = compare(actual, eager_outputs(spec, group.indices[0]), spec_tolerance(spec, None))
+    bad = [c.line() for c in checks if not c.ok]
+    if bad:
+        raise BenchError(
+            f"{what}: Pare's output differs from torch eager ({bad[0]}); run python -m tools.tracer "
+            f"check {spec.path} --runtime {runtime_path}"
+        )
+    return exported, method, inputs
 
 
 def load_runtime(path: Path) -> Runtime:
@@ -220,6 +251,7 @@ def table(results: list[ModelBench]) -> str:
         r.executorch_unavailable or r.executorch_median_us(s) is not None for r in results for s in SYSTEMS
     )
     with_threads = any(r.thread_speedup is not None for r in results)
+    with_twins = any(r.float_twin is not None for r in results)
     head = (
         "| model | Pare median µs | Pare p90 µs | arena B | arena B first fit / greedy | torch eager median µs "
         "| Pare / torch |"
@@ -227,6 +259,9 @@ def table(results: list[ModelBench]) -> str:
     rule = "|---|---:|---:|---:|---:|---:|---:|"
     if with_threads:
         head += " Pare 1 thread median µs | speed-up |"
+        rule += "---:|---:|"
+    if with_twins:
+        head += " Pare float twin median µs | Pare / float twin |"
         rule += "---:|---:|"
     if with_executorch:
         head += " ET portable median µs | ET+XNNPACK median µs | Pare / ET+XNNPACK |"
@@ -244,6 +279,9 @@ def table(results: list[ModelBench]) -> str:
                 if r.thread_speedup is not None
                 else " n/a | n/a |"
             )
+        if with_twins:
+            twin = r.ratio_float_twin
+            line += f" {r.pare_float_twin_median_us:,.1f} | {twin:.2f}x |" if twin is not None else " n/a | n/a |"
         if with_executorch:
             reasons = dict(r.executorch_unavailable)
             for system in SYSTEMS:

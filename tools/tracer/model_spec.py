@@ -31,6 +31,7 @@ class ModelSpec:
     module: torch.nn.Module  # in eval mode
     inputs: tuple[tuple[torch.Tensor, ...], ...]
     tolerance: Tolerance | None = None
+    float_twin: Path | None = None  # FLOAT_TWIN: the float model a quantized one was made from (tools.bench)
 
 
 def _import(path: Path):
@@ -123,8 +124,25 @@ def load_model_spec(path: str | Path) -> ModelSpec:
         )
     to_eval(module)  # batch norm and dropout as deployed
     return ModelSpec(
-        path=path, module=module, inputs=tuple(normalized), tolerance=_tolerance(path, getattr(mod, "TOLERANCE", None))
+        path=path,
+        module=module,
+        inputs=tuple(normalized),
+        tolerance=_tolerance(path, getattr(mod, "TOLERANCE", None)),
+        float_twin=_float_twin(path, getattr(mod, "FLOAT_TWIN", None)),
     )
+
+
+def _float_twin(path: Path, value) -> Path | None:
+    """FLOAT_TWIN, a model spec's file name relative to this one's directory."""
+    if value is None:
+        return None
+    twin = path.parent / value if isinstance(value, str) else None
+    if twin is None or not twin.is_file() or twin.suffix != ".py":
+        raise TracerError(
+            f"{path}: FLOAT_TWIN = {value!r} is not a model spec next to this one; give its file name, "
+            'e.g. FLOAT_TWIN = "mobilenet_v2.py"'
+        )
+    return twin
 
 
 def _describe(x) -> str:
