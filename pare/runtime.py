@@ -214,18 +214,20 @@ class Runtime:
 
     @property
     def isa(self) -> str:
-        """What the build was compiled for: x86_64_auto, x86_64_baseline, x86_64_v3 or arm64_neon."""
+        """What the build was compiled for: x86_64_auto, x86_64_baseline, x86_64_v3 or arm64_neon (whose
+        int8 GEMM also runs SDOT where the CPU has it: kernel_isa arm64_dotprod)."""
         return _s(self._lib.pare_isa())
 
     @property
     def kernel_isa(self) -> str:
         """What the kernels run now: x86_64_v4, x86_64_v3 or x86_64_baseline for an x86_64_auto build
-        (the best this CPU has, at most set_max_isa's cap), the build's own otherwise."""
+        (the best this CPU has, at most set_max_isa's cap), arm64_dotprod or arm64_neon on arm64
+        (likewise), the build's own otherwise."""
         return _s(self._lib.pare_kernel_isa())
 
     def set_max_isa(self, isa: str) -> None:
         """Caps what an x86_64_auto build's kernels run at `isa` (x86_64_baseline, x86_64_v3 or
-        x86_64_v4), for
+        x86_64_v4; arm64_neon or arm64_dotprod on arm64), for
         the same results on every CPU or the SSE2 kernels on an AVX2 one; process-wide, like oneDNN's
         dnnl_set_max_cpu_isa. $PARE_MAX_ISA does this when a Runtime is created."""
         status = self._lib.pare_set_max_isa(isa.encode())
@@ -237,7 +239,7 @@ class Runtime:
             fix = "use a runtime built at --//runtime:x86_64_isa=auto or baseline"
         else:
             why = f"{isa!r} is not an instruction set of this {self.isa} runtime"
-            fix = "use x86_64_baseline, x86_64_v3 or x86_64_v4 on x86_64, arm64_neon on arm64"
+            fix = "use x86_64_baseline, x86_64_v3 or x86_64_v4 on x86_64, arm64_neon or arm64_dotprod on arm64"
         raise PareError(f"cannot cap the kernels' ISA at {isa!r}: {why}; {fix}", status, name)
 
     def status_name(self, status: int) -> str:

@@ -32,6 +32,7 @@ import re
 from collections import defaultdict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 
@@ -99,14 +100,23 @@ LIMITS: dict[str, Limit] = {
 # The kernel copies an x86_64 runtime runs (pare_kernel_isa's names), in
 # increasing order, each with the limit under which this host cannot run it.
 ISA_LIMITS = {"x86_64_baseline": "arch:x86_64", "x86_64_v3": "cpu:avx2", "x86_64_v4": "cpu:avx512"}
-ARM64_ISA = "arm64_neon"
-ISA_COPIES = (*ISA_LIMITS, ARM64_ISA)
+# arm64's: plain NEON everywhere, and the int8 GEMM's SDOT copy where the
+# CPU has the ARMv8.2 dot product (Linux's "asimddp" feature).
+ARM64_ISAS = ("arm64_neon", "arm64_dotprod")
+ISA_COPIES = (*ISA_LIMITS, *ARM64_ISAS)
+
+
+def _arm64_has_dotprod() -> bool:
+    try:
+        return "asimddp" in Path("/proc/cpuinfo").read_text().split()
+    except OSError:
+        return False
 
 
 def host_isa_copies() -> list[str]:
     """The ISA copies this host runs, in increasing order: the best is last."""
     if platform.machine() in ("arm64", "aarch64"):
-        return [ARM64_ISA]
+        return list(ARM64_ISAS) if _arm64_has_dotprod() else [ARM64_ISAS[0]]
     return [isa for isa, limit in ISA_LIMITS.items() if not LIMITS[limit].holds()]
 
 

@@ -103,12 +103,20 @@ _LIBM_F32 = [
 # Every float function also in its double form (drop the trailing "f").
 LIBM_FUNCTIONS = _LIBM_F32 + [f[:-1] for f in _LIBM_F32]
 
-# Darwin-only libSystem entry points clang emits calls to on its own (it
-# lowers zeroing memset to bzero on Apple targets).
+# Darwin-only libSystem entry points: those clang emits calls to on its own
+# (it lowers zeroing memset to bzero on Apple targets), and the PAL's CPU
+# feature query (runtime/pal/libc.h).
 DARWIN_EXTRA_FUNCTIONS = [
     "__bzero",
     "bzero",
     "memset_pattern16",
+    "sysctlbyname",
+]
+
+# Bionic-only libc entry points the PAL calls: the CPU feature query
+# (runtime/pal/libc.h; since API 18).
+ANDROID_EXTRA_FUNCTIONS = [
+    "getauxval",
 ]
 
 LIBLOG_FUNCTIONS = [

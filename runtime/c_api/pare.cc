@@ -167,10 +167,11 @@ const char* pare_kernel_isa(void) { return pare::cpu::isa_name(pare::cpu::kernel
 pare_status pare_set_max_isa(const char* isa) {
   pare::cpu::Isa cap;
   if (!pare::cpu::isa_from_name(isa, &cap)) return PARE_ERROR_INVALID_ARGUMENT;
+  const bool arm64_cap = cap == pare::cpu::Isa::arm64_neon || cap == pare::cpu::Isa::arm64_dotprod;
 #if defined(__x86_64__)
-  if (cap == pare::cpu::Isa::arm64_neon) return PARE_ERROR_INVALID_ARGUMENT;
+  if (arm64_cap) return PARE_ERROR_INVALID_ARGUMENT;
 #else
-  if (cap != pare::cpu::Isa::arm64_neon) return PARE_ERROR_INVALID_ARGUMENT;
+  if (!arm64_cap) return PARE_ERROR_INVALID_ARGUMENT;
 #endif
   return pare::cpu::set_max_isa(cap) ? PARE_OK : PARE_ERROR_NOT_IMPLEMENTED;
 }

@@ -207,10 +207,13 @@ PARE_API int pare_is_tracing_build(void);
 PARE_API const char* pare_isa(void);
 /* The instruction set the kernels run now: "x86_64_v4" (AVX-512),
  * "x86_64_v3" or "x86_64_baseline" for an x86_64_auto build (the best this
- * CPU has, at most pare_set_max_isa's cap), the build's own otherwise. */
+ * CPU has, at most pare_set_max_isa's cap); on arm64 "arm64_dotprod" (the
+ * int8 kernels' SDOT copy, where the OS reports the ARMv8.2 dot product,
+ * uncapped) or "arm64_neon"; the build's own otherwise. */
 PARE_API const char* pare_kernel_isa(void);
 /* Caps the instruction set an x86_64_auto build's kernels run at `isa`
- * ("x86_64_baseline", "x86_64_v3" or "x86_64_v4"), as oneDNN's
+ * ("x86_64_baseline", "x86_64_v3" or "x86_64_v4"), or an arm64 build's at
+ * "arm64_neon" (the plain NEON int8 kernels) or "arm64_dotprod", as oneDNN's
  * dnnl_set_max_cpu_isa
  * does: the same results on every CPU, or the SSE2 kernels on an AVX2 one.
  * Process-wide; call it before running methods (a product already running

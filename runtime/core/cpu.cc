@@ -1,12 +1,13 @@
 #include "runtime/core/cpu.h"
 
 #include "runtime/core/format.h"
+#include "runtime/pal/pal.h"
 
 namespace pare {
 namespace cpu {
 namespace {
 
-constexpr const char* kNames[] = {"x86_64_baseline", "x86_64_v3", "x86_64_v4", "arm64_neon"};
+constexpr const char* kNames[] = {"x86_64_baseline", "x86_64_v3", "x86_64_v4", "arm64_neon", "arm64_dotprod"};
 
 // The build's own ISA: what every kernel runs without dispatch.
 PARE_UNUSED constexpr Isa kBuildIsa =
@@ -66,8 +67,26 @@ Isa x86_64_level() {
   return static_cast<Isa>(known - 1);
 }
 #endif
-// set_max_isa's cap, an Isa; x86_64_v4 (the best there is) until it is set.
-uint8_t g_max_isa = static_cast<uint8_t>(Isa::x86_64_v4);
+
+#if defined(__aarch64__)
+// 0: not asked yet, else 1 + the Isa the PAL's features give. Racing first
+// calls store the same value.
+uint8_t g_arm64 = 0;
+
+Isa arm64_level() {
+  uint8_t known = __atomic_load_n(&g_arm64, __ATOMIC_RELAXED);
+  if (known == 0) {
+    const bool dotprod = (pare_pal_cpu_features() & PARE_PAL_CPU_ARM64_DOTPROD) != 0;
+    known = static_cast<uint8_t>(1 + static_cast<int>(dotprod ? Isa::arm64_dotprod : Isa::arm64_neon));
+    __atomic_store_n(&g_arm64, known, __ATOMIC_RELAXED);
+  }
+  return static_cast<Isa>(known - 1);
+}
+#endif
+
+// set_max_isa's cap, an Isa; the best there is until it is set (every
+// architecture's ISAs compare below it).
+uint8_t g_max_isa = static_cast<uint8_t>(Isa::arm64_dotprod);
 
 }  // namespace
 
@@ -87,12 +106,12 @@ Isa cpu_isa() {
 #if defined(__x86_64__)
   return x86_64_level();
 #else
-  return Isa::arm64_neon;
+  return arm64_level();
 #endif
 }
 
 Isa kernel_isa() {
-#if defined(PARE_X86_64_DISPATCH)
+#if defined(PARE_X86_64_DISPATCH) || defined(__aarch64__)
   const Isa cap = static_cast<Isa>(__atomic_load_n(&g_max_isa, __ATOMIC_RELAXED));
   const Isa cpu = cpu_isa();
   return cap < cpu ? cap : cpu;

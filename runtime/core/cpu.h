@@ -6,8 +6,13 @@
 // the float GEMM's kernels: one compiled for x86-64-v3 (AVX2, FMA, BMI1/2,
 // F16C, LZCNT, MOVBE) and a register tile for x86-64-v4 (AVX-512 F, BW,
 // CD, DQ, VL). PARE_X86_64_DISPATCH is defined, and gemm.cc runs the best
-// copy kernel_isa() allows. Other levels and arm64 choose nothing here:
-// their kernels are the build's.
+// copy kernel_isa() allows. Other x86_64 levels choose nothing here: their
+// kernels are the build's.
+//
+// arm64 always has NEON; the int8 GEMM (runtime/kernels/quantized/
+// qgemm_arm64.inc) also carries an ARMv8.2 dot-product (SDOT) copy, which
+// runs where the OS reports the feature (the PAL's pare_pal_cpu_features:
+// getauxval on Linux and Android, sysctlbyname on iOS).
 
 #include "runtime/core/compiler.h"
 
@@ -15,27 +20,30 @@ namespace pare {
 namespace cpu {
 
 // The ISAs a kernel can run, as pare_isa() and pare_kernel_isa() name them.
-// x86_64's in increasing order (a cap compares them).
-enum class Isa : uint8_t { x86_64_baseline, x86_64_v3, x86_64_v4, arm64_neon };
+// Each architecture's in increasing order (a cap compares them).
+enum class Isa : uint8_t { x86_64_baseline, x86_64_v3, x86_64_v4, arm64_neon, arm64_dotprod };
 
-// "x86_64_baseline", "x86_64_v3", "x86_64_v4", "arm64_neon".
+// "x86_64_baseline", "x86_64_v3", "x86_64_v4", "arm64_neon", "arm64_dotprod".
 const char* isa_name(Isa isa);
 // The Isa named `name` (isa_name's spelling); false for other names.
 bool isa_from_name(const char* name, Isa* isa);
 
 // The best ISA this CPU and its OS run: for x86_64, CPUID's feature bits
 // and XGETBV's saved-state mask (the OS must save the YMM registers; for v4
-// also the opmask and ZMM ones), asked once; arm64_neon on arm64.
+// also the opmask and ZMM ones), asked once; on arm64, arm64_dotprod where
+// the PAL reports the dot product, else arm64_neon.
 Isa cpu_isa();
 
 // The ISA the dispatching kernels run: the best the CPU has, at most the
-// cap set_max_isa() set. Without PARE_X86_64_DISPATCH, the build's own.
+// cap set_max_isa() set. On x86_64 without PARE_X86_64_DISPATCH, the
+// build's own.
 Isa kernel_isa();
 
 // Caps kernel_isa() at `isa` (oneDNN's dnnl_set_max_cpu_isa): reproducible
 // results across CPUs, or the SSE2 path on an AVX2 machine in tests. One
 // process-wide setting; products already running finish on the ISA they
-// started with. `isa` is one of this architecture's (the C API checks);
+// started with (arm64_neon: the plain NEON int8 kernels on a CPU with the
+// dot product). `isa` is one of this architecture's (the C API checks);
 // false (nothing changed) for x86_64_baseline in a build pinned to v3,
 // which has no SSE2 kernels.
 bool set_max_isa(Isa isa);

@@ -13,6 +13,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "runtime/pal/pal.h"
+
 extern "C" {
 
 // Memory.
@@ -52,6 +54,14 @@ int pthread_cond_destroy(void* cond);
 int pthread_cond_wait(void* cond, void* mutex);
 int pthread_cond_broadcast(void* cond);
 
+// CPU features (arm64 only): Linux's and Android's auxiliary vector
+// (bionic has getauxval since API 18), Darwin's sysctl by name.
+#if defined(__aarch64__) && defined(__APPLE__)
+int sysctlbyname(const char* name, void* old_value, size_t* old_size, void* new_value, size_t new_size);
+#elif defined(__aarch64__)
+unsigned long getauxval(unsigned long type);
+#endif
+
 #ifdef __ANDROID__
 int __android_log_write(int priority, const char* tag, const char* text);
 #endif
@@ -90,6 +100,28 @@ inline void write_stderr(const char* text) {
   size_t n = 0;
   while (text[n] != '\0') ++n;
   (void)write(2, text, n);
+}
+
+// PARE_PAL_CPU_* bits (pal.h) for this CPU, as the OS reports them.
+inline uint32_t cpu_features() {
+#if defined(__aarch64__) && defined(__APPLE__)
+  // FEAT_DotProd since iOS 15 / macOS 12; older systems name it
+  // hw.optional.armv8_2_dotprod (absent on both before the A11's successors).
+  int32_t value = 0;
+  size_t size = sizeof value;
+  if (sysctlbyname("hw.optional.arm.FEAT_DotProd", &value, &size, nullptr, 0) != 0) {
+    value = 0;
+    size = sizeof value;
+    if (sysctlbyname("hw.optional.armv8_2_dotprod", &value, &size, nullptr, 0) != 0) value = 0;
+  }
+  return value != 0 ? PARE_PAL_CPU_ARM64_DOTPROD : 0u;
+#elif defined(__aarch64__)
+  constexpr unsigned long kAtHwcap = 16;              // AT_HWCAP
+  constexpr unsigned long kHwcapAsimdDp = 1ul << 20;  // HWCAP_ASIMDDP
+  return (getauxval(kAtHwcap) & kHwcapAsimdDp) != 0 ? PARE_PAL_CPU_ARM64_DOTPROD : 0u;
+#else
+  return 0u;
+#endif
 }
 
 // Reads a whole file into memory from `allocate` (the PAL's own malloc, so

@@ -45,6 +45,15 @@ __attribute__((noreturn)) void pare_pal_abort(const char* message);
 uint64_t pare_pal_ticks(void);
 uint64_t pare_pal_ticks_per_second(void);
 
+/* CPU features the OS reports, for the kernels that choose an instruction
+ * set at run time (runtime/core/cpu.h): a mask of PARE_PAL_CPU_* bits.
+ * arm64: the ARMv8.2 dot product (SDOT/UDOT) from getauxval(AT_HWCAP) on
+ * Linux and Android, sysctlbyname("hw.optional.arm.FEAT_DotProd") on iOS
+ * and macOS. x86_64 asks CPUID itself (an instruction, not an OS call), so
+ * its bits are not here. 0 when the platform cannot tell. */
+#define PARE_PAL_CPU_ARM64_DOTPROD 1u
+uint32_t pare_pal_cpu_features(void);
+
 /* Files: reads a whole file into memory obtained from
  * pare_pal_malloc(size, alignment). Returns 0 on success, a negative value
  * when the file cannot be opened or read, and -2 when memory runs out. */

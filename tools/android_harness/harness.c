@@ -244,7 +244,9 @@ static void* find_symbol(void* lib, const char* name) {
   X(method_output_tensor)  \
   X(method_output_int)     \
   X(method_output_double)  \
-  X(method_output_bool)
+  X(method_output_bool)    \
+  X(set_max_isa)           \
+  X(kernel_isa)
 
 typedef struct api {
 #define HARNESS_API_FIELD(name) __typeof__(pare_##name)* name;
@@ -351,6 +353,13 @@ static int run(int argc, char** argv) {
   // argv: run LIB PROGRAM METHOD OUTDIR INPUT...
   api a;
   resolve_api(open_library(argv[2]), &a);
+  // $PARE_MAX_ISA caps the kernels (pare_set_max_isa), as pare.runtime does:
+  // the plain NEON int8 kernels on a CPU with the dot product.
+  const char* cap = getenv("PARE_MAX_ISA");
+  if (cap && *cap) {
+    pare_status capped = a.set_max_isa(cap);
+    if (capped != PARE_OK) pare_failed(&a, "pare_set_max_isa", capped, cap);
+  }
   pare_program* program = NULL;
   pare_status status = a.program_load_file(argv[3], &program);
   if (status != PARE_OK) pare_failed(&a, "pare_program_load_file", status, a.program_error_message(program));
@@ -369,6 +378,7 @@ static int run(int argc, char** argv) {
   for (size_t i = 0; i < num_inputs; ++i) set_input(&a, method, i, argv[6 + i]);
   status = a.method_execute(method);
   if (status != PARE_OK) pare_failed(&a, "pare_method_execute", status, a.method_error_message(method));
+  printf("kernel_isa %s\n", a.kernel_isa());
   for (size_t i = 0; i < a.method_output_count(method); ++i) {
     int32_t kind = 0;
     status = a.method_output_kind(method, i, &kind);

@@ -127,14 +127,24 @@ def check_loadable(library: Path) -> None:
         )
 
 
-def run(args: list[str], timeout: float = 300, **kwargs) -> subprocess.CompletedProcess:
+def run(
+    args: list[str], timeout: float = 300, cpu: str | None = None, max_isa: str | None = None, **kwargs
+) -> subprocess.CompletedProcess:
     """Runs the harness with ARGS (a mode, then the library) under qemu-aarch64;
-    returns the completed process."""
+    returns the completed process. `cpu` is qemu's CPU model (`-cpu`; its
+    default, max, has every extension qemu emulates, the ARMv8.2 dot product
+    among them; cortex-a57 is an ARMv8.0 core without it); `max_isa` caps the
+    runtime's kernels (pare_set_max_isa, through $PARE_MAX_ISA)."""
     check_loadable(Path(args[1]))
     p = paths()
     with tempfile.TemporaryDirectory(prefix="pare-harness-") as tmp:
         shim = _shim_dir(p, Path(tmp))
-        cmd = [p.qemu, "-L", str(p.sysroot), "-E", f"LD_LIBRARY_PATH={shim}", str(p.harness), *args]
+        cmd = [p.qemu, "-L", str(p.sysroot), "-E", f"LD_LIBRARY_PATH={shim}"]
+        if cpu:
+            cmd += ["-cpu", cpu]
+        if max_isa:
+            cmd += ["-E", f"PARE_MAX_ISA={max_isa}"]
+        cmd += [str(p.harness), *args]
         return subprocess.run(cmd, capture_output=True, timeout=timeout, **kwargs)
 
 
@@ -175,6 +185,21 @@ def run_program(library: Path, program: bytes, method: str, inputs: list[TensorD
     """Runs METHOD of a Pare program on an Android runtime .so under emulation
     (the harness's `run` mode). Returns one entry per output: TensorData,
     int, float, bool, or None for other value kinds."""
+    return run_program_on(library, program, method, inputs, timeout=timeout)[0]
+
+
+def run_program_on(
+    library: Path,
+    program: bytes,
+    method: str,
+    inputs: list[TensorData],
+    timeout: float = 600,
+    cpu: str | None = None,
+    max_isa: str | None = None,
+) -> tuple[list, str]:
+    """run_program on qemu's CPU model `cpu`, with the runtime's kernels
+    capped at `max_isa` (run()); returns the outputs and the ISA the kernels
+    ran (pare_kernel_isa after the call)."""
     with tempfile.TemporaryDirectory(prefix="pare-run-") as tmp:
         root = Path(tmp)
         (root / "program.pare").write_bytes(program)
@@ -189,12 +214,17 @@ def run_program(library: Path, program: bytes, method: str, inputs: list[TensorD
             ["run", str(Path(library).resolve()), str(root / "program.pare"), method, str(out_dir), *specs],
             timeout=timeout,
             text=True,
+            cpu=cpu,
+            max_isa=max_isa,
         )
         if proc.returncode != 0:
             raise _failed(proc)
         outputs: list = []
+        kernel_isa = ""
         for line in proc.stdout.splitlines():
             fields = line.split()
+            if len(fields) == 2 and fields[0] == "kernel_isa":
+                kernel_isa = fields[1]
             if len(fields) < 3 or fields[0] != "output":
                 continue
             index, kind = int(fields[1]), fields[2]
@@ -210,7 +240,7 @@ def run_program(library: Path, program: bytes, method: str, inputs: list[TensorD
                 outputs.append(fields[3] != "0")
             else:
                 outputs.append(None)
-        return outputs
+        return outputs, kernel_isa
 
 
 def main(argv: list[str] | None = None) -> int:

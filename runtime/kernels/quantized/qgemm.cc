@@ -11,6 +11,8 @@
 #include "runtime/kernels/quantized/qgemm.h"
 
 #include "runtime/kernels/quantized/quantized.h"
+// arm64's micro-kernels of gemm_rows (NEON, SDOT); empty elsewhere.
+#include "runtime/kernels/quantized/qgemm_arm64.inc"
 
 // The float product must round before the addition (round_half_even's magic
 // constant too), on every ISA: no FMA, so every machine gives the same bits.
@@ -135,6 +137,13 @@ void columns_block(int64_t c0, int64_t pixels, int64_t k, const int8_t* PARE_RES
 
 void gemm_rows(int64_t channels, int64_t pixels, int64_t k, const int8_t* w, const int8_t* x, const Requantization& rq,
                const Output& out) {
+#if defined(__aarch64__)
+  // arm64: qgemm_arm64.inc's tiles, SDOT where the CPU has it; this file's
+  // epilogue.
+  const auto store = [&](const auto& acc, int64_t c0, int64_t p0, int nr) { store_tile(acc, c0, p0, nr, rq, out); };
+  arm64::gemm_rows(channels, pixels, k, w, x, store);
+  return;
+#endif
   int64_t c = 0;
   for (; c + kChannels <= channels; c += kChannels) rows_block<kChannels>(c, pixels, k, w, x, rq, out);
   for (; c < channels; ++c) rows_block<1>(c, pixels, k, w, x, rq, out);
