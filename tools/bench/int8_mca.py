@@ -1,0 +1,194 @@
+"""llvm-mca estimates of the int8 GEMM micro-kernels' inner loops: MACs per cycle against the core's peak.
+
+    .venv/bin/python -m tools.bench.int8_mca [--cpus cortex-a55,neoverse-n2]
+
+Compiles each arm64 micro-kernel of runtime/kernels/quantized/
+qgemm_arm64_tile.inc (the 4x4 tile's steady state: 16 bytes of k for 4
+output channels x 4 pixels, 256 multiply-adds) for aarch64 with clang-16,
+takes its inner loop from the assembly, and runs `llvm-mca-16 -mcpu=CPU` on
+it. The peak is llvm-mca's own throughput for the core's widest int8
+multiply-add, 16 independent SDOTs (4 x 16 bytes -> int32 lanes, 16 MACs
+each): what the scheduling model says the core can do at most. A static
+estimate of a core model, not a measurement: no cache misses, no front-end
+stalls beyond the model's. docs/quantization.md quotes the table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from tools import REPO_ROOT
+
+CLANG = "clang++-16"
+LLVM_MCA = "llvm-mca-16"
+TARGET = "aarch64-linux-android24"
+DEFAULT_CPUS = ("cortex-a55", "neoverse-n2")
+ITERATIONS = 200
+
+# Multiply-adds per iteration of the tile's inner loop: 4 channels x 4
+# pixels x 16 bytes of k.
+TILE_MACS = 4 * 4 * 16
+
+# name -> (the copy's namespace and macro value, its target attribute).
+KERNELS = {
+    "neon (smull/smull2/sadalp)": ("neon", 0, ""),
+    "dotprod (sdot)": ("dotprod", 1, "dotprod"),
+}
+
+_DRIVER = """
+#include <arm_neon.h>
+#include <stdint.h>
+#include "runtime/core/compiler.h"
+
+namespace mca {{
+constexpr int kTileChannels = 4;
+constexpr int kTilePixels = 4;
+constexpr int kStep = 16;
+{attribute_push}
+namespace {namespace} {{
+#define PARE_QGEMM_ARM64_DOTPROD {macro}
+#include "runtime/kernels/quantized/qgemm_arm64_tile.inc"
+}}
+void kernel(int64_t k, const int8_t* w, const int8_t* x, int32_t (&out)[4][4]) {{
+  {namespace}::dot_tile<4, 4>(k, w, x, out);
+}}
+{attribute_pop}
+}}  // namespace mca
+"""
+
+_PEAK = "\n".join(f"sdot v{i}.4s, v{16 + i % 8}.16b, v{24 + i % 8}.16b" for i in range(16)) + "\n"
+_PEAK_MACS = 16 * 16
+
+
+class McaError(Exception):
+    """A compiler or llvm-mca failure, or a loop the script cannot find."""
+
+
+@dataclass(frozen=True)
+class Estimate:
+    kernel: str
+    cpu: str
+    cycles_per_iteration: float
+    macs_per_cycle: float
+    peak_macs_per_cycle: float
+
+    @property
+    def share_of_peak(self) -> float:
+        return self.macs_per_cycle / self.peak_macs_per_cycle
+
+
+def _run(cmd: list[str], stdin: str | None = None) -> str:
+    try:
+        proc = subprocess.run(cmd, input=stdin, capture_output=True, text=True)
+    except OSError as e:
+        raise McaError(f"cannot run {cmd[0]} ({e.strerror}); install llvm-16 and clang-16 (tools/setup.sh)") from None
+    if proc.returncode != 0:
+        first = (proc.stderr.strip().splitlines() or ["no message"])[0]
+        raise McaError(f"{cmd[0]} failed (exit {proc.returncode}): {first}")
+    return proc.stdout
+
+
+def kernel_assembly(name: str) -> str:
+    """The AArch64 assembly of micro-kernel `name` (a key of KERNELS), -O2."""
+    namespace, macro, attribute = KERNELS[name]
+    push = f'#pragma clang attribute push(__attribute__((target("{attribute}"))), apply_to = function)'
+    source = _DRIVER.format(
+        namespace=namespace,
+        macro=macro,
+        attribute_push=push if attribute else "",
+        attribute_pop="#pragma clang attribute pop" if attribute else "",
+    )
+    with tempfile.TemporaryDirectory(prefix="pare-mca-") as tmp:
+        src = Path(tmp) / "kernel.cc"
+        src.write_text(source)
+        return _run(
+            [CLANG, f"--target={TARGET}", "-std=c++17", "-O2", "-ffreestanding", "-fno-exceptions", "-fno-rtti"]
+            + [f"-I{REPO_ROOT}", "-S", "-o", "-", str(src)]
+        )
+
+
+def inner_loop(assembly: str) -> str:
+    """The instructions of the innermost loop that multiplies (the basic
+    block a backward branch closes, holding sdot or smull), without labels
+    and directives."""
+    lines = [line.split("//")[0].rstrip() for line in assembly.splitlines()]
+    labels = {line.rstrip(":").strip(): i for i, line in enumerate(lines) if re.match(r"^\.?L\w+:$", line.strip())}
+    best: list[str] = []
+    for i, line in enumerate(lines):
+        m = re.match(r"^\s*b(?:\.\w+)?\s+(\.?L\w+)\s*$", line) or re.match(
+            r"^\s*(?:cbn?z|tbn?z)\s+[^,]+,\s*(?:#\d+,\s*)?(\.?L\w+)\s*$", line
+        )
+        if not m or m.group(1) not in labels or labels[m.group(1)] > i:
+            continue
+        body = [
+            ln.strip()
+            for ln in lines[labels[m.group(1)] + 1 : i + 1]
+            if ln.strip() and not ln.strip().startswith((".", "//", "#")) and not ln.strip().endswith(":")
+        ]
+        multiplies = [ln for ln in body if ln.startswith(("sdot", "smull"))]
+        if multiplies and (not best or len(body) < len(best)):
+            best = body
+    if not best:
+        raise McaError("no loop with sdot or smull in the kernel's assembly")
+    return "\n".join(best) + "\n"
+
+
+def mca_cycles_per_iteration(block: str, cpu: str) -> float:
+    """llvm-mca's cycles per iteration of `block` on `cpu`."""
+    # +dotprod: the sdot kernel's code is built for it, whatever the core's
+    # default extensions.
+    cmd = [LLVM_MCA, f"-mtriple={TARGET}", f"-mcpu={cpu}", "-mattr=+dotprod", f"-iterations={ITERATIONS}"]
+    out = _run(cmd, stdin=block)
+    total = re.search(r"Total Cycles:\s+(\d+)", out)
+    if not total:
+        raise McaError(f"llvm-mca printed no 'Total Cycles' for -mcpu={cpu}")
+    return int(total.group(1)) / ITERATIONS
+
+
+def peak_macs_per_cycle(cpu: str) -> float:
+    """The core's int8 multiply-add peak in llvm-mca's model: independent SDOTs."""
+    return _PEAK_MACS / mca_cycles_per_iteration(_PEAK, cpu)
+
+
+def estimates(cpus=DEFAULT_CPUS, kernels=tuple(KERNELS)) -> list[Estimate]:
+    loops = {name: inner_loop(kernel_assembly(name)) for name in kernels}
+    result = []
+    for cpu in cpus:
+        peak = peak_macs_per_cycle(cpu)
+        for name, loop in loops.items():
+            cycles = mca_cycles_per_iteration(loop, cpu)
+            result.append(Estimate(name, cpu, cycles, TILE_MACS / cycles, peak))
+    return result
+
+
+def table(rows: list[Estimate]) -> str:
+    head = f"| {'kernel (4x4 tile, 16 B of k)':<30} | {'core':<12} | cycles/iter | MACs/cycle | peak | of peak |"
+    lines = [head, "|" + "|".join("-" * (len(c)) for c in head.split("|")[1:-1]) + "|"]
+    for r in rows:
+        lines.append(
+            f"| {r.kernel:<30} | {r.cpu:<12} | {r.cycles_per_iteration:11.2f} | {r.macs_per_cycle:10.1f} | "
+            f"{r.peak_macs_per_cycle:4.0f} | {r.share_of_peak:7.0%} |"
+        )
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m tools.bench.int8_mca", description=__doc__.split("\n")[0])
+    parser.add_argument("--cpus", default=",".join(DEFAULT_CPUS), help="llvm-mca -mcpu values, comma-separated")
+    args = parser.parse_args(argv)
+    try:
+        print(table(estimates([c for c in args.cpus.split(",") if c])))
+    except McaError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
