@@ -25,6 +25,12 @@ import tracer_testlib  # noqa: E402,F401
 import runtime_build  # noqa: E402
 
 
+def pytest_configure(config):
+    # test_android.py reuses tests/runtime/kernels/test_quantized_layers.py's
+    # cases, whose tests carry the runtime suite's fp_ops mark.
+    config.addinivalue_line("markers", "fp_ops: op-vs-torch tests whose float results depend on torch's CPU path")
+
+
 def _prebuilt(var: str) -> Path | None:
     value = os.environ.get(var)
     if not value:

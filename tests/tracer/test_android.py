@@ -140,3 +140,105 @@ def test_float_to_half_is_bit_for_bit_with_arm64_fcvt(android_lib):
     got = np.frombuffer(out.data, dtype=np.uint16)
     assert out.dtype == 5 and got.shape == want.shape
     assert np.array_equal(got, want), np.flatnonzero(got != want)[:5]
+
+
+# The int8 layers' GEMM on arm64 (runtime/kernels/quantized/qgemm_arm64.inc):
+# its SDOT copy where the CPU has the ARMv8.2 dot product, its plain NEON one
+# elsewhere. qemu's default CPU model (max) has the dot product; cortex-a57
+# is an ARMv8.0 core without it (the runtime finds that through the PAL's
+# getauxval); and a cap (pare_set_max_isa) keeps a CPU with it on NEON.
+INT8_ARM64_CONFIGS = {
+    "sdot": (None, None, "arm64_dotprod"),
+    "neon_capped": (None, "arm64_neon", "arm64_neon"),
+    "neon_cortex_a57": ("cortex-a57", None, "arm64_neon"),
+}
+# Layers whose products take the row GEMM (im2col; a linear layer's rows):
+# k = 27, 63, 12, 576 and 300, 33 (full 16-byte steps and zero-padded tails,
+# 4x4 tiles and their edges), batch 2, groups, stride 2, padding.
+INT8_CONV_CASES = ["3x3_odd_channels", "stride2_padding", "groups3_odd", "deep", "1x1_stride2"]
+INT8_LINEAR_CASES = [((5, 33), 17), ((1, 300), 64), ((2, 3, 40), 9)]
+
+
+def _int8_layers_program():
+    """One program whose method runs every case above on its own input:
+    the inputs, the program, and torch's reference for each output."""
+    from pare.program import ProgramBuilder
+    from tests.runtime.kernels import test_quantized_layers as ql
+
+    pb = ProgramBuilder()
+    m = pb.method()
+    inputs, references, outputs = [], [], []
+    for i, name in enumerate(INT8_CONV_CASES):
+        case = ql.CONV_CASES[name]
+        x_q = ql.int8_tensor(case["x"], 40 + i)
+        layer = ql.Layer(
+            ql.int8_tensor(
+                case["w"], 50 + i, -128, 127
+            ),  # -128 weights too: the NEON path's int16 pairs must not overflow
+            ql.bias_values(case["w"][0], 60 + i),
+            0.02,
+            [-128, 127, 11, 0, -5][i],
+            ql.conv_op(case),
+            out_zero_point=-3,
+            seed=70 + i,
+        ).calibrate(x_q)
+        x = m.input("Char")
+        packed = m.qconv2d_prepack(
+            layer.w_q,
+            *layer.constants(),
+            case["stride"],
+            case["padding"],
+            case["dilation"],
+            case["groups"],
+            layer.zx,
+        )
+        outputs.append(m.op("pare::qconv2d_prepacked", x, packed, *layer.output_bounds()))
+        inputs.append(x_q)
+        references.append(layer.reference(x_q))
+    for i, (shape, out_features) in enumerate(INT8_LINEAR_CASES):
+        x_q = ql.int8_tensor(shape, 80 + i)
+        layer = ql.Layer(
+            ql.int8_tensor((out_features, shape[-1]), 90 + i, -127, 127),
+            ql.bias_values(out_features, 100 + i),
+            0.025,
+            [-128, 127, 3][i],
+            torch.nn.functional.linear,
+            relu=i == 2,
+            out_zero_point=-20,
+            seed=110 + i,
+        ).calibrate(x_q)
+        x = m.input("Char")
+        packed = m.qlinear_prepack(layer.w_q, *layer.constants())
+        outputs.append(m.op("pare::qlinear_prepacked", x, packed, *layer.output_bounds()))
+        inputs.append(x_q)
+        references.append(layer.reference(x_q))
+    m.output(*outputs)
+    return inputs, pb.to_bytes(), references
+
+
+@pytest.fixture(scope="module")
+def int8_layers(full_lib):
+    """The program, its inputs and torch's references, and the x86_64 full
+    runtime's outputs (whose requantization gives the same bits)."""
+    from pare.runtime import Runtime
+
+    inputs, program, references = _int8_layers_program()
+    x86 = Runtime(full_lib).load(program).method().run(*[x.numpy() for x in inputs])
+    return inputs, program, references, x86
+
+
+@pytest.mark.parametrize("config", list(INT8_ARM64_CONFIGS))
+def test_int8_layers_on_arm64_sdot_and_neon_match_torch_and_x86_64(android_lib, int8_layers, config):
+    from tests.runtime.kernels.test_quantized_layers import assert_within_one_step
+
+    cpu, cap, want_isa = INT8_ARM64_CONFIGS[config]
+    inputs, program, references, x86 = int8_layers
+    tensors = [harness.TensorData(1, tuple(x.shape), x.contiguous().numpy().tobytes()) for x in inputs]  # 1: Char
+    outputs, kernel_isa = harness.run_program_on(android_lib, program, "forward", tensors, cpu=cpu, max_isa=cap)
+    assert kernel_isa == want_isa
+    assert len(outputs) == len(references)
+    for out, reference, expected in zip(outputs, references, x86):
+        got = np.frombuffer(out.data, dtype=np.int8).reshape(out.sizes)
+        # Exact int32 sums and the same requantization arithmetic: x86_64's bits.
+        assert np.array_equal(got, expected), np.flatnonzero(got != expected)[:5]
+        assert_within_one_step(torch.from_numpy(got.copy()), reference)
