@@ -242,3 +242,16 @@ def test_int8_layers_on_arm64_sdot_and_neon_match_torch_and_x86_64(android_lib, 
         # Exact int32 sums and the same requantization arithmetic: x86_64's bits.
         assert np.array_equal(got, expected), np.flatnonzero(got != expected)[:5]
         assert_within_one_step(torch.from_numpy(got.copy()), reference)
+
+
+def test_arm64_runtime_refuses_an_x86_64_cap(android_lib, int8_layers):
+    # pare_set_max_isa on arm64 takes arm64_neon and arm64_dotprod only.
+    inputs, program, _, _ = int8_layers
+    tensors = [harness.TensorData(1, tuple(x.shape), x.contiguous().numpy().tobytes()) for x in inputs]
+    with pytest.raises(harness.HarnessError, match=r"pare_set_max_isa failed: InvalidArgument: x86_64_v3"):
+        harness.run_program_on(android_lib, program, "forward", tensors, max_isa="x86_64_v3")
+    # A cap above the CPU's copy leaves the CPU's (cortex-a57 has no dot product).
+    _, kernel_isa = harness.run_program_on(
+        android_lib, program, "forward", tensors, cpu="cortex-a57", max_isa="arm64_dotprod"
+    )
+    assert kernel_isa == "arm64_neon"
