@@ -1,0 +1,215 @@
+// The quantize pass's int8 ops besides the layers (docs/quantization.md,
+// "Int8 layers: the quantize pass"): what runs between a dequantize of int8
+// and a quantize to int8 without the float detour.
+//
+// pare::qadd / pare::qmul (broadcasting) compute the reference's own float32
+// operations per element, (q - zero_point) * scale for each input, the sum
+// or product, then quantize_per_tensor's rounding: the same bits as torch's
+// dequantize -> add / mul -> quantize. pare::qmean sums int8 values in
+// int64 (exact) and takes the mean in double, then quantizes in float32:
+// torch's float32 sum rounds on the way, so an element near half a step
+// may land one step away. pare::qlut maps each int8 value through a
+// 256-entry table the exporter computed by running torch on every int8
+// value, exact by construction. Every ISA gives the same bits: no
+// floating-point contraction, and round half to even as quantized.h does.
+
+#include "runtime/core/format.h"
+#include "runtime/kernels/common/convert.h"
+#include "runtime/kernels/common/elementwise.h"
+#include "runtime/kernels/quantized/quantized.h"
+
+// The product must round before the rounding to an integer (quantized.h).
+#pragma clang fp contract(off)
+
+namespace pare {
+namespace kernels {
+namespace {
+
+Error check_char(KernelContext& ctx, const Tensor& t, const char* name) {
+  PARE_CHECK_OR_RETURN(ctx, t.dtype == ScalarType::Char, Error::UnsupportedDtype,
+                       "argument '%s' must be an int8 (Char) tensor, got %s: it takes the output of a "
+                       "quantize_per_tensor to int8",
+                       name, to_string(t.dtype));
+  return Error::Ok;
+}
+
+Error check_scale(KernelContext& ctx, double scale, const char* name) {
+  PARE_CHECK_OR_RETURN(ctx, scale > 0.0, Error::InvalidArgument,
+                       "argument '%s' must be positive, got %g (recalibrate the model)", name, scale);
+  return Error::Ok;
+}
+
+Error check_range(KernelContext& ctx, int64_t lo, int64_t hi) {
+  PARE_CHECK_OR_RETURN(ctx, -128 <= lo && lo <= hi && hi <= 127, Error::InvalidArgument,
+                       "output_min %lld and output_max %lld must satisfy -128 <= output_min <= output_max <= 127",
+                       static_cast<long long>(lo), static_cast<long long>(hi));
+  return Error::Ok;
+}
+
+// The output's quantization: x * inv_scale rounded half to even, plus the
+// zero point, clamped to [lo, hi] (quantize_per_tensor to int8, its range
+// narrowed by a fused relu / clamp).
+struct OutputQuant {
+  float inv_scale, zero_point, lo, hi;
+
+  OutputQuant(double scale, int64_t zp, int64_t output_min, int64_t output_max)
+      : inv_scale(static_cast<float>(1.0 / scale)),
+        zero_point(static_cast<float>(zp)),
+        lo(static_cast<float>(output_min)),
+        hi(static_cast<float>(output_max)) {}
+
+  PARE_ALWAYS_INLINE int8_t operator()(float x) const {
+    return quantized::quantize_value<int8_t, float>(x, inv_scale, zero_point, lo, hi, static_cast<int64_t>(lo),
+                                                    static_cast<int64_t>(hi));
+  }
+};
+
+struct InputQuant {
+  float scale, zero_point;
+  InputQuant(double s, int64_t zp) : scale(static_cast<float>(s)), zero_point(static_cast<float>(zp)) {}
+  PARE_ALWAYS_INLINE float operator()(int8_t q) const { return (static_cast<float>(q) - zero_point) * scale; }
+};
+
+enum class Binary { Add, Mul };
+
+// pare::qadd / pare::qmul(Tensor a, Tensor b, float a_scale, int a_zero_point, float b_scale,
+//   int b_zero_point, float out_scale, int out_zero_point, int output_min, int output_max) -> Tensor
+Error qbinary(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs, Binary kind) {
+  KernelArgs args(ctx, inputs, outputs, 10, 10, 1);
+  const Tensor& a = args.tensor(0, "a");
+  const Tensor& b = args.tensor(1, "b");
+  const double a_scale = args.real(2, "a_scale");
+  const int64_t a_zp = args.int64(3, "a_zero_point");
+  const double b_scale = args.real(4, "b_scale");
+  const int64_t b_zp = args.int64(5, "b_zero_point");
+  const double out_scale = args.real(6, "out_scale");
+  const int64_t out_zp = args.int64(7, "out_zero_point");
+  const int64_t output_min = args.int64(8, "output_min");
+  const int64_t output_max = args.int64(9, "output_max");
+  PARE_TRY(args.status());
+  PARE_TRY(check_char(ctx, a, "a"));
+  PARE_TRY(check_char(ctx, b, "b"));
+  PARE_TRY(check_scale(ctx, a_scale, "a_scale"));
+  PARE_TRY(check_scale(ctx, b_scale, "b_scale"));
+  PARE_TRY(check_scale(ctx, out_scale, "out_scale"));
+  PARE_TRY(check_range(ctx, output_min, output_max));
+  const InputQuant da(a_scale, a_zp);
+  const InputQuant db(b_scale, b_zp);
+  const OutputQuant q(out_scale, out_zp, output_min, output_max);
+  Elementwise<2> op(ctx);
+  op.add_input(Operand::of(a), "a");
+  op.add_input(Operand::of(b), "b");
+  if (kind == Binary::Add) {
+    return PARE_DISPATCH(qadd_kernel, ctx, a.dtype, T, {
+      static_assert(is_same_v<T, int8_t>, "int8 ops take int8 inputs");
+      PARE_TRY(op.prepare(args.output(0), ScalarType::Char, ScalarType::Char));
+      op.run<int8_t, int8_t>([=](int8_t x, int8_t y) -> int8_t { return q(da(x) + db(y)); });
+      return Error::Ok;
+    });
+  }
+  return PARE_DISPATCH(qmul_kernel, ctx, a.dtype, T, {
+    static_assert(is_same_v<T, int8_t>, "int8 ops take int8 inputs");
+    PARE_TRY(op.prepare(args.output(0), ScalarType::Char, ScalarType::Char));
+    op.run<int8_t, int8_t>([=](int8_t x, int8_t y) -> int8_t { return q(da(x) * db(y)); });
+    return Error::Ok;
+  });
+}
+
+}  // namespace
+
+Error pare_qadd(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs) {
+  return qbinary(ctx, inputs, outputs, Binary::Add);
+}
+
+Error pare_qmul(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs) {
+  return qbinary(ctx, inputs, outputs, Binary::Mul);
+}
+
+// pare::qmean(Tensor input, int dims, bool keepdim, float in_scale, int in_zero_point, float out_scale,
+//   int out_zero_point, int output_min, int output_max) -> Tensor
+// The mean over the input's last `dims` dims (global average pooling:
+// adaptive_avg_pool2d to 1x1, mean over H and W).
+Error pare_qmean(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs) {
+  KernelArgs args(ctx, inputs, outputs, 9, 9, 1);
+  const Tensor& input = args.tensor(0, "input");
+  const int64_t dims = args.int64(1, "dims");
+  const bool keepdim = args.boolean(2, "keepdim");
+  const double in_scale = args.real(3, "in_scale");
+  const int64_t in_zp = args.int64(4, "in_zero_point");
+  const double out_scale = args.real(5, "out_scale");
+  const int64_t out_zp = args.int64(6, "out_zero_point");
+  const int64_t output_min = args.int64(7, "output_min");
+  const int64_t output_max = args.int64(8, "output_max");
+  PARE_TRY(args.status());
+  PARE_TRY(check_char(ctx, input, "input"));
+  PARE_CHECK_OR_RETURN(ctx, dims >= 1 && static_cast<size_t>(dims) <= input.dim, Error::InvalidArgument,
+                       "argument 'dims' = %lld must be between 1 and the input's %d dims", static_cast<long long>(dims),
+                       static_cast<int>(input.dim));
+  PARE_TRY(check_scale(ctx, in_scale, "in_scale"));
+  PARE_TRY(check_scale(ctx, out_scale, "out_scale"));
+  PARE_TRY(check_range(ctx, output_min, output_max));
+  const size_t kept = input.dim - static_cast<size_t>(dims);
+  int64_t sizes[kMaxDim];
+  int64_t inner = 1;
+  for (size_t d = 0; d < input.dim; ++d) {
+    if (d < kept) {
+      sizes[d] = input.sizes[d];
+    } else {
+      inner *= input.sizes[d];
+      sizes[d] = 1;
+    }
+  }
+  PARE_CHECK_OR_RETURN(ctx, inner > 0, Error::InvalidShape,
+                       "argument 'input' with sizes %s has no elements to average over its last %lld dims",
+                       sizes_to_string(input.size_span()).text, static_cast<long long>(dims));
+  return PARE_DISPATCH(qmean_kernel, ctx, input.dtype, T, {
+    static_assert(is_same_v<T, int8_t>, "int8 ops take int8 inputs");
+    PARE_TRY_ASSIGN(Tensor * out, ctx.allocate_output(args.output(0), ScalarType::Char,
+                                                      IntArrayRef(sizes, keepdim ? input.dim : kept)));
+    const int64_t outer = static_cast<int64_t>(out->numel());
+    if (outer == 0) return Error::Ok;
+    PARE_TRY_ASSIGN(const Tensor in, as_contiguous(ctx, input, ScalarType::Char));
+    const OutputQuant q(out_scale, out_zp, output_min, output_max);
+    const double scale_per_element = in_scale / static_cast<double>(inner);
+    const int8_t* x = in.data_as<int8_t>();
+    int8_t* y = out->data_as<int8_t>();
+    for (int64_t o = 0; o < outer; ++o) {
+      const int8_t* row = x + o * inner;
+      int64_t sum = 0;
+      for (int64_t i = 0; i < inner; ++i) sum += row[i];
+      const double centered = static_cast<double>(sum - inner * in_zp);
+      y[o] = q(static_cast<float>(centered * scale_per_element));
+    }
+    return Error::Ok;
+  });
+}
+
+// pare::qlut(Tensor input, Tensor table) -> Tensor
+// table: 256 int8 values, the output for each input value from -128 up.
+Error pare_qlut(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs) {
+  KernelArgs args(ctx, inputs, outputs, 2, 2, 1);
+  const Tensor& input = args.tensor(0, "input");
+  const Tensor& table = args.tensor(1, "table");
+  PARE_TRY(args.status());
+  PARE_TRY(check_char(ctx, input, "input"));
+  PARE_CHECK_OR_RETURN(ctx, table.dtype == ScalarType::Char && table.numel() == 256, Error::InvalidArgument,
+                       "argument 'table' must be 256 int8 (Char) values, got %zu %s values: the exporter "
+                       "writes one output per int8 input",
+                       table.numel(), to_string(table.dtype));
+  return PARE_DISPATCH(qlut_kernel, ctx, input.dtype, T, {
+    static_assert(is_same_v<T, int8_t>, "int8 ops take int8 inputs");
+    PARE_TRY_ASSIGN(Tensor * out, ctx.allocate_output(args.output(0), ScalarType::Char, input.size_span()));
+    const size_t n = out->numel();
+    if (n == 0) return Error::Ok;
+    PARE_TRY_ASSIGN(const Tensor in, as_contiguous(ctx, input, ScalarType::Char));
+    PARE_TRY_ASSIGN(const Tensor t, as_contiguous(ctx, table, ScalarType::Char));
+    const int8_t* lut = t.data_as<int8_t>() + 128;
+    const int8_t* x = in.data_as<int8_t>();
+    int8_t* y = out->data_as<int8_t>();
+    for (size_t i = 0; i < n; ++i) y[i] = lut[x[i]];
+    return Error::Ok;
+  });
+}
+
+}  // namespace kernels
+}  // namespace pare

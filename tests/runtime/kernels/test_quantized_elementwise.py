@@ -1,0 +1,191 @@
+"""The quantize pass's int8 ops besides the layers
+(runtime/kernels/quantized/qelementwise.cc): pare::qadd, pare::qmul,
+pare::qmean and pare::qlut vs torch eager running PT2E's reference graph,
+dequantize_per_tensor -> float op [-> relu] -> quantize_per_tensor.
+
+qadd, qmul and qlut compute what the reference computes (float32, round
+half to even): every element equal. qmean sums exactly and takes the mean
+in double where torch's float32 sum rounds on the way: at most one step
+apart, almost all equal. Awkward shapes: odd sizes, batch 2, broadcasting,
+zero points at -128 and 127, saturation, a fused relu, non-contiguous
+inputs; and the one-line errors of bad arguments."""
+
+import pytest
+import torch
+import torch.ao.quantization.fx._decomposed  # noqa: F401  registers torch.ops.quantized_decomposed
+import torch.nn.functional as F
+from runtime_testing import make_tensor
+
+from pare.program import ProgramBuilder
+from pare.runtime import PareError
+
+qd = torch.ops.quantized_decomposed
+fp_ops = pytest.mark.fp_ops
+
+
+def int8(shape, seed):
+    return make_tensor(shape, torch.int8, seed, -128, 127)
+
+
+def dq(q, scale, zp):
+    return qd.dequantize_per_tensor(q, scale, zp, -128, 127, torch.int8)
+
+
+def quant(x, scale, zp, lo=-128, hi=127):
+    return qd.quantize_per_tensor(x, scale, zp, lo, hi, torch.int8)
+
+
+def run_op(runtime, name, inputs, *scalars, constants=()):
+    pb = ProgramBuilder()
+    m = pb.method()
+    xs = [m.input("Char") for _ in inputs]
+    cs = [m.constant(c) for c in constants]
+    m.output(m.op(name, *xs, *cs, *scalars))
+    (y,) = runtime.load(pb.to_bytes()).method().run(*[x.numpy() for x in inputs])
+    return torch.from_numpy(y)
+
+
+def assert_equal(actual, expected):
+    assert actual.dtype == torch.int8
+    assert tuple(actual.shape) == tuple(expected.shape), f"{tuple(actual.shape)} != {tuple(expected.shape)}"
+    diff = (actual.to(torch.int32) - expected.to(torch.int32)).abs()
+    assert int(diff.max()) == 0, f"{int((diff > 0).sum())} of {diff.numel()} elements differ (max {int(diff.max())})"
+
+
+# (a shape, b shape, a qparams, b qparams, out qparams, relu)
+BINARY_CASES = {
+    "same_shape_odd": ((1, 3, 7, 9), (1, 3, 7, 9), (0.05, 3), (0.07, -5), (0.09, 1), False),
+    "batch2_relu": ((2, 5, 3, 3), (2, 5, 3, 3), (0.02, -10), (0.03, 7), (0.04, -20), True),
+    "broadcast_channels": ((2, 6, 5, 7), (2, 6, 1, 1), (0.05, 0), (0.01, 4), (0.06, 2), False),
+    "broadcast_rows": ((3, 1, 11), (5, 1), (0.1, 5), (0.2, -3), (0.15, 0), False),
+    "zero_points_at_limits": ((1, 4, 5, 5), (1, 4, 5, 5), (0.03, -128), (0.04, 127), (0.05, 127), False),
+    "saturating": ((2, 3, 4, 5), (2, 3, 4, 5), (0.5, 0), (0.5, 0), (0.01, -128), False),
+}
+
+
+@fp_ops
+@pytest.mark.parametrize("name", ["add", "mul"])
+@pytest.mark.parametrize("case", BINARY_CASES.values(), ids=BINARY_CASES.keys())
+def test_qbinary_matches_reference(runtime, name, case):
+    a_shape, b_shape, (sa, za), (sb, zb), (so, zo), relu = case
+    a, b = int8(a_shape, 1), int8(b_shape, 2)
+    y = dq(a, sa, za) + dq(b, sb, zb) if name == "add" else dq(a, sa, za) * dq(b, sb, zb)
+    if relu:
+        y = torch.relu(y)
+    expected = quant(y, so, zo)
+    lo = max(-128, zo) if relu else -128
+    actual = run_op(runtime, f"pare::q{name}", [a, b], sa, za, sb, zb, so, zo, lo, 127)
+    assert_equal(actual, expected)
+
+
+@fp_ops
+def test_qadd_non_contiguous(runtime):
+    a = int8((2, 7, 5, 3), 3).permute(0, 3, 1, 2)  # an NCHW view of NHWC data
+    b = int8((2, 3, 7, 5), 4)
+    expected = quant(dq(a, 0.04, 9) + dq(b, 0.05, -2), 0.06, 3)
+    pb = ProgramBuilder()
+    m = pb.method()
+    x, z = m.input("Char"), m.input("Char")
+    x = m.op("aten::permute", x, [0, 3, 1, 2])
+    m.output(m.op("pare::qadd", x, z, 0.04, 9, 0.05, -2, 0.06, 3, -128, 127))
+    (y,) = runtime.load(pb.to_bytes()).method().run(int8((2, 7, 5, 3), 3).numpy(), b.numpy())
+    assert_equal(torch.from_numpy(y), expected)
+
+
+MEAN_CASES = {
+    "global_pool_odd": ((1, 5, 7, 9), 2, True, (0.05, 3), (0.02, -4)),
+    "batch2_no_keepdim": ((2, 3, 13, 11), 2, False, (0.1, -128), (0.01, 127)),
+    "last_dim": ((2, 4, 33), 1, True, (0.03, 10), (0.03, 10)),
+    "saturating": ((1, 6, 4, 4), 2, True, (0.5, -128), (0.001, 0)),
+    "one_pixel": ((2, 3, 1, 1), 2, True, (0.07, 1), (0.07, 1)),
+}
+
+
+@fp_ops
+@pytest.mark.parametrize("case", MEAN_CASES.values(), ids=MEAN_CASES.keys())
+def test_qmean_matches_reference(runtime, case):
+    shape, dims, keepdim, (si, zi), (so, zo) = case
+    x = int8(shape, 5)
+    expected = quant(dq(x, si, zi).mean(dim=list(range(-dims, 0)), keepdim=keepdim), so, zo)
+    actual = run_op(runtime, "pare::qmean", [x], dims, keepdim, si, zi, so, zo, -128, 127)
+    assert tuple(actual.shape) == tuple(expected.shape)
+    diff = (actual.to(torch.int32) - expected.to(torch.int32)).abs()
+    assert int(diff.max()) <= 1
+    assert float((diff == 0).double().mean()) >= 0.95
+
+
+def table_of(fn, si, zi, so, zo):
+    values = torch.arange(-128, 128, dtype=torch.int32).to(torch.int8)
+    return quant(fn(dq(values, si, zi)), so, zo)
+
+
+LUT_CASES = {
+    "hardswish": (F.hardswish, (2, 5, 7, 3)),
+    "sigmoid": (torch.sigmoid, (1, 9, 1, 1)),
+    "silu": (F.silu, (3, 17)),
+    "gelu": (F.gelu, (2, 3, 5)),
+    "hardsigmoid": (F.hardsigmoid, (1, 3, 5, 5)),
+    "tanh": (torch.tanh, (7,)),
+}
+
+
+@fp_ops
+@pytest.mark.parametrize("case", LUT_CASES.values(), ids=LUT_CASES.keys())
+@pytest.mark.parametrize("qparams", [((0.05, 3), (0.02, -4)), ((0.1, -128), (0.01, 127))], ids=["mid", "limits"])
+def test_qlut_matches_reference(runtime, case, qparams):
+    fn, shape = case
+    (si, zi), (so, zo) = qparams
+    x = int8(shape, 6)
+    expected = quant(fn(dq(x, si, zi)), so, zo)
+    actual = run_op(runtime, "pare::qlut", [x], constants=[table_of(fn, si, zi, so, zo)])
+    assert_equal(actual, expected)
+
+
+@pytest.mark.parametrize(
+    "name,inputs,scalars,message",
+    [
+        (
+            "pare::qadd",
+            [int8((2, 3), 1), int8((4, 3), 2)],
+            (0.1, 0, 0.1, 0, 0.1, 0, -128, 127),
+            r"broadcast|shape|size",
+        ),
+        (
+            "pare::qadd",
+            [int8((2, 3), 1), int8((2, 3), 2)],
+            (0.1, 0, 0.0, 0, 0.1, 0, -128, 127),
+            r"'b_scale' must be positive",
+        ),
+        (
+            "pare::qmul",
+            [int8((2, 3), 1), int8((2, 3), 2)],
+            (0.1, 0, 0.1, 0, 0.1, 0, 10, -10),
+            r"output_min 10 and output_max -10 must satisfy",
+        ),
+        (
+            "pare::qmean",
+            [int8((2, 3), 1)],
+            (3, True, 0.1, 0, 0.1, 0, -128, 127),
+            r"argument 'dims' = 3 must be between 1",
+        ),
+    ],
+    ids=["qadd_shapes", "qadd_scale", "qmul_range", "qmean_dims"],
+)
+def test_errors(runtime, name, inputs, scalars, message):
+    with pytest.raises(PareError, match=message) as e:
+        run_op(runtime, name, inputs, *scalars)
+    assert "\n" not in str(e.value).strip()
+
+
+def test_qadd_float_input(runtime):
+    pb = ProgramBuilder()
+    m = pb.method()
+    a, b = m.input("Float"), m.input("Char")
+    m.output(m.op("pare::qadd", a, b, 0.1, 0, 0.1, 0, 0.1, 0, -128, 127))
+    with pytest.raises(PareError, match=r"argument 'a' must be an int8 \(Char\) tensor, got Float"):
+        runtime.load(pb.to_bytes()).method().run(torch.zeros(2).numpy(), int8((2,), 1).numpy())
+
+
+def test_qlut_table_size(runtime):
+    with pytest.raises(PareError, match=r"argument 'table' must be 256 int8 \(Char\) values, got 255"):
+        run_op(runtime, "pare::qlut", [int8((4,), 1)], constants=[int8((255,), 2)])
