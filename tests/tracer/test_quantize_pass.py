@@ -27,6 +27,15 @@ from tools.tracer.errors import TracerError
 aten = torch.ops.aten
 qd = torch.ops.quantized_decomposed
 INT8_OPS = ("pare::qconv2d_prepack", "pare::qconv2d_prepacked", "pare::qlinear_prepack", "pare::qlinear_prepacked")
+INT8_OTHER_OPS = ("pare::qadd", "pare::qmul", "pare::qmean", "pare::qlut")
+NO_OTHERS = dict.fromkeys(("add", "mul", "mean", "pool", "cat", "view", "lut"), 0)
+
+
+def layer_counts(conv2d: int, linear: int, **others: int) -> dict[str, int]:
+    """The quantize pass's counts: int8 layers, and the other int8 ops' families."""
+    return {"conv2d": conv2d, "linear": linear, **NO_OTHERS, **others}
+
+
 REFERENCE = graph_passes.resolve("default", skip="quantize")
 
 
@@ -133,11 +142,12 @@ def test_conv_and_linear_layers_become_int8_layers(quantizer):
     assert ops.count("pare::qlinear_prepack") == ops.count("pare::qlinear_prepacked") == LAYERS[1]
     assert not {"aten::convolution", "aten::addmm", "aten::mm", "aten::relu"} & set(ops)
     assert "quantized_decomposed::dequantize_per_channel" not in ops  # the weights are the int8 layers' now
-    # The input is quantized once; one dequantize each for the mean and the output.
-    assert ops.count("quantized_decomposed::quantize_per_tensor") == 2
-    assert ops.count("quantized_decomposed::dequantize_per_tensor") == 2
+    # The input is quantized once, the output dequantized once: the mean runs on int8 (pare::qmean).
+    assert ops.count("quantized_decomposed::quantize_per_tensor") == 1
+    assert ops.count("quantized_decomposed::dequantize_per_tensor") == 1
+    assert ops.count("pare::qmean") == 1
     counts = counts_of(exported)
-    assert counts["quantize"] == {"conv2d": LAYERS[0], "linear": LAYERS[1]}
+    assert counts["quantize"] == layer_counts(*LAYERS, mean=1)
     assert counts["prepack_weights"] == {"conv2d": 0, "linear": 0}
     # What the manifest lists: the init and the body ops, as lowering reports them.
     assert {name: exported.op_counts[name] for name in INT8_OPS} == dict(zip(INT8_OPS, (4, 4, 1, 1)))
@@ -154,7 +164,7 @@ def test_a_linear_layer_on_3d_inputs_runs_on_them():
     ops = ops_of(exported.program)
     assert ops.count("pare::qlinear_prepacked") == 1
     assert not {"aten::view", "aten::addmm", "aten::_unsafe_view"} & set(ops)
-    assert counts_of(exported)["quantize"] == {"conv2d": 0, "linear": 1}
+    assert counts_of(exported)["quantize"] == layer_counts(0, 1)
 
 
 def test_blocklisted_the_pass_leaves_the_reference_path():
@@ -163,15 +173,15 @@ def test_blocklisted_the_pass_leaves_the_reference_path():
     assert exported.program == export(module, passes="none").program
     ops = ops_of(exported.program)
     assert ops.count("aten::convolution") == LAYERS[0] and ops.count("aten::addmm") == LAYERS[1]
-    assert not {*INT8_OPS} & set(ops)
-    assert counts_of(export(module, passes="quantize")) == {"quantize": {"conv2d": LAYERS[0], "linear": LAYERS[1]}}
+    assert not {*INT8_OPS, *INT8_OTHER_OPS} & set(ops)
+    assert counts_of(export(module, passes="quantize")) == {"quantize": layer_counts(*LAYERS, mean=1)}
 
 
 def test_clamps_before_the_quantize_are_fused():
     exported = export(with_clamps(converted()))
     ops = ops_of(exported.program)
     assert not {"aten::hardtanh", "aten::clamp", "aten::convolution"} & set(ops)
-    assert counts_of(exported)["quantize"] == {"conv2d": LAYERS[0], "linear": LAYERS[1]}
+    assert counts_of(exported)["quantize"] == layer_counts(*LAYERS, mean=1)
 
 
 def _set_attr(gm: torch.fx.GraphModule, node: torch.fx.Node, value: torch.Tensor) -> None:
@@ -242,6 +252,91 @@ def test_a_scheme_the_int8_layers_do_not_run_fails_the_export_in_one_line(edit, 
     assert "--skip-passes quantize" in message
     # The way out it names: the whole model on the reference path.
     assert ops_of(export(module, passes=REFERENCE).program).count("aten::convolution") == LAYERS[0]
+
+
+class Blocks(nn.Module):
+    """A ResNet-like block (conv + relu, max pool, conv + residual add +
+    relu) and a MobileNetV3-like one (1x1 conv, hardswish, depthwise conv,
+    global average pool, flatten, hardswish, linear)."""
+
+    def __init__(self):
+        super().__init__()
+        self.stem = nn.Conv2d(3, 8, 3, padding=1)
+        self.body = nn.Conv2d(8, 8, 3, padding=1)
+        self.expand = nn.Conv2d(8, 12, 1)
+        self.dw = nn.Conv2d(12, 12, 3, padding=1, groups=12)
+        self.pool = nn.AdaptiveAvgPool2d(1)
+        self.fc = nn.Linear(12, 5)
+
+    def forward(self, x):
+        y = F.max_pool2d(F.relu(self.stem(x)), 3, 2, 1)
+        y = F.relu(self.body(y) + y)
+        z = self.dw(F.hardswish(self.expand(y)))
+        return self.fc(F.hardswish(self.pool(z).flatten(1)))
+
+
+BLOCKS_SHAPE = (2, 3, 13, 11)
+BLOCKS_COUNTS = layer_counts(4, 1, add=1, pool=1, mean=1, view=1, lut=2)
+
+
+def test_the_rest_of_an_int8_graph_runs_on_int8():
+    exported = export(converted(PareQuantizer(int32_bias=False), Blocks(), BLOCKS_SHAPE), shape=BLOCKS_SHAPE)
+    ops = ops_of(exported.program)
+    # Only the model's input is quantized and its output dequantized: nothing runs in float.
+    assert ops.count("quantized_decomposed::quantize_per_tensor") == 1
+    assert ops.count("quantized_decomposed::dequantize_per_tensor") == 1
+    assert not {"aten::add.Tensor", "aten::relu", "aten::hardswish", "aten::mean.dim"} & set(ops)
+    assert not {"aten::_adaptive_avg_pool2d", "aten::convolution", "aten::addmm"} & set(ops)
+    assert [ops.count(op) for op in INT8_OTHER_OPS] == [1, 0, 1, 2]
+    assert ops.count("aten::max_pool2d_with_indices") == ops.count("aten::view") == 1
+    assert counts_of(exported)["quantize"] == BLOCKS_COUNTS
+    (method,) = pp.read(exported.program).methods
+    tables = [v for v in method.values if v.constant and v.dtype == "Char" and tuple(v.sizes) == (256,)]
+    assert len(tables) == 2
+
+
+def test_a_quantized_block_graph_matches_torch_end_to_end(full_lib):
+    module = converted(PareQuantizer(int32_bias=False), Blocks(), BLOCKS_SHAPE)
+    spec = model_spec.ModelSpec(MODELS / "inline.py", module, tuple(inputs(BLOCKS_SHAPE)))
+    checks = check_model(spec, full_lib)
+    assert all(c.ok for c in checks), [o.line() for c in checks for o in c.outputs]
+    assert "quantized (step " in checks[0].outputs[0].line()
+    assert counts_of(export_model(spec))["quantize"] == BLOCKS_COUNTS
+
+
+class Manual(nn.Module):
+    """A hand-written PT2E-style graph: mul (broadcast over H and W, as a
+    squeeze-excitation's), cat with shared quantization, cat with
+    different quantization (stays on the reference path), sigmoid."""
+
+    def forward(self, x):
+        a = qd.quantize_per_tensor(x, 0.02, -3, -128, 127, torch.int8)
+        b = qd.quantize_per_tensor(x.mean((2, 3), keepdim=True), 0.01, 127, -128, 127, torch.int8)
+        fa = qd.dequantize_per_tensor(a, 0.02, -3, -128, 127, torch.int8)
+        fb = qd.dequantize_per_tensor(b, 0.01, 127, -128, 127, torch.int8)
+        m = qd.quantize_per_tensor(fa * fb, 0.03, 5, -128, 127, torch.int8)
+        c = qd.quantize_per_tensor(torch.cat([fa, fa], 1), 0.02, -3, -128, 127, torch.int8)
+        d = torch.cat([fa, qd.dequantize_per_tensor(m, 0.03, 5, -128, 127, torch.int8)], 1)
+        s = qd.quantize_per_tensor(torch.sigmoid(fa), 1 / 256, -128, -128, 127, torch.int8)
+        out = [
+            qd.dequantize_per_tensor(t, sc, zp, -128, 127, torch.int8)
+            for t, sc, zp in ((c, 0.02, -3), (s, 1 / 256, -128))
+        ]
+        return out[0], d, out[1]
+
+
+def test_mul_cat_and_lookup_tables_of_a_hand_written_graph(full_lib):
+    shape = (2, 3, 5, 7)
+    torch.manual_seed(0)
+    module = torch.export.export(Manual(), (torch.randn(*shape),)).module()
+    exported = export(module, shape=shape)
+    ops = ops_of(exported.program)
+    assert ops.count("pare::qmul") == ops.count("pare::qlut") == 1
+    assert ops.count("aten::cat") == 2  # one on int8, one (different scales) on the reference path
+    assert counts_of(exported)["quantize"] == layer_counts(0, 0, mul=1, cat=1, lut=1)
+    spec = model_spec.ModelSpec(MODELS / "inline.py", module, tuple(inputs(shape)))
+    checks = check_model(spec, full_lib)
+    assert all(c.ok for c in checks), [o.line() for c in checks for o in c.outputs]
 
 
 # -- the arithmetic ----------------------------------------------------------------
@@ -361,7 +456,7 @@ def test_a_quantized_cnn_runs_int8_layers_and_matches_torch(full_lib):
     assert line.startswith("output 0 Float[2, 10]: ok, quantized (step ") and "within 3 steps" in line
     assert all(c.ok for c in checks)
     exported = export_model(spec)
-    assert counts_of(exported)["quantize"] == {"conv2d": 2, "linear": 1}
+    assert counts_of(exported)["quantize"] == layer_counts(2, 1, add=1, mean=1)
     assert not {"aten::convolution", "aten::addmm"} & set(ops_of(exported.program))
 
 

@@ -70,7 +70,9 @@ from tools.tracer.plans import (
     GetItem,
     IndexWithNone,
     InputSize,
+    Int8AtenPlan,
     Int8LayerPlan,
+    Int8OpPlan,
     LinearPrepack,
     OpPlan,
     Plan,
@@ -427,7 +429,7 @@ class MethodLowering:
     def _lower_node(self, node: Node, plan: Plan) -> None:
         use = source_of(node, self.model_file)
         HANDLERS[type(plan)](self, node, plan, use)
-        if isinstance(plan, (PrepackedPlan, Int8LayerPlan)):
+        if isinstance(plan, (PrepackedPlan, Int8LayerPlan, Int8AtenPlan, Int8OpPlan)):
             for name, what in plan.counts:
                 self.passes.count(name, what)
 
@@ -554,6 +556,15 @@ class MethodLowering:
         self.env[node] = self.mb.op(QLINEAR_PREPACKED, x, self._packed[cache_key], *plan.output_range)
         self.report.uses[QLINEAR_PREPACKED].append(use)
 
+    def _lower_int8_op(self, node: Node, plan: Int8OpPlan, use: OpUse) -> None:
+        def value(a: Any) -> Any:
+            if isinstance(a, torch.Tensor):
+                return self.mb.constant(a)
+            return self._value_of(a)
+
+        self.env[node] = self.mb.op(plan.op, *map(value, plan.args))
+        self.report.uses[plan.op].append(use)
+
     def _count_packed(self, plan: PrepackedPlan) -> None:
         for name, what in plan.pack_counts:
             self.passes.count(name, what)
@@ -671,6 +682,8 @@ HANDLERS: dict[type[Plan], Callable[[MethodLowering, Node, Any, OpUse], None]] =
     Conv2dPrepack: MethodLowering._lower_conv2d_prepack,
     QLinearPrepack: MethodLowering._lower_qlinear_prepack,
     QConv2dPrepack: MethodLowering._lower_qconv2d_prepack,
+    Int8AtenPlan: MethodLowering._lower_op,
+    Int8OpPlan: MethodLowering._lower_int8_op,
 }
 
 

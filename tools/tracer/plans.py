@@ -194,3 +194,26 @@ class QConv2dPrepack(Int8LayerPlan):
 @dataclass(frozen=True, kw_only=True)
 class QLinearPrepack(Int8LayerPlan):
     """pare::qlinear_prepacked running `layer`."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Int8AtenPlan(OpPlan):
+    """The node's own aten operator on int8 values (the quantize pass): an
+    op that commutes with quantization (max pooling, cat, views) between a
+    dequantize and a quantize with the same scale and zero point, its
+    dequantized inputs replaced in `args` by the int8 tensors before them.
+    `counts` as PrepackedPlan's."""
+
+    counts: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True, kw_only=True)
+class Int8OpPlan(Plan):
+    """A pare:: int8 op of the quantize pass (pare::qadd, qmul, qmean, qlut)
+    on `args`: graph nodes (their int8 values), torch tensors (stored as
+    constants: a lookup table) and scalars. The quantize after it (and the
+    clamp before that) pass its int8 output on. `counts` as PrepackedPlan's."""
+
+    op: str
+    args: tuple
+    counts: tuple[tuple[str, str], ...] = ()

@@ -45,9 +45,11 @@ class Quantize(GraphPass):
         "PT2E's dequantize -> conv2d / linear (addmm/mm) [-> relu, relu6 / hardtanh or clamp] -> "
         "quantize on int8 tensors, symmetric int8 weights (per channel or per tensor) -> "
         "pare::qconv2d_prepacked / pare::qlinear_prepacked (int8 weights and requantization "
-        "computed at export)"
+        "computed at export); add / mul (+ relu) -> pare::qadd / pare::qmul, global average pooling "
+        "(mean over H and W) -> pare::qmean, max_pool2d / cat / views with shared quantization -> the "
+        "aten op on int8, a unary pointwise op -> pare::qlut (a 256-entry table computed at export)"
     )
-    counters = ("conv2d", "linear")  # int8 layers
+    counters = ("conv2d", "linear", "add", "mul", "mean", "pool", "cat", "view", "lut")
 
     def plan(self, node: Node, lowering: LoweringState) -> Plan | None:
         import torch
@@ -57,7 +59,9 @@ class Quantize(GraphPass):
             return _linear_plan(node, lowering)
         if node.target is aten.convolution.default:
             return _conv2d_plan(node, lowering)
-        return None
+        from tools.tracer.passes import quantize_ops
+
+        return quantize_ops.plan(node, lowering)
 
 
 PASS = Quantize()

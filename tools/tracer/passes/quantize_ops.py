@@ -1,0 +1,249 @@
+"""The quantize pass's int8 ops besides the layers (docs/quantization.md,
+"Int8 layers: the quantize pass"): an op whose tensor inputs are static
+per-tensor dequantizes of int8 and whose only user (through an optional
+relu / hardtanh / clamp, for add and mul) is a static quantize_per_tensor
+to int8 runs on the int8 values:
+
+* max_pool2d, cat and views, which commute with quantization when every
+  input and the output share scale and zero point (and the output's range
+  is int8's): the op's own aten kernel on the int8 tensors (Char);
+* add and mul (broadcasting): pare::qadd / pare::qmul, requantizing;
+* the mean over the last dims (mean.dim over H and W, adaptive average
+  pooling to 1x1): pare::qmean;
+* a unary pointwise op (relu, hardtanh, clamp, hardswish, hardsigmoid,
+  sigmoid, silu, gelu, tanh, ...): pare::qlut, a 256-entry table computed
+  now by running torch's reference on every int8 value.
+
+Anything else stays on the reference path.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from tools.tracer.passes.base import LoweringState, argument, is_node
+from tools.tracer.plans import Int8AtenPlan, Int8OpPlan, Plan
+
+if TYPE_CHECKING:
+    from torch.fx import Node
+
+NAME = "quantize"
+
+
+def plan(node: Node, lowering: LoweringState) -> Plan | None:
+    import torch
+
+    aten = torch.ops.aten
+    target = node.target
+    if target in (aten.add.Tensor, aten.mul.Tensor):
+        return _binary_plan(node, lowering)
+    if target in (aten.mean.dim, aten._adaptive_avg_pool2d.default):
+        return _mean_plan(node, lowering)
+    if target is aten.max_pool2d_with_indices.default:
+        return _max_pool_plan(node, lowering)
+    if target is aten.cat.default:
+        return _cat_plan(node, lowering)
+    if target in _views():
+        return _view_plan(node, lowering)
+    if target in _unary():
+        return _lut_plan(node, lowering)
+    return None
+
+
+def _unary() -> frozenset:
+    import torch
+
+    aten = torch.ops.aten
+    return frozenset(
+        (
+            aten.relu.default,
+            aten.hardtanh.default,
+            aten.clamp.default,
+            aten.hardswish.default,
+            aten.hardsigmoid.default,
+            aten.sigmoid.default,
+            aten.silu.default,
+            aten.gelu.default,
+            aten.tanh.default,
+            aten.elu.default,
+            aten.leaky_relu.default,
+            aten.mish.default,
+            aten.softplus.default,
+            aten.neg.default,
+            aten.abs.default,
+        )
+    )
+
+
+def _views() -> frozenset:
+    import torch
+
+    aten = torch.ops.aten
+    return frozenset((aten.view.default, aten._unsafe_view.default, aten.permute.default, aten.squeeze.dim))
+
+
+def _input(x: Any) -> tuple[Node, tuple[float, int]] | None:
+    """(the int8 tensor, (scale, zero point)) when x is a static per-tensor
+    dequantize of int8 over its full range."""
+    from tools.tracer.passes.quantize import _int8_input, _static_per_tensor
+
+    if _int8_input(x) is None:
+        return None
+    scale, zero_point, _, _ = _static_per_tensor(x)
+    return x.args[0], (scale, zero_point)
+
+
+def _output(last: Node) -> tuple[Node, list[Node], tuple[float, int], tuple[int, int]] | None:
+    """(the quantize, the nodes to fuse, its (scale, zero point), the
+    output range) of quantize._int8_output, None when there is none."""
+    from tools.tracer.passes.quantize import _int8_output, _static_per_tensor
+
+    q, fused, output_range = _int8_output(last)
+    if q is None:
+        return None
+    scale, zero_point, _, _ = _static_per_tensor(q)
+    return q, fused, (scale, zero_point), output_range
+
+
+def _fuse(node: Node, fused: list[Node], lowering: LoweringState) -> None:
+    from tools.tracer.passes.quantize import _fuse_chain
+
+    _fuse_chain(node, fused, lowering)
+
+
+def _binary_plan(node: Node, lowering: LoweringState) -> Plan | None:
+    if len(node.args) != 2 or any(v not in (None, 1) for k, v in node.kwargs.items() if k == "alpha"):
+        return None
+    a, b = (_input(x) for x in node.args)
+    out = _output(node)
+    if a is None or b is None or out is None:
+        return None
+    q, fused, (scale, zero_point), output_range = out
+    _fuse(node, fused, lowering)
+    op = "add" if "add" in str(node.target) else "mul"
+    args = (a[0], b[0], *a[1], *b[1], scale, zero_point, *output_range)
+    return Int8OpPlan(deps=(a[0], b[0]), op=f"pare::q{op}", args=args, counts=((NAME, op),))
+
+
+def _mean_plan(node: Node, lowering: LoweringState) -> Plan | None:
+    import torch
+
+    x = _input(node.args[0])
+    val = node.args[0].meta.get("val")
+    if x is None or not isinstance(val, torch.Tensor):
+        return None
+    rank = val.dim()
+    if node.target is torch.ops.aten._adaptive_avg_pool2d.default:
+        if rank not in (3, 4) or list(node.args[1]) != [1, 1]:
+            return None
+        dims, keepdim = 2, True
+    else:
+        reduced = argument(node, 1, "dim")
+        keepdim = bool(argument(node, 2, "keepdim", False))
+        if reduced is None or node.kwargs.get("dtype") is not None or len(node.args) > 3 or rank == 0:
+            return None
+        reduced = sorted({int(d) % rank for d in reduced})
+        dims = len(reduced)
+        if not dims or reduced != list(range(rank - dims, rank)):
+            return None
+    out = _output(node)
+    if out is None:
+        return None
+    q, fused, (scale, zero_point), output_range = out
+    _fuse(node, fused, lowering)
+    args = (x[0], dims, keepdim, *x[1], scale, zero_point, *output_range)
+    return Int8OpPlan(deps=(x[0],), op="pare::qmean", args=args, counts=((NAME, "mean"),))
+
+
+def _lut_plan(node: Node, lowering: LoweringState) -> Plan | None:
+    import torch
+
+    from tools.tracer.passes.quantize import _static_per_tensor
+
+    x = _input(node.args[0])
+    if x is None or any(is_node(v) for v in (*node.args[1:], *node.kwargs.values())):
+        return None
+    out = _output(node)
+    if out is None:
+        return None
+    q, fused, _, (lo, hi) = out
+    source = node.args[0]
+    values = torch.arange(-128, 128, dtype=torch.int32).to(torch.int8)
+    s_in, z_in, _, _ = _static_per_tensor(source)
+    s_out, z_out, qmin, qmax = _static_per_tensor(q)
+    with torch.no_grad():
+        y = node.target(
+            torch.ops.quantized_decomposed.dequantize_per_tensor(values, s_in, z_in, -128, 127, torch.int8),
+            *node.args[1:],
+            **node.kwargs,
+        )
+        table = torch.ops.quantized_decomposed.quantize_per_tensor(y, s_out, z_out, qmin, qmax, torch.int8)
+    table = table.clamp(lo, hi).contiguous()
+    _fuse(node, fused, lowering)
+    return Int8OpPlan(deps=(x[0],), op="pare::qlut", args=(x[0], table), counts=((NAME, "lut"),))
+
+
+def _same_output(node: Node, last: Node, qparams: tuple[float, int], lowering: LoweringState) -> bool:
+    """Whether `last`'s only user is a quantize to the full int8 range with
+    `qparams`: then the quantize is fused (passes `node`'s int8 value on)."""
+    from tools.tracer.nodes import only_user
+    from tools.tracer.passes.quantize import _calls, _static_per_tensor
+
+    q = only_user(last)
+    if not _calls(q, "quantize_per_tensor") or q.args[0] is not last:
+        return False
+    p = _static_per_tensor(q)
+    if p is None or (p[0], p[1]) != qparams or (p[2], p[3]) != (-128, 127):
+        return False
+    lowering.fuse(q, last)
+    return True
+
+
+def _max_pool_plan(node: Node, lowering: LoweringState) -> Plan | None:
+    import operator
+
+    x = _input(node.args[0])
+    users = list(node.users)
+    if x is None or len(users) != 1 or users[0].target is not operator.getitem or users[0].args[1] != 0:
+        return None
+    if not _same_output(node, users[0], x[1], lowering):
+        return None
+    return Int8AtenPlan(deps=(x[0],), args=(x[0], *node.args[1:]), kwargs=dict(node.kwargs), counts=((NAME, "pool"),))
+
+
+def _cat_plan(node: Node, lowering: LoweringState) -> Plan | None:
+    inputs = [_input(t) for t in node.args[0]]
+    if not inputs or any(i is None for i in inputs) or len({i[1] for i in inputs}) != 1:
+        return None
+    if not _same_output(node, node, inputs[0][1], lowering):
+        return None
+    sources = [i[0] for i in inputs]
+    return Int8AtenPlan(
+        deps=tuple(sources),
+        args=(sources, *node.args[1:]),
+        kwargs=dict(node.kwargs),
+        counts=((NAME, "cat"),),
+    )
+
+
+def _view_plan(node: Node, lowering: LoweringState) -> Plan | None:
+    from tools.tracer.view_rewrites import infer_computed_size
+
+    x = _input(node.args[0])
+    if x is None or any(is_node(v) for v in _flat(node.args[1:])):
+        return None
+    if not _same_output(node, node, x[1], lowering):
+        return None
+    args = list(node.args)
+    args[0] = x[0]
+    if node.target in _views() and isinstance(args[1], (list, tuple)) and "view" in str(node.target):
+        args[1] = infer_computed_size(args[1])
+    return Int8AtenPlan(deps=(x[0],), args=tuple(args), kwargs=dict(node.kwargs), counts=((NAME, "view"),))
+
+
+def _flat(xs: Any):
+    for x in xs:
+        if isinstance(x, (list, tuple)):
+            yield from _flat(x)
+        else:
+            yield x
