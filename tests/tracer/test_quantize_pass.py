@@ -304,6 +304,33 @@ def test_a_quantized_block_graph_matches_torch_end_to_end(full_lib):
     assert counts_of(export_model(spec))["quantize"] == BLOCKS_COUNTS
 
 
+class Relu6Block(nn.Module):
+    """MobileNetV2's conv -> ReLU6 (hardtanh): PareQuantizer quantizes the conv's
+    output, and the hardtanh shares that quantization."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 8, 3, padding=1)
+        self.pw = nn.Conv2d(8, 4, 1)
+
+    def forward(self, x):
+        return self.pw(F.hardtanh(self.conv(x), 0.0, 6.0))  # nn.ReLU6, as torchvision writes it
+
+
+def test_a_shared_relu6_after_a_layer_narrows_its_output_range(full_lib):
+    module = converted(PareQuantizer(int32_bias=False), Relu6Block())
+    exported = export(module)
+    ops = ops_of(exported.program)
+    assert "pare::qlut" not in ops and "aten::hardtanh" not in ops
+    assert counts_of(exported)["quantize"] == layer_counts(2, 0)
+    (_, _, body), _ = int8_layers(exported.program)
+    q = quantize_after(layer_nodes(module)[0])
+    scale, zero_point = q.args[1:3]
+    assert tuple(body[2:]) == (zero_point, min(127, round(6.0 / scale) + zero_point))
+    spec = model_spec.ModelSpec(MODELS / "inline.py", module, tuple(inputs()))
+    assert all(c.ok for c in check_model(spec, full_lib))
+
+
 class Manual(nn.Module):
     """A hand-written PT2E-style graph: mul (broadcast over H and W, as a
     squeeze-excitation's), cat with shared quantization, cat with

@@ -239,12 +239,39 @@ def _int8_output(last: Node) -> tuple[Node | None, list[Node], tuple[int, int]]:
         return None, [], ()
     scale, zero_point, qmin, qmax = qparams
     lo, hi = qmin, qmax
+    if bounds is None and (after := _requantized_clamp(user, qparams)) is not None:
+        # quantize -> dequantize -> relu6 / clamp -> quantize, with one scale
+        # and zero point (PareQuantizer's shared relu6): the clamp of the
+        # int8 value, fused too (the nodes between are read by nothing else).
+        bounds, chain = after
+        fused.extend([user, *chain[:-1]])
+        user = chain[-1]
     if bounds is not None:
         # Quantizing is monotonic, so clamping before it is clamping the
         # int8 result to the clamp bounds' own quantized values.
         lo = max(lo, _quantized(bounds[0], scale, zero_point, qmin, qmax))
         hi = min(hi, _quantized(bounds[1], scale, zero_point, qmin, qmax))
     return user, [*fused, user], (lo, hi)
+
+
+def _requantized_clamp(q: Node, qparams: tuple) -> tuple[tuple[float, float], list[Node]] | None:
+    """(the clamp's bounds, [dequantize, clamp, quantize]) when the quantize
+    `q`'s only user is a dequantize with its parameters whose only user is
+    a relu / hardtanh / clamp with constant bounds whose only user is a
+    quantize with the same parameters; else None."""
+    from tools.tracer.nodes import only_user
+
+    dq = only_user(q)
+    if not _calls(dq, "dequantize_per_tensor") or dq.args[0] is not q or _static_per_tensor(dq) != qparams:
+        return None
+    clamp = only_user(dq)
+    bounds = clamp_bounds(clamp, dq) if clamp is not None else None
+    if bounds is None:
+        return None
+    q2 = only_user(clamp)
+    if not _calls(q2, "quantize_per_tensor") or q2.args[0] is not clamp or _static_per_tensor(q2) != qparams:
+        return None
+    return bounds, [dq, clamp, q2]
 
 
 def _quantized(value: float, scale: float, zero_point: int, qmin: int, qmax: int) -> int:
