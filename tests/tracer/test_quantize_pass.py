@@ -257,7 +257,7 @@ def test_a_scheme_the_int8_layers_do_not_run_fails_the_export_in_one_line(edit, 
 class Blocks(nn.Module):
     """A ResNet-like block (conv + relu, max pool, conv + residual add +
     relu) and a MobileNetV3-like one (1x1 conv, hardswish, depthwise conv,
-    global average pool, flatten, hardswish, linear)."""
+    global average pool, flatten, dropout, hardswish, linear)."""
 
     def __init__(self):
         super().__init__()
@@ -266,13 +266,14 @@ class Blocks(nn.Module):
         self.expand = nn.Conv2d(8, 12, 1)
         self.dw = nn.Conv2d(12, 12, 3, padding=1, groups=12)
         self.pool = nn.AdaptiveAvgPool2d(1)
+        self.drop = nn.Dropout(0.2)
         self.fc = nn.Linear(12, 5)
 
     def forward(self, x):
         y = F.max_pool2d(F.relu(self.stem(x)), 3, 2, 1)
         y = F.relu(self.body(y) + y)
         z = self.dw(F.hardswish(self.expand(y)))
-        return self.fc(F.hardswish(self.pool(z).flatten(1)))
+        return self.fc(F.hardswish(self.drop(self.pool(z).flatten(1))))
 
 
 BLOCKS_SHAPE = (2, 3, 13, 11)
@@ -282,7 +283,8 @@ BLOCKS_COUNTS = layer_counts(4, 1, add=1, pool=1, mean=1, view=1, lut=2)
 def test_the_rest_of_an_int8_graph_runs_on_int8():
     exported = export(converted(PareQuantizer(int32_bias=False), Blocks(), BLOCKS_SHAPE), shape=BLOCKS_SHAPE)
     ops = ops_of(exported.program)
-    # Only the model's input is quantized and its output dequantized: nothing runs in float.
+    # Only the model's input is quantized and its output dequantized: nothing runs in float
+    # (the dropout's quantize of its dequantize, both with one scale and zero point, is the int8 tensor).
     assert ops.count("quantized_decomposed::quantize_per_tensor") == 1
     assert ops.count("quantized_decomposed::dequantize_per_tensor") == 1
     assert not {"aten::add.Tensor", "aten::relu", "aten::hardswish", "aten::mean.dim"} & set(ops)

@@ -47,6 +47,8 @@ def plan(node: Node, lowering: LoweringState) -> Plan | None:
         return _view_plan(node, lowering)
     if target in _unary():
         return _lut_plan(node, lowering)
+    if getattr(target, "namespace", None) == "quantized_decomposed":
+        return _round_trip_plan(node)
     return None
 
 
@@ -239,6 +241,29 @@ def _view_plan(node: Node, lowering: LoweringState) -> Plan | None:
     if node.target in _views() and isinstance(args[1], (list, tuple)) and "view" in str(node.target):
         args[1] = infer_computed_size(args[1])
     return Int8AtenPlan(deps=(x[0],), args=tuple(args), kwargs=dict(node.kwargs), counts=((NAME, "view"),))
+
+
+def _round_trip_plan(node: Node) -> Plan | None:
+    """A quantize of a dequantize (through identities: dropout, clone,
+    alias) with the same scale and zero point over the full int8 range
+    gives back the int8 tensor: an alias of it."""
+    import torch
+
+    from tools.tracer.passes.quantize import _calls, _static_per_tensor
+    from tools.tracer.plans import Alias
+
+    if not _calls(node, "quantize_per_tensor") or not node.args:
+        return None
+    identities = (aten := torch.ops.aten).clone.default, aten.alias.default, aten.dropout.default, aten.detach.default
+    x = node.args[0]
+    while is_node(x) and x.target in identities and len(x.users) == 1 and x.args:
+        if x.target is aten.dropout.default and argument(x, 2, "train", False):
+            return None
+        x = x.args[0]
+    source = _input(x)
+    if source is None or (p := _static_per_tensor(node)) is None or (p[0], p[1]) != source[1] or p[2:] != (-128, 127):
+        return None
+    return Alias(deps=(source[0],))
 
 
 def _flat(xs: Any):
