@@ -374,7 +374,13 @@ def test_manifest_debug_info_records_the_passes(demo_traces):
     assert json.loads(info)["passes"] == [
         {"name": "fold_conv_bn", "folded": 2},
         {"name": "fold_linear_bn", "folded": 0},
-        {"name": "quantize", "conv2d": 0, "linear": 0},  # the demo is a float model
+        # the demo is a float model
+        {
+            "name": "quantize",
+            "conv2d": 0,
+            "linear": 0,
+            **dict.fromkeys(("add", "mul", "mean", "pool", "cat", "view", "lut"), 0),
+        },
         {"name": "prepack_weights", "conv2d": 3, "linear": 2},
         {"name": "winograd", "F(2x2,3x3)": 0, "F(4x4,3x3)": 0},  # the demo has no 3x3 stride-1 dense convolution
         {"name": "fuse_add", "fused": 0},
@@ -399,7 +405,7 @@ def test_export_flags(capsys, tmp_path):
     code, out, err = run_cli(capsys, "export", str(DEMO), "-o", str(tmp_path / "default.pare"))
     assert code == 0, err
     assert (
-        "passes fold_conv_bn (2 folded), fold_linear_bn (0 folded), quantize (0 conv2d, 0 linear), "
+        "passes fold_conv_bn (2 folded), fold_linear_bn (0 folded), quantize (0 conv2d, 0 linear, 0 add, 0 mul, 0 mean, 0 pool, 0 cat, 0 view, 0 lut), "
         "prepack_weights (3 conv2d, 2 linear), "
         f"winograd (0 F(2x2,3x3), 0 F(4x4,3x3)), fuse_add (0 fused), fuse_clamp ({FUSED_IN_DEMO} fused), fuse_activation (2 fused), "
         "channels_last (0 layers, 0 conversions)"
