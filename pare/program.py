@@ -311,22 +311,17 @@ class MethodBuilder:
         `multiplier` and `offset` (float32) of pare.quantized_packing's
         requantization(); `input_zero_point` is the value padding reads.
         The QConv2dPackedParams object pare::qconv2d_prepacked takes."""
-        from pare import quantized_packing as _qpacking
-
-        w = _qpacking.int8_weight(weight, 4, "an int8 convolution weight")
-        return self.init_op(
+        return self._int8_prepack(
             "pare::qconv2d_prepack",
-            w,
-            np.asarray(correction, dtype=np.int32),
-            np.asarray(multiplier, dtype=np.float32),
-            np.asarray(offset, dtype=np.float32),
+            "QConv2dPackedParams",
+            (weight, 4, "an int8 convolution weight"),
+            (correction, multiplier, offset),
             [int(v) for v in stride],
             [int(v) for v in padding],
             [int(v) for v in dilation],
             int(groups),
             _packing.LAYOUT_AS_GIVEN,
             int(input_zero_point),
-            returns=ObjectOf("QConv2dPackedParams"),
         )
 
     def qlinear_prepack(self, weight, correction, multiplier, offset) -> Value:
@@ -335,16 +330,29 @@ class MethodBuilder:
         `correction`, `multiplier`, `offset` of
         pare.quantized_packing.requantization(). The QLinearPackedParams
         object pare::qlinear_prepacked takes."""
+        return self._int8_prepack(
+            "pare::qlinear_prepack",
+            "QLinearPackedParams",
+            (weight, 2, "an int8 linear weight"),
+            (correction, multiplier, offset),
+        )
+
+    def _int8_prepack(self, op: str, class_name: str, weight: tuple, requantization: tuple, *rest) -> Value:
+        """The init op `op` of an int8 layer: its weight ((array, dims,
+        what) for quantized_packing.int8_weight), its requantization
+        (correction, multiplier, offset: int32, float32, float32), then
+        `rest`; returns the `class_name` object."""
         from pare import quantized_packing as _qpacking
 
-        w = _qpacking.int8_weight(weight, 2, "an int8 linear weight")
+        correction, multiplier, offset = requantization
         return self.init_op(
-            "pare::qlinear_prepack",
-            w,
+            op,
+            _qpacking.int8_weight(*weight),
             np.asarray(correction, dtype=np.int32),
             np.asarray(multiplier, dtype=np.float32),
             np.asarray(offset, dtype=np.float32),
-            returns=ObjectOf("QLinearPackedParams"),
+            *rest,
+            returns=ObjectOf(class_name),
         )
 
     def _make_returns(self, returns):

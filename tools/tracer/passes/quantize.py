@@ -119,27 +119,11 @@ def _conv2d_plan_or_raise(node: Node, lowering: LoweringState) -> Plan | None:
         or len(stride) != 2
     ):
         return None
-    weight = _int8_weight(w, 4, lowering)
-    source = _int8_input(x)
-    if weight is None or source is None:
-        _check_scheme(x, w, lowering)
+    conv = {"stride": tuple(stride), "padding": tuple(padding), "dilation": tuple(dilation), "groups": int(groups)}
+    matched = _int8_layer(x, w, 4, bias, node, lowering, **conv)
+    if matched is None:
         return None
-    q, fused, output_range = _int8_output(node)
-    if q is None:
-        return None
-    layer = _layer(
-        weight,
-        bias,
-        source,
-        q,
-        lowering,
-        stride=tuple(stride),
-        padding=tuple(padding),
-        dilation=tuple(dilation),
-        groups=int(groups),
-    )
-    if layer is None:
-        return None
+    source, layer, fused, output_range = matched
     _fuse_chain(node, fused, lowering)
     return QConv2dPrepack(deps=(source.args[0],), layer=layer, output_range=output_range, counts=((NAME, "conv2d"),))
 
@@ -153,11 +137,24 @@ def _linear_plan_or_raise(node: Node, lowering: LoweringState) -> Plan | None:
         bias, x, mat2 = node.args[:3]
     else:
         bias, (x, mat2) = None, node.args[:2]
-    w = transposed_matrix(mat2)
-    weight = _int8_weight(w, 2, lowering)
     if not is_node(x):
         return None
     x, last = unflattened(x, node)  # nn.Linear on 3 or more dims: view, addmm, view back
+    matched = _int8_layer(x, transposed_matrix(mat2), 2, bias, last, lowering)
+    if matched is None:
+        return None
+    source, layer, fused, output_range = matched
+    _fuse_chain(node, [last, *fused] if last is not node else fused, lowering)
+    return QLinearPrepack(deps=(source.args[0],), layer=layer, output_range=output_range, counts=((NAME, "linear"),))
+
+
+def _int8_layer(x: Any, w: Any, dims: int, bias: Any, last: Node, lowering: LoweringState, **conv: Any):
+    """(the input's dequantize, the Int8Layer, the nodes to fuse after
+    `last`, the output range) when the layer reading `x` with weight `w`
+    (`dims` dims) and `bias`, ending in `last`, is an int8 layer; None when
+    it is not quantized; UnsupportedScheme when it is, in a scheme the int8
+    layers do not run."""
+    weight = _int8_weight(w, dims, lowering)
     source = _int8_input(x)
     if weight is None or source is None:
         _check_scheme(x, w, lowering)
@@ -165,11 +162,8 @@ def _linear_plan_or_raise(node: Node, lowering: LoweringState) -> Plan | None:
     q, fused, output_range = _int8_output(last)
     if q is None:
         return None
-    layer = _layer(weight, bias, source, q, lowering)
-    if layer is None:
-        return None
-    _fuse_chain(node, [last, *fused] if last is not node else fused, lowering)
-    return QLinearPrepack(deps=(source.args[0],), layer=layer, output_range=output_range, counts=((NAME, "linear"),))
+    layer = _layer(weight, bias, source, q, lowering, **conv)
+    return None if layer is None else (source, layer, fused, output_range)
 
 
 def _fuse_chain(node: Node, fused: list[Node], lowering: LoweringState) -> None:
