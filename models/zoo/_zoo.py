@@ -92,7 +92,15 @@ def vision(name: str, *batches: int, size: int | tuple[int, int] = 64, **kwargs)
     return randomize_norm_stats(model).eval(), images(*(batches or (1, 2)), size=size)
 
 
-def quantized(model: nn.Module, inputs, *, calibration_batches: int = 4, dynamic: bool = False, seed: int = 2):
+def quantized(
+    model: nn.Module,
+    inputs,
+    *,
+    calibration_batches: int = 4,
+    dynamic: bool = False,
+    seed: int = 2,
+    int32_bias: bool = False,
+):
     """(converted, inputs): `model` quantized by PT2E with PareQuantizer (docs/quantization.md).
 
     Exported at the shape of `inputs[0]` (torch.export fixes the batch
@@ -101,6 +109,7 @@ def quantized(model: nn.Module, inputs, *, calibration_batches: int = 4, dynamic
     normal floats, integer inputs drawn within their range), then
     converted. `dynamic`: PareQuantizer(dynamic=True), linear layers'
     inputs quantized at run time, no calibration needed but harmless.
+    `int32_bias`: PareQuantizer(int32_bias=...), False leaves biases float.
     """
     from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
 
@@ -111,7 +120,7 @@ def quantized(model: nn.Module, inputs, *, calibration_batches: int = 4, dynamic
     # Float biases: configured as ExecuTorch's XNNPACKQuantizer, so tools.bench
     # times the same module on ExecuTorch+XNNPACK (whose partitioner takes no
     # int32 bias); Pare's int8 layers take either.
-    m = prepare_pt2e(m, PareQuantizer(dynamic=dynamic, int32_bias=False))
+    m = prepare_pt2e(m, PareQuantizer(dynamic=dynamic, int32_bias=int32_bias))
     g = torch.Generator().manual_seed(seed)
     with torch.no_grad():
         for _ in range(calibration_batches):

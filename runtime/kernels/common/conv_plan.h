@@ -199,7 +199,7 @@ PARE_ALWAYS_INLINE Algorithm choose_packed(const Geometry& g, WeightLayout layou
 enum class Int8Algorithm : uint8_t {
   Depthwise,      // direct kernel over NCHW planes
   PointwiseGemm,  // a 1x1, stride 1, unpadded layer: the image [cg, H*W] as it is
-  Im2colGemm,     // pixel-major im2col [pixels, k], then the dot-product GEMM
+  Im2colGemm,     // channel-major im2col [k, pixels], then the same GEMM
 };
 
 PARE_ALWAYS_INLINE Int8Algorithm choose_int8(const Geometry& g) {

@@ -25,73 +25,58 @@ GemmRequantization channels_from(const classes::Requantization& rq, int64_t c0, 
 }
 
 // One input channel per group (conv::Int8Algorithm::Depthwise): output
-// channel o reads input channel o / og with its own kh x kw filter. Per
-// output row, int32 sums in `acc` (out_w entries), tap by tap: the taps
-// inside the image over the row's valid outputs (conv::valid_range), the
-// zero point times the weight for the rest.
+// channel o reads input channel o / og with its own kh x kw filter, one
+// plane at a time (qgemm::depthwise_plane). `ranges`: 2 kw int64 of
+// scratch; `padded`: qgemm::depthwise_padded_bytes.
 void depthwise(const conv::Geometry& g, const int8_t* x, const int8_t* w, const classes::Requantization& rq,
-               int32_t zero_point, int32_t output_min, int32_t output_max, int32_t* acc, int8_t* out) {
+               int32_t zero_point, int32_t output_min, int32_t output_max, int32_t* acc, int64_t* ranges,
+               int8_t* padded, int8_t* out) {
   const int64_t taps = g.kh * g.kw;
+  for (int64_t kx = 0; kx < g.kw; ++kx) {
+    conv::valid_range(kx * g.dw - g.pw, g.sw, g.width, g.out_w, &ranges[kx], &ranges[g.kw + kx]);
+  }
+  const kernels::qgemm::DepthwisePlane d{g.height, g.width,       g.kh,       g.kw,  g.sh,    g.sw,
+                                         g.ph,     g.pw,          g.dh,       g.dw,  g.out_h, g.out_w,
+                                         ranges,   ranges + g.kw, zero_point, padded};
   for (int64_t n = 0; n < g.batch; ++n) {
     for (int64_t o = 0; o < g.out_channels; ++o) {
       const int8_t* plane = x + (n * g.in_channels + o / g.og) * g.planes_in();
-      const int8_t* filter = w + o * taps;
-      int8_t* dst = out + (n * g.out_channels + o) * g.planes_out();
-      for (int64_t oy = 0; oy < g.out_h; ++oy) {
-        for (int64_t ox = 0; ox < g.out_w; ++ox) acc[ox] = 0;
-        for (int64_t ky = 0; ky < g.kh; ++ky) {
-          const int64_t iy = oy * g.sh - g.ph + ky * g.dh;
-          if (iy < 0 || iy >= g.height) {
-            int32_t padded = 0;
-            for (int64_t kx = 0; kx < g.kw; ++kx) padded += filter[ky * g.kw + kx] * zero_point;
-            for (int64_t ox = 0; ox < g.out_w; ++ox) acc[ox] += padded;
-            continue;
-          }
-          const int8_t* row = plane + iy * g.width;
-          for (int64_t kx = 0; kx < g.kw; ++kx) {
-            const int32_t wv = filter[ky * g.kw + kx];
-            const int64_t offset = kx * g.dw - g.pw;
-            int64_t lo = 0;
-            int64_t hi = 0;
-            conv::valid_range(offset, g.sw, g.width, g.out_w, &lo, &hi);
-            const int32_t padded = wv * zero_point;
-            for (int64_t ox = 0; ox < lo; ++ox) acc[ox] += padded;
-            for (int64_t ox = hi; ox < g.out_w; ++ox) acc[ox] += padded;
-            if (g.sw == 1) {
-              for (int64_t ox = lo; ox < hi; ++ox) acc[ox] += wv * row[ox + offset];  // vectorises
-            } else {
-              for (int64_t ox = lo; ox < hi; ++ox) acc[ox] += wv * row[ox * g.sw + offset];
-            }
-          }
-        }
-        kernels::qgemm::requantize_channel(acc, g.out_w, rq.correction[o], rq.multiplier[o], rq.offset[o], output_min,
-                                           output_max, dst + oy * g.out_w);
-      }
+      kernels::qgemm::depthwise_plane(d, plane, w + o * taps, rq.correction[o], rq.multiplier[o], rq.offset[o],
+                                      output_min, output_max, acc, out + (n * g.out_channels + o) * g.planes_out());
     }
   }
 }
 
-// The im2col matrix of one (image, group), pixel-major: row p = oy out_w +
-// ox holds the k = cg kh kw taps of output pixel p in the weights' order
-// (channel, ky, kx), padding as the zero point.
-void im2col_rows(const conv::Geometry& g, const int8_t* image, int8_t zero_point, int8_t* columns) {
-  int8_t* dst = columns;
-  for (int64_t oy = 0; oy < g.out_h; ++oy) {
-    for (int64_t ox = 0; ox < g.out_w; ++ox) {
-      for (int64_t c = 0; c < g.cg; ++c) {
-        const int8_t* plane = image + c * g.planes_in();
-        for (int64_t ky = 0; ky < g.kh; ++ky) {
+// The im2col matrix of one (image, group), channel-major: row (c, ky, kx),
+// in the weights' order, holds that tap of every output pixel (oy out_w +
+// ox), padding as the zero point; gemm_columns reads it as it reads a 1x1
+// layer's image. At stride 1 a row's inside is a copy of an input row.
+void im2col_columns(const conv::Geometry& g, const int8_t* image, int8_t zero_point, int8_t* columns) {
+  const int64_t p = g.planes_out();
+  for (int64_t c = 0; c < g.cg; ++c) {
+    const int8_t* plane = image + c * g.planes_in();
+    for (int64_t ky = 0; ky < g.kh; ++ky) {
+      for (int64_t kx = 0; kx < g.kw; ++kx) {
+        int8_t* dst = columns + ((c * g.kh + ky) * g.kw + kx) * p;
+        const int64_t offset = kx * g.dw - g.pw;
+        int64_t lo = 0;
+        int64_t hi = 0;
+        conv::valid_range(offset, g.sw, g.width, g.out_w, &lo, &hi);
+        for (int64_t oy = 0; oy < g.out_h; ++oy) {
+          int8_t* d = dst + oy * g.out_w;
           const int64_t iy = oy * g.sh - g.ph + ky * g.dh;
-          if (iy < 0 || iy >= g.height) {
-            for (int64_t kx = 0; kx < g.kw; ++kx) *dst++ = zero_point;
+          if (iy < 0 || iy >= g.height || lo >= hi) {
+            for (int64_t ox = 0; ox < g.out_w; ++ox) d[ox] = zero_point;
             continue;
           }
-          const int8_t* row = plane + iy * g.width;
-          const int64_t ix0 = ox * g.sw - g.pw;
-          for (int64_t kx = 0; kx < g.kw; ++kx) {
-            const int64_t ix = ix0 + kx * g.dw;
-            *dst++ = ix >= 0 && ix < g.width ? row[ix] : zero_point;
+          const int8_t* row = plane + iy * g.width + offset;
+          for (int64_t ox = 0; ox < lo; ++ox) d[ox] = zero_point;
+          if (g.sw == 1) {
+            for (int64_t ox = lo; ox < hi; ++ox) d[ox] = row[ox];
+          } else {
+            for (int64_t ox = lo; ox < hi; ++ox) d[ox] = row[ox * g.sw];
           }
+          for (int64_t ox = hi; ox < g.out_w; ++ox) d[ox] = zero_point;
         }
       }
     }
@@ -122,8 +107,11 @@ Error QConv2dPackedParams::run(KernelContext& ctx, const Tensor& input, Value& o
   const conv::Int8Algorithm algorithm = conv::choose_int8(g);
   if (algorithm == conv::Int8Algorithm::Depthwise) {
     PARE_TRY_ASSIGN(void* acc, ctx.allocate_scratch(static_cast<size_t>(g.out_w) * sizeof(int32_t)));
+    PARE_TRY_ASSIGN(void* ranges, ctx.allocate_scratch(static_cast<size_t>(2 * g.kw) * sizeof(int64_t)));
+    PARE_TRY_ASSIGN(void* padded, ctx.allocate_scratch(static_cast<size_t>(
+                                      kernels::qgemm::depthwise_padded_bytes(g.height, g.width, g.ph, g.pw))));
     depthwise(g, image, weight, requantization, input_zero_point, output_min, output_max, static_cast<int32_t*>(acc),
-              y);
+              static_cast<int64_t*>(ranges), static_cast<int8_t*>(padded), y);
     return Error::Ok;
   }
   const int64_t k = g.k();
@@ -134,22 +122,20 @@ Error QConv2dPackedParams::run(KernelContext& ctx, const Tensor& input, Value& o
     int64_t bytes = 0;
     PARE_CHECK_OR_RETURN(ctx, !__builtin_mul_overflow(k, p, &bytes) && bytes <= (int64_t{1} << 40), Error::InvalidShape,
                          "the input is too large for this layer's im2col matrix (%lld x %lld)",
-                         static_cast<long long>(p), static_cast<long long>(k));
+                         static_cast<long long>(k), static_cast<long long>(p));
     PARE_TRY_ASSIGN(void* memory, ctx.allocate_scratch(static_cast<size_t>(bytes)));
     columns = static_cast<int8_t*>(memory);
   }
+  PARE_TRY_ASSIGN(void* gemm_scratch,
+                  ctx.allocate_scratch(static_cast<size_t>(kernels::qgemm::columns_scratch_bytes(k))));
   for (int64_t n = 0; n < g.batch; ++n) {
     for (int64_t grp = 0; grp < groups; ++grp) {
       const int8_t* group_image = image + g.group_input(n, grp);
       const int8_t* group_weight = weight + grp * g.og * k;
       const GemmRequantization rq = channels_from(requantization, grp * g.og, output_min, output_max);
       const kernels::qgemm::Output dst{y + g.group_output(n, grp), /*channel_stride=*/p, /*pixel_stride=*/1};
-      if (pointwise) {
-        kernels::qgemm::gemm_columns(g.og, p, k, group_weight, group_image, rq, dst);
-      } else {
-        im2col_rows(g, group_image, static_cast<int8_t>(input_zero_point), columns);
-        kernels::qgemm::gemm_rows(g.og, p, k, group_weight, columns, rq, dst);
-      }
+      if (!pointwise) im2col_columns(g, group_image, static_cast<int8_t>(input_zero_point), columns);
+      kernels::qgemm::gemm_columns(g.og, p, k, group_weight, pointwise ? group_image : columns, rq, dst, gemm_scratch);
     }
   }
   return Error::Ok;

@@ -7,10 +7,10 @@
 //   out[c, p] = clamp(round_half_even(float(acc) * multiplier[c] + offset[c]),
 //                     output_min, output_max)                          (int8)
 //
-// Portable C++ written for clang's auto-vectoriser (int8 operands widened to
-// int16 products summed in int32 lanes: pmaddwd on x86_64, smlal on arm64);
-// ISA-specific micro-kernels (VNNI, SDOT) are to come. The float product is
-// rounded before the addition on every ISA (qgemm.cc turns floating-point
+// The kernels are qgemm_kernels.inc, compiled once per ISA (this build's,
+// and at --//runtime:x86_64_isa=auto the x86-64-v3 copy with its AVX2
+// micro-kernel), chosen per call by qgemm.cc (cpu::kernel_isa()). The float
+// product is rounded before the addition on every ISA (floating-point
 // contraction off), so every machine gives the same bits.
 //
 // Callers guarantee k <= kMaxDepth: then |sum_k w x| <= 2^30, and the
@@ -18,6 +18,7 @@
 // overflows.
 
 #include "runtime/core/compiler.h"
+#include "runtime/kernels/common/simd.h"
 #include <stddef.h>
 #include <stdint.h>
 
@@ -54,16 +55,74 @@ struct Output {
 void gemm_rows(int64_t channels, int64_t pixels, int64_t k, const int8_t* w, const int8_t* x, const Requantization& rq,
                const Output& out);
 
+// The most output channels a gemm_columns tile of any copy packs.
+constexpr int64_t kColumnsScratchChannels = 8;
+
+// The scratch bytes gemm_columns needs at depth k (k <= kMaxDepth): a
+// channel block's packed weight pairs and a 16-pixel tile of x.
+constexpr int64_t columns_scratch_bytes(int64_t k) {
+  return (k + 1) / 2 * kColumnsScratchChannels * 4 + (k + 1) * 16 + 64;
+}
+
 // w [channels, k] and x [k, pixels] (row stride `pixels`): a 1x1,
-// stride-1, unpadded convolution's image as it is in NCHW, no im2col;
-// vectorised across pixels.
+// stride-1, unpadded convolution's image as it is in NCHW, no im2col, or
+// qconv.cc's channel-major im2col; vectorised across pixels. `scratch`:
+// columns_scratch_bytes(k) bytes, 4-byte aligned.
 void gemm_columns(int64_t channels, int64_t pixels, int64_t k, const int8_t* w, const int8_t* x,
-                  const Requantization& rq, const Output& out);
+                  const Requantization& rq, const Output& out, void* scratch);
 
 // out[i * out_stride] = requantized acc[i] + correction, for n values of one
 // output channel (the depthwise kernel's rows).
 void requantize_channel(const int32_t* acc, int64_t n, int32_t correction, float multiplier, float offset,
                         int32_t output_min, int32_t output_max, int8_t* out);
+
+// One output plane of an int8 depthwise convolution (qconv.cc): an input
+// plane [height, width] with a kh x kw filter, strides, padding and
+// dilation; lo[kx], hi[kx] (kw entries each) the outputs of a row whose
+// tap kx is inside the image (conv::valid_range). Padding reads as the
+// zero point. `acc`: out_w int32 of scratch; `padded`:
+// depthwise_padded_bytes() of scratch, where a copy may lay the plane out
+// inside a zero-point border.
+struct DepthwisePlane {
+  int64_t height, width, kh, kw, sh, sw, ph, pw, dh, dw, out_h, out_w;
+  const int64_t* lo;
+  const int64_t* hi;
+  int32_t zero_point;
+  int8_t* padded;
+};
+
+// The padded plane's row width and bytes (a row's slack covers a tile's
+// reads past the last output; one more row covers the last row's).
+constexpr int64_t depthwise_padded_width(int64_t width, int64_t pw) { return width + 2 * pw + 48; }
+constexpr int64_t depthwise_padded_bytes(int64_t height, int64_t width, int64_t ph, int64_t pw) {
+  return (height + 2 * ph + 1) * depthwise_padded_width(width, pw);
+}
+
+void depthwise_plane(const DepthwisePlane& d, const int8_t* plane, const int8_t* filter, int32_t correction,
+                     float multiplier, float offset, int32_t output_min, int32_t output_max, int32_t* acc, int8_t* out);
+
+// The kernels of each ISA's copy of qgemm_kernels.inc: this build's
+// (PARE_SIMD_ISA) and, at --//runtime:x86_64_isa=auto
+// (PARE_X86_64_DISPATCH), the x86-64-v3 copy.
+#define PARE_QGEMM_KERNELS                                                                                     \
+  void gemm_rows(int64_t channels, int64_t pixels, int64_t k, const int8_t* w, const int8_t* x,                \
+                 const Requantization& rq, const Output& out);                                                 \
+  void gemm_columns(int64_t channels, int64_t pixels, int64_t k, const int8_t* w, const int8_t* x,             \
+                    const Requantization& rq, const Output& out, void* scratch);                               \
+  void requantize_channel(const int32_t* acc, int64_t n, int32_t correction, float multiplier, float offset,   \
+                          int32_t output_min, int32_t output_max, int8_t* out);                                \
+  void depthwise_plane(const DepthwisePlane& d, const int8_t* plane, const int8_t* filter, int32_t correction, \
+                       float multiplier, float offset, int32_t output_min, int32_t output_max, int32_t* acc,   \
+                       int8_t* out);
+namespace PARE_SIMD_ISA {
+PARE_QGEMM_KERNELS
+}  // namespace PARE_SIMD_ISA
+#if defined(PARE_X86_64_DISPATCH)
+namespace x86_64_v3 {
+PARE_QGEMM_KERNELS
+}  // namespace x86_64_v3
+#endif
+#undef PARE_QGEMM_KERNELS
 
 }  // namespace qgemm
 }  // namespace kernels

@@ -148,6 +148,14 @@ CONV_CASES = {
     "depthwise_7x7": conv_case((1, 3, 9, 17), (3, 1, 7, 7), padding=(3, 3), groups=3),
     "1x1": conv_case((2, 19, 7, 9), (13, 19, 1, 1)),
     "1x1_wide": conv_case((1, 40, 6, 6), (33, 40, 1, 1)),
+    # The AVX2 micro-kernel's 6 x 16 tiles, their channel and pixel edges
+    # (a 9-pixel tail; 3 pixels), and the AVX2 depthwise rows' 8 outputs
+    # with a tail, at strides 1 and 2 and a 5x5 filter.
+    "1x1_tail9": conv_case((1, 24, 5, 5), (7, 24, 1, 1)),
+    "3x3_wide": conv_case((1, 16, 21, 23), (13, 16, 3, 3), padding=(1, 1)),
+    "depthwise_wide": conv_case((1, 4, 13, 29), (4, 1, 3, 3), padding=(1, 1), groups=4),
+    "depthwise_wide_stride2": conv_case((1, 3, 17, 35), (3, 1, 3, 3), stride=(2, 2), padding=(1, 1), groups=3),
+    "depthwise_5x5_wide": conv_case((1, 2, 12, 30), (2, 1, 5, 5), padding=(2, 2), groups=2),
     "1x1_grouped": conv_case((1, 12, 5, 7), (18, 12 // 3, 1, 1), groups=3),
     "1x1_stride2": conv_case((1, 8, 9, 9), (5, 8, 1, 1), stride=(2, 2)),
     "7x7_stride2": conv_case((1, 3, 23, 21), (8, 3, 7, 7), stride=(2, 2), padding=(3, 3)),
@@ -171,6 +179,30 @@ def test_qconv2d(runtime, name, zx):
     layer.calibrate(x_q)
     (y,) = runtime.load(conv_program(layer, case)).method().run(x_q.numpy())
     assert_within_one_step(torch.from_numpy(y), layer.reference(x_q))
+
+
+@pytest.mark.parametrize("name", list(CONV_CASES))
+def test_qconv2d_isa_copies_agree(runtime, name):
+    """The baseline copy and the best this CPU runs (x86-64-v3's AVX2
+    micro-kernels here) give the same bits (qgemm_kernels.inc); one copy
+    (arm64, a capped or SSE2 CPU) is compared with itself."""
+    x86_64 = runtime.kernel_isa.startswith("x86_64")
+    case = CONV_CASES[name]
+    x_q = int8_tensor(case["x"], 21)
+    layer = Layer(
+        int8_tensor(case["w"], 22, -127, 127), bias_values(case["w"][0], 23), 0.02, -7, conv_op(case), seed=24
+    )
+    layer.calibrate(x_q)
+    program = conv_program(layer, case)
+    (best,) = runtime.load(program).method().run(x_q.numpy())
+    try:
+        if x86_64:
+            runtime.set_max_isa("x86_64_baseline")
+        (baseline,) = runtime.load(program).method().run(x_q.numpy())
+    finally:
+        if x86_64:
+            runtime.set_max_isa("x86_64_v4")  # process-wide: leave the other tests uncapped
+    np.testing.assert_array_equal(best, baseline)
 
 
 @fp_ops
