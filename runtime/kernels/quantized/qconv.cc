@@ -127,7 +127,7 @@ Error QConv2dPackedParams::run(KernelContext& ctx, const Tensor& input, Value& o
     columns = static_cast<int8_t*>(memory);
   }
   PARE_TRY_ASSIGN(void* gemm_scratch,
-                  ctx.allocate_scratch(static_cast<size_t>(kernels::qgemm::columns_scratch_bytes(k))));
+                  ctx.allocate_scratch(static_cast<size_t>(kernels::qgemm::columns_scratch_bytes(g.og, k))));
   for (int64_t n = 0; n < g.batch; ++n) {
     for (int64_t grp = 0; grp < groups; ++grp) {
       const int8_t* group_image = image + g.group_input(n, grp);

@@ -58,16 +58,17 @@ void gemm_rows(int64_t channels, int64_t pixels, int64_t k, const int8_t* w, con
 // The most output channels a gemm_columns tile of any copy packs.
 constexpr int64_t kColumnsScratchChannels = 8;
 
-// The scratch bytes gemm_columns needs at depth k (k <= kMaxDepth): a
-// channel block's packed weight pairs and a 16-pixel tile of x.
-constexpr int64_t columns_scratch_bytes(int64_t k) {
-  return (k + 1) / 2 * kColumnsScratchChannels * 4 + (k + 1) * 16 + 64;
+// The scratch bytes gemm_columns needs for `channels` at depth k (k <=
+// kMaxDepth): the weights' packed pairs, 4 bytes per 2 weights of every
+// channel block, and a 16-pixel tile of x.
+constexpr int64_t columns_scratch_bytes(int64_t channels, int64_t k) {
+  return (channels + kColumnsScratchChannels) * ((k + 1) / 2) * 4 + (k + 1) * 16 + 64;
 }
 
 // w [channels, k] and x [k, pixels] (row stride `pixels`): a 1x1,
 // stride-1, unpadded convolution's image as it is in NCHW, no im2col, or
 // qconv.cc's channel-major im2col; vectorised across pixels. `scratch`:
-// columns_scratch_bytes(k) bytes, 4-byte aligned.
+// columns_scratch_bytes(channels, k) bytes, 4-byte aligned.
 void gemm_columns(int64_t channels, int64_t pixels, int64_t k, const int8_t* w, const int8_t* x,
                   const Requantization& rq, const Output& out, void* scratch);
 
