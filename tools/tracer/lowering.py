@@ -60,6 +60,7 @@ from pare import dtypes as pare_dtypes
 from pare.program import MethodBuilder, ProgramError, TensorListOf, Value
 from tools.tracer import passes as graph_passes
 from tools.tracer.errors import OpUse, TracerError
+from tools.tracer.lowering_int8 import lower_int8_layer, lower_int8_op
 from tools.tracer.nodes import VIEW_OPS, nodes_in
 from tools.tracer.plans import (
     Alias,
@@ -140,10 +141,6 @@ LINEAR_PREPACK = "pare::linear_prepack"
 LINEAR_PREPACKED = "pare::linear_prepacked"
 CONV2D_PREPACK = "pare::conv2d_prepack"
 CONV2D_PREPACKED = "pare::conv2d_prepacked"
-QLINEAR_PREPACK = "pare::qlinear_prepack"
-QLINEAR_PREPACKED = "pare::qlinear_prepacked"
-QCONV2D_PREPACK = "pare::qconv2d_prepack"
-QCONV2D_PREPACKED = "pare::qconv2d_prepacked"
 
 
 def op_name(op: torch._ops.OpOverload) -> str:
@@ -528,43 +525,6 @@ class MethodLowering:
             self.env[node] = out
         self.report.uses[CONV2D_PREPACKED].append(use)
 
-    def _lower_qconv2d_prepack(self, node: Node, plan: QConv2dPrepack, use: OpUse) -> None:
-        layer = plan.layer
-        cache_key = ("qconv2d", layer)
-        if cache_key not in self._packed:
-            self._packed[cache_key] = self.mb.qconv2d_prepack(
-                layer.int8_weight,
-                *layer.requantization,
-                layer.stride,
-                layer.padding,
-                layer.dilation,
-                layer.groups,
-                layer.input_quantization[1],
-            )
-            self.report.uses[QCONV2D_PREPACK].append(use)
-        x = self._value_of(plan.deps[0])
-        self.env[node] = self.mb.op(QCONV2D_PREPACKED, x, self._packed[cache_key], *plan.output_range)
-        self.report.uses[QCONV2D_PREPACKED].append(use)
-
-    def _lower_qlinear_prepack(self, node: Node, plan: QLinearPrepack, use: OpUse) -> None:
-        layer = plan.layer
-        cache_key = ("qlinear", layer)
-        if cache_key not in self._packed:
-            self._packed[cache_key] = self.mb.qlinear_prepack(layer.int8_weight, *layer.requantization)
-            self.report.uses[QLINEAR_PREPACK].append(use)
-        x = self._value_of(plan.deps[0])
-        self.env[node] = self.mb.op(QLINEAR_PREPACKED, x, self._packed[cache_key], *plan.output_range)
-        self.report.uses[QLINEAR_PREPACKED].append(use)
-
-    def _lower_int8_op(self, node: Node, plan: Int8OpPlan, use: OpUse) -> None:
-        def value(a: Any) -> Any:
-            if isinstance(a, torch.Tensor):
-                return self.mb.constant(a)
-            return self._value_of(a)
-
-        self.env[node] = self.mb.op(plan.op, *map(value, plan.args))
-        self.report.uses[plan.op].append(use)
-
     def _count_packed(self, plan: PrepackedPlan) -> None:
         for name, what in plan.pack_counts:
             self.passes.count(name, what)
@@ -680,10 +640,10 @@ HANDLERS: dict[type[Plan], Callable[[MethodLowering, Node, Any, OpUse], None]] =
     Unsupported: MethodLowering._lower_unsupported,
     LinearPrepack: MethodLowering._lower_linear_prepack,
     Conv2dPrepack: MethodLowering._lower_conv2d_prepack,
-    QLinearPrepack: MethodLowering._lower_qlinear_prepack,
-    QConv2dPrepack: MethodLowering._lower_qconv2d_prepack,
+    QLinearPrepack: lower_int8_layer,
+    QConv2dPrepack: lower_int8_layer,
     Int8AtenPlan: MethodLowering._lower_op,
-    Int8OpPlan: MethodLowering._lower_int8_op,
+    Int8OpPlan: lower_int8_op,
 }
 
 
