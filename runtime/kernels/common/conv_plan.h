@@ -98,6 +98,34 @@ struct Geometry {
   }
 };
 
+// A 2-d convolution layer's shape, as the packed-weights objects keep it
+// (prepacked/packed_params.h, quantized/qpacked_params.h).
+struct Layer2d {
+  int64_t out_channels = 0;
+  int64_t in_channels = 0;
+  int64_t groups = 1;
+  int64_t kernel[2] = {1, 1};
+  int64_t stride[2] = {1, 1};
+  int64_t padding[2] = {0, 0};
+  int64_t dilation[2] = {1, 1};
+
+  // The layer's geometry for an input of sizes [batch, in_channels,
+  // height, width] (output size not yet planned: plan_output).
+  Geometry geometry(int64_t batch, int64_t height, int64_t width) const {
+    Geometry g{};
+    g.batch = batch;
+    g.in_channels = in_channels;
+    g.out_channels = out_channels;
+    g.groups = groups;
+    g.cg = in_channels / groups;
+    g.og = out_channels / groups;
+    g.height = height;
+    g.width = width;
+    g.set_window(kernel[0], kernel[1], stride, padding, dilation);
+    return g;
+  }
+};
+
 // The InvalidShape error of plan_output, naming the input's sizes and the
 // weight's ([out_channels, cg, kh, kw], or [out_channels, cg, kw] when
 // weight_dim is 3: a 1-d convolution).

@@ -344,20 +344,6 @@ PARE_ALWAYS_INLINE Error run_winograd(KernelContext& ctx, const winograd::Geomet
 
 }  // namespace
 
-conv::Geometry Conv2dPackedParams::geometry(int64_t batch, int64_t height, int64_t width) const {
-  conv::Geometry g{};
-  g.batch = batch;
-  g.in_channels = in_channels;
-  g.out_channels = out_channels;
-  g.groups = groups;
-  g.cg = in_channels / groups;
-  g.og = out_channels / groups;
-  g.height = height;
-  g.width = width;
-  g.set_window(kernel[0], kernel[1], stride, padding, dilation);
-  return g;
-}
-
 Error Conv2dPackedParams::run(KernelContext& ctx, const Tensor& input, Value& out, const Epilogue& epilogue) const {
   PARE_CHECK_OR_RETURN(ctx, input.dim == 4 || input.dim == 3, Error::InvalidShape,
                        "argument 'input' must be 3-D or 4-D, got sizes %s", sizes_to_string(input.size_span()).text);

@@ -114,7 +114,7 @@ class LinearPackedParams : public ObjectBase {
   const float* bias = nullptr;
 };
 
-class Conv2dPackedParams : public ObjectBase {
+class Conv2dPackedParams : public ObjectBase, public conv::Layer2d {
  public:
   static constexpr char kName[] = "Conv2dPackedParams";
   static constexpr ClassId kId = ClassId::Conv2dPackedParams;
@@ -146,17 +146,7 @@ class Conv2dPackedParams : public ObjectBase {
 
   // Whether run() computes in channels-last (NHWC) order for this input.
   bool runs_channels_last(const Tensor& input) const;
-  // The layer's geometry for an input of sizes [batch, in_channels,
-  // height, width] (output size not yet planned: conv::plan_output).
-  conv::Geometry geometry(int64_t batch, int64_t height, int64_t width) const;
-
-  int64_t out_channels = 0;
-  int64_t in_channels = 0;
-  int64_t groups = 1;
-  int64_t kernel[2] = {1, 1};
-  int64_t stride[2] = {1, 1};
-  int64_t padding[2] = {0, 0};
-  int64_t dilation[2] = {1, 1};
+  // The layer's shape and geometry(): conv::Layer2d.
   // The weights in `layout` (a depthwise layer's AsGiven weights are
   // [out_channels, 1, K, K] as given).
   const float* packed_weight = nullptr;

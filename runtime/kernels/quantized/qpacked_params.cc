@@ -113,20 +113,6 @@ Error QConv2dPackedParams::init(KernelContext& ctx, const Tensor& weight_t, cons
   return requantization.init(ctx, correction, multiplier, offset, out_channels);
 }
 
-conv::Geometry QConv2dPackedParams::geometry(int64_t batch, int64_t height, int64_t width) const {
-  conv::Geometry g{};
-  g.batch = batch;
-  g.in_channels = in_channels;
-  g.out_channels = out_channels;
-  g.groups = groups;
-  g.cg = in_channels / groups;
-  g.og = out_channels / groups;
-  g.height = height;
-  g.width = width;
-  g.set_window(kernel[0], kernel[1], stride, padding, dilation);
-  return g;
-}
-
 Error QLinearPackedParams::init(KernelContext& ctx, const Tensor& weight_t, const Tensor& correction,
                                 const Tensor& multiplier, const Tensor& offset) {
   PARE_TRY(check_int8_weight(ctx, weight_t, 2, "[out_features, in_features]"));

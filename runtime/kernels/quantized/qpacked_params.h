@@ -42,7 +42,7 @@ struct Requantization {
 // output_min <= output_max, both within int8; one-line error otherwise.
 Error check_output_range(KernelContext& ctx, int64_t output_min, int64_t output_max);
 
-class QConv2dPackedParams : public ObjectBase {
+class QConv2dPackedParams : public ObjectBase, public conv::Layer2d {
  public:
   static constexpr char kName[] = "QConv2dPackedParams";
   static constexpr ClassId kId = ClassId::QConv2dPackedParams;
@@ -56,17 +56,7 @@ class QConv2dPackedParams : public ObjectBase {
   // input Char [N, C, H, W] (or [C, H, W]) -> out Char [N, O, OH, OW].
   Error run(KernelContext& ctx, const Tensor& input, Value& out, int32_t output_min, int32_t output_max) const;
 
-  // The layer's geometry for an input of sizes [batch, in_channels,
-  // height, width] (output size not yet planned: conv::plan_output).
-  conv::Geometry geometry(int64_t batch, int64_t height, int64_t width) const;
-
-  int64_t out_channels = 0;
-  int64_t in_channels = 0;
-  int64_t groups = 1;
-  int64_t kernel[2] = {1, 1};
-  int64_t stride[2] = {1, 1};
-  int64_t padding[2] = {0, 0};
-  int64_t dilation[2] = {1, 1};
+  // The layer's shape and geometry(): conv::Layer2d.
   int32_t input_zero_point = 0;    // what padding reads
   const int8_t* weight = nullptr;  // [out_channels, in_channels / groups, kh, kw]
   Requantization requantization;
