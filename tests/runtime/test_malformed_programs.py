@@ -232,7 +232,8 @@ CORRUPTIONS = [
         "operator_unknown",
         lambda L: L.rename("aten::relu", "aten::relx"),
         "OperatorNotFound",
-        "operator aten::relx is not implemented by this runtime \\(no kernel in runtime/kernels/\\*\\.ops\\.def\\); export the model with supported ops or add a kernel",
+        "operator aten::relx is not implemented by this runtime \\(no kernel in runtime/inventory/\\*/\\*\\.ops\\.def\\); "
+        "export the model with supported ops or add a kernel",
     ),
     (
         "method_table_past_end",

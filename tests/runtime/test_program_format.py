@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 import torch
 
+from codegen.dtypes import QUANTIZED_STORAGE
 from pare import dtypes
 from pare.program import ProgramBuilder, ProgramError, TensorListOf, read
 
@@ -177,7 +178,9 @@ def test_c_api_inventory_matches_def_files(runtime):
             if name.endswith(".ops.def"):
                 ops.append(m.group(1))
             elif name.endswith(".tags.def"):
-                tags[m.group(1)] = tuple(d.strip() for d in m.group(2).split(",") if d.strip())
+                # The runtime names a quantized dtype (QInt8) by its storage (Char).
+                names = (d.strip() for d in m.group(2).split(",") if d.strip())
+                tags[m.group(1)] = tuple(QUANTIZED_STORAGE.get(d, d) for d in names)
             elif name == "classes.def":
                 classes.append(m.group(1))
             else:
