@@ -374,15 +374,33 @@ def test_fused_epilogues_are_selected_one_by_one(runtime_lib, selective_lib, sel
     assert str(e.value).startswith(
         "pare::linear_prepacked: dtype Float of kernel tag prepacked_hardswish_kernel is not selected"
     )
+    # gelu's tanh form has a tag of its own: selecting the exact gelu does
+    # not bring it along.
+    method = selective_runtime.load(program("gelu_tanh")).method()
+    with pytest.raises(PareError) as e:
+        method.run(x)
+    assert e.value.status_name == "DtypeNotSelected"
+    assert "dtype Float of kernel tag prepacked_gelu_tanh_kernel is not selected" in str(e.value)
     traced = tracing_runtime.load(program("hardswish", residual=True))
     traced.method().run(x, np.ones((2, 3), np.float32))
     kernels = traced.trace().kernel_dtypes
     assert kernels["prepacked_hardswish_kernel"] == kernels["prepacked_residual_kernel"] == ("Float",)
     assert "prepacked_gelu_kernel" not in kernels
+    traced = tracing_runtime.load(program("gelu_tanh"))
+    (got,) = traced.method().run(x)
+    np.testing.assert_allclose(got, torch.nn.functional.gelu(y, approximate="tanh").numpy(), rtol=1e-6, atol=1e-6)
+    kernels = traced.trace().kernel_dtypes
+    assert kernels["prepacked_gelu_tanh_kernel"] == ("Float",) and "prepacked_gelu_kernel" not in kernels
     case = r"pare::dispatch_case<pare::tags::{}, float[,>]"
     full, sel = _unstripped_symbols(runtime_lib), _unstripped_symbols(selective_lib)
     assert _has(full, case.format("prepacked_hardswish_kernel")) and _has(sel, case.format("prepacked_gelu_kernel"))
-    for tag in ("prepacked_hardswish_kernel", "prepacked_residual_kernel", "prepacked_sigmoid_kernel"):
+    assert _has(full, case.format("prepacked_gelu_tanh_kernel"))
+    for tag in (
+        "prepacked_hardswish_kernel",
+        "prepacked_residual_kernel",
+        "prepacked_sigmoid_kernel",
+        "prepacked_gelu_tanh_kernel",
+    ):
         assert not _has(sel, case.format(tag)), f"unselected epilogue {tag} is still linked"
 
 

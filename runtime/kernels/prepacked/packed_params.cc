@@ -133,7 +133,8 @@ Error Epilogue::apply_range(KernelContext& ctx, float* out, const float* res, in
     case Activation::Gelu:
       return map_tagged<tags::prepacked_gelu_kernel>(ctx, out, n, [](float x) { return activation::gelu(x); });
     case Activation::GeluTanh:
-      return map_tagged<tags::prepacked_gelu_kernel>(ctx, out, n, [](float x) { return activation::gelu_tanh(x); });
+      return map_tagged<tags::prepacked_gelu_tanh_kernel>(ctx, out, n,
+                                                          [](float x) { return activation::gelu_tanh(x); });
   }
   return Error::Ok;
 }

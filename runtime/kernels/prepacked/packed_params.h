@@ -64,7 +64,8 @@ struct Epilogue {
            kernel_dtype_selected(TagId::prepacked_hardsigmoid_kernel, ScalarType::Float) ||
            kernel_dtype_selected(TagId::prepacked_sigmoid_kernel, ScalarType::Float) ||
            kernel_dtype_selected(TagId::prepacked_silu_kernel, ScalarType::Float) ||
-           kernel_dtype_selected(TagId::prepacked_gelu_kernel, ScalarType::Float);
+           kernel_dtype_selected(TagId::prepacked_gelu_kernel, ScalarType::Float) ||
+           kernel_dtype_selected(TagId::prepacked_gelu_tanh_kernel, ScalarType::Float);
   }
 
   Clamp clamp;
