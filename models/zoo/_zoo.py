@@ -6,9 +6,11 @@ sys.path). Every spec is deterministic: seeded weights, seeded inputs.
 
 from __future__ import annotations
 
+import importlib
 import importlib.util
 import sys
 import types
+from pathlib import Path
 
 import torch
 from torch import nn
@@ -127,6 +129,23 @@ def quantized(
             m(*(_like(t, g) for t in example))
         m(*example)
     return convert_pt2e(m), [example]
+
+
+def quantized_twin(float_twin: str, **kwargs):
+    """build() for a spec that is `float_twin` quantized: its FLOAT_TWIN's
+    `build()` (same seeded weights, batch-norm statistics and first input
+    tuple), then `quantized(model, inputs, **kwargs)`.
+
+    The float spec is imported now, as a neighbour of the calling spec: the
+    tracer has the spec's directory on sys.path only while the spec's
+    module runs (docs/model_spec.md).
+    """
+    float_build = importlib.import_module(Path(float_twin).stem).build
+
+    def build():
+        return quantized(*float_build(), **kwargs)
+
+    return build
 
 
 def _like(t: torch.Tensor, g: torch.Generator) -> torch.Tensor:

@@ -1,16 +1,7 @@
-"""torchvision ShuffleNetV2 x1.0, PT2E int8 (PareQuantizer: per-channel int8 weights, int8 activations, float biases as XNNPACKQuantizer).
+"""torchvision ShuffleNetV2 x1.0, PT2E int8 (PareQuantizer: per-channel int8 weights, int8 activations, float biases as XNNPACKQuantizer)."""
 
-Zoo model (docs/model_zoo.md), the quantized twin of shufflenet_v2_x1_0.py: the same
-random weights and batch-norm statistics, exported at batch 1 of 64x64
-images, calibrated on seeded batches, converted by convert_pt2e
-(docs/quantization.md).
-"""
-
-from _zoo import quantized, vision
+from _zoo import quantized_twin
 
 KIND = "classification"
 FLOAT_TWIN = "shufflenet_v2_x1_0.py"  # tools.bench times Pare on it alongside
-
-
-def build():
-    return quantized(*vision("shufflenet_v2_x1_0", 1))
+build = quantized_twin(FLOAT_TWIN)
