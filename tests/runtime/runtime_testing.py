@@ -162,6 +162,17 @@ def run_op(runtime, op: str, *args, returns="tensor"):
     return result[0] if len(result) == 1 else result
 
 
+def lower_forward(ep: torch.export.ExportedProgram):
+    """(program bytes, LoweringReport): `ep` lowered as the tracer lowers a
+    method, as `forward`, without prepacking."""
+    from tools.tracer.lowering import LoweringReport, MethodLowering
+
+    pb = ProgramBuilder()
+    report = LoweringReport()
+    MethodLowering(pb.method("forward"), ep, prepack=False, model_file=None, report=report).lower()
+    return pb.to_bytes(), report
+
+
 def tolerances(dtype):
     # Each float tolerance spans at least one ulp of its dtype everywhere
     # (two for BFloat16, many more for Float and Double): torch's scalar loop

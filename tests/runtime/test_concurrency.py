@@ -57,27 +57,16 @@ def _compile(cmd: list) -> None:
         raise RuntimeError(f"{' '.join(map(str, cmd))} failed:\n{result.stderr}")
 
 
+def _compile_driver(out: Path, flags: list, objects: list, link: list) -> None:
+    """DRIVER compiled with `flags` and the house warnings, linked with `objects` and then `link`."""
+    _compile([CC, "-std=c11", *flags, "-Wall", "-Wextra", "-Werror", f"-I{REPO}", DRIVER, *objects, "-o", out, *link])
+
+
 @pytest.fixture(scope="module")
 def plain_driver(runtime_lib, tmp_path_factory) -> Path:
     """The driver linked against the full runtime library under test."""
     out = tmp_path_factory.mktemp("plain") / "concurrent_instances"
-    _compile(
-        [
-            CC,
-            "-std=c11",
-            "-O2",
-            "-Wall",
-            "-Wextra",
-            "-Werror",
-            f"-I{REPO}",
-            DRIVER,
-            "-o",
-            out,
-            runtime_lib,
-            f"-Wl,-rpath,{runtime_lib.parent}",
-            "-lpthread",
-        ]
-    )
+    _compile_driver(out, ["-O2"], [], [runtime_lib, f"-Wl,-rpath,{runtime_lib.parent}", "-lpthread"])
     return out
 
 
@@ -97,26 +86,7 @@ def tsan_driver(pytestconfig, tmp_path_factory) -> Path:
     symbols = _run([runtime_build.CXX.replace("clang++", "llvm-nm"), "--undefined-only", method_o]).stdout
     assert "__tsan_read" in symbols and "__tsan_func_entry" in symbols, symbols[:2000]
     out = tmp_path_factory.mktemp("tsan") / "concurrent_instances"
-    _compile(
-        [
-            CC,
-            "-std=c11",
-            "-O1",
-            "-g",
-            "-fsanitize=thread",
-            "-Wall",
-            "-Wextra",
-            "-Werror",
-            f"-I{REPO}",
-            DRIVER,
-            *objects,
-            "-o",
-            out,
-            "-fuse-ld=lld",
-            "-lpthread",
-            "-lm",
-        ]
-    )
+    _compile_driver(out, ["-O1", "-g", "-fsanitize=thread"], objects, ["-fuse-ld=lld", "-lpthread", "-lm"])
     return out
 
 

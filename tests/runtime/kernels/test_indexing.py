@@ -14,7 +14,7 @@ and errors named by argument."""
 import numpy as np
 import pytest
 import torch
-from runtime_testing import ALL_DTYPES, assert_same, make_tensor, run_op, same_or_both_fail, to_input
+from runtime_testing import ALL_DTYPES, assert_same, lower_forward, make_tensor, run_op, same_or_both_fail, to_input
 
 from pare import dtypes
 from pare.program import ProgramBuilder, TensorListOf, read
@@ -1419,17 +1419,13 @@ class Indexing(torch.nn.Module):
 
 
 def test_exported_indexing_runs_like_torch(runtime):
-    from tools.tracer.lowering import LoweringReport, MethodLowering
-
     x = make_tensor((3, 4, 5), torch.float32, 45)
     idx = torch.tensor([0, 2])
     model = Indexing()
     ep = torch.export.export(model, (x, idx)).run_decompositions()
-    pb = ProgramBuilder()
-    report = LoweringReport()
-    MethodLowering(pb.method("forward"), ep, prepack=False, model_file=None, report=report).lower()
+    program, report = lower_forward(ep)
     assert not set(report.unsupported)
-    ours = runtime.load(pb.to_bytes()).method().run(x.numpy(), idx.numpy())
+    ours = runtime.load(program).method().run(x.numpy(), idx.numpy())
     for got, expected in zip(ours, model(x, idx), strict=True):
         assert_same(torch.from_numpy(got), expected)
     for name in (
@@ -1463,18 +1459,14 @@ def test_exported_roll_runs_like_torch(runtime, keep_roll):
     """The tracer keeps aten::roll (the runtime implements it); torch.export's
     default decomposition turns it into index arithmetic with fmod.Scalar and
     index_select, which runs too."""
-    from tools.tracer.lowering import LoweringReport, MethodLowering
-
     x = make_tensor((2, 7, 7, 4), torch.float32, 46)
     table = torch.export.default_decompositions()
     if keep_roll:
         del table[aten.roll.default]
     ep = torch.export.export(Roll(), (x,)).run_decompositions(table)
-    pb = ProgramBuilder()
-    report = LoweringReport()
-    MethodLowering(pb.method("forward"), ep, prepack=False, model_file=None, report=report).lower()
+    program, report = lower_forward(ep)
     assert not set(report.unsupported)
-    ours = runtime.load(pb.to_bytes()).method().run(x.numpy())
+    ours = runtime.load(program).method().run(x.numpy())
     for got, expected in zip(ours, Roll()(x), strict=True):
         assert_same(torch.from_numpy(got), expected)
     assert ("aten::roll" if keep_roll else "aten::fmod.Scalar") in report.uses
@@ -1579,8 +1571,6 @@ class IndexWrites(torch.nn.Module):
 
 
 def test_exported_index_writes_run_like_torch(runtime):
-    from tools.tracer.lowering import LoweringReport, MethodLowering
-
     g = torch.Generator().manual_seed(200)
     inputs = (
         make_tensor((5, 4), torch.float32, 201),
@@ -1595,12 +1585,9 @@ def test_exported_index_writes_run_like_torch(runtime):
     )
     model = IndexWrites()
     ep = torch.export.export(model, inputs).run_decompositions()
-    pb = ProgramBuilder()
-    report = LoweringReport()
-    MethodLowering(pb.method("forward"), ep, prepack=False, model_file=None, report=report).lower()
+    data, report = lower_forward(ep)
     assert not set(report.unsupported)
     assert {"aten::index_put", "aten::scatter_reduce.two", "aten::masked_scatter"} <= set(report.uses)
-    data = pb.to_bytes()
     assert read(data).version == (1, 1)  # a Tensor?[] with None: cache[:, :, pos] = k
     ours = [torch.from_numpy(a) for a in runtime.load(data).method().run(*[to_input(t) for t in inputs])]
     expected = model(*inputs)

@@ -17,13 +17,11 @@ import runtime_build
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
-from runtime_testing import FLOAT_DTYPES, assert_same, make_tensor, run_op
+from runtime_testing import FLOAT_DTYPES, assert_same, lower_forward, make_tensor, run_op
 
 import codegen
-from pare.program import ProgramBuilder
 from pare.runtime import PareError
 from tools.tracer.exporter import decomposition_table
-from tools.tracer.lowering import LoweringReport, MethodLowering
 
 pytestmark = pytest.mark.fp_ops  # see tests/runtime/conftest.py
 
@@ -368,10 +366,8 @@ def test_exported_modules(runtime, name):
     example = tuple(torch.randn(s) * 1.2 for s in shapes)
     table = decomposition_table(codegen.load_inventory(runtime_build.REPO / "runtime" / "inventory"))
     ep = torch.export.export(module, example).run_decompositions(table)
-    pb = ProgramBuilder()
-    report = LoweringReport()
-    MethodLowering(pb.method("forward"), ep, prepack=False, model_file=None, report=report).lower()
+    program, report = lower_forward(ep)
     assert not set(report.unsupported)
     assert set(report.uses) == {expected_op}
-    (got,) = runtime.load(pb.to_bytes()).method().run(*(t.numpy() for t in example))
+    (got,) = runtime.load(program).method().run(*(t.numpy() for t in example))
     assert_same(torch.from_numpy(got), module(*example), rtol=1e-5, atol=1e-5)

@@ -10,7 +10,7 @@ included), and the errors torch raises, named by argument."""
 
 import pytest
 import torch
-from runtime_testing import ALL_DTYPES, FLOAT_DTYPES, assert_same, make_tensor, run_op, to_input
+from runtime_testing import ALL_DTYPES, FLOAT_DTYPES, assert_same, lower_forward, make_tensor, run_op, to_input
 
 from pare.runtime import PareError
 
@@ -720,20 +720,15 @@ class Reductions(torch.nn.Module):
 
 
 def test_exported_reductions_run_like_torch(runtime):
-    from pare.program import ProgramBuilder
-    from tools.tracer.lowering import LoweringReport, MethodLowering
-
     x = make_tensor((3, 4, 5), torch.float32, 28)
     y = make_tensor((3, 4), torch.int32, 29)
     b = make_tensor((3, 4), torch.bool, 30)
     model = Reductions()
     ep = torch.export.export(model, (x, y, b)).run_decompositions()
-    pb = ProgramBuilder()
-    report = LoweringReport()
-    MethodLowering(pb.method("forward"), ep, prepack=False, model_file=None, report=report).lower()
+    program, report = lower_forward(ep)
     unsupported = set(report.unsupported)
     assert not unsupported
-    ours = runtime.load(pb.to_bytes()).method().run(x.numpy(), y.numpy(), b.numpy())
+    ours = runtime.load(program).method().run(x.numpy(), y.numpy(), b.numpy())
     for got, expected in zip(ours, model(x, y, b), strict=True):
         assert_same(torch.from_numpy(got), expected)
     # The overloads this test is about.
@@ -799,18 +794,13 @@ class Sorting(torch.nn.Module):
 
 
 def test_exported_sorting_runs_like_torch(runtime):
-    from pare.program import ProgramBuilder
-    from tools.tracer.lowering import LoweringReport, MethodLowering
-
     x = tie_heavy((3, 30), torch.float32, 50)
     y = make_tensor((20, 30), torch.int32, 51, -2, 2)
     model = Sorting()
     ep = torch.export.export(model, (x, y)).run_decompositions()
-    pb = ProgramBuilder()
-    report = LoweringReport()
-    MethodLowering(pb.method("forward"), ep, prepack=False, model_file=None, report=report).lower()
+    program, report = lower_forward(ep)
     assert not set(report.unsupported)
-    ours = [torch.from_numpy(a) for a in runtime.load(pb.to_bytes()).method().run(x.numpy(), y.numpy())]
+    ours = [torch.from_numpy(a) for a in runtime.load(program).method().run(x.numpy(), y.numpy())]
     expected = model(x, y)
     assert len(ours) == len(expected) == 12
     exact = range(12) if EXACT_TIES else (2, 3, 7)  # else: no tie order of an unstable sort

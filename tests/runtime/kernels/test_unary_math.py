@@ -12,6 +12,7 @@ special values, non-contiguous / expanded / 0-dim / empty inputs, type
 promotion, broadcasting and error messages."""
 
 import pytest
+import runtime_testing
 import torch
 from runtime_testing import ALL_DTYPES, FLOAT_DTYPES, assert_same, assert_within_ulps, make_tensor, run_op
 
@@ -27,15 +28,7 @@ INT_DTYPES = [torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64]
 
 def check(runtime, op: str, torch_fn, *args):
     """run_op(op, *args) matches torch_fn(*args), or both fail."""
-    try:
-        expected = torch_fn(*args)
-    except RuntimeError:
-        with pytest.raises(PareError):
-            run_op(runtime, op, *args)
-        return None
-    actual = run_op(runtime, op, *args)
-    assert_same(actual, expected)
-    return actual
+    return runtime_testing.same_or_both_fail(runtime, op, args, lambda: torch_fn(*args))
 
 
 # op -> (torch function, input range). Ranges include values outside the
