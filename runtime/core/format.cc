@@ -242,7 +242,10 @@ void FormatBuffer::vformat(const char* fmt, va_list args) {
       }
       case 'f':
       case 'g':
-      case 'e': append_double(va_arg(args, double), conv, precision); break;
+      case 'e':  // reals go in as text (format.h): read the argument, print no digits
+        (void)va_arg(args, double);
+        append("(real)");
+        break;
       case '%': append_char('%'); break;
       default:
         append_char('%');
@@ -257,6 +260,13 @@ void FormatBuffer::format(const char* fmt, ...) {
   va_start(args, fmt);
   vformat(fmt, args);
   va_end(args);
+}
+
+RealString real_to_string(double value) {
+  RealString s;
+  FormatBuffer out(s.text, sizeof(s.text));
+  out.append_double(value, 'g', -1);
+  return s;
 }
 
 size_t format_to(char* buffer, size_t capacity, const char* fmt, ...) {

@@ -1,9 +1,13 @@
 #pragma once
 // A tiny bounded printf for error messages, with no stdio.
 //
-// Supports %s %c %d %i %u %x %p %f %g %e and %%, with the length modifiers
-// l, ll, z and j, and a precision for %s/%f/%g/%e. Width and flags are
-// accepted and ignored. Output is always NUL-terminated and truncated (with
+// Supports %s %c %d %i %u %x %p and %%, with the length modifiers l, ll, z
+// and j, and a precision for %s. Width and flags are accepted and ignored.
+// A real number goes in as text: "%s" with real_to_string(x).text, so the
+// real printer (append_double, about 900 B on arm64) is in a runtime only
+// if one of its kernels has such a message, not in every runtime's
+// formatter; %f, %g and %e print a placeholder (tools/lint.sh rejects them
+// in runtime/). Output is always NUL-terminated and truncated (with
 // a trailing "...") when the buffer is full; formatting never fails and never
 // allocates. The printf format attribute lets the compiler check arguments.
 
@@ -40,6 +44,13 @@ class FormatBuffer {
 // snprintf equivalent: returns the number of characters written (excluding
 // the terminator).
 size_t format_to(char* buffer, size_t capacity, const char* fmt, ...) PARE_PRINTF(3, 4);
+
+// A real number as printf's %g would print it (6 significant digits), for
+// messages: "%s", real_to_string(x).text.
+struct RealString {
+  char text[32];
+};
+RealString real_to_string(double value);
 
 size_t string_length(const char* s);
 bool string_equal(const char* a, const char* b);

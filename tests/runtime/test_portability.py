@@ -55,6 +55,10 @@ FORBIDDEN = [
     (r"\bthrow\b|\btry\s*\{|\bcatch\s*\(", "exceptions"),
     (r"\bdynamic_cast\b|\btypeid\b", "RTTI"),
     (r"\bnew\s+[A-Za-z_:]+\s*[\(\[{;]|\bdelete\s+[A-Za-z_]", "operator new/delete (use the PAL and placement new)"),
+    (
+        r'"[^"]*%[-+ #0-9.]*[fge][^"]*"',
+        'a real in a message format (pass it as "%s", real_to_string(x).text: runtime/core/format.h)',
+    ),
 ]
 
 

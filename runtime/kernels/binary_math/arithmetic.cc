@@ -33,8 +33,8 @@ namespace binary_math {
 Error scalar_overflow(KernelContext& ctx, const char* name, const Scalar& value, ScalarType dtype, const char* note) {
   if (value.is_floating_point()) {
     return PARE_FAIL(ctx, Error::InvalidArgument,
-                     "argument '%s': value %g cannot be converted to %s without overflow%s", name, value.as_double(),
-                     to_string(dtype), note);
+                     "argument '%s': value %s cannot be converted to %s without overflow%s", name,
+                     real_to_string(value.as_double()).text, to_string(dtype), note);
   }
   return PARE_FAIL(ctx, Error::InvalidArgument,
                    "argument '%s': value %lld cannot be converted to %s without overflow%s", name,

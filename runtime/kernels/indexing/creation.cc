@@ -192,7 +192,7 @@ Error aten_arange_start_step(KernelContext& ctx, ValueSpan inputs, ValueSpan out
     const double truncated = static_cast<double>(static_cast<int64_t>(size < 9.2e18 ? size : 0.0));
     size = truncated < size ? truncated + 1 : truncated;  // ceil without libm
     PARE_CHECK_OR_RETURN(ctx, size >= 0 && size < 9.2e18, Error::InvalidArgument,
-                         "the range is too large (%g elements)", size);
+                         "the range is too large (%s elements)", real_to_string(size).text);
     length = static_cast<int64_t>(size);
   }
   const int64_t sizes[] = {length};

@@ -17,6 +17,7 @@
 //   and BFloat16, which torch accepts on that path only, round where torch
 //   rounds (squares, norms, the product, the root) and accumulate in float.
 
+#include "runtime/core/format.h"
 #include "runtime/kernels/common/convert.h"
 #include "runtime/kernels/common/math.h"
 
@@ -240,7 +241,8 @@ Error aten__cdist_forward(KernelContext& ctx, ValueSpan inputs, ValueSpan output
   PARE_CHECK_OR_RETURN(ctx, x1.dtype == x2.dtype, Error::InvalidArgument,
                        "'x1' and 'x2' must have the same dtype, got %s and %s", to_string(x1.dtype),
                        to_string(x2.dtype));
-  PARE_CHECK_OR_RETURN(ctx, p >= 0, Error::InvalidArgument, "argument 'p' must be non-negative, got %g", p);
+  PARE_CHECK_OR_RETURN(ctx, p >= 0, Error::InvalidArgument, "argument 'p' must be non-negative, got %s",
+                       real_to_string(p).text);
   const int64_t mode = compute_mode.has_value ? compute_mode.value : 0;
   PARE_CHECK_OR_RETURN(ctx, mode >= 0 && mode <= 2, Error::InvalidArgument,
                        "argument 'compute_mode' must be 0 (default), 1 (use the matrix product for p=2) or 2 (never "
@@ -320,7 +322,8 @@ Error aten__pdist_forward(KernelContext& ctx, ValueSpan inputs, ValueSpan output
                        sizes_to_string(self.size_span()).text);
   PARE_CHECK_OR_RETURN(ctx, is_floating_type(self.dtype), Error::UnsupportedDtype,
                        "pdist needs a floating-point 'self', got %s; convert it to float first", to_string(self.dtype));
-  PARE_CHECK_OR_RETURN(ctx, p >= 0, Error::InvalidArgument, "argument 'p' must be non-negative, got %g", p);
+  PARE_CHECK_OR_RETURN(ctx, p >= 0, Error::InvalidArgument, "argument 'p' must be non-negative, got %s",
+                       real_to_string(p).text);
   const int64_t n = self.sizes[0];
   const int64_t m = self.sizes[1];
   int64_t pairs = 0;

@@ -12,6 +12,7 @@
 // PyTorch's uint8 algorithm (int16 fixed-point weights, a rounded uint8
 // horizontal pass, then the vertical pass), so results match bit for bit.
 
+#include "runtime/core/format.h"
 #include "runtime/kernels/common/convert.h"
 #include "runtime/kernels/common/math.h"
 #include "runtime/kernels/nn/nn_common.h"
@@ -89,9 +90,9 @@ Error read_vec_args(KernelContext& ctx, KernelArgs& args, size_t out_i, size_t s
   for (size_t i = 0; i < 2; ++i) {
     const double size = in[i] * scales[i];
     PARE_CHECK_OR_RETURN(ctx, size >= 1.0 && size < static_cast<double>(kMaxOutputSize), Error::InvalidArgument,
-                         "argument 'scale_factors': scale %g of an input size of %lld gives output size %g; it must "
+                         "argument 'scale_factors': scale %s of an input size of %lld gives output size %s; it must "
                          "be at least 1 (and below 2^31)",
-                         scales[i], static_cast<long long>(in[i]), size);
+                         real_to_string(scales[i]).text, static_cast<long long>(in[i]), real_to_string(size).text);
     out[i] = static_cast<int64_t>(size);
   }
   s->out_h = out[0];

@@ -35,7 +35,8 @@ Error check_char(KernelContext& ctx, const Tensor& t, const char* name) {
 
 Error check_scale(KernelContext& ctx, double scale, const char* name) {
   PARE_CHECK_OR_RETURN(ctx, scale > 0.0, Error::InvalidArgument,
-                       "argument '%s' must be positive, got %g (recalibrate the model)", name, scale);
+                       "argument '%s' must be positive, got %s (recalibrate the model)", name,
+                       real_to_string(scale).text);
   return Error::Ok;
 }
 

@@ -60,8 +60,8 @@ Error unsupported_dtype(KernelContext& ctx, const TagInfo& tag, ScalarType dtype
 Error check_scalar_fits(KernelContext& ctx, const Scalar& value, ScalarType dtype, const char* name) {
   if (!overflows(value, dtype)) return Error::Ok;
   if (value.is_floating_point()) {
-    return PARE_FAIL(ctx, Error::InvalidArgument, "argument '%s': value %g cannot be converted to %s without overflow",
-                     name, value.as_double(), to_string(dtype));
+    return PARE_FAIL(ctx, Error::InvalidArgument, "argument '%s': value %s cannot be converted to %s without overflow",
+                     name, real_to_string(value.as_double()).text, to_string(dtype));
   }
   return PARE_FAIL(ctx, Error::InvalidArgument, "argument '%s': value %lld cannot be converted to %s without overflow",
                    name, static_cast<long long>(value.as_int()), to_string(dtype));
