@@ -93,9 +93,15 @@ def test_executorch_is_timed_in_the_same_rounds_with_its_ratios(full_runtime):
         pytest.fail(f"{ready.detail} (make setup does)", pytrace=False)
     progress = []
     result = bench_model(
-        MODEL, load_runtime(full_runtime), full_runtime, rounds=3, threads=1, executorch=True, progress=progress.append
+        MODEL,
+        load_runtime(full_runtime),
+        full_runtime,
+        rounds=3,
+        threads=1,
+        executorch=True,
+        progress=lambda system, doing: progress.append(f"{system}: {doing}"),
     )
-    assert "lowering for XNNPACK" in progress
+    assert "ExecuTorch: lowering for XNNPACK" in progress
     assert result.executorch_unavailable == ()
     for system in SYSTEMS:
         assert 0 < getattr(result, f"{system}_median_us") <= getattr(result, f"{system}_p90_us")
@@ -177,7 +183,18 @@ def test_cli_writes_json_and_reports_errors_in_one_line(full_runtime, tmp_path):
     out = tmp_path / "bench.json"
     env = {**os.environ, "PARE_RUNTIME_LIB": str(full_runtime)}
     proc = subprocess.run(
-        [sys.executable, "-m", "tools.bench", str(MODEL), "--rounds", "2", "--json", str(out), "--no-executorch"],
+        [
+            sys.executable,
+            "-m",
+            "tools.bench",
+            str(MODEL),
+            "--rounds",
+            "2",
+            "--json",
+            str(out),
+            "--no-executorch",
+            "--no-onnxruntime",  # test_onnxruntime_peer.py's
+        ],
         cwd=REPO_ROOT,
         env=env,
         capture_output=True,
@@ -215,6 +232,7 @@ def test_cli_writes_json_and_reports_errors_in_one_line(full_runtime, tmp_path):
             "--json",
             str(out),
             "--no-executorch",
+            "--no-onnxruntime",
             "--threads",
             "2",
         ],
@@ -280,7 +298,18 @@ def test_cli_measures_executorch_by_default_on_the_pinned_cpu(
     out, cpu = tmp_path / "bench.json", max(os.sched_getaffinity(0))
     assert (
         in_process_cli(
-            [str(MODEL), "--runtime", str(full_runtime), "--rounds", "2", "--cpu", str(cpu), "--json", str(out)]
+            [
+                str(MODEL),
+                "--runtime",
+                str(full_runtime),
+                "--rounds",
+                "2",
+                "--cpu",
+                str(cpu),
+                "--json",
+                str(out),
+                "--no-onnxruntime",
+            ]
         )
         == 0
     )
@@ -298,7 +327,7 @@ def test_cli_without_executorch_says_why_and_leaves_the_columns_out(in_process_c
     monkeypatch.setattr(
         executorch_peer, "available", lambda: executorch_peer.Availability(False, "no ExecuTorch venv at /x; run setup")
     )
-    assert in_process_cli([str(MODEL), "--runtime", str(full_runtime), "--rounds", "1"]) == 0
+    assert in_process_cli([str(MODEL), "--runtime", str(full_runtime), "--rounds", "1", "--no-onnxruntime"]) == 0
     captured = capsys.readouterr()
     assert "ExecuTorch: not measured: no ExecuTorch venv at /x; run setup\n" in captured.err
     assert "ET+XNNPACK" not in captured.out and FakePeer.started == []

@@ -1,4 +1,4 @@
-"""`python -m tools.bench MODEL.py [MODEL.py ...]`: Pare vs torch eager and ExecuTorch per model
+"""`python -m tools.bench MODEL.py [MODEL.py ...]`: Pare vs torch eager, ExecuTorch and ONNX Runtime per model
 (tools/bench/models.py).
 
 Exit status: 0 measured, 2 a user error (one line on stderr: a missing
@@ -36,10 +36,10 @@ def _parser() -> argparse.ArgumentParser:
 
     p = one_line_parser(BenchError, see=f"{PROG} --help")(
         prog=PROG,
-        description="Time Pare's execute(), torch eager and ExecuTorch (portable and XNNPACK, "
-        "from .venv-executorch) side by side on each model spec's first input (interleaved rounds, pinned "
-        "CPUs); print median and p90 µs, Pare's arena bytes and the ratios. Other benchmarks: "
-        "python -m tools.bench.prepacked_linear.",
+        description="Time Pare's execute(), torch eager, ExecuTorch (portable and XNNPACK, "
+        "from .venv-executorch) and ONNX Runtime (CPU execution provider) side by side on each model spec's "
+        "first input (interleaved rounds, pinned CPUs); print median and p90 µs, Pare's arena bytes and the "
+        "ratios. Other benchmarks: python -m tools.bench.prepacked_linear.",
         epilog=f"example:\n  {PROG} apps/demo/model.py models/zoo/mobilenet_v2.py --json /tmp/bench.json\n\n"
         f"{passes.epilog()}",
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -62,7 +62,7 @@ def _parser() -> argparse.ArgumentParser:
         "--threads",
         type=_positive,
         default=1,
-        help="Pare and torch threads, and CPUs pinned (default "
+        help="Pare, torch and ONNX Runtime (intra-op) threads, and CPUs pinned (default "
         "1); above 1, Pare on one thread is timed alongside for the speed-up, and the runtime must select "
         "build feature threads (//runtime:full does)",
     )
@@ -76,6 +76,13 @@ def _parser() -> argparse.ArgumentParser:
         help="do not time ExecuTorch "
         "(by default it is, when tools/setup_executorch.sh has made .venv-executorch; its worker takes "
         "10-120 s per model to lower and check the model)",
+    )
+    p.add_argument(
+        "--no-onnxruntime",
+        dest="onnxruntime",
+        action="store_false",
+        help="do not time ONNX Runtime (by default it is: each model is exported with torch.onnx.export, "
+        "which takes 2-60 s, and run on its CPU execution provider)",
     )
     passes.add_arguments(p)  # as python -m tools.tracer export takes them
     return p
@@ -99,6 +106,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from pare.runtime import PareError
     from tools.bench.executorch_peer import available
     from tools.bench.models import bench_model, load_runtime, table
+    from tools.bench.onnxruntime_peer import available as onnxruntime_available
     from tools.bench.runtimes import default_runtime, full_runtime
     from tools.bench.timing import pin_to_cpus
     from tools.tracer import passes
@@ -114,19 +122,30 @@ def main(argv: Sequence[str] | None = None) -> int:
             executorch = available()
             if not executorch:
                 print(f"ExecuTorch: not measured: {executorch.detail}", file=sys.stderr)
+        onnxruntime = None
+        if args.onnxruntime:
+            onnxruntime = onnxruntime_available()
+            if not onnxruntime:
+                print(f"ONNX Runtime: not measured: {onnxruntime.detail}", file=sys.stderr)
         print(
             f"runtime {runtime_path}; pinned to CPU {','.join(map(str, cpus))}; "
             f"Pare and torch threads {args.threads}; "
             f"{args.rounds} interleaved rounds per model; graph passes {','.join(selected) or passes.NONE}"
-            + (f"; {executorch.detail} (portable, XNNPACK; 1 thread)" if executorch else ""),
+            + (f"; {executorch.detail} (portable, XNNPACK; 1 thread)" if executorch else "")
+            + (
+                f"; {onnxruntime.detail} (CPU execution provider; {args.threads} intra-op "
+                f"thread{'s' if args.threads > 1 else ''}, all graph optimisations)"
+                if onnxruntime
+                else ""
+            ),
             file=sys.stderr,
         )
         results = []
         for model in args.models:
             print(f"bench: {model} ...", file=sys.stderr, flush=True)
 
-            def progress(doing: str, model: str = model) -> None:
-                print(f"bench: {model}: ExecuTorch: {doing}", file=sys.stderr, flush=True)
+            def progress(system: str, doing: str, model: str = model) -> None:
+                print(f"bench: {model}: {system}: {doing}", file=sys.stderr, flush=True)
 
             results.append(
                 bench_model(
@@ -137,6 +156,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                     threads=args.threads,
                     passes=selected,
                     executorch=bool(executorch),
+                    onnxruntime=bool(onnxruntime),
                     progress=progress,
                 )
             )

@@ -86,7 +86,7 @@ def available(venv: Path = VENV) -> Availability:
     return Availability(True, f"executorch {proc.stdout.strip()}")
 
 
-def _tolerances() -> dict[str, list[float]]:
+def tolerances() -> dict[str, list[float]]:
     """The tracer's default tolerances by torch dtype name, for the worker's
     check (tools/tracer/numerics.py stays their one home)."""
     from pare import dtypes
@@ -136,7 +136,7 @@ class ExecuTorchPeer:
                 "tools.bench.executorch_worker",
                 str(spec_path),
                 "--tolerances",
-                json.dumps(_tolerances()),
+                json.dumps(tolerances()),
             ],
             cwd=REPO_ROOT,
             env=child_env(),

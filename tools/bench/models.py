@@ -1,24 +1,29 @@
-"""Model benchmarks: Pare's execute() against torch eager and ExecuTorch, side by side.
+"""Model benchmarks: Pare's execute() against torch eager, ExecuTorch and ONNX Runtime, side by side.
 
 For each model spec: export it (tools.tracer, with the selected graph passes:
 the default ones unless told otherwise), load the program on a Pare
 runtime, check one run against torch eager (a benchmark of wrong output is
 worthless), then time Pare's `execute()`, torch eager's `module(*inputs)`
-and, when asked, ExecuTorch's portable and XNNPACK programs on the spec's
-first representative input, interleaved round by round on the same pinned
-CPUs. Reports median and p90 µs, the arena Pare planned, and the ratios of
-Pare to the others.
+and, when asked, ExecuTorch's portable and XNNPACK programs and ONNX
+Runtime's CPU execution provider on the spec's first representative input,
+interleaved round by round on the same pinned CPUs. Reports median and p90
+µs, the arena Pare planned, and the ratios of Pare to the others.
 
 ExecuTorch runs in its own venv, in a worker process that checks its output
 against torch eager too and times its own calls (tools/bench/executorch_peer.py);
 a system it cannot export, lower, run or match is not timed, and its one-line
-reason is reported in place of the numbers.
+reason is reported in place of the numbers. ONNX Runtime runs in this
+process, on a model exported with torch.onnx.export and checked against
+torch eager too (tools/bench/onnxruntime_peer.py), with the same kind of
+reason when it cannot.
 
 `--threads N` pins the process to N CPUs and gives Pare (pare_method_set_num_threads;
 the runtime must select build feature threads) and torch N threads; Pare
 with one thread is then timed in the same rounds, for the speed-up, and
 torch eager in rounds of its own (its OpenMP workers spin after each call
-and would take the CPUs Pare's threads need). ExecuTorch runs one thread.
+and would take the CPUs Pare's threads need). ExecuTorch runs one thread;
+ONNX Runtime N intra-op threads, in rounds of its own too (its pool's
+threads spin after each run, as torch's do).
 """
 
 from __future__ import annotations
@@ -32,6 +37,7 @@ import torch
 
 from pare.runtime import PareError, Runtime
 from tools.bench.executorch_worker import PORTABLE, SYSTEMS, XNNPACK
+from tools.bench.onnxruntime_peer import SYSTEM as ORT
 from tools.bench.timing import (
     BenchError,
     calls_for,
@@ -70,6 +76,11 @@ class ModelBench:
     executorch_xnnpack_median_us: float | None = None
     executorch_xnnpack_p90_us: float | None = None
     executorch_unavailable: tuple[tuple[str, str], ...] = ()  # (system, one-line reason)
+    # ONNX Runtime: None when not timed, either not asked for or, with the
+    # reason in onnxruntime_unavailable, not able.
+    onnxruntime_median_us: float | None = None
+    onnxruntime_p90_us: float | None = None
+    onnxruntime_unavailable: str | None = None
     # With threads > 1: Pare on one thread, in the same rounds.
     pare_1_thread_median_us: float | None = None
     pare_1_thread_p90_us: float | None = None
@@ -90,17 +101,17 @@ class ModelBench:
     def ratio_torch(self) -> float:
         return self.median_us / self.torch_eager_median_us
 
-    def executorch_median_us(self, system: str) -> float | None:
+    def peer_median_us(self, system: str) -> float | None:
         return getattr(self, f"{system}_median_us")
 
     def ratio(self, system: str) -> float | None:
-        """Pare's median over `system`'s (an ExecuTorch one), or None when it was not timed."""
-        peer = self.executorch_median_us(system)
+        """Pare's median over `system`'s (an ExecuTorch one or onnxruntime), or None when it was not timed."""
+        peer = self.peer_median_us(system)
         return None if peer is None else self.median_us / peer
 
     def to_json(self) -> dict:
         row = {**dataclasses.asdict(self), "pare_over_torch_eager": round(self.ratio_torch, 4)}
-        for system in (XNNPACK, PORTABLE):
+        for system in (XNNPACK, PORTABLE, ORT):
             ratio = self.ratio(system)
             row[f"pare_over_{system}"] = None if ratio is None else round(ratio, 4)
         row["executorch_unavailable"] = dict(self.executorch_unavailable)
@@ -120,11 +131,13 @@ def bench_model(
     threads: int,
     passes: str | Sequence[str] = graph_passes.DEFAULT,
     executorch: bool = False,
-    progress: Callable[[str], None] | None = None,
+    onnxruntime: bool = False,
+    progress: Callable[[str, str], None] | None = None,
 ) -> ModelBench:
     """Benchmarks one model spec (module docstring); `executorch` adds the
-    ExecuTorch peers, whose one-line progress while they prepare (10-120 s)
-    goes to `progress`."""
+    ExecuTorch peers, `onnxruntime` ONNX Runtime; their one-line progress
+    while they prepare (10-120 s) goes to `progress("ExecuTorch" or "ONNX
+    Runtime", what)`."""
     spec = load_model_spec(path)
     exported, method, inputs = _checked_method(spec, runtime, runtime_path, passes, threads)
     if threads > 1:
@@ -140,12 +153,21 @@ def bench_model(
         with torch.no_grad():
             spec.module(*inputs)
 
+    def progress_of(system: str) -> Callable[[str], None] | None:
+        return None if progress is None else lambda doing: progress(system, doing)
+
+    # The peers only now: a model Pare gets wrong never waits for their export or lowering.
+    ort = None
+    if onnxruntime:
+        from tools.bench.onnxruntime_peer import OnnxRuntimePeer
+
+        ort = OnnxRuntimePeer.start(spec, inputs, threads=threads, progress=progress_of("ONNX Runtime"))
     peer = None
     try:
-        if executorch:  # only now: a model Pare gets wrong never waits for ExecuTorch's lowering
+        if executorch:
             from tools.bench.executorch_peer import ExecuTorchPeer
 
-            peer = ExecuTorchPeer.start(path, progress=progress)  # on this process's (pinned) CPUs
+            peer = ExecuTorchPeer.start(path, progress=progress_of("ExecuTorch"))  # on this process's (pinned) CPUs
         peers = peer.systems() if peer else {}
         systems = {"pare": method.execute, "torch_eager": eager}
         if threads > 1:
@@ -158,12 +180,17 @@ def bench_model(
             systems = {"pare": method.execute, "pare_1_thread": serial.execute}
         if twin is not None:
             systems["pare_float_twin"] = twin.execute
+        apart = {"torch_eager": eager} if threads > 1 else {}  # timed after, in rounds of their own
+        if ort is not None and ort.run is not None:
+            # Its intra-op pool spins after each run too (session option
+            # session.intra_op.allow_spinning, on by default, as shipped).
+            (apart if threads > 1 else systems)[ORT] = ort.run
         calls = {name: calls_for(fn) for name, fn in systems.items()}
         calls.update({name: calls_for_sampler(sample) for name, sample in peers.items()})
         torch.set_num_threads(threads)
         samples = measure(systems, rounds, calls, samplers=peers)
-        if threads > 1:
-            samples.update(measure({"torch_eager": eager}, rounds, {"torch_eager": calls_for(eager)}))
+        for name, fn in apart.items():
+            samples.update(measure({name: fn}, rounds, {name: calls_for(fn)}))
         unavailable = peer.unavailable() if peer else {}
     finally:
         if peer:
@@ -196,6 +223,9 @@ def bench_model(
         executorch_xnnpack_median_us=us(XNNPACK, median),
         executorch_xnnpack_p90_us=us(XNNPACK, p90),
         executorch_unavailable=tuple((system, unavailable[system]) for system in SYSTEMS if system in unavailable),
+        onnxruntime_median_us=us(ORT, median),
+        onnxruntime_p90_us=us(ORT, p90),
+        onnxruntime_unavailable=None if ort is None else ort.unavailable,
         pare_1_thread_median_us=us("pare_1_thread", median),
         pare_1_thread_p90_us=us("pare_1_thread", p90),
         float_twin=None if spec.float_twin is None else str(spec.float_twin),
@@ -248,10 +278,9 @@ def _cell(text: str) -> str:
 
 
 def table(results: list[ModelBench]) -> str:
-    """Markdown; the ExecuTorch columns only when some model was benched with them."""
-    with_executorch = any(
-        r.executorch_unavailable or r.executorch_median_us(s) is not None for r in results for s in SYSTEMS
-    )
+    """Markdown; the ExecuTorch and ONNX Runtime columns only when some model was benched with them."""
+    with_executorch = any(r.executorch_unavailable or r.peer_median_us(s) is not None for r in results for s in SYSTEMS)
+    with_onnxruntime = any(r.onnxruntime_unavailable or r.onnxruntime_median_us is not None for r in results)
     with_threads = any(r.thread_speedup is not None for r in results)
     with_twins = any(r.float_twin is not None for r in results)
     head = (
@@ -268,6 +297,9 @@ def table(results: list[ModelBench]) -> str:
     if with_executorch:
         head += " ET portable median µs | ET+XNNPACK median µs | Pare / ET+XNNPACK |"
         rule += "---:|---:|---:|"
+    if with_onnxruntime:
+        head += " ORT median µs | Pare / ORT |"
+        rule += "---:|---:|"
     lines = [head, rule]
     for r in results:
         line = (
@@ -287,10 +319,16 @@ def table(results: list[ModelBench]) -> str:
         if with_executorch:
             reasons = dict(r.executorch_unavailable)
             for system in SYSTEMS:
-                peer = r.executorch_median_us(system)
+                peer = r.peer_median_us(system)
                 why = _cell(reasons.get(system, "not measured"))
                 line += f" {peer:,.1f} |" if peer is not None else f" n/a ({why}) |"
             ratio = r.ratio(XNNPACK)
             line += f" {ratio:.2f}x |" if ratio is not None else " n/a |"
+        if with_onnxruntime:
+            peer = r.onnxruntime_median_us
+            if peer is None:
+                line += f" n/a ({_cell(r.onnxruntime_unavailable or 'not measured')}) | n/a |"
+            else:
+                line += f" {peer:,.1f} | {r.ratio(ORT):.2f}x |"
         lines.append(line)
     return "\n".join(lines)
