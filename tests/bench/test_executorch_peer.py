@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from tests.bench.peer_specs import STATEFUL
 from tools.bench.executorch_peer import VENV, ExecuTorchPeer, available
 from tools.bench.executorch_worker import (
     PORTABLE,
@@ -51,24 +52,6 @@ def build():
                                (torch.rand(2, 3, 8, 8), torch.randint(0, 50, (2, 6)))]
 """
 
-# Eager runs first (the expected output: x * 1), the export traces the second
-# call (x * 2): a deterministic mismatch whatever the runtime.
-STATEFUL = """
-import torch
-from torch import nn
-
-class CallCounter(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.calls = 0
-
-    def forward(self, x):
-        self.calls += 1
-        return x * self.calls
-
-def build():
-    return CallCounter(), [(torch.ones(2, 3),)]
-"""
 
 UNEXPORTABLE = """
 import torch

@@ -182,25 +182,20 @@ def test_p90_is_the_ninetieth_percentile():
 def test_cli_writes_json_and_reports_errors_in_one_line(full_runtime, tmp_path):
     out = tmp_path / "bench.json"
     env = {**os.environ, "PARE_RUNTIME_LIB": str(full_runtime)}
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "tools.bench",
-            str(MODEL),
-            "--rounds",
-            "2",
-            "--json",
-            str(out),
-            "--no-executorch",
-            "--no-onnxruntime",  # test_onnxruntime_peer.py's
-        ],
-        cwd=REPO_ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+
+    def bench(*args):
+        return subprocess.run(
+            [sys.executable, "-m", "tools.bench", *args],
+            cwd=REPO_ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+
+    # The peers have suites of their own (test_executorch_peer.py, test_onnxruntime_peer.py).
+    no_peers = ["--rounds", "2", "--json", str(out), "--no-executorch", "--no-onnxruntime"]
+    proc = bench(str(MODEL), *no_peers)
     assert proc.returncode == 0, proc.stderr
     (row,) = json.loads(out.read_text())
     assert row["threads"] == 1 and row["rounds"] == 2 and row["executorch_xnnpack_median_us"] is None
@@ -211,37 +206,10 @@ def test_cli_writes_json_and_reports_errors_in_one_line(full_runtime, tmp_path):
         ([str(tmp_path / "missing.py")], "no such model spec"),
         ([str(MODEL), "--threads", "0"], "must be at least 1"),
     ]:
-        proc = subprocess.run(
-            [sys.executable, "-m", "tools.bench", *args],
-            cwd=REPO_ROOT,
-            env=env,
-            capture_output=True,
-            text=True,
-            check=False,
-        )
+        proc = bench(*args)
         assert proc.returncode == 2 and message in proc.stderr and "Traceback" not in proc.stderr
     # --threads 2: Pare on two threads, and on one alongside for the speed-up.
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "tools.bench",
-            str(MODEL),
-            "--rounds",
-            "2",
-            "--json",
-            str(out),
-            "--no-executorch",
-            "--no-onnxruntime",
-            "--threads",
-            "2",
-        ],
-        cwd=REPO_ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    proc = bench(str(MODEL), *no_peers, "--threads", "2")
     if len(os.sched_getaffinity(0)) < 2:  # a one-CPU machine: the clear error instead
         assert proc.returncode == 2 and "2 CPUs asked for" in proc.stderr, proc.stderr
         return

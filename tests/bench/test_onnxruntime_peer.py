@@ -12,6 +12,7 @@ from pathlib import Path
 import onnxruntime as ort
 import pytest
 
+from tests.bench.peer_specs import STATEFUL
 from tests.conftest import REPO_ROOT
 from tools.bench import __main__ as cli
 from tools.bench import onnxruntime_peer
@@ -29,24 +30,6 @@ def build():
     return model, [(torch.rand(1, 3, 16, 16),)]
 """
 
-# Eager runs first (the expected output: x * 1), the export traces the second
-# call (x * 2): a deterministic mismatch, as in test_executorch_peer.py.
-STATEFUL = """
-import torch
-from torch import nn
-
-class CallCounter(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.calls = 0
-
-    def forward(self, x):
-        self.calls += 1
-        return x * self.calls
-
-def build():
-    return CallCounter(), [(torch.ones(2, 3),)]
-"""
 
 # Returns the batch size beside a tensor: an int output, which ONNX has no
 # way to give and the dynamo exporter refuses, while Pare runs it.
