@@ -3,9 +3,10 @@
 //
 //   cpu_peak [SECONDS]   prints: clock_ghz=... fma_gflops=... avx512_gflops=... sse_gflops=...
 //
-// clock_ghz   from a chain of dependent integer adds (one per cycle on every
-//             x86_64 core since the Pentium Pro), so it is the clock the
-//             core actually ran at, turbo and VM included.
+// clock_ghz   an estimate of the clock integer code runs at (turbo and VM
+//             included), from a chain of dependent register adds; printed
+//             for information only: the peaks below are what SGEMM is
+//             compared with (see clock_ghz() for why).
 // fma_gflops  12 independent chains of 8-lane fused multiply-adds (AVX2+FMA,
 //             the --//runtime:x86_64_isa=v3 kernels' instruction), registers
 //             only: the most float work the core retires per second.
@@ -14,9 +15,9 @@
 // sse_gflops  the same with 4-lane multiply then add (SSE2, the baseline
 //             kernels' instructions).
 // fma_gflops is 0 when the CPU lacks AVX2 or FMA, avx512_gflops without
-// AVX-512 F. Each figure is the best
-// of five interleaved measurements: sharing the core only ever slows a
-// measurement down, so the best is the closest to the hardware's.
+// AVX-512 F. Each figure is the best of five interleaved measurements: sharing
+// the core only ever slows a measurement down, so the best is the closest to
+// the hardware's.
 
 #include <immintrin.h>
 #include <stdio.h>
@@ -29,19 +30,29 @@ static double now(void) {
   return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-// 16 dependent adds per iteration; the loop counter runs in parallel.
+// 16 dependent adds per iteration (the loop counter runs beside them), each
+// adding a register: one per cycle on every x86_64 core since the Pentium Pro.
+// Not `add $1, reg`, which this loop used to run: Golden Cove and its
+// successors (Alder Lake's P-cores, Sapphire Rapids Xeons and later) do a
+// 64-bit add of a small immediate in the renamer, with no latency and up to
+// five a cycle, so that chain read 15.0-15.5 GHz on such a Xeon (Pare issue
+// 47); an add of a register still goes to an ALU. Even a right clock only
+// bounds a vector peak: a core may run wide vectors slower than integer code
+// (the AVX-512 licences of Skylake-SP and Ice Lake Xeons), so tools.bench.sgemm
+// takes its peak from the loops below, never clock x FLOP per cycle.
 static double clock_ghz(double seconds) {
   long iterations = 1 << 20;
   for (;;) {
-    unsigned long x = 0;
+    unsigned long x = 0, one = 1;
     double start = now();
     for (long i = 0; i < iterations; ++i) {
       __asm__ volatile(
-          "add $1, %0\n\tadd $1, %0\n\tadd $1, %0\n\tadd $1, %0\n\t"
-          "add $1, %0\n\tadd $1, %0\n\tadd $1, %0\n\tadd $1, %0\n\t"
-          "add $1, %0\n\tadd $1, %0\n\tadd $1, %0\n\tadd $1, %0\n\t"
-          "add $1, %0\n\tadd $1, %0\n\tadd $1, %0\n\tadd $1, %0"
-          : "+r"(x));
+          "add %1, %0\n\tadd %1, %0\n\tadd %1, %0\n\tadd %1, %0\n\t"
+          "add %1, %0\n\tadd %1, %0\n\tadd %1, %0\n\tadd %1, %0\n\t"
+          "add %1, %0\n\tadd %1, %0\n\tadd %1, %0\n\tadd %1, %0\n\t"
+          "add %1, %0\n\tadd %1, %0\n\tadd %1, %0\n\tadd %1, %0"
+          : "+r"(x)
+          : "r"(one));
     }
     double elapsed = now() - start;
     if (elapsed >= seconds) return 16.0 * (double)iterations / elapsed * 1e-9;
