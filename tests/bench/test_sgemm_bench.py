@@ -23,20 +23,48 @@ def test_a_size_is_checked_against_float64_and_reported(runtime, n):
     assert result.fraction_of_peak == round(result.gflops / 100.0, 4)
 
 
+def test_without_a_peak_the_fraction_is_none(runtime):
+    result = sgemm.bench_size(runtime, 9, rounds=1, peak_gflops=None)
+    assert result.gflops > 0 and result.peak_gflops is None and result.fraction_of_peak is None
+
+
+# Register-only GFLOP/s as cpu_peak prints them (clock_ghz, fma, sse, avx512).
+XEON = sgemm.Peak(15.2, 93.4, 46.7, 186.1)  # Pare issue 47's AVX-512 Xeon (its clock misread; GFLOP/s illustrative)
+ZEN3 = sgemm.Peak(3.21, 102.7, 51.3)  # no AVX-512: avx512_gflops 0
+
+
 @pytest.mark.parametrize(
-    "clock,fma,sse,avx512,isa,expected",
+    "peak,kernel_isa,expected,name",
     [
-        (3.2, 102.0, 49.0, 0.0, "x86_64_v3", 32),  # 2 FMA units x 8 lanes x 2
-        (3.2, 102.0, 49.0, 0.0, "x86_64_baseline", 16),  # 4-lane multiply + add, 2 each per cycle
-        (3.0, 48.0, 24.0, 0.0, "x86_64_v3", 16),  # 128-bit FMA units (Zen 1)
-        (1.0, 300.0, 90.0, 0.0, "x86_64_v3", 32),  # a clock measured low (a shared core): capped
-        (3.7, 118.0, 59.0, 236.0, "x86_64_v4", 64),  # 2 FMA units x 16 lanes x 2 (Zen 5)
-        (3.5, 112.0, 56.0, 112.0, "x86_64_v4", 32),  # 512-bit FMAs as two 256-bit halves (Zen 4)
+        (XEON, "x86_64_v4", 186.1, "AVX-512 FMA (avx512_gflops)"),
+        (XEON, "x86_64_v3", 93.4, "AVX2 FMA (fma_gflops)"),  # an AVX-512 CPU capped at v3: not 186.1
+        (XEON, "x86_64_baseline", 46.7, "SSE2 mul+add (sse_gflops)"),
+        (ZEN3, "x86_64_v3", 102.7, "AVX2 FMA (fma_gflops)"),
+        (ZEN3, "x86_64_baseline", 51.3, "SSE2 mul+add (sse_gflops)"),
     ],
 )
-def test_peak_is_the_clock_times_the_flop_per_cycle(clock, fma, sse, avx512, isa, expected):
-    per_cycle, peak = sgemm.Peak(clock, fma, sse, avx512).for_isa(isa)
-    assert per_cycle == expected and peak == pytest.approx(clock * expected)
+def test_the_peak_is_the_measured_one_of_the_kernels_isa(peak, kernel_isa, expected, name):
+    gflops, source = sgemm.peak_for_isa(peak, kernel_isa)
+    assert gflops == expected  # the measurement itself: no clock, no FLOP per cycle
+    assert source == f"measured register-only {name}"
+
+
+@pytest.mark.parametrize(
+    "peak,kernel_isa,reason",
+    [
+        (ZEN3, "x86_64_v4", "n/a: cpu_peak measured no AVX-512 FMA on this CPU (avx512_gflops = 0.0)"),
+        (sgemm.Peak(2.0, 0.0, 16.0), "x86_64_v3", "n/a: cpu_peak measured no AVX2 FMA on this CPU (fma_gflops = 0.0)"),
+        (ZEN3, "arm64_neon", "n/a: cpu_peak measures x86_64 only, not arm64_neon"),
+    ],
+)
+def test_a_missing_measurement_is_marked_not_available(peak, kernel_isa, reason):
+    assert sgemm.peak_for_isa(peak, kernel_isa) == (None, reason)
+
+
+def test_every_kernel_isa_of_an_x86_64_runtime_has_a_measured_peak():
+    # runtime/core/cpu.h's x86_64 levels, as Runtime.kernel_isa names them.
+    assert set(sgemm.PEAK_OF_KERNEL_ISA) == {"x86_64_baseline", "x86_64_v3", "x86_64_v4"}
+    assert all(field in sgemm.Peak.__dataclass_fields__ for field, _ in sgemm.PEAK_OF_KERNEL_ISA.values())
 
 
 @pytest.mark.parametrize(

@@ -6,16 +6,19 @@
 Runs `aten::mm` (an [n, n] input times an [n, n] constant, both packed by
 the kernel on every call, as BLAS does) on the runtime, pinned to one CPU,
 checks the product against a float64 one, and prints GFLOP/s (2 n^3 per
-call, median of the rounds) next to the core's peak, measured on the same
-CPU by //tools/bench:cpu_peak:
+call, median of the rounds) next to the peak of the ISA the runtime's
+kernels run (pare_kernel_isa: an auto runtime's is v4 on a CPU with
+AVX-512, v3 on one with AVX2 and FMA, at most PARE_MAX_ISA), measured on
+the same CPU by //tools/bench:cpu_peak's register-only loop of that ISA's
+instructions (peak_for_isa):
 
-  clock        from a dependent integer-add chain (the clock the core ran at);
-  peak         clock x float32 FLOP per cycle of the ISA the runtime's
-               kernels run (pare_kernel_isa: an auto runtime's is v4 on a
-               CPU with AVX-512, v3 on one with AVX2 and FMA)
-               (AVX2+FMA: 2 FMA units x 8 lanes x 2 on Zen 2+ and Intel
-               Haswell+; SSE2: 4-lane multiply + add), the FLOP per cycle
-               taken from cpu_peak's register-only loop, which reaches it.
+  x86_64_v4        16-lane FMA (AVX-512 F)
+  x86_64_v3        8-lane FMA (AVX2 + FMA), also on a CPU with AVX-512
+  x86_64_baseline  4-lane multiply + add (SSE2)
+
+The clock cpu_peak estimates is printed for information only: a clock
+times FLOP per cycle misses what the core does (cpu_peak.c's clock_ghz
+says why: it read 15 GHz on an AVX-512 Xeon, Pare issue 47).
 
 Without --runtime, builds Bazel's full x86_64 runtime at --isa
 (//runtime:full, //runtime:full_baseline or //runtime:full_v3; default: v3
@@ -51,22 +54,35 @@ EPS32 = float(np.finfo(np.float32).eps)
 
 @dataclass(frozen=True)
 class Peak:
-    clock_ghz: float
-    fma_gflops: float  # measured, register-only, 8-lane FMA (0: no AVX2+FMA)
-    sse_gflops: float  # measured, register-only, 4-lane multiply + add
-    avx512_gflops: float = 0.0  # measured, register-only, 16-lane FMA (0: no AVX-512)
+    """What cpu_peak measured on one core, GFLOP/s of register-only loops (0: the CPU lacks the ISA)."""
 
-    def for_isa(self, isa: str) -> tuple[int, float]:
-        """(FLOP per cycle, computed peak GFLOP/s) for the ISA the runtime's
-        kernels run: the measured ratio rounded to a power of two, at most
-        what the ISA's widest core does (2 FMA units x 16 lanes x 2 for
-        AVX-512, x 8 for AVX2; SSE2: 2 x 4 x 2)."""
-        measured, widest = {
-            "x86_64_v4": (self.avx512_gflops, 64),
-            "x86_64_v3": (self.fma_gflops, 32),
-        }.get(isa, (self.sse_gflops, 16))
-        per_cycle = min(1 << max(0, round(np.log2(max(measured / self.clock_ghz, 1.0)))), widest)
-        return per_cycle, self.clock_ghz * per_cycle
+    clock_ghz: float  # an estimate, for information (cpu_peak.c's clock_ghz)
+    fma_gflops: float  # 8-lane FMA (AVX2 + FMA)
+    sse_gflops: float  # 4-lane multiply + add (SSE2)
+    avx512_gflops: float = 0.0  # 16-lane FMA (AVX-512 F)
+
+
+# A kernel ISA (Runtime.kernel_isa) -> the Peak field of its instructions' loop, and their name.
+PEAK_OF_KERNEL_ISA = {
+    "x86_64_v4": ("avx512_gflops", "AVX-512 FMA"),
+    "x86_64_v3": ("fma_gflops", "AVX2 FMA"),
+    "x86_64_baseline": ("sse_gflops", "SSE2 mul+add"),
+}
+
+
+def peak_for_isa(peak: Peak, kernel_isa: str) -> tuple[float | None, str]:
+    """(peak GFLOP/s, where it comes from) for kernels running `kernel_isa`:
+    cpu_peak's register-only measurement of that ISA's instructions, so a v3
+    copy on an AVX-512 CPU is held to the AVX2 FMA loop, not the AVX-512 one.
+    None and an "n/a: ..." reason when there is none (an ISA cpu_peak has no
+    loop for, such as arm64's, or one it measured as 0)."""
+    if kernel_isa not in PEAK_OF_KERNEL_ISA:
+        return None, f"n/a: cpu_peak measures x86_64 only, not {kernel_isa}"
+    field, name = PEAK_OF_KERNEL_ISA[kernel_isa]
+    measured = getattr(peak, field)
+    if not measured > 0:
+        return None, f"n/a: cpu_peak measured no {name} on this CPU ({field} = {measured})"
+    return measured, f"measured register-only {name} ({field})"
 
 
 @dataclass(frozen=True)
@@ -74,8 +90,8 @@ class SgemmResult:
     n: int
     median_us: float
     gflops: float
-    peak_gflops: float
-    fraction_of_peak: float
+    peak_gflops: float | None  # None: no measured peak for the kernels' ISA
+    fraction_of_peak: float | None
     max_relative_error: float
 
 
@@ -102,7 +118,7 @@ def mm_program(n: int, seed: int = 0) -> tuple[bytes, np.ndarray, np.ndarray]:
     return builder.to_bytes(), a, b
 
 
-def bench_size(runtime: Runtime, n: int, rounds: int, peak_gflops: float) -> SgemmResult:
+def bench_size(runtime: Runtime, n: int, rounds: int, peak_gflops: float | None) -> SgemmResult:
     data, a, b = mm_program(n)
     method = runtime.load(data).method()
     (c,) = method.run(a)
@@ -118,6 +134,8 @@ def bench_size(runtime: Runtime, n: int, rounds: int, peak_gflops: float) -> Sge
     seconds = median(samples["mm"])
     gflops = 2 * n**3 / seconds * 1e-9
     method.close()
+    if peak_gflops is None:
+        return SgemmResult(n, round(seconds * 1e6, 1), round(gflops, 2), None, None, error)
     return SgemmResult(
         n, round(seconds * 1e6, 1), round(gflops, 2), round(peak_gflops, 2), round(gflops / peak_gflops, 4), error
     )
@@ -162,27 +180,31 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise BenchError(f"no runtime at {runtime_path}")
         runtime = Runtime(runtime_path)
         peak = measure_peak()
-        per_cycle, peak_gflops = peak.for_isa(runtime.kernel_isa)
+        peak_gflops, peak_source = peak_for_isa(peak, runtime.kernel_isa)
         print(
             f"runtime {runtime_path} ({runtime.isa}, kernels {runtime.kernel_isa}); pinned to CPU {cpu}\n"
-            f"clock {peak.clock_ghz:.2f} GHz x {per_cycle} FLOP/cycle = peak {peak_gflops:.1f} GFLOP/s "
-            f"(measured register-only: AVX-512 FMA {peak.avx512_gflops:.1f}, FMA {peak.fma_gflops:.1f}, "
-            f"SSE2 mul+add {peak.sse_gflops:.1f})"
+            + (f"peak {peak_gflops:.1f} GFLOP/s, {peak_source}" if peak_gflops else f"peak {peak_source}")
+            + f"\nmeasured register-only: AVX-512 FMA {peak.avx512_gflops:.1f}, AVX2 FMA {peak.fma_gflops:.1f}, "
+            f"SSE2 mul+add {peak.sse_gflops:.1f} GFLOP/s; clock estimate {peak.clock_ghz:.2f} GHz (information only)"
         )
         results = []
         print(f"{'n':>6} {'median ms':>10} {'GFLOP/s':>9} {'of peak':>8}")
         for n in args.sizes:
             r = bench_size(runtime, n, args.rounds, peak_gflops)
             results.append(r)
-            print(f"{n:>6} {r.median_us / 1e3:>10.3f} {r.gflops:>9.1f} {r.fraction_of_peak:>8.1%}", flush=True)
+            of_peak = "n/a" if r.fraction_of_peak is None else f"{r.fraction_of_peak:.1%}"
+            print(f"{n:>6} {r.median_us / 1e3:>10.3f} {r.gflops:>9.1f} {of_peak:>8}", flush=True)
         if args.json:
             record = {
                 "runtime": str(runtime_path),
                 "isa": runtime.isa,
+                "kernel_isa": runtime.kernel_isa,
                 "cpu": cpu,
                 **asdict(peak),
-                "flop_per_cycle": per_cycle,
-                "peak_gflops": round(peak_gflops, 2),
+                # The FLOP per cycle the peak and the clock estimate imply (information, like the clock).
+                "flop_per_cycle": round(peak_gflops / peak.clock_ghz, 2) if peak_gflops and peak.clock_ghz else None,
+                "peak_gflops": None if peak_gflops is None else round(peak_gflops, 2),
+                "peak_source": peak_source,
                 "results": [asdict(r) for r in results],
             }
             Path(args.json).write_text(json.dumps(record, indent=2) + "\n")
