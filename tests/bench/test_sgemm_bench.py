@@ -61,6 +61,15 @@ def test_a_missing_measurement_is_marked_not_available(peak, kernel_isa, reason)
     assert sgemm.peak_for_isa(peak, kernel_isa) == (None, reason)
 
 
+def test_a_sizes_peak_is_each_figures_best_of_the_runs_beside_it():
+    busy_before = sgemm.Peak(1.1, 41.4, 20.4, 78.9)
+    quieter_after = sgemm.Peak(1.9, 63.9, 19.8, 196.7)
+    assert sgemm.best_of(busy_before, quieter_after) == sgemm.Peak(1.9, 63.9, 20.4, 196.7)
+    result = sgemm.SgemmResult(256, 371.0, 90.45, None, None, 1e-7)
+    assert sgemm.with_peak(result, 180.7) == sgemm.SgemmResult(256, 371.0, 90.45, 180.7, round(90.45 / 180.7, 4), 1e-7)
+    assert sgemm.with_peak(sgemm.with_peak(result, 180.7), None) == result
+
+
 def test_every_kernel_isa_of_an_x86_64_runtime_has_a_measured_peak():
     # runtime/core/cpu.h's x86_64 levels, as Runtime.kernel_isa names them.
     assert set(sgemm.PEAK_OF_KERNEL_ISA) == {"x86_64_baseline", "x86_64_v3", "x86_64_v4"}
