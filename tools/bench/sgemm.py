@@ -16,7 +16,7 @@ instructions (peak_for_isa):
   x86_64_v3        8-lane FMA (AVX2 + FMA), also on a CPU with AVX-512
   x86_64_baseline  4-lane multiply + add (SSE2)
 
-each size's peak the best of cpu_peak runs just before and just after it.
+Each size's peak is the best of the cpu_peak runs just before and after it.
 
 The clock cpu_peak estimates is printed for information only: a clock
 times FLOP per cycle misses what the core does (cpu_peak.c's clock_ghz
