@@ -31,14 +31,19 @@ Error aten_gelu(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs) {
                        Error::InvalidArgument, "argument 'approximate' must be 'none' or 'tanh', got '%s'",
                        approximate);
   Elementwise<1> e(ctx);
+  // The two forms are two tags: a model carries only the one it uses.
+  if (use_tanh) {
+    PARE_TRY(prepare_same_dtype<tags::gelu_tanh_kernel>(ctx, e, self, args.output(0)));
+    return PARE_DISPATCH(gelu_tanh_kernel, ctx, self.dtype, T, {
+      using Acc = opmath_t<T>;
+      e.run<T, T>([](T v) { return T(activation::gelu_tanh(Acc(v))); });
+      return Error::Ok;
+    });
+  }
   PARE_TRY(prepare_same_dtype<tags::gelu_kernel>(ctx, e, self, args.output(0)));
   return PARE_DISPATCH(gelu_kernel, ctx, self.dtype, T, {
     using Acc = opmath_t<T>;
-    if (use_tanh) {
-      e.run<T, T>([](T v) { return T(activation::gelu_tanh(Acc(v))); });
-    } else {
-      e.run<T, T>([](T v) { return T(activation::gelu(Acc(v))); });
-    }
+    e.run<T, T>([](T v) { return T(activation::gelu(Acc(v))); });
     return Error::Ok;
   });
 }

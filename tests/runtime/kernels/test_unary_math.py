@@ -492,6 +492,20 @@ def test_tracing_records_promotion_and_hardtanh_calling_clamp(tracing_runtime):
     }
 
 
+@pytest.mark.parametrize("approximate,tag", [("none", "gelu_kernel"), ("tanh", "gelu_tanh_kernel")])
+def test_each_gelu_form_records_its_own_tag(tracing_runtime, approximate, tag):
+    # A runtime selected from this trace carries only the form the model uses.
+    pb = ProgramBuilder()
+    m = pb.method()
+    m.output(m.op("aten::gelu", m.input("Float", [None]), approximate))
+    program = tracing_runtime.load(pb.to_bytes())
+    x = torch.linspace(-4, 4, 9)
+    (got,) = program.method().run(x.numpy())
+    want = torch.nn.functional.gelu(x.double(), approximate=approximate).float()
+    torch.testing.assert_close(torch.from_numpy(got), want, rtol=1e-6, atol=1e-6)
+    assert program.trace().kernel_dtypes == {tag: ("Float",)}
+
+
 # float exp, tanh and erf are inline polynomials (runtime/kernels/common/math.h),
 # held here to their stated bounds against float64 over their whole range:
 # a dense sweep, the points where their formulas switch, and special values.
