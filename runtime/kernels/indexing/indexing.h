@@ -9,6 +9,7 @@
 // specialisation of the helper.
 
 #include "runtime/kernels/common/convert.h"
+#include "runtime/kernels/common/limits.h"
 
 namespace pare {
 namespace kernels {
@@ -155,34 +156,6 @@ constexpr double max_finite() {
     return 1.7976931348623157e308;
 }
 
-template <typename T>
-constexpr int64_t int_min() {
-  if constexpr (is_same_v<T, uint8_t>)
-    return 0;
-  else if constexpr (is_same_v<T, int8_t>)
-    return -128;
-  else if constexpr (is_same_v<T, int16_t>)
-    return -32768;
-  else if constexpr (is_same_v<T, int32_t>)
-    return -2147483647LL - 1;
-  else
-    return -9223372036854775807LL - 1;
-}
-
-template <typename T>
-constexpr int64_t int_max() {
-  if constexpr (is_same_v<T, uint8_t>)
-    return 255;
-  else if constexpr (is_same_v<T, int8_t>)
-    return 127;
-  else if constexpr (is_same_v<T, int16_t>)
-    return 32767;
-  else if constexpr (is_same_v<T, int32_t>)
-    return 2147483647;
-  else
-    return 9223372036854775807LL;
-}
-
 // c10's overflows<T>(value): false when the Scalar converts to T without
 // overflow. Unsigned targets accept negative ints down to -max (they wrap,
 // as PyTorch allows); floating targets accept inf and NaN.
@@ -192,10 +165,12 @@ inline bool fits(const Scalar& s) {
   if (s.is_integral(/*include_bool=*/false)) {
     const int64_t v = s.as_int();
     if constexpr (is_integral_v<T>) {
-      if constexpr (int_min<T>() == 0) {
-        return v <= int_max<T>() && v >= -int_max<T>();
+      constexpr int64_t lo = lowest_value<T>();
+      constexpr int64_t hi = highest_value<T>();
+      if constexpr (lo == 0) {
+        return v <= hi && v >= -hi;
       } else {
-        return v >= int_min<T>() && v <= int_max<T>();
+        return v >= lo && v <= hi;
       }
     } else {
       const double d = static_cast<double>(v);
@@ -205,8 +180,9 @@ inline bool fits(const Scalar& s) {
   const double d = s.as_double();
   if constexpr (is_integral_v<T>) {
     // int64's max is not a double: 2^63 itself does not fit.
-    const bool below_max = is_same_v<T, int64_t> ? d < 9223372036854775808.0 : d <= static_cast<double>(int_max<T>());
-    return d == d && d >= static_cast<double>(int_min<T>()) && below_max;
+    const bool below_max =
+        is_same_v<T, int64_t> ? d < 9223372036854775808.0 : d <= static_cast<double>(highest_value<T>());
+    return d == d && d >= static_cast<double>(lowest_value<T>()) && below_max;
   } else {
     if (d != d || d == __builtin_inf() || d == -__builtin_inf()) return true;
     return d <= max_finite<T>() && d >= -max_finite<T>();

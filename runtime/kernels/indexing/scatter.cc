@@ -280,7 +280,7 @@ T reduction_identity(Reduction r) {
       } else if constexpr (is_floating_point_v<T>) {
         return T(max ? -__builtin_inff() : __builtin_inff());
       } else {
-        return static_cast<T>(max ? indexing::int_min<T>() : indexing::int_max<T>());
+        return max ? lowest_value<T>() : highest_value<T>();
       }
     }
     case Reduction::kSum:

@@ -5,6 +5,7 @@
 // in between) are in pooling.h.
 
 #include "runtime/kernels/common/convert.h"
+#include "runtime/kernels/common/limits.h"
 #include "runtime/kernels/common/math.h"
 #include "runtime/kernels/nn/pooling.h"
 
@@ -14,19 +15,6 @@ namespace {
 
 // The shared pieces (pooling.h).
 using namespace pooling;
-
-// The smallest value of T's compute type: -inf for floating types.
-template <typename Acc>
-constexpr Acc lowest_value() {
-  if constexpr (is_same_v<Acc, float> || is_same_v<Acc, double>) {
-    return -Acc(__builtin_inf());
-  } else if constexpr (is_same_v<Acc, uint8_t>) {
-    return 0;
-  } else {
-    // Two's complement minimum of a signed integer type.
-    return static_cast<Acc>(-static_cast<Acc>((static_cast<uint64_t>(1) << (sizeof(Acc) * 8 - 1)) - 1) - 1);
-  }
-}
 
 // First tap >= 0 of a window starting at `start` with step `step`.
 PARE_UNUSED PARE_ALWAYS_INLINE int64_t first_inside(int64_t start, int64_t step) {

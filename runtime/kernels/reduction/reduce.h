@@ -14,6 +14,7 @@
 
 #include "runtime/kernels/common/arith.h"
 #include "runtime/kernels/common/convert.h"
+#include "runtime/kernels/common/limits.h"
 
 namespace pare {
 namespace kernels {
@@ -57,45 +58,6 @@ Result<Plan> plan(KernelContext& ctx, const Tensor& self, const DimMask& mask, S
 // The first reduced dim of size 0, or -1 (for "Expected reduction dim N to
 // have non-zero size" errors of ops without an identity).
 int64_t first_empty_reduced_dim(const Tensor& self, const DimMask& mask);
-
-// ---------------------------------------------------------------------------
-// Element limits (identities of max/min).
-
-template <typename T>
-constexpr T lowest_value() {
-  if constexpr (is_same_v<T, bool>)
-    return false;
-  else if constexpr (is_same_v<T, uint8_t>)
-    return 0;
-  else if constexpr (is_same_v<T, int8_t>)
-    return -128;
-  else if constexpr (is_same_v<T, int16_t>)
-    return -32768;
-  else if constexpr (is_same_v<T, int32_t>)
-    return -2147483647 - 1;
-  else if constexpr (is_same_v<T, int64_t>)
-    return -9223372036854775807LL - 1;
-  else
-    return static_cast<T>(-__builtin_inf());
-}
-
-template <typename T>
-constexpr T highest_value() {
-  if constexpr (is_same_v<T, bool>)
-    return true;
-  else if constexpr (is_same_v<T, uint8_t>)
-    return 255;
-  else if constexpr (is_same_v<T, int8_t>)
-    return 127;
-  else if constexpr (is_same_v<T, int16_t>)
-    return 32767;
-  else if constexpr (is_same_v<T, int32_t>)
-    return 2147483647;
-  else if constexpr (is_same_v<T, int64_t>)
-    return 9223372036854775807LL;
-  else
-    return static_cast<T>(__builtin_inf());
-}
 
 template <typename T>
 PARE_ALWAYS_INLINE bool is_nan(T v) {
