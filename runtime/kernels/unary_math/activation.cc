@@ -19,6 +19,7 @@ namespace kernels {
 using unary_math::check_scalar_fits;
 using unary_math::opmath_dtype;
 using unary_math::prepare_same_dtype;
+using unary_math::same_dtype_unary;
 
 // aten::gelu(Tensor self, *, str approximate='none') -> Tensor
 Error aten_gelu(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs) {
@@ -50,44 +51,19 @@ Error aten_gelu(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs) {
 
 // aten::silu(Tensor self) -> Tensor
 Error aten_silu(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs) {
-  KernelArgs args(ctx, inputs, outputs, 1, 1, 1);
-  const Tensor& self = args.tensor(0, "self");
-  PARE_TRY(args.status());
-  Elementwise<1> e(ctx);
-  PARE_TRY(prepare_same_dtype<tags::silu_kernel>(ctx, e, self, args.output(0)));
-  return PARE_DISPATCH(silu_kernel, ctx, self.dtype, T, {
-    using Acc = opmath_t<T>;
-    e.run<T, T>([](T v) { return T(activation::silu(Acc(v))); });
-    return Error::Ok;
-  });
+  return same_dtype_unary<tags::silu_kernel>(ctx, inputs, outputs, [](auto x) { return activation::silu(x); });
 }
 
 // aten::hardswish(Tensor self) -> Tensor
 Error aten_hardswish(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs) {
-  KernelArgs args(ctx, inputs, outputs, 1, 1, 1);
-  const Tensor& self = args.tensor(0, "self");
-  PARE_TRY(args.status());
-  Elementwise<1> e(ctx);
-  PARE_TRY(prepare_same_dtype<tags::hardswish_kernel>(ctx, e, self, args.output(0)));
-  return PARE_DISPATCH(hardswish_kernel, ctx, self.dtype, T, {
-    using Acc = opmath_t<T>;
-    e.run<T, T>([](T v) { return T(activation::hardswish(Acc(v))); });
-    return Error::Ok;
-  });
+  return same_dtype_unary<tags::hardswish_kernel>(ctx, inputs, outputs,
+                                                  [](auto x) { return activation::hardswish(x); });
 }
 
 // aten::hardsigmoid(Tensor self) -> Tensor
 Error aten_hardsigmoid(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs) {
-  KernelArgs args(ctx, inputs, outputs, 1, 1, 1);
-  const Tensor& self = args.tensor(0, "self");
-  PARE_TRY(args.status());
-  Elementwise<1> e(ctx);
-  PARE_TRY(prepare_same_dtype<tags::hardsigmoid_kernel>(ctx, e, self, args.output(0)));
-  return PARE_DISPATCH(hardsigmoid_kernel, ctx, self.dtype, T, {
-    using Acc = opmath_t<T>;
-    e.run<T, T>([](T v) { return T(activation::hardsigmoid(Acc(v))); });
-    return Error::Ok;
-  });
+  return same_dtype_unary<tags::hardsigmoid_kernel>(ctx, inputs, outputs,
+                                                    [](auto x) { return activation::hardsigmoid(x); });
 }
 
 // aten::leaky_relu(Tensor self, Scalar negative_slope=0.01) -> Tensor

@@ -11,49 +11,16 @@ namespace pare {
 namespace kernels {
 namespace {
 
-struct Floor {
-  template <typename A>
-  A operator()(A x) const {
-    return math::floor(x);
-  }
-};
-struct Ceil {
-  template <typename A>
-  A operator()(A x) const {
-    return math::ceil(x);
-  }
-};
-struct Trunc {
-  template <typename A>
-  A operator()(A x) const {
-    return math::trunc(x);
-  }
-};
-struct RoundHalfEven {
-  template <typename A>
-  A operator()(A x) const {
-    return math::nearbyint(x);
-  }
-};
-
 // floor/ceil/trunc/round: integral types unchanged, floating ones through `fn`
 // in opmath_t<T>.
 template <typename Tag, typename Fn>
 Error rounding_op(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs, Fn fn) {
-  KernelArgs args(ctx, inputs, outputs, 1, 1, 1);
-  const Tensor& self = args.tensor(0, "self");
-  PARE_TRY(args.status());
-  Elementwise<1> e(ctx);
-  PARE_TRY(unary_math::prepare_same_dtype<Tag>(ctx, e, self, args.output(0)));
-  return dispatch<Tag>(ctx, self.dtype, [&](auto tt) -> Error {
-    using T = typename decltype(tt)::type;
-    using Acc = opmath_t<T>;
-    if constexpr (is_floating_point_v<T>) {
-      e.run<T, T>([fn](T x) { return T(fn(Acc(x))); });
+  return unary_math::same_dtype_unary<Tag>(ctx, inputs, outputs, [fn](auto x) {
+    if constexpr (is_floating_point_v<decltype(x)>) {
+      return fn(x);
     } else {
-      e.run<T, T>([](T x) { return x; });
+      return x;
     }
-    return Error::Ok;
   });
 }
 
@@ -61,22 +28,22 @@ Error rounding_op(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs, Fn fn
 
 // aten::floor(Tensor self) -> Tensor
 Error aten_floor(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs) {
-  return rounding_op<tags::floor_kernel>(ctx, inputs, outputs, Floor{});
+  return rounding_op<tags::floor_kernel>(ctx, inputs, outputs, [](auto x) { return math::floor(x); });
 }
 
 // aten::ceil(Tensor self) -> Tensor
 Error aten_ceil(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs) {
-  return rounding_op<tags::ceil_kernel>(ctx, inputs, outputs, Ceil{});
+  return rounding_op<tags::ceil_kernel>(ctx, inputs, outputs, [](auto x) { return math::ceil(x); });
 }
 
 // aten::trunc(Tensor self) -> Tensor
 Error aten_trunc(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs) {
-  return rounding_op<tags::trunc_kernel>(ctx, inputs, outputs, Trunc{});
+  return rounding_op<tags::trunc_kernel>(ctx, inputs, outputs, [](auto x) { return math::trunc(x); });
 }
 
 // aten::round(Tensor self) -> Tensor
 Error aten_round(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs) {
-  return rounding_op<tags::round_kernel>(ctx, inputs, outputs, RoundHalfEven{});
+  return rounding_op<tags::round_kernel>(ctx, inputs, outputs, [](auto x) { return math::nearbyint(x); });
 }
 
 // aten::round.decimals(Tensor self, *, int decimals) -> Tensor

@@ -13,6 +13,7 @@ namespace kernels {
 
 using unary_math::check_dtype;
 using unary_math::prepare_same_dtype;
+using unary_math::same_dtype_unary;
 
 // aten::abs(Tensor self) -> Tensor
 Error aten_abs(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs) {
@@ -77,40 +78,26 @@ Error aten_neg(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs) {
 // (0 < x) - (x < 0): sign(NaN) and sign(-0.0) are 0, as in PyTorch; Bool
 // is returned unchanged.
 Error aten_sign(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs) {
-  KernelArgs args(ctx, inputs, outputs, 1, 1, 1);
-  const Tensor& self = args.tensor(0, "self");
-  PARE_TRY(args.status());
-  Elementwise<1> e(ctx);
-  PARE_TRY(prepare_same_dtype<tags::sign_kernel>(ctx, e, self, args.output(0)));
-  return PARE_DISPATCH(sign_kernel, ctx, self.dtype, T, {
-    using Acc = opmath_t<T>;
-    if constexpr (is_same_v<T, bool>) {
-      e.run<T, T>([](bool x) { return x; });
+  return same_dtype_unary<tags::sign_kernel>(ctx, inputs, outputs, [](auto x) {
+    using A = decltype(x);
+    if constexpr (is_same_v<A, bool>) {
+      return x;
     } else {
-      e.run<T, T>([](T v) {
-        const Acc x = Acc(v);
-        return T(Acc(int(Acc(0) < x) - int(x < Acc(0))));
-      });
+      return A(int(A(0) < x) - int(x < A(0)));
     }
-    return Error::Ok;
   });
 }
 
 // aten::bitwise_not(Tensor self) -> Tensor
 Error aten_bitwise_not(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs) {
-  KernelArgs args(ctx, inputs, outputs, 1, 1, 1);
-  const Tensor& self = args.tensor(0, "self");
-  PARE_TRY(args.status());
-  Elementwise<1> e(ctx);
-  PARE_TRY(prepare_same_dtype<tags::bitwise_not_kernel>(ctx, e, self, args.output(0)));
-  return PARE_DISPATCH(bitwise_not_kernel, ctx, self.dtype, T, {
-    if constexpr (is_same_v<T, bool>) {
-      e.run<T, T>([](bool x) { return !x; });
+  return same_dtype_unary<tags::bitwise_not_kernel>(ctx, inputs, outputs, [](auto x) {
+    using A = decltype(x);
+    if constexpr (is_same_v<A, bool>) {
+      return !x;
     } else {
-      static_assert(is_integral_v<T>, "bitwise_not_kernel declares integral types and Bool only");
-      e.run<T, T>([](T x) { return static_cast<T>(~x); });
+      static_assert(is_integral_v<A>, "bitwise_not_kernel declares integral types and Bool only");
+      return static_cast<A>(~x);
     }
-    return Error::Ok;
   });
 }
 

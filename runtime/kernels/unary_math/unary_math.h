@@ -42,6 +42,25 @@ Error prepare_same_dtype(KernelContext& ctx, Elementwise<1>& e, const Tensor& se
   return e.prepare(out, self.dtype, self.dtype);
 }
 
+// A unary op `out = fn(self)` that keeps self's dtype and takes only the
+// dtypes `Tag` lists: `fn` runs in opmath_t<T> and the result is rounded
+// once. `Fn` is a functor with a template call operator, as in float_unary.
+template <typename Tag, typename Fn>
+Error same_dtype_unary(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs, Fn fn) {
+  KernelArgs args(ctx, inputs, outputs, 1, 1, 1);
+  const Tensor& self = args.tensor(0, "self");
+  PARE_TRY(args.status());
+  Elementwise<1> e(ctx);
+  PARE_TRY(prepare_same_dtype<Tag>(ctx, e, self, args.output(0)));
+  // `fn` by value (it is empty): a reference would cost every op a pointer.
+  return dispatch<Tag>(ctx, self.dtype, [&e, fn](auto tt) -> Error {
+    using T = typename decltype(tt)::type;
+    using Acc = opmath_t<T>;
+    e.run<T, T>([fn](T x) { return T(fn(Acc(x))); });
+    return Error::Ok;
+  });
+}
+
 // The dtype PyTorch converts Scalar parameters to for a kernel on `dtype`
 // (opmath_t: Float for Half and BFloat16).
 constexpr ScalarType opmath_dtype(ScalarType dtype) {
