@@ -28,13 +28,8 @@ Error sum_like(KernelArgs& args, const Tensor& self, const DimMask& mask, bool k
   const OutputShape shape = reduction::reduced_shape(self, mask, keepdim);
   PARE_TRY_ASSIGN(Tensor * out, ctx.allocate_output(args.output(0), out_dtype, shape.span()));
   PARE_TRY_ASSIGN(const Plan p, reduction::plan(ctx, self, mask, compute));
-  // Integral results accumulate in int64; a narrower requested dtype
-  // (dtype=torch.int32) wraps to the same value when converted at the end.
   Tensor result = *out;
-  if (integral && out_dtype != ScalarType::Long) {
-    PARE_TRY_ASSIGN(void* memory, ctx.allocate_scratch(out->numel() * sizeof(int64_t)));
-    result = make_tensor(memory, ScalarType::Long, shape.span());
-  }
+  PARE_TRY(reduction::accumulate_in_int64(ctx, *out, integral, out_dtype, shape.span(), &result));
   PARE_TRY(dispatch<Tag>(ctx, compute, [&](auto type_tag) -> Error {
     using T = typename decltype(type_tag)::type;
     if constexpr (is_integral_v<T> || is_same_v<T, bool>) {

@@ -96,13 +96,8 @@ Error cumulative(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs) {
   const ScalarType out_dtype = dtype.has_value ? dtype.value : (integral ? ScalarType::Long : compute);
   PARE_TRY_ASSIGN(Tensor * out, ctx.allocate_output(args.output(0), out_dtype, self.size_span()));
   PARE_TRY_ASSIGN(const reduction::Plan p, reduction::plan(ctx, self, reduction::single_dim(self, dim), compute));
-  // Integral scans run in int64; a narrower dtype= wraps to the same values
-  // when converted at the end.
   Tensor result = *out;
-  if (integral && out_dtype != ScalarType::Long) {
-    PARE_TRY_ASSIGN(void* memory, ctx.allocate_scratch(out->numel() * sizeof(int64_t)));
-    result = make_tensor(memory, ScalarType::Long, self.size_span());
-  }
+  PARE_TRY(reduction::accumulate_in_int64(ctx, *out, integral, out_dtype, self.size_span(), &result));
   PARE_TRY(dispatch<Tag>(ctx, compute, [&](auto type_tag) -> Error {
     using T = typename decltype(type_tag)::type;
     return scan_lines<T, kProd>(ctx, p, result.data_as<ScanOut<T>>());

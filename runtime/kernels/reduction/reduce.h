@@ -59,6 +59,19 @@ Result<Plan> plan(KernelContext& ctx, const Tensor& self, const DimMask& mask, S
 // have non-zero size" errors of ops without an identity).
 int64_t first_empty_reduced_dim(const Tensor& self, const DimMask& mask);
 
+// Where sum, prod and the scans accumulate: integral results in int64 (their
+// default dtype is Long). *result starts as `out`; a narrower integral
+// dtype= (dtype=torch.int32) replaces it with int64 scratch of `sizes`,
+// which wraps to the same values when converted into `out` at the end.
+PARE_ALWAYS_INLINE Error accumulate_in_int64(KernelContext& ctx, const Tensor& out, bool integral, ScalarType out_dtype,
+                                             IntArrayRef sizes, Tensor* result) {
+  if (integral && out_dtype != ScalarType::Long) {
+    PARE_TRY_ASSIGN(void* memory, ctx.allocate_scratch(out.numel() * sizeof(int64_t)));
+    *result = make_tensor(memory, ScalarType::Long, sizes);
+  }
+  return Error::Ok;
+}
+
 template <typename T>
 PARE_ALWAYS_INLINE bool is_nan(T v) {
   if constexpr (is_floating_point_v<T>) {
