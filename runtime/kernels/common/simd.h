@@ -54,22 +54,20 @@ PARE_ALWAYS_INLINE vec loadv(const float* p) {
 }
 PARE_ALWAYS_INLINE void storev(float* p, vec v) { __builtin_memcpy(p, &v, sizeof(v)); }
 
-// The even lanes (a[0], a[2], ..., b[0], b[2], ...) and the odd lanes of
-// the 2 * kLanes floats in a then b.
-PARE_ALWAYS_INLINE vec even_lanes(vec a, vec b) {
+// Lanes kFirst, kFirst + 2, kFirst + 4, ... of the 2 * kLanes floats in a
+// then b: the even lanes (a[0], a[2], ..., b[0], b[2], ...) for kFirst = 0,
+// the odd ones for 1.
+template <int kFirst>
+PARE_ALWAYS_INLINE vec alternate_lanes(vec a, vec b) {
 #if defined(__AVX2__) && defined(__FMA__)
-  return __builtin_shufflevector(a, b, 0, 2, 4, 6, 8, 10, 12, 14);
+  return __builtin_shufflevector(a, b, kFirst, kFirst + 2, kFirst + 4, kFirst + 6, kFirst + 8, kFirst + 10, kFirst + 12,
+                                 kFirst + 14);
 #else
-  return __builtin_shufflevector(a, b, 0, 2, 4, 6);
+  return __builtin_shufflevector(a, b, kFirst, kFirst + 2, kFirst + 4, kFirst + 6);
 #endif
 }
-PARE_ALWAYS_INLINE vec odd_lanes(vec a, vec b) {
-#if defined(__AVX2__) && defined(__FMA__)
-  return __builtin_shufflevector(a, b, 1, 3, 5, 7, 9, 11, 13, 15);
-#else
-  return __builtin_shufflevector(a, b, 1, 3, 5, 7);
-#endif
-}
+PARE_ALWAYS_INLINE vec even_lanes(vec a, vec b) { return alternate_lanes<0>(a, b); }
+PARE_ALWAYS_INLINE vec odd_lanes(vec a, vec b) { return alternate_lanes<1>(a, b); }
 
 // Lanes 0, 2, 4, ... of the 2 * kLanes floats at p (p[0], p[2], ...): a
 // stride-2 row as one vector.
