@@ -13,10 +13,16 @@ It is configured as ExecuTorch's `XNNPACKQuantizer` with
   int8 GEMM accumulates in); `int32_bias=False` leaves it float, as
   XNNPACKQuantizer does (then the two configure identically).
 
-It annotates conv2d and linear (each with a following relu fused into
-its output), add (with a following relu), and lets relu, hardtanh,
-pooling, mean and shape ops share their input's quantization. Which
-operators then run as int8 is the runtime's business (docs/quantization.md).
+It annotates conv2d and linear (each with a following relu, hardtanh
+(relu6) or clamp fused into its output), add and mul of two tensors (with
+a following relu), cat (its inputs and output sharing one quantization),
+the pointwise activations of _UNARY after a quantized tensor (the input
+shared, the output observed: they change the range), and lets relu,
+hardtanh, pooling, mean and shape ops share their input's quantization.
+Which operators then run as int8 is the runtime's business
+(docs/quantization.md: the tracer's quantize pass). Where this differs
+from XNNPACKQuantizer (relu6 and clamps fused into the layer, the
+pointwise activations annotated): the table in docs/quantization.md.
 
     from torchao.quantization.pt2e.quantize_pt2e import prepare_pt2e, convert_pt2e
     from pare.quantizer import PareQuantizer
@@ -49,7 +55,31 @@ _EPS = 2**-12  # XNNPACKQuantizer's observers' eps
 _CONV = (aten.conv2d.default, aten.conv2d.padding)
 _LINEAR = (aten.linear.default,)
 _ADD = (aten.add.Tensor, aten.add_.Tensor)
+_MUL = (aten.mul.Tensor, aten.mul_.Tensor)
 _RELU = (aten.relu.default, aten.relu_.default)
+# Activations a layer's output is observed after (the quantize pass fuses
+# them into the int8 layer's output range), when their bounds are constants.
+_CLAMPS = (*_RELU, aten.relu6.default, aten.hardtanh.default, aten.hardtanh_.default, aten.clamp.default)
+# Pointwise ops that change the range: their input shares its producer's
+# quantization, their output is observed (the quantize pass runs them as a
+# 256-entry table, quantize_ops._unary()).
+_UNARY = (
+    aten.hardswish.default,
+    aten.hardswish_.default,
+    aten.hardsigmoid.default,
+    aten.hardsigmoid_.default,
+    aten.sigmoid.default,
+    aten.sigmoid_.default,
+    aten.silu.default,
+    aten.silu_.default,
+    aten.gelu.default,
+    aten.tanh.default,
+    aten.tanh_.default,
+    aten.elu.default,
+    aten.elu_.default,
+    aten.leaky_relu.default,
+    aten.leaky_relu_.default,
+)
 # Ops whose output is on their input's grid: they share its observer.
 _SHARED = (
     *_RELU,
@@ -105,10 +135,14 @@ class PareQuantizer(Quantizer):
                 continue
             if node.target in _LINEAR or (node.target in _CONV and not self.dynamic):
                 self._annotate_layer(node)
-            elif node.target in _ADD and not self.dynamic:
-                self._annotate_add(node)
+            elif self.dynamic:
+                continue
+            elif node.target in _ADD:
+                self._annotate_binary(node, any_float=True)
+            elif node.target in _MUL:
+                self._annotate_binary(node, any_float=False)
         if not self.dynamic:
-            _propagate(model)
+            self._propagate(model)
         return model
 
     def validate(self, model: torch.fx.GraphModule) -> None:
@@ -117,7 +151,8 @@ class PareQuantizer(Quantizer):
     # -- patterns --
 
     def _annotate_layer(self, layer: Node) -> None:
-        """conv2d / linear, its output observed after a relu that is its only user."""
+        """conv2d / linear, its output observed after a relu, hardtanh or
+        clamp (constant bounds) that is its only user (relu only, dynamic)."""
         act, weight = layer.args[0], layer.args[1]
         bias = layer.args[2] if len(layer.args) > 2 else None
         if _annotated(layer) or not isinstance(act, Node) or not isinstance(weight, Node):
@@ -125,7 +160,7 @@ class PareQuantizer(Quantizer):
         inputs = {act: self.activation, weight: self.weight}
         if isinstance(bias, Node) and self.int32_bias and not self.dynamic:
             inputs[bias] = _int32_bias_spec(act, weight, layer)
-        relu = _only_relu_user(layer)
+        relu = _only_user(layer, _RELU if self.dynamic else _CLAMPS)
         output = None if self.dynamic else self.activation
         if relu is not None and output is not None:
             _annotate(layer, inputs, None)
@@ -133,16 +168,58 @@ class PareQuantizer(Quantizer):
         else:
             _annotate(layer, inputs, output)
 
-    def _annotate_add(self, add: Node) -> None:
-        inputs = {a: self.activation for a in add.args[:2] if _is_float_tensor(a)}
-        if _annotated(add) or not inputs:
+    def _annotate_binary(self, node: Node, *, any_float: bool) -> None:
+        """add (`any_float`: one float tensor operand is enough) or mul (both
+        operands float tensors), observed after a relu that is its only user."""
+        operands = [a for a in node.args[:2] if _is_float_tensor(a)]
+        if _annotated(node) or not operands or (not any_float and len(operands) < 2):
             return
-        relu = _only_relu_user(add)
+        inputs = dict.fromkeys(operands, self.activation)
+        relu = _only_user(node, _RELU)
         if relu is not None:
-            _annotate(add, inputs, None)
+            _annotate(node, inputs, None)
             _annotate(relu, {}, self.activation)
         else:
-            _annotate(add, inputs, self.activation)
+            _annotate(node, inputs, self.activation)
+
+    def _propagate(self, model: torch.fx.GraphModule) -> None:
+        """In graph order (after the layers and binary ops), so that each sees
+        its inputs' annotations: cat, and ops whose input is quantized: those
+        of _SHARED share its quantization, those of _UNARY share it on their
+        input and observe their output."""
+        for node in model.graph.nodes:
+            if node.op != "call_function" or _annotated(node):
+                continue
+            if node.target is aten.cat.default:
+                self._annotate_cat(node)
+                continue
+            if node.target not in (*_SHARED, *_UNARY):
+                continue
+            source = node.args[0]
+            if not isinstance(source, Node) or not _quantized_output(source):
+                continue
+            shared = SharedQuantizationSpec(source)
+            if node.target in _SHARED:
+                _annotate(node, {source: shared}, shared)
+            elif _is_float_tensor(node) and not any(
+                isinstance(a, Node) for a in (*node.args[1:], *node.kwargs.values())
+            ):
+                _annotate(node, {source: shared}, self.activation)
+
+    def _annotate_cat(self, cat: Node) -> None:
+        """cat: its inputs and output share one quantization, observed on the
+        first input whose producer's output is quantized (or the first), as
+        XNNPACKQuantizer: the quantize pass runs it on the int8 values."""
+        tensors = cat.args[0] if cat.args else None
+        if _annotated(cat) or not isinstance(tensors, (list, tuple)) or not tensors:
+            return
+        if not all(isinstance(t, Node) and _is_float_tensor(t) for t in tensors):
+            return
+        source = next((t for t in tensors if _quantized_output(t)), tensors[0])
+        shared = SharedQuantizationSpec((source, cat))
+        inputs = {t: shared for t in tensors}
+        inputs[source] = self.activation
+        _annotate(cat, inputs, shared)
 
 
 def _int32_bias_spec(act: Node, weight: Node, layer: Node) -> DerivedQuantizationSpec:
@@ -173,26 +250,23 @@ def _annotate(node: Node, inputs: dict, output) -> None:
     node.meta[Q_ANNOTATION_KEY] = QuantizationAnnotation(input_qspec_map=inputs, output_qspec=output, _annotated=True)
 
 
-def _only_relu_user(node: Node) -> Node | None:
+def _only_user(node: Node, targets: tuple) -> Node | None:
+    """`node`'s only user when it calls one of `targets` on it with constant
+    other arguments (a clamp's bounds)."""
     users = list(node.users)
-    if len(users) == 1 and users[0].op == "call_function" and users[0].target in _RELU:
-        return users[0]
-    return None
+    if len(users) != 1 or users[0].op != "call_function" or users[0].target not in targets:
+        return None
+    user = users[0]
+    if user.args[0] is not node or any(isinstance(a, Node) for a in (*user.args[1:], *user.kwargs.values())):
+        return None
+    return user
+
+
+def _quantized_output(node: Node) -> bool:
+    annotation = node.meta.get(Q_ANNOTATION_KEY)
+    return annotation is not None and annotation._annotated and annotation.output_qspec is not None
 
 
 def _is_float_tensor(x) -> bool:
     val = x.meta.get("val") if isinstance(x, Node) else None
     return isinstance(val, torch.Tensor) and val.dtype.is_floating_point
-
-
-def _propagate(model: torch.fx.GraphModule) -> None:
-    """Ops in _SHARED whose input is quantized share its quantization."""
-    for node in model.graph.nodes:
-        if node.op != "call_function" or node.target not in _SHARED or _annotated(node):
-            continue
-        source = node.args[0]
-        annotation = source.meta.get(Q_ANNOTATION_KEY) if isinstance(source, Node) else None
-        if annotation is None or annotation.output_qspec is None:
-            continue
-        shared = SharedQuantizationSpec(source)
-        _annotate(node, {source: shared}, shared)

@@ -307,8 +307,8 @@ def test_a_quantized_block_graph_matches_torch_end_to_end(full_lib):
 
 
 class Relu6Block(nn.Module):
-    """MobileNetV2's conv -> ReLU6 (hardtanh): PareQuantizer quantizes the conv's
-    output, and the hardtanh shares that quantization."""
+    """MobileNetV2's conv -> ReLU6 (hardtanh), and a conv -> clamp: PareQuantizer
+    observes each conv's output after its activation, as after a relu."""
 
     def __init__(self):
         super().__init__()
@@ -316,21 +316,157 @@ class Relu6Block(nn.Module):
         self.pw = nn.Conv2d(8, 4, 1)
 
     def forward(self, x):
-        return self.pw(F.hardtanh(self.conv(x), 0.0, 6.0))  # nn.ReLU6, as torchvision writes it
+        y = F.hardtanh(self.conv(x), 0.0, 6.0)  # nn.ReLU6, as torchvision writes it
+        return self.pw(y).clamp(-1.0, 1.0)
+
+
+def test_a_relu6_after_a_layer_is_observed_after_it_and_fused(full_lib):
+    module = converted(PareQuantizer(int32_bias=False), Relu6Block())
+    conv, pw = layer_nodes(module)
+    for layer, op in ((conv, aten.hardtanh.default), (pw, aten.clamp.default)):
+        (activation,) = layer.users
+        assert activation.target is op and next(iter(activation.users)).target is qd.quantize_per_tensor.default
+    exported = export(module)
+    ops = ops_of(exported.program)
+    assert not {"pare::qlut", "aten::hardtanh", "aten::clamp"} & set(ops)
+    assert counts_of(exported)["quantize"] == layer_counts(2, 0)
+    (_, _, first), (_, _, second) = int8_layers(exported.program)
+    scale, zero_point = quantize_after(conv).args[1:3]
+    assert tuple(first[2:]) == (zero_point, min(127, round(6.0 / scale) + zero_point))
+    scale, zero_point = quantize_after(pw).args[1:3]
+    assert tuple(second[2:]) == (max(-128, round(-1.0 / scale) + zero_point), min(127, round(1.0 / scale) + zero_point))
+    spec = model_spec.ModelSpec(MODELS / "inline.py", module, tuple(inputs()))
+    assert all(c.ok for c in check_model(spec, full_lib))
 
 
 def test_a_shared_relu6_after_a_layer_narrows_its_output_range(full_lib):
-    module = converted(PareQuantizer(int32_bias=False), Relu6Block())
+    # XNNPACKQuantizer's relu6 shares the conv's quantization: quantize -> dequantize
+    # -> hardtanh -> quantize with one scale and zero point, fused into the layer too.
+    module = converted(PareQuantizer(int32_bias=False), Layers())
+    q = quantize_after(layer_nodes(module)[1])  # the strided conv, no activation
+    scale, zero_point = q.args[1:3]
+    graph = module.graph
+    users = list(q.users)
+    with graph.inserting_after(q):
+        dq = graph.call_function(qd.dequantize_per_tensor.default, (q, *q.args[1:]))
+    with graph.inserting_after(dq):
+        clamp = graph.call_function(aten.hardtanh.default, (dq, 0.0, 6.0))
+    with graph.inserting_after(clamp):
+        q2 = graph.call_function(qd.quantize_per_tensor.default, (clamp, *q.args[1:]))
+    for user in users:
+        user.replace_input_with(q, q2)
+    module.recompile()
     exported = export(module)
     ops = ops_of(exported.program)
     assert "pare::qlut" not in ops and "aten::hardtanh" not in ops
-    assert counts_of(exported)["quantize"] == layer_counts(2, 0)
-    (_, _, body), _ = int8_layers(exported.program)
-    q = quantize_after(layer_nodes(module)[0])
-    scale, zero_point = q.args[1:3]
+    assert counts_of(exported)["quantize"] == layer_counts(*LAYERS, mean=1)
+    body = int8_layers(exported.program)[1][2]
     assert tuple(body[2:]) == (zero_point, min(127, round(6.0 / scale) + zero_point))
     spec = model_spec.ModelSpec(MODELS / "inline.py", module, tuple(inputs()))
     assert all(c.ok for c in check_model(spec, full_lib))
+
+
+class SqueezeExcitation(nn.Module):
+    """MobileNetV3's and EfficientNet's blocks: conv -> hardswish (silu) ->
+    squeeze-excitation (global average pool, conv + relu, conv, hardsigmoid
+    (sigmoid)), its scale multiplied into the block's activation -> conv."""
+
+    def __init__(self, activation=F.hardswish, gate=F.hardsigmoid):
+        super().__init__()
+        self.activation, self.gate = activation, gate
+        self.expand = nn.Conv2d(3, 8, 3, padding=1)
+        self.fc1 = nn.Conv2d(8, 4, 1)
+        self.fc2 = nn.Conv2d(4, 8, 1)
+        self.project = nn.Conv2d(8, 6, 1)
+
+    def forward(self, x):
+        y = self.activation(self.expand(x))
+        scale = self.gate(self.fc2(F.relu(self.fc1(F.adaptive_avg_pool2d(y, 1)))))
+        return self.project(scale * y)
+
+
+SE_SHAPE = (2, 3, 9, 7)
+
+
+@pytest.mark.parametrize(
+    "activation, gate",
+    [(F.hardswish, F.hardsigmoid), (F.silu, torch.sigmoid), (lambda x: F.hardswish(x, inplace=True), F.sigmoid)],
+    ids=["mobilenet_v3", "efficientnet", "in_place"],
+)
+def test_a_squeeze_excitation_block_runs_on_int8_and_matches_torch(activation, gate, full_lib):
+    module = converted(PareQuantizer(), SqueezeExcitation(activation, gate), SE_SHAPE)
+    spec = model_spec.ModelSpec(MODELS / "inline.py", module, tuple(inputs(SE_SHAPE)))
+    exported = export_model(spec)
+    ops = ops_of(exported.program)
+    # No float island: only the model's input is quantized and its output dequantized.
+    assert ops.count("quantized_decomposed::quantize_per_tensor") == 1
+    assert ops.count("quantized_decomposed::dequantize_per_tensor") == 1
+    assert [ops.count(op) for op in INT8_OTHER_OPS] == [0, 1, 1, 2]
+    assert counts_of(exported)["quantize"] == layer_counts(4, 0, mul=1, mean=1, lut=2)
+    checks = check_model(spec, full_lib)
+    assert all(c.ok for c in checks), [o.line() for c in checks for o in c.outputs]
+
+
+class UnaryChain(nn.Module):
+    """A conv, then every pointwise activation PareQuantizer observes after
+    (some in place), then a global average pool."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 6, 3)
+
+    def forward(self, x):
+        y = F.hardsigmoid(F.hardswish(self.conv(x), inplace=True), inplace=True)
+        y = F.elu(F.tanh(F.gelu(F.silu(torch.sigmoid(y)), approximate="tanh")), inplace=True)
+        return F.leaky_relu(y, 0.2, inplace=True).mean((2, 3))
+
+
+def test_pointwise_activations_after_a_quantized_tensor_become_lookup_tables(full_lib):
+    module = converted(PareQuantizer(), UnaryChain())
+    exported = export(module)
+    ops = ops_of(exported.program)
+    assert ops.count("quantized_decomposed::quantize_per_tensor") == 1
+    assert ops.count("quantized_decomposed::dequantize_per_tensor") == 1
+    assert ops.count("pare::qlut") == 8
+    assert counts_of(exported)["quantize"] == layer_counts(1, 0, mean=1, lut=8)
+    spec = model_spec.ModelSpec(MODELS / "inline.py", module, tuple(inputs()))
+    checks = check_model(spec, full_lib)
+    assert all(c.ok for c in checks), [o.line() for c in checks for o in c.outputs]
+
+
+class Shuffle(nn.Module):
+    """ShuffleNet's cat of two branches (conv + relu, conv + relu6), then a
+    conv, a cat of its output with a branch's, and a 1x1 conv."""
+
+    def __init__(self):
+        super().__init__()
+        self.a = nn.Conv2d(3, 4, 1)
+        self.b = nn.Conv2d(3, 4, 3, padding=1)
+        self.c = nn.Conv2d(8, 4, 3, padding=1, groups=4)
+        self.head = nn.Conv2d(8, 5, 1)
+
+    def forward(self, x):
+        a = F.relu(self.a(x))
+        y = torch.cat([a, F.hardtanh(self.b(x), 0.0, 6.0)], 1)
+        return self.head(torch.cat([self.c(y), a], 1))
+
+
+def test_a_cat_shares_one_quantization_and_runs_on_int8(full_lib):
+    module = converted(PareQuantizer(), Shuffle())
+    cats = [n for n in module.graph.nodes if n.target is aten.cat.default]
+    for cat in cats:
+        quantizations = {tuple(t.args[1:]) for t in cat.args[0]} | {tuple(quantize_after(cat).args[1:])}
+        assert len(quantizations) == 1
+    exported = export(module)
+    ops = ops_of(exported.program)
+    assert ops.count("aten::cat") == 2
+    # The branch read by both cats joins both groups into one quantization: nothing is requantized.
+    assert ops.count("quantized_decomposed::quantize_per_tensor") == 1
+    assert ops.count("quantized_decomposed::dequantize_per_tensor") == 1
+    assert counts_of(exported)["quantize"] == layer_counts(4, 0, cat=2)
+    spec = model_spec.ModelSpec(MODELS / "inline.py", module, tuple(inputs()))
+    checks = check_model(spec, full_lib)
+    assert all(c.ok for c in checks), [o.line() for c in checks for o in c.outputs]
 
 
 class Manual(nn.Module):
