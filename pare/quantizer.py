@@ -11,18 +11,20 @@ It is configured as ExecuTorch's `XNNPACKQuantizer` with
   per output channel (axis 0);
 * bias: int32 at scale input_scale * weight_scale per channel (what an
   int8 GEMM accumulates in); `int32_bias=False` leaves it float, as
-  XNNPACKQuantizer does (then the two configure identically).
+  XNNPACKQuantizer does (then the two configure conv / linear / add
+  graphs identically).
 
 It annotates conv2d and linear (each with a following relu, hardtanh
 (relu6) or clamp fused into its output), add and mul of two tensors (with
 a following relu), cat (its inputs and output sharing one quantization),
 the pointwise activations of _UNARY after a quantized tensor (the input
 shared, the output observed: they change the range), and lets relu,
-hardtanh, pooling, mean and shape ops share their input's quantization.
-Which operators then run as int8 is the runtime's business
+hardtanh, pooling, upsampling, mean and shape ops share their input's
+quantization. Which operators then run as int8 is the runtime's business
 (docs/quantization.md: the tracer's quantize pass). Where this differs
 from XNNPACKQuantizer (relu6 and clamps fused into the layer, the
-pointwise activations annotated): the table in docs/quantization.md.
+pointwise activations and upsampling annotated): the table in
+docs/quantization.md.
 
     from torchao.quantization.pt2e.quantize_pt2e import prepare_pt2e, convert_pt2e
     from pare.quantizer import PareQuantizer
@@ -88,6 +90,9 @@ _SHARED = (
     aten.max_pool2d.default,
     aten.adaptive_avg_pool2d.default,
     aten.avg_pool2d.default,
+    # Interpolations, within their input's range as the average pools.
+    aten.upsample_nearest2d.vec,
+    aten.upsample_bilinear2d.vec,
     aten.mean.default,
     aten.mean.dim,
     aten.flatten.using_ints,

@@ -504,6 +504,30 @@ def test_mul_cat_and_lookup_tables_of_a_hand_written_graph(full_lib):
     assert all(c.ok for c in checks), [o.line() for c in checks for o in c.outputs]
 
 
+class Upsampled(nn.Module):
+    """A segmentation head's end: conv + relu, conv, bilinear upsampling."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 6, 3, padding=1)
+        self.classifier = nn.Conv2d(6, 4, 1)
+
+    def forward(self, x):
+        return F.interpolate(self.classifier(F.relu(self.conv(x))), scale_factor=2, mode="bilinear")
+
+
+def test_an_upsampling_shares_its_input_quantization(full_lib):
+    module = converted(PareQuantizer(), Upsampled())
+    (upsample,) = [n for n in module.graph.nodes if n.target is aten.upsample_bilinear2d.vec]
+    (q,) = upsample.users
+    assert tuple(q.args[1:]) == tuple(upsample.args[0].args[1:])
+    # The model's output comes out of a quantize: checked in quantization steps.
+    spec = model_spec.ModelSpec(MODELS / "inline.py", module, tuple(inputs()))
+    checks = check_model(spec, full_lib)
+    assert all(c.ok for c in checks), [o.line() for c in checks for o in c.outputs]
+    assert "quantized (step " in checks[0].outputs[0].line()
+
+
 # -- the arithmetic ----------------------------------------------------------------
 
 
