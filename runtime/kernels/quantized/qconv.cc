@@ -135,7 +135,9 @@ Error QConv2dPackedParams::run(KernelContext& ctx, const Tensor& input, Value& o
       const GemmRequantization rq = channels_from(requantization, grp * g.og, output_min, output_max);
       const kernels::qgemm::Output dst{y + g.group_output(n, grp), /*channel_stride=*/p, /*pixel_stride=*/1};
       if (!pointwise) im2col_columns(g, group_image, static_cast<int8_t>(input_zero_point), columns);
-      kernels::qgemm::gemm_columns(g.og, p, k, group_weight, pointwise ? group_image : columns, rq, dst, gemm_scratch);
+      const void* group_packed = packed == nullptr ? nullptr : packed + grp * packed_group_bytes;
+      kernels::qgemm::gemm_columns(g.og, p, k, group_weight, group_packed, pointwise ? group_image : columns, rq, dst,
+                                   gemm_scratch);
     }
   }
   return Error::Ok;

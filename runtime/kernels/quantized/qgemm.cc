@@ -41,10 +41,20 @@ void gemm_rows(int64_t channels, int64_t pixels, int64_t k, const int8_t* w, con
   PARE_SIMD_ISA::gemm_rows(channels, pixels, k, w, x, rq, out);
 }
 
-void gemm_columns(int64_t channels, int64_t pixels, int64_t k, const int8_t* w, const int8_t* x,
+int64_t columns_packed_bytes(int64_t channels, int64_t k) {
+  PARE_QGEMM_X86_64_V3(columns_packed_bytes(channels, k));
+  return PARE_SIMD_ISA::columns_packed_bytes(channels, k);
+}
+
+void pack_columns(int64_t channels, int64_t k, const int8_t* w, void* packed) {
+  PARE_QGEMM_X86_64_V3(pack_columns(channels, k, w, packed));
+  PARE_SIMD_ISA::pack_columns(channels, k, w, packed);
+}
+
+void gemm_columns(int64_t channels, int64_t pixels, int64_t k, const int8_t* w, const void* packed, const int8_t* x,
                   const Requantization& rq, const Output& out, void* scratch) {
-  PARE_QGEMM_X86_64_V3(gemm_columns(channels, pixels, k, w, x, rq, out, scratch));
-  PARE_SIMD_ISA::gemm_columns(channels, pixels, k, w, x, rq, out, scratch);
+  PARE_QGEMM_X86_64_V3(gemm_columns(channels, pixels, k, w, packed, x, rq, out, scratch));
+  PARE_SIMD_ISA::gemm_columns(channels, pixels, k, w, packed, x, rq, out, scratch);
 }
 
 void requantize_channel(const int32_t* acc, int64_t n, int32_t correction, float multiplier, float offset,

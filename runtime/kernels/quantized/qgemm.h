@@ -65,11 +65,23 @@ constexpr int64_t columns_scratch_bytes(int64_t channels, int64_t k) {
   return (channels + kColumnsScratchChannels) * ((k + 1) / 2) * 4 + (k + 1) * 16 + 64;
 }
 
+// The bytes of w [channels, k] in the layout gemm_columns' copy for this
+// machine reads (the AVX2 copy's int16 pairs), 0 when that copy reads w as
+// it is. A layer packs its weights once (pack_columns, at init) and passes
+// them to every call.
+int64_t columns_packed_bytes(int64_t channels, int64_t k);
+// Packs w [channels, k] into `packed` (columns_packed_bytes(channels, k)
+// bytes, 4-byte aligned; nothing when that is 0).
+void pack_columns(int64_t channels, int64_t k, const int8_t* w, void* packed);
+
 // w [channels, k] and x [k, pixels] (row stride `pixels`): a 1x1,
 // stride-1, unpadded convolution's image as it is in NCHW, no im2col, or
-// qconv.cc's channel-major im2col; vectorised across pixels. `scratch`:
+// qconv.cc's channel-major im2col; vectorised across pixels. `packed`:
+// pack_columns' copy of w, or nullptr (the AVX2 copy then packs w into
+// scratch on every call; the others read w as it is, and ignore `packed`,
+// so a cap of the ISA between init and a call stays correct). `scratch`:
 // columns_scratch_bytes(channels, k) bytes, 4-byte aligned.
-void gemm_columns(int64_t channels, int64_t pixels, int64_t k, const int8_t* w, const int8_t* x,
+void gemm_columns(int64_t channels, int64_t pixels, int64_t k, const int8_t* w, const void* packed, const int8_t* x,
                   const Requantization& rq, const Output& out, void* scratch);
 
 // out[i * out_stride] = requantized acc[i] + correction, for n values of one
@@ -105,15 +117,17 @@ void depthwise_plane(const DepthwisePlane& d, const int8_t* plane, const int8_t*
 // The kernels of each ISA's copy of qgemm_kernels.inc: this build's
 // (PARE_SIMD_ISA) and, at --//runtime:x86_64_isa=auto
 // (PARE_X86_64_DISPATCH), the x86-64-v3 copy.
-#define PARE_QGEMM_KERNELS                                                                                     \
-  void gemm_rows(int64_t channels, int64_t pixels, int64_t k, const int8_t* w, const int8_t* x,                \
-                 const Requantization& rq, const Output& out);                                                 \
-  void gemm_columns(int64_t channels, int64_t pixels, int64_t k, const int8_t* w, const int8_t* x,             \
-                    const Requantization& rq, const Output& out, void* scratch);                               \
-  void requantize_channel(const int32_t* acc, int64_t n, int32_t correction, float multiplier, float offset,   \
-                          int32_t output_min, int32_t output_max, int8_t* out);                                \
-  void depthwise_plane(const DepthwisePlane& d, const int8_t* plane, const int8_t* filter, int32_t correction, \
-                       float multiplier, float offset, int32_t output_min, int32_t output_max, int32_t* acc,   \
+#define PARE_QGEMM_KERNELS                                                                                             \
+  void gemm_rows(int64_t channels, int64_t pixels, int64_t k, const int8_t* w, const int8_t* x,                        \
+                 const Requantization& rq, const Output& out);                                                         \
+  int64_t columns_packed_bytes(int64_t channels, int64_t k);                                                           \
+  void pack_columns(int64_t channels, int64_t k, const int8_t* w, void* packed);                                       \
+  void gemm_columns(int64_t channels, int64_t pixels, int64_t k, const int8_t* w, const void* packed, const int8_t* x, \
+                    const Requantization& rq, const Output& out, void* scratch);                                       \
+  void requantize_channel(const int32_t* acc, int64_t n, int32_t correction, float multiplier, float offset,           \
+                          int32_t output_min, int32_t output_max, int8_t* out);                                        \
+  void depthwise_plane(const DepthwisePlane& d, const int8_t* plane, const int8_t* filter, int32_t correction,         \
+                       float multiplier, float offset, int32_t output_min, int32_t output_max, int32_t* acc,           \
                        int8_t* out);
 namespace PARE_SIMD_ISA {
 PARE_QGEMM_KERNELS

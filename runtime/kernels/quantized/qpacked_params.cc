@@ -110,7 +110,20 @@ Error QConv2dPackedParams::init(KernelContext& ctx, const Tensor& weight_t, cons
                        sizes_to_string(weight_t.size_span()).text, static_cast<long long>(groups));
   input_zero_point = static_cast<int32_t>(zero_point);
   weight = weight_t.data_as<int8_t>();
-  return requantization.init(ctx, correction, multiplier, offset, out_channels);
+  PARE_TRY(requantization.init(ctx, correction, multiplier, offset, out_channels));
+  // The GEMM's layout of the weights, once (qgemm.h's pack_columns).
+  const int64_t og = out_channels / groups;
+  packed_group_bytes = cg == 1 ? 0 : kernels::qgemm::columns_packed_bytes(og, k);
+  if (packed_group_bytes > 0 && out_channels > 0) {
+    PARE_TRY_ASSIGN(void* memory,
+                    ctx.allocate_persistent(static_cast<size_t>(packed_group_bytes * groups), alignof(int32_t)));
+    uint8_t* bytes = static_cast<uint8_t*>(memory);
+    for (int64_t grp = 0; grp < groups; ++grp) {
+      kernels::qgemm::pack_columns(og, k, weight + grp * og * k, bytes + grp * packed_group_bytes);
+    }
+    packed = bytes;
+  }
+  return Error::Ok;
 }
 
 Error QLinearPackedParams::init(KernelContext& ctx, const Tensor& weight_t, const Tensor& correction,

@@ -60,6 +60,12 @@ class QConv2dPackedParams : public ObjectBase, public conv::Layer2d {
   int32_t input_zero_point = 0;    // what padding reads
   const int8_t* weight = nullptr;  // [out_channels, in_channels / groups, kh, kw]
   Requantization requantization;
+  // Each group's weights as qgemm::pack_columns lays them out, made at
+  // init in the method's persistent memory (packed_group_bytes apart), or
+  // nullptr when this machine's GEMM reads `weight` as it is (or the layer
+  // is depthwise).
+  const uint8_t* packed = nullptr;
+  int64_t packed_group_bytes = 0;
 };
 
 class QLinearPackedParams : public ObjectBase {

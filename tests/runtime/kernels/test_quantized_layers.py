@@ -156,6 +156,10 @@ CONV_CASES = {
     "depthwise_wide": conv_case((1, 4, 13, 29), (4, 1, 3, 3), padding=(1, 1), groups=4),
     "depthwise_wide_stride2": conv_case((1, 3, 17, 35), (3, 1, 3, 3), stride=(2, 2), padding=(1, 1), groups=3),
     "depthwise_5x5_wide": conv_case((1, 2, 12, 30), (2, 1, 5, 5), padding=(2, 2), groups=2),
+    # Under 16 output pixels (the AVX2 GEMM's zero-padded tile) and a
+    # 8-pixel tail overlapping the tile before (7x7 = 49 pixels).
+    "3x3_4_pixels": conv_case((1, 16, 4, 4), (7, 16, 3, 3), stride=(2, 2), padding=(1, 1)),
+    "1x1_49_pixels": conv_case((1, 24, 7, 7), (14, 24, 1, 1)),
     "1x1_grouped": conv_case((1, 12, 5, 7), (18, 12 // 3, 1, 1), groups=3),
     "1x1_stride2": conv_case((1, 8, 9, 9), (5, 8, 1, 1), stride=(2, 2)),
     "7x7_stride2": conv_case((1, 3, 23, 21), (8, 3, 7, 7), stride=(2, 2), padding=(3, 3)),
@@ -203,6 +207,33 @@ def test_qconv2d_isa_copies_agree(runtime, name):
         if x86_64:
             runtime.set_max_isa("x86_64_v4")  # process-wide: leave the other tests uncapped
     np.testing.assert_array_equal(best, baseline)
+
+
+@pytest.mark.parametrize("name", ["3x3_wide", "1x1_tail9", "groups3_odd", "1x1_wide"])
+def test_qconv2d_isa_cap_between_load_and_run(runtime, name):
+    """The layer packs its weights at init for the copy the CPU runs then
+    (qgemm.h's pack_columns): a method loaded under one ISA cap and run
+    under another (the packed copy ignored, or made on the call) gives the
+    same bits (one copy, arm64's, is compared with itself)."""
+    x86_64 = runtime.kernel_isa.startswith("x86_64")
+    case = CONV_CASES[name]
+    x_q = int8_tensor(case["x"], 31)
+    layer = Layer(int8_tensor(case["w"], 32, -127, 127), bias_values(case["w"][0], 33), 0.02, 5, conv_op(case), seed=34)
+    layer.calibrate(x_q)
+    program = conv_program(layer, case)
+    (uncapped,) = runtime.load(program).method().run(x_q.numpy())
+    try:
+        packed_at_best = runtime.load(program).method()
+        if x86_64:
+            runtime.set_max_isa("x86_64_baseline")
+        loaded_at_baseline = runtime.load(program).method()
+        (a,) = packed_at_best.run(x_q.numpy())
+    finally:
+        if x86_64:
+            runtime.set_max_isa("x86_64_v4")  # process-wide: leave the other tests uncapped
+    (b,) = loaded_at_baseline.run(x_q.numpy())
+    np.testing.assert_array_equal(a, uncapped)
+    np.testing.assert_array_equal(b, uncapped)
 
 
 @fp_ops
