@@ -55,14 +55,21 @@ struct Output {
 void gemm_rows(int64_t channels, int64_t pixels, int64_t k, const int8_t* w, const int8_t* x, const Requantization& rq,
                const Output& out);
 
-// The most output channels a gemm_columns tile of any copy packs.
+// The most output channels a gemm_columns tile of any copy packs, its
+// pixels, and the most bytes of x a panel of its tiles packs (the AVX2
+// copy's int16 pairs: 2 bytes per int8).
 constexpr int64_t kColumnsScratchChannels = 8;
+constexpr int64_t kColumnsTilePixels = 16;
+constexpr int64_t kPanelBytes = int64_t{128} << 10;
 
 // The scratch bytes gemm_columns needs for `channels` at depth k (k <=
 // kMaxDepth): the weights' packed pairs, 4 bytes per 2 weights of every
-// channel block, and a 16-pixel tile of x.
+// channel block; the columns of under 16 pixels zero-padded to 16; a panel
+// of packed tiles of x (at most kPanelBytes or one tile) and a tail tile,
+// 32-byte aligned.
 constexpr int64_t columns_scratch_bytes(int64_t channels, int64_t k) {
-  return (channels + kColumnsScratchChannels) * ((k + 1) / 2) * 4 + (k + 1) * 16 + 64;
+  return (channels + kColumnsScratchChannels) * ((k + 1) / 2) * 4 + (k + 1) * kColumnsTilePixels + kPanelBytes +
+         2 * (k + 1) * kColumnsTilePixels * 2 + 64;
 }
 
 // The bytes of w [channels, k] in the layout gemm_columns' copy for this
