@@ -155,6 +155,11 @@ CONV_CASES = {
     "3x3_wide": conv_case((1, 16, 21, 23), (13, 16, 3, 3), padding=(1, 1)),
     "depthwise_wide": conv_case((1, 4, 13, 29), (4, 1, 3, 3), padding=(1, 1), groups=4),
     "depthwise_wide_stride2": conv_case((1, 3, 17, 35), (3, 1, 3, 3), stride=(2, 2), padding=(1, 1), groups=3),
+    # 16 outputs at a time, the last 16 overlapping; 8 under 16 outputs.
+    "depthwise_5x5_stride2_19_wide": conv_case((1, 3, 10, 37), (3, 1, 5, 5), stride=(2, 2), padding=(2, 2), groups=3),
+    "depthwise_dilated_rows_32_wide": conv_case(
+        (1, 2, 11, 32), (4, 1, 3, 3), padding=(2, 1), dilation=(2, 1), groups=2
+    ),
     "depthwise_5x5_wide": conv_case((1, 2, 12, 30), (2, 1, 5, 5), padding=(2, 2), groups=2),
     # Under 16 output pixels (the AVX2 GEMM's zero-padded tile) and a
     # 8-pixel tail overlapping the tile before (7x7 = 49 pixels).
