@@ -47,10 +47,28 @@ void depthwise(const conv::Geometry& g, const int8_t* x, const int8_t* w, const 
   }
 }
 
+// d[i] = s[i * stride] for i < n: a copy at stride 1, else a loop the
+// compiler vectorises (restrict: the im2col matrix never overlaps the
+// image).
+PARE_ALWAYS_INLINE void gather(int8_t* PARE_RESTRICT d, const int8_t* PARE_RESTRICT s, int64_t n, int64_t stride) {
+  if (n <= 0) return;
+  if (stride == 1) {
+    __builtin_memcpy(d, s, static_cast<size_t>(n));
+  } else if (stride == 2) {
+    for (int64_t i = 0; i < n; ++i) d[i] = s[2 * i];
+  } else {
+    for (int64_t i = 0; i < n; ++i) d[i] = s[i * stride];
+  }
+}
+
+PARE_ALWAYS_INLINE void fill(int8_t* d, int8_t value, int64_t n) {
+  if (n > 0) __builtin_memset(d, value, static_cast<size_t>(n));
+}
+
 // The im2col matrix of one (image, group), channel-major: row (c, ky, kx),
 // in the weights' order, holds that tap of every output pixel (oy out_w +
 // ox), padding as the zero point; gemm_columns reads it as it reads a 1x1
-// layer's image. At stride 1 a row's inside is a copy of an input row.
+// layer's image. A row's inside is a (strided) copy of an input row.
 void im2col_columns(const conv::Geometry& g, const int8_t* image, int8_t zero_point, int8_t* columns) {
   const int64_t p = g.planes_out();
   for (int64_t c = 0; c < g.cg; ++c) {
@@ -66,17 +84,13 @@ void im2col_columns(const conv::Geometry& g, const int8_t* image, int8_t zero_po
           int8_t* d = dst + oy * g.out_w;
           const int64_t iy = oy * g.sh - g.ph + ky * g.dh;
           if (iy < 0 || iy >= g.height || lo >= hi) {
-            for (int64_t ox = 0; ox < g.out_w; ++ox) d[ox] = zero_point;
+            fill(d, zero_point, g.out_w);
             continue;
           }
           const int8_t* row = plane + iy * g.width + offset;
-          for (int64_t ox = 0; ox < lo; ++ox) d[ox] = zero_point;
-          if (g.sw == 1) {
-            for (int64_t ox = lo; ox < hi; ++ox) d[ox] = row[ox];
-          } else {
-            for (int64_t ox = lo; ox < hi; ++ox) d[ox] = row[ox * g.sw];
-          }
-          for (int64_t ox = hi; ox < g.out_w; ++ox) d[ox] = zero_point;
+          fill(d, zero_point, lo);
+          gather(d + lo, row + lo * g.sw, hi - lo, g.sw);
+          fill(d + hi, zero_point, g.out_w - hi);
         }
       }
     }
