@@ -14,6 +14,20 @@ namespace pare {
 namespace kernels {
 namespace {
 
+// quantize_value's steps for a one-byte range (exact in float and int32,
+// so its int64 clamp changes nothing), in a loop that vectorises (restrict:
+// the output never overlaps the input): an int8 model's input.
+template <typename Q>
+void quantize_bytes(const float* PARE_RESTRICT x, size_t n, float inv_scale, float zp, float qmin, float qmax,
+                    Q* PARE_RESTRICT q) {
+  for (size_t i = 0; i < n; ++i) {
+    float v = quantized::round_half_even(x[i] * inv_scale) + zp;
+    v = v < qmin ? qmin : v;
+    v = v > qmax ? qmax : v;
+    q[i] = static_cast<Q>(v != v ? 0 : static_cast<int32_t>(v));
+  }
+}
+
 // The shared body of both quantize overloads.
 Error quantize_per_tensor(KernelContext& ctx, KernelArgs& args, const Tensor& input, double scale, int64_t zero_point,
                           int64_t quant_min, int64_t quant_max, ScalarType dtype) {
@@ -35,8 +49,12 @@ Error quantize_per_tensor(KernelContext& ctx, KernelArgs& args, const Tensor& in
   return PARE_DISPATCH(quantize_per_tensor_kernel, ctx, dtype, Q, {
     const float* x = in.data_as<float>();
     Q* q = out->data_as<Q>();
-    for (size_t i = 0; i < n; ++i) {
-      q[i] = quantized::quantize_value<Q, float>(x[i], inv_scale, zp, qmin, qmax, quant_min, quant_max);
+    if constexpr (sizeof(Q) == 1) {
+      quantize_bytes(x, n, inv_scale, zp, qmin, qmax, q);
+    } else {
+      for (size_t i = 0; i < n; ++i) {
+        q[i] = quantized::quantize_value<Q, float>(x[i], inv_scale, zp, qmin, qmax, quant_min, quant_max);
+      }
     }
     return Error::Ok;
   });
