@@ -8,6 +8,7 @@
 #include "runtime/kernels/common/depthwise.h"
 #include "runtime/kernels/common/gemm.h"
 #include "runtime/kernels/common/im2col.h"
+#include "runtime/kernels/common/linear.h"
 #include "runtime/kernels/prepacked/winograd.h"
 
 namespace pare {
@@ -153,13 +154,8 @@ Error LinearPackedParams::init(KernelContext& ctx, const Tensor& packed, const T
 }
 
 Error LinearPackedParams::run(KernelContext& ctx, const Tensor& input, Value& out, const Epilogue& epilogue) const {
-  PARE_CHECK_OR_RETURN(ctx, input.dim >= 1 && input.sizes[input.dim - 1] == in_features, Error::InvalidShape,
-                       "argument 'input' with sizes %s does not end in in_features = %lld",
-                       sizes_to_string(input.size_span()).text, static_cast<long long>(in_features));
-  int64_t sizes[kMaxDim];
-  for (size_t d = 0; d < input.dim; ++d) sizes[d] = input.sizes[d];
-  sizes[input.dim - 1] = out_features;
-  PARE_TRY_ASSIGN(Tensor * result, ctx.allocate_output(out, ScalarType::Float, IntArrayRef(sizes, input.dim)));
+  PARE_TRY_ASSIGN(Tensor * result,
+                  linear::allocate_output(ctx, input, in_features, out_features, ScalarType::Float, out));
   if (result->numel() == 0) return Error::Ok;
   // Rows of the product (in_features may be 0, out_features is not here).
   const int64_t m = static_cast<int64_t>(result->numel()) / out_features;

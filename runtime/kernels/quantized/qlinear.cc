@@ -2,8 +2,8 @@
 // (qpacked_params.h), the int8 GEMM with the input's rows as its pixels.
 // Build feature threads: not yet; the split would go over the rows.
 
-#include "runtime/core/format.h"
 #include "runtime/kernels/common/convert.h"
+#include "runtime/kernels/common/linear.h"
 #include "runtime/kernels/quantized/qgemm.h"
 #include "runtime/kernels/quantized/qpacked_params.h"
 
@@ -12,13 +12,8 @@ namespace classes {
 
 Error QLinearPackedParams::run(KernelContext& ctx, const Tensor& input, Value& out, int32_t output_min,
                                int32_t output_max) const {
-  PARE_CHECK_OR_RETURN(ctx, input.dim >= 1 && input.sizes[input.dim - 1] == in_features, Error::InvalidShape,
-                       "argument 'input' with sizes %s does not end in in_features = %lld",
-                       sizes_to_string(input.size_span()).text, static_cast<long long>(in_features));
-  int64_t sizes[kMaxDim];
-  for (size_t d = 0; d < input.dim; ++d) sizes[d] = input.sizes[d];
-  sizes[input.dim - 1] = out_features;
-  PARE_TRY_ASSIGN(Tensor * result, ctx.allocate_output(out, ScalarType::Char, IntArrayRef(sizes, input.dim)));
+  PARE_TRY_ASSIGN(Tensor * result,
+                  linear::allocate_output(ctx, input, in_features, out_features, ScalarType::Char, out));
   if (result->numel() == 0) return Error::Ok;
   const int64_t rows = static_cast<int64_t>(result->numel()) / out_features;
   PARE_TRY_ASSIGN(const Tensor x, as_contiguous(ctx, input, ScalarType::Char));
