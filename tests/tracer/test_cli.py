@@ -14,6 +14,7 @@ from tracer_testlib import MODELS, REPO
 
 import codegen
 from tools.tracer import cli
+from tools.tracer.model_spec import load_model_spec
 
 FIXTURES = REPO / "tests" / "codegen" / "fixtures" / "manifests"
 
@@ -143,6 +144,31 @@ def test_model_spec_errors_name_the_fix(capsys, tmp_path):
     code, _, err = run_cli(capsys, "-q", "export", str(bad), "-o", str(tmp_path / "x"))
     assert code == 2
     assert_one_error_line(err, "inputs[0][0] is a int", "wrap scalars with torch.tensor")
+
+
+@pytest.mark.parametrize(
+    "tolerance,override",
+    [
+        ("", None),
+        ("TOLERANCE = {}", {}),
+        ('TOLERANCE = {"atol": 0.1}', {"atol": 0.1}),
+        ("TOLERANCE = {'rtol': 0, 'atol': 2}", {"rtol": 0, "atol": 2}),
+    ],
+)
+def test_model_spec_tolerance_override_is_what_the_spec_sets(tmp_path, tolerance, override):
+    spec = tmp_path / "relu.py"
+    spec.write_text(f"import torch\n{tolerance}\ndef build():\n    return torch.nn.ReLU(), [(torch.ones(2),)]\n")
+    assert load_model_spec(spec).tolerance_override() == override
+
+
+def test_model_spec_bad_tolerance_is_one_line(capsys, tmp_path):
+    bad = tmp_path / "bad.py"
+    bad.write_text(
+        'import torch\nTOLERANCE = {"atol": -1}\ndef build():\n    return torch.nn.ReLU(), [(torch.ones(2),)]\n'
+    )
+    code, _, err = run_cli(capsys, "-q", "export", str(bad), "-o", str(tmp_path / "x"))
+    assert code == 2
+    assert_one_error_line(err, "TOLERANCE['atol'] must be a non-negative number, got -1")
 
 
 def test_internal_errors_are_one_line_unless_traceback(capsys, tmp_path, monkeypatch):

@@ -166,12 +166,7 @@ class OnnxRuntimePeer:
             actual = [torch.from_numpy(a) for a in binding.copy_outputs_to_cpu()]
         except Exception as e:  # noqa: BLE001
             return cls.failed(f"the run failed: {one_line(e)}")
-        override = None
-        if spec.tolerance is not None:
-            override = {
-                k: v for k, v in (("rtol", spec.tolerance.rtol), ("atol", spec.tolerance.atol)) if v is not None
-            }
-        problem = mismatch(actual, expected, {k: tuple(v) for k, v in tolerances().items()}, override)
+        problem = mismatch(actual, expected, {k: tuple(v) for k, v in tolerances().items()}, spec.tolerance_override())
         if problem:
             return cls.failed(f"output differs from torch eager: {problem}")
         return cls(run, None, (session, binding, arrays))

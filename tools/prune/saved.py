@@ -49,14 +49,8 @@ def write_outputs(out: Path, result) -> Path:
     plan = {"original": original, "plan": result.plan.to_json()}
     (out / "plan.json").write_text(json.dumps(plan) + "\n", encoding="utf-8")
     torch.save(result.model.state_dict(), out / "pruned.pt")
-    tolerance = ""
-    if result.spec.tolerance is not None:
-        t = {
-            k: v
-            for k, v in (("rtol", result.spec.tolerance.rtol), ("atol", result.spec.tolerance.atol))
-            if v is not None
-        }
-        tolerance = f"\nTOLERANCE = {t!r}\n"
+    override = result.spec.tolerance_override()
+    tolerance = "" if override is None else f"\nTOLERANCE = {override!r}\n"
     (out / "model.py").write_text(
         _MODEL_PY.format(
             name=result.spec.path.stem,

@@ -33,6 +33,12 @@ class ModelSpec:
     tolerance: Tolerance | None = None
     float_twin: Path | None = None  # FLOAT_TWIN: the float model a quantized one was made from (tools.bench)
 
+    def tolerance_override(self) -> dict[str, float] | None:
+        """The spec's TOLERANCE as written (only the keys it sets), or None."""
+        if self.tolerance is None:
+            return None
+        return {k: v for k, v in (("rtol", self.tolerance.rtol), ("atol", self.tolerance.atol)) if v is not None}
+
 
 def _import(path: Path):
     # A name unique per file, so two specs called model.py do not collide.
