@@ -28,6 +28,7 @@
 // harness is test code, not runtime code, so it may use libc.
 
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -65,8 +66,13 @@ constexpr size_t kNumDtypes = sizeof(kDtypes) / sizeof(kDtypes[0]);
 constexpr int32_t kBadDtypes[] = {8, 9, 10, 12, 13, 14, 16, -1};
 
 // The C API accepted a misuse, or broke a promise it documents: a crash the
-// fuzzer reports.
-[[noreturn]] void broken_promise() { abort(); }
+// fuzzer reports. The line of the failed check is printed first (on an
+// "ERROR" line, which tools/fuzz.sh shows), so a CI log names the promise
+// even when the crashing input is not kept.
+[[noreturn]] void broken_promise(int line = __builtin_LINE()) {
+  fprintf(stderr, "==fuzz== ERROR: broken C API promise at fuzz/loader_fuzzer.cc:%d\n", line);
+  abort();
+}
 
 // A call the C API must refuse: a failure code and, from a method, a message.
 void expect_refused(pare_status status, const pare_method* method) {

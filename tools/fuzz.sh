@@ -67,7 +67,19 @@ for target in "${targets[@]}"; do
   ((jobs > 1)) && grep -E "^#[0-9]+: cov" "$log" | tail -1 | sed 's/^/   /'
   if [[ $rc -ne 0 ]]; then
     echo "fuzz: $target FAILED (exit $rc); log: $log" >&2
-    grep -E "ERROR|runtime error|Traceback|AssertionError|Exception|Test unit written|artifact" "$log" | head -20 >&2
+    grep -E "ERROR|runtime error|\[pare error\]|Traceback|AssertionError|Exception|Test unit written|artifact" "$log" | head -20 >&2
+    # A CI machine's build/ is gone after the run: print a small crashing
+    # input into the log itself (gzip, base64) so the failure reproduces
+    # without it. Decode with: base64 -d | gunzip > crash.pare
+    crash=$(sed -n 's/.*Test unit written to \(.*\)$/\1/p' "$log" | tail -1)
+    if [[ -n "$crash" && -f "$crash" ]]; then
+      encoded=$(gzip -9c "$crash" | base64 -w0)
+      if ((${#encoded} <= 32768)); then
+        echo "fuzz: $target crashing input ($(stat -c %s "$crash") B; base64 -d | gunzip > crash): $encoded" >&2
+      else
+        echo "fuzz: $target crashing input too large to print (${#encoded} B encoded): $crash" >&2
+      fi
+    fi
     failed+=("$target")
   fi
 done
