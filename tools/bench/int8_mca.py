@@ -16,20 +16,14 @@ stalls beyond the model's. docs/quantization.md quotes the table.
 from __future__ import annotations
 
 import argparse
-import re
-import subprocess
 import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 from tools import REPO_ROOT
-
-CLANG = "clang++-16"
-LLVM_MCA = "llvm-mca-16"
-TARGET = "aarch64-linux-android24"
-DEFAULT_CPUS = ("cortex-a55", "neoverse-n2")
-ITERATIONS = 200
+from tools.bench import arm64_mca
+from tools.bench.arm64_mca import CLANG, DEFAULT_CPUS, TARGET, McaError, run
 
 # Multiply-adds per iteration of the tile's inner loop: 4 channels x 4
 # pixels x 16 bytes of k.
@@ -66,10 +60,6 @@ _PEAK = "\n".join(f"sdot v{i}.4s, v{16 + i % 8}.16b, v{24 + i % 8}.16b" for i in
 _PEAK_MACS = 16 * 16
 
 
-class McaError(Exception):
-    """A compiler or llvm-mca failure, or a loop the script cannot find."""
-
-
 @dataclass(frozen=True)
 class Estimate:
     kernel: str
@@ -81,17 +71,6 @@ class Estimate:
     @property
     def share_of_peak(self) -> float:
         return self.macs_per_cycle / self.peak_macs_per_cycle
-
-
-def _run(cmd: list[str], stdin: str | None = None) -> str:
-    try:
-        proc = subprocess.run(cmd, input=stdin, capture_output=True, text=True)
-    except OSError as e:
-        raise McaError(f"cannot run {cmd[0]} ({e.strerror}); install llvm-16 and clang-16 (tools/setup.sh)") from None
-    if proc.returncode != 0:
-        first = (proc.stderr.strip().splitlines() or ["no message"])[0]
-        raise McaError(f"{cmd[0]} failed (exit {proc.returncode}): {first}")
-    return proc.stdout
 
 
 def kernel_assembly(name: str) -> str:
@@ -107,48 +86,23 @@ def kernel_assembly(name: str) -> str:
     with tempfile.TemporaryDirectory(prefix="pare-mca-") as tmp:
         src = Path(tmp) / "kernel.cc"
         src.write_text(source)
-        return _run(
+        return run(
             [CLANG, f"--target={TARGET}", "-std=c++17", "-O2", "-ffreestanding", "-fno-exceptions", "-fno-rtti"]
             + [f"-I{REPO_ROOT}", "-S", "-o", "-", str(src)]
         )
 
 
 def inner_loop(assembly: str) -> str:
-    """The instructions of the innermost loop that multiplies (the basic
-    block a backward branch closes, holding sdot or smull), without labels
-    and directives."""
-    lines = [line.split("//")[0].rstrip() for line in assembly.splitlines()]
-    labels = {line.rstrip(":").strip(): i for i, line in enumerate(lines) if re.match(r"^\.?L\w+:$", line.strip())}
-    best: list[str] = []
-    for i, line in enumerate(lines):
-        m = re.match(r"^\s*b(?:\.\w+)?\s+(\.?L\w+)\s*$", line) or re.match(
-            r"^\s*(?:cbn?z|tbn?z)\s+[^,]+,\s*(?:#\d+,\s*)?(\.?L\w+)\s*$", line
-        )
-        if not m or m.group(1) not in labels or labels[m.group(1)] > i:
-            continue
-        body = [
-            ln.strip()
-            for ln in lines[labels[m.group(1)] + 1 : i + 1]
-            if ln.strip() and not ln.strip().startswith((".", "//", "#")) and not ln.strip().endswith(":")
-        ]
-        multiplies = [ln for ln in body if ln.startswith(("sdot", "smull"))]
-        if multiplies and (not best or len(body) < len(best)):
-            best = body
-    if not best:
-        raise McaError("no loop with sdot or smull in the kernel's assembly")
-    return "\n".join(best) + "\n"
+    """The instructions of the innermost loop that multiplies (sdot, or
+    smull/smull2 with sadalp), without labels and directives."""
+    return arm64_mca.inner_loop(assembly, ("sdot", "smull", "smull2"))
 
 
 def mca_cycles_per_iteration(block: str, cpu: str) -> float:
     """llvm-mca's cycles per iteration of `block` on `cpu`."""
     # +dotprod: the sdot kernel's code is built for it, whatever the core's
     # default extensions.
-    cmd = [LLVM_MCA, f"-mtriple={TARGET}", f"-mcpu={cpu}", "-mattr=+dotprod", f"-iterations={ITERATIONS}"]
-    out = _run(cmd, stdin=block)
-    total = re.search(r"Total Cycles:\s+(\d+)", out)
-    if not total:
-        raise McaError(f"llvm-mca printed no 'Total Cycles' for -mcpu={cpu}")
-    return int(total.group(1)) / ITERATIONS
+    return arm64_mca.mca(block, cpu, mattr="+dotprod").cycles_per_iteration
 
 
 def peak_macs_per_cycle(cpu: str) -> float:
