@@ -1,6 +1,6 @@
 """tools.bench.arm64_mca: each float hot loop of the arm64 build is found in
 the assembly of its own runtime source (the GEMM tile's 12 FMLAs, the 3x3
-depthwise row's 9), llvm-mca-16 estimates it on a little and a big core
+depthwise step's 36), llvm-mca-16 estimates it on a little and a big core
 within the core's peak, the bottleneck reads "latency" only when no unit is
 busy for most of the loop, and the CLI prints the table docs/performance.md
 quotes or a one-line error. Static estimates, not timings."""
@@ -28,7 +28,7 @@ def test_loops_are_the_kernels_own():
     assert _count(gemm, "fmla") == 12 and "str" not in gemm
     for stride in (1, 2):
         row = arm64_mca.kernel_loop(f"depthwise 3x3 stride {stride}")
-        assert _count(row, "fmla") == 9, row  # the 3x3 taps, unrolled
+        assert _count(row, "fmla") == 36, row  # the 3x3 taps, unrolled, for each of 4 output vectors
     assert _count(arm64_mca.kernel_loop("winograd 4x4 output"), "fadd") > 0
     copy = arm64_mca.kernel_loop("im2col rows")
     assert any(line.split()[0] in ("str", "stur", "stp") for line in copy.splitlines())

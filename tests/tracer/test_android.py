@@ -122,10 +122,12 @@ def test_harness_run_mode_outputs_and_errors(android_lib):
         harness.run_program(android_lib, program, "forward", [harness.TensorData(6, (2, 7), bytes(2 * 7 * 4))])
 
 
-def test_fast_kernels_match_torch_on_android_arm64(android_lib):
+@pytest.mark.parametrize("model", ["fast_kernels", "depthwise_rows"])
+def test_fast_kernels_match_torch_on_android_arm64(android_lib, model):
     # The NEON builds of the vectorised depthwise kernels and the GEMM tile,
-    # on odd shapes (tests/tracer/models/fast_kernels.py).
-    checks = check_model(spec_of("fast_kernels"), android_lib)
+    # on odd shapes (tests/tracer/models/fast_kernels.py), and the depthwise
+    # rows' 16-output step on wide rows (depthwise_rows.py).
+    checks = check_model(spec_of(model), android_lib)
     assert checks and all(c.ok for c in checks), [c.line() for c in checks if not c.ok]
 
 

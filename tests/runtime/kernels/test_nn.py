@@ -92,11 +92,12 @@ def test_conv2d_depthwise(dtype, stride, padding, dilation):
 @pytest.mark.parametrize(
     "kernel,stride,padding", [(3, 1, 1), (3, 2, 1), (5, 1, 2), (5, 2, 2), (7, 1, 3), (7, 2, 0), (3, 2, 0)]
 )
-@pytest.mark.parametrize("hw", [(1, 1), (7, 9), (17, 18), (6, 33)])
+@pytest.mark.parametrize("hw", [(1, 1), (7, 9), (17, 18), (6, 33), (5, 70)])
 def test_conv2d_depthwise_float_fast_path(kernel, stride, padding, hw):
     # The vectorised K x K kernel (K = 3, 5, 7; stride 1, 2): output rows of
-    # 1 to 33 columns (whole vectors and tails on 4 and 8 lanes), inputs
-    # smaller than the kernel, no bias, batch 2, channel multiplier 2.
+    # 1 to 70 columns (steps of 16 outputs, then whole vectors and tails on
+    # 4 and 8 lanes), inputs smaller than the kernel, no bias, batch 2,
+    # channel multiplier 2.
     h, w_ = hw
     if (h + 2 * padding - kernel) < 0 or (w_ + 2 * padding - kernel) < 0:
         padding = kernel // 2
