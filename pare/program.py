@@ -44,6 +44,7 @@ from pare._format_table import (
     DOUBLE,
     DOUBLE_LIST,
     FLAG_CONSTANT,
+    HEADER_FLAG_STATE,
     HEADER_SIZE,
     INT,
     INT_LIST,
@@ -53,6 +54,7 @@ from pare._format_table import (
     NO_VALUE,
     NONE,
     OBJECT,
+    STATE_FLAG_IN_PLACE,
     STRING,
     TENSOR,
     TENSOR_LIST,
@@ -120,6 +122,14 @@ class _ValueRecord:
 
 
 @dataclasses.dataclass
+class _State:
+    name: str
+    value: int  # a constant tensor: the initial value
+    update: int = NO_VALUE  # the value each execute writes back
+    in_place: bool = False
+
+
+@dataclasses.dataclass
 class _Instruction:
     op: str
     inputs: list[int]
@@ -139,6 +149,7 @@ class MethodBuilder:
         self._init: list[_Instruction] = []
         self._body: list[_Instruction] = []
         self._scalar_cache: dict[tuple, int] = {}
+        self._states: list[_State] = []
 
     # -- values -------------------------------------------------------------
 
@@ -191,6 +202,32 @@ class MethodBuilder:
                 )
             )
         raise ProgramError(f"cannot turn {type(x).__name__} into a program value")
+
+    def state(self, name: str, initial) -> Value:
+        """A buffer the method keeps between calls (format 1.2, build feature
+        state): a tensor value whose initial value is `initial` (numpy or
+        torch); each method instance holds its own copy. Give the value
+        each call writes into it with update_state()."""
+        if not name or any(s.name == name for s in self._states):
+            raise ProgramError(f"state name {name!r} is empty or already used in method '{self.name}'")
+        v = self.constant(initial if _dtypes.is_torch_tensor(initial) else np.asarray(initial))
+        self._states.append(_State(name, v.id))
+        return v
+
+    def update_state(self, state: Value, value: Value, in_place: bool = False) -> None:
+        """At the end of every execute, `value` (a tensor an instruction of
+        the body produces, with the state's dtype and sizes) becomes the
+        state's content. `in_place`: its producer writes it straight into
+        the state's storage, which is only right when nothing after the
+        producer reads the state or a view of it (the loader checks direct
+        reads)."""
+        self._check_owned(state)
+        self._check_owned(value)
+        entry = next((s for s in self._states if s.value == state.id), None)
+        if entry is None:
+            raise ProgramError(f"{state} is not a state of method '{self.name}'")
+        entry.update = value.id
+        entry.in_place = bool(in_place)
 
     def _cached(self, key, make) -> Value:
         if key not in self._scalar_cache:
@@ -451,14 +488,20 @@ class _Writer:
         return offset
 
     def minor_version(self) -> int:
-        """The oldest minor version that reads the program: 1 (VERSION_MINOR)
-        when a tensor list holds None (a Tensor?[] argument), else 0, so a
-        program a 1.0 runtime can load says so."""
+        """The oldest minor version that reads the program: 2 (VERSION_MINOR)
+        when a method has state, 1 when a tensor list holds None (a
+        Tensor?[] argument), else 0, so a program an older runtime can load
+        says so."""
+        if self.has_state():
+            return VERSION_MINOR
         for m in self.methods:
             for v in m._values:
                 if v.kind == TENSOR_LIST and any(m._values[i].kind == NONE for i in v.ids):
-                    return VERSION_MINOR
+                    return 1
         return 0
+
+    def has_state(self) -> bool:
+        return any(m._states for m in self.methods)
 
     def write(self) -> bytes:
         # Intern every string and op first: the tables precede the methods.
@@ -471,6 +514,8 @@ class _Writer:
             for v in m._values:
                 if v.kind in (STRING, OBJECT):
                     self.string(v.scalar)
+            for st in m._states:
+                self.string(st.name)
         string_bytes = []
         for s in self.strings:
             string_bytes.append((self.put(f"{len(s.encode()) + 1}s", s.encode() + b"\0"), len(s.encode())))
@@ -483,9 +528,12 @@ class _Writer:
         for op in self.ops:
             self.put("I", self.strings[op])
         method_records = [self.write_method(m) for m in self.methods]
+        state_tables = [self.write_states(m) for m in self.methods] if self.has_state() else []
         methods_offset = self.align(8)
         self.put("II", len(method_records), 0)
         for r in method_records:
+            self.put("Q", r)
+        for r in state_tables:  # format 1.2: after the method offsets, under HEADER_FLAG_STATE
             self.put("Q", r)
         data_offset = self.align(DATA_ALIGNMENT)
         self.buf.extend(self.data)
@@ -496,7 +544,7 @@ class _Writer:
             VERSION_MAJOR,
             self.minor_version(),
             HEADER_SIZE,
-            0,
+            HEADER_FLAG_STATE if self.has_state() else 0,
             len(self.buf),
             strings_offset,
             ops_offset,
@@ -512,6 +560,17 @@ class _Writer:
             return 0
         offset = self.align(align)
         self.buf.extend(struct.pack(f"<{len(items)}{fmt}", *items))
+        return offset
+
+    def write_states(self, m: MethodBuilder) -> int:
+        """A method's state table (u32 count, u32 reserved, then u32 name,
+        value, update, flags per state); 0 when it has none."""
+        if not m._states:
+            return 0
+        offset = self.align(8)
+        self.put("II", len(m._states), 0)
+        for st in m._states:
+            self.put("IIII", self.strings[st.name], st.value, st.update, STATE_FLAG_IN_PLACE if st.in_place else 0)
         return offset
 
     def write_method(self, m: MethodBuilder) -> int:

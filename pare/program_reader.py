@@ -55,6 +55,8 @@ class MethodInfo:
     outputs: list[int]
     instructions: list[InstructionInfo]
     num_init: int
+    # Format 1.2: per state, (name, value id, update value id or None, in place).
+    states: list[tuple[str, int, int | None, bool]] = dataclasses.field(default_factory=list)
 
 
 @dataclasses.dataclass
@@ -92,7 +94,13 @@ def _read(buf: memoryview) -> ProgramInfo:
     ops = [strings[i] for i in struct.unpack_from(f"<{n_ops}I", buf, o_off + 4)]
     n_methods, _ = struct.unpack_from("<II", buf, m_off)
     methods = []
-    for rec in struct.unpack_from(f"<{n_methods}Q", buf, m_off + 8):
+    records = struct.unpack_from(f"<{n_methods}Q", buf, m_off + 8)
+    state_offsets = (
+        struct.unpack_from(f"<{n_methods}Q", buf, m_off + 8 + 8 * n_methods)
+        if flags & fmt.HEADER_FLAG_STATE
+        else (0,) * n_methods
+    )
+    for rec, st_off in zip(records, state_offsets):
         name, nv, ni, no, nins, ninit, v_off, io_off, ins_off = struct.unpack_from("<IIIIIIQQQ", buf, rec)
         values = []
         for i in range(nv):
@@ -142,7 +150,14 @@ def _read(buf: memoryview) -> ProgramInfo:
             op, n_in, n_out, args_off = struct.unpack_from("<IHHQ", buf, ins_off + fmt.INSTRUCTION_RECORD_SIZE * i)
             args = list(struct.unpack_from(f"<{n_in + n_out}I", buf, args_off)) if n_in + n_out else []
             instructions.append(InstructionInfo(ops[op], args[:n_in], args[n_in:]))
-        methods.append(MethodInfo(strings[name], values, io[:ni], io[ni:], instructions, ninit))
+        states = []
+        if st_off:
+            (n_states,) = struct.unpack_from("<I", buf, st_off)
+            for k in range(n_states):
+                s_name, s_value, s_update, s_flags = struct.unpack_from("<IIII", buf, st_off + 8 + 16 * k)
+                update = None if s_update == fmt.NO_VALUE else s_update
+                states.append((strings[s_name], s_value, update, bool(s_flags & fmt.STATE_FLAG_IN_PLACE)))
+        methods.append(MethodInfo(strings[name], values, io[:ni], io[ni:], instructions, ninit, states))
     return ProgramInfo((major, minor), file_size, strings, ops, methods, d_off, d_size)
 
 
@@ -160,6 +175,11 @@ def dump(info: ProgramInfo, out=sys.stdout) -> None:
         )
         for i, v in enumerate(m.values):
             print(f"  %{i}: {v.describe()}", file=out)
+        for name, value, update, in_place in m.states:
+            written = (
+                "never written" if update is None else f"updated from %{update}" + (" in place" if in_place else "")
+            )
+            print(f"  state {name!r}: %{value}, {written}", file=out)
         for i, ins in enumerate(m.instructions):
             section = "init " if i < m.num_init else ""
             outs = ", ".join(f"%{o}" for o in ins.outputs)

@@ -270,19 +270,31 @@ def test_unexportable_model_is_summarised():
         export_model(spec)
 
 
-def test_mutating_a_buffer_is_a_user_error():
+def test_a_mutated_buffer_becomes_state():
     class Counter(nn.Module):
         def __init__(self):
             super().__init__()
             self.register_buffer("count", torch.zeros(1))
+            self.register_buffer("history", torch.zeros(4))
 
         def forward(self, x):
             self.count.add_(1)
-            return x + self.count
+            old = self.history.clone()
+            self.history.copy_(x * 2)
+            return x + self.count + old
 
-    spec = spec_from(Counter(), [(torch.rand(2),)])
-    with pytest.raises(TracerError, match="updates buffer 'count' in forward"):
-        export_model(spec)
+    info = pp.read(export_model(spec_from(Counter(), [(torch.rand(4),)])).program)
+    assert info.version == (1, 2)
+    (method,) = info.methods
+    states = {name: (method.values[value], update, in_place) for name, value, update, in_place in method.states}
+    assert set(states) == {"count", "history"}
+    count, count_update, count_in_place = states["count"]
+    assert count.constant and count.payload.tolist() == [0.0] and count_update is not None
+    assert count_in_place  # add(count, 1) writes over count, which nothing reads later
+    history, history_update, history_in_place = states["history"]
+    assert history.payload.tolist() == [0.0] * 4 and history_update is not None
+    # The old history is read after the new one is computed: written back by a copy.
+    assert not history_in_place
 
 
 def test_unsupported_dtype_is_a_user_error():

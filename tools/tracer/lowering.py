@@ -19,6 +19,12 @@ operator call is resolved here instead:
   and are passed as int-list elements; an int-list element computed by
   SymInt arithmetic (`s0 * 3`) has no runtime operator, so in a `view` it is
   replaced by -1 (the one size view infers) and anywhere else reported;
+* buffers the model mutates (torch.export's BUFFER_MUTATION outputs:
+  `self.k_cache.index_copy_(...)`, `index_put_`, `copy_`) become the
+  method's state (program format 1.2): the buffer's value at export is the
+  initial value, and the mutated value is written back after every call,
+  in place (its producer, e.g. `index_put`, writes into the state's
+  storage) when no later instruction reads the buffer or a view of it;
 * torch.export's runtime assertions are dropped (nothing uses their results);
 * `alias`/`detach`, and a `clone` or same-dtype `_to_copy` of a tensor that
   is already contiguous, are the identity in a functional graph: they pass
@@ -183,6 +189,7 @@ class MethodLowering:
         self.report = report
         self.graph = ep.graph_module.graph
         self.constants: dict[Node, torch.Tensor] = {}
+        self.states: dict[Node, tuple[str, torch.Tensor]] = {}  # mutated buffers: name, initial value
         self.user_inputs: list[Node] = []
         self.env: dict[Node, Any] = {}
         self._constant_values: dict[Node, Value] = {}
@@ -203,6 +210,9 @@ class MethodLowering:
         needed = self._needed(output_node, plans)
         for node in self.user_inputs:
             self.env[node] = self._declare_input(node)
+        for node, (name, initial) in self.states.items():
+            _pare_dtype(initial.dtype, f"buffer {name!r}")
+            self.env[node] = self.mb.state(name, initial.contiguous())
         for node in self.graph.nodes:
             if node.op == "call_function" and node in needed:
                 self._lower_node(node, plans[node])
@@ -219,15 +229,50 @@ class MethodLowering:
         ]
         for out in user_outputs:
             self.mb.output(self._value_of(out))
+        by_target = {name: node for node, (name, _) in self.states.items()}
+        for out, spec in zip(outputs, self.ep.graph_signature.output_specs):
+            if spec.kind == OutputKind.BUFFER_MUTATION and out is not by_target[spec.target]:
+                state = by_target[spec.target]
+                self.mb.update_state(self.env[state], self._value_of(out), self._in_place(state, out, plans))
+
+    def _in_place(self, buffer: Node, update: Node, plans: dict[Node, Plan]) -> bool:
+        """Whether the instruction producing `update` may write it into the
+        state's storage: only when no instruction after it reads `buffer`,
+        or a view or alias of it, and no output returns one."""
+        producer = update
+        while isinstance(plans.get(producer), Alias):
+            producer = plans[producer].deps[0]
+        if not isinstance(producer, Node) or producer.op != "call_function" or producer in self._nhwc:
+            return False
+        aliases, stack = {buffer}, [buffer]
+        while stack:
+            for user in stack.pop().users:
+                if user not in aliases and (isinstance(plans.get(user), (Alias, GetItem)) or _is_view(user)):
+                    aliases.add(user)
+                    stack.append(user)
+        read = [a for a in nodes_in((producer.args, producer.kwargs)) if a in aliases]
+        if read and not _writes_over(producer, read, buffer):
+            return False  # it would read the state while writing it
+        for alias in aliases:
+            for reader in alias.users:
+                late = reader is not producer and reader not in aliases and not self.comes_before(reader, producer)
+                if reader.op == "output" or late:
+                    return False
+        return True
 
     # -- graph inspection -----------------------------------------------------
 
     def _classify_placeholders(self) -> None:
         by_name = {n.name: n for n in self.graph.nodes if n.op == "placeholder"}
+        mutated = {
+            spec.target for spec in self.ep.graph_signature.output_specs if spec.kind == OutputKind.BUFFER_MUTATION
+        }
         for spec in self.ep.graph_signature.input_specs:
             node = by_name[spec.arg.name]
             if spec.kind == InputKind.USER_INPUT:
                 self.user_inputs.append(node)
+            elif spec.kind == InputKind.BUFFER and spec.target in mutated:
+                self.states[node] = (spec.target, self.ep.state_dict[spec.target].detach().clone())
             elif spec.kind in (InputKind.PARAMETER, InputKind.BUFFER, InputKind.CONSTANT_TENSOR):
                 value = self.ep.state_dict.get(spec.target)
                 if value is None:
@@ -250,10 +295,7 @@ class MethodLowering:
             if spec.kind == OutputKind.USER_OUTPUT:
                 continue
             if spec.kind == OutputKind.BUFFER_MUTATION:
-                raise TracerError(
-                    f"the model updates buffer {spec.target!r} in forward(); Pare programs are "
-                    "functional: call module.eval() in build() (batch norm) or stop mutating state"
-                )
+                continue  # the method's state
             if spec.kind == OutputKind.USER_INPUT_MUTATION:
                 raise TracerError(
                     f"the model mutates its input {spec.target!r} in place; Pare programs cannot "
@@ -688,3 +730,42 @@ def _pare_dtype(dtype: torch.dtype, what: str):
         raise TracerError(
             f"{what} has dtype {str(dtype).removeprefix('torch.')}, which Pare does not support; use one of {supported}"
         ) from None
+
+
+def _is_view(node: Node) -> bool:
+    """Whether `node` returns a view of an input (its schema's return has an alias annotation)."""
+    op = node.target
+    return isinstance(op, torch._ops.OpOverload) and any(r.alias_info is not None for r in op._schema.returns)
+
+
+# Ops whose output may be the memory of their `self` (argument 0): each
+# output element is self's element or a value read from another argument.
+_SCATTERS = (
+    aten.index_put.default,
+    aten.slice_scatter.default,
+    aten.select_scatter.default,
+    aten.copy.default,
+)
+
+
+def _writes_over(producer: Node, read: list[Node], buffer: Node) -> bool:
+    """Whether `producer`, which reads the state (`read`: the arguments that
+    are the state or alias it), may write its output over the state: a
+    scatter that reads it only as `self`, or a pointwise op that reads it
+    only as itself with the output's shape."""
+    if any(a is not buffer for a in read):
+        return False
+    if producer.target in _SCATTERS:
+        return (
+            producer.args[0] is buffer
+            and sum(1 for a in nodes_in((producer.args, producer.kwargs)) if a is buffer) == 1
+        )
+    out, state = producer.meta.get("val"), buffer.meta.get("val")
+    return (
+        isinstance(producer.target, torch._ops.OpOverload)
+        and torch.Tag.pointwise in producer.target.tags
+        and isinstance(out, torch.Tensor)
+        and isinstance(state, torch.Tensor)
+        and out.shape == state.shape
+        and out.dtype == state.dtype
+    )
