@@ -126,6 +126,19 @@ Error Method::init(const char* name) {
     ins.num_inputs = d.num_inputs;
     ins.num_outputs = d.num_outputs;
   }
+  if (feature_selected(FeatureId::state)) {
+    // Each instance's own copy of every state, outside the per-call arena.
+    for (uint32_t k = 0; k < m.num_states; ++k) {
+      const ValueDesc& d = m.values[m.states[k].value];
+      const Tensor initial = make_tensor(const_cast<void*>(d.data), d.dtype, IntArrayRef(d.sizes, d.dim));
+      void* storage = allocator_.allocate(initial.nbytes() == 0 ? 1 : initial.nbytes(), kTensorAlignment);
+      if (storage == nullptr)
+        return PARE_FAIL(diagnostics_, Error::OutOfMemory, "out of memory creating the state of method '%s'", m.name);
+      __builtin_memcpy(storage, initial.data(), initial.nbytes());
+      values_[m.states[k].value] = Value::make_tensor(make_tensor(storage, d.dtype, IntArrayRef(d.sizes, d.dim)));
+    }
+    if (m.num_states > 0) program_.observer().record_feature(FeatureId::state);
+  }
   desc_ = desc;
 
   // The init section: runs once, into persistent memory.
@@ -292,6 +305,13 @@ Error Method::execute() {
     }
   }
   phase_ = Phase::Idle;
+  if (feature_selected(FeatureId::state)) {
+    const Error error = write_back_state();
+    if (error != Error::Ok) {
+      plan.valid = false;
+      return error;
+    }
+  }
   if (feature_selected(FeatureId::output_buffers)) {
     if (num_output_buffers_ > 0) {
       const Error error = finish_output_buffers();
@@ -391,6 +411,13 @@ const Value* Method::output(size_t index) const {
 }
 
 Result<void*> Method::allocate_storage(Value* value, size_t nbytes) {
+  if (feature_selected(FeatureId::state)) {
+    // A state's update written in place: its storage, outside the plan.
+    if (void* storage = state_storage_for(value, nbytes)) {
+      if (value != nullptr) value->plan_slot = Value::kNoSlot;
+      return storage;
+    }
+  }
   if (phase_ == Phase::Init) {
     void* p = allocator_.allocate(nbytes == 0 ? 1 : nbytes, kTensorAlignment);
     if (p == nullptr) {
@@ -494,26 +521,126 @@ Error Method::finish_output_buffers() {
                          "output %u of method '%s' has %zu bytes (sizes %s) but its buffer holds %zu: bind a "
                          "larger one",
                          k, desc_->name, nbytes, sizes_to_string(t.size_span()).text, b.nbytes);
-    if (t.data() != b.data || !t.is_contiguous()) {
-      // A view, an input passed through, or a block too large for the
-      // buffer when allocated: copy, through scratch if it overlaps.
-      const char* begin = nullptr;
-      const char* end = nullptr;
-      element_span(t, &begin, &end);
-      const char* dst = static_cast<const char*>(b.data);
-      if (begin < dst + nbytes && dst < end) {
-        void* scratch = pare_pal_malloc(nbytes == 0 ? 1 : nbytes, kTensorAlignment);
-        if (scratch == nullptr || !temporaries_.push_back(scratch)) {
-          pare_pal_free(scratch);
-          return PARE_FAIL(diagnostics_, Error::OutOfMemory, "out of memory copying output %u", k);
-        }
-        copy_to_contiguous(t, scratch);
-        __builtin_memcpy(b.data, scratch, nbytes);
-      } else {
-        copy_to_contiguous(t, b.data);
-      }
-    }
+    // A view, an input passed through, or a block too large for the
+    // buffer when allocated: copy.
+    PARE_TRY(copy_contiguous(t, b.data, nbytes));
     b.result = Value::make_tensor(make_tensor(b.data, t.dtype, t.size_span()));
+  }
+  return Error::Ok;
+}
+
+Error Method::copy_contiguous(const Tensor& t, void* dst, size_t nbytes) {
+  if (t.data() == dst && t.is_contiguous()) return Error::Ok;
+  const char* begin = nullptr;
+  const char* end = nullptr;
+  element_span(t, &begin, &end);
+  const char* d = static_cast<const char*>(dst);
+  if (begin < d + nbytes && d < end) {
+    void* scratch = pare_pal_malloc(nbytes == 0 ? 1 : nbytes, kTensorAlignment);
+    if (scratch == nullptr || !temporaries_.push_back(scratch)) {
+      pare_pal_free(scratch);
+      return PARE_FAIL(diagnostics_, Error::OutOfMemory, "out of memory copying %zu bytes", nbytes);
+    }
+    copy_to_contiguous(t, scratch);
+    __builtin_memcpy(dst, scratch, nbytes);
+  } else {
+    copy_to_contiguous(t, dst);
+  }
+  return Error::Ok;
+}
+
+// Shared by every state entry point of a runtime without the feature.
+PARE_NOINLINE Error Method::state_not_selected() {
+  return PARE_FAIL(diagnostics_, Error::FeatureNotSelected,
+                   "the manifest does not select build feature state: re-trace the model or add state to "
+                   "build_features");
+}
+
+size_t Method::state_count() const {
+  if (!feature_selected(FeatureId::state) || desc_ == nullptr) return 0;
+  return desc_->num_states;
+}
+
+const char* Method::state_name(size_t index) const {
+  return index < state_count() ? desc_->states[index].name : nullptr;
+}
+
+const StateDesc* Method::find_state(const char* name) {
+  for (uint32_t k = 0; k < desc_->num_states; ++k) {
+    if (name != nullptr && string_equal(desc_->states[k].name, name)) return &desc_->states[k];
+  }
+  PARE_FAIL(diagnostics_, Error::InvalidArgument, "method '%s' has no state named '%s'%s", desc_->name,
+            name != nullptr ? name : "(null)", desc_->num_states == 0 ? " (it has no state)" : "");
+  return nullptr;
+}
+
+Error Method::reset_state() {
+  diagnostics_.clear();
+  if (!feature_selected(FeatureId::state)) return state_not_selected();
+  if (desc_ == nullptr) return PARE_FAIL(diagnostics_, Error::InvalidState, "the method is not initialised");
+  for (uint32_t k = 0; k < desc_->num_states; ++k) {
+    const uint32_t id = desc_->states[k].value;
+    __builtin_memcpy(values_[id].tensor.data(), desc_->values[id].data, values_[id].tensor.nbytes());
+  }
+  return Error::Ok;
+}
+
+const Tensor* Method::state(const char* name) {
+  diagnostics_.clear();
+  if (!feature_selected(FeatureId::state)) {
+    (void)state_not_selected();
+    return nullptr;
+  }
+  if (desc_ == nullptr) {
+    PARE_FAIL(diagnostics_, Error::InvalidState, "the method is not initialised");
+    return nullptr;
+  }
+  const StateDesc* s = find_state(name);
+  return s != nullptr ? &values_[s->value].tensor : nullptr;
+}
+
+Error Method::set_state(const char* name, int32_t dtype_code, const int64_t* sizes, size_t ndim, const void* data,
+                        size_t nbytes) {
+  const Tensor* t = state(name);
+  if (t == nullptr) return diagnostics_.code();
+  bool same = dtype_code == static_cast<int32_t>(t->dtype) && ndim == t->dim && (ndim == 0 || sizes != nullptr);
+  for (size_t k = 0; same && k < ndim; ++k) same = sizes[k] == t->sizes[k];
+  PARE_CHECK_OR_RETURN(diagnostics_, same, Error::InvalidShape,
+                       "state '%s' of method '%s' is a %s tensor of sizes %s: pass that dtype and those sizes", name,
+                       desc_->name, to_string(t->dtype), sizes_to_string(t->size_span()).text);
+  PARE_CHECK_OR_RETURN(diagnostics_, nbytes >= t->nbytes() && (data != nullptr || t->nbytes() == 0),
+                       Error::InvalidArgument, "state '%s' needs %zu bytes of data but %zu were given", name,
+                       t->nbytes(), data != nullptr ? nbytes : 0);
+  if (t->nbytes() > 0) __builtin_memcpy(t->data(), data, t->nbytes());
+  outputs_valid_ = false;
+  return Error::Ok;
+}
+
+void* Method::state_storage_for(const Value* value, size_t nbytes) const {
+  const uint32_t id = value_id(value);
+  for (uint32_t k = 0; id != kNoValue && k < desc_->num_states; ++k) {
+    const StateDesc& s = desc_->states[k];
+    const Tensor& t = values_[s.value].tensor;
+    if (s.in_place && s.update == id && nbytes == t.nbytes()) return t.data();
+  }
+  return nullptr;
+}
+
+// Each state's update, where the run left it, into the state.
+Error Method::write_back_state() {
+  for (uint32_t k = 0; k < desc_->num_states; ++k) {
+    const StateDesc& s = desc_->states[k];
+    if (s.update == kNoValue) continue;
+    const Tensor& state = values_[s.value].tensor;
+    const Tensor& update = values_[s.update].tensor;
+    bool same = update.dtype == state.dtype && update.dim == state.dim;
+    for (size_t d = 0; same && d < state.dim; ++d) same = update.sizes[d] == state.sizes[d];
+    PARE_CHECK_OR_RETURN(diagnostics_, same, Error::InvalidShape,
+                         "state '%s' of method '%s' is a %s tensor of sizes %s but the run updates it with a %s "
+                         "tensor of sizes %s: re-export the model",
+                         s.name, desc_->name, to_string(state.dtype), sizes_to_string(state.size_span()).text,
+                         to_string(update.dtype), sizes_to_string(update.size_span()).text);
+    PARE_TRY(copy_contiguous(update, state.data(), state.nbytes()));
   }
   return Error::Ok;
 }

@@ -82,6 +82,19 @@ class Method {
   Error set_num_threads(uint32_t threads);
   uint32_t num_threads() const { return pool_ != nullptr ? pool_->threads() : 1; }
 
+  // Build feature state (format 1.2): the buffers the method keeps
+  // between executes (docs/program_format.md, "State"), each instance its
+  // own. reset_state() restores every initial value; state() finds one by
+  // name (its storage, updated in place by later executes); set_state()
+  // overwrites one with `nbytes` of contiguous data of its dtype and sizes.
+  // Without the feature: FeatureNotSelected (state() returns null).
+  size_t state_count() const;
+  const char* state_name(size_t index) const;
+  Error reset_state();
+  const Tensor* state(const char* name);
+  Error set_state(const char* name, int32_t dtype_code, const int64_t* sizes, size_t ndim, const void* data,
+                  size_t nbytes);
+
   MethodMemoryStats memory_stats() const;
   // Which arena layout plans keep (memory_planner.h); the next run
   // re-plans.
@@ -122,6 +135,13 @@ class Method {
   void release_pool();
   void* output_buffer_for(const Value* value, size_t nbytes) const;
   Error finish_output_buffers();
+  // Leaves t's elements in dst, contiguous (nbytes = t.nbytes()), through
+  // scratch when they overlap.
+  Error copy_contiguous(const Tensor& t, void* dst, size_t nbytes);
+  Error state_not_selected();
+  const StateDesc* find_state(const char* name);
+  void* state_storage_for(const Value* value, size_t nbytes) const;
+  Error write_back_state();
 
   Program& program_;
   const MethodDesc* desc_ = nullptr;

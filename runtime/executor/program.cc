@@ -84,7 +84,15 @@ Error Loader::run() {
   const uint32_t flags = rd32(base_ + 12);
   const uint64_t file_size = rd64(base_ + 16);
   if (header_size != kHeaderSize) return PARE_INVALID("header_size is %u, expected 64", header_size);
-  if (flags != 0) return PARE_INVALID("header flags 0x%x set; version 1.%u defines none", flags, minor);
+  if ((flags & ~kHeaderFlagState) != 0) {
+    return PARE_INVALID("header flags 0x%x set; version 1.2 defines only 0x1 (state)", flags);
+  }
+  has_state_ = flags != 0;
+  if (has_state_ && !feature_selected(FeatureId::state)) {
+    return PARE_FAIL(diag, Error::FeatureNotSelected,
+                     "the program has state (buffers its methods update between calls) but the manifest does not "
+                     "select build feature state: re-trace the model or add state to build_features");
+  }
   if (file_size < kHeaderSize) {
     return PARE_INVALID("file_size %llu is smaller than the %zu-byte header",
                         static_cast<unsigned long long>(file_size), kHeaderSize);
@@ -200,17 +208,97 @@ Error Loader::decode_methods(uint64_t offset) {
   MethodDesc* methods = program_.allocator_.allocate_array<MethodDesc>(count);
   if (methods == nullptr) return out_of_memory("the method table");
   program_.methods_ = methods;
+  if (feature_selected(FeatureId::state) && has_state_) {
+    // Format 1.2: count state table offsets follow the method offsets.
+    PARE_TRY(check_range("state table offsets", offset + 8 + 8ull * count, count, 8, 8));
+    PARE_TRY(consume(count, 8, "state table offsets"));
+  }
   for (uint32_t i = 0; i < count; ++i) {
     const uint64_t record = rd64(base_ + offset + 8 + 8ull * i);
     PARE_TRY(check_range("method record", record, 1, kMethodRecordSize, 8));
     PARE_TRY(consume(1, kMethodRecordSize, "method records"));
-    PARE_TRY(decode_method(i, record, methods[i]));
+    const uint64_t states = has_state_ ? rd64(base_ + offset + 8 + 8ull * (count + i)) : 0;
+    PARE_TRY(decode_method(i, record, states, methods[i]));
     program_.num_methods_ = i + 1;
   }
   return Error::Ok;
 }
 
-Error Loader::decode_method(uint32_t index, uint64_t offset, MethodDesc& m) {
+// A method's state table (format 1.2): u32 count, u32 reserved, then count
+// entries of u32 name, value, update, flags (docs/program_format.md,
+// "State"). Offset 0: the method has no state. Runs after the dataflow
+// check, which computed `last_use`.
+Error Loader::decode_states(MethodDesc& m, uint64_t offset, uint32_t* last_use) {
+  if (offset == 0) return Error::Ok;
+  PARE_TRY(check_range("state table", offset, 8, 1, 8));
+  const uint32_t count = rd32(base_ + offset);
+  if (rd32(base_ + offset + 4) != 0) return PARE_INVALID("method '%s' state table reserved field is not zero", m.name);
+  if (count == 0) return PARE_INVALID("method '%s' has an empty state table: write its offset as 0", m.name);
+  PARE_TRY(check_range("state table entries", offset + 8, count, kStateEntrySize, 8));
+  PARE_TRY(consume(count, kStateEntrySize, "state table entries"));
+  StateDesc* states = program_.allocator_.allocate_array<StateDesc>(count);
+  if (states == nullptr) return out_of_memory("a state table");
+  for (uint32_t k = 0; k < count; ++k) {
+    const uint8_t* e = base_ + offset + 8 + kStateEntrySize * k;
+    const uint32_t name = rd32(e);
+    const uint32_t value = rd32(e + 4);
+    const uint32_t update = rd32(e + 8);
+    const uint32_t flags = rd32(e + 12);
+    if (name >= program_.num_strings_ || program_.strings_[name][0] == '\0') {
+      return PARE_INVALID("method '%s' state %u has no name (string %u)", m.name, k, name);
+    }
+    StateDesc& s = states[k];
+    s.name = program_.strings_[name];
+    if (value >= m.num_values || m.values[value].kind != ValueKind::Tensor || !m.values[value].constant) {
+      return PARE_INVALID(
+          "method '%s' state '%s' refers to value %u, which is not a constant tensor (its initial value)", m.name,
+          s.name, value);
+    }
+    for (uint32_t j = 0; j < k; ++j) {
+      if (string_equal(states[j].name, s.name) || states[j].value == value) {
+        return PARE_INVALID("method '%s' declares state '%s' (value %u) twice", m.name, s.name, value);
+      }
+    }
+    if ((flags & ~kStateFlagInPlace) != 0) {
+      return PARE_INVALID("method '%s' state '%s' has unknown flags 0x%x", m.name, s.name, flags);
+    }
+    for (uint32_t i = 0; i < m.num_init_instructions; ++i) {
+      const InstructionDesc& ins = m.instructions[i];
+      for (uint32_t a = 0; a < ins.num_inputs; ++a) {
+        if (ins.args[a] == value) {
+          return PARE_INVALID("method '%s' init instruction %u reads state '%s'; only the body may", m.name, i, s.name);
+        }
+      }
+    }
+    // The instruction of the body that produces the update.
+    uint32_t producer = kNoValue;
+    for (uint32_t i = m.num_init_instructions; i < m.num_instructions && update != kNoValue; ++i) {
+      const InstructionDesc& ins = m.instructions[i];
+      for (uint32_t a = ins.num_inputs; a < static_cast<uint32_t>(ins.num_inputs) + ins.num_outputs; ++a) {
+        if (ins.args[a] == update) producer = i;
+      }
+    }
+    if (update != kNoValue &&
+        (update >= m.num_values || m.values[update].kind != ValueKind::Tensor || producer == kNoValue)) {
+      return PARE_INVALID("method '%s' state '%s' is updated from value %u, which no instruction of the body defines",
+                          m.name, s.name, update);
+    }
+    s.value = value;
+    s.update = update;
+    s.in_place = (flags & kStateFlagInPlace) != 0;
+    if (s.in_place && (update == kNoValue || last_use[value] > producer)) {
+      return PARE_INVALID("method '%s' state '%s' is marked in place but is read after instruction %u updates it",
+                          m.name, s.name, producer);
+    }
+    // Read when the run ends: its memory (or its view's base) lives until then.
+    if (update != kNoValue) last_use[update] = kLastUseForever;
+  }
+  m.states = states;
+  m.num_states = count;
+  return Error::Ok;
+}
+
+Error Loader::decode_method(uint32_t index, uint64_t offset, uint64_t states_offset, MethodDesc& m) {
   const uint8_t* r = base_ + offset;
   const uint32_t name_index = rd32(r);
   m.num_values = rd32(r + 4);
@@ -314,6 +402,7 @@ Error Loader::decode_method(uint32_t index, uint64_t offset, MethodDesc& m) {
   m.instructions = instructions;
 
   PARE_TRY(check_dataflow(m, values, last_use));
+  if (feature_selected(FeatureId::state)) PARE_TRY(decode_states(m, states_offset, last_use));
   m.last_use = last_use;
   return Error::Ok;
 }

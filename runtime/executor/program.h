@@ -53,6 +53,18 @@ struct InstructionDesc {
   const uint32_t* args;  // value ids: inputs, then outputs
 };
 
+// A buffer the method keeps between calls (format 1.2, build feature
+// state): `value` is a constant Tensor whose data is the initial value;
+// each instance holds its own copy, which `update` (kNoValue: none) is
+// written into at the end of every execute, or in place by its producer
+// when `in_place`.
+struct StateDesc {
+  const char* name;
+  uint32_t value;
+  uint32_t update;
+  bool in_place;
+};
+
 struct MethodDesc {
   const char* name;
   uint32_t num_values;
@@ -67,6 +79,8 @@ struct MethodDesc {
   // Per value: the last instruction reading it (kLastUseForever for method
   // outputs); the memory planner's lifetimes.
   const uint32_t* last_use;
+  uint32_t num_states;
+  const StateDesc* states;
 };
 
 struct ProgramOp {

@@ -65,7 +65,8 @@ class Loader {
   Error decode_strings(uint64_t offset);
   Error decode_ops(uint64_t offset);
   Error decode_methods(uint64_t offset);
-  Error decode_method(uint32_t index, uint64_t offset, MethodDesc& m);
+  Error decode_method(uint32_t index, uint64_t offset, uint64_t states_offset, MethodDesc& m);
+  Error decode_states(MethodDesc& m, uint64_t offset, uint32_t* last_use);
   Error decode_value(const MethodDesc& m, uint32_t id, const uint8_t* record, const ValueKind* kinds,
                      const bool* constants, ValueDesc& v);
 
@@ -84,6 +85,7 @@ class Loader {
   uint64_t size_;
   uint64_t decode_budget_ = 0;
   uint64_t list_visit_budget_ = 0;
+  bool has_state_ = false;  // header flag kHeaderFlagState: each method has a state table offset
   const uint8_t* data_base_ = nullptr;
   uint64_t data_size_ = 0;
   const char* method_name_ = "";

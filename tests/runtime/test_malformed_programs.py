@@ -124,7 +124,7 @@ CORRUPTIONS = [
         "header_flags",
         lambda L: L.put("I", 12, 4),
         "InvalidProgram",
-        "invalid program: header flags 0x4 set; version 1\\.0 defines none",
+        "invalid program: header flags 0x4 set; version 1\\.2 defines only 0x1 \\(state\\)",
     ),
     (
         "file_size_beyond_buffer",
