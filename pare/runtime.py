@@ -607,6 +607,54 @@ class Method(_Owner):
         self._check(self._lib.pare_method_set_output_buffer(self._handle, index, buffer.ctypes.data, buffer.nbytes))
         self._output_buffers[index] = buffer
 
+    @property
+    def state_names(self) -> list[str]:
+        """The buffers this method keeps between calls (a program with state,
+        e.g. a KV cache); [] for one without, or a runtime without build
+        feature state."""
+        lib = self._lib
+        return [
+            lib.pare_method_state_name(self._handle, i).decode()
+            for i in range(lib.pare_method_state_count(self._handle))
+        ]
+
+    def reset_state(self) -> None:
+        """Restores every state's initial value (e.g. before a new prompt).
+        Raises PareError FeatureNotSelected unless the runtime's manifest
+        selects build feature state."""
+        self._check(self._lib.pare_method_reset_state(self._handle))
+
+    def state(self, name: str) -> np.ndarray:
+        """A copy of state `name`'s current content (BFloat16 as float32).
+        Raises PareError for an unknown name, FeatureNotSelected without
+        build feature state."""
+        info = _TensorInfo()
+        self._check(self._lib.pare_method_state_tensor(self._handle, name.encode(), ctypes.byref(info)))
+        out = self._output_view(info).copy()
+        if info.dtype == _dtypes.BFloat16.code:
+            out = _dtypes.bfloat16_bits_to_float32(out).reshape(out.shape)
+        return out
+
+    def set_state(self, name: str, array) -> None:
+        """Overwrites state `name` with `array` (its dtype and shape; BFloat16
+        from float32 values or uint16 bits)."""
+        info = _TensorInfo()
+        self._check(self._lib.pare_method_state_tensor(self._handle, name.encode(), ctypes.byref(info)))
+        arr = np.asarray(array)
+        if info.dtype == _dtypes.BFloat16.code:
+            arr = arr.view(np.uint16) if arr.dtype == np.uint16 else _dtypes.float32_to_bfloat16_bits(arr)
+            code = info.dtype
+        else:
+            code = _dtypes.get(arr.dtype).code  # a dtype other than the state's: the runtime says which it needs
+        arr = np.ascontiguousarray(arr)
+        sizes = (ctypes.c_int64 * MAX_DIM)(*arr.shape) if arr.ndim <= MAX_DIM else None
+        if sizes is None:
+            raise _sdk_error(f"state {name!r}: rank {arr.ndim} exceeds {MAX_DIM}", "LimitExceeded")
+        data = _address(arr) if arr.size else None
+        self._check(
+            self._lib.pare_method_set_state(self._handle, name.encode(), code, sizes, arr.ndim, data, arr.nbytes)
+        )
+
     def set_num_threads(self, threads: int) -> None:
         """Runs this method's kernels on `threads` threads (1 to 64; the
         calling thread plus workers the method owns). Outputs are bitwise

@@ -360,6 +360,33 @@ pare_status pare_method_set_planner(pare_method* method, int32_t planner) {
   return PARE_OK;
 }
 
+size_t pare_method_state_count(const pare_method* method) {
+  return method != nullptr ? method->method.state_count() : 0;
+}
+
+const char* pare_method_state_name(const pare_method* method, size_t index) {
+  return method != nullptr ? method->method.state_name(index) : nullptr;
+}
+
+pare_status pare_method_reset_state(pare_method* method) {
+  if (method == nullptr) return PARE_ERROR_INVALID_ARGUMENT;
+  return pare::status(method->method.reset_state());
+}
+
+pare_status pare_method_state_tensor(pare_method* method, const char* name, pare_tensor_info* info) {
+  if (method == nullptr || info == nullptr) return PARE_ERROR_INVALID_ARGUMENT;
+  const pare::Tensor* t = method->method.state(name);
+  if (t == nullptr) return pare::status(method->method.diagnostics().code());
+  pare::fill_info(*t, info);
+  return PARE_OK;
+}
+
+pare_status pare_method_set_state(pare_method* method, const char* name, int32_t dtype, const int64_t* sizes,
+                                  size_t ndim, const void* data, size_t nbytes) {
+  if (method == nullptr) return PARE_ERROR_INVALID_ARGUMENT;
+  return pare::status(method->method.set_state(name, dtype, sizes, ndim, data, nbytes));
+}
+
 pare_status pare_method_set_num_threads(pare_method* method, uint32_t threads) {
   if (method == nullptr) return PARE_ERROR_INVALID_ARGUMENT;
   return pare::status(method->method.set_num_threads(threads));

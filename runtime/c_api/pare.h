@@ -314,6 +314,23 @@ PARE_API pare_status pare_method_memory_stats(const pare_method* method, pare_me
  * for another); the next execute re-plans. */
 PARE_API pare_status pare_method_set_planner(pare_method* method, int32_t planner);
 
+/* ---- Build feature state ------------------------------------------------ */
+/* A program with state (format 1.2: a KV cache, buffers its model mutates)
+ * keeps each buffer in the method instance between executes, updated in
+ * place; every instance has its own. pare_method_state_count/_name list
+ * them (0 and NULL without the feature). pare_method_reset_state restores
+ * every initial value. pare_method_state_tensor describes state `name`
+ * (data: its live storage, valid until the method is destroyed; the next
+ * execute updates it). pare_method_set_state overwrites it with contiguous
+ * `data` of its dtype and sizes (PARE_ERROR_INVALID_SHAPE otherwise). The
+ * last three return PARE_ERROR_FEATURE_NOT_SELECTED when the build lacks
+ * state, PARE_ERROR_INVALID_ARGUMENT for an unknown name. */
+PARE_API size_t pare_method_state_count(const pare_method* method);
+PARE_API const char* pare_method_state_name(const pare_method* method, size_t index);
+PARE_API pare_status pare_method_reset_state(pare_method* method);
+PARE_API pare_status pare_method_state_tensor(pare_method* method, const char* name, pare_tensor_info* info);
+PARE_API pare_status pare_method_set_state(pare_method* method, const char* name, int32_t dtype, const int64_t* sizes,
+                                           size_t ndim, const void* data, size_t nbytes);
 /* ---- Build feature threads ---------------------------------------------- */
 
 /* Runs the method's kernels on `threads` threads (1 to 64): the calling
