@@ -318,3 +318,22 @@ def test_spectra_in_complex64_are_traced_and_match_torch(tracing_lib, full_lib):
     assert all(c.ok for c in result.checks)
     checks = check_model(spec_of("spectral_ops"), full_lib)
     assert all(c.ok for c in checks) and [o.description for o in checks[0].outputs][2] == "ComplexFloat[3, 33]"
+
+
+class _KVCache(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.proj = nn.Linear(4, 4)
+        self.register_buffer("k_cache", torch.zeros(1, 8, 4))
+
+    def forward(self, x, input_pos):
+        self.k_cache.index_copy_(1, input_pos, self.proj(x))
+        return self.k_cache.sum(1)
+
+
+def test_a_model_with_state_selects_the_state_feature(tracing_lib):
+    torch.manual_seed(0)
+    calls = [(torch.randn(1, 3, 4), torch.arange(3)), (torch.randn(1, 1, 4), torch.tensor([3]))]
+    m = trace_model(spec_from(_KVCache(), calls), runtime=tracing_lib).manifest
+    assert "state" in m.build_features
+    assert "aten::index_put" in m.operators

@@ -1,0 +1,251 @@
+"""Programs with state (format 1.2, build feature state): buffers a model
+mutates persist in the method instance between executes, updated in place,
+and are reset, read and written by name (docs/program_format.md, "State")."""
+
+from __future__ import annotations
+
+import copy
+import struct
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from torch import nn
+
+from pare import _format_table as fmt
+from pare.program import ProgramBuilder, read
+from pare.runtime import PareError
+from tools.tracer import export_model
+from tools.tracer.model_spec import ModelSpec
+
+
+class KVCache(nn.Module):
+    """A decoder layer's cache update and a read of the whole cache: k is
+    written at input_pos with index_copy_ (ExecuTorch's LLM calling
+    convention: tokens [1, S], input_pos [S])."""
+
+    def __init__(self, dim: int = 8, heads: int = 2, max_seq: int = 16):
+        super().__init__()
+        self.heads, self.head_dim = heads, dim // heads
+        self.proj = nn.Linear(dim, dim)
+        self.register_buffer("k_cache", torch.zeros(1, heads, max_seq, dim // heads))
+        self.register_buffer("v_cache", torch.full((1, heads, max_seq, dim // heads), 0.5))
+
+    def forward(self, x, input_pos):
+        k = self.proj(x).view(1, -1, self.heads, self.head_dim).transpose(1, 2)
+        self.k_cache.index_copy_(2, input_pos, k)
+        self.v_cache.index_copy_(2, input_pos, k * 2)
+        scores = torch.matmul(k, self.k_cache.transpose(2, 3))
+        return torch.matmul(scores.softmax(-1), self.v_cache)
+
+
+def _sequence(dim: int = 8, prefill: int = 3, steps: int = 4):
+    """A prefill of `prefill` tokens, then `steps` decode steps of one."""
+    gen = torch.Generator().manual_seed(0)
+    calls = [(torch.randn(1, prefill, dim, generator=gen), torch.arange(prefill))]
+    for pos in range(prefill, prefill + steps):
+        calls.append((torch.randn(1, 1, dim, generator=gen), torch.tensor([pos])))
+    return calls
+
+
+@pytest.fixture(scope="module")
+def kv_model():
+    torch.manual_seed(0)
+    module = KVCache().eval()
+    calls = _sequence()
+    # The representative inputs: a prefill and a decode step (S is dynamic).
+    spec = ModelSpec(Path(__file__), copy.deepcopy(module), tuple(calls[:2]))
+    exported = export_model(spec)
+    return module, calls, exported.program
+
+
+def _run_torch(module: nn.Module, calls):
+    ref = copy.deepcopy(module)
+    with torch.no_grad():
+        return [ref(*c).numpy() for c in calls], ref
+
+
+def test_the_program_records_the_state(kv_model):
+    _, _, program = kv_model
+    info = read(program)
+    assert info.version == (1, 2)
+    (method,) = info.methods
+    states = {name: (value, update, in_place) for name, value, update, in_place in method.states}
+    assert set(states) == {"k_cache", "v_cache"}
+    for name, (value, update, in_place) in states.items():
+        assert method.values[value].constant and method.values[value].sizes == [1, 2, 16, 4]
+        assert update is not None and in_place, name  # index_put writes into the state
+    assert "aten::index_put" in {ins.op for ins in method.instructions}
+
+
+def test_a_sequence_matches_torch_eager_step_by_step(runtime, kv_model):
+    module, calls, program = kv_model
+    expected, ref = _run_torch(module, calls)
+    method = runtime.load(program).method()
+    assert sorted(method.state_names) == ["k_cache", "v_cache"]
+    for step, (c, want) in enumerate(zip(calls, expected)):
+        (got,) = method.run(c[0].numpy(), c[1].numpy())
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6, err_msg=f"step {step}")
+    np.testing.assert_allclose(method.state("k_cache"), ref.k_cache.numpy(), rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(method.state("v_cache"), ref.v_cache.numpy(), rtol=1e-6, atol=1e-6)
+
+
+def test_the_cache_is_updated_in_place_without_an_arena_copy(runtime, kv_model):
+    _, calls, program = kv_model
+    # The same program with its updates copied into the state when the run ends.
+    copied = bytearray(program)
+    table = _state_table(program)
+    for k in range(2):
+        struct.pack_into("<I", copied, table + 8 + 16 * k + 12, 0)
+    in_place, by_copy = runtime.load(program).method(), runtime.load(bytes(copied)).method()
+    for c in calls:
+        (a,) = in_place.run(c[0].numpy(), c[1].numpy())
+        (b,) = by_copy.run(c[0].numpy(), c[1].numpy())
+        np.testing.assert_array_equal(a, b)
+    cache_bytes = 1 * 2 * 16 * 4 * 4
+    # index_put writes its rows into the caches: neither cache has a block in the arena.
+    assert in_place.memory_stats().planned_arena_bytes <= by_copy.memory_stats().planned_arena_bytes - 2 * cache_bytes
+
+
+def test_reset_restores_the_initial_state(runtime, kv_model):
+    module, calls, program = kv_model
+    method = runtime.load(program).method()
+    first = [method.run(c[0].numpy(), c[1].numpy())[0] for c in calls]
+    assert not np.array_equal(method.state("k_cache"), np.zeros((1, 2, 16, 4), np.float32))
+    method.reset_state()
+    np.testing.assert_array_equal(method.state("k_cache"), np.zeros((1, 2, 16, 4), np.float32))
+    np.testing.assert_array_equal(method.state("v_cache"), np.full((1, 2, 16, 4), 0.5, np.float32))
+    again = [method.run(c[0].numpy(), c[1].numpy())[0] for c in calls]
+    for a, b in zip(first, again):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_read_and_write_a_named_buffer(runtime, kv_model):
+    module, calls, program = kv_model
+    method = runtime.load(program).method()
+    cache = np.random.default_rng(1).standard_normal((1, 2, 16, 4)).astype(np.float32)
+    method.set_state("v_cache", cache)
+    np.testing.assert_array_equal(method.state("v_cache"), cache)
+    ref = copy.deepcopy(module)
+    ref.v_cache.copy_(torch.from_numpy(cache))
+    expected, _ = _run_torch(ref, calls[:2])
+    for c, want in zip(calls[:2], expected):
+        np.testing.assert_allclose(method.run(c[0].numpy(), c[1].numpy())[0], want, rtol=1e-5, atol=1e-6)
+    with pytest.raises(PareError, match="method 'forward' has no state named 'q_cache'") as e:
+        method.state("q_cache")
+    assert e.value.status_name == "InvalidArgument"
+    with pytest.raises(
+        PareError, match=r"state 'k_cache' of method 'forward' is a Float tensor of sizes \[1, 2, 16, 4\]"
+    ):
+        method.set_state("k_cache", np.zeros((1, 2, 8, 4), np.float32))
+    with pytest.raises(PareError, match="is a Float tensor"):
+        method.set_state("k_cache", np.zeros((1, 2, 16, 4), np.float64))
+
+
+def test_two_instances_keep_separate_state(runtime, kv_model):
+    module, calls, program = kv_model
+    loaded = runtime.load(program)
+    a, b = loaded.method(), loaded.method()
+    expected, _ = _run_torch(module, calls)
+    # a runs the whole sequence, b only its prefill: then b decodes as a fresh instance would.
+    for c in calls:
+        a.run(c[0].numpy(), c[1].numpy())
+    (got,) = b.run(calls[0][0].numpy(), calls[0][1].numpy())
+    np.testing.assert_allclose(got, expected[0], rtol=1e-5, atol=1e-6)
+    assert not np.array_equal(a.state("k_cache"), b.state("k_cache"))
+
+
+def _index_put_program(in_place: bool):
+    """state s [4] += nothing: s[idx] = v, and the output reads s after the update."""
+    pb = ProgramBuilder()
+    m = pb.method()
+    v = m.input("Float", [None])
+    idx = m.input("Long", [None])
+    s = m.state("s", np.arange(4, dtype=np.float32))
+    new = m.op("aten::index_put", s, [idx], v)
+    m.update_state(s, new, in_place=in_place)
+    m.output(m.op("aten::mul.Scalar", new, 2.0))
+    return pb
+
+
+@pytest.mark.parametrize("in_place", [True, False])
+def test_a_state_written_back_in_place_or_copied(runtime, in_place):
+    method = runtime.load(_index_put_program(in_place).to_bytes()).method()
+    (y,) = method.run(np.array([10.0], np.float32), np.array([1]))
+    assert y.tolist() == [0, 20, 4, 6]
+    (y,) = method.run(np.array([30.0, 40.0], np.float32), np.array([0, 3]))
+    assert y.tolist() == [60, 20, 4, 80]
+    assert method.state("s").tolist() == [30, 10, 2, 40]
+
+
+def test_an_unselected_feature_answers_feature_not_selected(selective_runtime, runtime):
+    with pytest.raises(PareError, match="does not select build feature state: re-trace the model or add state") as e:
+        selective_runtime.load(_index_put_program(True).to_bytes())
+    assert e.value.status_name == "FeatureNotSelected"
+    assert "\n" not in str(e.value)
+    # A program without state loads; its method has no state and the entry points say why.
+    pb = ProgramBuilder()
+    m = pb.method()
+    m.output(m.op("aten::relu", m.input("Float", [2])))
+    method = selective_runtime.load(pb.to_bytes()).method()
+    assert method.state_names == []
+    for call in (method.reset_state, lambda: method.state("s"), lambda: method.set_state("s", np.zeros(1))):
+        with pytest.raises(PareError, match="does not select build feature state") as e:
+            call()
+        assert e.value.status_name == "FeatureNotSelected"
+
+
+def _state_table(data: bytes) -> int:
+    """The offset of the first method's state table."""
+    methods_offset = struct.unpack_from("<Q", data, 40)[0]
+    (count,) = struct.unpack_from("<I", data, methods_offset)
+    return struct.unpack_from("<Q", data, methods_offset + 8 + 8 * count)[0]
+
+
+def _patched(data: bytes, offset: int, fmt_: str, value) -> bytes:
+    out = bytearray(data)
+    struct.pack_into(fmt_, out, offset, value)
+    return bytes(out)
+
+
+def test_malformed_state_metadata_is_refused(runtime):
+    data = _index_put_program(True).to_bytes()
+    table = _state_table(data)
+    info = read(data)
+    (state_name, value, update, _), *_ = info.methods[0].states
+    assert state_name == "s"
+    input_value = info.methods[0].inputs[0]
+    cases = [
+        (table + 4, "<I", 1, "state table reserved field is not zero"),
+        (table, "<I", 0, "has an empty state table: write its offset as 0"),
+        (table + 8, "<I", 0xFFFF, "state 0 has no name"),
+        (table + 12, "<I", input_value, f"refers to value {input_value}, which is not a constant tensor"),
+        (table + 16, "<I", value, f"is updated from value {value}, which no instruction of the body defines"),
+        (table + 20, "<I", 6, "has unknown flags 0x6"),
+        (12, "<I", 2, "header flags 0x2 set; version 1.2 defines only 0x1"),
+    ]
+    for offset, fmt_, new, message in cases:
+        with pytest.raises(PareError, match=message) as e:
+            runtime.load(_patched(data, offset, fmt_, new))
+        assert e.value.status_name == "InvalidProgram", message
+        assert "\n" not in str(e.value)
+    # In place, but the state is read after its update is produced.
+    pb = ProgramBuilder()
+    m = pb.method()
+    v, idx = m.input("Float", [None]), m.input("Long", [None])
+    s = m.state("s", np.zeros(4, np.float32))
+    new = m.op("aten::index_put", s, [idx], v)
+    m.update_state(s, new, in_place=True)
+    m.output(m.op("aten::add.Tensor", new, s))
+    with pytest.raises(PareError, match="state 's' is marked in place but is read after instruction 0 updates it"):
+        runtime.load(pb.to_bytes())
+
+
+def test_an_older_program_without_state_is_unchanged():
+    pb = ProgramBuilder()
+    m = pb.method()
+    m.output(m.op("aten::relu", m.input("Float", [2])))
+    data = pb.to_bytes()
+    assert struct.unpack_from("<HHII", data, 4) == (1, 0, 64, 0)  # version 1.0, no header flags
+    assert fmt.HEADER_FLAG_STATE == 1
