@@ -96,7 +96,6 @@ _SIGNATURES = {
     "pare_method_set_profiling": (_c.c_int, [_P, _c.c_int]),
     "pare_method_set_planner": (_c.c_int, [_P, _c.c_int32]),
     "pare_method_set_output_buffer": (_c.c_int, [_P, _c.c_size_t, _c.c_void_p, _c.c_size_t]),
-    "pare_method_state_count": (_c.c_size_t, [_P]),
     "pare_method_state_name": (_c.c_char_p, [_P, _c.c_size_t]),
     "pare_method_reset_state": (_c.c_int, [_P]),
     "pare_method_state_tensor": (_c.c_int, [_P, _c.c_char_p, _c.POINTER(_TensorInfo)]),

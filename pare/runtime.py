@@ -612,11 +612,10 @@ class Method(_Owner):
         """The buffers this method keeps between calls (a program with state,
         e.g. a KV cache); [] for one without, or a runtime without build
         feature state."""
-        lib = self._lib
-        return [
-            lib.pare_method_state_name(self._handle, i).decode()
-            for i in range(lib.pare_method_state_count(self._handle))
-        ]
+        names = []
+        while (name := self._lib.pare_method_state_name(self._handle, len(names))) is not None:
+            names.append(name.decode())
+        return names
 
     def reset_state(self) -> None:
         """Restores every state's initial value (e.g. before a new prompt).

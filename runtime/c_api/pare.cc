@@ -360,10 +360,6 @@ pare_status pare_method_set_planner(pare_method* method, int32_t planner) {
   return PARE_OK;
 }
 
-size_t pare_method_state_count(const pare_method* method) {
-  return method != nullptr ? method->method.state_count() : 0;
-}
-
 const char* pare_method_state_name(const pare_method* method, size_t index) {
   return method != nullptr ? method->method.state_name(index) : nullptr;
 }
@@ -377,7 +373,9 @@ pare_status pare_method_state_tensor(pare_method* method, const char* name, pare
   if (method == nullptr || info == nullptr) return PARE_ERROR_INVALID_ARGUMENT;
   const pare::Tensor* t = method->method.state(name);
   if (t == nullptr) return pare::status(method->method.diagnostics().code());
-  pare::fill_info(*t, info);
+  // Only reached with the feature (state() is null without it): fill_info
+  // then stays inlined in pare_method_output_tensor alone.
+  if (pare::feature_selected(pare::FeatureId::state)) pare::fill_info(*t, info);
   return PARE_OK;
 }
 

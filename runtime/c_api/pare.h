@@ -317,15 +317,14 @@ PARE_API pare_status pare_method_set_planner(pare_method* method, int32_t planne
 /* ---- Build feature state ------------------------------------------------ */
 /* A program with state (format 1.2: a KV cache, buffers its model mutates)
  * keeps each buffer in the method instance between executes, updated in
- * place; every instance has its own. pare_method_state_count/_name list
- * them (0 and NULL without the feature). pare_method_reset_state restores
+ * place; every instance has its own. pare_method_state_name names state
+ * `index` (NULL past the end, and always without the feature). pare_method_reset_state restores
  * every initial value. pare_method_state_tensor describes state `name`
  * (data: its live storage, valid until the method is destroyed; the next
  * execute updates it). pare_method_set_state overwrites it with contiguous
  * `data` of its dtype and sizes (PARE_ERROR_INVALID_SHAPE otherwise). The
  * last three return PARE_ERROR_FEATURE_NOT_SELECTED when the build lacks
  * state, PARE_ERROR_INVALID_ARGUMENT for an unknown name. */
-PARE_API size_t pare_method_state_count(const pare_method* method);
 PARE_API const char* pare_method_state_name(const pare_method* method, size_t index);
 PARE_API pare_status pare_method_reset_state(pare_method* method);
 PARE_API pare_status pare_method_state_tensor(pare_method* method, const char* name, pare_tensor_info* info);

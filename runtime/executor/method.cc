@@ -551,18 +551,12 @@ Error Method::copy_contiguous(const Tensor& t, void* dst, size_t nbytes) {
 
 // Shared by every state entry point of a runtime without the feature.
 PARE_NOINLINE Error Method::state_not_selected() {
-  return PARE_FAIL(diagnostics_, Error::FeatureNotSelected,
-                   "the manifest does not select build feature state: re-trace the model or add state to "
-                   "build_features");
-}
-
-size_t Method::state_count() const {
-  if (!feature_selected(FeatureId::state) || desc_ == nullptr) return 0;
-  return desc_->num_states;
+  return PARE_FAIL(diagnostics_, Error::FeatureNotSelected, "%s", PARE_STATE_NOT_SELECTED);
 }
 
 const char* Method::state_name(size_t index) const {
-  return index < state_count() ? desc_->states[index].name : nullptr;
+  if (!feature_selected(FeatureId::state) || desc_ == nullptr || index >= desc_->num_states) return nullptr;
+  return desc_->states[index].name;
 }
 
 const StateDesc* Method::find_state(const char* name) {

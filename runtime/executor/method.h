@@ -88,8 +88,7 @@ class Method {
   // name (its storage, updated in place by later executes); set_state()
   // overwrites one with `nbytes` of contiguous data of its dtype and sizes.
   // Without the feature: FeatureNotSelected (state() returns null).
-  size_t state_count() const;
-  const char* state_name(size_t index) const;
+  const char* state_name(size_t index) const;  // null past the end
   Error reset_state();
   const Tensor* state(const char* name);
   Error set_state(const char* name, int32_t dtype_code, const int64_t* sizes, size_t ndim, const void* data,

@@ -89,9 +89,7 @@ Error Loader::run() {
   }
   has_state_ = flags != 0;
   if (has_state_ && !feature_selected(FeatureId::state)) {
-    return PARE_FAIL(diag, Error::FeatureNotSelected,
-                     "the program has state (buffers its methods update between calls) but the manifest does not "
-                     "select build feature state: re-trace the model or add state to build_features");
+    return PARE_FAIL(diag, Error::FeatureNotSelected, "the program has state: %s", PARE_STATE_NOT_SELECTED);
   }
   if (file_size < kHeaderSize) {
     return PARE_INVALID("file_size %llu is smaller than the %zu-byte header",
@@ -217,7 +215,8 @@ Error Loader::decode_methods(uint64_t offset) {
     const uint64_t record = rd64(base_ + offset + 8 + 8ull * i);
     PARE_TRY(check_range("method record", record, 1, kMethodRecordSize, 8));
     PARE_TRY(consume(1, kMethodRecordSize, "method records"));
-    const uint64_t states = has_state_ ? rd64(base_ + offset + 8 + 8ull * (count + i)) : 0;
+    const bool stateful = feature_selected(FeatureId::state) && has_state_;
+    const uint64_t states = stateful ? rd64(base_ + offset + 8 + 8ull * (count + i)) : 0;
     PARE_TRY(decode_method(i, record, states, methods[i]));
     program_.num_methods_ = i + 1;
   }

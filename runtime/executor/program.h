@@ -58,6 +58,11 @@ struct InstructionDesc {
 // each instance holds its own copy, which `update` (kNoValue: none) is
 // written into at the end of every execute, or in place by its producer
 // when `in_place`.
+// The message of a program with state, or a state entry point, in a
+// runtime without the feature: one literal, which the linker keeps once.
+#define PARE_STATE_NOT_SELECTED \
+  "the manifest does not select build feature state: re-trace the model or add state to build_features"
+
 struct StateDesc {
   const char* name;
   uint32_t value;

@@ -9,9 +9,8 @@ namespace pare {
 Error convert_into(KernelContext& ctx, const Tensor& src, const Tensor& dst) {
   if (src.dtype == dst.dtype && src.is_contiguous() && dst.is_contiguous()) {
     // Same bytes, same order: no per-element work (and no dtype dispatch,
-    // so a plain copy never needs copy_kernel in the manifest). A state
-    // updated in place (index_put into its own storage) copies nothing.
-    if (src.numel() > 0 && src.data() != dst.data()) __builtin_memcpy(dst.data(), src.data(), src.nbytes());
+    // so a plain copy never needs copy_kernel in the manifest).
+    if (src.numel() > 0) __builtin_memcpy(dst.data(), src.data(), src.nbytes());
     return Error::Ok;
   }
   const Tensor* inputs[] = {&src};

@@ -14,6 +14,14 @@ namespace pare {
 // strides), converting to dst's dtype with PyTorch's cast semantics.
 Error convert_into(KernelContext& ctx, const Tensor& src, const Tensor& dst);
 
+// convert_into for a scatter's copy of `self` into its output, which is
+// nothing to do when the output is self's own memory: a state updated in
+// place (docs/program_format.md, "State"). Inline, in the scatters only.
+inline Error copy_self_into(KernelContext& ctx, const Tensor& self, const Tensor& out) {
+  if (self.data() == out.data() && self.is_contiguous() && out.is_contiguous()) return Error::Ok;
+  return convert_into(ctx, self, out);
+}
+
 // A contiguous tensor of `dtype` with src's values: `src` itself when it
 // already is one, else a converted copy in scratch memory (valid until the
 // current root op returns).

@@ -191,7 +191,7 @@ Error aten_slice_scatter(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs
                        sizes_to_string(src.size_span()).text, sizes_to_string(slot_of_self.size_span()).text);
   PARE_TRY_ASSIGN(Tensor * out, ctx.allocate_output(args.output(0), self.dtype, self.size_span()));
   if (out->numel() == 0) return Error::Ok;
-  PARE_TRY(convert_into(ctx, self, *out));
+  PARE_TRY(copy_self_into(ctx, self, *out));
   if (slice.length == 0) return Error::Ok;
   return convert_into(ctx, src, indexing::slice_view(*out, slice));
 }
@@ -236,7 +236,7 @@ Error aten_select_scatter(KernelContext& ctx, ValueSpan inputs, ValueSpan output
                        static_cast<long long>(dim));
   PARE_TRY_ASSIGN(Tensor * out, ctx.allocate_output(args.output(0), self.dtype, self.size_span()));
   if (out->numel() == 0) return Error::Ok;
-  PARE_TRY(convert_into(ctx, self, *out));
+  PARE_TRY(copy_self_into(ctx, self, *out));
   return convert_into(ctx, src_slot, indexing::slice_view(*out, indexing::Slice{dim, index, 1, 1}));
 }
 

@@ -349,7 +349,7 @@ Error aten_index_put(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs) {
                            "argument 'values': the value cannot be converted to %s without overflow",
                            to_string(self.dtype));
     }
-    if (out->numel() > 0) PARE_TRY(convert_into(ctx, self, *out));
+    if (out->numel() > 0) PARE_TRY(copy_self_into(ctx, self, *out));
     if (mask != nullptr) {
       fill_where<Bits<T>>(where, __builtin_bit_cast(Bits<T>, fill.to<T>()), *out);
     } else if (indexed_numel == 0) {
