@@ -98,6 +98,7 @@ _SIGNATURES = {
     "pare_method_set_output_buffer": (_c.c_int, [_P, _c.c_size_t, _c.c_void_p, _c.c_size_t]),
     "pare_method_state_name": (_c.c_char_p, [_P, _c.c_size_t]),
     "pare_method_reset_state": (_c.c_int, [_P]),
+    "pare_method_create_sharing_state": (_c.c_int, [_P, _c.c_char_p, _P, _c.POINTER(_P)]),
     "pare_method_state_tensor": (_c.c_int, [_P, _c.c_char_p, _c.POINTER(_TensorInfo)]),
     "pare_method_set_state": (
         _c.c_int,

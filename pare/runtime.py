@@ -339,20 +339,31 @@ class Program(_Owner):
         n = self._lib.pare_program_method_count(self._handle)
         return [_s(self._lib.pare_program_method_name(self._handle, i)) for i in range(n)]
 
-    def method(self, name: str = "forward") -> "Method":
+    def method(self, name: str = "forward", *, share_state_with: "Method | None" = None) -> "Method":
         """A new instance of method `name`: its own arena and inputs, the program's weights shared.
 
         Instances of one program may run concurrently on different threads.
         Raises PareError (InvalidArgument) for a name the program lacks.
+        `share_state_with`: an instance of a method of this program whose
+        states this one uses wherever their names match (a prefill and a
+        decode method over one KV cache; build feature state); the new
+        instance keeps it alive.
         """
         handle = ctypes.c_void_p()
-        status = self._lib.pare_method_create(self._handle, name.encode(), ctypes.byref(handle))
+        if share_state_with is None:
+            status = self._lib.pare_method_create(self._handle, name.encode(), ctypes.byref(handle))
+        else:
+            status = self._lib.pare_method_create_sharing_state(
+                self._handle, name.encode(), share_state_with._handle, ctypes.byref(handle)
+            )
         if status != 0:
             message = _s(self._lib.pare_method_error_message(handle)) if handle else None
             if handle:
                 self._lib.pare_method_destroy(handle)
             raise self.runtime._error(status, message)
-        return Method(self, handle)
+        method = Method(self, handle)
+        method._shares_state_of = share_state_with  # destroyed after this instance
+        return method
 
     def trace(self) -> Trace:
         """What the instrumentation runtime recorded since loading (or reset_trace): ops, kernel dtypes, classes, features."""

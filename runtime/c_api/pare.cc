@@ -232,12 +232,17 @@ const char* pare_program_method_name(const pare_program* program, size_t index) 
 }
 
 pare_status pare_method_create(pare_program* program, const char* name, pare_method** out_method) {
+  return pare_method_create_sharing_state(program, name, nullptr, out_method);
+}
+
+pare_status pare_method_create_sharing_state(pare_program* program, const char* name, pare_method* share_with,
+                                             pare_method** out_method) {
   if (out_method == nullptr) return PARE_ERROR_INVALID_ARGUMENT;
   *out_method = nullptr;
   if (program == nullptr) return PARE_ERROR_INVALID_ARGUMENT;
   *out_method = pare::create<pare_method>(program->program);
   if (*out_method == nullptr) return PARE_ERROR_OUT_OF_MEMORY;
-  const Error e = (*out_method)->method.init(name);
+  const Error e = (*out_method)->method.init(name, share_with != nullptr ? &share_with->method : nullptr);
   if (e != Error::Ok) {
     // Also report on the program, where a caller that only keeps the
     // program handle looks.

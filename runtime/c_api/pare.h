@@ -326,6 +326,13 @@ PARE_API pare_status pare_method_set_planner(pare_method* method, int32_t planne
  * last three return PARE_ERROR_FEATURE_NOT_SELECTED when the build lacks
  * state, PARE_ERROR_INVALID_ARGUMENT for an unknown name. */
 PARE_API const char* pare_method_state_name(const pare_method* method, size_t index);
+/* pare_method_create, but each state named as one of `share_with`'s (an
+ * instance of a method of the same program) is that state, not a copy:
+ * a prefill and a decode method over one KV cache. Same dtype and sizes,
+ * else PARE_ERROR_INVALID_ARGUMENT; destroy the new method before
+ * `share_with`. */
+PARE_API pare_status pare_method_create_sharing_state(pare_program* program, const char* name, pare_method* share_with,
+                                                      pare_method** out_method);
 PARE_API pare_status pare_method_reset_state(pare_method* method);
 PARE_API pare_status pare_method_state_tensor(pare_method* method, const char* name, pare_tensor_info* info);
 PARE_API pare_status pare_method_set_state(pare_method* method, const char* name, int32_t dtype, const int64_t* sizes,

@@ -29,7 +29,7 @@ void Method::release_pool() {
   pool_ = nullptr;
 }
 
-Error Method::init(const char* name) {
+Error Method::init(const char* name, Method* share_state) {
   diagnostics_.clear();
   if (desc_ != nullptr) return PARE_FAIL(diagnostics_, Error::InvalidState, "method already initialised");
   if (!program_.loaded()) {
@@ -41,6 +41,12 @@ Error Method::init(const char* name) {
                      name != nullptr ? name : "(null)");
   }
   const MethodDesc& m = *desc;
+  if (share_state != nullptr) {
+    if (!feature_selected(FeatureId::state)) return state_not_selected();
+    PARE_CHECK_OR_RETURN(diagnostics_, &share_state->program_ == &program_ && share_state->desc_ != nullptr,
+                         Error::InvalidArgument,
+                         "method '%s' can only share the state of a created method of the same program", m.name);
+  }
 
   values_ = allocator_.allocate_array<Value>(m.num_values);
   instructions_ = allocator_.allocate_array<Instruction>(m.num_instructions);
@@ -131,10 +137,31 @@ Error Method::init(const char* name) {
     for (uint32_t k = 0; k < m.num_states; ++k) {
       const ValueDesc& d = m.values[m.states[k].value];
       const Tensor initial = make_tensor(const_cast<void*>(d.data), d.dtype, IntArrayRef(d.sizes, d.dim));
-      void* storage = allocator_.allocate(initial.nbytes() == 0 ? 1 : initial.nbytes(), kTensorAlignment);
-      if (storage == nullptr)
-        return PARE_FAIL(diagnostics_, Error::OutOfMemory, "out of memory creating the state of method '%s'", m.name);
-      __builtin_memcpy(storage, initial.data(), initial.nbytes());
+      const Tensor* shared = nullptr;
+      if (share_state != nullptr) {
+        for (uint32_t j = 0; j < share_state->desc_->num_states && shared == nullptr; ++j) {
+          const StateDesc& other = share_state->desc_->states[j];
+          if (string_equal(other.name, m.states[k].name)) shared = &share_state->values_[other.value].tensor;
+        }
+      }
+      void* storage = nullptr;
+      if (shared != nullptr) {
+        bool same = shared->dtype == initial.dtype && shared->dim == initial.dim;
+        for (size_t i = 0; same && i < initial.dim; ++i) same = shared->sizes[i] == initial.sizes[i];
+        PARE_CHECK_OR_RETURN(diagnostics_, same, Error::InvalidArgument,
+                             "state '%s' of method '%s' is a %s tensor of sizes %s; method '%s' has one of %s %s: "
+                             "they cannot be shared",
+                             m.states[k].name, m.name, to_string(initial.dtype),
+                             sizes_to_string(initial.size_span()).text, share_state->desc_->name,
+                             to_string(shared->dtype), sizes_to_string(shared->size_span()).text);
+        storage = shared->data();
+      } else {
+        storage = allocator_.allocate(initial.nbytes() == 0 ? 1 : initial.nbytes(), kTensorAlignment);
+        if (storage == nullptr) {
+          return PARE_FAIL(diagnostics_, Error::OutOfMemory, "out of memory creating the state of method '%s'", m.name);
+        }
+        __builtin_memcpy(storage, initial.data(), initial.nbytes());
+      }
       values_[m.states[k].value] = Value::make_tensor(make_tensor(storage, d.dtype, IntArrayRef(d.sizes, d.dim)));
     }
     if (m.num_states > 0) program_.observer().record_feature(FeatureId::state);

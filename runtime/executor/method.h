@@ -48,8 +48,12 @@ class Method {
   Method(const Method&) = delete;
   Method& operator=(const Method&) = delete;
 
-  // Builds the instance of method `name` and runs its init section.
-  Error init(const char* name);
+  // Builds the instance of method `name` and runs its init section. With
+  // `share_state` (an instance of a method of the same program, build
+  // feature state), each state named as one of its states is that state's
+  // memory (same dtype and sizes): a prefill and a decode method over one
+  // KV cache. `share_state` must outlive this instance.
+  Error init(const char* name, Method* share_state = nullptr);
 
   Diagnostics& diagnostics() { return diagnostics_; }
   const Diagnostics& diagnostics() const { return diagnostics_; }

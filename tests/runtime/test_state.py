@@ -249,3 +249,54 @@ def test_an_older_program_without_state_is_unchanged():
     data = pb.to_bytes()
     assert struct.unpack_from("<HHII", data, 4) == (1, 0, 64, 0)  # version 1.0, no header flags
     assert fmt.HEADER_FLAG_STATE == 1
+
+
+def _prefill_decode_program(decode_sizes=(4,)):
+    """prefill writes rows of state "s"; decode reads it (s * 2) and writes one more."""
+    pb = ProgramBuilder()
+    prefill = pb.method("prefill")
+    v, idx = prefill.input("Float", [None]), prefill.input("Long", [None])
+    s = prefill.state("s", np.zeros(4, np.float32))
+    prefill.update_state(s, prefill.op("aten::index_put", s, [idx], v), in_place=True)
+    prefill.output(prefill.op("aten::relu", v))
+    decode = pb.method("decode")
+    v, idx = decode.input("Float", [1]), decode.input("Long", [1])
+    s = decode.state("s", np.zeros(decode_sizes, np.float32))
+    new = decode.op("aten::index_put", s, [idx], v)
+    decode.update_state(s, new, in_place=True)
+    decode.output(decode.op("aten::mul.Scalar", new, 2.0))
+    return pb.to_bytes()
+
+
+def test_two_methods_share_state(runtime):
+    program = runtime.load(_prefill_decode_program())
+    prefill = program.method("prefill")
+    decode = program.method("decode", share_state_with=prefill)
+    alone = program.method("decode")
+    prefill.run(np.array([1.0, 2.0], np.float32), np.array([0, 1]))
+    (y,) = decode.run(np.array([3.0], np.float32), np.array([2]))
+    assert y.tolist() == [2, 4, 6, 0]
+    assert prefill.state("s").tolist() == [1, 2, 3, 0]  # one buffer
+    (y,) = alone.run(np.array([3.0], np.float32), np.array([2]))
+    assert y.tolist() == [0, 0, 6, 0]  # an instance of its own
+    decode.reset_state()
+    assert prefill.state("s").tolist() == [0, 0, 0, 0]
+    with pytest.raises(
+        PareError, match="state 's' of method 'decode' is a Float tensor of sizes \\[5\\]; method 'prefill'"
+    ):
+        mismatched = runtime.load(_prefill_decode_program((5,)))
+        mismatched.method("decode", share_state_with=mismatched.method("prefill"))
+    other = runtime.load(_prefill_decode_program()).method("prefill")
+    with pytest.raises(PareError, match="can only share the state of a created method of the same program"):
+        program.method("decode", share_state_with=other)
+
+
+def test_sharing_state_without_the_feature_answers_feature_not_selected(selective_runtime):
+    pb = ProgramBuilder()
+    m = pb.method()
+    m.output(m.op("aten::relu", m.input("Float", [2])))
+    program = selective_runtime.load(pb.to_bytes())
+    first = program.method()
+    with pytest.raises(PareError, match="does not select build feature state") as e:
+        program.method(share_state_with=first)
+    assert e.value.status_name == "FeatureNotSelected"
