@@ -157,15 +157,18 @@ static void destroy_method(bridge_method* m) {
   pare_pal_free(m);
 }
 
+/* share_with: 0, or a method whose states the new one uses (build feature
+ * state: a prefill and a decode method over one KV cache). */
 PARE_JNIEXPORT jlong Java_org_pare_Module_nativeCreateMethod(JNIEnv* env, jclass cls, jlong program_handle,
-                                                             jstring name) {
+                                                             jstring name, jlong share_with) {
   (void)cls;
   pare_program* program = as_program(env, program_handle);
   if (!program) return 0;
   const char* chars = (*env)->GetStringUTFChars(env, name, NULL);
   if (!chars) return 0;
   pare_method* method = NULL;
-  pare_status status = pare_method_create(program, chars, &method);
+  pare_method* shared = share_with ? ((bridge_method*)(intptr_t)share_with)->method : NULL;
+  pare_status status = pare_method_create_sharing_state(program, chars, shared, &method);
   (*env)->ReleaseStringUTFChars(env, name, chars);
   if (status != PARE_OK) {
     throw_message(env, method ? pare_method_error_message(method) : pare_program_error_message(program));
@@ -248,6 +251,46 @@ PARE_JNIEXPORT void Java_org_pare_Module_nativeSetNumThreads(JNIEnv* env, jclass
   }
 }
 
+/* ---- Build feature state ------------------------------------------------- */
+
+PARE_JNIEXPORT jboolean Java_org_pare_Module_nativeHasState(JNIEnv* env, jclass cls, jlong handle) {
+  (void)cls;
+  bridge_method* m = as_method(env, handle);
+  return m && pare_method_state_name(m->method, 0) ? 1 : 0;
+}
+
+PARE_JNIEXPORT void Java_org_pare_Module_nativeResetState(JNIEnv* env, jclass cls, jlong handle) {
+  (void)cls;
+  bridge_method* m = as_method(env, handle);
+  if (m && pare_method_reset_state(m->method) != PARE_OK) throw_message(env, pare_method_error_message(m->method));
+}
+
+PARE_JNIEXPORT void Java_org_pare_Module_nativeSetState(JNIEnv* env, jclass cls, jlong handle, jstring name, jint dtype,
+                                                        jlongArray shape, jbyteArray data) {
+  (void)cls;
+  bridge_method* m = as_method(env, handle);
+  if (!m) return;
+  const jsize ndim = (*env)->GetArrayLength(env, shape);
+  if (ndim > PARE_MAX_DIM) {
+    throw_message(env, "pare: a tensor may have at most 8 dimensions");
+    return;
+  }
+  int64_t sizes[PARE_MAX_DIM];
+  (*env)->GetLongArrayRegion(env, shape, 0, ndim, (jlong*)sizes);
+  const jsize nbytes = (*env)->GetArrayLength(env, data);
+  const char* chars = (*env)->GetStringUTFChars(env, name, NULL);
+  void* bytes = pare_pal_malloc(nbytes > 0 ? (size_t)nbytes : 1, 64);
+  pare_status status = PARE_ERROR_OUT_OF_MEMORY;
+  if (chars && bytes) {
+    (*env)->GetByteArrayRegion(env, data, 0, nbytes, (jbyte*)bytes);
+    status = pare_method_set_state(m->method, chars, dtype, sizes, (size_t)ndim, bytes, (size_t)nbytes);
+  }
+  pare_pal_free(bytes);
+  if (chars) (*env)->ReleaseStringUTFChars(env, name, chars);
+  if (status != PARE_OK)
+    throw_message(env, chars && bytes ? pare_method_error_message(m->method) : "pare: out of memory");
+}
+
 PARE_JNIEXPORT jint Java_org_pare_Module_nativeOutputCount(JNIEnv* env, jclass cls, jlong handle) {
   (void)cls;
   bridge_method* m = as_method(env, handle);
@@ -269,7 +312,27 @@ typedef struct bridge_output {
   } scalar;
 } bridge_output;
 
-static int read_output(JNIEnv* env, bridge_method* m, jint index, bridge_output* out) {
+static void from_info(const pare_tensor_info* info, bridge_output* out) {
+  out->dtype = info->dtype;
+  out->ndim = info->ndim;
+  for (int32_t d = 0; d < info->ndim; ++d) out->sizes[d] = info->sizes[d], out->strides[d] = info->strides[d];
+  out->data = info->data;
+}
+
+/* Output `index`, or with `state` non-null that state of the method. */
+static int read_output(JNIEnv* env, bridge_method* m, jint index, jstring state, bridge_output* out) {
+  if (state) {
+    const char* chars = (*env)->GetStringUTFChars(env, state, NULL);
+    pare_tensor_info info;
+    const pare_status status = chars ? pare_method_state_tensor(m->method, chars, &info) : PARE_ERROR_OUT_OF_MEMORY;
+    if (chars) (*env)->ReleaseStringUTFChars(env, state, chars);
+    if (status != PARE_OK) {
+      throw_message(env, chars ? pare_method_error_message(m->method) : "pare: out of memory");
+      return 0;
+    }
+    from_info(&info, out);
+    return 1;
+  }
   int32_t kind = 0;
   if (pare_method_output_kind(m->method, (size_t)index, &kind) != PARE_OK) {
     throw_message(env, pare_method_error_message(m->method));
@@ -282,10 +345,7 @@ static int read_output(JNIEnv* env, bridge_method* m, jint index, bridge_output*
       pare_tensor_info info;
       status = pare_method_output_tensor(m->method, (size_t)index, &info);
       if (status != PARE_OK) break;
-      out->dtype = info.dtype;
-      out->ndim = info.ndim;
-      for (int32_t d = 0; d < info.ndim; ++d) out->sizes[d] = info.sizes[d], out->strides[d] = info.strides[d];
-      out->data = info.data;
+      from_info(&info, out);
       return 1;
     }
     case PARE_VALUE_INT:
@@ -315,29 +375,33 @@ static int read_output(JNIEnv* env, bridge_method* m, jint index, bridge_output*
   return 1;
 }
 
-PARE_JNIEXPORT jint Java_org_pare_Module_nativeOutputDtype(JNIEnv* env, jclass cls, jlong handle, jint index) {
+/* The three below read output `index`, or the method's state named `state` when it is not null. */
+PARE_JNIEXPORT jint Java_org_pare_Module_nativeOutputDtype(JNIEnv* env, jclass cls, jlong handle, jint index,
+                                                           jstring state) {
   (void)cls;
   bridge_method* m = as_method(env, handle);
   bridge_output out;
-  return m && read_output(env, m, index, &out) ? out.dtype : -1;
+  return m && read_output(env, m, index, state, &out) ? out.dtype : -1;
 }
 
-PARE_JNIEXPORT jlongArray Java_org_pare_Module_nativeOutputShape(JNIEnv* env, jclass cls, jlong handle, jint index) {
+PARE_JNIEXPORT jlongArray Java_org_pare_Module_nativeOutputShape(JNIEnv* env, jclass cls, jlong handle, jint index,
+                                                                 jstring state) {
   (void)cls;
   bridge_method* m = as_method(env, handle);
   bridge_output out;
-  if (!m || !read_output(env, m, index, &out)) return NULL;
+  if (!m || !read_output(env, m, index, state, &out)) return NULL;
   jlongArray shape = (*env)->NewLongArray(env, out.ndim);
   if (shape) (*env)->SetLongArrayRegion(env, shape, 0, out.ndim, (const jlong*)out.sizes);
   return shape;
 }
 
 /* The output's elements in row-major order, gathered through its strides. */
-PARE_JNIEXPORT jbyteArray Java_org_pare_Module_nativeOutputData(JNIEnv* env, jclass cls, jlong handle, jint index) {
+PARE_JNIEXPORT jbyteArray Java_org_pare_Module_nativeOutputData(JNIEnv* env, jclass cls, jlong handle, jint index,
+                                                                jstring state) {
   (void)cls;
   bridge_method* m = as_method(env, handle);
   bridge_output out;
-  if (!m || !read_output(env, m, index, &out)) return NULL;
+  if (!m || !read_output(env, m, index, state, &out)) return NULL;
   const int esize = (int)pare_dtype_element_size(out.dtype);
   int64_t numel = 1;
   for (int32_t d = 0; d < out.ndim; ++d) numel *= out.sizes[d];

@@ -18,6 +18,7 @@ import org.pare.Tensor;
  *
  *   JavaApiCheck LIB run PROGRAM INPUT.f32 D0,D1,... [THREADS]   forward() on one float32 input
  *   JavaApiCheck LIB methods PROGRAM                     method names (loaded from byte[])
+ *   JavaApiCheck LIB reset-state PROGRAM                 Module.resetState(), then "state reset"
  *   JavaApiCheck LIB race-close PROGRAM INPUTS.f32 D0,D1,... WORKERS
  *   JavaApiCheck LIB race-threads PROGRAM INPUTS.f32 D0,D1,... WORKERS
  *
@@ -47,6 +48,11 @@ public final class JavaApiCheck {
       } else if (args[1].equals("race-close") || args[1].equals("race-threads")) {
         boolean close = args[1].equals("race-close");
         System.exit(race(close, args[2], readAll(args[3]), parseShape(args[4]), Integer.parseInt(args[5])));
+      } else if (args[1].equals("reset-state")) {
+        try (Module m = Module.load(args[2])) {
+          m.resetState();
+          System.out.println("state reset");
+        }
       } else if (args[1].equals("run")) {
         byte[] raw = readAll(args[3]);
         long[] shape = parseShape(args[4]);

@@ -169,6 +169,15 @@ def test_threads_need_the_feature_and_one_always_works(java_check, tmp_path):
     assert proc.stdout.startswith("PareException: ") and "does not select build feature threads" in proc.stdout
 
 
+def test_state_needs_the_feature(java_check, tmp_path):
+    # The demo's manifest does not select build feature state: Module.resetState
+    # reaches pare_method_reset_state, which answers FeatureNotSelected.
+    _, program = _linear_relu_program(tmp_path / "linear.pare")
+    proc = java_check("reset-state", str(program))
+    assert proc.returncode == 3, proc.stdout + proc.stderr
+    assert proc.stdout.startswith("PareException: ") and "does not select build feature state" in proc.stdout
+
+
 # The race tests share one Module between WORKERS threads, each with its own
 # input (so runs that overlapped inside the runtime would mix them up): a layer
 # large enough that a run spends its time in the kernel, where a close or a

@@ -27,6 +27,7 @@ public final class Module implements AutoCloseable {
   private long program;
   private final Map<String, Long> methods = new HashMap<String, Long>();
   private int numThreads = 1;
+  private long stateOwner; // the first method created with state: later ones share its states
 
   private Module(long program) {
     this.program = program;
@@ -85,9 +86,38 @@ public final class Module implements AutoCloseable {
     nativeExecute(m);
     Tensor[] outputs = new Tensor[nativeOutputCount(m)];
     for (int i = 0; i < outputs.length; i++) {
-      outputs[i] = Tensor.fromNative(nativeOutputDtype(m, i), nativeOutputShape(m, i), nativeOutputData(m, i));
+      outputs[i] =
+          Tensor.fromNative(
+              nativeOutputDtype(m, i, null), nativeOutputShape(m, i, null), nativeOutputData(m, i, null));
     }
     return outputs;
+  }
+
+  /**
+   * Restores every state's initial value (a program with state: the buffers a model mutates, e.g.
+   * a KV cache, which persist between runs; the methods of one Module share them by name). Needs a
+   * runtime whose manifest selects build feature state; otherwise, a PareException naming it.
+   */
+  public synchronized void resetState() {
+    nativeResetState(stateMethod());
+  }
+
+  /** A copy of state {@code name}'s current content. */
+  public synchronized Tensor getState(String name) {
+    long m = stateMethod();
+    return Tensor.fromNative(
+        nativeOutputDtype(m, -1, name), nativeOutputShape(m, -1, name), nativeOutputData(m, -1, name));
+  }
+
+  /** Overwrites state {@code name} with {@code value} (its dtype and shape). */
+  public synchronized void setState(String name, Tensor value) {
+    nativeSetState(stateMethod(), name, value.dtype().code, value.shape(), value.rawData());
+  }
+
+  /** The method holding the states: the first created with state, else "forward". */
+  private long stateMethod() {
+    handle();
+    return stateOwner != 0 ? stateOwner : method("forward");
   }
 
   @Override
@@ -96,6 +126,7 @@ public final class Module implements AutoCloseable {
       nativeDestroyMethod(m);
     }
     methods.clear();
+    stateOwner = 0;
     if (program != 0) {
       nativeDestroyProgram(program);
       program = 0;
@@ -112,8 +143,11 @@ public final class Module implements AutoCloseable {
   private long method(String name) {
     Long m = methods.get(name);
     if (m == null) {
-      m = nativeCreateMethod(handle(), name);
+      m = nativeCreateMethod(handle(), name, stateOwner);
       methods.put(name, m);
+      if (stateOwner == 0 && nativeHasState(m)) {
+        stateOwner = m;
+      }
       if (numThreads != 1) {
         nativeSetNumThreads(m, numThreads);
       }
@@ -129,7 +163,7 @@ public final class Module implements AutoCloseable {
 
   private static native String nativeMethodNames(long program);
 
-  private static native long nativeCreateMethod(long program, String name);
+  private static native long nativeCreateMethod(long program, String name, long shareWith);
 
   private static native void nativeDestroyMethod(long method);
 
@@ -143,9 +177,16 @@ public final class Module implements AutoCloseable {
 
   private static native int nativeOutputCount(long method);
 
-  private static native int nativeOutputDtype(long method, int index);
+  private static native boolean nativeHasState(long method);
 
-  private static native long[] nativeOutputShape(long method, int index);
+  private static native void nativeResetState(long method);
 
-  private static native byte[] nativeOutputData(long method, int index);
+  private static native void nativeSetState(long method, String name, int dtype, long[] shape, byte[] data);
+
+  // Output `index`, or the state named `state` when it is not null.
+  private static native int nativeOutputDtype(long method, int index, String state);
+
+  private static native long[] nativeOutputShape(long method, int index, String state);
+
+  private static native byte[] nativeOutputData(long method, int index, String state);
 }
