@@ -300,3 +300,22 @@ def test_sharing_state_without_the_feature_answers_feature_not_selected(selectiv
     with pytest.raises(PareError, match="does not select build feature state") as e:
         program.method(share_state_with=first)
     assert e.value.status_name == "FeatureNotSelected"
+
+
+def test_a_repeated_sequence_length_reuses_its_plan(runtime, kv_model):
+    _, calls, program = kv_model
+    method = runtime.load(program).method()
+    method.run(calls[0][0].numpy(), calls[0][1].numpy())  # prefill, S = 3: plans
+    method.run(calls[1][0].numpy(), calls[1][1].numpy())  # decode, S = 1: plans once
+    assert method.memory_stats().num_plans == 2
+    method.run(calls[2][0].numpy(), calls[2][1].numpy())  # the first replay sizes the arena
+    arena = method.memory_stats().arena_bytes
+    assert arena > 0
+    for c in calls[3:]:
+        method.run(c[0].numpy(), c[1].numpy())
+        stats = method.memory_stats()
+        # Every further decode step replays its plan: nothing allocated, nothing re-planned.
+        assert (stats.num_plans, stats.temporary_blocks, stats.arena_bytes) == (2, 0, arena)
+    method.reset_state()
+    method.run(calls[0][0].numpy(), calls[0][1].numpy())  # a new prompt of the same length
+    assert method.memory_stats().num_plans == 2

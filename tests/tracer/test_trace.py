@@ -337,3 +337,16 @@ def test_a_model_with_state_selects_the_state_feature(tracing_lib):
     m = trace_model(spec_from(_KVCache(), calls), runtime=tracing_lib).manifest
     assert "state" in m.build_features
     assert "aten::index_put" in m.operators
+
+
+def test_check_runs_a_stateful_model_as_one_sequence(full_lib):
+    # A prefill then decode steps: each step's output depends on the cache the
+    # previous ones wrote, in the runtime and in torch (on a copy of the module).
+    torch.manual_seed(0)
+    calls = [(torch.randn(1, 3, 4), torch.arange(3))]
+    calls += [(torch.randn(1, 1, 4), torch.tensor([p])) for p in range(3, 7)]
+    spec = spec_from(_KVCache(), calls)
+    for _ in range(2):  # the spec's module keeps its initial buffers: a second check starts where the first did
+        checks = check_model(spec, runtime=full_lib)
+        assert [c.index for c in checks] == list(range(5)) and all(c.ok for c in checks)
+    assert not spec.module.k_cache.any()

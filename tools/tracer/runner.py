@@ -16,6 +16,7 @@ import numpy as np
 import torch
 
 from pare import dtypes as pare_dtypes
+from pare._format_table import HEADER_FLAG_STATE, HEADER_SIZE
 from pare.runtime import PareError, Program, Runtime
 from tools.tracer import paths
 from tools.tracer.errors import TracerError
@@ -50,6 +51,12 @@ def library_kind(path: Path) -> str:
         f"{path}: an ELF library for machine {machine}, which neither runs here (x86_64) nor under "
         "the aarch64 emulator harness; pass an x86_64 or Android arm64 Pare runtime"
     )
+
+
+def has_state(program: bytes) -> bool:
+    """Whether a program has state (format 1.2's header flag): its methods
+    keep buffers between calls, so its inputs run as one sequence."""
+    return len(program) >= HEADER_SIZE and bool(struct.unpack_from("<I", program, 12)[0] & HEADER_FLAG_STATE)
 
 
 def to_numpy_input(t: torch.Tensor):
@@ -97,7 +104,10 @@ class NativeRunner:
         assert self.program is not None
         try:
             if method not in self._methods:
-                self._methods[method] = self.program.method(method)
+                # The methods of a program with state share it, as the module's forward and its
+                # other methods share its buffers in torch.
+                share = next((m for m in self._methods.values() if m.state_names), None)
+                self._methods[method] = self.program.method(method, share_state_with=share)
             m = self._methods[method]
             set_inputs(m, inputs)
             m.execute()
@@ -138,6 +148,12 @@ class HarnessRunner:
             raise TracerError(f"{paths.display(self.library)}: {e}") from None
 
     def load(self, program: bytes) -> None:
+        if has_state(program):
+            raise TracerError(
+                f"{paths.display(self.library)}: the program has state (buffers its methods update between "
+                "calls), which the emulator harness cannot carry from one input to the next (a process "
+                "per input): check it on an x86_64 runtime"
+            )
         self._program = program
 
     def run(self, method: str, inputs: Sequence[torch.Tensor]) -> list[Any]:

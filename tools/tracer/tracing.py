@@ -14,6 +14,7 @@ each changed, and, per operator, the model methods that reached it.
 
 from __future__ import annotations
 
+import copy
 import json
 import time
 from collections.abc import Iterable
@@ -31,7 +32,7 @@ from tools.tracer.exporter import ExportedModel, MethodGroup, export_model, grou
 from tools.tracer.model_spec import ModelSpec
 from tools.tracer.numerics import OutputCheck, Tolerance, compare, flatten_outputs, quantized_output_steps
 from tools.tracer.progress import Progress, plural
-from tools.tracer.runner import NativeRunner, library_kind, runner_for
+from tools.tracer.runner import NativeRunner, has_state, library_kind, runner_for
 
 
 @dataclass(frozen=True)
@@ -66,10 +67,11 @@ def model_label(spec: ModelSpec) -> str:
     return spec.path.name
 
 
-def eager_outputs(spec: ModelSpec, index: int) -> list[Any]:
+def eager_outputs(spec: ModelSpec, index: int, module: torch.nn.Module | None = None) -> list[Any]:
+    """torch eager's outputs for inputs[index], from `module` (default: the spec's)."""
     with torch.no_grad():
         try:
-            result = spec.module(*spec.inputs[index])
+            result = (spec.module if module is None else module)(*spec.inputs[index])
         except Exception as e:  # the user's model
             raise TracerError(
                 f"{spec.path}: running the model in torch eager on inputs[{index}] raised "
@@ -96,15 +98,20 @@ def run_and_compare(
     tolerance: Tolerance,
     progress: Progress,
     after_method=None,
+    stateful: bool = False,
 ) -> list[InputCheck]:
     """Runs every representative input on `runner` (program loaded), grouped
     by method, and compares with torch eager. `after_method(name)` is called
-    after each method's inputs ran (trace reads the per-method trace there)."""
+    after each method's inputs ran (trace reads the per-method trace there).
+    A program with state runs its inputs as one sequence, each call seeing
+    the buffers the previous ones left, and so does torch: on a copy of the
+    module, so the spec's keeps its initial buffers for the next run."""
     checks = []
     steps = quantized_output_steps(spec.module)
+    module = copy.deepcopy(spec.module) if stateful else spec.module
     for group in groups:
         for index in group.indices:
-            expected = eager_outputs(spec, index)
+            expected = eager_outputs(spec, index, module)
             actual = runner.run(group.name, spec.inputs[index])
             checks.append(InputCheck(index, group.name, tuple(compare(actual, expected, tolerance, steps))))
             shapes = ", ".join(f"{list(t.shape)}" for t in spec.inputs[index])
@@ -169,7 +176,15 @@ def trace_model(
     ):
         # Method creation runs the init section (prepacking): trace it with
         # the method's first input.
-        checks = run_and_compare(spec, exported.groups, runner, spec_tolerance(spec, tolerance), progress, read_trace)
+        checks = run_and_compare(
+            spec,
+            exported.groups,
+            runner,
+            spec_tolerance(spec, tolerance),
+            progress,
+            read_trace,
+            stateful=has_state(exported.program),
+        )
     seconds["run"] = time.monotonic() - start
     manifest = build_manifest(spec, exported, per_method, features)
     runner.close()
@@ -272,7 +287,9 @@ def check_model(
     runner.load(program)
     where = "under the qemu-aarch64 harness" if not isinstance(runner, NativeRunner) else "natively"
     with progress.step(f"running {plural(len(spec.inputs), 'input')} on {paths.display(library)} ({where})"):
-        checks = run_and_compare(spec, groups, runner, spec_tolerance(spec, tolerance), progress)
+        checks = run_and_compare(
+            spec, groups, runner, spec_tolerance(spec, tolerance), progress, stateful=has_state(program)
+        )
     runner.close()
     if not all(c.ok for c in checks):
         raise NumericMismatchError(paths.display(spec.path), library, checks)
