@@ -330,7 +330,8 @@ PARE_API const char* pare_method_state_name(const pare_method* method, size_t in
  * instance of a method of the same program) is that state, not a copy:
  * a prefill and a decode method over one KV cache. Same dtype and sizes,
  * else PARE_ERROR_INVALID_ARGUMENT; destroy the new method before
- * `share_with`. */
+ * `share_with`. Methods sharing state are one handle for threading: call
+ * them from one thread at a time. */
 PARE_API pare_status pare_method_create_sharing_state(pare_program* program, const char* name, pare_method* share_with,
                                                       pare_method** out_method);
 PARE_API pare_status pare_method_reset_state(pare_method* method);
