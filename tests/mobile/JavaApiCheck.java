@@ -19,6 +19,7 @@ import org.pare.Tensor;
  *   JavaApiCheck LIB run PROGRAM INPUT.f32 D0,D1,... [THREADS]   forward() on one float32 input
  *   JavaApiCheck LIB methods PROGRAM                     method names (loaded from byte[])
  *   JavaApiCheck LIB reset-state PROGRAM                 Module.resetState(), then "state reset"
+ *   JavaApiCheck LIB state PROGRAM X.f32 PREFILL STEPS DIM   a KV-cache sequence (tests/mobile/state)
  *   JavaApiCheck LIB race-close PROGRAM INPUTS.f32 D0,D1,... WORKERS
  *   JavaApiCheck LIB race-threads PROGRAM INPUTS.f32 D0,D1,... WORKERS
  *
@@ -53,6 +54,9 @@ public final class JavaApiCheck {
           m.resetState();
           System.out.println("state reset");
         }
+      } else if (args[1].equals("state")) {
+        state(args[2], readAll(args[3]), Integer.parseInt(args[4]), Integer.parseInt(args[5]),
+            Integer.parseInt(args[6]));
       } else if (args[1].equals("run")) {
         byte[] raw = readAll(args[3]);
         long[] shape = parseShape(args[4]);
@@ -66,6 +70,34 @@ public final class JavaApiCheck {
     } catch (PareException e) {
       System.out.println("PareException: " + e.getMessage());
       System.exit(3);
+    }
+  }
+
+  // forward(x [1, S, DIM], input_pos [S]) over a prefill of PREFILL tokens and
+  // STEPS decode steps of one, X.f32 holding every token's x in order; prints
+  // each run's outputs, then state k_cache, then after resetState() k_cache
+  // again, then v_cache after setState("v_cache", ones).
+  private static void state(String path, byte[] raw, int prefill, int steps, int dim) {
+    try (Module m = Module.load(path)) {
+      int token = 0;
+      for (int run = 0; run <= steps; run++) {
+        int s = run == 0 ? prefill : 1;
+        long[] pos = new long[s];
+        for (int i = 0; i < s; i++) {
+          pos[i] = token + i;
+        }
+        byte[] x = Arrays.copyOfRange(raw, token * dim * 4, (token + s) * dim * 4);
+        printOutputs(m.forward(Tensor.fromBytes(DType.FLOAT32, x, 1, s, dim), Tensor.fromLongs(pos, s)));
+        token += s;
+      }
+      printOutputs(new Tensor[] {m.getState("k_cache")});
+      m.resetState();
+      printOutputs(new Tensor[] {m.getState("k_cache")});
+      Tensor v = m.getState("v_cache");
+      float[] ones = new float[v.toFloatArray().length];
+      Arrays.fill(ones, 1.0f);
+      m.setState("v_cache", Tensor.fromFloats(ones, v.shape()));
+      printOutputs(new Tensor[] {m.getState("v_cache")});
     }
   }
 

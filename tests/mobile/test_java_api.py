@@ -21,39 +21,55 @@ from tests.conftest import REPO_ROOT, bazel_build, export_program
 
 JNI_RUNTIME = "apps/demo/runtime_jni/linux_x86_64/libpare_runtime_jni.so"
 JAR = "apps/demo/java_api.jar"
+STATE_JNI_RUNTIME = "tests/mobile/state/runtime_jni/linux_x86_64/libpare_runtime_jni.so"
 
 
 @pytest.fixture(scope="module")
-def java_check(tmp_path_factory):
+def java_runner(tmp_path_factory):
+    """run(*args) for JavaApiCheck on the JNI runtime `lib` (bazel-bin
+    relative) that `target` builds, with the Java API jar."""
     javac, java = shutil.which("javac"), shutil.which("java")
     if not javac or not java:
         pytest.fail("no JDK on PATH: tools/setup.sh installs openjdk-17-jdk-headless")
-    bin_dir = bazel_build("//apps/demo:runtime_jni", "//apps/demo:java_api")
-    out = tmp_path_factory.mktemp("java")
-    subprocess.run(
-        [
-            javac,
-            "--release",
-            "8",
-            "-nowarn",
-            "-cp",
-            str(bin_dir / JAR),
-            "-d",
-            str(out),
-            str(Path(__file__).with_name("JavaApiCheck.java")),
-        ],
-        check=True,
-        capture_output=True,
-    )
-    classpath = f"{bin_dir / JAR}:{out}"
-    lib = str(bin_dir / JNI_RUNTIME)
+    compiled: dict[str, Path] = {}
 
-    def run(*args: str) -> subprocess.CompletedProcess:
-        return subprocess.run(
-            [java, "-cp", classpath, "JavaApiCheck", lib, *args], capture_output=True, text=True, timeout=120
-        )
+    def runner(target: str = "//apps/demo:runtime_jni", lib: str = JNI_RUNTIME):
+        bin_dir = bazel_build(target, "//apps/demo:java_api")
+        if "classes" not in compiled:
+            compiled["classes"] = tmp_path_factory.mktemp("java")
+            subprocess.run(
+                [
+                    javac,
+                    "--release",
+                    "8",
+                    "-nowarn",
+                    "-cp",
+                    str(bin_dir / JAR),
+                    "-d",
+                    str(compiled["classes"]),
+                    str(Path(__file__).with_name("JavaApiCheck.java")),
+                ],
+                check=True,
+                capture_output=True,
+            )
+        classpath = f"{bin_dir / JAR}:{compiled['classes']}"
 
-    return run
+        def run(*args: str) -> subprocess.CompletedProcess:
+            return subprocess.run(
+                [java, "-cp", classpath, "JavaApiCheck", str(bin_dir / lib), *args],
+                capture_output=True,
+                text=True,
+                timeout=120,
+            )
+
+        return run
+
+    return runner
+
+
+@pytest.fixture(scope="module")
+def java_check(java_runner):
+    return java_runner()
 
 
 def _linear_relu_program(path: Path, features: int = 6, outputs: int = 3) -> tuple[torch.nn.Module, Path]:
@@ -176,6 +192,38 @@ def test_state_needs_the_feature(java_check, tmp_path):
     proc = java_check("reset-state", str(program))
     assert proc.returncode == 3, proc.stdout + proc.stderr
     assert proc.stdout.startswith("PareException: ") and "does not select build feature state" in proc.stdout
+
+
+def test_state_through_java_matches_torch(tmp_path, java_runner):
+    # A runtime with build feature state (tests/mobile/state): a prefill and
+    # decode steps through Module.forward, each compared with torch eager over
+    # the same sequence; then getState, resetState and setState.
+    import copy
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("kv_cache", REPO_ROOT / "tests/mobile/state/kv_cache.py")
+    kv_cache = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(kv_cache)
+    module, _ = kv_cache.build()
+    program = export_program(REPO_ROOT / "tests/mobile/state/kv_cache.py", tmp_path / "kv.pare")
+    prefill, steps, dim = 3, 4, 8
+    x = torch.randn(prefill + steps, dim, generator=torch.Generator().manual_seed(1))
+    (tmp_path / "x.f32").write_bytes(x.numpy().astype("<f4").tobytes())
+    run = java_runner("//tests/mobile/state:runtime_jni", STATE_JNI_RUNTIME)
+    proc = run("state", str(program), str(tmp_path / "x.f32"), str(prefill), str(steps), str(dim))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    got = [_parse(f"outputs 1\n{line}")[0] for line in proc.stdout.splitlines() if line.startswith("output ")]
+    ref = copy.deepcopy(module)
+    token = 0
+    with torch.no_grad():
+        for step in range(steps + 1):
+            s = prefill if step == 0 else 1
+            want = ref(x[token : token + s].reshape(1, s, dim), torch.arange(token, token + s))
+            np.testing.assert_allclose(got[step][2], want.numpy(), rtol=1e-5, atol=1e-6, err_msg=f"step {step}")
+            token += s
+    np.testing.assert_allclose(got[steps + 1][2], ref.k_cache.numpy(), rtol=1e-6, atol=1e-6)
+    assert not got[steps + 2][2].any()  # reset: the initial (zero) cache
+    assert (got[steps + 3][2] == 1).all()  # set
 
 
 # The race tests share one Module between WORKERS threads, each with its own
