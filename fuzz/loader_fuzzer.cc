@@ -506,9 +506,28 @@ bool set_input(MethodRun& run, size_t i, int64_t dynamic, int salt, uint8_t byte
   return true;
 }
 
+// A program with state (format 1.2): every listed state reads back with
+// its storage, refuses another dtype with a message, and resets.
+void check_state(pare_method* method) {
+  const char* name = nullptr;
+  for (size_t k = 0; (name = pare_method_state_name(method, k)) != nullptr; ++k) {
+    pare_tensor_info info;
+    if (pare_method_state_tensor(method, name, &info) != PARE_OK) broken_promise();
+    const size_t nbytes = static_cast<size_t>(numel_of(info)) * element_size(info.dtype);
+    if (nbytes > 0 && info.data == nullptr) broken_promise();
+    const int32_t other = info.dtype == PARE_DTYPE_FLOAT ? PARE_DTYPE_LONG : PARE_DTYPE_FLOAT;
+    expect_refused(
+        pare_method_set_state(method, name, other, info.sizes, static_cast<size_t>(info.ndim), info.data, nbytes),
+        method);
+  }
+  if (pare_method_state_name(method, 0) != nullptr && pare_method_reset_state(method) != PARE_OK) broken_promise();
+  expect_refused(pare_method_reset_state(nullptr), nullptr);
+}
+
 // What the C API promises after a successful execute, beyond touch_outputs.
 void check_after_execute(MethodRun& run) {
   touch_outputs(run.method);
+  check_state(run.method);
   for (size_t k = 0; k < run.num_outputs && k < kMaxOutputs; ++k) {
     int32_t kind = -1;
     if (pare_method_output_kind(run.method, k, &kind) != PARE_OK) broken_promise();

@@ -41,6 +41,7 @@ MAX_PROGRAM_BYTES = 64 * 1024
 # operators well, and a loaded machine should not make this take an hour.
 CAPTURE_SECONDS = 600
 CAPTURED_TESTS = [
+    "tests/runtime/test_state.py",
     "tests/runtime/test_interpreter.py",
     "tests/runtime/kernels/test_prepacked.py",
     "tests/runtime/kernels/test_nn.py",
@@ -70,14 +71,15 @@ _rt.Runtime.load = _capturing_load
 
 
 def _features(data: bytes) -> set[str]:
-    """What a program exercises: its operators (mutations reach the dtypes)."""
+    """What a program exercises: its operators (mutations reach the dtypes), and state."""
     from pare import program
 
     try:
         info = program.read(data)
     except program.ProgramError:
         return set()
-    return {ins.op for m in info.methods for ins in m.instructions}
+    state = {"state (format 1.2)"} if any(m.states for m in info.methods) else set()
+    return {ins.op for m in info.methods for ins in m.instructions} | state
 
 
 def captured_programs() -> list[bytes]:
