@@ -240,6 +240,18 @@ def test_unselected_code_is_absent_from_the_binary(runtime_lib, selective_lib):
     for thread_code in thread_code_patterns:
         assert _has(full, thread_code), thread_code
         assert not _has(sel, thread_code), f"{thread_code}: unselected feature threads is still linked"
+    # Build feature state (unselected): its C API entry points stay (answering
+    # FeatureNotSelected), the state tables' decoding and the state's upkeep go.
+    state_code_patterns = (
+        r"pare::Loader::decode_states\(",
+        r"pare::Method::write_back_state\(",
+        r"pare::Method::state_storage_for\(",
+        r"pare::Method::find_state\(",
+    )
+    for state_code in state_code_patterns:
+        assert _has(full, state_code), state_code
+        assert not _has(sel, state_code), f"{state_code}: unselected feature state is still linked"
+    assert _has(sel, r"pare_method_reset_state\(") or "pare_method_reset_state" in sel
 
 
 def test_select_link_names_what_is_wrong(tmp_path):
