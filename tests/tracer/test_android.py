@@ -13,6 +13,7 @@ proves a trap is reported (docs/testing.md, "Sanitizers")."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 import subprocess
@@ -108,6 +109,17 @@ def test_check_runs_the_android_runtime_under_the_harness(android_lib):
     checks = check_model(spec_of("multi_dtype"), android_lib)
     assert [c.method for c in checks] == ["forward", "forward_int64_int64", "forward", "forward_float64_float64"]
     assert all(c.ok for c in checks)
+
+
+def test_a_stateful_model_is_checked_as_one_sequence_under_the_harness(android_lib):
+    # tests/mobile/state/kv_cache.py: a prefill and a decode step, then more decode
+    # steps; each call replays the calls before it on one method instance.
+    spec = load_model_spec(REPO_ROOT / "tests" / "mobile" / "state" / "kv_cache.py")
+    generator = torch.Generator().manual_seed(2)
+    decode = tuple((torch.randn(1, 1, 8, generator=generator), torch.tensor([p])) for p in (4, 5))
+    spec = dataclasses.replace(spec, inputs=(*spec.inputs, *decode))
+    checks = check_model(spec, android_lib)
+    assert [c.index for c in checks] == [0, 1, 2, 3] and all(c.ok for c in checks), [c.line() for c in checks]
 
 
 def test_harness_run_mode_outputs_and_errors(android_lib):

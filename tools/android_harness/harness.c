@@ -9,12 +9,15 @@
 //                      `run` uses and calls pare_status_name: the check that
 //                      a runtime's relocations load (tools.verify --load).
 //
-//   harness run LIB PROGRAM METHOD OUTDIR [DTYPE:SIZES:FILE ...]
+//   harness run LIB PROGRAM METHOD OUTDIR [DTYPE:SIZES:FILE ...] [-- DTYPE:SIZES:FILE ...]...
 //       drives a Pare runtime's C API (runtime/c_api/pare.h): loads the
 //       program file, creates METHOD, sets one input per DTYPE:SIZES:FILE
 //       (ScalarType code, sizes joined by 'x' (empty for a 0-dim tensor),
 //       a file of the contiguous little-endian elements), executes, and
-//       describes every output on stdout, one line each:
+//       describes every output on stdout, one line each. `--` between
+//       input lists runs one execute per list, in order, on the one method
+//       instance (a program with state: a prefill, then decode steps); the
+//       outputs described are the last call's:
 //         output I tensor DTYPE NDIM SIZE...   (data in OUTDIR/outputI.bin,
 //                                               contiguous)
 //         output I int V | output I double V | output I bool V
@@ -369,15 +372,20 @@ static int run(int argc, char** argv) {
     pare_failed(&a, "pare_method_create", status,
                 method ? a.method_error_message(method) : a.program_error_message(program));
   }
-  const size_t num_inputs = (size_t)(argc - 6);
-  if (num_inputs != a.method_input_count(method)) {
-    fprintf(stderr, "harness: method %s takes %zu inputs, got %zu\n", argv[4], a.method_input_count(method),
-            num_inputs);
-    return 2;
+  for (int first = 6; first <= argc;) {
+    int last = first;
+    while (last < argc && strcmp(argv[last], "--") != 0) ++last;
+    const size_t num_inputs = (size_t)(last - first);
+    if (num_inputs != a.method_input_count(method)) {
+      fprintf(stderr, "harness: method %s takes %zu inputs, got %zu\n", argv[4], a.method_input_count(method),
+              num_inputs);
+      return 2;
+    }
+    for (size_t i = 0; i < num_inputs; ++i) set_input(&a, method, i, argv[first + (int)i]);
+    status = a.method_execute(method);
+    if (status != PARE_OK) pare_failed(&a, "pare_method_execute", status, a.method_error_message(method));
+    first = last + 1;
   }
-  for (size_t i = 0; i < num_inputs; ++i) set_input(&a, method, i, argv[6 + i]);
-  status = a.method_execute(method);
-  if (status != PARE_OK) pare_failed(&a, "pare_method_execute", status, a.method_error_message(method));
   printf("kernel_isa %s\n", a.kernel_isa());
   for (size_t i = 0; i < a.method_output_count(method); ++i) {
     int32_t kind = 0;

@@ -19,7 +19,7 @@ import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Sequence
 
 from tools import REPO_ROOT, bazel_build
 
@@ -181,11 +181,20 @@ class TensorData:
     data: bytes
 
 
-def run_program(library: Path, program: bytes, method: str, inputs: list[TensorData], timeout: float = 600) -> list:
+def run_program(
+    library: Path,
+    program: bytes,
+    method: str,
+    inputs: list[TensorData],
+    timeout: float = 600,
+    earlier: Sequence[list[TensorData]] = (),
+) -> list:
     """Runs METHOD of a Pare program on an Android runtime .so under emulation
     (the harness's `run` mode). Returns one entry per output: TensorData,
-    int, float, bool, or None for other value kinds."""
-    return run_program_on(library, program, method, inputs, timeout=timeout)[0]
+    int, float, bool, or None for other value kinds. `earlier`: the inputs of
+    calls run first, in order, on the same method instance (a program with
+    state sees what they left)."""
+    return run_program_on(library, program, method, inputs, timeout=timeout, earlier=earlier)[0]
 
 
 def run_program_on(
@@ -196,6 +205,7 @@ def run_program_on(
     timeout: float = 600,
     cpu: str | None = None,
     max_isa: str | None = None,
+    earlier: Sequence[list[TensorData]] = (),
 ) -> tuple[list, str]:
     """run_program on qemu's CPU model `cpu`, with the runtime's kernels
     capped at `max_isa` (run()); returns the outputs and the ISA the kernels
@@ -205,11 +215,14 @@ def run_program_on(
         (root / "program.pare").write_bytes(program)
         out_dir = root / "out"
         out_dir.mkdir()
-        specs = []
-        for i, t in enumerate(inputs):
-            path = root / f"input{i}.bin"
-            path.write_bytes(t.data)
-            specs.append(f"{t.dtype}:{'x'.join(str(s) for s in t.sizes)}:{path}")
+        specs: list[str] = []
+        for c, call in enumerate([*earlier, inputs]):
+            if c > 0:
+                specs.append("--")  # the harness's next execute
+            for i, t in enumerate(call):
+                path = root / f"call{c}_input{i}.bin"
+                path.write_bytes(t.data)
+                specs.append(f"{t.dtype}:{'x'.join(str(s) for s in t.sizes)}:{path}")
         proc = run(
             ["run", str(Path(library).resolve()), str(root / "program.pare"), method, str(out_dir), *specs],
             timeout=timeout,

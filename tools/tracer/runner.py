@@ -137,6 +137,8 @@ class HarnessRunner:
     def __init__(self, library: Path, progress: Progress | None = None):
         self.library = library.resolve()
         self._program: bytes | None = None
+        self._stateful = False
+        self._history: list[tuple[str, list]] = []
         from tools.android_harness import run as harness  # imported late: only this runner needs it
 
         self.harness = harness
@@ -148,13 +150,9 @@ class HarnessRunner:
             raise TracerError(f"{paths.display(self.library)}: {e}") from None
 
     def load(self, program: bytes) -> None:
-        if has_state(program):
-            raise TracerError(
-                f"{paths.display(self.library)}: the program has state (buffers its methods update between "
-                "calls), which the emulator harness cannot carry from one input to the next (a process "
-                "per input): check it on an x86_64 runtime"
-            )
         self._program = program
+        self._stateful = has_state(program)
+        self._history: list[tuple[str, list]] = []  # a stateful program's calls so far
 
     def run(self, method: str, inputs: Sequence[torch.Tensor]) -> list[Any]:
         assert self._program is not None
@@ -164,8 +162,18 @@ class HarnessRunner:
             code = pare_dtypes.get(t.dtype).code
             raw = t.view(torch.int16).numpy().tobytes() if t.dtype == torch.bfloat16 else t.numpy().tobytes()
             specs.append(self.harness.TensorData(code, tuple(t.shape), raw))
+        earlier = []
+        if self._stateful:
+            # A process per call: replay the calls before this one on the same instance first.
+            if any(name != method for name, _ in self._history):
+                raise TracerError(
+                    f"{paths.display(self.library)}: the program has state shared by several methods, which "
+                    "the emulator harness (one method per process) cannot run: check it on an x86_64 runtime"
+                )
+            earlier = [inputs for _, inputs in self._history]
+            self._history.append((method, specs))
         try:
-            outputs = self.harness.run_program(self.library, self._program, method, specs)
+            outputs = self.harness.run_program(self.library, self._program, method, specs, earlier=earlier)
         except self.harness.HarnessError as e:
             raise TracerError(
                 f"{self.library}: running method {method} under the emulator harness failed: {e}"
@@ -174,6 +182,7 @@ class HarnessRunner:
 
     def close(self) -> None:
         self._program = None
+        self._history = []
 
 
 def _from_harness(o: Any) -> Any:
