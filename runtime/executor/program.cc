@@ -269,23 +269,32 @@ Error Loader::decode_states(MethodDesc& m, uint64_t offset, uint32_t* last_use) 
         }
       }
     }
-    // The instruction of the body that produces the update.
+    // Where the update comes from: a constant, a method input, or an
+    // instruction's output (`producer`; only a body instruction's may be
+    // written in place).
     uint32_t producer = kNoValue;
-    for (uint32_t i = m.num_init_instructions; i < m.num_instructions && update != kNoValue; ++i) {
+    bool defined = update != kNoValue && update < m.num_values && update != value &&
+                   m.values[update].kind == ValueKind::Tensor && m.values[update].constant;
+    for (uint32_t k = 0; k < m.num_inputs && update != kNoValue; ++k) defined = defined || m.inputs[k] == update;
+    for (uint32_t i = 0; i < m.num_instructions && update != kNoValue; ++i) {
       const InstructionDesc& ins = m.instructions[i];
       for (uint32_t a = ins.num_inputs; a < static_cast<uint32_t>(ins.num_inputs) + ins.num_outputs; ++a) {
         if (ins.args[a] == update) producer = i;
       }
     }
-    if (update != kNoValue &&
-        (update >= m.num_values || m.values[update].kind != ValueKind::Tensor || producer == kNoValue)) {
-      return PARE_INVALID("method '%s' state '%s' is updated from value %u, which no instruction of the body defines",
+    defined = defined || (producer != kNoValue && m.values[update].kind == ValueKind::Tensor);
+    if (update != kNoValue && !defined) {
+      return PARE_INVALID("method '%s' state '%s' is updated from value %u, which is not a tensor the method defines",
                           m.name, s.name, update);
     }
     s.value = value;
     s.update = update;
     s.in_place = (flags & kStateFlagInPlace) != 0;
-    if (s.in_place && (update == kNoValue || last_use[value] > producer)) {
+    if (s.in_place && (producer == kNoValue || producer < m.num_init_instructions)) {
+      return PARE_INVALID("method '%s' state '%s' is marked in place but no body instruction computes its update",
+                          m.name, s.name);
+    }
+    if (s.in_place && last_use[value] > producer) {
       return PARE_INVALID("method '%s' state '%s' is marked in place but is read after instruction %u updates it",
                           m.name, s.name, producer);
     }

@@ -221,7 +221,8 @@ def test_malformed_state_metadata_is_refused(runtime):
         (table, "<I", 0, "has an empty state table: write its offset as 0"),
         (table + 8, "<I", 0xFFFF, "state 0 has no name"),
         (table + 12, "<I", input_value, f"refers to value {input_value}, which is not a constant tensor"),
-        (table + 16, "<I", value, f"is updated from value {value}, which no instruction of the body defines"),
+        (table + 16, "<I", value, f"is updated from value {value}, which is not a tensor the method defines"),
+        (table + 16, "<I", input_value, "is marked in place but no body instruction computes its update"),
         (table + 20, "<I", 6, "has unknown flags 0x6"),
         (12, "<I", 2, "header flags 0x2 set; version 1.2 defines only 0x1"),
     ]
@@ -349,3 +350,28 @@ def test_in_place_and_copied_updates_match_torch_over_a_sequence(runtime):
         np.testing.assert_allclose(method.run(c[0].numpy())[0], want, rtol=1e-6, atol=1e-6, err_msg=f"step {step}")
     assert method.state("count").tolist() == [4.0]
     np.testing.assert_array_equal(method.state("history"), ref.history.numpy())
+
+
+def test_a_buffer_overwritten_by_an_input_matches_torch(runtime):
+    # self.c.copy_(x) updates the state from the method input itself (no
+    # instruction computes it): copied back when the run ends.
+    class Overwrite(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.register_buffer("c", torch.zeros(2, 4))
+
+        def forward(self, x):
+            old = self.c.reshape(8)
+            self.c.copy_(x)
+            return old * 2
+
+    module = Overwrite()
+    calls = [(torch.randn(2, 4, generator=torch.Generator().manual_seed(k)),) for k in range(3)]
+    program = export_model(ModelSpec(Path(__file__), copy.deepcopy(module), tuple(calls[:1]))).program
+    (state,) = read(program).methods[0].states
+    assert state[0] == "c" and not state[3]
+    expected, ref = _run_torch(module, calls)
+    method = runtime.load(program).method()
+    for c, want in zip(calls, expected):
+        np.testing.assert_array_equal(method.run(c[0].numpy())[0], want)
+    np.testing.assert_array_equal(method.state("c"), ref.c.numpy())

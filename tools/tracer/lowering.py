@@ -733,8 +733,12 @@ def _pare_dtype(dtype: torch.dtype, what: str):
 
 
 def _is_view(node: Node) -> bool:
-    """Whether `node` returns a view of an input (its schema's return has an alias annotation)."""
+    """Whether `node` may return a view of an input: its schema's return has
+    an alias annotation, or it is one of the runtime's view kernels
+    (`_unsafe_view` has no annotation but is a view there)."""
     op = node.target
+    if op in VIEW_OPS:
+        return True
     return isinstance(op, torch._ops.OpOverload) and any(r.alias_info is not None for r in op._schema.returns)
 
 
