@@ -6,6 +6,7 @@ STATUS_CODES = {
     "Ok": 0x00,
     "Internal": 0x01,
     "NotImplemented": 0x02,
+    "BackendUnavailable": 0x03,
     "InvalidArgument": 0x10,
     "InvalidProgram": 0x11,
     "InvalidState": 0x12,

@@ -91,6 +91,14 @@ class Value:
         return f"Value(%{self.id}: {KIND_NAMES[self.kind]})"
 
 
+# Delegate calls (docs/program_format.md): the init operator of backend B is
+# DELEGATE_INIT_PREFIX + B; it makes a DELEGATE_CLASS object that
+# DELEGATE_CALL runs.
+DELEGATE_INIT_PREFIX = "pare::delegate_init."
+DELEGATE_CALL = "pare::delegate_call"
+DELEGATE_CLASS = "Delegate"
+
+
 @dataclasses.dataclass(frozen=True)
 class TensorListOf:
     """`returns=` spec: the op returns a Tensor[] of `length` tensors
@@ -287,6 +295,23 @@ class MethodBuilder:
     def init_op(self, name: str, *args, returns="tensor"):
         """Like op(), in the init section: run once when the method instance is created (e.g. weight packing)."""
         return self.op(name, *args, returns=returns, init=True)
+
+    def delegate_call(self, backend: str, blob: bytes, specs, inputs, num_outputs: int) -> list[Value]:
+        """A delegate call (docs/program_format.md, "Delegate calls"): an
+        init-section pare::delegate_init.<backend> of `blob` (stored as a
+        1-D Byte constant) and the compile `specs` ((key, value) string
+        pairs), and a pare::delegate_call of the Delegate it makes on the
+        tensor Values `inputs`; returns the `num_outputs` output Values."""
+        if not inputs:
+            raise ProgramError(f"a delegate call to {backend} needs at least one tensor input")
+        spec_args = [text for key, value in specs for text in (str(key), str(value))]
+        handle = self.init_op(
+            f"{DELEGATE_INIT_PREFIX}{backend}",
+            np.frombuffer(bytes(blob), np.uint8),
+            *spec_args,
+            returns=ObjectOf(DELEGATE_CLASS),
+        )
+        return self.op(DELEGATE_CALL, handle, list(inputs), returns=TensorListOf(num_outputs))
 
     def linear_prepack(self, weight, bias) -> Value:
         """An init-section pare::linear_prepack of nn.Linear's `weight`

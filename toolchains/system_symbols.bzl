@@ -25,6 +25,7 @@ LIBC_FUNCTIONS = [
     "fstat",
     "ftell",
     "fwrite",
+    "getenv",
     "lseek",
     "malloc",
     "memchr",

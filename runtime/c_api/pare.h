@@ -72,6 +72,8 @@ typedef enum pare_status {
   PARE_ERROR_INTERNAL = 0x01,
   /* Valid input the runtime does not handle (yet). */
   PARE_ERROR_NOT_IMPLEMENTED = 0x02,
+  /* A delegate's backend cannot run on this device (no driver, no GPU). */
+  PARE_ERROR_BACKEND_UNAVAILABLE = 0x03,
 
   /* Invalid input: the caller, the program or a kernel argument is wrong. */
   PARE_ERROR_INVALID_ARGUMENT = 0x10,

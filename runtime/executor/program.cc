@@ -156,6 +156,19 @@ Error Loader::decode_strings(uint64_t offset) {
   return Error::Ok;
 }
 
+namespace {
+
+// The backend of a delegate call's init operator ("pare::delegate_init.<backend>"), else null.
+const char* delegate_backend(const char* op) {
+  const char kPrefix[] = "pare::delegate_init.";
+  for (size_t i = 0; i + 1 < sizeof(kPrefix); ++i) {
+    if (op[i] != kPrefix[i]) return nullptr;
+  }
+  return op + sizeof(kPrefix) - 1;
+}
+
+}  // namespace
+
 Error Loader::decode_ops(uint64_t offset) {
   Diagnostics& diag = program_.diagnostics_;
   PARE_TRY(check_range("operator table", offset, 4, 1, 4));
@@ -173,6 +186,15 @@ Error Loader::decode_ops(uint64_t offset) {
     const char* name = program_.strings_[name_index];
     const OpEntry* entry = find_op(name);
     if (entry == nullptr) {
+      // A delegate call to a backend this runtime lacks (docs/delegates.md):
+      // named as a backend, with the CLI options that fix it.
+      const char* backend = delegate_backend(name);
+      if (backend != nullptr) {
+        return PARE_FAIL(diag, is_known_op(name) ? Error::OperatorNotSelected : Error::OperatorNotFound,
+                         "the program delegates to backend '%s', which this runtime lacks (the manifest %s "
+                         "does not select %s): trace the model with --delegate %s, or re-export it without it",
+                         backend, selection::kManifestName, name, backend);
+      }
       if (is_known_op(name)) {
         return PARE_FAIL(diag, Error::OperatorNotSelected,
                          "the manifest (%s) does not select %s: re-trace the model or add it to the "

@@ -30,6 +30,9 @@ long write(int fd, const void* buffer, size_t count);
 long lseek(int fd, long offset, int whence);
 int close(int fd);
 
+// The environment.
+char* getenv(const char* name);
+
 // Monotonic time. struct timespec is {time_t, long}, two 64-bit fields on
 // every 64-bit target.
 struct pare_timespec {

@@ -54,6 +54,11 @@ uint64_t pare_pal_ticks_per_second(void);
 #define PARE_PAL_CPU_ARM64_DOTPROD 1u
 uint32_t pare_pal_cpu_features(void);
 
+/* The environment variable `name`, or NULL when it is unset (or the
+ * platform has no environment). Only backends' is_available ask it
+ * (docs/delegates.md); a runtime without one references no getenv. */
+const char* pare_pal_getenv(const char* name);
+
 /* Files: reads a whole file into memory obtained from
  * pare_pal_malloc(size, alignment). Returns 0 on success, a negative value
  * when the file cannot be opened or read, and -2 when memory runs out. */

@@ -112,6 +112,8 @@ uint64_t pare_pal_ticks_per_second(void) { return 1000000000u; }
 
 uint32_t pare_pal_cpu_features(void) { return pare::pal::cpu_features(); }
 
+const char* pare_pal_getenv(const char* name) { return getenv(name); }
+
 int pare_pal_read_file(const char* path, size_t alignment, void** out_data, size_t* out_size) {
   return pare::pal::read_whole_file(path, alignment, out_data, out_size, pare_pal_malloc, pare_pal_free);
 }

@@ -78,6 +78,22 @@ def _parser() -> argparse.ArgumentParser:
             help="model spec: a .py file whose build() returns (module, inputs) (docs/model_spec.md)",
         )
         passes.add_arguments(c)
+        c.add_argument(
+            "--delegate",
+            type=_name_list,
+            default=(),
+            metavar="NAME[,NAME]",
+            help="backends that run the parts of the graph they support, in order of preference "
+            "(docs/delegates.md; e.g. example); the rest runs on Pare's CPU kernels",
+        )
+        c.add_argument(
+            "--delegate-spec",
+            type=_compile_spec,
+            action="append",
+            default=[],
+            metavar="KEY=VALUE",
+            help="a compile spec for the backends that take KEY (repeatable)",
+        )
         return c
 
     def tolerance_flags(c: argparse.ArgumentParser) -> None:
@@ -116,6 +132,12 @@ def _parser() -> argparse.ArgumentParser:
         metavar="NAME[,NAME]",
         help="build features the app uses besides those the trace records (e.g. output_buffers, for "
         "an app that hands the runtime its output buffers); each must be the runtime's",
+    )
+    t.add_argument(
+        "--delegate-fallback",
+        action="store_true",
+        help="also record the CPU kernels of the delegated operators, so that the runtime has them "
+        "for a device where a backend is unavailable",
     )
     tolerance_flags(t)
 
@@ -192,6 +214,36 @@ def _feature_list(text: str) -> tuple[str, ...]:
     return names
 
 
+def _name_list(text: str) -> tuple[str, ...]:
+    names = tuple(n.strip() for n in text.split(","))
+    if not all(names):
+        raise argparse.ArgumentTypeError(f"a comma-separated list of backend names, got {text!r}")
+    return names
+
+
+def _compile_spec(text: str) -> tuple[str, str]:
+    from tools.tracer.delegation import parse_spec
+
+    try:
+        return parse_spec(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
+def _delegates(args):
+    from tools.tracer.delegation import DelegateOptions
+
+    options = DelegateOptions(
+        tuple(args.delegate), tuple(args.delegate_spec), getattr(args, "delegate_fallback", False)
+    )
+    options.resolve()  # an unknown backend or spec fails here, before any export
+    return options
+
+
+def _delegation_summary(exported) -> str:
+    return f"; delegated: {exported.delegation.describe()}" if exported.delegation is not None else ""
+
+
 def _write(path: str, text: str | bytes) -> None:
     from tools.tracer.errors import TracerError
 
@@ -221,15 +273,16 @@ def _cmd_export(args, progress) -> int:
     from tools.tracer.model_spec import load_model_spec
 
     start = time.monotonic()
+    delegates = _delegates(args)
     with progress.step(f"loading {args.model}"):
         spec = load_model_spec(args.model)
-    exported = export_model(spec, passes=_passes(args), progress=progress)
+    exported = export_model(spec, passes=_passes(args), progress=progress, delegates=delegates)
     _write(args.output, exported.program)
     methods = ", ".join(f"{g.name} (inputs {', '.join(map(str, g.indices))})" for g in exported.groups)
     print(
         f"wrote {args.output}: {len(exported.program)} bytes; methods {methods}; "
         f"{sum(exported.op_counts.values())} instructions over {len(exported.op_counts)} operators; "
-        f"{_passes_summary(exported)} ({time.monotonic() - start:.1f}s)"
+        f"{_passes_summary(exported)}{_delegation_summary(exported)} ({time.monotonic() - start:.1f}s)"
     )
     return EXIT_OK
 
@@ -271,6 +324,7 @@ def _cmd_trace(args, progress) -> int:
     from tools.tracer.tracing import trace_model
 
     start = time.monotonic()
+    delegates = _delegates(args)
     with progress.step(f"loading {args.model}"):
         spec = load_model_spec(args.model)
     result = trace_model(
@@ -280,14 +334,15 @@ def _cmd_trace(args, progress) -> int:
         tolerance=_tolerance(args),
         features=args.features + (("threads",) if args.threads else ()),
         progress=progress,
+        delegates=delegates,
     )
     text = result.manifest.dump()
     if args.output:
         _write(args.output, text)
         print(
             f"wrote {args.output}: {_summary(result.manifest)}; numeric check passed on "
-            f"{plural(len(result.checks), 'input')}; {_passes_summary(result.exported)} "
-            f"({time.monotonic() - start:.1f}s)"
+            f"{plural(len(result.checks), 'input')}; {_passes_summary(result.exported)}"
+            f"{_delegation_summary(result.exported)} ({time.monotonic() - start:.1f}s)"
         )
     else:
         sys.stdout.write(text)
@@ -298,7 +353,7 @@ def _cmd_check(args, progress) -> int:
     from tools.tracer.errors import TracerError
     from tools.tracer.model_spec import load_model_spec
     from tools.tracer.progress import plural
-    from tools.tracer.tracing import check_model
+    from tools.tracer.tracing import check_model_report
 
     start = time.monotonic()
     program = None
@@ -309,16 +364,24 @@ def _cmd_check(args, progress) -> int:
             raise TracerError(
                 f"--program {args.program}: cannot read ({e.strerror}); pass a file written by {PROG} export"
             ) from None
+    delegates = _delegates(args)
     with progress.step(f"loading {args.model}"):
         spec = load_model_spec(args.model)
-    checks = check_model(
-        spec, args.runtime, passes=_passes(args), program=program, tolerance=_tolerance(args), progress=progress
+    checks, delegated = check_model_report(
+        spec,
+        args.runtime,
+        passes=_passes(args),
+        program=program,
+        tolerance=_tolerance(args),
+        progress=progress,
+        delegates=delegates,
     )
     _print_checks(checks, progress)
     outputs = sum(len(c.outputs) for c in checks)
     print(
         f"check passed: {plural(len(checks), 'input')}, {plural(outputs, 'output')} match torch eager on "
-        f"{args.runtime} ({time.monotonic() - start:.1f}s)"
+        f"{args.runtime}{'; delegated: ' + delegated.describe() if delegated is not None else ''} "
+        f"({time.monotonic() - start:.1f}s)"
     )
     return EXIT_OK
 

@@ -35,8 +35,8 @@ from torch.fx.experimental.symbolic_shapes import is_concrete_int
 
 import codegen
 from pare.program import ProgramBuilder, ProgramError
+from tools.tracer import delegation, paths
 from tools.tracer import passes as graph_passes
-from tools.tracer import paths
 from tools.tracer.errors import MissingOpsError, TracerError
 from tools.tracer.lowering import LoweringReport, MethodLowering, op_name
 from tools.tracer.model_spec import ModelSpec
@@ -68,6 +68,7 @@ class ExportedModel:
     op_counts: dict[str, int]  # operator -> instructions calling it, over every method
     prepack: bool
     passes: tuple[graph_passes.PassRun, ...] = ()  # the graph passes that ran, in order, and what they changed
+    delegation: delegation.DelegationReport | None = None  # what went to which backend (--delegate)
 
     def method_of(self, input_index: int) -> str:
         for g in self.groups:
@@ -195,11 +196,14 @@ def export_model(
     passes: str | Iterable[str] = graph_passes.DEFAULT,
     inventory: codegen.Inventory | None = None,
     progress: Progress | None = None,
+    delegates: delegation.DelegateOptions | None = None,
 ) -> ExportedModel:
     """Exports every method group, runs the graph passes on it and lowers
     it into one program. `passes`: "default" (every pass), "none", or the
     names of passes, as a comma list or an iterable (tools/tracer/passes/);
-    they run in the passes' own order."""
+    they run in the passes' own order. `delegates`: the backends that take
+    the parts of each graph they support (tools/tracer/delegation.py),
+    after the graph passes and before lowering."""
     progress = progress or Progress.silent()
     selected = graph_passes.resolve(passes)
     if inventory is None:
@@ -209,6 +213,8 @@ def export_model(
     report = LoweringReport()
     exported = []
     runs = []
+    backends = delegates.resolve() if delegates is not None and delegates.backends else []
+    delegated = delegation.DelegationReport() if backends else None
     for group in groups:
         with progress.step(
             f"exporting {group.name} with torch.export ({plural(len(group.indices), 'input')}; "
@@ -217,6 +223,9 @@ def export_model(
             ep = export_group(spec, group, decomposition_table(inventory))
         method_passes = graph_passes.MethodPasses(selected)
         method_passes.rewrite(ep)
+        if backends:
+            with progress.step(f"partitioning {group.name} for {', '.join(b.name for b, _ in backends)}"):
+                delegation.partition(ep, backends, delegated, where=f"{spec.path}: method {group.name}: ")
         exported.append(ep)
         try:
             MethodLowering(
@@ -235,4 +244,4 @@ def export_model(
         raise TracerError(f"{spec.path}: cannot write the program: {e}") from None
     counts = {name: len(uses) for name, uses in sorted(report.uses.items())}
     prepack = graph_passes.PREPACK in selected
-    return ExportedModel(spec, program, groups, tuple(exported), counts, prepack, graph_passes.combine(runs))
+    return ExportedModel(spec, program, groups, tuple(exported), counts, prepack, graph_passes.combine(runs), delegated)

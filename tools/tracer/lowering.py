@@ -63,8 +63,10 @@ from torch.fx import Node
 from torch.fx.experimental.symbolic_shapes import is_concrete_int, statically_known_true
 
 from pare import dtypes as pare_dtypes
-from pare.program import MethodBuilder, ProgramError, TensorListOf, Value
+from pare.program import DELEGATE_CALL, DELEGATE_INIT_PREFIX, MethodBuilder, ProgramError, TensorListOf, Value
 from tools.tracer import passes as graph_passes
+from tools.tracer.delegation import META_KEY as DELEGATE_META_KEY
+from tools.tracer.delegation import delegate_call
 from tools.tracer.errors import OpUse, TracerError
 from tools.tracer.lowering_int8 import lower_int8_layer, lower_int8_op
 from tools.tracer.nodes import VIEW_OPS, nodes_in
@@ -74,6 +76,7 @@ from tools.tracer.plans import (
     AsStridedViews,
     Constant,
     Conv2dPrepack,
+    DelegateCall,
     GetItem,
     IndexWithNone,
     InputSize,
@@ -323,6 +326,8 @@ class MethodLowering:
             return Alias(deps=(self._fused[node],))
         if target is operator.getitem:
             return GetItem(deps=(node.args[0],))
+        if target is delegate_call:
+            return DelegateCall(deps=tuple(node.args))
         if isinstance(target, torch._ops.OpOverload):
             if target in IDENTITY_OPS and self._is_identity(node):
                 source = node.args[0]
@@ -520,6 +525,16 @@ class MethodLowering:
         else:
             self.env[node] = self._value_of(plan.deps[0])
 
+    def _lower_delegate_call(self, node: Node, plan: DelegateCall, use: OpUse) -> None:
+        part = node.meta[DELEGATE_META_KEY]
+        inputs = [self._value_of(x) for x in plan.deps]
+        if any(isinstance(x, _Unsupported) for x in inputs):
+            self.env[node] = _Unsupported("delegate call")
+            return
+        self.env[node] = self.mb.delegate_call(part.backend, part.blob, part.specs, inputs, part.num_outputs)
+        self.report.uses[DELEGATE_INIT_PREFIX + part.backend].append(use)
+        self.report.uses[DELEGATE_CALL].append(use)
+
     def _lower_unsupported(self, node: Node, plan: Unsupported, use: OpUse) -> None:
         self.report.unsupported[plan.what].append(use)
         self.env[node] = _Unsupported(plan.what)
@@ -680,6 +695,7 @@ HANDLERS: dict[type[Plan], Callable[[MethodLowering, Node, Any, OpUse], None]] =
     AsStridedViews: MethodLowering._lower_as_strided_views,
     AsStridedCopy: MethodLowering._lower_as_strided_copy,
     Unsupported: MethodLowering._lower_unsupported,
+    DelegateCall: MethodLowering._lower_delegate_call,
     LinearPrepack: MethodLowering._lower_linear_prepack,
     Conv2dPrepack: MethodLowering._lower_conv2d_prepack,
     QLinearPrepack: lower_int8_layer,

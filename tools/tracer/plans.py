@@ -91,6 +91,13 @@ class InputSize:
 
 
 @dataclass(frozen=True, kw_only=True)
+class DelegateCall(Plan):
+    """A partition the partitioner gave a backend (tools/tracer/delegation.py):
+    pare::delegate_init.<backend> in the init section, pare::delegate_call
+    on `deps` (the partition's inputs), one output per getitem."""
+
+
+@dataclass(frozen=True, kw_only=True)
 class Unsupported(Plan):
     """A construct no runtime operator runs; `what` names it in the report."""
 

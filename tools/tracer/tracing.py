@@ -27,6 +27,7 @@ import torch
 import codegen
 from tools.tracer import passes as graph_passes
 from tools.tracer import paths
+from tools.tracer.delegation import DelegateOptions, DelegationReport
 from tools.tracer.errors import NumericMismatchError, TracerError
 from tools.tracer.exporter import ExportedModel, MethodGroup, export_model, group_inputs
 from tools.tracer.model_spec import ModelSpec
@@ -131,16 +132,21 @@ def trace_model(
     tolerance: Tolerance | None = None,
     features: Iterable[str] = (),
     progress: Progress | None = None,
+    delegates: DelegateOptions | None = None,
 ) -> TraceResult:
     """Exports (with `passes`, as export_model), runs every input on the
     instrumentation runtime, checks the numerics and builds the manifest,
     which also selects build `features` (the runtime's, or TracerError).
     Raises NumericMismatchError after the manifest is built (it is on the
-    error's `result`)."""
+    error's `result`). With `delegates`, the program delegates what its
+    backends support and the manifest selects them (their
+    pare::delegate_init.<name> operators); with `delegates.fallback` it also
+    selects what the delegated parts need on the CPU, traced by running the
+    program exported without delegates too."""
     progress = progress or Progress.silent()
     seconds: dict[str, float] = {}
     start = time.monotonic()
-    exported = export_model(spec, passes=passes, progress=progress)
+    exported = export_model(spec, passes=passes, progress=progress, delegates=delegates)
     seconds["export"] = time.monotonic() - start
 
     library = paths.instrumentation_runtime(runtime, progress)
@@ -185,8 +191,30 @@ def trace_model(
             read_trace,
             stateful=has_state(exported.program),
         )
+    extra: list[dict[str, Any]] = []
+    if delegates is not None and delegates.fallback and exported.delegation is not None:
+        undelegated = export_model(spec, passes=passes, progress=progress)
+        runner.load(undelegated.program)
+        extra.append({})
+
+        def read_fallback(method: str) -> None:
+            extra[0][method] = runner.program.trace()
+            runner.program.reset_trace()
+
+        with progress.step("running the CPU fallback of the delegated operators on the instrumentation runtime"):
+            fallback_checks = run_and_compare(
+                spec,
+                undelegated.groups,
+                runner,
+                spec_tolerance(spec, tolerance),
+                progress,
+                read_fallback,
+                stateful=has_state(undelegated.program),
+            )
+        if not all(c.ok for c in fallback_checks):  # the CPU path must match torch too
+            checks = fallback_checks
     seconds["run"] = time.monotonic() - start
-    manifest = build_manifest(spec, exported, per_method, features)
+    manifest = build_manifest(spec, exported, per_method, features, extra_traces=extra)
     runner.close()
     result = TraceResult(manifest, exported, checks, seconds)
     if not all(c.ok for c in checks):
@@ -197,18 +225,23 @@ def trace_model(
 
 
 def build_manifest(
-    spec: ModelSpec, exported: ExportedModel, per_method: dict[str, Any], features: Iterable[str] = ()
+    spec: ModelSpec,
+    exported: ExportedModel,
+    per_method: dict[str, Any],
+    features: Iterable[str] = (),
+    extra_traces: Iterable[dict[str, Any]] = (),
 ) -> codegen.Manifest:
     """A manifest from per-method traces (pare.runtime.Trace), also
-    selecting build `features`."""
+    selecting build `features` and what `extra_traces` (more per-method
+    traces: the delegated operators' CPU fallback) recorded."""
     label = model_label(spec)
     inventory = paths.load_inventory()
     ops: dict[str, dict[str, Any]] = {}
     kernel_metadata: dict[str, set[str]] = {}
     classes: set[str] = set()
     features = set(features)
-    for method in (g.name for g in exported.groups):
-        trace = per_method.get(method)
+    for traces, method in ((t, g.name) for t in (per_method, *extra_traces) for g in exported.groups):
+        trace = traces.get(method)
         if trace is None:
             continue
         for name, use in trace.ops.items():
@@ -244,6 +277,7 @@ def build_manifest(
             },
             "passes": [run.to_json() for run in exported.passes],
             "tracer": "pare tools/tracer",
+            **_delegation_debug(exported, bool(tuple(extra_traces))),
         },
         sort_keys=True,
     )
@@ -259,6 +293,19 @@ def build_manifest(
     )
 
 
+def _delegation_debug(exported: ExportedModel, fallback: bool) -> dict[str, Any]:
+    report = exported.delegation
+    if report is None:
+        return {}
+    return {
+        "delegates": {
+            "fallback": fallback,
+            "partitions": dict(sorted(report.partitions.items())),
+            "delegated_ops": {b: dict(sorted(ops.items())) for b, ops in sorted(report.delegated.items())},
+        }
+    }
+
+
 def check_model(
     spec: ModelSpec,
     runtime: str | Path,
@@ -267,20 +314,40 @@ def check_model(
     program: bytes | None = None,
     tolerance: Tolerance | None = None,
     progress: Progress | None = None,
+    delegates: DelegateOptions | None = None,
 ) -> list[InputCheck]:
+    """check_model_report's checks."""
+    return check_model_report(
+        spec, runtime, passes=passes, program=program, tolerance=tolerance, progress=progress, delegates=delegates
+    )[0]
+
+
+def check_model_report(
+    spec: ModelSpec,
+    runtime: str | Path,
+    *,
+    passes: str | Iterable[str] = graph_passes.DEFAULT,
+    program: bytes | None = None,
+    tolerance: Tolerance | None = None,
+    progress: Progress | None = None,
+    delegates: DelegateOptions | None = None,
+) -> tuple[list[InputCheck], DelegationReport | None]:
     """Runs every representative input on a built runtime (x86_64 natively,
     Android arm64 under the emulator harness) and compares with torch.
     The program is exported with `passes` as trace_model
     exports it (so a runtime built from the default trace's manifest runs
-    the default export), or `program`: run these bytes instead."""
+    the default export, with `delegates` as trace_model), or `program`:
+    run these bytes instead. Also returns what the export delegated (None
+    without delegates or with `program`)."""
     progress = progress or Progress.silent()
     library = Path(runtime)
     if not library.is_file():
         raise TracerError(f"--runtime {runtime}: no such runtime library; pass a built Pare runtime .so")
     runner = runner_for(library, progress)
+    report = None
     if program is None:
-        exported = export_model(spec, passes=passes, progress=progress)
-        groups, program = exported.groups, exported.program
+        exported = export_model(spec, passes=passes, progress=progress, delegates=delegates)
+        groups, program, report = exported.groups, exported.program, exported.delegation
     else:
         groups = group_inputs(spec)
         _check_program_methods(program, groups)
@@ -293,7 +360,7 @@ def check_model(
     runner.close()
     if not all(c.ok for c in checks):
         raise NumericMismatchError(paths.display(spec.path), library, checks)
-    return checks
+    return checks, report
 
 
 def _check_program_methods(program: bytes, groups: tuple[MethodGroup, ...]) -> None:
