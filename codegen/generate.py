@@ -100,8 +100,18 @@ def selected_classes_h(selection: Selection) -> str:
 _LEAD = r"^(?:[^()]* )?"
 
 
-def _op_pattern(function: str) -> str:
-    return _LEAD + re.escape(f"pare::kernels::{function}(")
+# A backend's init operator (docs/delegates.md) stands for the backend: its
+# entry also matches every symbol of the backend's own namespace, so that
+# tools/verify proves a runtime that does not select it has none of its code.
+DELEGATE_INIT_PREFIX = "pare::delegate_init."
+
+
+def _op_pattern(function: str, name: str = "") -> str:
+    pattern = _LEAD + re.escape(f"pare::kernels::{function}(")
+    if name.startswith(DELEGATE_INIT_PREFIX):
+        backend = name.removeprefix(DELEGATE_INIT_PREFIX)
+        pattern = f"(?:{pattern})|(?:{_LEAD}" + re.escape(f"pare::backends::{backend}::") + ")"
+    return pattern
 
 
 def _dispatch_case(tag: str, cpp_type: str) -> str:
@@ -128,7 +138,7 @@ def expected_symbols(selection: Selection) -> dict:
     operators = []
     for op in inv.ops.values():
         selected = selection.is_operator_selected(op.name)
-        pattern = _op_pattern(op.function)
+        pattern = _op_pattern(op.function, op.name)
         operators.append(
             {
                 "name": op.name,

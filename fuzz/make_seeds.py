@@ -43,6 +43,8 @@ CAPTURE_SECONDS = 600
 CAPTURED_TESTS = [
     "tests/runtime/test_state.py",
     "tests/runtime/test_interpreter.py",
+    # Delegate calls: the example backend's blobs, valid and corrupt.
+    "tests/runtime/test_delegate_calls.py",
     "tests/runtime/kernels/test_prepacked.py",
     "tests/runtime/kernels/test_nn.py",
     "tests/runtime/kernels/test_indexing.py",

@@ -12,7 +12,9 @@ from pathlib import Path
 import pytest
 import runtime_build
 import torch
+from runtime_testing import SELECTIVE_CLASSES, SELECTIVE_OPS
 
+import codegen
 from pare.delegates import (
     EXAMPLE_ADD,
     EXAMPLE_ADD_SCALAR,
@@ -24,6 +26,7 @@ from pare.delegates import (
 from pare.program import ProgramBuilder
 from pare.runtime import PareError, Runtime
 from tests.conftest import require_tool
+from tools.verify import verify
 
 # relu(x * y + 0.5) and (x * y) * -3 + y: registers 0, 1 the inputs.
 CODE = [
@@ -160,10 +163,29 @@ def _symbols(lib: Path) -> str:
     ).stdout
 
 
-def test_the_backend_is_selected_like_an_operator(selection_cache, selective_lib):
+def _verified(lib: Path, ops, classes, tmp_path: Path, name: str):
+    """tools/verify on `lib` against codegen's expected symbols for a
+    manifest of `ops` and `classes`."""
+    manifest = codegen.Manifest(
+        operators=list(ops),
+        kernel_metadata={"sigmoid_kernel": ("Float",)} if "aten::sigmoid" in ops else {},
+        custom_classes=frozenset(classes),
+        build_features=frozenset(),
+        include_all_operators=False,
+        include_all_non_op_selectives=False,
+        source=name,
+    )
+    expected = tmp_path / f"{name}.json"
+    selection = codegen.resolve(manifest, codegen.load_inventory(codegen.DEFAULT_INVENTORY_DIR))
+    expected.write_text(codegen.expected_symbols_json(selection))
+    return verify(lib, expected, platform="linux_x86_64")
+
+
+def test_the_backend_is_selected_like_an_operator(selection_cache, selective_lib, tmp_path):
     """A selection naming the backend's operators and the Delegate class runs
-    delegated programs; one that does not (selective_lib) has no byte of
-    the backend's code."""
+    delegated programs; one that does not (selective_lib) has none of the
+    backend's code, as tools/verify proves (the init operator's entry
+    covers the backend's namespace, pare::backends::example::)."""
     ops = ["pare::delegate_init.example", "pare::delegate_call", "aten::sigmoid"]
     sel = runtime_build.write_selection(
         selection_cache / "selection_example_backend", ops, {"sigmoid_kernel": ["Float"]}, ["Delegate"], []
@@ -176,3 +198,13 @@ def test_the_backend_is_selected_like_an_operator(selection_cache, selective_lib
     assert "pare::backends::example::" in with_backend and "pare_delegate_call" in with_backend
     assert "pare::backends::example::" not in without
     assert "pare_delegate" not in without and "pare::classes::Delegate" not in without
+
+    result = _verified(lib, ops, ["Delegate"], tmp_path, "with_backend")
+    entries = {r.entry.key: r for r in result.entries}
+    assert entries["pare::delegate_init.example"].symbols and entries["Delegate"].symbols
+    assert any("pare::backends::example::" in s.demangled for s in entries["pare::delegate_init.example"].symbols)
+    assert all(r.status == "ok" for r in result.entries if r.entry.key in ("pare::delegate_init.example", "Delegate"))
+    result = _verified(selective_lib, SELECTIVE_OPS, SELECTIVE_CLASSES, tmp_path, "without_backend")
+    entries = {r.entry.key: r for r in result.entries}
+    assert entries["pare::delegate_init.example"].entry.expect == "absent"
+    assert entries["pare::delegate_init.example"].status == "ok" and not entries["pare::delegate_init.example"].symbols

@@ -12,8 +12,9 @@ from torchgen.selective_build.selector import SelectiveBuilder  # torch's wheel
 from tracer_testlib import MODELS, spec_of
 
 import codegen
+from codegen.generate import DELEGATE_INIT_PREFIX as CODEGEN_DELEGATE_INIT_PREFIX
 from pare import delegates
-from pare.program import read
+from pare.program import DELEGATE_INIT_PREFIX, read
 from tools.tracer import cli, delegation
 from tools.tracer.exporter import export_group, export_model, group_inputs
 from tools.tracer.tracing import check_model_report, trace_model
@@ -31,18 +32,19 @@ def run_cli(capsys, *argv: str) -> tuple[int, str, str]:
 def test_partitions_leave_the_cpu_operators_between_them():
     exported = export_model(spec_of("delegated_elementwise"), delegates=EXAMPLE)
     report = exported.delegation
-    assert report.partitions == {"example": 2}
-    assert report.delegated == {"example": {"aten::mul.Tensor": 3, "aten::add.Tensor": 3, "aten::relu": 2}}
-    assert report.cpu == {"aten::sigmoid": 1, "aten::tanh": 1}
+    assert report.partitions == {"example": 3}
+    assert report.delegated == {"example": {"aten::mul.Tensor": 2, "aten::add.Tensor": 3, "aten::relu": 2}}
+    assert report.cpu == {"aten::mul.Tensor": 1, "aten::sigmoid": 1, "aten::tanh": 1}
     assert report.describe() == (
-        "example: 8 ops in 2 partitions (aten::add.Tensor 3, aten::mul.Tensor 3, aten::relu 2); CPU: 2 ops"
+        "example: 7 ops in 3 partitions (aten::add.Tensor 3, aten::mul.Tensor 2, aten::relu 2); CPU: 3 ops"
     )
     (method,) = read(exported.program).methods
     ops = [i.op for i in method.instructions]
-    # Both partitions are built at method creation; at run time the CPU's
-    # sigmoid sits between the two delegate calls.
-    assert ops[:2] == ["pare::delegate_init.example"] * 2
-    assert ops[2:] == ["pare::delegate_call", "aten::sigmoid", "pare::delegate_call", "aten::tanh"]
+    # The partitions are built at method creation; at run time the CPU's
+    # operators sit between the delegate calls.
+    assert ops[:3] == ["pare::delegate_init.example"] * 3
+    call = "pare::delegate_call"
+    assert ops[3:] == [call, "aten::mul.Tensor", call, "aten::sigmoid", call, "aten::tanh"]
 
 
 def test_partitions_are_convex_and_the_graph_stays_topological():
@@ -56,7 +58,11 @@ def test_partitions_are_convex_and_the_graph_stays_topological():
         assert all(i in seen for i in node.all_input_nodes), node
         seen.add(node)
     calls = [n for n in ep.graph.nodes if n.target is delegation.delegate_call]
-    assert [len(c.args) for c in calls] == [3, 2]  # x, y, scale; then the CPU's sigmoid and a
+    # x, y; the CPU's mul and x; the CPU's sigmoid and the first partition's a.
+    first, second, third = calls
+    assert [a.op for a in first.args] == ["placeholder", "placeholder"]
+    assert [a.target.__name__ for a in second.args[:1]] == ["mul.Tensor"] and second.args[1] is first.args[0]
+    assert third.args[0].target.__name__ == "sigmoid.default" and third.args[1].args[0] is first
 
 
 class _ReluOnly(delegates.Backend):
@@ -90,14 +96,14 @@ def test_backends_take_what_they_support_in_the_order_given(monkeypatch):
 def test_the_delegated_program_matches_torch(full_lib):
     checks, report = check_model_report(spec_of("delegated_elementwise"), full_lib, delegates=EXAMPLE)
     assert all(c.ok for c in checks) and len(checks) == 2
-    assert report.delegated_ops("example") == 8
+    assert report.delegated_ops("example") == 7
 
 
 def test_check_reports_the_delegated_operator_count(capsys, full_lib):
     code, out, err = run_cli(capsys, "-q", "check", str(MODEL), "--runtime", str(full_lib), "--delegate", "example")
     assert code == 0, err
     assert "check passed: 2 inputs, 4 outputs match torch eager" in out
-    assert "delegated: example: 8 ops in 2 partitions" in out and "CPU: 2 ops" in out
+    assert "delegated: example: 7 ops in 3 partitions" in out and "CPU: 3 ops" in out
 
 
 def test_trace_selects_the_backend_in_a_manifest_torchgen_loads(tracing_lib):
@@ -106,13 +112,14 @@ def test_trace_selects_the_backend_in_a_manifest_torchgen_loads(tracing_lib):
     assert set(manifest.operators) == {
         "pare::delegate_init.example",
         "pare::delegate_call",
+        "aten::mul.Tensor",
         "aten::sigmoid",
         "aten::tanh",
     }
     assert manifest.custom_classes == {"Delegate"}
     builder = SelectiveBuilder.from_yaml_dict(yaml.safe_load(manifest.dump()))
     assert builder.is_operator_selected("pare::delegate_init.example")
-    assert not builder.is_operator_selected("aten::relu")
+    assert not builder.is_operator_selected("aten::relu") and not builder.is_operator_selected("aten::add.Tensor")
     assert "Delegate" in builder.custom_classes
     assert '"delegates": {"delegated_ops": {"example": {' in manifest.debug_info[0]
     assert codegen.loads(manifest.dump()).operators.keys() == manifest.operators.keys()
@@ -121,10 +128,8 @@ def test_trace_selects_the_backend_in_a_manifest_torchgen_loads(tracing_lib):
 def test_delegate_fallback_also_selects_the_cpu_kernels(tracing_lib):
     options = delegation.DelegateOptions(("example",), fallback=True)
     manifest = trace_model(spec_of("delegated_elementwise"), runtime=tracing_lib, delegates=options).manifest
-    assert {"aten::add.Tensor", "aten::mul.Tensor", "aten::relu", "pare::delegate_init.example"} <= set(
-        manifest.operators
-    )
-    assert {"add_kernel", "mul_kernel", "relu_kernel"} <= set(manifest.kernel_metadata)
+    assert {"aten::add.Tensor", "aten::relu", "pare::delegate_init.example"} <= set(manifest.operators)
+    assert {"add_kernel", "relu_kernel"} <= set(manifest.kernel_metadata)
     assert '"fallback": true' in manifest.debug_info[0]
     builder = SelectiveBuilder.from_yaml_dict(yaml.safe_load(manifest.dump()))
     assert builder.is_operator_selected("aten::relu") and builder.is_operator_selected("pare::delegate_call")
@@ -153,4 +158,8 @@ def test_export_prints_what_went_where(capsys, tmp_path):
         capsys, "-q", "export", str(MODEL), "-o", str(tmp_path / "m.pare"), "--delegate", "example"
     )
     assert code == 0, err
-    assert "; delegated: example: 8 ops in 2 partitions" in out
+    assert "; delegated: example: 7 ops in 3 partitions" in out
+
+
+def test_codegen_knows_the_delegate_operators_as_the_sdk_writes_them():
+    assert CODEGEN_DELEGATE_INIT_PREFIX == DELEGATE_INIT_PREFIX

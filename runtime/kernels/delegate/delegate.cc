@@ -35,20 +35,24 @@ Error delegate_init(KernelContext& ctx, const Backend& backend, ValueSpan inputs
       PARE_CHECK_OR_RETURN(ctx, specs[i].key != nullptr && specs[i].value != nullptr, Error::InvalidArgument,
                            "compile spec %zu is None; re-export the program", i);
     }
-    const char* reason = "";
-    PARE_CHECK_OR_RETURN(ctx, backend.is_available(&reason), Error::BackendUnavailable,
-                         "backend '%s' is not available on this device (%s): install its driver, or re-export "
-                         "the model without --delegate %s",
-                         backend.name, reason, backend.name);
     PARE_TRY_ASSIGN(classes::Delegate * delegate, ctx.create_object<classes::Delegate>(args.output(0)));
-    delegate->backend = &backend;
     const BackendBlob view{blob.data_as<uint8_t>(), static_cast<size_t>(blob.sizes[0]),
                            Span<const CompileSpec>(specs, num_specs)};
-    return backend.init(ctx, view, &delegate->handle);
+    return delegate->init(ctx, backend, view);
   }
 }
 
 }  // namespace kernels
+
+Error classes::Delegate::init(KernelContext& ctx, const Backend& with, const BackendBlob& blob) {
+  const char* reason = "";
+  PARE_CHECK_OR_RETURN(ctx, with.is_available(&reason), Error::BackendUnavailable,
+                       "backend '%s' is not available on this device (%s): install its driver, or re-export "
+                       "the model without --delegate %s",
+                       with.name, reason, with.name);
+  backend = &with;
+  return with.init(ctx, blob, &handle);
+}
 
 // pare::delegate_call(Delegate delegate, Tensor[] inputs) -> Tensor[]
 Error kernels::pare_delegate_call(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs) {

@@ -22,6 +22,11 @@ class Delegate : public ObjectBase {
     if (handle != nullptr && backend->destroy != nullptr) backend->destroy(handle);
   }
 
+  // Checks the backend is available and has it init `blob`. Out of line and
+  // never inlined: the class's one symbol, which tools/verify looks for in
+  // a runtime that selects it (codegen's expected_symbols.json).
+  PARE_NOINLINE Error init(KernelContext& ctx, const Backend& with, const BackendBlob& blob);
+
   const Backend* backend = nullptr;
   void* handle = nullptr;
 };

@@ -71,20 +71,21 @@ Error init(KernelContext& ctx, const BackendBlob& blob, void** handle) {
                        "the example backend's blob has version %u; this runtime reads version 1: re-export it",
                        static_cast<unsigned>(rd16(p + 4)));
   Program program{rd16(p + 6), rd16(p + 8), rd16(p + 10), rd32(p + 12), nullptr, nullptr};
-  const uint64_t expected = kHeaderBytes + uint64_t{program.num_instructions} * kInstructionBytes +
-                            uint64_t{program.num_outputs} * 2;
+  const uint64_t expected =
+      kHeaderBytes + uint64_t{program.num_instructions} * kInstructionBytes + uint64_t{program.num_outputs} * 2;
   PARE_CHECK_OR_RETURN(ctx, blob.size == expected, Error::InvalidProgram,
                        "the example backend's blob is corrupt (%zu bytes, its header says %llu); re-export it",
                        blob.size, static_cast<unsigned long long>(expected));
-  PARE_CHECK_OR_RETURN(ctx,
-                       program.num_registers <= kMaxRegisters && program.num_inputs <= program.num_registers &&
-                           program.num_outputs > 0,
-                       Error::InvalidProgram,
-                       "the example backend's blob is corrupt (%u inputs, %u outputs, %u registers); re-export it",
-                       program.num_inputs, program.num_outputs, program.num_registers);
-  PARE_TRY_ASSIGN(void* code, ctx.allocate_persistent(program.num_instructions * sizeof(Instruction) +
-                                                          program.num_outputs * sizeof(uint16_t) + program.num_registers,
-                                                      alignof(Instruction)));
+  PARE_CHECK_OR_RETURN(
+      ctx,
+      program.num_registers <= kMaxRegisters && program.num_inputs <= program.num_registers && program.num_outputs > 0,
+      Error::InvalidProgram,
+      "the example backend's blob is corrupt (%u inputs, %u outputs, %u registers); re-export it", program.num_inputs,
+      program.num_outputs, program.num_registers);
+  PARE_TRY_ASSIGN(void* code,
+                  ctx.allocate_persistent(program.num_instructions * sizeof(Instruction) +
+                                              program.num_outputs * sizeof(uint16_t) + program.num_registers,
+                                          alignof(Instruction)));
   Instruction* instructions = static_cast<Instruction*>(code);
   uint16_t* outputs = reinterpret_cast<uint16_t*>(instructions + program.num_instructions);
   uint8_t* defined = reinterpret_cast<uint8_t*>(outputs + program.num_outputs);
@@ -102,8 +103,7 @@ Error init(KernelContext& ctx, const BackendBlob& blob, void** handle) {
     const bool scalar = in.opcode == kAddScalar || in.opcode == kMulScalar;
     const bool valid = (binary || scalar || in.opcode == kRelu) && q[1] == 0 && in.dst < program.num_registers &&
                        !defined[in.dst] && in.a < program.num_registers && defined[in.a] &&
-                       (binary ? in.b < program.num_registers && defined[in.b] : in.b == 0) &&
-                       (scalar || bits == 0);
+                       (binary ? in.b < program.num_registers && defined[in.b] : in.b == 0) && (scalar || bits == 0);
     PARE_CHECK_OR_RETURN(ctx, valid, Error::InvalidProgram,
                          "the example backend's blob is corrupt (instruction %u: opcode %u, registers %u, %u, %u); "
                          "re-export it",
@@ -128,8 +128,9 @@ Error init(KernelContext& ctx, const BackendBlob& blob, void** handle) {
 Error execute(KernelContext& ctx, void* handle, TensorList inputs, TensorList outputs) {
   const Program& program = *static_cast<const Program*>(handle);
   PARE_CHECK_OR_RETURN(ctx, inputs.size == program.num_inputs && outputs.size == program.num_outputs,
-                       Error::InvalidArgument, "the example backend's part takes %u inputs and %u outputs, got %zu and %zu",
-                       program.num_inputs, program.num_outputs, inputs.size, outputs.size);
+                       Error::InvalidArgument,
+                       "the example backend's part takes %u inputs and %u outputs, got %zu and %zu", program.num_inputs,
+                       program.num_outputs, inputs.size, outputs.size);
   PARE_CHECK_OR_RETURN(ctx, program.num_inputs > 0, Error::InvalidArgument,
                        "the example backend's part has no input to take its sizes from; re-export it");
   const Tensor& first = inputs.items[0]->tensor;
