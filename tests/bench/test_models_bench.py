@@ -87,6 +87,23 @@ def test_a_quantized_model_is_timed_against_its_float_twin(full_runtime, tmp_pat
         bench_model(spec, load_runtime(full_runtime), full_runtime, rounds=2, threads=1)
 
 
+def test_a_delegated_program_is_timed_beside_the_cpu_one(full_runtime):
+    from tools.tracer.delegation import DelegateOptions
+
+    model = REPO_ROOT / "tests" / "tracer" / "models" / "delegated_elementwise.py"
+    options = DelegateOptions(("example",))
+    result = bench_model(model, load_runtime(full_runtime), full_runtime, rounds=3, threads=1, delegates=options)
+    assert result.delegates == ("example",) and result.delegated_ops == 7 and result.pare_delegated_median_us > 0
+    row = result.to_json()
+    assert row["pare_delegated_over_pare"] == round(result.pare_delegated_median_us / result.median_us, 4)
+    text = table([result])
+    assert "| Pare delegated median µs (backends, ops) | delegated / CPU |" in text
+    assert f" {result.pare_delegated_median_us:,.1f} (example, 7 ops) | {result.ratio_delegated:.2f}x |" in text
+    # Without --delegate, no such columns.
+    plain = bench_model(model, load_runtime(full_runtime), full_runtime, rounds=2, threads=1)
+    assert plain.to_json()["pare_delegated_over_pare"] is None and "Pare delegated" not in table([plain])
+
+
 def test_executorch_is_timed_in_the_same_rounds_with_its_ratios(full_runtime):
     ready = executorch_peer.available()
     if not ready:  # setup installs it: a missing venv is a broken setup, not a skip

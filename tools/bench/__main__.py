@@ -85,7 +85,39 @@ def _parser() -> argparse.ArgumentParser:
         "which takes 2-60 s, and run on its CPU execution provider)",
     )
     passes.add_arguments(p)  # as python -m tools.tracer export takes them
+    p.add_argument(
+        "--delegate",
+        type=_name_list,
+        default=(),
+        metavar="NAME[,NAME]",
+        help="also time the program exported with these backends (docs/delegates.md) beside the CPU's, "
+        "interleaved in the same rounds; the runtime must have them (//runtime:full has every backend)",
+    )
+    p.add_argument(
+        "--delegate-spec",
+        type=_compile_spec,
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a compile spec for the backends that take KEY (repeatable), as tools.tracer export takes it",
+    )
     return p
+
+
+def _name_list(text: str) -> tuple[str, ...]:
+    names = tuple(n.strip() for n in text.split(","))
+    if not all(names):
+        raise argparse.ArgumentTypeError(f"a comma-separated list of backend names, got {text!r}")
+    return names
+
+
+def _compile_spec(text: str) -> tuple[str, str]:
+    from tools.tracer.delegation import parse_spec
+
+    try:
+        return parse_spec(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -110,10 +142,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     from tools.bench.runtimes import default_runtime, full_runtime
     from tools.bench.timing import pin_to_cpus
     from tools.tracer import passes
+    from tools.tracer.delegation import DelegateOptions
     from tools.tracer.errors import TracerError
 
     try:
         selected = passes.from_arguments(args)
+        delegates = DelegateOptions(tuple(args.delegate), tuple(args.delegate_spec))
+        delegates.resolve()  # an unknown backend or spec fails before any model is timed
         runtime_path = args.runtime or (full_runtime(args.isa) if args.isa else default_runtime())
         runtime = load_runtime(runtime_path)
         cpus = pin_to_cpus(args.threads, args.cpu)
@@ -158,6 +193,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                     executorch=bool(executorch),
                     onnxruntime=bool(onnxruntime),
                     progress=progress,
+                    delegates=delegates,
                 )
             )
         if args.json:

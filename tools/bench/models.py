@@ -47,6 +47,7 @@ from tools.bench.timing import (
     p90,
 )
 from tools.tracer import passes as graph_passes
+from tools.tracer.delegation import DelegateOptions
 from tools.tracer.exporter import export_model
 from tools.tracer.model_spec import load_model_spec
 from tools.tracer.numerics import compare, quantized_output_steps
@@ -88,6 +89,16 @@ class ModelBench:
     float_twin: str | None = None
     pare_float_twin_median_us: float | None = None
     pare_float_twin_p90_us: float | None = None
+    # --delegate: the program exported with these backends (docs/delegates.md), in the same rounds.
+    delegates: tuple[str, ...] = ()
+    delegated_ops: int | None = None  # operators the backends took
+    pare_delegated_median_us: float | None = None
+    pare_delegated_p90_us: float | None = None
+
+    @property
+    def ratio_delegated(self) -> float | None:
+        """The delegated program's median over the CPU program's."""
+        return None if self.pare_delegated_median_us is None else self.pare_delegated_median_us / self.median_us
 
     @property
     def ratio_float_twin(self) -> float | None:
@@ -119,6 +130,8 @@ class ModelBench:
         row["thread_speedup"] = None if speedup is None else round(speedup, 4)
         twin = self.ratio_float_twin
         row["pare_over_pare_float_twin"] = None if twin is None else round(twin, 4)
+        delegated = self.ratio_delegated
+        row["pare_delegated_over_pare"] = None if delegated is None else round(delegated, 4)
         return row
 
 
@@ -133,17 +146,25 @@ def bench_model(
     executorch: bool = False,
     onnxruntime: bool = False,
     progress: Callable[[str, str], None] | None = None,
+    delegates: DelegateOptions | None = None,
 ) -> ModelBench:
     """Benchmarks one model spec (module docstring); `executorch` adds the
     ExecuTorch peers, `onnxruntime` ONNX Runtime; their one-line progress
     while they prepare (10-120 s) goes to `progress("ExecuTorch" or "ONNX
-    Runtime", what)`."""
+    Runtime", what)`. `delegates` (with backends) also times the program
+    exported with them, beside the CPU's."""
     spec = load_model_spec(path)
     exported, method, inputs = _checked_method(spec, runtime, runtime_path, passes, threads)
     if threads > 1:
         serial = method.program.method(exported.groups[0].name)  # one thread, for the speed-up
         set_inputs(serial, inputs)
         serial.execute()
+
+    delegated = delegated_export = None
+    if delegates is not None and delegates.backends:
+        delegated_export, delegated = _checked_method(
+            spec, runtime, runtime_path, passes, threads, delegates=delegates
+        )[:2]
 
     twin = None
     if spec.float_twin is not None:
@@ -180,6 +201,8 @@ def bench_model(
             systems = {"pare": method.execute, "pare_1_thread": serial.execute}
         if twin is not None:
             systems["pare_float_twin"] = twin.execute
+        if delegated is not None:
+            systems["pare_delegated"] = delegated.execute
         apart = {"torch_eager": eager} if threads > 1 else {}  # timed after, in rounds of their own
         if ort is not None and ort.run is not None:
             # Its intra-op pool spins after each run too (session option
@@ -231,16 +254,31 @@ def bench_model(
         float_twin=None if spec.float_twin is None else str(spec.float_twin),
         pare_float_twin_median_us=us("pare_float_twin", median),
         pare_float_twin_p90_us=us("pare_float_twin", p90),
+        delegates=tuple(delegates.backends) if delegated is not None else (),
+        delegated_ops=delegated_export.delegation.delegated_ops() if delegated is not None else None,
+        pare_delegated_median_us=us("pare_delegated", median),
+        pare_delegated_p90_us=us("pare_delegated", p90),
     )
 
 
-def _checked_method(spec, runtime: Runtime, runtime_path: Path, passes, threads: int = 1, twin: bool = False):
+def _checked_method(
+    spec,
+    runtime: Runtime,
+    runtime_path: Path,
+    passes,
+    threads: int = 1,
+    twin: bool = False,
+    delegates: DelegateOptions | None = None,
+):
     """(the export, the method of its first group on `runtime` with
     `threads`, that group's first input): the method run once on it and
     checked against torch eager (a benchmark of wrong output is worthless).
-    `twin`: the spec is another's float twin, for the messages."""
+    `twin`: the spec is another's float twin, for the messages; `delegates`:
+    export it with those backends."""
     what = f"{spec.path} (a float twin)" if twin else str(spec.path)
-    exported = export_model(spec, passes=passes)
+    if delegates is not None:
+        what += f" (--delegate {','.join(delegates.backends)})"
+    exported = export_model(spec, passes=passes, delegates=delegates)
     group = exported.groups[0]
     inputs = spec.inputs[group.indices[0]]
     try:
@@ -283,6 +321,7 @@ def table(results: list[ModelBench]) -> str:
     with_onnxruntime = any(r.onnxruntime_unavailable or r.onnxruntime_median_us is not None for r in results)
     with_threads = any(r.thread_speedup is not None for r in results)
     with_twins = any(r.float_twin is not None for r in results)
+    with_delegates = any(r.delegates for r in results)
     head = (
         "| model | Pare median µs | Pare p90 µs | arena B | arena B first fit / greedy | torch eager median µs "
         "| Pare / torch |"
@@ -293,6 +332,9 @@ def table(results: list[ModelBench]) -> str:
         rule += "---:|---:|"
     if with_twins:
         head += " Pare float twin median µs | Pare / float twin |"
+        rule += "---:|---:|"
+    if with_delegates:
+        head += " Pare delegated median µs (backends, ops) | delegated / CPU |"
         rule += "---:|---:|"
     if with_executorch:
         head += " ET portable median µs | ET+XNNPACK median µs | Pare / ET+XNNPACK |"
@@ -316,6 +358,13 @@ def table(results: list[ModelBench]) -> str:
         if with_twins:
             twin = r.ratio_float_twin
             line += f" {r.pare_float_twin_median_us:,.1f} | {twin:.2f}x |" if twin is not None else " n/a | n/a |"
+        if with_delegates:
+            ratio = r.ratio_delegated
+            line += (
+                f" {r.pare_delegated_median_us:,.1f} ({','.join(r.delegates)}, {r.delegated_ops} ops) | {ratio:.2f}x |"
+                if ratio is not None
+                else " n/a | n/a |"
+            )
         if with_executorch:
             reasons = dict(r.executorch_unavailable)
             for system in SYSTEMS:
