@@ -140,6 +140,22 @@ bool trace_kernel_dtype_at(const Observer& o, size_t index, size_t* tag, int* dt
   return false;
 }
 
+// The CPU copy of method `name` that tools.tracer export --delegate-fallback
+// writes, "<name>__cpu", or null (also in a runtime with no backend, where
+// no method can fail for want of one: the class is a link-time constant).
+const MethodDesc* delegate_fallback(const Program& program, const char* name) {
+  if (!class_selected(ClassId::Delegate)) return nullptr;
+  const char kSuffix[] = "__cpu";
+  char fallback[256];
+  size_t n = 0;
+  for (; name[n] != '\0'; ++n) {
+    if (n + sizeof(kSuffix) >= sizeof(fallback)) return nullptr;
+    fallback[n] = name[n];
+  }
+  for (size_t i = 0; i < sizeof(kSuffix); ++i) fallback[n + i] = kSuffix[i];
+  return program.find_method(fallback);
+}
+
 }  // namespace
 }  // namespace pare
 
@@ -242,7 +258,18 @@ pare_status pare_method_create_sharing_state(pare_program* program, const char* 
   if (program == nullptr) return PARE_ERROR_INVALID_ARGUMENT;
   *out_method = pare::create<pare_method>(program->program);
   if (*out_method == nullptr) return PARE_ERROR_OUT_OF_MEMORY;
-  const Error e = (*out_method)->method.init(name, share_with != nullptr ? &share_with->method : nullptr);
+  Error e = (*out_method)->method.init(name, share_with != nullptr ? &share_with->method : nullptr);
+  if (pare::class_selected(pare::ClassId::Delegate) && e == Error::BackendUnavailable && name != nullptr) {
+    // A backend this device lacks: the program's CPU copy of the method
+    // (tools.tracer export --delegate-fallback), when it has one.
+    const pare::MethodDesc* fallback = pare::delegate_fallback(program->program, name);
+    if (fallback != nullptr) {
+      pare::destroy(*out_method);
+      *out_method = pare::create<pare_method>(program->program);
+      if (*out_method == nullptr) return PARE_ERROR_OUT_OF_MEMORY;
+      e = (*out_method)->method.init(fallback->name, share_with != nullptr ? &share_with->method : nullptr);
+    }
+  }
   if (e != Error::Ok) {
     // Also report on the program, where a caller that only keeps the
     // program handle looks.

@@ -275,7 +275,10 @@ PARE_API const char* pare_program_method_name(const pare_program* program, size_
 /* ---- Methods ---------------------------------------------------------- */
 
 /* Creates an executable instance of method `name` and runs its init
- * section (e.g. weight prepacking). Destroy methods before their program. */
+ * section (e.g. weight prepacking). Destroy methods before their program.
+ * When a delegate backend of the method is unavailable on this device and
+ * the program has the method's CPU copy "<name>__cpu" (docs/delegates.md),
+ * creates that instead. */
 PARE_API pare_status pare_method_create(pare_program* program, const char* name, pare_method** out_method);
 PARE_API void pare_method_destroy(pare_method* method);
 PARE_API const char* pare_method_error_message(const pare_method* method);

@@ -135,7 +135,8 @@ def test_an_unavailable_backend_names_itself_the_reason_and_the_fix(runtime, mon
     assert e.value.status_name == "BackendUnavailable"
     assert _one_line(e.value).startswith(
         "pare::delegate_init.example: backend 'example' is not available on this device "
-        "(PARE_EXAMPLE_BACKEND=unavailable): install its driver, or re-export the model without --delegate example"
+        "(PARE_EXAMPLE_BACKEND=unavailable): install its driver, or re-export the model with --delegate-fallback "
+        "(or without --delegate example)"
     )
     monkeypatch.delenv("PARE_EXAMPLE_BACKEND")
     program.method()

@@ -7,6 +7,8 @@ CLI refuses an unknown backend or compile spec with one line."""
 
 from __future__ import annotations
 
+import pytest
+import torch
 import yaml
 from torchgen.selective_build.selector import SelectiveBuilder  # torch's wheel
 from tracer_testlib import MODELS, spec_of
@@ -15,9 +17,10 @@ import codegen
 from codegen.generate import DELEGATE_INIT_PREFIX as CODEGEN_DELEGATE_INIT_PREFIX
 from pare import delegates
 from pare.program import DELEGATE_INIT_PREFIX, read
+from pare.runtime import PareError, Runtime
 from tools.tracer import cli, delegation
 from tools.tracer.exporter import export_group, export_model, group_inputs
-from tools.tracer.tracing import check_model_report, trace_model
+from tools.tracer.tracing import check_model_report, eager_outputs, trace_model
 
 MODEL = MODELS / "delegated_elementwise.py"
 EXAMPLE = delegation.DelegateOptions(("example",))
@@ -133,6 +136,26 @@ def test_delegate_fallback_also_selects_the_cpu_kernels(tracing_lib):
     assert '"fallback": true' in manifest.debug_info[0]
     builder = SelectiveBuilder.from_yaml_dict(yaml.safe_load(manifest.dump()))
     assert builder.is_operator_selected("aten::relu") and builder.is_operator_selected("pare::delegate_call")
+
+
+def test_a_device_without_the_backend_runs_the_cpu_fallback(full_lib, monkeypatch):
+    spec = spec_of("delegated_elementwise")
+    options = delegation.DelegateOptions(("example",), fallback=True)
+    exported = export_model(spec, delegates=options)
+    methods = {m.name: m for m in read(exported.program).methods}
+    assert set(methods) == {"forward", "forward__cpu"}
+    assert not any(i.op.startswith("pare::delegate") for i in methods["forward__cpu"].instructions)
+    plain = export_model(spec, delegates=EXAMPLE).program
+    runtime = Runtime(full_lib)
+    monkeypatch.setenv("PARE_EXAMPLE_BACKEND", "unavailable")
+    with pytest.raises(PareError) as e:
+        runtime.load(plain).method("forward")
+    assert e.value.status_name == "BackendUnavailable"
+    method = runtime.load(exported.program).method("forward")  # forward__cpu, created in its place
+    for index in range(len(spec.inputs)):
+        actual = method.run(*(t.numpy() for t in spec.inputs[index]))
+        for got, want in zip(actual, eager_outputs(spec, index)):
+            torch.testing.assert_close(torch.from_numpy(got), want, rtol=1e-6, atol=1e-6)
 
 
 def test_an_unknown_backend_or_spec_is_one_line(capsys, tmp_path):

@@ -94,6 +94,12 @@ def _parser() -> argparse.ArgumentParser:
             metavar="KEY=VALUE",
             help="a compile spec for the backends that take KEY (repeatable)",
         )
+        c.add_argument(
+            "--delegate-fallback",
+            action="store_true",
+            help="also write each delegated method's CPU copy (METHOD__cpu), which the runtime runs on a "
+            "device where a backend is unavailable, and (trace) select its CPU kernels",
+        )
         return c
 
     def tolerance_flags(c: argparse.ArgumentParser) -> None:
@@ -132,12 +138,6 @@ def _parser() -> argparse.ArgumentParser:
         metavar="NAME[,NAME]",
         help="build features the app uses besides those the trace records (e.g. output_buffers, for "
         "an app that hands the runtime its output buffers); each must be the runtime's",
-    )
-    t.add_argument(
-        "--delegate-fallback",
-        action="store_true",
-        help="also record the CPU kernels of the delegated operators, so that the runtime has them "
-        "for a device where a backend is unavailable",
     )
     tolerance_flags(t)
 
@@ -233,9 +233,7 @@ def _compile_spec(text: str) -> tuple[str, str]:
 def _delegates(args):
     from tools.tracer.delegation import DelegateOptions
 
-    options = DelegateOptions(
-        tuple(args.delegate), tuple(args.delegate_spec), getattr(args, "delegate_fallback", False)
-    )
+    options = DelegateOptions(tuple(args.delegate), tuple(args.delegate_spec), args.delegate_fallback)
     options.resolve()  # an unknown backend or spec fails here, before any export
     return options
 

@@ -35,6 +35,9 @@ from tools.tracer.errors import TracerError
 
 # node.meta key of a delegate_call node: its DelegatedPart.
 META_KEY = "pare_delegate"
+# With --delegate-fallback, method M's CPU copy is method M + this; the
+# runtime's pare_method_create runs it where a backend of M is unavailable.
+FALLBACK_SUFFIX = "__cpu"
 
 
 def delegate_call(*inputs):

@@ -166,6 +166,13 @@ def export_group(spec: ModelSpec, group: MethodGroup, decompositions=None) -> Ex
     return ep
 
 
+def _lower(builder, name: str, ep, spec: ModelSpec, report: LoweringReport, method_passes) -> None:
+    try:
+        MethodLowering(builder.method(name), ep, model_file=spec.path, report=report, passes=method_passes).lower()
+    except ProgramError as e:
+        raise TracerError(f"{spec.path}: cannot lower method {name}: {e}") from None
+
+
 def _check_dynamic_dims(spec: ModelSpec, group: MethodGroup, ep: ExportedProgram) -> None:
     user_inputs = [s.arg.name for s in ep.graph_signature.input_specs if s.kind.name == "USER_INPUT"]
     nodes = {n.name: n for n in ep.graph.nodes if n.op == "placeholder"}
@@ -223,17 +230,20 @@ def export_model(
             ep = export_group(spec, group, decomposition_table(inventory))
         method_passes = graph_passes.MethodPasses(selected)
         method_passes.rewrite(ep)
+        before = delegated.delegated_ops() if delegated is not None else 0
         if backends:
             with progress.step(f"partitioning {group.name} for {', '.join(b.name for b, _ in backends)}"):
                 delegation.partition(ep, backends, delegated, where=f"{spec.path}: method {group.name}: ")
         exported.append(ep)
-        try:
-            MethodLowering(
-                builder.method(group.name), ep, model_file=spec.path, report=report, passes=method_passes
-            ).lower()
-        except ProgramError as e:
-            raise TracerError(f"{spec.path}: cannot lower method {group.name}: {e}") from None
+        _lower(builder, group.name, ep, spec, report, method_passes)
         runs.append(method_passes.runs())
+        if delegates is not None and delegates.fallback and delegated.delegated_ops() > before:
+            # The method again, all on the CPU, for a device without the backends.
+            with progress.step(f"exporting {group.name}'s CPU fallback ({group.name}{delegation.FALLBACK_SUFFIX})"):
+                cpu = export_group(spec, group, decomposition_table(inventory))
+                cpu_passes = graph_passes.MethodPasses(selected)
+                cpu_passes.rewrite(cpu)
+                _lower(builder, group.name + delegation.FALLBACK_SUFFIX, cpu, spec, report, cpu_passes)
     missing = {name: uses for name, uses in report.uses.items() if name not in inventory.ops}
     missing.update(report.unsupported)
     if missing:

@@ -15,6 +15,7 @@ each changed, and, per operator, the model methods that reached it.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import json
 import time
 from collections.abc import Iterable
@@ -25,9 +26,10 @@ from typing import Any
 import torch
 
 import codegen
+from pare.program import read as read_program
 from tools.tracer import passes as graph_passes
 from tools.tracer import paths
-from tools.tracer.delegation import DelegateOptions, DelegationReport
+from tools.tracer.delegation import FALLBACK_SUFFIX, DelegateOptions, DelegationReport
 from tools.tracer.errors import NumericMismatchError, TracerError
 from tools.tracer.exporter import ExportedModel, MethodGroup, export_model, group_inputs
 from tools.tracer.model_spec import ModelSpec
@@ -192,24 +194,27 @@ def trace_model(
             stateful=has_state(exported.program),
         )
     extra: list[dict[str, Any]] = []
-    if delegates is not None and delegates.fallback and exported.delegation is not None:
-        undelegated = export_model(spec, passes=passes, progress=progress)
-        runner.load(undelegated.program)
+    fallbacks = [
+        dataclasses.replace(g, name=g.name + FALLBACK_SUFFIX)
+        for g in exported.groups
+        if g.name + FALLBACK_SUFFIX in {m.name for m in read_program(exported.program).methods}
+    ]
+    if fallbacks:
         extra.append({})
 
         def read_fallback(method: str) -> None:
-            extra[0][method] = runner.program.trace()
+            extra[0][method.removesuffix(FALLBACK_SUFFIX)] = runner.program.trace()
             runner.program.reset_trace()
 
-        with progress.step("running the CPU fallback of the delegated operators on the instrumentation runtime"):
+        with progress.step("running the methods' CPU fallbacks (--delegate-fallback) on the instrumentation runtime"):
             fallback_checks = run_and_compare(
                 spec,
-                undelegated.groups,
+                tuple(fallbacks),
                 runner,
                 spec_tolerance(spec, tolerance),
                 progress,
                 read_fallback,
-                stateful=has_state(undelegated.program),
+                stateful=has_state(exported.program),
             )
         if not all(c.ok for c in fallback_checks):  # the CPU path must match torch too
             checks = fallback_checks

@@ -48,7 +48,7 @@ Error classes::Delegate::init(KernelContext& ctx, const Backend& with, const Bac
   const char* reason = "";
   PARE_CHECK_OR_RETURN(ctx, with.is_available(&reason), Error::BackendUnavailable,
                        "backend '%s' is not available on this device (%s): install its driver, or re-export "
-                       "the model without --delegate %s",
+                       "the model with --delegate-fallback (or without --delegate %s)",
                        with.name, reason, with.name);
   backend = &with;
   return with.init(ctx, blob, &handle);
