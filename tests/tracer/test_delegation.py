@@ -173,6 +173,11 @@ def test_an_unknown_backend_or_spec_is_one_line(capsys, tmp_path):
     ]
     code, _, err = run_cli(capsys, "export", str(MODEL), "-o", out, "--delegate-spec", "novalue")
     assert code == 2 and len(err.strip().splitlines()) == 1 and "KEY=VALUE" in err
+    code, _, err = run_cli(capsys, "export", str(MODEL), "-o", out, "--delegate-fallback")
+    assert code == 2
+    assert err.strip().splitlines() == [
+        "error: --delegate-fallback: give --delegate NAME too (nothing to fall back from)"
+    ]
     assert not (tmp_path / "m.pare").exists()
 
 

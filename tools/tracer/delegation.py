@@ -58,6 +58,10 @@ class DelegateOptions:
         """The backends with the compile specs each takes (a spec goes to every
         backend whose spec_keys name it); DelegateError -> TracerError."""
         try:
+            if self.fallback and not self.backends:
+                raise pare_delegates.DelegateError(
+                    "--delegate-fallback: give --delegate NAME too (nothing to fall back from)"
+                )
             backends = [pare_delegates.get(name) for name in self.backends]
             if len(set(self.backends)) != len(self.backends):
                 raise pare_delegates.DelegateError(f"--delegate {','.join(self.backends)}: a backend is named twice")
