@@ -534,6 +534,82 @@ def test_pixel_rows_code_only_in_runtimes_that_select_it(selection_cache, runtim
     assert _symbol_bytes(lib, tile_code) < _symbol_bytes(runtime_lib, tile_code)
 
 
+class _Depthwise5x5Stride2(torch.nn.Module):
+    """A depthwise 5x5 convolution at stride 2 (EfficientNet's downsampling
+    layers), then ReLU."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = torch.nn.Conv2d(8, 8, 5, stride=2, padding=2, groups=8)
+
+    def forward(self, x):
+        return torch.relu(self.conv(x))
+
+
+@pytest.mark.absent_code
+def test_depthwise_loops_only_in_runtimes_that_select_them(selection_cache, runtime_lib, tracing_runtime):
+    """The depthwise fast path's vector loops, one tag per kernel size and
+    stride (common/depthwise.h): a model with a 5x5 stride-2 depthwise layer
+    traces to that variant's tag alone, and the runtime built from its
+    manifest runs it against torch with that loop and no other; layers whose
+    loop a runtime lacks run on the direct loop (aten::convolution) or the
+    GEMM (pare::conv2d_prepacked), as torch computes them."""
+    from tools.tracer.model_spec import ModelSpec
+    from tools.tracer.tracing import trace_model
+
+    torch.manual_seed(61)
+    module = _Depthwise5x5Stride2().eval()
+    x = make_tensor((2, 8, 13, 11), torch.float32, 62, -1, 1)
+    spec = ModelSpec(Path(__file__), module, ((x,),))
+    result = trace_model(spec, runtime=tracing_runtime.path)
+    manifest = result.manifest
+    depthwise_tags = {t: d for t, d in manifest.kernel_metadata.items() if t.startswith("depthwise_")}
+    assert depthwise_tags == {"depthwise_5x5_7x7_s2_kernel": ("Float",)}
+
+    root = selection_cache
+    ops = [*manifest.operators, "aten::convolution"]
+    kernel_dtypes = {t: list(d) for t, d in manifest.kernel_metadata.items()} | {"convolution_kernel": ["Float"]}
+    sel = runtime_build.write_selection(
+        root / "selection_depthwise_5x5_s2", ops, kernel_dtypes, sorted(manifest.custom_classes), []
+    )
+    lib = runtime_build.build(root, "depthwise_5x5_s2", selection_dir=sel)
+    with torch.no_grad():
+        want = module(x)
+    (y,) = Runtime(lib).load(result.exported.program).method().run(x.numpy())
+    assert_same(torch.from_numpy(y), want, rtol=1e-5, atol=1e-5)
+    plane = r"pare::depthwise::\w+::plane<{}, {}>\("
+    full, traced = _unstripped_symbols(runtime_lib), _unstripped_symbols(lib)
+    for k, stride in ((3, 1), (3, 2), (0, 1), (0, 2)):
+        assert _has(full, plane.format(k, stride))
+        assert _has(traced, plane.format(k, stride)) == ((k, stride) == (0, 2)), f"plane<{k}, {stride}>"
+    # aten::convolution: its 5x5 stride-2 layer on the loop, a 3x3 one (not
+    # selected) on the direct loop.
+    w3 = make_tensor((8, 1, 3, 3), torch.float32, 63, -1, 1)
+    for w, stride, padding in ((module.conv.weight.detach(), 2, 2), (w3, 1, 1)):
+        args = (x, w, None, [stride] * 2, [padding] * 2, [1, 1], False, [0, 0], 8)
+        got = run_op(Runtime(lib), "aten::convolution", *args)
+        assert_same(got, torch.ops.aten.convolution(*args), rtol=1e-5, atol=1e-5)
+
+    # A runtime with prepacked convolutions but no depthwise loop runs each
+    # variant's layer on the GEMM.
+    sel = runtime_build.write_selection(
+        root / "selection_conv2d_prepacked",
+        ["pare::conv2d_prepack", "pare::conv2d_prepacked"],
+        {"prepacked_kernel": ["Float"]},
+        ["Conv2dPackedParams"],
+        [],
+    )
+    lib = runtime_build.build(root, "conv2d_prepacked", selection_dir=sel)
+    assert not _has(_unstripped_symbols(lib), r"pare::depthwise::")
+    for k, stride, multiplier in ((3, 1, 1), (3, 2, 2), (5, 1, 1), (7, 2, 1)):
+        w = make_tensor((8 * multiplier, 1, k, k), torch.float32, 64 + k, -1, 1)
+        b = make_tensor((8 * multiplier,), torch.float32, 65, -1, 1)
+        program = conv_program(w, b, [stride] * 2, [k // 2] * 2, [1, 1], 8)
+        (y,) = Runtime(lib).load(program).method().run(x.numpy())
+        want = F.conv2d(x, w, b, stride=stride, padding=k // 2, groups=8)
+        assert_same(torch.from_numpy(y), want, rtol=1e-5, atol=1e-5)
+
+
 def _symbol_bytes(lib: Path, pattern: str) -> int:
     """The size of the functions of `lib` (or of its unstripped twin) whose
     demangled names match `pattern` (re.match; at least one)."""

@@ -132,11 +132,51 @@ PARE_UNUSED void tiny_block(const Geometry& g, const float* x, const float* w, c
 // The vector loops of the ISA the kernels run (gemm.cc's tile_kernel()):
 // at --//runtime:x86_64_isa=auto the x86-64-v3 copy on a CPU with AVX2 and
 // FMA (an AVX-512 CPU too), elsewhere the build's own.
-PlaneFn plane_kernel(int64_t k, int64_t stride) {
+template <int K, int S>
+PlaneFn plane_kernel() {
 #if defined(PARE_X86_64_DISPATCH)
-  if (cpu::kernel_isa() >= cpu::Isa::x86_64_v3) return x86_64_v3::plane_fn(k, stride);
+  if (cpu::kernel_isa() >= cpu::Isa::x86_64_v3) return x86_64_v3::plane<K, S>;
 #endif
-  return PARE_SIMD_ISA::plane_fn(k, stride);
+  return PARE_SIMD_ISA::plane<K, S>;
+}
+
+// The (K, stride) variant's loop under its tag (the tracing build records
+// it here), or null in a runtime that does not select it: a link-time
+// constant, so an unselected variant's loops are never referenced and the
+// link drops them.
+template <typename Tag, int K, int S>
+PlaneFn variant(KernelContext& ctx) {
+  PlaneFn fn = nullptr;
+  if (fast_path_selected<Tag, float>()) {
+    (void)run_fast_path<Tag, float>(ctx, [&]() -> Error {
+      fn = plane_kernel<K, S>();
+      return Error::Ok;
+    });
+  }
+  return fn;
+}
+
+// A bit per (K, stride) variant its runtime selects: 3x3 at stride 1, 3x3
+// at 2, 5x5 and 7x7 at 1, at 2. Each tag read on its own, with no branch
+// between them, so that every read stays a constant the link folds (one
+// load of the table at a computed index would keep the whole table).
+unsigned selected_variants() {
+  return unsigned{fast_path_selected<tags::depthwise_3x3_s1_kernel, float>()} |
+         unsigned{fast_path_selected<tags::depthwise_3x3_s2_kernel, float>()} << 1 |
+         unsigned{fast_path_selected<tags::depthwise_5x5_7x7_s1_kernel, float>()} << 2 |
+         unsigned{fast_path_selected<tags::depthwise_5x5_7x7_s2_kernel, float>()} << 3;
+}
+
+unsigned variant_bit(int64_t k, int64_t stride) { return (k == 3 ? 0u : 2u) + (stride == 1 ? 0u : 1u); }
+
+// The loop of a K x K kernel at `stride` (its variant selected).
+PlaneFn plane_for(KernelContext& ctx, int64_t k, int64_t stride) {
+  switch (variant_bit(k, stride)) {
+    case 0: return variant<tags::depthwise_3x3_s1_kernel, 3, 1>(ctx);
+    case 1: return variant<tags::depthwise_3x3_s2_kernel, 3, 2>(ctx);
+    case 2: return variant<tags::depthwise_5x5_7x7_s1_kernel, 0, 1>(ctx);
+    default: return variant<tags::depthwise_5x5_7x7_s2_kernel, 0, 2>(ctx);
+  }
 }
 
 NhwcRowsFn nhwc_rows_kernel() {
@@ -147,6 +187,13 @@ NhwcRowsFn nhwc_rows_kernel() {
 }
 
 }  // namespace
+
+bool selected(const Geometry& g) {
+  if constexpr (fast_path_compiled<tags::depthwise_tiny_kernel, float>()) {
+    if (tiny(g) && fast_path_selected<tags::depthwise_tiny_kernel, float>()) return true;
+  }
+  return (selected_variants() >> variant_bit(g.kernel, g.stride)) & 1u;
+}
 
 Error run_float_nhwc(KernelContext& ctx, const Geometry& g, const float* x, const float* w, const float* bias, float lo,
                      float hi, float* y) {
@@ -180,7 +227,7 @@ Error run_float(KernelContext& ctx, const Geometry& g, const float* x, const flo
   const Padded shape = padded_shape(g);
   // One padded plane per chunk (64-byte aligned each).
   const size_t padded_floats = static_cast<size_t>((shape.width * shape.height + 15) / 16 * 16);
-  const PlaneFn fn = plane_kernel(g.kernel, g.stride);
+  const PlaneFn fn = plane_for(ctx, g.kernel, g.stride);  // not null: the caller checked selected(g)
   const int64_t multiplier = g.out_channels / g.in_channels;
   const int64_t taps = g.kernel * g.kernel;
   const int64_t plane_in = g.height * g.width;

@@ -17,6 +17,12 @@
 // -0.0 sum next to the border comes out +0.0. Planes of at most 4 output
 // pixels (a network's last stages) run with vectors across kLanes channels
 // instead, skipping padding taps (depthwise.cc, tiny_block).
+//
+// Each (K, stride) variant's loop sits behind a fast-path tag of its own
+// (depthwise_3x3_s1_kernel, ..._s2, depthwise_5x5_7x7_s1_kernel, ..._s2;
+// runtime/inventory/nn/nn.tags.def), so a runtime carries only the loops
+// its models' layers run; selected() says whether this one has a layer's,
+// and a caller without it runs its general path.
 
 #include "runtime/kernels/common/simd.h"
 #include "runtime/registry/kernel.h"
@@ -38,11 +44,16 @@ constexpr bool has_fast_path(int64_t kh, int64_t kw, int64_t sh, int64_t sw, int
   return kh == kw && (kh == 3 || kh == 5 || kh == 7) && sh == sw && (sh == 1 || sh == 2) && dh == 1 && dw == 1;
 }
 
+// Whether run_float has a loop for `g` (a has_fast_path geometry) in this
+// runtime: the tiny planes' tag for a tiny plane, else the (K, stride)
+// variant's (link-time constants, runtime/registry/selection.h).
+bool selected(const Geometry& g);
+
 // y [batch, out_channels, out_h, out_w] = depthwise conv of x [batch,
 // in_channels, height, width] (contiguous) with w [out_channels, 1, K, K]
 // (contiguous) plus bias[oc * bias_stride] (bias may be null), clamped to
 // [lo, hi] as it is stored (NaN kept, as simd::clamp; infinite bounds for
-// none). The geometry must pass has_fast_path.
+// none). The geometry must pass has_fast_path and selected.
 Error run_float(KernelContext& ctx, const Geometry& g, const float* x, const float* w, const float* bias,
                 int64_t bias_stride, float lo, float hi, float* y);
 
@@ -64,9 +75,11 @@ Error run_float_nhwc(KernelContext& ctx, const Geometry& g, const float* x, cons
 // (PARE_X86_64_DISPATCH), the x86-64-v3 copy (kernels_x86_64_v3.cc).
 // depthwise.cc chooses between them (cpu::kernel_isa()).
 //
-// plane_fn(K, stride): one output plane [out_h, out_w] of a K x K kernel
-// `wk` (K * K floats) over a zero-bordered input plane (rows padded_w
-// apart) plus bias b, clamped to [lo, hi].
+// plane<K, S>: one output plane [out_h, out_w] of a K x K kernel `wk` (K
+// * K floats; K = 0: the size `k` given at run time, 5 or 7) at stride S
+// over a zero-bordered input plane (rows padded_w apart) plus bias b,
+// clamped to [lo, hi]. Instantiated for <3, 1>, <3, 2>, <0, 1> and <0, 2>;
+// depthwise.cc takes a variant's address only where its tag is selected.
 // The padded plane (depthwise.cc) is sized for the widest vectors of any
 // copy, the x86-64-v3 copy's 8 lanes at level auto where depthwise.cc
 // itself is SSE2's 4: each copy checks its own lanes against it
@@ -79,13 +92,17 @@ using PlaneFn = void (*)(const float* padded, int64_t padded_w, const float* wk,
 using NhwcRowsFn = void (*)(const Geometry& g, const float* x, const float* w, const float* bias, float lo, float hi,
                             float* y, int64_t begin, int64_t end);
 namespace PARE_SIMD_ISA {
-PlaneFn plane_fn(int64_t k, int64_t stride);
+template <int K, int S>
+void plane(const float* padded, int64_t padded_w, const float* wk, int64_t k, float b, float lo, float hi, float* out,
+           int64_t out_h, int64_t out_w);
 void nhwc_rows(const Geometry& g, const float* x, const float* w, const float* bias, float lo, float hi, float* y,
                int64_t begin, int64_t end);
 }  // namespace PARE_SIMD_ISA
 #if defined(PARE_X86_64_DISPATCH)
 namespace x86_64_v3 {
-PlaneFn plane_fn(int64_t k, int64_t stride);
+template <int K, int S>
+void plane(const float* padded, int64_t padded_w, const float* wk, int64_t k, float b, float lo, float hi, float* out,
+           int64_t out_h, int64_t out_w);
 void nhwc_rows(const Geometry& g, const float* x, const float* w, const float* bias, float lo, float hi, float* y,
                int64_t begin, int64_t end);
 }  // namespace x86_64_v3

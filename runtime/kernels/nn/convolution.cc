@@ -6,10 +6,11 @@
 //
 // * depthwise (one input channel per group, e.g. MobileNet's depthwise
 //   layers): float 3x3, 5x5 and 7x7 kernels at stride 1 or 2 run a
-//   vectorised direct kernel over a zero-bordered copy of each plane; other
-//   cases a direct loop per output row whose inner loop runs along the row
-//   with unit stride, and whose bounds are computed per kernel tap instead
-//   of testing padding per element;
+//   vectorised direct kernel over a zero-bordered copy of each plane (in a
+//   runtime that selects that kernel size and stride); other cases a
+//   direct loop per output row whose inner loop runs along the row with
+//   unit stride, and whose bounds are computed per kernel tap instead of
+//   testing padding per element;
 // * float: the blocked SIMD GEMM (common/gemm.h) with the weights packed
 //   once per call and the im2col matrix packed straight from the image into
 //   GEMM panels (never materialised); 1x1 stride-1 convolutions use the
@@ -63,7 +64,9 @@ PARE_ALWAYS_INLINE opmath_t<T> bias_at(const Tensor* bias, int64_t i) {
 template <typename T>
 Error depthwise(KernelContext& ctx, const Geometry& g, const T* x, const T* w, const Tensor* bias, T* y) {
   if constexpr (is_same_v<T, float>) {
-    if (depthwise::has_fast_path(g.kh, g.kw, g.sh, g.sw, g.dh, g.dw)) {
+    // A runtime without the layer's vector loop (its tag, depthwise.h) runs
+    // the loop below.
+    if (depthwise::has_fast_path(g.kh, g.kw, g.sh, g.sw, g.dh, g.dw) && depthwise::selected(g.depthwise())) {
       return depthwise::run_float(ctx, g.depthwise(), x, w, bias != nullptr ? bias->data_as<float>() : nullptr,
                                   bias != nullptr ? bias->strides[0] : 0, -__builtin_inff(), __builtin_inff(), y);
     }

@@ -368,16 +368,31 @@ Error Conv2dPackedParams::run(KernelContext& ctx, const Tensor& input, Value& ou
   // selects its kernels, so with a link-time constant false each test
   // below folds away (no code for what the build cannot run).
   const conv::Algorithm algorithm = conv::choose_packed(g, layout);
-  if (algorithm == conv::Algorithm::Depthwise) {
-    PARE_TRY(depthwise::run_float(ctx, g.depthwise(), x.data_as<float>(), packed_weight, bias, 1, clamp.min, clamp.max,
-                                  result->data_as<float>()));
-    return after_product.apply(ctx, result->data_as<float>(), residual, static_cast<int64_t>(result->numel()));
-  }
-
   const int64_t og = g.og;
   const int64_t cg = g.cg;
   const int64_t k = g.k();
   const int64_t p = g.planes_out();
+  const float* weights = packed_weight;
+  if (algorithm == conv::Algorithm::Depthwise) {
+    if (depthwise::selected(g.depthwise())) {
+      PARE_TRY(depthwise::run_float(ctx, g.depthwise(), x.data_as<float>(), packed_weight, bias, 1, clamp.min,
+                                    clamp.max, result->data_as<float>()));
+      return after_product.apply(ctx, result->data_as<float>(), residual, static_cast<int64_t>(result->numel()));
+    }
+    // A runtime without this layer's depthwise loop (its tag unselected,
+    // depthwise.h) runs the GEMM below instead, on the weights packed as
+    // its A per group, here: slower, never an error. One block of depth
+    // per group: k = K * K is at most 49.
+    static_assert(gemm::kKC >= 7 * 7, "a depthwise layer's weights pack as one block of depth");
+    const size_t a_floats = gemm::packed_a_size(og, k);
+    PARE_TRY_ASSIGN(void* memory, ctx.allocate_scratch(a_floats * static_cast<size_t>(groups) * sizeof(float)));
+    float* packed = static_cast<float*>(memory);
+    for (int64_t grp = 0; grp < groups; ++grp) {
+      gemm::pack_a({packed_weight + grp * og * k, og, k, k, 1}, 0, og, 0, k,
+                   packed + grp * static_cast<int64_t>(a_floats));
+    }
+    weights = packed;
+  }
   const bool winograd2 = algorithm == conv::Algorithm::Winograd2 &&
                          kernel_dtype_selected(TagId::conv2d_winograd_kernel, ScalarType::Float);
   const bool winograd4 = algorithm == conv::Algorithm::Winograd4 &&
@@ -409,7 +424,7 @@ Error Conv2dPackedParams::run(KernelContext& ctx, const Tensor& input, Value& ou
         float* c = result->data_as<float>() + offset;
         const float* group_bias = bias == nullptr ? nullptr : bias + grp * og;
         const float* group_residual = residual == nullptr ? nullptr : residual + offset;
-        product(image, c, packed_weight + grp * group_floats, group_bias, group_residual);
+        product(image, c, weights + grp * group_floats, group_bias, group_residual);
         if (adds_residual) {
           PARE_TRY(after_gemm.apply(ctx, c, nullptr, og * p));
         } else {
