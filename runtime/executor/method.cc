@@ -6,6 +6,18 @@
 #include "runtime/core/format.h"
 
 namespace pare {
+namespace {
+
+// The error of an entry point whose build feature this runtime does not
+// select: one message (and one string in the binary) for every feature.
+PARE_COLD Error feature_not_selected(Diagnostics& diagnostics, const char* feature) {
+  return PARE_FAIL(diagnostics, Error::FeatureNotSelected,
+                   "the manifest does not select build feature %s: add it to build_features in the manifest "
+                   "(tools.tracer trace --features %s, or the runtime rule's build_features attribute)",
+                   feature, feature);
+}
+
+}  // namespace
 
 Method::~Method() {
   // Objects may own resources beyond their memory; run their destructors.
@@ -514,10 +526,7 @@ Error Method::set_output_buffer(size_t index, void* data, size_t nbytes) {
   if (!feature_selected(FeatureId::output_buffers)) {
     (void)data;
     (void)nbytes;
-    return PARE_FAIL(diagnostics_, Error::FeatureNotSelected,
-                     "the manifest does not select build feature output_buffers: add it to build_features in the "
-                     "manifest (tools.tracer trace --features output_buffers, or the runtime rule's "
-                     "build_features attribute)");
+    return feature_not_selected(diagnostics_, "output_buffers");
   } else {
     PARE_CHECK_OR_RETURN(diagnostics_, data == nullptr || reinterpret_cast<uintptr_t>(data) % 16 == 0,
                          Error::InvalidArgument, "the buffer for output %zu must be 16-byte aligned", index);
@@ -673,9 +682,7 @@ Error Method::set_num_threads(uint32_t threads) {
                        "thread count %u must be in [1, %u]", threads, ThreadPool::kMaxThreads);
   if (!feature_selected(FeatureId::threads)) {
     if (threads == 1) return Error::Ok;
-    return PARE_FAIL(diagnostics_, Error::FeatureNotSelected,
-                     "the manifest does not select build feature threads: add it to build_features in the "
-                     "manifest (tools.tracer trace --threads, or the runtime rule's build_features attribute)");
+    return feature_not_selected(diagnostics_, "threads");
   } else {
     if (threads == num_threads()) return Error::Ok;
     release_pool();
@@ -699,9 +706,7 @@ Error Method::set_profiling(bool enabled) {
   if (desc_ == nullptr) return PARE_FAIL(diagnostics_, Error::InvalidState, "the method is not initialised");
   if (!feature_selected(FeatureId::op_profiling)) {
     (void)enabled;
-    return PARE_FAIL(diagnostics_, Error::FeatureNotSelected,
-                     "the manifest does not select build feature op_profiling: add it to "
-                     "build_features in the manifest");
+    return feature_not_selected(diagnostics_, "op_profiling");
   } else {
     if (enabled && profile_calls_ == nullptr) {
       profile_calls_ = allocator_.allocate_array<uint64_t>(desc_->num_instructions);

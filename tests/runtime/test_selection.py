@@ -101,7 +101,11 @@ def test_unselected_class_fails_at_load(selective_runtime):
 
 def test_unselected_feature(selective_runtime):
     method = selective_runtime.load(mul_program("Float")).method()
-    with pytest.raises(PareError, match="does not select build feature op_profiling") as e:
+    with pytest.raises(
+        PareError,
+        match="does not select build feature op_profiling: add it to build_features "
+        r"in the manifest \(tools.tracer trace --features op_profiling",
+    ) as e:
         method.set_profiling(True)
     assert e.value.status_name == "FeatureNotSelected"
     out = np.empty(4, np.float32)

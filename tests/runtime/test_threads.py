@@ -291,7 +291,7 @@ def test_selective_runtime_without_threads_refuses_more_than_one(selective_runti
     with pytest.raises(
         PareError,
         match="does not select build feature threads: add it to build_features in the "
-        r"manifest \(tools.tracer trace --threads",
+        r"manifest \(tools.tracer trace --features threads",
     ) as e:
         method.set_num_threads(2)
     assert e.value.status_name == "FeatureNotSelected"
