@@ -520,14 +520,15 @@ void* Method::output_buffer_for(const Value* value, size_t nbytes) const {
 Error Method::set_output_buffer(size_t index, void* data, size_t nbytes) {
   diagnostics_.clear();
   if (desc_ == nullptr) return PARE_FAIL(diagnostics_, Error::InvalidState, "the method is not initialised");
-  PARE_CHECK_OR_RETURN(diagnostics_, index < desc_->num_outputs, Error::IndexOutOfRange,
-                       "output index %zu is out of range: method '%s' has %u outputs", index, desc_->name,
-                       desc_->num_outputs);
   if (!feature_selected(FeatureId::output_buffers)) {
+    (void)index;
     (void)data;
     (void)nbytes;
     return feature_not_selected(diagnostics_, "output_buffers");
   } else {
+    PARE_CHECK_OR_RETURN(diagnostics_, index < desc_->num_outputs, Error::IndexOutOfRange,
+                         "output index %zu is out of range: method '%s' has %u outputs", index, desc_->name,
+                         desc_->num_outputs);
     PARE_CHECK_OR_RETURN(diagnostics_, data == nullptr || reinterpret_cast<uintptr_t>(data) % 16 == 0,
                          Error::InvalidArgument, "the buffer for output %zu must be 16-byte aligned", index);
     OutputBuffer& b = output_buffers_[index];
