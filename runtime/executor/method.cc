@@ -724,6 +724,9 @@ Error Method::set_profiling(bool enabled) {
 }
 
 bool Method::profile(size_t instruction, uint64_t* calls, uint64_t* ticks) const {
+  // Without op_profiling there are no counts (set_profiling allocates them
+  // only with it): a constant, so the C API's lookup after it folds away.
+  if (!feature_selected(FeatureId::op_profiling)) return false;
   if (desc_ == nullptr || profile_calls_ == nullptr || instruction >= desc_->num_instructions) return false;
   *calls = profile_calls_[instruction];
   *ticks = profile_ticks_[instruction];
