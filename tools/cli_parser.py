@@ -22,3 +22,26 @@ def one_line_parser(error_type: type[Exception], see: str) -> type[argparse.Argu
             raise error_type(f"{message} (see {see})")
 
     return OneLineParser
+
+
+def name_list(what: str):
+    """An argparse `type` for NAME[,NAME...]: the names, stripped; an empty
+    one is a one-line error naming `what` ("build feature", "backend")."""
+
+    def parse(text: str) -> tuple[str, ...]:
+        names = tuple(n.strip() for n in text.split(","))
+        if not all(names):
+            raise argparse.ArgumentTypeError(f"a comma-separated list of {what} names, got {text!r}")
+        return names
+
+    return parse
+
+
+def compile_spec(text: str) -> tuple[str, str]:
+    """An argparse `type` for a delegate's KEY=VALUE compile spec."""
+    from tools.tracer.delegation import parse_spec  # torch: only when the option is given
+
+    try:
+        return parse_spec(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None

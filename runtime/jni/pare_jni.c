@@ -204,6 +204,18 @@ PARE_JNIEXPORT jint Java_org_pare_Module_nativeInputCount(JNIEnv* env, jclass cl
   return m ? (jint)m->num_inputs : 0;
 }
 
+/* A Java long[] shape into `sizes`: its rank, or -1 with an exception
+ * thrown when it has more than PARE_MAX_DIM dimensions. */
+static jsize read_shape(JNIEnv* env, jlongArray shape, int64_t sizes[PARE_MAX_DIM]) {
+  const jsize ndim = (*env)->GetArrayLength(env, shape);
+  if (ndim > PARE_MAX_DIM) {
+    throw_message(env, "pare: a tensor may have at most 8 dimensions");
+    return -1;
+  }
+  (*env)->GetLongArrayRegion(env, shape, 0, ndim, (jlong*)sizes);
+  return ndim;
+}
+
 PARE_JNIEXPORT void Java_org_pare_Module_nativeSetInput(JNIEnv* env, jclass cls, jlong handle, jint index, jint dtype,
                                                         jlongArray shape, jbyteArray data) {
   (void)cls;
@@ -213,13 +225,9 @@ PARE_JNIEXPORT void Java_org_pare_Module_nativeSetInput(JNIEnv* env, jclass cls,
     throw_message(env, "pare: input index out of range for this method");
     return;
   }
-  const jsize ndim = (*env)->GetArrayLength(env, shape);
-  if (ndim > PARE_MAX_DIM) {
-    throw_message(env, "pare: a tensor may have at most 8 dimensions");
-    return;
-  }
   int64_t sizes[PARE_MAX_DIM];
-  (*env)->GetLongArrayRegion(env, shape, 0, ndim, (jlong*)sizes);
+  const jsize ndim = read_shape(env, shape, sizes);
+  if (ndim < 0) return;
   const jsize nbytes = (*env)->GetArrayLength(env, data);
   bridge_buffer* buf = &m->inputs[index];
   if (buf->size < (size_t)nbytes || !buf->data) {
@@ -270,13 +278,9 @@ PARE_JNIEXPORT void Java_org_pare_Module_nativeSetState(JNIEnv* env, jclass cls,
   (void)cls;
   bridge_method* m = as_method(env, handle);
   if (!m) return;
-  const jsize ndim = (*env)->GetArrayLength(env, shape);
-  if (ndim > PARE_MAX_DIM) {
-    throw_message(env, "pare: a tensor may have at most 8 dimensions");
-    return;
-  }
   int64_t sizes[PARE_MAX_DIM];
-  (*env)->GetLongArrayRegion(env, shape, 0, ndim, (jlong*)sizes);
+  const jsize ndim = read_shape(env, shape, sizes);
+  if (ndim < 0) return;
   const jsize nbytes = (*env)->GetArrayLength(env, data);
   const char* chars = (*env)->GetStringUTFChars(env, name, NULL);
   void* bytes = pare_pal_malloc(nbytes > 0 ? (size_t)nbytes : 1, 64);

@@ -14,7 +14,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from tools.cli_parser import one_line_parser
+from tools.cli_parser import compile_spec, name_list, one_line_parser
 
 PROG = "python -m tools.bench"
 
@@ -87,7 +87,7 @@ def _parser() -> argparse.ArgumentParser:
     passes.add_arguments(p)  # as python -m tools.tracer export takes them
     p.add_argument(
         "--delegate",
-        type=_name_list,
+        type=name_list("backend"),
         default=(),
         metavar="NAME[,NAME]",
         help="also time the program exported with these backends (docs/delegates.md) beside the CPU's, "
@@ -95,29 +95,13 @@ def _parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--delegate-spec",
-        type=_compile_spec,
+        type=compile_spec,
         action="append",
         default=[],
         metavar="KEY=VALUE",
         help="a compile spec for the backends that take KEY (repeatable), as tools.tracer export takes it",
     )
     return p
-
-
-def _name_list(text: str) -> tuple[str, ...]:
-    names = tuple(n.strip() for n in text.split(","))
-    if not all(names):
-        raise argparse.ArgumentTypeError(f"a comma-separated list of backend names, got {text!r}")
-    return names
-
-
-def _compile_spec(text: str) -> tuple[str, str]:
-    from tools.tracer.delegation import parse_spec
-
-    try:
-        return parse_spec(text)
-    except ValueError as e:
-        raise argparse.ArgumentTypeError(str(e)) from None
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -14,7 +14,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from tools.cli_parser import one_line_parser
+from tools.cli_parser import compile_spec, name_list, one_line_parser
 
 PROG = "python -m tools.tracer"
 EXIT_OK, EXIT_MISMATCH, EXIT_USER_ERROR, EXIT_INTERNAL = 0, 1, 2, 3
@@ -80,7 +80,7 @@ def _parser() -> argparse.ArgumentParser:
         passes.add_arguments(c)
         c.add_argument(
             "--delegate",
-            type=_name_list,
+            type=name_list("backend"),
             default=(),
             metavar="NAME[,NAME]",
             help="backends that run the parts of the graph they support, in order of preference "
@@ -88,7 +88,7 @@ def _parser() -> argparse.ArgumentParser:
         )
         c.add_argument(
             "--delegate-spec",
-            type=_compile_spec,
+            type=compile_spec,
             action="append",
             default=[],
             metavar="KEY=VALUE",
@@ -133,7 +133,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     t.add_argument(
         "--features",
-        type=_feature_list,
+        type=name_list("build feature"),
         default=(),
         metavar="NAME[,NAME]",
         help="build features the app uses besides those the trace records (e.g. output_buffers, for "
@@ -205,29 +205,6 @@ def _non_negative(text: str) -> float:
     if not value >= 0 or value == float("inf"):
         raise argparse.ArgumentTypeError(f"must be a finite number >= 0, got {text}")
     return value
-
-
-def _feature_list(text: str) -> tuple[str, ...]:
-    names = tuple(n.strip() for n in text.split(","))
-    if not all(names):
-        raise argparse.ArgumentTypeError(f"a comma-separated list of build feature names, got {text!r}")
-    return names
-
-
-def _name_list(text: str) -> tuple[str, ...]:
-    names = tuple(n.strip() for n in text.split(","))
-    if not all(names):
-        raise argparse.ArgumentTypeError(f"a comma-separated list of backend names, got {text!r}")
-    return names
-
-
-def _compile_spec(text: str) -> tuple[str, str]:
-    from tools.tracer.delegation import parse_spec
-
-    try:
-        return parse_spec(text)
-    except ValueError as e:
-        raise argparse.ArgumentTypeError(str(e)) from None
 
 
 def _delegates(args):
