@@ -109,6 +109,10 @@ ALLOWED_UNDEFINED = {
     "memset",
     "__cxa_finalize",
     "__stack_chk_fail",
+    # Only with a delegate backend that reads a setting (the example backend,
+    # runtime/kernels/delegate/example_backend.cc, through pare_pal_getenv;
+    # the full runtime selects it): an app's runtime without one imports none
+    "getenv",
     # POSIX threads: only with build feature threads (runtime/pal/pal_threads.cc;
     # tools/verify proves a runtime without it imports none)
     "pthread_create",
