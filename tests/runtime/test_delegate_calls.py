@@ -182,6 +182,7 @@ def _verified(lib: Path, ops, classes, tmp_path: Path, name: str):
     return verify(lib, expected, platform="linux_x86_64")
 
 
+@pytest.mark.absent_code
 def test_the_backend_is_selected_like_an_operator(selection_cache, selective_lib, tmp_path):
     """A selection naming the backend's operators and the Delegate class runs
     delegated programs; one that does not (selective_lib) has none of the
