@@ -37,6 +37,15 @@ def name_list(what: str):
     return parse
 
 
+def add_delegate_arguments(p: argparse.ArgumentParser, delegate_help: str, spec_help: str) -> None:
+    """--delegate NAME[,NAME] and --delegate-spec KEY=VALUE (docs/delegates.md),
+    as tools.tracer and tools.bench both take them."""
+    p.add_argument("--delegate", type=name_list("backend"), default=(), metavar="NAME[,NAME]", help=delegate_help)
+    p.add_argument(
+        "--delegate-spec", type=compile_spec, action="append", default=[], metavar="KEY=VALUE", help=spec_help
+    )
+
+
 def compile_spec(text: str) -> tuple[str, str]:
     """An argparse `type` for a delegate's KEY=VALUE compile spec."""
     from tools.tracer.delegation import parse_spec  # torch: only when the option is given

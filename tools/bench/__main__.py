@@ -14,7 +14,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from tools.cli_parser import compile_spec, name_list, one_line_parser
+from tools.cli_parser import add_delegate_arguments, one_line_parser
 
 PROG = "python -m tools.bench"
 
@@ -85,21 +85,11 @@ def _parser() -> argparse.ArgumentParser:
         "which takes 2-60 s, and run on its CPU execution provider)",
     )
     passes.add_arguments(p)  # as python -m tools.tracer export takes them
-    p.add_argument(
-        "--delegate",
-        type=name_list("backend"),
-        default=(),
-        metavar="NAME[,NAME]",
-        help="also time the program exported with these backends (docs/delegates.md) beside the CPU's, "
+    add_delegate_arguments(
+        p,
+        "also time the program exported with these backends (docs/delegates.md) beside the CPU's, "
         "interleaved in the same rounds; the runtime must have them (//runtime:full has every backend)",
-    )
-    p.add_argument(
-        "--delegate-spec",
-        type=compile_spec,
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="a compile spec for the backends that take KEY (repeatable), as tools.tracer export takes it",
+        "a compile spec for the backends that take KEY (repeatable), as tools.tracer export takes it",
     )
     return p
 

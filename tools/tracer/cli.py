@@ -14,7 +14,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from tools.cli_parser import compile_spec, name_list, one_line_parser
+from tools.cli_parser import add_delegate_arguments, name_list, one_line_parser
 
 PROG = "python -m tools.tracer"
 EXIT_OK, EXIT_MISMATCH, EXIT_USER_ERROR, EXIT_INTERNAL = 0, 1, 2, 3
@@ -78,21 +78,11 @@ def _parser() -> argparse.ArgumentParser:
             help="model spec: a .py file whose build() returns (module, inputs) (docs/model_spec.md)",
         )
         passes.add_arguments(c)
-        c.add_argument(
-            "--delegate",
-            type=name_list("backend"),
-            default=(),
-            metavar="NAME[,NAME]",
-            help="backends that run the parts of the graph they support, in order of preference "
+        add_delegate_arguments(
+            c,
+            "backends that run the parts of the graph they support, in order of preference "
             "(docs/delegates.md; e.g. example); the rest runs on Pare's CPU kernels",
-        )
-        c.add_argument(
-            "--delegate-spec",
-            type=compile_spec,
-            action="append",
-            default=[],
-            metavar="KEY=VALUE",
-            help="a compile spec for the backends that take KEY (repeatable)",
+            "a compile spec for the backends that take KEY (repeatable)",
         )
         c.add_argument(
             "--delegate-fallback",
