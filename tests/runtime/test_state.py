@@ -16,28 +16,9 @@ from torch import nn
 from pare import _format_table as fmt
 from pare.program import ProgramBuilder, read
 from pare.runtime import PareError
+from tests.mobile.state.kv_cache import KVCache
 from tools.tracer import export_model
 from tools.tracer.model_spec import ModelSpec
-
-
-class KVCache(nn.Module):
-    """A decoder layer's cache update and a read of the whole cache: k is
-    written at input_pos with index_copy_ (ExecuTorch's LLM calling
-    convention: tokens [1, S], input_pos [S])."""
-
-    def __init__(self, dim: int = 8, heads: int = 2, max_seq: int = 16):
-        super().__init__()
-        self.heads, self.head_dim = heads, dim // heads
-        self.proj = nn.Linear(dim, dim)
-        self.register_buffer("k_cache", torch.zeros(1, heads, max_seq, dim // heads))
-        self.register_buffer("v_cache", torch.full((1, heads, max_seq, dim // heads), 0.5))
-
-    def forward(self, x, input_pos):
-        k = self.proj(x).view(1, -1, self.heads, self.head_dim).transpose(1, 2)
-        self.k_cache.index_copy_(2, input_pos, k)
-        self.v_cache.index_copy_(2, input_pos, k * 2)
-        scores = torch.matmul(k, self.k_cache.transpose(2, 3))
-        return torch.matmul(scores.softmax(-1), self.v_cache)
 
 
 def _sequence(dim: int = 8, prefill: int = 3, steps: int = 4):
@@ -52,7 +33,7 @@ def _sequence(dim: int = 8, prefill: int = 3, steps: int = 4):
 @pytest.fixture(scope="module")
 def kv_model():
     torch.manual_seed(0)
-    module = KVCache().eval()
+    module = KVCache(v_fill=0.5).eval()
     calls = _sequence()
     # The representative inputs: a prefill and a decode step (S is dynamic).
     spec = ModelSpec(Path(__file__), copy.deepcopy(module), tuple(calls[:2]))

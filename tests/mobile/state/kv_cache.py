@@ -1,6 +1,7 @@
 """A decoder layer's KV-cache update for the Java API's state test
-(tests/mobile/test_java_api.py): k and v written at input_pos with
-index_copy_, then attention over the whole cache. Its manifest
+(tests/mobile/test_java_api.py) and tests/runtime/test_state.py: k and v
+written at input_pos with index_copy_ (ExecuTorch's LLM calling convention:
+tokens [1, S], input_pos [S]), then attention over the whole cache. Its manifest
 (manifest.yaml beside it, `python -m tools.tracer trace
 tests/mobile/state/kv_cache.py -o tests/mobile/state/manifest.yaml`)
 selects build feature state."""
@@ -10,12 +11,12 @@ from torch import nn
 
 
 class KVCache(nn.Module):
-    def __init__(self, dim: int = 8, heads: int = 2, max_seq: int = 16):
+    def __init__(self, dim: int = 8, heads: int = 2, max_seq: int = 16, v_fill: float = 0.0):
         super().__init__()
         self.heads, self.head_dim = heads, dim // heads
         self.proj = nn.Linear(dim, dim)
         self.register_buffer("k_cache", torch.zeros(1, heads, max_seq, dim // heads))
-        self.register_buffer("v_cache", torch.zeros(1, heads, max_seq, dim // heads))
+        self.register_buffer("v_cache", torch.full((1, heads, max_seq, dim // heads), v_fill))
 
     def forward(self, x, input_pos):
         k = self.proj(x).view(1, -1, self.heads, self.head_dim).transpose(1, 2)
