@@ -3,8 +3,11 @@
 // format's schema (program_schema.h, made from program_format.def) before
 // program.cc decodes any of its fields, and a decoded method's dataflow
 // before it is used. Bounds checks stay beside the reads they guard
-// (program.cc): every byte is checked right before it is read.
+// (program.cc): every byte is checked right before it is read. A method's
+// state table is decoded here too, since all of it is checks against the
+// decoded method.
 
+#include "runtime/core/format.h"
 #include "runtime/executor/program_loader.h"
 #include "runtime/executor/program_schema.h"
 
@@ -158,6 +161,89 @@ Error Loader::check_dataflow(MethodDesc& m, ValueDesc* values, uint32_t* last_us
     if (!ok) return PARE_INVALID("method '%s' output %u (value %u) is never defined", m.name, k, id);
     last_use[id] = kLastUseForever;
   }
+  return Error::Ok;
+}
+
+// A method's state table (format 1.2): u32 count, u32 reserved, then count
+// entries of u32 name, value, update, flags (docs/program_format.md,
+// "State"). Offset 0: the method has no state. Runs after the dataflow
+// check, which computed `last_use`.
+Error Loader::decode_states(MethodDesc& m, uint64_t offset, uint32_t* last_use) {
+  if (offset == 0) return Error::Ok;
+  PARE_TRY(check_range("state table", offset, 8, 1, 8));
+  const uint32_t count = rd32(base_ + offset);
+  if (rd32(base_ + offset + 4) != 0) return PARE_INVALID("method '%s' state table reserved field is not zero", m.name);
+  if (count == 0) return PARE_INVALID("method '%s' has an empty state table: write its offset as 0", m.name);
+  PARE_TRY(check_range("state table entries", offset + 8, count, kStateEntrySize, 8));
+  PARE_TRY(consume(count, kStateEntrySize, "state table entries"));
+  StateDesc* states = program_.allocator_.allocate_array<StateDesc>(count);
+  if (states == nullptr) return out_of_memory("a state table");
+  for (uint32_t k = 0; k < count; ++k) {
+    const uint8_t* e = base_ + offset + 8 + kStateEntrySize * k;
+    const uint32_t name = rd32(e);
+    const uint32_t value = rd32(e + 4);
+    const uint32_t update = rd32(e + 8);
+    const uint32_t flags = rd32(e + 12);
+    if (name >= program_.num_strings_ || program_.strings_[name][0] == '\0') {
+      return PARE_INVALID("method '%s' state %u has no name (string %u)", m.name, k, name);
+    }
+    StateDesc& s = states[k];
+    s.name = program_.strings_[name];
+    if (value >= m.num_values || m.values[value].kind != ValueKind::Tensor || !m.values[value].constant) {
+      return PARE_INVALID(
+          "method '%s' state '%s' refers to value %u, which is not a constant tensor (its initial value)", m.name,
+          s.name, value);
+    }
+    for (uint32_t j = 0; j < k; ++j) {
+      if (string_equal(states[j].name, s.name) || states[j].value == value) {
+        return PARE_INVALID("method '%s' declares state '%s' (value %u) twice", m.name, s.name, value);
+      }
+    }
+    if ((flags & ~kStateFlagInPlace) != 0) {
+      return PARE_INVALID("method '%s' state '%s' has unknown flags 0x%x", m.name, s.name, flags);
+    }
+    for (uint32_t i = 0; i < m.num_init_instructions; ++i) {
+      const InstructionDesc& ins = m.instructions[i];
+      for (uint32_t a = 0; a < ins.num_inputs; ++a) {
+        if (ins.args[a] == value) {
+          return PARE_INVALID("method '%s' init instruction %u reads state '%s'; only the body may", m.name, i, s.name);
+        }
+      }
+    }
+    // Where the update comes from: a constant, a method input, or an
+    // instruction's output (`producer`; only a body instruction's may be
+    // written in place).
+    uint32_t producer = kNoValue;
+    bool defined = update != kNoValue && update < m.num_values && update != value &&
+                   m.values[update].kind == ValueKind::Tensor && m.values[update].constant;
+    for (uint32_t k = 0; k < m.num_inputs && update != kNoValue; ++k) defined = defined || m.inputs[k] == update;
+    for (uint32_t i = 0; i < m.num_instructions && update != kNoValue; ++i) {
+      const InstructionDesc& ins = m.instructions[i];
+      for (uint32_t a = ins.num_inputs; a < static_cast<uint32_t>(ins.num_inputs) + ins.num_outputs; ++a) {
+        if (ins.args[a] == update) producer = i;
+      }
+    }
+    defined = defined || (producer != kNoValue && m.values[update].kind == ValueKind::Tensor);
+    if (update != kNoValue && !defined) {
+      return PARE_INVALID("method '%s' state '%s' is updated from value %u, which is not a tensor the method defines",
+                          m.name, s.name, update);
+    }
+    s.value = value;
+    s.update = update;
+    s.in_place = (flags & kStateFlagInPlace) != 0;
+    if (s.in_place && (producer == kNoValue || producer < m.num_init_instructions)) {
+      return PARE_INVALID("method '%s' state '%s' is marked in place but no body instruction computes its update",
+                          m.name, s.name);
+    }
+    if (s.in_place && last_use[value] > producer) {
+      return PARE_INVALID("method '%s' state '%s' is marked in place but is read after instruction %u updates it",
+                          m.name, s.name, producer);
+    }
+    // Read when the run ends: its memory (or its view's base) lives until then.
+    if (update != kNoValue) last_use[update] = kLastUseForever;
+  }
+  m.states = states;
+  m.num_states = count;
   return Error::Ok;
 }
 
