@@ -14,7 +14,7 @@ operator call is resolved here instead:
   their None entries (format 1.1 tensor lists);
 * `device`, `layout` and `pin_memory` arguments are dropped (passed as None:
   Pare runs on the CPU with strided tensors), `dtype` becomes its ScalarType
-  code, `memory_format` its c10::MemoryFormat code;
+  code, `memory_format` its c10::MemoryFormat code (tools/tracer/arguments.py);
 * symbolic sizes come from `aten::sym_size.int` instructions ("int" values)
   and are passed as int-list elements; an int-list element computed by
   SymInt arithmetic (`s0 * 3`) has no runtime operator, so in a `view` it is
@@ -24,7 +24,8 @@ operator call is resolved here instead:
   method's state (program format 1.2): the buffer's value at export is the
   initial value, and the mutated value is written back after every call,
   in place (its producer, e.g. `index_put`, writes into the state's
-  storage) when no later instruction reads the buffer or a view of it;
+  storage) when no later instruction reads the buffer or a view of it
+  (tools/tracer/state_updates.py);
 * torch.export's runtime assertions are dropped (nothing uses their results);
 * `alias`/`detach`, and a `clone` or same-dtype `_to_copy` of a tensor that
   is already contiguous, are the identity in a functional graph: they pass
@@ -63,8 +64,18 @@ from torch.fx import Node
 from torch.fx.experimental.symbolic_shapes import is_concrete_int, statically_known_true
 
 from pare import dtypes as pare_dtypes
-from pare.program import DELEGATE_CALL, DELEGATE_INIT_PREFIX, MethodBuilder, ProgramError, TensorListOf, Value
+from pare.program import DELEGATE_CALL, DELEGATE_INIT_PREFIX, MethodBuilder, ProgramError, Value
 from tools.tracer import passes as graph_passes
+from tools.tracer.arguments import (
+    MEMORY_FORMAT_CODES,
+    UnsupportedValue,
+    encode_argument,
+    encode_arguments,
+    op_name,
+    pare_dtype,
+    returns_of,
+    tensors_in,
+)
 from tools.tracer.delegation import META_KEY as DELEGATE_META_KEY
 from tools.tracer.delegation import delegate_call
 from tools.tracer.errors import OpUse, TracerError
@@ -92,6 +103,7 @@ from tools.tracer.plans import (
     Unsupported,
 )
 from tools.tracer.sources import source_of
+from tools.tracer.state_updates import updates_in_place
 from tools.tracer.strided import Slice
 from tools.tracer.view_rewrites import as_strided_plan, index_with_none_plan, infer_computed_size, unfold_plan
 
@@ -99,15 +111,6 @@ __all__ = ["IDENTITY_OPS", "REWRITES", "VIEW_OPS", "LoweringReport", "MethodLowe
 
 aten = torch.ops.aten
 
-# Arguments Pare drops: the CPU and strided tensors are all it has.
-DROPPED_ARGUMENTS = frozenset({"device", "layout", "pin_memory"})
-# c10::MemoryFormat, as the program passes memory_format arguments.
-MEMORY_FORMAT_CODES = {
-    torch.contiguous_format: 0,
-    torch.preserve_format: 1,
-    torch.channels_last: 2,
-    torch.channels_last_3d: 3,
-}
 # Ops that can be the identity in a functional graph (_is_identity decides).
 IDENTITY_OPS = (
     aten.clone.default,
@@ -150,12 +153,6 @@ LINEAR_PREPACK = "pare::linear_prepack"
 LINEAR_PREPACKED = "pare::linear_prepacked"
 CONV2D_PREPACK = "pare::conv2d_prepack"
 CONV2D_PREPACKED = "pare::conv2d_prepacked"
-
-
-def op_name(op: torch._ops.OpOverload) -> str:
-    """PyTorch's full operator name, the default overload without a dot."""
-    schema = op._schema
-    return schema.name + (f".{schema.overload_name}" if schema.overload_name else "")
 
 
 @dataclass
@@ -214,7 +211,7 @@ class MethodLowering:
         for node in self.user_inputs:
             self.env[node] = self._declare_input(node)
         for node, (name, initial) in self.states.items():
-            _pare_dtype(initial.dtype, f"buffer {name!r}")
+            pare_dtype(initial.dtype, f"buffer {name!r}")
             self.env[node] = self.mb.state(name, initial.contiguous())
         for node in self.graph.nodes:
             if node.op == "call_function" and node in needed:
@@ -236,32 +233,8 @@ class MethodLowering:
         for out, spec in zip(outputs, self.ep.graph_signature.output_specs):
             if spec.kind == OutputKind.BUFFER_MUTATION and out is not by_target[spec.target]:
                 state = by_target[spec.target]
-                self.mb.update_state(self.env[state], self._value_of(out), self._in_place(state, out, plans))
-
-    def _in_place(self, buffer: Node, update: Node, plans: dict[Node, Plan]) -> bool:
-        """Whether the instruction producing `update` may write it into the
-        state's storage: only when no instruction after it reads `buffer`,
-        or a view or alias of it, and no output returns one."""
-        producer = update
-        while isinstance(plans.get(producer), Alias):
-            producer = plans[producer].deps[0]
-        if not isinstance(producer, Node) or producer.op != "call_function" or producer in self._nhwc:
-            return False
-        aliases, stack = {buffer}, [buffer]
-        while stack:
-            for user in stack.pop().users:
-                if user not in aliases and (isinstance(plans.get(user), (Alias, GetItem)) or _is_view(user)):
-                    aliases.add(user)
-                    stack.append(user)
-        read = [a for a in nodes_in((producer.args, producer.kwargs)) if a in aliases]
-        if read and not _writes_over(producer, read, buffer):
-            return False  # it would read the state while writing it
-        for alias in aliases:
-            for reader in alias.users:
-                late = reader is not producer and reader not in aliases and not self.comes_before(reader, producer)
-                if reader.op == "output" or late:
-                    return False
-        return True
+                in_place = updates_in_place(state, out, plans, set(self._nhwc), self.comes_before)
+                self.mb.update_state(self.env[state], self._value_of(out), in_place)
 
     # -- graph inspection -----------------------------------------------------
 
@@ -451,13 +424,13 @@ class MethodLowering:
         if not isinstance(val, torch.Tensor):
             raise TracerError(f"input {node.name!r} is a {type(val).__name__}; Pare programs take tensors only")
         shape = [int(s) if is_concrete_int(s) else None for s in val.shape]
-        return self.mb.input(_pare_dtype(val.dtype, f"input {node.name!r}"), shape)
+        return self.mb.input(pare_dtype(val.dtype, f"input {node.name!r}"), shape)
 
     def _constant(self, node: Node) -> Value:
         node = self._canonical.get(node, node)
         if node not in self._constant_values:
             tensor = self.constants[node]
-            _pare_dtype(tensor.dtype, f"constant {node.name!r}")
+            pare_dtype(tensor.dtype, f"constant {node.name!r}")
             self._constant_values[node] = self.mb.constant(tensor)
         return self._constant_values[node]
 
@@ -479,7 +452,7 @@ class MethodLowering:
 
     def _lower_getitem(self, node: Node, plan: GetItem, use: OpUse) -> None:
         source = self.env[node.args[0]]
-        self.env[node] = source if isinstance(source, _Unsupported) else source[node.args[1]]
+        self.env[node] = source if isinstance(source, UnsupportedValue) else source[node.args[1]]
 
     def _lower_constant(self, node: Node, plan: Constant, use: OpUse) -> None:
         pass  # made a constant Value when first used
@@ -505,7 +478,9 @@ class MethodLowering:
             else:
                 x = self.mb.op("aten::permute", x, list(step.order))
                 self.report.uses["aten::permute"].append(use)
-        self.env[node] = self.mb.op("aten::view", x, [self._argument(s, node, "size") for s in plan.sizes])
+        self.env[node] = self.mb.op(
+            "aten::view", x, [encode_argument(s, node, "size", self._value_of, self.model_file) for s in plan.sizes]
+        )
         self.report.uses["aten::view"].append(use)
 
     def _lower_as_strided_copy(self, node: Node, plan: AsStridedCopy, use: OpUse) -> None:
@@ -528,8 +503,8 @@ class MethodLowering:
     def _lower_delegate_call(self, node: Node, plan: DelegateCall, use: OpUse) -> None:
         part = node.meta[DELEGATE_META_KEY]
         inputs = [self._value_of(x) for x in plan.deps]
-        if any(isinstance(x, _Unsupported) for x in inputs):
-            self.env[node] = _Unsupported("delegate call")
+        if any(isinstance(x, UnsupportedValue) for x in inputs):
+            self.env[node] = UnsupportedValue("delegate call")
             return
         self.env[node] = self.mb.delegate_call(part.backend, part.blob, part.specs, inputs, part.num_outputs)
         self.report.uses[DELEGATE_INIT_PREFIX + part.backend].append(use)
@@ -537,7 +512,7 @@ class MethodLowering:
 
     def _lower_unsupported(self, node: Node, plan: Unsupported, use: OpUse) -> None:
         self.report.unsupported[plan.what].append(use)
-        self.env[node] = _Unsupported(plan.what)
+        self.env[node] = UnsupportedValue(plan.what)
 
     def _lower_linear_prepack(self, node: Node, plan: LinearPrepack, use: OpUse) -> None:
         key, weight = plan.weight
@@ -601,87 +576,14 @@ class MethodLowering:
         op = node.target
         name = op_name(op)
         args, kwargs = plan.args, plan.kwargs
-        for result in _tensors_in(node.meta.get("val")):
-            _pare_dtype(result.dtype, f"{name} at {use.location or node.name} returns a tensor that")
-        values = self._arguments(node, op, args, kwargs)
+        for result in tensors_in(node.meta.get("val")):
+            pare_dtype(result.dtype, f"{name} at {use.location or node.name} returns a tensor that")
+        values = encode_arguments(node, op, args, kwargs, self._value_of, self.model_file)
         self.report.uses[name].append(use)
         try:
-            self.env[node] = self.mb.op(name, *values, returns=self._returns(node, op))
+            self.env[node] = self.mb.op(name, *values, returns=returns_of(node, op))
         except ProgramError as e:
             raise TracerError(f"{name} at {use.location or node.name}: {e}") from None
-
-    def _arguments(self, node: Node, op, args: tuple, kwargs: dict) -> list:
-        schema_args = op._schema.arguments
-        values: list = []
-        last_given = -1
-        for i, arg in enumerate(schema_args):
-            if i < len(args) and not arg.kwarg_only:
-                given, value = True, args[i]
-            elif arg.name in kwargs:
-                given, value = True, kwargs[arg.name]
-            elif arg.has_default_value():
-                given, value = False, arg.default_value
-            else:
-                raise TracerError(
-                    f"{op_name(op)} ({node.name}): required argument {arg.name!r} is missing from the exported graph"
-                )
-            if arg.name in DROPPED_ARGUMENTS:
-                value = None
-            values.append(
-                self._argument(value, node, arg.name, optional_items=str(arg.type) == "List[Optional[Tensor]]")
-            )
-            if (given and value is not None) or not arg.has_default_value():
-                last_given = i
-        # Trailing defaults are left to the kernel, so programs do not depend
-        # on how many optional arguments a given PyTorch version spells out.
-        # An argument without a default is always written, None included:
-        # `float[]? scale_factors` of upsample_*.vec is required though
-        # optional, and the kernel counts on it.
-        return values[: last_given + 1]
-
-    def _argument(self, value: Any, node: Node, name: str, optional_items: bool = False) -> Any:
-        if isinstance(value, Node):
-            resolved = self._value_of(value)
-            if isinstance(resolved, _Unsupported):
-                return 0  # already reported; the export fails before anything runs
-            if isinstance(resolved, (list, tuple)):
-                raise TracerError(
-                    f"{node.name}: argument {name!r} is a whole multi-output value; Pare passes single values"
-                )
-            return resolved
-        if isinstance(value, (list, tuple)):
-            items = [self._argument(v, node, name) for v in value]
-            # A Tensor?[] (index_put's indices) may hold None: program format 1.1.
-            if any(v is None for v in items) and not optional_items:
-                raise TracerError(
-                    f"{op_name(node.target)} ({source_of(node, self.model_file).location or node.name})"
-                    f": argument {name!r} is a list with None entries, which the Pare program "
-                    "format cannot express"
-                )
-            return items
-        if isinstance(value, torch.dtype):
-            return _pare_dtype(value, f"argument {name!r} of {node.name}")
-        if isinstance(value, torch.memory_format):
-            return MEMORY_FORMAT_CODES[value]
-        if isinstance(value, (torch.device, torch.layout)):
-            return None
-        if isinstance(value, (bool, int, float, str)) or value is None:
-            return value
-        raise TracerError(
-            f"{op_name(node.target)} ({node.name}): argument {name!r} is a {type(value).__name__}, "
-            "which the Pare program format cannot express"
-        )
-
-    def _returns(self, node: Node, op) -> Any:
-        returns = op._schema.returns
-        val = node.meta.get("val")
-        if len(returns) == 1:
-            if str(returns[0].type).startswith("List["):
-                return TensorListOf(len(val))
-            return _kind(val)
-        if not isinstance(val, (list, tuple)) or len(val) != len(returns):
-            raise TracerError(f"{op_name(op)} ({node.name}): cannot tell its {len(returns)} outputs apart")
-        return tuple(_kind(v) for v in val)
 
 
 # How each kind of plan is emitted: a new kind of plan (an int8 op, a
@@ -705,29 +607,6 @@ HANDLERS: dict[type[Plan], Callable[[MethodLowering, Node, Any, OpUse], None]] =
 }
 
 
-@dataclass(frozen=True)
-class _Unsupported:
-    what: str
-
-
-def _kind(val: Any) -> str:
-    if isinstance(val, (torch.SymBool, bool)):
-        return "bool"
-    if isinstance(val, (torch.SymInt, int)):
-        return "int"
-    if isinstance(val, (torch.SymFloat, float)):
-        return "float"
-    return "tensor"
-
-
-def _tensors_in(x: Any):
-    if isinstance(x, torch.Tensor):
-        yield x
-    elif isinstance(x, (list, tuple)):
-        for item in x:
-            yield from _tensors_in(item)
-
-
 def _callable_name(target: Any) -> str:
     if isinstance(target, torch._ops.HigherOrderOperator):
         return f"torch.ops.higher_order.{target.name()}"
@@ -736,56 +615,3 @@ def _callable_name(target: Any) -> str:
     module = getattr(target, "__module__", None) or ""
     name = getattr(target, "__qualname__", None) or getattr(target, "__name__", None) or repr(target)
     return f"{module}.{name}".lstrip(".") if module not in ("builtins", "_operator") else f"operator.{name}"
-
-
-def _pare_dtype(dtype: torch.dtype, what: str):
-    try:
-        return pare_dtypes.get(dtype)
-    except (ValueError, TypeError):
-        supported = ", ".join(d.torch_name for d in pare_dtypes.ALL)
-        raise TracerError(
-            f"{what} has dtype {str(dtype).removeprefix('torch.')}, which Pare does not support; use one of {supported}"
-        ) from None
-
-
-def _is_view(node: Node) -> bool:
-    """Whether `node` may return a view of an input: its schema's return has
-    an alias annotation, or it is one of the runtime's view kernels
-    (`_unsafe_view` has no annotation but is a view there)."""
-    op = node.target
-    if op in VIEW_OPS:
-        return True
-    return isinstance(op, torch._ops.OpOverload) and any(r.alias_info is not None for r in op._schema.returns)
-
-
-# Ops whose output may be the memory of their `self` (argument 0): each
-# output element is self's element or a value read from another argument.
-_SCATTERS = (
-    aten.index_put.default,
-    aten.slice_scatter.default,
-    aten.select_scatter.default,
-    aten.copy.default,
-)
-
-
-def _writes_over(producer: Node, read: list[Node], buffer: Node) -> bool:
-    """Whether `producer`, which reads the state (`read`: the arguments that
-    are the state or alias it), may write its output over the state: a
-    scatter that reads it only as `self`, or a pointwise op that reads it
-    only as itself with the output's shape."""
-    if any(a is not buffer for a in read):
-        return False
-    if producer.target in _SCATTERS:
-        return (
-            producer.args[0] is buffer
-            and sum(1 for a in nodes_in((producer.args, producer.kwargs)) if a is buffer) == 1
-        )
-    out, state = producer.meta.get("val"), buffer.meta.get("val")
-    return (
-        isinstance(producer.target, torch._ops.OpOverload)
-        and torch.Tag.pointwise in producer.target.tags
-        and isinstance(out, torch.Tensor)
-        and isinstance(state, torch.Tensor)
-        and out.shape == state.shape
-        and out.dtype == state.dtype
-    )
