@@ -15,7 +15,6 @@ selected runtimes can be used side by side in one process.
 from __future__ import annotations
 
 import ctypes
-import dataclasses
 import math
 import os
 from typing import Any
@@ -26,6 +25,7 @@ from pare import _format_table as _format
 from pare import dtypes as _dtypes
 from pare._c_api import _SIGNATURES, MAX_DIM, PLANNERS, _MemoryStats, _TensorInfo
 from pare._status_table import STATUS_CODES
+from pare.records import InputInfo, Inventory, MemoryStats, OpUse, ProfileEntry, Trace
 
 # How the SDK reads a scalar output, per value kind: the C API's function,
 # the ctypes type it writes, and the Python value.
@@ -66,57 +66,6 @@ def _explained(message: str) -> str:
         return messages.explain(message, messages.default_table())
     except messages.MessageError:
         return message  # sources of another version, or none: the identifiers stand
-
-
-@dataclasses.dataclass(frozen=True)
-class MemoryStats:
-    arena_bytes: int
-    planned_arena_bytes: int
-    persistent_bytes: int
-    num_plans: int
-    temporary_blocks: int
-    first_fit_arena_bytes: int  # the last plan's arena laid out first fit ...
-    greedy_arena_bytes: int  # ... and greedy by size (0 when the planner is "first_fit")
-
-
-@dataclasses.dataclass(frozen=True)
-class Inventory:
-    """What a runtime build contains."""
-
-    ops: tuple[str, ...]
-    kernel_dtypes: dict[str, tuple[str, ...]]  # tag -> dtype names
-    classes: tuple[str, ...]
-    features: tuple[str, ...]
-
-
-@dataclasses.dataclass(frozen=True)
-class OpUse:
-    root: bool  # called by a method's instruction list
-    non_root: bool  # called from inside another kernel
-
-
-@dataclasses.dataclass(frozen=True)
-class Trace:
-    """What programs used on an instrumentation build."""
-
-    ops: dict[str, OpUse]
-    kernel_dtypes: dict[str, tuple[str, ...]]
-    classes: tuple[str, ...]
-    features: tuple[str, ...]
-
-
-@dataclasses.dataclass(frozen=True)
-class InputInfo:
-    dtype: str | None  # None: any
-    shape: tuple[int | None, ...] | None  # None entries: any size; None: any rank
-
-
-@dataclasses.dataclass(frozen=True)
-class ProfileEntry:
-    instruction: int
-    op: str
-    calls: int
-    seconds: float
 
 
 def _row_major_strides(shape: tuple[int, ...], itemsize: int) -> tuple[int, ...]:
