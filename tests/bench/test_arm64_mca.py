@@ -24,8 +24,9 @@ def _count(loop: str, mnemonic: str) -> int:
 
 def test_loops_are_the_kernels_own():
     gemm = arm64_mca.kernel_loop("gemm 6x8 tile")
-    # One depth step of the 6 x (2 vectors) register tile: 12 FMLAs on two B vectors.
-    assert _count(gemm, "fmla") == 12 and "str" not in gemm
+    # Two depth steps of the 6 x (2 vectors) register tile: 12 FMLAs each, by element of A's vectors.
+    assert _count(gemm, "fmla") == 24 and "str" not in gemm
+    assert sum(".s[" in line for line in gemm.splitlines() if line.startswith("fmla")) == 24
     for stride in (1, 2):
         row = arm64_mca.kernel_loop(f"depthwise 3x3 stride {stride}")
         assert _count(row, "fmla") == 36, row  # the 3x3 taps, unrolled, for each of 4 output vectors

@@ -46,6 +46,16 @@ PARE_ALWAYS_INLINE vec splat(float x) {
   return v;
 }
 
+// Lane L of v in every lane (an FMLA by element where it feeds one).
+template <int L>
+PARE_ALWAYS_INLINE vec lane(vec v) {
+#if defined(__AVX2__) && defined(__FMA__)
+  return __builtin_shufflevector(v, v, L, L, L, L, L, L, L, L);
+#else
+  return __builtin_shufflevector(v, v, L, L, L, L);
+#endif
+}
+
 // Unaligned loads and stores (memcpy: no alignment or aliasing assumption).
 PARE_ALWAYS_INLINE vec loadv(const float* p) {
   vec v;
