@@ -1,0 +1,12 @@
+"""A small decoder of Llama with grouped-query attention (4 query heads, 2 key/value heads) for tests: 2 layers, dim 64, vocabulary 512, 96 cache positions.
+
+models/llm/_llm.py's SMALL["gqa"]; seeded random weights, ExecuTorch's LLM
+calling convention (docs/llm.md). The representative inputs are one
+sequence: a prefill of 8 tokens, then 3 decode steps.
+"""
+
+import _llm
+
+
+def build():
+    return _llm.spec(_llm.SMALL["gqa"])
