@@ -85,8 +85,12 @@ def test_the_cache_is_updated_in_place_without_an_arena_copy(runtime, kv_model):
         (b,) = by_copy.run(c[0].numpy(), c[1].numpy())
         np.testing.assert_array_equal(a, b)
     cache_bytes = 1 * 2 * 16 * 4 * 4
-    # index_put writes its rows into the caches: neither cache has a block in the arena.
-    assert in_place.memory_stats().planned_arena_bytes <= by_copy.memory_stats().planned_arena_bytes - 2 * cache_bytes
+    # index_put writes its rows into the caches: neither cache has a block in
+    # the arena, which holds less than one cache for a decode step, while the
+    # copying program's holds both updated caches. (The two arenas' other
+    # blocks may lay out differently, so their difference is no measure.)
+    assert in_place.memory_stats().planned_arena_bytes < cache_bytes
+    assert by_copy.memory_stats().planned_arena_bytes >= 2 * cache_bytes
 
 
 def test_reset_restores_the_initial_state(runtime, kv_model):

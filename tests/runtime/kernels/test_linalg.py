@@ -130,6 +130,24 @@ def test_bmm_non_contiguous_large_and_empty(runtime, dtype):
         assert_same(run_op(runtime, "aten::bmm", x, y), torch.bmm(x, y))
 
 
+@pytest.mark.parametrize("k, n", [(48, 256), (256, 48), (7, 13), (1, 5), (0, 3)])
+def test_bmm_single_rows_as_a_decode_step_multiplies(runtime, k, n):
+    # m == 1, as attention over a KV cache: q K^T (K's rows contiguous, so
+    # K^T's columns are), weights V (contiguous rows), and a B with neither
+    # contiguous (the blocked GEMM's path), against float64.
+    q = make_tensor((6, 1, k), torch.float32, 126, -2, 2)
+    cache = make_tensor((6, n, k), torch.float32, 127, -2, 2)
+    values = make_tensor((6, k, n), torch.float32, 128, -2, 2)
+    strided = make_tensor((6, 2 * k, 2 * n), torch.float32, 129, -2, 2)[:, ::2, ::2]
+    for b in (cache.transpose(1, 2), values, strided):
+        want = torch.bmm(q.double(), b.double()).float()
+        assert_same(run_op(runtime, "aten::bmm", q, b), want, **_tol(torch.float32, k))
+    # A strided query row takes the blocked GEMM too.
+    q_strided = make_tensor((6, 1, 2 * k), torch.float32, 130, -2, 2)[:, :, ::2]
+    want = torch.bmm(q_strided.double(), values.double()).float()
+    assert_same(run_op(runtime, "aten::bmm", q_strided, values), want, **_tol(torch.float32, k))
+
+
 def test_bmm_errors(runtime):
     with pytest.raises(PareError, match="expected 'mat2' to start with \\[2, 4\\]"):
         run_op(runtime, "aten::bmm", torch.ones(2, 3, 4), torch.ones(3, 4, 5))
