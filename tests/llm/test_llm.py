@@ -74,6 +74,17 @@ def test_generate_gives_torch_eagers_tokens_and_reuses_its_plans(runtime, export
     assert again.tokens == result.tokens
 
 
+def test_generating_past_the_cache_fails_naming_the_position(runtime, exported):
+    spec, program = exported["llama_small"]
+    method = runtime.load(program).method()
+    # 96 cache positions: a prompt of 8 and 88 fed-back tokens fill them (89 new tokens,
+    # the last one picked but not fed); one more token does not fit.
+    assert len(generate(method, list(range(8)), 89).tokens) == 89
+    with pytest.raises(PareError, match="index 96 is out of bounds for dim 0 with size 96") as e:
+        generate(method, list(range(8)), 90)
+    assert e.value.status_name == "IndexOutOfRange"
+
+
 def test_generate_refuses_a_method_without_the_llm_convention(runtime):
     spec = ModelSpec(Path("linear.py"), nn.Linear(4, 2).eval(), ((torch.randn(1, 4),),))
     method = runtime.load(export_model(spec).program).method()
