@@ -66,6 +66,10 @@ def _lacks_avx512() -> bool:
     return _lacks_v3() or not AVX512_FLAGS <= (pare.runtime.host_cpu_flags() or frozenset())
 
 
+def _lacks_vnni() -> bool:
+    return _lacks_avx512() or "avx512_vnni" not in (pare.runtime.host_cpu_flags() or frozenset())
+
+
 def _lacks_v3() -> bool:
     # Where /proc/cpuinfo cannot be read the features count as missing, as
     # pare.runtime.cpu_runs has it.
@@ -94,6 +98,9 @@ LIMITS: dict[str, Limit] = {
     ),
     "cpu:avx512": Limit(
         "the CPU lacks AVX-512 F, BW, CD, DQ and VL: the x86-64-v4 GEMM tile cannot run", _lacks_avx512
+    ),
+    "cpu:avx512_vnni": Limit(
+        "the CPU lacks AVX-512 VNNI (or x86-64-v4): the int8 GEMM's VNNI copy cannot run", _lacks_vnni
     ),
 }
 

@@ -66,6 +66,9 @@ Isa x86_64_level() {
   }
   return static_cast<Isa>(known - 1);
 }
+
+// 0: not asked yet, 1: no, 2: yes. Leaf 7 ECX bit 11: AVX512_VNNI.
+uint8_t g_x86_64_vnni = 0;
 #endif
 
 #if defined(__aarch64__)
@@ -107,6 +110,19 @@ Isa cpu_isa() {
   return x86_64_level();
 #else
   return arm64_level();
+#endif
+}
+
+bool x86_64_vnni() {
+#if defined(__x86_64__)
+  uint8_t known = __atomic_load_n(&g_x86_64_vnni, __ATOMIC_RELAXED);
+  if (known == 0) {
+    known = x86_64_level() == Isa::x86_64_v4 && bit(cpuid(7, 0).c, 11) ? 2 : 1;
+    __atomic_store_n(&g_x86_64_vnni, known, __ATOMIC_RELAXED);
+  }
+  return known == 2;
+#else
+  return false;
 #endif
 }
 

@@ -39,6 +39,12 @@ Isa cpu_isa();
 // build's own.
 Isa kernel_isa();
 
+// Whether this CPU, at level x86_64_v4, also has AVX-512 VNNI (vpdpbusd),
+// which the int8 GEMM's VNNI copy needs (its callers check kernel_isa() >=
+// x86_64_v4 too, so a cap below v4 turns it off); asked once. false
+// elsewhere.
+bool x86_64_vnni();
+
 // Caps kernel_isa() at `isa` (oneDNN's dnnl_set_max_cpu_isa): reproducible
 // results across CPUs, or the SSE2 path on an AVX2 machine in tests. One
 // process-wide setting; products already running finish on the ISA they

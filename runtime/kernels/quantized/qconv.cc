@@ -142,6 +142,7 @@ Error QConv2dPackedParams::run(KernelContext& ctx, const Tensor& input, Value& o
   }
   PARE_TRY_ASSIGN(void* gemm_scratch,
                   ctx.allocate_scratch(static_cast<size_t>(kernels::qgemm::columns_scratch_bytes(g.og, k))));
+  const uint8_t* layer_packed = packing == kernels::qgemm::columns_packing() ? packed : nullptr;
   for (int64_t n = 0; n < g.batch; ++n) {
     for (int64_t grp = 0; grp < groups; ++grp) {
       const int8_t* group_image = image + g.group_input(n, grp);
@@ -149,7 +150,7 @@ Error QConv2dPackedParams::run(KernelContext& ctx, const Tensor& input, Value& o
       const GemmRequantization rq = channels_from(requantization, grp * g.og, output_min, output_max);
       const kernels::qgemm::Output dst{y + g.group_output(n, grp), /*channel_stride=*/p, /*pixel_stride=*/1};
       if (!pointwise) im2col_columns(g, group_image, static_cast<int8_t>(input_zero_point), columns);
-      const void* group_packed = packed == nullptr ? nullptr : packed + grp * packed_group_bytes;
+      const void* group_packed = layer_packed == nullptr ? nullptr : layer_packed + grp * packed_group_bytes;
       kernels::qgemm::gemm_columns(g.og, p, k, group_weight, group_packed, pointwise ? group_image : columns, rq, dst,
                                    gemm_scratch);
     }

@@ -22,8 +22,11 @@ namespace qgemm {
 #if defined(PARE_X86_64_DISPATCH)
 #define PARE_QGEMM_X86_64_V3(call) \
   if (cpu::kernel_isa() >= cpu::Isa::x86_64_v3) return x86_64_v3::call
+#define PARE_QGEMM_VNNI(call) \
+  if (cpu::kernel_isa() >= cpu::Isa::x86_64_v4 && cpu::x86_64_vnni()) return x86_64_v4::call
 #else
 #define PARE_QGEMM_X86_64_V3(call)
+#define PARE_QGEMM_VNNI(call)
 #endif
 
 void gemm_rows(int64_t channels, int64_t pixels, int64_t k, const int8_t* w, const int8_t* x, const Requantization& rq,
@@ -42,17 +45,32 @@ void gemm_rows(int64_t channels, int64_t pixels, int64_t k, const int8_t* w, con
 }
 
 int64_t columns_packed_bytes(int64_t channels, int64_t k) {
+  PARE_QGEMM_VNNI(columns_packed_bytes_vnni(channels, k));
   PARE_QGEMM_X86_64_V3(columns_packed_bytes(channels, k));
   return PARE_SIMD_ISA::columns_packed_bytes(channels, k);
 }
 
 void pack_columns(int64_t channels, int64_t k, const int8_t* w, void* packed) {
+  PARE_QGEMM_VNNI(pack_columns_vnni(channels, k, w, packed));
   PARE_QGEMM_X86_64_V3(pack_columns(channels, k, w, packed));
   PARE_SIMD_ISA::pack_columns(channels, k, w, packed);
 }
 
+int columns_packing() {
+#if defined(PARE_X86_64_DISPATCH)
+  if (cpu::kernel_isa() >= cpu::Isa::x86_64_v4 && cpu::x86_64_vnni()) return 2;
+  if (cpu::kernel_isa() >= cpu::Isa::x86_64_v3) return 1;
+  return 0;
+#elif defined(__AVX2__)
+  return 1;
+#else
+  return 0;
+#endif
+}
+
 void gemm_columns(int64_t channels, int64_t pixels, int64_t k, const int8_t* w, const void* packed, const int8_t* x,
                   const Requantization& rq, const Output& out, void* scratch) {
+  PARE_QGEMM_VNNI(gemm_columns_vnni(channels, pixels, k, w, packed, x, rq, out, scratch));
   PARE_QGEMM_X86_64_V3(gemm_columns(channels, pixels, k, w, packed, x, rq, out, scratch));
   PARE_SIMD_ISA::gemm_columns(channels, pixels, k, w, packed, x, rq, out, scratch);
 }
@@ -72,6 +90,7 @@ void depthwise_plane(const DepthwisePlane& d, const int8_t* plane, const int8_t*
 }
 
 #undef PARE_QGEMM_X86_64_V3
+#undef PARE_QGEMM_VNNI
 
 }  // namespace qgemm
 }  // namespace kernels

@@ -67,9 +67,15 @@ constexpr int64_t kPanelBytes = int64_t{128} << 10;
 // channel block; the columns of under 16 pixels zero-padded to 16; a panel
 // of packed tiles of x (at most kPanelBytes or one tile) and a tail tile,
 // 32-byte aligned.
+// The VNNI copy (qgemm_vnni.cc): its packed weights, 4 bytes per 4 weights
+// and 4 per channel, and a panel of at most kPanelBytes or one tile of 48
+// pixels x 4 bytes per 4 reductions, 64-byte aligned.
 constexpr int64_t columns_scratch_bytes(int64_t channels, int64_t k) {
-  return (channels + kColumnsScratchChannels) * ((k + 1) / 2) * 4 + (k + 1) * kColumnsTilePixels + kPanelBytes +
-         2 * (k + 1) * kColumnsTilePixels * 2 + 64;
+  const int64_t pairs = (channels + kColumnsScratchChannels) * ((k + 1) / 2) * 4 + (k + 1) * kColumnsTilePixels +
+                        kPanelBytes + 2 * (k + 1) * kColumnsTilePixels * 2 + 64;
+  const int64_t quads =
+      (channels + kColumnsScratchChannels) * ((k + 3) / 4 + 1) * 4 + kPanelBytes + (k + 3) / 4 * 192 + 64;
+  return pairs > quads ? pairs : quads;
 }
 
 // The bytes of w [channels, k] in the layout gemm_columns' copy for this
@@ -80,6 +86,11 @@ int64_t columns_packed_bytes(int64_t channels, int64_t k);
 // Packs w [channels, k] into `packed` (columns_packed_bytes(channels, k)
 // bytes, 4-byte aligned; nothing when that is 0).
 void pack_columns(int64_t channels, int64_t k, const int8_t* w, void* packed);
+// Which layout pack_columns writes on this machine now: 0 none (w as it
+// is), 1 the AVX2 copy's int16 pairs, 2 the VNNI copy's quads. A layer
+// keeps the one it packed at init and passes its packed weights only to a
+// copy that reads that layout (an ISA cap can change the copy).
+int columns_packing();
 
 // w [channels, k] and x [k, pixels] (row stride `pixels`): a 1x1,
 // stride-1, unpadded convolution's image as it is in NCHW, no im2col, or
@@ -143,6 +154,14 @@ PARE_QGEMM_KERNELS
 namespace x86_64_v3 {
 PARE_QGEMM_KERNELS
 }  // namespace x86_64_v3
+// The AVX-512 VNNI copy of the columns GEMM (qgemm_vnni.cc), on an
+// x86-64-v4 CPU with VNNI (cpu::x86_64_vnni()).
+namespace x86_64_v4 {
+int64_t columns_packed_bytes_vnni(int64_t channels, int64_t k);
+void pack_columns_vnni(int64_t channels, int64_t k, const int8_t* w, void* packed);
+void gemm_columns_vnni(int64_t channels, int64_t pixels, int64_t k, const int8_t* w, const void* packed,
+                       const int8_t* x, const Requantization& rq, const Output& out, void* scratch);
+}  // namespace x86_64_v4
 #endif
 #undef PARE_QGEMM_KERNELS
 

@@ -122,6 +122,7 @@ Error QConv2dPackedParams::init(KernelContext& ctx, const Tensor& weight_t, cons
       kernels::qgemm::pack_columns(og, k, weight + grp * og * k, bytes + grp * packed_group_bytes);
     }
     packed = bytes;
+    packing = kernels::qgemm::columns_packing();
   }
   return Error::Ok;
 }

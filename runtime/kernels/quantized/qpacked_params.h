@@ -63,9 +63,11 @@ class QConv2dPackedParams : public ObjectBase, public conv::Layer2d {
   // Each group's weights as qgemm::pack_columns lays them out, made at
   // init in the method's persistent memory (packed_group_bytes apart), or
   // nullptr when this machine's GEMM reads `weight` as it is (or the layer
-  // is depthwise).
+  // is depthwise); packing: qgemm::columns_packing() then, which a call
+  // checks (a copy chosen under a later ISA cap reads another layout).
   const uint8_t* packed = nullptr;
   int64_t packed_group_bytes = 0;
+  int32_t packing = 0;
 };
 
 class QLinearPackedParams : public ObjectBase {

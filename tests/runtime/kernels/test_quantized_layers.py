@@ -170,6 +170,15 @@ CONV_CASES = {
     "7x7_stride2": conv_case((1, 3, 23, 21), (8, 3, 7, 7), stride=(2, 2), padding=(3, 3)),
     "deep": conv_case((1, 64, 8, 8), (17, 64, 3, 3), padding=(1, 1)),
     "unbatched": conv_case((3, 9, 9), (5, 3, 3, 3), stride=(2, 2), padding=(1, 1)),
+    # The VNNI copy's 8-channel x 48-pixel tiles (qgemm_vnni.cc): reductions
+    # not a multiple of 4 (5, 27), 9 and 12 channels (a partial block),
+    # partial tiles of 1, 2 and 3 vectors under masks (35, 49, 95 pixels),
+    # one exact tile (48) and a panel of several.
+    "vnni_1x1_k5_49_pixels": conv_case((1, 5, 7, 7), (9, 5, 1, 1)),
+    "vnni_1x1_35_pixels": conv_case((1, 12, 5, 7), (16, 12, 1, 1)),
+    "vnni_3x3_48_pixels": conv_case((1, 3, 6, 8), (12, 3, 3, 3), padding=(1, 1)),
+    "vnni_3x3_95_pixels": conv_case((2, 10, 5, 19), (24, 10, 3, 3), padding=(1, 1)),
+    "vnni_1x1_many_tiles": conv_case((1, 32, 20, 31), (40, 32, 1, 1)),
 }
 
 
@@ -239,6 +248,69 @@ def test_qconv2d_isa_cap_between_load_and_run(runtime, name):
     (b,) = loaded_at_baseline.run(x_q.numpy())
     np.testing.assert_array_equal(a, uncapped)
     np.testing.assert_array_equal(b, uncapped)
+
+
+GEMM_CASES = [name for name, case in CONV_CASES.items() if case["w"][1] > 1]
+
+
+def run_capped(runtime, program, x, load_cap, run_cap):
+    """Output of `program` loaded (its weights packed) under ISA cap
+    `load_cap` and run under `run_cap`; the cap is reset to the best after."""
+    try:
+        runtime.set_max_isa(load_cap)
+        method = runtime.load(program).method()
+        runtime.set_max_isa(run_cap)
+        (y,) = method.run(x.numpy())
+    finally:
+        runtime.set_max_isa("x86_64_v4")  # process-wide: leave the other tests uncapped
+    return y
+
+
+@pytest.mark.platform_limit("cpu:avx512_vnni")
+@pytest.mark.parametrize("name", GEMM_CASES)
+@pytest.mark.parametrize("zx", [-128, 127, 3])
+def test_qconv2d_vnni_copy_agrees(runtime, name, zx):
+    """The AVX-512 VNNI copy of the int8 GEMM (qgemm_vnni.cc: vpdpbusd on
+    x + 128, the 128 sum w folded into the packed weights) gives the bits
+    of the AVX2 (vpmaddwd) and baseline copies, within one step of torch's
+    reference; at zero points at the int8 limits too."""
+    assert runtime.kernel_isa == "x86_64_v4"
+    case = CONV_CASES[name]
+    x_q = int8_tensor(case["x"], 41)
+    layer = Layer(
+        int8_tensor(case["w"], 42, -127, 127), bias_values(case["w"][0], 43), 0.02, zx, conv_op(case), seed=44
+    )
+    layer.calibrate(x_q)
+    program = conv_program(layer, case)
+    (vnni,) = runtime.load(program).method().run(x_q.numpy())
+    assert_within_one_step(torch.from_numpy(vnni), layer.reference(x_q))
+    for cap in ("x86_64_v3", "x86_64_baseline"):
+        np.testing.assert_array_equal(run_capped(runtime, program, x_q, cap, cap), vnni, err_msg=cap)
+
+
+@pytest.mark.platform_limit("cpu:avx512_vnni")
+@pytest.mark.parametrize("name", ["vnni_3x3_95_pixels", "1x1_tail9", "groups3_odd", "vnni_1x1_k5_49_pixels"])
+def test_qconv2d_vnni_cap_between_load_and_run(runtime, name):
+    """A layer packed at init for the VNNI copy (its quads) and run capped
+    at the AVX2 or baseline copy, and one packed for AVX2 (int16 pairs) run
+    on VNNI, give the same bits: a call passes the packed weights only to
+    the copy whose layout they are in (QConv2dPackedParams::packing)."""
+    case = CONV_CASES[name]
+    x_q = int8_tensor(case["x"], 51)
+    layer = Layer(
+        int8_tensor(case["w"], 52, -127, 127), bias_values(case["w"][0], 53), 0.02, -9, conv_op(case), seed=54
+    )
+    layer.calibrate(x_q)
+    program = conv_program(layer, case)
+    (best,) = runtime.load(program).method().run(x_q.numpy())
+    for load_cap, run_cap in [
+        ("x86_64_v4", "x86_64_v3"),
+        ("x86_64_v4", "x86_64_baseline"),
+        ("x86_64_v3", "x86_64_v4"),
+        ("x86_64_baseline", "x86_64_v4"),
+    ]:
+        y = run_capped(runtime, program, x_q, load_cap, run_cap)
+        np.testing.assert_array_equal(y, best, err_msg=f"loaded at {load_cap}, run at {run_cap}")
 
 
 @fp_ops

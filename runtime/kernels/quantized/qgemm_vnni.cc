@@ -1,0 +1,236 @@
+// The AVX-512 VNNI copy of the int8 GEMM's gemm_columns (qgemm.h), which a
+// runtime at --//runtime:x86_64_isa=auto runs on an x86-64-v4 CPU that also
+// has AVX-512 VNNI (cpu::x86_64_vnni(); qgemm.cc chooses).
+// //runtime/kernels:kernels_v4 compiles this file with -march=x86-64-v4 and
+// its functions for the VNNI extension too; elsewhere it is empty. As in
+// qgemm_kernels.inc, only this file's own functions and compiler
+// intrinsics are used here.
+//
+// vpdpbusd multiplies 4 unsigned bytes by 4 signed bytes and adds the 4
+// products to an int32 lane. The activations are the unsigned side: each
+// int8 x is read as the byte x + 128 (x ^ 0x80), and the sum gains 128
+// sum_k w[c, k], which the packed weights carry per channel (-128 sum_k
+// w[c, k], made once by pack_columns at the layer's init) and the epilogue
+// adds to the exporter's correction. The int32 sums are exact: a lane's 4
+// products are at most 4 * 255 * 128 in magnitude, and int32 additions
+// wrap, so the result, which fits (qgemm.h), is the exact sum whatever the
+// order. The requantization is the AVX2 copy's, lane for lane (product
+// rounded before the addition, round half to even): every copy gives the
+// same bits.
+//
+// Tile: 8 output channels x up to 48 pixels (three vectors of 16 int32
+// sums, 24 accumulators), per step of 4 reductions one broadcast int32 of
+// 4 weights per channel against three vectors of 16 pixels x 4 bytes. x
+// [k, pixels] is packed per panel of tiles as the tile reads it (per 4 rows
+// of x, 64 contiguous bytes per 16 pixels), read once and reused by every
+// channel block while it stays in L2; a plane's last pixels are a partial
+// tile loaded and stored under AVX-512 masks.
+#if defined(PARE_X86_64_DISPATCH) && defined(__AVX512F__)
+
+#include "runtime/kernels/quantized/qgemm.h"
+
+#include <immintrin.h>
+
+#pragma clang attribute push(__attribute__((target("avx512vnni"))), apply_to = function)
+
+namespace pare {
+namespace kernels {
+namespace qgemm {
+namespace x86_64_v4 {
+namespace {
+
+constexpr int kMR = 8;                 // output channels per tile
+constexpr int kMaxVectors = 3;         // 16-pixel vectors per tile
+constexpr int kTilePixels = 16 * kMaxVectors;
+static_assert(kMR <= kColumnsScratchChannels, "qgemm.h's scratch size must cover the tile's channels");
+
+PARE_ALWAYS_INLINE int64_t quads(int64_t k) { return (k + 3) / 4; }
+// int32 per channel block: 4 weights per reduction quad, then the block's
+// kMR values -128 sum_k w[c, k].
+PARE_ALWAYS_INLINE int64_t block_ints(int64_t k) { return (quads(k) + 1) * kMR; }
+
+// Channels [0, mr) of w [., k] as the tile reads them: per quad q, per
+// channel r, the bytes w[r, 4q .. 4q + 3] in one int32 (0 past k or mr);
+// then per channel -128 sum_k w[r, k].
+void pack_block(const int8_t* w, int64_t k, int mr, int32_t* packed) {
+  const int64_t nq = quads(k);
+  for (int r = 0; r < kMR; ++r) {
+    int32_t sum = 0;
+    for (int64_t q = 0; q < nq; ++q) {
+      uint32_t bytes = 0;
+      for (int j = 0; j < 4; ++j) {
+        const int64_t i = 4 * q + j;
+        const int8_t v = r < mr && i < k ? w[r * k + i] : 0;
+        sum += v;
+        bytes |= static_cast<uint32_t>(static_cast<uint8_t>(v)) << (8 * j);
+      }
+      packed[q * kMR + r] = static_cast<int32_t>(bytes);
+    }
+    packed[nq * kMR + r] = -128 * sum;  // |sum| <= 128 k <= 2^23
+  }
+}
+
+PARE_ALWAYS_INLINE __mmask16 pixel_mask(int n) {
+  return n >= 16 ? static_cast<__mmask16>(0xFFFF) : static_cast<__mmask16>((1u << n) - 1u);
+}
+
+// NV * 16 columns of x [k, pixels] (rows ldx apart, from x; nr of them
+// real, the rest read as 0) as the tile reads them: per quad q, NV
+// vectors of 16 lanes (x[4q, p], .., x[4q + 3, p]) + 128 as bytes (0x80
+// for a row past k, whose weights are 0).
+template <int NV>
+void pack_x_tile(int64_t k, const int8_t* x, int64_t ldx, int nr, __m512i* PARE_RESTRICT dst) {
+  const __m128i flip = _mm_set1_epi8(static_cast<char>(0x80));
+  __mmask16 mask[NV];
+  for (int v = 0; v < NV; ++v) mask[v] = pixel_mask(nr - 16 * v);
+  const int64_t nq = quads(k);
+  for (int64_t q = 0; q < nq; ++q) {
+    for (int v = 0; v < NV; ++v) {
+      __m128i a[4];
+      for (int j = 0; j < 4; ++j) {
+        const int64_t i = 4 * q + j;
+        a[j] = i < k ? _mm_maskz_loadu_epi8(mask[v], x + i * ldx + 16 * v) : _mm_setzero_si128();
+        a[j] = _mm_xor_si128(a[j], flip);
+      }
+      const __m128i ab_lo = _mm_unpacklo_epi8(a[0], a[1]);
+      const __m128i ab_hi = _mm_unpackhi_epi8(a[0], a[1]);
+      const __m128i cd_lo = _mm_unpacklo_epi8(a[2], a[3]);
+      const __m128i cd_hi = _mm_unpackhi_epi8(a[2], a[3]);
+      __m512i t = _mm512_castsi128_si512(_mm_unpacklo_epi16(ab_lo, cd_lo));
+      t = _mm512_inserti32x4(t, _mm_unpackhi_epi16(ab_lo, cd_lo), 1);
+      t = _mm512_inserti32x4(t, _mm_unpacklo_epi16(ab_hi, cd_hi), 2);
+      t = _mm512_inserti32x4(t, _mm_unpackhi_epi16(ab_hi, cd_hi), 3);
+      _mm512_store_si512(dst + q * NV + v, t);
+    }
+  }
+}
+
+// 16 sums + correction requantized (qgemm_kernels.inc's requantize8, 16
+// lanes) to 16 int8.
+PARE_ALWAYS_INLINE __m128i requantize16(__m512i acc, __m512i correction, __m512 multiplier, __m512 offset, __m512 lo,
+                                        __m512 hi) {
+#pragma clang fp contract(off)
+  __m512 v = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(acc, correction)), multiplier);
+  v = _mm512_roundscale_ps(_mm512_add_ps(v, offset), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  v = _mm512_min_ps(_mm512_max_ps(v, lo), hi);
+  return _mm512_cvtsepi32_epi8(_mm512_cvttps_epi32(v));
+}
+
+// Channels [c0, c0 + mr) x pixels [p0, p0 + nr) of out from a channel
+// block's packed weights and a tile's packed columns (NV = ceil(nr / 16)).
+template <int NV>
+void tile(int64_t k, const int32_t* PARE_RESTRICT wb, const __m512i* PARE_RESTRICT xp, int64_t c0, int64_t p0, int mr,
+          int nr, const Requantization& rq, const Output& out) {
+  __m512i acc[kMR][NV];
+  for (int r = 0; r < kMR; ++r) {
+    for (int v = 0; v < NV; ++v) acc[r][v] = _mm512_setzero_si512();
+  }
+  const int64_t nq = quads(k);
+  for (int64_t q = 0; q < nq; ++q) {
+    __m512i xv[NV];
+    for (int v = 0; v < NV; ++v) xv[v] = _mm512_load_si512(xp + q * NV + v);
+    const int32_t* wq = wb + q * kMR;
+    for (int r = 0; r < kMR; ++r) {
+      const __m512i wv = _mm512_set1_epi32(wq[r]);
+      for (int v = 0; v < NV; ++v) acc[r][v] = _mm512_dpbusd_epi32(acc[r][v], xv[v], wv);
+    }
+  }
+  const int32_t* shift = wb + nq * kMR;
+  const __m512 lo = _mm512_set1_ps(static_cast<float>(rq.output_min));
+  const __m512 hi = _mm512_set1_ps(static_cast<float>(rq.output_max));
+  for (int r = 0; r < mr; ++r) {
+    const int64_t c = c0 + r;
+    // Wrapping int32: the exporter's correction and this block's shift.
+    const __m512i correction = _mm512_set1_epi32(
+        static_cast<int32_t>(static_cast<uint32_t>(rq.correction[c]) + static_cast<uint32_t>(shift[r])));
+    const __m512 multiplier = _mm512_set1_ps(rq.multiplier[c]);
+    const __m512 offset = _mm512_set1_ps(rq.offset[c]);
+    int8_t* row = out.data + c * out.channel_stride + p0 * out.pixel_stride;
+    for (int v = 0; v < NV; ++v) {
+      const __m128i b = requantize16(acc[r][v], correction, multiplier, offset, lo, hi);
+      const int n = nr - 16 * v;
+      if (out.pixel_stride == 1) {
+        _mm_mask_storeu_epi8(row + 16 * v, pixel_mask(n), b);
+      } else {
+        alignas(16) int8_t tmp[16];
+        _mm_store_si128(reinterpret_cast<__m128i*>(tmp), b);
+        for (int j = 0; j < n && j < 16; ++j) row[(16 * v + j) * out.pixel_stride] = tmp[j];
+      }
+    }
+  }
+}
+
+}  // namespace
+
+int64_t columns_packed_bytes_vnni(int64_t channels, int64_t k) {
+  return (channels + kMR - 1) / kMR * block_ints(k) * 4;
+}
+
+void pack_columns_vnni(int64_t channels, int64_t k, const int8_t* w, void* packed) {
+  for (int64_t c0 = 0; c0 < channels; c0 += kMR) {
+    pack_block(w + c0 * k, k, channels - c0 < kMR ? static_cast<int>(channels - c0) : kMR,
+               static_cast<int32_t*>(packed) + c0 / kMR * block_ints(k));
+  }
+}
+
+void gemm_columns_vnni(int64_t channels, int64_t pixels, int64_t k, const int8_t* w, const void* packed_w,
+                       const int8_t* x, const Requantization& rq, const Output& out, void* scratch) {
+  // Scratch: the packed weights when the caller has none (an ISA cap set
+  // after the layer's init), then a panel of packed tiles of x, 64-byte
+  // aligned (qgemm.h's columns_scratch_bytes).
+  const int64_t blocks = (channels + kMR - 1) / kMR;
+  const int64_t stride = block_ints(k);
+  const int32_t* packed = static_cast<const int32_t*>(packed_w);
+  uint8_t* rest = static_cast<uint8_t*>(scratch);
+  if (packed == nullptr) {
+    pack_columns_vnni(channels, k, w, rest);
+    packed = reinterpret_cast<const int32_t*>(rest);
+    rest += blocks * stride * 4;
+  }
+  __m512i* panel = reinterpret_cast<__m512i*>((reinterpret_cast<uintptr_t>(rest) + 63) & ~uintptr_t{63});
+  const int64_t tile_vectors = quads(k) * kMaxVectors;
+  const int64_t tiles = (pixels + kTilePixels - 1) / kTilePixels;
+  int64_t panel_tiles = kPanelBytes / (tile_vectors * 64);
+  panel_tiles = panel_tiles < 1 ? 1 : panel_tiles;
+  for (int64_t t0 = 0; t0 < tiles; t0 += panel_tiles) {
+    const int64_t t1 = t0 + panel_tiles < tiles ? t0 + panel_tiles : tiles;
+    for (int64_t t = t0; t < t1; ++t) {
+      const int64_t p0 = t * kTilePixels;
+      const int nr = pixels - p0 < kTilePixels ? static_cast<int>(pixels - p0) : kTilePixels;
+      __m512i* dst = panel + (t - t0) * tile_vectors;
+      if (nr > 32) {
+        pack_x_tile<3>(k, x + p0, pixels, nr, dst);
+      } else if (nr > 16) {
+        pack_x_tile<2>(k, x + p0, pixels, nr, dst);
+      } else {
+        pack_x_tile<1>(k, x + p0, pixels, nr, dst);
+      }
+    }
+    for (int64_t b = 0; b < blocks; ++b) {
+      const int64_t c0 = b * kMR;
+      const int mr = channels - c0 < kMR ? static_cast<int>(channels - c0) : kMR;
+      const int32_t* wb = packed + b * stride;
+      for (int64_t t = t0; t < t1; ++t) {
+        const int64_t p0 = t * kTilePixels;
+        const int nr = pixels - p0 < kTilePixels ? static_cast<int>(pixels - p0) : kTilePixels;
+        const __m512i* xp = panel + (t - t0) * tile_vectors;
+        if (nr > 32) {
+          tile<3>(k, wb, xp, c0, p0, mr, nr, rq, out);
+        } else if (nr > 16) {
+          tile<2>(k, wb, xp, c0, p0, mr, nr, rq, out);
+        } else {
+          tile<1>(k, wb, xp, c0, p0, mr, nr, rq, out);
+        }
+      }
+    }
+  }
+}
+
+}  // namespace x86_64_v4
+}  // namespace qgemm
+}  // namespace kernels
+}  // namespace pare
+
+#pragma clang attribute pop
+
+#endif
