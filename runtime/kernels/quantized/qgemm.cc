@@ -84,6 +84,12 @@ void requantize_channel(const int32_t* acc, int64_t n, int32_t correction, float
 void depthwise_plane(const DepthwisePlane& d, const int8_t* plane, const int8_t* filter, int32_t correction,
                      float multiplier, float offset, int32_t output_min, int32_t output_max, int32_t* acc,
                      int8_t* out) {
+#if defined(PARE_X86_64_DISPATCH)
+  if (cpu::kernel_isa() >= cpu::Isa::x86_64_v4 && cpu::x86_64_vnni() && x86_64_v4::depthwise_plane_vnni_runs(d)) {
+    x86_64_v4::depthwise_plane_vnni(d, plane, filter, correction, multiplier, offset, output_min, output_max, out);
+    return;
+  }
+#endif
   PARE_QGEMM_X86_64_V3(
       depthwise_plane(d, plane, filter, correction, multiplier, offset, output_min, output_max, acc, out));
   PARE_SIMD_ISA::depthwise_plane(d, plane, filter, correction, multiplier, offset, output_min, output_max, acc, out);

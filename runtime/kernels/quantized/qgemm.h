@@ -125,8 +125,10 @@ struct DepthwisePlane {
 // The padded plane's row width and bytes (a row's slack covers a tile's
 // reads past the last output; one more row covers the last row's).
 constexpr int64_t depthwise_padded_width(int64_t width, int64_t pw) { return width + 2 * pw + 48; }
+// The VNNI copy (qgemm_vnni.cc) lays the plane out in rows width + 2 pw
+// apart, then 128 bytes of slack and the outputs of every padded column.
 constexpr int64_t depthwise_padded_bytes(int64_t height, int64_t width, int64_t ph, int64_t pw) {
-  return (height + 2 * ph + 1) * depthwise_padded_width(width, pw);
+  return (height + 2 * ph + 1) * depthwise_padded_width(width, pw) + (height + 2 * ph) * (width + 2 * pw) + 128;
 }
 
 void depthwise_plane(const DepthwisePlane& d, const int8_t* plane, const int8_t* filter, int32_t correction,
@@ -161,6 +163,12 @@ int64_t columns_packed_bytes_vnni(int64_t channels, int64_t k);
 void pack_columns_vnni(int64_t channels, int64_t k, const int8_t* w, void* packed);
 void gemm_columns_vnni(int64_t channels, int64_t pixels, int64_t k, const int8_t* w, const void* packed,
                        const int8_t* x, const Requantization& rq, const Output& out, void* scratch);
+// The VNNI depthwise plane (vpdpbusd over 4 taps of a filter row, x + 128),
+// for the planes depthwise_plane_vnni_runs() accepts: dilation 1 across,
+// stride 1 or 2 across, at most 64 filter rows x quads of taps.
+bool depthwise_plane_vnni_runs(const DepthwisePlane& d);
+void depthwise_plane_vnni(const DepthwisePlane& d, const int8_t* plane, const int8_t* filter, int32_t correction,
+                          float multiplier, float offset, int32_t output_min, int32_t output_max, int8_t* out);
 }  // namespace x86_64_v4
 #endif
 #undef PARE_QGEMM_KERNELS

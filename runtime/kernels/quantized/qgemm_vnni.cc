@@ -39,9 +39,10 @@ namespace qgemm {
 namespace x86_64_v4 {
 namespace {
 
-constexpr int kMR = 8;                 // output channels per tile
-constexpr int kMaxVectors = 3;         // 16-pixel vectors per tile
+constexpr int kMR = 8;          // output channels per tile
+constexpr int kMaxVectors = 3;  // 16-pixel vectors per tile
 constexpr int kTilePixels = 16 * kMaxVectors;
+constexpr int64_t kMaxDepthwiseQuads = 64;  // a depthwise filter's rows x quads of taps
 static_assert(kMR <= kColumnsScratchChannels, "qgemm.h's scratch size must cover the tile's channels");
 
 PARE_ALWAYS_INLINE int64_t quads(int64_t k) { return (k + 3) / 4; }
@@ -223,6 +224,128 @@ void gemm_columns_vnni(int64_t channels, int64_t pixels, int64_t k, const int8_t
         }
       }
     }
+  }
+}
+
+namespace {
+
+// The 16 int8 of b0, .., b3 interleaved: out[4 j + v] = bv[j].
+PARE_ALWAYS_INLINE void interleave4(__m128i b0, __m128i b1, __m128i b2, __m128i b3, int8_t* out, __mmask64 mask) {
+  const __m128i ab_lo = _mm_unpacklo_epi8(b0, b1);
+  const __m128i ab_hi = _mm_unpackhi_epi8(b0, b1);
+  const __m128i cd_lo = _mm_unpacklo_epi8(b2, b3);
+  const __m128i cd_hi = _mm_unpackhi_epi8(b2, b3);
+  __m512i t = _mm512_castsi128_si512(_mm_unpacklo_epi16(ab_lo, cd_lo));
+  t = _mm512_inserti32x4(t, _mm_unpackhi_epi16(ab_lo, cd_lo), 1);
+  t = _mm512_inserti32x4(t, _mm_unpacklo_epi16(ab_hi, cd_hi), 2);
+  t = _mm512_inserti32x4(t, _mm_unpackhi_epi16(ab_hi, cd_hi), 3);
+  _mm512_mask_storeu_epi8(out, mask, t);
+}
+
+PARE_ALWAYS_INLINE __mmask64 bytes_mask(int64_t n) { return n >= 64 ? ~__mmask64{0} : (__mmask64{1} << n) - 1u; }
+
+}  // namespace
+
+bool depthwise_plane_vnni_runs(const DepthwisePlane& d) {
+  return d.dw == 1 && (d.sw == 1 || d.sw == 2) && d.kh * ((d.kw + 3) / 4) <= kMaxDepthwiseQuads;
+}
+
+void depthwise_plane_vnni(const DepthwisePlane& d, const int8_t* plane, const int8_t* filter, int32_t correction,
+                          float multiplier, float offset, int32_t output_min, int32_t output_max, int8_t* out) {
+  // The plane + 128 (x ^ 0x80) inside a border of the zero point + 128,
+  // rows wp = width + 2 pw apart, then the slack a chunk reads past the
+  // last row; at stride 1, after it, the outputs of every padded column
+  // (qgemm.h's depthwise_padded_bytes covers both).
+  const int64_t wp = d.width + 2 * d.pw;
+  const int64_t rows = d.height + 2 * d.ph;
+  const uint8_t border = static_cast<uint8_t>(d.zero_point) ^ 0x80u;
+  uint8_t* padded = reinterpret_cast<uint8_t*>(d.padded);
+  __builtin_memset(padded, border, static_cast<size_t>(d.ph * wp + d.pw));
+  const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
+  for (int64_t iy = 0; iy < d.height; ++iy) {
+    uint8_t* dst = padded + (d.ph + iy) * wp + d.pw;
+    const int8_t* src = plane + iy * d.width;
+    for (int64_t x = 0; x < d.width; x += 64) {
+      const __mmask64 m = bytes_mask(d.width - x);
+      _mm512_mask_storeu_epi8(dst + x, m, _mm512_xor_si512(_mm512_maskz_loadu_epi8(m, src + x), flip));
+    }
+    // This row's right border and the next row's left one.
+    __builtin_memset(dst + d.width, border, static_cast<size_t>(2 * d.pw));
+  }
+  const int64_t slack = 128;
+  __builtin_memset(padded + (d.ph + d.height) * wp + d.pw, border, static_cast<size_t>(d.ph * wp - d.pw + slack));
+  // The filter's quads per row (taps past kw 0) and the shift's correction.
+  const int64_t kq = (d.kw + 3) / 4;
+  int32_t wq[kMaxDepthwiseQuads];
+  int32_t sum = 0;
+  for (int64_t ky = 0; ky < d.kh; ++ky) {
+    for (int64_t q = 0; q < kq; ++q) {
+      uint32_t bytes = 0;
+      for (int j = 0; j < 4; ++j) {
+        const int64_t kx = 4 * q + j;
+        const int8_t v = kx < d.kw ? filter[ky * d.kw + kx] : 0;
+        sum += v;
+        bytes |= static_cast<uint32_t>(static_cast<uint8_t>(v)) << (8 * j);
+      }
+      wq[ky * kq + q] = static_cast<int32_t>(bytes);
+    }
+  }
+  const __m512i correction_v =
+      _mm512_set1_epi32(static_cast<int32_t>(static_cast<uint32_t>(correction) - 128u * static_cast<uint32_t>(sum)));
+  const __m512 multiplier_v = _mm512_set1_ps(multiplier);
+  const __m512 offset_v = _mm512_set1_ps(offset);
+  const __m512 lo = _mm512_set1_ps(static_cast<float>(output_min));
+  const __m512 hi = _mm512_set1_ps(static_cast<float>(output_max));
+  const int64_t row_step = d.dh * wp;
+  // Outputs [o0, o0 + 64) (stride 1) or [o0, o0 + 32) (stride 2) of the
+  // outputs whose first tap is at padded[base + sw o]: vector v's lane j is
+  // output 4 j + v (stride 1, its quad of taps the 4 bytes at base + 4 j +
+  // v) or 2 j + v (stride 2, at base + 4 j + 2 v), every tap row ky dh wp
+  // further; requantized and stored in order under `mask`.
+  const auto chunk = [&](const uint8_t* base, int8_t* dst, __mmask64 mask) {
+    const int vectors = d.sw == 1 ? 4 : 2;
+    __m512i acc[4];
+    for (int v = 0; v < 4; ++v) acc[v] = _mm512_setzero_si512();
+    for (int64_t ky = 0; ky < d.kh; ++ky) {
+      const uint8_t* r = base + ky * row_step;
+      for (int64_t q = 0; q < kq; ++q) {
+        const __m512i w = _mm512_set1_epi32(wq[ky * kq + q]);
+        if (vectors == 4) {
+          for (int v = 0; v < 4; ++v) acc[v] = _mm512_dpbusd_epi32(acc[v], _mm512_loadu_si512(r + 4 * q + v), w);
+        } else {
+          for (int v = 0; v < 2; ++v) acc[v] = _mm512_dpbusd_epi32(acc[v], _mm512_loadu_si512(r + 4 * q + 2 * v), w);
+        }
+      }
+    }
+    __m128i b[4];
+    for (int v = 0; v < vectors; ++v) b[v] = requantize16(acc[v], correction_v, multiplier_v, offset_v, lo, hi);
+    if (vectors == 4) {
+      interleave4(b[0], b[1], b[2], b[3], dst, mask);
+    } else {
+      const __m256i t = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_unpacklo_epi8(b[0], b[1])),
+                                                _mm_unpackhi_epi8(b[0], b[1]), 1);
+      _mm256_mask_storeu_epi8(dst, static_cast<__mmask32>(mask), t);
+    }
+  };
+  if (d.sw == 1 && d.sh == 1) {
+    // Every padded column's output in flat order (f = oy wp + ox reads
+    // padded[f + ky dh wp + kx]), 64 at a time, into scratch after the
+    // plane; the kw - 1 columns past out_w are computed and dropped when
+    // the rows are copied out (7x7 and 14x14 planes waste no tiles).
+    int8_t* flat = reinterpret_cast<int8_t*>(padded + rows * wp + slack);
+    const int64_t n = (d.out_h - 1) * wp + d.out_w;
+    for (int64_t f0 = 0; f0 < n; f0 += 64) chunk(padded + f0, flat + f0, bytes_mask(n - f0));
+    for (int64_t oy = 0; oy < d.out_h; ++oy) {
+      __builtin_memcpy(out + oy * d.out_w, flat + oy * wp, static_cast<size_t>(d.out_w));
+    }
+    return;
+  }
+  // Row by row, 64 (stride 1) or 32 (stride 2) outputs at a time.
+  const int64_t step = d.sw == 1 ? 64 : 32;
+  for (int64_t oy = 0; oy < d.out_h; ++oy) {
+    const uint8_t* row = padded + oy * d.sh * wp;
+    int8_t* o = out + oy * d.out_w;
+    for (int64_t o0 = 0; o0 < d.out_w; o0 += step) chunk(row + o0 * d.sw, o + o0, bytes_mask(d.out_w - o0));
   }
 }
 

@@ -179,6 +179,15 @@ CONV_CASES = {
     "vnni_3x3_48_pixels": conv_case((1, 3, 6, 8), (12, 3, 3, 3), padding=(1, 1)),
     "vnni_3x3_95_pixels": conv_case((2, 10, 5, 19), (24, 10, 3, 3), padding=(1, 1)),
     "vnni_1x1_many_tiles": conv_case((1, 32, 20, 31), (40, 32, 1, 1)),
+    # Its depthwise plane: stride 1 in flat order over the padded columns
+    # (many 64-output chunks, a partial last one), rows of 64 outputs at
+    # stride (2, 1), rows of 32 at stride 2 (two chunks), no padding, 7x7
+    # (two quads of taps per filter row), a channel multiplier of 3.
+    "vnni_depthwise_flat": conv_case((1, 3, 20, 70), (3, 1, 3, 3), padding=(1, 1), groups=3),
+    "vnni_depthwise_stride_2x1": conv_case((1, 2, 11, 67), (2, 1, 3, 3), stride=(2, 1), padding=(1, 1), groups=2),
+    "vnni_depthwise_stride2_rows": conv_case((1, 2, 9, 81), (2, 1, 3, 3), stride=(2, 2), padding=(1, 1), groups=2),
+    "vnni_depthwise_unpadded": conv_case((2, 4, 7, 7), (4, 1, 3, 3), groups=4),
+    "vnni_depthwise_7x7_multiplier3": conv_case((1, 2, 14, 14), (6, 1, 7, 7), padding=(3, 3), groups=2),
 }
 
 
@@ -250,9 +259,6 @@ def test_qconv2d_isa_cap_between_load_and_run(runtime, name):
     np.testing.assert_array_equal(b, uncapped)
 
 
-GEMM_CASES = [name for name, case in CONV_CASES.items() if case["w"][1] > 1]
-
-
 def run_capped(runtime, program, x, load_cap, run_cap):
     """Output of `program` loaded (its weights packed) under ISA cap
     `load_cap` and run under `run_cap`; the cap is reset to the best after."""
@@ -267,13 +273,14 @@ def run_capped(runtime, program, x, load_cap, run_cap):
 
 
 @pytest.mark.platform_limit("cpu:avx512_vnni")
-@pytest.mark.parametrize("name", GEMM_CASES)
+@pytest.mark.parametrize("name", list(CONV_CASES))
 @pytest.mark.parametrize("zx", [-128, 127, 3])
 def test_qconv2d_vnni_copy_agrees(runtime, name, zx):
-    """The AVX-512 VNNI copy of the int8 GEMM (qgemm_vnni.cc: vpdpbusd on
-    x + 128, the 128 sum w folded into the packed weights) gives the bits
-    of the AVX2 (vpmaddwd) and baseline copies, within one step of torch's
-    reference; at zero points at the int8 limits too."""
+    """The AVX-512 VNNI copies of the int8 GEMM and depthwise plane
+    (qgemm_vnni.cc: vpdpbusd on x + 128, the 128 sum w folded into the
+    packed weights or the plane's correction) give the bits of the AVX2
+    (vpmaddwd) and baseline copies, within one step of torch's reference;
+    at zero points at the int8 limits too."""
     assert runtime.kernel_isa == "x86_64_v4"
     case = CONV_CASES[name]
     x_q = int8_tensor(case["x"], 41)
