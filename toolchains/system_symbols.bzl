@@ -110,6 +110,9 @@ LIBM_FUNCTIONS = _LIBM_F32 + [f[:-1] for f in _LIBM_F32]
 DARWIN_EXTRA_FUNCTIONS = [
     "__bzero",
     "bzero",
+    "dlclose",
+    "dlopen",
+    "dlsym",
     "memset_pattern16",
     "sysctlbyname",
 ]
@@ -118,6 +121,16 @@ DARWIN_EXTRA_FUNCTIONS = [
 # (runtime/pal/libc.h; since API 18).
 ANDROID_EXTRA_FUNCTIONS = [
     "getauxval",
+]
+
+# Android's libdl.so (glibc >= 2.34 and libSystem have these in libc): the
+# PAL's run-time library loading (runtime/pal/pal.h), which only backends
+# with a system driver call (the Vulkan backend); linked --as-needed, so a
+# runtime without one records no DT_NEEDED libdl.so.
+LIBDL_FUNCTIONS = [
+    "dlclose",
+    "dlopen",
+    "dlsym",
 ]
 
 LIBLOG_FUNCTIONS = [

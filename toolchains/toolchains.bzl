@@ -199,7 +199,10 @@ def _config_impl(ctx):
             "-Wl,--no-undefined-version",
             "-L" + stub_dir,
         ] + _android_relocation_flags(ctx.attr._android_api[PareSettingInfo].value)
-        link_libs = ["-lc", "-lm", "-llog"]
+
+        # libdl only for a runtime that calls dlopen (a backend with a
+        # system driver, runtime/pal/pal.h): --as-needed records it then.
+        link_libs = ["-lc", "-lm", "-llog", "-Wl,--as-needed", "-ldl", "-Wl,--no-as-needed"]
     elif flavor == "ios":
         min_version = ctx.attr._ios_min_version[PareSettingInfo].value
         compile_flags.append("-nostdlibinc")

@@ -6,7 +6,9 @@
 #      clang/lld/llvm 16 with its sanitizer and libFuzzer runtimes
 #      (libclang-rt-16-dev: make sanitize, make fuzz), qemu-user and the
 #      aarch64 glibc cross packages (Android emulator harness), JDK headers,
-#      clang-format-16 (make lint).
+#      clang-format-16 (make lint), and the Vulkan backend's shader compiler
+#      and test device (glslc; Mesa's lavapipe, a CPU Vulkan driver, and its
+#      loader: docs/delegates.md).
 #   2. .venv: Python deps from requirements.txt (torch pinned, CPU wheel),
 #      then requirements-no-deps.txt with --no-deps (torchvision: models/zoo).
 #   3. npm: bazelisk and buildifier (make lint), pinned in package.json /
@@ -30,6 +32,7 @@ APT_PACKAGES=(
   qemu-user libc6-dev-arm64-cross libgcc-12-dev-arm64-cross
   openjdk-17-jdk-headless zip unzip file
   clang-format-16
+  glslc mesa-vulkan-drivers libvulkan1 vulkan-tools
 )
 
 missing=()

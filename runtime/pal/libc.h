@@ -33,6 +33,11 @@ int close(int fd);
 // The environment.
 char* getenv(const char* name);
 
+// Shared libraries (libc on glibc >= 2.34 and iOS, libdl on Android).
+void* dlopen(const char* path, int flags);
+void* dlsym(void* library, const char* name);
+int dlclose(void* library);
+
 // Monotonic time. struct timespec is {time_t, long}, two 64-bit fields on
 // every 64-bit target.
 struct pare_timespec {
@@ -91,6 +96,14 @@ constexpr int kSeekEnd = 2;
 constexpr int kClockMonotonic = 6;
 #else
 constexpr int kClockMonotonic = 1;
+#endif
+
+// dlopen's RTLD_NOW | RTLD_LOCAL: RTLD_LOCAL is 0 on Linux and Android, 4
+// on Apple platforms; RTLD_NOW is 2 on all.
+#if defined(__APPLE__)
+constexpr int kDlopenNowLocal = 2 | 4;
+#else
+constexpr int kDlopenNowLocal = 2;
 #endif
 
 inline uint64_t monotonic_nanoseconds() {

@@ -59,6 +59,16 @@ uint32_t pare_pal_cpu_features(void);
  * (docs/delegates.md); a runtime without one references no getenv. */
 const char* pare_pal_getenv(const char* name);
 
+/* Shared libraries loaded at run time: only backends whose driver is a
+ * system library call these (the Vulkan backend's libvulkan), so an app
+ * links no driver and runs on devices without one; a runtime without such
+ * a backend references no dlopen. pare_pal_library_open returns NULL when
+ * `name` cannot be loaded (and on platforms without dynamic loading);
+ * pare_pal_library_symbol returns NULL for a missing symbol. */
+void* pare_pal_library_open(const char* name);
+void* pare_pal_library_symbol(void* library, const char* name);
+void pare_pal_library_close(void* library);
+
 /* Files: reads a whole file into memory obtained from
  * pare_pal_malloc(size, alignment). Returns 0 on success, a negative value
  * when the file cannot be opened or read, and -2 when memory runs out. */

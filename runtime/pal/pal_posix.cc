@@ -43,6 +43,12 @@ uint32_t pare_pal_cpu_features(void) { return pare::pal::cpu_features(); }
 
 const char* pare_pal_getenv(const char* name) { return getenv(name); }
 
+void* pare_pal_library_open(const char* name) { return dlopen(name, pare::pal::kDlopenNowLocal); }
+
+void* pare_pal_library_symbol(void* library, const char* name) { return dlsym(library, name); }
+
+void pare_pal_library_close(void* library) { dlclose(library); }
+
 int pare_pal_read_file(const char* path, size_t alignment, void** out_data, size_t* out_size) {
   return pare::pal::read_whole_file(path, alignment, out_data, out_size, pare_pal_malloc, pare_pal_free);
 }
