@@ -183,3 +183,7 @@ def example_blob(num_inputs: int, num_registers: int, code, outputs) -> bytes:
 
 
 register(ExampleBackend())
+
+
+# The Vulkan compute backend registers itself (pare/vulkan.py).
+from pare import vulkan as _vulkan  # noqa: E402, F401

@@ -113,6 +113,12 @@ ALLOWED_UNDEFINED = {
     # runtime/kernels/delegate/example_backend.cc, through pare_pal_getenv;
     # the full runtime selects it): an app's runtime without one imports none
     "getenv",
+    # Only with a delegate backend whose driver is a system library, loaded at
+    # run time (the Vulkan backend's libvulkan, through pare_pal_library_open;
+    # the full runtime selects it): libc's since glibc 2.34
+    "dlopen",
+    "dlsym",
+    "dlclose",
     # POSIX threads: only with build feature threads (runtime/pal/pal_threads.cc;
     # tools/verify proves a runtime without it imports none)
     "pthread_create",

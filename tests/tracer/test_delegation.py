@@ -163,7 +163,7 @@ def test_an_unknown_backend_or_spec_is_one_line(capsys, tmp_path):
     code, _, err = run_cli(capsys, "export", str(MODEL), "-o", out, "--delegate", "vulkan_nope")
     assert code == 2
     assert err.strip().splitlines() == [
-        "error: --delegate vulkan_nope: no backend of that name; the backends are example (pare/delegates.py; "
+        "error: --delegate vulkan_nope: no backend of that name; the backends are example, vulkan (pare/delegates.py; "
         "a new one is registered with pare.delegates.register)"
     ]
     code, _, err = run_cli(capsys, "export", str(MODEL), "-o", out, "--delegate", "example", "--delegate-spec", "x=1")

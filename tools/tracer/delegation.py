@@ -211,8 +211,14 @@ def partition(
     plan: list[tuple[pare_delegates.Backend, dict[str, str], list[Node]]] = []
     for backend, specs in backends:
         candidates = []
+        chosen: set[Node] = set()
         for node in graph.nodes:
             if node.op != "call_function" or node in taken or node in constant:
+                continue
+            if node.target is operator.getitem and node.args[0] in chosen:
+                # A result of a tuple op the backend took (native_layer_norm's
+                # output, max_pool2d_with_indices's values) goes with it.
+                candidates.append(node)
                 continue
             if not isinstance(node.target, torch._ops.OpOverload):
                 continue
@@ -225,11 +231,12 @@ def partition(
                 ) from None
             if ok:
                 candidates.append(node)
+                chosen.add(node)
         for members in _partitions(candidates, order):
             taken.update(members)
             plan.append((backend, specs, members))
     for backend, specs, members in plan:
-        _replace(graph, backend, specs, members, constant_values, report, where)
+        _replace(graph, backend, specs, members, constant, constant_values, report, where)
     for node in graph.nodes:
         if node.op == "call_function" and isinstance(node.target, torch._ops.OpOverload):
             report.cpu[_op_name(node)] += 1
@@ -249,7 +256,22 @@ def _constant_values(ep: ExportedProgram) -> dict[str, torch.Tensor]:
     return values
 
 
-def _replace(graph, backend, specs, members, constant_values, report, where) -> None:
+def _constant_value(node: Node, constant_values: dict[str, torch.Tensor], cache: dict[Node, object]):
+    """The value of a node that only computes constants (a transposed
+    weight): its operator run on its inputs' values."""
+    if node not in cache:
+        if node.op == "placeholder":
+            cache[node] = constant_values[node.name]
+        else:
+            args, kwargs = torch.fx.node.map_arg(
+                (node.args, node.kwargs), lambda n: _constant_value(n, constant_values, cache)
+            )
+            with torch.no_grad():
+                cache[node] = node.target(*args, **kwargs)
+    return cache[node]
+
+
+def _replace(graph, backend, specs, members, constant, constant_values, report, where) -> None:
     member_set = set(members)
     inputs: list[Node] = []
     for node in members:
@@ -258,6 +280,11 @@ def _replace(graph, backend, specs, members, constant_values, report, where) -> 
                 inputs.append(i)
     outputs = [n for n in members if any(u not in member_set for u in n.users)]
     constants = {i: constant_values[i.name] for i in inputs if i.name in constant_values}
+    if backend.embeds_constants:  # and what only constants compute, evaluated
+        cache: dict[Node, object] = {}
+        for i in inputs:
+            if i in constant and i not in constants:
+                constants[i] = _constant_value(i, constant_values, cache)
     subgraph = pare_delegates.Subgraph(tuple(members), tuple(inputs), tuple(outputs), constants)
     try:
         blob = backend.preprocess(subgraph, dict(specs))
@@ -266,7 +293,7 @@ def _replace(graph, backend, specs, members, constant_values, report, where) -> 
     if not isinstance(blob, (bytes, bytearray)):
         raise TracerError(f"backend {backend.name}: preprocess returned {type(blob).__name__}, not bytes")
     run_inputs = [i for i in inputs if not (backend.embeds_constants and i in constants)]
-    ops = tuple(_op_name(n) for n in members)
+    ops = tuple(_op_name(n) for n in members if n.target is not operator.getitem)
     with graph.inserting_after(members[-1]):
         call = graph.call_function(delegate_call, tuple(run_inputs))
     call.meta[META_KEY] = DelegatedPart(backend.name, bytes(blob), tuple(sorted(specs.items())), len(outputs), ops)
@@ -289,11 +316,19 @@ def _topological_sort(graph, order: dict[Node, int]) -> None:
     wherever the data flow allows (new nodes sit where their first
     replaced node was)."""
     nodes = list(graph.nodes)
-    rank = {}
-    for position, node in enumerate(nodes):
-        rank[node] = order.get(node, None)
-        if rank[node] is None:  # a node this pass added: just after its inputs' place in the old order
-            rank[node] = max((rank[i] for i in node.all_input_nodes), default=-1) + 0.5
+    rank: dict[Node, float] = {}
+
+    def rank_of(node: Node) -> float:
+        # A node this pass added: just after its inputs' place in the old
+        # order (an input may be another added node placed after it: a
+        # partition's call reading one that ends later in the graph).
+        if node not in rank:
+            old = order.get(node)
+            rank[node] = old if old is not None else max(map(rank_of, node.all_input_nodes), default=-1) + 0.5
+        return rank[node]
+
+    for node in nodes:
+        rank_of(node)
     pending = {n: len(set(n.all_input_nodes)) for n in nodes}
     ready = [(rank[n], i, n) for i, n in enumerate(nodes) if pending[n] == 0]
     heapq.heapify(ready)

@@ -1,0 +1,700 @@
+"""The Vulkan compute backend, the ahead-of-time side (docs/delegates.md,
+"The Vulkan backend").
+
+`vulkan` runs float32 partitions as GLSL compute shaders (pare/
+vulkan_shaders/, compiled to SPIR-V by glslc here, ahead of time) over one
+storage buffer per tensor. Its blob (laid out as runtime/kernels/delegate/
+vulkan_backend.cc reads it) holds the SPIR-V of the shaders the partition
+uses, the partition's constants (weights) in the layout the shaders read
+(torch's contiguous layout), and a list of dispatches: a shader, its work
+groups, the tensors it binds (binding 0 the one it writes) and its push
+constants. Every operator here is a few dispatches of five general shaders
+(matmul, elementwise, rows, conv2d, pool2d); view ops alias their input.
+
+Shapes are static: the backend takes a node only when every size is a
+number, so a method exported with a dynamic dim keeps those ops on the CPU.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import operator
+import shutil
+import struct
+import subprocess
+from pathlib import Path
+
+from pare.delegates import Backend, DelegateError, Subgraph, register
+
+SHADER_DIR = Path(__file__).resolve().parent / "vulkan_shaders"
+MAGIC = b"PVKB"
+VERSION = 1
+HEADER_BYTES = 64
+MAX_RANK = 6
+MAX_BINDINGS = 8
+MAX_PUSH_WORDS = 32
+MAX_SHADERS, MAX_TENSORS, MAX_DISPATCHES = 64, 4096, 4096
+MAX_GROUPS = 65535  # Vulkan's guaranteed maxComputeWorkGroupCount
+MAX_NUMEL = (1 << 27) // 4  # Vulkan's guaranteed maxStorageBufferRange, in floats
+LOCAL_SIZE = 64
+KIND_INPUT, KIND_OUTPUT, KIND_WEIGHT, KIND_INTERMEDIATE = 0, 1, 2, 3
+# The shaders' activation codes (common.glsl).
+ACT_NONE, ACT_RELU, ACT_CLAMP, ACT_HARDSWISH, ACT_SIGMOID, ACT_SILU, ACT_GELU, ACT_GELU_TANH = range(8)
+# elementwise.comp's operations.
+OP_COPY, OP_ADD, OP_SUB, OP_MUL, OP_DIV = range(5)
+# rows.comp's operations.
+ROWS_MEAN, ROWS_SOFTMAX, ROWS_LAYER_NORM, ROWS_LOG_SOFTMAX = range(4)
+# pool2d.comp's operations.
+POOL_MAX, POOL_AVG, POOL_ADAPTIVE_AVG = range(3)
+# Each shader's bindings (binding 0 is written).
+SHADERS = {"matmul": 4, "elementwise": 3, "rows": 4, "conv2d": 4, "pool2d": 2}
+
+
+def _aten():
+    import torch
+
+    return torch.ops.aten
+
+
+# --- which nodes it takes ----------------------------------------------------
+
+
+def _val(x):
+    return x.meta.get("val") if hasattr(x, "meta") else None
+
+
+def _static_float(val, max_rank=MAX_RANK) -> bool:
+    import torch
+
+    if not isinstance(val, torch.Tensor) or val.dtype != torch.float32 or val.dim() > max_rank:
+        return False
+    if not all(isinstance(s, int) for s in val.shape):
+        return False
+    return 1 <= val.numel() <= MAX_NUMEL
+
+
+def _tensor_args_ok(node, max_rank=MAX_RANK) -> bool:
+    return all(_static_float(_val(a), max_rank) for a in node.args if hasattr(a, "meta"))
+
+
+def _number(x) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(float(x))
+
+
+def _first_output_only(node) -> bool:
+    """A node returning a tuple (max_pool2d_with_indices, native_layer_norm)
+    whose only use is its first result."""
+    return bool(node.users) and all(u.target is operator.getitem and u.args[1] == 0 for u in node.users)
+
+
+@functools.lru_cache(maxsize=None)
+def _checks():
+    a = _aten()
+
+    def out_ok(node, max_rank=MAX_RANK):
+        return _static_float(_val(node), max_rank) and _tensor_args_ok(node, MAX_RANK)
+
+    def elementwise(node):
+        if not out_ok(node, 4) or len(node.args) != 2:
+            return False
+        if set(node.kwargs) - {"alpha"} or not _number(node.kwargs.get("alpha", 1)):
+            return False
+        x, y = node.args
+        return hasattr(x, "meta") and (hasattr(y, "meta") or _number(y)) and _val(x).dim() <= 4
+
+    def unary(node):
+        return out_ok(node, 4) and len(node.args) == 1 and not node.kwargs
+
+    def clamp(node):
+        extra = node.args[1:]
+        bounded = node.target is a.hardtanh.default or any(v is not None for v in extra)
+        return (
+            out_ok(node, 4)
+            and not node.kwargs
+            and len(extra) <= 2
+            and bounded
+            and all(v is None or _number(v) for v in extra)
+        )
+
+    def gelu(node):
+        return out_ok(node, 4) and len(node.args) == 1 and node.kwargs.get("approximate", "none") in ("none", "tanh")
+
+    def mm(node):
+        return out_ok(node) and not node.kwargs and _val(node.args[0]).dim() == 2 and _val(node.args[1]).dim() == 2
+
+    def bmm(node):
+        return out_ok(node) and not node.kwargs and _val(node.args[0]).dim() == 3 and _val(node.args[1]).dim() == 3
+
+    def addmm(node):
+        if not out_ok(node) or len(node.args) != 3 or not hasattr(node.args[0], "meta"):
+            return False
+        if not all(_number(node.kwargs.get(k, 1)) for k in ("alpha", "beta")) or set(node.kwargs) - {"alpha", "beta"}:
+            return False
+        return _val(node.args[0]).dim() <= 2
+
+    def view(node):
+        return out_ok(node)
+
+    def permute(node):
+        return out_ok(node, 4)
+
+    def expand(node):
+        return out_ok(node, 4) and not node.kwargs.get("implicit", False)
+
+    def cat(node):
+        tensors = node.args[0]
+        dim = node.args[1] if len(node.args) > 1 else 0
+        return (
+            _static_float(_val(node), 4)
+            and all(_static_float(_val(t), 4) for t in tensors)
+            and all(_val(t).dim() == _val(node).dim() for t in tensors)
+            and isinstance(dim, int)
+        )
+
+    def conv(node):
+        x, w, b, stride, padding, dilation, transposed, output_padding, groups = node.args
+        return (
+            out_ok(node)
+            and _val(x).dim() == 4
+            and not transposed
+            and len(stride) == 2
+            and len(padding) == 2
+            and len(dilation) == 2
+            and (b is None or hasattr(b, "meta"))
+        )
+
+    def avg_pool(node):
+        args = list(node.args) + [None] * (7 - len(node.args))
+        x, kernel, stride, padding, ceil_mode, _count, divisor = args
+        return out_ok(node) and _val(x).dim() == 4 and not ceil_mode and (divisor is None or divisor > 0)
+
+    def max_pool(node):
+        args = list(node.args) + [None] * (6 - len(node.args))
+        ceil_mode = args[5]
+        return (
+            _static_float(_val(node)[0])
+            and _val(node.args[0]).dim() == 4
+            and not ceil_mode
+            and _first_output_only(node)
+        ) and _static_float(_val(node.args[0]))
+
+    def adaptive(node):
+        return out_ok(node) and _val(node.args[0]).dim() == 4
+
+    def mean(node):
+        if not out_ok(node) or node.kwargs.get("dtype") is not None or len(node.args) < 2:
+            return False
+        return _dim_run(node.args[1], _val(node.args[0]).dim()) is not None
+
+    def softmax(node):
+        return out_ok(node) and len(node.args) == 3 and not node.args[2]
+
+    def layer_norm(node):
+        x, shape, weight, bias, _eps = node.args
+        return (
+            _static_float(_val(node)[0])
+            and _static_float(_val(x))
+            and _first_output_only(node)
+            and all(w is None or _static_float(_val(w)) for w in (weight, bias))
+        )
+
+    return {
+        a.add.Tensor: elementwise,
+        a.sub.Tensor: elementwise,
+        a.mul.Tensor: elementwise,
+        a.div.Tensor: elementwise,
+        a.relu.default: unary,
+        a.sigmoid.default: unary,
+        a.silu.default: unary,
+        a.hardswish.default: unary,
+        a.hardtanh.default: clamp,
+        a.clamp.default: clamp,
+        a.gelu.default: gelu,
+        a.mm.default: mm,
+        a.bmm.default: bmm,
+        a.addmm.default: addmm,
+        a.view.default: view,
+        a._unsafe_view.default: view,
+        a.clone.default: view,
+        a.alias.default: view,
+        a.squeeze.dim: view,
+        a.squeeze.dims: view,
+        a.unsqueeze.default: view,
+        a.permute.default: permute,
+        a.transpose.int: permute,
+        a.t.default: permute,
+        a.expand.default: expand,
+        a.cat.default: cat,
+        a.convolution.default: conv,
+        a.avg_pool2d.default: avg_pool,
+        a.max_pool2d_with_indices.default: max_pool,
+        a._adaptive_avg_pool2d.default: adaptive,
+        a.mean.dim: mean,
+        a._softmax.default: softmax,
+        a._log_softmax.default: softmax,
+        a.native_layer_norm.default: layer_norm,
+    }
+
+
+def _dim_run(dims, rank):
+    """(first, last) of `dims` when they are one run of adjacent dims."""
+    if dims is None or len(dims) == 0:
+        return (0, rank - 1) if rank > 0 else None
+    norm = sorted(d % rank for d in dims)
+    if norm != list(range(norm[0], norm[-1] + 1)):
+        return None
+    return norm[0], norm[-1]
+
+
+# --- the blob ----------------------------------------------------------------
+
+
+def glslc() -> str:
+    path = shutil.which("glslc")
+    if path is None:
+        raise DelegateError(
+            "backend vulkan: glslc (the GLSL to SPIR-V compiler) is not installed: apt-get install glslc "
+            "(tools/setup.sh installs it), or export without --delegate vulkan"
+        )
+    return path
+
+
+@functools.lru_cache(maxsize=None)
+def spirv(shader: str) -> bytes:
+    """The SPIR-V of pare/vulkan_shaders/<shader>.comp."""
+    source = SHADER_DIR / f"{shader}.comp"
+    run = subprocess.run(
+        [glslc(), "--target-env=vulkan1.0", "-O", f"-I{SHADER_DIR}", "-o", "-", str(source)],
+        capture_output=True,
+    )
+    if run.returncode != 0:
+        raise DelegateError(f"backend vulkan: glslc failed on {source.name}: {run.stderr.decode().strip()}")
+    return run.stdout
+
+
+def fnv1a(data: bytes) -> int:
+    h = 2166136261
+    for b in data:
+        h = ((h ^ b) * 16777619) & 0xFFFFFFFF
+    return h
+
+
+def _word(x) -> int:
+    if isinstance(x, float):
+        return struct.unpack("<I", struct.pack("<f", x))[0]
+    return int(x) & 0xFFFFFFFF
+
+
+def groups_for(threads: int) -> tuple[int, int, int]:
+    blocks = max(1, -(-threads // LOCAL_SIZE))
+    x = min(blocks, MAX_GROUPS)
+    return x, -(-blocks // x), 1
+
+
+def pack_blob(shaders, tensors, dispatches, num_inputs, num_outputs, weights: bytes) -> bytes:
+    """`shaders`: names; `tensors`: (kind, index, sizes); `dispatches`:
+    (shader index, groups, bindings, push words)."""
+    code = bytearray()
+    shader_table = bytearray()
+    for name in shaders:
+        words = spirv(name)
+        shader_table += struct.pack("<4I", len(code), len(words), SHADERS[name], MAX_PUSH_WORDS)
+        code += words
+    tensor_table = bytearray()
+    for kind, index, sizes in tensors:
+        numel = math.prod(sizes)
+        tensor_table += struct.pack("<4I", kind, index, numel, len(sizes))
+        tensor_table += struct.pack(f"<{MAX_RANK}I", *sizes, *[0] * (MAX_RANK - len(sizes)))
+    dispatch_table = bytearray()
+    for shader, groups, bindings, push in dispatches:
+        dispatch_table += struct.pack("<4I", shader, *groups)
+        dispatch_table += struct.pack(f"<{MAX_BINDINGS}I", *bindings, *[0] * (MAX_BINDINGS - len(bindings)))
+        words = [_word(p) for p in push]
+        dispatch_table += struct.pack(f"<{MAX_PUSH_WORDS}I", *words, *[0] * (MAX_PUSH_WORDS - len(words)))
+    weights_at = HEADER_BYTES + len(shader_table) + len(tensor_table) + len(dispatch_table)
+    pad = (-len(weights)) % 4
+    code_at = weights_at + len(weights) + pad
+    size = code_at + len(code)
+    body = (
+        struct.pack(
+            "<9I3I",
+            len(shaders),
+            len(tensors),
+            len(dispatches),
+            num_inputs,
+            num_outputs,
+            weights_at,
+            len(weights),
+            code_at,
+            len(code),
+            0,
+            0,
+            0,
+        )
+        + shader_table
+        + tensor_table
+        + dispatch_table
+        + weights
+        + b"\0" * pad
+        + code
+    )
+    return MAGIC + struct.pack("<3I", VERSION, size, fnv1a(body)) + body
+
+
+def _contiguous_strides(sizes):
+    strides, step = [], 1
+    for s in reversed(sizes):
+        strides.append(step)
+        step *= s
+    return strides[::-1]
+
+
+def _pad4(sizes, strides):
+    pad = 4 - len(sizes)
+    return [1] * pad + list(sizes), [0] * pad + list(strides)
+
+
+def _broadcast_strides(shape, out_shape):
+    """Strides reading a contiguous `shape` at each index of `out_shape`."""
+    shape = [1] * (len(out_shape) - len(shape)) + list(shape)
+    strides = _contiguous_strides(shape)
+    return [0 if s == 1 and o != 1 else st for s, o, st in zip(shape, out_shape, strides)]
+
+
+# --- lowering a partition ----------------------------------------------------
+
+
+class _Lowering:
+    def __init__(self, subgraph: Subgraph):
+        import torch
+
+        self.torch = torch
+        self.subgraph = subgraph
+        self.tensors: list[tuple[int, int, list[int]]] = []
+        self.dispatches: list[tuple[int, tuple, list[int], list]] = []
+        self.shaders: list[str] = []
+        self.weights = bytearray()
+        self.value: dict = {}
+        self.outputs = {node: i for i, node in enumerate(subgraph.outputs)}
+        run_inputs = [n for n in subgraph.inputs if n not in subgraph.constants]
+        self.num_inputs = len(run_inputs)
+        for i, node in enumerate(run_inputs):
+            self.value[node] = self._tensor(KIND_INPUT, i, _val(node).shape)
+        for node, tensor in subgraph.constants.items():
+            if not isinstance(tensor, torch.Tensor) or tensor.dtype != torch.float32:
+                raise DelegateError(f"backend vulkan: constant {node.name} is not a float32 tensor")
+            data = tensor.detach().contiguous().numpy().tobytes()
+            self.value[node] = self._tensor(KIND_WEIGHT, len(self.weights), tensor.shape)
+            self.weights += data
+
+    def _tensor(self, kind, index, shape) -> int:
+        self.tensors.append((kind, index, [int(s) for s in shape] or []))
+        if len(self.tensors) > MAX_TENSORS:
+            raise DelegateError(f"backend vulkan: a partition needs more than {MAX_TENSORS} tensors")
+        return len(self.tensors) - 1
+
+    def _result(self, node, shape=None) -> int:
+        """The tensor `node` writes: an output of the partition, or an
+        intermediate."""
+        shape = _val(node).shape if shape is None else shape
+        if node in self.outputs:
+            return self._tensor(KIND_OUTPUT, self.outputs[node], shape)
+        return self._tensor(KIND_INTERMEDIATE, 0, shape)
+
+    def _dispatch(self, shader, threads, bindings, push):
+        if shader not in self.shaders:
+            self.shaders.append(shader)
+        assert len(bindings) == SHADERS[shader] and len(push) <= MAX_PUSH_WORDS
+        self.dispatches.append((self.shaders.index(shader), groups_for(threads), bindings, push))
+
+    def _copy(self, out, source, sizes, a_strides, out_strides, offset=0, act=(ACT_NONE, 0.0, 0.0)):
+        sizes4, a4 = _pad4(sizes, a_strides)
+        _, o4 = _pad4(sizes, out_strides)
+        total = math.prod(sizes)
+        push = [total, *sizes4, *a4, *[0] * 4, *o4, offset, OP_COPY, 0, 0.0, 1.0, act[0], float(act[1]), float(act[2])]
+        self._dispatch("elementwise", total, [out, source, source], push)
+
+    def _fusable(self, node):
+        """The activation node that can be fused into `node`'s result, and
+        its (act, lo, hi)."""
+        if node in self.outputs or len(node.users) != 1:
+            return None, None
+        (user,) = node.users
+        if user not in self.members:
+            return None, None
+        act = _activation(user)
+        return (user, act) if act is not None else (None, None)
+
+    def lower(self) -> bytes:
+        a = _aten()
+        self.members = set(self.subgraph.nodes)
+        fused = set()
+        for node in self.subgraph.nodes:
+            if node in fused:
+                continue
+            t = node.target
+            if t is operator.getitem:  # the first result of a tuple op, which wrote it
+                continue
+            if t in (a.mm.default, a.bmm.default, a.addmm.default, a.convolution.default):
+                user, act = self._fusable(node)
+                if user is not None:
+                    fused.add(user)
+                    target = user
+                else:
+                    act, target = (ACT_NONE, 0.0, 0.0), node
+                out = self._result(target, _val(node).shape)
+                if t is a.convolution.default:
+                    self._conv(node, out, act)
+                else:
+                    self._matmul(node, out, act)
+                self.value[node] = out
+                self.value[target] = out
+            elif _activation(node) is not None:
+                act = _activation(node)
+                shape = list(_val(node).shape)
+                out = self._result(node)
+                st = _contiguous_strides(shape)
+                self._copy(out, self.value[node.args[0]], shape, st, st, act=act)
+                self.value[node] = out
+            elif t in (a.add.Tensor, a.sub.Tensor, a.mul.Tensor, a.div.Tensor):
+                self._binary(node)
+            elif t in (a.view.default, a._unsafe_view.default, a.clone.default, a.alias.default) or t in (
+                a.squeeze.dim,
+                a.squeeze.dims,
+                a.unsqueeze.default,
+            ):
+                self.value[node] = self.value[node.args[0]]
+                if node in self.outputs:
+                    self._alias_output(node)
+            elif t in (a.permute.default, a.transpose.int, a.t.default):
+                src = node.args[0]
+                shape = list(_val(src).shape)
+                perm = list(range(len(shape)))
+                if t is a.permute.default:
+                    perm = [d % len(shape) for d in node.args[1]]
+                elif len(shape) == 2 or t is a.transpose.int:
+                    d0, d1 = (node.args[1] % len(shape), node.args[2] % len(shape)) if t is a.transpose.int else (0, 1)
+                    perm[d0], perm[d1] = perm[d1], perm[d0]
+                strides = _contiguous_strides(shape)
+                out_shape = [shape[d] for d in perm]
+                out = self._result(node)
+                self._copy(out, self.value[src], out_shape, [strides[d] for d in perm], _contiguous_strides(out_shape))
+                self.value[node] = out
+            elif t is a.expand.default:
+                out_shape = list(_val(node).shape)
+                out = self._result(node)
+                st = _broadcast_strides(_val(node.args[0]).shape, out_shape)
+                self._copy(out, self.value[node.args[0]], out_shape, st, _contiguous_strides(out_shape))
+                self.value[node] = out
+            elif t is a.cat.default:
+                self._cat(node)
+            elif t in (a.avg_pool2d.default, a.max_pool2d_with_indices.default, a._adaptive_avg_pool2d.default):
+                self._pool(node)
+            elif t in (a.mean.dim, a._softmax.default, a._log_softmax.default, a.native_layer_norm.default):
+                self._rows(node)
+            else:
+                raise DelegateError(f"backend vulkan: internal: no lowering for {t}")
+        return pack_blob(
+            self.shaders, self.tensors, self.dispatches, self.num_inputs, len(self.outputs), bytes(self.weights)
+        )
+
+    def _alias_output(self, node):
+        """A view node that the partition returns: copied into an output of
+        its own (an alias cannot be an output)."""
+        shape = list(_val(node).shape)
+        src = self.value[node]
+        out = self._tensor(KIND_OUTPUT, self.outputs[node], shape)
+        flat = [math.prod(shape)]
+        self._copy(out, src, flat, [1], [1])
+        self.value[node] = out
+
+    def _binary(self, node):
+        a = _aten()
+        x, y = node.args
+        op = {a.add.Tensor: OP_ADD, a.sub.Tensor: OP_SUB, a.mul.Tensor: OP_MUL, a.div.Tensor: OP_DIV}[node.target]
+        out_shape = list(_val(node).shape)
+        out = self._result(node)
+        ax = _broadcast_strides(_val(x).shape, out_shape)
+        sizes4, a4 = _pad4(out_shape, ax)
+        if hasattr(y, "meta"):
+            b4 = _pad4(out_shape, _broadcast_strides(_val(y).shape, out_shape))[1]
+            ybuf, scalar, number = self.value[y], 0, 0.0
+        else:
+            b4, ybuf, scalar, number = [0] * 4, self.value[x], 1, float(y)
+        _, o4 = _pad4(out_shape, _contiguous_strides(out_shape))
+        alpha = float(node.kwargs.get("alpha", 1))
+        total = math.prod(out_shape)
+        push = [total, *sizes4, *a4, *b4, *o4, 0, op, scalar, number, alpha, ACT_NONE, 0.0, 0.0]
+        self._dispatch("elementwise", total, [out, self.value[x], ybuf], push)
+        self.value[node] = out
+
+    def _matmul(self, node, out, act):
+        a = _aten()
+        alpha, beta, bias = 1.0, 0.0, None
+        if node.target is a.addmm.default:
+            bias, x, w = node.args
+            alpha = float(node.kwargs.get("alpha", 1))
+            beta = float(node.kwargs.get("beta", 1))
+        else:
+            x, w = node.args
+        xs, ws = list(_val(x).shape), list(_val(w).shape)
+        if len(xs) == 2:
+            batch, (m, k), n = 1, xs, ws[1]
+            a_st, b_st = [0, k, 1], [0, n, 1]
+        else:
+            batch, m, k, n = xs[0], xs[1], xs[2], ws[2]
+            a_st, b_st = [m * k, k, 1], [k * n, n, 1]
+        bias_st, has_bias, bias_buf = [0, 0, 0], 0, self.value[x]
+        if bias is not None:
+            bs = _broadcast_strides(_val(bias).shape, [m, n])
+            bias_st, has_bias, bias_buf = [0, *bs], 1, self.value[bias]
+        total = batch * m * n
+        push = [total, m, n, k, *a_st, *b_st, *bias_st, has_bias, alpha, beta, act[0], float(act[1]), float(act[2])]
+        self._dispatch("matmul", total, [out, self.value[x], self.value[w], bias_buf], push)
+
+    def _conv(self, node, out, act):
+        x, w, b, stride, padding, dilation, _t, _op, groups = node.args
+        n, c, h, wd = _val(x).shape
+        oc, _, kh, kw = _val(w).shape
+        _, _, oh, ow = _val(node).shape
+        total = n * oc * oh * ow
+        bias_buf = self.value[b] if b is not None else self.value[w]
+        push = [total, c, h, wd, oc, oh, ow, kh, kw, *stride, *padding, *dilation, groups]
+        push += [1 if b is not None else 0, act[0], float(act[1]), float(act[2])]
+        self._dispatch("conv2d", total, [out, self.value[x], self.value[w], bias_buf], push)
+
+    def _pool(self, node):
+        a = _aten()
+        x = node.args[0]
+        n, c, h, w = _val(x).shape
+        out_val = _val(node)[0] if node.target is a.max_pool2d_with_indices.default else _val(node)
+        oh, ow = out_val.shape[2:]
+        kernel, stride, padding, dilation = [1, 1], [1, 1], [0, 0], [1, 1]
+        include_pad, divisor = 1, 0
+        if node.target is a._adaptive_avg_pool2d.default:
+            op = POOL_ADAPTIVE_AVG
+        else:
+            args = list(node.args)
+            kernel = _pair(args[1])
+            stride = _pair(args[2]) if len(args) > 2 and args[2] else kernel
+            padding = _pair(args[3]) if len(args) > 3 else [0, 0]
+            if node.target is a.max_pool2d_with_indices.default:
+                op = POOL_MAX
+                dilation = _pair(args[4]) if len(args) > 4 else [1, 1]
+            else:
+                op = POOL_AVG
+                include_pad = 1 if len(args) <= 5 or args[5] else 0
+                divisor = int(args[6]) if len(args) > 6 and args[6] is not None else 0
+        out = self._result(node, out_val.shape) if node.target is not a.max_pool2d_with_indices.default else None
+        if out is None:
+            getitem = next(iter(node.users))
+            out = self._result(getitem, out_val.shape)
+            self.value[getitem] = out
+        total = n * c * oh * ow
+        push = [total, h, w, oh, ow, *kernel, *stride, *padding, *dilation, op, include_pad, divisor]
+        self._dispatch("pool2d", total, [out, self.value[x]], push)
+        self.value[node] = out
+
+    def _rows(self, node):
+        a = _aten()
+        x = node.args[0]
+        shape = list(_val(x).shape)
+        rank = len(shape)
+        weight_buf = bias_buf = self.value[x]
+        has_w = has_b = 0
+        eps = 0.0
+        if node.target is a.mean.dim:
+            first, last = _dim_run(node.args[1], rank)
+            op = ROWS_MEAN
+            out_shape = _val(node).shape
+            target = node
+        elif node.target is a.native_layer_norm.default:
+            _, normalized, weight, bias, eps = node.args
+            first, last = rank - len(normalized), rank - 1
+            op = ROWS_LAYER_NORM
+            if weight is not None:
+                weight_buf, has_w = self.value[weight], 1
+            if bias is not None:
+                bias_buf, has_b = self.value[bias], 1
+            target = next(iter(node.users))
+            out_shape = shape
+        else:
+            d = node.args[1] % rank
+            first = last = d
+            op = ROWS_SOFTMAX if node.target is a._softmax.default else ROWS_LOG_SOFTMAX
+            target = node
+            out_shape = shape
+        reduced = math.prod(shape[first : last + 1])
+        inner = math.prod(shape[last + 1 :])
+        rows = math.prod(shape) // reduced
+        out = self._result(target, out_shape)
+        push = [rows, reduced, inner, op, float(eps), has_w, has_b]
+        self._dispatch("rows", rows, [out, self.value[x], weight_buf, bias_buf], push)
+        self.value[node] = out
+        self.value[target] = out
+
+    def _cat(self, node):
+        tensors = node.args[0]
+        out_shape = list(_val(node).shape)
+        dim = (node.args[1] if len(node.args) > 1 else 0) % len(out_shape)
+        out = self._result(node)
+        out_strides = _contiguous_strides(out_shape)
+        offset = 0
+        for t in tensors:
+            shape = list(_val(t).shape)
+            if shape[dim] > 0:
+                self._copy(
+                    out, self.value[t], shape, _contiguous_strides(shape), out_strides, offset * out_strides[dim]
+                )
+            offset += shape[dim]
+        self.value[node] = out
+
+
+def _pair(v):
+    v = list(v) if isinstance(v, (list, tuple)) else [v]
+    return v * 2 if len(v) == 1 else v
+
+
+def _activation(node):
+    """(code, lo, hi) when `node` is an activation the shaders apply."""
+    a = _aten()
+    t = node.target
+    if t is a.relu.default:
+        return ACT_RELU, 0.0, 0.0
+    if t is a.sigmoid.default:
+        return ACT_SIGMOID, 0.0, 0.0
+    if t is a.silu.default:
+        return ACT_SILU, 0.0, 0.0
+    if t is a.hardswish.default:
+        return ACT_HARDSWISH, 0.0, 0.0
+    if t is a.gelu.default:
+        return (ACT_GELU_TANH if node.kwargs.get("approximate", "none") == "tanh" else ACT_GELU), 0.0, 0.0
+    if t in (a.hardtanh.default, a.clamp.default):
+        lo = node.args[1] if len(node.args) > 1 else (-1.0 if t is a.hardtanh.default else None)
+        hi = node.args[2] if len(node.args) > 2 else (1.0 if t is a.hardtanh.default else None)
+        return ACT_CLAMP, float("-inf") if lo is None else float(lo), float("inf") if hi is None else float(hi)
+    return None
+
+
+class VulkanBackend(Backend):
+    """`vulkan`: float32 partitions as Vulkan compute shaders (see the
+    module doc); its runtime side is runtime/kernels/delegate/
+    vulkan_backend.cc."""
+
+    name = "vulkan"
+    embeds_constants = True
+
+    def supports(self, node) -> bool:
+        check = _checks().get(node.target)
+        return check is not None and bool(check(node))
+
+    def preprocess(self, subgraph: Subgraph, compile_specs: dict[str, str]) -> bytes:
+        blob = _Lowering(subgraph).lower()
+        return blob
+
+    def op_names(self) -> list[str]:
+        return sorted(str(t) for t in _checks())
+
+
+register(VulkanBackend())

@@ -1,0 +1,828 @@
+// The Vulkan compute backend (docs/delegates.md, "The Vulkan backend").
+//
+// Its AOT side (pare/vulkan.py) compiles a partition into GLSL compute
+// shaders (SPIR-V, by glslc) and a list of dispatches over float32 buffers;
+// this side loads libvulkan at run time through the PAL (no runtime links a
+// Vulkan library), makes one storage buffer per tensor, one compute
+// pipeline per shader and one descriptor set per dispatch, records the
+// dispatches once into a command buffer, and per execute copies the inputs
+// in, submits, waits on a fence and copies the outputs out. The Vulkan
+// types and entry points it uses are declared here (as volk-style loaders
+// do), so no Vulkan header is needed to build it.
+//
+// The blob (little-endian u32 fields; pare/vulkan.py writes it):
+//
+//   offset 0   u8[4]  magic "PVKB"
+//          4   u32    version, 1
+//          8   u32    blob size
+//         12   u32    FNV-1a of bytes [16, blob size)
+//         16   u32    num_shaders       <= kMaxShaders
+//         20   u32    num_tensors       <= kMaxTensors
+//         24   u32    num_dispatches    <= kMaxDispatches
+//         28   u32    num_inputs, 32: u32 num_outputs
+//         36   u32    weights offset, 40: u32 weights bytes
+//         44   u32    code offset, 48: u32 code bytes
+//         52   u32[3] 0
+//         64   num_shaders x {u32 code offset (in the code section), u32 code bytes,
+//                             u32 bindings (1..kMaxBindings), u32 push-constant words (<= 32)}
+//          .   num_tensors x {u32 kind, u32 index, u32 numel, u32 rank, u32 sizes[6]}
+//                kind 0 input `index`, 1 output `index`, 2 weights at byte `index`
+//                of the weights section, 3 an intermediate (index 0)
+//          .   num_dispatches x {u32 shader, u32 groups[3], u32 bindings[8], u32 push[32]}
+//                binding 0 is the tensor the shader writes (an intermediate or
+//                an output); unused bindings and push words are 0
+//          .   the weights section, then the code section (SPIR-V words)
+//
+// init checks every field against these bounds and against each other
+// (each input and output exactly once, sizes multiply to numel, sections
+// inside the blob), so a corrupt blob fails there with InvalidProgram. The
+// shaders' own reads stay inside their buffers with robustBufferAccess,
+// which init enables where the device has it.
+
+#include "runtime/kernels/delegate/delegate.h"
+#include "runtime/pal/pal.h"
+
+namespace pare {
+namespace backends {
+namespace vulkan {
+namespace {
+
+// --- the subset of the Vulkan API this backend uses (vulkan_core.h, 1.0) ---
+
+using VkResult = int32_t;
+using VkInstance = struct VkInstance_T*;
+using VkPhysicalDevice = struct VkPhysicalDevice_T*;
+using VkDevice = struct VkDevice_T*;
+using VkQueue = struct VkQueue_T*;
+using VkCommandBuffer = struct VkCommandBuffer_T*;
+using VkHandle = uint64_t;  // every non-dispatchable handle on 64-bit targets
+using VkVoidFunction = void (*)();
+
+constexpr uint32_t kApiVersion10 = 1u << 22;
+constexpr uint32_t kQueueCompute = 0x2;
+constexpr uint32_t kBufferUsageStorage = 0x20;
+constexpr uint32_t kMemoryHostVisible = 0x2, kMemoryHostCoherent = 0x4;
+constexpr uint32_t kShaderStageCompute = 0x20;
+constexpr uint32_t kDescriptorStorageBuffer = 7;
+constexpr uint32_t kBindPointCompute = 1;
+constexpr uint32_t kStageCompute = 0x800, kStageHost = 0x4000;
+constexpr uint32_t kAccessShaderRead = 0x20, kAccessShaderWrite = 0x40, kAccessHostRead = 0x2000,
+                   kAccessHostWrite = 0x4000;
+constexpr uint64_t kWholeSize = ~uint64_t{0};
+
+enum StructureType : uint32_t {
+  kApplicationInfo = 0,
+  kInstanceCreateInfo = 1,
+  kDeviceQueueCreateInfo = 2,
+  kDeviceCreateInfo = 3,
+  kSubmitInfo = 4,
+  kMemoryAllocateInfo = 5,
+  kFenceCreateInfo = 8,
+  kBufferCreateInfo = 12,
+  kShaderModuleCreateInfo = 16,
+  kPipelineShaderStageCreateInfo = 18,
+  kComputePipelineCreateInfo = 29,
+  kPipelineLayoutCreateInfo = 30,
+  kDescriptorSetLayoutCreateInfo = 32,
+  kDescriptorPoolCreateInfo = 33,
+  kDescriptorSetAllocateInfo = 34,
+  kWriteDescriptorSet = 35,
+  kCommandPoolCreateInfo = 39,
+  kCommandBufferAllocateInfo = 40,
+  kCommandBufferBeginInfo = 42,
+  kMemoryBarrier = 46,
+};
+
+struct VkApplicationInfo {
+  uint32_t sType;
+  const void* pNext;
+  const char* pApplicationName;
+  uint32_t applicationVersion;
+  const char* pEngineName;
+  uint32_t engineVersion;
+  uint32_t apiVersion;
+};
+struct VkInstanceCreateInfo {
+  uint32_t sType;
+  const void* pNext;
+  uint32_t flags;
+  const VkApplicationInfo* pApplicationInfo;
+  uint32_t enabledLayerCount;
+  const char* const* ppEnabledLayerNames;
+  uint32_t enabledExtensionCount;
+  const char* const* ppEnabledExtensionNames;
+};
+struct VkQueueFamilyProperties {
+  uint32_t queueFlags;
+  uint32_t queueCount;
+  uint32_t timestampValidBits;
+  uint32_t minImageTransferGranularity[3];
+};
+struct VkMemoryType {
+  uint32_t propertyFlags;
+  uint32_t heapIndex;
+};
+struct VkMemoryHeap {
+  uint64_t size;
+  uint32_t flags;
+};
+struct VkPhysicalDeviceMemoryProperties {
+  uint32_t memoryTypeCount;
+  VkMemoryType memoryTypes[32];
+  uint32_t memoryHeapCount;
+  VkMemoryHeap memoryHeaps[16];
+};
+// VkPhysicalDeviceFeatures: 55 VkBool32, robustBufferAccess first.
+struct VkPhysicalDeviceFeatures {
+  uint32_t flags[55];
+};
+struct VkDeviceQueueCreateInfo {
+  uint32_t sType;
+  const void* pNext;
+  uint32_t flags;
+  uint32_t queueFamilyIndex;
+  uint32_t queueCount;
+  const float* pQueuePriorities;
+};
+struct VkDeviceCreateInfo {
+  uint32_t sType;
+  const void* pNext;
+  uint32_t flags;
+  uint32_t queueCreateInfoCount;
+  const VkDeviceQueueCreateInfo* pQueueCreateInfos;
+  uint32_t enabledLayerCount;
+  const char* const* ppEnabledLayerNames;
+  uint32_t enabledExtensionCount;
+  const char* const* ppEnabledExtensionNames;
+  const VkPhysicalDeviceFeatures* pEnabledFeatures;
+};
+struct VkBufferCreateInfo {
+  uint32_t sType;
+  const void* pNext;
+  uint32_t flags;
+  uint64_t size;
+  uint32_t usage;
+  uint32_t sharingMode;
+  uint32_t queueFamilyIndexCount;
+  const uint32_t* pQueueFamilyIndices;
+};
+struct VkMemoryRequirements {
+  uint64_t size;
+  uint64_t alignment;
+  uint32_t memoryTypeBits;
+};
+struct VkMemoryAllocateInfo {
+  uint32_t sType;
+  const void* pNext;
+  uint64_t allocationSize;
+  uint32_t memoryTypeIndex;
+};
+struct VkShaderModuleCreateInfo {
+  uint32_t sType;
+  const void* pNext;
+  uint32_t flags;
+  size_t codeSize;
+  const uint32_t* pCode;
+};
+struct VkDescriptorSetLayoutBinding {
+  uint32_t binding;
+  uint32_t descriptorType;
+  uint32_t descriptorCount;
+  uint32_t stageFlags;
+  const void* pImmutableSamplers;
+};
+struct VkDescriptorSetLayoutCreateInfo {
+  uint32_t sType;
+  const void* pNext;
+  uint32_t flags;
+  uint32_t bindingCount;
+  const VkDescriptorSetLayoutBinding* pBindings;
+};
+struct VkPushConstantRange {
+  uint32_t stageFlags;
+  uint32_t offset;
+  uint32_t size;
+};
+struct VkPipelineLayoutCreateInfo {
+  uint32_t sType;
+  const void* pNext;
+  uint32_t flags;
+  uint32_t setLayoutCount;
+  const VkHandle* pSetLayouts;
+  uint32_t pushConstantRangeCount;
+  const VkPushConstantRange* pPushConstantRanges;
+};
+struct VkPipelineShaderStageCreateInfo {
+  uint32_t sType;
+  const void* pNext;
+  uint32_t flags;
+  uint32_t stage;
+  VkHandle module;
+  const char* pName;
+  const void* pSpecializationInfo;
+};
+struct VkComputePipelineCreateInfo {
+  uint32_t sType;
+  const void* pNext;
+  uint32_t flags;
+  VkPipelineShaderStageCreateInfo stage;
+  VkHandle layout;
+  VkHandle basePipelineHandle;
+  int32_t basePipelineIndex;
+};
+struct VkDescriptorPoolSize {
+  uint32_t type;
+  uint32_t descriptorCount;
+};
+struct VkDescriptorPoolCreateInfo {
+  uint32_t sType;
+  const void* pNext;
+  uint32_t flags;
+  uint32_t maxSets;
+  uint32_t poolSizeCount;
+  const VkDescriptorPoolSize* pPoolSizes;
+};
+struct VkDescriptorSetAllocateInfo {
+  uint32_t sType;
+  const void* pNext;
+  VkHandle descriptorPool;
+  uint32_t descriptorSetCount;
+  const VkHandle* pSetLayouts;
+};
+struct VkDescriptorBufferInfo {
+  VkHandle buffer;
+  uint64_t offset;
+  uint64_t range;
+};
+struct VkWriteDescriptorSet {
+  uint32_t sType;
+  const void* pNext;
+  VkHandle dstSet;
+  uint32_t dstBinding;
+  uint32_t dstArrayElement;
+  uint32_t descriptorCount;
+  uint32_t descriptorType;
+  const void* pImageInfo;
+  const VkDescriptorBufferInfo* pBufferInfo;
+  const void* pTexelBufferView;
+};
+struct VkCommandPoolCreateInfo {
+  uint32_t sType;
+  const void* pNext;
+  uint32_t flags;
+  uint32_t queueFamilyIndex;
+};
+struct VkCommandBufferAllocateInfo {
+  uint32_t sType;
+  const void* pNext;
+  VkHandle commandPool;
+  uint32_t level;
+  uint32_t commandBufferCount;
+};
+struct VkCommandBufferBeginInfo {
+  uint32_t sType;
+  const void* pNext;
+  uint32_t flags;
+  const void* pInheritanceInfo;
+};
+struct VkMemoryBarrier {
+  uint32_t sType;
+  const void* pNext;
+  uint32_t srcAccessMask;
+  uint32_t dstAccessMask;
+};
+struct VkFenceCreateInfo {
+  uint32_t sType;
+  const void* pNext;
+  uint32_t flags;
+};
+struct VkSubmitInfo {
+  uint32_t sType;
+  const void* pNext;
+  uint32_t waitSemaphoreCount;
+  const VkHandle* pWaitSemaphores;
+  const uint32_t* pWaitDstStageMask;
+  uint32_t commandBufferCount;
+  const VkCommandBuffer* pCommandBuffers;
+  uint32_t signalSemaphoreCount;
+  const VkHandle* pSignalSemaphores;
+};
+
+// The entry points, each loaded by name through vkGetInstanceProcAddr.
+#define PARE_VULKAN_FUNCTIONS(X)                                                                                       \
+  X(vkDestroyInstance, void, VkInstance, const void*)                                                                  \
+  X(vkEnumeratePhysicalDevices, VkResult, VkInstance, uint32_t*, VkPhysicalDevice*)                                    \
+  X(vkGetPhysicalDeviceQueueFamilyProperties, void, VkPhysicalDevice, uint32_t*, VkQueueFamilyProperties*)             \
+  X(vkGetPhysicalDeviceMemoryProperties, void, VkPhysicalDevice, VkPhysicalDeviceMemoryProperties*)                    \
+  X(vkGetPhysicalDeviceFeatures, void, VkPhysicalDevice, VkPhysicalDeviceFeatures*)                                    \
+  X(vkCreateDevice, VkResult, VkPhysicalDevice, const VkDeviceCreateInfo*, const void*, VkDevice*)                     \
+  X(vkDestroyDevice, void, VkDevice, const void*)                                                                      \
+  X(vkGetDeviceQueue, void, VkDevice, uint32_t, uint32_t, VkQueue*)                                                    \
+  X(vkCreateBuffer, VkResult, VkDevice, const VkBufferCreateInfo*, const void*, VkHandle*)                             \
+  X(vkDestroyBuffer, void, VkDevice, VkHandle, const void*)                                                            \
+  X(vkGetBufferMemoryRequirements, void, VkDevice, VkHandle, VkMemoryRequirements*)                                    \
+  X(vkAllocateMemory, VkResult, VkDevice, const VkMemoryAllocateInfo*, const void*, VkHandle*)                         \
+  X(vkFreeMemory, void, VkDevice, VkHandle, const void*)                                                               \
+  X(vkBindBufferMemory, VkResult, VkDevice, VkHandle, VkHandle, uint64_t)                                              \
+  X(vkMapMemory, VkResult, VkDevice, VkHandle, uint64_t, uint64_t, uint32_t, void**)                                   \
+  X(vkCreateShaderModule, VkResult, VkDevice, const VkShaderModuleCreateInfo*, const void*, VkHandle*)                 \
+  X(vkDestroyShaderModule, void, VkDevice, VkHandle, const void*)                                                      \
+  X(vkCreateDescriptorSetLayout, VkResult, VkDevice, const VkDescriptorSetLayoutCreateInfo*, const void*, VkHandle*)   \
+  X(vkDestroyDescriptorSetLayout, void, VkDevice, VkHandle, const void*)                                               \
+  X(vkCreatePipelineLayout, VkResult, VkDevice, const VkPipelineLayoutCreateInfo*, const void*, VkHandle*)             \
+  X(vkDestroyPipelineLayout, void, VkDevice, VkHandle, const void*)                                                    \
+  X(vkCreateComputePipelines, VkResult, VkDevice, VkHandle, uint32_t, const VkComputePipelineCreateInfo*, const void*, \
+    VkHandle*)                                                                                                         \
+  X(vkDestroyPipeline, void, VkDevice, VkHandle, const void*)                                                          \
+  X(vkCreateDescriptorPool, VkResult, VkDevice, const VkDescriptorPoolCreateInfo*, const void*, VkHandle*)             \
+  X(vkDestroyDescriptorPool, void, VkDevice, VkHandle, const void*)                                                    \
+  X(vkAllocateDescriptorSets, VkResult, VkDevice, const VkDescriptorSetAllocateInfo*, VkHandle*)                       \
+  X(vkUpdateDescriptorSets, void, VkDevice, uint32_t, const VkWriteDescriptorSet*, uint32_t, const void*)              \
+  X(vkCreateCommandPool, VkResult, VkDevice, const VkCommandPoolCreateInfo*, const void*, VkHandle*)                   \
+  X(vkDestroyCommandPool, void, VkDevice, VkHandle, const void*)                                                       \
+  X(vkAllocateCommandBuffers, VkResult, VkDevice, const VkCommandBufferAllocateInfo*, VkCommandBuffer*)                \
+  X(vkBeginCommandBuffer, VkResult, VkCommandBuffer, const VkCommandBufferBeginInfo*)                                  \
+  X(vkEndCommandBuffer, VkResult, VkCommandBuffer)                                                                     \
+  X(vkCmdBindPipeline, void, VkCommandBuffer, uint32_t, VkHandle)                                                      \
+  X(vkCmdBindDescriptorSets, void, VkCommandBuffer, uint32_t, VkHandle, uint32_t, uint32_t, const VkHandle*, uint32_t, \
+    const uint32_t*)                                                                                                   \
+  X(vkCmdPushConstants, void, VkCommandBuffer, VkHandle, uint32_t, uint32_t, uint32_t, const void*)                    \
+  X(vkCmdDispatch, void, VkCommandBuffer, uint32_t, uint32_t, uint32_t)                                                \
+  X(vkCmdPipelineBarrier, void, VkCommandBuffer, uint32_t, uint32_t, uint32_t, uint32_t, const VkMemoryBarrier*,       \
+    uint32_t, const void*, uint32_t, const void*)                                                                      \
+  X(vkCreateFence, VkResult, VkDevice, const VkFenceCreateInfo*, const void*, VkHandle*)                               \
+  X(vkDestroyFence, void, VkDevice, VkHandle, const void*)                                                             \
+  X(vkResetFences, VkResult, VkDevice, uint32_t, const VkHandle*)                                                      \
+  X(vkWaitForFences, VkResult, VkDevice, uint32_t, const VkHandle*, uint32_t, uint64_t)                                \
+  X(vkQueueSubmit, VkResult, VkQueue, uint32_t, const VkSubmitInfo*, VkHandle)
+
+using PFN_vkGetInstanceProcAddr = VkVoidFunction (*)(VkInstance, const char*);
+using PFN_vkCreateInstance = VkResult (*)(const VkInstanceCreateInfo*, const void*, VkInstance*);
+
+struct Api {
+#define PARE_VULKAN_POINTER(name, result, ...) result (*name)(__VA_ARGS__);
+  PARE_VULKAN_FUNCTIONS(PARE_VULKAN_POINTER)
+#undef PARE_VULKAN_POINTER
+};
+
+// --- the blob --------------------------------------------------------------
+
+constexpr uint32_t kVersion = 1;
+constexpr size_t kHeaderBytes = 64;
+constexpr size_t kShaderBytes = 16;
+constexpr uint32_t kMaxRank = 6;
+constexpr size_t kTensorBytes = 16 + 4 * kMaxRank;
+constexpr uint32_t kMaxBindings = 8;
+constexpr uint32_t kMaxPushWords = 32;
+constexpr size_t kDispatchBytes = 16 + 4 * kMaxBindings + 4 * kMaxPushWords;
+constexpr uint32_t kMaxShaders = 64, kMaxTensors = 4096, kMaxDispatches = 4096;
+// Vulkan's guaranteed minimums: maxComputeWorkGroupCount[*] and
+// maxStorageBufferRange.
+constexpr uint32_t kMaxGroups = 65535;
+constexpr uint32_t kMaxNumel = (1u << 27) / 4;
+enum TensorKind : uint32_t { kInput = 0, kOutput = 1, kWeight = 2, kIntermediate = 3 };
+
+struct TensorInfo {
+  uint32_t kind, index, numel, rank;
+  int64_t sizes[kMaxRank];
+  VkHandle buffer, memory;
+  float* mapped;
+};
+struct Shader {
+  VkHandle module, set_layout, layout, pipeline;
+};
+
+// Everything init made, freed by destroy (also after a failed init).
+struct Handle {
+  void* library;
+  Api api;
+  VkInstance instance;
+  VkPhysicalDevice physical;
+  VkDevice device;
+  VkQueue queue;
+  VkHandle command_pool, descriptor_pool, fence;
+  VkCommandBuffer commands;
+  uint32_t num_shaders, num_tensors, num_inputs, num_outputs;
+  Shader* shaders;
+  TensorInfo* tensors;
+  uint32_t* inputs;   // tensor of each input
+  uint32_t* outputs;  // tensor of each output
+};
+
+uint32_t rd32(const uint8_t* p) {
+  return static_cast<uint32_t>(p[0]) | (static_cast<uint32_t>(p[1]) << 8) | (static_cast<uint32_t>(p[2]) << 16) |
+         (static_cast<uint32_t>(p[3]) << 24);
+}
+
+uint32_t fnv1a(const uint8_t* p, size_t n) {
+  uint32_t h = 2166136261u;
+  for (size_t i = 0; i < n; ++i) h = (h ^ p[i]) * 16777619u;
+  return h;
+}
+
+#if defined(__ANDROID__)
+constexpr const char* kLibraryName = "libvulkan.so";
+#else
+constexpr const char* kLibraryName = "libvulkan.so.1";
+#endif
+
+// The loader, an instance and the first device with a compute queue;
+// nullptr and a static reason when there are none. On success `h` owns them.
+const char* open_device(Handle& h, uint32_t* queue_family) {
+  h.library = pare_pal_library_open(kLibraryName);
+  if (h.library == nullptr) return "no Vulkan loader (libvulkan) on this device";
+  auto get = reinterpret_cast<PFN_vkGetInstanceProcAddr>(
+      reinterpret_cast<uintptr_t>(pare_pal_library_symbol(h.library, "vkGetInstanceProcAddr")));
+  if (get == nullptr) return "libvulkan has no vkGetInstanceProcAddr";
+  auto create = reinterpret_cast<PFN_vkCreateInstance>(reinterpret_cast<uintptr_t>(get(nullptr, "vkCreateInstance")));
+  if (create == nullptr) return "libvulkan has no vkCreateInstance";
+  const VkApplicationInfo app{kApplicationInfo, nullptr, "pare", 1, "pare", 1, kApiVersion10};
+  const VkInstanceCreateInfo info{kInstanceCreateInfo, nullptr, 0, &app, 0, nullptr, 0, nullptr};
+  if (create(&info, nullptr, &h.instance) != 0) {
+    h.instance = nullptr;
+    return "no Vulkan driver (vkCreateInstance failed)";
+  }
+#define PARE_VULKAN_LOAD(name, ...)                                                                      \
+  h.api.name = reinterpret_cast<decltype(h.api.name)>(reinterpret_cast<uintptr_t>(get(h.instance, #name))); \
+  if (h.api.name == nullptr) return "the Vulkan driver lacks " #name;
+  PARE_VULKAN_FUNCTIONS(PARE_VULKAN_LOAD)
+#undef PARE_VULKAN_LOAD
+  VkPhysicalDevice devices[8];
+  uint32_t count = 8;
+  const VkResult listed = h.api.vkEnumeratePhysicalDevices(h.instance, &count, devices);
+  if ((listed != 0 && listed != 5 /* VK_INCOMPLETE */) || count == 0) return "no Vulkan device";
+  for (uint32_t d = 0; d < count; ++d) {
+    VkQueueFamilyProperties families[16];
+    uint32_t num_families = 16;
+    h.api.vkGetPhysicalDeviceQueueFamilyProperties(devices[d], &num_families, families);
+    for (uint32_t f = 0; f < num_families; ++f) {
+      if ((families[f].queueFlags & kQueueCompute) == 0 || families[f].queueCount == 0) continue;
+      VkPhysicalDeviceFeatures supported;
+      __builtin_memset(&supported, 0, sizeof supported);
+      h.api.vkGetPhysicalDeviceFeatures(devices[d], &supported);
+      VkPhysicalDeviceFeatures enabled;
+      __builtin_memset(&enabled, 0, sizeof enabled);
+      enabled.flags[0] = supported.flags[0];  // robustBufferAccess
+      const float priority = 1.0f;
+      const VkDeviceQueueCreateInfo queue{kDeviceQueueCreateInfo, nullptr, 0, f, 1, &priority};
+      const VkDeviceCreateInfo device{kDeviceCreateInfo, nullptr, 0, 1, &queue, 0, nullptr, 0, nullptr, &enabled};
+      if (h.api.vkCreateDevice(devices[d], &device, nullptr, &h.device) != 0) {
+        h.device = nullptr;
+        return "the Vulkan device could not be opened (vkCreateDevice failed)";
+      }
+      h.api.vkGetDeviceQueue(h.device, f, 0, &h.queue);
+      *queue_family = f;
+      h.physical = devices[d];
+      return nullptr;
+    }
+  }
+  return "no Vulkan device with a compute queue";
+}
+
+void close_device(Handle& h) {
+  if (h.device != nullptr) h.api.vkDestroyDevice(h.device, nullptr);
+  if (h.instance != nullptr) h.api.vkDestroyInstance(h.instance, nullptr);
+  if (h.library != nullptr) pare_pal_library_close(h.library);
+  h.device = nullptr;
+  h.instance = nullptr;
+  h.library = nullptr;
+}
+
+bool is_available(const char** reason) {
+  Handle h;
+  __builtin_memset(&h, 0, sizeof h);
+  uint32_t family = 0;
+  *reason = open_device(h, &family);
+  close_device(h);
+  return *reason == nullptr;
+}
+
+void destroy(void* opaque) {
+  Handle& h = *static_cast<Handle*>(opaque);
+  if (h.device != nullptr) {
+    const Api& vk = h.api;
+    if (h.fence != 0) vk.vkDestroyFence(h.device, h.fence, nullptr);
+    if (h.command_pool != 0) vk.vkDestroyCommandPool(h.device, h.command_pool, nullptr);
+    if (h.descriptor_pool != 0) vk.vkDestroyDescriptorPool(h.device, h.descriptor_pool, nullptr);
+    for (uint32_t s = 0; h.shaders != nullptr && s < h.num_shaders; ++s) {
+      const Shader& shader = h.shaders[s];
+      if (shader.pipeline != 0) vk.vkDestroyPipeline(h.device, shader.pipeline, nullptr);
+      if (shader.layout != 0) vk.vkDestroyPipelineLayout(h.device, shader.layout, nullptr);
+      if (shader.set_layout != 0) vk.vkDestroyDescriptorSetLayout(h.device, shader.set_layout, nullptr);
+      if (shader.module != 0) vk.vkDestroyShaderModule(h.device, shader.module, nullptr);
+    }
+    for (uint32_t t = 0; h.tensors != nullptr && t < h.num_tensors; ++t) {
+      if (h.tensors[t].buffer != 0) vk.vkDestroyBuffer(h.device, h.tensors[t].buffer, nullptr);
+      if (h.tensors[t].memory != 0) vk.vkFreeMemory(h.device, h.tensors[t].memory, nullptr);  // unmaps it
+    }
+  }
+  close_device(h);
+  pare_pal_free(&h);
+}
+
+#define PARE_VK_CHECK(call, what)                                                                                   \
+  do {                                                                                                              \
+    const VkResult vk_result = (call);                                                                              \
+    PARE_CHECK_OR_RETURN(ctx, vk_result == 0, Error::BackendUnavailable,                                            \
+                         "backend 'vulkan': %s failed (VkResult %d); re-export the model with --delegate-fallback", \
+                         what, static_cast<int>(vk_result));                                                        \
+  } while (0)
+
+#define PARE_BLOB_CHECK(cond, ...) \
+  PARE_CHECK_OR_RETURN(ctx, cond, Error::InvalidProgram, "the vulkan backend's blob is corrupt (" __VA_ARGS__)
+
+// Checks the blob's header and tables (no device needed).
+Error check_blob(KernelContext& ctx, const BackendBlob& blob) {
+  const uint8_t* p = blob.data;
+  PARE_CHECK_OR_RETURN(ctx, blob.size >= kHeaderBytes && p[0] == 'P' && p[1] == 'V' && p[2] == 'K' && p[3] == 'B',
+                       Error::InvalidProgram, "the vulkan backend's blob is corrupt (no PVKB header); re-export it");
+  PARE_CHECK_OR_RETURN(ctx, rd32(p + 4) == kVersion, Error::InvalidProgram,
+                       "the vulkan backend's blob has version %u; this runtime reads version %u: re-export it",
+                       rd32(p + 4), kVersion);
+  PARE_BLOB_CHECK(rd32(p + 8) == blob.size, "%zu bytes, its header says %u); re-export it", blob.size, rd32(p + 8));
+  const uint32_t sum = fnv1a(p + 16, blob.size - 16);
+  PARE_BLOB_CHECK(rd32(p + 12) == sum, "checksum %08x, its header says %08x); re-export it", sum, rd32(p + 12));
+  const uint32_t num_shaders = rd32(p + 16), num_tensors = rd32(p + 20), num_dispatches = rd32(p + 24);
+  const uint32_t num_inputs = rd32(p + 28), num_outputs = rd32(p + 32);
+  const uint64_t weights = rd32(p + 36), weights_bytes = rd32(p + 40), code = rd32(p + 44), code_bytes = rd32(p + 48);
+  const uint64_t tables = kHeaderBytes + uint64_t{num_shaders} * kShaderBytes + uint64_t{num_tensors} * kTensorBytes +
+                          uint64_t{num_dispatches} * kDispatchBytes;
+  PARE_BLOB_CHECK(num_shaders >= 1 && num_shaders <= kMaxShaders && num_tensors <= kMaxTensors &&
+                      num_dispatches >= 1 && num_dispatches <= kMaxDispatches && num_inputs <= num_tensors &&
+                      num_outputs >= 1 && num_outputs <= num_tensors && rd32(p + 52) == 0 && rd32(p + 56) == 0 &&
+                      rd32(p + 60) == 0,
+                  "%u shaders, %u tensors, %u dispatches, %u inputs, %u outputs); re-export it", num_shaders,
+                  num_tensors, num_dispatches, num_inputs, num_outputs);
+  PARE_BLOB_CHECK(tables <= weights && weights + weights_bytes <= code && code + code_bytes == blob.size &&
+                      weights % 4 == 0 && code % 4 == 0,
+                  "sections at %llu, %llu and %llu of %zu bytes); re-export it",
+                  static_cast<unsigned long long>(tables), static_cast<unsigned long long>(weights),
+                  static_cast<unsigned long long>(code), blob.size);
+  return Error::Ok;
+}
+
+Error init(KernelContext& ctx, const BackendBlob& blob, void** out) {
+  PARE_TRY(check_blob(ctx, blob));
+  const uint8_t* p = blob.data;
+  const uint32_t num_shaders = rd32(p + 16), num_tensors = rd32(p + 20), num_dispatches = rd32(p + 24);
+  const uint32_t num_inputs = rd32(p + 28), num_outputs = rd32(p + 32);
+  const uint8_t* weights = p + rd32(p + 36);
+  const uint32_t weights_bytes = rd32(p + 40);
+  const uint8_t* code = p + rd32(p + 44);
+  const uint32_t code_bytes = rd32(p + 48);
+  const uint8_t* shader_table = p + kHeaderBytes;
+  const uint8_t* tensor_table = shader_table + num_shaders * kShaderBytes;
+  const uint8_t* dispatch_table = tensor_table + num_tensors * kTensorBytes;
+
+  // One block for the handle and its arrays, freed by destroy.
+  const size_t bytes = sizeof(Handle) + num_shaders * sizeof(Shader) + num_tensors * sizeof(TensorInfo) +
+                       (num_inputs + num_outputs) * sizeof(uint32_t);
+  void* memory = pare_pal_malloc(bytes, alignof(Handle));
+  PARE_CHECK_OR_RETURN(ctx, memory != nullptr, Error::OutOfMemory, "out of memory for the vulkan backend (%zu bytes)",
+                       bytes);
+  __builtin_memset(memory, 0, bytes);
+  Handle& h = *static_cast<Handle*>(memory);
+  *out = &h;  // from here on, the Delegate's destroy frees what exists
+  Shader* shaders = reinterpret_cast<Shader*>(&h + 1);
+  TensorInfo* tensors = reinterpret_cast<TensorInfo*>(shaders + num_shaders);
+  uint32_t* inputs = reinterpret_cast<uint32_t*>(tensors + num_tensors);
+  uint32_t* outputs = inputs + num_inputs;
+  h.num_inputs = num_inputs;
+  h.num_outputs = num_outputs;
+  for (uint32_t i = 0; i < num_inputs + num_outputs; ++i) inputs[i] = kMaxTensors;
+
+  uint32_t shader_bindings[kMaxShaders];
+  uint32_t shader_push[kMaxShaders];
+  for (uint32_t s = 0; s < num_shaders; ++s) {
+    const uint8_t* q = shader_table + s * kShaderBytes;
+    const uint64_t at = rd32(q), size = rd32(q + 4);
+    shader_bindings[s] = rd32(q + 8);
+    shader_push[s] = rd32(q + 12);
+    PARE_BLOB_CHECK(at % 4 == 0 && size % 4 == 0 && size >= 20 && at + size <= code_bytes &&
+                        rd32(code + at) == 0x07230203u && shader_bindings[s] >= 1 &&
+                        shader_bindings[s] <= kMaxBindings && shader_push[s] <= kMaxPushWords,
+                    "shader %u: %llu bytes at %llu, %u bindings, %u push words); re-export it", s,
+                    static_cast<unsigned long long>(size), static_cast<unsigned long long>(at), shader_bindings[s],
+                    shader_push[s]);
+  }
+  for (uint32_t t = 0; t < num_tensors; ++t) {
+    const uint8_t* q = tensor_table + t * kTensorBytes;
+    TensorInfo& info = tensors[t];
+    info.kind = rd32(q);
+    info.index = rd32(q + 4);
+    info.numel = rd32(q + 8);
+    info.rank = rd32(q + 12);
+    bool valid = info.kind <= kIntermediate && info.rank <= kMaxRank && info.numel >= 1 && info.numel <= kMaxNumel;
+    uint64_t numel = 1;
+    for (uint32_t d = 0; d < kMaxRank; ++d) {
+      const uint32_t size = rd32(q + 16 + 4 * d);
+      valid = valid && (d < info.rank || size == 0);
+      if (d < info.rank) numel *= size;
+      info.sizes[d] = size;
+    }
+    valid = valid && numel == info.numel;
+    if (valid && info.kind == kInput) {
+      valid = info.index < num_inputs && inputs[info.index] == kMaxTensors;
+      if (valid) inputs[info.index] = t;
+    } else if (valid && info.kind == kOutput) {
+      valid = info.index < num_outputs && outputs[info.index] == kMaxTensors;
+      if (valid) outputs[info.index] = t;
+    } else if (valid && info.kind == kWeight) {
+      valid = info.index % 4 == 0 && uint64_t{info.index} + uint64_t{info.numel} * 4 <= weights_bytes;
+    } else {
+      valid = valid && info.index == 0;
+    }
+    PARE_BLOB_CHECK(valid, "tensor %u: kind %u, index %u, %u elements, rank %u); re-export it", t, info.kind,
+                    info.index, info.numel, info.rank);
+  }
+  for (uint32_t i = 0; i < num_inputs + num_outputs; ++i) {
+    PARE_BLOB_CHECK(inputs[i] < num_tensors, "%s %u has no tensor); re-export it",
+                    i < num_inputs ? "input" : "output", i < num_inputs ? i : i - num_inputs);
+  }
+  uint32_t descriptors = 0;
+  for (uint32_t k = 0; k < num_dispatches; ++k) {
+    const uint8_t* q = dispatch_table + k * kDispatchBytes;
+    const uint32_t s = rd32(q);
+    bool valid = s < num_shaders;
+    for (uint32_t g = 0; g < 3; ++g) valid = valid && rd32(q + 4 + 4 * g) >= 1 && rd32(q + 4 + 4 * g) <= kMaxGroups;
+    for (uint32_t b = 0; valid && b < kMaxBindings; ++b) {
+      const uint32_t t = rd32(q + 16 + 4 * b);
+      valid = b < shader_bindings[s] ? t < num_tensors : t == 0;
+      // Binding 0 is written: never an input or the weights.
+      if (valid && b == 0) valid = tensors[t].kind == kOutput || tensors[t].kind == kIntermediate;
+    }
+    for (uint32_t w = valid ? shader_push[s] : 0; valid && w < kMaxPushWords; ++w) valid = rd32(q + 48 + 4 * w) == 0;
+    PARE_BLOB_CHECK(valid, "dispatch %u: shader %u, groups %u x %u x %u, binding 0 tensor %u); re-export it", k, s,
+                    rd32(q + 4), rd32(q + 8), rd32(q + 12), rd32(q + 16));
+    descriptors += shader_bindings[s];
+  }
+
+  // The device.
+  uint32_t family = 0;
+  const char* reason = open_device(h, &family);
+  PARE_CHECK_OR_RETURN(ctx, reason == nullptr, Error::BackendUnavailable,
+                       "backend 'vulkan' is not available on this device (%s): install its driver, or re-export the "
+                       "model with --delegate-fallback",
+                       reason);
+  h.inputs = inputs;
+  h.outputs = outputs;
+  h.shaders = shaders;
+  h.num_shaders = num_shaders;
+  h.tensors = tensors;
+  h.num_tensors = num_tensors;
+  const Api& vk = h.api;
+  VkPhysicalDeviceMemoryProperties memory_types;
+  __builtin_memset(&memory_types, 0, sizeof memory_types);
+  vk.vkGetPhysicalDeviceMemoryProperties(h.physical, &memory_types);
+
+  // A host-visible, coherent buffer per tensor; the weights copied in.
+  for (uint32_t t = 0; t < num_tensors; ++t) {
+    TensorInfo& info = tensors[t];
+    const VkBufferCreateInfo buffer{kBufferCreateInfo, nullptr, 0, uint64_t{info.numel} * 4, kBufferUsageStorage, 0, 0,
+                                    nullptr};
+    PARE_VK_CHECK(vk.vkCreateBuffer(h.device, &buffer, nullptr, &info.buffer), "vkCreateBuffer");
+    VkMemoryRequirements needs{0, 0, 0};
+    vk.vkGetBufferMemoryRequirements(h.device, info.buffer, &needs);
+    const uint32_t wanted = kMemoryHostVisible | kMemoryHostCoherent;
+    uint32_t type = 32;
+    for (uint32_t m = 0; type == 32 && m < memory_types.memoryTypeCount && m < 32; ++m) {
+      if ((needs.memoryTypeBits >> m & 1) != 0 && (memory_types.memoryTypes[m].propertyFlags & wanted) == wanted) {
+        type = m;
+      }
+    }
+    PARE_CHECK_OR_RETURN(ctx, type < 32, Error::BackendUnavailable,
+                         "backend 'vulkan': the device has no host-visible coherent memory for its buffers; re-export "
+                         "the model with --delegate-fallback");
+    const VkMemoryAllocateInfo allocation{kMemoryAllocateInfo, nullptr, needs.size, type};
+    PARE_VK_CHECK(vk.vkAllocateMemory(h.device, &allocation, nullptr, &info.memory), "vkAllocateMemory");
+    PARE_VK_CHECK(vk.vkBindBufferMemory(h.device, info.buffer, info.memory, 0), "vkBindBufferMemory");
+    void* mapped = nullptr;
+    PARE_VK_CHECK(vk.vkMapMemory(h.device, info.memory, 0, kWholeSize, 0, &mapped), "vkMapMemory");
+    info.mapped = static_cast<float*>(mapped);
+    if (info.kind == kWeight) __builtin_memcpy(info.mapped, weights + info.index, uint64_t{info.numel} * 4);
+  }
+
+  // A pipeline per shader: its bindings are storage buffers 0..n-1, its
+  // push constants at most 128 bytes (Vulkan's guaranteed minimum).
+  for (uint32_t s = 0; s < num_shaders; ++s) {
+    Shader& shader = shaders[s];
+    const uint8_t* q = shader_table + s * kShaderBytes;
+    // The SPIR-V words, copied to 4-byte-aligned memory.
+    PARE_TRY_ASSIGN(void* words, ctx.allocate_scratch(rd32(q + 4)));
+    __builtin_memcpy(words, code + rd32(q), rd32(q + 4));
+    const VkShaderModuleCreateInfo module{kShaderModuleCreateInfo, nullptr, 0, rd32(q + 4),
+                                          static_cast<const uint32_t*>(words)};
+    PARE_VK_CHECK(vk.vkCreateShaderModule(h.device, &module, nullptr, &shader.module), "vkCreateShaderModule");
+    VkDescriptorSetLayoutBinding bindings[kMaxBindings];
+    for (uint32_t b = 0; b < shader_bindings[s]; ++b) {
+      bindings[b] = {b, kDescriptorStorageBuffer, 1, kShaderStageCompute, nullptr};
+    }
+    const VkDescriptorSetLayoutCreateInfo set{kDescriptorSetLayoutCreateInfo, nullptr, 0, shader_bindings[s],
+                                              bindings};
+    PARE_VK_CHECK(vk.vkCreateDescriptorSetLayout(h.device, &set, nullptr, &shader.set_layout),
+                  "vkCreateDescriptorSetLayout");
+    const VkPushConstantRange push{kShaderStageCompute, 0, 4 * kMaxPushWords};
+    const VkPipelineLayoutCreateInfo layout{kPipelineLayoutCreateInfo, nullptr, 0, 1, &shader.set_layout, 1, &push};
+    PARE_VK_CHECK(vk.vkCreatePipelineLayout(h.device, &layout, nullptr, &shader.layout), "vkCreatePipelineLayout");
+    const VkComputePipelineCreateInfo pipeline{
+        kComputePipelineCreateInfo,
+        nullptr,
+        0,
+        {kPipelineShaderStageCreateInfo, nullptr, 0, kShaderStageCompute, shader.module, "main", nullptr},
+        shader.layout,
+        0,
+        -1};
+    PARE_VK_CHECK(vk.vkCreateComputePipelines(h.device, 0, 1, &pipeline, nullptr, &shader.pipeline),
+                  "vkCreateComputePipelines");
+  }
+
+  // A descriptor set per dispatch, all recorded once into one command buffer.
+  const VkDescriptorPoolSize pool_size{kDescriptorStorageBuffer, descriptors};
+  const VkDescriptorPoolCreateInfo pool{kDescriptorPoolCreateInfo, nullptr, 0, num_dispatches, 1, &pool_size};
+  PARE_VK_CHECK(vk.vkCreateDescriptorPool(h.device, &pool, nullptr, &h.descriptor_pool), "vkCreateDescriptorPool");
+  const VkCommandPoolCreateInfo command_pool{kCommandPoolCreateInfo, nullptr, 0, family};
+  PARE_VK_CHECK(vk.vkCreateCommandPool(h.device, &command_pool, nullptr, &h.command_pool), "vkCreateCommandPool");
+  const VkCommandBufferAllocateInfo command{kCommandBufferAllocateInfo, nullptr, h.command_pool, 0, 1};
+  PARE_VK_CHECK(vk.vkAllocateCommandBuffers(h.device, &command, &h.commands), "vkAllocateCommandBuffers");
+  const VkFenceCreateInfo fence{kFenceCreateInfo, nullptr, 0};
+  PARE_VK_CHECK(vk.vkCreateFence(h.device, &fence, nullptr, &h.fence), "vkCreateFence");
+  const VkCommandBufferBeginInfo begin{kCommandBufferBeginInfo, nullptr, 0, nullptr};
+  PARE_VK_CHECK(vk.vkBeginCommandBuffer(h.commands, &begin), "vkBeginCommandBuffer");
+  const VkMemoryBarrier host_to_shader{kMemoryBarrier, nullptr, kAccessHostWrite, kAccessShaderRead};
+  vk.vkCmdPipelineBarrier(h.commands, kStageHost, kStageCompute, 0, 1, &host_to_shader, 0, nullptr, 0, nullptr);
+  for (uint32_t k = 0; k < num_dispatches; ++k) {
+    const uint8_t* q = dispatch_table + k * kDispatchBytes;
+    const Shader& shader = shaders[rd32(q)];
+    const uint32_t num_bindings = shader_bindings[rd32(q)];
+    VkHandle set = 0;
+    const VkDescriptorSetAllocateInfo allocate{kDescriptorSetAllocateInfo, nullptr, h.descriptor_pool, 1,
+                                               &shader.set_layout};
+    PARE_VK_CHECK(vk.vkAllocateDescriptorSets(h.device, &allocate, &set), "vkAllocateDescriptorSets");
+    VkDescriptorBufferInfo buffers[kMaxBindings];
+    VkWriteDescriptorSet writes[kMaxBindings];
+    for (uint32_t b = 0; b < num_bindings; ++b) {
+      buffers[b] = {tensors[rd32(q + 16 + 4 * b)].buffer, 0, kWholeSize};
+      writes[b] = {kWriteDescriptorSet, nullptr, set, b, 0, 1, kDescriptorStorageBuffer, nullptr, &buffers[b], nullptr};
+    }
+    vk.vkUpdateDescriptorSets(h.device, num_bindings, writes, 0, nullptr);
+    uint32_t push[kMaxPushWords];
+    for (uint32_t w = 0; w < kMaxPushWords; ++w) push[w] = rd32(q + 48 + 4 * w);
+    vk.vkCmdBindPipeline(h.commands, kBindPointCompute, shader.pipeline);
+    vk.vkCmdBindDescriptorSets(h.commands, kBindPointCompute, shader.layout, 0, 1, &set, 0, nullptr);
+    vk.vkCmdPushConstants(h.commands, shader.layout, kShaderStageCompute, 0, sizeof push, push);
+    vk.vkCmdDispatch(h.commands, rd32(q + 4), rd32(q + 8), rd32(q + 12));
+    const VkMemoryBarrier between{kMemoryBarrier, nullptr, kAccessShaderWrite, kAccessShaderRead | kAccessShaderWrite};
+    vk.vkCmdPipelineBarrier(h.commands, kStageCompute, kStageCompute, 0, 1, &between, 0, nullptr, 0, nullptr);
+  }
+  const VkMemoryBarrier shader_to_host{kMemoryBarrier, nullptr, kAccessShaderWrite, kAccessHostRead};
+  vk.vkCmdPipelineBarrier(h.commands, kStageCompute, kStageHost, 0, 1, &shader_to_host, 0, nullptr, 0, nullptr);
+  PARE_VK_CHECK(vk.vkEndCommandBuffer(h.commands), "vkEndCommandBuffer");
+  return Error::Ok;
+}
+
+Error execute(KernelContext& ctx, void* opaque, TensorList inputs, TensorList outputs) {
+  Handle& h = *static_cast<Handle*>(opaque);
+  PARE_CHECK_OR_RETURN(ctx, inputs.size == h.num_inputs && outputs.size == h.num_outputs, Error::InvalidArgument,
+                       "the vulkan backend's part takes %u inputs and %u outputs, got %zu and %zu", h.num_inputs,
+                       h.num_outputs, inputs.size, outputs.size);
+  for (uint32_t i = 0; i < h.num_inputs; ++i) {
+    const TensorInfo& info = h.tensors[h.inputs[i]];
+    const Value& v = *inputs.items[i];
+    const bool same = v.is_tensor() && v.tensor.dtype == ScalarType::Float && v.tensor.numel() == info.numel;
+    PARE_CHECK_OR_RETURN(ctx, same, Error::InvalidArgument,
+                         "the vulkan backend's input %u must be a Float tensor of %u elements, as exported, got %s %s",
+                         i, info.numel, v.is_tensor() ? to_string(v.tensor.dtype) : "a non-tensor",
+                         v.is_tensor() ? sizes_to_string(v.tensor.size_span()).text : "");
+    if (v.tensor.is_contiguous()) {
+      __builtin_memcpy(info.mapped, v.tensor.data_as<float>(), uint64_t{info.numel} * 4);
+    } else {
+      copy_to_contiguous(v.tensor, info.mapped);  // a CPU op's strided view
+    }
+  }
+  const Api& vk = h.api;
+  PARE_VK_CHECK(vk.vkResetFences(h.device, 1, &h.fence), "vkResetFences");
+  const VkSubmitInfo submit{kSubmitInfo, nullptr, 0, nullptr, nullptr, 1, &h.commands, 0, nullptr};
+  PARE_VK_CHECK(vk.vkQueueSubmit(h.queue, 1, &submit, h.fence), "vkQueueSubmit");
+  PARE_VK_CHECK(vk.vkWaitForFences(h.device, 1, &h.fence, 1, ~uint64_t{0}), "vkWaitForFences");
+  for (uint32_t o = 0; o < h.num_outputs; ++o) {
+    const TensorInfo& info = h.tensors[h.outputs[o]];
+    PARE_TRY_ASSIGN(Tensor * t,
+                    ctx.allocate_output(*outputs.items[o], ScalarType::Float, IntArrayRef(info.sizes, info.rank)));
+    __builtin_memcpy(t->data_as<float>(), info.mapped, uint64_t{info.numel} * 4);
+  }
+  return Error::Ok;
+}
+
+}  // namespace
+
+constexpr Backend kBackend = {"vulkan", is_available, init, execute, destroy};
+
+}  // namespace vulkan
+}  // namespace backends
+
+// pare::delegate_init.vulkan(Tensor blob, str key0, str value0, ...) -> Delegate
+Error kernels::pare_delegate_init_vulkan(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs) {
+  return delegate_init(ctx, backends::vulkan::kBackend, inputs, outputs);
+}
+
+}  // namespace pare
