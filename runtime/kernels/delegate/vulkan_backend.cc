@@ -45,6 +45,21 @@
 namespace pare {
 namespace backends {
 namespace vulkan {
+
+#if defined(__APPLE__)
+// Apple platforms have no Vulkan (Metal would be a backend of its own): there
+// the backend is always unavailable, so a method falls back to its CPU copy
+// (--delegate-fallback) or fails naming the fix, and carries none of the code
+// below. init, execute and destroy are never called when is_available is false.
+namespace {
+bool is_available(const char** reason) {
+  *reason = "Apple platforms have no Vulkan";
+  return false;
+}
+}  // namespace
+
+constexpr Backend kBackend = {"vulkan", is_available, nullptr, nullptr, nullptr};
+#else
 namespace {
 
 // --- the subset of the Vulkan API this backend uses (vulkan_core.h, 1.0) ---
@@ -442,7 +457,7 @@ const char* open_device(Handle& h, uint32_t* queue_family) {
     h.instance = nullptr;
     return "no Vulkan driver (vkCreateInstance failed)";
   }
-#define PARE_VULKAN_LOAD(name, ...)                                                                      \
+#define PARE_VULKAN_LOAD(name, ...)                                                                         \
   h.api.name = reinterpret_cast<decltype(h.api.name)>(reinterpret_cast<uintptr_t>(get(h.instance, #name))); \
   if (h.api.name == nullptr) return "the Vulkan driver lacks " #name;
   PARE_VULKAN_FUNCTIONS(PARE_VULKAN_LOAD)
@@ -547,10 +562,9 @@ Error check_blob(KernelContext& ctx, const BackendBlob& blob) {
   const uint64_t weights = rd32(p + 36), weights_bytes = rd32(p + 40), code = rd32(p + 44), code_bytes = rd32(p + 48);
   const uint64_t tables = kHeaderBytes + uint64_t{num_shaders} * kShaderBytes + uint64_t{num_tensors} * kTensorBytes +
                           uint64_t{num_dispatches} * kDispatchBytes;
-  PARE_BLOB_CHECK(num_shaders >= 1 && num_shaders <= kMaxShaders && num_tensors <= kMaxTensors &&
-                      num_dispatches >= 1 && num_dispatches <= kMaxDispatches && num_inputs <= num_tensors &&
-                      num_outputs >= 1 && num_outputs <= num_tensors && rd32(p + 52) == 0 && rd32(p + 56) == 0 &&
-                      rd32(p + 60) == 0,
+  PARE_BLOB_CHECK(num_shaders >= 1 && num_shaders <= kMaxShaders && num_tensors <= kMaxTensors && num_dispatches >= 1 &&
+                      num_dispatches <= kMaxDispatches && num_inputs <= num_tensors && num_outputs >= 1 &&
+                      num_outputs <= num_tensors && rd32(p + 52) == 0 && rd32(p + 56) == 0 && rd32(p + 60) == 0,
                   "%u shaders, %u tensors, %u dispatches, %u inputs, %u outputs); re-export it", num_shaders,
                   num_tensors, num_dispatches, num_inputs, num_outputs);
   PARE_BLOB_CHECK(tables <= weights && weights + weights_bytes <= code && code + code_bytes == blob.size &&
@@ -598,12 +612,11 @@ Error init(KernelContext& ctx, const BackendBlob& blob, void** out) {
     const uint64_t at = rd32(q), size = rd32(q + 4);
     shader_bindings[s] = rd32(q + 8);
     shader_push[s] = rd32(q + 12);
-    PARE_BLOB_CHECK(at % 4 == 0 && size % 4 == 0 && size >= 20 && at + size <= code_bytes &&
-                        rd32(code + at) == 0x07230203u && shader_bindings[s] >= 1 &&
-                        shader_bindings[s] <= kMaxBindings && shader_push[s] <= kMaxPushWords,
-                    "shader %u: %llu bytes at %llu, %u bindings, %u push words); re-export it", s,
-                    static_cast<unsigned long long>(size), static_cast<unsigned long long>(at), shader_bindings[s],
-                    shader_push[s]);
+    PARE_BLOB_CHECK(
+        at % 4 == 0 && size % 4 == 0 && size >= 20 && at + size <= code_bytes && rd32(code + at) == 0x07230203u &&
+            shader_bindings[s] >= 1 && shader_bindings[s] <= kMaxBindings && shader_push[s] <= kMaxPushWords,
+        "shader %u: %llu bytes at %llu, %u bindings, %u push words); re-export it", s,
+        static_cast<unsigned long long>(size), static_cast<unsigned long long>(at), shader_bindings[s], shader_push[s]);
   }
   for (uint32_t t = 0; t < num_tensors; ++t) {
     const uint8_t* q = tensor_table + t * kTensorBytes;
@@ -636,8 +649,8 @@ Error init(KernelContext& ctx, const BackendBlob& blob, void** out) {
                     info.index, info.numel, info.rank);
   }
   for (uint32_t i = 0; i < num_inputs + num_outputs; ++i) {
-    PARE_BLOB_CHECK(inputs[i] < num_tensors, "%s %u has no tensor); re-export it",
-                    i < num_inputs ? "input" : "output", i < num_inputs ? i : i - num_inputs);
+    PARE_BLOB_CHECK(inputs[i] < num_tensors, "%s %u has no tensor); re-export it", i < num_inputs ? "input" : "output",
+                    i < num_inputs ? i : i - num_inputs);
   }
   uint32_t descriptors = 0;
   for (uint32_t k = 0; k < num_dispatches; ++k) {
@@ -678,8 +691,8 @@ Error init(KernelContext& ctx, const BackendBlob& blob, void** out) {
   // A host-visible, coherent buffer per tensor; the weights copied in.
   for (uint32_t t = 0; t < num_tensors; ++t) {
     TensorInfo& info = tensors[t];
-    const VkBufferCreateInfo buffer{kBufferCreateInfo, nullptr, 0, uint64_t{info.numel} * 4, kBufferUsageStorage, 0, 0,
-                                    nullptr};
+    const VkBufferCreateInfo buffer{kBufferCreateInfo,   nullptr, 0, uint64_t{info.numel} * 4,
+                                    kBufferUsageStorage, 0,       0, nullptr};
     PARE_VK_CHECK(vk.vkCreateBuffer(h.device, &buffer, nullptr, &info.buffer), "vkCreateBuffer");
     VkMemoryRequirements needs{0, 0, 0};
     vk.vkGetBufferMemoryRequirements(h.device, info.buffer, &needs);
@@ -717,8 +730,7 @@ Error init(KernelContext& ctx, const BackendBlob& blob, void** out) {
     for (uint32_t b = 0; b < shader_bindings[s]; ++b) {
       bindings[b] = {b, kDescriptorStorageBuffer, 1, kShaderStageCompute, nullptr};
     }
-    const VkDescriptorSetLayoutCreateInfo set{kDescriptorSetLayoutCreateInfo, nullptr, 0, shader_bindings[s],
-                                              bindings};
+    const VkDescriptorSetLayoutCreateInfo set{kDescriptorSetLayoutCreateInfo, nullptr, 0, shader_bindings[s], bindings};
     PARE_VK_CHECK(vk.vkCreateDescriptorSetLayout(h.device, &set, nullptr, &shader.set_layout),
                   "vkCreateDescriptorSetLayout");
     const VkPushConstantRange push{kShaderStageCompute, 0, 4 * kMaxPushWords};
@@ -816,6 +828,7 @@ Error execute(KernelContext& ctx, void* opaque, TensorList inputs, TensorList ou
 }  // namespace
 
 constexpr Backend kBackend = {"vulkan", is_available, init, execute, destroy};
+#endif
 
 }  // namespace vulkan
 }  // namespace backends

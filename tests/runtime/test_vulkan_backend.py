@@ -16,20 +16,21 @@ import random
 import struct
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 import torch
 import torch.nn.functional as F
 from torch import nn
-from tracer_testlib import spec_from
 
 from pare import vulkan
 from pare.program import ProgramBuilder
 from pare.runtime import PareError, Runtime
-from tools.tracer import delegation
+from tools.tracer import delegation, model_spec
 from tools.tracer.exporter import export_model
 
 VULKAN = delegation.DelegateOptions(("vulkan",))
+REPO = Path(__file__).resolve().parents[2]
 # Float32 on the device against a float64 reference: sums of up to a few
 # hundred products accumulated in another order than torch's, and
 # lavapipe's exp/log/inversesqrt (GLSL.std.450, a few ulp).
@@ -37,10 +38,10 @@ ATOL, RTOL = 2e-5, 2e-5
 
 
 @pytest.fixture(scope="module")
-def runtime(full_lib) -> Runtime:
+def runtime(runtime_lib) -> Runtime:
     """The full runtime, failing (not skipping) when this machine has no
     Vulkan device the backend can use."""
-    rt = Runtime(full_lib)
+    rt = Runtime(runtime_lib)
     probe = ProgramBuilder()
     m = probe.method()
     x = m.input("Float", [3])
@@ -57,6 +58,12 @@ def runtime(full_lib) -> Runtime:
             )
         raise
     return rt
+
+
+def spec_from(module: nn.Module, inputs) -> model_spec.ModelSpec:
+    return model_spec.ModelSpec(
+        REPO / "tests" / "runtime" / "vulkan_inline.py", module.eval(), tuple(map(tuple, inputs))
+    )
 
 
 def _blob_of(module, inputs) -> bytes:
@@ -198,9 +205,11 @@ def test_activations(runtime, fn):
 
 @pytest.mark.parametrize("act", [torch.relu, F.relu6, torch.sigmoid, F.gelu], ids=["relu", "relu6", "sigmoid", "gelu"])
 def test_activations_fuse_into_linear_and_conv(runtime, act):
-    report = check(runtime, Fn(lambda self, x: act(self.layer(x)), layer=nn.Linear(6, 5)), randn(4, 6))
-    assert report.delegated_ops("vulkan") == 2
-    check(runtime, Fn(lambda self, x: act(self.layer(x)), layer=nn.Conv2d(3, 4, 3)), randn(2, 3, 6, 5), delegated=2)
+    for layer, x in ((nn.Linear(6, 5), randn(4, 6)), (nn.Conv2d(3, 4, 3), randn(2, 3, 6, 5))):
+        module = Fn(lambda self, x: act(self.layer(x)), layer=layer)
+        check(runtime, module, x, delegated=2)
+        blob = _blob_of(module, (x,))
+        assert struct.unpack_from("<I", blob, 24)[0] == 1  # one dispatch: the activation fused
 
 
 # --- convolution, pooling, reductions, shapes ---------------------------------------
@@ -335,14 +344,16 @@ def test_a_transformer_encoder_layer(runtime):
 NO_DRIVER = "import os, sys; os.environ['VK_ICD_FILENAMES'] = '/nonexistent.json'\n"
 
 
-def _in_subprocess(code: str, full_lib) -> subprocess.CompletedProcess:
+def _in_subprocess(code: str, runtime_lib) -> subprocess.CompletedProcess:
     """Runs `code` in a fresh interpreter (the Vulkan loader reads
     VK_ICD_FILENAMES once per process)."""
     env_code = NO_DRIVER + code
-    return subprocess.run([sys.executable, "-c", env_code, str(full_lib)], capture_output=True, text=True, timeout=600)
+    return subprocess.run(
+        [sys.executable, "-c", env_code, str(runtime_lib)], capture_output=True, text=True, timeout=600
+    )
 
 
-def test_without_a_driver_the_backend_names_itself_and_the_fix(full_lib, tmp_path):
+def test_without_a_driver_the_backend_names_itself_and_the_fix(runtime_lib, tmp_path):
     module = nn.Sequential(nn.Linear(5, 3), nn.ReLU())
     x = randn(2, 5)
     spec = spec_from(module, [(x,)])
@@ -365,7 +376,7 @@ x = torch.load({str(tmp_path / "x.pt")!r})
 (y,) = rt.load(open({str(fallback)!r}, 'rb').read()).method().run(x.numpy())
 torch.save(torch.from_numpy(y), {str(tmp_path / "y.pt")!r})
 """
-    run = _in_subprocess(code, full_lib)
+    run = _in_subprocess(code, runtime_lib)
     assert run.returncode == 0, run.stderr
     status, message = run.stdout.strip().splitlines()[:2]
     assert status == "BackendUnavailable"
