@@ -338,6 +338,28 @@ def test_a_transformer_encoder_layer(runtime):
     torch.testing.assert_close(torch.from_numpy(got).double(), want, atol=ATOL, rtol=RTOL)
 
 
+@pytest.mark.parametrize("size", [64, 224])
+def test_mobilenet_v2_runs_whole_on_the_device(runtime, size):
+    """torchvision's MobileNetV2 (random weights, batch norm folded): every
+    operator but the classifier weight's transpose, which the exporter
+    folds, in one partition."""
+    sys.path.insert(0, str(REPO / "models" / "zoo"))
+    try:
+        from _zoo import vision
+    finally:
+        sys.path.remove(str(REPO / "models" / "zoo"))
+    model, _ = vision("mobilenet_v2")
+    x = randn(2, 3, size, size)
+    exported = export_model(spec_from(model, [(x,)]), delegates=VULKAN)
+    report = exported.delegation
+    assert report.partitions["vulkan"] == 1 and dict(report.cpu) == {"aten::transpose.int": 1}, report.describe()
+    assert report.delegated["vulkan"]["aten::convolution"] == 52
+    (got,) = runtime.load(exported.program).method().run(x.numpy())
+    with torch.no_grad():
+        want = model.double()(x.double())
+    torch.testing.assert_close(torch.from_numpy(got).double(), want, atol=ATOL, rtol=RTOL)
+
+
 # --- no driver, fallback, corrupt blobs ---------------------------------------------
 
 
