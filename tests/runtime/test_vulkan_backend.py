@@ -360,6 +360,36 @@ def test_mobilenet_v2_runs_whole_on_the_device(runtime, size):
     torch.testing.assert_close(torch.from_numpy(got).double(), want, atol=ATOL, rtol=RTOL)
 
 
+@pytest.mark.absent_code
+def test_the_backend_is_selected_like_an_operator(runtime, selection_cache, selective_lib, tmp_path):
+    """A selection of just the backend's operators and the Delegate class
+    runs a wholly delegated model on the device; one without them
+    (selective_lib) has none of the backend's code, as tools/verify proves
+    (the init operator's entry covers pare::backends::vulkan::)."""
+    import runtime_build
+    from runtime_testing import SELECTIVE_CLASSES, SELECTIVE_OPS
+    from test_delegate_calls import _symbols, _verified
+
+    ops = ["pare::delegate_init.vulkan", "pare::delegate_call"]
+    sel = runtime_build.write_selection(selection_cache / "selection_vulkan_backend", ops, {}, ["Delegate"], [])
+    lib = runtime_build.build(selection_cache, "vulkan_backend", selection_dir=sel)
+    module = nn.Sequential(nn.Linear(5, 3), nn.ReLU()).eval()
+    x = randn(2, 5)
+    program = export_model(spec_from(module, [(x,)]), delegates=VULKAN).program
+    (got,) = Runtime(lib).load(program).method().run(x.numpy())
+    with torch.no_grad():
+        want = module.double()(x.double())
+    torch.testing.assert_close(torch.from_numpy(got).double(), want, atol=ATOL, rtol=RTOL)
+    assert "pare::backends::vulkan::" in _symbols(lib)
+    assert "pare::backends::vulkan::" not in _symbols(selective_lib)
+    result = _verified(lib, ops, ["Delegate"], tmp_path, "with_vulkan")
+    entry = {r.entry.key: r for r in result.entries}["pare::delegate_init.vulkan"]
+    assert entry.status == "ok" and any("pare::backends::vulkan::" in s.demangled for s in entry.symbols)
+    result = _verified(selective_lib, SELECTIVE_OPS, SELECTIVE_CLASSES, tmp_path, "without_vulkan")
+    entry = {r.entry.key: r for r in result.entries}["pare::delegate_init.vulkan"]
+    assert entry.entry.expect == "absent" and entry.status == "ok" and not entry.symbols
+
+
 # --- no driver, fallback, corrupt blobs ---------------------------------------------
 
 
