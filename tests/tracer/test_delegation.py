@@ -11,7 +11,7 @@ import pytest
 import torch
 import yaml
 from torchgen.selective_build.selector import SelectiveBuilder  # torch's wheel
-from tracer_testlib import MODELS, spec_of
+from tracer_testlib import MODELS, spec_from, spec_of
 
 import codegen
 from codegen.generate import DELEGATE_INIT_PREFIX as CODEGEN_DELEGATE_INIT_PREFIX
@@ -191,3 +191,23 @@ def test_export_prints_what_went_where(capsys, tmp_path):
 
 def test_codegen_knows_the_delegate_operators_as_the_sdk_writes_them():
     assert CODEGEN_DELEGATE_INIT_PREFIX == DELEGATE_INIT_PREFIX
+
+
+class _ReadsALaterPartition(torch.nn.Module):
+    def forward(self, x):
+        a = torch.relu(x)  # partition 1, with a + 1 below
+        c = torch.sigmoid(a) * a  # sigmoid on the CPU; the mul is partition 2, reading a
+        return c, a + 1.0
+
+
+def test_a_partition_may_read_one_that_ends_after_it(full_lib):
+    """Partition 2 (the mul) ends before partition 1 (relu, add) does in the
+    graph, yet reads partition 1's relu: its call goes after partition 1's."""
+    x = torch.randn(3, 4, generator=torch.Generator().manual_seed(5))
+    module = _ReadsALaterPartition()
+    exported = export_model(spec_from(module, [(x,)]), delegates=EXAMPLE)
+    assert exported.delegation.partitions == {"example": 2}
+    c, d = Runtime(full_lib).load(exported.program).method().run(x.numpy())
+    a = torch.relu(x.double())
+    torch.testing.assert_close(torch.from_numpy(c).double(), torch.sigmoid(a) * a, rtol=0, atol=2 * 2.0**-24)
+    torch.testing.assert_close(torch.from_numpy(d), torch.relu(x) + 1.0, rtol=0, atol=0)
