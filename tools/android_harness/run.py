@@ -85,10 +85,13 @@ def ensure_built(info: Callable[[str], None] = _stderr_line) -> HarnessPaths:
 
 
 def _shim_dir(p: HarnessPaths, root: Path) -> Path:
-    """Bionic's sonames mapped onto glibc: libc.so, libm.so and liblog.so."""
+    """Bionic's sonames mapped onto glibc: libc.so, libm.so and liblog.so,
+    and libdl.so (a runtime with the Vulkan backend needs it; glibc has
+    dlopen in libc since 2.34)."""
     shim = root / "shim"
     shim.mkdir()
     (shim / "libc.so").symlink_to(p.sysroot / "lib" / "libc.so.6")
+    (shim / "libdl.so").symlink_to(p.sysroot / "lib" / "libc.so.6")
     (shim / "libm.so").symlink_to(p.sysroot / "lib" / "libm.so.6")
     shutil.copy(p.liblog, shim / "liblog.so")
     return shim
