@@ -40,24 +40,26 @@ def exported():
     return out
 
 
-@pytest.mark.parametrize("name", SMALL)
-def test_64_steps_match_torch_eager(runtime, exported, name):
+def _compared(runtime, exported, name, steps):
+    """A method of the small spec `name`, its prompt, its tolerance and its
+    lockstep comparison with torch eager over `steps` tokens."""
     spec, program = exported[name]
     method = runtime.load(program).method()
     prompt = [int(t) for t in spec.inputs[0][0].reshape(-1)]
     rtol, atol = tolerance(spec)
-    check = compare(method, TorchDecoder(spec.module), prompt, 64, rtol, atol)
+    return method, prompt, atol, compare(method, TorchDecoder(spec.module), prompt, steps, rtol, atol)
+
+
+@pytest.mark.parametrize("name", SMALL)
+def test_64_steps_match_torch_eager(runtime, exported, name):
+    _, _, atol, check = _compared(runtime, exported, name, 64)
     assert check.ok, check.failure
     assert check.steps == 64 and check.max_abs_err < atol
 
 
 @pytest.mark.parametrize("name", SMALL)
 def test_generate_gives_torch_eagers_tokens_and_reuses_its_plans(runtime, exported, name):
-    spec, program = exported[name]
-    method = runtime.load(program).method()
-    prompt = [int(t) for t in spec.inputs[0][0].reshape(-1)]
-    rtol, atol = tolerance(spec)
-    check = compare(method, TorchDecoder(spec.module), prompt, 40, rtol, atol)
+    method, prompt, _, check = _compared(runtime, exported, name, 40)
     assert check.ok, check.failure
     result = generate(method, prompt, 40, keep_logits=True)
     # Greedy tokens agree up to the first near-tie, where either token is right within rounding.
