@@ -178,8 +178,10 @@ const char* open_device(Handle& h, uint32_t* queue_family) {
 }
 
 void close_device(Handle& h) {
-  if (h.device != nullptr) h.api.vkDestroyDevice(h.device, nullptr);
-  if (h.instance != nullptr) h.api.vkDestroyInstance(h.instance, nullptr);
+  // A driver that lacked an entry point left open_device with an instance
+  // but perhaps without the functions that destroy it.
+  if (h.device != nullptr && h.api.vkDestroyDevice != nullptr) h.api.vkDestroyDevice(h.device, nullptr);
+  if (h.instance != nullptr && h.api.vkDestroyInstance != nullptr) h.api.vkDestroyInstance(h.instance, nullptr);
   if (h.library != nullptr) pare_pal_library_close(h.library);
   h.device = nullptr;
   h.instance = nullptr;
