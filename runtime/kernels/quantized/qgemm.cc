@@ -20,10 +20,13 @@ namespace qgemm {
 // x86_64: at --//runtime:x86_64_isa=auto the x86-64-v3 copy on a CPU with
 // AVX2 and FMA (common/kernels_x86_64_v3.cc), elsewhere the build's own.
 #if defined(PARE_X86_64_DISPATCH)
+// Whether the AVX-512 VNNI copies run: the one test every VNNI dispatch
+// below (and columns_packing, which layers record) makes.
+inline bool vnni_runs() { return cpu::kernel_isa() >= cpu::Isa::x86_64_v4 && cpu::x86_64_vnni(); }
 #define PARE_QGEMM_X86_64_V3(call) \
   if (cpu::kernel_isa() >= cpu::Isa::x86_64_v3) return x86_64_v3::call
 #define PARE_QGEMM_VNNI(call) \
-  if (cpu::kernel_isa() >= cpu::Isa::x86_64_v4 && cpu::x86_64_vnni()) return x86_64_v4::call
+  if (vnni_runs()) return x86_64_v4::call
 #else
 #define PARE_QGEMM_X86_64_V3(call)
 #define PARE_QGEMM_VNNI(call)
@@ -58,7 +61,7 @@ void pack_columns(int64_t channels, int64_t k, const int8_t* w, void* packed) {
 
 int columns_packing() {
 #if defined(PARE_X86_64_DISPATCH)
-  if (cpu::kernel_isa() >= cpu::Isa::x86_64_v4 && cpu::x86_64_vnni()) return 2;
+  if (vnni_runs()) return 2;
   if (cpu::kernel_isa() >= cpu::Isa::x86_64_v3) return 1;
   return 0;
 #elif defined(__AVX2__)
@@ -85,7 +88,7 @@ void depthwise_plane(const DepthwisePlane& d, const int8_t* plane, const int8_t*
                      float multiplier, float offset, int32_t output_min, int32_t output_max, int32_t* acc,
                      int8_t* out) {
 #if defined(PARE_X86_64_DISPATCH)
-  if (cpu::kernel_isa() >= cpu::Isa::x86_64_v4 && cpu::x86_64_vnni() && x86_64_v4::depthwise_plane_vnni_runs(d)) {
+  if (vnni_runs() && x86_64_v4::depthwise_plane_vnni_runs(d)) {
     x86_64_v4::depthwise_plane_vnni(d, plane, filter, correction, multiplier, offset, output_min, output_max, out);
     return;
   }
