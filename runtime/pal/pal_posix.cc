@@ -1,6 +1,7 @@
 // PAL for platforms with a C library: Linux (glibc), Android (bionic,
-// logging through liblog) and iOS (libSystem). libm hooks are in
-// pal_libm.cc. No libc headers: see libc.h.
+// logging through liblog) and iOS (libSystem). The libm hooks are in
+// pal_libm.cc, the hooks the test PAL shares in pal_system.cc. No libc
+// headers: see libc.h.
 
 #include "runtime/pal/libc.h"
 #include "runtime/pal/pal.h"
@@ -34,20 +35,6 @@ void pare_pal_abort(const char* message) {
   pare_pal_log_message(PARE_PAL_LOG_ERROR, message);
   abort();
 }
-
-uint64_t pare_pal_ticks(void) { return pare::pal::monotonic_nanoseconds(); }
-
-uint64_t pare_pal_ticks_per_second(void) { return 1000000000u; }
-
-uint32_t pare_pal_cpu_features(void) { return pare::pal::cpu_features(); }
-
-const char* pare_pal_getenv(const char* name) { return getenv(name); }
-
-void* pare_pal_library_open(const char* name) { return dlopen(name, pare::pal::kDlopenNowLocal); }
-
-void* pare_pal_library_symbol(void* library, const char* name) { return dlsym(library, name); }
-
-void pare_pal_library_close(void* library) { dlclose(library); }
 
 int pare_pal_read_file(const char* path, size_t alignment, void** out_data, size_t* out_size) {
   return pare::pal::read_whole_file(path, alignment, out_data, out_size, pare_pal_malloc, pare_pal_free);

@@ -1,9 +1,9 @@
-// A recording PAL for tests, linked instead of pal_posix.cc (with
-// pal_libm.cc). It counts every call that matters to the runtime's memory
-// and failure contracts: allocations and frees (with live and peak bytes),
-// logs and abort requests, and can make allocations fail on demand to
-// exercise out-of-memory paths. Tests read the record through the
-// default-visibility pare_test_pal_* functions below.
+// A recording PAL for tests, linked instead of pal_posix.cc (with :common:
+// pal_libm.cc, pal_system.cc, pal_threads.cc). It counts every call that
+// matters to the runtime's memory and failure contracts: allocations and
+// frees (with live and peak bytes), logs and abort requests, and can make
+// allocations fail on demand to exercise out-of-memory paths. Tests read
+// the record through the default-visibility pare_test_pal_* functions below.
 //
 // The record is one global POD (zero-initialised, no destructor); like the
 // tests using it, this PAL is single-threaded.
@@ -105,20 +105,6 @@ void pare_pal_abort(const char* message) {
   pare::pal::write_stderr("\n");
   abort();
 }
-
-uint64_t pare_pal_ticks(void) { return pare::pal::monotonic_nanoseconds(); }
-
-uint64_t pare_pal_ticks_per_second(void) { return 1000000000u; }
-
-uint32_t pare_pal_cpu_features(void) { return pare::pal::cpu_features(); }
-
-const char* pare_pal_getenv(const char* name) { return getenv(name); }
-
-void* pare_pal_library_open(const char* name) { return dlopen(name, pare::pal::kDlopenNowLocal); }
-
-void* pare_pal_library_symbol(void* library, const char* name) { return dlsym(library, name); }
-
-void pare_pal_library_close(void* library) { dlclose(library); }
 
 int pare_pal_read_file(const char* path, size_t alignment, void** out_data, size_t* out_size) {
   return pare::pal::read_whole_file(path, alignment, out_data, out_size, pare_pal_malloc, pare_pal_free);
