@@ -85,8 +85,8 @@ PARE_ALWAYS_INLINE Error dispatch_as(KernelContext& ctx, F&& fn) {
 }
 
 // Fast paths: code that only some shapes take (a 1x1 convolution over a
-// few pixels, a 2x2 max pool), behind a tag of its own, so that only the
-// runtimes whose traced inputs took it contain it:
+// few pixels), behind a tag of its own, so that only the runtimes whose
+// traced inputs took it contain it:
 //
 //   if constexpr (fast_path_compiled<tags::gemm_narrow_kernel, T>()) {
 //     if (narrow && fast_path_selected<tags::gemm_narrow_kernel, T>()) {
@@ -100,7 +100,10 @@ PARE_ALWAYS_INLINE Error dispatch_as(KernelContext& ctx, F&& fn) {
 // build has every fast path and records the ones taken, so the tracer
 // writes them into the manifest like any kernel dtype; the fast path runs
 // inside dispatch_case<Tag, T, F>, the unit the app's link step drops and
-// the verifier checks.
+// the verifier checks. (Where a path takes every input its operator's
+// arguments allow, as nn.MaxPool2d(2)'s loop does, it is better a dispatch
+// of its own ahead of the general one, as max_pool.cc's is: then a trace
+// that took it alone leaves the general path out.)
 //
 // fast_path_compiled: the tag declares T, so the shared code has the path
 // for T (decided at compile time); fast_path_selected: the app selects it

@@ -48,7 +48,7 @@ SELECTIVE_KERNEL_DTYPES = {
     "copy_kernel": ["Float", "Long", "Int"],
     "prepacked_kernel": ["Float"],
     "prepacked_gelu_kernel": ["Float"],  # but no other fused epilogue
-    "max_pool2d_kernel": ["Float"],  # but not its fast path, max_pool2d_2x2_kernel
+    "max_pool2d_kernel": ["Float"],  # but not nn.MaxPool2d(2)'s loop, max_pool2d_2x2_kernel
 }
 SELECTIVE_CLASSES = ["LinearPackedParams"]  # Conv2dPackedParams dropped
 SELECTIVE_FEATURES: list[str] = []  # op_profiling dropped

@@ -283,36 +283,77 @@ def test_select_link_names_what_is_wrong(tmp_path):
     assert not (tmp_path / "out.a").exists()
 
 
-def test_an_unselected_fast_path_runs_the_general_path(runtime_lib, selective_lib, selective_runtime, tracing_runtime):
-    # Fast paths are kernel tags (runtime/registry/dispatch.h, run_fast_path):
-    # the tracing build records max_pool2d_2x2_kernel only when a 2x2 pool
-    # runs; the selective runtime selects max_pool2d_kernel but not the fast
-    # path, so it lacks its code and still pools correctly on the general loop.
-    def pool_program(kernel):
-        pb = ProgramBuilder()
-        m = pb.method()
-        values, indices = m.op("aten::max_pool2d_with_indices", m.input("Float"), kernel, returns=2)
-        m.output(values, indices)
-        return pb.to_bytes()
+def _pool_program(kernel, ceil_mode=False):
+    pb = ProgramBuilder()
+    m = pb.method()
+    values, indices = m.op(
+        "aten::max_pool2d_with_indices", m.input("Float"), kernel, kernel, [0, 0], [1, 1], ceil_mode, returns=2
+    )
+    m.output(values, indices)
+    return pb.to_bytes()
 
+
+def _assert_pools_like_torch(rt, x, kernel, ceil_mode=False):
+    values, indices = rt.load(_pool_program(kernel, ceil_mode)).method().run(x.numpy())
+    want = torch.ops.aten.max_pool2d_with_indices(x, kernel, kernel, [0, 0], [1, 1], ceil_mode)
+    np.testing.assert_array_equal(values, want[0].numpy())
+    np.testing.assert_array_equal(indices, want[1].numpy())
+
+
+def test_an_unselected_2x2_pool_loop_runs_the_general_loop(
+    runtime_lib, selective_lib, selective_runtime, tracing_runtime
+):
+    # nn.MaxPool2d(2)'s loop has a tag of its own (max_pool2d_2x2_kernel,
+    # runtime/kernels/nn/max_pool.cc), dispatched ahead of the general
+    # loop's (max_pool2d_kernel). The tracing build records only the loop
+    # that ran: a 2x2 pool without ceil_mode takes the 2x2 loop whatever the
+    # input's size, so its trace has no general loop; with ceil_mode an odd
+    # size needs the general loop, so the trace records both. The selective
+    # runtime selects max_pool2d_kernel but not the 2x2 loop: it lacks its
+    # code and still pools 2x2 correctly on the general loop.
     x = torch.randn(2, 3, 8, 6, generator=torch.Generator().manual_seed(90))
-    want = torch.ops.aten.max_pool2d_with_indices(x, [2, 2])
     for rt in (selective_runtime, tracing_runtime):
-        values, indices = rt.load(pool_program([2, 2])).method().run(x.numpy())
-        np.testing.assert_array_equal(values, want[0].numpy())
-        np.testing.assert_array_equal(indices, want[1].numpy())
+        _assert_pools_like_torch(rt, x, [2, 2])
     traced = {}
-    for kernel in ([2, 2], [3, 3]):
-        program = tracing_runtime.load(pool_program(kernel))
+    for kernel, ceil_mode in (([2, 2], False), ([2, 2], True), ([3, 3], False)):
+        program = tracing_runtime.load(_pool_program(kernel, ceil_mode))
         program.method().run(x.numpy())
-        traced[tuple(kernel)] = program.trace().kernel_dtypes
-    assert traced[(2, 2)]["max_pool2d_2x2_kernel"] == ("Float",)
-    assert traced[(2, 2)]["max_pool2d_kernel"] == ("Float",)
-    assert "max_pool2d_2x2_kernel" not in traced[(3, 3)]
+        traced[(kernel[0], ceil_mode)] = program.trace().kernel_dtypes
+    assert traced[(2, False)]["max_pool2d_2x2_kernel"] == ("Float",)
+    assert "max_pool2d_kernel" not in traced[(2, False)]
+    assert traced[(2, True)]["max_pool2d_2x2_kernel"] == ("Float",)
+    assert traced[(2, True)]["max_pool2d_kernel"] == ("Float",)
+    assert "max_pool2d_2x2_kernel" not in traced[(3, False)]
     case = r"pare::dispatch_case<pare::tags::{}, float[,>]"
     full, sel = _unstripped_symbols(runtime_lib), _unstripped_symbols(selective_lib)
     assert _has(full, case.format("max_pool2d_2x2_kernel")) and _has(sel, case.format("max_pool2d_kernel"))
-    assert not _has(sel, case.format("max_pool2d_2x2_kernel")), "an unselected fast path is still linked"
+    assert not _has(sel, case.format("max_pool2d_2x2_kernel")), "an unselected 2x2 loop is still linked"
+
+
+@pytest.mark.absent_code
+def test_a_runtime_of_2x2_pools_alone_has_no_general_loop(selection_cache):
+    # What a model whose pools are all nn.MaxPool2d(2) traces (the demo):
+    # the 2x2 loop's tag alone. Its runtime pools 2x2 at any size (odd ones
+    # too) and carries none of the general loop; another pool fails with
+    # the not-selected message naming the general loop's tag.
+    sel = runtime_build.write_selection(
+        selection_cache / "selection_pool_2x2",
+        ["aten::max_pool2d_with_indices"],
+        {"max_pool2d_2x2_kernel": ["Float"]},
+        [],
+        [],
+    )
+    lib = runtime_build.build(selection_cache, "pool_2x2", selection_dir=sel)
+    rt = Runtime(lib)
+    generator = torch.Generator().manual_seed(91)
+    for shape in ((1, 2, 8, 8), (2, 3, 9, 7), (1, 1, 2, 34)):
+        _assert_pools_like_torch(rt, torch.randn(*shape, generator=generator), [2, 2])
+    symbols = _unstripped_symbols(lib)
+    assert _has(symbols, r"pare::dispatch_case<pare::tags::max_pool2d_2x2_kernel, float[,>]")
+    assert not _has(symbols, r"pare::dispatch_case<pare::tags::max_pool2d_kernel, ")
+    assert not any("max_pool_plane<" in s and "max_pool_plane_2x2" not in s for s in symbols)
+    with pytest.raises(PareError, match="dtype Float of kernel tag max_pool2d_kernel is not selected"):
+        _assert_pools_like_torch(rt, torch.randn(1, 2, 8, 8, generator=generator), [3, 3])
 
 
 def test_only_the_c_api_is_exported(runtime_lib, selective_lib):

@@ -1,6 +1,6 @@
 // max_pool2d_with_indices and max_pool3d_with_indices: the running max of
 // each window with its index, NaN winning as in PyTorch; nn.MaxPool2d(2) has
-// its own fast path (tag max_pool2d_2x2_kernel). The shared pieces and the
+// its own loop (tag max_pool2d_2x2_kernel). The shared pieces and the
 // scheme (one body for 2-d and 3-d, scalar loops at the rows' ends, vectors
 // in between) are in pooling.h.
 
@@ -31,7 +31,7 @@ PARE_ALWAYS_INLINE void take_max(Acc v, int64_t index, Acc* max, int64_t* best) 
   *best = take ? index : *best;
 }
 
-// nn.MaxPool2d(2), the common case (a fast path: tag max_pool2d_2x2_kernel):
+// nn.MaxPool2d(2), the common case (tag max_pool2d_2x2_kernel):
 // 2x2 windows at stride 2, no padding or dilation, every window inside the
 // plane; the same taps in the same order as the general loop, unrolled.
 template <typename T>
@@ -251,7 +251,9 @@ PARE_UNUSED void max_pool_plane_2x2(const float* PARE_RESTRICT in, float* PARE_R
       if (p.out[kW] >= 4) return max_pool_plane_2x2_vector<vec4>(in, out, indices, planes, p);
     }
   }
-  max_pool_plane(in, out, indices, planes, p);  // the general loop: no scalar 2x2 copy for float
+  // The scalar 2x2 loop, not the general one, which a runtime of 2x2 pools
+  // alone leaves out.
+  max_pool_plane_2x2<float>(in, out, indices, planes, p);
 }
 
 // max_pool{2,3}d_with_indices(self, kernel_size, stride=[], padding=0, dilation=1, ceil_mode=False)
@@ -271,27 +273,38 @@ Error max_pool_with_indices(KernelContext& ctx, ValueSpan inputs, ValueSpan outp
   PARE_TRY_ASSIGN(const Tensor x, as_contiguous(ctx, self, self.dtype));
   const int64_t in_plane = planes.volume();
   const int64_t out_plane = p.out_volume();
+  // Planes split over the method's threads (work: one compare per tap).
+  const uint32_t chunks =
+      ctx.chunks_for(planes.count, 1, planes.count * out_plane * p.depth(p.kernel) * p.kernel[kH] * p.kernel[kW]);
+  if constexpr (kSpatial == 2) {
+    // nn.MaxPool2d(2)'s loop, where the app selects it, in place of the
+    // general one: a dispatch of its own rather than a fast path inside the
+    // general one, so that a model whose pools all take it traces its tag
+    // alone and its runtime carries no general loop (docs/size.md). Without
+    // ceil_mode it takes every input size; with it an odd size needs the
+    // general loop, which the trace then records too.
+    if (is_plain_2x2(planes, p) && kernel_dtype_selected(tags::max_pool2d_2x2_kernel::id, self.dtype)) {
+      if (ceil_mode) ctx.record_kernel_dtype(Tag::id, self.dtype);
+      return dispatch<tags::max_pool2d_2x2_kernel>(ctx, self.dtype, [&](auto type) -> Error {
+        using T = typename decltype(type)::type;
+        const T* in = x.data_as<T>();
+        T* o = out->data_as<T>();
+        int64_t* index = indices->data_as<int64_t>();
+        ctx.parallel(chunks, planes.count, 1, [&](uint32_t, int64_t begin, int64_t end) {
+          for (int64_t i = begin; i < end; ++i) {
+            max_pool_plane_2x2(in + i * in_plane, o + i * out_plane, index + i * out_plane, planes, p);
+          }
+        });
+        return Error::Ok;
+      });
+    }
+  }
   return dispatch<Tag>(ctx, self.dtype, [&](auto type) -> Error {
     using T = typename decltype(type)::type;
     // max_pool_plane and max_pool_plane_2x2 have float overloads (vectors).
     const T* in = x.data_as<T>();
     T* o = out->data_as<T>();
     int64_t* index = indices->data_as<int64_t>();
-    // Planes split over the method's threads (work: one compare per tap).
-    const uint32_t chunks =
-        ctx.chunks_for(planes.count, 1, planes.count * out_plane * p.depth(p.kernel) * p.kernel[kH] * p.kernel[kW]);
-    if constexpr (kSpatial == 2 && fast_path_compiled<tags::max_pool2d_2x2_kernel, T>()) {
-      if (is_plain_2x2(planes, p) && fast_path_selected<tags::max_pool2d_2x2_kernel, T>()) {
-        return run_fast_path<tags::max_pool2d_2x2_kernel, T>(ctx, [&]() -> Error {
-          ctx.parallel(chunks, planes.count, 1, [&](uint32_t, int64_t begin, int64_t end) {
-            for (int64_t i = begin; i < end; ++i) {
-              max_pool_plane_2x2(in + i * in_plane, o + i * out_plane, index + i * out_plane, planes, p);
-            }
-          });
-          return Error::Ok;
-        });
-      }
-    }
     ctx.parallel(chunks, planes.count, 1, [&](uint32_t, int64_t begin, int64_t end) {
       for (int64_t i = begin; i < end; ++i) {
         max_pool_plane(in + i * in_plane, o + i * out_plane, index + i * out_plane, planes, p);
