@@ -95,6 +95,7 @@ from tools.tracer.plans import (
     Int8LayerPlan,
     Int8OpPlan,
     LinearPrepack,
+    MaxPoolValues,
     OpPlan,
     Plan,
     PrepackedPlan,
@@ -105,7 +106,13 @@ from tools.tracer.plans import (
 from tools.tracer.sources import source_of
 from tools.tracer.state_updates import updates_in_place
 from tools.tracer.strided import Slice
-from tools.tracer.view_rewrites import as_strided_plan, index_with_none_plan, infer_computed_size, unfold_plan
+from tools.tracer.view_rewrites import (
+    as_strided_plan,
+    index_with_none_plan,
+    infer_computed_size,
+    max_pool_values_plan,
+    unfold_plan,
+)
 
 __all__ = ["IDENTITY_OPS", "REWRITES", "VIEW_OPS", "LoweringReport", "MethodLowering", "op_name", "source_of"]
 
@@ -127,6 +134,7 @@ REWRITES = {
     "(tools/tracer/strided.py), else the as_strided copy kernel on a contiguous input",
     aten.unfold.default: "the as_strided copy kernel",
     aten.index.Tensor: "with None entries: permute, index.Tensor without None, permute",
+    aten.max_pool2d_with_indices.default: "aten::max_pool2d where nothing reads the indices",
 }
 # Symbolic-int arithmetic torch.export records as Python operators.
 SYMINT_OPERATORS = {
@@ -320,6 +328,10 @@ class MethodLowering:
                 return as_strided_plan(node)
             if target is aten.unfold.default:
                 return unfold_plan(node)
+            if target is aten.max_pool2d_with_indices.default:
+                plan = max_pool_values_plan(node, self.fuse)
+                if plan is not None:
+                    return plan
             args = list(node.args)
             if target in VIEW_OPS and len(args) > 1 and isinstance(args[1], (list, tuple)):
                 args[1] = infer_computed_size(args[1])
@@ -572,8 +584,10 @@ class MethodLowering:
             return (*(plan.clamp or (-math.inf, math.inf)), plan.activation)
         return plan.clamp or ()
 
-    def _lower_op(self, node: Node, plan: OpPlan, use: OpUse) -> None:
-        op = node.target
+    def _lower_op(self, node: Node, plan: OpPlan, use: OpUse, op: Any = None, returns: Any = None) -> None:
+        """plan's instruction: the node's own operator, or `op` in its place
+        (returning `returns`)."""
+        op = op or node.target
         name = op_name(op)
         args, kwargs = plan.args, plan.kwargs
         for result in tensors_in(node.meta.get("val")):
@@ -581,15 +595,19 @@ class MethodLowering:
         values = encode_arguments(node, op, args, kwargs, self._value_of, self.model_file)
         self.report.uses[name].append(use)
         try:
-            self.env[node] = self.mb.op(name, *values, returns=returns_of(node, op))
+            self.env[node] = self.mb.op(name, *values, returns=returns or returns_of(node, op))
         except ProgramError as e:
             raise TracerError(f"{name} at {use.location or node.name}: {e}") from None
+
+    def _lower_max_pool_values(self, node: Node, plan: MaxPoolValues, use: OpUse) -> None:
+        self._lower_op(node, plan, use, op=aten.max_pool2d.default, returns="tensor")
 
 
 # How each kind of plan is emitted: a new kind of plan (an int8 op, a
 # delegate call) is a plan type in tools/tracer/plans.py and a row here.
 HANDLERS: dict[type[Plan], Callable[[MethodLowering, Node, Any, OpUse], None]] = {
     OpPlan: MethodLowering._lower_op,
+    MaxPoolValues: MethodLowering._lower_max_pool_values,
     GetItem: MethodLowering._lower_getitem,
     Alias: MethodLowering._lower_alias,
     Constant: MethodLowering._lower_constant,

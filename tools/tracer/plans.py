@@ -37,6 +37,13 @@ class OpPlan(Plan):
 
 
 @dataclass(frozen=True, kw_only=True)
+class MaxPoolValues(OpPlan):
+    """max_pool2d_with_indices whose indices nothing reads, as
+    aten::max_pool2d on the same arguments (a rewrite: lowering.REWRITES);
+    its values' getitem passes the output on."""
+
+
+@dataclass(frozen=True, kw_only=True)
 class GetItem(Plan):
     """An output of the multi-output instruction `deps[0]` (the node's index)."""
 

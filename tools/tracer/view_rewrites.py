@@ -1,9 +1,13 @@
 """Plans for the ops lowering rewrites into others before the runtime sees
 them (lowering.REWRITES; docs/tracer.md, "Lowering"): index.Tensor with
-None entries, as_strided (tools/tracer/strided.py works out the views) and
-unfold. Each returns a plan (tools/tracer/plans.py) for lowering to emit."""
+None entries, as_strided (tools/tracer/strided.py works out the views),
+unfold, and max_pool2d_with_indices without a reader of its indices. Each
+returns a plan (tools/tracer/plans.py) for lowering to emit."""
 
 from __future__ import annotations
+
+import operator
+from collections.abc import Callable
 
 import torch
 from torch.fx import Node
@@ -15,6 +19,7 @@ from tools.tracer.plans import (
     AsStridedViews,
     IndexWithNone,
     InputSize,
+    MaxPoolValues,
     OpPlan,
     Plan,
     Unsupported,
@@ -22,6 +27,22 @@ from tools.tracer.plans import (
 from tools.tracer.strided import NoViewRewrite, as_strided_views
 
 aten = torch.ops.aten
+
+
+def max_pool_values_plan(node: Node, fuse: Callable[[Node, Node], None]) -> Plan | None:
+    """nn.MaxPool2d without return_indices exports as
+    max_pool2d_with_indices and a getitem of its values: where that is all
+    that reads it, aten::max_pool2d (the same arguments) computes no
+    indices, stores none and plans no memory for them. `fuse(getitem,
+    node)` makes each getitem pass the values on. None: the indices are
+    read (or the tuple is), so the op stays."""
+    users = list(node.users)
+    if not users or not all(u.target is operator.getitem and u.args[1] == 0 for u in users):
+        return None
+    for user in users:
+        fuse(user, node)
+    kwargs = dict(node.kwargs)
+    return MaxPoolValues(deps=tuple(nodes_in((node.args, kwargs))), args=tuple(node.args), kwargs=kwargs)
 
 
 def index_with_none_plan(node: Node) -> Plan:

@@ -1,8 +1,9 @@
 // max_pool2d_with_indices and max_pool3d_with_indices: the running max of
-// each window with its index, NaN winning as in PyTorch; nn.MaxPool2d(2) has
-// its own loop (tag max_pool2d_2x2_kernel). The shared pieces and the
-// scheme (one body for 2-d and 3-d, scalar loops at the rows' ends, vectors
-// in between) are in pooling.h.
+// each window with its index, NaN winning as in PyTorch (max_pool2d: the
+// same without the index); nn.MaxPool2d(2) has its own loop (tag
+// max_pool2d_2x2_kernel). The shared pieces and the scheme (one body for
+// 2-d and 3-d, scalar loops at the rows' ends, vectors in between) are in
+// pooling.h.
 
 #include "runtime/kernels/common/convert.h"
 #include "runtime/kernels/common/limits.h"
@@ -34,7 +35,9 @@ PARE_ALWAYS_INLINE void take_max(Acc v, int64_t index, Acc* max, int64_t* best) 
 // nn.MaxPool2d(2), the common case (tag max_pool2d_2x2_kernel):
 // 2x2 windows at stride 2, no padding or dilation, every window inside the
 // plane; the same taps in the same order as the general loop, unrolled.
-template <typename T>
+// Every loop here has kIndices: false for aten::max_pool2d, whose indices
+// (null) nobody reads, which leaves their arithmetic dead.
+template <bool kIndices, typename T>
 void max_pool_plane_2x2(const T* PARE_RESTRICT in, T* PARE_RESTRICT out, int64_t* PARE_RESTRICT indices,
                         const Planes<2>& planes, const PoolParams<2>& p) {
   using Acc = opmath_t<T>;
@@ -49,7 +52,7 @@ void max_pool_plane_2x2(const T* PARE_RESTRICT in, T* PARE_RESTRICT out, int64_t
       take_max(Acc(in[i + width]), i + width, &max, &best);
       take_max(Acc(in[i + width + 1]), i + width + 1, &max, &best);
       out[oh * p.out[kW] + ow] = T(max);
-      indices[oh * p.out[kW] + ow] = best;
+      if constexpr (kIndices) indices[oh * p.out[kW] + ow] = best;
     }
   }
 }
@@ -116,7 +119,7 @@ PARE_ALWAYS_INLINE int64_t first_tap(WindowRows w, int64_t iw0, const Planes<kSp
 
 // The output at column ow of a row whose windows span `w`: taps plane by
 // plane, row by row, as PyTorch takes them.
-template <typename T, int kSpatial>
+template <bool kIndices, typename T, int kSpatial>
 PARE_ALWAYS_INLINE void max_pool_one(const T* PARE_RESTRICT in, WindowRows w, int64_t ow,
                                      const Planes<kSpatial>& planes, const PoolParams<kSpatial>& p,
                                      T* PARE_RESTRICT out, int64_t* PARE_RESTRICT index) {
@@ -135,18 +138,20 @@ PARE_ALWAYS_INLINE void max_pool_one(const T* PARE_RESTRICT in, WindowRows w, in
     }
   }
   *out = T(max);
-  *index = best;
+  if constexpr (kIndices) *index = best;
 }
 
 // One plane (2-d pooling) or volume (3-d) of outputs.
-template <typename T, int kSpatial>
+template <bool kIndices, typename T, int kSpatial>
 void max_pool_plane(const T* PARE_RESTRICT in, T* PARE_RESTRICT out, int64_t* PARE_RESTRICT indices,
                     const Planes<kSpatial>& planes, const PoolParams<kSpatial>& p) {
   for (int64_t od = 0; od < p.depth(p.out); ++od) {
     for (int64_t oh = 0; oh < p.out[kH]; ++oh) {
       const WindowRows w = max_window_rows(od, oh, planes, p);
       const int64_t at = (od * p.out[kH] + oh) * p.out[kW];
-      for (int64_t ow = 0; ow < p.out[kW]; ++ow) max_pool_one(in, w, ow, planes, p, &out[at + ow], &indices[at + ow]);
+      for (int64_t ow = 0; ow < p.out[kW]; ++ow) {
+        max_pool_one<kIndices>(in, w, ow, planes, p, &out[at + ow], kIndices ? &indices[at + ow] : nullptr);
+      }
     }
   }
 }
@@ -155,7 +160,7 @@ void max_pool_plane(const T* PARE_RESTRICT in, T* PARE_RESTRICT out, int64_t* PA
 // the template): the scalar loop at a row's ends, kLanes outputs at a time
 // in between. Indices are tracked in 32 bits (volumes of fewer than 2^31
 // elements; larger ones take the scalar loop) and widened on store.
-template <int kSpatial>
+template <bool kIndices, int kSpatial>
 void max_pool_plane(const float* PARE_RESTRICT in, float* PARE_RESTRICT out, int64_t* PARE_RESTRICT indices,
                     const Planes<kSpatial>& planes, const PoolParams<kSpatial>& p) {
   const int64_t width = planes.width;
@@ -166,9 +171,10 @@ void max_pool_plane(const float* PARE_RESTRICT in, float* PARE_RESTRICT out, int
     for (int64_t oh = 0; oh < p.out[kH]; ++oh) {
       const WindowRows w = max_window_rows(od, oh, planes, p);
       float* o = out + (od * p.out[kH] + oh) * p.out[kW];
-      int64_t* o_index = indices + (od * p.out[kH] + oh) * p.out[kW];
+      int64_t* o_index = kIndices ? indices + (od * p.out[kH] + oh) * p.out[kW] : nullptr;
       int64_t ow = 0;
-      for (; ow < cols.begin; ++ow) max_pool_one(in, w, ow, planes, p, &o[ow], &o_index[ow]);
+      for (; ow < cols.begin; ++ow)
+        max_pool_one<kIndices>(in, w, ow, planes, p, &o[ow], kIndices ? &o_index[ow] : nullptr);
       const auto block = [&](int64_t first) {
         const int64_t start_w = first * p.stride[kW] - p.padding[kW];
         simd::vec max = simd::splat(-__builtin_inff());
@@ -183,10 +189,11 @@ void max_pool_plane(const float* PARE_RESTRICT in, float* PARE_RESTRICT out, int
           }
         }
         simd::storev(o + first, max);
-        store_indices(o_index + first, best);
+        if constexpr (kIndices) store_indices(o_index + first, best);
       };
       ow = vector_blocks<simd::kLanes>(ow, cols.end, block);
-      for (; ow < p.out[kW]; ++ow) max_pool_one(in, w, ow, planes, p, &o[ow], &o_index[ow]);
+      for (; ow < p.out[kW]; ++ow)
+        max_pool_one<kIndices>(in, w, ow, planes, p, &o[ow], kIndices ? &o_index[ow] : nullptr);
     }
   }
 }
@@ -216,7 +223,7 @@ PARE_ALWAYS_INLINE V load_alternate(const float* p) {
 // nn.MaxPool2d(2) on float planes at least lanes_of<V> outputs wide: that
 // many windows at a time, each row's 2 * lanes columns split into the
 // windows' left and right taps, taps in the scalar loop's order.
-template <typename V>
+template <bool kIndices, typename V>
 void max_pool_plane_2x2_vector(const float* PARE_RESTRICT in, float* PARE_RESTRICT out, int64_t* PARE_RESTRICT indices,
                                const Planes<2>& planes, const PoolParams<2>& p) {
   using I = mask_of<V>;
@@ -234,32 +241,34 @@ void max_pool_plane_2x2_vector(const float* PARE_RESTRICT in, float* PARE_RESTRI
       take_max_lanes(load_alternate<V, 0>(in + i + width), at + static_cast<int32_t>(width), &max, &best);
       take_max_lanes(load_alternate<V, 1>(in + i + width), at + static_cast<int32_t>(width + 1), &max, &best);
       __builtin_memcpy(out + oh * p.out[kW] + first, &max, sizeof(max));
-      store_indices(indices + oh * p.out[kW] + first, best);
+      if constexpr (kIndices) store_indices(indices + oh * p.out[kW] + first, best);
     };
     vector_blocks<kL>(0, p.out[kW], block);  // the caller checked p.out[kW] >= kL
   }
 }
 
 // The float overload of max_pool_plane_2x2.
-PARE_UNUSED void max_pool_plane_2x2(const float* PARE_RESTRICT in, float* PARE_RESTRICT out,
-                                    int64_t* PARE_RESTRICT indices, const Planes<2>& planes, const PoolParams<2>& p) {
+template <bool kIndices>
+void max_pool_plane_2x2(const float* PARE_RESTRICT in, float* PARE_RESTRICT out, int64_t* PARE_RESTRICT indices,
+                        const Planes<2>& planes, const PoolParams<2>& p) {
   if (planes.height * planes.width <= INT32_MAX) {
-    if (p.out[kW] >= simd::kLanes) return max_pool_plane_2x2_vector<simd::vec>(in, out, indices, planes, p);
+    if (p.out[kW] >= simd::kLanes) return max_pool_plane_2x2_vector<kIndices, simd::vec>(in, out, indices, planes, p);
     // 4 to 7 outputs wide on AVX2 (a 14 x 14 plane): half vectors. Only
     // AVX2 builds carry them; 4-lane builds already run 4 at a time.
     if constexpr (simd::kLanes == 8) {
-      if (p.out[kW] >= 4) return max_pool_plane_2x2_vector<vec4>(in, out, indices, planes, p);
+      if (p.out[kW] >= 4) return max_pool_plane_2x2_vector<kIndices, vec4>(in, out, indices, planes, p);
     }
   }
   // The scalar 2x2 loop, not the general one, which a runtime of 2x2 pools
   // alone leaves out.
-  max_pool_plane_2x2<float>(in, out, indices, planes, p);
+  max_pool_plane_2x2<kIndices, float>(in, out, indices, planes, p);
 }
 
-// max_pool{2,3}d_with_indices(self, kernel_size, stride=[], padding=0, dilation=1, ceil_mode=False)
-template <int kSpatial, typename Tag>
-Error max_pool_with_indices(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs) {
-  KernelArgs args(ctx, inputs, outputs, 2, 6, 2);
+// max_pool{2,3}d_with_indices(self, kernel_size, stride=[], padding=0, dilation=1, ceil_mode=False),
+// and without kIndices max_pool2d, its values alone.
+template <int kSpatial, typename Tag, bool kIndices = true>
+Error max_pool(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs) {
+  KernelArgs args(ctx, inputs, outputs, 2, 6, kIndices ? 2 : 1);
   const Tensor& self = args.tensor(0, "self");
   const bool ceil_mode = args.boolean_or(5, "ceil_mode", false);
   PARE_TRY(args.status());
@@ -268,7 +277,10 @@ Error max_pool_with_indices(KernelContext& ctx, ValueSpan inputs, ValueSpan outp
   PoolParams<kSpatial> p;
   PARE_TRY(read_pool_params(ctx, args, planes, /*with_dilation=*/true, 3, ceil_mode, &p));
   PARE_TRY_ASSIGN(Tensor * out, allocate_pooled(ctx, args.output(0), self.dtype, planes, p.out));
-  PARE_TRY_ASSIGN(Tensor * indices, allocate_pooled(ctx, args.output(1), ScalarType::Long, planes, p.out));
+  Tensor* indices = nullptr;
+  if constexpr (kIndices) {
+    PARE_TRY_ASSIGN(indices, allocate_pooled(ctx, args.output(1), ScalarType::Long, planes, p.out));
+  }
   if (out->numel() == 0) return Error::Ok;
   PARE_TRY_ASSIGN(const Tensor x, as_contiguous(ctx, self, self.dtype));
   const int64_t in_plane = planes.volume();
@@ -289,10 +301,11 @@ Error max_pool_with_indices(KernelContext& ctx, ValueSpan inputs, ValueSpan outp
         using T = typename decltype(type)::type;
         const T* in = x.data_as<T>();
         T* o = out->data_as<T>();
-        int64_t* index = indices->data_as<int64_t>();
+        int64_t* index = kIndices ? indices->data_as<int64_t>() : nullptr;
         ctx.parallel(chunks, planes.count, 1, [&](uint32_t, int64_t begin, int64_t end) {
           for (int64_t i = begin; i < end; ++i) {
-            max_pool_plane_2x2(in + i * in_plane, o + i * out_plane, index + i * out_plane, planes, p);
+            max_pool_plane_2x2<kIndices>(in + i * in_plane, o + i * out_plane,
+                                         kIndices ? index + i * out_plane : nullptr, planes, p);
           }
         });
         return Error::Ok;
@@ -304,10 +317,11 @@ Error max_pool_with_indices(KernelContext& ctx, ValueSpan inputs, ValueSpan outp
     // max_pool_plane and max_pool_plane_2x2 have float overloads (vectors).
     const T* in = x.data_as<T>();
     T* o = out->data_as<T>();
-    int64_t* index = indices->data_as<int64_t>();
+    int64_t* index = kIndices ? indices->data_as<int64_t>() : nullptr;
     ctx.parallel(chunks, planes.count, 1, [&](uint32_t, int64_t begin, int64_t end) {
       for (int64_t i = begin; i < end; ++i) {
-        max_pool_plane(in + i * in_plane, o + i * out_plane, index + i * out_plane, planes, p);
+        max_pool_plane<kIndices>(in + i * in_plane, o + i * out_plane, kIndices ? index + i * out_plane : nullptr,
+                                 planes, p);
       }
     });
     return Error::Ok;
@@ -319,13 +333,22 @@ Error max_pool_with_indices(KernelContext& ctx, ValueSpan inputs, ValueSpan outp
 // aten::max_pool2d_with_indices(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0,
 //     int[2] dilation=1, bool ceil_mode=False) -> (Tensor, Tensor)
 Error aten_max_pool2d_with_indices(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs) {
-  return max_pool_with_indices<2, tags::max_pool2d_kernel>(ctx, inputs, outputs);
+  return max_pool<2, tags::max_pool2d_kernel>(ctx, inputs, outputs);
+}
+
+// aten::max_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, int[2] dilation=1,
+//     bool ceil_mode=False) -> Tensor
+//
+// What the tracer lowers max_pool2d_with_indices to when the graph reads
+// only its values: no indices to compute, store or plan memory for.
+Error aten_max_pool2d(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs) {
+  return max_pool<2, tags::max_pool2d_kernel, /*kIndices=*/false>(ctx, inputs, outputs);
 }
 
 // aten::max_pool3d_with_indices(Tensor self, int[3] kernel_size, int[3] stride=[], int[3] padding=0,
 //     int[3] dilation=1, bool ceil_mode=False) -> (Tensor, Tensor)
 Error aten_max_pool3d_with_indices(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs) {
-  return max_pool_with_indices<3, tags::max_pool3d_kernel>(ctx, inputs, outputs);
+  return max_pool<3, tags::max_pool3d_kernel>(ctx, inputs, outputs);
 }
 
 }  // namespace kernels

@@ -634,14 +634,22 @@ def test_group_norm_mixed_non_contiguous_and_errors(runtime):
 # pooling
 
 
+def check_max_pool2d(runtime, *args):
+    """aten::max_pool2d_with_indices against torch, values and indices, and
+    aten::max_pool2d (what the tracer lowers it to where nothing reads the
+    indices: the same loops without them) against the same values."""
+    got = run_op(runtime, "aten::max_pool2d_with_indices", *args, returns=2)
+    want = A.max_pool2d_with_indices(*args)
+    assert_same(got[0], want[0])
+    assert_same(got[1], want[1])
+    assert_same(run_op(runtime, "aten::max_pool2d", *args), want[0])
+
+
 @pytest.mark.parametrize("dtype", NON_BOOL, ids=str)
 def test_max_pool2d_every_dtype(runtime, dtype):
     x = make_tensor((2, 3, 9, 8), dtype, 80, 0 if dtype == torch.uint8 else -50, 50)
     for args in [(x, [3, 3], [2, 2], [1, 1], [1, 1], True), (x, [2, 2]), (x[0], [2, 3], [1, 2], [1, 0], [2, 1])]:
-        got = run_op(runtime, "aten::max_pool2d_with_indices", *args, returns=2)
-        want = A.max_pool2d_with_indices(*args)
-        assert_same(got[0], want[0])
-        assert_same(got[1], want[1])
+        check_max_pool2d(runtime, *args)
 
 
 @pytest.mark.parametrize("ceil_mode", [False, True])
@@ -658,10 +666,7 @@ def test_max_pool2d_every_dtype(runtime, dtype):
 def test_max_pool2d_geometry(runtime, ceil_mode, kernel, stride, padding, dilation):
     x = make_tensor((1, 2, 11, 10), torch.float32, 81)
     args = (x, kernel, stride, padding, dilation, ceil_mode)
-    got = run_op(runtime, "aten::max_pool2d_with_indices", *args, returns=2)
-    want = A.max_pool2d_with_indices(*args)
-    assert_same(got[0], want[0])
-    assert_same(got[1], want[1])
+    check_max_pool2d(runtime, *args)
 
 
 def test_max_pool2d_nan_inf_non_contiguous_and_errors(runtime):
@@ -690,10 +695,7 @@ def test_max_pool2d_nan_inf_non_contiguous_and_errors(runtime):
         (x2, [2, 2]),
         (ninf, [2, 2]),
     ]:
-        got = run_op(runtime, "aten::max_pool2d_with_indices", *args, returns=2)
-        want = A.max_pool2d_with_indices(*args)
-        assert_same(got[0], want[0])
-        assert_same(got[1], want[1])
+        check_max_pool2d(runtime, *args)
     with pytest.raises(PareError, match=r"argument 'padding' \(2\) must be at most half of kernel_size \(3\)"):
         run_op(runtime, "aten::max_pool2d_with_indices", t, [3, 3], [1, 1], [2, 2], returns=2)
     with pytest.raises(PareError, match="input of 2 x 2 is too small"):
@@ -704,6 +706,10 @@ def test_max_pool2d_nan_inf_non_contiguous_and_errors(runtime):
         run_op(runtime, "aten::max_pool2d_with_indices", torch.ones(1, 0, 2, 2), [1, 1], returns=2)
     with pytest.raises(PareError, match="dtype Bool is not supported"):
         run_op(runtime, "aten::max_pool2d_with_indices", torch.ones(1, 1, 2, 2, dtype=torch.bool), [1, 1], returns=2)
+    with pytest.raises(PareError, match="dtype Bool is not supported"):
+        run_op(runtime, "aten::max_pool2d", torch.ones(1, 1, 2, 2, dtype=torch.bool), [1, 1])
+    with pytest.raises(PareError, match="input of 2 x 2 is too small"):
+        run_op(runtime, "aten::max_pool2d", torch.ones(1, 1, 2, 2), [3, 3])
 
 
 # Geometries for rows wide enough that float pooling runs its vector loop
@@ -741,10 +747,7 @@ def test_max_pool2d_wide_rows(runtime, kernel, stride, padding, dilation, ceil_m
     # outputs: half vectors on AVX2) and 6 (3 outputs: scalar).
     for t in (x, x[..., 1:].contiguous(), x[..., :14].contiguous(), x[..., :9].contiguous(), x[..., :6].contiguous()):
         args = (t, kernel, stride, padding, dilation, ceil_mode)
-        got = run_op(runtime, "aten::max_pool2d_with_indices", *args, returns=2)
-        want = A.max_pool2d_with_indices(*args)
-        assert_same(got[0], want[0])
-        assert_same(got[1], want[1])
+        check_max_pool2d(runtime, *args)
 
 
 @pytest.mark.parametrize("kernel,stride,padding,dilation,ceil_mode", WIDE_POOLS)
