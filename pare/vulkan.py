@@ -11,8 +11,13 @@ groups, the tensors it binds (binding 0 the one it writes) and its push
 constants. Every operator here is a few dispatches of five general shaders
 (matmul, elementwise, rows, conv2d, pool2d); view ops alias their input.
 
-Shapes are static: the backend takes a node only when every size is a
-number, so a method exported with a dynamic dim keeps those ops on the CPU.
+Dynamic dims: a size may be one of torch.export's symbols (a dynamic batch)
+where a tensor has at most one such dim. Every size and push-constant word
+is then affine in the symbols: preprocess lowers the partition at a few
+values of them, fits each word (base + coefficient x symbol) and checks the
+fit at another value. The blob records each symbol (the input dim it is
+read from, and its bounds) and the words that depend on it; the runtime
+evaluates them when an execute brings a new shape.
 """
 
 from __future__ import annotations
@@ -29,12 +34,14 @@ from pare.delegates import Backend, DelegateError, Subgraph, register
 
 SHADER_DIR = Path(__file__).resolve().parent / "vulkan_shaders"
 MAGIC = b"PVKB"
-VERSION = 1
+VERSION = 2
 HEADER_BYTES = 64
 MAX_RANK = 6
 MAX_BINDINGS = 8
 MAX_PUSH_WORDS = 32
 MAX_SHADERS, MAX_TENSORS, MAX_DISPATCHES = 64, 4096, 4096
+MAX_SYMBOLS, MAX_TERMS = 8, 65536
+TENSOR_WORDS, DISPATCH_WORDS = 4 + MAX_RANK, 4 + MAX_BINDINGS + MAX_PUSH_WORDS
 MAX_GROUPS = 65535  # Vulkan's guaranteed maxComputeWorkGroupCount
 MAX_NUMEL = (1 << 27) // 4  # Vulkan's guaranteed maxStorageBufferRange, in floats
 LOCAL_SIZE = 64
@@ -64,14 +71,29 @@ def _val(x):
     return x.meta.get("val") if hasattr(x, "meta") else None
 
 
+def _symbol(size):
+    """The sympy symbol a SymInt size is, or None (a number, or an
+    expression of symbols, which the backend does not take)."""
+    import torch
+
+    if not isinstance(size, torch.SymInt):
+        return None
+    expr = size.node.expr
+    return expr if getattr(expr, "is_Symbol", False) else None
+
+
 def _static_float(val, max_rank=MAX_RANK) -> bool:
+    """A float32 tensor whose sizes are numbers, but for at most one
+    dynamic dim that is a bare symbol."""
     import torch
 
     if not isinstance(val, torch.Tensor) or val.dtype != torch.float32 or val.dim() > max_rank:
         return False
-    if not all(isinstance(s, int) for s in val.shape):
+    dynamic = [s for s in val.shape if not isinstance(s, int)]
+    if len(dynamic) > 1 or any(_symbol(s) is None for s in dynamic):
         return False
-    return 1 <= val.numel() <= MAX_NUMEL
+    static = math.prod(s for s in val.shape if isinstance(s, int))
+    return 1 <= static <= MAX_NUMEL
 
 
 def _tensor_args_ok(node, max_rank=MAX_RANK) -> bool:
@@ -199,7 +221,17 @@ def _checks():
             and all(w is None or _static_float(_val(w)) for w in (weight, bias))
         )
 
-    return {
+    def sym_size(node):
+        # Read from the symbol inside the partition; only when what uses it
+        # (a view's size) goes to the device too.
+        return (
+            _static_float(_val(node.args[0]))
+            and _symbol(_val(node)) is not None
+            and all(u.target in table and table[u.target](u) for u in node.users)
+        )
+
+    table = {
+        a.sym_size.int: sym_size,
         a.add.Tensor: elementwise,
         a.sub.Tensor: elementwise,
         a.mul.Tensor: elementwise,
@@ -235,6 +267,7 @@ def _checks():
         a._log_softmax.default: softmax,
         a.native_layer_norm.default: layer_norm,
     }
+    return table
 
 
 def _dim_run(dims, rank):
@@ -286,33 +319,34 @@ def _word(x) -> int:
     return int(x) & 0xFFFFFFFF
 
 
-def groups_for(threads: int) -> tuple[int, int, int]:
-    blocks = max(1, -(-threads // LOCAL_SIZE))
-    x = min(blocks, MAX_GROUPS)
-    return x, -(-blocks // x), 1
-
-
-def pack_blob(shaders, tensors, dispatches, num_inputs, num_outputs, weights: bytes) -> bytes:
-    """`shaders`: names; `tensors`: (kind, index, sizes); `dispatches`:
-    (shader index, groups, bindings, push words)."""
+def pack_blob(shaders, symbols, tensors, dispatches, terms, num_inputs, num_outputs, weights: bytes) -> bytes:
+    """`shaders`: names; `symbols`: (input, dim, min, max); `tensors`: (kind,
+    index, sizes); `dispatches`: (shader index, threads, bindings, push
+    words); `terms`: (word, symbol, coefficient), the word counted in u32s
+    from the start of the tensor table. Sizes and words are their values
+    with every symbol at 0."""
     code = bytearray()
     shader_table = bytearray()
     for name in shaders:
         words = spirv(name)
         shader_table += struct.pack("<4I", len(code), len(words), SHADERS[name], MAX_PUSH_WORDS)
         code += words
+    symbol_table = b"".join(struct.pack("<4I", *symbol) for symbol in symbols)
     tensor_table = bytearray()
     for kind, index, sizes in tensors:
         numel = math.prod(sizes)
-        tensor_table += struct.pack("<4I", kind, index, numel, len(sizes))
-        tensor_table += struct.pack(f"<{MAX_RANK}I", *sizes, *[0] * (MAX_RANK - len(sizes)))
+        tensor_table += struct.pack("<4I", kind, index, numel & 0xFFFFFFFF, len(sizes))
+        tensor_table += struct.pack(f"<{MAX_RANK}I", *(_word(s) for s in sizes), *[0] * (MAX_RANK - len(sizes)))
     dispatch_table = bytearray()
-    for shader, groups, bindings, push in dispatches:
-        dispatch_table += struct.pack("<4I", shader, *groups)
+    for shader, threads, bindings, push in dispatches:
+        dispatch_table += struct.pack("<4I", shader, _word(threads), 0, 0)
         dispatch_table += struct.pack(f"<{MAX_BINDINGS}I", *bindings, *[0] * (MAX_BINDINGS - len(bindings)))
         words = [_word(p) for p in push]
         dispatch_table += struct.pack(f"<{MAX_PUSH_WORDS}I", *words, *[0] * (MAX_PUSH_WORDS - len(words)))
-    weights_at = HEADER_BYTES + len(shader_table) + len(tensor_table) + len(dispatch_table)
+    term_table = b"".join(struct.pack("<2Ii", *term) for term in terms)
+    weights_at = (
+        HEADER_BYTES + len(shader_table) + len(symbol_table) + len(tensor_table) + len(dispatch_table) + len(term_table)
+    )
     pad = (-len(weights)) % 4
     code_at = weights_at + len(weights) + pad
     size = code_at + len(code)
@@ -328,13 +362,15 @@ def pack_blob(shaders, tensors, dispatches, num_inputs, num_outputs, weights: by
             len(weights),
             code_at,
             len(code),
-            0,
-            0,
+            len(symbols),
+            len(terms),
             0,
         )
         + shader_table
+        + symbol_table
         + tensor_table
         + dispatch_table
+        + term_table
         + weights
         + b"\0" * pad
         + code
@@ -365,11 +401,30 @@ def _broadcast_strides(shape, out_shape):
 # --- lowering a partition ----------------------------------------------------
 
 
+class _Sized:
+    """A node's value with its symbolic sizes evaluated at `env` (symbol ->
+    number); indexing gives a tuple value's item."""
+
+    def __init__(self, val, env):
+        self.val, self.env = val, env
+
+    @property
+    def shape(self):
+        return tuple(int(s) if isinstance(s, int) else int(s.node.expr.xreplace(self.env)) for s in self.val.shape)
+
+    def __getitem__(self, i):
+        return _Sized(self.val[i], self.env)
+
+
 class _Lowering:
-    def __init__(self, subgraph: Subgraph):
+    """A partition's shaders, tensors, dispatches and weights with every
+    symbol at its value in `env`."""
+
+    def __init__(self, subgraph: Subgraph, env: dict):
         import torch
 
         self.torch = torch
+        self.env = env
         self.subgraph = subgraph
         self.tensors: list[tuple[int, int, list[int]]] = []
         self.dispatches: list[tuple[int, tuple, list[int], list]] = []
@@ -380,13 +435,18 @@ class _Lowering:
         run_inputs = [n for n in subgraph.inputs if n not in subgraph.constants]
         self.num_inputs = len(run_inputs)
         for i, node in enumerate(run_inputs):
-            self.value[node] = self._tensor(KIND_INPUT, i, _val(node).shape)
+            if not isinstance(_val(node), torch.Tensor):
+                raise DelegateError(f"backend vulkan: the partition reads {node.name}, not a tensor, from the CPU")
+            self.value[node] = self._tensor(KIND_INPUT, i, self._v(node).shape)
         for node, tensor in subgraph.constants.items():
             if not isinstance(tensor, torch.Tensor) or tensor.dtype != torch.float32:
                 raise DelegateError(f"backend vulkan: constant {node.name} is not a float32 tensor")
             data = tensor.detach().contiguous().numpy().tobytes()
             self.value[node] = self._tensor(KIND_WEIGHT, len(self.weights), tensor.shape)
             self.weights += data
+
+    def _v(self, node):
+        return _Sized(_val(node), self.env)
 
     def _tensor(self, kind, index, shape) -> int:
         self.tensors.append((kind, index, [int(s) for s in shape] or []))
@@ -397,7 +457,7 @@ class _Lowering:
     def _result(self, node, shape=None) -> int:
         """The tensor `node` writes: an output of the partition, or an
         intermediate."""
-        shape = _val(node).shape if shape is None else shape
+        shape = self._v(node).shape if shape is None else shape
         if node in self.outputs:
             return self._tensor(KIND_OUTPUT, self.outputs[node], shape)
         return self._tensor(KIND_INTERMEDIATE, 0, shape)
@@ -406,7 +466,7 @@ class _Lowering:
         if shader not in self.shaders:
             self.shaders.append(shader)
         assert len(bindings) == SHADERS[shader] and len(push) <= MAX_PUSH_WORDS
-        self.dispatches.append((self.shaders.index(shader), groups_for(threads), bindings, push))
+        self.dispatches.append((self.shaders.index(shader), threads, bindings, push))
 
     def _copy(self, out, source, sizes, a_strides, out_strides, offset=0, act=(ACT_NONE, 0.0, 0.0)):
         sizes4, a4 = _pad4(sizes, a_strides)
@@ -436,6 +496,10 @@ class _Lowering:
             t = node.target
             if t is operator.getitem:  # the first result of a tuple op, which wrote it
                 continue
+            if t is a.sym_size.int:  # a size, read from the symbol by the runtime
+                if node in self.outputs:
+                    raise DelegateError(f"backend vulkan: {node.name}, a size, cannot be a partition's output")
+                continue
             if t in (a.mm.default, a.bmm.default, a.addmm.default, a.convolution.default):
                 user, act = self._fusable(node)
                 if user is not None:
@@ -443,7 +507,7 @@ class _Lowering:
                     target = user
                 else:
                     act, target = (ACT_NONE, 0.0, 0.0), node
-                out = self._result(target, _val(node).shape)
+                out = self._result(target, self._v(node).shape)
                 if t is a.convolution.default:
                     self._conv(node, out, act)
                 else:
@@ -452,7 +516,7 @@ class _Lowering:
                 self.value[target] = out
             elif _activation(node) is not None:
                 act = _activation(node)
-                shape = list(_val(node).shape)
+                shape = list(self._v(node).shape)
                 out = self._result(node)
                 st = _contiguous_strides(shape)
                 self._copy(out, self.value[node.args[0]], shape, st, st, act=act)
@@ -469,7 +533,7 @@ class _Lowering:
                     self._alias_output(node)
             elif t in (a.permute.default, a.transpose.int, a.t.default):
                 src = node.args[0]
-                shape = list(_val(src).shape)
+                shape = list(self._v(src).shape)
                 perm = list(range(len(shape)))
                 if t is a.permute.default:
                     perm = [d % len(shape) for d in node.args[1]]
@@ -482,9 +546,9 @@ class _Lowering:
                 self._copy(out, self.value[src], out_shape, [strides[d] for d in perm], _contiguous_strides(out_shape))
                 self.value[node] = out
             elif t is a.expand.default:
-                out_shape = list(_val(node).shape)
+                out_shape = list(self._v(node).shape)
                 out = self._result(node)
-                st = _broadcast_strides(_val(node.args[0]).shape, out_shape)
+                st = _broadcast_strides(self._v(node.args[0]).shape, out_shape)
                 self._copy(out, self.value[node.args[0]], out_shape, st, _contiguous_strides(out_shape))
                 self.value[node] = out
             elif t is a.cat.default:
@@ -495,14 +559,12 @@ class _Lowering:
                 self._rows(node)
             else:
                 raise DelegateError(f"backend vulkan: internal: no lowering for {t}")
-        return pack_blob(
-            self.shaders, self.tensors, self.dispatches, self.num_inputs, len(self.outputs), bytes(self.weights)
-        )
+        return self
 
     def _alias_output(self, node):
         """A view node that the partition returns: copied into an output of
         its own (an alias cannot be an output)."""
-        shape = list(_val(node).shape)
+        shape = list(self._v(node).shape)
         src = self.value[node]
         out = self._tensor(KIND_OUTPUT, self.outputs[node], shape)
         flat = [math.prod(shape)]
@@ -513,12 +575,12 @@ class _Lowering:
         a = _aten()
         x, y = node.args
         op = {a.add.Tensor: OP_ADD, a.sub.Tensor: OP_SUB, a.mul.Tensor: OP_MUL, a.div.Tensor: OP_DIV}[node.target]
-        out_shape = list(_val(node).shape)
+        out_shape = list(self._v(node).shape)
         out = self._result(node)
-        ax = _broadcast_strides(_val(x).shape, out_shape)
+        ax = _broadcast_strides(self._v(x).shape, out_shape)
         sizes4, a4 = _pad4(out_shape, ax)
         if hasattr(y, "meta"):
-            b4 = _pad4(out_shape, _broadcast_strides(_val(y).shape, out_shape))[1]
+            b4 = _pad4(out_shape, _broadcast_strides(self._v(y).shape, out_shape))[1]
             ybuf, scalar, number = self.value[y], 0, 0.0
         else:
             b4, ybuf, scalar, number = [0] * 4, self.value[x], 1, float(y)
@@ -538,7 +600,7 @@ class _Lowering:
             beta = float(node.kwargs.get("beta", 1))
         else:
             x, w = node.args
-        xs, ws = list(_val(x).shape), list(_val(w).shape)
+        xs, ws = list(self._v(x).shape), list(self._v(w).shape)
         if len(xs) == 2:
             batch, (m, k), n = 1, xs, ws[1]
             a_st, b_st = [0, k, 1], [0, n, 1]
@@ -547,7 +609,7 @@ class _Lowering:
             a_st, b_st = [m * k, k, 1], [k * n, n, 1]
         bias_st, has_bias, bias_buf = [0, 0, 0], 0, self.value[x]
         if bias is not None:
-            bs = _broadcast_strides(_val(bias).shape, [m, n])
+            bs = _broadcast_strides(self._v(bias).shape, [m, n])
             bias_st, has_bias, bias_buf = [0, *bs], 1, self.value[bias]
         total = batch * m * n
         push = [total, m, n, k, *a_st, *b_st, *bias_st, has_bias, alpha, beta, act[0], float(act[1]), float(act[2])]
@@ -555,9 +617,9 @@ class _Lowering:
 
     def _conv(self, node, out, act):
         x, w, b, stride, padding, dilation, _t, _op, groups = node.args
-        n, c, h, wd = _val(x).shape
-        oc, _, kh, kw = _val(w).shape
-        _, _, oh, ow = _val(node).shape
+        n, c, h, wd = self._v(x).shape
+        oc, _, kh, kw = self._v(w).shape
+        _, _, oh, ow = self._v(node).shape
         total = n * oc * oh * ow
         bias_buf = self.value[b] if b is not None else self.value[w]
         push = [total, c, h, wd, oc, oh, ow, kh, kw, *stride, *padding, *dilation, groups]
@@ -567,8 +629,8 @@ class _Lowering:
     def _pool(self, node):
         a = _aten()
         x = node.args[0]
-        n, c, h, w = _val(x).shape
-        out_val = _val(node)[0] if node.target is a.max_pool2d_with_indices.default else _val(node)
+        n, c, h, w = self._v(x).shape
+        out_val = self._v(node)[0] if node.target is a.max_pool2d_with_indices.default else self._v(node)
         oh, ow = out_val.shape[2:]
         kernel, stride, padding, dilation = [1, 1], [1, 1], [0, 0], [1, 1]
         include_pad, divisor = 1, 0
@@ -599,7 +661,7 @@ class _Lowering:
     def _rows(self, node):
         a = _aten()
         x = node.args[0]
-        shape = list(_val(x).shape)
+        shape = list(self._v(x).shape)
         rank = len(shape)
         weight_buf = bias_buf = self.value[x]
         has_w = has_b = 0
@@ -607,7 +669,7 @@ class _Lowering:
         if node.target is a.mean.dim:
             first, last = _dim_run(node.args[1], rank)
             op = ROWS_MEAN
-            out_shape = _val(node).shape
+            out_shape = self._v(node).shape
             target = node
         elif node.target is a.native_layer_norm.default:
             _, normalized, weight, bias, eps = node.args
@@ -636,19 +698,130 @@ class _Lowering:
 
     def _cat(self, node):
         tensors = node.args[0]
-        out_shape = list(_val(node).shape)
+        out_shape = list(self._v(node).shape)
         dim = (node.args[1] if len(node.args) > 1 else 0) % len(out_shape)
         out = self._result(node)
         out_strides = _contiguous_strides(out_shape)
         offset = 0
         for t in tensors:
-            shape = list(_val(t).shape)
+            shape = list(self._v(t).shape)
             if shape[dim] > 0:
                 self._copy(
                     out, self.value[t], shape, _contiguous_strides(shape), out_strides, offset * out_strides[dim]
                 )
             offset += shape[dim]
         self.value[node] = out
+
+
+def _symbols(subgraph: Subgraph):
+    """The symbols of the partition's sizes, each with the (input, dim) it
+    is read from and torch.export's upper bound (None: unbounded)."""
+    import torch
+
+    run_inputs = [n for n in subgraph.inputs if n not in subgraph.constants]
+    found = {}
+    for i, node in enumerate(run_inputs):
+        val = _val(node)
+        for d, size in enumerate(val.shape if isinstance(val, torch.Tensor) else ()):
+            symbol = _symbol(size)
+            if symbol is not None and symbol not in found:
+                upper = size.node.shape_env.var_to_range[symbol].upper
+                found[symbol] = (i, d, int(upper) if upper.is_Integer else None)
+    for node in subgraph.nodes:
+        val = _val(node)
+        for v in val if isinstance(val, tuple) else (val,):
+            for size in v.shape if isinstance(v, torch.Tensor) else ():
+                symbol = _symbol(size)
+                if symbol is not None and symbol not in found:
+                    raise DelegateError(f"backend vulkan: {node.name}'s size {symbol} is no input's size")
+    if len(found) > MAX_SYMBOLS:
+        raise DelegateError(f"backend vulkan: a partition with more than {MAX_SYMBOLS} dynamic sizes")
+    return found
+
+
+def _words(lowering: _Lowering):
+    """The lowering's words that may depend on the symbols (each tensor's
+    element count and sizes, each dispatch's threads and push words), by
+    their place in the tables, and everything else, which must not."""
+    words, fixed = {}, [lowering.shaders, lowering.num_inputs, len(lowering.outputs), bytes(lowering.weights)]
+    for t, (kind, index, sizes) in enumerate(lowering.tensors):
+        fixed.append((kind, index, len(sizes)))
+        words[t * TENSOR_WORDS + 2] = math.prod(sizes)
+        for d, size in enumerate(sizes):
+            words[t * TENSOR_WORDS + 4 + d] = size
+    base = len(lowering.tensors) * TENSOR_WORDS
+    for k, (shader, threads, bindings, push) in enumerate(lowering.dispatches):
+        fixed.append((shader, tuple(bindings), len(push)))
+        words[base + k * DISPATCH_WORDS + 1] = threads
+        for w, value in enumerate(push):
+            if isinstance(value, float):
+                fixed.append((k, w, struct.pack("<f", value)))
+            else:
+                words[base + k * DISPATCH_WORDS + 4 + MAX_BINDINGS + w] = value
+    return words, fixed
+
+
+def _lower(subgraph: Subgraph) -> bytes:
+    """The blob: the partition lowered with its symbols at 2 (and each at 3
+    in turn, to fit each word as base + coefficient x symbol, and all at
+    other values to check the fit)."""
+    symbols = _symbols(subgraph)
+    names = list(symbols)
+    at = lambda values: _Lowering(subgraph, dict(zip(names, values))).lower()  # noqa: E731
+    low = at([2] * len(names))
+    if not names:
+        return pack_blob(
+            low.shaders, [], low.tensors, low.dispatches, [], low.num_inputs, len(low.outputs), low.weights
+        )
+    words, fixed = _words(low)
+    coefficients = {w: [] for w in words}
+    for j in range(len(names)):
+        bumped, bumped_fixed = _words(at([3 if i == j else 2 for i in range(len(names))]))
+        if bumped_fixed != fixed:
+            raise DelegateError(f"backend vulkan: the partition's structure depends on the size {names[j]}")
+        for w, value in words.items():
+            coefficients[w].append(bumped[w] - value)
+    base = {w: value - 2 * sum(coefficients[w]) for w, value in words.items()}
+    check = [5 + 2 * i for i in range(len(names))]
+    checked, checked_fixed = _words(at(check))
+    for w, value in checked.items():
+        if checked_fixed != fixed or value != base[w] + sum(c * v for c, v in zip(coefficients[w], check)):
+            raise DelegateError(
+                f"backend vulkan: a size of the partition is not affine in {', '.join(map(str, names))}"
+            )
+    terms = [(w, j, c) for w, cs in coefficients.items() for j, c in enumerate(cs) if c != 0]
+    if len(terms) > MAX_TERMS:
+        raise DelegateError(f"backend vulkan: a partition with more than {MAX_TERMS} size-dependent words")
+    # Each symbol from 1 up to torch.export's bound and the largest value at
+    # which every tensor fits a storage buffer.
+    table = []
+    for j, name in enumerate(names):
+        limit = symbols[name][2] or MAX_NUMEL
+        for t in range(len(low.tensors)):
+            w = t * TENSOR_WORDS + 2
+            if coefficients[w][j] > 0:
+                limit = min(limit, (MAX_NUMEL - base[w]) // coefficients[w][j])
+        if limit < 1:
+            raise DelegateError(f"backend vulkan: a tensor exceeds {MAX_NUMEL} elements at {name} = 1")
+        table.append((symbols[name][0], symbols[name][1], 1, limit))
+    tensors = [
+        (kind, index, [base[t * TENSOR_WORDS + 4 + d] for d in range(len(sizes))])
+        for t, (kind, index, sizes) in enumerate(low.tensors)
+    ]
+    offset = len(low.tensors) * TENSOR_WORDS
+    dispatches = []
+    for k, (shader, _threads, bindings, push) in enumerate(low.dispatches):
+        first = offset + k * DISPATCH_WORDS
+        push = [p if isinstance(p, float) else base[first + 4 + MAX_BINDINGS + w] for w, p in enumerate(push)]
+        dispatches.append((shader, base[first + 1], bindings, push))
+    # pack_blob writes each numel as the product of the base sizes (0 with a
+    # dynamic dim): the terms carry the rest.
+    for t, (_kind, _index, sizes) in enumerate(tensors):
+        if math.prod(sizes) != base[t * TENSOR_WORDS + 2]:
+            raise DelegateError("backend vulkan: internal: a tensor's element count is not its sizes' product")
+    return pack_blob(
+        low.shaders, table, tensors, dispatches, terms, low.num_inputs, len(low.outputs), bytes(low.weights)
+    )
 
 
 def _pair(v):
@@ -690,8 +863,7 @@ class VulkanBackend(Backend):
         return check is not None and bool(check(node))
 
     def preprocess(self, subgraph: Subgraph, compile_specs: dict[str, str]) -> bytes:
-        blob = _Lowering(subgraph).lower()
-        return blob
+        return _lower(subgraph)
 
     def op_names(self) -> list[str]:
         return sorted(str(t) for t in _checks())

@@ -360,6 +360,75 @@ def test_mobilenet_v2_runs_whole_on_the_device(runtime, size):
     torch.testing.assert_close(torch.from_numpy(got).double(), want, atol=ATOL, rtol=RTOL)
 
 
+def _dynamic_blob_bounds(blob: bytes) -> list[tuple[int, int, int, int]]:
+    """The (input, dim, min, max) of each dynamic size the blob records."""
+    shaders, _tensors, _dispatches = struct.unpack_from("<3I", blob, 16)
+    (symbols,) = struct.unpack_from("<I", blob, 52)
+    at = vulkan.HEADER_BYTES + 16 * shaders
+    return [struct.unpack_from("<4I", blob, at + 16 * i) for i in range(symbols)]
+
+
+def test_the_demo_runs_whole_at_any_batch(runtime):
+    """The demo app's model (apps/demo/model.py), whose batch is exported
+    dynamic, in one partition with every compute operator (the linear
+    weights' transposes are constants the exporter folds), run at batch 1,
+    4, 3 and 1 again (the backend re-records at each new batch) against
+    torch in float64."""
+    spec = model_spec.load_model_spec(REPO / "apps" / "demo" / "model.py")
+    exported = export_model(spec, delegates=VULKAN)
+    report = exported.delegation
+    assert report.partitions["vulkan"] == 1 and dict(report.cpu) == {"aten::transpose.int": 2}, report.describe()
+    assert report.delegated_ops("vulkan") == 15, report.describe()
+    ((_input, dim, low, high),) = _dynamic_blob_bounds(exported_blob(exported.program))
+    assert (dim, low) == (0, 1) and high >= 1024
+    method = runtime.load(exported.program).method()
+    model = spec.module
+    for batch in (1, 4, 3, 1):
+        x = torch.rand(batch, 3, 32, 32, generator=torch.Generator().manual_seed(batch))
+        (got,) = method.run(x.numpy())
+        with torch.no_grad():
+            want = model.double()(x.double())
+        model.float()
+        assert got.shape == (batch, 10)
+        torch.testing.assert_close(torch.from_numpy(got).double(), want, atol=ATOL, rtol=RTOL)
+
+
+class Wide(nn.Module):
+    """Each row of x times 2^21 numbers: a batch above 4 exceeds a storage
+    buffer (2^25 floats)."""
+
+    def __init__(self):
+        super().__init__()
+        self.scale = nn.Parameter(torch.linspace(-1, 1, 1 << 21).reshape(1, 1, -1))
+
+    def forward(self, x):
+        return x.unsqueeze(2) * self.scale
+
+
+def test_a_batch_outside_the_exported_bounds_fails_in_one_line(runtime):
+    x = randn(2, 4)
+    spec = spec_from(Wide(), [(x,), (randn(3, 4),)])
+    exported = export_model(spec, delegates=VULKAN)
+    assert exported.delegation.delegated_ops("vulkan") >= 1 and not exported.delegation.cpu, (
+        exported.delegation.describe()
+    )
+    assert [b[1:] for b in _dynamic_blob_bounds(exported_blob(exported.program))] == [(0, 1, 4)]
+    method = runtime.load(exported.program).method()
+    (got,) = method.run(randn(4, 4).numpy())
+    torch.testing.assert_close(torch.from_numpy(got), Wide()(randn(4, 4)).detach(), atol=1e-6, rtol=1e-6)
+    for batch in (5, 0):
+        with pytest.raises(PareError) as e:
+            method.run(randn(batch, 4).numpy())
+        message = str(e.value)
+        assert e.value.status_name == "InvalidArgument" and "\n" not in message, message
+        assert (
+            f"the vulkan backend's input 0 has size {batch} in dim 0, outside the 1..4 its part was exported for"
+            in (message)
+        )
+    (got,) = method.run(randn(1, 4).numpy())  # and runs again after the refusals
+    assert got.shape == (1, 4, 1 << 21)
+
+
 @pytest.mark.absent_code
 def test_the_backend_is_selected_like_an_operator(runtime, selection_cache, selective_lib, tmp_path):
     """A selection of just the backend's operators and the Delegate class
@@ -480,7 +549,7 @@ def _corrupt_cases(blob: bytes):
     return [
         (b"", r"no PVKB header"),
         (b"PVKC" + blob[4:], r"no PVKB header"),
-        (_field(blob, 4, 2), r"has version 2; this runtime reads version 1"),
+        (_field(blob, 4, 1), r"has version 1; this runtime reads version 2"),
         (blob[:-4], r"bytes, its header says"),
         (blob[:100] + bytes([blob[100] ^ 1]) + blob[101:], r"checksum"),
         (_field(blob, 16, 0), r"0 shaders"),
@@ -491,7 +560,7 @@ def _corrupt_cases(blob: bytes):
         (_field(blob, tensor_table + 8, 11), r"tensor 0: .* 11 elements"),
         (_field(blob, tensor_table + 4, 1), r"(tensor 0: kind 0, index 1|input 0 has no tensor)"),
         (_field(blob, dispatch_table, 60), r"dispatch 0: shader 60"),
-        (_field(blob, dispatch_table + 4, 0), r"dispatch 0: .* groups 0 x"),
+        (_field(blob, dispatch_table + 4, 0), r"dispatch 0: .* 0 threads"),
         (_field(blob, dispatch_table + 16, 0), r"dispatch 0: .* binding 0 tensor 0"),
         (_field(blob, dispatch_table + 16 + 4 * 7, 1), r"dispatch 0"),
     ]
@@ -509,6 +578,55 @@ def test_a_corrupt_blob_is_refused_with_one_line(runtime, blob):
         assert "\n" not in message
         assert re.search(r"^pare::delegate_init\.vulkan: the vulkan backend's blob .*" + detail, message), message
         assert "re-export it" in message
+
+
+@pytest.fixture(scope="module")
+def dynamic_blob() -> bytes:
+    module = nn.Sequential(nn.Linear(5, 3), nn.ReLU(), nn.Linear(3, 4))
+    exported = export_model(spec_from(module, [(randn(2, 5),), (randn(3, 5),)]), delegates=VULKAN)
+    return exported_blob(exported.program)
+
+
+def test_a_corrupt_dynamic_blob_is_refused_with_one_line(runtime, dynamic_blob):
+    """The symbols' and terms' checks, each by name; the blob itself runs."""
+    import re
+
+    blob = dynamic_blob
+    shaders, tensors, dispatches = struct.unpack_from("<3I", blob, 16)
+    symbols, terms = struct.unpack_from("<2I", blob, 52)
+    assert symbols == 1 and terms > 0
+    symbol = vulkan.HEADER_BYTES + 16 * shaders
+    term = symbol + 16 * symbols + 40 * tensors + 176 * dispatches
+    pb = ProgramBuilder()
+    m = pb.method()
+    x = m.input("Float", [-1, 5])
+    (y,) = m.delegate_call("vulkan", blob, (), [x], 1)
+    m.output(y)
+    (got,) = runtime.load(pb.to_bytes()).method().run(randn(7, 5).numpy())
+    assert got.shape == (7, 4)
+    cases = [
+        (_field(blob, symbol, 1), r"symbol 0: input 1 dim 0"),
+        (_field(blob, symbol + 4, 2), r"symbol 0: input 0 dim 2"),
+        (_field(blob, symbol + 8, 0), r"symbol 0: .* from 0 to"),
+        (_field(blob, symbol + 8, 1 << 30), r"symbol 0: .* from 1073741824 to"),
+        (_field(blob, term, 0), r"term 0: word 0"),
+        (_field(blob, term, 10 * tensors + 44 * dispatches), r"term 0: word"),
+        (_field(blob, term + 4, 1), r"term 0: .* symbol 1"),
+        (_field(blob, term + 8, 1 << 30), r"tensor \d+: "),
+        (_field(blob, 52, 9), r"9 symbols"),
+        (_field(blob, 4, 1), r"has version 1; this runtime reads version 2: re-export it"),
+    ]
+    for bad, detail in cases:
+        pb = ProgramBuilder()
+        m = pb.method()
+        x = m.input("Float", [-1, 5])
+        (y,) = m.delegate_call("vulkan", bad, (), [x], 1)
+        m.output(y)
+        with pytest.raises(PareError) as e:
+            runtime.load(pb.to_bytes()).method()
+        message = str(e.value)
+        assert e.value.status_name == "InvalidProgram" and "\n" not in message, message
+        assert re.search(r"^pare::delegate_init\.vulkan: the vulkan backend's blob .*" + detail, message), message
 
 
 def test_mutated_blobs_fail_cleanly(runtime, blob):

@@ -22,6 +22,7 @@ using VkVoidFunction = void (*)();
 
 constexpr uint32_t kApiVersion10 = 1u << 22;
 constexpr uint32_t kQueueCompute = 0x2;
+constexpr uint32_t kCommandPoolResetCommandBuffer = 0x2;
 constexpr uint32_t kBufferUsageStorage = 0x20;
 constexpr uint32_t kMemoryHostVisible = 0x2, kMemoryHostCoherent = 0x4;
 constexpr uint32_t kShaderStageCompute = 0x20;
