@@ -61,6 +61,21 @@ def _parser() -> argparse.ArgumentParser:
         help="also select this build feature (repeatable), e.g. output_buffers; the selective_runtime "
         "rule's build_features attribute passes these",
     )
+    g.add_argument(
+        "--platform-lacks",
+        action="append",
+        default=[],
+        metavar="PLATFORM:BACKEND",
+        help="the runtime is built for PLATFORM, which has no driver for delegate backend BACKEND: a manifest "
+        "that selects the backend fails (repeatable; the selective_runtime rule passes these from "
+        "platforms/table.bzl)",
+    )
+    g.add_argument(
+        "--runtime",
+        metavar="LABEL",
+        default=None,
+        help="the selective_runtime the selection is for, and its platforms, as --platform-lacks's message names them",
+    )
     inventory_arg(g)
     allow_arg(g)
 
@@ -86,6 +101,22 @@ def with_build_features(manifest: Manifest, names: Sequence[str], inventory: Inv
             f"its features: {', '.join(inventory.build_features) or 'none'}"
         )
     return dataclasses.replace(manifest, build_features=manifest.build_features | frozenset(names))
+
+
+def check_backends(selection: Selection, lacks: Sequence[str], runtime: str | None) -> None:
+    """Fails when the manifest names a delegate backend (its
+    pare::delegate_init.<backend> operator) that a platform of the runtime
+    has no driver for; a manifest selecting every operator (the full
+    runtime) is not asking for any backend by name."""
+    if selection.include_all_operators:
+        return
+    for entry in lacks:
+        platform, _, backend = entry.partition(":")
+        if f"pare::delegate_init.{backend}" in selection.operators:
+            raise CodegenError(
+                f"{runtime or 'the runtime'}: the manifest selects backend '{backend}', which {platform} has no "
+                f"driver for: leave {platform} out of the runtime's platforms attribute"
+            )
 
 
 def _warn(selection: Selection) -> None:
@@ -158,6 +189,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if extra:
             manifest = with_build_features(manifest, extra, inventory)
         selection = resolve(manifest, inventory, allow_unknown_ops=args.allow_unknown_ops)
+        if args.command == "generate":
+            check_backends(selection, args.platform_lacks, args.runtime)
         _warn(selection)
         if args.command == "check":
             print(f"{args.manifest}: ok; {_summary(selection)}")

@@ -16,6 +16,11 @@ here, so adding a platform is a one-row change. Each row:
   ship          True when the platform is a product target (built by
                 selective runtimes by default); False for helper platforms
                 such as the glibc aarch64 the Android emulator harness uses.
+  lacks_backends
+                delegate backends (docs/delegates.md) the platform has no
+                driver for: a selective runtime whose manifest selects one
+                is not built for it (codegen fails naming the runtime's
+                `platforms` attribute).
 """
 
 PLATFORMS = [
@@ -26,6 +31,7 @@ PLATFORMS = [
         triple = "aarch64-linux-android",
         shared_ext = ".so",
         ship = True,
+        lacks_backends = [],
     ),
     struct(
         name = "ios_arm64",
@@ -34,6 +40,8 @@ PLATFORMS = [
         triple = "arm64-apple-ios",
         shared_ext = ".dylib",
         ship = True,
+        # No Vulkan on Apple platforms (Metal would be a backend of its own).
+        lacks_backends = ["vulkan"],
     ),
     struct(
         name = "linux_x86_64",
@@ -42,6 +50,7 @@ PLATFORMS = [
         triple = "x86_64-linux-gnu",
         shared_ext = ".so",
         ship = True,
+        lacks_backends = [],
     ),
     struct(
         name = "linux_arm64",
@@ -50,6 +59,7 @@ PLATFORMS = [
         triple = "aarch64-linux-gnu",
         shared_ext = ".so",
         ship = False,
+        lacks_backends = [],
     ),
 ]
 

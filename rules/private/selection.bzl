@@ -9,6 +9,7 @@ codegen action per manifest, whatever the platforms of the runtime.
 """
 
 load("@bazel_tools//tools/cpp:toolchain_utils.bzl", "find_cpp_toolchain")
+load("//platforms:table.bzl", "PLATFORMS_BY_NAME")
 load(":manifest.bzl", "choose_manifest")
 load(":providers.bzl", "PareSelectionInfo")
 load(":transitions.bzl", "ALLOWLIST_ATTRS", "platform_independent_transition")
@@ -35,6 +36,15 @@ def _impl(ctx):
     if ctx.attr.allow_unknown_ops:
         args.add("--allow-unknown-ops")
     args.add_all(ctx.attr.build_features, before_each = "--build-feature")
+
+    # The backends the runtime's platforms have no driver for: the manifest
+    # is only known here, at execution, so codegen refuses a manifest that
+    # selects one (Starlark cannot read it to drop the platform).
+    for platform in ctx.attr.platforms:
+        for backend in PLATFORMS_BY_NAME[platform].lacks_backends:
+            args.add("--platform-lacks", "%s:%s" % (platform, backend))
+    if ctx.attr.runtime:
+        args.add("--runtime", ctx.attr.runtime)
     ctx.actions.run(
         executable = ctx.executable._codegen,
         arguments = [args],
@@ -76,6 +86,10 @@ pare_selection = rule(
         "manifests": attr.label_list(allow_files = [".yaml", ".yml"], doc = "Candidates for --define ops=<file>."),
         "allow_unknown_ops": attr.bool(doc = "Drop operators the runtime lacks (with a warning) instead of failing."),
         "build_features": attr.string_list(doc = "Build features selected on top of the manifest's (runtime/inventory/features.def)."),
+        "platforms": attr.string_list(
+            doc = "The platforms of the runtime this selection is for: a manifest selecting a backend one of them lacks (platforms/table.bzl's lacks_backends) fails.",
+        ),
+        "runtime": attr.string(doc = "The runtime's label, for that failure's message."),
         "_inventory": attr.label(default = Label("//runtime/inventory")),
         "_runtime_headers": attr.label_list(default = [Label("//runtime/core")]),
         "_codegen": attr.label(default = Label("//codegen"), executable = True, cfg = "exec"),

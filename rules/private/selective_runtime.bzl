@@ -120,7 +120,10 @@ def selective_runtime(
         path or label); a define naming anything else fails analysis, listing
         the candidates. Targets without candidates ignore the define.
       platforms: rows of //platforms:table.bzl to build; default: every
-        shipped platform (android_arm64, ios_arm64, linux_x86_64).
+        shipped platform (android_arm64, ios_arm64, linux_x86_64). A
+        manifest selecting a delegate backend that one of them lacks (the
+        row's lacks_backends: vulkan on ios_arm64) fails codegen, naming
+        this attribute.
       tracing: build the instrumentation runtime (records ops, dtypes,
         classes; used by tools/tracer). Not for shipping.
       jni: also link the JNI bridge (runtime/jni), exporting JNI_OnLoad and
@@ -170,6 +173,8 @@ def selective_runtime(
         manifests = manifests,
         allow_unknown_ops = allow_unknown_ops,
         build_features = build_features,
+        platforms = platforms,
+        runtime = "//%s:%s" % (native.package_name(), name),
         tags = tags,
         visibility = visibility,
     )

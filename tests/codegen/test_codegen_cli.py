@@ -188,3 +188,41 @@ def test_build_feature_flag_adds_to_the_manifest_and_rejects_unknown_names(tmp_p
         "features: op_profiling\n"
     )
     assert not (tmp_path / "bad").exists()
+
+
+VULKAN_MANIFEST = """\
+include_all_operators: false
+operators:
+  pare::delegate_init.vulkan:
+    is_root_operator: true
+    is_used_for_training: false
+    include_all_overloads: false
+  pare::delegate_call:
+    is_root_operator: true
+    is_used_for_training: false
+    include_all_overloads: false
+custom_classes:
+- Delegate
+"""
+
+
+def test_a_manifest_selecting_a_backend_a_platform_lacks_fails_naming_the_platforms_attribute(tmp_path, capsys):
+    # What the selective_runtime rule passes for a runtime built for
+    # ios_arm64 (platforms/table.bzl: no Vulkan driver there).
+    manifest = tmp_path / "vulkan.yaml"
+    manifest.write_text(VULKAN_MANIFEST)
+    inventory = str(REPO_ROOT / "runtime" / "inventory")
+    args = ["generate", "--manifest", str(manifest), "--inventory", inventory, "--runtime", "//app:runtime"]
+    assert cli.main([*args, "--out", str(tmp_path / "ok")]) == 0
+    capsys.readouterr()
+    assert cli.main([*args, "--out", str(tmp_path / "bad"), "--platform-lacks", "ios_arm64:vulkan"]) == 2
+    assert capsys.readouterr().err == (
+        "error: //app:runtime: the manifest selects backend 'vulkan', which ios_arm64 has no driver for: "
+        "leave ios_arm64 out of the runtime's platforms attribute\n"
+    )
+    assert not (tmp_path / "bad").exists()
+    # A backend the manifest does not select, and a manifest selecting every
+    # operator (as the full runtime's does, naming no backend), pass.
+    assert cli.main([*args, "--out", str(tmp_path / "other"), "--platform-lacks", "ios_arm64:metal"]) == 0
+    include_all = ["generate", "--manifest", str(MANIFESTS / "include_all.yaml"), "--inventory", inventory]
+    assert cli.main([*include_all, "--out", str(tmp_path / "all"), "--platform-lacks", "ios_arm64:vulkan"]) == 0

@@ -189,3 +189,57 @@ def test_unknown_platform_fails_naming_it():
         pkg.rmdir()
     assert bad.returncode != 0
     assert 'platforms contains unknown platform "windows_x86_64"' in bad.stderr
+
+
+VULKAN_MANIFEST = """\
+include_all_operators: false
+operators:
+  pare::delegate_init.vulkan:
+    is_root_operator: true
+    is_used_for_training: false
+    include_all_overloads: false
+  pare::delegate_call:
+    is_root_operator: true
+    is_used_for_training: false
+    include_all_overloads: false
+custom_classes:
+- Delegate
+"""
+
+
+def test_a_runtime_selecting_vulkan_is_built_only_for_platforms_that_have_it():
+    # platforms/table.bzl: ios_arm64 lacks_backends vulkan. A runtime whose
+    # manifest selects the backend builds for android_arm64 and
+    # linux_x86_64; with ios_arm64 among its platforms (the default has it),
+    # codegen fails in one line naming the platforms attribute. The package
+    # is written, built and removed, as above.
+    pkg = REPO_ROOT / "rules" / "tests" / "_generated_vulkan"
+    pkg.mkdir(exist_ok=True)
+    label = "//rules/tests/_generated_vulkan"
+    try:
+        (pkg / "vulkan.yaml").write_text(VULKAN_MANIFEST)
+        (pkg / "BUILD.bazel").write_text(
+            'load("//rules:defs.bzl", "selective_runtime")\n'
+            'selective_runtime(name = "everywhere", manifest = "vulkan.yaml")\n'
+            'selective_runtime(name = "explicit", manifest = "vulkan.yaml", platforms = ["ios_arm64"])\n'
+            'selective_runtime(name = "with_vulkan", manifest = "vulkan.yaml",\n'
+            '                  platforms = ["android_arm64", "linux_x86_64"])\n'
+        )
+        failed = {name: bazel("build", f"{label}:{name}", check=False) for name in ("everywhere", "explicit")}
+        built = bazel("build", f"{label}:with_vulkan", check=False)
+        outputs = sorted(
+            p.name for p in (REPO_ROOT / "bazel-bin" / "rules/tests/_generated_vulkan/with_vulkan").iterdir()
+        )
+    finally:
+        for f in ("BUILD.bazel", "vulkan.yaml"):
+            (pkg / f).unlink()
+        pkg.rmdir()
+    for name, bad in failed.items():
+        assert bad.returncode != 0, name
+        message = (
+            f"error: {label}:{name}: the manifest selects backend 'vulkan', which ios_arm64 has no driver for: "
+            "leave ios_arm64 out of the runtime's platforms attribute"
+        )
+        assert message in bad.stderr.splitlines(), bad.stderr[-3000:]
+    assert built.returncode == 0, built.stderr[-3000:]
+    assert "android_arm64" in outputs and "linux_x86_64" in outputs and "ios_arm64" not in outputs

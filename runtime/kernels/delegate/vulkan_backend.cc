@@ -61,10 +61,13 @@ namespace backends {
 namespace vulkan {
 
 #if defined(__APPLE__)
-// Apple platforms have no Vulkan (Metal would be a backend of its own): there
-// the backend is always unavailable, so a method falls back to its CPU copy
-// (--delegate-fallback) or fails naming the fix, and carries none of the code
-// below. init, execute and destroy are never called when is_available is false.
+// Apple platforms have no Vulkan (Metal would be a backend of its own): a
+// manifest that names the backend fails codegen for ios_arm64
+// (platforms/table.bzl's lacks_backends), so only a runtime selecting every
+// operator (the full runtime) has it there, always unavailable: a method
+// falls back to its CPU copy (--delegate-fallback) or fails naming the fix,
+// and the runtime carries none of the code below. init, execute and destroy
+// are never called when is_available is false.
 namespace {
 bool is_available(const char** reason) {
   *reason = "Apple platforms have no Vulkan";
