@@ -115,7 +115,8 @@ def check_backends(selection: Selection, lacks: Sequence[str], runtime: str | No
         if f"pare::delegate_init.{backend}" in selection.operators:
             raise CodegenError(
                 f"{runtime or 'the runtime'}: the manifest selects backend '{backend}', which {platform} has no "
-                f"driver for: leave {platform} out of the runtime's platforms attribute"
+                f'driver for: declare backends = ["{backend}"] on the runtime (its default platforms then leave '
+                f"{platform} out) or leave {platform} out of its platforms attribute"
             )
 
 

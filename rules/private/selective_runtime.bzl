@@ -37,7 +37,7 @@ load(":multi_platform.bzl", "collect_platform_libraries", "copy_file", "write_bu
 load(":providers.bzl", "PareMultiPlatformInfo", "PareSelectionInfo")
 load(":select_link.bzl", "pare_selected_code")
 load(":selection.bzl", "pare_selection")
-load(":transitions.bzl", "ALLOWLIST_ATTRS", "check_platforms", "platform_only_tags", "platforms_split_transition")
+load(":transitions.bzl", "ALLOWLIST_ATTRS", "check_platforms", "platform_only_tags", "platforms_split_transition", "platforms_with_backends")
 load(":verify.bzl", "pare_verify_test")
 
 def _bundle_impl(ctx):
@@ -100,7 +100,8 @@ def selective_runtime(
         name,
         manifest = None,
         manifests = [],
-        platforms = SHIPPED_PLATFORMS,
+        platforms = None,
+        backends = [],
         tracing = False,
         jni = False,
         x86_64_isa = "",
@@ -120,10 +121,14 @@ def selective_runtime(
         path or label); a define naming anything else fails analysis, listing
         the candidates. Targets without candidates ignore the define.
       platforms: rows of //platforms:table.bzl to build; default: every
-        shipped platform (android_arm64, ios_arm64, linux_x86_64). A
-        manifest selecting a delegate backend that one of them lacks (the
-        row's lacks_backends: vulkan on ios_arm64) fails codegen, naming
-        this attribute.
+        shipped platform (android_arm64, ios_arm64, linux_x86_64) that has a
+        driver for each of `backends`.
+      backends: the delegate backends (docs/delegates.md) the manifest may
+        select, e.g. ["vulkan"]: the default platforms leave out those
+        without a driver for one (the row's lacks_backends: vulkan on
+        ios_arm64), and `platforms` naming one fails analysis. A manifest
+        selecting a backend that one of the platforms lacks, undeclared
+        here, fails codegen in one line naming both attributes.
       tracing: build the instrumentation runtime (records ops, dtypes,
         classes; used by tools/tracer). Not for shipping.
       jni: also link the JNI bridge (runtime/jni), exporting JNI_OnLoad and
@@ -166,7 +171,7 @@ def selective_runtime(
         #   bazel-bin/apps/demo/runtime/linux_x86_64/libpare_runtime.so
         #   bazel-bin/apps/demo/runtime/report.json
     """
-    check_platforms("//%s:%s" % (native.package_name(), name), "platforms", platforms)
+    platforms = platforms_with_backends("//%s:%s" % (native.package_name(), name), platforms, backends)
     pare_selection(
         name = name + "_selection",
         manifest = manifest,

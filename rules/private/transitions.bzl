@@ -5,7 +5,7 @@ its own configuration, and so its own output directory (Bazel adds an
 -ST-<hash> suffix), so platforms never overwrite each other's outputs.
 """
 
-load("//platforms:table.bzl", "PLATFORMS_BY_NAME", "platform_label")
+load("//platforms:table.bzl", "PLATFORMS_BY_NAME", "SHIPPED_PLATFORMS", "platform_label")
 
 def check_platforms(label, attr_name, names):
     """Fails naming the attribute and the bad value unless every name is a platform row."""
@@ -17,6 +17,29 @@ def check_platforms(label, attr_name, names):
                 name,
                 ", ".join(sorted(PLATFORMS_BY_NAME.keys())),
             ))
+
+def platforms_with_backends(label, platforms, backends):
+    """The platforms a runtime that may select delegate backends is built for.
+
+    Args:
+      label: the runtime, for messages.
+      platforms: rows of //platforms:table.bzl, or None for every shipped
+        platform.
+      backends: the delegate backends the runtime's manifest may select.
+
+    Returns:
+      `platforms`, or by default every shipped platform that has a driver
+      for each backend (its row's lacks_backends: vulkan on ios_arm64).
+      A `platforms` naming a platform that lacks one fails.
+    """
+    if platforms == None:
+        return [p for p in SHIPPED_PLATFORMS if not [b for b in backends if b in PLATFORMS_BY_NAME[p].lacks_backends]]
+    check_platforms(label, "platforms", platforms)
+    for p in platforms:
+        for b in backends:
+            if b in PLATFORMS_BY_NAME[p].lacks_backends:
+                fail("%s: platforms contains %s, which has no driver for backend '%s' (the backends attribute): leave %s out of the platforms attribute" % (label, p, b, p))
+    return platforms
 
 # The x86_64 ISA level (rules/private/isa.bzl). A rule with an `x86_64_isa`
 # attribute pins it for its split; "" (and rules without the attribute)

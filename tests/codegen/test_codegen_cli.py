@@ -218,7 +218,8 @@ def test_a_manifest_selecting_a_backend_a_platform_lacks_fails_naming_the_platfo
     assert cli.main([*args, "--out", str(tmp_path / "bad"), "--platform-lacks", "ios_arm64:vulkan"]) == 2
     assert capsys.readouterr().err == (
         "error: //app:runtime: the manifest selects backend 'vulkan', which ios_arm64 has no driver for: "
-        "leave ios_arm64 out of the runtime's platforms attribute\n"
+        'declare backends = ["vulkan"] on the runtime (its default platforms then leave ios_arm64 out) or '
+        "leave ios_arm64 out of its platforms attribute\n"
     )
     assert not (tmp_path / "bad").exists()
     # A backend the manifest does not select, and a manifest selecting every

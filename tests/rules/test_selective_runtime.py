@@ -208,28 +208,32 @@ custom_classes:
 
 
 def test_a_runtime_selecting_vulkan_is_built_only_for_platforms_that_have_it():
-    # platforms/table.bzl: ios_arm64 lacks_backends vulkan. A runtime whose
-    # manifest selects the backend builds for android_arm64 and
-    # linux_x86_64; with ios_arm64 among its platforms (the default has it),
-    # codegen fails in one line naming the platforms attribute. The package
-    # is written, built and removed, as above.
+    # platforms/table.bzl: ios_arm64 lacks_backends vulkan. A runtime that
+    # declares the backend (backends = ["vulkan"]) builds, by default, for
+    # the shipped platforms that have it: android_arm64 and linux_x86_64.
+    # Undeclared, a manifest selecting it fails codegen in one line naming
+    # both attributes, as does one naming ios_arm64 in its platforms; a
+    # declared backend with ios_arm64 asked for fails analysis in one line.
+    # The package is written, built and removed, as above.
     pkg = REPO_ROOT / "rules" / "tests" / "_generated_vulkan"
     pkg.mkdir(exist_ok=True)
     label = "//rules/tests/_generated_vulkan"
+    load = 'load("//rules:defs.bzl", "selective_runtime")\n'
     try:
         (pkg / "vulkan.yaml").write_text(VULKAN_MANIFEST)
         (pkg / "BUILD.bazel").write_text(
-            'load("//rules:defs.bzl", "selective_runtime")\n'
-            'selective_runtime(name = "everywhere", manifest = "vulkan.yaml")\n'
+            load + 'selective_runtime(name = "everywhere", manifest = "vulkan.yaml")\n'
             'selective_runtime(name = "explicit", manifest = "vulkan.yaml", platforms = ["ios_arm64"])\n'
-            'selective_runtime(name = "with_vulkan", manifest = "vulkan.yaml",\n'
-            '                  platforms = ["android_arm64", "linux_x86_64"])\n'
+            'selective_runtime(name = "declared", manifest = "vulkan.yaml", backends = ["vulkan"])\n'
         )
         failed = {name: bazel("build", f"{label}:{name}", check=False) for name in ("everywhere", "explicit")}
-        built = bazel("build", f"{label}:with_vulkan", check=False)
-        outputs = sorted(
-            p.name for p in (REPO_ROOT / "bazel-bin" / "rules/tests/_generated_vulkan/with_vulkan").iterdir()
+        built = bazel("build", f"{label}:declared", check=False)
+        outputs = sorted(p.name for p in (REPO_ROOT / "bazel-bin" / "rules/tests/_generated_vulkan/declared").iterdir())
+        (pkg / "BUILD.bazel").write_text(
+            load + 'selective_runtime(name = "asked", manifest = "vulkan.yaml", backends = ["vulkan"],\n'
+            '                  platforms = ["android_arm64", "ios_arm64"])\n'
         )
+        asked = bazel("build", f"{label}:asked", check=False)
     finally:
         for f in ("BUILD.bazel", "vulkan.yaml"):
             (pkg / f).unlink()
@@ -238,8 +242,14 @@ def test_a_runtime_selecting_vulkan_is_built_only_for_platforms_that_have_it():
         assert bad.returncode != 0, name
         message = (
             f"error: {label}:{name}: the manifest selects backend 'vulkan', which ios_arm64 has no driver for: "
-            "leave ios_arm64 out of the runtime's platforms attribute"
+            'declare backends = ["vulkan"] on the runtime (its default platforms then leave ios_arm64 out) or '
+            "leave ios_arm64 out of its platforms attribute"
         )
         assert message in bad.stderr.splitlines(), bad.stderr[-3000:]
     assert built.returncode == 0, built.stderr[-3000:]
     assert "android_arm64" in outputs and "linux_x86_64" in outputs and "ios_arm64" not in outputs
+    assert asked.returncode != 0
+    assert (
+        f"{label}:asked: platforms contains ios_arm64, which has no driver for backend 'vulkan' (the backends "
+        "attribute): leave ios_arm64 out of the platforms attribute"
+    ) in asked.stderr, asked.stderr[-3000:]
