@@ -18,364 +18,71 @@ values of them, fits each word (base + coefficient x symbol) and checks the
 fit at another value. The blob records each symbol (the input dim it is
 read from, and its bounds) and the words that depend on it; the runtime
 evaluates them when an execute brings a new shape.
+
+Which nodes it takes is pare/vulkan_support.py; the blob's layout, the
+shaders' codes and their SPIR-V are pare/vulkan_blob.py.
 """
 
 from __future__ import annotations
 
-import functools
 import math
 import operator
-import shutil
 import struct
-import subprocess
-from pathlib import Path
 
 from pare.delegates import Backend, DelegateError, Subgraph, register
-
-SHADER_DIR = Path(__file__).resolve().parent / "vulkan_shaders"
-MAGIC = b"PVKB"
-VERSION = 2
-HEADER_BYTES = 64
-MAX_RANK = 6
-MAX_BINDINGS = 8
-MAX_PUSH_WORDS = 32
-MAX_SHADERS, MAX_TENSORS, MAX_DISPATCHES = 64, 4096, 4096
-MAX_SYMBOLS, MAX_TERMS = 8, 65536
-TENSOR_WORDS, DISPATCH_WORDS = 4 + MAX_RANK, 4 + MAX_BINDINGS + MAX_PUSH_WORDS
-MAX_GROUPS = 65535  # Vulkan's guaranteed maxComputeWorkGroupCount
-MAX_NUMEL = (1 << 27) // 4  # Vulkan's guaranteed maxStorageBufferRange, in floats
-LOCAL_SIZE = 64
-KIND_INPUT, KIND_OUTPUT, KIND_WEIGHT, KIND_INTERMEDIATE = 0, 1, 2, 3
-# The shaders' activation codes (common.glsl).
-ACT_NONE, ACT_RELU, ACT_CLAMP, ACT_HARDSWISH, ACT_SIGMOID, ACT_SILU, ACT_GELU, ACT_GELU_TANH = range(8)
-# elementwise.comp's operations.
-OP_COPY, OP_ADD, OP_SUB, OP_MUL, OP_DIV = range(5)
-# rows.comp's operations.
-ROWS_MEAN, ROWS_SOFTMAX, ROWS_LAYER_NORM, ROWS_LOG_SOFTMAX = range(4)
-# pool2d.comp's operations.
-POOL_MAX, POOL_AVG, POOL_ADAPTIVE_AVG = range(3)
-# Each shader's bindings (binding 0 is written).
-SHADERS = {"matmul": 4, "elementwise": 3, "rows": 4, "conv2d": 4, "pool2d": 2}
-
-
-def _aten():
-    import torch
-
-    return torch.ops.aten
-
-
-# --- which nodes it takes ----------------------------------------------------
-
-
-def _val(x):
-    return x.meta.get("val") if hasattr(x, "meta") else None
-
-
-def _symbol(size):
-    """The sympy symbol a SymInt size is, or None (a number, or an
-    expression of symbols, which the backend does not take)."""
-    import torch
-
-    if not isinstance(size, torch.SymInt):
-        return None
-    expr = size.node.expr
-    return expr if getattr(expr, "is_Symbol", False) else None
-
-
-def _static_float(val, max_rank=MAX_RANK) -> bool:
-    """A float32 tensor whose sizes are numbers, but for at most one
-    dynamic dim that is a bare symbol."""
-    import torch
-
-    if not isinstance(val, torch.Tensor) or val.dtype != torch.float32 or val.dim() > max_rank:
-        return False
-    dynamic = [s for s in val.shape if not isinstance(s, int)]
-    if len(dynamic) > 1 or any(_symbol(s) is None for s in dynamic):
-        return False
-    static = math.prod(s for s in val.shape if isinstance(s, int))
-    return 1 <= static <= MAX_NUMEL
-
-
-def _tensor_args_ok(node, max_rank=MAX_RANK) -> bool:
-    return all(_static_float(_val(a), max_rank) for a in node.args if hasattr(a, "meta"))
-
-
-def _number(x) -> bool:
-    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(float(x))
-
-
-def _first_output_only(node) -> bool:
-    """A node returning a tuple (max_pool2d_with_indices, native_layer_norm)
-    whose only use is its first result."""
-    return bool(node.users) and all(u.target is operator.getitem and u.args[1] == 0 for u in node.users)
-
-
-@functools.lru_cache(maxsize=None)
-def _checks():
-    a = _aten()
-
-    def out_ok(node, max_rank=MAX_RANK):
-        return _static_float(_val(node), max_rank) and _tensor_args_ok(node, MAX_RANK)
-
-    def elementwise(node):
-        if not out_ok(node, 4) or len(node.args) != 2:
-            return False
-        if set(node.kwargs) - {"alpha"} or not _number(node.kwargs.get("alpha", 1)):
-            return False
-        x, y = node.args
-        return hasattr(x, "meta") and (hasattr(y, "meta") or _number(y)) and _val(x).dim() <= 4
-
-    def unary(node):
-        return out_ok(node, 4) and len(node.args) == 1 and not node.kwargs
-
-    def clamp(node):
-        extra = node.args[1:]
-        bounded = node.target is a.hardtanh.default or any(v is not None for v in extra)
-        return (
-            out_ok(node, 4)
-            and not node.kwargs
-            and len(extra) <= 2
-            and bounded
-            and all(v is None or _number(v) for v in extra)
-        )
-
-    def gelu(node):
-        return out_ok(node, 4) and len(node.args) == 1 and node.kwargs.get("approximate", "none") in ("none", "tanh")
-
-    def mm(node):
-        return out_ok(node) and not node.kwargs and _val(node.args[0]).dim() == 2 and _val(node.args[1]).dim() == 2
-
-    def bmm(node):
-        return out_ok(node) and not node.kwargs and _val(node.args[0]).dim() == 3 and _val(node.args[1]).dim() == 3
-
-    def addmm(node):
-        if not out_ok(node) or len(node.args) != 3 or not hasattr(node.args[0], "meta"):
-            return False
-        if not all(_number(node.kwargs.get(k, 1)) for k in ("alpha", "beta")) or set(node.kwargs) - {"alpha", "beta"}:
-            return False
-        return _val(node.args[0]).dim() <= 2
-
-    def view(node):
-        return out_ok(node)
-
-    def permute(node):
-        return out_ok(node, 4)
-
-    def expand(node):
-        return out_ok(node, 4) and not node.kwargs.get("implicit", False)
-
-    def cat(node):
-        tensors = node.args[0]
-        dim = node.args[1] if len(node.args) > 1 else 0
-        return (
-            _static_float(_val(node), 4)
-            and all(_static_float(_val(t), 4) for t in tensors)
-            and all(_val(t).dim() == _val(node).dim() for t in tensors)
-            and isinstance(dim, int)
-        )
-
-    def conv(node):
-        x, w, b, stride, padding, dilation, transposed, output_padding, groups = node.args
-        return (
-            out_ok(node)
-            and _val(x).dim() == 4
-            and not transposed
-            and len(stride) == 2
-            and len(padding) == 2
-            and len(dilation) == 2
-            and (b is None or hasattr(b, "meta"))
-        )
-
-    def avg_pool(node):
-        args = list(node.args) + [None] * (7 - len(node.args))
-        x, kernel, stride, padding, ceil_mode, _count, divisor = args
-        return out_ok(node) and _val(x).dim() == 4 and not ceil_mode and (divisor is None or divisor > 0)
-
-    def max_pool(node):
-        args = list(node.args) + [None] * (6 - len(node.args))
-        ceil_mode = args[5]
-        return (
-            _static_float(_val(node)[0])
-            and _val(node.args[0]).dim() == 4
-            and not ceil_mode
-            and _first_output_only(node)
-        ) and _static_float(_val(node.args[0]))
-
-    def adaptive(node):
-        return out_ok(node) and _val(node.args[0]).dim() == 4
-
-    def mean(node):
-        if not out_ok(node) or node.kwargs.get("dtype") is not None or len(node.args) < 2:
-            return False
-        return _dim_run(node.args[1], _val(node.args[0]).dim()) is not None
-
-    def softmax(node):
-        return out_ok(node) and len(node.args) == 3 and not node.args[2]
-
-    def layer_norm(node):
-        x, shape, weight, bias, _eps = node.args
-        return (
-            _static_float(_val(node)[0])
-            and _static_float(_val(x))
-            and _first_output_only(node)
-            and all(w is None or _static_float(_val(w)) for w in (weight, bias))
-        )
-
-    def sym_size(node):
-        # Read from the symbol inside the partition; only when what uses it
-        # (a view's size) goes to the device too.
-        return (
-            _static_float(_val(node.args[0]))
-            and _symbol(_val(node)) is not None
-            and all(u.target in table and table[u.target](u) for u in node.users)
-        )
-
-    table = {
-        a.sym_size.int: sym_size,
-        a.add.Tensor: elementwise,
-        a.sub.Tensor: elementwise,
-        a.mul.Tensor: elementwise,
-        a.div.Tensor: elementwise,
-        a.relu.default: unary,
-        a.sigmoid.default: unary,
-        a.silu.default: unary,
-        a.hardswish.default: unary,
-        a.hardtanh.default: clamp,
-        a.clamp.default: clamp,
-        a.gelu.default: gelu,
-        a.mm.default: mm,
-        a.bmm.default: bmm,
-        a.addmm.default: addmm,
-        a.view.default: view,
-        a._unsafe_view.default: view,
-        a.clone.default: view,
-        a.alias.default: view,
-        a.squeeze.dim: view,
-        a.squeeze.dims: view,
-        a.unsqueeze.default: view,
-        a.permute.default: permute,
-        a.transpose.int: permute,
-        a.t.default: permute,
-        a.expand.default: expand,
-        a.cat.default: cat,
-        a.convolution.default: conv,
-        a.avg_pool2d.default: avg_pool,
-        a.max_pool2d_with_indices.default: max_pool,
-        a._adaptive_avg_pool2d.default: adaptive,
-        a.mean.dim: mean,
-        a._softmax.default: softmax,
-        a._log_softmax.default: softmax,
-        a.native_layer_norm.default: layer_norm,
-    }
-    return table
-
-
-def _dim_run(dims, rank):
-    """(first, last) of `dims` when they are one run of adjacent dims."""
-    if dims is None or len(dims) == 0:
-        return (0, rank - 1) if rank > 0 else None
-    norm = sorted(d % rank for d in dims)
-    if norm != list(range(norm[0], norm[-1] + 1)):
-        return None
-    return norm[0], norm[-1]
-
+from pare.vulkan_blob import (
+    ACT_CLAMP,
+    ACT_GELU,
+    ACT_GELU_TANH,
+    ACT_HARDSWISH,
+    ACT_NONE,
+    ACT_RELU,
+    ACT_SIGMOID,
+    ACT_SILU,
+    DISPATCH_WORDS,
+    KIND_INPUT,
+    KIND_INTERMEDIATE,
+    KIND_OUTPUT,
+    KIND_WEIGHT,
+    MAX_BINDINGS,
+    MAX_NUMEL,
+    MAX_PUSH_WORDS,
+    MAX_SYMBOLS,
+    MAX_TENSORS,
+    MAX_TERMS,
+    OP_ADD,
+    OP_COPY,
+    OP_DIV,
+    OP_MUL,
+    OP_SUB,
+    POOL_ADAPTIVE_AVG,
+    POOL_AVG,
+    POOL_MAX,
+    ROWS_LAYER_NORM,
+    ROWS_LOG_SOFTMAX,
+    ROWS_MEAN,
+    ROWS_SOFTMAX,
+    SHADERS,
+    TENSOR_WORDS,
+    pack_blob,
+)
+from pare.vulkan_support import (
+    aten as _aten,
+)
+from pare.vulkan_support import (
+    checks as _checks,
+)
+from pare.vulkan_support import (
+    dim_run as _dim_run,
+)
+from pare.vulkan_support import (
+    symbol as _symbol,
+)
+from pare.vulkan_support import (
+    val as _val,
+)
 
 # --- the blob ----------------------------------------------------------------
-
-
-def glslc() -> str:
-    path = shutil.which("glslc")
-    if path is None:
-        raise DelegateError(
-            "backend vulkan: glslc (the GLSL to SPIR-V compiler) is not installed: apt-get install glslc "
-            "(tools/setup.sh installs it), or export without --delegate vulkan"
-        )
-    return path
-
-
-@functools.lru_cache(maxsize=None)
-def spirv(shader: str) -> bytes:
-    """The SPIR-V of pare/vulkan_shaders/<shader>.comp."""
-    source = SHADER_DIR / f"{shader}.comp"
-    run = subprocess.run(
-        [glslc(), "--target-env=vulkan1.0", "-O", f"-I{SHADER_DIR}", "-o", "-", str(source)],
-        capture_output=True,
-    )
-    if run.returncode != 0:
-        raise DelegateError(f"backend vulkan: glslc failed on {source.name}: {run.stderr.decode().strip()}")
-    return run.stdout
-
-
-def fnv1a(data: bytes) -> int:
-    h = 2166136261
-    for b in data:
-        h = ((h ^ b) * 16777619) & 0xFFFFFFFF
-    return h
-
-
-def _word(x) -> int:
-    if isinstance(x, float):
-        return struct.unpack("<I", struct.pack("<f", x))[0]
-    return int(x) & 0xFFFFFFFF
-
-
-def pack_blob(shaders, symbols, tensors, dispatches, terms, num_inputs, num_outputs, weights: bytes) -> bytes:
-    """`shaders`: names; `symbols`: (input, dim, min, max); `tensors`: (kind,
-    index, sizes); `dispatches`: (shader index, threads, bindings, push
-    words); `terms`: (word, symbol, coefficient), the word counted in u32s
-    from the start of the tensor table. Sizes and words are their values
-    with every symbol at 0."""
-    code = bytearray()
-    shader_table = bytearray()
-    for name in shaders:
-        words = spirv(name)
-        shader_table += struct.pack("<4I", len(code), len(words), SHADERS[name], MAX_PUSH_WORDS)
-        code += words
-    symbol_table = b"".join(struct.pack("<4I", *symbol) for symbol in symbols)
-    tensor_table = bytearray()
-    for kind, index, sizes in tensors:
-        numel = math.prod(sizes)
-        tensor_table += struct.pack("<4I", kind, index, numel & 0xFFFFFFFF, len(sizes))
-        tensor_table += struct.pack(f"<{MAX_RANK}I", *(_word(s) for s in sizes), *[0] * (MAX_RANK - len(sizes)))
-    dispatch_table = bytearray()
-    for shader, threads, bindings, push in dispatches:
-        dispatch_table += struct.pack("<4I", shader, _word(threads), 0, 0)
-        dispatch_table += struct.pack(f"<{MAX_BINDINGS}I", *bindings, *[0] * (MAX_BINDINGS - len(bindings)))
-        words = [_word(p) for p in push]
-        dispatch_table += struct.pack(f"<{MAX_PUSH_WORDS}I", *words, *[0] * (MAX_PUSH_WORDS - len(words)))
-    term_table = b"".join(struct.pack("<2Ii", *term) for term in terms)
-    weights_at = (
-        HEADER_BYTES + len(shader_table) + len(symbol_table) + len(tensor_table) + len(dispatch_table) + len(term_table)
-    )
-    pad = (-len(weights)) % 4
-    code_at = weights_at + len(weights) + pad
-    size = code_at + len(code)
-    body = (
-        struct.pack(
-            "<9I3I",
-            len(shaders),
-            len(tensors),
-            len(dispatches),
-            num_inputs,
-            num_outputs,
-            weights_at,
-            len(weights),
-            code_at,
-            len(code),
-            len(symbols),
-            len(terms),
-            0,
-        )
-        + shader_table
-        + symbol_table
-        + tensor_table
-        + dispatch_table
-        + term_table
-        + weights
-        + b"\0" * pad
-        + code
-    )
-    return MAGIC + struct.pack("<3I", VERSION, size, fnv1a(body)) + body
 
 
 def _contiguous_strides(sizes):
@@ -553,7 +260,12 @@ class _Lowering:
                 self.value[node] = out
             elif t is a.cat.default:
                 self._cat(node)
-            elif t in (a.avg_pool2d.default, a.max_pool2d_with_indices.default, a._adaptive_avg_pool2d.default):
+            elif t in (
+                a.avg_pool2d.default,
+                a.max_pool2d_with_indices.default,
+                a.max_pool2d.default,
+                a._adaptive_avg_pool2d.default,
+            ):
                 self._pool(node)
             elif t in (a.mean.dim, a._softmax.default, a._log_softmax.default, a.native_layer_norm.default):
                 self._rows(node)
@@ -641,7 +353,7 @@ class _Lowering:
             kernel = _pair(args[1])
             stride = _pair(args[2]) if len(args) > 2 and args[2] else kernel
             padding = _pair(args[3]) if len(args) > 3 else [0, 0]
-            if node.target is a.max_pool2d_with_indices.default:
+            if node.target in (a.max_pool2d_with_indices.default, a.max_pool2d.default):
                 op = POOL_MAX
                 dilation = _pair(args[4]) if len(args) > 4 else [1, 1]
             else:

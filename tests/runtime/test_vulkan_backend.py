@@ -23,7 +23,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from pare import vulkan
+from pare import vulkan_blob
 from pare.program import ProgramBuilder
 from pare.runtime import PareError, Runtime
 from tools.tracer import delegation, model_spec
@@ -74,7 +74,7 @@ def _blob_of(module, inputs) -> bytes:
 def exported_blob(program: bytes) -> bytes:
     """The first vulkan blob in `program` (it starts with PVKB and its
     header gives its size)."""
-    at = program.index(vulkan.MAGIC)
+    at = program.index(vulkan_blob.MAGIC)
     size = struct.unpack_from("<I", program, at + 8)[0]
     return program[at : at + size]
 
@@ -364,7 +364,7 @@ def _dynamic_blob_bounds(blob: bytes) -> list[tuple[int, int, int, int]]:
     """The (input, dim, min, max) of each dynamic size the blob records."""
     shaders, _tensors, _dispatches = struct.unpack_from("<3I", blob, 16)
     (symbols,) = struct.unpack_from("<I", blob, 52)
-    at = vulkan.HEADER_BYTES + 16 * shaders
+    at = vulkan_blob.HEADER_BYTES + 16 * shaders
     return [struct.unpack_from("<4I", blob, at + 16 * i) for i in range(symbols)]
 
 
@@ -526,7 +526,7 @@ def blob() -> bytes:
 
 def _resealed(blob: bytearray) -> bytes:
     """`blob` with its checksum recomputed, so init's later checks see the change."""
-    struct.pack_into("<I", blob, 12, vulkan.fnv1a(bytes(blob[16:])))
+    struct.pack_into("<I", blob, 12, vulkan_blob.fnv1a(bytes(blob[16:])))
     return bytes(blob)
 
 
@@ -544,7 +544,7 @@ def test_the_blob_runs(runtime, blob):
 
 def _corrupt_cases(blob: bytes):
     shaders, tensors = struct.unpack_from("<2I", blob, 16)
-    tensor_table = vulkan.HEADER_BYTES + 16 * shaders
+    tensor_table = vulkan_blob.HEADER_BYTES + 16 * shaders
     dispatch_table = tensor_table + 40 * tensors
     return [
         (b"", r"no PVKB header"),
@@ -555,7 +555,7 @@ def _corrupt_cases(blob: bytes):
         (_field(blob, 16, 0), r"0 shaders"),
         (_field(blob, 20, 5000), r"5000 tensors"),
         (_field(blob, 36, 3), r"sections at"),
-        (_field(blob, vulkan.HEADER_BYTES + 8, 9), r"shader 0: .* 9 bindings"),
+        (_field(blob, vulkan_blob.HEADER_BYTES + 8, 9), r"shader 0: .* 9 bindings"),
         (_field(blob, tensor_table, 7), r"tensor 0: kind 7"),
         (_field(blob, tensor_table + 8, 11), r"tensor 0: .* 11 elements"),
         (_field(blob, tensor_table + 4, 1), r"(tensor 0: kind 0, index 1|input 0 has no tensor)"),
@@ -595,7 +595,7 @@ def test_a_corrupt_dynamic_blob_is_refused_with_one_line(runtime, dynamic_blob):
     shaders, tensors, dispatches = struct.unpack_from("<3I", blob, 16)
     symbols, terms = struct.unpack_from("<2I", blob, 52)
     assert symbols == 1 and terms > 0
-    symbol = vulkan.HEADER_BYTES + 16 * shaders
+    symbol = vulkan_blob.HEADER_BYTES + 16 * shaders
     term = symbol + 16 * symbols + 40 * tensors + 176 * dispatches
     pb = ProgramBuilder()
     m = pb.method()
@@ -643,11 +643,11 @@ def test_mutated_blobs_fail_cleanly(runtime, blob):
 
 
 def test_a_missing_glslc_fails_the_export_in_one_line(monkeypatch):
-    vulkan.spirv.cache_clear()
-    monkeypatch.setattr(vulkan.shutil, "which", lambda name: None)
+    vulkan_blob.spirv.cache_clear()
+    monkeypatch.setattr(vulkan_blob.shutil, "which", lambda name: None)
     with pytest.raises(Exception) as e:
         export_model(spec_from(nn.ReLU(), [(randn(3),)]), delegates=VULKAN)
-    vulkan.spirv.cache_clear()
+    vulkan_blob.spirv.cache_clear()
     assert str(e.value).endswith(
         "backend vulkan: glslc (the GLSL to SPIR-V compiler) is not installed: apt-get install glslc "
         "(tools/setup.sh installs it), or export without --delegate vulkan"
