@@ -171,6 +171,8 @@ INT8_ARM64_CONFIGS = {
 # 4x4 tiles and their edges), batch 2, groups, stride 2, padding.
 INT8_CONV_CASES = ["3x3_odd_channels", "stride2_padding", "groups3_odd", "deep", "1x1_stride2"]
 INT8_LINEAR_CASES = [((5, 33), 17), ((1, 300), 64), ((2, 3, 40), 9)]
+# pare::qmax_pool2d's 16-byte blocks (NEON), stride 1 and 2, and its scalar loop.
+INT8_MAX_POOL_CASES = ["resnet_stem", "3x3_stride1_pad1", "dilated", "stride3_rect"]
 
 
 def _int8_layers_program():
@@ -226,6 +228,15 @@ def _int8_layers_program():
         outputs.append(m.op("pare::qlinear_prepacked", x, packed, *layer.output_bounds()))
         inputs.append(x_q)
         references.append(layer.reference(x_q))
+    from tests.runtime.kernels import test_quantized_elementwise as qe
+
+    for i, name in enumerate(INT8_MAX_POOL_CASES):
+        shape, *window = qe.MAX_POOL_CASES[name]
+        x_q = qe.int8(shape, 120 + i)
+        x = m.input("Char")
+        outputs.append(m.op("pare::qmax_pool2d", x, *window))
+        inputs.append(x_q)
+        references.append(torch.nn.functional.max_pool2d(x_q.float(), *window).to(torch.int8))
     m.output(*outputs)
     return inputs, pb.to_bytes(), references
 

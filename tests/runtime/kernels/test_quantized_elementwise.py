@@ -1,6 +1,6 @@
 """The quantize pass's int8 ops besides the layers
 (runtime/kernels/quantized/qelementwise.cc): pare::qadd, pare::qmul,
-pare::qmean and pare::qlut vs torch eager running PT2E's reference graph,
+pare::qmean, pare::qlut and pare::qmax_pool2d vs torch eager running PT2E's reference graph,
 dequantize_per_tensor -> float op [-> relu] -> quantize_per_tensor.
 
 qadd, qmul and qlut compute what the reference computes (float32, round
@@ -144,6 +144,41 @@ def test_qlut_matches_reference(runtime, case, qparams):
     assert_equal(actual, expected)
 
 
+# (input shape, kernel_size, stride, padding, dilation, ceil_mode): the vector
+# blocks (16 outputs of a row, stride 1 or 2) and the scalar loop at the
+# rows' ends and for other strides.
+MAX_POOL_CASES = {
+    "resnet_stem": ((1, 5, 56, 60), [3, 3], [2, 2], [1, 1], [1, 1], False),
+    "2x2": ((2, 3, 34, 38), [2, 2], [2, 2], [0, 0], [1, 1], False),
+    "3x3_stride1_pad1": ((1, 4, 19, 41), [3, 3], [1, 1], [1, 1], [1, 1], False),
+    "odd_ceil_mode": ((1, 3, 37, 45), [3, 3], [2, 2], [0, 0], [1, 1], True),
+    "dilated": ((2, 2, 23, 50), [3, 2], [1, 2], [1, 1], [2, 3], False),
+    "stride3_rect": ((1, 3, 17, 40), [2, 4], [3, 3], [1, 2], [1, 1], True),
+    "narrow_rows": ((3, 9, 11), [3, 3], [2, 2], [1, 1], [1, 1], False),
+    "one_by_one": ((1, 2, 5, 33), [1, 1], [1, 1], [0, 0], [1, 1], False),
+}
+
+
+@pytest.mark.parametrize("case", MAX_POOL_CASES.values(), ids=MAX_POOL_CASES.keys())
+def test_qmax_pool2d_matches_reference(runtime, case):
+    shape, kernel, stride, padding, dilation, ceil_mode = case
+    x = int8(shape, 7)
+    x[..., 0] = 127  # the rows' ends and their padding
+    x[..., -1] = -128
+    si, zi = 0.04, -3
+    y = F.max_pool2d(dq(x, si, zi), kernel, stride, padding, dilation, ceil_mode)
+    expected = quant(y, si, zi)
+    actual = run_op(runtime, "pare::qmax_pool2d", [x], kernel, stride, padding, dilation, ceil_mode)
+    assert_equal(actual, expected)
+
+
+def test_qmax_pool2d_non_contiguous(runtime):
+    x = int8((1, 40, 6, 30), 8).permute(0, 3, 1, 2)  # (1, 30, 40, 6) viewed as channels-first
+    expected = F.max_pool2d(x.float(), 3, 2, 1).to(torch.int8)
+    actual = run_op(runtime, "pare::qmax_pool2d", [x], [3, 3], [2, 2], [1, 1], [1, 1], False)
+    assert_equal(actual, expected)
+
+
 @pytest.mark.parametrize(
     "name,inputs,scalars,message",
     [
@@ -171,8 +206,14 @@ def test_qlut_matches_reference(runtime, case, qparams):
             (3, True, 0.1, 0, 0.1, 0, -128, 127),
             r"argument 'dims' = 3 must be between 1",
         ),
+        (
+            "pare::qmax_pool2d",
+            [int8((1, 2, 5, 5), 1)],
+            ([3, 3], [2, 2], [2, 2], [1, 1], False),
+            r"argument 'padding' \(2\) must be at most half of kernel_size \(3\)",
+        ),
     ],
-    ids=["qadd_shapes", "qadd_scale", "qmul_range", "qmean_dims"],
+    ids=["qadd_shapes", "qadd_scale", "qmul_range", "qmean_dims", "qmax_pool2d_padding"],
 )
 def test_errors(runtime, name, inputs, scalars, message):
     with pytest.raises(PareError, match=message) as e:

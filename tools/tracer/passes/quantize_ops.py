@@ -6,7 +6,9 @@ to int8 runs on the int8 values:
 
 * max_pool2d, cat and views, which commute with quantization when every
   input and the output share scale and zero point (and the output's range
-  is int8's): the op's own aten kernel on the int8 tensors (Char);
+  is int8's): pare::qmax_pool2d (max pooling without the indices no one
+  reads), and cat's and the views' own aten kernels on the int8 tensors
+  (Char);
 * add and mul (broadcasting): pare::qadd / pare::qmul, requantizing;
 * the mean over the last dims (mean.dim over H and W, adaptive average
   pooling to 1x1): pare::qmean;
@@ -210,7 +212,14 @@ def _max_pool_plan(node: Node, lowering: LoweringState) -> Plan | None:
         return None
     if not _same_output(node, users[0], x[1], lowering):
         return None
-    return Int8AtenPlan(deps=(x[0],), args=(x[0], *node.args[1:]), kwargs=dict(node.kwargs), counts=((NAME, "pool"),))
+    kernel = [int(k) for k in argument(node, 1, "kernel_size")]
+    stride = [int(s) for s in argument(node, 2, "stride", None) or kernel]
+    padding = [int(v) for v in argument(node, 3, "padding", [0, 0])]
+    dilation = [int(v) for v in argument(node, 4, "dilation", [1, 1])]
+    ceil_mode = bool(argument(node, 5, "ceil_mode", False))
+    args = (x[0], kernel, stride, padding, dilation, ceil_mode)
+    lowering.fuse(users[0], node)  # the values' getitem: pare::qmax_pool2d returns them alone
+    return Int8OpPlan(deps=(x[0],), op="pare::qmax_pool2d", args=args, counts=((NAME, "pool"),))
 
 
 def _cat_plan(node: Node, lowering: LoweringState) -> Plan | None:
