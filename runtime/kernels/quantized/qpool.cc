@@ -7,7 +7,7 @@
 // Windows, output sizes and argument checks are max_pool2d_with_indices'
 // (nn/pooling.h). Each output row runs 16 outputs at a time wherever every
 // tap of the block lies inside the row (stride 1 or 2: a 16-byte load, or
-// 32 bytes keeping the even bytes), the scalar loop at the row's ends.
+// every other byte of 32), the scalar loop at the row's ends.
 // Without indices to track, the order of the taps does not matter: a
 // maximum of int8 values is the same whatever the ISA or the order, so every
 // build gives the same bits.
@@ -27,16 +27,23 @@ constexpr int64_t kBytes = 16;
 
 PARE_ALWAYS_INLINE bytes16 max16(bytes16 a, bytes16 b) { return a > b ? a : b; }
 
-// 16 consecutive bytes at p, or the even ones of the 32 there.
-PARE_ALWAYS_INLINE bytes16 load_taps(const int8_t* p, int64_t stride) {
+// The 16 bytes at p, 0 <= p - row < width - 15 (stride 1); or (stride 2)
+// every other one of the 31 from p: the even bytes of the 32 at p for a
+// window's first column, else the odd bytes of the 32 at p - 1, so that no
+// load reads past the last tap (the plane's last byte, at its end).
+PARE_ALWAYS_INLINE bytes16 load_taps(const int8_t* p, int64_t stride, bool first_column) {
   if (stride == 1) {
     bytes16 v;
     __builtin_memcpy(&v, p, sizeof(v));
     return v;
   }
   bytes32 w;
-  __builtin_memcpy(&w, p, sizeof(w));
-  return __builtin_shufflevector(w, w, 0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+  if (first_column) {
+    __builtin_memcpy(&w, p, sizeof(w));
+    return __builtin_shufflevector(w, w, 0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+  }
+  __builtin_memcpy(&w, p - 1, sizeof(w));
+  return __builtin_shufflevector(w, w, 1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
 }
 
 // The taps [first, end) of window `o` along dim d (stride and dilation as
@@ -55,7 +62,13 @@ void qmax_pool_plane(const int8_t* PARE_RESTRICT in, int8_t* PARE_RESTRICT out, 
   const int64_t width = planes.width;
   const int64_t s = p.stride[kW];
   const int64_t dw = p.dilation[kW];
-  const VectorColumns cols = vector_columns(planes, p, (p.kernel[kW] - 1) * dw + 1);
+  // The outputs whose taps all lie inside the row: [begin, end).
+  const int64_t span = (p.kernel[kW] - 1) * dw + 1;
+  const int64_t begin = min_of((p.padding[kW] + s - 1) / s, p.out[kW]);
+  const int64_t room = width - span + p.padding[kW];
+  // (Stride 2 reads a window's first column and the byte after it: a span of at least 2.)
+  const bool vectors = s == 1 || (s == 2 && span >= 2);
+  const int64_t end = !vectors || room < 0 ? begin : max_of(begin, min_of(room / s + 1, p.out[kW]));
   for (int64_t oh = 0; oh < p.out[kH]; ++oh) {
     const Taps rows = window_taps(oh, kH, planes.height, p);
     int8_t* o = out + oh * p.out[kW];
@@ -69,17 +82,17 @@ void qmax_pool_plane(const int8_t* PARE_RESTRICT in, int8_t* PARE_RESTRICT out, 
       o[ow] = max;
     };
     int64_t ow = 0;
-    for (; ow < cols.begin; ++ow) one(ow);
+    for (; ow < begin; ++ow) one(ow);
     const auto block = [&](int64_t first) {
       bytes16 max = bytes16{} + int8_t{-128};
       const int8_t* start = in + first * s - p.padding[kW];
       for (int64_t ih = rows.first; ih < rows.end; ih += p.dilation[kH]) {
         const int8_t* row = start + ih * width;
-        for (int64_t kw = 0; kw < p.kernel[kW]; ++kw) max = max16(max, load_taps(row + kw * dw, s));
+        for (int64_t kw = 0; kw < p.kernel[kW]; ++kw) max = max16(max, load_taps(row + kw * dw, s, kw == 0));
       }
       __builtin_memcpy(o + first, &max, sizeof(max));
     };
-    ow = vector_blocks<kBytes>(ow, cols.end, block);
+    ow = vector_blocks<kBytes>(ow, end, block);
     for (; ow < p.out[kW]; ++ow) one(ow);
   }
 }

@@ -156,6 +156,10 @@ MAX_POOL_CASES = {
     "stride3_rect": ((1, 3, 17, 40), [2, 4], [3, 3], [1, 2], [1, 1], True),
     "narrow_rows": ((3, 9, 11), [3, 3], [2, 2], [1, 1], [1, 1], False),
     "one_by_one": ((1, 2, 5, 33), [1, 1], [1, 1], [0, 0], [1, 1], False),
+    # Rows of exactly one vector block (a 32x32 plane's 2x2 pool), the last
+    # tap the plane's last byte; a 1-wide window at stride 2 (scalar).
+    "2x2_one_block": ((2, 32, 32), [2, 2], [2, 2], [0, 0], [1, 1], False),
+    "1x1_stride2": ((1, 2, 7, 35), [1, 1], [2, 2], [0, 0], [1, 1], False),
 }
 
 
