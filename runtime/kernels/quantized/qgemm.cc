@@ -47,17 +47,6 @@ void gemm_rows(int64_t channels, int64_t pixels, int64_t k, const int8_t* w, con
   PARE_SIMD_ISA::gemm_rows(channels, pixels, k, w, x, rq, out);
 }
 
-void gemm_rows_int32(int64_t channels, int64_t pixels, int64_t k, const int8_t* w, const int8_t* x, int32_t* out) {
-#if defined(__aarch64__)
-  arm64::gemm_rows(channels, pixels, k, w, x, [&](const auto& acc, int64_t c0, int64_t p0, int nr) {
-    store_int32(acc, c0, p0, nr, channels, out);
-  });
-  return;
-#endif
-  PARE_QGEMM_X86_64_V3(gemm_rows_int32(channels, pixels, k, w, x, out));
-  PARE_SIMD_ISA::gemm_rows_int32(channels, pixels, k, w, x, out);
-}
-
 int64_t columns_packed_bytes(int64_t channels, int64_t k) {
   PARE_QGEMM_VNNI(columns_packed_bytes_vnni(channels, k));
   PARE_QGEMM_X86_64_V3(columns_packed_bytes(channels, k));

@@ -55,20 +55,6 @@ struct Output {
 void gemm_rows(int64_t channels, int64_t pixels, int64_t k, const int8_t* w, const int8_t* x, const Requantization& rq,
                const Output& out);
 
-// gemm_rows' int32 sums without the epilogue: out[p * channels + c] =
-// sum_k w[c, k] * x[p, k] (pare::qlinear_dynamic scales them to float).
-void gemm_rows_int32(int64_t channels, int64_t pixels, int64_t k, const int8_t* w, const int8_t* x, int32_t* out);
-
-// A tile of int32 sums (acc[MR][NR]: channels c0.., pixels p0.., nr of them
-// valid) stored as gemm_rows_int32's rows: every copy's and arm64's store.
-template <int MR, int NR>
-PARE_ALWAYS_INLINE void store_int32(const int32_t (&acc)[MR][NR], int64_t c0, int64_t p0, int nr, int64_t channels,
-                                    int32_t* out) {
-  for (int j = 0; j < nr; ++j) {
-    for (int r = 0; r < MR; ++r) out[(p0 + j) * channels + c0 + r] = acc[r][j];
-  }
-}
-
 // The most output channels a gemm_columns tile of any copy packs, its
 // pixels, and the most bytes of x a panel of its tiles packs (the AVX2
 // copy's int16 pairs: 2 bytes per int8).
@@ -154,7 +140,6 @@ void depthwise_plane(const DepthwisePlane& d, const int8_t* plane, const int8_t*
 #define PARE_QGEMM_KERNELS                                                                                             \
   void gemm_rows(int64_t channels, int64_t pixels, int64_t k, const int8_t* w, const int8_t* x,                        \
                  const Requantization& rq, const Output& out);                                                         \
-  void gemm_rows_int32(int64_t channels, int64_t pixels, int64_t k, const int8_t* w, const int8_t* x, int32_t* out);   \
   int64_t columns_packed_bytes(int64_t channels, int64_t k);                                                           \
   void pack_columns(int64_t channels, int64_t k, const int8_t* w, void* packed);                                       \
   void gemm_columns(int64_t channels, int64_t pixels, int64_t k, const int8_t* w, const void* packed, const int8_t* x, \
