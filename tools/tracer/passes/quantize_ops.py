@@ -41,7 +41,7 @@ def plan(node: Node, lowering: LoweringState) -> Plan | None:
         return _binary_plan(node, lowering)
     if target in (aten.mean.dim, aten._adaptive_avg_pool2d.default):
         return _mean_plan(node, lowering)
-    if target is aten.max_pool2d_with_indices.default:
+    if target in (aten.max_pool2d_with_indices.default, aten.max_pool2d.default):
         return _max_pool_plan(node, lowering)
     if target is aten.cat.default:
         return _cat_plan(node, lowering)
@@ -204,13 +204,22 @@ def _same_output(node: Node, last: Node, qparams: tuple[float, int], lowering: L
 
 
 def _max_pool_plan(node: Node, lowering: LoweringState) -> Plan | None:
+    """max_pool2d_with_indices whose values alone are read, or max_pool2d
+    (which the exporter keeps, the runtime having its float kernel)."""
     import operator
 
+    import torch
+
     x = _input(node.args[0])
-    users = list(node.users)
-    if x is None or len(users) != 1 or users[0].target is not operator.getitem or users[0].args[1] != 0:
+    if x is None:
         return None
-    if not _same_output(node, users[0], x[1], lowering):
+    values = node
+    if node.target is torch.ops.aten.max_pool2d_with_indices.default:
+        users = list(node.users)
+        if len(users) != 1 or users[0].target is not operator.getitem or users[0].args[1] != 0:
+            return None
+        values = users[0]
+    if not _same_output(node, values, x[1], lowering):
         return None
     kernel = [int(k) for k in argument(node, 1, "kernel_size")]
     stride = [int(s) for s in argument(node, 2, "stride", None) or kernel]
@@ -218,7 +227,8 @@ def _max_pool_plan(node: Node, lowering: LoweringState) -> Plan | None:
     dilation = [int(v) for v in argument(node, 4, "dilation", [1, 1])]
     ceil_mode = bool(argument(node, 5, "ceil_mode", False))
     args = (x[0], kernel, stride, padding, dilation, ceil_mode)
-    lowering.fuse(users[0], node)  # the values' getitem: pare::qmax_pool2d returns them alone
+    if values is not node:
+        lowering.fuse(values, node)  # the values' getitem: pare::qmax_pool2d returns them alone
     return Int8OpPlan(deps=(x[0],), op="pare::qmax_pool2d", args=args, counts=((NAME, "pool"),))
 
 
