@@ -234,6 +234,10 @@ def test_unselected_code_is_absent_from_the_binary(runtime_lib, selective_lib):
     for code in int8_code:
         assert _has(full, code), code
         assert not _has(sel, code), f"{code}: unselected int8 code is still linked"
+    # Weight-only linears (weight_only_linear.cc and every ISA copy of its row kernel).
+    for code in (kernel.format("pare_weight_only_linear"), r"pare::kernels::weight_only::"):
+        assert _has(full, code), code
+        assert not _has(sel, code), f"{code}: unselected weight-only code is still linked"
     # Build feature threads (unselected): the pool and the split machinery.
     thread_code_patterns = (
         r"pare::ThreadPool::",

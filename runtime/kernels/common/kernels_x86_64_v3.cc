@@ -1,5 +1,6 @@
 // The x86-64-v3 copy of the dispatched kernels (gemm_kernels.inc,
-// depthwise_kernels.inc, quantized/qgemm_kernels.inc) for runtimes at --//runtime:x86_64_isa=auto, which
+// depthwise_kernels.inc, quantized/qgemm_kernels.inc,
+// quantized/weight_only_kernels.inc) for runtimes at --//runtime:x86_64_isa=auto, which
 // run it on a CPU with AVX2 and FMA (cpu::kernel_isa(); gemm.cc's
 // tile_kernel() and sgemm_narrow(), depthwise.cc's plane_kernel() and
 // nhwc_rows_kernel()).
@@ -10,4 +11,5 @@
 #include "runtime/kernels/common/depthwise_kernels.inc"
 #include "runtime/kernels/common/gemm_kernels.inc"
 #include "runtime/kernels/quantized/qgemm_kernels.inc"
+#include "runtime/kernels/quantized/weight_only_kernels.inc"
 #endif

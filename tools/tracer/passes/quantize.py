@@ -56,7 +56,9 @@ class Quantize(GraphPass):
 
         aten = torch.ops.aten
         if node.target in (aten.addmm.default, aten.mm.default):
-            return _linear_plan(node, lowering)
+            from tools.tracer.passes import weight_only
+
+            return _linear_plan(node, lowering) or weight_only.linear_plan(node, lowering)
         if node.target is aten.convolution.default:
             return _conv2d_plan(node, lowering)
         from tools.tracer.passes import quantize_ops
