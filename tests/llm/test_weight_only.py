@@ -161,3 +161,16 @@ def test_int4_packing_round_trips():
     low, high = blocks & 0xF, blocks >> 4
     unpacked = torch.cat([low, high], dim=-1).reshape(3, 64)
     assert torch.equal(((unpacked ^ 8) - 8).to(torch.int8), q)
+
+
+@pytest.mark.parametrize("bits, group", [(8, None), (4, 32)])
+def test_a_prefill_gives_each_rows_decode_bits(runtime, bits, group):
+    # Many input rows decode the weights to floats once and sum in the
+    # single row's order: row i of a 9-row call equals a 1-row call on it.
+    data, _ = _program(70, 96, bits, group, True, (None,))
+    method = runtime.load(data).method()
+    x = torch.randn(9, 96, generator=torch.Generator().manual_seed(5)).numpy()
+    many = method.run(x)[0]
+    for i in range(9):
+        one = method.run(x[i : i + 1])[0]
+        assert np.array_equal(one[0].view(np.uint32), many[i].view(np.uint32)), i

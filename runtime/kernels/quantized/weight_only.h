@@ -39,8 +39,11 @@ constexpr int64_t step(int bits) { return bits == 8 ? 16 : 32; }
 
 // y[r] = sum over groups g of (sum over g's inputs k of w[r, k] x[k]) *
 // scale[r, g], plus bias[r], for the rows r in [r0, r1).
-#define PARE_WEIGHT_ONLY_KERNELS \
-  void rows(const Weights& w, const float* x, int64_t r0, int64_t r1, float* y);
+// many_rows: the same for the m input rows x[m, in] into y[m, out], the
+// weight rows decoded to floats once into scratch[2 * in].
+#define PARE_WEIGHT_ONLY_KERNELS                                                 \
+  void rows(const Weights& w, const float* x, int64_t r0, int64_t r1, float* y); \
+  void many_rows(const Weights& w, const float* x, int64_t m, int64_t r0, int64_t r1, float* y, float* scratch);
 namespace PARE_SIMD_ISA {
 PARE_WEIGHT_ONLY_KERNELS
 }  // namespace PARE_SIMD_ISA

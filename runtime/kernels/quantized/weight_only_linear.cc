@@ -5,8 +5,8 @@
 // int8 / packed int4 in the program's constants and are dequantized in
 // registers (weight_only_kernels.inc), so a decode step, a matrix-vector
 // product per layer, reads 1 or 1/2 byte a weight instead of float32's 4.
-// An input of several rows runs the rows against each block of weight rows
-// while the block stays in cache. Build feature threads: the output rows
+// An input of several rows (a prefill) decodes each pair of weight rows to
+// floats once and runs every input row against them. Build feature threads: the output rows
 // are split (disjoint outputs: the same bits for any split).
 
 #include "runtime/core/cpu.h"
@@ -23,6 +23,7 @@ namespace kernels {
 namespace {
 
 using RowsFn = void (*)(const weight_only::Weights&, const float*, int64_t, int64_t, float*);
+using ManyRowsFn = void (*)(const weight_only::Weights&, const float*, int64_t, int64_t, int64_t, float*, float*);
 
 // x86_64: at --//runtime:x86_64_isa=auto the best copy this CPU runs, elsewhere the build's own.
 RowsFn rows_kernel() {
@@ -35,10 +36,16 @@ RowsFn rows_kernel() {
 #endif
   return weight_only::PARE_SIMD_ISA::rows;
 }
-
-// Weight rows per block of a many-row input: 64 rows of int8 weights of up
-// to 4,096 inputs stay in L2 while every input row reads them.
-constexpr int64_t kBlockRows = 64;
+ManyRowsFn many_rows_kernel() {
+#if defined(PARE_X86_64_DISPATCH)
+  switch (cpu::kernel_isa()) {
+    case cpu::Isa::x86_64_v4: return weight_only::x86_64_v4::many_rows;
+    case cpu::Isa::x86_64_v3: return weight_only::x86_64_v3::many_rows;
+    default: break;
+  }
+#endif
+  return weight_only::PARE_SIMD_ISA::many_rows;
+}
 
 Error check_weights(KernelContext& ctx, const Tensor& weight, const Tensor& scales, const Tensor* bias, int64_t bits,
                     int64_t group, int64_t in) {
@@ -53,7 +60,8 @@ Error check_weights(KernelContext& ctx, const Tensor& weight, const Tensor& scal
   const int64_t out = weight.sizes[0];
   const int64_t row_bytes = bits == 8 ? in : in / 2;
   PARE_CHECK_OR_RETURN(
-      ctx, group > 0 && group % weight_only::step(static_cast<int>(bits)) == 0 && in % group == 0, Error::InvalidArgument,
+      ctx, group > 0 && group % weight_only::step(static_cast<int>(bits)) == 0 && in % group == 0,
+      Error::InvalidArgument,
       "argument 'group_size' %lld must divide the input's %lld features and be a multiple of %lld for %lld-bit weights",
       static_cast<long long>(group), static_cast<long long>(in),
       static_cast<long long>(weight_only::step(static_cast<int>(bits))), static_cast<long long>(bits));
@@ -68,18 +76,18 @@ Error check_weights(KernelContext& ctx, const Tensor& weight, const Tensor& scal
                        static_cast<long long>(out * (in / group)), to_string(scales.dtype),
                        sizes_to_string(scales.size_span()).text);
   if (bias != nullptr) {
-    PARE_CHECK_OR_RETURN(ctx,
-                         bias->dtype == ScalarType::Float && bias->is_contiguous() &&
-                             bias->numel() == static_cast<size_t>(out),
-                         Error::InvalidArgument, "argument 'bias' must be %lld contiguous float32 values, got %s %s",
-                         static_cast<long long>(out), to_string(bias->dtype), sizes_to_string(bias->size_span()).text);
+    PARE_CHECK_OR_RETURN(
+        ctx, bias->dtype == ScalarType::Float && bias->is_contiguous() && bias->numel() == static_cast<size_t>(out),
+        Error::InvalidArgument, "argument 'bias' must be %lld contiguous float32 values, got %s %s",
+        static_cast<long long>(out), to_string(bias->dtype), sizes_to_string(bias->size_span()).text);
   }
   return Error::Ok;
 }
 
 }  // namespace
 
-// pare::weight_only_linear(Tensor input, Tensor weight, Tensor scales, Tensor? bias, int bits, int group_size) -> Tensor
+// pare::weight_only_linear(Tensor input, Tensor weight, Tensor scales, Tensor? bias, int bits, int group_size) ->
+// Tensor
 Error pare_weight_only_linear(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs) {
   KernelArgs args(ctx, inputs, outputs, 6, 6, 1);
   const Tensor& input = args.tensor(0, "input");
@@ -103,18 +111,25 @@ Error pare_weight_only_linear(KernelContext& ctx, ValueSpan inputs, ValueSpan ou
     if (y->numel() == 0) return Error::Ok;
     PARE_TRY_ASSIGN(const Tensor x, as_contiguous(ctx, input, ScalarType::Float));
     const int64_t m = static_cast<int64_t>(x.numel()) / in;
-    const weight_only::Weights w{weight.data_as<uint8_t>(), scales.data_as<float>(),
-                                 bias ? bias->data_as<float>() : nullptr, out, in, group, static_cast<int>(bits)};
-    const RowsFn rows = rows_kernel();
+    const weight_only::Weights w{
+        weight.data_as<uint8_t>(), scales.data_as<float>(), bias ? bias->data_as<float>() : nullptr, out, in, group,
+        static_cast<int>(bits)};
     const float* xs = x.data_as<float>();
     float* ys = y->data_as<float>();
     const uint32_t chunks = ctx.chunks_for(out, 2, m * out * in);
-    ctx.parallel(chunks, out, 2, [&](uint32_t, int64_t begin, int64_t end) {
-      for (int64_t r0 = begin; r0 < end; r0 += kBlockRows) {
-        const int64_t r1 = end - r0 < kBlockRows ? end : r0 + kBlockRows;
-        for (int64_t i = 0; i < m; ++i) rows(w, xs + i * in, r0, r1, ys + i * out);
-      }
-    });
+    if (m == 1) {
+      const RowsFn rows = rows_kernel();
+      ctx.parallel(chunks, out, 2, [&](uint32_t, int64_t begin, int64_t end) { rows(w, xs, begin, end, ys); });
+    } else {
+      // Each chunk decodes two weight rows at a time into its own scratch.
+      const size_t per_chunk = static_cast<size_t>(2 * in);
+      PARE_TRY_ASSIGN(void* memory, ctx.allocate_scratch(per_chunk * chunks * sizeof(float)));
+      float* scratch = static_cast<float*>(memory);
+      const ManyRowsFn many_rows = many_rows_kernel();
+      ctx.parallel(chunks, out, 2, [&](uint32_t c, int64_t begin, int64_t end) {
+        many_rows(w, xs, m, begin, end, ys, scratch + c * per_chunk);
+      });
+    }
     return Error::Ok;
   });
 }
