@@ -148,17 +148,25 @@ def _worker(gguf_path: str, threads: int) -> int:
         logits_all=False,
         verbose=False,
     )
+    vocab = llm.n_vocab()
+
+    def last_token() -> int:
+        # The last position's logits (Llama.scores stays zero without logits_all, which
+        # would compute the output projection for every prompt token).
+        logits = np.ctypeslib.as_array(llama_cpp.llama_get_logits_ith(llm._ctx.ctx, -1), shape=(vocab,))
+        return int(np.argmax(logits))
+
     print("ready", flush=True)
     for line in sys.stdin:
         req = json.loads(line)
         llm.reset()
         t0 = time.perf_counter()
         llm.eval(req["prompt"])
-        tokens = [int(np.argmax(llm.scores[llm.n_tokens - 1]))]
+        tokens = [last_token()]
         t1 = time.perf_counter()
         for _ in range(req["steps"] - 1):  # as pare.generate: the last token is picked, not fed
             llm.eval([tokens[-1]])
-            tokens.append(int(np.argmax(llm.scores[llm.n_tokens - 1])))
+            tokens.append(last_token())
         t2 = time.perf_counter()
         print(json.dumps({"tokens": tokens, "prefill_seconds": t1 - t0, "decode_seconds": t2 - t1}), flush=True)
     return 0
