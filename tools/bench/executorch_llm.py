@@ -18,7 +18,6 @@ XNNPACK does not take: they run on ExecuTorch's quantized kernels.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import subprocess
@@ -69,11 +68,9 @@ def _worker(spec_path: str) -> int:
 
     torch.set_num_threads(1)
     torch.set_grad_enabled(False)
-    sys.path.insert(0, str(Path(spec_path).resolve().parent))
-    loader = importlib.util.spec_from_file_location("llm_spec", spec_path)
-    module = importlib.util.module_from_spec(loader)
-    loader.loader.exec_module(module)
-    model, _ = module.build()
+    from tools.bench.executorch_worker import load_spec
+
+    model, _, _ = load_spec(Path(spec_path))
     for p in model.parameters():
         p.requires_grad_(False)
     import executorch.kernels.quantized  # noqa: F401  (the dequantize ops' kernels)
