@@ -25,6 +25,7 @@ class Platform:
     triple: str
     shared_ext: str
     ship: bool  # a product target, built by selective runtimes by default
+    lacks_backends: tuple[str, ...] = ()  # delegate backends without a driver there (docs/delegates.md)
 
 
 def read_table(path: Path = TABLE) -> tuple[Platform, ...]:
@@ -39,6 +40,7 @@ def read_table(path: Path = TABLE) -> tuple[Platform, ...]:
                 try:
                     fields = {kw.arg: ast.literal_eval(kw.value) for kw in item.keywords}
                     fields["constraints"] = tuple(fields["constraints"])
+                    fields["lacks_backends"] = tuple(fields.get("lacks_backends", ()))
                     rows.append(Platform(**fields))
                 except (ValueError, TypeError, KeyError) as e:
                     raise ValueError(f"{path}:{item.lineno}: unreadable platform row ({e})") from None
