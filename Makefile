@@ -78,3 +78,10 @@ lint-fix: setup
 # subset (tests/zoo/).
 zoo: setup
 	$(IN_ROOT) $(PYTHON) -m tools.zoo
+
+# make llama-cpp: .venv-llama-cpp, llama.cpp for the LLM peer benchmark
+# (python -m tools.bench.llm_weights --llama-cpp; docs/llm.md). Not in setup:
+# pip builds llama.cpp from source (about 15 minutes on 2 cores).
+.PHONY: llama-cpp
+llama-cpp: setup
+	$(IN_ROOT) bash tools/setup_llama_cpp.sh

@@ -5,9 +5,9 @@ The project venv's side writes a Llama-architecture model of models/llm
 linear weights as F32, Q8_0 or Q4_0 (llama.cpp's own quantizers, as
 `gguf.quants` implements them), the embedding and norms F32, a placeholder
 vocabulary of the model's size. llama.cpp runs in another venv that has
-`llama-cpp-python` (it builds llama.cpp from source; LLAMA_CPP_VENV, default
-/tmp/pare-llama-cpp-venv), in a child process speaking one line per
-request:
+`llama-cpp-python` (it builds llama.cpp from source: `make llama-cpp` makes
+.venv-llama-cpp; LLAMA_CPP_VENV names another), in a child process speaking
+one line per request:
 
     python -m tools.bench.llama_cpp_peer --worker MODEL.gguf THREADS
     stdin:  {"prompt": [tokens], "steps": N}
@@ -26,7 +26,7 @@ import sys
 import time
 from pathlib import Path
 
-VENV = Path(os.environ.get("LLAMA_CPP_VENV", "/tmp/pare-llama-cpp-venv"))
+VENV = Path(os.environ.get("LLAMA_CPP_VENV", Path(__file__).resolve().parents[2] / ".venv-llama-cpp"))
 FORMATS = ("F32", "Q8_0", "Q4_0")
 
 
@@ -105,8 +105,8 @@ class LlamaCppPeer:
         python = VENV / "bin" / "python"
         if not python.exists():
             raise FileNotFoundError(
-                f"{python}: no llama.cpp venv; make one with `python -m venv {VENV} && "
-                f"{VENV}/bin/pip install llama-cpp-python numpy` (or set LLAMA_CPP_VENV)"
+                f"{python}: no llama.cpp venv: run `make llama-cpp` (it builds llama.cpp, about 15 minutes), "
+                "or set LLAMA_CPP_VENV to a venv with llama-cpp-python"
             )
         env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV", "PYTHONHOME")}
         env["PYTHONPATH"] = str(Path(__file__).resolve().parents[2])

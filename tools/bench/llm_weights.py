@@ -79,7 +79,11 @@ def main(argv: list[str] | None = None) -> int:
             print(f"error: --llama-cpp {fmt!r}: one of {', '.join(FORMATS)}", file=sys.stderr)
             return 2
         path = write_gguf(specs[0].module, Path(tmp.name) / f"model-{fmt}.gguf", fmt)
-        peer = LlamaCppPeer(path, args.threads)
+        try:
+            peer = LlamaCppPeer(path, args.threads)
+        except FileNotFoundError as e:
+            print(f"error: --llama-cpp: {e}", file=sys.stderr)
+            return 2
         peers.append(peer)
 
         def llama_run(p, n, peer=peer):

@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# Sets up .venv-llama-cpp, the venv python -m tools.bench.llm_weights
+# --llama-cpp runs llama.cpp in (docs/llm.md, "Peers"). Idempotent: re-running
+# skips what is already done. Pip only, no root; `make llama-cpp` runs it.
+#
+# llama-cpp-python builds llama.cpp from source with the machine's C/C++
+# compiler and CMake (about 15 minutes on two cores), so `make setup` leaves
+# it out: only that benchmark needs it. Installed with --no-deps from the
+# pins of requirements-llama-cpp.txt; when the file changes, the venv is made
+# anew.
+#
+#   PARE_HOST_PYTHON   the interpreter to make the venv with (default python3)
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$root"
+
+say() { printf '\033[1msetup-llama-cpp:\033[0m %s\n' "$*"; }
+
+venv=.venv-llama-cpp
+requirements=requirements-llama-cpp.txt
+stamp="$venv/.pare-requirements.sha256"
+python="${PARE_HOST_PYTHON:-python3}"
+want="$(grep -vE '^[[:space:]]*(#|$)' "$requirements" | sha256sum | cut -d' ' -f1)"
+
+if [[ -x "$venv/bin/python3" && "$(cat "$stamp" 2>/dev/null)" == "$want" ]]; then
+  say "$venv: $requirements already installed"
+  exit 0
+fi
+
+for tool in cc c++ cmake; do
+  if ! command -v "$tool" >/dev/null; then
+    echo "setup-llama-cpp: $tool is missing (llama-cpp-python builds llama.cpp with it): apt-get install build-essential cmake" >&2
+    exit 1
+  fi
+done
+
+started=$SECONDS
+if [[ -e "$venv" ]]; then
+  say "$venv: $requirements changed (or an install was interrupted): making the venv anew"
+  rm -rf "$venv"
+fi
+say "$venv: creating it with $($python --version)"
+"$python" -m venv "$venv"
+say "$venv: installing $requirements with --no-deps (builds llama.cpp from source: about 15 minutes on two cores)"
+"$venv/bin/python3" -m pip install -q --disable-pip-version-check --no-deps -r "$requirements"
+
+say "$venv: checking that llama_cpp imports"
+"$venv/bin/python3" -c "import llama_cpp" || {
+  echo "setup-llama-cpp: $venv cannot import llama_cpp (above); add what it lacks to $requirements" >&2
+  exit 1
+}
+echo "$want" >"$stamp"
+say "$venv: ready ($((SECONDS - started)) s)"
