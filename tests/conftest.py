@@ -65,6 +65,24 @@ BAZEL_MARK = "bazel"
 NO_BAZEL_ENV = "PARE_TEST_OUTSIDE_BAZEL_TESTS"
 
 
+# A manifest selecting the Vulkan delegate backend and nothing else (what
+# a runtime's platforms lacking it refuse: docs/delegates.md).
+VULKAN_MANIFEST = """\
+include_all_operators: false
+operators:
+  pare::delegate_init.vulkan:
+    is_root_operator: true
+    is_used_for_training: false
+    include_all_overloads: false
+  pare::delegate_call:
+    is_root_operator: true
+    is_used_for_training: false
+    include_all_overloads: false
+custom_classes:
+- Delegate
+"""
+
+
 def runs_bazel(nodeid: str) -> bool:
     return nodeid.startswith(BAZEL_TESTS)
 

@@ -11,6 +11,7 @@ import pytest
 from codegen_testlib import INVENTORY_DIR, MANIFESTS, REPO_ROOT
 
 from codegen import cli
+from tests.conftest import VULKAN_MANIFEST
 
 
 def run(*args: str) -> subprocess.CompletedProcess:
@@ -188,22 +189,6 @@ def test_build_feature_flag_adds_to_the_manifest_and_rejects_unknown_names(tmp_p
         "features: op_profiling\n"
     )
     assert not (tmp_path / "bad").exists()
-
-
-VULKAN_MANIFEST = """\
-include_all_operators: false
-operators:
-  pare::delegate_init.vulkan:
-    is_root_operator: true
-    is_used_for_training: false
-    include_all_overloads: false
-  pare::delegate_call:
-    is_root_operator: true
-    is_used_for_training: false
-    include_all_overloads: false
-custom_classes:
-- Delegate
-"""
 
 
 def test_a_manifest_selecting_a_backend_a_platform_lacks_fails_naming_the_platforms_attribute(tmp_path, capsys):

@@ -18,7 +18,7 @@ import torch
 
 from pare.program import ProgramBuilder
 from pare.runtime import PareError, Runtime
-from tests.conftest import REPO_ROOT, bazel, bazel_build, bazel_output_files, export_program
+from tests.conftest import REPO_ROOT, VULKAN_MANIFEST, bazel, bazel_build, bazel_output_files, export_program
 from tools.tracer.model_spec import load_model_spec
 
 APPS = {
@@ -189,22 +189,6 @@ def test_unknown_platform_fails_naming_it():
         pkg.rmdir()
     assert bad.returncode != 0
     assert 'platforms contains unknown platform "windows_x86_64"' in bad.stderr
-
-
-VULKAN_MANIFEST = """\
-include_all_operators: false
-operators:
-  pare::delegate_init.vulkan:
-    is_root_operator: true
-    is_used_for_training: false
-    include_all_overloads: false
-  pare::delegate_call:
-    is_root_operator: true
-    is_used_for_training: false
-    include_all_overloads: false
-custom_classes:
-- Delegate
-"""
 
 
 def test_a_runtime_selecting_vulkan_is_built_only_for_platforms_that_have_it():

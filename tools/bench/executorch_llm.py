@@ -19,48 +19,24 @@ XNNPACK does not take: they run on ExecuTorch's quantized kernels.
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 import sys
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[2]
+from tools.bench.line_worker import REPO, LineWorker
+
 VENV = REPO / ".venv-executorch"
 
 
-class ExecuTorchLlmPeer:
+class ExecuTorchLlmPeer(LineWorker):
     """A worker process running one LLM spec on ExecuTorch + XNNPACK."""
 
     def __init__(self, spec_path: Path):
         python = VENV / "bin" / "python3"
         if not python.exists():
             raise FileNotFoundError(f"{python}: no ExecuTorch venv; run tools/setup_executorch.sh")
-        env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV", "PYTHONHOME")}
-        env["PYTHONPATH"] = str(REPO)
-        self.proc = subprocess.Popen(
-            [str(python), "-m", "tools.bench.executorch_llm", "--worker", str(spec_path)],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            text=True,
-            env=env,
-        )
-        ready = self.proc.stdout.readline()
-        if not ready.startswith("ready"):
-            raise RuntimeError(f"ExecuTorch worker failed on {spec_path}: {ready.strip() or 'no answer'}")
-        self.program_bytes = int(ready.split()[1])
-
-    def generate(self, prompt: list[int], steps: int) -> dict:
-        self.proc.stdin.write(json.dumps({"prompt": prompt, "steps": steps}) + "\n")
-        self.proc.stdin.flush()
-        line = self.proc.stdout.readline()
-        if not line:
-            raise RuntimeError("the ExecuTorch worker died")
-        return json.loads(line)
-
-    def close(self) -> None:
-        self.proc.stdin.close()
-        self.proc.wait(timeout=30)
+        super().__init__(python, "tools.bench.executorch_llm", [str(spec_path)], f"the ExecuTorch worker ({spec_path})")
+        self.program_bytes = int(self.ready.split()[1])
 
 
 def _worker(spec_path: str) -> int:

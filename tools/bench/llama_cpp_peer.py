@@ -10,10 +10,8 @@ vocabulary of the model's size. llama.cpp runs in another venv that has
 one line per request:
 
     python -m tools.bench.llama_cpp_peer --worker MODEL.gguf THREADS
-    stdin:  {"prompt": [tokens], "steps": N}
-    stdout: {"tokens": [...], "prefill_seconds": s, "decode_seconds": s}
 
-so its rounds interleave with Pare's (tools/bench/llm_weights.py). The
+(tools/bench/line_worker.py), so its rounds interleave with Pare's (tools/bench/llm_weights.py). The
 worker imports only the standard library, numpy and llama_cpp.
 """
 
@@ -21,12 +19,13 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 import time
 from pathlib import Path
 
-VENV = Path(os.environ.get("LLAMA_CPP_VENV", Path(__file__).resolve().parents[2] / ".venv-llama-cpp"))
+from tools.bench.line_worker import REPO, LineWorker
+
+VENV = Path(os.environ.get("LLAMA_CPP_VENV", REPO / ".venv-llama-cpp"))
 FORMATS = ("F32", "Q8_0", "Q4_0")
 
 
@@ -98,7 +97,7 @@ def write_gguf(model, path: Path, fmt: str) -> Path:
     return path
 
 
-class LlamaCppPeer:
+class LlamaCppPeer(LineWorker):
     """A worker process running one GGUF model on llama.cpp."""
 
     def __init__(self, gguf_path: Path, threads: int = 1):
@@ -108,30 +107,9 @@ class LlamaCppPeer:
                 f"{python}: no llama.cpp venv: run `make llama-cpp` (it builds llama.cpp, about 15 minutes), "
                 "or set LLAMA_CPP_VENV to a venv with llama-cpp-python"
             )
-        env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV", "PYTHONHOME")}
-        env["PYTHONPATH"] = str(Path(__file__).resolve().parents[2])
-        self.proc = subprocess.Popen(
-            [str(python), "-m", "tools.bench.llama_cpp_peer", "--worker", str(gguf_path), str(threads)],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            text=True,
-            env=env,
+        super().__init__(
+            python, "tools.bench.llama_cpp_peer", [str(gguf_path), str(threads)], f"the llama.cpp worker ({gguf_path})"
         )
-        ready = self.proc.stdout.readline()
-        if not ready.startswith("ready"):
-            raise RuntimeError(f"llama.cpp worker failed to load {gguf_path}: {ready.strip() or 'no answer'}")
-
-    def generate(self, prompt: list[int], steps: int) -> dict:
-        self.proc.stdin.write(json.dumps({"prompt": prompt, "steps": steps}) + "\n")
-        self.proc.stdin.flush()
-        line = self.proc.stdout.readline()
-        if not line:
-            raise RuntimeError("the llama.cpp worker died")
-        return json.loads(line)
-
-    def close(self) -> None:
-        self.proc.stdin.close()
-        self.proc.wait(timeout=30)
 
 
 def _worker(gguf_path: str, threads: int) -> int:

@@ -57,12 +57,10 @@ def _linear_plan(node: Node, lowering: LoweringState) -> Plan | None:
 
     aten = torch.ops.aten
     target = node.target
-    if target is aten.addmm.default:
-        if len(node.args) < 3 or not is_one(node, 3, "beta") or not is_one(node, 4, "alpha"):
-            return None
-        bias, x, mat2 = node.args[:3]
-    else:
-        bias, (x, mat2) = None, node.args[:2]
+    operands = linear_operands(node)
+    if operands is None:
+        return None
+    bias, x, mat2 = operands
     if target is aten.bmm.default:
         # A linear layer on a 3-d input that is not contiguous (attention's
         # in-projection on a transposed sequence) decomposes to bmm with
@@ -117,6 +115,20 @@ def conv_geometry(layer: ConvLayer, node: Node, lowering: LoweringState) -> tupl
     out_hw = tuple(int(d) if is_concrete_int(d) else 1 << 30 for d in sizes)
     weight_sizes = tuple(lowering.constants[layer.weight].shape)
     return weight_sizes, layer.stride, layer.padding, layer.dilation, layer.groups, out_hw
+
+
+def linear_operands(node: Node) -> tuple[Any, Any, Any] | None:
+    """(bias or None, input, matrix) of an addmm (beta and alpha 1, else
+    None), mm or bmm node."""
+    import torch
+
+    if node.target is torch.ops.aten.addmm.default:
+        if len(node.args) < 3 or not is_one(node, 3, "beta") or not is_one(node, 4, "alpha"):
+            return None
+        bias, x, mat2 = node.args[:3]
+        return bias, x, mat2
+    x, mat2 = node.args[:2]
+    return None, x, mat2
 
 
 def is_one(node: Node, index: int, name: str) -> bool:

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from tools.tracer.passes.base import GraphPass, LoweringState, argument, is_node
 from tools.tracer.passes.fuse_clamp import clamp_bounds
-from tools.tracer.passes.prepack_weights import is_one, transposed_matrix, unflattened
+from tools.tracer.passes.prepack_weights import linear_operands, transposed_matrix, unflattened
 from tools.tracer.plans import Int8Layer, Plan, QConv2dPrepack, QLinearPrepack
 
 if TYPE_CHECKING:
@@ -131,14 +131,11 @@ def _conv2d_plan_or_raise(node: Node, lowering: LoweringState) -> Plan | None:
 
 
 def _linear_plan_or_raise(node: Node, lowering: LoweringState) -> Plan | None:
-    import torch
 
-    if node.target is torch.ops.aten.addmm.default:
-        if len(node.args) < 3 or not is_one(node, 3, "beta") or not is_one(node, 4, "alpha"):
-            return None
-        bias, x, mat2 = node.args[:3]
-    else:
-        bias, (x, mat2) = None, node.args[:2]
+    operands = linear_operands(node)
+    if operands is None:
+        return None
+    bias, x, mat2 = operands
     if not is_node(x):
         return None
     x, last = unflattened(x, node)  # nn.Linear on 3 or more dims: view, addmm, view back

@@ -19,7 +19,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from tools.tracer.passes.base import LoweringState, argument, is_node
-from tools.tracer.passes.prepack_weights import is_one, transposed_matrix, unflattened
+from tools.tracer.passes.prepack_weights import linear_operands, transposed_matrix, unflattened
 from tools.tracer.plans import Int8OpPlan, Plan
 
 if TYPE_CHECKING:
@@ -41,12 +41,10 @@ def linear_plan(node: Node, lowering: LoweringState) -> Plan | None:
 
     from tools.tracer.nodes import is_float_tensor
 
-    if node.target is torch.ops.aten.addmm.default:
-        if len(node.args) < 3 or not is_one(node, 3, "beta") or not is_one(node, 4, "alpha"):
-            return None
-        bias, x, mat2 = node.args[:3]
-    else:
-        bias, (x, mat2) = None, node.args[:2]
+    operands = linear_operands(node)
+    if operands is None:
+        return None
+    bias, x, mat2 = operands
     if not is_node(x) or not is_float_tensor(x) or x.meta["val"].dtype != torch.float32:
         return None
     weight = _quantized_weight(transposed_matrix(mat2), lowering)
