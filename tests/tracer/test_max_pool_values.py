@@ -1,8 +1,10 @@
-"""max_pool2d_with_indices whose indices nothing reads (nn.MaxPool2d
-without return_indices, F.max_pool2d) lowers to aten::max_pool2d, which
-computes no indices (tools/tracer/view_rewrites.py, max_pool_values_plan);
-where the model reads the indices the op stays. Traced on the
-instrumentation runtime and checked against torch."""
+"""Max pooling whose indices nothing reads runs as aten::max_pool2d, which
+computes no indices: nn.MaxPool2d and F.max_pool2d export as it (the
+exporter keeps ops the runtime has kernels for), and a
+max_pool2d_with_indices whose values alone are read lowers to it
+(tools/tracer/view_rewrites.py, max_pool_values_plan); where the model
+reads the indices the op stays. Traced on the instrumentation runtime and
+checked against torch."""
 
 from __future__ import annotations
 
@@ -32,6 +34,19 @@ class _WithIndices(nn.Module):
         return values * 2, indices
 
 
+class _ValuesOfWithIndices(nn.Module):
+    """return_indices=True, its indices dropped: the graph keeps
+    max_pool2d_with_indices and reads its values alone."""
+
+    def __init__(self):
+        super().__init__()
+        self.pool = nn.MaxPool2d(3, stride=2, padding=1, return_indices=True)
+
+    def forward(self, x):
+        values, _ = self.pool(x * 2)
+        return values + 1
+
+
 def _inputs():
     generator = torch.Generator().manual_seed(5)
     return [(torch.randn(1, 3, 9, 12, generator=generator),), (torch.randn(2, 3, 9, 12, generator=generator),)]
@@ -55,5 +70,14 @@ def test_read_indices_keep_the_op_that_returns_them(tracing_lib, full_lib):
     result = trace_model(spec, runtime=tracing_lib)
     operators = result.manifest.operators
     assert "aten::max_pool2d_with_indices" in operators and "aten::max_pool2d" not in operators
+    checks = check_model(spec, full_lib)
+    assert len(checks) == 2 and all(c.ok for c in checks)
+
+
+def test_with_indices_whose_values_alone_are_read_lowers_to_max_pool2d(tracing_lib, full_lib):
+    spec = spec_from(_ValuesOfWithIndices(), _inputs())
+    result = trace_model(spec, runtime=tracing_lib)
+    operators = result.manifest.operators
+    assert "aten::max_pool2d" in operators and "aten::max_pool2d_with_indices" not in operators
     checks = check_model(spec, full_lib)
     assert len(checks) == 2 and all(c.ok for c in checks)
