@@ -30,6 +30,7 @@ NOT_REPOSITORY_PATHS = {
     "tests/runtime/kernels/test_": "the prefix of tests/runtime/kernels/test_<family>.py",
     "runtime/android_arm64/libpare_runtime.so": "an output path relative to a rule's package (analysis_testing.bzl)",
     "rules/tests/_generated_bad_platform": "written by tests/rules at run time (.gitignore)",
+    "rules/tests/_generated_vulkan": "written by tests/rules at run time (.gitignore)",
     "tests/prune/out": "written by tests/prune at run time (.gitignore)",
     "tests/verify/fixture/expected/head_only.expected_symbols.json": "written by the presubmit test it names",
     "apps/demo/PareDemo.xcframework": "the output of //apps/demo:ios_xcframework (named for its framework)",

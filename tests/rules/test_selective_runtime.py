@@ -212,7 +212,7 @@ def test_a_runtime_selecting_vulkan_is_built_only_for_platforms_that_have_it():
         )
         failed = {name: bazel("build", f"{label}:{name}", check=False) for name in ("everywhere", "explicit")}
         built = bazel("build", f"{label}:declared", check=False)
-        outputs = sorted(p.name for p in (REPO_ROOT / "bazel-bin" / "rules/tests/_generated_vulkan/declared").iterdir())
+        outputs = sorted(p.name for p in (REPO_ROOT / "bazel-bin" / pkg.relative_to(REPO_ROOT) / "declared").iterdir())
         (pkg / "BUILD.bazel").write_text(
             load + 'selective_runtime(name = "asked", manifest = "vulkan.yaml", backends = ["vulkan"],\n'
             '                  platforms = ["android_arm64", "ios_arm64"])\n'
