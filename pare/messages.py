@@ -354,3 +354,83 @@ def sites_in(src: str, path: str) -> Iterator[Site]:
                 "messages must be literals so runtimes without them can name them"
             )
         yield Site(fmt, path, line)
+
+
+# Packed message text (docs/errors.md, "How messages are stored"). A runtime
+# with messages stores each format packed: every byte from 0x80 up stands for
+# the pair of bytes (each itself plain or packed) in this table's row
+# byte - 0x80, and error.h's PARE_FAIL packs each literal at compile time by
+# applying the rows in order, as `pack` does. The runtime's formatter
+# unpacks before it formats. The rows are trained on the runtime's formats by
+# `python -m tools.message_pairs`; a format written since is packed by the
+# same rows, only less tightly.
+MESSAGE_PAIRS = DEFAULT_RUNTIME_DIR / "core" / "message_pairs.inc"
+MESSAGE_PAIR_COUNT = 128
+_PAIR_ROW = re.compile(r"^\{(\d+), (\d+)\},$", re.MULTILINE)
+
+
+def read_pairs(path: Path | str = MESSAGE_PAIRS) -> list[tuple[int, int]]:
+    """The rows of a message_pairs.inc."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as e:
+        raise MessageError(f"{path}: cannot read the message pair table ({e.strerror})") from e
+    return [(int(a), int(b)) for a, b in _PAIR_ROW.findall(text)]
+
+
+def _apply(seq: list[int], pair: tuple[int, int], code: int) -> list[int]:
+    a, b = pair
+    out: list[int] = []
+    i = 0
+    while i < len(seq):
+        if i + 1 < len(seq) and seq[i] == a and seq[i + 1] == b:
+            out.append(code)
+            i += 2
+        else:
+            out.append(seq[i])
+            i += 1
+    return out
+
+
+def pack(fmt: str, pairs: list[tuple[int, int]]) -> bytes:
+    """`fmt` packed as the runtime's compiler packs it (message_text.h's pack_format)."""
+    if not fmt.isascii():
+        raise MessageError(f"message format {fmt!r} is not ASCII: write it in ASCII (docs/errors.md)")
+    seq = list(fmt.encode("ascii"))
+    for k, pair in enumerate(pairs):
+        seq = _apply(seq, pair, 0x80 + k)
+    return bytes(seq)
+
+
+def unpack(packed: bytes, pairs: list[tuple[int, int]]) -> str:
+    """The text of a packed format (format.cc's unpack_format)."""
+    out = bytearray()
+
+    def one(c: int) -> None:
+        if c < 0x80:
+            out.append(c)
+        else:
+            one(pairs[c - 0x80][0])
+            one(pairs[c - 0x80][1])
+
+    for c in packed:
+        one(c)
+    return out.decode("ascii")
+
+
+def train_pairs(formats: list[str], count: int = MESSAGE_PAIR_COUNT) -> list[tuple[int, int]]:
+    """The `count` rows that pack `formats` the most: each the most frequent adjacent pair left."""
+    seqs = [list(f.encode("ascii")) for f in formats]
+    pairs: list[tuple[int, int]] = []
+    for k in range(count):
+        counts: dict[tuple[int, int], int] = {}
+        for s in seqs:
+            for pair in zip(s, s[1:]):
+                counts[pair] = counts.get(pair, 0) + 1
+        if not counts:
+            break
+        # Most frequent; ties to the smaller pair, so training is deterministic.
+        pair = min(counts, key=lambda p: (-counts[p], p))
+        pairs.append(pair)
+        seqs = [_apply(s, pair, 0x80 + k) for s in seqs]
+    return pairs

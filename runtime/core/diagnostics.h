@@ -66,6 +66,17 @@ PARE_ALWAYS_INLINE Error fail_with_id(Sink& sink, Error code, uint32_t id, const
                                       const Args&... args) {
   return sink.fail_packed(code, id, message_shape<Args...>(), message_value(args)...);
 }
+// PARE_FAIL with messages: `format` is only there for PARE_MESSAGE_TEXT,
+// which packed it, and inlining drops it; the sink unpacks `text`.
+template <typename Sink, typename... Args>
+PARE_ALWAYS_INLINE Error fail_text(Sink& sink, Error code, const char* text, const char* /*format*/,
+                                   const Args&... args) {
+  return sink.fail(code, text, args...);
+}
+template <typename Sink, typename... Args>
+PARE_ALWAYS_INLINE void append_text(Sink& sink, const char* text, const char* /*format*/, const Args&... args) {
+  sink.append(text, args...);
+}
 template <typename Sink, typename... Args>
 PARE_ALWAYS_INLINE void append_with_id(Sink& sink, uint32_t id, const char* /*format*/, const Args&... args) {
   sink.append_packed(id, message_shape<Args...>(), message_value(args)...);
@@ -78,8 +89,10 @@ class Diagnostics {
 
   Diagnostics() { clear(); }
 
-  // Records `code` with a printf-style message and returns `code`.
-  Error fail(Error code, const char* fmt, ...) PARE_PRINTF(3, 4);
+  // Records `code` with a printf-style message and returns `code`. `fmt` may
+  // be packed (message_text.h): PARE_FAIL packs it and checks its arguments,
+  // so this declaration carries no printf attribute.
+  Error fail(Error code, const char* fmt, ...);
   Error vfail(Error code, const char* prefix, const char* fmt, va_list args);
   // Records `code` with the identifier form of a message (messages compiled
   // out: PARE_FAIL calls it through detail::fail_with_id).
@@ -87,7 +100,7 @@ class Diagnostics {
   Error vfail_packed(Error code, const char* prefix, uint32_t id, uint32_t shape, va_list args);
   // Appends context to the current message (e.g. "(method 'forward',
   // instruction 3)").
-  void append(const char* fmt, ...) PARE_PRINTF(2, 3);
+  void append(const char* fmt, ...);
   void append_packed(uint32_t id, uint32_t shape, ...);
 
   void clear();

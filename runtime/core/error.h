@@ -10,6 +10,7 @@
 // runtime/core/diagnostics.h); this header only carries codes.
 
 #include "runtime/core/compiler.h"
+#include "runtime/core/message_text.h"
 
 namespace pare {
 
@@ -128,8 +129,14 @@ Error error_of(const Result<T>& r) {
 // same number pare/messages.py computes from the sources) and the raw
 // arguments, `{#1a2b3c4d "forward" 3}`, which `python -m tools.tracer
 // explain` and the SDK turn back into the full text.
+//
+// With messages, the format is stored packed (message_text.h) and the sink
+// unpacks it as it formats; the compiler still checks the arguments against
+// the literal.
 #if PARE_ENABLE_ERROR_MESSAGES
-#define PARE_FAIL(sink, code, ...) (sink).fail((code), __VA_ARGS__)
+#define PARE_FAIL(sink, code, ...) \
+  (PARE_CHECK_FORMAT(__VA_ARGS__), \
+   ::pare::detail::fail_text((sink), (code), PARE_MESSAGE_TEXT(PARE_FIRST_ARG(__VA_ARGS__)), __VA_ARGS__))
 #else
 #define PARE_FAIL(sink, code, ...) \
   ::pare::detail::fail_with_id((sink), (code), PARE_MESSAGE_ID(__VA_ARGS__), __VA_ARGS__)
@@ -145,7 +152,9 @@ Error error_of(const Result<T>& r) {
 // Appends context to the message of a Diagnostics `sink`, in the same two
 // forms as PARE_FAIL.
 #if PARE_ENABLE_ERROR_MESSAGES
-#define PARE_APPEND(sink, ...) (sink).append(__VA_ARGS__)
+#define PARE_APPEND(sink, ...)     \
+  (PARE_CHECK_FORMAT(__VA_ARGS__), \
+   ::pare::detail::append_text((sink), PARE_MESSAGE_TEXT(PARE_FIRST_ARG(__VA_ARGS__)), __VA_ARGS__))
 #else
 #define PARE_APPEND(sink, ...) ::pare::detail::append_with_id((sink), PARE_MESSAGE_ID(__VA_ARGS__), __VA_ARGS__)
 #endif

@@ -2,6 +2,8 @@
 
 #include "runtime/core/format.h"
 
+#include "runtime/core/message_text.h"
+
 namespace pare {
 namespace {
 
@@ -161,8 +163,38 @@ void FormatBuffer::append_double(double value, char conversion, int precision) {
   }
 }
 
+#if PARE_ENABLE_ERROR_MESSAGES
+namespace {
+// Appends code `c`'s bytes (message_text.h) to plain[*n...], stopping at the
+// buffer's last byte. The table's rows only name earlier rows, so this ends.
+void unpack_code(uint8_t c, char* plain, size_t* n) {
+  if (c < 0x80) {
+    if (*n + 1 < detail::kMaxMessageFormat) plain[(*n)++] = static_cast<char>(c);
+    return;
+  }
+  const detail::MessagePair& pair = detail::kMessagePairs[c - 0x80];
+  unpack_code(pair.first, plain, n);
+  unpack_code(pair.second, plain, n);
+}
+}  // namespace
+
+const char* detail::unpack_format(const char* format, char (&plain)[kMaxMessageFormat]) {
+  const char* p = format;
+  while (*p != '\0' && static_cast<uint8_t>(*p) < 0x80) ++p;
+  if (*p == '\0') return format;
+  size_t n = 0;
+  for (p = format; *p != '\0'; ++p) unpack_code(static_cast<uint8_t>(*p), plain, &n);
+  plain[n] = '\0';
+  return plain;
+}
+#endif
+
 void FormatBuffer::vformat(const char* fmt, va_list args) {
   if (fmt == nullptr) return;
+#if PARE_ENABLE_ERROR_MESSAGES
+  char plain[detail::kMaxMessageFormat];
+  fmt = detail::unpack_format(fmt, plain);
+#endif
   while (*fmt != '\0' && !truncated_) {
     if (*fmt != '%') {
       append_char(*fmt++);

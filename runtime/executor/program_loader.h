@@ -52,7 +52,7 @@ class Loader {
   // Every check fails through PARE_INVALID: InvalidProgram, with a message
   // that starts "invalid program: ". With messages, invalid() formats it;
   // without, the loader is a PARE_FAIL sink (fail_packed).
-  Error invalid(const char* fmt, ...) PARE_PRINTF(2, 3);
+  Error invalid(const char* fmt, ...);
   Error fail_packed(Error code, uint32_t id, uint32_t shape, ...);
 
  private:
@@ -92,9 +92,19 @@ class Loader {
 };
 
 #if PARE_ENABLE_ERROR_MESSAGES
-#define PARE_INVALID(...) invalid(__VA_ARGS__)
+#define PARE_INVALID(...)          \
+  (PARE_CHECK_FORMAT(__VA_ARGS__), \
+   ::pare::detail::invalid_text(*this, PARE_MESSAGE_TEXT(PARE_FIRST_ARG(__VA_ARGS__)), __VA_ARGS__))
 #else
 #define PARE_INVALID(...) PARE_FAIL(*this, Error::InvalidProgram, __VA_ARGS__)
 #endif
+
+namespace detail {
+// PARE_INVALID with messages: as fail_text, for the loader's invalid().
+template <typename... Args>
+PARE_ALWAYS_INLINE Error invalid_text(Loader& loader, const char* text, const char* /*format*/, const Args&... args) {
+  return loader.invalid(text, args...);
+}
+}  // namespace detail
 
 }  // namespace pare

@@ -36,8 +36,9 @@ class KernelContext {
 
   // Records an error whose message is prefixed with the op name (and the
   // calling op for non-root calls) and returns `code`. Prefer PARE_FAIL /
-  // PARE_CHECK_OR_RETURN, which drop the text in message-less builds.
-  Error fail(Error code, const char* fmt, ...) PARE_PRINTF(3, 4);
+  // PARE_CHECK_OR_RETURN, which pack the text (message_text.h) and check its
+  // arguments, or drop it in message-less builds.
+  Error fail(Error code, const char* fmt, ...);
   Error fail_packed(Error code, uint32_t id, uint32_t shape, ...);
 
   // Gives `out` a contiguous tensor of `dtype` and `sizes` with memory from

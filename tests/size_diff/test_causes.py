@@ -13,7 +13,9 @@ from pathlib import Path
 
 import pytest
 
+from pare import messages
 from tests.verify.conftest import synthetic_arm64_library
+from tools.message_pairs import render
 from tools.platforms import SHIPPED_PLATFORMS
 from tools.size_diff import SizeDiffError, attribute
 from tools.size_diff.attribution import BUCKETS
@@ -96,6 +98,42 @@ def test_string_owners_follow_the_function_that_holds_them(expected_clean, runti
     assert who("not a literal in a comment") is None
     reason = owners.owner("add: sizes %s and %s differ").reason
     assert reason.startswith("error message at runtime/kernels/binary_math/add_mul.cc:4, in aten_add_Tensor")
+
+
+def test_a_packed_message_is_shown_as_its_text_and_owned_like_the_literal(expected_clean, runtime_dir):
+    # A runtime with messages stores each format packed (runtime/core/message_text.h), as a symbol whose
+    # template arguments are the packed bytes: signed chars on x86_64, unsigned on arm64.
+    formats = ["add: sizes %s and %s differ", "add helper says %d", "shared by two ops", "bad program %s"]
+    pairs = messages.train_pairs(formats, 16)
+    (runtime_dir / "core").mkdir()
+    (runtime_dir / "core" / "message_pairs.inc").write_text(render(pairs))
+    exp = load_expected(expected_clean)
+    gaps = GapExplainer(None, SourceOwners(exp, runtime_dir))
+    packed = messages.pack("add helper says %d", pairs)
+    assert len(packed) < len("add helper says %d") and messages.unpack(packed, pairs) == "add helper says %d"
+    for signed in (True, False):
+        chars = ", ".join(f"(char){b - 256 if signed and b >= 0x80 else b}" for b in packed)
+        name, owner = gaps.packed_message(f"pare::detail::PackedText<{chars}>::text")
+        assert name == '"add helper says %d"'
+        assert (owner.bucket, owner.key) == ("op", "aten::add.Tensor")
+        assert owner.reason.startswith("packed error message at runtime/kernels/binary_math/add_mul.cc:8")
+    # Any other symbol is not a message; nor is one packed with another table (a code past its rows).
+    assert gaps.packed_message("pare::kernels::aten_relu(pare::KernelContext&)") is None
+    assert gaps.packed_message("pare::detail::PackedText<(char)-1>::text") is None
+    # In an attribution the symbol's bytes are the row of its text.
+    rodata = Section(".rodata", 0x2000, 0x20, True, False)
+    chars = ", ".join(f"(char){b}" for b in packed)
+    binary = synthetic_arm64_library(
+        path="synthetic.so",
+        file_bytes=4096,
+        sections=(rodata,),
+        symbols=[_sym(f"pare::detail::PackedText<{chars}>::text", 0x2000, len(packed) + 1, ".rodata")],
+    )
+    lib = _Bytes({".rodata": packed + b"\0" * (0x20 - len(packed))}, {})
+    a = attribute(binary, exp, gaps=GapExplainer(lib, SourceOwners(exp, runtime_dir)))
+    row = next(r for r in a.symbols if r.name == '"add helper says %d"')
+    assert (row.bytes, row.bucket, row.kind) == (len(packed) + 1, "op", "string")
+    assert a.residual == 0
 
 
 def _sym(name, address, size, section=".text"):

@@ -32,7 +32,7 @@ import re
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-from tools.size_diff.causes import SYMBOL, GapExplainer
+from tools.size_diff.causes import STRING, SYMBOL, GapExplainer
 from tools.size_diff.errors import SizeDiffError
 from tools.verify.binary import BinaryInfo, Section
 from tools.verify.expected import CLASS, KERNEL_DTYPE, OP, Expected, classify
@@ -155,7 +155,10 @@ def attribute(
         if s.section not in by_name or s.size <= 0:
             continue
         bucket, key = _bucket(expected, unstripped.format, s.demangled)
-        candidates.append((s, _cstring_extent(s, by_name[s.section], gaps), bucket, key))
+        packed = gaps.packed_message(s.demangled) if gaps is not None else None
+        if packed is not None:
+            bucket, key = packed[1].bucket, packed[1].key
+        candidates.append((s, _cstring_extent(s, by_name[s.section], gaps), bucket, key, packed))
     # Lower address first; at one address the more specific bucket, then the longer extent.
     candidates.sort(key=lambda c: (c[0].address, _RANK[c[2]], -c[1], c[0].name))
 
@@ -175,7 +178,7 @@ def attribute(
         else:
             other += n
 
-    for s, size, bucket, key in candidates:
+    for s, size, bucket, key, packed in candidates:
         home = by_name[s.section]
         start = max(s.address, covered)
         end = min(s.address + size, home.end)
@@ -183,14 +186,17 @@ def attribute(
         covered = max(covered, end)
         per_section[home.name] += n
         count(n, bucket, key)
-        symbols.append(AttributedSymbol(s.demangled, n, home.name, bucket, key))
+        if packed is not None:  # a packed error message: shown as its text, owned as the plain one
+            symbols.append(AttributedSymbol(packed[0], n, home.name, bucket, key, STRING, packed[1].reason))
+        else:
+            symbols.append(AttributedSymbol(s.demangled, n, home.name, bucket, key))
         if n:
             spans.append((start, end, bucket, key, s.demangled))
 
     if gaps is not None:
         starts = [sp[0] for sp in spans]
         first_at: dict[int, tuple[str, str | None, str]] = {}
-        for s, _, bucket, key in candidates:
+        for s, _, bucket, key, _ in candidates:
             first_at.setdefault(s.address, (bucket, key, s.demangled))
 
         def owner_at(address: int) -> tuple[str, str | None, str] | None:

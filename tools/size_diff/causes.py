@@ -18,6 +18,12 @@ runtime's sources:
                 operator or class name of the manifest, or a string a
                 relocated pointer points at -> the op, class or core that
                 owns it (below)
+  packed text   a runtime with messages stores each error message format
+                packed (runtime/core/message_text.h), as a symbol
+                pare::detail::PackedText<bytes...>::text: its bytes, read
+                from the name and unpacked with message_pairs.inc, are the
+                format, owned like the plain string above; the row shows the
+                text
   padding       alignment bytes right before a symbol (zeros in data;
                 anything shorter than the symbol's alignment in code) -> the
                 symbol they align
@@ -47,7 +53,16 @@ from pathlib import Path
 
 import lief
 
-from pare.messages import DEFAULT_RUNTIME_DIR, SOURCE_SUFFIXES, MessageError, MessageTable, _blank_comments
+from pare.messages import (
+    DEFAULT_RUNTIME_DIR,
+    MESSAGE_PAIRS,
+    SOURCE_SUFFIXES,
+    MessageError,
+    MessageTable,
+    _blank_comments,
+    read_pairs,
+    unpack,
+)
 from tools.size_diff.errors import SizeDiffError
 from tools.verify.binary import Section
 from tools.verify.expected import CLASS, OP, Expected
@@ -130,6 +145,17 @@ class Owner:
     reason: str
 
 
+# A packed message's symbol (message_text.h); its template arguments are the
+# packed bytes, signed or not as the platform's char is.
+_PACKED_TEXT = re.compile(r"^pare::detail::PackedText<((?:\(char\)-?\d+(?:, )?)*)>::text$")
+_PACKED_BYTE = re.compile(r"\(char\)(-?\d+)")
+
+
+def _quoted(text: str) -> str:
+    shown = text if len(text) <= 80 else text[:77] + "..."
+    return '"' + shown.replace("\n", "\\n") + '"'
+
+
 # (bucket, key, name) of the attributed symbol covering an address, or None.
 OwnerAt = Callable[[int], "tuple[str, str | None, str] | None"]
 
@@ -202,6 +228,8 @@ class SourceOwners:
         for sites in table.sites.values():
             for s in sites:
                 self.messages[s.fmt].append((s.path, s.line))
+        pairs_path = root / MESSAGE_PAIRS.relative_to(DEFAULT_RUNTIME_DIR)
+        self.pairs = read_pairs(pairs_path) if pairs_path.is_file() else None
         self.literals: dict[str, list[tuple[str, int]]] = defaultdict(list)
         self._definitions: dict[str, list[tuple[int, str]]] = {}
         for path in sorted(p for p in root.rglob("*") if p.suffix in SOURCE_SUFFIXES + (".def",) and p.is_file()):
@@ -429,10 +457,23 @@ class GapExplainer:
             k -= 1
         return sorted(out, key=lambda c: c.start)
 
+    def packed_message(self, demangled: str) -> tuple[str, Owner] | None:
+        """The quoted text and owner of a packed message's symbol; None for any other symbol (or without
+        the sources' pair table)."""
+        m = _PACKED_TEXT.match(demangled)
+        if m is None or self.sources is None or self.sources.pairs is None:
+            return None
+        packed = bytes(int(v) & 0xFF for v in _PACKED_BYTE.findall(m.group(1)))
+        try:
+            text = unpack(packed, self.sources.pairs)
+        except (IndexError, UnicodeDecodeError):
+            return None  # packed with another table than these sources'
+        owner = self.sources.owner(text) or Owner(CORE, None, "an error message these sources do not have")
+        return _quoted(text), Owner(owner.bucket, owner.key, f"packed {owner.reason}")
+
     def _string(self, a: int, b: int, body: bytes, owner_at: OwnerAt) -> Cause | None:
         text = body.decode("utf-8", errors="replace")
-        shown = text if len(text) <= 80 else text[:77] + "..."
-        name = '"' + shown.replace("\n", "\\n") + '"'
+        name = _quoted(text)
         if self.sources is not None:
             o = self.sources.owner(text)
             if o is not None:
