@@ -19,6 +19,7 @@ the tests and as a model to copy.
 from __future__ import annotations
 
 import abc
+import importlib
 import struct
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
@@ -78,6 +79,20 @@ class Backend(abc.ABC):
 
 
 _REGISTRY: dict[str, Backend] = {}
+# The backends that ship with Pare besides the example: each module registers
+# itself when imported. They are imported the first time a backend is looked
+# up, not with this module, which they import (pare.vulkan and its blob
+# writer raise DelegateError).
+_BUILTIN_MODULES = ("pare.vulkan",)
+_builtins_imported = False
+
+
+def _import_builtins() -> None:
+    global _builtins_imported
+    if not _builtins_imported:
+        _builtins_imported = True
+        for module in _BUILTIN_MODULES:
+            importlib.import_module(module)
 
 
 def register(backend: Backend) -> Backend:
@@ -89,10 +104,12 @@ def register(backend: Backend) -> Backend:
 
 
 def names() -> tuple[str, ...]:
+    _import_builtins()
     return tuple(sorted(_REGISTRY))
 
 
 def get(name: str) -> Backend:
+    _import_builtins()
     try:
         return _REGISTRY[name]
     except KeyError:
@@ -183,7 +200,3 @@ def example_blob(num_inputs: int, num_registers: int, code, outputs) -> bytes:
 
 
 register(ExampleBackend())
-
-
-# The Vulkan compute backend registers itself (pare/vulkan.py).
-from pare import vulkan as _vulkan  # noqa: E402, F401

@@ -14,6 +14,8 @@ import struct
 import subprocess
 from pathlib import Path
 
+from pare.delegates import DelegateError
+
 SHADER_DIR = Path(__file__).resolve().parent / "vulkan_shaders"
 MAGIC = b"PVKB"
 VERSION = 2
@@ -41,8 +43,6 @@ SHADERS = {"matmul": 4, "elementwise": 3, "rows": 4, "conv2d": 4, "pool2d": 2}
 
 
 def glslc() -> str:
-    from pare.delegates import DelegateError  # which imports this module, through pare.vulkan
-
     path = shutil.which("glslc")
     if path is None:
         raise DelegateError(
@@ -61,8 +61,6 @@ def spirv(shader: str) -> bytes:
         capture_output=True,
     )
     if run.returncode != 0:
-        from pare.delegates import DelegateError
-
         raise DelegateError(f"backend vulkan: glslc failed on {source.name}: {run.stderr.decode().strip()}")
     return run.stdout
 
