@@ -7,7 +7,8 @@
 # toolkit, so requirements-executorch.txt pins everything the benchmark
 # needs and installs it with --no-deps (the file says why). When the file
 # changes, the venv is made anew, so it holds exactly what the file lists
-# and a missing pin fails here as it would on a fresh machine.
+# and a missing pin fails here as it would on a fresh machine
+# (tools/pinned_venv.sh, shared with setup_llama_cpp.sh).
 #
 #   PARE_HOST_PYTHON   the interpreter to make the venv with (default python3)
 set -euo pipefail
@@ -15,28 +16,18 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 
 say() { printf '\033[1msetup-executorch:\033[0m %s\n' "$*"; }
+# shellcheck source=tools/pinned_venv.sh
+source tools/pinned_venv.sh
 
 venv=.venv-executorch
 requirements=requirements-executorch.txt
-stamp="$venv/.pare-requirements.sha256"
-python="${PARE_HOST_PYTHON:-python3}"
-# The pins alone, so editing a comment does not make the venv anew.
-want="$(grep -vE '^[[:space:]]*(#|$)' "$requirements" | sha256sum | cut -d' ' -f1)"
-
-if [[ -x "$venv/bin/python3" && "$(cat "$stamp" 2>/dev/null)" == "$want" ]]; then
+if pinned_venv_ready "$venv" "$requirements"; then
   say "$venv: $requirements already installed"
   exit 0
 fi
 
 started=$SECONDS
-if [[ -e "$venv" ]]; then
-  say "$venv: $requirements changed (or an install was interrupted): making the venv anew"
-  rm -rf "$venv"
-fi
-say "$venv: creating it with $($python --version)"
-"$python" -m venv "$venv"
-say "$venv: installing $requirements with --no-deps (torch==2.13.0 CPU, executorch, torchao, torchvision; a few minutes)"
-"$venv/bin/python3" -m pip install -q --disable-pip-version-check --no-deps -r "$requirements"
+pinned_venv_install "$venv" "$requirements" "torch==2.13.0 CPU, executorch, torchao, torchvision; a few minutes"
 
 # What the benchmark's worker (tools/bench/executorch_worker.py) imports: fail
 # now, naming the missing module, rather than in the middle of a benchmark.
@@ -59,5 +50,5 @@ EOF
   echo "setup-executorch: $venv lacks a module the benchmark imports (above); add it to $requirements" >&2
   exit 1
 fi
-echo "$want" > "$stamp"
+pinned_venv_stamp "$venv" "$requirements"
 say "$venv: done in $((SECONDS - started)) s ($("$venv/bin/python3" -c 'import executorch.version as v; print("executorch", v.__version__)'))"

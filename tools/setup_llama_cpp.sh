@@ -8,6 +8,7 @@
 # it out: only that benchmark needs it. Installed with --no-deps from the
 # pins of requirements-llama-cpp.txt; when the file changes, the venv is made
 # anew.
+# The venv logic is tools/pinned_venv.sh's, shared with setup_executorch.sh.
 #
 #   PARE_HOST_PYTHON   the interpreter to make the venv with (default python3)
 set -euo pipefail
@@ -15,14 +16,12 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 
 say() { printf '\033[1msetup-llama-cpp:\033[0m %s\n' "$*"; }
+# shellcheck source=tools/pinned_venv.sh
+source tools/pinned_venv.sh
 
 venv=.venv-llama-cpp
 requirements=requirements-llama-cpp.txt
-stamp="$venv/.pare-requirements.sha256"
-python="${PARE_HOST_PYTHON:-python3}"
-want="$(grep -vE '^[[:space:]]*(#|$)' "$requirements" | sha256sum | cut -d' ' -f1)"
-
-if [[ -x "$venv/bin/python3" && "$(cat "$stamp" 2>/dev/null)" == "$want" ]]; then
+if pinned_venv_ready "$venv" "$requirements"; then
   say "$venv: $requirements already installed"
   exit 0
 fi
@@ -35,19 +34,12 @@ for tool in cc c++ cmake; do
 done
 
 started=$SECONDS
-if [[ -e "$venv" ]]; then
-  say "$venv: $requirements changed (or an install was interrupted): making the venv anew"
-  rm -rf "$venv"
-fi
-say "$venv: creating it with $($python --version)"
-"$python" -m venv "$venv"
-say "$venv: installing $requirements with --no-deps (builds llama.cpp from source: about 15 minutes on two cores)"
-"$venv/bin/python3" -m pip install -q --disable-pip-version-check --no-deps -r "$requirements"
+pinned_venv_install "$venv" "$requirements" "builds llama.cpp from source: about 15 minutes on two cores"
 
 say "$venv: checking that llama_cpp imports"
 "$venv/bin/python3" -c "import llama_cpp" || {
   echo "setup-llama-cpp: $venv cannot import llama_cpp (above); add what it lacks to $requirements" >&2
   exit 1
 }
-echo "$want" >"$stamp"
+pinned_venv_stamp "$venv" "$requirements"
 say "$venv: ready ($((SECONDS - started)) s)"
