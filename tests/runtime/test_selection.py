@@ -360,6 +360,60 @@ def test_a_runtime_of_2x2_pools_alone_has_no_general_loop(selection_cache):
         _assert_pools_like_torch(rt, torch.randn(1, 2, 8, 8, generator=generator), [3, 3])
 
 
+def _mean_program(dims, keepdim=True):
+    pb = ProgramBuilder()
+    m = pb.method()
+    m.output(m.op("aten::mean.dim", m.input("Float"), dims, keepdim, None))
+    return pb.to_bytes()
+
+
+def _assert_means_like_torch(rt, x, dims):
+    (got,) = rt.load(_mean_program(dims)).method().run(x.numpy())
+    want = torch.mean(x.double(), dims, keepdim=True).float()
+    # Float32 sums of at most a few hundred elements: a few ulps of the float64 mean.
+    np.testing.assert_allclose(got, want.numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_a_mean_over_contiguous_elements_traces_the_row_loop_alone(tracing_runtime):
+    # A mean whose reduced elements are contiguous (global average pooling:
+    # dims [-1, -2] of NCHW) has a dispatch of its own, mean_rows_kernel,
+    # ahead of mean_kernel's general loop (runtime/kernels/reduction/
+    # accumulate.cc). Reduced dims that are not one block are copied to the
+    # end first, so they take it too; kept dims after the reduced ones need
+    # the general loop's columns.
+    x = torch.randn(2, 3, 5, 7, generator=torch.Generator().manual_seed(92))
+    traced = {}
+    for dims in ([-1, -2], [0, 2], [1]):
+        _assert_means_like_torch(tracing_runtime, x, dims)
+        program = tracing_runtime.load(_mean_program(dims))
+        program.method().run(x.numpy())
+        traced[tuple(dims)] = program.trace().kernel_dtypes
+    assert traced[(-1, -2)] == {"mean_rows_kernel": ("Float",)}
+    assert traced[(0, 2)] == {"copy_kernel": ("Float",), "mean_rows_kernel": ("Float",)}
+    assert traced[(1,)] == {"mean_kernel": ("Float",)}
+
+
+@pytest.mark.absent_code
+def test_a_runtime_of_row_means_alone_has_no_column_loop(selection_cache):
+    # What the demo traces (nn.AdaptiveAvgPool2d(1)): mean_rows_kernel alone.
+    # Its runtime averages contiguous elements like torch, carries no
+    # dispatch case of the general loop, and a mean over another dim fails
+    # with the not-selected message naming the general loop's tag.
+    sel = runtime_build.write_selection(
+        selection_cache / "selection_mean_rows", ["aten::mean.dim"], {"mean_rows_kernel": ["Float"]}, [], []
+    )
+    lib = runtime_build.build(selection_cache, "mean_rows", selection_dir=sel)
+    rt = Runtime(lib)
+    generator = torch.Generator().manual_seed(93)
+    for shape, dims in (((1, 4, 7, 7), [-1, -2]), ((2, 3, 1, 40), [2, 3]), ((3, 300), [1]), ((4, 2500), [1])):
+        _assert_means_like_torch(rt, torch.randn(*shape, generator=generator), dims)
+    symbols = _unstripped_symbols(lib)
+    assert _has(symbols, r"pare::dispatch_case<pare::tags::mean_rows_kernel, float[,>]")
+    assert not _has(symbols, r"pare::dispatch_case<pare::tags::mean_kernel, ")
+    with pytest.raises(PareError, match="dtype Float of kernel tag mean_kernel is not selected"):
+        _assert_means_like_torch(rt, torch.randn(2, 3, 4, generator=generator), [1])
+
+
 def test_only_the_c_api_is_exported(runtime_lib, selective_lib):
     for lib in (runtime_lib, selective_lib):
         out = subprocess.run(

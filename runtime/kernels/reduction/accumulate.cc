@@ -53,10 +53,25 @@ Error mean_impl(KernelArgs& args, const Tensor& self, const DimMask& mask, bool 
   const OutputShape shape = reduction::reduced_shape(self, mask, keepdim);
   PARE_TRY_ASSIGN(Tensor * out, ctx.allocate_output(args.output(0), compute, shape.span()));
   PARE_TRY_ASSIGN(const Plan p, reduction::plan(ctx, self, mask, compute));
+  // Sum in opmath, divide, round once (PyTorch's CPU mean for every floating
+  // dtype). An empty reduction gives 0 / 0 = NaN, as in torch.
+  //
+  // A mean over contiguous elements (global average pooling) has a dispatch
+  // of its own ahead of the general one, as nn.MaxPool2d(2)'s loop does
+  // (runtime/registry/dispatch.h): a model whose means all take it traces
+  // mean_rows_kernel alone, and its runtime carries no column loop.
+  if (p.inner == 1 && kernel_dtype_selected(tags::mean_rows_kernel::id, compute)) {
+    return dispatch<tags::mean_rows_kernel>(ctx, compute, [&](auto type) -> Error {
+      using T = typename decltype(type)::type;
+      using Acc = opmath_t<T>;
+      const Acc count = static_cast<Acc>(p.length);
+      reduction::reduce_rows<T, reduction::SumOp<Acc>>(p, out->data_as<T>(),
+                                                       [count](Acc a) { return convert<T>(a / count); });
+      return Error::Ok;
+    });
+  }
   return PARE_DISPATCH(mean_kernel, ctx, compute, T, {
     using Acc = opmath_t<T>;
-    // Sum in opmath, divide, round once (PyTorch's CPU mean for every
-    // floating dtype). An empty reduction gives 0 / 0 = NaN, as in torch.
     const Acc count = static_cast<Acc>(p.length);
     return reduction::reduce_lines<T, reduction::SumOp<Acc>>(ctx, p, out->data_as<T>(),
                                                              [count](Acc a) { return convert<T>(a / count); });

@@ -163,6 +163,14 @@ PARE_ALWAYS_INLINE typename Op::Acc reduce_row(const In* PARE_RESTRICT p, int64_
   return total;
 }
 
+// y[o] = finish(reduce over k of x[o, k]) for a plan whose inner is 1 (the
+// reduced elements of each output are contiguous).
+template <typename In, typename Op, typename Out, typename Finish>
+PARE_ALWAYS_INLINE void reduce_rows(const Plan& plan, Out* PARE_RESTRICT y, Finish finish) {
+  const In* x = plan.input.template data_as<In>();
+  for (int64_t o = 0; o < plan.outer; ++o) y[o] = finish(reduce_row<In, Op>(x + o * plan.length, plan.length));
+}
+
 // y[o * inner + i] = finish(reduce over k of x[o, k, i]) for the plan's
 // [outer, length, inner] input. `finish` maps the accumulator to Out.
 template <typename In, typename Op, typename Out, typename Finish>
@@ -174,7 +182,7 @@ Error reduce_lines(KernelContext& ctx, const Plan& plan, Out* PARE_RESTRICT y, F
   const int64_t inner = plan.inner;
   if (outer == 0 || inner == 0) return Error::Ok;
   if (inner == 1) {
-    for (int64_t o = 0; o < outer; ++o) y[o] = finish(reduce_row<In, Op>(x + o * length, length));
+    reduce_rows<In, Op>(plan, y, finish);
     return Error::Ok;
   }
   // Two accumulator rows for cascading float sums: `acc` gathers a block of

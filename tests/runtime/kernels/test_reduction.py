@@ -774,7 +774,8 @@ def test_tracing_records_reduction_dtypes(tracing_runtime):
     )
     trace = program.trace()
     assert trace.kernel_dtypes["sum_kernel"] == ("Short",)  # accumulates in int64 without a Long copy
-    assert trace.kernel_dtypes["mean_kernel"] == ("BFloat16",)
+    # Over every element: contiguous, so the row loop's own tag (mean_rows_kernel) and not the general one.
+    assert trace.kernel_dtypes["mean_rows_kernel"] == ("BFloat16",) and "mean_kernel" not in trace.kernel_dtypes
     assert trace.kernel_dtypes["arg_reduce_kernel"] == ("Short",)
     assert trace.kernel_dtypes["cumsum_kernel"] == ("Float",)  # dtype= converts first
     assert trace.kernel_dtypes["copy_kernel"] == ("Short", "Float")
