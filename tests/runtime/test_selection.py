@@ -243,7 +243,7 @@ def test_unselected_code_is_absent_from_the_binary(runtime_lib, selective_lib):
         r"pare::ThreadPool::",
         r"pare::KernelContext::run_chunks\(",
         r"pare::KernelContext::threaded_chunks\(",
-        r"pare::gemm::sgemm_parallel<",
+        r"pare::gemm::sgemm_parallel\(",
     )
     for thread_code in thread_code_patterns:
         assert _has(full, thread_code), thread_code

@@ -80,6 +80,63 @@ void sgemm_narrow(int64_t m, int64_t n, int64_t k, const float* packed_a, const 
   PARE_SIMD_ISA::sgemm_narrow(m, n, k, packed_a, b, c, ldc, out, scratch);
 }
 
+void sgemm_blocks(int64_t m, int64_t n, int64_t k, const BlockPacker& pack_a_block, const BlockPacker& pack_b_block,
+                  float* c, int64_t ldc, const Output& out, float* a_scratch, float* b_scratch, int64_t row0,
+                  int64_t col0) {
+  if (m == 0 || n == 0) return;
+  const TileKernel tile_fn = tile_kernel();
+  for (int64_t j0 = 0; j0 < n; j0 += kNC) {
+    const int64_t nc = n - j0 < kNC ? n - j0 : kNC;
+    // One block of depth 0 when k is 0: the tiles store C as Output says of a zero A B.
+    for (int64_t p0 = 0; p0 < k || p0 == 0; p0 += kKC) {
+      const int64_t kc = k - p0 < kKC ? k - p0 : kKC;
+      const float* b_block = pack_b_block(p0, kc, col0 + j0, nc, b_scratch);
+      // The bias goes in with the first depth block, the residual and the
+      // clamp with the last.
+      const bool first = p0 == 0;
+      const bool last = p0 + kc == k;
+      Output tile{out.alpha, out.accumulate || !first,          nullptr,
+                  nullptr,   last ? out.lo : -__builtin_inff(), last ? out.hi : __builtin_inff()};
+      // (No residual code in a runtime without prepacked_residual_kernel.)
+      const float* residual =
+          last && kernel_dtype_selected(TagId::prepacked_residual_kernel, ScalarType::Float) ? out.residual : nullptr;
+      for (int64_t i0 = 0; i0 < m; i0 += kMC) {
+        const int64_t mc = m - i0 < kMC ? m - i0 : kMC;
+        const float* a_block = pack_a_block(row0 + i0, mc, p0, kc, a_scratch);
+        for (int64_t jr = 0; jr < nc; jr += kTileCols) {
+          const int64_t nr = nc - jr < kTileCols ? nc - jr : kTileCols;
+          tile.col_bias = first && out.col_bias != nullptr ? out.col_bias + j0 + jr : nullptr;
+          for (int64_t ir = 0; ir < mc; ir += kMR) {
+            const int64_t mr = mc - ir < kMR ? mc - ir : kMR;
+            tile.row_bias = first && out.row_bias != nullptr ? out.row_bias + i0 + ir : nullptr;
+            tile.residual = residual != nullptr ? residual + (i0 + ir) * ldc + j0 + jr : nullptr;
+            tile_fn(kc, a_block + (ir / kMR) * kc * kMR, b_block + (jr / kPanelCols) * kc * kPanelCols,
+                    c + (i0 + ir) * ldc + j0 + jr, ldc, mr, nr, tile);
+          }
+        }
+      }
+    }
+  }
+}
+
+void sgemm_parallel(KernelContext& ctx, const Split& split, int64_t m, int64_t n, int64_t k,
+                    const BlockPacker& pack_a_block, const BlockPacker& pack_b_block, float* c, int64_t ldc,
+                    const Output& out) {
+  ctx.parallel(split.chunks, split.rows ? m : n, split.rows ? kMR : kTileCols,
+               [&](uint32_t chunk, int64_t begin, int64_t end) {
+                 float* a_scratch = split.a_scratch == nullptr ? nullptr : split.a_scratch + chunk * split.a_floats;
+                 float* b_scratch = split.b_scratch == nullptr ? nullptr : split.b_scratch + chunk * split.b_floats;
+                 const int64_t row0 = split.rows ? begin : 0;
+                 const int64_t col0 = split.rows ? 0 : begin;
+                 Output part = out;
+                 if (part.row_bias != nullptr) part.row_bias += row0;
+                 if (part.col_bias != nullptr) part.col_bias += col0;
+                 if (part.residual != nullptr) part.residual += row0 * ldc + col0;
+                 sgemm_blocks(split.rows ? end - begin : m, split.rows ? n : end - begin, k, pack_a_block, pack_b_block,
+                              c + row0 * ldc + col0, ldc, part, a_scratch, b_scratch, row0, col0);
+               });
+}
+
 Result<Split> split_for(KernelContext& ctx, int64_t m, int64_t n, int64_t k, bool pack_a, bool pack_b) {
   Split split;
   if (feature_selected(FeatureId::threads)) {
