@@ -238,6 +238,10 @@ def test_unselected_code_is_absent_from_the_binary(runtime_lib, selective_lib):
     for code in (kernel.format("pare_weight_only_linear"), r"pare::kernels::weight_only::"):
         assert _has(full, code), code
         assert not _has(sel, code), f"{code}: unselected weight-only code is still linked"
+    # The fused attention (nn/sdpa.cc, the fuse_attention pass's op): none in a runtime without attention.
+    for code in (kernel.format("pare_sdpa"), case.format("sdpa_kernel", "float")):
+        assert _has(full, code), code
+        assert not _has(sel, code), f"{code}: unselected attention code is still linked"
     # Build feature threads (unselected): the pool and the split machinery.
     thread_code_patterns = (
         r"pare::ThreadPool::",

@@ -286,6 +286,7 @@ def test_selection_resolves_to_the_canonical_order():
         "fold_linear_bn",
         "quantize",
         "prepack_weights",
+        "fuse_attention",
         "winograd",
         "fuse_add",
         "fuse_clamp",
@@ -297,7 +298,7 @@ def test_selection_resolves_to_the_canonical_order():
     assert (
         graph_passes.resolve(
             "channels_last,fuse_clamp,prepack_weights,fold_linear_bn, fold_conv_bn,fuse_activation,winograd,fuse_add,"
-            "quantize"
+            "quantize,fuse_attention"
         )
         == graph_passes.names()
     )
@@ -306,6 +307,7 @@ def test_selection_resolves_to_the_canonical_order():
         "fold_conv_bn",
         "quantize",
         "prepack_weights",
+        "fuse_attention",
         "winograd",
         "fuse_clamp",
         "fuse_activation",
@@ -321,7 +323,7 @@ def test_selection_resolves_to_the_canonical_order():
             "fold_bn",
             (),
             "--passes: unknown pass 'fold_bn'; the passes are fold_conv_bn, fold_linear_bn, quantize, "
-            "prepack_weights, winograd, fuse_add, fuse_clamp, fuse_activation, channels_last",
+            "prepack_weights, fuse_attention, winograd, fuse_add, fuse_clamp, fuse_activation, channels_last",
         ),
         ("fold_conv_bn,,fold_linear_bn", (), "empty pass name"),
         ("default,fold_conv_bn", (), "unknown pass 'default'"),
@@ -382,6 +384,7 @@ def test_manifest_debug_info_records_the_passes(demo_traces):
             **dict.fromkeys(("add", "mul", "mean", "pool", "cat", "view", "lut"), 0),
         },
         {"name": "prepack_weights", "conv2d": 3, "linear": 2},
+        {"name": "fuse_attention", "fused": 0, "causal": 0},  # the demo has no attention
         {"name": "winograd", "F(2x2,3x3)": 0, "F(4x4,3x3)": 0},  # the demo has no 3x3 stride-1 dense convolution
         {"name": "fuse_add", "fused": 0},
         {"name": "fuse_clamp", "fused": FUSED_IN_DEMO},
@@ -406,7 +409,7 @@ def test_export_flags(capsys, tmp_path):
     assert code == 0, err
     assert (
         "passes fold_conv_bn (2 folded), fold_linear_bn (0 folded), quantize (0 conv2d, 0 linear, 0 add, 0 mul, 0 mean, 0 pool, 0 cat, 0 view, 0 lut), "
-        "prepack_weights (3 conv2d, 2 linear), "
+        "prepack_weights (3 conv2d, 2 linear), fuse_attention (0 fused, 0 causal), "
         f"winograd (0 F(2x2,3x3), 0 F(4x4,3x3)), fuse_add (0 fused), fuse_clamp ({FUSED_IN_DEMO} fused), fuse_activation (2 fused), "
         "channels_last (0 layers, 0 conversions)"
     ) in out
@@ -450,7 +453,7 @@ def test_trace_and_check_flags(capsys, tmp_path, tracing_lib, full_lib):
             "fold_everything",
             (
                 "argument --passes: unknown pass 'fold_everything'; the passes are "
-                "fold_conv_bn, fold_linear_bn, quantize, prepack_weights, winograd, fuse_add, "
+                "fold_conv_bn, fold_linear_bn, quantize, prepack_weights, fuse_attention, winograd, fuse_add, "
                 "fuse_clamp, fuse_activation, channels_last (or default or none alone)"
             ),
         ),
@@ -459,8 +462,8 @@ def test_trace_and_check_flags(capsys, tmp_path, tracing_lib, full_lib):
             "default",
             (
                 "argument --skip-passes: unknown pass 'default'; the passes are fold_conv_bn, "
-                "fold_linear_bn, quantize, prepack_weights, winograd, fuse_add, fuse_clamp, fuse_activation, "
-                "channels_last"
+                "fold_linear_bn, quantize, prepack_weights, fuse_attention, winograd, fuse_add, fuse_clamp, "
+                "fuse_activation, channels_last"
             ),
         ),
     ],

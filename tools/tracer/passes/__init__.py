@@ -29,6 +29,7 @@ from tools.tracer.passes.base import GraphPass, LoweringState, PassContext, Pass
 from tools.tracer.passes.channels_last import NAME as CHANNELS_LAST
 from tools.tracer.passes.fuse_activation import NAME as FUSE_ACTIVATION
 from tools.tracer.passes.fuse_add import NAME as FUSE_ADD
+from tools.tracer.passes.fuse_attention import NAME as FUSE_ATTENTION
 from tools.tracer.passes.fuse_clamp import NAME as FUSE_CLAMP
 from tools.tracer.passes.manager import (
     DEFAULT,
@@ -56,6 +57,7 @@ __all__ = [
     "DEFAULT",
     "FUSE_ACTIVATION",
     "FUSE_ADD",
+    "FUSE_ATTENTION",
     "FUSE_CLAMP",
     "FUSIONS",
     "NONE",
