@@ -34,6 +34,12 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--torch", action="store_true", help="also torch eager on each spec's module")
     p.add_argument("--llama-cpp", metavar="FORMATS", help="also llama.cpp on the first spec's weights: F32,Q8_0,Q4_0")
     p.add_argument("--executorch", action="store_true", help="also ExecuTorch + XNNPACK on each spec's module")
+    p.add_argument(
+        "--without",
+        metavar="PASSES",
+        help="also Pare on each spec exported without these graph passes (a comma list, e.g. fuse_attention: "
+        "the program before that pass, on the same runtime)",
+    )
     return p
 
 
@@ -44,6 +50,7 @@ def main(argv: list[str] | None = None) -> int:
     from pare.runtime import Runtime
     from tools.bench.llama_cpp_peer import FORMATS, LlamaCppPeer, write_gguf
     from tools.generate import TorchDecoder, prompt_of
+    from tools.tracer import passes as graph_passes
     from tools.tracer.exporter import export_model
     from tools.tracer.model_spec import load_model_spec
 
@@ -54,16 +61,24 @@ def main(argv: list[str] | None = None) -> int:
     specs = [load_model_spec(Path(s)) for s in args.specs]
     vocab = specs[0].module.config.vocab
     prompt = prompt_of(specs[0], args.prompt_tokens, vocab)
+    try:
+        without = graph_passes.resolve("default", skip=args.without) if args.without else None
+    except graph_passes.UnknownPassError as e:
+        print(f"error: --without: {e}", file=sys.stderr)
+        return 2
     for spec in specs:
-        method = runtime.load(export_model(spec).program).method()
-        if args.threads > 1:
-            method.set_num_threads(args.threads)
+        for label, passes in ((spec.path.stem, "default"), (f"{spec.path.stem} -{args.without}", without)):
+            if passes is None:
+                continue
+            method = runtime.load(export_model(spec, passes=passes).program).method()
+            if args.threads > 1:
+                method.set_num_threads(args.threads)
 
-        def pare_run(p, n, method=method):
-            g = generate(method, p, n)
-            return g.prefill_seconds, g.decode_tokens_per_s, g.tokens
+            def pare_run(p, n, method=method):
+                g = generate(method, p, n)
+                return g.prefill_seconds, g.decode_tokens_per_s, g.tokens
 
-        systems[f"pare {spec.path.stem}"] = pare_run
+            systems[f"pare {label}"] = pare_run
         if args.torch:
             decoder = TorchDecoder(spec.module)
 
