@@ -90,9 +90,16 @@ PARE_UNUSED void attend_row(const Attention& a, int64_t row, float* PARE_RESTRIC
 #pragma clang loop interleave_count(1)
     for (int64_t j = 0; j < n; ++j) scores[j] = math::exp(scores[j] - max);
     sum += rows::sum<float>(scores, n);
-    for (int64_t j = 0; j < n; ++j) {
+    // Four positions a pass over acc: a quarter of its loads and stores.
+    const float* vj = values + j0 * d;
+    int64_t j = 0;
+    for (; j + 4 <= n; j += 4, vj += 4 * d) {
+      const float w0 = scores[j], w1 = scores[j + 1], w2 = scores[j + 2], w3 = scores[j + 3];
+      for (int64_t c = 0; c < d; ++c)
+        acc[c] += (w0 * vj[c] + w1 * vj[d + c]) + (w2 * vj[2 * d + c] + w3 * vj[3 * d + c]);
+    }
+    for (; j < n; ++j, vj += d) {
       const float w = scores[j];
-      const float* vj = values + (j0 + j) * d;
       for (int64_t c = 0; c < d; ++c) acc[c] += w * vj[c];
     }
   }
