@@ -1,4 +1,4 @@
-"""A greedy generation loop over a Pare LLM method (docs/llm.md).
+"""A generation loop over a Pare LLM method, greedy or sampled (docs/llm.md).
 
     from pare.generate import generate
 
@@ -70,6 +70,39 @@ def next_token(logits: np.ndarray) -> int:
     return int(np.argmax(logits.reshape(-1)))
 
 
+class Sampler:
+    """Picks each new token from its logits: greedy at temperature 0 (the
+    default), else a draw from softmax(logits / temperature) over the top_k
+    largest logits (all of them when top_k is None), in float64, with numpy's
+    PCG64 generator seeded by `seed`: the same seed and logits give the same
+    tokens. A Sampler is used for one generation (its draws go on)."""
+
+    def __init__(self, temperature: float = 0.0, top_k: int | None = None, seed: int | None = None):
+        if not (np.isfinite(temperature) and temperature >= 0):
+            raise ValueError(f"temperature must be a finite number >= 0 (0: greedy), got {temperature}")
+        if top_k is not None and (isinstance(top_k, bool) or int(top_k) != top_k or top_k < 1):
+            raise ValueError(f"top_k must be a whole number >= 1 (or None: every token), got {top_k}")
+        if temperature == 0 and top_k is not None:
+            raise ValueError("top_k needs a temperature > 0: at temperature 0 generation is greedy")
+        self.temperature = float(temperature)
+        self.top_k = None if top_k is None else int(top_k)
+        self._rng = np.random.default_rng(seed)
+
+    def __call__(self, logits: np.ndarray) -> int:
+        x = np.asarray(logits, dtype=np.float64).reshape(-1)
+        if self.temperature == 0:
+            return int(np.argmax(x))
+        if self.top_k is not None and self.top_k < x.size:
+            kept = np.argsort(-x, kind="stable")[: self.top_k]  # ties: the lower index first, as torch.topk
+            scaled = np.full_like(x, -np.inf)
+            scaled[kept] = x[kept] / self.temperature
+        else:
+            scaled = x / self.temperature
+        weights = np.exp(scaled - scaled.max())
+        cumulative = np.cumsum(weights)
+        return int(min(np.searchsorted(cumulative, self._rng.random() * cumulative[-1], side="right"), x.size - 1))
+
+
 def generate(
     method: Method,
     prompt: Sequence[int],
@@ -77,11 +110,17 @@ def generate(
     *,
     keep_logits: bool = False,
     on_token: Callable[[int], None] | None = None,
+    temperature: float = 0.0,
+    top_k: int | None = None,
+    seed: int | None = None,
 ) -> Generation:
-    """Greedy generation: resets the method's state, prefills `prompt` in
-    one call and decodes one token per call until `max_new_tokens` are
-    generated. `on_token` is called with each new token as it is picked."""
+    """Generation: resets the method's state, prefills `prompt` in one call
+    and decodes one token per call until `max_new_tokens` are generated.
+    Greedy by default; `temperature` > 0 samples (Sampler: `top_k`, and
+    `seed` for reproducible tokens). `on_token` is called with each new
+    token as it is picked."""
     check_llm_method(method)
+    sampler = Sampler(temperature, top_k, seed)
     if max_new_tokens < 1:
         raise ValueError(f"max_new_tokens must be at least 1, got {max_new_tokens}")
     prompt_ids = np.asarray(prompt, dtype=np.int64).reshape(1, -1)
@@ -93,7 +132,7 @@ def generate(
     tokens: list[int] = []
 
     def pick(logits: np.ndarray) -> int:
-        token = next_token(logits)
+        token = sampler(logits)
         tokens.append(token)
         if kept is not None:
             kept.append(np.array(logits, copy=True).reshape(-1))

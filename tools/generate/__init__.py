@@ -19,7 +19,7 @@ from collections.abc import Sequence
 import numpy as np
 import torch
 
-from pare.generate import Generation, next_token
+from pare.generate import Generation, Sampler, next_token
 from pare.runtime import Method
 from tools.tracer.model_spec import ModelSpec
 from tools.tracer.numerics import DEFAULT_TOLERANCES
@@ -82,18 +82,27 @@ class TorchDecoder:
             out = self.module(torch.from_numpy(tokens), torch.from_numpy(positions))
         return out.numpy().reshape(-1)
 
-    def generate(self, prompt: Sequence[int], max_new_tokens: int) -> Generation:
-        """Greedy, as pare.generate.generate: the same calls on torch eager."""
+    def generate(
+        self,
+        prompt: Sequence[int],
+        max_new_tokens: int,
+        temperature: float = 0.0,
+        top_k: int | None = None,
+        seed: int | None = None,
+    ) -> Generation:
+        """As pare.generate.generate (greedy, or sampled by the same Sampler):
+        the same calls on torch eager."""
+        sampler = Sampler(temperature, top_k, seed)
         ids = np.asarray(prompt, dtype=np.int64).reshape(1, -1)
         count = ids.shape[1]
         self.reset()
         start = time.perf_counter()
-        token = next_token(self.step(ids, np.arange(count, dtype=np.int64)))
+        token = sampler(self.step(ids, np.arange(count, dtype=np.int64)))
         prefill = time.perf_counter() - start
         tokens = [token]
         start = time.perf_counter()
         for pos in range(count, count + max_new_tokens - 1):
-            token = next_token(self.step(np.array([[token]], np.int64), np.array([pos], np.int64)))
+            token = sampler(self.step(np.array([[token]], np.int64), np.array([pos], np.int64)))
             tokens.append(token)
         decode = time.perf_counter() - start
         return Generation(tokens, count, prefill, decode if max_new_tokens > 1 else 0.0, None)

@@ -1,10 +1,12 @@
-"""python -m tools.generate MODEL.py: greedy generation on Pare, optionally beside torch eager (docs/llm.md).
+"""python -m tools.generate MODEL.py: generation on Pare, optionally beside torch eager (docs/llm.md).
 
     python -m tools.generate models/llm/stories15m.py --prompt-tokens 64 --steps 64 --compare torch
 
 Exports the spec, prefills the prompt (the spec's first representative
 tokens, or --prompt-tokens N seeded tokens) and decodes --steps tokens
-greedily, printing the tokens, the prefill time and the decode tokens/s.
+greedily (or sampled: --temperature T [--top-k K] [--seed S], the same
+tokens for the same seed), printing the tokens, the prefill time and the
+decode tokens/s.
 With --compare torch it first checks Pare against torch eager in lockstep
 (every step's logits within the float tolerance, greedy tokens equal except
 at a near-tie), then times both in interleaved rounds. Exit status: 0, 1 on
@@ -15,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import statistics
 import sys
@@ -31,7 +34,7 @@ EXIT_USER_ERROR = 2
 def _parser() -> argparse.ArgumentParser:
     p = one_line_parser(GenerateError, see="python -m tools.generate --help")(
         prog="python -m tools.generate",
-        description="Greedy generation with an LLM model spec on Pare, optionally beside torch eager (docs/llm.md).",
+        description="Generation (greedy, or sampled with --temperature) with an LLM model spec on Pare, optionally beside torch eager (docs/llm.md).",
     )
     p.add_argument("model", metavar="MODEL", help="LLM model spec (.py; docs/llm.md)")
     p.add_argument("--runtime", metavar="LIB", help="Pare runtime library (default: $PARE_RUNTIME_LIB)")
@@ -40,6 +43,19 @@ def _parser() -> argparse.ArgumentParser:
         "--steps", "--max-new-tokens", dest="steps", type=int, default=32, metavar="N", help="new tokens (default 32)"
     )
     p.add_argument("--threads", type=int, default=1, metavar="N", help="threads for Pare and torch (default 1)")
+    p.add_argument(
+        "--temperature",
+        type=float,
+        default=0.0,
+        metavar="T",
+        help="sample from softmax(logits / T) (default 0: greedy; --compare's check stays greedy)",
+    )
+    p.add_argument(
+        "--top-k", type=int, metavar="K", help="sample among the K largest logits only (needs --temperature)"
+    )
+    p.add_argument(
+        "--seed", type=int, default=0, metavar="S", help="the sampler's seed: the same seed, the same tokens"
+    )
     p.add_argument("--compare", choices=["torch"], help="check against torch eager and time it beside Pare")
     p.add_argument("--rounds", type=int, default=3, metavar="N", help="timed rounds, interleaved (default 3)")
     p.add_argument("--rtol", type=float, help="the logits' rtol (default: the spec's TOLERANCE, else 1e-4)")
@@ -56,6 +72,12 @@ def _check_args(args) -> None:
         raise GenerateError(f"--rounds must be at least 1, got {args.rounds}")
     if not 1 <= args.threads <= 64:
         raise GenerateError(f"--threads must be in [1, 64], got {args.threads}")
+    if not (math.isfinite(args.temperature) and args.temperature >= 0):
+        raise GenerateError(f"--temperature must be a finite number >= 0 (0: greedy), got {args.temperature}")
+    if args.top_k is not None and args.top_k < 1:
+        raise GenerateError(f"--top-k must be at least 1, got {args.top_k}")
+    if args.top_k is not None and args.temperature == 0:
+        raise GenerateError("--top-k needs --temperature > 0: without it generation is greedy")
 
 
 def _runtime_path(args) -> Path:
@@ -138,12 +160,14 @@ def _run(args) -> int:
             "rtol": rtol,
             "atol": atol,
         }
+    sampling = {"temperature": args.temperature, "top_k": args.top_k, "seed": args.seed}
+    report["sampling"] = sampling
     pare_runs, torch_runs = [], []
     for r in range(args.rounds):
         with progress.step(f"round {r + 1}/{args.rounds}"):
-            pare_runs.append(generate(method, prompt, args.steps))
+            pare_runs.append(generate(method, prompt, args.steps, **sampling))
             if args.compare == "torch":
-                torch_runs.append(decoder.generate(prompt, args.steps))
+                torch_runs.append(decoder.generate(prompt, args.steps, **sampling))
     pare = _median_run(pare_runs)
     report.update(pare)
     print("tokens:", " ".join(map(str, pare["tokens"])))
