@@ -131,6 +131,12 @@ def test_cli_compares_with_torch_and_writes_json(full_runtime, tmp_path, capsys)
         (["models/llm/gqa_small.py", "--runtime", "/nonexistent.so"], {}, "/nonexistent.so: no such runtime"),
         (["models/llm/gqa_small.py", "--steps", "0"], {}, "--steps must be at least 1, got 0"),
         (["models/llm/gqa_small.py", "--compare", "onnx"], {}, "argument --compare: invalid choice"),
+        (["models/llm/gqa_small.py", "--compare", "torch,onnx"], {}, "invalid choice 'onnx' (choose from torch, "),
+        (
+            ["models/llm/gpt2_small.py", "--compare", "llama.cpp-F32"],
+            {},
+            "--compare llama.cpp-F32: llama.cpp's peer takes the llama architecture, not 'gpt2'",
+        ),
         (["models/llm/gqa_small.py", "--top-k", "5"], {}, "--top-k needs --temperature > 0"),
         (["models/llm/gqa_small.py", "--temperature", "-1"], {}, "--temperature must be a finite number >= 0"),
         (["models/llm/gqa_small.py", "--temperature", "1", "--top-k", "0"], {}, "--top-k must be at least 1, got 0"),

@@ -9,7 +9,9 @@ tokens for the same seed), printing the tokens, the prefill time and the
 decode tokens/s.
 With --compare torch it first checks Pare against torch eager in lockstep
 (every step's logits within the float tolerance, greedy tokens equal except
-at a near-tie), then times both in interleaved rounds. Exit status: 0, 1 on
+at a near-tie), then times both in interleaved rounds; --compare also takes
+executorch and llama.cpp-F32 / -Q8_0 / -Q4_0 (a comma list), timed in the
+same rounds (tools/bench's workers; they decode greedily). Exit status: 0, 1 on
 a mismatch with torch, 2 on a user error.
 """
 
@@ -21,6 +23,7 @@ import math
 import os
 import statistics
 import sys
+import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -56,13 +59,60 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--seed", type=int, default=0, metavar="S", help="the sampler's seed: the same seed, the same tokens"
     )
-    p.add_argument("--compare", choices=["torch"], help="check against torch eager and time it beside Pare")
+    p.add_argument(
+        "--compare",
+        type=_peers,
+        default=(),
+        metavar="PEERS",
+        help=f"a comma list of {', '.join(PEERS)}: check against torch eager (torch), and time each beside Pare "
+        "(executorch: ExecuTorch + XNNPACK on the same module; llama.cpp-*: the spec's weights as GGUF)",
+    )
     p.add_argument("--rounds", type=int, default=3, metavar="N", help="timed rounds, interleaved (default 3)")
     p.add_argument("--rtol", type=float, help="the logits' rtol (default: the spec's TOLERANCE, else 1e-4)")
     p.add_argument("--atol", type=float, help="the logits' atol (default: the spec's TOLERANCE, else 1e-4)")
     p.add_argument("--json", metavar="FILE", help="write the tokens and timings as JSON")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress lines on stderr")
     return p
+
+
+PEERS = ("torch", "executorch", "llama.cpp-F32", "llama.cpp-Q8_0", "llama.cpp-Q4_0")
+
+
+def _peers(text: str) -> tuple[str, ...]:
+    names = tuple(n.strip() for n in text.split(","))
+    unknown = [n for n in names if n not in PEERS]
+    if unknown:
+        raise argparse.ArgumentTypeError(f"invalid choice {unknown[0]!r} (choose from {', '.join(PEERS)})")
+    return tuple(dict.fromkeys(names))
+
+
+def _peer_runners(args, spec, threads: int, tmp: Path) -> tuple[dict, list]:
+    """name -> callable(prompt, steps) -> (prefill s, decode tokens/s, tokens)
+    for --compare's executorch and llama.cpp peers, and their workers to close."""
+    runners, workers = {}, []
+    for name in args.compare:
+        try:
+            if name == "executorch":
+                from tools.bench.executorch_llm import ExecuTorchLlmPeer
+
+                peer = ExecuTorchLlmPeer(spec.path)
+            elif name.startswith("llama.cpp-"):
+                from tools.bench.llama_cpp_peer import LlamaCppPeer, write_gguf
+
+                fmt = name.removeprefix("llama.cpp-")
+                peer = LlamaCppPeer(write_gguf(spec.module, tmp / f"model-{fmt}.gguf", fmt), threads)
+            else:
+                continue
+        except (FileNotFoundError, ValueError) as e:
+            raise GenerateError(f"--compare {name}: {e}") from None
+        workers.append(peer)
+
+        def run(p, n, peer=peer):
+            r = peer.generate(p, n)
+            return r["prefill_seconds"], (n - 1) / r["decode_seconds"] if n > 1 else 0.0, r["tokens"]
+
+        runners[name] = run
+    return runners, workers
 
 
 def _check_args(args) -> None:
@@ -138,7 +188,7 @@ def _run(args) -> int:
     prompt = prompt_of(spec, args.prompt_tokens, vocab)
     report: dict = {"model": str(spec.path), "runtime": str(runtime_path), "threads": args.threads}
     status = 0
-    if args.compare == "torch":
+    if "torch" in args.compare:
         rtol, atol = tolerance(spec, args.rtol, args.atol)
         with progress.step(f"checking {args.steps} steps against torch eager"):
             check = compare(method, decoder, prompt, args.steps, rtol, atol)
@@ -163,11 +213,21 @@ def _run(args) -> int:
     sampling = {"temperature": args.temperature, "top_k": args.top_k, "seed": args.seed}
     report["sampling"] = sampling
     pare_runs, torch_runs = [], []
-    for r in range(args.rounds):
-        with progress.step(f"round {r + 1}/{args.rounds}"):
-            pare_runs.append(generate(method, prompt, args.steps, **sampling))
-            if args.compare == "torch":
-                torch_runs.append(decoder.generate(prompt, args.steps, **sampling))
+    with tempfile.TemporaryDirectory(prefix="pare-generate-") as tmp:
+        with progress.step(f"starting {', '.join(n for n in args.compare if n != 'torch') or 'no other peers'}"):
+            runners, workers = _peer_runners(args, spec, args.threads, Path(tmp))
+        peer_runs: dict[str, list] = {name: [] for name in runners}
+        try:
+            for r in range(args.rounds):
+                with progress.step(f"round {r + 1}/{args.rounds}"):
+                    pare_runs.append(generate(method, prompt, args.steps, **sampling))
+                    if "torch" in args.compare:
+                        torch_runs.append(decoder.generate(prompt, args.steps, **sampling))
+                    for name, run in runners.items():
+                        peer_runs[name].append(run(prompt, args.steps))
+        finally:
+            for worker in workers:
+                worker.close()
     pare = _median_run(pare_runs)
     report.update(pare)
     print("tokens:", " ".join(map(str, pare["tokens"])))
@@ -180,6 +240,24 @@ def _run(args) -> int:
         prefill_ratio = eager["prefill_seconds"] / pare["prefill_seconds"]
         report["pare_over_torch"] = {"decode_tokens_per_s": decode_ratio, "prefill_speed": prefill_ratio}
         print(f"pare / torch: decode tokens/s {decode_ratio:.2f}x, prefill speed {prefill_ratio:.2f}x")
+    for name, runs in peer_runs.items():
+        peer = {
+            "tokens": runs[0][2],
+            "prefill_seconds": statistics.median(x[0] for x in runs),
+            "decode_tokens_per_s": statistics.median(x[1] for x in runs),
+        }
+        peer["pare_over_peer"] = {
+            "decode_tokens_per_s": pare["decode_tokens_per_s"] / peer["decode_tokens_per_s"],
+            "prefill_speed": peer["prefill_seconds"] / pare["prefill_seconds"],
+        }
+        report.setdefault("peers", {})[name] = peer
+        fed = " (its prompt fed a token a call)" if name == "executorch" else ""
+        print(
+            f"{name}: prefill {peer['prefill_seconds'] * 1e3:.2f} ms{fed}, decode "
+            f"{peer['decode_tokens_per_s']:.1f} tokens/s (median of {args.rounds}); pare / {name}: decode "
+            f"tokens/s {peer['pare_over_peer']['decode_tokens_per_s']:.2f}x, prefill speed "
+            f"{peer['pare_over_peer']['prefill_speed']:.2f}x"
+        )
     if args.json:
         try:
             Path(args.json).write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
