@@ -159,6 +159,18 @@ def test_a_causal_mask_reads_each_rows_positions(runtime, heads, kv_heads, offse
     torch.testing.assert_close(got.double(), reference(q, k, v, mask, heads, kv_heads, 0.25), **BOUND)
 
 
+def test_a_mask_broadcast_over_the_rows_stays_on_the_unfused_ops(runtime):
+    # p of one element for 4 query rows: a [1, L] mask, causal in form, but
+    # the kernel takes one position (or one mask row) a query row.
+    q, k, v, _ = _inputs(2, 2, 4, 30, 8, 13)
+    pos = torch.tensor([17])
+    exported = export_model(spec_from(Attend(2, 2, 30, causal=True, scale=0.5), [(q, k, v, pos)]))
+    assert counts(exported) == {"fused": 0, "causal": 0}
+    got = _run(runtime, exported, (q, k, v, pos))
+    mask = torch.where(torch.arange(30)[None, :] <= pos[:, None], 0.0, -math.inf).expand(4, 30)
+    torch.testing.assert_close(got.double(), reference(q, k, v, mask, 2, 2, 0.5), **BOUND)
+
+
 def test_a_row_with_nothing_visible_is_nan_as_in_torch(runtime):
     q, k, v, _ = _inputs(2, 2, 3, 20, 8, 3)
     mask = torch.zeros(3, 20)

@@ -300,6 +300,8 @@ def match_attention(node: Node, lowering: LoweringState) -> tuple | None:
         if _dtype(mask) != torch.float32 or not _same(mask_shape, (out[2], length)):
             return None
         input_pos = _causal_positions(mask, length, lowering)
+        if input_pos is not None and not _same(_shape(input_pos), (out[2],)):
+            input_pos = None  # one position broadcast over the rows: the mask as it is
         if input_pos is not None:
             mask = None
     return q, k, v, mask, input_pos, scale
