@@ -689,6 +689,12 @@ def test_depthwise_loops_only_in_runtimes_that_select_them(selection_cache, runt
     for k, stride in ((3, 1), (3, 2), (0, 1), (0, 2)):
         assert _has(full, plane.format(k, stride))
         assert _has(traced, plane.format(k, stride)) == ((k, stride) == (0, 2)), f"plane<{k}, {stride}>"
+    # The AVX-512 copy of the 3x3 loops (an x86_64 runtime at level auto:
+    # one with the AVX-512 GEMM tile) rides the 3x3 variants' tags too.
+    for stride in (1, 2):
+        v4_plane = rf"pare::depthwise::x86_64_v4::plane<3, {stride}>\("
+        assert _has(full, v4_plane) == _has(full, r"pare::gemm::x86_64_v4::")
+        assert not _has(traced, v4_plane)
     # aten::convolution: its 5x5 stride-2 layer on the loop, a 3x3 one (not
     # selected) on the direct loop.
     w3 = make_tensor((8, 1, 3, 3), torch.float32, 63, -1, 1)

@@ -20,7 +20,8 @@ constexpr int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
 // 2 each row is stored deinterleaved, its even columns then its odd ones,
 // `width / 2` floats each, so that a tap of kLanes outputs is one load
 // rather than two and a shuffle (MobileNetV2's stride-2 layers ran at a
-// third of stride 1's rate).
+// third of stride 1's rate); for the AVX-512 loops, which pick the even
+// and odd columns out of two vectors themselves (Loop), as it is.
 struct Padded {
   int64_t width;   // >= stride * round_up(out_w, kWidestLanes) + K - 1; even at stride 2
   int64_t height;  // >= (out_h - 1) * stride + K
@@ -42,7 +43,8 @@ Padded padded_shape(const Geometry& g) {
 }
 
 // Input row `src` (width floats) into a padded row (shape.width floats),
-// from column pad_w on: as it is, or at stride 2 deinterleaved (see Padded).
+// from column pad_w on: as it is (stride 1), or deinterleaved (stride 2; see
+// Padded).
 void copy_row(const float* PARE_RESTRICT src, int64_t width, int64_t pad_w, int64_t stride, float* PARE_RESTRICT row,
               int64_t padded_w) {
   if (stride == 1) {
@@ -129,15 +131,27 @@ PARE_UNUSED void tiny_block(const Geometry& g, const float* x, const float* w, c
   }
 }
 
+// A loop and the rows it reads: at stride 2 deinterleaved (see Padded),
+// except the AVX-512 copy's, which picks the even and odd columns out of
+// plain rows itself (depthwise_x86_64_v4.cc).
+struct Loop {
+  PlaneFn fn;
+  bool deinterleaved;
+};
+
 // The vector loops of the ISA the kernels run (gemm.cc's tile_kernel()):
-// at --//runtime:x86_64_isa=auto the x86-64-v3 copy on a CPU with AVX2 and
-// FMA (an AVX-512 CPU too), elsewhere the build's own.
+// at --//runtime:x86_64_isa=auto the AVX-512 copy of the 3x3 loops on a CPU
+// with AVX-512, the x86-64-v3 copy on one with AVX2 and FMA (an AVX-512
+// CPU's 5x5 and 7x7 loops too), elsewhere the build's own.
 template <int K, int S>
-PlaneFn plane_kernel() {
+Loop plane_kernel() {
 #if defined(PARE_X86_64_DISPATCH)
-  if (cpu::kernel_isa() >= cpu::Isa::x86_64_v3) return x86_64_v3::plane<K, S>;
+  if constexpr (K == 3) {
+    if (cpu::kernel_isa() >= cpu::Isa::x86_64_v4) return {x86_64_v4::plane<K, S>, false};
+  }
+  if (cpu::kernel_isa() >= cpu::Isa::x86_64_v3) return {x86_64_v3::plane<K, S>, S == 2};
 #endif
-  return PARE_SIMD_ISA::plane<K, S>;
+  return {PARE_SIMD_ISA::plane<K, S>, S == 2};
 }
 
 // The (K, stride) variant's loop under its tag (the tracing build records
@@ -145,15 +159,15 @@ PlaneFn plane_kernel() {
 // constant, so an unselected variant's loops are never referenced and the
 // link drops them.
 template <typename Tag, int K, int S>
-PlaneFn variant(KernelContext& ctx) {
-  PlaneFn fn = nullptr;
+Loop variant(KernelContext& ctx) {
+  Loop loop = {nullptr, false};
   if (fast_path_selected<Tag, float>()) {
     (void)run_fast_path<Tag, float>(ctx, [&]() -> Error {
-      fn = plane_kernel<K, S>();
+      loop = plane_kernel<K, S>();
       return Error::Ok;
     });
   }
-  return fn;
+  return loop;
 }
 
 // A bit per (K, stride) variant its runtime selects: 3x3 at stride 1, 3x3
@@ -170,7 +184,7 @@ unsigned selected_variants() {
 unsigned variant_bit(int64_t k, int64_t stride) { return (k == 3 ? 0u : 2u) + (stride == 1 ? 0u : 1u); }
 
 // The loop of a K x K kernel at `stride` (its variant selected).
-PlaneFn plane_for(KernelContext& ctx, int64_t k, int64_t stride) {
+Loop plane_for(KernelContext& ctx, int64_t k, int64_t stride) {
   switch (variant_bit(k, stride)) {
     case 0: return variant<tags::depthwise_3x3_s1_kernel, 3, 1>(ctx);
     case 1: return variant<tags::depthwise_3x3_s2_kernel, 3, 2>(ctx);
@@ -231,7 +245,7 @@ Error run_float(KernelContext& ctx, const Geometry& g, const float* x, const flo
   const Padded shape = padded_shape(g);
   // One padded plane per chunk (64-byte aligned each).
   const size_t padded_floats = static_cast<size_t>((shape.width * shape.height + 15) / 16 * 16);
-  const PlaneFn fn = plane_for(ctx, g.kernel, g.stride);  // not null: the caller checked selected(g)
+  const Loop loop = plane_for(ctx, g.kernel, g.stride);  // not null: the caller checked selected(g)
   const int64_t multiplier = g.out_channels / g.in_channels;
   const int64_t taps = g.kernel * g.kernel;
   const int64_t plane_in = g.height * g.width;
@@ -251,11 +265,12 @@ Error run_float(KernelContext& ctx, const Geometry& g, const float* x, const flo
       if (oc % multiplier == 0) {  // a new input channel
         const float* src = x + (n * g.in_channels + oc / multiplier) * plane_in;
         for (int64_t iy = 0; iy < g.height; ++iy) {
-          copy_row(src + iy * g.width, g.width, g.pad_w, g.stride, padded + (iy + g.pad_h) * shape.width, shape.width);
+          copy_row(src + iy * g.width, g.width, g.pad_w, loop.deinterleaved ? 2 : 1,
+                   padded + (iy + g.pad_h) * shape.width, shape.width);
         }
       }
-      fn(padded, shape.width, w + oc * taps, g.kernel, bias != nullptr ? bias[oc * bias_stride] : 0.0f, lo, hi,
-         y + plane * plane_out, g.out_h, g.out_w);
+      loop.fn(padded, shape.width, w + oc * taps, g.kernel, bias != nullptr ? bias[oc * bias_stride] : 0.0f, lo, hi,
+              y + plane * plane_out, g.out_h, g.out_w);
     }
   });
   return Error::Ok;
