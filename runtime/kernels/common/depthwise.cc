@@ -131,13 +131,32 @@ PARE_UNUSED void tiny_block(const Geometry& g, const float* x, const float* w, c
   }
 }
 
-// A loop and the rows it reads: at stride 2 deinterleaved (see Padded),
-// except the AVX-512 copy's, which picks the even and odd columns out of
-// plain rows itself (depthwise_x86_64_v4.cc).
+// A variant's loop and, at --//runtime:x86_64_isa=auto, how it reads its
+// input rows at stride 2: deinterleaved (see Padded), or plain for the
+// AVX-512 copy, which picks the even and odd columns out of two vectors
+// itself (depthwise_x86_64_v4.cc). One choice for both, so that a cap set
+// while a layer runs cannot split them. Elsewhere every copy reads them
+// deinterleaved, and a Loop is the loop alone (the code it was before the
+// AVX-512 copy).
+#if defined(PARE_X86_64_DISPATCH)
 struct Loop {
   PlaneFn fn;
-  bool deinterleaved;
+  bool plain_rows;
 };
+PlaneFn loop_fn(const Loop& loop) { return loop.fn; }
+#else
+using Loop = PlaneFn;
+PlaneFn loop_fn(Loop loop) { return loop; }
+#endif
+
+// The stride copy_row lays the rows of `shape` out for: 1 for a loop that
+// reads plain rows (Loop). The plane's shape is named first so that run_float's
+// threads' closure keeps its layout in builds without the AVX-512 copy.
+#if defined(PARE_X86_64_DISPATCH)
+int64_t row_layout(const Padded&, const Loop& loop, int64_t stride) { return loop.plain_rows ? 1 : stride; }
+#else
+int64_t row_layout(const Padded&, Loop, int64_t stride) { return stride; }
+#endif
 
 // The vector loops of the ISA the kernels run (gemm.cc's tile_kernel()):
 // at --//runtime:x86_64_isa=auto the AVX-512 copy of the 3x3 loops on a CPU
@@ -146,12 +165,15 @@ struct Loop {
 template <int K, int S>
 Loop plane_kernel() {
 #if defined(PARE_X86_64_DISPATCH)
+  const cpu::Isa isa = cpu::kernel_isa();
   if constexpr (K == 3) {
-    if (cpu::kernel_isa() >= cpu::Isa::x86_64_v4) return {x86_64_v4::plane<K, S>, false};
+    if (isa >= cpu::Isa::x86_64_v4) return {x86_64_v4::plane<K, S>, true};
   }
-  if (cpu::kernel_isa() >= cpu::Isa::x86_64_v3) return {x86_64_v3::plane<K, S>, S == 2};
+  if (isa >= cpu::Isa::x86_64_v3) return {x86_64_v3::plane<K, S>, false};
+  return {PARE_SIMD_ISA::plane<K, S>, false};
+#else
+  return PARE_SIMD_ISA::plane<K, S>;
 #endif
-  return {PARE_SIMD_ISA::plane<K, S>, S == 2};
 }
 
 // The (K, stride) variant's loop under its tag (the tracing build records
@@ -160,7 +182,7 @@ Loop plane_kernel() {
 // link drops them.
 template <typename Tag, int K, int S>
 Loop variant(KernelContext& ctx) {
-  Loop loop = {nullptr, false};
+  Loop loop = {};
   if (fast_path_selected<Tag, float>()) {
     (void)run_fast_path<Tag, float>(ctx, [&]() -> Error {
       loop = plane_kernel<K, S>();
@@ -265,12 +287,12 @@ Error run_float(KernelContext& ctx, const Geometry& g, const float* x, const flo
       if (oc % multiplier == 0) {  // a new input channel
         const float* src = x + (n * g.in_channels + oc / multiplier) * plane_in;
         for (int64_t iy = 0; iy < g.height; ++iy) {
-          copy_row(src + iy * g.width, g.width, g.pad_w, loop.deinterleaved ? 2 : 1,
+          copy_row(src + iy * g.width, g.width, g.pad_w, row_layout(shape, loop, g.stride),
                    padded + (iy + g.pad_h) * shape.width, shape.width);
         }
       }
-      loop.fn(padded, shape.width, w + oc * taps, g.kernel, bias != nullptr ? bias[oc * bias_stride] : 0.0f, lo, hi,
-              y + plane * plane_out, g.out_h, g.out_w);
+      loop_fn(loop)(padded, shape.width, w + oc * taps, g.kernel, bias != nullptr ? bias[oc * bias_stride] : 0.0f, lo,
+                    hi, y + plane * plane_out, g.out_h, g.out_w);
     }
   });
   return Error::Ok;
