@@ -279,10 +279,13 @@ CONV_CASES = [  # x, w, stride, padding, groups: odd channels, stride 2, groups,
     ((2, 9, 5, 5), (9, 1, 3, 3), 2, 1, 9),
     ((1, 6, 1, 5), (12, 1, 3, 3), 2, 1, 6),
     ((1, 5, 9, 1), (5, 1, 3, 3), 1, 1, 5),
-    # 3x3 over rows of whole 16-lane vectors and a masked last one, in blocks of four rows and a leftover (the
-    # AVX-512 copy): 37 = 2 x 16 + 5 columns over 13 rows at stride 1, 20 = 16 + 4 over 6 rows at stride 2.
+    # Rows of whole 16-lane vectors and a masked last one, in blocks of four rows and a leftover (the AVX-512
+    # copy): 3x3 over 37 = 2 x 16 + 5 columns and 13 rows at stride 1, 20 = 16 + 4 over 6 rows at stride 2; 5x5
+    # and 7x7 likewise.
     ((1, 3, 13, 37), (3, 1, 3, 3), 1, 1, 3),
     ((2, 2, 12, 40), (2, 1, 3, 3), 2, 1, 2),
+    ((1, 3, 13, 37), (3, 1, 5, 5), 1, 2, 3),
+    ((1, 2, 14, 41), (2, 1, 7, 7), 2, 3, 2),
 ]
 
 
@@ -326,16 +329,17 @@ def test_tile_conv2d_prepacked(kernels, x_shape, w_shape, stride, padding, group
 
 
 @needs_v4_cpu
+@pytest.mark.parametrize("kernel", [3, 5, 7])
 @pytest.mark.parametrize("stride", [1, 2])
-def test_depthwise_3x3_v4_copy_gives_the_v3_copys_bits(runtime, stride):
-    # The AVX-512 3x3 loops sum each output's taps in the v3 copy's order,
-    # fused as its are (depthwise_x86_64_v4.cc), over rows of whole and
-    # masked vectors, blocks of four rows and leftovers, a bias and relu6.
+def test_depthwise_v4_copy_gives_the_v3_copys_bits(runtime, kernel, stride):
+    # The AVX-512 loops sum each output's taps in the v3 copy's order, fused
+    # as its are (depthwise_x86_64_v4.cc), over rows of whole and masked
+    # vectors, blocks of four rows and leftovers, a bias and relu6.
     x = make_tensor((2, 5, 30, 45), torch.float32, 50, -2, 2)
-    w, b = make_tensor((5, 1, 3, 3), torch.float32, 51, -1, 1), make_tensor((5,), torch.float32, 52, -1, 1)
+    w, b = make_tensor((5, 1, kernel, kernel), torch.float32, 51, -1, 1), make_tensor((5,), torch.float32, 52, -1, 1)
     pb = ProgramBuilder()
     m = pb.method()
-    packed = m.conv2d_prepack(w, b, [stride] * 2, [1, 1], [1, 1], 5)
+    packed = m.conv2d_prepack(w, b, [stride] * 2, [kernel // 2] * 2, [1, 1], 5)
     m.output(m.op("pare::conv2d_prepacked", m.input("Float"), packed, 0.0, 6.0))
     program = pb.to_bytes()
     outputs = {}

@@ -159,16 +159,13 @@ int64_t row_layout(const Padded&, Loop, int64_t stride) { return stride; }
 #endif
 
 // The vector loops of the ISA the kernels run (gemm.cc's tile_kernel()):
-// at --//runtime:x86_64_isa=auto the AVX-512 copy of the 3x3 loops on a CPU
-// with AVX-512, the x86-64-v3 copy on one with AVX2 and FMA (an AVX-512
-// CPU's 5x5 and 7x7 loops too), elsewhere the build's own.
+// at --//runtime:x86_64_isa=auto the AVX-512 copy on a CPU with AVX-512,
+// the x86-64-v3 copy on one with AVX2 and FMA, elsewhere the build's own.
 template <int K, int S>
 Loop plane_kernel() {
 #if defined(PARE_X86_64_DISPATCH)
   const cpu::Isa isa = cpu::kernel_isa();
-  if constexpr (K == 3) {
-    if (isa >= cpu::Isa::x86_64_v4) return {x86_64_v4::plane<K, S>, true};
-  }
+  if (isa >= cpu::Isa::x86_64_v4) return {x86_64_v4::plane<K, S>, true};
   if (isa >= cpu::Isa::x86_64_v3) return {x86_64_v3::plane<K, S>, false};
   return {PARE_SIMD_ISA::plane<K, S>, false};
 #else

@@ -72,8 +72,8 @@ Error run_float_nhwc(KernelContext& ctx, const Geometry& g, const float* x, cons
 
 // The vector loops each ISA's copy of depthwise_kernels.inc defines: this
 // build's (PARE_SIMD_ISA, simd.h) and, at --//runtime:x86_64_isa=auto
-// (PARE_X86_64_DISPATCH), the x86-64-v3 copy (kernels_x86_64_v3.cc), and
-// there the AVX-512 copy of the 3x3 loops (depthwise_x86_64_v4.cc).
+// (PARE_X86_64_DISPATCH), the x86-64-v3 copy (kernels_x86_64_v3.cc) and
+// the AVX-512 copy of plane (depthwise_x86_64_v4.cc).
 // depthwise.cc chooses between them (cpu::kernel_isa()).
 //
 // plane<K, S>: one output plane [out_h, out_w] of a K x K kernel `wk` (K
@@ -107,7 +107,7 @@ void plane(const float* padded, int64_t padded_w, const float* wk, int64_t k, fl
 void nhwc_rows(const Geometry& g, const float* x, const float* w, const float* bias, float lo, float hi, float* y,
                int64_t begin, int64_t end);
 }  // namespace x86_64_v3
-// The AVX-512 copy of the 3x3 loops, plane<3, 1> and plane<3, 2> only
+// The AVX-512 copy of the loops, the same four variants
 // (depthwise_x86_64_v4.cc): 16 lanes, four output rows at a time.
 namespace x86_64_v4 {
 template <int K, int S>

@@ -1,17 +1,18 @@
-// The AVX-512 copy of the depthwise fast path's 3x3 loops (depthwise.h's
-// plane<3, 1> and plane<3, 2>) for runtimes at --//runtime:x86_64_isa=auto,
+// The AVX-512 copy of the depthwise fast path's loops (depthwise.h's
+// plane<K, S>: 3x3, and 5x5 and 7x7 in one loop over a size read at run
+// time, at strides 1 and 2) for runtimes at --//runtime:x86_64_isa=auto,
 // which run it on a CPU with AVX-512 F, BW, CD, DQ and VL (cpu::kernel_isa();
 // depthwise.cc's plane_kernel()). //runtime/kernels:kernels_v4 compiles this
-// file with -march=x86-64-v4; elsewhere it is empty. It is kept under the
-// 3x3 variants' tags, as the v3 copy is: a runtime without a 3x3 layer
-// never references it.
+// file with -march=x86-64-v4; elsewhere it is empty. Each variant is kept
+// under its (K, stride) tag, as the v3 copy's are: a runtime without such a
+// layer never references it.
 //
 // What the v3 copy (depthwise_kernels.inc) does not do: 16-lane vectors
 // (simd.h stays 8 lanes wide at v4), a row's last vector loaded and stored
 // under a mask, so the plane depthwise.cc pads for 8 lanes is read in
 // bounds; four output rows at a time, each input row's tap vectors loaded
-// once for every output row of the block that reads it (at stride 1, 18
-// loads for 36 multiply-adds rather than 36) and the four rows' sums four
+// once for every output row of the block that reads it (3x3 at stride 1,
+// 18 loads for 36 multiply-adds rather than 36) and the four rows' sums four
 // chains in flight; and at stride 2, plain rows (depthwise.cc copies them
 // as they are, a memcpy, rather than deinterleaved), the even and odd
 // columns picked out of two vectors by a shuffle. Every output still sums
@@ -49,42 +50,45 @@ PARE_ALWAYS_INLINE v16 alternate(v16 a, v16 b) {
 }
 
 // R output rows from `o` (out_w apart), columns [ox, ox + n) (n <= 16), of a
-// 3x3 kernel at stride S whose first input row is `top` (plain rows, at
-// stride 2 too).
-template <int R, int S>
-PARE_ALWAYS_INLINE void block(const float* top, int64_t padded_w, const v16 (&w)[9], v16 b, v16 lo, v16 hi, float* o,
-                              int64_t out_w, int64_t ox, int64_t n) {
+// K x K kernel at stride S whose first input row is `top` (plain rows, at
+// stride 2 too). w[ky * K + kx]: tap (ky, kx)'s weight, a vector (3x3: held
+// in registers) or a float (5x5, 7x7: broadcast from memory by the
+// multiply-add).
+template <int R, int S, int K, typename W>
+PARE_ALWAYS_INLINE void block(const float* top, int64_t padded_w, W w, v16 b, v16 lo, v16 hi, float* o, int64_t out_w,
+                              int64_t ox, int64_t n) {
   // The input floats from column S * ox on that the n outputs read: bit i
-  // of `need` for column S * ox + i (n + 2 at stride 1, 2n + 1 at 2).
-  const uint64_t need = (uint64_t{1} << ((n - 1) * S + 3)) - 1;
+  // of `need` for column S * ox + i ((n - 1) * S + K of them).
+  const uint64_t need = (uint64_t{1} << ((n - 1) * S + K)) - 1;
   v16 acc[R];
 #pragma clang loop unroll(full)
   for (int r = 0; r < R; ++r) acc[r] = b;  // a -0.0 bias stays -0.0, as in the generic loop
     // Input rows in order, so that each output row meets its ky in order.
 #pragma clang loop unroll(full)
-  for (int iy = 0; iy < (R - 1) * S + 3; ++iy) {
+  for (int iy = 0; iy < (R - 1) * S + K; ++iy) {
     const float* row = top + iy * padded_w + S * ox;
-    v16 x[3];
+    v16 x[K];
     if constexpr (S == 1) {
 #pragma clang loop unroll(full)
-      for (int kx = 0; kx < 3; ++kx) x[kx] = load(row + kx, need >> kx);
+      for (int kx = 0; kx < K; ++kx) x[kx] = load(row + kx, need >> kx);
     } else {
       // Tap kx of output j reads column 2j + kx: the even lanes of the 32
-      // floats from column 0 (kx 0) or 2 (kx 2), the odd ones from 0 (kx 1).
-      const v16 a = load(row, need);
-      const v16 a2 = load(row + 16, need >> 16);
-      const v16 c = load(row + 2, need >> 2);
-      const v16 c2 = load(row + 18, need >> 18);
-      x[0] = alternate<0>(a, a2);
-      x[1] = alternate<1>(a, a2);
-      x[2] = alternate<0>(c, c2);
+      // floats from column kx (kx even), the odd ones of those from column
+      // kx - 1 (kx odd).
+#pragma clang loop unroll(full)
+      for (int kx = 0; kx < K; kx += 2) {
+        const v16 lo16 = load(row + kx, need >> kx);
+        const v16 hi16 = load(row + kx + 16, need >> (kx + 16));
+        x[kx] = alternate<0>(lo16, hi16);
+        if (kx + 1 < K) x[kx + 1] = alternate<1>(lo16, hi16);
+      }
     }
 #pragma clang loop unroll(full)
     for (int r = 0; r < R; ++r) {
       const int ky = iy - r * S;
-      if (ky < 0 || ky >= 3) continue;
+      if (ky < 0 || ky >= K) continue;
 #pragma clang loop unroll(full)
-      for (int kx = 0; kx < 3; ++kx) acc[r] += w[ky * 3 + kx] * x[kx];
+      for (int kx = 0; kx < K; ++kx) acc[r] += w[ky * K + kx] * x[kx];
     }
   }
   const mask16 store_mask = static_cast<mask16>((uint32_t{1} << n) - 1);
@@ -96,35 +100,56 @@ PARE_ALWAYS_INLINE void block(const float* top, int64_t padded_w, const v16 (&w)
   }
 }
 
-// Output rows [oy, oy + R) of the plane, every column.
-template <int R, int S>
-PARE_ALWAYS_INLINE void rows(const float* padded, int64_t padded_w, const v16 (&w)[9], v16 b, v16 lo, v16 hi,
-                             float* out, int64_t out_w, int64_t oy) {
+// Output rows [oy, oy + R) of the plane, every column: 3x3 with whole
+// vectors apart from the masked last one; 5x5 and 7x7, whose blocks are
+// long enough to pay for the masks, every vector through the masked code
+// (one copy of it per block height).
+template <int R, int S, int K, typename W>
+PARE_ALWAYS_INLINE void rows(const float* padded, int64_t padded_w, W w, v16 b, v16 lo, v16 hi, float* out,
+                             int64_t out_w, int64_t oy) {
   const float* top = padded + oy * S * padded_w;
   float* o = out + oy * out_w;
   int64_t ox = 0;
-  for (; ox + 16 <= out_w; ox += 16) block<R, S>(top, padded_w, w, b, lo, hi, o, out_w, ox, 16);
-  if (ox < out_w) block<R, S>(top, padded_w, w, b, lo, hi, o, out_w, ox, out_w - ox);
+  if constexpr (K == 3) {
+    for (; ox + 16 <= out_w; ox += 16) block<R, S, K>(top, padded_w, w, b, lo, hi, o, out_w, ox, 16);
+  }
+  for (; ox < out_w; ox += 16) {
+    block<R, S, K>(top, padded_w, w, b, lo, hi, o, out_w, ox, out_w - ox < 16 ? out_w - ox : 16);
+  }
 }
 
-}  // namespace
-
-template <int K, int S>
-void plane(const float* padded, int64_t padded_w, const float* PARE_RESTRICT wk, int64_t, float b, float lo, float hi,
-           float* out, int64_t out_h, int64_t out_w) {
-  static_assert(K == 3, "the AVX-512 copy has the 3x3 loops only; 5x5 and 7x7 run the v3 copy's");
-  v16 w[9];
-  for (int t = 0; t < 9; ++t) w[t] = splat16(wk[t]);
+template <int S, int K, typename W>
+PARE_ALWAYS_INLINE void all_rows(const float* padded, int64_t padded_w, W w, float b, float lo, float hi, float* out,
+                                 int64_t out_h, int64_t out_w) {
   const v16 bv = splat16(b);
   const v16 lov = splat16(lo);
   const v16 hiv = splat16(hi);
   int64_t oy = 0;
-  for (; oy + kRows <= out_h; oy += kRows) rows<kRows, S>(padded, padded_w, w, bv, lov, hiv, out, out_w, oy);
-  for (; oy < out_h; ++oy) rows<1, S>(padded, padded_w, w, bv, lov, hiv, out, out_w, oy);
+  for (; oy + kRows <= out_h; oy += kRows) rows<kRows, S, K>(padded, padded_w, w, bv, lov, hiv, out, out_w, oy);
+  for (; oy < out_h; ++oy) rows<1, S, K>(padded, padded_w, w, bv, lov, hiv, out, out_w, oy);
+}
+
+}  // namespace
+
+// K = 3: the 3x3 loop; K = 0: 5x5 or 7x7, the size k read at run time.
+template <int K, int S>
+void plane(const float* padded, int64_t padded_w, const float* PARE_RESTRICT wk, int64_t k, float b, float lo, float hi,
+           float* out, int64_t out_h, int64_t out_w) {
+  if constexpr (K == 3) {
+    v16 w[9];
+    for (int t = 0; t < 9; ++t) w[t] = splat16(wk[t]);
+    all_rows<S, 3>(padded, padded_w, static_cast<const v16*>(w), b, lo, hi, out, out_h, out_w);
+  } else if (k == 5) {
+    all_rows<S, 5>(padded, padded_w, wk, b, lo, hi, out, out_h, out_w);
+  } else {
+    all_rows<S, 7>(padded, padded_w, wk, b, lo, hi, out, out_h, out_w);
+  }
 }
 
 template void plane<3, 1>(const float*, int64_t, const float*, int64_t, float, float, float, float*, int64_t, int64_t);
 template void plane<3, 2>(const float*, int64_t, const float*, int64_t, float, float, float, float*, int64_t, int64_t);
+template void plane<0, 1>(const float*, int64_t, const float*, int64_t, float, float, float, float*, int64_t, int64_t);
+template void plane<0, 2>(const float*, int64_t, const float*, int64_t, float, float, float, float*, int64_t, int64_t);
 
 }  // namespace x86_64_v4
 }  // namespace depthwise

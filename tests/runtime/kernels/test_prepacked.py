@@ -322,21 +322,22 @@ def test_fused_output_clamp(runtime, bounds):
 
 
 @pytest.mark.fp_ops  # the depthwise kernel's vector code: also on the v3 runtime and capped at SSE2
-@pytest.mark.parametrize("stride,padding", [(1, 1), (1, 0), (2, 1), (2, 0)])
-def test_depthwise_3x3_every_row_width_and_height(runtime, stride, padding):
-    # The direct 3x3 kernel on output rows of 1 to 33 columns (every
+@pytest.mark.parametrize("kernel", [3, 5, 7])
+@pytest.mark.parametrize("stride,padded", [(1, True), (1, False), (2, True), (2, False)])
+def test_depthwise_every_row_width_and_height(runtime, kernel, stride, padded):
+    # The direct K x K kernel on output rows of 1 to 33 columns (every
     # remainder of 16 and of 8 lanes: the AVX-512 copy's masked last vector,
     # the v3 copy's spill and tail) and 1 to 9 rows (the AVX-512 copy's
     # blocks of four rows and each leftover count), with and without a bias,
     # clamped to [0, 6] (relu6, fused) with a NaN that stays NaN, or not
     # clamped. Against a float64 reference within the dot-product bound.
-    sizes = [(h, w) for w in range(1, 34) for h in (1 + (w % 9),)] + [(h, 17) for h in range(1, 10)]
+    padding = kernel // 2 if padded else 0
+    sizes = [(1 + (w % 9), w) for w in range(1, 34)] + [(h, 17) for h in range(1, 10)]
     for i, (out_h, out_w) in enumerate(sizes):
-        h, w_ = (out_h - 1) * stride + 3 - 2 * padding, (out_w - 1) * stride + 3 - 2 * padding
-        h, w_ = max(h, 1), max(w_, 1)
+        h, w_ = (out_h - 1) * stride + kernel - 2 * padding, (out_w - 1) * stride + kernel - 2 * padding
         x = make_tensor((1, 3, h, w_), torch.float32, 40 + i, -2, 2)
         x[0, 1, h // 2, w_ // 2] = float("nan")
-        wc = make_tensor((3, 1, 3, 3), torch.float32, 41, -1, 1)
+        wc = make_tensor((3, 1, kernel, kernel), torch.float32, 41, -1, 1)
         for bias, (lo, hi) in [(True, (0.0, 6.0)), (False, (-float("inf"), float("inf")))]:
             bc = make_tensor((3,), torch.float32, 42, -1, 1) if bias else None
             pb = ProgramBuilder()
@@ -344,15 +345,16 @@ def test_depthwise_3x3_every_row_width_and_height(runtime, stride, padding):
             packed = m.conv2d_prepack(wc, bc, [stride] * 2, [padding] * 2, [1, 1], 3)
             m.output(m.op("pare::conv2d_prepacked", m.input("Float"), packed, lo, hi))
             (y,) = runtime.load(pb.to_bytes()).method().run(x.numpy())
-            exact = F.conv2d(x.double(), wc.double(), None if bc is None else bc.double(), stride, padding, 1, 3)
-            assert tuple(y.shape) == tuple(exact.shape), (out_h, out_w, y.shape, exact.shape)
+            b64 = None if bc is None else bc.double()
+            exact = F.conv2d(x.double(), wc.double(), b64, stride, padding, 1, 3)
+            assert tuple(y.shape) == tuple(exact.shape) == (1, 3, out_h, out_w)
             magnitude = F.conv2d(
-                x.double().abs(), wc.double().abs(), None if bc is None else bc.double().abs(), stride, padding, 1, 3
+                x.double().abs(), wc.double().abs(), None if b64 is None else b64.abs(), stride, padding, 1, 3
             )
             got = torch.from_numpy(y)
             assert (got.isnan() == exact.isnan()).all(), (out_h, out_w, bias)
             finite = ~exact.isnan()
-            assert_within_dot_bound(got[finite], exact.clamp(lo, hi)[finite], magnitude[finite], 10)
+            assert_within_dot_bound(got[finite], exact.clamp(lo, hi)[finite], magnitude[finite], kernel * kernel + 1)
 
 
 # Layers whose depth spans several of the GEMM's 256-deep blocks: the GEMM
