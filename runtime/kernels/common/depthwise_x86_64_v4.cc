@@ -10,14 +10,15 @@
 // What the v3 copy (depthwise_kernels.inc) does not do: 16-lane vectors
 // (simd.h stays 8 lanes wide at v4), a row's last vector loaded and stored
 // under a mask, so the plane depthwise.cc pads for 8 lanes is read in
-// bounds; four output rows at a time, each input row's tap vectors loaded
-// once for every output row of the block that reads it (3x3 at stride 1,
-// 18 loads for 36 multiply-adds rather than 36) and the four rows' sums four
-// chains in flight; and at stride 2, plain rows (depthwise.cc copies them
-// as they are, a memcpy, rather than deinterleaved), the even and odd
-// columns picked out of two vectors by a shuffle. Every output still sums
-// its taps in the generic loop's order (bias, then ky, kx; fused as the v3
-// copy's are), so both copies give the same bits.
+// bounds; for 3x3, four output rows at a time, each input row's tap
+// vectors loaded once for every output row of the block that reads it (at
+// stride 1, 18 loads for 36 multiply-adds rather than 36) and the four
+// rows' sums four chains in flight; and at stride 2, plain rows
+// (depthwise.cc copies them as they are, a memcpy, rather than
+// deinterleaved), the even and odd columns picked out of two vectors by a
+// shuffle. Every output still sums its taps in the generic loop's order
+// (bias, then ky, kx; fused as the v3 copy's are), so both copies give the
+// same bits.
 #if defined(PARE_X86_64_DISPATCH) && defined(__AVX512F__)
 
 #include "runtime/kernels/common/depthwise.h"
@@ -30,7 +31,10 @@ namespace {
 typedef float v16 __attribute__((vector_size(16 * sizeof(float))));
 typedef unsigned short mask16;  // an AVX-512 opmask of 16 lanes (immintrin.h's mask16)
 
-// Output rows per block of plane's main loop.
+// Output rows per block of the 3x3 loops' main loop. 5x5 and 7x7 go a row
+// at a time, as the v3 copy does (the out-of-order core overlaps the next
+// vector's chain): their blocks of four rows, unrolled, were 26 KB of code
+// for every runtime with such a layer.
 constexpr int kRows = 4;
 
 PARE_ALWAYS_INLINE v16 splat16(float x) { return v16{} + x; }
@@ -62,8 +66,9 @@ PARE_ALWAYS_INLINE void block(const float* top, int64_t padded_w, W w, v16 b, v1
   const uint64_t need = (uint64_t{1} << ((n - 1) * S + K)) - 1;
   v16 acc[R];
 #pragma clang loop unroll(full)
-  for (int r = 0; r < R; ++r) acc[r] = b;  // a -0.0 bias stays -0.0, as in the generic loop
-    // Input rows in order, so that each output row meets its ky in order.
+  for (int r = 0; r < R; ++r)
+    acc[r] = b;  // a -0.0 bias stays -0.0, as in the generic loop
+                 // Input rows in order, so that each output row meets its ky in order.
 #pragma clang loop unroll(full)
   for (int iy = 0; iy < (R - 1) * S + K; ++iy) {
     const float* row = top + iy * padded_w + S * ox;
@@ -125,7 +130,9 @@ PARE_ALWAYS_INLINE void all_rows(const float* padded, int64_t padded_w, W w, flo
   const v16 lov = splat16(lo);
   const v16 hiv = splat16(hi);
   int64_t oy = 0;
-  for (; oy + kRows <= out_h; oy += kRows) rows<kRows, S, K>(padded, padded_w, w, bv, lov, hiv, out, out_w, oy);
+  if constexpr (K == 3) {
+    for (; oy + kRows <= out_h; oy += kRows) rows<kRows, S, K>(padded, padded_w, w, bv, lov, hiv, out, out_w, oy);
+  }
   for (; oy < out_h; ++oy) rows<1, S, K>(padded, padded_w, w, bv, lov, hiv, out, out_w, oy);
 }
 
