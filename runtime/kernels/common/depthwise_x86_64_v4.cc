@@ -105,20 +105,15 @@ PARE_ALWAYS_INLINE void block(const float* top, int64_t padded_w, W w, v16 b, v1
   }
 }
 
-// Output rows [oy, oy + R) of the plane, every column: 3x3 with whole
-// vectors apart from the masked last one; 5x5 and 7x7, whose blocks are
-// long enough to pay for the masks, every vector through the masked code
-// (one copy of it per block height).
+// Output rows [oy, oy + R) of the plane, every column, each vector through
+// the masked code (whole vectors too: one copy of the block per height; a
+// separate unmasked copy cost the demo's runtime 1 KB and no speed).
 template <int R, int S, int K, typename W>
 PARE_ALWAYS_INLINE void rows(const float* padded, int64_t padded_w, W w, v16 b, v16 lo, v16 hi, float* out,
                              int64_t out_w, int64_t oy) {
   const float* top = padded + oy * S * padded_w;
   float* o = out + oy * out_w;
-  int64_t ox = 0;
-  if constexpr (K == 3) {
-    for (; ox + 16 <= out_w; ox += 16) block<R, S, K>(top, padded_w, w, b, lo, hi, o, out_w, ox, 16);
-  }
-  for (; ox < out_w; ox += 16) {
+  for (int64_t ox = 0; ox < out_w; ox += 16) {
     block<R, S, K>(top, padded_w, w, b, lo, hi, o, out_w, ox, out_w - ox < 16 ? out_w - ox : 16);
   }
 }
