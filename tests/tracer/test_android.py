@@ -171,7 +171,7 @@ INT8_ARM64_CONFIGS = {
 # 4x4 tiles and their edges), batch 2, groups, stride 2, padding.
 INT8_CONV_CASES = ["3x3_odd_channels", "stride2_padding", "groups3_odd", "deep", "1x1_stride2"]
 INT8_LINEAR_CASES = [((5, 33), 17), ((1, 300), 64), ((2, 3, 40), 9)]
-# pare::qmax_pool2d's 16-byte blocks (NEON), stride 1 and 2, and its scalar loop.
+# aten::max_pool2d's int8 16-byte blocks (NEON), stride 1 and 2, and its scalar loop.
 INT8_MAX_POOL_CASES = ["resnet_stem", "3x3_stride1_pad1", "dilated", "stride3_rect"]
 
 
@@ -234,7 +234,7 @@ def _int8_layers_program():
         shape, *window = qe.MAX_POOL_CASES[name]
         x_q = qe.int8(shape, 120 + i)
         x = m.input("Char")
-        outputs.append(m.op("pare::qmax_pool2d", x, *window))
+        outputs.append(m.op("aten::max_pool2d", x, *window))
         inputs.append(x_q)
         references.append(torch.nn.functional.max_pool2d(x_q.float(), *window).to(torch.int8))
     m.output(*outputs)

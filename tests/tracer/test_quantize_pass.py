@@ -290,7 +290,7 @@ def test_the_rest_of_an_int8_graph_runs_on_int8():
     assert not {"aten::add.Tensor", "aten::relu", "aten::hardswish", "aten::mean.dim"} & set(ops)
     assert not {"aten::_adaptive_avg_pool2d", "aten::convolution", "aten::addmm"} & set(ops)
     assert [ops.count(op) for op in INT8_OTHER_OPS] == [1, 0, 1, 2]
-    assert ops.count("pare::qmax_pool2d") == ops.count("aten::view") == 1
+    assert ops.count("aten::max_pool2d") == ops.count("aten::view") == 1
     assert "aten::max_pool2d_with_indices" not in ops  # its int64 indices had no user
     assert counts_of(exported)["quantize"] == BLOCKS_COUNTS
     (method,) = pp.read(exported.program).methods

@@ -93,6 +93,7 @@ from tools.tracer.plans import (
     InputSize,
     Int8AtenPlan,
     Int8LayerPlan,
+    Int8MaxPoolValues,
     Int8OpPlan,
     LinearPrepack,
     MaxPoolValues,
@@ -599,7 +600,7 @@ class MethodLowering:
         except ProgramError as e:
             raise TracerError(f"{name} at {use.location or node.name}: {e}") from None
 
-    def _lower_max_pool_values(self, node: Node, plan: MaxPoolValues, use: OpUse) -> None:
+    def _lower_max_pool_values(self, node: Node, plan: MaxPoolValues | Int8MaxPoolValues, use: OpUse) -> None:
         self._lower_op(node, plan, use, op=aten.max_pool2d.default, returns="tensor")
 
 
@@ -621,6 +622,7 @@ HANDLERS: dict[type[Plan], Callable[[MethodLowering, Node, Any, OpUse], None]] =
     QLinearPrepack: lower_int8_layer,
     QConv2dPrepack: lower_int8_layer,
     Int8AtenPlan: MethodLowering._lower_op,
+    Int8MaxPoolValues: MethodLowering._lower_max_pool_values,
     Int8OpPlan: lower_int8_op,
 }
 

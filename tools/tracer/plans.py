@@ -222,6 +222,13 @@ class Int8AtenPlan(OpPlan):
 
 
 @dataclass(frozen=True, kw_only=True)
+class Int8MaxPoolValues(Int8AtenPlan):
+    """max_pool2d_with_indices whose values alone are read, on int8 values
+    (the quantize pass): aten::max_pool2d on the int8 tensor, as
+    MaxPoolValues on float."""
+
+
+@dataclass(frozen=True, kw_only=True)
 class Int8OpPlan(Plan):
     """A pare:: int8 op of the quantize pass (pare::qadd, qmul, qmean, qlut)
     on `args`: graph nodes (their int8 values), torch tensors (stored as

@@ -1,7 +1,7 @@
 // max_pool2d_with_indices and max_pool3d_with_indices: the running max of
 // each window with its index, NaN winning as in PyTorch (max_pool2d: the
-// same without the index); nn.MaxPool2d(2) has its own loop (tag
-// max_pool2d_2x2_kernel). The shared pieces and the scheme (one body for
+// same without the index, and on int8 the quantize pass's max pooling);
+// nn.MaxPool2d(2) has its own loop (tag max_pool2d_2x2_kernel). The shared pieces and the scheme (one body for
 // 2-d and 3-d, scalar loops at the rows' ends, vectors in between) are in
 // pooling.h.
 
@@ -262,6 +262,91 @@ void max_pool_plane_2x2(const float* PARE_RESTRICT in, float* PARE_RESTRICT out,
   // The scalar 2x2 loop, not the general one, which a runtime of 2x2 pools
   // alone leaves out.
   max_pool_plane_2x2<kIndices, float>(in, out, indices, planes, p);
+}
+
+// Int8 planes without indices (aten::max_pool2d on the quantize pass's
+// int8 values, docs/quantization.md: quantization is monotonic, so the
+// int8 max is the reference's float max quantized, exactly). Each output
+// row runs 16 outputs at a time wherever every tap of the block lies
+// inside the row (stride 1 or 2: a 16-byte load, or every other byte of
+// 32), the scalar loop at the row's ends. A maximum of int8 values is the
+// same in any order, so every ISA gives the same bits.
+typedef int8_t bytes16 __attribute__((vector_size(16)));
+typedef int8_t bytes32 __attribute__((vector_size(32)));
+
+PARE_ALWAYS_INLINE bytes16 max16(bytes16 a, bytes16 b) { return a > b ? a : b; }
+
+// The 16 bytes at p (stride 1); or (stride 2) every other one of the 31
+// from p: the even bytes of the 32 at p for a window's first column, else
+// the odd bytes of the 32 at p - 1, so that no load reads past the last
+// tap (the plane's last byte, at its end).
+PARE_ALWAYS_INLINE bytes16 load_taps(const int8_t* p, int64_t stride, bool first_column) {
+  if (stride == 1) {
+    bytes16 v;
+    __builtin_memcpy(&v, p, sizeof(v));
+    return v;
+  }
+  bytes32 w;
+  if (first_column) {
+    __builtin_memcpy(&w, p, sizeof(w));
+    return __builtin_shufflevector(w, w, 0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+  }
+  __builtin_memcpy(&w, p - 1, sizeof(w));
+  return __builtin_shufflevector(w, w, 1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
+}
+
+void max_pool_plane_int8(const int8_t* PARE_RESTRICT in, int8_t* PARE_RESTRICT out, const Planes<2>& planes,
+                         const PoolParams<2>& p) {
+  constexpr int64_t kBytes = 16;
+  const int64_t width = planes.width;
+  const int64_t s = p.stride[kW];
+  const int64_t dw = p.dilation[kW];
+  // The outputs whose taps all lie inside the row: [begin, end).
+  const int64_t span = (p.kernel[kW] - 1) * dw + 1;
+  const int64_t begin = min_of((p.padding[kW] + s - 1) / s, p.out[kW]);
+  const int64_t room = width - span + p.padding[kW];
+  // (Stride 2 reads a window's first column and the byte after it: a span of at least 2.)
+  const bool vectors = s == 1 || (s == 2 && span >= 2);
+  const int64_t end = !vectors || room < 0 ? begin : max_of(begin, min_of(room / s + 1, p.out[kW]));
+  for (int64_t oh = 0; oh < p.out[kH]; ++oh) {
+    const WindowRows w = max_window_rows(0, oh, planes, p);
+    int8_t* o = out + oh * p.out[kW];
+    int64_t ow = 0;
+    for (; ow < begin; ++ow) max_pool_one<false>(in, w, ow, planes, p, &o[ow], nullptr);
+    const auto block = [&](int64_t first) {
+      bytes16 max = bytes16{} + int8_t{-128};
+      const int8_t* start = in + first * s - p.padding[kW];
+      for (int64_t ih = w.rows.first; ih < w.rows.end; ih += p.dilation[kH]) {
+        const int8_t* row = start + ih * width;
+        for (int64_t kw = 0; kw < p.kernel[kW]; ++kw) max = max16(max, load_taps(row + kw * dw, s, kw == 0));
+      }
+      __builtin_memcpy(o + first, &max, sizeof(max));
+    };
+    ow = vector_blocks<kBytes>(ow, end, block);
+    for (; ow < p.out[kW]; ++ow) max_pool_one<false>(in, w, ow, planes, p, &o[ow], nullptr);
+  }
+}
+
+// The int8 overloads of max_pool_plane and max_pool_plane_2x2: the loop
+// above without indices, the scalar loops with them.
+template <bool kIndices, int kSpatial>
+void max_pool_plane(const int8_t* PARE_RESTRICT in, int8_t* PARE_RESTRICT out, int64_t* PARE_RESTRICT indices,
+                    const Planes<kSpatial>& planes, const PoolParams<kSpatial>& p) {
+  if constexpr (!kIndices && kSpatial == 2) {
+    max_pool_plane_int8(in, out, planes, p);
+  } else {
+    max_pool_plane<kIndices, int8_t, kSpatial>(in, out, indices, planes, p);
+  }
+}
+
+template <bool kIndices>
+void max_pool_plane_2x2(const int8_t* PARE_RESTRICT in, int8_t* PARE_RESTRICT out, int64_t* PARE_RESTRICT indices,
+                        const Planes<2>& planes, const PoolParams<2>& p) {
+  if constexpr (kIndices) {
+    max_pool_plane_2x2<kIndices, int8_t>(in, out, indices, planes, p);
+  } else {
+    max_pool_plane_int8(in, out, planes, p);
+  }
 }
 
 // max_pool{2,3}d_with_indices(self, kernel_size, stride=[], padding=0, dilation=1, ceil_mode=False),

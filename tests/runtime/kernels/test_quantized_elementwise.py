@@ -1,7 +1,9 @@
 """The quantize pass's int8 ops besides the layers
 (runtime/kernels/quantized/qelementwise.cc): pare::qadd, pare::qmul,
-pare::qmean, pare::qlut and pare::qmax_pool2d vs torch eager running PT2E's reference graph,
-dequantize_per_tensor -> float op [-> relu] -> quantize_per_tensor.
+pare::qmean, pare::qlut, and aten::max_pool2d on int8 (nn/max_pool.cc;
+nn.MaxPool2d(2) takes its 2x2 loop) vs torch eager running PT2E's
+reference graph, dequantize_per_tensor -> float op [-> relu] ->
+quantize_per_tensor.
 
 qadd, qmul and qlut compute what the reference computes (float32, round
 half to even): every element equal. qmean sums exactly and takes the mean
@@ -164,7 +166,7 @@ MAX_POOL_CASES = {
 
 
 @pytest.mark.parametrize("case", MAX_POOL_CASES.values(), ids=MAX_POOL_CASES.keys())
-def test_qmax_pool2d_matches_reference(runtime, case):
+def test_int8_max_pool2d_matches_reference(runtime, case):
     shape, kernel, stride, padding, dilation, ceil_mode = case
     x = int8(shape, 7)
     x[..., 0] = 127  # the rows' ends and their padding
@@ -172,14 +174,14 @@ def test_qmax_pool2d_matches_reference(runtime, case):
     si, zi = 0.04, -3
     y = F.max_pool2d(dq(x, si, zi), kernel, stride, padding, dilation, ceil_mode)
     expected = quant(y, si, zi)
-    actual = run_op(runtime, "pare::qmax_pool2d", [x], kernel, stride, padding, dilation, ceil_mode)
+    actual = run_op(runtime, "aten::max_pool2d", [x], kernel, stride, padding, dilation, ceil_mode)
     assert_equal(actual, expected)
 
 
-def test_qmax_pool2d_non_contiguous(runtime):
+def test_int8_max_pool2d_non_contiguous(runtime):
     x = int8((1, 40, 6, 30), 8).permute(0, 3, 1, 2)  # (1, 30, 40, 6) viewed as channels-first
     expected = F.max_pool2d(x.float(), 3, 2, 1).to(torch.int8)
-    actual = run_op(runtime, "pare::qmax_pool2d", [x], [3, 3], [2, 2], [1, 1], [1, 1], False)
+    actual = run_op(runtime, "aten::max_pool2d", [x], [3, 3], [2, 2], [1, 1], [1, 1], False)
     assert_equal(actual, expected)
 
 
@@ -211,13 +213,13 @@ def test_qmax_pool2d_non_contiguous(runtime):
             r"argument 'dims' = 3 must be between 1",
         ),
         (
-            "pare::qmax_pool2d",
+            "aten::max_pool2d",
             [int8((1, 2, 5, 5), 1)],
             ([3, 3], [2, 2], [2, 2], [1, 1], False),
             r"argument 'padding' \(2\) must be at most half of kernel_size \(3\)",
         ),
     ],
-    ids=["qadd_shapes", "qadd_scale", "qmul_range", "qmean_dims", "qmax_pool2d_padding"],
+    ids=["qadd_shapes", "qadd_scale", "qmul_range", "qmean_dims", "max_pool2d_int8_padding"],
 )
 def test_errors(runtime, name, inputs, scalars, message):
     with pytest.raises(PareError, match=message) as e:

@@ -6,9 +6,8 @@ to int8 runs on the int8 values:
 
 * max_pool2d, cat and views, which commute with quantization when every
   input and the output share scale and zero point (and the output's range
-  is int8's): pare::qmax_pool2d (max pooling without the indices no one
-  reads), and cat's and the views' own aten kernels on the int8 tensors
-  (Char);
+  is int8's): their own aten kernels on the int8 tensors (Char), max
+  pooling as aten::max_pool2d (without the indices no one reads);
 * add and mul (broadcasting): pare::qadd / pare::qmul, requantizing;
 * the mean over the last dims (mean.dim over H and W, adaptive average
   pooling to 1x1): pare::qmean;
@@ -24,7 +23,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from tools.tracer.passes.base import LoweringState, argument, is_node
-from tools.tracer.plans import Int8AtenPlan, Int8OpPlan, Plan
+from tools.tracer.plans import Int8AtenPlan, Int8MaxPoolValues, Int8OpPlan, Plan
 
 if TYPE_CHECKING:
     from torch.fx import Node
@@ -227,9 +226,10 @@ def _max_pool_plan(node: Node, lowering: LoweringState) -> Plan | None:
     dilation = [int(v) for v in argument(node, 4, "dilation", [1, 1])]
     ceil_mode = bool(argument(node, 5, "ceil_mode", False))
     args = (x[0], kernel, stride, padding, dilation, ceil_mode)
-    if values is not node:
-        lowering.fuse(values, node)  # the values' getitem: pare::qmax_pool2d returns them alone
-    return Int8OpPlan(deps=(x[0],), op="pare::qmax_pool2d", args=args, counts=((NAME, "pool"),))
+    if values is node:
+        return Int8AtenPlan(deps=(x[0],), args=args, kwargs={}, counts=((NAME, "pool"),))
+    lowering.fuse(values, node)  # the values' getitem: aten::max_pool2d returns them alone
+    return Int8MaxPoolValues(deps=(x[0],), args=args, kwargs={}, counts=((NAME, "pool"),))
 
 
 def _cat_plan(node: Node, lowering: LoweringState) -> Plan | None:
