@@ -131,6 +131,34 @@ Error QConv2dPackedParams::run(KernelContext& ctx, const Tensor& input, Value& o
   const int64_t k = g.k();
   const int64_t p = g.planes_out();
   const bool pointwise = algorithm == conv::Int8Algorithm::PointwiseGemm;
+  const uint8_t* layer_packed = packing == kernels::qgemm::columns_packing() ? packed : nullptr;
+  PARE_TRY_ASSIGN(void* gemm_scratch,
+                  ctx.allocate_scratch(static_cast<size_t>(kernels::qgemm::columns_scratch_bytes(g.og, k))));
+#if defined(PARE_X86_64_DISPATCH)
+  // The VNNI copy packs its tiles of the im2col matrix from the image:
+  // the matrix is never written.
+  if (!pointwise) {
+    PARE_TRY_ASSIGN(void* ranges, ctx.allocate_scratch(static_cast<size_t>(2 * g.kw) * sizeof(int64_t)));
+    int64_t* lo = static_cast<int64_t*>(ranges);
+    for (int64_t kx = 0; kx < g.kw; ++kx)
+      conv::valid_range(kx * g.dw - g.pw, g.sw, g.width, g.out_w, &lo[kx], &lo[g.kw + kx]);
+    kernels::qgemm::ImageColumns cols{nullptr, g.height, g.width, g.kh,      g.kw,
+                                      g.sh,    g.sw,     g.ph,    g.pw,      g.dh,
+                                      g.dw,    g.out_w,  lo,      lo + g.kw, static_cast<int8_t>(input_zero_point)};
+    if (kernels::qgemm::image_gemm_runs(cols)) {
+      for (int64_t n = 0; n < g.batch; ++n) {
+        for (int64_t grp = 0; grp < groups; ++grp) {
+          cols.image = image + g.group_input(n, grp);
+          const GemmRequantization rq = channels_from(requantization, grp * g.og, output_min, output_max);
+          const kernels::qgemm::Output dst{y + g.group_output(n, grp), /*channel_stride=*/p, /*pixel_stride=*/1};
+          const void* group_packed = layer_packed == nullptr ? nullptr : layer_packed + grp * packed_group_bytes;
+          kernels::qgemm::gemm_image(g.og, p, k, weight + grp * g.og * k, group_packed, cols, rq, dst, gemm_scratch);
+        }
+      }
+      return Error::Ok;
+    }
+  }
+#endif
   int8_t* columns = nullptr;
   if (!pointwise) {
     int64_t bytes = 0;
@@ -140,9 +168,6 @@ Error QConv2dPackedParams::run(KernelContext& ctx, const Tensor& input, Value& o
     PARE_TRY_ASSIGN(void* memory, ctx.allocate_scratch(static_cast<size_t>(bytes)));
     columns = static_cast<int8_t*>(memory);
   }
-  PARE_TRY_ASSIGN(void* gemm_scratch,
-                  ctx.allocate_scratch(static_cast<size_t>(kernels::qgemm::columns_scratch_bytes(g.og, k))));
-  const uint8_t* layer_packed = packing == kernels::qgemm::columns_packing() ? packed : nullptr;
   for (int64_t n = 0; n < g.batch; ++n) {
     for (int64_t grp = 0; grp < groups; ++grp) {
       const int8_t* group_image = image + g.group_input(n, grp);

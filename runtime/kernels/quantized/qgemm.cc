@@ -78,6 +78,15 @@ void gemm_columns(int64_t channels, int64_t pixels, int64_t k, const int8_t* w, 
   PARE_SIMD_ISA::gemm_columns(channels, pixels, k, w, packed, x, rq, out, scratch);
 }
 
+#if defined(PARE_X86_64_DISPATCH)
+bool image_gemm_runs(const ImageColumns& x) { return vnni_runs() && x86_64_v4::gemm_image_vnni_runs(x); }
+
+void gemm_image(int64_t channels, int64_t pixels, int64_t k, const int8_t* w, const void* packed, const ImageColumns& x,
+                const Requantization& rq, const Output& out, void* scratch) {
+  x86_64_v4::gemm_image_vnni(channels, pixels, k, w, packed, x, rq, out, scratch);
+}
+#endif
+
 void requantize_channel(const int32_t* acc, int64_t n, int32_t correction, float multiplier, float offset,
                         int32_t output_min, int32_t output_max, int8_t* out) {
   PARE_QGEMM_X86_64_V3(requantize_channel(acc, n, correction, multiplier, offset, output_min, output_max, out));

@@ -102,6 +102,31 @@ int columns_packing();
 void gemm_columns(int64_t channels, int64_t pixels, int64_t k, const int8_t* w, const void* packed, const int8_t* x,
                   const Requantization& rq, const Output& out, void* scratch);
 
+// The im2col matrix of one (image, group) of a convolution, read straight
+// from the image (qconv.cc): row (c, ky, kx) at output pixel oy out_w + ox
+// is image[c, oy sh - ph + ky dh, ox sw - pw + kx dw], the zero point
+// outside the image; lo[kx], hi[kx] (kw entries each): the outputs of a row
+// whose tap kx is inside it (conv::valid_range).
+struct ImageColumns {
+  const int8_t* image;  // [cg, height, width]
+  int64_t height, width, kh, kw, sh, sw, ph, pw, dh, dw, out_w;
+  const int64_t* lo;
+  const int64_t* hi;
+  int8_t zero_point;
+};
+
+#if defined(PARE_X86_64_DISPATCH)
+// Whether gemm_image runs on this machine now for x's layer (the VNNI copy,
+// at stride 1 or 2 across); else the caller writes the im2col matrix and
+// calls gemm_columns. (x86_64 at --//runtime:x86_64_isa=auto only.)
+bool image_gemm_runs(const ImageColumns& x);
+// gemm_columns on x's im2col matrix without writing it: the tiles of x are
+// packed from the image (the same sums, the same bits). Only where
+// image_gemm_runs(x).
+void gemm_image(int64_t channels, int64_t pixels, int64_t k, const int8_t* w, const void* packed, const ImageColumns& x,
+                const Requantization& rq, const Output& out, void* scratch);
+#endif
+
 // out[i * out_stride] = requantized acc[i] + correction, for n values of one
 // output channel (the depthwise kernel's rows).
 void requantize_channel(const int32_t* acc, int64_t n, int32_t correction, float multiplier, float offset,
@@ -163,6 +188,11 @@ int64_t columns_packed_bytes_vnni(int64_t channels, int64_t k);
 void pack_columns_vnni(int64_t channels, int64_t k, const int8_t* w, void* packed);
 void gemm_columns_vnni(int64_t channels, int64_t pixels, int64_t k, const int8_t* w, const void* packed,
                        const int8_t* x, const Requantization& rq, const Output& out, void* scratch);
+// gemm_columns_vnni with the tiles of x packed from the image (gemm_image),
+// at stride 1 or 2 across (gemm_image_vnni_runs).
+bool gemm_image_vnni_runs(const ImageColumns& x);
+void gemm_image_vnni(int64_t channels, int64_t pixels, int64_t k, const int8_t* w, const void* packed,
+                     const ImageColumns& x, const Requantization& rq, const Output& out, void* scratch);
 // The VNNI depthwise plane (vpdpbusd over 4 taps of a filter row, x + 128),
 // for the planes depthwise_plane_vnni_runs() accepts: dilation 1 across,
 // stride 1 or 2 across, at most 64 filter rows x quads of taps.

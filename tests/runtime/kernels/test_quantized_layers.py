@@ -179,6 +179,14 @@ CONV_CASES = {
     "vnni_3x3_48_pixels": conv_case((1, 3, 6, 8), (12, 3, 3, 3), padding=(1, 1)),
     "vnni_3x3_95_pixels": conv_case((2, 10, 5, 19), (24, 10, 3, 3), padding=(1, 1)),
     "vnni_1x1_many_tiles": conv_case((1, 32, 20, 31), (40, 32, 1, 1)),
+    # Its tiles packed from the image, no im2col matrix (stride 1 or 2
+    # across): a 16-pixel vector over 2 to 4 output rows, padding at both
+    # ends of a row, dilation across, stride (1, 2), batch 2 with groups;
+    # stride 3 across writes the matrix.
+    "vnni_image_stride2_31_wide": conv_case((1, 5, 15, 61), (16, 5, 3, 3), stride=(2, 2), padding=(1, 1)),
+    "vnni_image_5_wide_dilated": conv_case((1, 6, 9, 9), (10, 6, 3, 3), padding=(2, 0), dilation=(1, 2)),
+    "vnni_image_stride_1x2_groups": conv_case((2, 8, 11, 40), (12, 4, 5, 3), stride=(1, 2), padding=(2, 3), groups=2),
+    "vnni_image_stride3": conv_case((1, 4, 13, 50), (9, 4, 3, 3), stride=(3, 3), padding=(1, 1)),
     # Its depthwise plane: stride 1 in flat order over the padded columns
     # (many 64-output chunks, a partial last one), rows of 64 outputs at
     # stride (2, 1), rows of 32 at stride 2 (two chunks), no padding, 7x7
