@@ -13,9 +13,11 @@
 // value, exact by construction. Every ISA gives the same bits: no
 // floating-point contraction, and round half to even as quantized.h does.
 
+#include "runtime/core/cpu.h"
 #include "runtime/core/format.h"
 #include "runtime/kernels/common/convert.h"
 #include "runtime/kernels/common/elementwise.h"
+#include "runtime/kernels/quantized/qaddmul.h"
 #include "runtime/kernels/quantized/quantized.h"
 
 // The product must round before the rounding to an integer (quantized.h).
@@ -82,43 +84,34 @@ bool same_contiguous(const Tensor& a, const Tensor& b) {
   return true;
 }
 
-// Four lanes of floats (clang vectors: SSE2 and NEON registers), four int8.
-typedef float float4 __attribute__((vector_size(4 * sizeof(float))));
-typedef int32_t int4 __attribute__((vector_size(4 * sizeof(int32_t))));
-typedef int8_t char4 __attribute__((vector_size(4)));
-
-// qadd / qmul of same_contiguous operands: four elements per step in
-// float4 lanes (one small loop on every ISA), the steps of the general loop
-// (InputQuant, OutputQuant's quantize_value) lane by lane, without its NaN
-// and int64 cases, which int8 inputs and finite scales never reach: the
-// same bits. `f` takes floats or float4.
-template <typename F>
+// qadd / qmul of same_contiguous operands: qaddmul.h's vector loop (16
+// lanes on an x86-64-v4 CPU at --//runtime:x86_64_isa=auto, else 4), the
+// general loop's steps at the tail: the same bits.
+template <Binary kKind>
 Error run_contiguous(KernelContext& ctx, Value& out, const Tensor& a, const Tensor& b, const InputQuant& da,
-                     const InputQuant& db, const OutputQuant& q, F f) {
+                     const InputQuant& db, const OutputQuant& q) {
   PARE_TRY_ASSIGN(Tensor * result, ctx.allocate_output(out, ScalarType::Char, a.size_span()));
   const int8_t* x = a.data_as<int8_t>();
   const int8_t* y = b.data_as<int8_t>();
   int8_t* o = result->data_as<int8_t>();
   const int64_t n = static_cast<int64_t>(a.numel());
-  const float4 magic = float4{} + 12582912.0f;  // quantized.h's round_half_even
-  const float4 exact = float4{} + 4194304.0f;
+  const qaddmul::Params p{da.scale, da.zero_point, db.scale, db.zero_point, q.inv_scale, q.zero_point, q.lo, q.hi};
+  const auto f = [](auto u, auto w) {
+    if constexpr (kKind == Binary::Add) {
+      return u + w;
+    } else {
+      return u * w;
+    }
+  };
   int64_t i = 0;
-  // Already vectors; the tail stays scalar: the code stays small.
-#pragma clang loop vectorize(disable) unroll(disable)
-  for (; i + 4 <= n; i += 4) {
-    char4 xs, ys;
-    __builtin_memcpy(&xs, x + i, sizeof(xs));
-    __builtin_memcpy(&ys, y + i, sizeof(ys));
-    const float4 u = (__builtin_convertvector(xs, float4) - da.zero_point) * da.scale;
-    const float4 w = (__builtin_convertvector(ys, float4) - db.zero_point) * db.scale;
-    const float4 p = f(u, w) * q.inv_scale;
-    const float4 rounded = (p + magic) - magic;
-    float4 v = ((p < 0.0f ? -p : p) < exact ? rounded : p) + q.zero_point;
-    v = v < q.lo ? q.lo : v;
-    v = v > q.hi ? q.hi : v;
-    const char4 r = __builtin_convertvector(__builtin_convertvector(v, int4), char4);
-    __builtin_memcpy(o + i, &r, sizeof(r));
+#if defined(PARE_X86_64_DISPATCH)
+  if (cpu::kernel_isa() >= cpu::Isa::x86_64_v4) {
+    i = kKind == Binary::Add ? qaddmul::x86_64_v4::add_vectors(x, y, o, n, p)
+                             : qaddmul::x86_64_v4::mul_vectors(x, y, o, n, p);
   }
+#endif
+  i += qaddmul::vectors<4>(x + i, y + i, o + i, n - i, p, f);
+  // The tail stays scalar: the code stays small.
 #pragma clang loop vectorize(disable) unroll(disable)
   for (; i < n; ++i) {
     float v = quantized::round_half_even(f(da(x[i]), db(y[i])) * q.inv_scale) + q.zero_point;
@@ -160,7 +153,7 @@ Error qbinary(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs, Binary ki
     return PARE_DISPATCH(qadd_kernel, ctx, a.dtype, T, {
       static_assert(is_same_v<T, int8_t>, "int8 ops take int8 inputs");
       if (same_contiguous(a, b)) {
-        return run_contiguous(ctx, args.output(0), a, b, da, db, q, [](auto x, auto y) { return x + y; });
+        return run_contiguous<Binary::Add>(ctx, args.output(0), a, b, da, db, q);
       }
       PARE_TRY(op.prepare(args.output(0), ScalarType::Char, ScalarType::Char));
       op.run<int8_t, int8_t>([=](int8_t x, int8_t y) -> int8_t { return q(da(x) + db(y)); });
@@ -170,7 +163,7 @@ Error qbinary(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs, Binary ki
   return PARE_DISPATCH(qmul_kernel, ctx, a.dtype, T, {
     static_assert(is_same_v<T, int8_t>, "int8 ops take int8 inputs");
     if (same_contiguous(a, b)) {
-      return run_contiguous(ctx, args.output(0), a, b, da, db, q, [](auto x, auto y) { return x * y; });
+      return run_contiguous<Binary::Mul>(ctx, args.output(0), a, b, da, db, q);
     }
     PARE_TRY(op.prepare(args.output(0), ScalarType::Char, ScalarType::Char));
     op.run<int8_t, int8_t>([=](int8_t x, int8_t y) -> int8_t { return q(da(x) * db(y)); });

@@ -83,6 +83,26 @@ def test_qbinary_matches_reference(runtime, name, case):
     assert_equal(actual, expected)
 
 
+@pytest.mark.parametrize("name", ["add", "mul"])
+def test_qbinary_isa_copies_agree(runtime, name):
+    """The same-shape loop's copies (qaddmul.h: 16 lanes on x86-64-v4, else
+    4, a scalar tail) give torch's bits at every cap of the ISA: 16 * 37 + 7
+    elements reach the wide loop, the 4-lane one and the tail."""
+    a, b = int8((1, 3, 7, 29), 5), int8((1, 3, 7, 29), 6)
+    sa, za, sb, zb, so, zo = 0.029, -11, 0.043, 6, 0.051, 2
+    y = dq(a, sa, za) + dq(b, sb, zb) if name == "add" else dq(a, sa, za) * dq(b, sb, zb)
+    expected = quant(y, so, zo)
+    caps = ["x86_64_v3", "x86_64_baseline"] if runtime.kernel_isa.startswith("x86_64") else []
+    try:
+        for cap in [None, *caps]:
+            if cap:
+                runtime.set_max_isa(cap)
+            assert_equal(run_op(runtime, f"pare::q{name}", [a, b], sa, za, sb, zb, so, zo, -128, 127), expected)
+    finally:
+        if caps:
+            runtime.set_max_isa("x86_64_v4")  # process-wide: leave the other tests uncapped
+
+
 @fp_ops
 def test_qadd_non_contiguous(runtime):
     a = int8((2, 7, 5, 3), 3).permute(0, 3, 1, 2)  # an NCHW view of NHWC data

@@ -1,0 +1,61 @@
+#pragma once
+// The same-shape loop of pare::qadd / pare::qmul (qelementwise.cc): kLanes
+// elements per step in float vectors, the steps of the general loop
+// (dequantize each input, the sum or product, quantize_per_tensor's
+// rounding) lane by lane, without its NaN and int64 cases, which int8
+// inputs and finite scales never reach: the same bits at any width. The
+// baseline build runs 4 lanes (SSE2 and NEON registers); at
+// --//runtime:x86_64_isa=auto an x86-64-v4 CPU runs the 16-lane copy
+// (qelementwise_x86_64_v4.cc).
+
+#include "runtime/core/compiler.h"
+#include <stdint.h>
+
+namespace pare {
+namespace kernels {
+namespace qaddmul {
+
+struct Params {
+  float a_scale, a_zero_point, b_scale, b_zero_point;  // the inputs' dequantization
+  float inv_scale, zero_point, lo, hi;                 // the output's quantization and range
+};
+
+// o[i] for i < n rounded down to whole vectors; returns how many were done.
+// `f` adds or multiplies two vectors.
+template <int kLanes, typename F>
+PARE_ALWAYS_INLINE int64_t vectors(const int8_t* x, const int8_t* y, int8_t* o, int64_t n, const Params& p, F f) {
+#pragma clang fp contract(off)
+  typedef float V __attribute__((vector_size(kLanes * sizeof(float))));
+  typedef int32_t I __attribute__((vector_size(kLanes * sizeof(int32_t))));
+  typedef int8_t B __attribute__((vector_size(kLanes)));
+  const V magic = V{} + 12582912.0f;  // quantized.h's round_half_even
+  const V exact = V{} + 4194304.0f;
+  int64_t i = 0;
+#pragma clang loop vectorize(disable) unroll(disable)
+  for (; i + kLanes <= n; i += kLanes) {
+    B xs, ys;
+    __builtin_memcpy(&xs, x + i, sizeof(xs));
+    __builtin_memcpy(&ys, y + i, sizeof(ys));
+    const V u = (__builtin_convertvector(xs, V) - p.a_zero_point) * p.a_scale;
+    const V w = (__builtin_convertvector(ys, V) - p.b_zero_point) * p.b_scale;
+    const V q = f(u, w) * p.inv_scale;
+    const V rounded = (q + magic) - magic;
+    V v = ((q < 0.0f ? -q : q) < exact ? rounded : q) + p.zero_point;
+    v = v < p.lo ? p.lo : v;
+    v = v > p.hi ? p.hi : v;
+    const B r = __builtin_convertvector(__builtin_convertvector(v, I), B);
+    __builtin_memcpy(o + i, &r, sizeof(r));
+  }
+  return i;
+}
+
+#if defined(PARE_X86_64_DISPATCH)
+namespace x86_64_v4 {
+int64_t add_vectors(const int8_t* x, const int8_t* y, int8_t* o, int64_t n, const Params& p);
+int64_t mul_vectors(const int8_t* x, const int8_t* y, int8_t* o, int64_t n, const Params& p);
+}  // namespace x86_64_v4
+#endif
+
+}  // namespace qaddmul
+}  // namespace kernels
+}  // namespace pare
