@@ -4,7 +4,9 @@
 // The reference computes in float32: quantize rounds x * float(1 / scale),
 // dequantize rounds (float(q) - zero_point) * float(scale).
 
+#include "runtime/core/cpu.h"
 #include "runtime/kernels/common/convert.h"
+#include "runtime/kernels/quantized/quantize_bytes.h"
 #include "runtime/kernels/quantized/quantized.h"
 
 // The product must round before the rounding to an integer (quantized.h).
@@ -50,7 +52,18 @@ Error quantize_per_tensor(KernelContext& ctx, KernelArgs& args, const Tensor& in
     const float* x = in.data_as<float>();
     Q* q = out->data_as<Q>();
     if constexpr (sizeof(Q) == 1) {
-      quantize_bytes(x, n, inv_scale, zp, qmin, qmax, q);
+      size_t done = 0;
+#if defined(PARE_X86_64_DISPATCH)
+      // 16 lanes on an x86-64-v4 CPU (quantize_bytes.h), the same bits.
+      if (cpu::kernel_isa() >= cpu::Isa::x86_64_v4) {
+        if constexpr (is_same_v<Q, int8_t>) {
+          done = quantize_bytes::x86_64_v4::to_int8(x, n, inv_scale, zp, qmin, qmax, q);
+        } else {
+          done = quantize_bytes::x86_64_v4::to_uint8(x, n, inv_scale, zp, qmin, qmax, q);
+        }
+      }
+#endif
+      quantize_bytes(x + done, n - done, inv_scale, zp, qmin, qmax, q + done);
     } else {
       for (size_t i = 0; i < n; ++i) {
         q[i] = quantized::quantize_value<Q, float>(x[i], inv_scale, zp, qmin, qmax, quant_min, quant_max);

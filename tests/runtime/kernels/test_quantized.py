@@ -54,6 +54,28 @@ def test_quantize_per_tensor(runtime, dtype):
         )
 
 
+@pytest.mark.parametrize("dtype", [torch.int8, torch.uint8], ids=str)
+def test_quantize_per_tensor_bytes_isa_copies_agree(runtime, dtype):
+    """The one-byte loop's copies (quantize_bytes.h: 16 lanes on x86-64-v4,
+    then the build's loop) give torch's bits at every cap of the ISA: 16 *
+    13 + 5 elements, ties, saturation and NaN inside the wide loop's reach."""
+    lo, hi = qrange(dtype)
+    x = float_input((213,), 4, 0.031)
+    x[17:21] = torch.tensor([float("nan"), 1e30, -float("inf"), -0.0])
+    zp = 3 if dtype == torch.int8 else 131
+    expected = qd.quantize_per_tensor(x, 0.031, zp, lo, hi, dtype)
+    op = "quantized_decomposed::quantize_per_tensor"
+    caps = ["x86_64_v3", "x86_64_baseline"] if runtime.kernel_isa.startswith("x86_64") else []
+    try:
+        for cap in [None, *caps]:
+            if cap:
+                runtime.set_max_isa(cap)
+            assert_same(run_op(runtime, op, x, 0.031, zp, lo, hi, dtype), expected)
+    finally:
+        if caps:
+            runtime.set_max_isa("x86_64_v4")  # process-wide: leave the other tests uncapped
+
+
 def test_quantize_per_tensor_shapes(runtime):
     op = "quantized_decomposed::quantize_per_tensor"
     for x in [
