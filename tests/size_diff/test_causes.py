@@ -88,7 +88,7 @@ def test_string_owners_follow_the_function_that_holds_them(expected_clean, runti
 
     assert who("add: sizes %s and %s differ") == ("op", "aten::add.Tensor")  # in the op's kernel
     assert who("add helper says %d") == ("op", "aten::add.Tensor")  # a helper of the file's one op
-    assert who("shared by two ops") == ("core", None)  # a helper two ops share
+    assert who("shared by two ops") == ("shared_kernels", None)  # a kernel helper two ops share
     assert who("in_features %lld") == ("class", "LinearPackedParams")
     assert who("W^T packed") == ("class", "LinearPackedParams")  # adjacent literals joined
     assert who("bad program %s") == ("core", None)

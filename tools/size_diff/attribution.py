@@ -7,7 +7,10 @@ addresses). Every symbol goes to one bucket:
   op            pare::kernels::<fn> of an operator (expected_symbols.json)
   kernel_dtype  pare::dispatch_case<pare::tags::<tag>, <type>, ...>: (tag, dtype)
   class         pare::classes::<Name>
-  core          every other pare:: symbol, and the C API / PAL (pare_*)
+  shared_kernels  other code of runtime/kernels/, which no single op owns
+                (the GEMM, im2col, reduction loops: layers.py says which)
+  core          every other pare:: symbol (the loader, executor, planner,
+                registry), and the C API / PAL (pare_*)
   other         named symbols outside Pare (crt files, compiler runtime)
 
 Bytes no symbol covers (linker-made sections, relocations, string
@@ -19,7 +22,7 @@ What no rule explains stays `unattributed`. When symbols overlap (aliases, a
 Mach-O symbol's gap extent), every byte is counted once, for the first symbol
 in the order above, so
 
-    sum(op) + sum(kernel_dtype) + sum(class) + core + other + unattributed
+    sum(op) + sum(kernel_dtype) + sum(class) + shared_kernels + core + other + unattributed
         == sum of the allocated sections' sizes          (residual 0)
 
 holds by construction, and `residual` in the report says so.
@@ -34,15 +37,17 @@ from dataclasses import dataclass, field
 
 from tools.size_diff.causes import STRING, SYMBOL, GapExplainer
 from tools.size_diff.errors import SizeDiffError
+from tools.size_diff.layers import Layers
 from tools.verify.binary import BinaryInfo, Section
 from tools.verify.expected import CLASS, KERNEL_DTYPE, OP, Expected, classify
 
+SHARED_KERNELS = "shared_kernels"
 CORE = "core"
 OTHER = "other"
 UNATTRIBUTED = "unattributed"
 KEYED_BUCKETS = (OP, KERNEL_DTYPE, CLASS)
-BUCKETS = KEYED_BUCKETS + (CORE, OTHER, UNATTRIBUTED)
-_RANK = {KERNEL_DTYPE: 0, CLASS: 1, OP: 2, CORE: 3, OTHER: 4}
+BUCKETS = KEYED_BUCKETS + (SHARED_KERNELS, CORE, OTHER, UNATTRIBUTED)
+_RANK = {KERNEL_DTYPE: 0, CLASS: 1, OP: 2, SHARED_KERNELS: 3, CORE: 4, OTHER: 5}
 
 # The qualified name starts with pare:: (after an optional return type, or
 # "vtable for " and friends), or it is a C-level pare_* name.
@@ -55,7 +60,7 @@ class AttributedSymbol:
     bytes: int  # bytes counted for it (0 when an alias or overlap took them)
     section: str
     bucket: str
-    key: str | None  # op name, "tag/dtype" or class name; None for core/other
+    key: str | None  # op name, "tag/dtype" or class name; None for shared_kernels/core/other
     kind: str = SYMBOL  # or what made bytes no symbol covers: "string", "relocations", "linker table", "padding"
     reason: str = ""  # why, for the kinds other than "symbol"
 
@@ -76,6 +81,7 @@ class SectionShare:
 class Attribution:
     sections: list[SectionShare]
     keyed: dict[str, dict[str, int]]  # bucket -> key -> bytes, for op / kernel_dtype / class
+    shared_kernels: int
     core: int
     other: int
     unattributed: int
@@ -91,7 +97,12 @@ class Attribution:
     def bucket_total(self, bucket: str) -> int:
         if bucket in KEYED_BUCKETS:
             return sum(self.keyed[bucket].values())
-        return {CORE: self.core, OTHER: self.other, UNATTRIBUTED: self.unattributed}[bucket]
+        return {
+            SHARED_KERNELS: self.shared_kernels,
+            CORE: self.core,
+            OTHER: self.other,
+            UNATTRIBUTED: self.unattributed,
+        }[bucket]
 
     @property
     def residual(self) -> int:
@@ -116,12 +127,16 @@ def check_twins(stripped: BinaryInfo, unstripped: BinaryInfo) -> None:
         )
 
 
-def _bucket(expected: Expected | None, fmt: str, demangled: str) -> tuple[str, str | None]:
+def _bucket(expected: Expected | None, layers: Layers | None, fmt: str, demangled: str) -> tuple[str, str | None]:
     if expected is not None:
         entry = classify(expected, fmt, demangled)
         if entry is not None:
             return entry.kind, entry.key
-    return (CORE if _CORE.search(demangled) else OTHER), None
+    if not _CORE.search(demangled):
+        return OTHER, None
+    if layers is not None and layers.is_shared_kernel_code(demangled):
+        return SHARED_KERNELS, None
+    return CORE, None
 
 
 def _cstring_extent(s, home: Section, gaps: GapExplainer | None) -> int:
@@ -144,8 +159,11 @@ def attribute(
     gaps: GapExplainer | None = None,
 ) -> Attribution:
     """Attributes `sections` (default: the unstripped library's own) to the unstripped library's symbols,
-    then, with `gaps`, the bytes between them to what caused them."""
+    then, with `gaps`, the bytes between them to what caused them, and the Pare code outside ops, dtype cases
+    and classes to the shared kernel code or the core by the layer the sources define it in (without sources,
+    all of it to core)."""
     basis = sections if sections is not None else unstripped.sections
+    layers = gaps.sources.layers if gaps is not None and gaps.sources is not None else None
     by_name = {s.name: s for s in basis}
     if expected is not None and unstripped.format not in expected.symbol_formats:
         raise SizeDiffError(f"{expected.path}: no match patterns for {unstripped.format}; regenerate it with codegen")
@@ -154,7 +172,7 @@ def attribute(
     for s in unstripped.symbols:
         if s.section not in by_name or s.size <= 0:
             continue
-        bucket, key = _bucket(expected, unstripped.format, s.demangled)
+        bucket, key = _bucket(expected, layers, unstripped.format, s.demangled)
         packed = gaps.packed_message(s.demangled) if gaps is not None else None
         if packed is not None:
             bucket, key = packed[1].bucket, packed[1].key
@@ -163,16 +181,18 @@ def attribute(
     candidates.sort(key=lambda c: (c[0].address, _RANK[c[2]], -c[1], c[0].name))
 
     keyed: dict[str, dict[str, int]] = {b: defaultdict(int) for b in KEYED_BUCKETS}
-    core = other = 0
+    shared = core = other = 0
     per_section: dict[str, int] = defaultdict(int)
     symbols = []
     covered = -1
     spans: list[tuple[int, int, str, str | None, str]] = []  # start, end, bucket, key, name: what symbols cover
 
     def count(n: int, bucket: str, key: str | None) -> None:
-        nonlocal core, other
+        nonlocal shared, core, other
         if bucket in KEYED_BUCKETS:
             keyed[bucket][key] += n
+        elif bucket == SHARED_KERNELS:
+            shared += n
         elif bucket == CORE:
             core += n
         else:
@@ -239,6 +259,7 @@ def attribute(
     return Attribution(
         sections=sorted(shares, key=lambda s: (-s.bytes, s.name)),
         keyed={b: dict(sorted(v.items())) for b, v in keyed.items()},
+        shared_kernels=shared,
         core=core,
         other=other,
         unattributed=unattributed,

@@ -261,10 +261,10 @@ def _largest(p: dict, k: int = 5) -> str:
             v = inclusive.get(key, v) if bucket == "op" else v
             if v:
                 items.append((v, f"{kind} {key} {n(v)} B" + (" (incl. dtype cases)" if bucket == "op" else "")))
-    for bucket in ("core", "other", "unattributed"):
+    for bucket in ("shared_kernels", "core", "other", "unattributed"):
         v = bucket_total(p, bucket)
         if v:
-            items.append((v, f"{bucket} {n(v)} B"))
+            items.append((v, f"{bucket.replace('_', ' ')} {n(v)} B"))
     items.append((p["outside_sections_bytes"], f"outside sections {n(p['outside_sections_bytes'])} B"))
     items.sort(key=lambda x: -x[0])
     return "; ".join(text for _, text in items[:k])

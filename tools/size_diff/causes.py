@@ -32,10 +32,10 @@ Which part owns a literal of runtime/<layer>/...: anything outside kernels/ is
 core; in kernels/, the function that holds the literal (the last
 definition at column 0 above its line) decides: an op's kernel function
 gives the op, a `Class::method` of a selected class gives the class; a helper
-goes to the one selected op or class its file defines, and to core when the
-file serves several or none (as a shared helper's code does). A literal used
-from several places goes to core as soon as one of them is core, or when the
-places disagree.
+goes to the one selected op or class its file defines, and to the shared
+kernel code when the file serves several or none (as a shared helper's code
+does). A literal used from several places goes to core as soon as one of
+them is core, else to the shared kernel code when the places disagree.
 
 Everything else (jump tables, numeric constants, strings found nowhere)
 stays unattributed. The report's identity does not change: each byte gets
@@ -64,9 +64,11 @@ from pare.messages import (
     unpack,
 )
 from tools.size_diff.errors import SizeDiffError
+from tools.size_diff.layers import Layers
 from tools.verify.binary import Section
 from tools.verify.expected import CLASS, OP, Expected
 
+SHARED_KERNELS = "shared_kernels"
 CORE = "core"
 OTHER = "other"
 
@@ -193,7 +195,8 @@ def _literals(code: str) -> list[tuple[str, int]]:
 
 
 class SourceOwners:
-    """Which part of the runtime (op, class, core) owns each literal of runtime/'s sources."""
+    """Which part of the runtime (op, class, shared kernel code, core) owns each literal of runtime/'s sources,
+    and (`layers`) which layer defines each symbol."""
 
     def __init__(self, expected: Expected | None, runtime_dir: Path | str | None = None):
         # Without an explicit directory, this checkout's runtime/; where there is none (a Bazel test's
@@ -204,6 +207,7 @@ class SourceOwners:
                 f"{root}: no runtime sources to find string literals in; pass the runtime/ directory the "
                 "runtime was built from (--runtime-dir)"
             )
+        self.layers = Layers(root) if root.is_dir() else None
         self.ops: dict[str, str] = {}  # kernel function name -> op
         self.classes: set[str] = set()
         self.names: dict[str, Owner] = {}  # exact strings: op and class names of the manifest
@@ -274,8 +278,10 @@ class SourceOwners:
             )
         if owners:
             keys = ", ".join(k for _, k in owners)
-            return Owner(CORE, None, f"{where}{in_fn}, a helper its file's selected ops/classes share ({keys})")
-        return Owner(CORE, None, f"{where}{in_fn}, kernel code no single selected op owns")
+            return Owner(
+                SHARED_KERNELS, None, f"{where}{in_fn}, a helper its file's selected ops/classes share ({keys})"
+            )
+        return Owner(SHARED_KERNELS, None, f"{where}{in_fn}, kernel code no single selected op owns")
 
     def owner(self, text: str) -> Owner | None:
         """Who owns the literal `text`, or None when the sources have no such literal."""
@@ -296,8 +302,13 @@ class SourceOwners:
                     found = Owner(o.bucket, o.key, f"{what} at {o.reason}{more}")
                 else:
                     core = next((o for o in owners if o.bucket == CORE), None)
-                    why = core.reason if core else ", ".join(f"{o.key}" for o in owners if o.key)
-                    found = Owner(CORE, None, f"{what} used in {len(owners)} places, core among them or shared: {why}")
+                    if core is not None:
+                        found = Owner(
+                            CORE, None, f"{what} used in {len(owners)} places, core among them: {core.reason}"
+                        )
+                    else:
+                        keys = ", ".join(sorted({o.key or "shared kernel code" for o in owners}))
+                        found = Owner(SHARED_KERNELS, None, f"{what} used in {len(owners)} kernel places: {keys}")
         self._cache[text] = found
         return found
 

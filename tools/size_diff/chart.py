@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from tools.size_diff.attribution import BUCKETS, CORE, OTHER, UNATTRIBUTED
+from tools.size_diff.attribution import BUCKETS, CORE, OTHER, SHARED_KERNELS, UNATTRIBUTED
 from tools.size_diff.errors import SizeDiffError
 from tools.size_diff.report import BUCKET_TITLES, bucket_total
 from tools.verify.expected import KERNEL_DTYPE
@@ -85,7 +85,9 @@ def write_png(report: dict, path: str | os.PathLike[str], *, top: int = 12) -> N
         ]
         items = sorted(items, key=lambda x: (-x[0], x[1]))[:top]
         items += [
-            (bucket_total(p, b), BUCKET_TITLES[b], b) for b in (CORE, OTHER, UNATTRIBUTED) if bucket_total(p, b) > 0
+            (bucket_total(p, b), BUCKET_TITLES[b], b)
+            for b in (SHARED_KERNELS, CORE, OTHER, UNATTRIBUTED)
+            if bucket_total(p, b) > 0
         ]
         _bars(
             axes[row][2], items, f"{name}: dtype cases, classes, the rest (residual {p['attribution']['residual']} B)"

@@ -48,9 +48,9 @@ def _parser() -> argparse.ArgumentParser:
 
     r = sub.add_parser(
         "report",
-        help="attribute a library's bytes to ops, dtypes, classes, core, unattributed",
+        help="attribute a library's bytes to ops, dtypes, classes, shared kernels, core, unattributed",
         description="Measure a shipped library: file size, sections, and attribution of section bytes "
-        "to ops / (tag, dtype) / classes / core / other / unattributed, from the unstripped twin's "
+        "to ops / (tag, dtype) / classes / shared kernels / core / other / unattributed, from the unstripped twin's "
         "symbols. Prints markdown; writes JSON / markdown / PNG on request.",
         epilog=f"examples:\n  {PROG} report --bundle bazel-bin/apps/demo/runtime --json demo.json --png demo.png\n"
         f"  {PROG} report bazel-bin/x/rt/android_arm64/libpare_rt.so \\\n"

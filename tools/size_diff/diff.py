@@ -1,12 +1,12 @@
 """Two size reports of one target (base, head) -> what changed, per platform, and who changed it.
 
 Contributors are ranked by absolute byte change: ops (their kernels),
-(tag, dtype) cases, classes, core/other/unattributed, and single symbols.
+(tag, dtype) cases, classes, shared kernels/core/other/unattributed, and single symbols.
 """
 
 from __future__ import annotations
 
-from tools.size_diff.attribution import BUCKETS, CORE, KEYED_BUCKETS, OTHER, UNATTRIBUTED
+from tools.size_diff.attribution import BUCKETS, CORE, KEYED_BUCKETS, OTHER, SHARED_KERNELS, UNATTRIBUTED
 from tools.size_diff.report import bucket_total, n, signed
 from tools.verify.expected import CLASS, KERNEL_DTYPE, OP
 
@@ -29,7 +29,7 @@ def diff_platform(a: dict | None, b: dict | None, *, top: int = 10) -> dict:
         "file_bytes": 0,
         "section_bytes": 0,
         "outside_sections_bytes": 0,
-        "attribution": {**{k: {} for k in KEYED_BUCKETS}, CORE: 0, OTHER: 0, UNATTRIBUTED: 0},
+        "attribution": {**{k: {} for k in KEYED_BUCKETS}, SHARED_KERNELS: 0, CORE: 0, OTHER: 0, UNATTRIBUTED: 0},
         "symbols": [],
         "op_inclusive": {},
     }
@@ -61,7 +61,7 @@ def diff_platform(a: dict | None, b: dict | None, *, top: int = 10) -> dict:
                     ia, ib = a0.get("op_inclusive", {}).get(key, 0), b0.get("op_inclusive", {}).get(key, 0)
                     item["delta_with_dtype_cases"] = ib - ia
                 contributors.append(item)
-    for bucket in (CORE, OTHER, UNATTRIBUTED):
+    for bucket in (SHARED_KERNELS, CORE, OTHER, UNATTRIBUTED):
         d = out["buckets"][bucket]
         if d:
             contributors.append(
@@ -109,7 +109,7 @@ def diff_reports(base: dict, head: dict, *, top: int = 10) -> dict:
 
 def contributor_label(c: dict) -> str:
     if c["key"] is None:
-        return c["kind"]
+        return c["kind"].replace("_", " ")
     return f"{c['kind']} {c['key']}"
 
 

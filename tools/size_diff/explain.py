@@ -7,7 +7,8 @@ NAME is looked up in a report's rows, in this order: a section (`.rela.dyn`,
 `tag/dtype`, a class); a row by its full name, by a function's name without
 its parameters, or a string by its text. The answer gives the bytes per
 platform, the bucket they are attributed to, and why: the manifest entry
-that selects them, "core: every runtime carries it", or for the bytes
+that selects them, "core: every runtime carries it", "shared kernel code:
+selected kernels call it", or for the bytes
 between symbols the rule's reason (the message and its file, the table whose
 pointers a relocation fixes, ...). A name that matches nothing is an error
 naming the closest names.
@@ -32,6 +33,11 @@ def bucket_reason(bucket: str, key: str | None) -> str:
         return f"kernel tag {tag}, dtype {dtype}: the manifest selects this dtype case of the tag"
     if bucket == CLASS:
         return f"class {key}: the manifest selects it"
+    if bucket == "shared_kernels":
+        return (
+            "shared kernel code: runtime/kernels/ code of no single op (the GEMM, im2col, shared loops), here "
+            "because selected kernels call it; a runtime whose kernels do not has none of it"
+        )
     if bucket == "core":
         return "core: every runtime carries it (Pare code of no single op, dtype case or class)"
     if bucket == "other":

@@ -19,7 +19,16 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tools.bundle import BundleError, load_bundle
-from tools.size_diff.attribution import BUCKETS, CORE, KEYED_BUCKETS, OTHER, UNATTRIBUTED, attribute, check_twins
+from tools.size_diff.attribution import (
+    BUCKETS,
+    CORE,
+    KEYED_BUCKETS,
+    OTHER,
+    SHARED_KERNELS,
+    UNATTRIBUTED,
+    attribute,
+    check_twins,
+)
 from tools.size_diff.causes import SYMBOL, GapExplainer, LibraryBytes, SourceOwners
 from tools.size_diff.errors import SizeDiffError
 from tools.verify.binary import read_binary
@@ -34,6 +43,7 @@ BUCKET_TITLES = {
     OP: "ops",
     KERNEL_DTYPE: "kernel dtypes",
     CLASS: "classes",
+    SHARED_KERNELS: "shared kernels",
     CORE: "core",
     OTHER: "other",
     UNATTRIBUTED: "unattributed",
@@ -115,6 +125,7 @@ def measure(
         ],
         "attribution": {
             **{b: attr.keyed[b] for b in KEYED_BUCKETS},
+            SHARED_KERNELS: attr.shared_kernels,
             CORE: attr.core,
             OTHER: attr.other,
             UNATTRIBUTED: attr.unattributed,
@@ -246,7 +257,7 @@ def signed(x: int) -> str:
 
 
 def bucket_total(p: dict, bucket: str) -> int:
-    v = p["attribution"][bucket]
+    v = p["attribution"].get(bucket, 0)  # a report from before a bucket existed has none of it
     return sum(v.values()) if isinstance(v, dict) else v
 
 
@@ -266,7 +277,7 @@ def render_markdown(report: dict, *, top: int = 10) -> str:
         un = bucket_total(p, UNATTRIBUTED)
         pct = 100.0 * un / p["section_bytes"] if p["section_bytes"] else 0.0
         out.append(
-            f"- {name}: residual {n(residual)} bytes (sections = ops + kernel dtypes + classes + core + other + "
+            f"- {name}: residual {n(residual)} bytes (sections = ops + kernel dtypes + classes + shared kernels + core + other + "
             f"unattributed); unattributed {n(un)} bytes ({pct:.1f}% of section bytes: what neither a symbol nor a rule of docs/size.md explains, e.g. jump tables and constants)."
         )
     out.append("")
