@@ -8,6 +8,7 @@ checked against torch."""
 
 from __future__ import annotations
 
+import pytest
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -65,19 +66,19 @@ def test_pools_whose_indices_nothing_reads_compute_none(tracing_lib, full_lib):
     assert len(checks) == 2 and all(c.ok for c in checks)
 
 
-def test_read_indices_keep_the_op_that_returns_them(tracing_lib, full_lib):
-    spec = spec_from(_WithIndices(), _inputs())
+@pytest.mark.parametrize(
+    "module, kept, dropped",
+    [
+        # Read indices keep the op that returns them.
+        (_WithIndices, "aten::max_pool2d_with_indices", "aten::max_pool2d"),
+        # max_pool2d_with_indices whose values alone are read lowers to max_pool2d.
+        (_ValuesOfWithIndices, "aten::max_pool2d", "aten::max_pool2d_with_indices"),
+    ],
+)
+def test_the_pool_op_follows_what_is_read(tracing_lib, full_lib, module, kept, dropped):
+    spec = spec_from(module(), _inputs())
     result = trace_model(spec, runtime=tracing_lib)
     operators = result.manifest.operators
-    assert "aten::max_pool2d_with_indices" in operators and "aten::max_pool2d" not in operators
-    checks = check_model(spec, full_lib)
-    assert len(checks) == 2 and all(c.ok for c in checks)
-
-
-def test_with_indices_whose_values_alone_are_read_lowers_to_max_pool2d(tracing_lib, full_lib):
-    spec = spec_from(_ValuesOfWithIndices(), _inputs())
-    result = trace_model(spec, runtime=tracing_lib)
-    operators = result.manifest.operators
-    assert "aten::max_pool2d" in operators and "aten::max_pool2d_with_indices" not in operators
+    assert kept in operators and dropped not in operators
     checks = check_model(spec, full_lib)
     assert len(checks) == 2 and all(c.ok for c in checks)

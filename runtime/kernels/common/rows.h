@@ -37,6 +37,26 @@ inline float max(const float* x, int64_t n) {
   return m;
 }
 
+// Dot product of n floats: vectors of kLanes with two accumulators (the
+// rows of bmm's transposed operand, attention's scores over a KV cache).
+PARE_ALWAYS_INLINE float dot(const float* PARE_RESTRICT a, const float* PARE_RESTRICT b, int64_t n) {
+  using simd::kLanes;
+  using simd::loadv;
+  using simd::vec;
+  vec acc0{}, acc1{};
+  int64_t p = 0;
+  for (; p + 2 * kLanes <= n; p += 2 * kLanes) {
+    acc0 += loadv(a + p) * loadv(b + p);
+    acc1 += loadv(a + p + kLanes) * loadv(b + p + kLanes);
+  }
+  for (; p + kLanes <= n; p += kLanes) acc0 += loadv(a + p) * loadv(b + p);
+  acc0 += acc1;
+  float sum = 0.0f;
+  for (int64_t i = 0; i < kLanes; ++i) sum += acc0[i];
+  for (; p < n; ++p) sum += a[p] * b[p];
+  return sum;
+}
+
 // Sum of n values of x (converted to Acc) with 8 independent accumulators:
 // the compiler can vectorise it, and float sums are more accurate than one
 // running total.

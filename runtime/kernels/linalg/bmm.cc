@@ -8,6 +8,7 @@
 
 #include "runtime/kernels/common/convert.h"
 #include "runtime/kernels/common/gemm.h"
+#include "runtime/kernels/common/rows.h"
 #include "runtime/kernels/common/simd.h"
 
 namespace pare {
@@ -45,21 +46,7 @@ void row_times_matrix(const float* a, int64_t k, const float* b, int64_t row_str
     }
     return;
   }
-  for (int64_t j = 0; j < n; ++j) {
-    const float* col = b + j * col_stride;
-    vec acc0{}, acc1{};
-    int64_t p = 0;
-    for (; p + 2 * kLanes <= k; p += 2 * kLanes) {
-      acc0 += loadv(a + p) * loadv(col + p);
-      acc1 += loadv(a + p + kLanes) * loadv(col + p + kLanes);
-    }
-    for (; p + kLanes <= k; p += kLanes) acc0 += loadv(a + p) * loadv(col + p);
-    acc0 += acc1;
-    float sum = 0.0f;
-    for (int64_t l = 0; l < kLanes; ++l) sum += acc0[l];
-    for (; p < k; ++p) sum += a[p] * col[p];
-    c[j] = sum;
-  }
+  for (int64_t j = 0; j < n; ++j) c[j] = rows::dot(a, b + j * col_stride, k);
 }
 
 }  // namespace

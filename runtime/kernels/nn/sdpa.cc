@@ -32,25 +32,6 @@ struct Attention {
   int64_t heads, kv_heads, s, l, d;
 };
 
-// Dot product of n floats, vectors of kLanes with two accumulators.
-PARE_UNUSED PARE_ALWAYS_INLINE float dot(const float* PARE_RESTRICT a, const float* PARE_RESTRICT b, int64_t n) {
-  using simd::kLanes;
-  using simd::loadv;
-  using simd::vec;
-  vec acc0{}, acc1{};
-  int64_t p = 0;
-  for (; p + 2 * kLanes <= n; p += 2 * kLanes) {
-    acc0 += loadv(a + p) * loadv(b + p);
-    acc1 += loadv(a + p + kLanes) * loadv(b + p + kLanes);
-  }
-  for (; p + kLanes <= n; p += kLanes) acc0 += loadv(a + p) * loadv(b + p);
-  acc0 += acc1;
-  float sum = 0.0f;
-  for (int64_t i = 0; i < kLanes; ++i) sum += acc0[i];
-  for (; p < n; ++p) sum += a[p] * b[p];
-  return sum;
-}
-
 // Output row `row` of [B * H * S] (its D values at out): the softmax over
 // the visible positions of (q . k_j) * scale + mask[i, j], times V.
 // `acc` holds D floats, `scores` kBlock.
@@ -75,7 +56,7 @@ PARE_UNUSED void attend_row(const Attention& a, int64_t row, float* PARE_RESTRIC
   float sum = 0.0f;
   for (int64_t j0 = 0; j0 < visible; j0 += kBlock) {
     const int64_t n = visible - j0 < kBlock ? visible - j0 : kBlock;
-    for (int64_t j = 0; j < n; ++j) scores[j] = dot(q, keys + (j0 + j) * d, d) * a.scale;
+    for (int64_t j = 0; j < n; ++j) scores[j] = rows::dot(q, keys + (j0 + j) * d, d) * a.scale;
     if (mask != nullptr) {
       for (int64_t j = 0; j < n; ++j) scores[j] += mask[j0 + j];
     }
