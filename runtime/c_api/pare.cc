@@ -388,8 +388,7 @@ pare_status pare_method_set_planner(pare_method* method, int32_t planner) {
     return pare::status(PARE_FAIL(pare::diagnostics_of(method), Error::InvalidArgument,
                                   "planner %d is not a pare_planner (0, 1 or 2)", static_cast<int>(planner)));
   }
-  method->method.set_planner(static_cast<pare::PlannerStrategy>(planner));
-  return PARE_OK;
+  return pare::status(method->method.set_planner(static_cast<pare::PlannerStrategy>(planner)));
 }
 
 const char* pare_method_state_name(const pare_method* method, size_t index) {

@@ -182,7 +182,9 @@ typedef struct pare_memory_stats {
  * new input shapes). Greedy by size places the largest blocks first, each
  * into the tightest gap among blocks alive at the same time (TFLite's and
  * Static Runtime's planner); first fit places blocks in request order.
- * Neither always wins, so the default keeps the smaller. */
+ * Neither always wins, so the default keeps the smaller. The greedy layout
+ * is build feature greedy_planner, which a trace selects when it wins on
+ * the model's inputs: without it every plan is first fit. */
 typedef enum pare_planner {
   PARE_PLANNER_SMALLER = 0,
   PARE_PLANNER_FIRST_FIT = 1,
@@ -316,7 +318,9 @@ PARE_API pare_status pare_method_set_output_buffer(pare_method* method, size_t i
 /* The method's memory: arena, persistent bytes, plans (pare_memory_stats). */
 PARE_API pare_status pare_method_memory_stats(const pare_method* method, pare_memory_stats* stats);
 /* Chooses the arena layout (a pare_planner value; PARE_ERROR_INVALID_ARGUMENT
- * for another); the next execute re-plans. */
+ * for another); the next execute re-plans. Greedy by size is build feature
+ * greedy_planner (PARE_ERROR_FEATURE_NOT_SELECTED when the build lacks it;
+ * every plan is then first fit). */
 PARE_API pare_status pare_method_set_planner(pare_method* method, int32_t planner);
 
 /* ---- Build feature state ------------------------------------------------ */

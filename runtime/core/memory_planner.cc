@@ -60,12 +60,14 @@ void MemoryPlanner::extend(uint32_t slot_index, uint32_t last_use) {
   }
 }
 
-bool MemoryPlanner::finish() {
+bool MemoryPlanner::finish(bool greedy_selected) {
   first_fit_arena_size_ = arena_size_;
   greedy_arena_size_ = 0;
-  if (strategy_ == PlannerStrategy::kFirstFit) return true;
+  kept_greedy_ = false;
+  if (!greedy_selected || strategy_ == PlannerStrategy::kFirstFit) return true;
   if (!lay_out_greedily()) return false;
   const bool greedy = strategy_ == PlannerStrategy::kGreedyBySize || greedy_arena_size_ < first_fit_arena_size_;
+  kept_greedy_ = greedy;
   if (greedy) {
     for (size_t i = 0; i < slots_.size(); ++i) slots_[i].offset = slots_[i].greedy_offset;
     arena_size_ = greedy_arena_size_;

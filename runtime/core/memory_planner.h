@@ -55,7 +55,12 @@ class MemoryPlanner {
   // Ends the plan: lays the blocks out greedily by size and keeps the
   // layout the strategy asks for. False when out of memory for the
   // greedy layout's working arrays (the first-fit layout is kept).
-  PARE_NODISCARD bool finish();
+  // Without `greedy` (a runtime that does not select build feature
+  // greedy_planner passes a constant false, and the greedy layout's code
+  // folds away) every plan is first fit, whatever the strategy.
+  PARE_NODISCARD bool finish(bool greedy);
+  // Whether the last finished plan kept the greedy layout.
+  bool kept_greedy() const { return kept_greedy_; }
 
   void set_strategy(PlannerStrategy strategy) { strategy_ = strategy; }
   PlannerStrategy strategy() const { return strategy_; }
@@ -80,6 +85,7 @@ class MemoryPlanner {
   DynArray<uint32_t> order_;   // slot indices, largest first
   DynArray<uint32_t> placed_;  // placed slot indices, sorted by greedy offset
   uint64_t first_fit_arena_size_ = 0;
+  bool kept_greedy_ = false;
   uint64_t greedy_arena_size_ = 0;
 };
 

@@ -7,19 +7,6 @@
 #include "runtime/core/format.h"
 
 namespace pare {
-namespace {
-
-// The error of an entry point whose build feature this runtime does not
-// select: one message (and one string in the binary) for every feature.
-PARE_COLD Error feature_not_selected(Diagnostics& diagnostics, const char* feature) {
-  return PARE_FAIL(diagnostics, Error::FeatureNotSelected,
-                   "the manifest does not select build feature %s: add it to build_features in the manifest "
-                   "(tools.tracer trace --features %s, or the runtime rule's build_features attribute)",
-                   feature, feature);
-}
-
-}  // namespace
-
 Method::~Method() {
   // Objects may own resources beyond their memory; run their destructors.
   // Their memory, like every other per-instance structure, belongs to
@@ -361,7 +348,8 @@ Error Method::execute() {
   if (planning_) {
     // finish() fails only when out of memory for the greedy layout's
     // working arrays: the first-fit layout this run used then stands.
-    (void)plan.planner.finish();
+    (void)plan.planner.finish(feature_selected(FeatureId::greedy_planner));
+    if (plan.planner.kept_greedy()) program_.observer().record_feature(FeatureId::greedy_planner);
     plan.valid = true;
     for (uint32_t k = 0; k < m.num_inputs; ++k) plan.inputs[k] = values_[m.inputs[k]].tensor;
     ++num_plans_;
@@ -656,11 +644,16 @@ MethodMemoryStats Method::memory_stats() const {
   return s;
 }
 
-void Method::set_planner(PlannerStrategy strategy) {
+Error Method::set_planner(PlannerStrategy strategy) {
+  if (strategy == PlannerStrategy::kGreedyBySize) {
+    if (!feature_selected(FeatureId::greedy_planner)) return feature_not_selected(diagnostics_, "greedy_planner");
+    program_.observer().record_feature(FeatureId::greedy_planner);
+  }
   for (CachedPlan& plan : plans_) {
     if (plan.planner.strategy() != strategy) plan.valid = false;
     plan.planner.set_strategy(strategy);
   }
+  return Error::Ok;
 }
 
 }  // namespace pare

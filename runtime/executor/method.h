@@ -101,7 +101,9 @@ class Method {
   MethodMemoryStats memory_stats() const;
   // Which arena layout plans keep (memory_planner.h); the next run
   // re-plans.
-  void set_planner(PlannerStrategy strategy);
+  // FeatureNotSelected for greedy by size in a runtime without build
+  // feature greedy_planner (kSmaller is then first fit: the only layout).
+  Error set_planner(PlannerStrategy strategy);
 
  private:
   friend class KernelContext;

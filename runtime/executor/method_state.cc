@@ -23,7 +23,7 @@ bool has_dtype_and_sizes(const Tensor& t, int32_t dtype_code, const int64_t* siz
 
 // Shared by every state entry point of a runtime without the feature.
 PARE_NOINLINE Error Method::state_not_selected() {
-  return PARE_FAIL(diagnostics_, Error::FeatureNotSelected, "%s", PARE_STATE_NOT_SELECTED);
+  return feature_not_selected(diagnostics_, "state");
 }
 
 const char* Method::state_name(size_t index) const {

@@ -14,6 +14,13 @@ namespace pare {
 
 using namespace loader;
 
+Error feature_not_selected(Diagnostics& diagnostics, const char* feature) {
+  return PARE_FAIL(diagnostics, Error::FeatureNotSelected,
+                   "the manifest does not select build feature %s: add it to build_features in the manifest "
+                   "(tools.tracer trace --features %s, or the runtime rule's build_features attribute)",
+                   feature, feature);
+}
+
 Error Loader::invalid(const char* fmt, ...) {
   va_list args;
   va_start(args, fmt);
@@ -89,7 +96,7 @@ Error Loader::run() {
   }
   has_state_ = flags != 0;
   if (has_state_ && !feature_selected(FeatureId::state)) {
-    return PARE_FAIL(diag, Error::FeatureNotSelected, "the program has state: %s", PARE_STATE_NOT_SELECTED);
+    return feature_not_selected(diag, "state");
   }
   if (file_size < kHeaderSize) {
     return PARE_INVALID("file_size %llu is smaller than the %zu-byte header",

@@ -58,10 +58,10 @@ struct InstructionDesc {
 // each instance holds its own copy, which `update` (kNoValue: none) is
 // written into at the end of every execute, or in place by its producer
 // when `in_place`.
-// The message of a program with state, or a state entry point, in a
-// runtime without the feature: one literal, which the linker keeps once.
-#define PARE_STATE_NOT_SELECTED \
-  "the manifest does not select build feature state: re-trace the model or add state to build_features"
+// The error of a program, or an entry point, needing a build feature this
+// runtime does not select: one message (and one string in the binary) for
+// every feature.
+PARE_COLD Error feature_not_selected(Diagnostics& diagnostics, const char* feature);
 
 struct StateDesc {
   const char* name;

@@ -388,3 +388,26 @@ def assert_within_dot_bound(actual: torch.Tensor, exact: torch.Tensor, magnitude
     bound = depth * EPS32 * magnitude + 1e-30
     excess = ((actual.double() - exact).abs() / bound).max().item() if actual.numel() else 0.0
     assert excess <= 1.0, f"error {excess:.3g}x the float32 dot-product bound (depth {depth})"
+
+
+def fragmenting_program(combine: str = "aten::add.Tensor"):
+    """First fit's classic loss: a 4 KB block dies just before two 16 KB
+    blocks need room, leaving a hole neither fits in.
+
+    t0: s = relu(x)            4 KB, read at t1
+    t1: b = s[:, None] * w     16 KB, live to t3
+    t2: c = x[:, None] * w     16 KB (s's 4 KB hole at offset 0 is too small)
+    t3: d = b + c              16 KB
+
+    First fit: s 0, b 4K, c 20K, d 36K: 52 KB. Greedy by size: b 0, c 16K,
+    d 32K, then s (alive with b only) at 16K..20K: 48 KB. `combine` is t3's op
+    (aten::mul.Tensor for a runtime that does not select add)."""
+    pb = ProgramBuilder()
+    m = pb.method()
+    x = m.input("Float", [1024])
+    w = np.array([[1.0, -2.0, 0.5, 3.0]], np.float32)
+    s = m.op("aten::relu", x)
+    b = m.op("aten::mul.Tensor", m.op("aten::view", s, [1024, 1]), w)
+    c = m.op("aten::mul.Tensor", m.op("aten::view", x, [1024, 1]), w)
+    m.output(m.op(combine, b, c))
+    return pb.to_bytes(), w

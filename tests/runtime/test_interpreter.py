@@ -6,7 +6,7 @@ import ctypes
 
 import numpy as np
 import pytest
-from runtime_testing import pal_stats
+from runtime_testing import fragmenting_program, pal_stats
 
 from pare.program import ProgramBuilder
 from pare.runtime import PareError
@@ -110,28 +110,6 @@ def test_plans_are_kept_for_the_last_four_input_signatures(runtime):
     assert method.memory_stats().num_plans == 5
     np.testing.assert_array_equal(method.run(xs[0])[0], want[0])
     assert method.memory_stats().num_plans == 6
-
-
-def fragmenting_program():
-    """First fit's classic loss: a 4 KB block dies just before two 16 KB
-    blocks need room, leaving a hole neither fits in.
-
-    t0: s = relu(x)            4 KB, read at t1
-    t1: b = s[:, None] * w     16 KB, live to t3
-    t2: c = x[:, None] * w     16 KB (s's 4 KB hole at offset 0 is too small)
-    t3: d = b + c              16 KB
-
-    First fit: s 0, b 4K, c 20K, d 36K: 52 KB. Greedy by size: b 0, c 16K,
-    d 32K, then s (alive with b only) at 16K..20K: 48 KB."""
-    pb = ProgramBuilder()
-    m = pb.method()
-    x = m.input("Float", [1024])
-    w = np.array([[1.0, -2.0, 0.5, 3.0]], np.float32)
-    s = m.op("aten::relu", x)
-    b = m.op("aten::mul.Tensor", m.op("aten::view", s, [1024, 1]), w)
-    c = m.op("aten::mul.Tensor", m.op("aten::view", x, [1024, 1]), w)
-    m.output(m.op("aten::add.Tensor", b, c))
-    return pb.to_bytes(), w
 
 
 def test_greedy_by_size_planner_beats_first_fit_where_first_fit_fragments(runtime):

@@ -19,6 +19,7 @@ from runtime_testing import (
     assert_same,
     conv_program,
     depth_tolerances,
+    fragmenting_program,
     make_tensor,
     run_op,
 )
@@ -120,6 +121,34 @@ def test_unselected_feature(selective_runtime):
     (y,) = method.run(np.full(4, 3, np.float32))
     assert y.tolist() == [9, 9, 9, 9]
     assert not np.shares_memory(y, out)
+
+
+def test_without_greedy_planner_every_plan_is_first_fit(selective_runtime, runtime):
+    # A program where greedy by size wins (48 KB against first fit's 52 KB, tests/runtime/runtime_testing.py):
+    # the full runtime keeps the greedy layout, one without build feature greedy_planner plans first fit,
+    # with the same results.
+    program, w = fragmenting_program("aten::mul.Tensor")
+    x = np.linspace(-2, 2, 1024, dtype=np.float32)
+    want = (np.maximum(x, 0)[:, None] * w) * (x[:, None] * w)
+    full = runtime.load(program).method()
+    np.testing.assert_array_equal(full.run(x)[0], want)
+    assert full.memory_stats().planned_arena_bytes == 48 * 1024
+    method = selective_runtime.load(program).method()
+    for _ in range(2):  # the planning run, then a replay in its layout
+        np.testing.assert_array_equal(method.run(x)[0], want)
+    s = method.memory_stats()
+    assert (s.planned_arena_bytes, s.first_fit_arena_bytes, s.greedy_arena_bytes) == (52 * 1024, 52 * 1024, 0)
+    assert s.temporary_blocks == 0
+    with pytest.raises(
+        PareError,
+        match="does not select build feature greedy_planner: add it to build_features "
+        r"in the manifest \(tools.tracer trace --features greedy_planner",
+    ) as e:
+        method.set_planner("greedy_by_size")
+    assert e.value.status_name == "FeatureNotSelected"
+    method.set_planner("first_fit")  # the one layout it has
+    np.testing.assert_array_equal(method.run(x)[0], want)
+    assert method.memory_stats().planned_arena_bytes == 52 * 1024
 
 
 def test_selected_class_still_works(selective_runtime):
@@ -264,6 +293,10 @@ def test_unselected_code_is_absent_from_the_binary(runtime_lib, selective_lib):
         assert _has(full, state_code), state_code
         assert not _has(sel, state_code), f"{state_code}: unselected feature state is still linked"
     assert "pare_method_reset_state" in sel  # the entry point itself stays
+    # Build feature greedy_planner (unselected): the second layout goes, the planner's entry point stays.
+    assert _has(full, r"pare::MemoryPlanner::lay_out_greedily\(")
+    assert not _has(sel, r"pare::MemoryPlanner::lay_out_greedily\("), "unselected greedy_planner is still linked"
+    assert "pare_method_set_planner" in sel
 
 
 def test_select_link_names_what_is_wrong(tmp_path):

@@ -165,7 +165,11 @@ def test_a_state_written_back_in_place_or_copied(runtime, in_place):
 
 
 def test_an_unselected_feature_answers_feature_not_selected(selective_runtime, runtime):
-    with pytest.raises(PareError, match="does not select build feature state: re-trace the model or add state") as e:
+    with pytest.raises(
+        PareError,
+        match=r"does not select build feature state: add it to build_features in the manifest "
+        r"\(tools.tracer trace --features state",
+    ) as e:
         selective_runtime.load(_index_put_program(True).to_bytes())
     assert e.value.status_name == "FeatureNotSelected"
     assert "\n" not in str(e.value)

@@ -3,6 +3,7 @@
 builds record nothing."""
 
 import numpy as np
+from runtime_testing import fragmenting_program
 
 from pare.program import ProgramBuilder
 
@@ -45,7 +46,30 @@ def test_tracing_records_everything_used(tracing_runtime):
         "prepacked_kernel": ("Float",),
     }
     assert trace.classes == ("LinearPackedParams",)
-    assert trace.features == ("op_profiling",)
+    # Greedy by size lays traced_program's arena out smaller than first fit: a runtime for it keeps that layout.
+    assert trace.features == ("op_profiling", "greedy_planner")
+
+
+def test_tracing_records_greedy_planner_only_where_it_wins(tracing_runtime):
+    # One block: both layouts are the same, and a tie keeps first fit. No second layout is needed.
+    pb = ProgramBuilder()
+    m = pb.method()
+    m.output(m.op("aten::relu", m.input("Float", [64])))
+    program = tracing_runtime.load(pb.to_bytes())
+    program.method().run(np.ones(64, np.float32))
+    assert program.trace().ops and program.trace().features == ()
+    # Greedy by size wins on the fragmenting program (48 KB against 52 KB): the runtime must keep it.
+    frag, _ = fragmenting_program()
+    program = tracing_runtime.load(frag)
+    method = program.method()
+    method.run(np.linspace(-2, 2, 1024, dtype=np.float32))
+    assert method.memory_stats().planned_arena_bytes == 48 * 1024
+    assert program.trace().features == ("greedy_planner",)
+    # An app that pins greedy by size needs it too, whichever layout would win.
+    program, method = run_traced(tracing_runtime)
+    program.reset_trace()
+    method.set_planner("greedy_by_size")
+    assert program.trace().features == ("greedy_planner",)
 
 
 def test_tracing_records_output_buffers_when_bound(tracing_runtime):
