@@ -14,13 +14,17 @@ from typing import ClassVar
 
 import pytest
 
+from pare.runtime import PareError
 from tests.conftest import REPO_ROOT
 from tools.bench import __main__ as cli
 from tools.bench import executorch_peer
 from tools.bench.executorch_worker import PORTABLE, SYSTEMS, XNNPACK
+from tools.bench.layers import profile_layers
 from tools.bench.models import ModelBench, bench_model, load_runtime, table
 from tools.bench.timing import BenchError, measure, p90
 from tools.tracer.errors import TracerError
+from tools.tracer.exporter import export_model
+from tools.tracer.model_spec import load_model_spec
 
 EXECUTORCH_FIELDS = (
     "executorch_portable_median_us",
@@ -316,3 +320,43 @@ def test_cli_without_executorch_says_why_and_leaves_the_columns_out(in_process_c
     captured = capsys.readouterr()
     assert "ExecuTorch: not measured: no ExecuTorch venv at /x; run setup\n" in captured.err
     assert "ET+XNNPACK" not in captured.out and FakePeer.started == []
+
+
+def test_profile_layers_prints_one_row_per_instruction_and_their_sum(in_process_cli, full_runtime, tmp_path, capsys):
+    out = tmp_path / "bench.json"
+    args = [str(MODEL), "--runtime", str(full_runtime), "--rounds", "1", "--no-executorch", "--no-onnxruntime"]
+    assert in_process_cli([*args, "--json", str(out), "--profile-layers", "3"]) == 0
+    (row,) = json.loads(out.read_text())
+    # One row per instruction of the program, in order, each with its operator.
+    exported = export_model(load_model_spec(MODEL))
+    method = load_runtime(full_runtime).load(exported.program).method(exported.groups[0].name)
+    ops = [p.op for p in (method.set_profiling(True), method.profile())[1]]
+    method.close()
+    layers = row["layers"]
+    assert row["profile_runs"] == 3 and [r["instruction"] for r in layers] == list(range(len(ops)))
+    assert [r["op"] for r in layers] == ops and "pare::linear_prepacked" in ops
+    # Every operator that runs is called once per run and took some time;
+    # the shares are of the sum of the minima.
+    assert all(r["calls"] == 1 and r["min_us"] > 0 for r in layers if r["op"] == "pare::linear_prepacked")
+    assert sum(r["share"] for r in layers) == pytest.approx(1.0, abs=1e-3)
+    text = capsys.readouterr().out
+    assert f"{MODEL}: per instruction, the minimum over 3 profiled runs" in text
+    rows = [line for line in text.splitlines() if line.startswith("| ") and line.split("|")[1].strip().isdigit()]
+    assert len(rows) == len(ops)
+    printed = sum(float(line.split("|")[4].replace(",", "")) for line in rows)
+    (total,) = [line for line in text.splitlines() if "sum of the minima" in line]
+    assert float(total.split("|")[4].replace(",", "")) == pytest.approx(sum(r["min_us"] for r in layers), abs=0.1)
+    assert printed == pytest.approx(sum(r["min_us"] for r in layers), abs=0.05 * len(rows) + 0.1)
+    # Without the flag: no profile, and none in the JSON.
+    assert in_process_cli([*args, "--json", str(out)]) == 0
+    (row,) = json.loads(out.read_text())
+    assert row["layers"] == [] and row["profile_runs"] is None and "per instruction" not in capsys.readouterr().out
+
+
+def test_profile_layers_on_a_runtime_without_op_profiling_is_a_user_error():
+    class NoProfiling:
+        def set_profiling(self, enabled=True):
+            raise PareError("op_profiling is not selected", 7, "FeatureNotSelected")
+
+    with pytest.raises(BenchError, match="--profile-layers: the runtime cannot profile .*op_profiling"):
+        profile_layers(NoProfiling(), 3)

@@ -30,6 +30,7 @@ def _positive(text: str) -> int:
 
 
 def _parser() -> argparse.ArgumentParser:
+    from tools.bench.layers import DEFAULT_RUNS
     from tools.bench.runtimes import ISA_LEVELS
     from tools.bench.timing import BenchError
     from tools.tracer import passes
@@ -84,6 +85,16 @@ def _parser() -> argparse.ArgumentParser:
         help="do not time ONNX Runtime (by default it is: each model is exported with torch.onnx.export, "
         "which takes 2-60 s, and run on its CPU execution provider)",
     )
+    p.add_argument(
+        "--profile-layers",
+        nargs="?",
+        type=_positive,
+        const=DEFAULT_RUNS,
+        metavar="RUNS",
+        help=f"after each model's rounds, profile Pare per instruction over RUNS runs (default {DEFAULT_RUNS}) and "
+        "print each instruction's minimum µs and share of their sum (the runtime must select build feature "
+        "op_profiling; --json: layers)",
+    )
     passes.add_arguments(p)  # as python -m tools.tracer export takes them
     add_delegate_arguments(
         p,
@@ -111,6 +122,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     from pare.runtime import PareError
     from tools.bench.executorch_peer import available
+    from tools.bench.layers import layers_table
     from tools.bench.models import bench_model, load_runtime, table
     from tools.bench.onnxruntime_peer import available as onnxruntime_available
     from tools.bench.runtimes import default_runtime, full_runtime
@@ -168,6 +180,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                     onnxruntime=bool(onnxruntime),
                     progress=progress,
                     delegates=delegates,
+                    profile_runs=args.profile_layers,
                 )
             )
         if args.json:
@@ -182,6 +195,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"error: the Pare runtime failed: {e.status_name}: {e}", file=sys.stderr)
         return 2
     print(table(results))
+    for r in results:
+        if r.profile_runs:
+            print()
+            print(layers_table(r.model, r.layers, r.median_us, r.profile_runs))
     return 0
 
 

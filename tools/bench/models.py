@@ -37,6 +37,7 @@ import torch
 
 from pare.runtime import PareError, Runtime
 from tools.bench.executorch_worker import PORTABLE, SYSTEMS, XNNPACK
+from tools.bench.layers import LayerTime, profile_layers
 from tools.bench.onnxruntime_peer import SYSTEM as ORT
 from tools.bench.timing import (
     BenchError,
@@ -94,6 +95,9 @@ class ModelBench:
     delegated_ops: int | None = None  # operators the backends took
     pare_delegated_median_us: float | None = None
     pare_delegated_p90_us: float | None = None
+    # --profile-layers RUNS: each instruction's minimum time over RUNS profiled runs (tools/bench/layers.py).
+    profile_runs: int | None = None
+    layers: tuple[LayerTime, ...] = ()
 
     @property
     def ratio_delegated(self) -> float | None:
@@ -147,12 +151,14 @@ def bench_model(
     onnxruntime: bool = False,
     progress: Callable[[str, str], None] | None = None,
     delegates: DelegateOptions | None = None,
+    profile_runs: int | None = None,
 ) -> ModelBench:
     """Benchmarks one model spec (module docstring); `executorch` adds the
     ExecuTorch peers, `onnxruntime` ONNX Runtime; their one-line progress
     while they prepare (10-120 s) goes to `progress("ExecuTorch" or "ONNX
     Runtime", what)`. `delegates` (with backends) also times the program
-    exported with them, beside the CPU's."""
+    exported with them, beside the CPU's. `profile_runs`: after the rounds,
+    profile Pare's method per instruction over that many runs (layers.py)."""
     spec = load_model_spec(path)
     exported, method, inputs = _checked_method(spec, runtime, runtime_path, passes, threads)
     if threads > 1:
@@ -219,7 +225,10 @@ def bench_model(
         if peer:
             peer.close()
     memory = method.memory_stats()
-    method.close()
+    try:
+        layers = profile_layers(method, profile_runs) if profile_runs else ()
+    finally:
+        method.close()
     if twin is not None:
         twin.close()
     if threads > 1:
@@ -258,6 +267,8 @@ def bench_model(
         delegated_ops=delegated_export.delegation.delegated_ops() if delegated is not None else None,
         pare_delegated_median_us=us("pare_delegated", median),
         pare_delegated_p90_us=us("pare_delegated", p90),
+        profile_runs=profile_runs,
+        layers=layers,
     )
 
 
