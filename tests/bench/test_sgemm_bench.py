@@ -5,6 +5,7 @@ compares with is computed as stated, bad arguments are one-line errors
 from __future__ import annotations
 
 import pytest
+import torch
 
 from pare.runtime import Runtime
 from tools.bench import sgemm
@@ -82,9 +83,39 @@ def test_every_kernel_isa_of_an_x86_64_runtime_has_a_measured_peak():
         (["--sizes", "0,256"], "sizes must be in 1..8192"),
         (["--sizes", "a"], "not a comma list of integers"),
         (["--isa", "v4"], "invalid choice: 'v4'"),
+        (["--sizes", "256", "--mobilenet-v2"], "not allowed with argument"),
     ],
 )
 def test_bad_arguments_are_one_line_errors(capsys, argv, message):
     assert sgemm.main(argv) == 2
     err = capsys.readouterr().err
     assert message in err and len(err.splitlines()) == 1 and "Traceback" not in err
+
+
+def test_the_mobilenet_v2_shapes_are_its_1x1_convolutions():
+    from tests.conftest import REPO_ROOT
+    from tools.tracer.model_spec import load_model_spec
+
+    spec = load_model_spec(REPO_ROOT / "models" / "bench" / "mobilenet_v2_224.py")
+    seen = []
+
+    def hook(module, args):
+        shape = (args[0].shape[-1], module.in_channels, module.out_channels)
+        if module.kernel_size == (1, 1) and shape not in seen:
+            seen.append(shape)
+
+    for module in spec.module.modules():
+        if isinstance(module, torch.nn.Conv2d):
+            module.register_forward_pre_hook(hook)
+    with torch.no_grad():
+        spec.module(*spec.inputs[0])
+    assert tuple(seen) == sgemm.MOBILENET_V2_1X1
+
+
+@pytest.mark.parametrize("side,cin,cout", [(7, 20, 13), (5, 3, 40)])
+def test_a_1x1_convolution_is_checked_against_float64_and_reported(runtime, side, cin, cout):
+    result = sgemm.bench_conv1x1(runtime, side, cin, cout, rounds=1, peak_gflops=100.0)
+    assert (result.side, result.in_channels, result.out_channels) == (side, cin, cout)
+    assert result.median_us > 0 and result.max_relative_error <= (cin + 1) * sgemm.EPS32
+    assert result.gflops == pytest.approx(2 * side * side * cin * cout / result.median_us * 1e-3, rel=1e-2)
+    assert result.fraction_of_peak == round(result.gflops / 100.0, 4)

@@ -1,7 +1,8 @@
 """Float32 GEMM throughput of a Pare runtime against one core's peak.
 
     .venv/bin/python -m tools.bench.sgemm [--isa auto|baseline|v3 | --runtime LIB]
-                                          [--sizes 256,512,768,1024] [--rounds N] [--cpu N] [--json FILE]
+                                          [--sizes 256,512,768,1024 | --mobilenet-v2]
+                                          [--rounds N] [--cpu N] [--json FILE]
 
 Runs `aten::mm` (an [n, n] input times an [n, n] constant, both packed by
 the kernel on every call, as BLAS does) on the runtime, pinned to one CPU,
@@ -17,6 +18,13 @@ instructions (peak_for_isa):
   x86_64_baseline  4-lane multiply + add (SSE2)
 
 Each size's peak is the best of the cpu_peak runs just before and after it.
+
+--mobilenet-v2 times MobileNetV2's 1x1 convolutions at 224x224 instead
+(MOBILENET_V2_1X1: each distinct (plane side, in, out channels), a
+one-layer model of it exported with the prepack_weights pass only, so as
+the model runs it: the weights packed ahead of time into the GEMM's A,
+the image [in, side^2] packed per call as its B; 2 side^2 in out FLOP per
+call, bias included), each checked against float64.
 
 The clock cpu_peak estimates is printed for information only: a clock
 times FLOP per cycle misses what the core does (cpu_peak.c's clock_ghz
@@ -153,6 +161,92 @@ def bench_size(runtime: Runtime, n: int, rounds: int, peak_gflops: float | None)
     return with_peak(SgemmResult(n, round(seconds * 1e6, 1), round(gflops, 2), None, None, error), peak_gflops)
 
 
+# MobileNetV2's 1x1 convolutions at 224x224, each distinct (plane side,
+# in channels, out channels) in the order the model first runs it: M = out
+# channels, K = in channels, N = side^2 pixels of Pare's NCHW GEMM
+# (tests/bench/test_sgemm_bench.py checks the list against torchvision's).
+MOBILENET_V2_1X1 = (
+    (112, 32, 16),
+    (112, 16, 96),
+    (56, 96, 24),
+    (56, 24, 144),
+    (56, 144, 24),
+    (28, 144, 32),
+    (28, 32, 192),
+    (28, 192, 32),
+    (14, 192, 64),
+    (14, 64, 384),
+    (14, 384, 64),
+    (14, 384, 96),
+    (14, 96, 576),
+    (14, 576, 96),
+    (7, 576, 160),
+    (7, 160, 960),
+    (7, 960, 160),
+    (7, 960, 320),
+    (7, 320, 1280),
+)
+
+
+@dataclass(frozen=True)
+class Conv1x1Result:
+    side: int
+    in_channels: int
+    out_channels: int
+    median_us: float
+    gflops: float
+    peak_gflops: float | None
+    fraction_of_peak: float | None
+    max_relative_error: float
+
+
+def bench_conv1x1(
+    runtime: Runtime, side: int, cin: int, cout: int, rounds: int, peak_gflops: float | None
+) -> Conv1x1Result:
+    """One 1x1 convolution cin -> cout over side x side, as an exported model runs it (prepacked weights)."""
+    import torch
+
+    from tools.tracer.exporter import export_model
+    from tools.tracer.model_spec import ModelSpec
+    from tools.tracer.runner import set_inputs
+
+    torch.manual_seed(0)
+    conv = torch.nn.Conv2d(cin, cout, 1).eval()
+    x = torch.rand(1, cin, side, side) * 2 - 1
+    spec = ModelSpec(path=Path(f"conv1x1_{cin}_{cout}_{side}.py"), module=conv, inputs=((x,),))
+    exported = export_model(spec, passes=("prepack_weights",))
+    method = runtime.load(exported.program).method(exported.groups[0].name)
+    set_inputs(method, (x,))
+    method.execute()
+    actual = method.output(0).astype(np.float64)
+    w = conv.weight.detach().double().reshape(cout, cin).numpy()
+    b = conv.bias.detach().double().numpy()
+    xs = x.double().reshape(cin, side * side).numpy()
+    exact = (w @ xs + b[:, None]).reshape(1, cout, side, side)
+    scale = ((np.abs(w) @ np.abs(xs)) + np.abs(b)[:, None]).reshape(1, cout, side, side)
+    error = float(np.max(np.abs(actual - exact) / scale))
+    if error > (cin + 1) * EPS32:
+        raise BenchError(
+            f"1x1 convolution {cin} -> {cout} over {side}x{side}: relative error {error:.3g} exceeds the bound "
+            f"(in + 1) * eps = {(cin + 1) * EPS32:.3g}; run tests/runtime/kernels/test_prepacked.py"
+        )
+    samples = measure({"conv": method.execute}, rounds, {"conv": calls_for(method.execute, 0.05)})
+    seconds = median(samples["conv"])
+    method.close()
+    gflops = 2 * side * side * cin * cout / seconds * 1e-9
+    fraction = None if peak_gflops is None else round(gflops / peak_gflops, 4)
+    return Conv1x1Result(
+        side,
+        cin,
+        cout,
+        round(seconds * 1e6, 1),
+        round(gflops, 2),
+        None if peak_gflops is None else round(peak_gflops, 2),
+        fraction,
+        error,
+    )
+
+
 def _sizes(text: str) -> list[int]:
     try:
         sizes = [int(s) for s in text.split(",")]
@@ -177,8 +271,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         "this CPU has AVX2 and FMA, else baseline)",
     )
     source.add_argument("--runtime", type=Path, help="a linux_x86_64 Pare runtime to measure instead")
-    p.add_argument(
+    shapes = p.add_mutually_exclusive_group()
+    shapes.add_argument(
         "--sizes", type=_sizes, default=[256, 512, 768, 1024], help="square sizes n (default 256,512,768,1024)"
+    )
+    shapes.add_argument(
+        "--mobilenet-v2",
+        action="store_true",
+        help="time MobileNetV2's 1x1 convolutions at 224x224 (prepacked weights, as the model runs them) instead",
     )
     p.add_argument("--rounds", type=int, default=7, help="samples per size (default 7)")
     p.add_argument("--cpu", type=int, help="the CPU to pin to (default 1, as taskset -c 1)")
@@ -201,8 +301,29 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"peak: {peak_source}, the best of cpu_peak runs before and after each size"
         )
         results = []
-        print(f"{'n':>6} {'median ms':>10} {'GFLOP/s':>9} {'peak':>7} {'of peak':>8}")
-        for n in args.sizes:
+        if args.mobilenet_v2:
+            print(f"{'side':>5} {'in':>5} {'out':>5} {'median µs':>10} {'GFLOP/s':>9} {'peak':>7} {'of peak':>8}")
+        for side, cin, cout in MOBILENET_V2_1X1 if args.mobilenet_v2 else ():
+            r = bench_conv1x1(runtime, side, cin, cout, args.rounds, None)
+            after = measure_peak()
+            peak, _ = peak_for_isa(best_of(before, after), runtime.kernel_isa)
+            r = replace(
+                r,
+                peak_gflops=None if peak is None else round(peak, 2),
+                fraction_of_peak=None if peak is None else round(r.gflops / peak, 4),
+            )
+            before, best = after, best_of(best, after)
+            results.append(r)
+            peak_text, of_peak = (
+                ("n/a", "n/a") if r.peak_gflops is None else (f"{r.peak_gflops:.1f}", f"{r.fraction_of_peak:.1%}")
+            )
+            print(
+                f"{side:>5} {cin:>5} {cout:>5} {r.median_us:>10.1f} {r.gflops:>9.1f} {peak_text:>7} {of_peak:>8}",
+                flush=True,
+            )
+        if not args.mobilenet_v2:
+            print(f"{'n':>6} {'median ms':>10} {'GFLOP/s':>9} {'peak':>7} {'of peak':>8}")
+        for n in [] if args.mobilenet_v2 else args.sizes:
             r = bench_size(runtime, n, args.rounds, None)
             after = measure_peak()
             r = with_peak(r, peak_for_isa(best_of(before, after), runtime.kernel_isa)[0])
