@@ -91,3 +91,23 @@ def requantization(
         raise PackingError(f"an int8 layer's bias must have {out_channels} values, got {b.shape[0]}")
     offset = b / float(output_scale) + int(output_zero_point)
     return correction.astype(np.int32), multiplier.astype(np.float32), offset.astype(np.float32)
+
+
+DYNAMIC_BLOCK = 16  # output channels per block of pack_dynamic_weight's layout (qgemm.h, kDynamicBlock)
+
+
+def pack_dynamic_weight(weight: np.ndarray) -> np.ndarray:
+    """pare::qlinear_dynamic's weight: the int8 [out_features, in_features]
+    matrix as every copy of its product reads it (runtime/kernels/quantized/
+    qgemm.h, gemm_dynamic): [ceil(out / 16), ceil(in / 4), 16, 4], per block
+    of 16 output channels, per quad of 4 input features, each channel's 4
+    weights (0 past the last feature or channel)."""
+    weight = np.asarray(weight, dtype=np.int8)
+    if weight.ndim != 2:
+        raise PackingError(f"a dynamic linear's weight must be 2-D [out_features, in_features], got {weight.shape}")
+    out_features, in_features = weight.shape
+    blocks = -(-out_features // DYNAMIC_BLOCK)
+    quads = -(-in_features // 4)
+    padded = np.zeros((blocks * DYNAMIC_BLOCK, quads * 4), dtype=np.int8)
+    padded[:out_features, :in_features] = weight
+    return np.ascontiguousarray(padded.reshape(blocks, DYNAMIC_BLOCK, quads, 4).transpose(0, 2, 1, 3))

@@ -257,8 +257,8 @@ def test_unselected_code_is_absent_from_the_binary(runtime_lib, selective_lib):
         case.format("qconv2d_kernel", "signed char"),
         case.format("qlinear_kernel", "signed char"),
         r"pare::kernels::qgemm::gemm_rows\(",
-        # The quantize pass's other int8 ops (qelementwise.cc).
-        *(kernel.format(op) for op in ("pare_qadd", "pare_qmul", "pare_qmean", "pare_qlut")),
+        # The quantize pass's other int8 ops (qelementwise.cc, qlinear_dynamic.cc).
+        *(kernel.format(op) for op in ("pare_qadd", "pare_qmul", "pare_qmean", "pare_qlut", "pare_qlinear_dynamic")),
     )
     for code in int8_code:
         assert _has(full, code), code

@@ -269,6 +269,40 @@ def test_int8_layers_on_arm64_sdot_and_neon_match_torch_and_x86_64(android_lib, 
         assert_within_one_step(torch.from_numpy(got.copy()), reference)
 
 
+# pare::qlinear_dynamic on arm64 (qgemm.h's gemm_dynamic, the portable copy).
+DYNAMIC_LINEAR_CASES = ["rows_odd", "deep_no_bias", "batch_3d", "all_positive", "rows_13_channels_40"]
+
+
+@pytest.mark.parametrize("config", list(INT8_ARM64_CONFIGS))
+def test_dynamic_linear_on_arm64_gives_x86_64_bits(android_lib, full_lib, config):
+    from pare.program import ProgramBuilder
+    from pare.quantized_packing import pack_dynamic_weight
+    from pare.runtime import Runtime
+    from tests.runtime.kernels import test_quantized_dynamic_linear as qdl
+
+    pb = ProgramBuilder()
+    m = pb.method()
+    inputs, outputs = [], []
+    for i, name in enumerate(DYNAMIC_LINEAR_CASES):
+        shape, out_features, with_bias, per_tensor, kind, (qmin, qmax) = qdl.CASES[name]
+        w, scales = qdl.weights(out_features, shape[-1], 130 + i, per_tensor)
+        bias = torch.randn(out_features, generator=torch.Generator().manual_seed(140 + i)) if with_bias else None
+        sums = w.to(torch.int32).sum(dim=1, dtype=torch.int32)
+        x = m.input("Float")
+        packed = torch.from_numpy(pack_dynamic_weight(w.numpy()))
+        outputs.append(m.op("pare::qlinear_dynamic", x, packed, sums, scales, bias, qmin, qmax, qdl.EPS))
+        inputs.append(qdl.make_input(shape, kind, 150 + i))
+    m.output(*outputs)
+    program = pb.to_bytes()
+    x86 = Runtime(full_lib).load(program).method().run(*[x.numpy() for x in inputs])
+    cpu, cap, want_isa = INT8_ARM64_CONFIGS[config]
+    tensors = [harness.TensorData(6, tuple(x.shape), x.contiguous().numpy().tobytes()) for x in inputs]  # 6: Float
+    got, kernel_isa = harness.run_program_on(android_lib, program, "forward", tensors, cpu=cpu, max_isa=cap)
+    assert kernel_isa == want_isa
+    for out, expected in zip(got, x86):
+        assert out.dtype == 6 and np.array_equal(np.frombuffer(out.data, dtype=np.float32).reshape(out.sizes), expected)
+
+
 def test_arm64_runtime_refuses_an_x86_64_cap(android_lib, int8_layers):
     # pare_set_max_isa on arm64 takes arm64_neon and arm64_dotprod only.
     inputs, program, _, _ = int8_layers

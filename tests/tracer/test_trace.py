@@ -215,14 +215,23 @@ def test_a_pt2e_quantized_cnn_is_traced_and_matches_torch(tracing_lib, full_lib)
 
 
 def test_a_dynamically_quantized_linear_is_traced_and_matches_torch(tracing_lib, full_lib):
+    # The quantize pass runs it as one int8 layer, its input quantized at run time.
     result = trace_model(spec_of("quantized_cnn_dynamic"), runtime=tracing_lib)
+    m = result.manifest
+    assert "pare::qlinear_dynamic" in m.operators
+    assert not {"quantized_decomposed::choose_qparams.tensor", "aten::addmm"} & set(m.operators)
+    assert m.kernel_metadata["qlinear_dynamic_kernel"] == ("QInt8",)
+    assert all(c.ok for c in result.checks)
+    assert all(c.ok for c in check_model(spec_of("quantized_cnn_dynamic"), full_lib))
+    # On the reference path: choose_qparams, quantize and dequantize around the float layer.
+    reference = ",".join(graph_passes.resolve("default", skip="quantize"))
+    result = trace_model(spec_of("quantized_cnn_dynamic"), runtime=tracing_lib, passes=reference)
     m = result.manifest
     assert {"quantized_decomposed::choose_qparams.tensor", "quantized_decomposed::quantize_per_tensor.tensor"} <= set(
         m.operators
     )
     assert m.kernel_metadata["choose_qparams_kernel"] == ("Float",)
     assert all(c.ok for c in result.checks)
-    assert all(c.ok for c in check_model(spec_of("quantized_cnn_dynamic"), full_lib))
 
 
 def test_check_passes_on_the_full_runtime(full_lib):

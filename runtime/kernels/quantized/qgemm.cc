@@ -47,6 +47,33 @@ void gemm_rows(int64_t channels, int64_t pixels, int64_t k, const int8_t* w, con
   PARE_SIMD_ISA::gemm_rows(channels, pixels, k, w, x, rq, out);
 }
 
+void gemm_dynamic(int64_t rows, int64_t channels, int64_t k, const uint8_t* u, const int8_t* w,
+                  const DynamicEpilogue& e, float* out) {
+  PARE_QGEMM_VNNI(gemm_dynamic_vnni(rows, channels, k, u, w, e, out));
+  PARE_QGEMM_X86_64_V3(gemm_dynamic(rows, channels, k, u, w, e, out));
+  PARE_SIMD_ISA::gemm_dynamic(rows, channels, k, u, w, e, out);
+}
+
+Range dynamic_range(const float* x, int64_t n) {
+#if defined(PARE_X86_64_DISPATCH)
+  if (vnni_runs()) return x86_64_v4::dynamic_range_v4(x, n);
+#endif
+  PARE_QGEMM_X86_64_V3(dynamic_range(x, n));
+  return PARE_SIMD_ISA::dynamic_range(x, n);
+}
+
+void quantize_dynamic(const float* x, int64_t rows, int64_t k, float inv_scale, float zero_point, float qmin,
+                      float qmax, uint8_t* u) {
+#if defined(PARE_X86_64_DISPATCH)
+  if (vnni_runs()) {
+    x86_64_v4::quantize_dynamic_v4(x, rows, k, inv_scale, zero_point, qmin, qmax, u);
+    return;
+  }
+#endif
+  PARE_QGEMM_X86_64_V3(quantize_dynamic(x, rows, k, inv_scale, zero_point, qmin, qmax, u));
+  PARE_SIMD_ISA::quantize_dynamic(x, rows, k, inv_scale, zero_point, qmin, qmax, u);
+}
+
 int64_t columns_packed_bytes(int64_t channels, int64_t k) {
   PARE_QGEMM_VNNI(columns_packed_bytes_vnni(channels, k));
   PARE_QGEMM_X86_64_V3(columns_packed_bytes(channels, k));

@@ -55,6 +55,45 @@ struct Output {
 void gemm_rows(int64_t channels, int64_t pixels, int64_t k, const int8_t* w, const int8_t* x, const Requantization& rq,
                const Output& out);
 
+// pare::qlinear_dynamic's product (qlinear_dynamic.cc), float out:
+//
+//   out[r, c] = float(sum_k u[r, k] w[c, k] - (128 + zero_point) sums[c]) * multiplier[c] (+ bias[c])
+//
+// u [rows, k] is the input quantized to int8 by quantize_dynamic, stored +
+// 128 as unsigned bytes (q ^ 0x80: VNNI's unsigned-by-signed vpdpbusd
+// reads it as it is; sums[c] = sum_k w[c, k] takes the 128 back out), rows
+// dynamic_row_bytes(k) apart. w is the int8 weight [channels, k] packed at
+// export (pare/quantized_packing.py, pack_dynamic_weight) in the layout
+// every copy reads: per block of kDynamicBlock output channels, per quad
+// of 4 reductions, each channel's 4 weights in 4 bytes (0 past k or the
+// last channel). The int32 sums are exact (|u w| <= 255 * 128, k <=
+// kMaxDepth: under 2^31); the correction wraps in uint32, and the true
+// value fits. Float operations in a fixed order, no contraction: every
+// copy gives the same bits.
+constexpr int64_t kDynamicBlock = 16;
+PARE_ALWAYS_INLINE int64_t dynamic_row_bytes(int64_t k) { return (k + 3) / 4 * 4; }
+struct DynamicEpilogue {
+  const int32_t* sums;
+  const float* multiplier;
+  const float* bias;  // or nullptr
+  int32_t zero_point;
+};
+void gemm_dynamic(int64_t rows, int64_t channels, int64_t k, const uint8_t* u, const int8_t* w,
+                  const DynamicEpilogue& e, float* out);
+// The smallest and largest of x[0, n) (n > 0) and whether one is NaN (then
+// lo and hi are meaningless): choose_qparams.tensor's torch.aminmax.
+struct Range {
+  float lo, hi;
+  bool nan;
+};
+Range dynamic_range(const float* x, int64_t n);
+// u[r, i] = q ^ 0x80 for q = quantize_per_tensor's int8 of x[r, i] (x
+// [rows, k] contiguous): clamp(round_half_even(x inv_scale) + zero_point,
+// qmin, qmax), NaN to 0; each row's bytes past k up to
+// dynamic_row_bytes(k) 0x80 (q = 0).
+void quantize_dynamic(const float* x, int64_t rows, int64_t k, float inv_scale, float zero_point, float qmin,
+                      float qmax, uint8_t* u);
+
 // The most output channels a gemm_columns tile of any copy packs, its
 // pixels, and the most bytes of x a panel of its tiles packs (the AVX2
 // copy's int16 pairs: 2 bytes per int8).
@@ -165,6 +204,11 @@ void depthwise_plane(const DepthwisePlane& d, const int8_t* plane, const int8_t*
 #define PARE_QGEMM_KERNELS                                                                                             \
   void gemm_rows(int64_t channels, int64_t pixels, int64_t k, const int8_t* w, const int8_t* x,                        \
                  const Requantization& rq, const Output& out);                                                         \
+  void gemm_dynamic(int64_t rows, int64_t channels, int64_t k, const uint8_t* u, const int8_t* w,                      \
+                    const DynamicEpilogue& e, float* out);                                                             \
+  Range dynamic_range(const float* x, int64_t n);                                                                      \
+  void quantize_dynamic(const float* x, int64_t rows, int64_t k, float inv_scale, float zero_point, float qmin,        \
+                        float qmax, uint8_t* u);                                                                       \
   int64_t columns_packed_bytes(int64_t channels, int64_t k);                                                           \
   void pack_columns(int64_t channels, int64_t k, const int8_t* w, void* packed);                                       \
   void gemm_columns(int64_t channels, int64_t pixels, int64_t k, const int8_t* w, const void* packed, const int8_t* x, \
@@ -199,6 +243,13 @@ void gemm_image_vnni(int64_t channels, int64_t pixels, int64_t k, const int8_t* 
 bool depthwise_plane_vnni_runs(const DepthwisePlane& d);
 void depthwise_plane_vnni(const DepthwisePlane& d, const int8_t* plane, const int8_t* filter, int32_t correction,
                           float multiplier, float offset, int32_t output_min, int32_t output_max, int8_t* out);
+// pare::qlinear_dynamic's product and input quantization on AVX-512
+// (vpdpbusd: 16 output channels x 4 reductions per instruction).
+void gemm_dynamic_vnni(int64_t rows, int64_t channels, int64_t k, const uint8_t* u, const int8_t* w,
+                       const DynamicEpilogue& e, float* out);
+Range dynamic_range_v4(const float* x, int64_t n);
+void quantize_dynamic_v4(const float* x, int64_t rows, int64_t k, float inv_scale, float zero_point, float qmin,
+                         float qmax, uint8_t* u);
 }  // namespace x86_64_v4
 #endif
 #undef PARE_QGEMM_KERNELS

@@ -43,6 +43,25 @@ PARE_ALWAYS_INLINE Q quantize_value(F x, F inv_scale, F zero_point, F qmin, F qm
   return static_cast<Q>(i);
 }
 
+// A dynamic activation's per-tensor quantization, as choose_qparams.tensor
+// returns it (a float32 scale widened to double, the zero point).
+struct TensorQParams {
+  double scale;
+  int64_t zero_point;
+};
+
+// choose_qparams.tensor's scale and zero point for the n > 0 float32 values
+// at x (torch.ao.quantization.utils.determine_qparams, per_tensor_affine:
+// float32 arithmetic as the reference's tensors do it). The caller checked
+// quant_min <= 0 <= quant_max and quant_min < quant_max.
+TensorQParams choose_qparams(const float* x, size_t n, int64_t quant_min, int64_t quant_max, double eps);
+// The same from the values' extremes (lo, hi) and whether one of them is
+// NaN (then lo and hi are not read).
+TensorQParams qparams_from_range(float lo, float hi, bool nan, int64_t quant_min, int64_t quant_max, double eps);
+
+// choose_qparams' checks of its range (validate_qmin_qmax).
+Error check_choose_qparams_range(KernelContext& ctx, int64_t quant_min, int64_t quant_max);
+
 // The range of a dtype torch's reference ops quantize to. False for the
 // others (torch's uint16 and float8 are not Pare dtypes).
 bool quantized_dtype_range(ScalarType dtype, int64_t* lo, int64_t* hi);

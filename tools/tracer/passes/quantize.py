@@ -16,8 +16,10 @@ not run fails the export in one line (UnsupportedScheme): asymmetric,
 4-bit or uint8 weights, a per-channel axis other than 0, per-channel or
 uint8 activations. Nothing is dequantized to float where the model asked
 for an int8 layer; `--skip-passes quantize` runs the whole model on the
-reference path instead. Dynamically quantized linears (their input's
-parameters computed at run time) run on the reference path.
+reference path instead. A dynamically quantized linear (its input's
+parameters computed at run time by choose_qparams.tensor, its weight a
+symmetric int8 constant) becomes pare::qlinear_dynamic: the input quantized
+at run time as the reference does it, the int8 product, a float output.
 """
 
 from __future__ import annotations
@@ -45,7 +47,8 @@ class Quantize(GraphPass):
         "PT2E's dequantize -> conv2d / linear (addmm/mm) [-> relu, relu6 / hardtanh or clamp] -> "
         "quantize on int8 tensors, symmetric int8 weights (per channel or per tensor) -> "
         "pare::qconv2d_prepacked / pare::qlinear_prepacked (int8 weights and requantization "
-        "computed at export); add / mul (+ relu) -> pare::qadd / pare::qmul, global average pooling "
+        "computed at export); a dynamically quantized linear (choose_qparams) -> pare::qlinear_dynamic (its weight "
+        "packed at export); add / mul (+ relu) -> pare::qadd / pare::qmul, global average pooling "
         "(mean over H and W) -> pare::qmean, max_pool2d / cat / views with shared quantization -> the "
         "aten op on int8, a unary pointwise op -> pare::qlut (a 256-entry table computed at export)"
     )
@@ -141,10 +144,77 @@ def _linear_plan_or_raise(node: Node, lowering: LoweringState) -> Plan | None:
     x, last = unflattened(x, node)  # nn.Linear on 3 or more dims: view, addmm, view back
     matched = _int8_layer(x, transposed_matrix(mat2), 2, bias, last, lowering)
     if matched is None:
-        return None
+        return _dynamic_linear_plan(node, x, transposed_matrix(mat2), bias, last, lowering)
     source, layer, fused, output_range = matched
     _fuse_chain(node, [last, *fused] if last is not node else fused, lowering)
     return QLinearPrepack(deps=(source.args[0],), layer=layer, output_range=output_range, counts=((NAME, "linear"),))
+
+
+def _dynamic_linear_plan(node: Node, x: Any, w: Any, bias: Any, last: Node, lowering: LoweringState) -> Plan | None:
+    """pare::qlinear_dynamic for a linear layer whose input is quantized at
+    run time (choose_qparams.tensor -> quantize_per_tensor.tensor ->
+    dequantize_per_tensor.tensor of one float tensor, to int8) and whose
+    weight is a constant int8 tensor dequantized symmetrically; its output
+    stays float. None for anything else."""
+    import torch
+
+    from tools.tracer.plans import Int8OpPlan
+
+    source = _dynamic_int8_input(x)
+    weight = _int8_weight(w, 2, lowering)
+    if source is None or weight is None:
+        return None
+    _, q_weight, scales = weight
+    out_features = q_weight.shape[0]
+    ok, bias_value = _float_bias(bias, out_features, lowering)
+    if not ok:
+        return None
+    if isinstance(scales, float):
+        scales = torch.full((out_features,), scales, dtype=torch.float32)
+    scales = scales.to(torch.float32).contiguous()
+    if not bool((scales > 0).all()):
+        return None
+    x_float, qmin, qmax, eps = source
+    from pare.quantized_packing import pack_dynamic_weight
+
+    w_int8 = q_weight.contiguous()
+    sums = w_int8.to(torch.int32).sum(dim=1, dtype=torch.int32)
+    w_int8 = torch.from_numpy(pack_dynamic_weight(w_int8.numpy()))
+    _fuse_chain(node, [last] if last is not node else [], lowering)
+    args = (x_float, w_int8, sums, scales, bias_value, qmin, qmax, eps)
+    return Int8OpPlan(deps=(x_float,), op="pare::qlinear_dynamic", args=args, counts=((NAME, "linear"),))
+
+
+def _dynamic_int8_input(x: Any) -> tuple[Node, int, int, float] | None:
+    """(the float tensor, quant_min, quant_max, eps) when `x` is
+    dequantize_per_tensor.tensor(quantize_per_tensor.tensor(t, s, z), s, z)
+    to int8 with (s, z) = choose_qparams.tensor(t) of the same range."""
+    import operator
+
+    import torch
+
+    if not _calls(x, "dequantize_per_tensor", "tensor") or x.kwargs.get("out_dtype") not in (None, torch.float32):
+        return None
+    q, scale, zero_point, qmin, qmax, dtype = (argument(x, i, n) for i, n in enumerate(("input", *_QPARAMS)))
+    if not _calls(q, "quantize_per_tensor", "tensor"):
+        return None
+    t, *q_params = (argument(q, i, n) for i, n in enumerate(("input", *_QPARAMS)))
+    if q_params != [scale, zero_point, qmin, qmax, dtype] or dtype != torch.int8 or not is_node(t):
+        return None
+    if not all(is_node(v) and v.target is operator.getitem for v in (scale, zero_point)):
+        return None
+    chosen = scale.args[0]
+    if zero_point.args[0] is not chosen or (scale.args[1], zero_point.args[1]) != (0, 1):
+        return None
+    if not _calls(chosen, "choose_qparams", "tensor"):
+        return None
+    names = ("input", "quant_min", "quant_max", "eps", "dtype")
+    c_input, c_min, c_max, eps, c_dtype = (argument(chosen, i, n) for i, n in enumerate(names))
+    if c_input is not t or (c_min, c_max, c_dtype) != (qmin, qmax, dtype) or any(is_node(v) for v in (qmin, qmax, eps)):
+        return None
+    if not (INT8_RANGE[0] <= qmin <= 0 <= qmax <= INT8_RANGE[1]) or qmin >= qmax:
+        return None
+    return t, int(qmin), int(qmax), float(eps)
 
 
 def _int8_layer(x: Any, w: Any, dims: int, bias: Any, last: Node, lowering: LoweringState, **conv: Any):
@@ -172,15 +242,15 @@ def _fuse_chain(node: Node, fused: list[Node], lowering: LoweringState) -> None:
         lowering.fuse(after, before)
 
 
-def _calls(node: Any, name: str) -> bool:
-    """Whether `node` calls quantized_decomposed::<name>.default. By name:
+def _calls(node: Any, name: str, overload: str = "default") -> bool:
+    """Whether `node` calls quantized_decomposed::<name>.<overload>. By name:
     torch.ops.quantized_decomposed has these ops only once torchao is
     imported, and a float model's export need not import it."""
     target = getattr(node, "target", None) if is_node(node) else None
     return (
         getattr(target, "namespace", None) == QUANTIZED_NAMESPACE
         and target._schema.name == f"{QUANTIZED_NAMESPACE}::{name}"
-        and target._overloadname == "default"
+        and target._overloadname == overload
     )
 
 
