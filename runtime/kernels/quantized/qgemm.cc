@@ -43,6 +43,7 @@ void gemm_rows(int64_t channels, int64_t pixels, int64_t k, const int8_t* w, con
   arm64::gemm_rows(channels, pixels, k, w, x, store);
   return;
 #endif
+  PARE_QGEMM_VNNI(gemm_rows_vnni(channels, pixels, k, w, x, rq, out));
   PARE_QGEMM_X86_64_V3(gemm_rows(channels, pixels, k, w, x, rq, out));
   PARE_SIMD_ISA::gemm_rows(channels, pixels, k, w, x, rq, out);
 }

@@ -243,6 +243,10 @@ void gemm_image_vnni(int64_t channels, int64_t pixels, int64_t k, const int8_t* 
 bool depthwise_plane_vnni_runs(const DepthwisePlane& d);
 void depthwise_plane_vnni(const DepthwisePlane& d, const int8_t* plane, const int8_t* filter, int32_t correction,
                           float multiplier, float offset, int32_t output_min, int32_t output_max, int8_t* out);
+// gemm_rows on vpdpbusd (the weights + 128 against x, 128 sum_k x taken
+// back out per pixel).
+void gemm_rows_vnni(int64_t channels, int64_t pixels, int64_t k, const int8_t* w, const int8_t* x,
+                    const Requantization& rq, const Output& out);
 // pare::qlinear_dynamic's product and input quantization on AVX-512
 // (vpdpbusd: 16 output channels x 4 reductions per instruction).
 void gemm_dynamic_vnni(int64_t rows, int64_t channels, int64_t k, const uint8_t* u, const int8_t* w,

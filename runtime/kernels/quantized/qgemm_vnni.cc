@@ -673,6 +673,84 @@ void quantize_dynamic_v4(const float* x, int64_t rows, int64_t k, float inv_scal
   }
 }
 
+// gemm_rows (pare::qlinear_prepacked: w [channels, k] and x [pixels, k],
+// rows contiguous) on vpdpbusd, the weights the unsigned side: w + 128 (w
+// ^ 0x80) against x, so the sum gains 128 sum_k x[p, k], one number per
+// pixel taken back out (where the columns GEMM's correction is per
+// channel). Tiles of 4 channels x 4 pixels, 64 reductions per step, the
+// sums added across lanes at the end; the requantization is the other
+// copies' store_tile, value for value.
+namespace {
+
+PARE_ALWAYS_INLINE int8_t requantize_one(int32_t acc, float multiplier, float offset, float lo, float hi) {
+#pragma clang fp contract(off)
+  const float product = static_cast<float>(acc) * multiplier;
+  const float v0 = product + offset;
+  const float a = v0 < 0.0f ? -v0 : v0;
+  float v = a < 4194304.0f ? (v0 + 12582912.0f) - 12582912.0f : v0;
+  v = v < lo ? lo : v;
+  v = v > hi ? hi : v;
+  return static_cast<int8_t>(static_cast<int32_t>(v));
+}
+
+template <int MR, int NR>
+PARE_ALWAYS_INLINE void rows_tile_vnni(int64_t k, const int8_t* w, const int8_t* x, const int32_t* xsum, int64_t c0,
+                                       int64_t p0, const Requantization& rq, const Output& out) {
+  const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
+  __m512i acc[MR][NR];
+  for (int r = 0; r < MR; ++r) {
+    for (int j = 0; j < NR; ++j) acc[r][j] = _mm512_setzero_si512();
+  }
+  for (int64_t i = 0; i < k; i += 64) {
+    // Past k: x reads 0, so the weight's 128 adds nothing.
+    const __mmask64 m = bytes_mask(k - i);
+    __m512i xv[NR];
+    for (int j = 0; j < NR; ++j) xv[j] = _mm512_maskz_loadu_epi8(m, x + j * k + i);
+    for (int r = 0; r < MR; ++r) {
+      const __m512i wv = _mm512_xor_si512(_mm512_maskz_loadu_epi8(m, w + r * k + i), flip);
+      for (int j = 0; j < NR; ++j) acc[r][j] = _mm512_dpbusd_epi32(acc[r][j], wv, xv[j]);
+    }
+  }
+  const float lo = static_cast<float>(rq.output_min);
+  const float hi = static_cast<float>(rq.output_max);
+  for (int r = 0; r < MR; ++r) {
+    const int64_t c = c0 + r;
+    int8_t* row = out.data + c * out.channel_stride + p0 * out.pixel_stride;
+    for (int j = 0; j < NR; ++j) {
+      const uint32_t sum = static_cast<uint32_t>(_mm512_reduce_add_epi32(acc[r][j])) -
+                           128u * static_cast<uint32_t>(xsum[j]) + static_cast<uint32_t>(rq.correction[c]);
+      row[j * out.pixel_stride] = requantize_one(static_cast<int32_t>(sum), rq.multiplier[c], rq.offset[c], lo, hi);
+    }
+  }
+}
+
+template <int NR>
+void rows_pixels_vnni(int64_t channels, int64_t k, const int8_t* w, const int8_t* x, int64_t p0,
+                      const Requantization& rq, const Output& out) {
+  // sum_k x[p, k] per pixel: vpdpbusd of ones against x.
+  const __m512i ones = _mm512_set1_epi8(1);
+  int32_t xsum[NR];
+  for (int j = 0; j < NR; ++j) {
+    __m512i s = _mm512_setzero_si512();
+    for (int64_t i = 0; i < k; i += 64) {
+      s = _mm512_dpbusd_epi32(s, ones, _mm512_maskz_loadu_epi8(bytes_mask(k - i), x + j * k + i));
+    }
+    xsum[j] = _mm512_reduce_add_epi32(s);
+  }
+  int64_t c = 0;
+  for (; c + 4 <= channels; c += 4) rows_tile_vnni<4, NR>(k, w + c * k, x, xsum, c, p0, rq, out);
+  for (; c < channels; ++c) rows_tile_vnni<1, NR>(k, w + c * k, x, xsum, c, p0, rq, out);
+}
+
+}  // namespace
+
+void gemm_rows_vnni(int64_t channels, int64_t pixels, int64_t k, const int8_t* w, const int8_t* x,
+                    const Requantization& rq, const Output& out) {
+  int64_t p = 0;
+  for (; p + 4 <= pixels; p += 4) rows_pixels_vnni<4>(channels, k, w, x + p * k, p, rq, out);
+  for (; p < pixels; ++p) rows_pixels_vnni<1>(channels, k, w, x + p * k, p, rq, out);
+}
+
 }  // namespace x86_64_v4
 }  // namespace qgemm
 }  // namespace kernels

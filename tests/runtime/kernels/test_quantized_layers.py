@@ -390,6 +390,26 @@ def test_qlinear(runtime, in_shape, out_features, zx, relu):
     assert_within_one_step(torch.from_numpy(y), layer.reference(x_q))
 
 
+@pytest.mark.parametrize(
+    "in_shape,out_features", [((1, 1280), 1000), ((5, 33), 17), ((9, 130), 7), ((4, 64), 4), ((3, 200), 6)]
+)
+@pytest.mark.parametrize("zx", [-128, 127, 3])
+def test_qlinear_isa_copies_agree(runtime, in_shape, out_features, zx):
+    """The row GEMM's copies (qgemm.h's gemm_rows: baseline, x86-64-v3's,
+    AVX-512 VNNI's vpdpbusd on the weights + 128) give the same bits, within
+    one step of torch's reference: a classifier's one row of 1280, pixel
+    and channel counts around the VNNI tile's 4 x 4, depths around its 64."""
+    x_q = int8_tensor(in_shape, 40)
+    w_q = int8_tensor((out_features, in_shape[-1]), 41, -128, 127)
+    layer = Layer(w_q, bias_values(out_features, 42), 0.02, zx, F.linear, out_zero_point=4, seed=43).calibrate(x_q)
+    program = linear_program(layer)
+    (best,) = runtime.load(program).method().run(x_q.numpy())
+    assert_within_one_step(torch.from_numpy(best), layer.reference(x_q))
+    if runtime.kernel_isa.startswith("x86_64"):
+        for cap in ("x86_64_v3", "x86_64_baseline"):
+            np.testing.assert_array_equal(run_capped(runtime, program, x_q, cap, cap), best)
+
+
 @fp_ops
 def test_qlinear_saturates(runtime):
     x_q = int8_tensor((6, 50), 16)
