@@ -161,6 +161,10 @@ CONV_CASES = {
         (1, 2, 11, 32), (4, 1, 3, 3), padding=(2, 1), dilation=(2, 1), groups=2
     ),
     "depthwise_5x5_wide": conv_case((1, 2, 12, 30), (2, 1, 5, 5), padding=(2, 2), groups=2),
+    # The VNNI plane's padded rows: past one 64-byte vector (70 + 2), and
+    # unpadded.
+    "depthwise_70_wide": conv_case((1, 2, 5, 70), (2, 1, 3, 3), padding=(1, 1), groups=2),
+    "depthwise_unpadded": conv_case((1, 3, 9, 9), (3, 1, 3, 3), groups=3),
     # Under 16 output pixels (the AVX2 GEMM's zero-padded tile) and a
     # 8-pixel tail overlapping the tile before (7x7 = 49 pixels).
     "3x3_4_pixels": conv_case((1, 16, 4, 4), (7, 16, 3, 3), stride=(2, 2), padding=(1, 1)),
