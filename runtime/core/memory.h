@@ -115,6 +115,8 @@ class DynArray {
     return true;
   }
   void clear() { size_ = 0; }
+  // Keeps the first `size` elements (at most size()).
+  void truncate(size_t size) { size_ = size < size_ ? size : size_; }
 
   T* data() { return data_; }
   const T* data() const { return data_; }

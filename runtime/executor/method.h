@@ -131,6 +131,7 @@ class Method {
   MemoryPlanner& planner() { return plans_[active_plan_].planner; }
   const MemoryPlanner& planner() const { return plans_[active_plan_].planner; }
   void release_temporaries();
+  void release_dead_temporaries(uint32_t instruction);
   // Inline: method.cc and kernel_context.cc both ask, on every run.
   uint32_t value_id(const Value* v) const {
     if (desc_ == nullptr || v < values_ || v >= values_ + desc_->num_values) return kNoValue;
@@ -184,7 +185,13 @@ class Method {
   size_t replay_cursor_ = 0;
   uint8_t* arena_ = nullptr;
   size_t arena_capacity_ = 0;
-  DynArray<void*> temporaries_;  // blocks served outside the arena this run
+  // Blocks served outside the arena this run; a planning run's (slot set)
+  // are freed when their slot's last reader has run.
+  struct Temporary {
+    void* block;
+    uint32_t slot;  // the plan's slot, or Value::kNoSlot: kept until the next run
+  };
+  DynArray<Temporary> temporaries_;
   uint64_t num_plans_ = 0;
 
   // Build feature threads: null with one thread.
