@@ -30,9 +30,9 @@ Error ThreadPool::start(uint32_t threads) {
     stop();
     return Error::OutOfMemory;
   }
-  stopping_ = false;
+  __atomic_store_n(&stopping_, false, __ATOMIC_RELAXED);
   for (uint32_t i = 0; i + 1 < threads; ++i) {
-    workers_[i] = Worker{this, i, nullptr};
+    workers_[i] = Worker{this, nullptr};
     workers_[i].thread = pare_pal_thread_start(&ThreadPool::worker_main, &workers_[i]);
     if (workers_[i].thread == nullptr) {
       stop();
@@ -45,7 +45,7 @@ Error ThreadPool::start(uint32_t threads) {
 
 void ThreadPool::stop() {
   if (num_workers_ > 0) {
-    stopping_ = true;
+    __atomic_store_n(&stopping_, true, __ATOMIC_RELEASE);
     __atomic_fetch_add(&epoch_, 1, __ATOMIC_RELEASE);
     pare_pal_monitor_wake(monitor_);
     for (uint32_t i = 0; i < num_workers_; ++i) pare_pal_thread_join(workers_[i].thread);
@@ -57,12 +57,9 @@ void ThreadPool::stop() {
   monitor_ = nullptr;
 }
 
-void ThreadPool::worker_main(void* arg) {
-  Worker* w = static_cast<Worker*>(arg);
-  w->pool->work(w->index);
-}
+void ThreadPool::worker_main(void* arg) { static_cast<Worker*>(arg)->pool->work(); }
 
-void ThreadPool::work(uint32_t index) {
+void ThreadPool::work() {
   uint32_t seen = 0;
   for (;;) {
     uint32_t epoch = load_acquire(&epoch_);
@@ -75,9 +72,24 @@ void ThreadPool::work(uint32_t index) {
       epoch = load_acquire(&epoch_);
     }
     seen = epoch;
-    if (stopping_) return;
-    if (index + 1 < count_) fn_(context_, index + 1, count_);
-    if (__atomic_fetch_sub(&pending_, 1, __ATOMIC_ACQ_REL) == 1) pare_pal_monitor_wake(monitor_);
+    if (__atomic_load_n(&stopping_, __ATOMIC_ACQUIRE)) return;
+    run_chunks(epoch);
+  }
+}
+
+void ThreadPool::run_chunks(uint32_t epoch) {
+  for (;;) {
+    uint64_t word = __atomic_load_n(&claim_, __ATOMIC_ACQUIRE);
+    uint32_t chunk = 0;
+    uint32_t count = 0;
+    do {
+      chunk = static_cast<uint32_t>(word & 0xFFFF);
+      count = static_cast<uint32_t>((word >> 16) & 0xFFFF);
+      if (static_cast<uint32_t>(word >> 32) != epoch || chunk >= count) return;
+    } while (!__atomic_compare_exchange_n(&claim_, &word, word + 1, /*weak=*/true, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE));
+    // The run cannot end before this chunk returns, so its fields stay.
+    fn_(context_, chunk, count);
+    if (__atomic_add_fetch(&done_, 1, __ATOMIC_ACQ_REL) == count) pare_pal_monitor_wake(monitor_);
   }
 }
 
@@ -88,21 +100,24 @@ void ThreadPool::run(uint32_t count, ChunkFn fn, void* context) {
   }
   fn_ = fn;
   context_ = context;
-  count_ = count;
-  __atomic_store_n(&pending_, num_workers_, __ATOMIC_RELAXED);
-  __atomic_fetch_add(&epoch_, 1, __ATOMIC_RELEASE);  // publishes the fields above
+  __atomic_store_n(&done_, 0, __ATOMIC_RELAXED);
+  const uint32_t epoch = epoch_ + 1;  // only this thread writes epoch_
+  __atomic_store_n(&claim_, (static_cast<uint64_t>(epoch) << 32) | (static_cast<uint64_t>(count) << 16),
+                   __ATOMIC_RELEASE);
+  __atomic_store_n(&epoch_, epoch, __ATOMIC_RELEASE);
   // Always through the monitor (one uncontended lock, ~100 ns): a worker
   // between its last poll and its sleep must not miss the run.
   pare_pal_monitor_wake(monitor_);
-  fn(context, 0, count);
-  uint32_t pending = load_acquire(&pending_);
-  for (uint32_t spin = 0; pending != 0 && spin < kSpins; ++spin) {
+  run_chunks(epoch);
+  // Only chunks a worker claimed can be left, each already running.
+  uint32_t done = load_acquire(&done_);
+  for (uint32_t spin = 0; done != count && spin < kSpins; ++spin) {
     cpu_relax();
-    pending = load_acquire(&pending_);
+    done = load_acquire(&done_);
   }
-  while (pending != 0) {
-    pare_pal_monitor_wait(monitor_, &pending_, pending);
-    pending = load_acquire(&pending_);
+  while (done != count) {
+    pare_pal_monitor_wait(monitor_, &done_, done);
+    done = load_acquire(&done_);
   }
 }
 

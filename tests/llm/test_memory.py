@@ -43,7 +43,7 @@ def _llm_module():
     return module
 
 
-def _model(bits: int | None):
+def mid_model(bits: int | None):
     """A Llama of the models' architecture whose weights (19 MB in float32, 11 MB int8)
     outweigh the runtime's fixed cost per program and instance (value
     slots, plans, the prefill's arena: about 0.6 MB), as stories15M's 98 MB do;
@@ -59,7 +59,7 @@ def _model(bits: int | None):
 @pytest.mark.parametrize("bits", [None, 8], ids=["fp32", "int8"])
 def test_generation_holds_the_weights_once_plus_the_kv_cache_within_10_percent(test_double_runtime, bits):
     rt = test_double_runtime
-    spec = _model(bits)
+    spec = mid_model(bits)
     program = export_model(spec).program
     prompt = list(range(1, 49))  # a 48-token prefill: its planning run's blocks were 20% of the weights
     base = pal_stats(rt).live_bytes
@@ -81,7 +81,7 @@ def test_a_planning_run_holds_no_more_than_its_plans_arena(test_double_runtime):
     # the plan's replays hold, not at the sum of every block (1.2 MB here,
     # 16 MB for stories15M's 64-token prefill).
     rt = test_double_runtime
-    program = rt.load(export_model(_model(None)).program)
+    program = rt.load(export_model(mid_model(None)).program)
     method = program.method()
     tokens, positions = np.arange(1, 49, dtype=np.int64)[None], np.arange(48, dtype=np.int64)
     peaks = []
