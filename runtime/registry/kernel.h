@@ -94,8 +94,9 @@ class KernelContext {
     return (per + grain - 1) / grain * grain;
   }
   // Calls fn(chunk, begin, end) for each of `chunks` (from chunks_for)
-  // ranges of [0, n), chunk 0 on this thread and the others on the method's
-  // threads, and returns when every one has. fn must not use the context
+  // ranges of [0, n), each on whichever of this thread and the method's
+  // threads claims it first (ThreadPool::run), and returns when every one
+  // has. fn must not use the context
   // (no errors, no allocation): validate and allocate first. Ranges are
   // disjoint parts of the output, so results do not depend on `chunks`.
   template <typename F>
