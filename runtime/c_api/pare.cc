@@ -21,6 +21,8 @@ namespace pare {
 namespace {
 
 constexpr const char kVersion[] = "0.1.0";
+// The error message of a NULL program or method handle (one string for both).
+constexpr const char kNullHandle[] = "NULL handle (out of memory or never created)";
 
 static_assert(PARE_MAX_DIM == kMaxDim, "pare.h and the runtime disagree on the rank limit");
 // pare.h's pare_status is generated from runtime/core/errors.def: every
@@ -230,7 +232,7 @@ pare_status pare_program_load_file(const char* path, pare_program** out_program)
 void pare_program_destroy(pare_program* program) { pare::destroy(program); }
 
 const char* pare_program_error_message(const pare_program* program) {
-  if (program == nullptr) return "program handle is NULL (out of memory or never created)";
+  if (program == nullptr) return pare::kNullHandle;
   return program->program.diagnostics().message();
 }
 
@@ -282,7 +284,7 @@ pare_status pare_method_create_sharing_state(pare_program* program, const char* 
 void pare_method_destroy(pare_method* method) { pare::destroy(method); }
 
 const char* pare_method_error_message(const pare_method* method) {
-  if (method == nullptr) return "method handle is NULL (out of memory or never created)";
+  if (method == nullptr) return pare::kNullHandle;
   return method->method.diagnostics().message();
 }
 

@@ -61,4 +61,17 @@ void LoadAllocator::release() {
   reserved_ = 0;
 }
 
+bool detail::grow_array(void** data, size_t size, size_t* capacity, size_t new_capacity, size_t elem_size,
+                        size_t align) {
+  size_t bytes = 0;
+  if (__builtin_mul_overflow(new_capacity, elem_size, &bytes)) return false;
+  void* fresh = pare_pal_malloc(bytes, align);
+  if (fresh == nullptr) return false;
+  if (size > 0) __builtin_memcpy(fresh, *data, size * elem_size);
+  pare_pal_free(*data);
+  *data = fresh;
+  *capacity = new_capacity;
+  return true;
+}
+
 }  // namespace pare

@@ -78,6 +78,15 @@ class LoadAllocator {
   size_t reserved_ = 0;
 };
 
+namespace detail {
+// DynArray's growth for every element type: a fresh block of `capacity`
+// elements of `elem_size` bytes, the `size` live ones copied over. One
+// function instead of one copy per DynArray<T> (about 140 B each on arm64).
+PARE_NODISCARD bool grow_array(void** data, size_t size, size_t* capacity, size_t new_capacity, size_t elem_size,
+                               size_t align);
+}  // namespace detail
+
+// A growable array of trivially copyable T (grown by memcpy).
 template <typename T>
 class DynArray {
  public:
@@ -103,16 +112,9 @@ class DynArray {
     --size_;
   }
   PARE_NODISCARD bool reserve(size_t capacity) {
-    if (capacity <= capacity_) return true;
-    size_t bytes = 0;
-    if (__builtin_mul_overflow(capacity, sizeof(T), &bytes)) return false;
-    T* fresh = static_cast<T*>(pare_pal_malloc(bytes, alignof(T) < 8 ? 8 : alignof(T)));
-    if (fresh == nullptr) return false;
-    if (size_ > 0) __builtin_memcpy(fresh, data_, size_ * sizeof(T));
-    pare_pal_free(data_);
-    data_ = fresh;
-    capacity_ = capacity;
-    return true;
+    static_assert(__is_trivially_copyable(T), "DynArray grows by memcpy");
+    return capacity <= capacity_ || detail::grow_array(reinterpret_cast<void**>(&data_), size_, &capacity_, capacity,
+                                                       sizeof(T), alignof(T) < 8 ? 8 : alignof(T));
   }
   void clear() { size_ = 0; }
   // Keeps the first `size` elements (at most size()).

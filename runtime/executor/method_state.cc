@@ -22,9 +22,7 @@ bool has_dtype_and_sizes(const Tensor& t, int32_t dtype_code, const int64_t* siz
 }  // namespace
 
 // Shared by every state entry point of a runtime without the feature.
-PARE_NOINLINE Error Method::state_not_selected() {
-  return feature_not_selected(diagnostics_, "state");
-}
+PARE_NOINLINE Error Method::state_not_selected() { return feature_not_selected(diagnostics_, "state"); }
 
 const char* Method::state_name(size_t index) const {
   if (!feature_selected(FeatureId::state) || desc_ == nullptr || index >= desc_->num_states) return nullptr;
