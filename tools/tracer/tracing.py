@@ -311,20 +311,9 @@ def _delegation_debug(exported: ExportedModel, fallback: bool) -> dict[str, Any]
     }
 
 
-def check_model(
-    spec: ModelSpec,
-    runtime: str | Path,
-    *,
-    passes: str | Iterable[str] = graph_passes.DEFAULT,
-    program: bytes | None = None,
-    tolerance: Tolerance | None = None,
-    progress: Progress | None = None,
-    delegates: DelegateOptions | None = None,
-) -> list[InputCheck]:
-    """check_model_report's checks."""
-    return check_model_report(
-        spec, runtime, passes=passes, program=program, tolerance=tolerance, progress=progress, delegates=delegates
-    )[0]
+def check_model(spec: ModelSpec, runtime: str | Path, **options: Any) -> list[InputCheck]:
+    """check_model_report's checks (`options`: its keyword arguments)."""
+    return check_model_report(spec, runtime, **options)[0]
 
 
 def check_model_report(
