@@ -35,6 +35,7 @@ import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import NamedTuple
 
 REPO = Path(__file__).absolute().parents[2]
 DEFAULT_SELECTION = REPO / "runtime" / "selection" / "default"
@@ -338,13 +339,11 @@ def build(
     renamed into place, so no session sees another's half-built output."""
     sanitize = sanitizers()
     select = Path(selection_dir).resolve() != DEFAULT_SELECTION.resolve()
-    options = dict(
-        selection_dir=selection_dir, defines=defines, pal=pal, opt=opt, sanitize=sanitize, extra_flags=extra_flags
-    )
+    options = _Options(selection_dir, defines, pal, opt, sanitize, extra_flags)
     if select:
-        objects = selected_objects(cache_root, name, kernels=kernels, **options)
+        objects = selected_objects(cache_root, name, options, kernels)
     else:
-        objects = library_objects(cache_root, name, **options)
+        objects = library_objects(cache_root, name, **options._asdict())
     objects_dir = objects[-1].parents[1]
     if sanitize:
         name = "_".join((name, *sanitize))
@@ -379,32 +378,33 @@ def build(
     return lib
 
 
-def library_objects(
-    cache_root: Path,
-    name: str,
-    *,
-    selection_dir: Path,
-    defines=(),
-    pal: str = "posix",
-    opt: str = "-O2",
-    sanitize: tuple[str, ...] = (),
-    extra_flags=(),
-) -> list[Path]:
-    """The objects build() links for these arguments (fuzz/build.py reuses
-    the sanitized full runtime's kernels from here): the runtime's objects
-    (one PAL's) compiled with the house flags, plus `sanitize` (e.g.
+class _Options(NamedTuple):
+    """What a runtime is compiled with: library_objects' keyword arguments,
+    which build() gives selected_objects too."""
+
+    selection_dir: Path
+    defines: Sequence[str] = ()
+    pal: str = "posix"
+    opt: str = "-O2"
+    sanitize: tuple[str, ...] = ()
+    extra_flags: Sequence[str] = ()
+
+
+def library_objects(cache_root: Path, name: str, **options) -> list[Path]:
+    """The objects build() links for `options` (_Options' fields; fuzz/build.py
+    reuses the sanitized full runtime's kernels from here): the runtime's
+    objects (one PAL's) compiled with the house flags, plus `sanitize` (e.g.
     ("address", "undefined")) and `extra_flags` such as X86_64_V3_FLAGS; at
     level auto (no -march in `extra_flags`, on x86_64), with the v3 and v4
     copies of the dispatched kernels."""
+    selection_dir, defines, pal, opt, sanitize, extra_flags = _Options(**options)
     if sanitize:  # its own cache name, so plain and sanitized builds never prune each other
         name = "_".join((name, *sanitize))
     flags = _compile_flags(opt, defines, sanitize, extra_flags) + [f"-I{selection_dir}"]
     copies = []
     if _x86_64_auto(extra_flags):
         flags += _isa_flags("auto")
-        for level, source, march in _x86_64_copies():
-            copy = _objects(Path(cache_root), f"{name}_{level}", flags + list(march), selection_dir, [source])
-            copies += sorted((copy / "obj").glob("*.o"))
+        copies = _x86_64_copy_objects(Path(cache_root), name, flags, selection_dir)
     objects_dir = _objects(Path(cache_root), name, flags, selection_dir)
     excluded = {_object_name(REPO / p) for other, p in _pal_sources().items() if other != pal}
     # The copies last, so that the linker keeps the baseline copy of an
@@ -414,18 +414,7 @@ def library_objects(
     return sorted(p for p in (objects_dir / "obj").glob("*.o") if p.name not in excluded) + copies
 
 
-def selected_objects(
-    cache_root: Path,
-    name: str,
-    *,
-    selection_dir: Path,
-    defines=(),
-    pal: str = "posix",
-    opt: str = "-O2",
-    sanitize: tuple[str, ...] = (),
-    extra_flags=(),
-    kernels: bool | Sequence[str] = True,
-) -> list[Path]:
+def selected_objects(cache_root: Path, name: str, options: _Options, kernels: bool | Sequence[str]) -> list[Path]:
     """What build() links for a selection other than the full one, built as
     selective_runtime builds an app's runtime: the PAL as machine code, the
     layers above as bitcode with every kernel (compiled once, whatever the
@@ -437,6 +426,7 @@ def selected_objects(
     PARE_RUNTIME_BITCODE_DIR set (tools/run_tests.sh: Bazel's
     //runtime:bitcode, the full runtime's own), the layers' bitcode is
     Bazel's, and only the selection unit is compiled here."""
+    selection_dir, defines, pal, opt, sanitize, extra_flags = options
     if opt == "-O0":
         # optnone functions are never folded, so nothing would be deleted.
         raise ValueError("a selected runtime is built optimised (the selection is folded by LLVM's passes)")
@@ -483,11 +473,7 @@ def selected_objects(
         if auto and kernels is True:
             # Last, as in //runtime/kernels:kernels_bitcode: an inline
             # function both copies compiled is the baseline one.
-            for level, source, march in _x86_64_copies():
-                copy = _objects(
-                    Path(cache_root), f"{bitcode_name}_{level}", flags + bitcode_flags + list(march), None, [source]
-                )
-                lazy += sorted((copy / "obj").glob("*.o"))
+            lazy += _x86_64_copy_objects(Path(cache_root), bitcode_name, flags + bitcode_flags, None)
         root_objects = sorted(p for p in (bitcode / "obj").glob("*.o") if p.name not in kernel_objects)
     if not kernels:
         lazy = []
@@ -497,6 +483,15 @@ def selected_objects(
     return [p for p in sorted((base / "obj").glob("*.o")) if not any(p.name == _object_name(e) for e in excluded)] + [
         archive
     ]
+
+
+def _x86_64_copy_objects(cache_root: Path, name: str, flags: list[str], selection_dir: Path | None) -> list[Path]:
+    """The objects of the dispatched kernels' x86-64 level copies (v3, v4), each compiled with its -march."""
+    objects = []
+    for level, source, march in _x86_64_copies():
+        copy = _objects(cache_root, f"{name}_{level}", flags + list(march), selection_dir, [source])
+        objects += sorted((copy / "obj").glob("*.o"))
+    return objects
 
 
 def _select_link(cache_root: Path, name: str, roots: list[Path], lazy: list[Path], flags: list[str], key: str) -> Path:
