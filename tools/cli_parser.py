@@ -24,6 +24,19 @@ def one_line_parser(error_type: type[Exception], see: str) -> type[argparse.Argu
     return OneLineParser
 
 
+def tool_parser(
+    error_type: type[Exception], prog: str, description: str, examples: tuple[str, ...]
+) -> argparse.ArgumentParser:
+    """A tool's one_line_parser (its errors say `see <prog> --help`) whose
+    help ends with the `examples` command lines, as written."""
+    return one_line_parser(error_type, see=f"{prog} --help")(
+        prog=prog,
+        description=description,
+        epilog="examples:\n" + "".join(f"\n  {e}" for e in examples)[1:],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+
+
 def name_list(what: str):
     """An argparse `type` for NAME[,NAME...]: the names, stripped; an empty
     one is a one-line error naming `what` ("build feature", "backend")."""

@@ -13,7 +13,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from tools.cli_parser import one_line_parser
+from tools.cli_parser import tool_parser
 
 PROG = "python -m tools.prune"
 
@@ -23,14 +23,16 @@ def _parser() -> argparse.ArgumentParser:
     from tools.prune.importance import KINDS
     from tools.prune.search import STRATEGIES
 
-    p = one_line_parser(PruneError, see=f"{PROG} --help")(
-        prog=PROG,
-        description="Remove whole channels (filters, neurons) from a model spec, choosing them by importance "
+    p = tool_parser(
+        PruneError,
+        PROG,
+        "Remove whole channels (filters, neurons) from a model spec, choosing them by importance "
         "and, with --target-latency, by latency measured on the Pare runtime; write the pruned model as a "
         "model spec, its weights and a report (params, MACs, Pare latency, agreement with the original).",
-        epilog=f"examples:\n  {PROG} models/bench/mobilenet_v2_224.py --target-latency 0.6 -o out/mbv2\n"
-        f"  {PROG} apps/demo/model.py --ratio 0.3 --strategy global -o out/demo",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        (
+            f"{PROG} models/bench/mobilenet_v2_224.py --target-latency 0.6 -o out/mbv2",
+            f"{PROG} apps/demo/model.py --ratio 0.3 --strategy global -o out/demo",
+        ),
     )
     p.add_argument("model", type=Path, help="model spec (docs/model_spec.md)")
     goal = p.add_mutually_exclusive_group(required=True)

@@ -13,7 +13,7 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
-from tools.cli_parser import one_line_parser
+from tools.cli_parser import tool_parser
 
 PROG = "python -m tools.soak"
 
@@ -21,17 +21,17 @@ PROG = "python -m tools.soak"
 def _parser() -> argparse.ArgumentParser:
     from tools.soak.soak import CALLS, INSTANCES, MODELS, RSS_BOUND_KIB, THREADS, SoakError
 
-    p = one_line_parser(SoakError, see=f"{PROG} --help")(
-        prog=PROG,
-        description=(
+    p = tool_parser(
+        SoakError,
+        PROG,
+        (
             f"Run {INSTANCES} method instances on {THREADS} threads in a C driver linked against the runtime, "
             f"{CALLS:,} calls in all over four runs (each of {', '.join(m.name for m in MODELS)} alone on the "
             "runtime its app ships, then all three on //runtime:full), checking every output bit for bit against "
             "a reference checked against torch, the PAL's live bytes after warm-up against the end, and the "
             "growth of the process's anonymous resident memory."
         ),
-        epilog=f"examples:\n  {PROG}\n  {PROG} --calls 4000 --runtime bazel-bin/runtime/full/linux_x86_64/libpare_full.so",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        (PROG, f"{PROG} --calls 4000 --runtime bazel-bin/runtime/full/linux_x86_64/libpare_full.so"),
     )
     p.add_argument("--calls", type=int, default=CALLS, help=f"calls in all, shared by the runs (default {CALLS:,})")
     p.add_argument(

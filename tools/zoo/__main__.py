@@ -14,7 +14,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from tools.cli_parser import one_line_parser
+from tools.cli_parser import tool_parser
 
 PROG = "python -m tools.zoo"
 
@@ -26,14 +26,17 @@ def _list(text: str) -> list[str]:
 def _parser() -> argparse.ArgumentParser:
     from tools.zoo.zoo import PLATFORMS, ZooError
 
-    p = one_line_parser(ZooError, see=f"{PROG} --help")(
-        prog=PROG,
-        description="Trace every model of models/zoo/ on the instrumentation runtime, build each one's "
+    p = tool_parser(
+        ZooError,
+        PROG,
+        "Trace every model of models/zoo/ on the instrumentation runtime, build each one's "
         "selective runtime for the shipped platforms, check it against torch eager on linux_x86_64 and "
         "android_arm64 (qemu), and record the results in models/zoo/results.json and docs/model_zoo.md.",
-        epilog=f"examples:\n  {PROG}\n  {PROG} --only resnet18,lstm_tagger --json /tmp/zoo.json\n"
-        f"  {PROG} --coverage --json /tmp/coverage.json",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        (
+            PROG,
+            f"{PROG} --only resnet18,lstm_tagger --json /tmp/zoo.json",
+            f"{PROG} --coverage --json /tmp/coverage.json",
+        ),
     )
     p.add_argument(
         "--only",
