@@ -11,6 +11,8 @@ tensors; _assert_tensor_metadata checks. Every dtype of each kernel tag,
 non-contiguous inputs, 0-dim and empty cases, type promotion in cat/stack,
 and errors named by argument."""
 
+import functools
+
 import numpy as np
 import pytest
 import torch
@@ -333,8 +335,7 @@ def test_slice_scatter_as_exported_for_slice_assignment(runtime):
 def test_slice_scatter_errors(runtime):
     x = torch.zeros(4, 5)
 
-    def scatter(*args):
-        return run_op(runtime, "aten::slice_scatter", *args)
+    scatter = functools.partial(run_op, runtime, "aten::slice_scatter")
 
     with pytest.raises(
         PareError,

@@ -7,6 +7,7 @@ the argument lists torch.export emits (test_exported_modules checks those
 forms against a real export), plus non-contiguous, empty and edge cases and
 the errors bad arguments raise."""
 
+import functools
 import itertools
 
 import pytest
@@ -259,8 +260,7 @@ def test_conv_output_size_error_names_the_layer(runtime):
 def test_conv_errors(runtime):
     x, w = torch.ones(2, 4, 6, 6), torch.ones(6, 2, 3, 3)
 
-    def conv(*args):
-        return run_op(runtime, "aten::convolution", *args)
+    conv = functools.partial(run_op, runtime, "aten::convolution")
 
     with pytest.raises(
         PareError,
@@ -365,8 +365,7 @@ def test_conv3d_single_values_and_empty_batch():
 def test_conv3d_errors(runtime):
     x, w = torch.ones(2, 4, 5, 6, 6), torch.ones(6, 2, 3, 3, 3)
 
-    def conv(*args):
-        return run_op(runtime, "aten::convolution", *args)
+    conv = functools.partial(run_op, runtime, "aten::convolution")
 
     ones, zeros = [1, 1, 1], [0, 0, 0]
     with pytest.raises(
