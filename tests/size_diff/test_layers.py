@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import require_tool
+from tools.size_diff.chart import write_png
 from tools.size_diff.explain import explain
 from tools.size_diff.layers import Layers, qualified_parts
 from tools.size_diff.report import Run, bucket_total, build_report
@@ -101,7 +102,7 @@ def test_a_tree_without_sources_places_nothing(tmp_path):
     assert not layers.is_shared_kernel_code("pare::gemm::pack_a(float const*)")
 
 
-def test_the_full_runtimes_report_splits_shared_kernels_from_core():
+def test_the_full_runtimes_report_splits_shared_kernels_from_core(tmp_path):
     lib = os.environ.get("PARE_RUNTIME_LIB")
     if not lib:
         pytest.fail("PARE_RUNTIME_LIB is not set: point it at the full runtime (tools/run_tests.sh does)")
@@ -122,3 +123,6 @@ def test_the_full_runtimes_report_splits_shared_kernels_from_core():
     why = explain(report, "pare::gemm::sgemm_blocks")
     assert "shared kernel code" in why and "selected kernels call it" in why
     assert "core: every runtime carries it" in explain(report, "pare::Loader::decode_value")
+    # The chart draws every bucket, the shared kernels' included (presubmit writes it).
+    write_png(report, tmp_path / "r.png")
+    assert (tmp_path / "r.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

@@ -18,6 +18,7 @@ _COLORS = {
     "op": "#1f77b4",
     "kernel_dtype": "#ff7f0e",
     "class": "#2ca02c",
+    SHARED_KERNELS: "#17becf",
     CORE: "#9467bd",
     OTHER: "#8c564b",
     UNATTRIBUTED: "#bcbd22",
