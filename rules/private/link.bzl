@@ -53,6 +53,19 @@ def _impl(ctx):
     else:
         link_flags = ["-Wl,-soname," + file_name]
     link_flags += ctx.attr.linkopts
+    additional_inputs = list(ctx.files.additional_linker_inputs)
+    if ctx.attr.export_patterns:
+        # Only these symbols stay exported; every other default-visibility
+        # symbol becomes local, so --gc-sections / -dead_strip drop what
+        # the exported ones do not reach.
+        exports = ctx.actions.declare_file("%s_exports/%s" % (ctx.label.name, "symbols.txt" if is_darwin else "symbols.map"))
+        if is_darwin:
+            ctx.actions.write(exports, "".join(["_%s\n" % p for p in ctx.attr.export_patterns]))
+            link_flags.append("-Wl,-exported_symbols_list," + exports.path)
+        else:
+            ctx.actions.write(exports, "{\n  global: %s;\n  local: *;\n};\n" % "; ".join(ctx.attr.export_patterns))
+            link_flags.append("-Wl,--version-script=" + exports.path)
+        additional_inputs.append(exports)
     linking_contexts = [dep[CcInfo].linking_context for dep in ctx.attr.deps]
 
     linking_outputs = cc_common.link(
@@ -64,7 +77,7 @@ def _impl(ctx):
         user_link_flags = link_flags,
         output_type = "dynamic_library",
         link_deps_statically = True,
-        additional_inputs = ctx.files.additional_linker_inputs,
+        additional_inputs = additional_inputs,
     )
     unstripped = linking_outputs.library_to_link.dynamic_library
 
@@ -119,6 +132,10 @@ pare_platform_library = rule(
         "lib_name": attr.string(doc = "Base name: lib<lib_name>.so / .dylib. Defaults to the target name."),
         "linkopts": attr.string_list(doc = "Extra linker flags (rarely needed; the toolchain owns the platform's)."),
         "additional_linker_inputs": attr.label_list(allow_files = True, doc = "Files the linkopts refer to."),
+        "export_patterns": attr.string_list(
+            doc = "When set, the only symbols the shared library exports (glob patterns, C names, e.g. Java_*); " +
+                  "the rest of the default-visibility symbols become local. Empty: every default-visibility symbol.",
+        ),
         "_cc_toolchain": attr.label(default = "@bazel_tools//tools/cpp:current_cc_toolchain"),
     },
     fragments = ["cpp"],

@@ -40,6 +40,9 @@ load(":selection.bzl", "pare_selection")
 load(":transitions.bzl", "ALLOWLIST_ATTRS", "check_platforms", "platform_only_tags", "platforms_split_transition", "platforms_with_backends")
 load(":verify.bzl", "pare_verify_test")
 
+# What a JNI build exports (runtime/jni/pare_jni.c): Java calls nothing else.
+JNI_EXPORTS = ["JNI_OnLoad", "Java_*"]
+
 def _bundle_impl(ctx):
     check_platforms(ctx.label, "platforms", ctx.attr.platforms)
     libraries, outputs, roles = collect_platform_libraries(ctx)
@@ -131,9 +134,10 @@ def selective_runtime(
         here, fails codegen in one line naming both attributes.
       tracing: build the instrumentation runtime (records ops, dtypes,
         classes; used by tools/tracer). Not for shipping.
-      jni: also link the JNI bridge (runtime/jni), exporting JNI_OnLoad and
-        Java_org_pare_Module_* next to the C API, for pare_android_aar and
-        host JVM tests.
+      jni: also link the JNI bridge (runtime/jni), for pare_android_aar and
+        host JVM tests. It exports JNI_OnLoad and Java_org_pare_Module_*
+        only (JNI_EXPORTS); the C API functions the bridge does not call
+        are dropped. Native code calls the C API of the plain runtime.
       x86_64_isa: "auto", "baseline" or "v3" pins the x86_64 ISA level of
         this runtime (rules/private/isa.bzl: auto chooses the GEMM's AVX2+FMA
         kernels at run time, baseline is SSE2 only, v3 AVX2+FMA throughout);
@@ -234,7 +238,7 @@ def selective_runtime_jni(name, runtime, platforms = SHIPPED_PLATFORMS, visibili
     costs its links only (no kernel is compiled twice), and it follows the
     runtime's `--define ops=` choice. Outputs and verify tests as
     selective_runtime(jni = True): lib pare_<name>, exporting JNI_OnLoad and
-    Java_org_pare_Module_* next to the C API. pare_app's runtime_jni.
+    Java_org_pare_Module_* only. pare_app's runtime_jni.
 
     Args:
       name: target name.
@@ -314,6 +318,10 @@ def _link_bundle_and_verify(
             pal,
         ] + ([Label("//runtime/jni:jni_bridge")] if jni else []),
         lib_name = "pare_" + name,
+        # A JNI build is reached through Java only (docs/mobile.md): it
+        # exports the JNI entry points, and the C API functions the bridge
+        # does not call are dropped.
+        export_patterns = JNI_EXPORTS if jni else [],
         tags = platform_only_tags(tags),
         testonly = testonly,
         visibility = ["//visibility:private"],
