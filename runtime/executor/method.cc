@@ -55,9 +55,9 @@ Error Method::init(const char* name, Method* share_state) {
     output_buffers_ = allocator_.allocate_array<OutputBuffer>(m.num_outputs);
   }
   bool plans_ok = true;
-  for (CachedPlan& plan : plans_) {
-    plan.inputs = allocator_.allocate_array<Tensor>(m.num_inputs);
-    plans_ok = plans_ok && (m.num_inputs == 0 || plan.inputs != nullptr);
+  for (size_t k = 0; k < cached_plans(); ++k) {
+    plans_[k].inputs = allocator_.allocate_array<Tensor>(m.num_inputs);
+    plans_ok = plans_ok && (m.num_inputs == 0 || plans_[k].inputs != nullptr);
   }
   if ((m.num_values > 0 && values_ == nullptr) || (m.num_instructions > 0 && instructions_ == nullptr) ||
       (m.num_inputs > 0 && input_set_ == nullptr) || !plans_ok ||
@@ -87,7 +87,9 @@ Error Method::init(const char* name, Method* share_state) {
       case ValueKind::String: *v = Value::make_string(d.string); break;
       case ValueKind::IntList: {
         const int64_t* ints = d.ints;
-        if (d.int_refs != nullptr) {
+        // Only with dynamic_shapes (the loader refuses symbolic lists without it).
+        if (feature_selected(FeatureId::dynamic_shapes) && d.int_refs != nullptr) {
+          program_.observer().record_feature(FeatureId::dynamic_shapes);
           // Symbolic sizes are resolved into a per-instance copy before each
           // instruction that reads the list.
           int64_t* copy = allocator_.allocate_array<int64_t>(d.count);
@@ -270,18 +272,23 @@ bool Method::inputs_match(const CachedPlan& plan) const {
 
 // Makes the plan for the current input signature active and returns true,
 // or, when none is kept, makes the least recently run plan (or an unused
-// one) active, empty, and returns false: this run plans.
+// one) active, empty, and returns false: this run plans. Planning while
+// another signature's plan is kept is what build feature dynamic_shapes
+// is for: the trace records it.
 bool Method::select_plan() {
   if (inputs_match(plans_[active_plan_])) return true;
   size_t victim = 0;
-  for (size_t k = 0; k < kPlanCacheSize; ++k) {
+  bool other_signature = false;
+  for (size_t k = 0; k < cached_plans(); ++k) {
     if (inputs_match(plans_[k])) {
       active_plan_ = k;
       return true;
     }
+    other_signature = other_signature || plans_[k].valid;
     const CachedPlan& v = plans_[victim];
     if (v.valid && (!plans_[k].valid || plans_[k].last_run < v.last_run)) victim = k;
   }
+  if (other_signature) program_.observer().record_feature(FeatureId::dynamic_shapes);
   active_plan_ = victim;
   plans_[victim].valid = false;
   return false;
@@ -396,7 +403,7 @@ Error Method::run_instruction(uint32_t index) {
   const Instruction& ins = instructions_[index];
   const MethodDesc& m = *desc_;
   current_instruction_ = index;
-  resolve_symbolic_lists(ins);
+  if (feature_selected(FeatureId::dynamic_shapes)) resolve_symbolic_lists(ins);
 
   // Outputs start empty so a kernel that fails to produce one is caught
   // below instead of leaving a stale tensor from the previous run.

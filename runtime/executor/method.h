@@ -15,11 +15,11 @@
 //    temporary block and the arena is resized to the plan before the next
 //    run that replays it;
 //  * every other run replays the plan made for its signature: each
-//    allocation is the next slot, no search, no PAL call. The last
-//    kPlanCacheSize signatures' plans are kept (least recently run
-//    replaced), so inputs that alternate between a few shapes plan each
-//    shape once, and the arena, sized for the largest, is never
-//    reallocated.
+//    allocation is the next slot, no search, no PAL call. With build
+//    feature dynamic_shapes the last kPlanCacheSize signatures' plans are
+//    kept (least recently run replaced), so inputs that alternate between
+//    a few shapes plan each shape once, and the arena, sized for the
+//    largest, is never reallocated; without it one plan is kept.
 //
 // Method outputs stay valid until the next execute(), set_input() or
 // destruction. A method instance is not thread-safe; create one per thread.
@@ -126,6 +126,9 @@ class Method {
     bool valid = false;
     uint64_t last_run = 0;
   };
+  // How many plans are kept: kPlanCacheSize with build feature
+  // dynamic_shapes, else one (a static model has one input signature).
+  static size_t cached_plans() { return feature_selected(FeatureId::dynamic_shapes) ? kPlanCacheSize : 1; }
   bool inputs_match(const CachedPlan& plan) const;
   bool select_plan();
   MemoryPlanner& planner() { return plans_[active_plan_].planner; }

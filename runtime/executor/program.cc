@@ -411,6 +411,7 @@ Error Loader::decode_value(const MethodDesc& m, uint32_t id, const uint8_t* rec,
       for (uint32_t k = 0; k < a; ++k) ints[k] = static_cast<int64_t>(rd64(base_ + b + 8ull * k));
       v.ints = ints;
       if (c != 0) {
+        if (!feature_selected(FeatureId::dynamic_shapes)) return feature_not_selected(diag, "dynamic_shapes");
         PARE_TRY(check_range("int list references", c, a, 4, 4));
         PARE_TRY(consume(a, 4, "int list references"));
         uint32_t* refs = program_.allocator_.allocate_array<uint32_t>(a);

@@ -89,7 +89,7 @@ Error Loader::check_dataflow(MethodDesc& m, ValueDesc* values, uint32_t* last_us
           ok = ok && readable(v.value_ids[e], init);
           last_use[v.value_ids[e]] = i;
         }
-      } else if (v.kind == ValueKind::IntList && v.int_refs != nullptr) {
+      } else if (feature_selected(FeatureId::dynamic_shapes) && v.kind == ValueKind::IntList && v.int_refs != nullptr) {
         PARE_TRY(visit_list(v.count));
         for (uint32_t e = 0; e < v.count; ++e) {
           if (v.int_refs[e] == kNoValue) continue;

@@ -41,6 +41,7 @@ SELECTIVE_OPS = [
     "pare::linear_prepacked",
     "pare::conv2d_prepack",
     "aten::max_pool2d_with_indices",
+    "aten::sym_size.int",
 ]
 SELECTIVE_KERNEL_DTYPES = {
     "mul_kernel": ["Float", "Long"],  # Double dropped

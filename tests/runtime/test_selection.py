@@ -151,6 +151,42 @@ def test_without_greedy_planner_every_plan_is_first_fit(selective_runtime, runti
     assert method.memory_stats().planned_arena_bytes == 52 * 1024
 
 
+def symbolic_view_program():
+    """view(x, [x.size(0), 2, 2]): an int list with a symbolic element."""
+    pb = ProgramBuilder()
+    m = pb.method()
+    x = m.input("Float", [None, 4])
+    n = m.op("aten::sym_size.int", x, 0, returns="int")
+    m.output(m.op("aten::view", x, [n, 2, 2]))
+    return pb.to_bytes()
+
+
+def test_without_dynamic_shapes(selective_runtime, runtime):
+    # Symbolic sizes: the full runtime runs them; one without build feature dynamic_shapes refuses the program at
+    # load, naming the fix.
+    x = np.arange(12, dtype=np.float32).reshape(3, 4)
+    (y,) = runtime.load(symbolic_view_program()).method().run(x)
+    np.testing.assert_array_equal(y, x.reshape(3, 2, 2))
+    with pytest.raises(
+        PareError,
+        match="does not select build feature dynamic_shapes: add it to build_features "
+        r"in the manifest \(tools.tracer trace --features dynamic_shapes",
+    ) as e:
+        selective_runtime.load(symbolic_view_program())
+    assert e.value.status_name == "FeatureNotSelected"
+    # One plan kept: inputs alternating between two shapes re-plan at every change, with the same results; the
+    # full runtime keeps a plan per shape and plans each once.
+    for rt, plans in ((runtime, 2), (selective_runtime, 4)):
+        method = rt.load(mul_program("Float")).method()
+        for n in (3, 5, 3, 5):
+            x = np.arange(n, dtype=np.float32) - 1
+            (y,) = method.run(x)
+            np.testing.assert_array_equal(y, x * x)
+        assert method.memory_stats().num_plans == plans
+        method.run(np.ones(5, np.float32))  # the last shape again: its plan is replayed
+        assert method.memory_stats().num_plans == plans
+
+
 def test_selected_class_still_works(selective_runtime):
     pb = ProgramBuilder()
     m = pb.method()
@@ -297,6 +333,9 @@ def test_unselected_code_is_absent_from_the_binary(runtime_lib, selective_lib):
     assert _has(full, r"pare::MemoryPlanner::lay_out_greedily\(")
     assert not _has(sel, r"pare::MemoryPlanner::lay_out_greedily\("), "unselected greedy_planner is still linked"
     assert "pare_method_set_planner" in sel
+    # Build feature dynamic_shapes (unselected): symbolic sizes' resolution goes.
+    assert _has(full, r"pare::Method::resolve_symbolic_lists\(")
+    assert not _has(sel, r"pare::Method::resolve_symbolic_lists\("), "unselected dynamic_shapes is still linked"
 
 
 def test_select_link_names_what_is_wrong(tmp_path):

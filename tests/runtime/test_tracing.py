@@ -72,6 +72,29 @@ def test_tracing_records_greedy_planner_only_where_it_wins(tracing_runtime):
     assert program.trace().features == ("greedy_planner",)
 
 
+def test_tracing_records_dynamic_shapes_for_symbolic_sizes_or_a_second_signature(tracing_runtime):
+    # One input shape, run twice: one plan, no symbolic sizes. Nothing to select.
+    pb = ProgramBuilder()
+    m = pb.method()
+    m.output(m.op("aten::relu", m.input("Float", [None])))
+    program = tracing_runtime.load(pb.to_bytes())
+    method = program.method()
+    for _ in range(2):
+        method.run(np.ones(8, np.float32))
+    assert "dynamic_shapes" not in program.trace().features
+    # A second input shape while the first's plan is kept: the runtime must keep a plan per shape.
+    method.run(np.ones(16, np.float32))
+    assert "dynamic_shapes" in program.trace().features
+    # Symbolic sizes in the program: recorded when a method is created, before any run.
+    pb = ProgramBuilder()
+    m = pb.method()
+    x = m.input("Float", [None, 4])
+    m.output(m.op("aten::view", x, [m.op("aten::sym_size.int", x, 0, returns="int"), 2, 2]))
+    program = tracing_runtime.load(pb.to_bytes())
+    program.method()
+    assert program.trace().features == ("dynamic_shapes",)
+
+
 def test_tracing_records_output_buffers_when_bound(tracing_runtime):
     program, method = run_traced(tracing_runtime)
     program.reset_trace()

@@ -66,10 +66,12 @@ def test_trace_and_check_commands(capsys, tmp_path, tracing_lib, full_lib):
     assert code == 0
     (tmp_path / "with_feature.yaml").write_text(out)
     with_feature = codegen.load(tmp_path / "with_feature.yaml")
-    assert with_feature.build_features == {"output_buffers"}
-    assert dataclasses.replace(with_feature, build_features=frozenset(), source=manifest.source) == manifest
+    # The model's two input shapes already select dynamic_shapes.
+    assert manifest.build_features == {"dynamic_shapes"}
+    assert with_feature.build_features == {"dynamic_shapes", "output_buffers"}
+    assert dataclasses.replace(with_feature, build_features=manifest.build_features, source=manifest.source) == manifest
     code, out, _ = trace_quietly("--threads")
-    assert code == 0 and "build_features:\n- threads\n" in out
+    assert code == 0 and "build_features:\n- dynamic_shapes\n- threads\n" in out
     code, _, err = trace_quietly("--features", "output_buffers,threadz")
     assert code == 2
     assert_one_error_line(

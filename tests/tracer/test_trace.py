@@ -43,8 +43,9 @@ def test_trace_writes_what_the_runtime_executed(mlp_trace):
     assert m.kernel_metadata["softmax_kernel"] == ("Float",)
     assert set(m.kernel_metadata) >= {"add_kernel", "mul_kernel", "relu_kernel"}
     assert not m.include_all_operators and not m.include_all_non_op_selectives
-    # Greedy by size lays the MLP's arena out smaller than first fit: the runtime keeps that layout.
-    assert m.custom_classes == frozenset() and m.build_features == frozenset({"greedy_planner"})
+    # Greedy by size lays the MLP's arena out smaller than first fit: the runtime keeps that layout. Its two input
+    # shapes (batch 1 and 3) need a plan each: dynamic_shapes.
+    assert m.custom_classes == frozenset() and m.build_features == frozenset({"dynamic_shapes", "greedy_planner"})
     (info,) = m.debug_info
     assert '"model": "tests/tracer/models/tiny_mlp.py"' in info and '"passes": []' in info
     assert [c.ok for c in mlp_trace.checks] == [True, True]
