@@ -60,6 +60,18 @@ bool_setting = rule(
     doc = "A boolean build setting, set with --//pkg:name=true|false.",
 )
 
+def bool_setting_and_condition(name, build_setting_default, condition, condition_value = "true"):
+    """A bool_setting and the config_setting that is true when it has one value.
+
+    Args:
+      name: the setting, set with --//pkg:name=true|false.
+      build_setting_default: its value when the command line does not set it.
+      condition: the config_setting's name, for select().
+      condition_value: "true" or "false", the value the condition matches.
+    """
+    bool_setting(name = name, build_setting_default = build_setting_default)
+    native.config_setting(name = condition, flag_values = {":" + name: condition_value})
+
 _ALL_COMPILE = [
     ACTION_NAMES.assemble,
     ACTION_NAMES.preprocess_assemble,
