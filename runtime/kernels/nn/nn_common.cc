@@ -74,11 +74,16 @@ Error check_norm_dtypes(KernelContext& ctx, const Tensor& input, const Tensor* c
   return Error::Ok;
 }
 
-Error check_norm_param_shape(KernelContext& ctx, const Tensor* param, const char* name, int64_t count) {
-  if (param == nullptr) return Error::Ok;
-  PARE_CHECK_OR_RETURN(ctx, param->dim == 1 && param->sizes[0] == count, Error::InvalidShape,
-                       "argument '%s' must be a 1-d tensor of %lld elements, got sizes %s", name,
-                       static_cast<long long>(count), sizes_to_string(param->size_span()).text);
+Error check_channel_params(KernelContext& ctx, const Tensor& input, const Tensor* const* params,
+                           const char* const* names, size_t n, int64_t channels, ScalarType* stats_dtype) {
+  PARE_TRY(check_norm_dtypes(ctx, input, params, names, n, stats_dtype));
+  for (size_t i = 0; i < n; ++i) {
+    const Tensor* param = params[i];
+    if (param == nullptr) continue;
+    PARE_CHECK_OR_RETURN(ctx, param->dim == 1 && param->sizes[0] == channels, Error::InvalidShape,
+                         "argument '%s' must be a 1-d tensor of %lld elements, got sizes %s", names[i],
+                         static_cast<long long>(channels), sizes_to_string(param->size_span()).text);
+  }
   return Error::Ok;
 }
 

@@ -53,8 +53,10 @@ PARE_ALWAYS_INLINE Acc param_at(const Tensor& p, int64_t i) {
 Error check_norm_dtypes(KernelContext& ctx, const Tensor& input, const Tensor* const* params, const char* const* names,
                         size_t n, ScalarType* stats_dtype);
 
-// Checks that a present 1-d parameter has `count` elements.
-Error check_norm_param_shape(KernelContext& ctx, const Tensor* param, const char* name, int64_t count);
+// check_norm_dtypes, then that each present parameter is 1-d with
+// `channels` elements (one per channel of the input).
+Error check_channel_params(KernelContext& ctx, const Tensor& input, const Tensor* const* params,
+                           const char* const* names, size_t n, int64_t channels, ScalarType* stats_dtype);
 
 }  // namespace nn
 }  // namespace kernels

@@ -85,8 +85,7 @@ Error aten__native_batch_norm_legit_no_training(KernelContext& ctx, ValueSpan in
   const Tensor* params[] = {weight, bias, &running_mean, &running_var};
   const char* names[] = {"weight", "bias", "running_mean", "running_var"};
   ScalarType stats_dtype = input.dtype;
-  PARE_TRY(nn::check_norm_dtypes(ctx, input, params, names, 4, &stats_dtype));
-  for (size_t i = 0; i < 4; ++i) PARE_TRY(nn::check_norm_param_shape(ctx, params[i], names[i], channels));
+  PARE_TRY(nn::check_channel_params(ctx, input, params, names, 4, channels, &stats_dtype));
 
   PARE_TRY_ASSIGN(Tensor * out, ctx.allocate_output(args.output(0), input.dtype, input.size_span()));
   const int64_t empty[] = {0};
@@ -155,8 +154,7 @@ Error aten__native_batch_norm_legit_no_stats(KernelContext& ctx, ValueSpan input
   const Tensor* params[] = {weight, bias};
   const char* names[] = {"weight", "bias"};
   ScalarType stats_dtype = input.dtype;
-  PARE_TRY(nn::check_norm_dtypes(ctx, input, params, names, 2, &stats_dtype));
-  for (size_t i = 0; i < 2; ++i) PARE_TRY(nn::check_norm_param_shape(ctx, params[i], names[i], channels));
+  PARE_TRY(nn::check_channel_params(ctx, input, params, names, 2, channels, &stats_dtype));
 
   PARE_TRY_ASSIGN(Tensor * out, ctx.allocate_output(args.output(0), input.dtype, input.size_span()));
   const int64_t stat_sizes[] = {channels};
@@ -308,8 +306,7 @@ Error aten_native_group_norm(KernelContext& ctx, ValueSpan inputs, ValueSpan out
   const Tensor* params[] = {weight, bias};
   const char* names[] = {"weight", "bias"};
   ScalarType stats_dtype = input.dtype;
-  PARE_TRY(nn::check_norm_dtypes(ctx, input, params, names, 2, &stats_dtype));
-  for (size_t i = 0; i < 2; ++i) PARE_TRY(nn::check_norm_param_shape(ctx, params[i], names[i], channels));
+  PARE_TRY(nn::check_channel_params(ctx, input, params, names, 2, channels, &stats_dtype));
 
   PARE_TRY_ASSIGN(Tensor * out, ctx.allocate_output(args.output(0), input.dtype, input.size_span()));
   const int64_t stat_sizes[] = {batch, groups};
