@@ -74,15 +74,16 @@ constexpr int32_t kBadDtypes[] = {8, 9, 10, 12, 13, 14, 16, -1};
   abort();
 }
 
+// A failure of a call that may fail must still say why (when there is a
+// method to say it: a failed pare_method_create may leave none).
+void expect_explained(pare_status status, const pare_method* method) {
+  if (status != PARE_OK && method != nullptr && pare_method_error_message(method)[0] == '\0') broken_promise();
+}
+
 // A call the C API must refuse: a failure code and, from a method, a message.
 void expect_refused(pare_status status, const pare_method* method) {
   if (status == PARE_OK) broken_promise();
-  if (method != nullptr && pare_method_error_message(method)[0] == '\0') broken_promise();
-}
-
-// A failure of a call that may fail must still say why.
-void expect_explained(pare_status status, const pare_method* method) {
-  if (status != PARE_OK && pare_method_error_message(method)[0] == '\0') broken_promise();
+  expect_explained(status, method);
 }
 
 // The control block: bytes after the program's declared file_size (u64 at
@@ -589,12 +590,9 @@ constexpr uint8_t kPlannerPerRun = 1 << 5;  // a planner byte before each run
 
 void exercise_method(pare_program* program, const char* name, Controls& controls) {
   MethodRun run;
-  if (pare_method_create(program, name, &run.method) != PARE_OK) {
-    if (run.method != nullptr && pare_method_error_message(run.method)[0] == '\0') {
-      broken_promise();  // a failure always says why
-    }
-    return;
-  }
+  const pare_status created = pare_method_create(program, name, &run.method);
+  expect_explained(created, run.method);
+  if (created != PARE_OK) return;
   run.num_inputs = pare_method_input_count(run.method);
   run.num_outputs = pare_method_output_count(run.method);
   if (run.num_inputs > kMaxInputs) return;
@@ -685,8 +683,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (program_flags & kMisuseMissingMethod) {
     // No such method, or (when the load failed) no program to make it from.
     pare_method* method = nullptr;
-    expect_refused(pare_method_create(program, "\x01 no such method", &method), nullptr);
-    if (method != nullptr && pare_method_error_message(method)[0] == '\0') broken_promise();
+    const pare_status refused = pare_method_create(program, "\x01 no such method", &method);
+    expect_refused(refused, method);
     pare_method_destroy(method);
   }
   if (status == PARE_OK) {
