@@ -131,17 +131,11 @@ DATA_LOOP void fill(void* data, int32_t dtype, int64_t n, int salt) {
       case PARE_DTYPE_LONG: static_cast<int64_t*>(data)[i] = v; break;
       case PARE_DTYPE_FLOAT: static_cast<float*>(data)[i] = 0.5f * static_cast<float>(v); break;
       case PARE_DTYPE_DOUBLE: static_cast<double*>(data)[i] = 0.5 * v; break;
-      // Half and bfloat16 bit patterns of -1, -0.5, 0, 0.5, 1.
-      case PARE_DTYPE_HALF: {
-        const uint16_t bits[] = {0xBC00, 0xB800, 0x0000, 0x3800, 0x3C00};
-        static_cast<uint16_t*>(data)[i] = bits[v + 2];
+      // The runtime's own conversions, exact for these values.
+      case PARE_DTYPE_HALF: static_cast<pare::Half*>(data)[i] = pare::Half(0.5f * static_cast<float>(v)); break;
+      case PARE_DTYPE_BFLOAT16:
+        static_cast<pare::BFloat16*>(data)[i] = pare::BFloat16(0.5f * static_cast<float>(v));
         break;
-      }
-      case PARE_DTYPE_BFLOAT16: {
-        const uint16_t bits[] = {0xBF80, 0xBF00, 0x0000, 0x3F00, 0x3F80};
-        static_cast<uint16_t*>(data)[i] = bits[v + 2];
-        break;
-      }
       default: break;
     }
   }
