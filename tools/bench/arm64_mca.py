@@ -35,6 +35,7 @@ import argparse
 import re
 import subprocess
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -87,6 +88,17 @@ KERNELS = {
 
 class McaError(Exception):
     """A compiler or llvm-mca failure, or a function or loop the script cannot find."""
+
+
+def print_estimates(make_table: Callable[[], str]) -> int:
+    """The MCA scripts' exit code: prints make_table()'s table (0), or its
+    McaError as one line (2)."""
+    try:
+        print(make_table())
+    except McaError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    return 0
 
 
 def run(cmd: list[str], stdin: str | None = None) -> str:
@@ -266,12 +278,7 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         print(f"error: unknown kernel {unknown[0]!r}; the kernels are {', '.join(KERNELS)}", file=sys.stderr)
         return 2
-    try:
-        print(table(estimates([c for c in args.cpus.split(",") if c], kernels)))
-    except McaError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
-    return 0
+    return print_estimates(lambda: table(estimates([c for c in args.cpus.split(",") if c], kernels)))
 
 
 if __name__ == "__main__":
