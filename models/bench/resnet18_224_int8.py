@@ -7,11 +7,8 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).absolute().parents[1] / "zoo"))
-from _zoo import quantized_twin  # noqa: E402
+from _zoo import STATIC_INT8_PEER_TOLERANCE, quantized_twin  # noqa: E402
 
-# Pare's quantized output is checked in output steps (tools.tracer.numerics);
-# this bound is for the ExecuTorch peers' float check, whose int8 kernels
-# round differently from torch's reference graph by a few output steps.
-TOLERANCE = {"rtol": 0.0, "atol": 0.25}
+TOLERANCE = STATIC_INT8_PEER_TOLERANCE
 FLOAT_TWIN = "resnet18_224.py"  # tools.bench times Pare on it alongside
 build = quantized_twin(FLOAT_TWIN, int32_bias=False)
