@@ -31,7 +31,7 @@ declares, in the calling package (one app per package):
 
 load("//platforms:table.bzl", "SHIPPED_PLATFORMS")
 load(":mobile.bzl", "pare_android_aar", "pare_ios_xcframework", "pare_java_library")
-load(":providers.bzl", "PareMultiPlatformInfo")
+load(":providers.bzl", "PareMultiPlatformInfo", "multi_platform_attr")
 load(":scripts.bzl", "shell_command", "shell_quote", "write_script")
 load(":selective_runtime.bzl", "selective_runtime", "selective_runtime_jni")
 
@@ -109,7 +109,7 @@ _size_budget_test = rule(
     implementation = _size_budget_test_impl,
     test = True,
     attrs = {
-        "runtime": attr.label(mandatory = True, providers = [PareMultiPlatformInfo], doc = "A selective_runtime."),
+        "runtime": multi_platform_attr("A selective_runtime."),
         "budgets": attr.label(mandatory = True, allow_single_file = [".json"], doc = "The size budgets file (docs/size.md)."),
         "_size_diff": attr.label(default = Label("//tools/size_diff"), executable = True, cfg = "target"),
         "_cxxfilt": attr.label(default = "@pare_llvm//:bin/llvm-cxxfilt", executable = True, cfg = "exec", allow_single_file = True),

@@ -15,7 +15,7 @@ transitions leave both alone, so it is the runtime's configuration too).
 """
 
 load("//toolchains:toolchains.bzl", "PareSettingInfo")
-load(":providers.bzl", "PareMultiPlatformInfo")
+load(":providers.bzl", "PareMultiPlatformInfo", "multi_platform_attr")
 
 _JAVA_SRCS = Label("//runtime/jni:java_srcs")
 
@@ -111,11 +111,7 @@ def _aar_impl(ctx):
 pare_android_aar = rule(
     implementation = _aar_impl,
     attrs = dict({
-        "runtime": attr.label(
-            mandatory = True,
-            providers = [PareMultiPlatformInfo],
-            doc = "A selective_runtime with jni = True, built for android_arm64.",
-        ),
+        "runtime": multi_platform_attr("A selective_runtime with jni = True, built for android_arm64."),
         "package": attr.string(mandatory = True, doc = "Android package name of the library (AndroidManifest.xml)."),
         "assets": attr.label_list(allow_files = True, doc = "Files bundled under assets/ (e.g. the program)."),
         "_android_api": attr.label(default = Label("//toolchains:android_api"), providers = [PareSettingInfo]),
@@ -150,11 +146,7 @@ def _xcframework_impl(ctx):
 pare_ios_xcframework = rule(
     implementation = _xcframework_impl,
     attrs = dict({
-        "runtime": attr.label(
-            mandatory = True,
-            providers = [PareMultiPlatformInfo],
-            doc = "A selective_runtime built for ios_arm64.",
-        ),
+        "runtime": multi_platform_attr("A selective_runtime built for ios_arm64."),
         "framework_name": attr.string(mandatory = True, doc = "Module and bundle name, e.g. PareDemo."),
         "_headers": attr.label(default = Label("//runtime/c_api:pare.h"), allow_files = [".h"]),
         "_ios_min_version": attr.label(default = Label("//toolchains:ios_min_version"), providers = [PareSettingInfo]),

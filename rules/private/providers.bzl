@@ -23,6 +23,10 @@ PareMultiPlatformInfo = provider(
     },
 )
 
+def multi_platform_attr(doc):
+    """The mandatory attribute of a rule that reads a PareMultiPlatformInfo (a selective_runtime's platform libraries)."""
+    return attr.label(mandatory = True, providers = [PareMultiPlatformInfo], doc = doc)
+
 OpManifestInfo = provider(
     doc = "A selected-operators manifest (PyTorch's YAML schema) and where it came from.",
     fields = {

@@ -9,7 +9,7 @@ LC_BUILD_VERSION, architecture).
 """
 
 load("//platforms:table.bzl", "PLATFORMS_BY_NAME")
-load(":providers.bzl", "PareMultiPlatformInfo", "PareSelectionInfo")
+load(":providers.bzl", "PareMultiPlatformInfo", "PareSelectionInfo", "multi_platform_attr")
 load(":scripts.bzl", "shell_command", "write_script")
 
 def _impl(ctx):
@@ -73,11 +73,7 @@ _pare_verify_test = rule(
     implementation = _impl,
     test = True,
     attrs = {
-        "runtime": attr.label(
-            mandatory = True,
-            providers = [PareMultiPlatformInfo],
-            doc = "A selective_runtime (or any target with PareMultiPlatformInfo; then set expected_symbols).",
-        ),
+        "runtime": multi_platform_attr("A selective_runtime (or any target with PareMultiPlatformInfo; then set expected_symbols)."),
         "platform": attr.string(
             mandatory = True,
             doc = "The row of //platforms:table.bzl whose library to verify, e.g. \"android_arm64\".",
