@@ -115,29 +115,17 @@ def _compile_info_impl(ctx):
     ctx.actions.write(out, json.encode_indent(info, indent = "  ") + "\n")
     return [DefaultInfo(files = depset([out]), runfiles = ctx.runfiles(files = [out]))]
 
+def _runtime_files_attr(kind, doc):
+    """A mandatory attribute of `kind` (attr.label, attr.label_list, ...) whose targets' files the aspect collects."""
+    return kind(mandatory = True, aspects = [_runtime_files_aspect], doc = doc)
+
 pare_compile_info = rule(
     implementation = _compile_info_impl,
     attrs = {
-        "kernels": attr.label(
-            mandatory = True,
-            aspects = [_runtime_files_aspect],
-            doc = "The pare_bitcode_module of the kernels, every ISA copy included: linked as far as the roots reach.",
-        ),
-        "pals": attr.label_keyed_string_dict(
-            mandatory = True,
-            aspects = [_runtime_files_aspect],
-            doc = "Each PAL library, compiled to machine code, keyed to its name in runtime_build.build(pal = ...).",
-        ),
-        "roots": attr.label(
-            mandatory = True,
-            aspects = [_runtime_files_aspect],
-            doc = "The pare_bitcode_module an app links whole (the roots of its selection step).",
-        ),
-        "selection_unit": attr.label_list(
-            mandatory = True,
-            aspects = [_runtime_files_aspect],
-            doc = "The app's selection unit (selection.cc, compiled against a selection's headers) and its headers.",
-        ),
+        "kernels": _runtime_files_attr(attr.label, "The pare_bitcode_module of the kernels, every ISA copy included: linked as far as the roots reach."),
+        "pals": _runtime_files_attr(attr.label_keyed_string_dict, "Each PAL library, compiled to machine code, keyed to its name in runtime_build.build(pal = ...)."),
+        "roots": _runtime_files_attr(attr.label, "The pare_bitcode_module an app links whole (the roots of its selection step)."),
+        "selection_unit": _runtime_files_attr(attr.label_list, "The app's selection unit (selection.cc, compiled against a selection's headers) and its headers."),
     },
     doc = """Writes <name>.json: the runtime's layers, their files and the flags to compile them with.
 
