@@ -10,13 +10,12 @@ from __future__ import annotations
 
 import os
 import signal
-import textwrap
 from pathlib import Path
 
 import pytest
 import torch
 
-from tests.bench.peer_specs import STATEFUL
+from tests.bench.peer_specs import STATEFUL, write_spec
 from tools.bench.executorch_peer import VENV, ExecuTorchPeer, available
 from tools.bench.executorch_worker import (
     PORTABLE,
@@ -68,12 +67,6 @@ def build():
 """
 
 
-def _spec(tmp_path: Path, name: str, source: str) -> Path:
-    path = tmp_path / f"{name}.py"
-    path.write_text(textwrap.dedent(source))
-    return path
-
-
 @pytest.fixture(scope="module")
 def executorch_venv() -> Path:
     ready = available()
@@ -84,7 +77,9 @@ def executorch_venv() -> Path:
 
 @pytest.fixture(scope="module")
 def tiny_peer(executorch_venv, tmp_path_factory):
-    peer = ExecuTorchPeer.start(_spec(tmp_path_factory.mktemp("spec"), "tiny", TINY_CONV_LINEAR), venv=executorch_venv)
+    peer = ExecuTorchPeer.start(
+        write_spec(tmp_path_factory.mktemp("spec"), "tiny", TINY_CONV_LINEAR), venv=executorch_venv
+    )
     yield peer
     peer.close()
 
@@ -111,7 +106,7 @@ def test_a_pt2e_quantized_model_lowers_on_both_systems(executorch_venv, tmp_path
     # biases, as XNNPACKQuantizer makes them: XNNPACK takes every layer.
     models = Path(__file__).parents[1] / "tracer" / "models"
     source = f"import sys\nsys.path.insert(0, {str(models)!r})\nimport quantized_cnn\n\n\ndef build():\n"
-    spec = _spec(tmp_path, "qcnn", source + "    return quantized_cnn.quantized(int32_bias=False)\n")
+    spec = write_spec(tmp_path, "qcnn", source + "    return quantized_cnn.quantized(int32_bias=False)\n")
     peer = ExecuTorchPeer.start(spec, venv=executorch_venv)
     try:
         assert peer.unavailable() == {}  # lowered, loaded and checked against torch eager
@@ -134,7 +129,9 @@ def test_a_worker_that_dies_mid_benchmark_is_a_bench_error(tiny_peer):
 
 
 def test_a_worker_that_dies_preparing_is_a_reason(executorch_venv, tmp_path):
-    spec = _spec(tmp_path, "suicidal", "import os, signal\n\ndef build():\n    os.kill(os.getpid(), signal.SIGKILL)\n")
+    spec = write_spec(
+        tmp_path, "suicidal", "import os, signal\n\ndef build():\n    os.kill(os.getpid(), signal.SIGKILL)\n"
+    )
     peer = ExecuTorchPeer.start(spec, venv=executorch_venv)
     assert peer.systems() == {}
     _assert_one_line_reasons(peer.unavailable(), "the ExecuTorch worker was killed by SIGKILL")
@@ -142,13 +139,13 @@ def test_a_worker_that_dies_preparing_is_a_reason(executorch_venv, tmp_path):
 
 
 def test_output_that_differs_from_torch_is_a_reason_not_a_number(executorch_venv, tmp_path):
-    with ExecuTorchPeer.start(_spec(tmp_path, "stateful", STATEFUL), venv=executorch_venv) as peer:
+    with ExecuTorchPeer.start(write_spec(tmp_path, "stateful", STATEFUL), venv=executorch_venv) as peer:
         assert peer.systems() == {}
         _assert_one_line_reasons(peer.unavailable(), "output differs from torch eager: output 0 max abs err 1 ")
 
 
 def test_a_model_torch_export_rejects_is_a_one_line_reason_per_system(executorch_venv, tmp_path):
-    peer = ExecuTorchPeer.start(_spec(tmp_path, "branchy", UNEXPORTABLE), venv=executorch_venv)
+    peer = ExecuTorchPeer.start(write_spec(tmp_path, "branchy", UNEXPORTABLE), venv=executorch_venv)
     assert peer.systems() == {}
     _assert_one_line_reasons(peer.unavailable(), "torch.export failed: ")
 
@@ -156,7 +153,7 @@ def test_a_model_torch_export_rejects_is_a_one_line_reason_per_system(executorch
 def test_a_missing_or_broken_venv_says_how_to_get_one(tmp_path):
     ready = available(tmp_path / "none")
     assert not ready and "no ExecuTorch venv at" in ready.detail and "tools/setup_executorch.sh" in ready.detail
-    peer = ExecuTorchPeer.start(_spec(tmp_path, "tiny", TINY_CONV_LINEAR), venv=tmp_path / "none")
+    peer = ExecuTorchPeer.start(write_spec(tmp_path, "tiny", TINY_CONV_LINEAR), venv=tmp_path / "none")
     assert peer.systems() == {}
     _assert_one_line_reasons(peer.unavailable(), "no ExecuTorch venv at")
 
@@ -171,10 +168,10 @@ def test_a_missing_or_broken_venv_says_how_to_get_one(tmp_path):
 
 
 def test_load_spec_takes_the_first_input_and_reports_a_failing_build(tmp_path):
-    module, inputs, tolerance = load_spec(_spec(tmp_path, "tiny", TINY_CONV_LINEAR))
+    module, inputs, tolerance = load_spec(write_spec(tmp_path, "tiny", TINY_CONV_LINEAR))
     assert not module.training and [t.shape for t in inputs] == [(1, 3, 8, 8), (1, 6)] and tolerance is None
     with pytest.raises(Unavailable, match=r"^the model spec failed in this venv: RuntimeError: boom$"):
-        load_spec(_spec(tmp_path, "bad", "def build():\n    raise RuntimeError('boom')\n"))
+        load_spec(write_spec(tmp_path, "bad", "def build():\n    raise RuntimeError('boom')\n"))
 
 
 def test_mismatch_compares_as_the_tracer_does():

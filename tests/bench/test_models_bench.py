@@ -15,6 +15,7 @@ from typing import ClassVar
 import pytest
 
 from pare.runtime import PareError
+from tests.bench.peer_specs import bench_with_progress
 from tests.conftest import REPO_ROOT
 from tools.bench import __main__ as cli
 from tools.bench import executorch_peer
@@ -112,16 +113,7 @@ def test_executorch_is_timed_in_the_same_rounds_with_its_ratios(full_runtime):
     ready = executorch_peer.available()
     if not ready:  # setup installs it: a missing venv is a broken setup, not a skip
         pytest.fail(f"{ready.detail} (make setup does)", pytrace=False)
-    progress = []
-    result = bench_model(
-        MODEL,
-        load_runtime(full_runtime),
-        full_runtime,
-        rounds=3,
-        threads=1,
-        executorch=True,
-        progress=lambda system, doing: progress.append(f"{system}: {doing}"),
-    )
+    result, progress = bench_with_progress(MODEL, full_runtime, executorch=True)
     assert "ExecuTorch: lowering for XNNPACK" in progress
     assert result.executorch_unavailable == ()
     for system in SYSTEMS:

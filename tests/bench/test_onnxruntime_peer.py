@@ -7,12 +7,11 @@ from __future__ import annotations
 import json
 import os
 import textwrap
-from pathlib import Path
 
 import onnxruntime as ort
 import pytest
 
-from tests.bench.peer_specs import STATEFUL
+from tests.bench.peer_specs import STATEFUL, bench_with_progress, write_spec
 from tests.conftest import REPO_ROOT
 from tools.bench import __main__ as cli
 from tools.bench import onnxruntime_peer
@@ -36,12 +35,6 @@ def build():
 TINY_MLP = REPO_ROOT / "tests" / "tracer" / "models" / "tiny_mlp.py"
 
 
-def _spec(tmp_path: Path, name: str, source: str) -> Path:
-    path = tmp_path / f"{name}.py"
-    path.write_text(textwrap.dedent(source))
-    return path
-
-
 def _one_line(reason: str | None, start: str) -> None:
     assert reason is not None and reason.startswith(start), reason
     assert "\n" not in reason and "Traceback" not in reason
@@ -63,17 +56,8 @@ def test_the_session_options_are_the_documented_ones():
 
 
 def test_a_small_model_gets_onnxruntime_numbers_in_the_json_and_a_ratio(full_runtime, tmp_path):
-    spec = _spec(tmp_path, "conv_relu", CONV_RELU)
-    progress = []
-    result = bench_model(
-        spec,
-        load_runtime(full_runtime),
-        full_runtime,
-        rounds=3,
-        threads=1,
-        onnxruntime=True,
-        progress=lambda system, doing: progress.append(f"{system}: {doing}"),
-    )
+    spec = write_spec(tmp_path, "conv_relu", CONV_RELU)
+    result, progress = bench_with_progress(spec, full_runtime, onnxruntime=True)
     assert "ONNX Runtime: exporting with torch.onnx.export" in progress
     assert result.onnxruntime_unavailable is None
     assert 0 < result.onnxruntime_median_us <= result.onnxruntime_p90_us
@@ -93,7 +77,7 @@ def test_a_small_model_gets_onnxruntime_numbers_in_the_json_and_a_ratio(full_run
 
 def test_with_threads_onnxruntime_gets_as_many_intra_op_threads_in_rounds_of_its_own(full_runtime, tmp_path):
     threads = min(2, len(os.sched_getaffinity(0)))  # a one-CPU machine has the one-thread path only
-    spec = _spec(tmp_path, "conv_relu", CONV_RELU)
+    spec = write_spec(tmp_path, "conv_relu", CONV_RELU)
     result = bench_model(spec, load_runtime(full_runtime), full_runtime, rounds=2, threads=threads, onnxruntime=True)
     assert result.onnxruntime_unavailable is None and 0 < result.onnxruntime_median_us
     assert result.to_json()["pare_over_onnxruntime"] > 0
@@ -112,14 +96,14 @@ def test_a_model_that_does_not_export_is_a_one_line_reason_and_the_others_are_ti
 
 
 def test_output_that_differs_from_torch_is_a_reason_not_a_number(tmp_path):
-    spec = load_model_spec(_spec(tmp_path, "stateful", STATEFUL))
+    spec = load_model_spec(write_spec(tmp_path, "stateful", STATEFUL))
     peer = OnnxRuntimePeer.start(spec, spec.inputs[0])
     assert peer.run is None
     _one_line(peer.unavailable, "output differs from torch eager: output 0 max abs err 1 ")
 
 
 def test_the_check_uses_the_specs_tolerance(tmp_path, monkeypatch):
-    spec = load_model_spec(_spec(tmp_path, "conv_relu", CONV_RELU))
+    spec = load_model_spec(write_spec(tmp_path, "conv_relu", CONV_RELU))
     inputs = spec.inputs[0]
     assert OnnxRuntimePeer.start(spec, inputs).unavailable is None
     # Every output off by 0.01: beyond the default float tolerance (1e-4),
@@ -141,7 +125,7 @@ def test_the_check_uses_the_specs_tolerance(tmp_path, monkeypatch):
 
 def test_a_session_that_fails_is_a_one_line_reason(tmp_path, monkeypatch):
     monkeypatch.setattr(onnxruntime_peer, "export", lambda module, inputs, path: path.write_bytes(b"not a model"))
-    spec = load_model_spec(_spec(tmp_path, "conv_relu", CONV_RELU))
+    spec = load_model_spec(write_spec(tmp_path, "conv_relu", CONV_RELU))
     peer = OnnxRuntimePeer.start(spec, spec.inputs[0])
     assert peer.run is None
     _one_line(peer.unavailable, "the session failed: ")
