@@ -10,7 +10,7 @@ import json
 import pytest
 import torch
 from torch import nn
-from tracer_testlib import REPO, spec_from
+from tracer_testlib import REPO, counts_of, spec_from
 
 from pare import program as pp
 from tools.tracer import TracerError, check_model, cli, export_model, trace_model
@@ -522,7 +522,7 @@ def test_fuse_clamp_folds_relu_hardtanh_and_clamp_into_the_prepacked_layer(full_
     ops = ops_of(exported.program)
     assert "aten::hardtanh" not in ops and "aten::clamp" not in ops
     assert ops.count("aten::relu") == 1  # only the one after fc2, whose output is also returned
-    assert {run.name: dict(run.changes) for run in exported.passes}["fuse_clamp"] == {"fused": 4}
+    assert counts_of(exported)["fuse_clamp"] == {"fused": 4}
     assert all(c.ok for c in check_model(spec, full_lib, program=exported.program))
     unfused = export_model(spec, passes=graph_passes.resolve("default", skip="fuse_clamp"))
     assert ops_of(unfused.program).count("aten::relu") == 2 and "aten::hardtanh" in ops_of(unfused.program)
@@ -567,7 +567,7 @@ def test_fuse_add_and_activation_into_the_prepacked_layer(full_lib):
     torch.manual_seed(0)
     spec = spec_from(EpilogueAfterEach(), [(torch.randn(1, 3, 6, 6),), (torch.randn(2, 3, 6, 6),)])
     exported = export_model(spec)
-    counts = {run.name: dict(run.changes) for run in exported.passes}
+    counts = counts_of(exported)
     assert counts["fuse_add"] == {"fused": 2} and counts["fuse_clamp"] == {"fused": 1}
     assert counts["fuse_activation"] == {"fused": 5}  # hardswish, sigmoid, silu, gelu (tanh), gelu
     ops = ops_of(exported.program)
@@ -623,7 +623,7 @@ def test_linear_layers_on_3d_inputs_are_prepacked_with_bias_and_epilogue(full_li
     ops = ops_of(exported.program)
     # Each projection is one prepacked layer with its bias; only attention's
     # products of activations stay bmm, and the relu runs inside ff.
-    assert {run.name: dict(run.changes) for run in exported.passes}["prepack_weights"] == {"conv2d": 0, "linear": 4}
+    assert counts_of(exported)["prepack_weights"] == {"conv2d": 0, "linear": 4}
     assert ops.count("aten::bmm") == 2 and "aten::relu" not in ops and "aten::add.Tensor" not in ops
     assert all(c.ok for c in check_model(spec, full_lib, program=exported.program))
 
@@ -655,7 +655,7 @@ def test_look_alikes_of_linear_layers_keep_their_meaning(full_lib):
     exported = export_model(spec)
     ops = ops_of(exported.program)
     assert ops.count("aten::bmm") == 1 and ops.count("aten::add.Tensor") == 1
-    assert {run.name: dict(run.changes) for run in exported.passes}["prepack_weights"] == {"conv2d": 0, "linear": 3}
+    assert counts_of(exported)["prepack_weights"] == {"conv2d": 0, "linear": 3}
     assert all(c.ok for c in check_model(spec, full_lib, program=exported.program))
 
 
@@ -679,7 +679,7 @@ def test_winograd_transforms_the_3x3_layers_where_it_pays(full_lib, tracing_lib)
     torch.manual_seed(0)
     spec = spec_from(WinogradCandidates().eval(), [(torch.randn(1, 3, 8, 8),), (torch.randn(2, 3, 8, 8),)])
     exported = export_model(spec)
-    counts = {run.name: dict(run.changes) for run in exported.passes}
+    counts = counts_of(exported)
     assert counts["prepack_weights"]["conv2d"] == 3 and counts["winograd"] == {"F(2x2,3x3)": 1, "F(4x4,3x3)": 0}
     assert counts["fuse_clamp"] == {"fused": 1}
     assert all(c.ok for c in check_model(spec, full_lib, program=exported.program))
@@ -697,14 +697,14 @@ def test_winograd_transforms_the_3x3_layers_where_it_pays(full_lib, tracing_lib)
     # A 16x16 output has 16 4x4 tiles: F(4x4, 3x3), and only its kernel selected.
     large = spec_from(WinogradCandidates().eval(), [(torch.randn(1, 3, 16, 16),), (torch.randn(2, 3, 16, 16),)])
     exported = export_model(large)
-    assert {run.name: dict(run.changes) for run in exported.passes}["winograd"] == {"F(2x2,3x3)": 0, "F(4x4,3x3)": 1}
+    assert counts_of(exported)["winograd"] == {"F(2x2,3x3)": 0, "F(4x4,3x3)": 1}
     assert all(c.ok for c in check_model(large, full_lib, program=exported.program))
     manifest = trace_model(large, runtime=tracing_lib).manifest
     assert manifest.kernel_metadata["conv2d_winograd4_kernel"] == ("Float",)
     assert "conv2d_winograd_kernel" not in manifest.kernel_metadata
     # A 4x4 output (4 tiles) is too small to pay: the layer stays on im2col.
     small = spec_from(WinogradCandidates().eval(), [(torch.randn(1, 3, 4, 4),)])
-    assert {run.name: dict(run.changes) for run in export_model(small).passes}["winograd"] == {
+    assert counts_of(export_model(small))["winograd"] == {
         "F(2x2,3x3)": 0,
         "F(4x4,3x3)": 0,
     }
@@ -730,7 +730,7 @@ def test_prepack_packs_small_1x1_convolutions_for_pixel_rows(full_lib, tracing_l
     torch.manual_seed(0)
     spec = spec_from(PixelRowsCandidates().eval(), [(torch.randn(1, 3, 6, 8),), (torch.randn(2, 3, 6, 8),)])
     exported = export_model(spec)
-    counts = {run.name: dict(run.changes) for run in exported.passes}
+    counts = counts_of(exported)
     assert counts["prepack_weights"]["conv2d"] == 3 and counts["fuse_clamp"] == {"fused": 1}
     assert all(c.ok for c in check_model(spec, full_lib, program=exported.program))
     # The manifest selects the pixel-rows kernel because a layer runs it...
@@ -766,7 +766,7 @@ def test_channels_last_runs_small_depthwise_and_1x1_layers_nhwc(full_lib, tracin
     module = trained(ChannelsLastCandidates())
     spec = spec_from(module, [(torch.randn(1, 12, 4, 4),), (torch.randn(2, 12, 4, 4),)])
     exported = export_model(spec)
-    counts = {run.name: dict(run.changes) for run in exported.passes}
+    counts = counts_of(exported)
     # depthwise, down, and the tail's two 1x1 layers; conversions: into the
     # depthwise layer, out of it, into down, out of the tail for the mean.
     assert counts["channels_last"] == {"layers": 4, "conversions": 4}
@@ -789,7 +789,7 @@ def test_channels_last_runs_small_depthwise_and_1x1_layers_nhwc(full_lib, tracin
     # On an 8x8 map only down's 4x4 output is small enough: one layer
     # channels-last, converted into and out of.
     large = spec_from(module, [(torch.randn(1, 12, 8, 8),)])
-    assert {run.name: dict(run.changes) for run in export_model(large).passes}["channels_last"] == {
+    assert counts_of(export_model(large))["channels_last"] == {
         "layers": 1,
         "conversions": 2,
     }

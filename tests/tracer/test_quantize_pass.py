@@ -15,7 +15,7 @@ from torch import nn
 from torch.nn import functional as F
 from torchao.quantization.pt2e import move_exported_model_to_eval
 from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
-from tracer_testlib import MODELS, spec_of
+from tracer_testlib import MODELS, counts_of, spec_of
 
 from codegen.inventory import InventoryOp
 from pare import program as pp
@@ -123,10 +123,6 @@ def export(module: nn.Module, passes="default", shape=(2, 3, 12, 10)):
 
 def ops_of(program: bytes) -> list[str]:
     return [ins.op for m in pp.read(program).methods for ins in m.instructions]
-
-
-def counts_of(exported) -> dict[str, dict[str, int]]:
-    return {run.name: dict(run.changes) for run in exported.passes}
 
 
 # -- structure -------------------------------------------------------------------

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from tracer_testlib import HERE, MODELS
+from tracer_testlib import HERE, MODELS, counts_of
 
 from pare.quantizer import PareQuantizer
 from tools.bench.executorch_peer import VENV, available, child_env, python_of
@@ -89,7 +89,7 @@ def test_an_xnnpack_quantized_cnn_is_traced_and_matches_torch(xnnpack_spec, trac
 def test_xnnpack_quantized_cnn_runs_int8_layers(xnnpack_spec, full_lib):
     # The quantize pass (on by default) takes XNNPACKQuantizer's float biases too.
     exported = export_model(xnnpack_spec)
-    counts = {run.name: dict(run.changes) for run in exported.passes}["quantize"]
+    counts = counts_of(exported)["quantize"]
     # The residual add (+ relu) and the mean run on int8 too (pare::qadd, pare::qmean).
     assert counts == {"conv2d": 2, "linear": 1, "add": 1, "mul": 0, "mean": 1, "pool": 0, "cat": 0, "view": 0, "lut": 0}
     checks = check_model(xnnpack_spec, full_lib, program=exported.program)

@@ -40,3 +40,8 @@ def exported(name: str, passes: str = "default") -> exporter.ExportedModel:
 def spec_from(module: torch.nn.Module, inputs, name: str = "inline.py") -> model_spec.ModelSpec:
     """A model spec for a module defined in a test (named as if in models/)."""
     return model_spec.ModelSpec(MODELS / name, module.eval(), tuple(tuple(i) for i in inputs))
+
+
+def counts_of(exported: exporter.ExportedModel) -> dict[str, dict[str, int]]:
+    """What each graph pass that ran changed, by pass name: {"fuse_clamp": {"fused": 1}, ...}."""
+    return {run.name: dict(run.changes) for run in exported.passes}
