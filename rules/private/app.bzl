@@ -32,7 +32,7 @@ declares, in the calling package (one app per package):
 load("//platforms:table.bzl", "SHIPPED_PLATFORMS")
 load(":mobile.bzl", "pare_android_aar", "pare_ios_xcframework", "pare_java_library")
 load(":providers.bzl", "PareMultiPlatformInfo", "multi_platform_attr")
-load(":scripts.bzl", "shell_command", "shell_quote", "write_script")
+load(":scripts.bzl", "script_info", "shell_command", "shell_quote", "write_script")
 load(":selective_runtime.bzl", "selective_runtime", "selective_runtime_jni")
 
 def _update_manifest_impl(ctx):
@@ -55,8 +55,7 @@ def _update_manifest_impl(ctx):
             shell_quote(instrumentation.short_path),
         ),
     ])
-    runfiles = ctx.runfiles(files = [instrumentation]).merge(ctx.attr._tracer[DefaultInfo].default_runfiles)
-    return [DefaultInfo(executable = script, runfiles = runfiles)]
+    return [script_info(ctx, script, ctx.attr._tracer, [instrumentation])]
 
 _update_manifest = rule(
     implementation = _update_manifest_impl,
@@ -98,12 +97,13 @@ def _size_budget_test_impl(ctx):
 
     # The runtime's default outputs are its whole bundle (bundle.json and
     # every file it lists).
-    runfiles = ctx.runfiles(
-        files = [ctx.file.budgets, ctx.executable._cxxfilt],
+    return [script_info(
+        ctx,
+        script,
+        ctx.attr._size_diff,
+        [ctx.file.budgets, ctx.executable._cxxfilt],
         transitive_files = ctx.attr.runtime[DefaultInfo].files,
-    )
-    runfiles = runfiles.merge(ctx.attr._size_diff[DefaultInfo].default_runfiles)
-    return [DefaultInfo(executable = script, runfiles = runfiles)]
+    )]
 
 _size_budget_test = rule(
     implementation = _size_budget_test_impl,

@@ -30,3 +30,19 @@ def write_script(ctx, generator, lines):
         is_executable = True,
     )
     return script
+
+def script_info(ctx, script, tool, files, transitive_files = None):
+    """The DefaultInfo of a rule whose executable is a write_script that runs a tool.
+
+    Args:
+      ctx: the rule context.
+      script: the File write_script returned.
+      tool: the target the script runs (a py_binary): its runfiles come along.
+      files: (list[File]) the files the script reads.
+      transitive_files: (depset[File] or None) more of them, as a depset.
+
+    Returns:
+      The DefaultInfo.
+    """
+    runfiles = ctx.runfiles(files = files, transitive_files = transitive_files)
+    return DefaultInfo(executable = script, runfiles = runfiles.merge(tool[DefaultInfo].default_runfiles))

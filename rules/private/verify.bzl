@@ -10,7 +10,7 @@ LC_BUILD_VERSION, architecture).
 
 load("//platforms:table.bzl", "PLATFORMS_BY_NAME")
 load(":providers.bzl", "PareMultiPlatformInfo", "PareSelectionInfo", "multi_platform_attr")
-load(":scripts.bzl", "shell_command", "write_script")
+load(":scripts.bzl", "script_info", "shell_command", "write_script")
 
 def _impl(ctx):
     platform = ctx.attr.platform
@@ -65,9 +65,7 @@ def _impl(ctx):
         'json_args=(); if [[ -n "${TEST_UNDECLARED_OUTPUTS_DIR:-}" ]]; then json_args=(--json-out "$TEST_UNDECLARED_OUTPUTS_DIR/verify.json"); fi',
         "exec " + shell_command(args) + ' "${json_args[@]}" "$@"',
     ])
-    runfiles = ctx.runfiles(files = [expected, shipped, unstripped, ctx.executable._cxxfilt])
-    runfiles = runfiles.merge(ctx.attr._verify[DefaultInfo].default_runfiles)
-    return [DefaultInfo(executable = script, runfiles = runfiles)]
+    return [script_info(ctx, script, ctx.attr._verify, [expected, shipped, unstripped, ctx.executable._cxxfilt])]
 
 _pare_verify_test = rule(
     implementation = _impl,
