@@ -164,3 +164,31 @@ Example:
     )
 """,
 )
+
+def toolchain_setting_args_tests(name, target, mnemonic, setting, flag, value):
+    """Two analysis_args_tests: `target`'s `mnemonic` action passes //toolchains:<setting> after `flag`.
+
+    <name>_is_<setting>_test checks the setting as the test is configured
+    (whatever it is); <name>_follows_<setting>_test sets it to `value` first.
+
+    Args:
+      name: the tests' name prefix, e.g. aar_min_sdk.
+      target: the target whose action is checked.
+      mnemonic: that action's mnemonic, e.g. PareAar.
+      setting: android_api or ios_min_version (the analysis_args_test attribute that sets it).
+      flag: the flag the setting's value follows, e.g. --min-sdk.
+      value: the value the second test sets.
+    """
+    analysis_args_test(
+        name = "%s_is_%s_test" % (name, setting),
+        expected_setting_args = {"//toolchains:" + setting: flag},
+        mnemonic = mnemonic,
+        target = target,
+    )
+    analysis_args_test(
+        name = "%s_follows_%s_test" % (name, setting),
+        expected_args = {flag: str(value)},
+        mnemonic = mnemonic,
+        target = target,
+        **{setting: value}
+    )
