@@ -11,6 +11,9 @@ the CLI's main() prints it like any other user error:
 from __future__ import annotations
 
 import argparse
+import functools
+import sys
+from collections.abc import Callable
 
 
 def one_line_parser(error_type: type[Exception], see: str) -> type[argparse.ArgumentParser]:
@@ -35,6 +38,26 @@ def tool_parser(
         epilog="examples:\n" + "".join(f"\n  {e}" for e in examples)[1:],
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+
+
+def one_line_errors(
+    *errors: type[Exception], prefix: str = "error: "
+) -> Callable[[Callable[..., int]], Callable[..., int]]:
+    """Decorates a CLI's main(): an exception of `errors` that it raises is
+    printed on stderr as one line, `<prefix><message>`, and main returns 2."""
+
+    def decorate(main: Callable[..., int]) -> Callable[..., int]:
+        @functools.wraps(main)
+        def main_with_errors(*args, **kwargs) -> int:
+            try:
+                return main(*args, **kwargs)
+            except errors as e:
+                print(f"{prefix}{e}", file=sys.stderr)
+                return 2
+
+        return main_with_errors
+
+    return decorate
 
 
 def name_list(what: str):

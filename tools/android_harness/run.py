@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from tools import REPO_ROOT, bazel_build
+from tools.cli_parser import one_line_errors
 
 HARNESS_TARGET = "//tools/android_harness:harness"
 HARNESS_OUTPUT = "tools/android_harness/harness/linux_arm64"
@@ -259,6 +260,7 @@ def run_program_on(
         return outputs, kernel_isa
 
 
+@one_line_errors(HarnessError, OSError, ValueError)
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tools.android_harness.run", description=__doc__)
     sub = parser.add_subparsers(dest="cmd", required=True)
@@ -283,26 +285,20 @@ def main(argv: list[str] | None = None) -> int:
         help="ScalarType code, sizes joined by 'x', raw little-endian element file",
     )
     args = parser.parse_args(argv)
-    try:
-        if args.cmd == "call-i32":
-            print(call_i32(args.library, args.symbol, args.arg))
-        elif args.cmd == "load":
-            print(load(args.library))
-        else:
-            inputs = []
-            for spec in args.inputs:
-                dtype, sizes, path = spec.split(":", 2)
-                inputs.append(
-                    TensorData(int(dtype), tuple(int(s) for s in sizes.split("x") if s), Path(path).read_bytes())
-                )
-            for i, out in enumerate(run_program(args.library, args.program.read_bytes(), args.method, inputs)):
-                if isinstance(out, TensorData):
-                    print(f"output {i} tensor dtype={out.dtype} sizes={list(out.sizes)} bytes={len(out.data)}")
-                else:
-                    print(f"output {i} {out!r}")
-    except (HarnessError, OSError, ValueError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
+    if args.cmd == "call-i32":
+        print(call_i32(args.library, args.symbol, args.arg))
+    elif args.cmd == "load":
+        print(load(args.library))
+    else:
+        inputs = []
+        for spec in args.inputs:
+            dtype, sizes, path = spec.split(":", 2)
+            inputs.append(TensorData(int(dtype), tuple(int(s) for s in sizes.split("x") if s), Path(path).read_bytes()))
+        for i, out in enumerate(run_program(args.library, args.program.read_bytes(), args.method, inputs)):
+            if isinstance(out, TensorData):
+                print(f"output {i} tensor dtype={out.dtype} sizes={list(out.sizes)} bytes={len(out.data)}")
+            else:
+                print(f"output {i} {out!r}")
     return 0
 
 

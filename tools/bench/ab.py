@@ -31,6 +31,7 @@ from pathlib import Path
 from pare.runtime import PareError
 from tools.bench.models import load_runtime
 from tools.bench.timing import BenchError, calls_for, measure, median, pin_to_cpus
+from tools.cli_parser import one_line_errors
 from tools.tracer.errors import TracerError
 
 PROG = "python -m tools.bench.ab"
@@ -107,6 +108,7 @@ def ratio_spread(base: Sequence[float], head: Sequence[float]) -> tuple[float, f
     return deciles[0], deciles[-1]
 
 
+@one_line_errors(BenchError, TracerError)
 def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog=PROG, description=__doc__.split("\n")[0])
     p.add_argument("base", type=Path, metavar="BASE_LIB", help="the runtime before the change")
@@ -118,26 +120,22 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--base-tree", type=Path, metavar="DIR", help="a checkout of the base whose exporter writes the base's programs"
     )
     args = p.parse_args(argv)
-    try:
-        if args.base_tree and not (args.base_tree / ".venv/bin/python").exists():
-            raise BenchError(f"--base-tree {args.base_tree}: no .venv/bin/python there; give a checkout set up by make")
-        if args.rounds < 2:
-            raise BenchError(f"--rounds {args.rounds}: give at least 2, for the spread")
-        (cpu,) = pin_to_cpus(1, args.cpu)
-        runtimes = {"base": (load_runtime(args.base), args.base), "head": (load_runtime(args.head), args.head)}
-        print(f"base {args.base}\nhead {args.head}\npinned to CPU {cpu}; {args.rounds} interleaved rounds per model")
-        print("| model | base µs | head µs | head / base | per-round p10-p90 |")
-        print("|---|---:|---:|---:|---|")
-        for path in args.models:
-            r = compare_model(runtimes, path, args.rounds, args.base_tree)
-            print(
-                f"| {path.stem if path.name != 'model.py' else path.parent.name} | {r['base']:,.1f} | "
-                f"{r['head']:,.1f} | {r['ratio']:.3f} | {r['p10']:.3f}-{r['p90']:.3f} |",
-                flush=True,
-            )
-    except (BenchError, TracerError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
+    if args.base_tree and not (args.base_tree / ".venv/bin/python").exists():
+        raise BenchError(f"--base-tree {args.base_tree}: no .venv/bin/python there; give a checkout set up by make")
+    if args.rounds < 2:
+        raise BenchError(f"--rounds {args.rounds}: give at least 2, for the spread")
+    (cpu,) = pin_to_cpus(1, args.cpu)
+    runtimes = {"base": (load_runtime(args.base), args.base), "head": (load_runtime(args.head), args.head)}
+    print(f"base {args.base}\nhead {args.head}\npinned to CPU {cpu}; {args.rounds} interleaved rounds per model")
+    print("| model | base µs | head µs | head / base | per-round p10-p90 |")
+    print("|---|---:|---:|---:|---|")
+    for path in args.models:
+        r = compare_model(runtimes, path, args.rounds, args.base_tree)
+        print(
+            f"| {path.stem if path.name != 'model.py' else path.parent.name} | {r['base']:,.1f} | "
+            f"{r['head']:,.1f} | {r['ratio']:.3f} | {r['p10']:.3f}-{r['p90']:.3f} |",
+            flush=True,
+        )
     return 0
 
 

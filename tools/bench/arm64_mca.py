@@ -35,11 +35,11 @@ import argparse
 import re
 import subprocess
 import sys
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from tools import REPO_ROOT
+from tools.cli_parser import one_line_errors
 
 CLANG = "clang++-16"
 CXXFILT = "llvm-cxxfilt-16"
@@ -88,17 +88,6 @@ KERNELS = {
 
 class McaError(Exception):
     """A compiler or llvm-mca failure, or a function or loop the script cannot find."""
-
-
-def print_estimates(make_table: Callable[[], str]) -> int:
-    """The MCA scripts' exit code: prints make_table()'s table (0), or its
-    McaError as one line (2)."""
-    try:
-        print(make_table())
-    except McaError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
-    return 0
 
 
 def run(cmd: list[str], stdin: str | None = None) -> str:
@@ -268,6 +257,7 @@ def table(rows: list[Estimate]) -> str:
     return "\n".join(lines)
 
 
+@one_line_errors(McaError)
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tools.bench.arm64_mca", description=__doc__.split("\n")[0])
     parser.add_argument("--cpus", default=",".join(DEFAULT_CPUS), help="llvm-mca -mcpu values, comma-separated")
@@ -278,7 +268,8 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         print(f"error: unknown kernel {unknown[0]!r}; the kernels are {', '.join(KERNELS)}", file=sys.stderr)
         return 2
-    return print_estimates(lambda: table(estimates([c for c in args.cpus.split(",") if c], kernels)))
+    print(table(estimates([c for c in args.cpus.split(",") if c], kernels)))
+    return 0
 
 
 if __name__ == "__main__":

@@ -29,6 +29,7 @@ from pathlib import Path
 from pare.runtime import PareError, Runtime
 from tools.bench.runtimes import REPO_ROOT, default_runtime
 from tools.bench.timing import BenchError
+from tools.cli_parser import one_line_errors
 from tools.tracer.errors import TracerError
 
 PROG = "python -m tools.bench.instances"
@@ -92,6 +93,7 @@ def measure(runtime: Runtime, path: Path, instances: int) -> dict:
     }
 
 
+@one_line_errors(BenchError, PareError, TracerError, prefix=f"{PROG}: error: ")
 def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog=PROG, description=__doc__.split("\n")[0])
     p.add_argument("models", nargs="*", type=Path, default=list(DEFAULT_MODELS), metavar="MODEL")
@@ -103,28 +105,24 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="linux_x86_64 Pare runtime (default: $PARE_RUNTIME_LIB, else Bazel's //runtime:full)",
     )
     args = p.parse_args(argv)
-    try:
-        if args.instances < 2:
-            raise BenchError(f"--instances must be at least 2, got {args.instances}")
-        if not args.runtime.is_file():
-            raise BenchError(f"no runtime at {args.runtime}: run `tools/bazel build //runtime:full` or pass --runtime")
-        runtime = Runtime(args.runtime)
-        n = args.instances
-        print(f"runtime {args.runtime}; 1 and {n} instances of each model's method on one loaded program")
+    if args.instances < 2:
+        raise BenchError(f"--instances must be at least 2, got {args.instances}")
+    if not args.runtime.is_file():
+        raise BenchError(f"no runtime at {args.runtime}: run `tools/bazel build //runtime:full` or pass --runtime")
+    runtime = Runtime(args.runtime)
+    n = args.instances
+    print(f"runtime {args.runtime}; 1 and {n} instances of each model's method on one loaded program")
+    print(
+        f"{'model':<32} {'program B':>11} {'instance B':>11} {'arena B':>10} {f'non-arena {n}/1':>15} "
+        f"{f'1->{n} counted B':>16} {f'1->{n} RSS B':>14}"
+    )
+    for path in args.models:
+        r = measure(runtime, path.resolve(), n)
         print(
-            f"{'model':<32} {'program B':>11} {'instance B':>11} {'arena B':>10} {f'non-arena {n}/1':>15} "
-            f"{f'1->{n} counted B':>16} {f'1->{n} RSS B':>14}"
+            f"{r['model']:<32} {r['program_bytes']:>11,} {r['instance_persistent_bytes']:>11,} "
+            f"{r['instance_arena_bytes']:>10,} {r['non_arena_ratio']:>15.4f} {r['counted_growth_bytes']:>16,} "
+            f"{r['rss_growth_bytes']:>14,}"
         )
-        for path in args.models:
-            r = measure(runtime, path.resolve(), n)
-            print(
-                f"{r['model']:<32} {r['program_bytes']:>11,} {r['instance_persistent_bytes']:>11,} "
-                f"{r['instance_arena_bytes']:>10,} {r['non_arena_ratio']:>15.4f} {r['counted_growth_bytes']:>16,} "
-                f"{r['rss_growth_bytes']:>14,}"
-            )
-    except (BenchError, PareError, TracerError) as e:
-        print(f"{PROG}: error: {e}", file=sys.stderr)
-        return 2
     return 0
 
 

@@ -23,7 +23,8 @@ from pathlib import Path
 
 from tools import REPO_ROOT
 from tools.bench import arm64_mca
-from tools.bench.arm64_mca import CLANG, DEFAULT_CPUS, TARGET, run
+from tools.bench.arm64_mca import CLANG, DEFAULT_CPUS, TARGET, McaError, run
+from tools.cli_parser import one_line_errors
 
 # Multiply-adds per iteration of the tile's inner loop: 4 channels x 4
 # pixels x 16 bytes of k.
@@ -132,11 +133,13 @@ def table(rows: list[Estimate]) -> str:
     return "\n".join(lines)
 
 
+@one_line_errors(McaError)
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tools.bench.int8_mca", description=__doc__.split("\n")[0])
     parser.add_argument("--cpus", default=",".join(DEFAULT_CPUS), help="llvm-mca -mcpu values, comma-separated")
     args = parser.parse_args(argv)
-    return arm64_mca.print_estimates(lambda: table(estimates([c for c in args.cpus.split(",") if c])))
+    print(table(estimates([c for c in args.cpus.split(",") if c])))
+    return 0
 
 
 if __name__ == "__main__":

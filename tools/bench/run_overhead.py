@@ -20,6 +20,7 @@ from pathlib import Path
 from pare.runtime import PareError, Runtime
 from tools.bench.runtimes import REPO_ROOT, default_runtime
 from tools.bench.timing import BenchError, measure, median, pin_to_cpus
+from tools.cli_parser import one_line_errors
 from tools.tracer.errors import TracerError
 
 PROG = "python -m tools.bench.run_overhead"
@@ -43,6 +44,7 @@ def overhead(runtime: Runtime, path: Path, rounds: int) -> tuple[float, float]:
     return median(samples["execute"]) * 1e6, median(samples["run"]) * 1e6
 
 
+@one_line_errors(BenchError, PareError, TracerError, OSError, prefix=f"{PROG}: ")
 def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog=PROG, description=__doc__.split("\n")[0])
     p.add_argument("models", nargs="*", type=Path, default=list(DEFAULT_MODELS), metavar="MODEL")
@@ -55,23 +57,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--rounds", type=int, default=11, help="samples per system (default 11)")
     p.add_argument("--cpu", type=int, help="the CPU to pin to (default 1, as taskset -c 1)")
     args = p.parse_args(argv)
-    try:
-        (cpu,) = pin_to_cpus(1, args.cpu)
-        if not args.runtime.is_file():
-            raise BenchError(f"no runtime at {args.runtime}: run `tools/bazel build //runtime:full` or pass --runtime")
-        runtime = Runtime(args.runtime)
-        print(f"runtime {args.runtime}; pinned to CPU {cpu}; {args.rounds} interleaved rounds of 2000 calls")
-        print(f"{'model':<40} {'execute µs':>11} {'run µs':>9} {'run - execute':>14}")
-        for path in args.models:
-            execute_us, run_us = overhead(runtime, path, args.rounds)
-            print(
-                f"{path.relative_to(REPO_ROOT) if path.is_absolute() else path!s:<40} {execute_us:>11.2f} "
-                f"{run_us:>9.2f} {run_us - execute_us:>14.2f}",
-                flush=True,
-            )
-    except (BenchError, PareError, TracerError, OSError) as e:
-        print(f"{PROG}: {e}", file=sys.stderr)
-        return 2
+    (cpu,) = pin_to_cpus(1, args.cpu)
+    if not args.runtime.is_file():
+        raise BenchError(f"no runtime at {args.runtime}: run `tools/bazel build //runtime:full` or pass --runtime")
+    runtime = Runtime(args.runtime)
+    print(f"runtime {args.runtime}; pinned to CPU {cpu}; {args.rounds} interleaved rounds of 2000 calls")
+    print(f"{'model':<40} {'execute µs':>11} {'run µs':>9} {'run - execute':>14}")
+    for path in args.models:
+        execute_us, run_us = overhead(runtime, path, args.rounds)
+        print(
+            f"{path.relative_to(REPO_ROOT) if path.is_absolute() else path!s:<40} {execute_us:>11.2f} "
+            f"{run_us:>9.2f} {run_us - execute_us:>14.2f}",
+            flush=True,
+        )
     return 0
 
 

@@ -53,7 +53,7 @@ from pare.program import ProgramBuilder
 from pare.runtime import PareError, Runtime
 from tools.bench.runtimes import ISA_LEVELS, REPO_ROOT, best_isa, build, full_runtime
 from tools.bench.timing import BenchError, calls_for, measure, median, pin_to_cpus
-from tools.cli_parser import one_line_parser
+from tools.cli_parser import one_line_errors, one_line_parser
 
 PROG = "python -m tools.bench.sgemm"
 CPU_PEAK = REPO_ROOT / "bazel-bin" / "tools" / "bench" / "cpu_peak"
@@ -260,6 +260,7 @@ def _sizes(text: str) -> list[int]:
 _Parser = one_line_parser(BenchError, see=f"{PROG} --help")
 
 
+@one_line_errors(BenchError, PareError, OSError, prefix=f"{PROG}: ")
 def main(argv: Sequence[str] | None = None) -> int:
     p = _Parser(prog=PROG, description=__doc__.split("\n")[0])
     source = p.add_mutually_exclusive_group()
@@ -283,78 +284,74 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--rounds", type=int, default=7, help="samples per size (default 7)")
     p.add_argument("--cpu", type=int, help="the CPU to pin to (default 1, as taskset -c 1)")
     p.add_argument("--json", metavar="FILE", help="also write the results and the peak as JSON")
-    try:
-        args = p.parse_args(argv)
-        (cpu,) = pin_to_cpus(1, args.cpu)
-        build(["//tools/bench:cpu_peak"])
-        runtime_path = args.runtime or full_runtime(args.isa or best_isa())
-        if not runtime_path.is_file():
-            raise BenchError(f"no runtime at {runtime_path}")
-        runtime = Runtime(runtime_path)
-        # A size's peak is the best of the measurements just before and just
-        # after it: on a shared core one measurement alone can be slowed
-        # more than the GEMM beside it, and "of peak" pass 100%.
-        before = best = measure_peak()
-        _, peak_source = peak_for_isa(best, runtime.kernel_isa)
-        print(
-            f"runtime {runtime_path} ({runtime.isa}, kernels {runtime.kernel_isa}); pinned to CPU {cpu}\n"
-            f"peak: {peak_source}, the best of cpu_peak runs before and after each size"
+    args = p.parse_args(argv)
+    (cpu,) = pin_to_cpus(1, args.cpu)
+    build(["//tools/bench:cpu_peak"])
+    runtime_path = args.runtime or full_runtime(args.isa or best_isa())
+    if not runtime_path.is_file():
+        raise BenchError(f"no runtime at {runtime_path}")
+    runtime = Runtime(runtime_path)
+    # A size's peak is the best of the measurements just before and just
+    # after it: on a shared core one measurement alone can be slowed
+    # more than the GEMM beside it, and "of peak" pass 100%.
+    before = best = measure_peak()
+    _, peak_source = peak_for_isa(best, runtime.kernel_isa)
+    print(
+        f"runtime {runtime_path} ({runtime.isa}, kernels {runtime.kernel_isa}); pinned to CPU {cpu}\n"
+        f"peak: {peak_source}, the best of cpu_peak runs before and after each size"
+    )
+    results = []
+    if args.mobilenet_v2:
+        print(f"{'side':>5} {'in':>5} {'out':>5} {'median µs':>10} {'GFLOP/s':>9} {'peak':>7} {'of peak':>8}")
+    for side, cin, cout in MOBILENET_V2_1X1 if args.mobilenet_v2 else ():
+        r = bench_conv1x1(runtime, side, cin, cout, args.rounds, None)
+        after = measure_peak()
+        peak, _ = peak_for_isa(best_of(before, after), runtime.kernel_isa)
+        r = replace(
+            r,
+            peak_gflops=None if peak is None else round(peak, 2),
+            fraction_of_peak=None if peak is None else round(r.gflops / peak, 4),
         )
-        results = []
-        if args.mobilenet_v2:
-            print(f"{'side':>5} {'in':>5} {'out':>5} {'median µs':>10} {'GFLOP/s':>9} {'peak':>7} {'of peak':>8}")
-        for side, cin, cout in MOBILENET_V2_1X1 if args.mobilenet_v2 else ():
-            r = bench_conv1x1(runtime, side, cin, cout, args.rounds, None)
-            after = measure_peak()
-            peak, _ = peak_for_isa(best_of(before, after), runtime.kernel_isa)
-            r = replace(
-                r,
-                peak_gflops=None if peak is None else round(peak, 2),
-                fraction_of_peak=None if peak is None else round(r.gflops / peak, 4),
-            )
-            before, best = after, best_of(best, after)
-            results.append(r)
-            peak_text, of_peak = (
-                ("n/a", "n/a") if r.peak_gflops is None else (f"{r.peak_gflops:.1f}", f"{r.fraction_of_peak:.1%}")
-            )
-            print(
-                f"{side:>5} {cin:>5} {cout:>5} {r.median_us:>10.1f} {r.gflops:>9.1f} {peak_text:>7} {of_peak:>8}",
-                flush=True,
-            )
-        if not args.mobilenet_v2:
-            print(f"{'n':>6} {'median ms':>10} {'GFLOP/s':>9} {'peak':>7} {'of peak':>8}")
-        for n in [] if args.mobilenet_v2 else args.sizes:
-            r = bench_size(runtime, n, args.rounds, None)
-            after = measure_peak()
-            r = with_peak(r, peak_for_isa(best_of(before, after), runtime.kernel_isa)[0])
-            before, best = after, best_of(best, after)
-            results.append(r)
-            peak_text, of_peak = (
-                ("n/a", "n/a") if r.peak_gflops is None else (f"{r.peak_gflops:.1f}", f"{r.fraction_of_peak:.1%}")
-            )
-            print(f"{n:>6} {r.median_us / 1e3:>10.3f} {r.gflops:>9.1f} {peak_text:>7} {of_peak:>8}", flush=True)
-        peak_gflops, _ = peak_for_isa(best, runtime.kernel_isa)
-        print(
-            f"best measured register-only: AVX-512 FMA {best.avx512_gflops:.1f}, AVX2 FMA {best.fma_gflops:.1f}, "
-            f"SSE2 mul+add {best.sse_gflops:.1f} GFLOP/s; clock estimate {best.clock_ghz:.2f} GHz (information only)"
+        before, best = after, best_of(best, after)
+        results.append(r)
+        peak_text, of_peak = (
+            ("n/a", "n/a") if r.peak_gflops is None else (f"{r.peak_gflops:.1f}", f"{r.fraction_of_peak:.1%}")
         )
-        if args.json:
-            record = {
-                "runtime": str(runtime_path),
-                "isa": runtime.isa,
-                "kernel_isa": runtime.kernel_isa,
-                "cpu": cpu,
-                **asdict(best),  # each figure's best over the run; a result's peak_gflops is its own
-                # The FLOP per cycle the peak and the clock estimate imply (information, like the clock).
-                "flop_per_cycle": round(peak_gflops / best.clock_ghz, 2) if peak_gflops and best.clock_ghz else None,
-                "peak_gflops": None if peak_gflops is None else round(peak_gflops, 2),
-                "peak_source": peak_source,
-                "results": [asdict(r) for r in results],
-            }
-            Path(args.json).write_text(json.dumps(record, indent=2) + "\n")
-    except (BenchError, PareError, OSError) as e:
-        print(f"{PROG}: {e}", file=sys.stderr)
-        return 2
+        print(
+            f"{side:>5} {cin:>5} {cout:>5} {r.median_us:>10.1f} {r.gflops:>9.1f} {peak_text:>7} {of_peak:>8}",
+            flush=True,
+        )
+    if not args.mobilenet_v2:
+        print(f"{'n':>6} {'median ms':>10} {'GFLOP/s':>9} {'peak':>7} {'of peak':>8}")
+    for n in [] if args.mobilenet_v2 else args.sizes:
+        r = bench_size(runtime, n, args.rounds, None)
+        after = measure_peak()
+        r = with_peak(r, peak_for_isa(best_of(before, after), runtime.kernel_isa)[0])
+        before, best = after, best_of(best, after)
+        results.append(r)
+        peak_text, of_peak = (
+            ("n/a", "n/a") if r.peak_gflops is None else (f"{r.peak_gflops:.1f}", f"{r.fraction_of_peak:.1%}")
+        )
+        print(f"{n:>6} {r.median_us / 1e3:>10.3f} {r.gflops:>9.1f} {peak_text:>7} {of_peak:>8}", flush=True)
+    peak_gflops, _ = peak_for_isa(best, runtime.kernel_isa)
+    print(
+        f"best measured register-only: AVX-512 FMA {best.avx512_gflops:.1f}, AVX2 FMA {best.fma_gflops:.1f}, "
+        f"SSE2 mul+add {best.sse_gflops:.1f} GFLOP/s; clock estimate {best.clock_ghz:.2f} GHz (information only)"
+    )
+    if args.json:
+        record = {
+            "runtime": str(runtime_path),
+            "isa": runtime.isa,
+            "kernel_isa": runtime.kernel_isa,
+            "cpu": cpu,
+            **asdict(best),  # each figure's best over the run; a result's peak_gflops is its own
+            # The FLOP per cycle the peak and the clock estimate imply (information, like the clock).
+            "flop_per_cycle": round(peak_gflops / best.clock_ghz, 2) if peak_gflops and best.clock_ghz else None,
+            "peak_gflops": None if peak_gflops is None else round(peak_gflops, 2),
+            "peak_source": peak_source,
+            "results": [asdict(r) for r in results],
+        }
+        Path(args.json).write_text(json.dumps(record, indent=2) + "\n")
     return 0
 
 
