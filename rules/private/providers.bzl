@@ -1,4 +1,4 @@
-"""Providers shared by Pare's rules."""
+"""Providers shared by Pare's rules, and multi_platform_attr: the attribute that takes a PareMultiPlatformInfo."""
 
 PareLibraryInfo = provider(
     doc = "One platform's build of a Pare library: what ships and what verification reads.",
