@@ -27,6 +27,33 @@
  *   pare_method_destroy(method);                  // before its program
  *   pare_program_destroy(program);
  *
+ * Generating with a language model (docs/llm.md; apps/stories/generate.c
+ * is this loop, whole): an LLM program follows ExecuTorch's calling
+ * convention, forward(tokens int64[1, S], input_pos int64[S]) -> logits
+ * float32 [1, vocab] of the last position, its KV cache kept as state
+ * (build feature state). One execute per token; nothing but the C API:
+ *
+ *   pare_method_reset_state(method);         // a new prompt: the initial cache
+ *   int64_t sizes[2] = {1, n};               // prompt[n], pos[n] = {0, ..., n-1}
+ *   pare_method_set_input(method, 0, PARE_DTYPE_LONG, sizes, 2, NULL, prompt, n * 8);
+ *   pare_method_set_input(method, 1, PARE_DTYPE_LONG, &sizes[1], 1, NULL, pos, n * 8);
+ *   pare_method_execute(method);             // the prefill: the whole prompt
+ *   for (int64_t p = n;; ++p) {
+ *     pare_method_output_tensor(method, 0, &out);      // logits [1, vocab]
+ *     token = argmax(out.data, out.sizes[out.ndim - 1]); // greedy (or sample)
+ *     if (p == n + max_new_tokens - 1) break;
+ *     sizes[1] = 1;                          // then one token at position p
+ *     pare_method_set_input(method, 0, PARE_DTYPE_LONG, sizes, 2, NULL, &token, 8);
+ *     pare_method_set_input(method, 1, PARE_DTYPE_LONG, &sizes[1], 1, NULL, &p, 8);
+ *     pare_method_execute(method);           // a decode step
+ *   }
+ *
+ * The method plans once for the prompt's length and once for 1, so decode
+ * steps allocate nothing; reset the state between prompts (one instance
+ * serves them all). Positions past the cache fail with
+ * PARE_ERROR_INDEX_OUT_OF_RANGE; pare_method_set_num_threads splits the
+ * products (build feature threads).
+ *
  * Threading, what the caller serialises (docs/c_api.md, "Threading"):
  *  - One method handle: every call on it (set_input, execute, the output
  *    getters, set_num_threads, error_message, destroy, ...) from one thread
