@@ -155,6 +155,27 @@ def quantized_twin(float_twin: str, **kwargs):
     return build
 
 
+LLM_SPECS = Path(__file__).resolve().parent.parent / "llm"
+
+
+def llm_spec(name: str):
+    """build() of the LLM spec models/llm/<name>.py (docs/llm.md), which the
+    zoo runs as it is rather than as a copy.
+
+    Imported now, with models/llm on sys.path while it runs (it imports its
+    neighbour _llm), as quantized_twin imports a float twin.
+    """
+    path = LLM_SPECS / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(f"llm_spec_{name}", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.path.insert(0, str(LLM_SPECS))
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        sys.path.remove(str(LLM_SPECS))
+    return module.build
+
+
 def _like(t: torch.Tensor, g: torch.Generator) -> torch.Tensor:
     """A seeded random tensor of t's shape and dtype (integers within t's range)."""
     if t.is_floating_point():

@@ -38,6 +38,7 @@ def test_every_spec_has_a_manifest_and_a_kind():
         "point cloud",
         "graph",
         "audio",
+        "language model",
     }
 
 
