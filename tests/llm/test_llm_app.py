@@ -1,8 +1,9 @@
 """The LLM app (apps/stories, docs/llm.md "The LLM app"): its generation
 loop in C (apps/stories/generate.c, the C API only) built against the app's
 linux_x86_64 runtime gives pare.generate's greedy tokens on that runtime,
-prompt after prompt on one method instance (the state reset between), and
-that runtime follows torch eager step by step on the app's model."""
+prompt after prompt on one method instance (the state reset between); that
+runtime follows torch eager step by step on the app's model, and so does
+its android_arm64 runtime under qemu."""
 
 from __future__ import annotations
 
@@ -15,11 +16,11 @@ import torch
 
 from pare.generate import generate
 from pare.runtime import Runtime
-from tests.conftest import REPO_ROOT, bazel_build
+from tests.conftest import REPO_ROOT, bazel_build, require_tool
 from tests.runtime import runtime_build
 from tools.bundle import load_bundle
 from tools.generate import TorchDecoder, compare, tolerance
-from tools.tracer import export_model
+from tools.tracer import check_model, export_model
 from tools.tracer.model_spec import load_model_spec
 
 APP = REPO_ROOT / "apps" / "stories"
@@ -28,13 +29,17 @@ NEW_TOKENS = 16
 
 
 @pytest.fixture(scope="module")
-def app_runtime():
-    """The app's linux_x86_64 runtime: $PARE_STORIES_RUNTIME_LIB, else Bazel's //apps/stories:runtime."""
+def app_bundle() -> Path:
+    """The app's runtime bundle: the one of $PARE_STORIES_RUNTIME_LIB, else Bazel's //apps/stories:runtime."""
     value = os.environ.get("PARE_STORIES_RUNTIME_LIB")
     if value:
-        return Path(value)
-    bin_dir = bazel_build("//apps/stories:runtime")
-    return load_bundle(bin_dir / "apps/stories/runtime").platform("linux_x86_64").shared
+        return Path(value).parent.parent  # <bundle>/linux_x86_64/<library>
+    return bazel_build("//apps/stories:runtime") / "apps/stories/runtime"
+
+
+@pytest.fixture(scope="module")
+def app_runtime(app_bundle):
+    return load_bundle(app_bundle).platform("linux_x86_64").shared
 
 
 @pytest.fixture(scope="module")
@@ -101,6 +106,19 @@ def test_the_app_runtime_follows_torch_eager(app_runtime, app, prompts):
     # Pare's greedy tokens are torch's up to the first near-tie.
     agree = check.near_ties[0] + 1 if check.near_ties else NEW_TOKENS
     assert generate(method, prompts[0], NEW_TOKENS).tokens[:agree] == check.tokens[:agree]
+
+
+def test_the_app_runtime_runs_its_model_on_android_arm64_under_qemu(app_bundle, app):
+    """The shipped android_arm64 library (its weight-only kernel's arm64 copy
+    included) through the emulator harness: the spec's sequence, every step
+    against torch eager."""
+    require_tool("qemu-aarch64", "qemu-aarch64-static", package="qemu-user")
+    if not os.environ.get("PARE_HARNESS_DIR"):  # unset: the harness runner uses Bazel's output
+        bazel_build("//tools/android_harness:harness")
+    spec, program = app
+    lib = load_bundle(app_bundle).platform("android_arm64").shared
+    checks = check_model(spec, lib, program=program.read_bytes())
+    assert len(checks) == len(spec.inputs) and all(c.ok for c in checks), [c.line() for c in checks if not c.ok]
 
 
 @pytest.mark.parametrize(
