@@ -1,5 +1,6 @@
 // The int8 GEMM (qgemm.h): this build's copy of its kernels
-// (qgemm_kernels.inc) and the choice between the copies.
+// (qgemm_kernels.inc, qgemm_dynamic_kernels.inc) and the choice between
+// the copies.
 //
 // Build feature threads: not yet; the split would go over the tiles'
 // channel blocks (disjoint outputs, the same bits for any split).
@@ -12,6 +13,8 @@
 
 // This build's copy of the kernels (ISA PARE_SIMD_ISA).
 #include "runtime/kernels/quantized/qgemm_kernels.inc"
+// pare::qlinear_dynamic's kernels, after qgemm_kernels.inc (they use its round_half_even).
+#include "runtime/kernels/quantized/qgemm_dynamic_kernels.inc"
 
 namespace pare {
 namespace kernels {

@@ -225,8 +225,9 @@ PARE_QGEMM_KERNELS
 namespace x86_64_v3 {
 PARE_QGEMM_KERNELS
 }  // namespace x86_64_v3
-// The AVX-512 VNNI copy of the columns GEMM (qgemm_vnni.cc), on an
-// x86-64-v4 CPU with VNNI (cpu::x86_64_vnni()).
+// The AVX-512 VNNI copies, on an x86-64-v4 CPU with VNNI
+// (cpu::x86_64_vnni()): the convolution's columns GEMM and depthwise plane
+// (qgemm_vnni.cc) and the linear layers' GEMMs (qgemm_vnni_linear.cc).
 namespace x86_64_v4 {
 int64_t columns_packed_bytes_vnni(int64_t channels, int64_t k);
 void pack_columns_vnni(int64_t channels, int64_t k, const int8_t* w, void* packed);

@@ -1,22 +1,21 @@
-// The AVX-512 VNNI copy of the int8 GEMM's gemm_columns (qgemm.h), which a
-// runtime at --//runtime:x86_64_isa=auto runs on an x86-64-v4 CPU that also
-// has AVX-512 VNNI (cpu::x86_64_vnni(); qgemm.cc chooses).
+// The AVX-512 VNNI copies of the int8 convolution's kernels (qgemm.h):
+// gemm_columns, with its tiles packed from the image or from im2col's
+// columns, and the depthwise plane, which a runtime at
+// --//runtime:x86_64_isa=auto runs on an x86-64-v4 CPU that also has
+// AVX-512 VNNI (cpu::x86_64_vnni(); qgemm.cc chooses).
 // //runtime/kernels:kernels_v4 compiles this file with -march=x86-64-v4 and
 // its functions for the VNNI extension too; elsewhere it is empty. As in
-// qgemm_kernels.inc, only this file's own functions and compiler
-// intrinsics are used here.
+// qgemm_kernels.inc, only this file's own functions, qgemm_vnni.h's and
+// compiler intrinsics are used here. The linear layers' VNNI copies are
+// qgemm_vnni_linear.cc's.
 //
-// vpdpbusd multiplies 4 unsigned bytes by 4 signed bytes and adds the 4
-// products to an int32 lane. The activations are the unsigned side: each
-// int8 x is read as the byte x + 128 (x ^ 0x80), and the sum gains 128
-// sum_k w[c, k], which the packed weights carry per channel (-128 sum_k
-// w[c, k], made once by pack_columns at the layer's init) and the epilogue
-// adds to the exporter's correction. The int32 sums are exact: a lane's 4
-// products are at most 4 * 255 * 128 in magnitude, and int32 additions
-// wrap, so the result, which fits (qgemm.h), is the exact sum whatever the
-// order. The requantization is the AVX2 copy's, lane for lane (product
-// rounded before the addition, round half to even): every copy gives the
-// same bits.
+// In the GEMM the activations are vpdpbusd's unsigned side (qgemm_vnni.h):
+// each int8 x is read as the byte x + 128 (x ^ 0x80), and the sum gains 128
+// sum_k w[c, k], which the packed weights carry per channel (-128 sum_k w[c,
+// k], made once by pack_columns at the layer's init) and the epilogue adds
+// to the exporter's correction. The requantization is the AVX2 copy's, lane
+// for lane (product rounded before the addition, round half to even): every
+// copy gives the same bits.
 //
 // Tile: 8 output channels x up to 48 pixels (three vectors of 16 int32
 // sums, 24 accumulators), per step of 4 reductions one broadcast int32 of
@@ -33,7 +32,7 @@
 // layers at 224x224 went from about 410 to 300-360 us each.
 #if defined(PARE_X86_64_DISPATCH) && defined(__AVX512F__)
 
-#include "runtime/kernels/quantized/qgemm.h"
+#include "runtime/kernels/quantized/qgemm_vnni.h"
 
 #include <immintrin.h>
 
@@ -48,7 +47,6 @@ namespace {
 constexpr int kMR = 8;          // output channels per tile
 constexpr int kMaxVectors = 3;  // 16-pixel vectors per tile
 constexpr int kTilePixels = 16 * kMaxVectors;
-constexpr int64_t kMaxDepthwiseQuads = 64;  // a depthwise filter's rows x quads of taps
 static_assert(kMR <= kColumnsScratchChannels, "qgemm.h's scratch size must cover the tile's channels");
 
 PARE_ALWAYS_INLINE int64_t quads(int64_t k) { return (k + 3) / 4; }
@@ -77,10 +75,6 @@ void pack_block(const int8_t* w, int64_t k, int mr, int32_t* packed) {
   }
 }
 
-PARE_ALWAYS_INLINE __mmask16 pixel_mask(int n) {
-  return n >= 16 ? static_cast<__mmask16>(0xFFFF) : static_cast<__mmask16>((1u << n) - 1u);
-}
-
 // NV * 16 columns of x [k, pixels] (rows ldx apart, from x; nr of them
 // real, the rest read as 0) as the tile reads them: per quad q, NV
 // vectors of 16 lanes (x[4q, p], .., x[4q + 3, p]) + 128 as bytes (0x80
@@ -99,15 +93,7 @@ void pack_x_tile(int64_t k, const int8_t* x, int64_t ldx, int nr, __m512i* PARE_
         a[j] = i < k ? _mm_maskz_loadu_epi8(mask[v], x + i * ldx + 16 * v) : _mm_setzero_si128();
         a[j] = _mm_xor_si128(a[j], flip);
       }
-      const __m128i ab_lo = _mm_unpacklo_epi8(a[0], a[1]);
-      const __m128i ab_hi = _mm_unpackhi_epi8(a[0], a[1]);
-      const __m128i cd_lo = _mm_unpacklo_epi8(a[2], a[3]);
-      const __m128i cd_hi = _mm_unpackhi_epi8(a[2], a[3]);
-      __m512i t = _mm512_castsi128_si512(_mm_unpacklo_epi16(ab_lo, cd_lo));
-      t = _mm512_inserti32x4(t, _mm_unpackhi_epi16(ab_lo, cd_lo), 1);
-      t = _mm512_inserti32x4(t, _mm_unpacklo_epi16(ab_hi, cd_hi), 2);
-      t = _mm512_inserti32x4(t, _mm_unpackhi_epi16(ab_hi, cd_hi), 3);
-      _mm512_store_si512(dst + q * NV + v, t);
+      _mm512_store_si512(dst + q * NV + v, interleave4(a[0], a[1], a[2], a[3]));
     }
   }
 }
@@ -234,28 +220,9 @@ void pack_image_tile(const ImageColumns& s, int64_t k, int64_t p0, int nr, __m51
       }
     }
     for (int v = 0; v < NV; ++v) {
-      const __m128i ab_lo = _mm_unpacklo_epi8(a[0][v], a[1][v]);
-      const __m128i ab_hi = _mm_unpackhi_epi8(a[0][v], a[1][v]);
-      const __m128i cd_lo = _mm_unpacklo_epi8(a[2][v], a[3][v]);
-      const __m128i cd_hi = _mm_unpackhi_epi8(a[2][v], a[3][v]);
-      __m512i u = _mm512_castsi128_si512(_mm_unpacklo_epi16(ab_lo, cd_lo));
-      u = _mm512_inserti32x4(u, _mm_unpackhi_epi16(ab_lo, cd_lo), 1);
-      u = _mm512_inserti32x4(u, _mm_unpacklo_epi16(ab_hi, cd_hi), 2);
-      u = _mm512_inserti32x4(u, _mm_unpackhi_epi16(ab_hi, cd_hi), 3);
-      _mm512_store_si512(dst + q * NV + v, u);
+      _mm512_store_si512(dst + q * NV + v, interleave4(a[0][v], a[1][v], a[2][v], a[3][v]));
     }
   }
-}
-
-// 16 sums + correction requantized (qgemm_kernels.inc's requantize8, 16
-// lanes) to 16 int8.
-PARE_ALWAYS_INLINE __m128i requantize16(__m512i acc, __m512i correction, __m512 multiplier, __m512 offset, __m512 lo,
-                                        __m512 hi) {
-#pragma clang fp contract(off)
-  __m512 v = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(acc, correction)), multiplier);
-  v = _mm512_roundscale_ps(_mm512_add_ps(v, offset), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  v = _mm512_min_ps(_mm512_max_ps(v, lo), hi);
-  return _mm512_cvtsepi32_epi8(_mm512_cvttps_epi32(v));
 }
 
 // Channels [c0, c0 + mr) x pixels [p0, p0 + nr) of out from a channel
@@ -409,24 +376,11 @@ void gemm_image_vnni(int64_t channels, int64_t pixels, int64_t k, const int8_t* 
   }
 }
 
-namespace {
-
-// The 16 int8 of b0, .., b3 interleaved: out[4 j + v] = bv[j].
-PARE_ALWAYS_INLINE void interleave4(__m128i b0, __m128i b1, __m128i b2, __m128i b3, int8_t* out, __mmask64 mask) {
-  const __m128i ab_lo = _mm_unpacklo_epi8(b0, b1);
-  const __m128i ab_hi = _mm_unpackhi_epi8(b0, b1);
-  const __m128i cd_lo = _mm_unpacklo_epi8(b2, b3);
-  const __m128i cd_hi = _mm_unpackhi_epi8(b2, b3);
-  __m512i t = _mm512_castsi128_si512(_mm_unpacklo_epi16(ab_lo, cd_lo));
-  t = _mm512_inserti32x4(t, _mm_unpackhi_epi16(ab_lo, cd_lo), 1);
-  t = _mm512_inserti32x4(t, _mm_unpacklo_epi16(ab_hi, cd_hi), 2);
-  t = _mm512_inserti32x4(t, _mm_unpackhi_epi16(ab_hi, cd_hi), 3);
-  _mm512_mask_storeu_epi8(out, mask, t);
-}
-
-PARE_ALWAYS_INLINE __mmask64 bytes_mask(int64_t n) { return n >= 64 ? ~__mmask64{0} : (__mmask64{1} << n) - 1u; }
-
-}  // namespace
+// The depthwise plane (qgemm.h's depthwise_plane) on vpdpbusd over 4 taps
+// of a filter row: the plane + 128 (x ^ 0x80) is the unsigned side, padded
+// with the zero point + 128, against the filter's 4 bytes broadcast; the sum
+// gains 128 sum w, taken out of the correction once per plane.
+constexpr int64_t kMaxDepthwiseQuads = 64;  // a depthwise filter's rows x quads of taps
 
 bool depthwise_plane_vnni_runs(const DepthwisePlane& d) {
   return d.dw == 1 && (d.sw == 1 || d.sw == 2) && d.kh * ((d.kw + 3) / 4) <= kMaxDepthwiseQuads;
@@ -529,7 +483,7 @@ void depthwise_plane_vnni(const DepthwisePlane& d, const int8_t* plane, const in
     __m128i b[4];
     for (int v = 0; v < vectors; ++v) b[v] = requantize16(acc[v], correction_v, multiplier_v, offset_v, lo, hi);
     if (vectors == 4) {
-      interleave4(b[0], b[1], b[2], b[3], dst, mask);
+      _mm512_mask_storeu_epi8(dst, mask, interleave4(b[0], b[1], b[2], b[3]));
     } else {
       const __m256i t = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_unpacklo_epi8(b[0], b[1])),
                                                 _mm_unpackhi_epi8(b[0], b[1]), 1);
@@ -559,211 +513,6 @@ void depthwise_plane_vnni(const DepthwisePlane& d, const int8_t* plane, const in
     int8_t* o = out + oy * d.out_w;
     for (int64_t o0 = 0; o0 < d.out_w; o0 += step) chunk(row + o0 * d.sw, o + o0, bytes_mask(d.out_w - o0));
   }
-}
-
-// pare::qlinear_dynamic (qgemm.h's gemm_dynamic): MR rows x NV blocks of 16
-// output channels, per quad of reductions one broadcast int32 of each
-// row's 4 unsigned bytes against NV vectors of 16 channels x 4 weights.
-namespace {
-
-constexpr int kDynamicRows = 8;
-
-template <int MR, int NV>
-PARE_ALWAYS_INLINE void dynamic_tile(int64_t k, const uint8_t* u, int64_t ldu, const int8_t* wb, int64_t block_bytes,
-                                     int64_t c0, int64_t channels, const DynamicEpilogue& e, float* out) {
-  __m512i acc[MR][NV];
-  for (int r = 0; r < MR; ++r) {
-    for (int v = 0; v < NV; ++v) acc[r][v] = _mm512_setzero_si512();
-  }
-  const int64_t nq = (k + 3) / 4;
-  for (int64_t q = 0; q < nq; ++q) {
-    __m512i w[NV];
-    for (int v = 0; v < NV; ++v) w[v] = _mm512_loadu_si512(wb + v * block_bytes + q * 64);
-    for (int r = 0; r < MR; ++r) {
-      int32_t bytes;
-      __builtin_memcpy(&bytes, u + r * ldu + 4 * q, 4);
-      const __m512i x = _mm512_set1_epi32(bytes);
-      for (int v = 0; v < NV; ++v) acc[r][v] = _mm512_dpbusd_epi32(acc[r][v], x, w[v]);
-    }
-  }
-  // gemm_dynamic's epilogue, as the other copies' dynamic_store: the
-  // correction in wrapping int32, the float product, then the bias.
-  const __m512i zp = _mm512_set1_epi32(128 + e.zero_point);
-  for (int v = 0; v < NV; ++v) {
-    const int64_t c = c0 + 16 * v;
-    const __mmask16 m = pixel_mask(static_cast<int>(channels - c < 16 ? channels - c : 16));
-    const __m512i sums = _mm512_maskz_loadu_epi32(m, e.sums + c);
-    const __m512 mult = _mm512_maskz_loadu_ps(m, e.multiplier + c);
-    const __m512 bias = e.bias != nullptr ? _mm512_maskz_loadu_ps(m, e.bias + c) : _mm512_setzero_ps();
-    const __m512i correction = _mm512_mullo_epi32(zp, sums);
-    for (int r = 0; r < MR; ++r) {
-      __m512 y = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(acc[r][v], correction)), mult);
-      if (e.bias != nullptr) y = _mm512_add_ps(y, bias);
-      _mm512_mask_storeu_ps(out + r * channels + c, m, y);
-    }
-  }
-}
-
-template <int MR>
-void dynamic_rows_vnni(int64_t channels, int64_t k, const uint8_t* u, const int8_t* w, const DynamicEpilogue& e,
-                       float* out) {
-  const int64_t ldu = dynamic_row_bytes(k);
-  const int64_t block_bytes = (k + 3) / 4 * 4 * kDynamicBlock;
-  int64_t c0 = 0;
-  for (; c0 + 16 < channels; c0 += 32) {
-    dynamic_tile<MR, 2>(k, u, ldu, w + c0 / 16 * block_bytes, block_bytes, c0, channels, e, out);
-  }
-  if (c0 < channels) dynamic_tile<MR, 1>(k, u, ldu, w + c0 / 16 * block_bytes, block_bytes, c0, channels, e, out);
-}
-
-}  // namespace
-
-void gemm_dynamic_vnni(int64_t rows, int64_t channels, int64_t k, const uint8_t* u, const int8_t* w,
-                       const DynamicEpilogue& e, float* out) {
-  const int64_t ldu = dynamic_row_bytes(k);
-  int64_t r = 0;
-  for (; r + kDynamicRows <= rows; r += kDynamicRows) {
-    dynamic_rows_vnni<kDynamicRows>(channels, k, u + r * ldu, w, e, out + r * channels);
-  }
-  const uint8_t* ur = u + r * ldu;
-  float* o = out + r * channels;
-  switch (rows - r) {
-    case 7: dynamic_rows_vnni<7>(channels, k, ur, w, e, o); break;
-    case 6: dynamic_rows_vnni<6>(channels, k, ur, w, e, o); break;
-    case 5: dynamic_rows_vnni<5>(channels, k, ur, w, e, o); break;
-    case 4: dynamic_rows_vnni<4>(channels, k, ur, w, e, o); break;
-    case 3: dynamic_rows_vnni<3>(channels, k, ur, w, e, o); break;
-    case 2: dynamic_rows_vnni<2>(channels, k, ur, w, e, o); break;
-    case 1: dynamic_rows_vnni<1>(channels, k, ur, w, e, o); break;
-    default: break;
-  }
-}
-
-Range dynamic_range_v4(const float* x, int64_t n) {
-  __m512 lo0 = _mm512_set1_ps(x[0]), hi0 = lo0, lo1 = lo0, hi1 = lo0;
-  __mmask16 nan = 0;
-  int64_t i = 0;
-  for (; i + 32 <= n; i += 32) {
-    const __m512 a = _mm512_loadu_ps(x + i);
-    const __m512 b = _mm512_loadu_ps(x + i + 16);
-    nan |= _mm512_cmp_ps_mask(a, b, _CMP_UNORD_Q);
-    lo0 = _mm512_min_ps(lo0, a);
-    hi0 = _mm512_max_ps(hi0, a);
-    lo1 = _mm512_min_ps(lo1, b);
-    hi1 = _mm512_max_ps(hi1, b);
-  }
-  for (; i < n; i += 16) {
-    const __m512 a = _mm512_mask_loadu_ps(lo0, pixel_mask(static_cast<int>(n - i < 16 ? n - i : 16)), x + i);
-    nan |= _mm512_cmp_ps_mask(a, a, _CMP_UNORD_Q);
-    lo0 = _mm512_min_ps(lo0, a);
-    hi0 = _mm512_max_ps(hi0, a);
-  }
-  return {_mm512_reduce_min_ps(_mm512_min_ps(lo0, lo1)), _mm512_reduce_max_ps(_mm512_max_ps(hi0, hi1)), nan != 0};
-}
-
-void quantize_dynamic_v4(const float* x, int64_t rows, int64_t k, float inv_scale, float zero_point, float qmin,
-                         float qmax, uint8_t* u) {
-  const int64_t ldu = dynamic_row_bytes(k);
-  const __m512 inv = _mm512_set1_ps(inv_scale);
-  const __m512 zp = _mm512_set1_ps(zero_point);
-  const __m512 lo = _mm512_set1_ps(qmin);
-  const __m512 hi = _mm512_set1_ps(qmax);
-  const __m128i flip = _mm_set1_epi8(static_cast<char>(0x80));
-  for (int64_t r = 0; r < rows; ++r) {
-    const float* xr = x + r * k;
-    uint8_t* ur = u + r * ldu;
-    for (int64_t i = 0; i < k; i += 16) {
-      const __mmask16 m = pixel_mask(static_cast<int>(k - i < 16 ? k - i : 16));
-      // quantize_dynamic's order: the product rounded half to even (as
-      // round_half_even: beyond 2^22 both clamp alike), the zero point,
-      // the clamp (max / min keep a NaN: it is their second operand),
-      // NaN to 0.
-      __m512 v = _mm512_mul_ps(_mm512_maskz_loadu_ps(m, xr + i), inv);
-      v = _mm512_add_ps(_mm512_roundscale_ps(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC), zp);
-      v = _mm512_min_ps(hi, _mm512_max_ps(lo, v));
-      const __m512i q = _mm512_maskz_cvtps_epi32(_mm512_cmp_ps_mask(v, v, _CMP_ORD_Q), v);
-      _mm_mask_storeu_epi8(ur + i, m, _mm_xor_si128(_mm512_cvtepi32_epi8(q), flip));
-    }
-    for (int64_t i = k; i < ldu; ++i) ur[i] = 0x80;
-  }
-}
-
-// gemm_rows (pare::qlinear_prepacked: w [channels, k] and x [pixels, k],
-// rows contiguous) on vpdpbusd, the weights the unsigned side: w + 128 (w
-// ^ 0x80) against x, so the sum gains 128 sum_k x[p, k], one number per
-// pixel taken back out (where the columns GEMM's correction is per
-// channel). Tiles of 4 channels x 4 pixels, 64 reductions per step, the
-// sums added across lanes at the end; the requantization is the other
-// copies' store_tile, value for value.
-namespace {
-
-PARE_ALWAYS_INLINE int8_t requantize_one(int32_t acc, float multiplier, float offset, float lo, float hi) {
-#pragma clang fp contract(off)
-  const float product = static_cast<float>(acc) * multiplier;
-  const float v0 = product + offset;
-  const float a = v0 < 0.0f ? -v0 : v0;
-  float v = a < 4194304.0f ? (v0 + 12582912.0f) - 12582912.0f : v0;
-  v = v < lo ? lo : v;
-  v = v > hi ? hi : v;
-  return static_cast<int8_t>(static_cast<int32_t>(v));
-}
-
-template <int MR, int NR>
-PARE_ALWAYS_INLINE void rows_tile_vnni(int64_t k, const int8_t* w, const int8_t* x, const int32_t* xsum, int64_t c0,
-                                       int64_t p0, const Requantization& rq, const Output& out) {
-  const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
-  __m512i acc[MR][NR];
-  for (int r = 0; r < MR; ++r) {
-    for (int j = 0; j < NR; ++j) acc[r][j] = _mm512_setzero_si512();
-  }
-  for (int64_t i = 0; i < k; i += 64) {
-    // Past k: x reads 0, so the weight's 128 adds nothing.
-    const __mmask64 m = bytes_mask(k - i);
-    __m512i xv[NR];
-    for (int j = 0; j < NR; ++j) xv[j] = _mm512_maskz_loadu_epi8(m, x + j * k + i);
-    for (int r = 0; r < MR; ++r) {
-      const __m512i wv = _mm512_xor_si512(_mm512_maskz_loadu_epi8(m, w + r * k + i), flip);
-      for (int j = 0; j < NR; ++j) acc[r][j] = _mm512_dpbusd_epi32(acc[r][j], wv, xv[j]);
-    }
-  }
-  const float lo = static_cast<float>(rq.output_min);
-  const float hi = static_cast<float>(rq.output_max);
-  for (int r = 0; r < MR; ++r) {
-    const int64_t c = c0 + r;
-    int8_t* row = out.data + c * out.channel_stride + p0 * out.pixel_stride;
-    for (int j = 0; j < NR; ++j) {
-      const uint32_t sum = static_cast<uint32_t>(_mm512_reduce_add_epi32(acc[r][j])) -
-                           128u * static_cast<uint32_t>(xsum[j]) + static_cast<uint32_t>(rq.correction[c]);
-      row[j * out.pixel_stride] = requantize_one(static_cast<int32_t>(sum), rq.multiplier[c], rq.offset[c], lo, hi);
-    }
-  }
-}
-
-template <int NR>
-void rows_pixels_vnni(int64_t channels, int64_t k, const int8_t* w, const int8_t* x, int64_t p0,
-                      const Requantization& rq, const Output& out) {
-  // sum_k x[p, k] per pixel: vpdpbusd of ones against x.
-  const __m512i ones = _mm512_set1_epi8(1);
-  int32_t xsum[NR];
-  for (int j = 0; j < NR; ++j) {
-    __m512i s = _mm512_setzero_si512();
-    for (int64_t i = 0; i < k; i += 64) {
-      s = _mm512_dpbusd_epi32(s, ones, _mm512_maskz_loadu_epi8(bytes_mask(k - i), x + j * k + i));
-    }
-    xsum[j] = _mm512_reduce_add_epi32(s);
-  }
-  int64_t c = 0;
-  for (; c + 4 <= channels; c += 4) rows_tile_vnni<4, NR>(k, w + c * k, x, xsum, c, p0, rq, out);
-  for (; c < channels; ++c) rows_tile_vnni<1, NR>(k, w + c * k, x, xsum, c, p0, rq, out);
-}
-
-}  // namespace
-
-void gemm_rows_vnni(int64_t channels, int64_t pixels, int64_t k, const int8_t* w, const int8_t* x,
-                    const Requantization& rq, const Output& out) {
-  int64_t p = 0;
-  for (; p + 4 <= pixels; p += 4) rows_pixels_vnni<4>(channels, k, w, x + p * k, p, rq, out);
-  for (; p < pixels; ++p) rows_pixels_vnni<1>(channels, k, w, x + p * k, p, rq, out);
 }
 
 }  // namespace x86_64_v4

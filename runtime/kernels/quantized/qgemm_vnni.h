@@ -1,0 +1,65 @@
+#pragma once
+// The AVX-512 pieces the int8 kernels' VNNI copies share: the
+// convolution's (qgemm_vnni.cc) and the linear layers'
+// (qgemm_vnni_linear.cc). Only those files include it, and
+// //runtime/kernels:kernels_v4 compiles them with -march=x86-64-v4: every
+// copy of these inline functions is an AVX-512 one, so none can be the copy
+// a baseline caller ends up calling (tests/runtime/test_isa.py);
+// elsewhere the header is empty.
+//
+// vpdpbusd multiplies 4 unsigned bytes by 4 signed bytes and adds the 4
+// products to an int32 lane; each kernel reads one side as the byte v + 128
+// (v ^ 0x80) and takes 128 times the other side's sum back out. The int32
+// sums are exact: a lane's 4 products are at most 4 * 255 * 128 in
+// magnitude, and int32 additions wrap, so the result, which fits (qgemm.h),
+// is the exact sum whatever the order.
+#if defined(PARE_X86_64_DISPATCH) && defined(__AVX512F__)
+
+#include "runtime/kernels/quantized/qgemm.h"
+
+#include <immintrin.h>
+
+namespace pare {
+namespace kernels {
+namespace qgemm {
+namespace x86_64_v4 {
+
+// The first n lanes of 16 (all 16 from n >= 16).
+PARE_ALWAYS_INLINE __mmask16 pixel_mask(int n) {
+  return n >= 16 ? static_cast<__mmask16>(0xFFFF) : static_cast<__mmask16>((1u << n) - 1u);
+}
+
+// The first n bytes of 64 (all 64 from n >= 64).
+PARE_ALWAYS_INLINE __mmask64 bytes_mask(int64_t n) { return n >= 64 ? ~__mmask64{0} : (__mmask64{1} << n) - 1u; }
+
+// The 16 bytes of b0, .., b3 interleaved, as vpdpbusd reads 4 bytes per
+// int32 lane: byte 4 j + v of the result is bv[j].
+PARE_ALWAYS_INLINE __m512i interleave4(__m128i b0, __m128i b1, __m128i b2, __m128i b3) {
+  const __m128i ab_lo = _mm_unpacklo_epi8(b0, b1);
+  const __m128i ab_hi = _mm_unpackhi_epi8(b0, b1);
+  const __m128i cd_lo = _mm_unpacklo_epi8(b2, b3);
+  const __m128i cd_hi = _mm_unpackhi_epi8(b2, b3);
+  __m512i t = _mm512_castsi128_si512(_mm_unpacklo_epi16(ab_lo, cd_lo));
+  t = _mm512_inserti32x4(t, _mm_unpackhi_epi16(ab_lo, cd_lo), 1);
+  t = _mm512_inserti32x4(t, _mm_unpacklo_epi16(ab_hi, cd_hi), 2);
+  return _mm512_inserti32x4(t, _mm_unpackhi_epi16(ab_hi, cd_hi), 3);
+}
+
+// 16 sums + correction requantized (qgemm_kernels.inc's requantize8, 16
+// lanes: the product rounded before the addition, round half to even, so
+// every copy gives the same bits) to 16 int8.
+PARE_ALWAYS_INLINE __m128i requantize16(__m512i acc, __m512i correction, __m512 multiplier, __m512 offset, __m512 lo,
+                                        __m512 hi) {
+#pragma clang fp contract(off)
+  __m512 v = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(acc, correction)), multiplier);
+  v = _mm512_roundscale_ps(_mm512_add_ps(v, offset), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  v = _mm512_min_ps(_mm512_max_ps(v, lo), hi);
+  return _mm512_cvtsepi32_epi8(_mm512_cvttps_epi32(v));
+}
+
+}  // namespace x86_64_v4
+}  // namespace qgemm
+}  // namespace kernels
+}  // namespace pare
+
+#endif
