@@ -155,6 +155,42 @@ PARE_UNUSED Error check_int8_input(KernelContext& ctx, const Tensor& input) {
   return Error::Ok;
 }
 
+// The arguments of an int8 layer's op (Tensor input, <Params> packed, int
+// output_min, int output_max), read and checked.
+template <typename Params>
+struct RunArgs {
+  const Tensor* input;
+  const Params* params;
+  Value* output;
+  int32_t output_min;
+  int32_t output_max;
+};
+
+// pare::qconv2d_prepacked and pare::qlinear_prepacked: when the class is
+// selected, the arguments read and checked, then run(args), the op's own
+// dtype dispatch (in the op, whose name the size report gives its
+// dispatch_case instances by).
+template <typename Params, typename Run>
+PARE_ALWAYS_INLINE Error run_prepacked(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs,
+                                       const selective_class_<Params>& params_class, const Run& run) {
+  if (!params_class.selected()) {
+    (void)inputs;
+    (void)outputs;
+    return class_not_selected(ctx, params_class.name());
+  } else {
+    KernelArgs args(ctx, inputs, outputs, 4, 4, 1);
+    const Tensor& input = args.tensor(0, "input");
+    const Params* params = args.object<Params>(1, "packed");
+    const int64_t output_min = args.int64(2, "output_min");
+    const int64_t output_max = args.int64(3, "output_max");
+    PARE_TRY(args.status());
+    PARE_TRY(check_int8_input(ctx, input));
+    PARE_TRY(classes::check_output_range(ctx, output_min, output_max));
+    return run(RunArgs<Params>{&input, params, &args.output(0), static_cast<int32_t>(output_min),
+                               static_cast<int32_t>(output_max)});
+  }
+}
+
 }  // namespace
 
 // pare::qconv2d_prepack(Tensor weight, Tensor correction, Tensor multiplier, Tensor offset, int[] stride,
@@ -186,25 +222,12 @@ Error pare_qconv2d_prepack(KernelContext& ctx, ValueSpan inputs, ValueSpan outpu
 
 // pare::qconv2d_prepacked(Tensor input, QConv2dPackedParams packed, int output_min, int output_max) -> Tensor
 Error pare_qconv2d_prepacked(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs) {
-  if (!kQConv2dPackedParamsClass.selected()) {
-    (void)inputs;
-    (void)outputs;
-    return class_not_selected(ctx, kQConv2dPackedParamsClass.name());
-  } else {
-    KernelArgs args(ctx, inputs, outputs, 4, 4, 1);
-    const Tensor& input = args.tensor(0, "input");
-    const classes::QConv2dPackedParams* params = args.object<classes::QConv2dPackedParams>(1, "packed");
-    const int64_t output_min = args.int64(2, "output_min");
-    const int64_t output_max = args.int64(3, "output_max");
-    PARE_TRY(args.status());
-    PARE_TRY(check_int8_input(ctx, input));
-    PARE_TRY(classes::check_output_range(ctx, output_min, output_max));
-    return PARE_DISPATCH(qconv2d_kernel, ctx, input.dtype, T, {
+  return run_prepacked(ctx, inputs, outputs, kQConv2dPackedParamsClass, [&](const auto& a) {
+    return PARE_DISPATCH(qconv2d_kernel, ctx, a.input->dtype, T, {
       static_assert(is_same_v<T, int8_t>, "int8 layers take int8 inputs");
-      return params->run(ctx, input, args.output(0), static_cast<int32_t>(output_min),
-                         static_cast<int32_t>(output_max));
+      return a.params->run(ctx, *a.input, *a.output, a.output_min, a.output_max);
     });
-  }
+  });
 }
 
 // pare::qlinear_prepack(Tensor weight, Tensor correction, Tensor multiplier, Tensor offset) -> QLinearPackedParams
@@ -228,25 +251,12 @@ Error pare_qlinear_prepack(KernelContext& ctx, ValueSpan inputs, ValueSpan outpu
 
 // pare::qlinear_prepacked(Tensor input, QLinearPackedParams packed, int output_min, int output_max) -> Tensor
 Error pare_qlinear_prepacked(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs) {
-  if (!kQLinearPackedParamsClass.selected()) {
-    (void)inputs;
-    (void)outputs;
-    return class_not_selected(ctx, kQLinearPackedParamsClass.name());
-  } else {
-    KernelArgs args(ctx, inputs, outputs, 4, 4, 1);
-    const Tensor& input = args.tensor(0, "input");
-    const classes::QLinearPackedParams* params = args.object<classes::QLinearPackedParams>(1, "packed");
-    const int64_t output_min = args.int64(2, "output_min");
-    const int64_t output_max = args.int64(3, "output_max");
-    PARE_TRY(args.status());
-    PARE_TRY(check_int8_input(ctx, input));
-    PARE_TRY(classes::check_output_range(ctx, output_min, output_max));
-    return PARE_DISPATCH(qlinear_kernel, ctx, input.dtype, T, {
+  return run_prepacked(ctx, inputs, outputs, kQLinearPackedParamsClass, [&](const auto& a) {
+    return PARE_DISPATCH(qlinear_kernel, ctx, a.input->dtype, T, {
       static_assert(is_same_v<T, int8_t>, "int8 layers take int8 inputs");
-      return params->run(ctx, input, args.output(0), static_cast<int32_t>(output_min),
-                         static_cast<int32_t>(output_max));
+      return a.params->run(ctx, *a.input, *a.output, a.output_min, a.output_max);
     });
-  }
+  });
 }
 
 }  // namespace kernels
