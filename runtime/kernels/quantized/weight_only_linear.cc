@@ -25,26 +25,21 @@ namespace {
 using RowsFn = void (*)(const weight_only::Weights&, const float*, int64_t, int64_t, float*);
 using ManyRowsFn = void (*)(const weight_only::Weights&, const float*, int64_t, int64_t, int64_t, float*, float*);
 
-// x86_64: at --//runtime:x86_64_isa=auto the best copy this CPU runs, elsewhere the build's own.
-RowsFn rows_kernel() {
+// The row kernels of one copy: at --//runtime:x86_64_isa=auto (x86_64) the
+// best this CPU runs, elsewhere the build's own.
+struct RowKernels {
+  RowsFn rows;
+  ManyRowsFn many_rows;
+};
+RowKernels row_kernels() {
 #if defined(PARE_X86_64_DISPATCH)
   switch (cpu::kernel_isa()) {
-    case cpu::Isa::x86_64_v4: return weight_only::x86_64_v4::rows;
-    case cpu::Isa::x86_64_v3: return weight_only::x86_64_v3::rows;
+    case cpu::Isa::x86_64_v4: return {weight_only::x86_64_v4::rows, weight_only::x86_64_v4::many_rows};
+    case cpu::Isa::x86_64_v3: return {weight_only::x86_64_v3::rows, weight_only::x86_64_v3::many_rows};
     default: break;
   }
 #endif
-  return weight_only::PARE_SIMD_ISA::rows;
-}
-ManyRowsFn many_rows_kernel() {
-#if defined(PARE_X86_64_DISPATCH)
-  switch (cpu::kernel_isa()) {
-    case cpu::Isa::x86_64_v4: return weight_only::x86_64_v4::many_rows;
-    case cpu::Isa::x86_64_v3: return weight_only::x86_64_v3::many_rows;
-    default: break;
-  }
-#endif
-  return weight_only::PARE_SIMD_ISA::many_rows;
+  return {weight_only::PARE_SIMD_ISA::rows, weight_only::PARE_SIMD_ISA::many_rows};
 }
 
 Error check_weights(KernelContext& ctx, const Tensor& weight, const Tensor& scales, const Tensor* bias, int64_t bits,
@@ -118,14 +113,14 @@ Error pare_weight_only_linear(KernelContext& ctx, ValueSpan inputs, ValueSpan ou
     float* ys = y->data_as<float>();
     const uint32_t chunks = ctx.chunks_for(out, 2, m * out * in);
     if (m == 1) {
-      const RowsFn rows = rows_kernel();
+      const RowsFn rows = row_kernels().rows;
       ctx.parallel(chunks, out, 2, [&](uint32_t, int64_t begin, int64_t end) { rows(w, xs, begin, end, ys); });
     } else {
       // Each chunk decodes two weight rows at a time into its own scratch.
       const size_t per_chunk = static_cast<size_t>(2 * in);
       PARE_TRY_ASSIGN(void* memory, ctx.allocate_scratch(per_chunk * chunks * sizeof(float)));
       float* scratch = static_cast<float*>(memory);
-      const ManyRowsFn many_rows = many_rows_kernel();
+      const ManyRowsFn many_rows = row_kernels().many_rows;
       ctx.parallel(chunks, out, 2, [&](uint32_t c, int64_t begin, int64_t end) {
         many_rows(w, xs, m, begin, end, ys, scratch + c * per_chunk);
       });
