@@ -220,6 +220,17 @@ def test_qconv2d(runtime, name, zx):
     assert_within_one_step(torch.from_numpy(y), layer.reference(x_q))
 
 
+def calibrated_conv(case, seed, zx):
+    """The case's int8 input (from `seed`), a layer of its shape at input
+    zero point zx (weights, bias and scales from seed + 1 .. seed + 3)
+    calibrated on it, and the layer's program."""
+    x_q = int8_tensor(case["x"], seed)
+    w_q = int8_tensor(case["w"], seed + 1, -127, 127)
+    layer = Layer(w_q, bias_values(case["w"][0], seed + 2), 0.02, zx, conv_op(case), seed=seed + 3)
+    layer.calibrate(x_q)
+    return x_q, layer, conv_program(layer, case)
+
+
 @pytest.mark.parametrize("name", list(CONV_CASES))
 def test_qconv2d_isa_copies_agree(runtime, name):
     """The baseline copy and the best this CPU runs (x86-64-v3's AVX2
@@ -227,12 +238,7 @@ def test_qconv2d_isa_copies_agree(runtime, name):
     (arm64, a capped or SSE2 CPU) is compared with itself."""
     x86_64 = runtime.kernel_isa.startswith("x86_64")
     case = CONV_CASES[name]
-    x_q = int8_tensor(case["x"], 21)
-    layer = Layer(
-        int8_tensor(case["w"], 22, -127, 127), bias_values(case["w"][0], 23), 0.02, -7, conv_op(case), seed=24
-    )
-    layer.calibrate(x_q)
-    program = conv_program(layer, case)
+    x_q, _, program = calibrated_conv(case, 21, -7)
     (best,) = runtime.load(program).method().run(x_q.numpy())
     try:
         if x86_64:
@@ -252,10 +258,7 @@ def test_qconv2d_isa_cap_between_load_and_run(runtime, name):
     same bits (one copy, arm64's, is compared with itself)."""
     x86_64 = runtime.kernel_isa.startswith("x86_64")
     case = CONV_CASES[name]
-    x_q = int8_tensor(case["x"], 31)
-    layer = Layer(int8_tensor(case["w"], 32, -127, 127), bias_values(case["w"][0], 33), 0.02, 5, conv_op(case), seed=34)
-    layer.calibrate(x_q)
-    program = conv_program(layer, case)
+    x_q, _, program = calibrated_conv(case, 31, 5)
     (uncapped,) = runtime.load(program).method().run(x_q.numpy())
     try:
         packed_at_best = runtime.load(program).method()
@@ -295,12 +298,7 @@ def test_qconv2d_vnni_copy_agrees(runtime, name, zx):
     at zero points at the int8 limits too."""
     assert runtime.kernel_isa == "x86_64_v4"
     case = CONV_CASES[name]
-    x_q = int8_tensor(case["x"], 41)
-    layer = Layer(
-        int8_tensor(case["w"], 42, -127, 127), bias_values(case["w"][0], 43), 0.02, zx, conv_op(case), seed=44
-    )
-    layer.calibrate(x_q)
-    program = conv_program(layer, case)
+    x_q, layer, program = calibrated_conv(case, 41, zx)
     (vnni,) = runtime.load(program).method().run(x_q.numpy())
     assert_within_one_step(torch.from_numpy(vnni), layer.reference(x_q))
     for cap in ("x86_64_v3", "x86_64_baseline"):
@@ -315,12 +313,7 @@ def test_qconv2d_vnni_cap_between_load_and_run(runtime, name):
     on VNNI, give the same bits: a call passes the packed weights only to
     the copy whose layout they are in (QConv2dPackedParams::packing)."""
     case = CONV_CASES[name]
-    x_q = int8_tensor(case["x"], 51)
-    layer = Layer(
-        int8_tensor(case["w"], 52, -127, 127), bias_values(case["w"][0], 53), 0.02, -9, conv_op(case), seed=54
-    )
-    layer.calibrate(x_q)
-    program = conv_program(layer, case)
+    x_q, _, program = calibrated_conv(case, 51, -9)
     (best,) = runtime.load(program).method().run(x_q.numpy())
     for load_cap, run_cap in [
         ("x86_64_v4", "x86_64_v3"),
