@@ -412,3 +412,13 @@ def fragmenting_program(combine: str = "aten::add.Tensor"):
     c = m.op("aten::mul.Tensor", m.op("aten::view", x, [1024, 1]), w)
     m.output(m.op(combine, b, c))
     return pb.to_bytes(), w
+
+
+def symbolic_view_program():
+    """view(x, [x.size(0), 2, 2]): an int list with a symbolic element."""
+    pb = ProgramBuilder()
+    m = pb.method()
+    x = m.input("Float", [None, 4])
+    n = m.op("aten::sym_size.int", x, 0, returns="int")
+    m.output(m.op("aten::view", x, [n, 2, 2]))
+    return pb.to_bytes()

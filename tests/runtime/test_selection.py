@@ -22,6 +22,7 @@ from runtime_testing import (
     fragmenting_program,
     make_tensor,
     run_op,
+    symbolic_view_program,
 )
 
 from pare.program import ProgramBuilder
@@ -149,16 +150,6 @@ def test_without_greedy_planner_every_plan_is_first_fit(selective_runtime, runti
     method.set_planner("first_fit")  # the one layout it has
     np.testing.assert_array_equal(method.run(x)[0], want)
     assert method.memory_stats().planned_arena_bytes == 52 * 1024
-
-
-def symbolic_view_program():
-    """view(x, [x.size(0), 2, 2]): an int list with a symbolic element."""
-    pb = ProgramBuilder()
-    m = pb.method()
-    x = m.input("Float", [None, 4])
-    n = m.op("aten::sym_size.int", x, 0, returns="int")
-    m.output(m.op("aten::view", x, [n, 2, 2]))
-    return pb.to_bytes()
 
 
 def test_without_dynamic_shapes(selective_runtime, runtime):

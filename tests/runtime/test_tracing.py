@@ -3,7 +3,7 @@
 builds record nothing."""
 
 import numpy as np
-from runtime_testing import fragmenting_program
+from runtime_testing import fragmenting_program, symbolic_view_program
 
 from pare.program import ProgramBuilder
 
@@ -86,11 +86,7 @@ def test_tracing_records_dynamic_shapes_for_symbolic_sizes_or_a_second_signature
     method.run(np.ones(16, np.float32))
     assert "dynamic_shapes" in program.trace().features
     # Symbolic sizes in the program: recorded when a method is created, before any run.
-    pb = ProgramBuilder()
-    m = pb.method()
-    x = m.input("Float", [None, 4])
-    m.output(m.op("aten::view", x, [m.op("aten::sym_size.int", x, 0, returns="int"), 2, 2]))
-    program = tracing_runtime.load(pb.to_bytes())
+    program = tracing_runtime.load(symbolic_view_program())
     program.method()
     assert program.trace().features == ("dynamic_shapes",)
 
