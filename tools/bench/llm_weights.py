@@ -110,7 +110,7 @@ def main(argv: list[str] | None = None) -> int:
         from tools.bench.executorch_llm import ExecuTorchLlmPeer
 
         for spec in specs:
-            peer = ExecuTorchLlmPeer(spec.path)
+            peer = ExecuTorchLlmPeer(spec.path, args.threads)
             peers.append(peer)
 
             def et_run(p, n, peer=peer):

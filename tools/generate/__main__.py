@@ -95,7 +95,7 @@ def _peer_runners(args, spec, threads: int, tmp: Path) -> tuple[dict, list]:
             if name == "executorch":
                 from tools.bench.executorch_llm import ExecuTorchLlmPeer
 
-                peer = ExecuTorchLlmPeer(spec.path)
+                peer = ExecuTorchLlmPeer(spec.path, threads)
             elif name.startswith("llama.cpp-"):
                 from tools.bench.llama_cpp_peer import LlamaCppPeer, write_gguf
 
