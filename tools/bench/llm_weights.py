@@ -9,8 +9,9 @@ modules and llama.cpp on the float model's weights as GGUF (docs/llm.md,
 Every system generates the same prompt (--prompt-tokens seeded tokens) and
 --steps greedy tokens once per round, the systems interleaved within each
 round; medians over --rounds, and ratios against the first spec on Pare.
-ExecuTorch (tools/bench/executorch_llm.py, --executorch) feeds the prompt a
-token a call, so only its decode column compares.
+ExecuTorch (tools/bench/executorch_llm.py, --executorch) prefills in one
+call on a program with S dynamic and decodes on the faster of that program
+and a static one-token one; its threadpool takes --threads.
 """
 
 from __future__ import annotations

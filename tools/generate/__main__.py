@@ -251,9 +251,8 @@ def _run(args) -> int:
             "prefill_speed": peer["prefill_seconds"] / pare["prefill_seconds"],
         }
         report.setdefault("peers", {})[name] = peer
-        fed = " (its prompt fed a token a call)" if name == "executorch" else ""
         print(
-            f"{name}: prefill {peer['prefill_seconds'] * 1e3:.2f} ms{fed}, decode "
+            f"{name}: prefill {peer['prefill_seconds'] * 1e3:.2f} ms, decode "
             f"{peer['decode_tokens_per_s']:.1f} tokens/s (median of {args.rounds}); pare / {name}: decode "
             f"tokens/s {peer['pare_over_peer']['decode_tokens_per_s']:.2f}x, prefill speed "
             f"{peer['pare_over_peer']['prefill_speed']:.2f}x"
