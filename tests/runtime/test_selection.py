@@ -298,6 +298,11 @@ def test_unselected_code_is_absent_from_the_binary(runtime_lib, selective_lib):
     for code in (kernel.format("pare_sdpa"), case.format("sdpa_kernel", "float")):
         assert _has(full, code), code
         assert not _has(sel, code), f"{code}: unselected attention code is still linked"
+    # The fused RMSNorm and rotary embedding (nn/rms_norm.cc, nn/rope.cc, the fuse_norms pass's ops).
+    for op, tag in (("pare_rms_norm", "rms_norm_kernel"), ("pare_rope", "rope_kernel")):
+        for code in (kernel.format(op), case.format(tag, "float")):
+            assert _has(full, code), code
+            assert not _has(sel, code), f"{code}: unselected norm code is still linked"
     # Build feature threads (unselected): the pool and the split machinery.
     thread_code_patterns = (
         r"pare::ThreadPool::",

@@ -31,6 +31,7 @@ from tools.tracer.passes.fuse_activation import NAME as FUSE_ACTIVATION
 from tools.tracer.passes.fuse_add import NAME as FUSE_ADD
 from tools.tracer.passes.fuse_attention import NAME as FUSE_ATTENTION
 from tools.tracer.passes.fuse_clamp import NAME as FUSE_CLAMP
+from tools.tracer.passes.fuse_norms import NAME as FUSE_NORMS
 from tools.tracer.passes.manager import (
     DEFAULT,
     NONE,
@@ -59,6 +60,7 @@ __all__ = [
     "FUSE_ADD",
     "FUSE_ATTENTION",
     "FUSE_CLAMP",
+    "FUSE_NORMS",
     "FUSIONS",
     "NONE",
     "PASSES",

@@ -174,3 +174,29 @@ def argument(node: Node, index: int, name: str, default: Any = None) -> Any:
     if len(node.args) > index:
         return node.args[index]
     return node.kwargs.get(name, default)
+
+
+def calls(node: Any, *targets: Any) -> bool:
+    """`node` is a call of one of `targets` (torch ops)."""
+    return is_node(node) and node.op == "call_function" and node.target in targets
+
+
+def shape_of(node: Any) -> tuple | None:
+    """The shape of a node's value (sizes may be symbolic), or None."""
+    val = node.meta.get("val") if is_node(node) else None
+    return tuple(val.shape) if hasattr(val, "shape") else None
+
+
+def dtype_of(node: Any) -> Any:
+    """The dtype of a node's value, or None."""
+    val = node.meta.get("val") if is_node(node) else None
+    return getattr(val, "dtype", None)
+
+
+def same_shape(a: tuple | None, b: tuple | None) -> bool:
+    """Two shapes known to be equal (symbolic sizes too)."""
+    from torch.fx.experimental.symbolic_shapes import statically_known_true
+
+    if a is None or b is None or len(a) != len(b):
+        return False
+    return all(x is y or statically_known_true(x == y) for x, y in zip(a, b))

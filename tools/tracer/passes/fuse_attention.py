@@ -33,7 +33,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any
 
-from tools.tracer.passes.base import GraphPass, LoweringState, is_node
+from tools.tracer.passes.base import GraphPass, LoweringState, calls, dtype_of, is_node, same_shape, shape_of
 from tools.tracer.plans import Int8OpPlan, Plan
 
 if TYPE_CHECKING:
@@ -64,43 +64,21 @@ class FuseAttention(GraphPass):
 PASS = FuseAttention()
 
 
-def _shape(node: Any) -> tuple | None:
-    val = node.meta.get("val") if is_node(node) else None
-    return tuple(val.shape) if hasattr(val, "shape") else None
-
-
-def _dtype(node: Any) -> Any:
-    val = node.meta.get("val") if is_node(node) else None
-    return getattr(val, "dtype", None)
-
-
-def _same(a: tuple | None, b: tuple | None) -> bool:
-    from torch.fx.experimental.symbolic_shapes import statically_known_true
-
-    if a is None or b is None or len(a) != len(b):
-        return False
-    return all(x is y or statically_known_true(x == y) for x, y in zip(a, b))
-
-
-def _calls(node: Any, *targets: Any) -> bool:
-    return is_node(node) and node.op == "call_function" and node.target in targets
-
-
 def _bmm_operand(node: Any, batch: tuple) -> Node | None:
     """The 4-d tensor [*batch, r, c] a 3-d bmm operand views: view(expand(x))
     with an expand that changes no size (or view(x))."""
     import torch
 
     aten = torch.ops.aten
-    if not _calls(node, aten.view.default, aten._unsafe_view.default, aten.reshape.default):
+    if not calls(node, aten.view.default, aten._unsafe_view.default, aten.reshape.default):
         return None
     x = node.args[0]
-    if _calls(x, aten.expand.default) and _same(_shape(x), _shape(x.args[0])):
+    if calls(x, aten.expand.default) and same_shape(shape_of(x), shape_of(x.args[0])):
         x = x.args[0]
-    shape, flat = _shape(x), _shape(node)
+    shape, flat = shape_of(x), shape_of(node)
     if shape is None or flat is None or len(shape) != 4 or len(flat) != 3:
         return None
-    if not _same(shape[:2], batch) or not _same(shape[2:], flat[1:]):
+    if not same_shape(shape[:2], batch) or not same_shape(shape[2:], flat[1:]):
         return None
     return x
 
@@ -111,31 +89,31 @@ def _kv(node: Any, batch: int, heads: int) -> tuple[Node, int] | None:
     import torch
 
     aten = torch.ops.aten
-    shape = _shape(node)
+    shape = shape_of(node)
     if shape is None or len(shape) != 4:
         return None
     x = node
-    if _calls(x, aten.view.default, aten._unsafe_view.default, aten.reshape.default):
+    if calls(x, aten.view.default, aten._unsafe_view.default, aten.reshape.default):
         inner = x.args[0]
-        if _calls(inner, aten.clone.default) and inner.kwargs.get("memory_format") in (None, torch.contiguous_format):
+        if calls(inner, aten.clone.default) and inner.kwargs.get("memory_format") in (None, torch.contiguous_format):
             inner = inner.args[0]
-        if not _calls(inner, aten.expand.default) or not _calls(inner.args[0], aten.unsqueeze.default):
+        if not calls(inner, aten.expand.default) or not calls(inner.args[0], aten.unsqueeze.default):
             return None
         unsqueezed = inner.args[0]
         if unsqueezed.args[1] not in (2, -3):
             return None
         source = unsqueezed.args[0]
-        s, e = _shape(source), _shape(inner)
+        s, e = shape_of(source), shape_of(inner)
         if s is None or e is None or len(s) != 4 or len(e) != 5:
             return None
-        if not _same(e, (s[0], s[1], e[2], s[2], s[3])) or not _same((s[1] * e[2],), (shape[1],)):
+        if not same_shape(e, (s[0], s[1], e[2], s[2], s[3])) or not same_shape((s[1] * e[2],), (shape[1],)):
             return None
-        if not _same((s[0], s[2], s[3]), (shape[0], shape[2], shape[3])):
+        if not same_shape((s[0], s[2], s[3]), (shape[0], shape[2], shape[3])):
             return None
         x = source
-    if _dtype(x) != torch.float32:
+    if dtype_of(x) != torch.float32:
         return None
-    kv_heads = _shape(x)[1]
+    kv_heads = shape_of(x)[1]
     if not isinstance(kv_heads, int) or kv_heads <= 0 or heads % kv_heads:
         return None
     return x, kv_heads
@@ -146,9 +124,9 @@ def _transposed_keys(node: Any) -> Node | None:
     import torch
 
     aten = torch.ops.aten
-    if _calls(node, aten.transpose.int) and sorted(d % 4 for d in node.args[1:3]) == [2, 3]:
+    if calls(node, aten.transpose.int) and sorted(d % 4 for d in node.args[1:3]) == [2, 3]:
         return node.args[0]
-    if _calls(node, aten.permute.default) and [d % 4 for d in node.args[1]] == [0, 1, 3, 2]:
+    if calls(node, aten.permute.default) and [d % 4 for d in node.args[1]] == [0, 1, 3, 2]:
         return node.args[0]
     return None
 
@@ -158,7 +136,7 @@ def _scaled(node: Any) -> tuple[Node, float] | None:
     import torch
 
     aten = torch.ops.aten
-    if _calls(node, aten.mul.Tensor, aten.mul.Scalar):
+    if calls(node, aten.mul.Tensor, aten.mul.Scalar):
         a, b = node.args[0], node.args[1]
         if is_node(a) and isinstance(b, (int, float)) and not isinstance(b, bool):
             return a, float(b)
@@ -174,20 +152,20 @@ def _causal_positions(mask: Node, length: int, lowering: LoweringState) -> Node 
     import torch
 
     aten = torch.ops.aten
-    if not _calls(mask, aten.where.self):
+    if not calls(mask, aten.where.self):
         return None
     cond, a, b = mask.args[0], mask.args[1], mask.args[2]
     visible_if_true = True
-    while _calls(cond, aten.bitwise_not.default, aten.logical_not.default):
+    while calls(cond, aten.bitwise_not.default, aten.logical_not.default):
         cond, visible_if_true = cond.args[0], not visible_if_true
-    if _calls(cond, aten.le.Tensor):
+    if calls(cond, aten.le.Tensor):
         columns, rows = cond.args[0], cond.args[1]  # arange[None, :] <= p[:, None]: visible
-    elif _calls(cond, aten.gt.Tensor):
+    elif calls(cond, aten.gt.Tensor):
         columns, rows = cond.args[0], cond.args[1]  # arange[None, :] > p[:, None]: hidden
         visible_if_true = not visible_if_true
-    elif _calls(cond, aten.ge.Tensor):
+    elif calls(cond, aten.ge.Tensor):
         rows, columns = cond.args[0], cond.args[1]  # p[:, None] >= arange[None, :]: visible
-    elif _calls(cond, aten.lt.Tensor):
+    elif calls(cond, aten.lt.Tensor):
         rows, columns = cond.args[0], cond.args[1]  # p[:, None] < arange[None, :]: hidden
         visible_if_true = not visible_if_true
     else:
@@ -195,7 +173,7 @@ def _causal_positions(mask: Node, length: int, lowering: LoweringState) -> Node 
     zero, neg_inf = (a, b) if visible_if_true else (b, a)
     if _fill_value(zero, lowering) != 0.0 or _fill_value(neg_inf, lowering) != -math.inf:
         return None
-    if not _calls(columns, aten.unsqueeze.default) or columns.args[1] not in (0, -2):
+    if not calls(columns, aten.unsqueeze.default) or columns.args[1] not in (0, -2):
         return None
     arange = columns.args[0]
     if not lowering.is_constant(arange):
@@ -203,13 +181,13 @@ def _causal_positions(mask: Node, length: int, lowering: LoweringState) -> Node 
     values = lowering.constants[arange]
     if values.dim() != 1 or values.numel() != length or not torch.equal(values.long(), torch.arange(length)):
         return None
-    if not _calls(rows, aten.unsqueeze.default) or rows.args[1] not in (1, -1):
+    if not calls(rows, aten.unsqueeze.default) or rows.args[1] not in (1, -1):
         return None
     positions = rows.args[0]
-    while _calls(positions, aten.slice.Tensor) and _whole_slice(positions):
+    while calls(positions, aten.slice.Tensor) and _whole_slice(positions):
         positions = positions.args[0]
-    shape = _shape(positions)
-    if _dtype(positions) != torch.int64 or shape is None or len(shape) != 1:
+    shape = shape_of(positions)
+    if dtype_of(positions) != torch.int64 or shape is None or len(shape) != 1:
         return None
     return positions
 
@@ -232,7 +210,7 @@ def _fill_value(node: Any, lowering: LoweringState) -> float | None:
         if t.numel() > 0 and t.is_floating_point() and bool((t == t.flatten()[0]).all()):
             return float(t.flatten()[0])
         return None
-    if _calls(node, aten.scalar_tensor.default, aten.full.default, aten.full_like.default):
+    if calls(node, aten.scalar_tensor.default, aten.full.default, aten.full_like.default):
         value = node.args[0] if node.target is aten.scalar_tensor.default else node.args[1]
         if isinstance(value, (int, float)) and not isinstance(value, bool):
             return float(value)
@@ -246,25 +224,25 @@ def match_attention(node: Node, lowering: LoweringState) -> tuple | None:
     import torch
 
     aten = torch.ops.aten
-    if not _calls(node, aten.view.default, aten._unsafe_view.default, aten.reshape.default):
+    if not calls(node, aten.view.default, aten._unsafe_view.default, aten.reshape.default):
         return None
-    out = _shape(node)
+    out = shape_of(node)
     bmm = node.args[0]
-    if not _calls(bmm, aten.bmm.default) or out is None or len(out) != 4 or _dtype(node) != torch.float32:
+    if not calls(bmm, aten.bmm.default) or out is None or len(out) != 4 or dtype_of(node) != torch.float32:
         return None
     batch = out[:2]
     weights = _bmm_operand(bmm.args[0], batch)
     values4 = _bmm_operand(bmm.args[1], batch)
-    if weights is None or values4 is None or not _same(_shape(bmm), (out[0] * out[1], out[2], out[3])):
+    if weights is None or values4 is None or not same_shape(shape_of(bmm), (out[0] * out[1], out[2], out[3])):
         return None
-    if not _calls(weights, aten._softmax.default) or weights.args[1] not in (-1, 3) or weights.args[2]:
+    if not calls(weights, aten._softmax.default) or weights.args[1] not in (-1, 3) or weights.args[2]:
         return None
     logits = weights.args[0]
-    if _dtype(logits) != torch.float32:
+    if dtype_of(logits) != torch.float32:
         return None
     mask = None
     candidates = [(logits, None)]
-    if _calls(logits, aten.add.Tensor) and logits.kwargs.get("alpha", 1) == 1 and len(logits.args) == 2:
+    if calls(logits, aten.add.Tensor) and logits.kwargs.get("alpha", 1) == 1 and len(logits.args) == 2:
         a, b = logits.args
         candidates = [(a, b), (b, a)]
     for scaled, mask in candidates:
@@ -274,13 +252,13 @@ def match_attention(node: Node, lowering: LoweringState) -> tuple | None:
     else:
         return None
     scores, scale = split
-    if not _same(_shape(scores), _shape(logits)):
+    if not same_shape(shape_of(scores), shape_of(logits)):
         return None  # the mask broadcasts the scores up
     first = scores.args[0]
     q = _bmm_operand(first.args[0], batch)
     kt = _bmm_operand(first.args[1], batch)
     k4 = _transposed_keys(kt) if kt is not None else None
-    if q is None or k4 is None or _dtype(q) != torch.float32:
+    if q is None or k4 is None or dtype_of(q) != torch.float32:
         return None
     heads = out[1]
     if not isinstance(heads, int) or not isinstance(out[0], int):
@@ -289,18 +267,22 @@ def match_attention(node: Node, lowering: LoweringState) -> tuple | None:
     if keys is None or values is None or keys[1] != values[1]:
         return None
     k, v = keys[0], values[0]
-    length = _shape(k)[2]
-    if not _same(_shape(k), _shape(v)) or not isinstance(length, int) or not _same(_shape(scores)[3:], (length,)):
+    length = shape_of(k)[2]
+    if (
+        not same_shape(shape_of(k), shape_of(v))
+        or not isinstance(length, int)
+        or not same_shape(shape_of(scores)[3:], (length,))
+    ):
         return None
-    if not _same(_shape(q)[3:], (_shape(k)[3],)) or not _same(_shape(q)[3:], out[3:]):
+    if not same_shape(shape_of(q)[3:], (shape_of(k)[3],)) or not same_shape(shape_of(q)[3:], out[3:]):
         return None
     input_pos = None
     if mask is not None:
-        mask_shape = _shape(mask)
-        if _dtype(mask) != torch.float32 or not _same(mask_shape, (out[2], length)):
+        mask_shape = shape_of(mask)
+        if dtype_of(mask) != torch.float32 or not same_shape(mask_shape, (out[2], length)):
             return None
         input_pos = _causal_positions(mask, length, lowering)
-        if input_pos is not None and not _same(_shape(input_pos), (out[2],)):
+        if input_pos is not None and not same_shape(shape_of(input_pos), (out[2],)):
             input_pos = None  # one position broadcast over the rows: the mask as it is
         if input_pos is not None:
             mask = None
@@ -311,6 +293,6 @@ def _scores_view(node: Any) -> bool:
     import torch
 
     aten = torch.ops.aten
-    return _calls(node, aten.view.default, aten._unsafe_view.default, aten.reshape.default) and _calls(
+    return calls(node, aten.view.default, aten._unsafe_view.default, aten.reshape.default) and calls(
         node.args[0], aten.bmm.default
     )
