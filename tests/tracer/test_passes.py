@@ -287,6 +287,7 @@ def test_selection_resolves_to_the_canonical_order():
         "quantize",
         "prepack_weights",
         "fuse_attention",
+        "fuse_norms",
         "winograd",
         "fuse_add",
         "fuse_clamp",
@@ -298,7 +299,7 @@ def test_selection_resolves_to_the_canonical_order():
     assert (
         graph_passes.resolve(
             "channels_last,fuse_clamp,prepack_weights,fold_linear_bn, fold_conv_bn,fuse_activation,winograd,fuse_add,"
-            "quantize,fuse_attention"
+            "quantize,fuse_norms,fuse_attention"
         )
         == graph_passes.names()
     )
@@ -308,6 +309,7 @@ def test_selection_resolves_to_the_canonical_order():
         "quantize",
         "prepack_weights",
         "fuse_attention",
+        "fuse_norms",
         "winograd",
         "fuse_clamp",
         "fuse_activation",
@@ -323,7 +325,7 @@ def test_selection_resolves_to_the_canonical_order():
             "fold_bn",
             (),
             "--passes: unknown pass 'fold_bn'; the passes are fold_conv_bn, fold_linear_bn, quantize, "
-            "prepack_weights, fuse_attention, winograd, fuse_add, fuse_clamp, fuse_activation, channels_last",
+            "prepack_weights, fuse_attention, fuse_norms, winograd, fuse_add, fuse_clamp, fuse_activation, channels_last",
         ),
         ("fold_conv_bn,,fold_linear_bn", (), "empty pass name"),
         ("default,fold_conv_bn", (), "unknown pass 'default'"),
@@ -385,6 +387,7 @@ def test_manifest_debug_info_records_the_passes(demo_traces):
         },
         {"name": "prepack_weights", "conv2d": 3, "linear": 2},
         {"name": "fuse_attention", "fused": 0, "causal": 0},  # the demo has no attention
+        {"name": "fuse_norms", "rms_norm": 0, "rope": 0},  # nor RMSNorm or rotary embeddings
         {"name": "winograd", "F(2x2,3x3)": 0, "F(4x4,3x3)": 0},  # the demo has no 3x3 stride-1 dense convolution
         {"name": "fuse_add", "fused": 0},
         {"name": "fuse_clamp", "fused": FUSED_IN_DEMO},
@@ -453,7 +456,7 @@ def test_trace_and_check_flags(capsys, tmp_path, tracing_lib, full_lib):
             "fold_everything",
             (
                 "argument --passes: unknown pass 'fold_everything'; the passes are "
-                "fold_conv_bn, fold_linear_bn, quantize, prepack_weights, fuse_attention, winograd, fuse_add, "
+                "fold_conv_bn, fold_linear_bn, quantize, prepack_weights, fuse_attention, fuse_norms, winograd, fuse_add, "
                 "fuse_clamp, fuse_activation, channels_last (or default or none alone)"
             ),
         ),
@@ -462,7 +465,7 @@ def test_trace_and_check_flags(capsys, tmp_path, tracing_lib, full_lib):
             "default",
             (
                 "argument --skip-passes: unknown pass 'default'; the passes are fold_conv_bn, "
-                "fold_linear_bn, quantize, prepack_weights, fuse_attention, winograd, fuse_add, fuse_clamp, "
+                "fold_linear_bn, quantize, prepack_weights, fuse_attention, fuse_norms, winograd, fuse_add, fuse_clamp, "
                 "fuse_activation, channels_last"
             ),
         ),
