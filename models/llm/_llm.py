@@ -35,6 +35,10 @@ class Config:
 
 # stories15M (llama2.c's TinyStories model): dim 288, 6 layers, 6 heads, vocabulary 32,000.
 STORIES15M = Config("llama", dim=288, layers=6, heads=6, kv_heads=6, vocab=32000, hidden=768, max_seq=256)
+# gpt2.py: GPT-2's layers (learned positions, LayerNorm, GELU MLP, biases) at stories15M's size.
+GPT2 = Config("gpt2", dim=288, layers=6, heads=6, kv_heads=6, vocab=32000, hidden=1152, max_seq=256)
+# llama_gqa.py: stories15M's shape with 2 key/value heads for the 6 query heads.
+LLAMA_GQA = Config("llama", dim=288, layers=6, heads=6, kv_heads=2, vocab=32000, hidden=768, max_seq=256)
 
 
 class RMSNorm(nn.Module):

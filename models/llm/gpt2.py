@@ -9,7 +9,7 @@ decode steps.
 
 import _llm
 
-CONFIG = _llm.Config("gpt2", dim=288, layers=6, heads=6, kv_heads=6, vocab=32000, hidden=1152, max_seq=256)
+CONFIG = _llm.GPT2
 
 
 def build():

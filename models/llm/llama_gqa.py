@@ -9,7 +9,7 @@ tokens, then 3 decode steps.
 
 import _llm
 
-CONFIG = _llm.Config("llama", dim=288, layers=6, heads=6, kv_heads=2, vocab=32000, hidden=768, max_seq=256)
+CONFIG = _llm.LLAMA_GQA
 
 
 def build():

@@ -21,7 +21,16 @@ from tools.tracer.model_spec import ModelSpec, load_model_spec
 from tools.tracer.passes.weight_only import packed_weight
 
 LLM = REPO_ROOT / "models" / "llm"
-QUANTIZED = {"llama_small_int8": 15, "llama_small_int4": 15, "gpt2_small_int8": 13}  # their linear layers
+# Their linear layers: the small specs', and the zoo's full-size twins of gpt2 (biases) and llama_gqa.
+QUANTIZED = {
+    "llama_small_int8": 15,
+    "llama_small_int4": 15,
+    "gpt2_small_int8": 13,
+    "gpt2_int8": 37,
+    "gpt2_int4": 37,
+    "llama_gqa_int8": 43,
+    "llama_gqa_int4": 43,
+}
 ISAS = ("x86_64_baseline", "x86_64_v3", "x86_64_v4")
 
 
