@@ -2,7 +2,7 @@
 // .to(), .float(), .type_as(), ...).
 
 #include "runtime/kernels/common/convert.h"
-#include "runtime/core/format.h"
+#include "runtime/kernels/indexing/indexing.h"
 
 namespace pare {
 namespace kernels {
@@ -18,19 +18,10 @@ Error aten__to_copy(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs) {
   KernelArgs args(ctx, inputs, outputs, 1, 7, 1);
   const Tensor& self = args.tensor(0, "self");
   const Optional<ScalarType> dtype = args.optional_dtype(1, "dtype");
-  const Optional<int64_t> layout = args.optional_int64(2, "layout");
-  const char* device = args.optional_string(3, "device");
-  const bool pin_memory = args.has(4) && args.boolean(4, "pin_memory");
+  PARE_TRY(indexing::check_tensor_options(args, 2, 3, 4));
   (void)args.boolean_or(5, "non_blocking", false);
   (void)args.optional_int64(6, "memory_format");
   PARE_TRY(args.status());
-  PARE_CHECK_OR_RETURN(ctx, !layout.has_value || layout.value == 0, Error::NotImplemented,
-                       "argument 'layout': only torch.strided (0) is supported, got %lld",
-                       static_cast<long long>(layout.value));
-  PARE_CHECK_OR_RETURN(ctx, device == nullptr || string_equal(device, "cpu"), Error::NotImplemented,
-                       "argument 'device': only 'cpu' is supported, got '%s'", device);
-  PARE_CHECK_OR_RETURN(ctx, !pin_memory, Error::NotImplemented, "argument 'pin_memory' must be false");
-
   const ScalarType out_dtype = dtype.has_value ? dtype.value : self.dtype;
   PARE_TRY_ASSIGN(Tensor * out, ctx.allocate_output(args.output(0), out_dtype, self.size_span()));
   return convert_into(ctx, self, *out);
