@@ -257,6 +257,14 @@ def _has(symbols: list[str], qualified_name_regex: str) -> bool:
     return any(pattern.search(s) for s in symbols)
 
 
+def _assert_only_in_full(full: list[str], sel: list[str], codes, what: str) -> None:
+    """Each of codes (qualified-name regexes, as _has takes) is in the full
+    runtime's symbols and not in the selective one's."""
+    for code in codes:
+        assert _has(full, code), code
+        assert not _has(sel, code), f"{code}: unselected {what} is still linked"
+
+
 @pytest.mark.absent_code
 def test_unselected_code_is_absent_from_the_binary(runtime_lib, selective_lib):
     full = _unstripped_symbols(runtime_lib)
@@ -287,22 +295,20 @@ def test_unselected_code_is_absent_from_the_binary(runtime_lib, selective_lib):
         # The quantize pass's other int8 ops (qelementwise.cc, qlinear_dynamic.cc).
         *(kernel.format(op) for op in ("pare_qadd", "pare_qmul", "pare_qmean", "pare_qlut", "pare_qlinear_dynamic")),
     )
-    for code in int8_code:
-        assert _has(full, code), code
-        assert not _has(sel, code), f"{code}: unselected int8 code is still linked"
+    _assert_only_in_full(full, sel, int8_code, "int8 code")
     # Weight-only linears (weight_only_linear.cc and every ISA copy of its row kernel).
-    for code in (kernel.format("pare_weight_only_linear"), r"pare::kernels::weight_only::"):
-        assert _has(full, code), code
-        assert not _has(sel, code), f"{code}: unselected weight-only code is still linked"
+    _assert_only_in_full(
+        full, sel, (kernel.format("pare_weight_only_linear"), r"pare::kernels::weight_only::"), "weight-only code"
+    )
     # The fused attention (nn/sdpa.cc, the fuse_attention pass's op): none in a runtime without attention.
-    for code in (kernel.format("pare_sdpa"), case.format("sdpa_kernel", "float")):
-        assert _has(full, code), code
-        assert not _has(sel, code), f"{code}: unselected attention code is still linked"
+    _assert_only_in_full(full, sel, (kernel.format("pare_sdpa"), case.format("sdpa_kernel", "float")), "attention code")
     # The fused RMSNorm and rotary embedding (nn/rms_norm.cc, nn/rope.cc, the fuse_norms pass's ops).
-    for op, tag in (("pare_rms_norm", "rms_norm_kernel"), ("pare_rope", "rope_kernel")):
-        for code in (kernel.format(op), case.format(tag, "float")):
-            assert _has(full, code), code
-            assert not _has(sel, code), f"{code}: unselected norm code is still linked"
+    norm_code = [
+        code
+        for op, tag in (("pare_rms_norm", "rms_norm_kernel"), ("pare_rope", "rope_kernel"))
+        for code in (kernel.format(op), case.format(tag, "float"))
+    ]
+    _assert_only_in_full(full, sel, norm_code, "norm code")
     # Build feature threads (unselected): the pool and the split machinery.
     thread_code_patterns = (
         r"pare::ThreadPool::",
@@ -310,9 +316,7 @@ def test_unselected_code_is_absent_from_the_binary(runtime_lib, selective_lib):
         r"pare::KernelContext::threaded_chunks\(",
         r"pare::gemm::sgemm_parallel\(",
     )
-    for thread_code in thread_code_patterns:
-        assert _has(full, thread_code), thread_code
-        assert not _has(sel, thread_code), f"{thread_code}: unselected feature threads is still linked"
+    _assert_only_in_full(full, sel, thread_code_patterns, "feature threads")
     # Build feature state (unselected): its C API entry points stay (answering
     # FeatureNotSelected), the state tables' decoding and the state's upkeep go.
     state_code_patterns = (
@@ -321,9 +325,7 @@ def test_unselected_code_is_absent_from_the_binary(runtime_lib, selective_lib):
         r"pare::Method::state_storage_for\(",
         r"pare::Method::find_state\(",
     )
-    for state_code in state_code_patterns:
-        assert _has(full, state_code), state_code
-        assert not _has(sel, state_code), f"{state_code}: unselected feature state is still linked"
+    _assert_only_in_full(full, sel, state_code_patterns, "feature state")
     assert "pare_method_reset_state" in sel  # the entry point itself stays
     # Build feature greedy_planner (unselected): the second layout goes, the planner's entry point stays.
     assert _has(full, r"pare::MemoryPlanner::lay_out_greedily\(")
