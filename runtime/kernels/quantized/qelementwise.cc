@@ -75,6 +75,15 @@ struct InputQuant {
 
 enum class Binary { Add, Mul };
 
+template <Binary kKind, typename V>
+PARE_ALWAYS_INLINE V combine(V u, V w) {
+  if constexpr (kKind == Binary::Add) {
+    return u + w;
+  } else {
+    return u * w;
+  }
+}
+
 // Whether a and b are contiguous with one shape (a residual block's add).
 bool same_contiguous(const Tensor& a, const Tensor& b) {
   if (a.dim != b.dim || !a.is_contiguous() || !b.is_contiguous()) return false;
@@ -96,13 +105,7 @@ Error run_contiguous(KernelContext& ctx, Value& out, const Tensor& a, const Tens
   int8_t* o = result->data_as<int8_t>();
   const int64_t n = static_cast<int64_t>(a.numel());
   const qaddmul::Params p{da.scale, da.zero_point, db.scale, db.zero_point, q.inv_scale, q.zero_point, q.lo, q.hi};
-  const auto f = [](auto u, auto w) {
-    if constexpr (kKind == Binary::Add) {
-      return u + w;
-    } else {
-      return u * w;
-    }
-  };
+  const auto f = [](auto u, auto w) { return combine<kKind>(u, w); };
   int64_t i = 0;
 #if defined(PARE_X86_64_DISPATCH)
   if (cpu::kernel_isa() >= cpu::Isa::x86_64_v4) {
@@ -120,6 +123,20 @@ Error run_contiguous(KernelContext& ctx, Value& out, const Tensor& a, const Tens
     o[i] = static_cast<int8_t>(static_cast<int32_t>(v));
   }
   return Error::Ok;
+}
+
+// qadd / qmul under its kernel tag: same_contiguous operands take
+// run_contiguous, others the broadcasting elementwise loop op (a, b).
+template <typename Tag, Binary kKind>
+Error run_binary(KernelContext& ctx, Elementwise<2>& op, Value& out, const Tensor& a, const Tensor& b,
+                 const InputQuant& da, const InputQuant& db, const OutputQuant& q) {
+  return dispatch<Tag>(ctx, a.dtype, [&](auto type) -> Error {
+    static_assert(is_same_v<typename decltype(type)::type, int8_t>, "int8 ops take int8 inputs");
+    if (same_contiguous(a, b)) return run_contiguous<kKind>(ctx, out, a, b, da, db, q);
+    PARE_TRY(op.prepare(out, ScalarType::Char, ScalarType::Char));
+    op.run<int8_t, int8_t>([=](int8_t x, int8_t y) -> int8_t { return q(combine<kKind>(da(x), db(y))); });
+    return Error::Ok;
+  });
 }
 
 // pare::qadd / pare::qmul(Tensor a, Tensor b, float a_scale, int a_zero_point, float b_scale,
@@ -150,25 +167,9 @@ Error qbinary(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs, Binary ki
   op.add_input(Operand::of(a), "a");
   op.add_input(Operand::of(b), "b");
   if (kind == Binary::Add) {
-    return PARE_DISPATCH(qadd_kernel, ctx, a.dtype, T, {
-      static_assert(is_same_v<T, int8_t>, "int8 ops take int8 inputs");
-      if (same_contiguous(a, b)) {
-        return run_contiguous<Binary::Add>(ctx, args.output(0), a, b, da, db, q);
-      }
-      PARE_TRY(op.prepare(args.output(0), ScalarType::Char, ScalarType::Char));
-      op.run<int8_t, int8_t>([=](int8_t x, int8_t y) -> int8_t { return q(da(x) + db(y)); });
-      return Error::Ok;
-    });
+    return run_binary<tags::qadd_kernel, Binary::Add>(ctx, op, args.output(0), a, b, da, db, q);
   }
-  return PARE_DISPATCH(qmul_kernel, ctx, a.dtype, T, {
-    static_assert(is_same_v<T, int8_t>, "int8 ops take int8 inputs");
-    if (same_contiguous(a, b)) {
-      return run_contiguous<Binary::Mul>(ctx, args.output(0), a, b, da, db, q);
-    }
-    PARE_TRY(op.prepare(args.output(0), ScalarType::Char, ScalarType::Char));
-    op.run<int8_t, int8_t>([=](int8_t x, int8_t y) -> int8_t { return q(da(x) * db(y)); });
-    return Error::Ok;
-  });
+  return run_binary<tags::qmul_kernel, Binary::Mul>(ctx, op, args.output(0), a, b, da, db, q);
 }
 
 }  // namespace
