@@ -72,6 +72,37 @@ PARE_UNUSED Error read_epilogue(KernelContext& ctx, KernelArgs& args, size_t cou
   }
 }
 
+// What run_prepacked hands an op's `run`.
+template <typename Params>
+struct RunArgs {
+  const Tensor* input;
+  const Params* params;
+  Value* output;
+  const classes::Epilogue* epilogue;
+};
+
+// pare::linear_prepacked / conv2d_prepacked(Tensor input, <Params> packed, float output_min=-inf,
+//   float output_max=inf, str? activation=None, Tensor? residual=None): ClassNotSelected without
+// the class, else its arguments read and checked, then `run` with its
+// dtype dispatch (in the op, whose name the size report gives its
+// dispatch_case instances by).
+template <typename Params, typename Run>
+PARE_ALWAYS_INLINE Error run_prepacked(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs,
+                                       const selective_class_<Params>& params_class, const Run& run) {
+  if (!params_class.selected()) {
+    (void)inputs;
+    (void)outputs;
+    return class_not_selected(ctx, params_class.name());
+  } else {
+    KernelArgs args(ctx, inputs, outputs, 2, 6, 1);
+    const Tensor& input = args.tensor(0, "input");
+    const Params* params = args.object<Params>(1, "packed");
+    classes::Epilogue epilogue;
+    PARE_TRY(read_epilogue(ctx, args, inputs.size(), epilogue));
+    return run(RunArgs<Params>{&input, params, &args.output(0), &epilogue});
+  }
+}
+
 }  // namespace
 
 // pare::linear_prepack(Tensor packed_weight, Tensor? bias, int in_features, int out_features)
@@ -98,21 +129,12 @@ Error pare_linear_prepack(KernelContext& ctx, ValueSpan inputs, ValueSpan output
 // pare::linear_prepacked(Tensor input, LinearPackedParams packed, float output_min=-inf,
 //   float output_max=inf, str? activation=None, Tensor? residual=None) -> Tensor
 Error pare_linear_prepacked(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs) {
-  if (!kLinearPackedParamsClass.selected()) {
-    (void)inputs;
-    (void)outputs;
-    return class_not_selected(ctx, kLinearPackedParamsClass.name());
-  } else {
-    KernelArgs args(ctx, inputs, outputs, 2, 6, 1);
-    const Tensor& input = args.tensor(0, "input");
-    const classes::LinearPackedParams* params = args.object<classes::LinearPackedParams>(1, "packed");
-    classes::Epilogue epilogue;
-    PARE_TRY(read_epilogue(ctx, args, inputs.size(), epilogue));
-    return PARE_DISPATCH(prepacked_kernel, ctx, input.dtype, T, {
+  return run_prepacked(ctx, inputs, outputs, kLinearPackedParamsClass, [&](const auto& a) {
+    return PARE_DISPATCH(prepacked_kernel, ctx, a.input->dtype, T, {
       static_assert(is_same_v<T, float>, "prepacked kernels are float-only");
-      return params->run(ctx, input, args.output(0), epilogue);
+      return a.params->run(ctx, *a.input, *a.output, *a.epilogue);
     });
-  }
+  });
 }
 
 // pare::conv2d_prepack(Tensor weight, Tensor? bias, int[2] stride, int[2] padding,
@@ -144,21 +166,12 @@ Error pare_conv2d_prepack(KernelContext& ctx, ValueSpan inputs, ValueSpan output
 // pare::conv2d_prepacked(Tensor input, Conv2dPackedParams packed, float output_min=-inf,
 //   float output_max=inf, str? activation=None, Tensor? residual=None) -> Tensor
 Error pare_conv2d_prepacked(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs) {
-  if (!kConv2dPackedParamsClass.selected()) {
-    (void)inputs;
-    (void)outputs;
-    return class_not_selected(ctx, kConv2dPackedParamsClass.name());
-  } else {
-    KernelArgs args(ctx, inputs, outputs, 2, 6, 1);
-    const Tensor& input = args.tensor(0, "input");
-    const classes::Conv2dPackedParams* params = args.object<classes::Conv2dPackedParams>(1, "packed");
-    classes::Epilogue epilogue;
-    PARE_TRY(read_epilogue(ctx, args, inputs.size(), epilogue));
-    return PARE_DISPATCH(prepacked_kernel, ctx, input.dtype, T, {
+  return run_prepacked(ctx, inputs, outputs, kConv2dPackedParamsClass, [&](const auto& a) {
+    return PARE_DISPATCH(prepacked_kernel, ctx, a.input->dtype, T, {
       static_assert(is_same_v<T, float>, "prepacked kernels are float-only");
-      return params->run(ctx, input, args.output(0), epilogue);
+      return a.params->run(ctx, *a.input, *a.output, *a.epilogue);
     });
-  }
+  });
 }
 
 }  // namespace kernels
