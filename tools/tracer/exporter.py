@@ -35,7 +35,7 @@ from torch.fx.experimental.symbolic_shapes import is_concrete_int
 
 import codegen
 from pare.program import ProgramBuilder, ProgramError
-from tools.tracer import delegation, paths
+from tools.tracer import delegation, paths, torchao_weights
 from tools.tracer import passes as graph_passes
 from tools.tracer.errors import MissingOpsError, TracerError
 from tools.tracer.lowering import LoweringReport, MethodLowering, op_name
@@ -155,7 +155,10 @@ def export_group(spec: ModelSpec, group: MethodGroup, decompositions=None) -> Ex
     try:
         with _quiet_torch():
             ep = torch.export.export(spec.module, example, dynamic_shapes=dynamic_shapes or None)
+            torchao_weights.rewrite(ep, spec.path)
             ep = ep.run_decompositions(decompositions) if decompositions is not None else ep.run_decompositions()
+    except TracerError:  # torchao_weights': a weight the kernel does not run
+        raise
     except Exception as e:  # torch.export's many error types: summarise, the model is the user's
         raise TracerError(
             f"{spec.path}: torch.export failed for method {group.name}: {_first_line(e)}; make the "
