@@ -43,32 +43,37 @@ def rewrite(ep: ExportedProgram, path: Path) -> int:
     owners = {**ep.graph_signature.inputs_to_parameters, **ep.graph_signature.inputs_to_buffers}
     count = 0
     for node in nodes:
-        q = node.args[0]
-        if _schema(q) != ACCESS or q.args[1] != "qdata" or q.args[0].name not in owners:
+        q, scale, zero_point = node.args[0], node.args[2], node.args[3]
+        if not _reads(q, "qdata", owners) or not _reads(scale, "scale", owners):
             continue  # an activation's dequantize (Int8DynamicActivationIntxWeightConfig): decomposed
         name = owners[q.args[0].name]
         weight = ep.state_dict[name] if name in ep.state_dict else ep.constants[name]
-        _check(node, name, weight, path)
-        group_size = node.args[1][1]
-        scale, zero_point = node.args[2], node.args[3]
+        zeros = getattr(weight, zero_point.args[1]) if _reads(zero_point, "zero_point", owners) else zero_point
+        if zeros is not None and not isinstance(zeros, torch.Tensor):
+            continue
+        _check(node, name, weight.qdata, weight.scale, zeros, path)
         with ep.graph.inserting_before(node):
             dequantize = ep.graph.call_function(
                 torch.ops.quantized_decomposed.dequantize_per_channel_group.default,
-                (q, scale, None, node.args[5], node.args[6], torch.int8, group_size, torch.float32),
+                (q, scale, None, node.args[5], node.args[6], torch.int8, node.args[1][1], torch.float32),
             )
         dequantize.meta.update(node.meta)
         node.replace_all_uses_with(dequantize)
         ep.graph.erase_node(node)
-        if not zero_point.users:
+        if zero_point is not None and not zero_point.users:
             ep.graph.erase_node(zero_point)
         count += 1
-    ep.graph.eliminate_dead_code()
-    ep.graph_module.recompile()
+    if count:
+        ep.graph_module.recompile()
     return count
 
 
-def _check(node: Any, name: str, weight: Any, path: Path) -> None:
-    qdata, scale, zero_point = weight.qdata, weight.scale, weight.zero_point
+def _reads(node: Any, inner: str, owners: dict[str, str]) -> bool:
+    """Whether `node` reads inner tensor `inner` of a parameter or buffer."""
+    return _schema(node) == ACCESS and node.args[1] == inner and getattr(node.args[0], "name", None) in owners
+
+
+def _check(node: Any, name: str, qdata: Any, scale: Any, zero_point: Any, path: Path) -> None:
     args = list(node.args) + [None] * (8 - len(node.args))
     block, dtype, qmin, qmax = args[1], args[4], args[5], args[6]
     out_dtype = node.kwargs.get("output_dtype", args[7])
