@@ -412,7 +412,7 @@ def test_export_flags(capsys, tmp_path):
     assert code == 0, err
     assert (
         "passes fold_conv_bn (2 folded), fold_linear_bn (0 folded), quantize (0 conv2d, 0 linear, 0 add, 0 mul, 0 mean, 0 pool, 0 cat, 0 view, 0 lut), "
-        "prepack_weights (3 conv2d, 2 linear), fuse_attention (0 fused, 0 causal), "
+        "prepack_weights (3 conv2d, 2 linear), fuse_attention (0 fused, 0 causal), fuse_norms (0 rms_norm, 0 rope), "
         f"winograd (0 F(2x2,3x3), 0 F(4x4,3x3)), fuse_add (0 fused), fuse_clamp ({FUSED_IN_DEMO} fused), fuse_activation (2 fused), "
         "channels_last (0 layers, 0 conversions)"
     ) in out
