@@ -69,6 +69,8 @@ Isa x86_64_level() {
 
 // 0: not asked yet, 1: no, 2: yes. Leaf 7 ECX bit 11: AVX512_VNNI.
 uint8_t g_x86_64_vnni = 0;
+// The same for leaf 7 ECX bit 1: AVX512_VBMI.
+uint8_t g_x86_64_vbmi = 0;
 #endif
 
 #if defined(__aarch64__)
@@ -119,6 +121,19 @@ bool x86_64_vnni() {
   if (known == 0) {
     known = x86_64_level() == Isa::x86_64_v4 && bit(cpuid(7, 0).c, 11) ? 2 : 1;
     __atomic_store_n(&g_x86_64_vnni, known, __ATOMIC_RELAXED);
+  }
+  return known == 2;
+#else
+  return false;
+#endif
+}
+
+bool x86_64_vbmi() {
+#if defined(__x86_64__)
+  uint8_t known = __atomic_load_n(&g_x86_64_vbmi, __ATOMIC_RELAXED);
+  if (known == 0) {
+    known = x86_64_level() == Isa::x86_64_v4 && bit(cpuid(7, 0).c, 1) ? 2 : 1;
+    __atomic_store_n(&g_x86_64_vbmi, known, __ATOMIC_RELAXED);
   }
   return known == 2;
 #else

@@ -45,6 +45,12 @@ Isa kernel_isa();
 // elsewhere.
 bool x86_64_vnni();
 
+// Whether this CPU, at level x86_64_v4, also has AVX-512 VBMI (vpermi2b:
+// 64 bytes looked up in a 128-byte table), which pare::qlut's wide copy
+// needs (its callers check kernel_isa() >= x86_64_v4 too); asked once.
+// false elsewhere.
+bool x86_64_vbmi();
+
 // Caps kernel_isa() at `isa` (oneDNN's dnnl_set_max_cpu_isa): reproducible
 // results across CPUs, or the SSE2 path on an AVX2 machine in tests. One
 // process-wide setting; products already running finish on the ISA they

@@ -20,16 +20,30 @@ struct Params {
   float inv_scale, zero_point, lo, hi;                 // the output's quantization and range
 };
 
+// The output's int8 of v = the sum or product, kLanes at a time.
+template <int kLanes, typename V>
+PARE_ALWAYS_INLINE void store_quantized(V v, int8_t* o, const Params& p) {
+#pragma clang fp contract(off)
+  typedef int32_t I __attribute__((vector_size(kLanes * sizeof(int32_t))));
+  typedef int8_t B __attribute__((vector_size(kLanes)));
+  const V magic = V{} + 12582912.0f;  // quantized.h's round_half_even
+  const V exact = V{} + 4194304.0f;
+  const V q = v * p.inv_scale;
+  const V rounded = (q + magic) - magic;
+  V r = ((q < 0.0f ? -q : q) < exact ? rounded : q) + p.zero_point;
+  r = r < p.lo ? p.lo : r;
+  r = r > p.hi ? p.hi : r;
+  const B b = __builtin_convertvector(__builtin_convertvector(r, I), B);
+  __builtin_memcpy(o, &b, sizeof(b));
+}
+
 // o[i] for i < n rounded down to whole vectors; returns how many were done.
 // `f` adds or multiplies two vectors.
 template <int kLanes, typename F>
 PARE_ALWAYS_INLINE int64_t vectors(const int8_t* x, const int8_t* y, int8_t* o, int64_t n, const Params& p, F f) {
 #pragma clang fp contract(off)
   typedef float V __attribute__((vector_size(kLanes * sizeof(float))));
-  typedef int32_t I __attribute__((vector_size(kLanes * sizeof(int32_t))));
   typedef int8_t B __attribute__((vector_size(kLanes)));
-  const V magic = V{} + 12582912.0f;  // quantized.h's round_half_even
-  const V exact = V{} + 4194304.0f;
   int64_t i = 0;
 #pragma clang loop vectorize(disable) unroll(disable)
   for (; i + kLanes <= n; i += kLanes) {
@@ -38,13 +52,28 @@ PARE_ALWAYS_INLINE int64_t vectors(const int8_t* x, const int8_t* y, int8_t* o, 
     __builtin_memcpy(&ys, y + i, sizeof(ys));
     const V u = (__builtin_convertvector(xs, V) - p.a_zero_point) * p.a_scale;
     const V w = (__builtin_convertvector(ys, V) - p.b_zero_point) * p.b_scale;
-    const V q = f(u, w) * p.inv_scale;
-    const V rounded = (q + magic) - magic;
-    V v = ((q < 0.0f ? -q : q) < exact ? rounded : q) + p.zero_point;
-    v = v < p.lo ? p.lo : v;
-    v = v > p.hi ? p.hi : v;
-    const B r = __builtin_convertvector(__builtin_convertvector(v, I), B);
-    __builtin_memcpy(o + i, &r, sizeof(r));
+    store_quantized<kLanes>(f(u, w), o + i, p);
+  }
+  return i;
+}
+
+// vectors() against one dequantized value w of the other operand (a
+// squeeze-excitation's [N, C, 1, 1] scale of a [N, C, H, W] image: w is
+// the same float the general loop dequantizes, for every element of a
+// row); p's b_scale and b_zero_point are unused.
+template <int kLanes, typename F>
+PARE_ALWAYS_INLINE int64_t vectors_by(const int8_t* x, float w, int8_t* o, int64_t n, const Params& p, F f) {
+#pragma clang fp contract(off)
+  typedef float V __attribute__((vector_size(kLanes * sizeof(float))));
+  typedef int8_t B __attribute__((vector_size(kLanes)));
+  const V ws = V{} + w;
+  int64_t i = 0;
+#pragma clang loop vectorize(disable) unroll(disable)
+  for (; i + kLanes <= n; i += kLanes) {
+    B xs;
+    __builtin_memcpy(&xs, x + i, sizeof(xs));
+    const V u = (__builtin_convertvector(xs, V) - p.a_zero_point) * p.a_scale;
+    store_quantized<kLanes>(f(u, ws), o + i, p);
   }
   return i;
 }
@@ -53,6 +82,11 @@ PARE_ALWAYS_INLINE int64_t vectors(const int8_t* x, const int8_t* y, int8_t* o, 
 namespace x86_64_v4 {
 int64_t add_vectors(const int8_t* x, const int8_t* y, int8_t* o, int64_t n, const Params& p);
 int64_t mul_vectors(const int8_t* x, const int8_t* y, int8_t* o, int64_t n, const Params& p);
+int64_t add_vectors_by(const int8_t* x, float w, int8_t* o, int64_t n, const Params& p);
+int64_t mul_vectors_by(const int8_t* x, float w, int8_t* o, int64_t n, const Params& p);
+// pare::qlut's y[i] = table[x[i] + 128] for i < n, 64 bytes per step
+// (vpermi2b), on a CPU with AVX-512 VBMI (cpu::x86_64_vbmi()).
+void lut_vbmi(const int8_t* x, const int8_t* table, int8_t* y, int64_t n);
 }  // namespace x86_64_v4
 #endif
 

@@ -125,14 +125,81 @@ Error run_contiguous(KernelContext& ctx, Value& out, const Tensor& a, const Tens
   return Error::Ok;
 }
 
+// Whether one of a and b (`small`) broadcasts one value over each row of
+// the other's trailing dims ([N, C, 1, 1] against [N, C, H, W], both
+// contiguous, one dim count): then *rows values of small, each against
+// *inner contiguous elements of the other.
+bool row_broadcast(const Tensor& a, const Tensor& b, bool* a_small, int64_t* rows, int64_t* inner) {
+  if (a.dim != b.dim || a.dim == 0 || !a.is_contiguous() || !b.is_contiguous()) return false;
+  for (int side = 0; side < 2; ++side) {
+    const Tensor& big = side == 0 ? b : a;
+    const Tensor& small = side == 0 ? a : b;
+    size_t d = 0;
+    while (d < a.dim && small.sizes[d] == big.sizes[d]) ++d;
+    size_t e = d;
+    while (e < a.dim && small.sizes[e] == 1) ++e;
+    if (e != a.dim || d == a.dim) continue;
+    *a_small = side == 0;
+    *rows = 1;
+    *inner = 1;
+    for (size_t i = 0; i < a.dim; ++i) (i < d ? *rows : *inner) *= big.sizes[i];
+    return true;
+  }
+  return false;
+}
+
+// qadd / qmul of row_broadcast operands: each row's value of the small
+// operand dequantized once (the general loop's float for it), qaddmul.h's
+// vectors_by over the row. The sum and product of two floats are
+// commutative, so taking the big operand first gives the same bits.
+template <Binary kKind>
+Error run_rows(KernelContext& ctx, Value& out, const Tensor& big, const Tensor& small, const InputQuant& dbig,
+               const InputQuant& dsmall, const OutputQuant& q, int64_t rows, int64_t inner) {
+  PARE_TRY_ASSIGN(Tensor * result, ctx.allocate_output(out, ScalarType::Char, big.size_span()));
+  const int8_t* x = big.data_as<int8_t>();
+  const int8_t* y = small.data_as<int8_t>();
+  int8_t* o = result->data_as<int8_t>();
+  const qaddmul::Params p{dbig.scale, dbig.zero_point, 0.0f, 0.0f, q.inv_scale, q.zero_point, q.lo, q.hi};
+  const auto f = [](auto u, auto w) { return combine<kKind>(u, w); };
+#if defined(PARE_X86_64_DISPATCH)
+  const bool v4 = cpu::kernel_isa() >= cpu::Isa::x86_64_v4;
+#endif
+  for (int64_t r = 0; r < rows; ++r, x += inner, o += inner) {
+    const float w = dsmall(y[r]);
+    int64_t i = 0;
+#if defined(PARE_X86_64_DISPATCH)
+    if (v4) {
+      i = kKind == Binary::Add ? qaddmul::x86_64_v4::add_vectors_by(x, w, o, inner, p)
+                               : qaddmul::x86_64_v4::mul_vectors_by(x, w, o, inner, p);
+    }
+#endif
+    i += qaddmul::vectors_by<4>(x + i, w, o + i, inner - i, p, f);
+#pragma clang loop vectorize(disable) unroll(disable)
+    for (; i < inner; ++i) {
+      float v = quantized::round_half_even(f(dbig(x[i]), w) * q.inv_scale) + q.zero_point;
+      v = v < q.lo ? q.lo : v;
+      v = v > q.hi ? q.hi : v;
+      o[i] = static_cast<int8_t>(static_cast<int32_t>(v));
+    }
+  }
+  return Error::Ok;
+}
+
 // qadd / qmul under its kernel tag: same_contiguous operands take
-// run_contiguous, others the broadcasting elementwise loop op (a, b).
+// run_contiguous, row_broadcast ones run_rows, others the broadcasting
+// elementwise loop op (a, b).
 template <typename Tag, Binary kKind>
 Error run_binary(KernelContext& ctx, Elementwise<2>& op, Value& out, const Tensor& a, const Tensor& b,
                  const InputQuant& da, const InputQuant& db, const OutputQuant& q) {
   return dispatch<Tag>(ctx, a.dtype, [&](auto type) -> Error {
     static_assert(is_same_v<typename decltype(type)::type, int8_t>, "int8 ops take int8 inputs");
     if (same_contiguous(a, b)) return run_contiguous<kKind>(ctx, out, a, b, da, db, q);
+    bool a_small = false;
+    int64_t rows = 0, inner = 0;
+    if (row_broadcast(a, b, &a_small, &rows, &inner)) {
+      return a_small ? run_rows<kKind>(ctx, out, b, a, db, da, q, rows, inner)
+                     : run_rows<kKind>(ctx, out, a, b, da, db, q, rows, inner);
+    }
     PARE_TRY(op.prepare(out, ScalarType::Char, ScalarType::Char));
     op.run<int8_t, int8_t>([=](int8_t x, int8_t y) -> int8_t { return q(combine<kKind>(da(x), db(y))); });
     return Error::Ok;
@@ -263,6 +330,12 @@ Error pare_qlut(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs) {
     const int8_t* lut = t.data_as<int8_t>() + 128;
     const int8_t* x = in.data_as<int8_t>();
     int8_t* y = out->data_as<int8_t>();
+#if defined(PARE_X86_64_DISPATCH)
+    if (cpu::kernel_isa() >= cpu::Isa::x86_64_v4 && cpu::x86_64_vbmi()) {
+      qaddmul::x86_64_v4::lut_vbmi(x, lut - 128, y, static_cast<int64_t>(n));
+      return Error::Ok;
+    }
+#endif
     for (size_t i = 0; i < n; ++i) y[i] = lut[x[i]];
     return Error::Ok;
   });

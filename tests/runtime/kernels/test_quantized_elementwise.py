@@ -65,6 +65,12 @@ BINARY_CASES = {
     # Same-shape contiguous operands take one vectorised loop: long enough
     # for its vector body and an odd tail.
     "same_shape_long_relu": ((1, 8, 29, 31), (1, 8, 29, 31), (0.031, -7), (0.017, 12), (0.043, -3), True),
+    # One value per row of the other operand's trailing dims (a
+    # squeeze-excitation's scale * input, the small operand first or
+    # second) takes the row loop: rows long enough for its vector body and
+    # an odd tail.
+    "squeeze_excitation": ((2, 6, 1, 1), (2, 6, 19, 37), (0.0039, -128), (0.05, 3), (0.04, -6), False),
+    "row_broadcast_second_relu": ((3, 5, 23), (3, 5, 1), (0.02, 9), (0.03, -2), (0.025, -1), True),
 }
 
 
@@ -84,11 +90,13 @@ def test_qbinary_matches_reference(runtime, name, case):
 
 
 @pytest.mark.parametrize("name", ["add", "mul"])
-def test_qbinary_isa_copies_agree(runtime, name):
-    """The same-shape loop's copies (qaddmul.h: 16 lanes on x86-64-v4, else
-    4, a scalar tail) give torch's bits at every cap of the ISA: 16 * 37 + 7
-    elements reach the wide loop, the 4-lane one and the tail."""
-    a, b = int8((1, 3, 7, 29), 5), int8((1, 3, 7, 29), 6)
+@pytest.mark.parametrize("b_shape", [(1, 3, 7, 29), (1, 3, 1, 1)], ids=["same_shape", "row_broadcast"])
+def test_qbinary_isa_copies_agree(runtime, name, b_shape):
+    """The same-shape and row loops' copies (qaddmul.h: 16 lanes on
+    x86-64-v4, else 4, a scalar tail) give torch's bits at every cap of the
+    ISA: 16 * 37 + 7 elements (a row: 16 * 12 + 11) reach the wide loop,
+    the 4-lane one and the tail."""
+    a, b = int8((1, 3, 7, 29), 5), int8(b_shape, 6)
     sa, za, sb, zb, so, zo = 0.029, -11, 0.043, 6, 0.051, 2
     y = dq(a, sa, za) + dq(b, sb, zb) if name == "add" else dq(a, sa, za) * dq(b, sb, zb)
     expected = quant(y, so, zo)
@@ -151,6 +159,8 @@ LUT_CASES = {
     "gelu": (F.gelu, (2, 3, 5)),
     "hardsigmoid": (F.hardsigmoid, (1, 3, 5, 5)),
     "tanh": (torch.tanh, (7,)),
+    # AVX-512 VBMI's 64-byte steps and a masked last step.
+    "hardswish_long": (F.hardswish, (1, 3, 11, 13)),
 }
 
 
@@ -164,6 +174,24 @@ def test_qlut_matches_reference(runtime, case, qparams):
     expected = quant(fn(dq(x, si, zi)), so, zo)
     actual = run_op(runtime, "pare::qlut", [x], constants=[table_of(fn, si, zi, so, zo)])
     assert_equal(actual, expected)
+
+
+def test_qlut_isa_copies_agree(runtime):
+    """The table lookup's copies (64 bytes per step with AVX-512 VBMI, else
+    one byte at a time) give the reference's bits at every cap of the ISA:
+    every int8 value, 6 x 64 + 37 bytes."""
+    x = torch.cat([torch.arange(-128, 128, dtype=torch.int32).to(torch.int8), int8((165,), 7)])
+    table = table_of(F.hardswish, 0.05, -9, 0.03, -100)
+    expected = quant(F.hardswish(dq(x, 0.05, -9)), 0.03, -100)
+    caps = ["x86_64_v3", "x86_64_baseline"] if runtime.kernel_isa.startswith("x86_64") else []
+    try:
+        for cap in [None, *caps]:
+            if cap:
+                runtime.set_max_isa(cap)
+            assert_equal(run_op(runtime, "pare::qlut", [x], constants=[table]), expected)
+    finally:
+        if caps:
+            runtime.set_max_isa("x86_64_v4")  # process-wide: leave the other tests uncapped
 
 
 # (input shape, kernel_size, stride, padding, dilation, ceil_mode): the vector
