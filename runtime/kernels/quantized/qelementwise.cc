@@ -299,8 +299,15 @@ Error pare_qmean(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs) {
     int8_t* y = out->data_as<int8_t>();
     for (int64_t o = 0; o < outer; ++o) {
       const int8_t* row = x + o * inner;
+      // int32 sums of blocks of at most 2^23 values (|sum| < 2^30: exact),
+      // which vectorise, where an int64 sum per byte does not.
       int64_t sum = 0;
-      for (int64_t i = 0; i < inner; ++i) sum += row[i];
+      for (int64_t b = 0; b < inner; b += int64_t{1} << 23) {
+        const int64_t e = inner - b < (int64_t{1} << 23) ? inner : b + (int64_t{1} << 23);
+        int32_t block = 0;
+        for (int64_t i = b; i < e; ++i) block += row[i];
+        sum += block;
+      }
       const double centered = static_cast<double>(sum - inner * in_zp);
       y[o] = q(static_cast<float>(centered * scale_per_element));
     }
