@@ -65,12 +65,14 @@ PARE_ALWAYS_INLINE void fill(int8_t* d, int8_t value, int64_t n) {
   if (n > 0) __builtin_memset(d, value, static_cast<size_t>(n));
 }
 
-// The im2col matrix of one (image, group), channel-major: row (c, ky, kx),
-// in the weights' order, holds that tap of every output pixel (oy out_w +
-// ox), padding as the zero point; gemm_columns reads it as it reads a 1x1
-// layer's image. A row's inside is a (strided) copy of an input row.
-void im2col_columns(const conv::Geometry& g, const int8_t* image, int8_t zero_point, int8_t* columns) {
-  const int64_t p = g.planes_out();
+// The im2col matrix of one (image, group) for output rows [oy0, oy1),
+// channel-major: row (c, ky, kx), in the weights' order, holds that tap of
+// each of those output pixels ((oy - oy0) out_w + ox), padding as the zero
+// point; gemm_columns reads it as it reads a 1x1 layer's image. A row's
+// inside is a (strided) copy of an input row.
+void im2col_columns(const conv::Geometry& g, const int8_t* image, int8_t zero_point, int64_t oy0, int64_t oy1,
+                    int8_t* columns) {
+  const int64_t p = (oy1 - oy0) * g.out_w;
   for (int64_t c = 0; c < g.cg; ++c) {
     const int8_t* plane = image + c * g.planes_in();
     for (int64_t ky = 0; ky < g.kh; ++ky) {
@@ -80,8 +82,8 @@ void im2col_columns(const conv::Geometry& g, const int8_t* image, int8_t zero_po
         int64_t lo = 0;
         int64_t hi = 0;
         conv::valid_range(offset, g.sw, g.width, g.out_w, &lo, &hi);
-        for (int64_t oy = 0; oy < g.out_h; ++oy) {
-          int8_t* d = dst + oy * g.out_w;
+        for (int64_t oy = oy0; oy < oy1; ++oy) {
+          int8_t* d = dst + (oy - oy0) * g.out_w;
           const int64_t iy = oy * g.sh - g.ph + ky * g.dh;
           if (iy < 0 || iy >= g.height || lo >= hi) {
             fill(d, zero_point, g.out_w);
@@ -162,11 +164,19 @@ Error QConv2dPackedParams::run(KernelContext& ctx, const Tensor& input, Value& o
     }
   }
 #endif
+  // Output rows per im2col matrix: all of them, but a layer of fewer than
+  // 4 input channels (whose matrix is many times its image: an RGB stem's
+  // 27 or 147 rows per pixel) writes at most about 64 KB at a time.
+  int64_t chunk_rows = g.out_h;
+  if (!pointwise && g.cg < 4) {
+    const int64_t rows = (int64_t{64} << 10) / (k * g.out_w);
+    chunk_rows = rows < 1 ? 1 : rows < g.out_h ? rows : g.out_h;
+  }
   int8_t* columns = nullptr;
   if (!pointwise) {
     int64_t bytes = 0;
-    PARE_CHECK_OR_RETURN(ctx, !__builtin_mul_overflow(k, p, &bytes) && bytes <= (int64_t{1} << 40), Error::InvalidShape,
-                         "the input is too large for this layer's im2col matrix (%lld x %lld)",
+    PARE_CHECK_OR_RETURN(ctx, !__builtin_mul_overflow(k, chunk_rows * g.out_w, &bytes) && bytes <= (int64_t{1} << 40),
+                         Error::InvalidShape, "the input is too large for this layer's im2col matrix (%lld x %lld)",
                          static_cast<long long>(k), static_cast<long long>(p));
     PARE_TRY_ASSIGN(void* memory, ctx.allocate_scratch(static_cast<size_t>(bytes)));
     columns = static_cast<int8_t*>(memory);
@@ -177,10 +187,18 @@ Error QConv2dPackedParams::run(KernelContext& ctx, const Tensor& input, Value& o
       const int8_t* group_weight = weight + grp * g.og * k;
       const GemmRequantization rq = channels_from(requantization, grp * g.og, output_min, output_max);
       const kernels::qgemm::Output dst{y + g.group_output(n, grp), /*channel_stride=*/p, /*pixel_stride=*/1};
-      if (!pointwise) im2col_columns(g, group_image, static_cast<int8_t>(input_zero_point), columns);
       const void* group_packed = layer_packed == nullptr ? nullptr : layer_packed + grp * packed_group_bytes;
-      kernels::qgemm::gemm_columns(g.og, p, k, group_weight, group_packed, pointwise ? group_image : columns, rq, dst,
-                                   gemm_scratch);
+      if (pointwise) {
+        kernels::qgemm::gemm_columns(g.og, p, k, group_weight, group_packed, group_image, rq, dst, gemm_scratch);
+        continue;
+      }
+      for (int64_t oy0 = 0; oy0 < g.out_h; oy0 += chunk_rows) {
+        const int64_t oy1 = g.out_h - oy0 < chunk_rows ? g.out_h : oy0 + chunk_rows;
+        im2col_columns(g, group_image, static_cast<int8_t>(input_zero_point), oy0, oy1, columns);
+        const kernels::qgemm::Output rows{dst.data + oy0 * g.out_w, dst.channel_stride, dst.pixel_stride};
+        kernels::qgemm::gemm_columns(g.og, (oy1 - oy0) * g.out_w, k, group_weight, group_packed, columns, rq, rows,
+                                     gemm_scratch);
+      }
     }
   }
   return Error::Ok;

@@ -174,6 +174,10 @@ CONV_CASES = {
     "7x7_stride2": conv_case((1, 3, 23, 21), (8, 3, 7, 7), stride=(2, 2), padding=(3, 3)),
     "deep": conv_case((1, 64, 8, 8), (17, 64, 3, 3), padding=(1, 1)),
     "unbatched": conv_case((3, 9, 9), (5, 3, 3, 3), stride=(2, 2), padding=(1, 1)),
+    # Fewer than 4 input channels: the im2col matrix written about 64 KB of
+    # output rows at a time (qconv.cc; here 7 rows of 60, a last chunk of 5
+    # rows, batch 2).
+    "rgb_7x7_chunked_rows": conv_case((2, 3, 40, 60), (6, 3, 7, 7), padding=(3, 3)),
     # The VNNI copy's 8-channel x 48-pixel tiles (qgemm_vnni.cc): reductions
     # not a multiple of 4 (5, 27), 9 and 12 channels (a partial block),
     # partial tiles of 1, 2 and 3 vectors under masks (35, 49, 95 pixels),
