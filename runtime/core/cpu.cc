@@ -115,14 +115,25 @@ Isa cpu_isa() {
 #endif
 }
 
-bool x86_64_vnni() {
 #if defined(__x86_64__)
-  uint8_t known = __atomic_load_n(&g_x86_64_vnni, __ATOMIC_RELAXED);
+namespace {
+// Whether an x86-64-v4 CPU has the feature in bit `bit_index` of CPUID
+// leaf 7's ECX, probed once and kept in `*known_cache` (0: not asked yet,
+// 1: no, 2: yes).
+bool v4_leaf7_ecx_feature(uint8_t* known_cache, int bit_index) {
+  uint8_t known = __atomic_load_n(known_cache, __ATOMIC_RELAXED);
   if (known == 0) {
-    known = x86_64_level() == Isa::x86_64_v4 && bit(cpuid(7, 0).c, 11) ? 2 : 1;
-    __atomic_store_n(&g_x86_64_vnni, known, __ATOMIC_RELAXED);
+    known = x86_64_level() == Isa::x86_64_v4 && bit(cpuid(7, 0).c, bit_index) ? 2 : 1;
+    __atomic_store_n(known_cache, known, __ATOMIC_RELAXED);
   }
   return known == 2;
+}
+}  // namespace
+#endif
+
+bool x86_64_vnni() {
+#if defined(__x86_64__)
+  return v4_leaf7_ecx_feature(&g_x86_64_vnni, 11);
 #else
   return false;
 #endif
@@ -130,12 +141,7 @@ bool x86_64_vnni() {
 
 bool x86_64_vbmi() {
 #if defined(__x86_64__)
-  uint8_t known = __atomic_load_n(&g_x86_64_vbmi, __ATOMIC_RELAXED);
-  if (known == 0) {
-    known = x86_64_level() == Isa::x86_64_v4 && bit(cpuid(7, 0).c, 1) ? 2 : 1;
-    __atomic_store_n(&g_x86_64_vbmi, known, __ATOMIC_RELAXED);
-  }
-  return known == 2;
+  return v4_leaf7_ecx_feature(&g_x86_64_vbmi, 1);
 #else
   return false;
 #endif
