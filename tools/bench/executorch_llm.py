@@ -89,7 +89,11 @@ def _worker(spec_path: str, threads: int) -> int:
         lowered = to_edge_transform_and_lower(exported, partitioner=[XnnpackPartitioner()])
         return lowered.to_executorch(config).buffer
 
-    s = torch.export.Dim("s", min=1, max=model.config.max_seq - 1)
+    max_seq = getattr(getattr(model, "config", None), "max_seq", None)
+    if not isinstance(max_seq, int):  # the first line is the reason LineWorker reports
+        print(f"{spec_path}: the module has no config.max_seq (its KV cache's length; models/llm/_llm.py)", flush=True)
+        return 1
+    s = torch.export.Dim("s", min=1, max=max_seq - 1)
     dynamic = lower((torch.tensor([[0, 1]]), torch.tensor([0, 1])), ({1: s}, {0: s}))
     static = lower((torch.tensor([[0]]), torch.tensor([0])))
     runtime._unsafe_reset_threadpool(threads)
