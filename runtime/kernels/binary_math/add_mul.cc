@@ -17,9 +17,7 @@ namespace {
 
 Error add(KernelContext& ctx, const Operand& self, const Operand& other, const Scalar& alpha, Value& out) {
   Elementwise<2> e(ctx);
-  e.add_input(self, "self");
-  e.add_input(other, "other");
-  const ScalarType dtype = e.result_type();
+  const ScalarType dtype = e.add_inputs(self, other);
   PARE_TRY(check_alpha(ctx, dtype, alpha));
   PARE_TRY(e.prepare(out, dtype, dtype));
   return dispatch<tags::add_kernel>(ctx, dtype, [&](auto tt) -> Error {
@@ -68,8 +66,7 @@ Error aten_add_Scalar(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs) {
 Error aten_mul_Tensor(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs) {
   KernelArgs args(ctx, inputs, outputs, 2, 2, 1);
   Elementwise<2> e(ctx);
-  e.add_input(tensor_or_scalar(args, 0, "self"), "self");
-  e.add_input(tensor_or_scalar(args, 1, "other"), "other");
+  e.read_inputs(args);
   PARE_TRY(args.status());
   const ScalarType dtype = e.result_type();
   PARE_TRY(e.prepare(args.output(0), dtype, dtype));

@@ -67,9 +67,7 @@ Error sub(KernelContext& ctx, const Operand& self, const Operand& other, const S
                        "a mask use logical_not (the ~ operator)",
                        self.dtype() == ScalarType::Bool ? "self" : "other");
   Elementwise<2> e(ctx);
-  e.add_input(self, "self");
-  e.add_input(other, "other");
-  const ScalarType dtype = e.result_type();
+  const ScalarType dtype = e.add_inputs(self, other);
   PARE_TRY(check_alpha(ctx, dtype, alpha));
   PARE_TRY(e.prepare(out, dtype, dtype));
   // PyTorch subtracts by adding -alpha * other and converts -alpha to the
@@ -216,9 +214,7 @@ Error div_rounded(KernelContext& ctx, Elementwise<2>& e, const Operand& other, S
 
 Error div(KernelContext& ctx, const Operand& self, const Operand& other, RoundingMode mode, Value& out) {
   Elementwise<2> e(ctx);
-  e.add_input(self, "self");
-  e.add_input(other, "other");
-  const ScalarType common = e.result_type();
+  const ScalarType common = e.add_inputs(self, other);
   if (mode == RoundingMode::kNone) return div_true(ctx, e, other, common, out);
   PARE_CHECK_OR_RETURN(ctx, common != ScalarType::Bool, Error::UnsupportedDtype,
                        "argument 'rounding_mode': '%s' division of two Bool "
@@ -237,9 +233,7 @@ Error div(KernelContext& ctx, const Operand& self, const Operand& other, Roundin
 template <typename Tag, bool kFloor>
 Error modulo(KernelContext& ctx, const Operand& self, const Operand& other, Value& out) {
   Elementwise<2> e(ctx);
-  e.add_input(self, "self");
-  e.add_input(other, "other");
-  const ScalarType dtype = e.result_type();
+  const ScalarType dtype = e.add_inputs(self, other);
   PARE_CHECK_OR_RETURN(ctx, dtype != ScalarType::Bool, Error::UnsupportedDtype,
                        "arguments 'self' and 'other': %s of two Bool operands is not supported",
                        kFloor ? "remainder" : "fmod");
@@ -267,9 +261,7 @@ Error modulo(KernelContext& ctx, const Operand& self, const Operand& other, Valu
 // pow.Tensor_Tensor and pow.Scalar (a Python number base).
 Error pow_tensor_tensor(KernelContext& ctx, const Operand& self, const Operand& exponent, Value& out) {
   Elementwise<2> e(ctx);
-  e.add_input(self, "self");
-  e.add_input(exponent, "exponent");
-  const ScalarType dtype = e.result_type();
+  const ScalarType dtype = e.add_inputs(self, exponent, "exponent");
   PARE_CHECK_OR_RETURN(ctx, dtype != ScalarType::Bool, Error::UnsupportedDtype,
                        "arguments 'self' and 'exponent': pow of two Bool "
                        "operands is not supported");
@@ -371,11 +363,9 @@ Error aten_mul_Scalar(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs) {
 
 // aten::div.Tensor(Tensor self, Tensor other) -> Tensor
 Error aten_div_Tensor(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs) {
-  KernelArgs args(ctx, inputs, outputs, 2, 2, 1);
-  const Operand self = tensor_or_scalar(args, 0, "self");
-  const Operand other = tensor_or_scalar(args, 1, "other");
-  PARE_TRY(args.status());
-  return div(ctx, self, other, RoundingMode::kNone, args.output(0));
+  return with_binary_operands(ctx, inputs, outputs, [&](const Operand& self, const Operand& other, Value& out) {
+    return div(ctx, self, other, RoundingMode::kNone, out);
+  });
 }
 
 // aten::div.Tensor_mode(Tensor self, Tensor other, *, str? rounding_mode) ->
@@ -412,11 +402,9 @@ Error aten_div_Scalar_mode(KernelContext& ctx, ValueSpan inputs, ValueSpan outpu
 
 // aten::remainder.Tensor(Tensor self, Tensor other) -> Tensor
 Error aten_remainder_Tensor(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs) {
-  KernelArgs args(ctx, inputs, outputs, 2, 2, 1);
-  const Operand self = tensor_or_scalar(args, 0, "self");
-  const Operand other = tensor_or_scalar(args, 1, "other");
-  PARE_TRY(args.status());
-  return modulo<tags::remainder_kernel, true>(ctx, self, other, args.output(0));
+  return with_binary_operands(ctx, inputs, outputs, [&](const Operand& self, const Operand& other, Value& out) {
+    return modulo<tags::remainder_kernel, true>(ctx, self, other, out);
+  });
 }
 
 // aten::remainder.Scalar(Tensor self, Scalar other) -> Tensor
@@ -426,11 +414,9 @@ Error aten_remainder_Scalar(KernelContext& ctx, ValueSpan inputs, ValueSpan outp
 
 // aten::fmod.Tensor(Tensor self, Tensor other) -> Tensor
 Error aten_fmod_Tensor(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs) {
-  KernelArgs args(ctx, inputs, outputs, 2, 2, 1);
-  const Operand self = tensor_or_scalar(args, 0, "self");
-  const Operand other = tensor_or_scalar(args, 1, "other");
-  PARE_TRY(args.status());
-  return modulo<tags::fmod_kernel, false>(ctx, self, other, args.output(0));
+  return with_binary_operands(ctx, inputs, outputs, [&](const Operand& self, const Operand& other, Value& out) {
+    return modulo<tags::fmod_kernel, false>(ctx, self, other, out);
+  });
 }
 
 // aten::fmod.Scalar(Tensor self, Scalar other) -> Tensor
@@ -517,9 +503,7 @@ Error aten_atan2(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs) {
   const Operand other = tensor_or_scalar(args, 1, "other");
   PARE_TRY(args.status());
   Elementwise<2> e(ctx);
-  e.add_input(self, "self");
-  e.add_input(other, "other");
-  const ScalarType common = e.result_type();
+  const ScalarType common = e.add_inputs(self, other);
   const ScalarType dtype = is_floating_type(common) ? common : ScalarType::Float;
   PARE_TRY(e.prepare(args.output(0), dtype, dtype));
   return PARE_DISPATCH(atan2_kernel, ctx, dtype, T, {

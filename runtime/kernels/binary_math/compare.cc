@@ -39,9 +39,7 @@ PARE_ALWAYS_INLINE bool compare(A a, A b) {
 template <typename Tag, Cmp kOp>
 Error comparison(KernelContext& ctx, const Operand& self, const Operand& other, Value& out) {
   Elementwise<2> e(ctx);
-  e.add_input(self, "self");
-  e.add_input(other, "other");
-  const ScalarType dtype = e.result_type();
+  const ScalarType dtype = e.add_inputs(self, other);
   PARE_TRY(e.prepare(out, dtype, ScalarType::Bool));
   return dispatch<Tag>(ctx, dtype, [&](auto tt) -> Error {
     using T = typename decltype(tt)::type;
@@ -54,11 +52,9 @@ Error comparison(KernelContext& ctx, const Operand& self, const Operand& other, 
 // <op>.Tensor(Tensor self, Tensor other) -> Tensor
 template <typename Tag, Cmp kOp>
 Error comparison_tensor(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs) {
-  KernelArgs args(ctx, inputs, outputs, 2, 2, 1);
-  const Operand self = tensor_or_scalar(args, 0, "self");
-  const Operand other = tensor_or_scalar(args, 1, "other");
-  PARE_TRY(args.status());
-  return comparison<Tag, kOp>(ctx, self, other, args.output(0));
+  return with_binary_operands(ctx, inputs, outputs, [&](const Operand& self, const Operand& other, Value& out) {
+    return comparison<Tag, kOp>(ctx, self, other, out);
+  });
 }
 
 // <op>.Scalar(Tensor self, Scalar other) -> Tensor
@@ -78,8 +74,7 @@ template <typename Tag, Logic kOp>
 Error logical(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs) {
   KernelArgs args(ctx, inputs, outputs, 2, 2, 1);
   Elementwise<2> e(ctx);
-  e.add_input(tensor_or_scalar(args, 0, "self"), "self");
-  e.add_input(tensor_or_scalar(args, 1, "other"), "other");
+  e.read_inputs(args);
   PARE_TRY(args.status());
   const ScalarType dtype = e.result_type();
   PARE_TRY(e.prepare(args.output(0), dtype, ScalarType::Bool));
@@ -107,8 +102,7 @@ template <typename Tag, bool kMax>
 Error extremum(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs) {
   KernelArgs args(ctx, inputs, outputs, 2, 2, 1);
   Elementwise<2> e(ctx);
-  e.add_input(tensor_or_scalar(args, 0, "self"), "self");
-  e.add_input(tensor_or_scalar(args, 1, "other"), "other");
+  e.read_inputs(args);
   PARE_TRY(args.status());
   const ScalarType dtype = e.result_type();
   PARE_TRY(e.prepare(args.output(0), dtype, dtype));
@@ -142,9 +136,7 @@ Error bitwise(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs) {
   const Operand other = tensor_or_scalar(args, 1, "other");
   PARE_TRY(args.status());
   Elementwise<2> e(ctx);
-  e.add_input(self, "self");
-  e.add_input(other, "other");
-  const ScalarType dtype = e.result_type();
+  const ScalarType dtype = e.add_inputs(self, other);
   PARE_CHECK_OR_RETURN(ctx, is_integral_type(dtype, /*include_bool=*/true), Error::UnsupportedDtype,
                        "arguments 'self' (%s) and 'other' (%s) must be integral or Bool, their result "
                        "type is %s; convert floating operands to an integer dtype first (x.to(torch.int64))",

@@ -7,6 +7,7 @@
 //   e.add_input(self, "self");
 //   e.add_input(other, "other");                 // a Tensor or a wrapped Scalar
 //   const ScalarType dtype = e.result_type();    // torch.result_type
+//   (or the three lines in one: e.add_inputs(self, other))
 //   PARE_TRY(e.prepare(out, /*compute=*/dtype, /*output=*/dtype));
 //   return PARE_DISPATCH(mul_kernel, ctx, dtype, T, {
 //     e.run<T, T>([](T a, T b) { return T(opmath_t<T>(a) * opmath_t<T>(b)); });
@@ -41,6 +42,18 @@ struct Operand {
 // exported graphs). Errors through `args`.
 Operand tensor_or_scalar(KernelArgs& args, size_t i, const char* name);
 
+// The argument reading of an `op(Tensor self, Tensor other) -> Tensor` entry
+// point: calls body(self, other, out), each operand a Tensor or a wrapped
+// number.
+template <typename Body>
+PARE_ALWAYS_INLINE Error with_binary_operands(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs, Body&& body) {
+  KernelArgs args(ctx, inputs, outputs, 2, 2, 1);
+  const Operand self = tensor_or_scalar(args, 0, "self");
+  const Operand other = tensor_or_scalar(args, 1, "other");
+  PARE_TRY(args.status());
+  return body(self, other, args.output(0));
+}
+
 // torch.result_type over the operands: dimensioned tensors win over 0-dim
 // tensors, which win over wrapped numbers, unless a lower priority operand
 // is of a higher category (bool < integral < floating).
@@ -67,6 +80,21 @@ bool broadcast_shapes(IntArrayRef a, IntArrayRef b, int64_t* out, size_t* out_di
 class ElementwiseBase {
  public:
   void add_input(const Operand& operand, const char* name);
+  // A binary op's two inputs, `self` and `other_name`; returns their result
+  // type.
+  ScalarType add_inputs(const Operand& self, const Operand& other, const char* other_name = "other") {
+    add_input(self, "self");
+    add_input(other, other_name);
+    return result_type();
+  }
+  // The same, read from `args` 0 (`self`) and 1 (`other`), each a Tensor or
+  // a wrapped number; the caller checks args.status() before result_type().
+  void read_inputs(KernelArgs& args) {
+    const Operand self = tensor_or_scalar(args, 0, "self");
+    const Operand other = tensor_or_scalar(args, 1, "other");
+    add_input(self, "self");
+    add_input(other, "other");
+  }
   ScalarType result_type() const {
     return pare::result_type(operands_, num_inputs_ < capacity_ ? num_inputs_ : capacity_);
   }
