@@ -139,6 +139,42 @@ bool x86_64_vnni() {
 #endif
 }
 
+#if defined(__x86_64__)
+namespace {
+// The level-2 data or unified cache that CPUID `leaf` (4 or 0x8000001D:
+// one sub-leaf per cache, the same fields) lists first; 0 if none.
+int64_t l2_of_leaf(uint32_t leaf) {
+  for (uint32_t sub = 0; sub < 16; ++sub) {
+    const Regs r = cpuid(leaf, sub);
+    const uint32_t type = r.a & 0x1fu;  // 0 no more caches, 1 data, 2 instruction, 3 unified
+    if (type == 0) break;
+    if (((r.a >> 5) & 7u) == 2 && type != 2) {
+      // ways x partitions x line size x sets
+      return int64_t{(r.b >> 22) + 1} * (((r.b >> 12) & 0x3ffu) + 1) * ((r.b & 0xfffu) + 1) * (int64_t{r.c} + 1);
+    }
+  }
+  return 0;
+}
+// 0: not asked yet, else 1 + the size in KB. Racing first calls store the same value.
+uint32_t g_l2_kb = 0;
+}  // namespace
+#endif
+
+int64_t l2_cache_bytes() {
+#if defined(__x86_64__)
+  uint32_t known = __atomic_load_n(&g_l2_kb, __ATOMIC_RELAXED);
+  if (known == 0) {
+    int64_t bytes = cpuid(0, 0).a >= 4 ? l2_of_leaf(4) : 0;
+    if (bytes == 0 && cpuid(0x80000000u, 0).a >= 0x8000001Du) bytes = l2_of_leaf(0x8000001Du);
+    known = static_cast<uint32_t>(bytes >> 10) + 1;
+    __atomic_store_n(&g_l2_kb, known, __ATOMIC_RELAXED);
+  }
+  return int64_t{known - 1} << 10;
+#else
+  return 0;
+#endif
+}
+
 bool x86_64_vbmi() {
 #if defined(__x86_64__)
   return v4_leaf7_ecx_feature(&g_x86_64_vbmi, 1);

@@ -51,6 +51,13 @@ bool x86_64_vnni();
 // false elsewhere.
 bool x86_64_vbmi();
 
+// The size in bytes of this core's level-2 cache, asked once: on x86_64
+// the first level-2 data or unified cache CPUID describes (leaf 4 on Intel,
+// 0x8000001D on AMD); 0 where it is not known (a CPU without those leaves,
+// other architectures). The float GEMM's loop blocking reads it
+// (gemm::blocking_for).
+int64_t l2_cache_bytes();
+
 // Caps kernel_isa() at `isa` (oneDNN's dnnl_set_max_cpu_isa): reproducible
 // results across CPUs, or the SSE2 path on an AVX2 machine in tests. One
 // process-wide setting; products already running finish on the ISA they

@@ -226,7 +226,10 @@ def kernels(request, runtime):
     return rt
 
 
-# m, k, n around the 6x16 tile, the 256-deep and 72-row / 256-column blocks.
+# m, k, n around the 6x16 tile, the 256-deep and 72-row / 256-column blocks,
+# and the 512-column blocks of a CPU with more than 1 MB of L2
+# (gemm::blocking_for): 512 columns exactly, one more, and two blocks and
+# an edge.
 GEMM_SHAPES = [
     (1, 1, 1),
     (6, 16, 16),
@@ -235,6 +238,9 @@ GEMM_SHAPES = [
     (13, 300, 33),
     (72, 256, 256),
     (73, 513, 272),
+    (13, 260, 512),
+    (79, 257, 513),
+    (7, 300, 1100),
     (1, 1000, 100),
     (0, 4, 3),
     (3, 0, 5),
@@ -396,3 +402,40 @@ def test_one_prepacked_program_for_every_isa(kernels, prepacked_program):
     exact = F.linear(x.double(), w.double(), b.double())
     magnitude = F.linear(x.double().abs(), w.double().abs(), b.double().abs())
     assert_within_dot_bound(torch.from_numpy(y), exact, magnitude, 301)
+
+
+# gemm::blocking_for, the loop blocking chosen from the L2's size (a pure
+# constexpr function, checked at compile time): the Zen 5's constants (1 MB)
+# for 1 MB or less and an unknown cache (0, arm64), wider B blocks above;
+# always whole register tiles and A panels, and a wider B block and the A
+# block within half the L2 that chose them.
+BLOCKING_CHECKS = r"""
+#include "runtime/kernels/common/gemm.h"
+namespace g = pare::gemm;
+static_assert(g::blocking_for(0).mc == 72 && g::blocking_for(0).nc == 256, "unknown cache: the Zen 5's");
+static_assert(g::blocking_for(512 << 10).nc == 256, "Zen 3, 512 KB");
+static_assert(g::blocking_for(1 << 20).mc == 72 && g::blocking_for(1 << 20).nc == 256, "Zen 5, 1 MB");
+static_assert(g::blocking_for(1280 << 10).mc == 72 && g::blocking_for(1280 << 10).nc == 512, "Ice Lake SP, 1.25 MB");
+static_assert(g::blocking_for(2 << 20).nc == 512, "Sapphire Rapids, 2 MB");
+constexpr bool sane(int64_t l2) {
+  const g::Blocking b = g::blocking_for(l2);
+  return b.mc > 0 && b.mc % g::kMR == 0 && b.nc > 0 && b.nc % g::kTileCols == 0 &&
+         (l2 <= (1 << 20) || (b.nc + b.mc) * g::kKC * 4 <= l2 / 2);
+}
+static_assert(sane(0) && sane(256 << 10) && sane(512 << 10) && sane(1 << 20) && sane((1 << 20) + 1) &&
+                  sane(1280 << 10) && sane(2 << 20) && sane(32 << 20), "whole tiles, within the cache");
+"""
+
+
+def test_gemm_blocking_follows_the_l2(tmp_path):
+    cxx = require_tool(runtime_build.CXX, package="clang-16")
+    src = tmp_path / "blocking.cc"
+    src.write_text(BLOCKING_CHECKS)
+    flags = [
+        *runtime_build.HOUSE_FLAGS,
+        "-fsyntax-only",
+        f"-I{runtime_build.REPO}",
+        f"-I{runtime_build.DEFAULT_SELECTION}",
+    ]
+    r = subprocess.run([cxx, *flags, str(src)], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr

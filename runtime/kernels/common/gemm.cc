@@ -59,6 +59,10 @@ void prepack_a(const MatrixView<float>& a, float* dst) {
   }
 }
 
+#if defined(__x86_64__)
+Blocking blocking() { return blocking_for(cpu::l2_cache_bytes()); }
+#endif
+
 #if defined(PARE_X86_64_DISPATCH)
 TileKernel tile_kernel() {
   switch (cpu::kernel_isa()) {
@@ -85,8 +89,9 @@ void sgemm_blocks(int64_t m, int64_t n, int64_t k, const BlockPacker& pack_a_blo
                   int64_t col0) {
   if (m == 0 || n == 0) return;
   const TileKernel tile_fn = tile_kernel();
-  for (int64_t j0 = 0; j0 < n; j0 += kNC) {
-    const int64_t nc = n - j0 < kNC ? n - j0 : kNC;
+  const Blocking blocks = blocking();
+  for (int64_t j0 = 0; j0 < n; j0 += blocks.nc) {
+    const int64_t nc = n - j0 < blocks.nc ? n - j0 : blocks.nc;
     // One block of depth 0 when k is 0: the tiles store C as Output says of a zero A B.
     for (int64_t p0 = 0; p0 < k || p0 == 0; p0 += kKC) {
       const int64_t kc = k - p0 < kKC ? k - p0 : kKC;
@@ -100,8 +105,8 @@ void sgemm_blocks(int64_t m, int64_t n, int64_t k, const BlockPacker& pack_a_blo
       // (No residual code in a runtime without prepacked_residual_kernel.)
       const float* residual =
           last && kernel_dtype_selected(TagId::prepacked_residual_kernel, ScalarType::Float) ? out.residual : nullptr;
-      for (int64_t i0 = 0; i0 < m; i0 += kMC) {
-        const int64_t mc = m - i0 < kMC ? m - i0 : kMC;
+      for (int64_t i0 = 0; i0 < m; i0 += blocks.mc) {
+        const int64_t mc = m - i0 < blocks.mc ? m - i0 : blocks.mc;
         const float* a_block = pack_a_block(row0 + i0, mc, p0, kc, a_scratch);
         for (int64_t jr = 0; jr < nc; jr += kTileCols) {
           const int64_t nr = nc - jr < kTileCols ? nc - jr : kTileCols;

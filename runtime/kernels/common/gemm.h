@@ -66,6 +66,32 @@ constexpr int64_t kPrefetchADepths = kKC;
 constexpr int64_t kMC = 72;   // multiple of kMR; 72 x 256 floats = 72 KB of packed A
 constexpr int64_t kNC = 256;  // multiple of kTileCols; 256 x 256 floats = 256 KB of packed B
 
+// The loop blocking of one product: rows of A per packed block (mc, a
+// multiple of kMR) and columns of B (nc, a multiple of kTileCols). Unlike
+// kKC, kMR and the panel widths they are not part of any packed layout (a
+// prepacked operand is addressed per block by PrepackedA / PrepackedB), so
+// they follow the CPU: the level-2 cache holds a kKC x nc block of B and
+// a kMC x kKC block of A while the tiles sweep them. kMC and kNC were
+// chosen on a Zen 5 (1 MB L2); an L2 of 1.25 MB or more takes B blocks of
+// 512 columns (512 KB), half as many passes over A, which a per-call
+// packer packs again for every block of columns: on an Ice Lake Xeon, mm
+// at n = 1,024 ran 1.12-1.20x faster (docs/performance.md, "SGEMM against
+// the core's peak"). Unknown caches (0) and other architectures take the
+// Zen's.
+struct Blocking {
+  int64_t mc;
+  int64_t nc;
+};
+constexpr Blocking blocking_for(int64_t l2_bytes) {
+  return {kMC, l2_bytes >= (int64_t{1280} << 10) ? 2 * kNC : kNC};  // 1.25 MB: Ice Lake SP, Sapphire Rapids
+}
+// This CPU's (cpu::l2_cache_bytes(), probed once).
+#if defined(__x86_64__)
+Blocking blocking();
+#else
+constexpr Blocking blocking() { return blocking_for(0); }
+#endif
+
 constexpr int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
 
 // Element (i, j) at data[i * row_stride + j * col_stride].
@@ -293,10 +319,12 @@ constexpr TileKernel tile_kernel() { return PARE_SIMD_ISA::tile; }
 // Scratch floats an on-the-fly A or B packer needs (prepacked operands need
 // none and may be given null).
 inline size_t a_scratch_floats(int64_t m, int64_t k) {
-  return static_cast<size_t>((k < kKC ? k : kKC) * round_up(m < kMC ? m : kMC, kMR));
+  const int64_t mc = blocking().mc;
+  return static_cast<size_t>((k < kKC ? k : kKC) * round_up(m < mc ? m : mc, kMR));
 }
 inline size_t b_scratch_floats(int64_t n, int64_t k) {
-  return static_cast<size_t>((k < kKC ? k : kKC) * round_up(n < kNC ? n : kNC, kTileCols));
+  const int64_t nc = blocking().nc;
+  return static_cast<size_t>((k < kKC ? k : kKC) * round_up(n < nc ? n : nc, kTileCols));
 }
 
 // A block packer (PrepackedA, StridedB, Im2ColPanels, ...) behind a
