@@ -75,25 +75,43 @@ void pack_block(const int8_t* w, int64_t k, int mr, int32_t* packed) {
   }
 }
 
+// A 16-lane mask moved to 128-bit lane j of 64 bytes, and the address
+// that puts `at` at that lane's first byte (lanes before it never read).
+PARE_ALWAYS_INLINE __mmask64 lane_mask(__mmask16 mask, int j) { return static_cast<__mmask64>(mask) << (16 * j); }
+PARE_ALWAYS_INLINE const void* lane_base(const int8_t* at, int j) {
+  return reinterpret_cast<const void*>(reinterpret_cast<uintptr_t>(at) - static_cast<uintptr_t>(16 * j));
+}
+
+// interleave4 of the 4 128-bit lanes of rows: byte 4 p + j of the result
+// is byte p of lane j. Two shuffles (AVX-512F/BW only, no VBMI): a 4 x 4
+// transpose of int32 across lanes (lane l's int32 j <- lane j's int32 l:
+// row j's bytes 4 l .. 4 l + 3), then of bytes within each int32 group.
+PARE_ALWAYS_INLINE __m512i interleave_lanes(__m512i rows) {
+  const __m512i across = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+  const __m512i within = _mm512_broadcast_i32x4(_mm_setr_epi8(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15));
+  return _mm512_shuffle_epi8(_mm512_permutexvar_epi32(across, rows), within);
+}
+
 // NV * 16 columns of x [k, pixels] (rows ldx apart, from x; nr of them
 // real, the rest read as 0) as the tile reads them: per quad q, NV
 // vectors of 16 lanes (x[4q, p], .., x[4q + 3, p]) + 128 as bytes (0x80
 // for a row past k, whose weights are 0).
 template <int NV>
 void pack_x_tile(int64_t k, const int8_t* x, int64_t ldx, int nr, __m512i* PARE_RESTRICT dst) {
-  const __m128i flip = _mm_set1_epi8(static_cast<char>(0x80));
+  const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
   __mmask16 mask[NV];
   for (int v = 0; v < NV; ++v) mask[v] = pixel_mask(nr - 16 * v);
   const int64_t nq = quads(k);
   for (int64_t q = 0; q < nq; ++q) {
     for (int v = 0; v < NV; ++v) {
-      __m128i a[4];
+      // Row 4q + j in 128-bit lane j (masked lanes never read; a row past
+      // k stays 0).
+      __m512i rows = _mm512_setzero_si512();
       for (int j = 0; j < 4; ++j) {
         const int64_t i = 4 * q + j;
-        a[j] = i < k ? _mm_maskz_loadu_epi8(mask[v], x + i * ldx + 16 * v) : _mm_setzero_si128();
-        a[j] = _mm_xor_si128(a[j], flip);
+        if (i < k) rows = _mm512_mask_loadu_epi8(rows, lane_mask(mask[v], j), lane_base(x + i * ldx + 16 * v, j));
       }
-      _mm512_store_si512(dst + q * NV + v, interleave4(a[0], a[1], a[2], a[3]));
+      _mm512_store_si512(dst + q * NV + v, interleave_lanes(_mm512_xor_si512(rows, flip)));
     }
   }
 }
@@ -157,23 +175,24 @@ PARE_ALWAYS_INLINE int tap_loads(const ImageColumns& s, int64_t ky, int64_t kx, 
   return n;
 }
 
-// A row of the im2col matrix at one vector: the zero point, then its
-// loads (stride 1: masked byte loads; stride 2: the even bytes of masked
-// 32-byte loads).
+// A row of the im2col matrix at one vector into 128-bit lane j of rows
+// (which holds the zero point there): its loads (stride 1: masked byte
+// loads; stride 2: the even bytes of masked 32-byte loads, into 256-bit
+// half j of `wide`, narrowed by the caller).
 template <int64_t kStride>
-PARE_ALWAYS_INLINE __m128i image_row(const int8_t* plane, const TapLoad* loads, int n, __m128i zero_point) {
-  __m128i r = zero_point;
+PARE_ALWAYS_INLINE __m512i image_row(const int8_t* plane, const TapLoad* loads, int n, int j, __m512i rows) {
   for (int i = 0; i < n; ++i) {
-    const void* at =
-        reinterpret_cast<const void*>(reinterpret_cast<uintptr_t>(plane) + static_cast<uintptr_t>(loads[i].offset));
+    const int8_t* at =
+        reinterpret_cast<const int8_t*>(reinterpret_cast<uintptr_t>(plane) + static_cast<uintptr_t>(loads[i].offset));
     if constexpr (kStride == 1) {
-      r = _mm_mask_loadu_epi8(r, loads[i].mask, at);
+      rows = _mm512_mask_loadu_epi8(rows, lane_mask(loads[i].mask, j), lane_base(at, j));
     } else {
-      const __m256i wide = _mm256_maskz_loadu_epi8(_pdep_u32(loads[i].mask, 0x55555555u), at);
-      r = _mm_mask_blend_epi8(loads[i].mask, r, _mm256_cvtepi16_epi8(wide));
+      const __mmask64 even = static_cast<__mmask64>(_pdep_u32(loads[i].mask, 0x55555555u)) << (32 * j);
+      rows = _mm512_mask_loadu_epi8(
+          rows, even, reinterpret_cast<const void*>(reinterpret_cast<uintptr_t>(at) - static_cast<uintptr_t>(32 * j)));
     }
   }
-  return r;
+  return rows;
 }
 
 // The most taps (kh kw) and output-row segments per vector the image
@@ -187,8 +206,6 @@ constexpr int kMaxSegments = 4;
 // serve every input channel.
 template <int NV, int64_t kStride>
 void pack_image_tile(const ImageColumns& s, int64_t k, int64_t p0, int nr, __m512i* PARE_RESTRICT dst) {
-  const __m128i flip = _mm_set1_epi8(static_cast<char>(0x80));
-  const __m128i zero_point = _mm_set1_epi8(s.zero_point);
   const int64_t taps = s.kh * s.kw;
   TapLoad loads[kMaxImageTaps][NV][kMaxSegments];
   int8_t count[kMaxImageTaps][NV];
@@ -204,23 +221,35 @@ void pack_image_tile(const ImageColumns& s, int64_t k, int64_t p0, int nr, __m51
   const int8_t* plane = s.image;
   int64_t t = 0;
   const int64_t nq = quads(k);
+  // Per quad and vector, its 4 rows in the 4 128-bit lanes of one vector
+  // (stride 2: rows 0, 1 and 2, 3 in the halves of two, narrowed to
+  // their even bytes), flipped and interleaved at once: a row past k
+  // stays the zero point (its weights are 0).
+  const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
+  const __m512i zero_point = _mm512_set1_epi8(s.zero_point);
   for (int64_t q = 0; q < nq; ++q) {
-    __m128i a[4][NV];
-    for (int j = 0; j < 4; ++j) {
-      if (4 * q + j < k) {
-        for (int v = 0; v < NV; ++v) {
-          a[j][v] = _mm_xor_si128(image_row<kStride>(plane, loads[t][v], count[t][v], zero_point), flip);
+    __m512i rows[2][NV];
+    for (int v = 0; v < NV; ++v) rows[0][v] = rows[1][v] = zero_point;
+    for (int j = 0; j < 4 && 4 * q + j < k; ++j) {
+      for (int v = 0; v < NV; ++v) {
+        if constexpr (kStride == 1) {
+          rows[0][v] = image_row<1>(plane, loads[t][v], count[t][v], j, rows[0][v]);
+        } else {
+          rows[j >> 1][v] = image_row<2>(plane, loads[t][v], count[t][v], j & 1, rows[j >> 1][v]);
         }
-        if (++t == taps) {
-          t = 0;
-          plane += plane_bytes;
-        }
-      } else {
-        for (int v = 0; v < NV; ++v) a[j][v] = flip;  // past k: the weights are 0
+      }
+      if (++t == taps) {
+        t = 0;
+        plane += plane_bytes;
       }
     }
     for (int v = 0; v < NV; ++v) {
-      _mm512_store_si512(dst + q * NV + v, interleave4(a[0][v], a[1][v], a[2][v], a[3][v]));
+      __m512i r = rows[0][v];
+      if constexpr (kStride == 2) {
+        r = _mm512_inserti64x4(_mm512_castsi256_si512(_mm512_cvtepi16_epi8(rows[0][v])),
+                               _mm512_cvtepi16_epi8(rows[1][v]), 1);
+      }
+      _mm512_store_si512(dst + q * NV + v, interleave_lanes(_mm512_xor_si512(r, flip)));
     }
   }
 }
