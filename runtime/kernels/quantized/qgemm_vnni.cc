@@ -22,8 +22,10 @@
 // 4 weights per channel against three vectors of 16 pixels x 4 bytes. x
 // [k, pixels] is packed per panel of tiles as the tile reads it (per 4 rows
 // of x, 64 contiguous bytes per 16 pixels), read once and reused by every
-// channel block while it stays in L2; a plane's last pixels are a partial
-// tile loaded and stored under AVX-512 masks.
+// channel block while it stays in L2 (each 64-byte vector's 4 rows loaded
+// into its 4 128-bit lanes and interleaved by 2 shuffles,
+// interleave_lanes); a plane's last pixels are a partial tile loaded and
+// stored under AVX-512 masks.
 //
 // A convolution's im2col matrix is never written (gemm_image_vnni): the
 // tiles are packed straight from the image, each tap's masked loads (per

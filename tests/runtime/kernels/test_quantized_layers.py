@@ -195,6 +195,11 @@ CONV_CASES = {
     "vnni_image_5_wide_dilated": conv_case((1, 6, 9, 9), (10, 6, 3, 3), padding=(2, 0), dilation=(1, 2)),
     "vnni_image_stride_1x2_groups": conv_case((2, 8, 11, 40), (12, 4, 5, 3), stride=(1, 2), padding=(2, 3), groups=2),
     "vnni_image_stride3": conv_case((1, 4, 13, 50), (9, 4, 3, 3), stride=(3, 3), padding=(1, 1)),
+    # Each quad's 4 rows loaded into one vector's 4 lanes: at stride 2, a
+    # last quad of 3 rows (k = 63) and vectors over 3 output rows (6 wide),
+    # batch 2; at stride 1, a 7x7 filter over 5 channels (k = 245).
+    "vnni_image_stride2_k63": conv_case((2, 7, 12, 11), (9, 7, 3, 3), stride=(2, 2), padding=(1, 1)),
+    "vnni_image_7x7_k245": conv_case((1, 5, 12, 13), (10, 5, 7, 7), padding=(3, 3)),
     # Its depthwise plane: stride 1 in flat order over the padded columns
     # (many 64-output chunks, a partial last one), rows of 64 outputs at
     # stride (2, 1), rows of 32 at stride 2 (two chunks), no padding, 7x7
