@@ -22,10 +22,10 @@
 // 4 weights per channel against three vectors of 16 pixels x 4 bytes. x
 // [k, pixels] is packed per panel of tiles as the tile reads it (per 4 rows
 // of x, 64 contiguous bytes per 16 pixels), read once and reused by every
-// channel block while it stays in L2 (each 64-byte vector's 4 rows loaded
-// into its 4 128-bit lanes and interleaved by 2 shuffles,
-// interleave_lanes); a plane's last pixels are a partial tile loaded and
-// stored under AVX-512 masks.
+// channel block while it stays in L2 (from the image, each 64-byte
+// vector's 4 rows side by side in one register and interleaved by 2
+// shuffles, interleave_lanes); a plane's last pixels are a partial tile
+// loaded and stored under AVX-512 masks.
 //
 // A convolution's im2col matrix is never written (gemm_image_vnni): the
 // tiles are packed straight from the image, each tap's masked loads (per
@@ -100,20 +100,19 @@ PARE_ALWAYS_INLINE __m512i interleave_lanes(__m512i rows) {
 // for a row past k, whose weights are 0).
 template <int NV>
 void pack_x_tile(int64_t k, const int8_t* x, int64_t ldx, int nr, __m512i* PARE_RESTRICT dst) {
-  const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
+  const __m128i flip = _mm_set1_epi8(static_cast<char>(0x80));
   __mmask16 mask[NV];
   for (int v = 0; v < NV; ++v) mask[v] = pixel_mask(nr - 16 * v);
   const int64_t nq = quads(k);
   for (int64_t q = 0; q < nq; ++q) {
     for (int v = 0; v < NV; ++v) {
-      // Row 4q + j in 128-bit lane j (masked lanes never read; a row past
-      // k stays 0).
-      __m512i rows = _mm512_setzero_si512();
+      __m128i a[4];
       for (int j = 0; j < 4; ++j) {
         const int64_t i = 4 * q + j;
-        if (i < k) rows = _mm512_mask_loadu_epi8(rows, lane_mask(mask[v], j), lane_base(x + i * ldx + 16 * v, j));
+        a[j] = i < k ? _mm_maskz_loadu_epi8(mask[v], x + i * ldx + 16 * v) : _mm_setzero_si128();
+        a[j] = _mm_xor_si128(a[j], flip);
       }
-      _mm512_store_si512(dst + q * NV + v, interleave_lanes(_mm512_xor_si512(rows, flip)));
+      _mm512_store_si512(dst + q * NV + v, interleave4(a[0], a[1], a[2], a[3]));
     }
   }
 }
@@ -177,24 +176,23 @@ PARE_ALWAYS_INLINE int tap_loads(const ImageColumns& s, int64_t ky, int64_t kx, 
   return n;
 }
 
-// A row of the im2col matrix at one vector into 128-bit lane j of rows
-// (which holds the zero point there): its loads (stride 1: masked byte
-// loads; stride 2: the even bytes of masked 32-byte loads, into 256-bit
-// half j of `wide`, narrowed by the caller).
-template <int64_t kStride>
+// A row of the im2col matrix at one vector (stride 1: masked byte loads)
+// into 128-bit lane j of rows, which holds the zero point there.
 PARE_ALWAYS_INLINE __m512i image_row(const int8_t* plane, const TapLoad* loads, int n, int j, __m512i rows) {
   for (int i = 0; i < n; ++i) {
-    const int8_t* at =
-        reinterpret_cast<const int8_t*>(reinterpret_cast<uintptr_t>(plane) + static_cast<uintptr_t>(loads[i].offset));
-    if constexpr (kStride == 1) {
-      rows = _mm512_mask_loadu_epi8(rows, lane_mask(loads[i].mask, j), lane_base(at, j));
-    } else {
-      const __mmask64 even = static_cast<__mmask64>(_pdep_u32(loads[i].mask, 0x55555555u)) << (32 * j);
-      rows = _mm512_mask_loadu_epi8(
-          rows, even, reinterpret_cast<const void*>(reinterpret_cast<uintptr_t>(at) - static_cast<uintptr_t>(32 * j)));
-    }
+    rows = _mm512_mask_loadu_epi8(rows, lane_mask(loads[i].mask, j), lane_base(plane + loads[i].offset, j));
   }
   return rows;
+}
+
+// The same at stride 2 into 32 bytes: the even bytes of masked 32-byte
+// loads (the odd bytes the zero point; 64-byte loads into a vector's
+// halves split cache lines more often and ran slower).
+PARE_ALWAYS_INLINE __m256i image_row_stride2(const int8_t* plane, const TapLoad* loads, int n, __m256i wide) {
+  for (int i = 0; i < n; ++i) {
+    wide = _mm256_mask_loadu_epi8(wide, _pdep_u32(loads[i].mask, 0x55555555u), plane + loads[i].offset);
+  }
+  return wide;
 }
 
 // The most taps (kh kw) and output-row segments per vector the image
@@ -224,20 +222,24 @@ void pack_image_tile(const ImageColumns& s, int64_t k, int64_t p0, int nr, __m51
   int64_t t = 0;
   const int64_t nq = quads(k);
   // Per quad and vector, its 4 rows in the 4 128-bit lanes of one vector
-  // (stride 2: rows 0, 1 and 2, 3 in the halves of two, narrowed to
-  // their even bytes), flipped and interleaved at once: a row past k
-  // stays the zero point (its weights are 0).
+  // (stride 2: each in 32 bytes, the 4 put side by side and narrowed to
+  // their even bytes), flipped and interleaved at once: a row past k stays
+  // the zero point (its weights are 0).
   const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
   const __m512i zero_point = _mm512_set1_epi8(s.zero_point);
   for (int64_t q = 0; q < nq; ++q) {
-    __m512i rows[2][NV];
-    for (int v = 0; v < NV; ++v) rows[0][v] = rows[1][v] = zero_point;
+    __m512i rows[NV];
+    __m256i wide[4][NV];
+    for (int v = 0; v < NV; ++v) {
+      rows[v] = zero_point;
+      for (int j = 0; j < 4; ++j) wide[j][v] = _mm512_castsi512_si256(zero_point);
+    }
     for (int j = 0; j < 4 && 4 * q + j < k; ++j) {
       for (int v = 0; v < NV; ++v) {
         if constexpr (kStride == 1) {
-          rows[0][v] = image_row<1>(plane, loads[t][v], count[t][v], j, rows[0][v]);
+          rows[v] = image_row(plane, loads[t][v], count[t][v], j, rows[v]);
         } else {
-          rows[j >> 1][v] = image_row<2>(plane, loads[t][v], count[t][v], j & 1, rows[j >> 1][v]);
+          wide[j][v] = image_row_stride2(plane, loads[t][v], count[t][v], wide[j][v]);
         }
       }
       if (++t == taps) {
@@ -246,10 +248,11 @@ void pack_image_tile(const ImageColumns& s, int64_t k, int64_t p0, int nr, __m51
       }
     }
     for (int v = 0; v < NV; ++v) {
-      __m512i r = rows[0][v];
+      __m512i r = rows[v];
       if constexpr (kStride == 2) {
-        r = _mm512_inserti64x4(_mm512_castsi256_si512(_mm512_cvtepi16_epi8(rows[0][v])),
-                               _mm512_cvtepi16_epi8(rows[1][v]), 1);
+        const __m512i a = _mm512_inserti64x4(_mm512_castsi256_si512(wide[0][v]), wide[1][v], 1);
+        const __m512i b = _mm512_inserti64x4(_mm512_castsi256_si512(wide[2][v]), wide[3][v], 1);
+        r = _mm512_inserti64x4(_mm512_castsi256_si512(_mm512_cvtepi16_epi8(a)), _mm512_cvtepi16_epi8(b), 1);
       }
       _mm512_store_si512(dst + q * NV + v, interleave_lanes(_mm512_xor_si512(r, flip)));
     }
