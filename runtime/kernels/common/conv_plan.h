@@ -225,13 +225,22 @@ PARE_ALWAYS_INLINE Algorithm choose_packed(const Geometry& g, WeightLayout layou
 // [pixels, k] of the int8 input (padding reads as the input zero point) in
 // scratch, then the GEMM. Weights as given (layout AsGiven) for all three.
 enum class Int8Algorithm : uint8_t {
-  Depthwise,      // direct kernel over NCHW planes
+  Depthwise,          // direct kernel over NCHW planes
+  DepthwiseChannels,  // direct kernel across 16 channels of an output pixel, small planes (x86_64 VNNI; else Depthwise)
   PointwiseGemm,  // a 1x1, stride 1, unpadded layer: the image [cg, H*W] as it is
   Im2colGemm,     // channel-major im2col [k, pixels], then the same GEMM
 };
 
+// A depthwise layer (channel multiplier 1, 16 channels or more) across
+// channels where its planes are small: up to 28x28 inputs, whose per-plane
+// work (qgemm::depthwise_plane) costs more than their taps.
+constexpr int64_t kDepthwiseChannelsMaxPixels = 28 * 28;
+
 PARE_ALWAYS_INLINE Int8Algorithm choose_int8(const Geometry& g) {
-  if (g.cg == 1) return Int8Algorithm::Depthwise;
+  if (g.cg == 1) {
+    const bool small = g.og == 1 && g.out_channels >= 16 && g.planes_in() <= kDepthwiseChannelsMaxPixels;
+    return small ? Int8Algorithm::DepthwiseChannels : Int8Algorithm::Depthwise;
+  }
   if (g.pointwise()) return Int8Algorithm::PointwiseGemm;
   return Int8Algorithm::Im2colGemm;
 }

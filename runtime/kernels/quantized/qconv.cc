@@ -121,7 +121,25 @@ Error QConv2dPackedParams::run(KernelContext& ctx, const Tensor& input, Value& o
   int8_t* y = result->data_as<int8_t>();
 
   const conv::Int8Algorithm algorithm = conv::choose_int8(g);
-  if (algorithm == conv::Int8Algorithm::Depthwise) {
+#if defined(PARE_X86_64_DISPATCH)
+  if (algorithm == conv::Int8Algorithm::DepthwiseChannels) {
+    kernels::qgemm::DepthwisePlane d{g.height, g.width, g.kh,    g.kw,    g.sh,    g.sw,
+                                     g.ph,     g.pw,    g.dh,    g.dw,    g.out_h, g.out_w,
+                                     nullptr,  nullptr, input_zero_point, nullptr};
+    if (kernels::qgemm::depthwise_channels_runs(d)) {
+      PARE_TRY_ASSIGN(void* scratch, ctx.allocate_scratch(static_cast<size_t>(
+                                         kernels::qgemm::depthwise_channels_bytes(d))));
+      d.padded = static_cast<int8_t*>(scratch);
+      const GemmRequantization rq = channels_from(requantization, 0, output_min, output_max);
+      for (int64_t n = 0; n < g.batch; ++n) {
+        kernels::qgemm::depthwise_channels(d, g.out_channels, image + n * g.in_channels * g.planes_in(), weight, rq,
+                                           y + n * g.out_channels * g.planes_out());
+      }
+      return Error::Ok;
+    }
+  }
+#endif
+  if (algorithm == conv::Int8Algorithm::Depthwise || algorithm == conv::Int8Algorithm::DepthwiseChannels) {
     PARE_TRY_ASSIGN(void* acc, ctx.allocate_scratch(static_cast<size_t>(g.out_w) * sizeof(int32_t)));
     PARE_TRY_ASSIGN(void* ranges, ctx.allocate_scratch(static_cast<size_t>(2 * g.kw) * sizeof(int64_t)));
     PARE_TRY_ASSIGN(void* padded, ctx.allocate_scratch(static_cast<size_t>(

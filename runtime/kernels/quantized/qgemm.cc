@@ -138,6 +138,20 @@ void depthwise_plane(const DepthwisePlane& d, const int8_t* plane, const int8_t*
   PARE_SIMD_ISA::depthwise_plane(d, plane, filter, correction, multiplier, offset, output_min, output_max, acc, out);
 }
 
+#if defined(PARE_X86_64_DISPATCH)
+bool depthwise_channels_runs(const DepthwisePlane& d) {
+  return vnni_runs() && x86_64_v4::depthwise_channels_vnni_runs(d);
+}
+
+int64_t depthwise_channels_bytes(const DepthwisePlane& d) { return x86_64_v4::depthwise_channels_vnni_bytes(d); }
+
+void depthwise_channels(const DepthwisePlane& d, int64_t channels, const int8_t* x, const int8_t* w,
+                        const Requantization& rq, int8_t* out) {
+  x86_64_v4::depthwise_channels_vnni(d, channels, x, w, rq.correction, rq.multiplier, rq.offset, rq.output_min,
+                                     rq.output_max, out);
+}
+#endif
+
 #undef PARE_QGEMM_X86_64_V3
 #undef PARE_QGEMM_VNNI
 

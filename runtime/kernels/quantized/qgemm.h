@@ -198,6 +198,19 @@ constexpr int64_t depthwise_padded_bytes(int64_t height, int64_t width, int64_t 
 void depthwise_plane(const DepthwisePlane& d, const int8_t* plane, const int8_t* filter, int32_t correction,
                      float multiplier, float offset, int32_t output_min, int32_t output_max, int32_t* acc, int8_t* out);
 
+#if defined(PARE_X86_64_DISPATCH)
+// The depthwise layer across channels (conv::Int8Algorithm::
+// DepthwiseChannels): whether it runs on this machine now for d's geometry
+// (the VNNI copy), its scratch (d.padded) and the call over `channels`
+// planes of one image, filter c of w ([channels, kh, kw]) and the
+// requantization's entry c for plane c; the same bits as depthwise_plane
+// plane by plane. (x86_64 at --//runtime:x86_64_isa=auto only.)
+bool depthwise_channels_runs(const DepthwisePlane& d);
+int64_t depthwise_channels_bytes(const DepthwisePlane& d);
+void depthwise_channels(const DepthwisePlane& d, int64_t channels, const int8_t* x, const int8_t* w,
+                        const Requantization& rq, int8_t* out);
+#endif
+
 // The kernels of each ISA's copy of qgemm_kernels.inc: this build's
 // (PARE_SIMD_ISA) and, at --//runtime:x86_64_isa=auto
 // (PARE_X86_64_DISPATCH), the x86-64-v3 copy.
@@ -244,6 +257,18 @@ void gemm_image_vnni(int64_t channels, int64_t pixels, int64_t k, const int8_t* 
 bool depthwise_plane_vnni_runs(const DepthwisePlane& d);
 void depthwise_plane_vnni(const DepthwisePlane& d, const int8_t* plane, const int8_t* filter, int32_t correction,
                           float multiplier, float offset, int32_t output_min, int32_t output_max, int8_t* out);
+// The depthwise layer across channels (vpdpbusd on 16 channels of an
+// output pixel; qgemm_vnni.cc), for the planes
+// depthwise_channels_vnni_runs() accepts: dilation 1 across, stride 1 or 2
+// across, at most 32 filter rows x quads of taps. `channels` planes of one
+// image in x and out, one filter of w ([channels, kh, kw]) each, with their
+// own requantization; d.padded: depthwise_channels_vnni_bytes(d) of
+// scratch (d.lo, d.hi unused).
+bool depthwise_channels_vnni_runs(const DepthwisePlane& d);
+int64_t depthwise_channels_vnni_bytes(const DepthwisePlane& d);
+void depthwise_channels_vnni(const DepthwisePlane& d, int64_t channels, const int8_t* x, const int8_t* w,
+                             const int32_t* correction, const float* multiplier, const float* offset,
+                             int32_t output_min, int32_t output_max, int8_t* out);
 // gemm_rows on vpdpbusd (the weights + 128 against x, 128 sum_k x taken
 // back out per pixel).
 void gemm_rows_vnni(int64_t channels, int64_t pixels, int64_t k, const int8_t* w, const int8_t* x,

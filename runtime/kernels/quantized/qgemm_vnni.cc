@@ -549,6 +549,180 @@ void depthwise_plane_vnni(const DepthwisePlane& d, const int8_t* plane, const in
   }
 }
 
+// The depthwise layer across channels (qgemm.h's depthwise_channels): 16
+// channels of an output pixel per vector, for the small planes whose
+// per-plane work (the padded copy, the filter's broadcasts, rows of 7 or 14
+// outputs in 64-lane vectors) outweighs their taps. Per block of 16
+// channels, each padded input row is turned channels-last (a 16x16 byte
+// transpose of 16 planes' rows, + 128 as in the plane kernel), then into
+// quads: Q[py][px] holds, per channel, the 4 bytes of pixels px .. px + 3,
+// as vpdpbusd reads them against a channel's 4 taps of a filter row. An
+// output pixel is kh * quads(kw) vpdpbusd (3 for a 3x3), its 16 channels
+// requantized at once with their own constants (requantize16: the same
+// bits), then 16 pixels' results transposed back to the planes.
+constexpr int64_t kMaxChannelQuads = 32;  // a filter's rows x quads of taps
+
+// v's 4 128-bit lanes (lane t: 16 bytes, b[t][0..15]) as 4 quads: lane L,
+// byte 4 i + t of the result is b[t][4 L + i] (a dword transpose across the
+// lanes, then a 4x4 byte transpose within each).
+PARE_ALWAYS_INLINE __m512i lane_quads(__m512i v) {
+  const __m512i dwords = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+  const __m512i bytes =
+      _mm512_broadcast_i32x4(_mm_setr_epi8(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15));
+  return _mm512_shuffle_epi8(_mm512_permutexvar_epi32(dwords, v), bytes);
+}
+
+// A 16x16 byte matrix transposed: row r (16 bytes) of m is lane r % 4 of
+// m[r / 4]; the result the same way.
+PARE_ALWAYS_INLINE void transpose16x16(__m512i m[4]) {
+  __m512i b[4];
+  for (int v = 0; v < 4; ++v) b[v] = lane_quads(m[v]);  // lane L of b[v]: block (v, L) transposed
+  const __m512i b01lo = _mm512_shuffle_i32x4(b[0], b[1], _MM_SHUFFLE(1, 0, 1, 0));
+  const __m512i b01hi = _mm512_shuffle_i32x4(b[0], b[1], _MM_SHUFFLE(3, 2, 3, 2));
+  const __m512i b23lo = _mm512_shuffle_i32x4(b[2], b[3], _MM_SHUFFLE(1, 0, 1, 0));
+  const __m512i b23hi = _mm512_shuffle_i32x4(b[2], b[3], _MM_SHUFFLE(3, 2, 3, 2));
+  const __m512i dwords = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+  // Lane k of every b[v], then its dwords transposed.
+  m[0] = _mm512_permutexvar_epi32(dwords, _mm512_shuffle_i32x4(b01lo, b23lo, _MM_SHUFFLE(2, 0, 2, 0)));
+  m[1] = _mm512_permutexvar_epi32(dwords, _mm512_shuffle_i32x4(b01lo, b23lo, _MM_SHUFFLE(3, 1, 3, 1)));
+  m[2] = _mm512_permutexvar_epi32(dwords, _mm512_shuffle_i32x4(b01hi, b23hi, _MM_SHUFFLE(2, 0, 2, 0)));
+  m[3] = _mm512_permutexvar_epi32(dwords, _mm512_shuffle_i32x4(b01hi, b23hi, _MM_SHUFFLE(3, 1, 3, 1)));
+}
+
+// The layout's sizes: quads per padded row (every pixel a chunk of 16
+// outputs, rounded up to 4, reads), pixels of the channels-last row.
+PARE_ALWAYS_INLINE int64_t quads_per_row(const DepthwisePlane& d) {
+  const int64_t reads = (d.out_w + 3) * d.sw + 4 * ((d.kw + 3) / 4);
+  return reads > d.width + 2 * d.pw ? reads : d.width + 2 * d.pw;
+}
+
+bool depthwise_channels_vnni_runs(const DepthwisePlane& d) {
+  return d.dw == 1 && (d.sw == 1 || d.sw == 2) && d.kh * ((d.kw + 3) / 4) <= kMaxChannelQuads;
+}
+
+int64_t depthwise_channels_vnni_bytes(const DepthwisePlane& d) {
+  const int64_t qw = quads_per_row(d);
+  return (d.height + 2 * d.ph) * qw * 64 + (qw + 4) * 16 + 64;
+}
+
+void depthwise_channels_vnni(const DepthwisePlane& d, int64_t channels, const int8_t* x, const int8_t* w,
+                             const int32_t* correction, const float* multiplier, const float* offset,
+                             int32_t output_min, int32_t output_max, int8_t* out) {
+  const int64_t qw = quads_per_row(d);
+  const int64_t rows = d.height + 2 * d.ph;
+  uint8_t* quads = reinterpret_cast<uint8_t*>(d.padded);  // [rows][qw][64]
+  uint8_t* row = quads + rows * qw * 64;                   // [qw + 4][16], channels last
+  const uint8_t border = static_cast<uint8_t>(d.zero_point) ^ 0x80u;
+  const __m512i border_v = _mm512_set1_epi8(static_cast<char>(border));
+  const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
+  // The border rows' quads, and the channels-last row's border, once: the
+  // blocks rewrite the inside only.
+  __builtin_memset(row, border, static_cast<size_t>((qw + 4) * 16));
+  for (int64_t py = 0; py < rows; ++py) {
+    if (py >= d.ph && py < d.ph + d.height) continue;
+    for (int64_t px = 0; px < qw; ++px) _mm512_storeu_si512(quads + (py * qw + px) * 64, border_v);
+  }
+  const int64_t kq = (d.kw + 3) / 4;
+  const int64_t taps = d.kh * d.kw;
+  const int64_t in_plane = d.height * d.width;
+  const int64_t out_plane = d.out_h * d.out_w;
+  const __m512 lo = _mm512_set1_ps(static_cast<float>(output_min));
+  const __m512 hi = _mm512_set1_ps(static_cast<float>(output_max));
+  alignas(64) int8_t filter[kMaxChannelQuads * 64];
+  alignas(64) int32_t sums[16];
+  for (int64_t c0 = 0; c0 < channels; c0 += 16) {
+    const int nc = channels - c0 < 16 ? static_cast<int>(channels - c0) : 16;
+    // Lane j of quad (ky, q): channel c0 + j's taps 4 q .. 4 q + 3 of row
+    // ky (0 past kw and past the last channel), and 128 sum w per channel.
+    __builtin_memset(filter, 0, static_cast<size_t>(d.kh * kq * 64));
+    for (int j = 0; j < 16; ++j) {
+      int32_t sum = 0;
+      for (int64_t t = 0; j < nc && t < taps; ++t) {
+        const int8_t v = w[(c0 + j) * taps + t];
+        const int64_t ky = t / d.kw;
+        const int64_t kx = t - ky * d.kw;
+        filter[(ky * kq + kx / 4) * 64 + 4 * j + kx % 4] = v;
+        sum += v;
+      }
+      sums[j] = sum;
+    }
+    const __mmask16 live = pixel_mask(nc);
+    const __m512i correction_v =
+        _mm512_sub_epi32(_mm512_maskz_loadu_epi32(live, correction + c0), _mm512_slli_epi32(_mm512_load_si512(sums), 7));
+    const __m512 multiplier_v = _mm512_maskz_loadu_ps(live, multiplier + c0);
+    const __m512 offset_v = _mm512_maskz_loadu_ps(live, offset + c0);
+    // The inside rows, channels last, then as quads.
+    const int8_t* planes = x + c0 * in_plane;
+    for (int64_t iy = 0; iy < d.height; ++iy) {
+      for (int64_t x0 = 0; x0 < d.width; x0 += 16) {
+        const int64_t n = d.width - x0 < 16 ? d.width - x0 : 16;
+        __m512i m[4];
+        for (int v = 0; v < 4; ++v) {
+          m[v] = _mm512_setzero_si512();
+          for (int i = 0; i < 4 && 4 * v + i < nc; ++i) {
+            // Lane i holds channel 4 v + i's bytes [x0, x0 + n) of row iy.
+            const uintptr_t lane0 = reinterpret_cast<uintptr_t>(planes + (4 * v + i) * in_plane + iy * d.width + x0) -
+                                    static_cast<uintptr_t>(16 * i);
+            m[v] = _mm512_mask_loadu_epi8(m[v], bytes_mask(n) << (16 * i), reinterpret_cast<const void*>(lane0));
+          }
+        }
+        transpose16x16(m);  // m[k]: pixels x0 + 4 k .. + 3, 16 channels each
+        uint8_t* dst = row + (d.pw + x0) * 16;
+        for (int k = 0; k < 4 && 4 * k < n; ++k) {
+          _mm512_mask_storeu_epi8(dst + 64 * k, bytes_mask((n - 4 * k) * 16), _mm512_xor_si512(m[k], flip));
+        }
+      }
+      uint8_t* q = quads + (iy + d.ph) * qw * 64;
+      for (int64_t px = 0; px < qw; ++px) {
+        _mm512_storeu_si512(q + px * 64, lane_quads(_mm512_loadu_si512(row + px * 16)));
+      }
+    }
+    // 16 outputs of a row at a time, 4 pixels' sums at once.
+    int8_t* block_out = out + c0 * out_plane;
+    for (int64_t oy = 0; oy < d.out_h; ++oy) {
+      const uint8_t* first = quads + oy * d.sh * qw * 64;
+      for (int64_t x0 = 0; x0 < d.out_w; x0 += 16) {
+        const int64_t n = d.out_w - x0 < 16 ? d.out_w - x0 : 16;
+        __m128i b[16];
+        for (int p0 = 0; p0 < 16; p0 += 4) {
+          if (p0 >= n) {
+            for (int u = 0; u < 4; ++u) b[p0 + u] = _mm_setzero_si128();
+            continue;
+          }
+          __m512i acc[4];
+          for (int u = 0; u < 4; ++u) acc[u] = _mm512_setzero_si512();
+          for (int64_t ky = 0; ky < d.kh; ++ky) {
+            const uint8_t* r = first + (ky * d.dh * qw + (x0 + p0) * d.sw) * 64;
+            for (int64_t q = 0; q < kq; ++q) {
+              const __m512i wv = _mm512_load_si512(filter + (ky * kq + q) * 64);
+              for (int u = 0; u < 4; ++u) {
+                acc[u] = _mm512_dpbusd_epi32(acc[u], _mm512_loadu_si512(r + (u * d.sw + 4 * q) * 64), wv);
+              }
+            }
+          }
+          for (int u = 0; u < 4; ++u) {
+            b[p0 + u] = requantize16(acc[u], correction_v, multiplier_v, offset_v, lo, hi);
+          }
+        }
+        __m512i m[4];
+        for (int v = 0; v < 4; ++v) {
+          __m512i t = _mm512_castsi128_si512(b[4 * v]);
+          t = _mm512_inserti32x4(t, b[4 * v + 1], 1);
+          t = _mm512_inserti32x4(t, b[4 * v + 2], 2);
+          m[v] = _mm512_inserti32x4(t, b[4 * v + 3], 3);
+        }
+        transpose16x16(m);  // lane i of m[k]: channel 4 k + i's 16 outputs
+        for (int j = 0; j < nc; ++j) {
+          const uintptr_t lane0 =
+              reinterpret_cast<uintptr_t>(block_out + j * out_plane + oy * d.out_w + x0) -
+              static_cast<uintptr_t>(16 * (j % 4));
+          _mm512_mask_storeu_epi8(reinterpret_cast<void*>(lane0), bytes_mask(n) << (16 * (j % 4)), m[j / 4]);
+        }
+      }
+    }
+  }
+}
+
 }  // namespace x86_64_v4
 }  // namespace qgemm
 }  // namespace kernels

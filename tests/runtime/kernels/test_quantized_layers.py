@@ -209,6 +209,20 @@ CONV_CASES = {
     "vnni_depthwise_stride2_rows": conv_case((1, 2, 9, 81), (2, 1, 3, 3), stride=(2, 2), padding=(1, 1), groups=2),
     "vnni_depthwise_unpadded": conv_case((2, 4, 7, 7), (4, 1, 3, 3), groups=4),
     "vnni_depthwise_7x7_multiplier3": conv_case((1, 2, 14, 14), (6, 1, 7, 7), padding=(3, 3), groups=2),
+    # The depthwise layer across channels (qgemm_vnni.cc's
+    # depthwise_channels_vnni; conv_plan.h's DepthwiseChannels: channel
+    # multiplier 1, 16 channels or more, planes up to 28x28): channels not
+    # a multiple of its 16 (a 5-channel last block) with batch 2, stride 2,
+    # stride (2, 1), 5x5 and 7x7 (two quads of taps per filter row), rows
+    # of more than 16 outputs, dilation down, no padding.
+    "channels_3x3_37_batch2": conv_case((2, 37, 7, 7), (37, 1, 3, 3), padding=(1, 1), groups=37),
+    "channels_stride2_odd": conv_case((1, 20, 14, 13), (20, 1, 3, 3), stride=(2, 2), padding=(1, 1), groups=20),
+    "channels_stride_2x1": conv_case((1, 18, 8, 19), (18, 1, 3, 3), stride=(2, 1), padding=(1, 1), groups=18),
+    "channels_5x5_stride2": conv_case((1, 33, 11, 9), (33, 1, 5, 5), stride=(2, 2), padding=(2, 2), groups=33),
+    "channels_7x7": conv_case((1, 16, 12, 12), (16, 1, 7, 7), padding=(3, 3), groups=16),
+    "channels_28_wide": conv_case((1, 24, 28, 28), (24, 1, 3, 3), padding=(1, 1), groups=24),
+    "channels_dilated_rows": conv_case((1, 17, 9, 10), (17, 1, 3, 3), padding=(2, 1), dilation=(2, 1), groups=17),
+    "channels_unpadded": conv_case((1, 16, 9, 10), (16, 1, 3, 3), groups=16),
 }
 
 
@@ -343,6 +357,8 @@ def test_qconv2d_vnni_cap_between_load_and_run(runtime, name):
         ("depthwise_multiplier2_stride2", False, (-128, 127), 300.0),
         ("1x1", True, (-128, 127), 300.0),  # relu: output_min = the output zero point
         ("depthwise", True, (-128, 100), 200.0),
+        ("channels_3x3_37_batch2", False, (-128, 127), 300.0),  # the layer across channels saturating
+        ("channels_stride2_odd", True, (-128, 100), 200.0),
     ],
 )
 def test_qconv2d_output_range(runtime, name, relu, out_range, steps):
