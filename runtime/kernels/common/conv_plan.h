@@ -227,18 +227,22 @@ PARE_ALWAYS_INLINE Algorithm choose_packed(const Geometry& g, WeightLayout layou
 enum class Int8Algorithm : uint8_t {
   Depthwise,          // direct kernel over NCHW planes
   DepthwiseChannels,  // direct kernel across 16 channels of an output pixel, small planes (x86_64 VNNI; else Depthwise)
-  PointwiseGemm,  // a 1x1, stride 1, unpadded layer: the image [cg, H*W] as it is
-  Im2colGemm,     // channel-major im2col [k, pixels], then the same GEMM
+  PointwiseGemm,      // a 1x1, stride 1, unpadded layer: the image [cg, H*W] as it is
+  Im2colGemm,         // channel-major im2col [k, pixels], then the same GEMM
 };
 
 // A depthwise layer (channel multiplier 1, 16 channels or more) across
-// channels where its planes are small: up to 28x28 inputs, whose per-plane
-// work (qgemm::depthwise_plane) costs more than their taps.
-constexpr int64_t kDepthwiseChannelsMaxPixels = 28 * 28;
+// channels where its planes are small: outputs up to 14x14 (inputs up to
+// 28x28), whose per-plane work (qgemm::depthwise_plane) costs more than
+// their taps. A 28x28 stride 1 plane is faster per plane (docs/
+// quantization.md, "Int8 depthwise across channels").
+constexpr int64_t kDepthwiseChannelsMaxInputs = 28 * 28;
+constexpr int64_t kDepthwiseChannelsMaxOutputs = 14 * 14;
 
 PARE_ALWAYS_INLINE Int8Algorithm choose_int8(const Geometry& g) {
   if (g.cg == 1) {
-    const bool small = g.og == 1 && g.out_channels >= 16 && g.planes_in() <= kDepthwiseChannelsMaxPixels;
+    const bool small = g.og == 1 && g.out_channels >= 16 && g.planes_in() <= kDepthwiseChannelsMaxInputs &&
+                       g.planes_out() <= kDepthwiseChannelsMaxOutputs;
     return small ? Int8Algorithm::DepthwiseChannels : Int8Algorithm::Depthwise;
   }
   if (g.pointwise()) return Int8Algorithm::PointwiseGemm;

@@ -123,12 +123,12 @@ Error QConv2dPackedParams::run(KernelContext& ctx, const Tensor& input, Value& o
   const conv::Int8Algorithm algorithm = conv::choose_int8(g);
 #if defined(PARE_X86_64_DISPATCH)
   if (algorithm == conv::Int8Algorithm::DepthwiseChannels) {
-    kernels::qgemm::DepthwisePlane d{g.height, g.width, g.kh,    g.kw,    g.sh,    g.sw,
-                                     g.ph,     g.pw,    g.dh,    g.dw,    g.out_h, g.out_w,
-                                     nullptr,  nullptr, input_zero_point, nullptr};
+    kernels::qgemm::DepthwisePlane d{
+        g.height, g.width,          g.kh,   g.kw, g.sh, g.sw, g.ph, g.pw, g.dh, g.dw, g.out_h, g.out_w, nullptr,
+        nullptr,  input_zero_point, nullptr};
     if (kernels::qgemm::depthwise_channels_runs(d)) {
-      PARE_TRY_ASSIGN(void* scratch, ctx.allocate_scratch(static_cast<size_t>(
-                                         kernels::qgemm::depthwise_channels_bytes(d))));
+      PARE_TRY_ASSIGN(void* scratch,
+                      ctx.allocate_scratch(static_cast<size_t>(kernels::qgemm::depthwise_channels_bytes(d))));
       d.padded = static_cast<int8_t*>(scratch);
       const GemmRequantization rq = channels_from(requantization, 0, output_min, output_max);
       for (int64_t n = 0; n < g.batch; ++n) {

@@ -567,8 +567,7 @@ constexpr int64_t kMaxChannelQuads = 32;  // a filter's rows x quads of taps
 // lanes, then a 4x4 byte transpose within each).
 PARE_ALWAYS_INLINE __m512i lane_quads(__m512i v) {
   const __m512i dwords = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
-  const __m512i bytes =
-      _mm512_broadcast_i32x4(_mm_setr_epi8(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15));
+  const __m512i bytes = _mm512_broadcast_i32x4(_mm_setr_epi8(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15));
   return _mm512_shuffle_epi8(_mm512_permutexvar_epi32(dwords, v), bytes);
 }
 
@@ -611,7 +610,7 @@ void depthwise_channels_vnni(const DepthwisePlane& d, int64_t channels, const in
   const int64_t qw = quads_per_row(d);
   const int64_t rows = d.height + 2 * d.ph;
   uint8_t* quads = reinterpret_cast<uint8_t*>(d.padded);  // [rows][qw][64]
-  uint8_t* row = quads + rows * qw * 64;                   // [qw + 4][16], channels last
+  uint8_t* row = quads + rows * qw * 64;                  // [qw + 4][16], channels last
   const uint8_t border = static_cast<uint8_t>(d.zero_point) ^ 0x80u;
   const __m512i border_v = _mm512_set1_epi8(static_cast<char>(border));
   const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
@@ -637,18 +636,20 @@ void depthwise_channels_vnni(const DepthwisePlane& d, int64_t channels, const in
     __builtin_memset(filter, 0, static_cast<size_t>(d.kh * kq * 64));
     for (int j = 0; j < 16; ++j) {
       int32_t sum = 0;
-      for (int64_t t = 0; j < nc && t < taps; ++t) {
-        const int8_t v = w[(c0 + j) * taps + t];
-        const int64_t ky = t / d.kw;
-        const int64_t kx = t - ky * d.kw;
-        filter[(ky * kq + kx / 4) * 64 + 4 * j + kx % 4] = v;
-        sum += v;
+      const int8_t* f = w + (c0 + j) * taps;
+      for (int64_t ky = 0; j < nc && ky < d.kh; ++ky) {
+        int8_t* dst = filter + ky * kq * 64 + 4 * j;
+        for (int64_t kx = 0; kx < d.kw; ++kx) {
+          const int8_t v = f[ky * d.kw + kx];
+          dst[(kx >> 2) * 64 + (kx & 3)] = v;
+          sum += v;
+        }
       }
       sums[j] = sum;
     }
     const __mmask16 live = pixel_mask(nc);
-    const __m512i correction_v =
-        _mm512_sub_epi32(_mm512_maskz_loadu_epi32(live, correction + c0), _mm512_slli_epi32(_mm512_load_si512(sums), 7));
+    const __m512i correction_v = _mm512_sub_epi32(_mm512_maskz_loadu_epi32(live, correction + c0),
+                                                  _mm512_slli_epi32(_mm512_load_si512(sums), 7));
     const __m512 multiplier_v = _mm512_maskz_loadu_ps(live, multiplier + c0);
     const __m512 offset_v = _mm512_maskz_loadu_ps(live, offset + c0);
     // The inside rows, channels last, then as quads.
@@ -713,9 +714,8 @@ void depthwise_channels_vnni(const DepthwisePlane& d, int64_t channels, const in
         }
         transpose16x16(m);  // lane i of m[k]: channel 4 k + i's 16 outputs
         for (int j = 0; j < nc; ++j) {
-          const uintptr_t lane0 =
-              reinterpret_cast<uintptr_t>(block_out + j * out_plane + oy * d.out_w + x0) -
-              static_cast<uintptr_t>(16 * (j % 4));
+          const uintptr_t lane0 = reinterpret_cast<uintptr_t>(block_out + j * out_plane + oy * d.out_w + x0) -
+                                  static_cast<uintptr_t>(16 * (j % 4));
           _mm512_mask_storeu_epi8(reinterpret_cast<void*>(lane0), bytes_mask(n) << (16 * (j % 4)), m[j / 4]);
         }
       }

@@ -211,16 +211,18 @@ CONV_CASES = {
     "vnni_depthwise_7x7_multiplier3": conv_case((1, 2, 14, 14), (6, 1, 7, 7), padding=(3, 3), groups=2),
     # The depthwise layer across channels (qgemm_vnni.cc's
     # depthwise_channels_vnni; conv_plan.h's DepthwiseChannels: channel
-    # multiplier 1, 16 channels or more, planes up to 28x28): channels not
+    # multiplier 1, 16 channels or more, outputs up to 14x14 from inputs up
+    # to 28x28): channels not
     # a multiple of its 16 (a 5-channel last block) with batch 2, stride 2,
     # stride (2, 1), 5x5 and 7x7 (two quads of taps per filter row), rows
-    # of more than 16 outputs, dilation down, no padding.
+    # of more than 16 outputs, 28x28 at stride 2, dilation down, no padding.
     "channels_3x3_37_batch2": conv_case((2, 37, 7, 7), (37, 1, 3, 3), padding=(1, 1), groups=37),
     "channels_stride2_odd": conv_case((1, 20, 14, 13), (20, 1, 3, 3), stride=(2, 2), padding=(1, 1), groups=20),
     "channels_stride_2x1": conv_case((1, 18, 8, 19), (18, 1, 3, 3), stride=(2, 1), padding=(1, 1), groups=18),
     "channels_5x5_stride2": conv_case((1, 33, 11, 9), (33, 1, 5, 5), stride=(2, 2), padding=(2, 2), groups=33),
     "channels_7x7": conv_case((1, 16, 12, 12), (16, 1, 7, 7), padding=(3, 3), groups=16),
-    "channels_28_wide": conv_case((1, 24, 28, 28), (24, 1, 3, 3), padding=(1, 1), groups=24),
+    "channels_30_wide": conv_case((1, 24, 6, 30), (24, 1, 3, 3), padding=(1, 1), groups=24),
+    "channels_28_stride2": conv_case((1, 24, 28, 28), (24, 1, 3, 3), stride=(2, 2), padding=(1, 1), groups=24),
     "channels_dilated_rows": conv_case((1, 17, 9, 10), (17, 1, 3, 3), padding=(2, 1), dilation=(2, 1), groups=17),
     "channels_unpadded": conv_case((1, 16, 9, 10), (16, 1, 3, 3), groups=16),
 }
@@ -346,6 +348,37 @@ def test_qconv2d_vnni_cap_between_load_and_run(runtime, name):
     ]:
         y = run_capped(runtime, program, x_q, load_cap, run_cap)
         np.testing.assert_array_equal(y, best, err_msg=f"loaded at {load_cap}, run at {run_cap}")
+
+
+@pytest.mark.platform_limit("cpu:avx512_vnni")
+@pytest.mark.parametrize(
+    "name", [n for n in CONV_CASES if n.startswith("channels_")] + ["depthwise", "vnni_depthwise_unpadded"]
+)
+def test_qconv2d_depthwise_across_channels_runs(runtime, name):
+    """The cases named channels_* run the depthwise layer across channels on
+    VNNI (conv_plan.h's DepthwiseChannels), the others the plane kernel: the
+    scratch the method plans says which (its channels-last quads, 64 bytes
+    per padded input pixel, against the plane kernel's copy of one plane),
+    compared with the same layer run capped at x86-64-v3."""
+    case = CONV_CASES[name]
+    x_q, _, program = calibrated_conv(case, 61, 2)
+
+    def planned(cap):
+        try:
+            runtime.set_max_isa(cap)
+            method = runtime.load(program).method()
+            method.run(x_q.numpy())
+            return method.memory_stats().planned_arena_bytes
+        finally:
+            runtime.set_max_isa("x86_64_v4")  # process-wide: leave the other tests uncapped
+
+    _, _, h, w = case["x"]
+    quads = (h + 2 * case["padding"][0]) * (w + 2 * case["padding"][1]) * 64
+    extra = planned("x86_64_v4") - planned("x86_64_v3")
+    if name.startswith("channels_"):
+        assert extra >= quads // 2, f"{extra} more bytes planned at v4: not the layer across channels"
+    else:
+        assert extra == 0, f"{extra} more bytes planned at v4: the layer across channels ran"
 
 
 @fp_ops
