@@ -169,7 +169,17 @@ INT8_ARM64_CONFIGS = {
 # Layers whose products take the row GEMM (im2col; a linear layer's rows):
 # k = 27, 63, 12, 576 and 300, 33 (full 16-byte steps and zero-padded tails,
 # 4x4 tiles and their edges), batch 2, groups, stride 2, padding.
-INT8_CONV_CASES = ["3x3_odd_channels", "stride2_padding", "groups3_odd", "deep", "1x1_stride2", "rgb_7x7_chunked_rows"]
+# And a depthwise layer x86_64 runs across channels (37 channels, batch 2):
+# the plane kernel here, the same bits.
+INT8_CONV_CASES = [
+    "3x3_odd_channels",
+    "stride2_padding",
+    "groups3_odd",
+    "deep",
+    "1x1_stride2",
+    "rgb_7x7_chunked_rows",
+    "channels_3x3_37_batch2",
+]
 INT8_LINEAR_CASES = [((5, 33), 17), ((1, 300), 64), ((2, 3, 40), 9)]
 # aten::max_pool2d's int8 16-byte blocks (NEON), stride 1 and 2, and its scalar loop.
 INT8_MAX_POOL_CASES = ["resnet_stem", "3x3_stride1_pad1", "dilated", "stride3_rect"]
@@ -193,7 +203,7 @@ def _int8_layers_program():
             ),  # -128 weights too: the NEON path's int16 pairs must not overflow
             ql.bias_values(case["w"][0], 60 + i),
             0.02,
-            [-128, 127, 11, 0, -5, 7][i],
+            [-128, 127, 11, 0, -5, 7, -128][i],
             ql.conv_op(case),
             out_zero_point=-3,
             seed=70 + i,
