@@ -91,3 +91,11 @@ def test_build_errors_are_attributed_to_their_model():
         "a": "ERROR: server crashed",
         "b": "ERROR: server crashed",
     }
+
+
+def test_a_zoo_run_keeps_the_arm64_estimate():
+    # python -m tools.bench.arm64_cost --record writes each model's "arm64"; make zoo keeps it.
+    record = {"models": {"resnet18": {"model": "resnet18", "arm64": {"cycles": {"cortex-a55": 1}}}}}
+    merged = report.merge(record, [zoo.ModelResult("resnet18", "classification", "ResNet-18")], ["resnet18"])
+    assert merged["models"]["resnet18"]["arm64"] == {"cycles": {"cortex-a55": 1}}
+    assert merged["models"]["resnet18"]["kind"] == "classification"

@@ -28,6 +28,7 @@ from pathlib import Path
 
 import codegen
 from codegen.dtypes import storage_dtype
+from tools.doc_tables import replace_between
 from tools.zoo.kernel_sources import op_kernel_tags
 from tools.zoo.zoo import ZooError
 
@@ -276,12 +277,4 @@ def to_json(report: CoverageReport) -> str:
 
 def update_doc(doc: Path, report: CoverageReport) -> None:
     """Rewrites the table between BEGIN and END in `doc`."""
-    try:
-        text = doc.read_text(encoding="utf-8")
-    except OSError as e:
-        raise ZooError(f"{doc}: cannot read ({e.strerror}); run from the repository root") from None
-    if BEGIN not in text or END not in text:
-        raise ZooError(f"{doc}: the markers {BEGIN!r} and {END!r} are missing; put them back around the table")
-    head, rest = text.split(BEGIN, 1)
-    _, tail = rest.split(END, 1)
-    doc.write_text(f"{head}{BEGIN}\n{markdown(report)}\n{END}{tail}", encoding="utf-8")
+    replace_between(doc, BEGIN, END, markdown(report), ZooError)

@@ -12,6 +12,7 @@ import platform
 from dataclasses import asdict
 from pathlib import Path
 
+from tools.doc_tables import replace_between
 from tools.zoo.zoo import PLATFORMS, ModelResult, ZooError
 
 BEGIN = "<!-- zoo-table:begin (written by python -m tools.zoo) -->"
@@ -31,6 +32,9 @@ def merge(record: dict, results: list[ModelResult], zoo_models: list[str]) -> di
         row = asdict(r)
         row.pop("seconds")
         row.pop("manifest_changed")
+        # The arm64 estimate is python -m tools.bench.arm64_cost --record's: kept.
+        if models.get(r.model, {}).get("arm64"):
+            row["arm64"] = models[r.model]["arm64"]
         models[r.model] = row
     return {"cpu": cpu_name(), "models": dict(sorted(models.items()))}
 
@@ -85,12 +89,7 @@ def table(record: dict) -> str:
 
 
 def update_doc(doc: Path, record: dict) -> None:
-    text = doc.read_text(encoding="utf-8")
-    if BEGIN not in text or END not in text:
-        raise ZooError(f"{doc}: the markers {BEGIN!r} and {END!r} are missing; put them back around the table")
-    head, rest = text.split(BEGIN, 1)
-    _, tail = rest.split(END, 1)
-    doc.write_text(f"{head}{BEGIN}\n{table(record)}\n{END}{tail}", encoding="utf-8")
+    replace_between(doc, BEGIN, END, table(record), ZooError)
 
 
 def json_text(record: dict) -> str:

@@ -1,0 +1,144 @@
+"""tools.bench.arm64_cost: the iterations one run of a model takes of each
+costed arm64 hot loop, counted from the convolution plan and geometry
+(hand-computed trip counts, asserted exactly), the arm64 constants read
+back from the runtime's headers, the one-line reasons (a missing llvm-mca-16,
+an estimate that moved), and the CI check: a fresh estimate of a few zoo
+models against models/zoo/results.json's."""
+
+import re
+
+import pytest
+import torch
+
+from pare import _format_table as fmt
+from tests.conftest import REPO_ROOT, require_tool
+from tools.bench import arm64_cost, arm64_mca
+from tools.bench.arm64_cost import DEPTHWISE, GEMM, Conv
+
+
+@pytest.mark.parametrize(("path", "name"), list(arm64_cost.HEADER_CONSTANTS))
+def test_constants_are_the_arm64_builds(path, name):
+    text = (REPO_ROOT / path).read_text()
+    # depthwise_kernels.inc: the arm64 branch's value (the first).
+    m = re.search(rf"constexpr int(?:64_t)? {name} = (?:int64_t\{{1\}} << )?(\d+)", text)
+    assert m, f"{name} not found in {path}"
+    value = int(m.group(1))
+    if "<<" in m.group(0):
+        value = 1 << value
+    assert value == arm64_cost.HEADER_CONSTANTS[(path, name)]
+
+
+def test_a_1x1_and_a_3x3_convolution_by_hand():
+    # 1x1, 16 -> 32 channels over 8x8: C [32, 64] = A [32, 16] B [16, 64].
+    # Row panels: 5 whole ones (30 rows); the last 2 rows run few_rows_kernel.
+    # Column tiles: 64 / 8 = 8. Two-depth steps: 16 / 2 = 8.
+    one = arm64_cost.conv_count(Conv(1, 16, 32, 1, 8, 8, (1, 1), layout=fmt.LAYOUT_GEMM_A))
+    assert dict(one.iterations) == {GEMM: 5 * 8 * 8}
+    assert one.macs == 32 * 64 * 16 and one.costed_macs == 30 * 64 * 16
+    assert one.uncosted == {"gemm few-rows tail": 1}
+    # 3x3, padding 1, 8 -> 12 channels over 10x10: C [12, 100] = A [12, 72] B [72, 100].
+    # 2 row panels, ceil(100 / 8) = 13 column tiles, 36 steps.
+    three = arm64_cost.conv_count(Conv(1, 8, 12, 1, 10, 10, (3, 3), padding=(1, 1), layout=fmt.LAYOUT_GEMM_A))
+    assert dict(three.iterations) == {GEMM: 2 * 13 * 36}
+    assert three.macs == three.costed_macs == 12 * 100 * 72
+    assert three.uncosted == {"im2col panels (packing)": 1}
+
+
+def test_depth_blocks_odd_depths_and_groups():
+    # k = 600: depth blocks 256, 256, 88 -> 128 + 128 + 44 steps; 7 rows: one whole panel and a
+    # 1-row tail; 9 columns: 2 tiles.
+    assert arm64_cost.gemm_tile_iterations(7, 9, 600) == (1 * 2 * 300, 6 * 9 * 600)
+    # 5 rows take the full tile; 3 too, unless the runtime selects pixel rows.
+    assert arm64_cost.gemm_tile_iterations(5, 8, 4)[0] == 2
+    assert arm64_cost.gemm_tile_iterations(3, 8, 4)[0] == 2
+    assert arm64_cost.gemm_tile_iterations(3, 8, 4, few_rows=(1, 2, 3, 4))[0] == 0
+    # An odd depth: its last depth is the one-depth tail.
+    assert arm64_cost.gemm_tile_iterations(6, 8, 9) == (4, 6 * 8 * 8)
+    # 2 groups of 4 -> 6 channels over 4x4, 3x3 unpadded: per group C [6, 4] = A [6, 36] B [36, 4].
+    grouped = arm64_cost.conv_count(Conv(1, 8, 12, 2, 4, 4, (3, 3), layout=fmt.LAYOUT_GEMM_A))
+    assert grouped.iterations[GEMM] == 2 * 1 * 1 * 18
+
+
+def test_depthwise_rows():
+    # 3x3 depthwise, 32 channels, 40x40, padding 1: 40 // 16 = 2 steps of 16 outputs per row.
+    c = Conv(1, 32, 32, 32, 40, 40, (3, 3), padding=(1, 1), layout=fmt.LAYOUT_AS_GIVEN)
+    count = arm64_cost.conv_count(c)
+    assert dict(count.iterations) == {DEPTHWISE[1]: 32 * 40 * 2}
+    assert count.costed_macs == 32 * 40 * 32 * 9 and count.uncosted == {"depthwise row tails": 1}
+    # Stride 2 over 14x14: out 7x7, no whole step of 16: nothing costed, the tail listed.
+    s2 = arm64_cost.conv_count(Conv(1, 8, 8, 8, 14, 14, (3, 3), (2, 2), (1, 1), layout=fmt.LAYOUT_AS_GIVEN))
+    assert not s2.iterations and s2.costed_macs == 0 and s2.uncosted == {"depthwise row tails": 1}
+    # 5x5 has no estimate: listed.
+    five = arm64_cost.conv_count(Conv(1, 8, 8, 8, 32, 32, (5, 5), padding=(2, 2), layout=fmt.LAYOUT_AS_GIVEN))
+    assert five.uncosted == {"depthwise 5x5 stride 1": 1} and not five.iterations
+
+
+def test_winograd_products():
+    # F(4x4, 3x3), 16 -> 16 channels over 8x8: 4 tiles, one block (winograd::allocate: at
+    # least 16, at most the tiles); 36 products C [16, 4] = U [16, 16] V [16, 4]:
+    # 3 row panels, 1 column tile, 8 steps.
+    c = Conv(1, 16, 16, 1, 8, 8, (3, 3), padding=(1, 1), layout=fmt.LAYOUT_WINOGRAD4)
+    assert arm64_cost.winograd_block(4, 4, 16, 16) == 4
+    assert arm64_cost.conv_count(c).iterations[GEMM] == 36 * 3 * 1 * 8
+    assert arm64_cost.winograd_block(4, 10_000, 64, 64) == 4 * (1 << 18) // (36 * 4 * 128) // 16 * 16
+
+
+def test_a_graph_pairs_no_prepacks_and_lists_the_rest():
+    class Net(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.a = torch.nn.Conv2d(8, 12, 3, padding=1)
+            self.b = torch.nn.Conv2d(12, 16, 1)
+
+        def forward(self, x):
+            return torch.relu(self.b(self.a(x)))
+
+    x = torch.rand(1, 8, 10, 10)
+    ep = torch.export.export(Net().eval(), (x,)).run_decompositions()  # aten.convolution, as the exporter's
+    count = arm64_cost.graph_count(ep, (x,), [], "Net")
+    # The 3x3 as above (936); the 1x1: C [16, 100] = A [16, 12] B [12, 100]: 2 whole panels and a
+    # 4-row one that takes the full tile (no pixel rows here), 13 column tiles, 6 steps.
+    assert count.iterations[GEMM] == 2 * 13 * 36 + 3 * 13 * 6
+    assert count.uncosted["relu"] == 1
+    with pytest.raises(arm64_cost.CostError, match="pair with no convolution"):
+        arm64_cost.graph_count(ep, (x,), [((5, 5, 1, 1), fmt.LAYOUT_GEMM_A)], "Net")
+
+
+def test_a_moved_estimate_is_one_line_naming_the_model_and_kernel():
+    old = {"kernels": {GEMM: {"iterations": 100, "cycles": {"cortex-a55": 2700}}}}
+    new = {"kernels": {GEMM: {"iterations": 100, "cycles": {"cortex-a55": 2900}}}}
+    (line,) = arm64_cost.compare("resnet18", old, new, 0.005)
+    assert line.startswith("resnet18: gemm 6x8 tile on cortex-a55: 2,700 -> 2,900 cycles (+7.4%")
+    assert "\n" not in line
+    assert arm64_cost.compare("resnet18", old, old, 0.005) == []
+    assert "--record --only resnet18" in arm64_cost.compare("resnet18", None, new, 0.005)[0]
+
+
+def test_a_missing_llvm_mca_is_a_one_line_reason(monkeypatch, capsys):
+    require_tool("clang++-16", package="clang-16")
+    require_tool("llvm-cxxfilt-16", package="llvm-16")
+    monkeypatch.setattr(arm64_mca, "LLVM_MCA", "llvm-mca-16-not-installed")
+    monkeypatch.setattr(arm64_cost, "_MCA", {})
+    assert arm64_cost.main(["--only", "squeezenet1_1"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: cannot run llvm-mca-16-not-installed") and "install llvm-16" in err
+    assert err.count("\n") == 1
+
+
+@pytest.mark.parametrize("model", arm64_cost.CHECKED_MODELS)
+def test_recorded_estimate_is_current(model):
+    """The CI check: a kernel whose loop got slower on arm64, or a plan that
+    runs more iterations, moves the estimate past the tolerance."""
+    require_tool("clang++-16", package="clang-16")
+    require_tool("llvm-mca-16", package="llvm-16")
+    require_tool("llvm-cxxfilt-16", package="llvm-16")
+    recorded = arm64_cost.load_record()["models"][model].get("arm64")
+    fresh = arm64_cost.estimate(*arm64_cost.model_count(model))
+    problems = arm64_cost.compare(model, recorded, fresh, arm64_cost.DEFAULT_TOLERANCE)
+    assert not problems, problems[0]
+    assert fresh["uncosted"] == recorded["uncosted"] and fresh["coverage"] == recorded["coverage"]
+
+
+def test_the_doc_shows_the_record():
+    record = arm64_cost.load_record()
+    assert arm64_cost.table(record) in (REPO_ROOT / arm64_cost.DOC).read_text()

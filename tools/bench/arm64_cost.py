@@ -1,0 +1,558 @@
+"""An estimated arm64 cycle count per zoo model: each costed hot loop's llvm-mca cycles per iteration times the iterations the model runs.
+
+    .venv/bin/python -m tools.bench.arm64_cost [--only NAME,...] [--record | --check] [--tolerance 0.005]
+
+There is no arm64 phone here. tools/bench/arm64_mca.py estimates each float
+hot loop's cycles per iteration on a little core (Cortex-A55) and a big one
+(Neoverse-N2); this module counts how many times one run of a model runs
+each of those loops on arm64 and multiplies. The record (models/zoo/
+results.json, each model's "arm64") and the table in docs/performance.md
+are what CI compares a fresh estimate with (--check): a change to a kernel
+that makes its loop slower, or to the plan that makes a model run a slower
+loop or more iterations, fails with the model, the kernel and the change.
+
+The counts are computed from each convolution's plan and geometry, not
+counted by the instrumentation runtime: on this host that runtime runs the
+x86-64 copies of the loops (a 6x16 or 6x32 GEMM tile, one-vector depthwise
+rows), not the arm64 ones the estimates measure, and a loop's trip count on
+arm64 follows exactly from the layer's geometry, the weight layout the
+exporter chose (read from the model's program) and the arm64 build's
+constants (read from the runtime's headers below, so a changed constant is
+a failing test, not a wrong count). The layers' shapes are torch.export's,
+for the model's first representative input (what the zoo times); one
+thread (the split over threads changes the tile counts).
+
+The costed loops, in arm64_mca's units (its KERNELS):
+
+- "gemm 6x8 tile": per two depths of a 6x8 register tile: for a product
+  C [m, n] = A [m, k] B [k, n], ceil(m / 6) x ceil(n / 8) tiles per depth
+  block of kKC, each floor(kc / 2) iterations (an odd depth's last step is
+  a one-depth tail, not costed). A convolution through the blocked GEMM
+  (layout gemm_a: pointwise, or im2col panels) is one product per (image,
+  group): m = out channels per group, n = output pixels, k = cg x kh x kw;
+  a Winograd layer is, per block of tiles, one product per position (36
+  for F(4x4, 3x3), 16 for F(2x2, 3x3)): m = out channels, n = the block's
+  tiles, k = in channels; pixel rows (layout pixel_rows) the product
+  transposed: m = pixels, n = out channels. The last 1 or 2 rows of a
+  product (3 or 4 too in a runtime with a pixel-rows layer) run
+  few_rows_kernel instead: not costed.
+- "depthwise 3x3 stride 1" / "stride 2": per 16 outputs of a row (4
+  vectors): floor(out_w / 16) per output row of each output plane; the
+  row's rest runs one vector at a time (not costed).
+
+Not costed (listed in the record's "uncosted", never dropped): the packing
+loops (im2col panels and rows, pack_b), the Winograd transforms, pixel
+rows' transpose, the GEMM's one-depth and few-rows tails, the depthwise
+rows' tails, 5x5 and 7x7 depthwise, the channels-last depthwise, the narrow
+GEMM, linear layers and matmuls, the int8 convolutions
+(tools/bench/int8_mca.py costs the int8 tile, not yet its driver's trip
+counts), transposed, 1-d and 3-d convolutions, and every other op. "coverage" is the share
+of the model's multiply-adds (convolutions, linear layers, matmuls, counted
+as a direct convolution would) that the costed loops perform.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pare import _format_table as fmt
+from tools import REPO_ROOT
+from tools.bench import arm64_mca
+from tools.bench.arm64_mca import DEFAULT_CPUS, McaError
+from tools.cli_parser import one_line_errors
+from tools.doc_tables import replace_between
+
+# The arm64 build's constants. The packing ones are the program format's
+# (runtime/core/program_format.def); HEADER_CONSTANTS are read back from
+# the headers by the tests.
+KC = fmt.PACK_KC
+MR = fmt.PACK_MR
+NARROW_MAX_PIXELS = fmt.PACK_NARROW_MAX_PIXELS
+PIXEL_ROWS_MAX = fmt.PACK_PIXEL_ROWS_MAX_PIXELS
+PANEL_COLS = fmt.PACK_PANEL_COLS
+PAD_COLS = fmt.PACK_PAD_COLS
+LANES = 4  # NEON: 4 floats a vector
+TILE_COLS = 2 * LANES  # gemm.h's kTileCols off x86-64: one 6x8 register tile
+MC = 72
+NC = 256
+ROW_VECTORS = 4  # depthwise_kernels.inc's kRowVectors on arm64
+WINOGRAD_BLOCK_BYTES = 1 << 18
+HEADER_CONSTANTS = {
+    ("runtime/kernels/common/gemm.h", "kMC"): MC,
+    ("runtime/kernels/common/gemm.h", "kNC"): NC,
+    ("runtime/kernels/common/depthwise_kernels.inc", "kRowVectors"): ROW_VECTORS,
+    ("runtime/kernels/prepacked/winograd.h", "kBlockBytes"): WINOGRAD_BLOCK_BYTES,
+}
+
+GEMM = "gemm 6x8 tile"
+DEPTHWISE = {1: "depthwise 3x3 stride 1", 2: "depthwise 3x3 stride 2"}
+COSTED = (GEMM, *DEPTHWISE.values())
+
+# The zoo models the table covers: the CNNs whose work is float convolutions.
+DEFAULT_MODELS = (
+    "mobilenet_v2",
+    "mobilenet_v3_small",
+    "mobilenet_v3_large",
+    "resnet18",
+    "resnet50",
+    "efficientnet_b0",
+    "squeezenet1_1",
+    "shufflenet_v2_x1_0",
+    "mnasnet1_0",
+    "regnet_x_400mf",
+    "googlenet",
+    "mobilenet_v2_int8",
+)
+# What CI recomputes (tests/bench/test_arm64_cost.py): small inputs, every costed loop.
+CHECKED_MODELS = ("squeezenet1_1", "mobilenet_v2")
+# The relative change of a model's estimate or of one kernel's cycles that
+# fails --check. The counts are exact and llvm-mca is deterministic for one
+# llvm-16; the slack is for another llvm-16 build's scheduling model.
+DEFAULT_TOLERANCE = 0.005
+
+RECORD = Path("models") / "zoo" / "results.json"
+DOC = Path("docs") / "performance.md"
+BEGIN = "<!-- arm64-cost:begin (written by python -m tools.bench.arm64_cost --record) -->"
+END = "<!-- arm64-cost:end -->"
+
+
+class CostError(Exception):
+    """A model the counter cannot follow, or a bad record: one line."""
+
+
+@dataclass(frozen=True)
+class Conv:
+    """A 2-d float convolution as the plan sees it (conv_plan.h's Geometry)."""
+
+    batch: int
+    in_channels: int
+    out_channels: int
+    groups: int
+    height: int
+    width: int
+    kernel: tuple[int, int]
+    stride: tuple[int, int] = (1, 1)
+    padding: tuple[int, int] = (0, 0)
+    dilation: tuple[int, int] = (1, 1)
+    layout: int | None = None  # the program's pare::conv2d_prepack layout; None: aten::convolution
+
+    @property
+    def cg(self) -> int:
+        return self.in_channels // self.groups
+
+    @property
+    def og(self) -> int:
+        return self.out_channels // self.groups
+
+    def _extent(self, i: int) -> int:
+        size = (self.height, self.width)[i]
+        return (size + 2 * self.padding[i] - self.dilation[i] * (self.kernel[i] - 1) - 1) // self.stride[i] + 1
+
+    @property
+    def out_h(self) -> int:
+        return self._extent(0)
+
+    @property
+    def out_w(self) -> int:
+        return self._extent(1)
+
+    @property
+    def pixels(self) -> int:
+        return self.out_h * self.out_w
+
+    @property
+    def depth(self) -> int:
+        return self.cg * self.kernel[0] * self.kernel[1]
+
+    @property
+    def macs(self) -> int:
+        return self.batch * self.out_channels * self.pixels * self.depth
+
+    @property
+    def pointwise(self) -> bool:
+        return self.kernel == (1, 1) and self.stride == (1, 1) and self.padding == (0, 0)
+
+
+def algorithm(c: Conv) -> str:
+    """The algorithm conv_plan.h's choose() / choose_packed() names for
+    `c` on arm64 (a build that selects the layer's fast paths, as a zoo
+    model's runtime does)."""
+    if c.layout is None:
+        if c.cg == 1:
+            return "depthwise"
+        if c.pointwise and NARROW_MAX_PIXELS < c.pixels <= PIXEL_ROWS_MAX and c.pixels % PANEL_COLS:
+            return "pixel_rows"
+    else:
+        named = {
+            fmt.LAYOUT_AS_GIVEN: "depthwise",
+            fmt.LAYOUT_DEPTHWISE_HWIO: "depthwise_channels_last",
+            fmt.LAYOUT_WINOGRAD2: "winograd2",
+            fmt.LAYOUT_WINOGRAD4: "winograd4",
+            fmt.LAYOUT_PIXEL_ROWS: "pixel_rows",
+        }
+        if c.layout in named:
+            return named[c.layout]
+    if c.pointwise and c.pixels <= NARROW_MAX_PIXELS:
+        return "narrow_gemm"
+    return "gemm"
+
+
+def _depth_blocks(k: int) -> list[int]:
+    return [min(KC, k - p0) for p0 in range(0, k, KC)] or [0]
+
+
+def gemm_tile_iterations(m: int, n: int, k: int, few_rows: tuple[int, ...] = (1, 2)) -> tuple[int, int]:
+    """(two-depth steps of the 6x8 tile, the multiply-adds they do) of one
+    sgemm_blocks(m, n, k): per depth block of kKC, ceil(n / 8) column tiles
+    (kNC is a multiple of 8) times the row panels the 6x8 tile takes,
+    floor(kc / 2) steps each. The row panels are every whole one (kMC is a
+    multiple of kMR) and a last one of m % 6 rows unless `few_rows` has
+    that count (gemm_kernels.inc's micro_kernel: 1 and 2 rows always, 3
+    and 4 too in a runtime that selects pixel_rows_kernel, run few_rows_kernel)."""
+    if m == 0 or n == 0:
+        return 0, 0
+    steps = sum(kc // 2 for kc in _depth_blocks(k))
+    panels, rest = divmod(m, MR)
+    rows = panels * MR
+    if rest and rest not in few_rows:
+        panels, rows = panels + 1, m
+    return panels * math.ceil(n / TILE_COLS) * steps, rows * n * 2 * steps
+
+
+def winograd_block(tile: int, tiles: int, in_channels: int, out_channels: int) -> int:
+    """Tiles per block, as winograd::allocate chooses it."""
+    positions = (tile + 2) ** 2
+    block = (4 if tile == 4 else 1) * WINOGRAD_BLOCK_BYTES // (positions * 4 * (in_channels + out_channels))
+    block = max(block // PAD_COLS * PAD_COLS, PAD_COLS)
+    return min(block, tiles)
+
+
+@dataclass
+class Count:
+    """One run's iterations of each costed loop, the multiply-adds (all,
+    and those the costed loops do), and what was not costed."""
+
+    iterations: Counter = field(default_factory=Counter)
+    macs: int = 0
+    costed_macs: int = 0
+    uncosted: Counter = field(default_factory=Counter)
+
+    def add(self, other: Count) -> None:
+        self.iterations.update(other.iterations)
+        self.macs += other.macs
+        self.costed_macs += other.costed_macs
+        self.uncosted.update(other.uncosted)
+
+
+def conv_count(c: Conv, few_rows: tuple[int, ...] = (1, 2)) -> Count:
+    """The iterations one run of convolution `c` takes of each costed loop
+    on arm64; `few_rows`: the last row panels the GEMM runs with
+    few_rows_kernel (gemm_tile_iterations)."""
+    out = Count(macs=c.macs)
+    alg = algorithm(c)
+    per_group = c.batch * c.groups
+    if alg in ("gemm", "pixel_rows"):
+        # Pixel rows: C^T [p, og] = X^T W^T, the pixels as the rows.
+        m, n = (c.og, c.pixels) if alg == "gemm" else (c.pixels, c.og)
+        steps, macs = gemm_tile_iterations(m, n, c.depth, few_rows)
+        out.iterations[GEMM] += per_group * steps
+        out.costed_macs += per_group * macs
+        if alg == "pixel_rows":
+            out.uncosted["pixel rows transpose"] += 1
+            if not c.pointwise:
+                out.uncosted["im2col rows (packing)"] += 1
+        elif not c.pointwise:
+            out.uncosted["im2col panels (packing)"] += 1
+        if c.depth % 2:
+            out.uncosted["gemm one-depth tail"] += 1
+        if m % MR in few_rows:
+            out.uncosted["gemm few-rows tail"] += 1
+    elif alg in ("winograd2", "winograd4"):
+        t = 4 if alg == "winograd4" else 2
+        tiles = math.ceil(c.out_h / t) * math.ceil(c.out_w / t)
+        block = winograd_block(t, tiles, c.cg, c.og)
+        for t0 in range(0, tiles, block):
+            n = min(block, tiles - t0)
+            steps, _ = gemm_tile_iterations(c.og, n, c.cg, few_rows)
+            out.iterations[GEMM] += per_group * (t + 2) ** 2 * steps
+        # The products do the layer's multiply-adds (fewer of them): its share is costed.
+        out.costed_macs += c.macs * 2 * sum(kc // 2 for kc in _depth_blocks(c.cg)) // max(c.cg, 1)
+        out.uncosted[f"winograd {t}x{t} transforms"] += 1
+    elif alg == "depthwise" and c.kernel in ((3, 3),) and c.stride[0] == c.stride[1] in (1, 2) and c.dilation == (1, 1):
+        step = ROW_VECTORS * LANES
+        tiny = c.out_channels == c.in_channels and c.pixels <= 4 and c.height * c.width <= 64
+        full = 0 if tiny else c.out_w // step
+        planes = c.batch * c.out_channels
+        if full:
+            out.iterations[DEPTHWISE[c.stride[0]]] += planes * c.out_h * full
+        out.costed_macs += planes * c.out_h * full * step * 9
+        if full * step < c.out_w:
+            out.uncosted["depthwise row tails"] += 1
+    else:
+        kh, kw = c.kernel
+        name = {
+            "depthwise": f"depthwise {kh}x{kw} stride {c.stride[0]}",
+            "depthwise_channels_last": "depthwise channels-last",
+            "narrow_gemm": "narrow gemm",
+        }.get(alg, alg)
+        out.uncosted[name] += 1
+    return out
+
+
+# Ops with multiply-adds the costed loops do not run, by their multiply-adds.
+def _matmul_macs(target: str, args: list, shapes: dict) -> int | None:
+    def shape(a):
+        return shapes.get(a)
+
+    if target in ("aten.linear.default",):
+        x, w = shape(args[0]), shape(args[1])
+        return math.prod(x[:-1]) * w[0] * w[1] if x and w else 0
+    if target in ("aten.addmm.default",):
+        a, b = shape(args[1]), shape(args[2])
+        return a[0] * a[1] * b[1] if a and b else 0
+    if target in ("aten.mm.default",):
+        a, b = shape(args[0]), shape(args[1])
+        return a[0] * a[1] * b[1] if a and b else 0
+    if target in ("aten.bmm.default",):
+        a, b = shape(args[0]), shape(args[1])
+        return a[0] * a[1] * a[2] * b[2] if a and b else 0
+    return None
+
+
+def _concrete(dims, subs: dict) -> tuple[int, ...]:
+    out = []
+    for d in dims:
+        try:
+            out.append(int(d))
+        except TypeError:
+            out.append(int(d.node.expr.subs(subs)))
+    return tuple(out)
+
+
+def graph_count(ep, example: tuple, layouts: list[tuple[tuple[int, ...], int]], where: str) -> Count:
+    """Counts every node of exported program `ep` run on `example` (its
+    user inputs): convolutions by their plan (conv2d_prepack layouts
+    paired in order, by weight shape), other multiply-add ops and the rest
+    as uncosted."""
+    import torch
+
+    placeholders = [n for n in ep.graph.nodes if n.op == "placeholder"]
+    user = [n for n in placeholders if n.name in set(ep.graph_signature.user_inputs)]
+    tensors = [t for t in example if isinstance(t, torch.Tensor)]
+    subs = {}
+    for node, tensor in zip(user, tensors):
+        for dim, size in zip(node.meta["val"].shape, tensor.shape):
+            if not isinstance(dim, int):
+                subs[dim.node.expr] = int(size)
+    shapes = {}
+    for n in ep.graph.nodes:
+        val = n.meta.get("val")
+        if hasattr(val, "shape"):
+            shapes[n] = _concrete(val.shape, subs)
+    total = Count()
+    convs: list[Conv] = []
+    pending = list(layouts)
+    for n in ep.graph.nodes:
+        if n.op != "call_function":
+            continue
+        target = str(n.target)
+        if target == "aten.convolution.default":
+            x, w = shapes[n.args[0]], shapes[n.args[1]]
+            stride, padding, dilation, transposed, _, groups = n.args[3:9]
+            if any("dequantize" in str(getattr(a, "target", "")) for a in n.args[:2]):
+                # A PT2E int8 convolution (dequantize -> convolution -> quantize): pare::qconv2d_prepacked.
+                total.macs += math.prod(shapes[n]) * math.prod(w[1:])
+                total.uncosted["int8 convolution"] += 1
+                continue
+            if transposed or len(w) != 4:
+                # Each input element (transposed) or output element (1-d, 3-d) meets a weight slice.
+                total.macs += math.prod(x if transposed else shapes[n]) * math.prod(w[1:])
+                total.uncosted[f"{'transposed ' if transposed else ''}{len(w) - 2}-d convolution"] += 1
+                continue
+            layout = None
+            if pending and pending[0][0] == tuple(w):
+                layout = pending.pop(0)[1]
+            window = (w[2], w[3]), tuple(stride), tuple(padding), tuple(dilation)
+            convs.append(Conv(x[0], x[1], w[0], groups, x[2], x[3], *window, layout))
+            continue
+        macs = _matmul_macs(target, list(n.args), shapes)
+        if macs is not None:
+            total.macs += macs
+        if target.startswith("aten.sym_size") or target == "<built-in function getitem>":
+            continue
+        total.uncosted[target.removeprefix("aten.").removesuffix(".default")] += 1
+    # A runtime that selects pixel_rows_kernel (a model with a pixel-rows
+    # layer) runs the GEMMs' last 3 and 4 rows with few_rows_kernel too.
+    few_rows = (1, 2, 3, 4) if any(algorithm(c) == "pixel_rows" for c in convs) else (1, 2)
+    for c in convs:
+        total.add(conv_count(c, few_rows))
+    if pending:
+        raise CostError(
+            f"{where}: {len(pending)} conv2d_prepack weights (the first {list(pending[0][0])}) pair with no "
+            "convolution of the exported graph; the prepack pass changed the order: pair them by another key"
+        )
+    return total
+
+
+def prepack_layouts(program: bytes, method: str) -> list[tuple[tuple[int, ...], int]]:
+    """(weight sizes, layout) of each pare::conv2d_prepack of `method`, in order."""
+    from pare import program_reader
+
+    info = program_reader.read(program)
+    m = next(m for m in info.methods if m.name == method)
+    out = []
+    for ins in m.instructions:
+        if ins.op == "pare::conv2d_prepack":
+            sizes, layout = (m.values[v].payload for v in ins.inputs[6:8])
+            out.append((tuple(sizes), int(layout)))
+    return out
+
+
+def model_count(name: str) -> tuple[Count, str]:
+    """(the count of zoo model `name`'s first method on its first input, that input's shape)."""
+    from tools.tracer.errors import TracerError
+    from tools.tracer.exporter import export_model, group_inputs
+    from tools.tracer.model_spec import load_model_spec
+
+    path = REPO_ROOT / "models" / "zoo" / f"{name}.py"
+    if not path.is_file():
+        raise CostError(f"no zoo model {name!r} (models/zoo/{name}.py); see docs/model_zoo.md for the zoo's models")
+    try:
+        spec = load_model_spec(path)
+        exported = export_model(spec)
+    except TracerError as e:
+        raise CostError(f"{name}: cannot export: {str(e).splitlines()[0]}") from None
+    group = group_inputs(spec)[0]
+    example = spec.inputs[group.indices[0]]
+    count = graph_count(
+        exported.exported[0], example, prepack_layouts(exported.program, group.name), f"models/zoo/{name}.py"
+    )
+    shape = "x".join(str(s) for s in example[0].shape) if example else "-"
+    return count, shape
+
+
+# llvm-mca's cycles per iteration, once per process (never across machines or commits).
+_MCA: dict[tuple[str, str], float] = {}
+
+
+def cycles_per_iteration(kernels, cpus) -> dict[tuple[str, str], float]:
+    missing = [k for k in kernels if any((k, c) not in _MCA for c in cpus)]
+    if missing:
+        for e in arm64_mca.estimates(tuple(cpus), tuple(missing)):
+            _MCA[(e.kernel, e.cpu)] = e.cycles_per_iteration
+    return {(k, c): _MCA[(k, c)] for k in kernels for c in cpus}
+
+
+def estimate(count: Count, shape: str, cpus=DEFAULT_CPUS) -> dict:
+    """The record's "arm64" entry for one model."""
+    per_iteration = cycles_per_iteration(COSTED, cpus)
+    kernels = {
+        k: {
+            "iterations": count.iterations[k],
+            "cycles": {c: round(count.iterations[k] * per_iteration[(k, c)]) for c in cpus},
+        }
+        for k in COSTED
+        if count.iterations[k]
+    }
+    return {
+        "input": shape,
+        "cycles": {c: sum(v["cycles"][c] for v in kernels.values()) for c in cpus},
+        "kernels": kernels,
+        "macs": count.macs,
+        "costed_macs": count.costed_macs,
+        "coverage": round(count.costed_macs / count.macs, 4) if count.macs else 0.0,
+        "uncosted": dict(sorted(count.uncosted.items())),
+    }
+
+
+def compare(model: str, recorded: dict | None, fresh: dict, tolerance: float) -> list[str]:
+    """One line per kernel (and per model total) whose cycles moved by more than `tolerance`."""
+    if not recorded:
+        return [
+            f"{model}: no arm64 estimate in {RECORD}; run `python -m tools.bench.arm64_cost --record --only {model}`"
+        ]
+    lines = []
+    for kernel in sorted(set(recorded.get("kernels", {})) | set(fresh["kernels"])):
+        old = recorded.get("kernels", {}).get(kernel, {}).get("cycles", {})
+        new = fresh["kernels"].get(kernel, {}).get("cycles", {})
+        for cpu in sorted(set(old) | set(new)):
+            a, b = old.get(cpu, 0), new.get(cpu, 0)
+            if abs(b - a) > tolerance * max(a, 1):
+                change = f"{(b - a) / a:+.1%}" if a else "new"
+                its = recorded.get("kernels", {}).get(kernel, {}).get("iterations", 0)
+                lines.append(
+                    f"{model}: {kernel} on {cpu}: {a:,} -> {b:,} cycles ({change}; iterations {its:,} -> "
+                    f"{fresh['kernels'].get(kernel, {}).get('iterations', 0):,}); tolerance {tolerance:.1%}: "
+                    f"if intended, run `python -m tools.bench.arm64_cost --record --only {model}`"
+                )
+    return lines
+
+
+def load_record(root: Path = REPO_ROOT) -> dict:
+    try:
+        return json.loads((root / RECORD).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as e:
+        raise CostError(f"{RECORD}: cannot read ({e}); restore it from git") from None
+
+
+def table(record: dict, cpus=DEFAULT_CPUS) -> str:
+    rows = [(m, r["arm64"]) for m, r in sorted(record["models"].items()) if r.get("arm64")]
+    head = "| model | input | " + " | ".join(f"{c} Mcycles" for c in cpus) + " | coverage | not costed |"
+    lines = [head, "|---|---|" + "---:|" * len(cpus) + "---:|---|"]
+    for model, a in rows:
+        cycles = " | ".join(f"{a['cycles'].get(c, 0) / 1e6:,.1f}" for c in cpus)
+        # Loops and layers (names with spaces) by name; other ops (aten names) counted.
+        uncosted = ", ".join(f"{k} ({v})" for k, v in a["uncosted"].items() if " " in k)
+        others = sum(v for k, v in a["uncosted"].items() if " " not in k)
+        uncosted += f"{'; ' if uncosted else ''}{others} other ops" if others else ""
+        lines.append(f"| {model} | {a['input']} | {cycles} | {a['coverage']:.1%} | {uncosted or '-'} |")
+    return "\n".join(lines)
+
+
+def update_doc(doc: Path, record: dict) -> None:
+    replace_between(doc, BEGIN, END, table(record), CostError)
+
+
+@one_line_errors(McaError, CostError)
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m tools.bench.arm64_cost", description=__doc__.split("\n")[0])
+    parser.add_argument("--only", help=f"zoo models, comma-separated (default: {','.join(DEFAULT_MODELS)})")
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument("--record", action="store_true", help=f"write the estimates into {RECORD} and {DOC}")
+    mode.add_argument("--check", action="store_true", help=f"compare with {RECORD}; exit 1 naming what moved")
+    parser.add_argument(
+        "--tolerance", type=float, default=DEFAULT_TOLERANCE, help="relative change --check allows (default 0.005)"
+    )
+    args = parser.parse_args(argv)
+    models = [m for m in (args.only or ",".join(DEFAULT_MODELS)).split(",") if m]
+    # llvm-mca first: a missing llvm-16 is a one-line reason before minutes of exports.
+    cycles_per_iteration(COSTED, DEFAULT_CPUS)
+    record = load_record()
+    unknown = [m for m in models if m not in record["models"]]
+    if unknown:
+        raise CostError(f"--only: {unknown[0]!r} is no zoo model in {RECORD}; the zoo: {', '.join(record['models'])}")
+    failures = []
+    for model in models:
+        fresh = estimate(*model_count(model))
+        cycles = ", ".join(f"{c} {v / 1e6:,.1f} M" for c, v in fresh["cycles"].items())
+        print(f"{model} ({fresh['input']}): {cycles} cycles; coverage {fresh['coverage']:.1%}")
+        if args.check:
+            failures += compare(model, record["models"][model].get("arm64"), fresh, args.tolerance)
+        record["models"][model]["arm64"] = fresh
+    if args.record:
+        (REPO_ROOT / RECORD).write_text(json.dumps(record, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+        update_doc(REPO_ROOT / DOC, record)
+        print(f"recorded in {RECORD} and {DOC}")
+    for line in failures:
+        print(f"error: {line}", file=sys.stderr)
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
