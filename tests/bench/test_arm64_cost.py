@@ -79,7 +79,14 @@ def test_winograd_products():
     # 3 row panels, 1 column tile, 8 steps.
     c = Conv(1, 16, 16, 1, 8, 8, (3, 3), padding=(1, 1), layout=fmt.LAYOUT_WINOGRAD4)
     assert arm64_cost.winograd_block(4, 4, 16, 16) == 4
-    assert arm64_cost.conv_count(c).iterations[GEMM] == 36 * 3 * 1 * 8
+    count = arm64_cost.conv_count(c)
+    assert count.iterations[GEMM] == 36 * 3 * 1 * 8
+    # The output transform: one step of 4 tiles per output channel.
+    assert count.iterations[arm64_cost.WINOGRAD4_OUTPUT] == 16
+    assert count.uncosted == {"winograd 4x4 input transform": 1}
+    # 5x5 tiles (20x20 output) in one block of 25: ceil(25 / 4) = 7 steps per channel, the last overlapping.
+    big = arm64_cost.conv_count(Conv(1, 16, 16, 1, 20, 20, (3, 3), padding=(1, 1), layout=fmt.LAYOUT_WINOGRAD4))
+    assert big.iterations[arm64_cost.WINOGRAD4_OUTPUT] == 16 * 7
     assert arm64_cost.winograd_block(4, 10_000, 64, 64) == 4 * (1 << 18) // (36 * 4 * 128) // 16 * 16
 
 

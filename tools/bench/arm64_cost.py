@@ -39,9 +39,14 @@ The costed loops, in arm64_mca's units (its KERNELS):
 - "depthwise 3x3 stride 1" / "stride 2": per 16 outputs of a row (4
   vectors): floor(out_w / 16) per output row of each output plane; the
   row's rest runs one vector at a time (not costed).
+- "winograd 4x4 output": per 4 tiles (a vector) of one output channel:
+  ceil(n / 4) per output channel of each block of n >= 4 tiles. (The input
+  transform is not costed: the loop arm64_mca cuts out of it is 30 of the
+  step's ~150 vector operations, one pass of its transform, not a step.)
 
 Not costed (listed in the record's "uncosted", never dropped): the packing
-loops (im2col panels and rows, pack_b), the Winograd transforms, pixel
+loops (im2col panels and rows, pack_b), the Winograd input transform
+(and F(2x2, 3x3)'s both), pixel
 rows' transpose, the GEMM's one-depth and few-rows tails, the depthwise
 rows' tails, 5x5 and 7x7 depthwise, the channels-last depthwise, the narrow
 GEMM, linear layers and matmuls, the int8 convolutions
@@ -92,7 +97,8 @@ HEADER_CONSTANTS = {
 
 GEMM = "gemm 6x8 tile"
 DEPTHWISE = {1: "depthwise 3x3 stride 1", 2: "depthwise 3x3 stride 2"}
-COSTED = (GEMM, *DEPTHWISE.values())
+WINOGRAD4_OUTPUT = "winograd 4x4 output"
+COSTED = (GEMM, *DEPTHWISE.values(), WINOGRAD4_OUTPUT)
 
 # The zoo models the table covers: the CNNs whose work is float convolutions.
 DEFAULT_MODELS = (
@@ -281,9 +287,16 @@ def conv_count(c: Conv, few_rows: tuple[int, ...] = (1, 2)) -> Count:
             n = min(block, tiles - t0)
             steps, _ = gemm_tile_iterations(c.og, n, c.cg, few_rows)
             out.iterations[GEMM] += per_group * (t + 2) ** 2 * steps
+            if t == 4 and n >= LANES:
+                # output_transform: per output channel, LANES tiles a step (the last
+                # step overlapping the one before); a block under LANES tiles goes
+                # one tile at a time (not costed).
+                out.iterations[WINOGRAD4_OUTPUT] += per_group * c.og * math.ceil(n / LANES)
+            elif t == 4:
+                out.uncosted["winograd 4x4 output, one tile at a time"] += 1
         # The products do the layer's multiply-adds (fewer of them): its share is costed.
         out.costed_macs += c.macs * 2 * sum(kc // 2 for kc in _depth_blocks(c.cg)) // max(c.cg, 1)
-        out.uncosted[f"winograd {t}x{t} transforms"] += 1
+        out.uncosted["winograd 4x4 input transform" if t == 4 else "winograd 2x2 transforms"] += 1
     elif alg == "depthwise" and c.kernel in ((3, 3),) and c.stride[0] == c.stride[1] in (1, 2) and c.dilation == (1, 1):
         step = ROW_VECTORS * LANES
         tiny = c.out_channels == c.in_channels and c.pixels <= 4 and c.height * c.width <= 64
