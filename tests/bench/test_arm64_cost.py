@@ -13,7 +13,7 @@ import torch
 from pare import _format_table as fmt
 from tests.conftest import REPO_ROOT, require_tool
 from tools.bench import arm64_cost, arm64_mca
-from tools.bench.arm64_cost import DEPTHWISE, GEMM, Conv
+from tools.bench.arm64_cost import DEPTHWISE, GEMM, INT8_COLUMNS, INT8_TILE, Conv
 
 
 @pytest.mark.parametrize(("path", "name"), list(arm64_cost.HEADER_CONSTANTS))
@@ -88,6 +88,58 @@ def test_winograd_products():
     big = arm64_cost.conv_count(Conv(1, 16, 16, 1, 20, 20, (3, 3), padding=(1, 1), layout=fmt.LAYOUT_WINOGRAD4))
     assert big.iterations[arm64_cost.WINOGRAD4_OUTPUT] == 16 * 7
     assert arm64_cost.winograd_block(4, 10_000, 64, 64) == 4 * (1 << 18) // (36 * 4 * 128) // 16 * 16
+
+
+def test_the_int8_im2col_chunk_is_qconvs():
+    text = (REPO_ROOT / "runtime/kernels/quantized/qconv.cc").read_text()
+    assert "const int64_t rows = (int64_t{64} << 10) / (k * g.out_w);" in text
+    assert arm64_cost.INT8_CHUNK_BYTES == 64 << 10
+
+
+def test_an_int8_1x1_and_3x3_convolution_by_hand():
+    # 1x1, 16 -> 10 channels over 6x6: gemm_columns(10, 36, 16): 2 blocks of 4 channels (the
+    # last 2 one at a time), 2 tiles of 16 pixels (the last 4 pixels a narrower loop), 16 depths.
+    one = arm64_cost.int8_conv_count(Conv(1, 16, 10, 1, 6, 6, (1, 1)))
+    assert dict(one.iterations) == {INT8_COLUMNS: 2 * 2 * 16}
+    assert one.macs == 10 * 36 * 16 and one.costed_macs == 8 * 32 * 16
+    assert one.uncosted == {"int8 columns pixel tail": 1, "int8 columns channel tail": 1}
+    # 3x3, padding 1, 8 -> 12 channels over 10x10, batch 2: per image gemm_columns(12, 100, 72)
+    # on the im2col matrix: 3 blocks, 6 tiles (96 pixels), 72 depths.
+    three = arm64_cost.int8_conv_count(Conv(2, 8, 12, 1, 10, 10, (3, 3), padding=(1, 1)))
+    assert dict(three.iterations) == {INT8_COLUMNS: 2 * 3 * 6 * 72}
+    assert three.costed_macs == 2 * 12 * 96 * 72
+    assert three.uncosted == {"int8 im2col (packing)": 1, "int8 columns pixel tail": 1}
+    # 3 input channels (a stem), 3x3 over 100x25: k = 27, chunks of 65536 // (27 * 25) = 97
+    # output rows: 97 x 25 = 2425 pixels (151 tiles) and 3 x 25 = 75 (4 tiles), not 2500 // 16 = 156.
+    stem = arm64_cost.int8_conv_count(Conv(1, 3, 4, 1, 100, 25, (3, 3), padding=(1, 1)))
+    assert dict(stem.iterations) == {INT8_COLUMNS: (151 + 4) * 27}
+    assert stem.uncosted["int8 columns pixel tail"] == 2
+    # Depthwise: the portable plane, listed.
+    dw = arm64_cost.int8_conv_count(Conv(1, 8, 8, 8, 10, 10, (3, 3), padding=(1, 1)))
+    assert not dw.iterations and dw.uncosted == {"int8 depthwise": 1} and dw.macs == 8 * 100 * 9
+
+
+def test_an_int8_linear_by_hand():
+    # gemm_rows(6, 10, 40): 1 block of 4 channels, 2 tiles of 4 rows, 2 steps of 16 bytes.
+    count = arm64_cost.int8_linear_count(10, 40, 6)
+    assert dict(count.iterations) == {INT8_TILE: 1 * 2 * 2}
+    assert count.macs == 10 * 40 * 6 and count.costed_macs == 4 * 4 * 16 * 4
+    assert set(count.uncosted) == {"int8 tile row tail", "int8 tile channel tail", "int8 tile depth tail"}
+    # One row (a batch-1 classifier): the 1-row tail only.
+    assert not arm64_cost.int8_linear_count(1, 1280, 1000).iterations
+
+
+def test_an_int8_graph():
+    from tests.tracer.models.quantized_cnn import quantized
+
+    model, inputs = quantized()
+    ep = torch.export.export(model, inputs[0]).run_decompositions()
+    count = arm64_cost.graph_count(ep, inputs[0], [], "SmallCNN int8")
+    # Batch 2 of 3x16x16: the 3 -> 8 stem (k = 27) and the 8 -> 8 body (k = 72), 3x3 padded:
+    # 2 blocks x 16 tiles each; the 8 -> 10 linear on 2 rows: tails only.
+    assert dict(count.iterations) == {INT8_COLUMNS: 2 * 2 * 16 * (27 + 72)}
+    assert count.uncosted["int8 im2col (packing)"] == 2 and count.uncosted["int8 tile row tail"] == 1
+    assert "int8 convolution" not in count.uncosted and "addmm" not in count.uncosted
 
 
 def test_a_graph_pairs_no_prepacks_and_lists_the_rest():

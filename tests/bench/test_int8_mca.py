@@ -25,6 +25,18 @@ def test_each_kernel_has_its_own_multiply_in_its_inner_loop():
     assert sdot.count("ldr\tq") == 8 and "str" not in sdot
 
 
+def test_the_columns_loop_is_one_depth_of_the_portable_4x16_tile():
+    # arm64_cost's int8 convolutions: per depth, 4 weights broadcast against 16 pixels (4 vectors
+    # of int32 lanes): 16 MLAs, in registers (the loop's outer ones spill the sums to the stack).
+    loop = int8_mca.columns_loop()
+    assert loop.count("mla\t") == 16 and "str" not in loop and "stp" not in loop
+    for cpu in ("cortex-a55", "neoverse-n2"):
+        assert (
+            int8_mca.loop_cycles_per_iteration(int8_mca.COLUMNS, cpu)
+            > int8_mca.loop_cycles_per_iteration("dotprod (sdot)", cpu) / int8_mca.TILE_MACS * int8_mca.COLUMNS_MACS
+        )
+
+
 def test_estimates_and_table(capsys):
     rows = int8_mca.estimates(["cortex-a55", "neoverse-n2"])
     assert {(r.kernel, r.cpu) for r in rows} == {

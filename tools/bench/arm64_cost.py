@@ -44,14 +44,32 @@ The costed loops, in arm64_mca's units (its KERNELS):
   transform is not costed: the loop arm64_mca cuts out of it is 30 of the
   step's ~150 vector operations, one pass of its transform, not a step.)
 
+The int8 layers' loops (PT2E dequantize -> conv / linear -> quantize, as
+the quantize pass lowers them), in tools/bench/int8_mca.py's units:
+
+- "int8 columns 4x16": an int8 convolution (pare::qconv2d_prepacked) that
+  is no depthwise runs gemm_columns, which on arm64 has no micro-kernel
+  yet: the portable columns_block, per 4 output channels and 16 pixels one
+  iteration per depth (64 multiply-adds), int8_mca.COLUMNS. Per (image,
+  group): floor(og / 4) x floor(pixels / 16) x k, pixels per chunk of
+  output rows (all of them, or at most 64 KB of im2col matrix when the
+  layer has under 4 input channels per group).
+- "int8 sdot 4x4 tile": an int8 linear layer (pare::qlinear_prepacked)
+  runs gemm_rows on qgemm_arm64_tile.inc's tile, SDOT on ARMv8.2 (both
+  cores here have it): per 16 bytes of depth of 4 output channels x 4
+  rows, floor(out / 4) x floor(rows / 4) x floor(in / 16) (int8_mca's
+  "dotprod (sdot)"). A batch-1 classifier's single row runs the 1-row
+  tail only: nothing costed.
+
 Not costed (listed in the record's "uncosted", never dropped): the packing
-loops (im2col panels and rows, pack_b), the Winograd input transform
-(and F(2x2, 3x3)'s both), pixel
+loops (im2col panels and rows, pack_b, the int8 im2col), the Winograd
+input transform (and F(2x2, 3x3)'s both), pixel
 rows' transpose, the GEMM's one-depth and few-rows tails, the depthwise
 rows' tails, 5x5 and 7x7 depthwise, the channels-last depthwise, the narrow
-GEMM, linear layers and matmuls, the int8 convolutions
-(tools/bench/int8_mca.py costs the int8 tile, not yet its driver's trip
-counts), transposed, 1-d and 3-d convolutions, and every other op. "coverage" is the share
+GEMM, float linear layers and matmuls, the int8 depthwise planes (the
+portable loop, no estimate), the int8 tiles' channel, pixel (row) and depth
+tails, dynamically quantized linears, transposed, 1-d and 3-d
+convolutions, and every other op. "coverage" is the share
 of the model's multiply-adds (convolutions, linear layers, matmuls, counted
 as a direct convolution would) that the costed loops perform.
 """
@@ -68,7 +86,7 @@ from pathlib import Path
 
 from pare import _format_table as fmt
 from tools import REPO_ROOT
-from tools.bench import arm64_mca
+from tools.bench import arm64_mca, int8_mca
 from tools.bench.arm64_mca import DEFAULT_CPUS, McaError
 from tools.cli_parser import one_line_errors
 from tools.doc_tables import replace_between
@@ -88,17 +106,36 @@ MC = 72
 NC = 256
 ROW_VECTORS = 4  # depthwise_kernels.inc's kRowVectors on arm64
 WINOGRAD_BLOCK_BYTES = 1 << 18
+# The int8 layers' (runtime/kernels/quantized/): the arm64 SDOT / NEON tile
+# of gemm_rows, the portable gemm_columns tile, and the most bytes of an
+# im2col matrix qconv.cc writes at a time for fewer than 4 input channels.
+INT8_TILE_CHANNELS = 4
+INT8_TILE_PIXELS = 4
+INT8_STEP = 16
+INT8_COLUMNS_CHANNELS = 4
+INT8_COLUMNS_PIXELS = 16
+INT8_CHUNK_BYTES = 64 << 10
 HEADER_CONSTANTS = {
     ("runtime/kernels/common/gemm.h", "kMC"): MC,
     ("runtime/kernels/common/gemm.h", "kNC"): NC,
     ("runtime/kernels/common/depthwise_kernels.inc", "kRowVectors"): ROW_VECTORS,
     ("runtime/kernels/prepacked/winograd.h", "kBlockBytes"): WINOGRAD_BLOCK_BYTES,
+    ("runtime/kernels/quantized/qgemm_arm64.inc", "kTileChannels"): INT8_TILE_CHANNELS,
+    ("runtime/kernels/quantized/qgemm_arm64.inc", "kTilePixels"): INT8_TILE_PIXELS,
+    ("runtime/kernels/quantized/qgemm_arm64.inc", "kStep"): INT8_STEP,
+    ("runtime/kernels/quantized/qgemm_kernels.inc", "kChannels"): INT8_COLUMNS_CHANNELS,
+    ("runtime/kernels/quantized/qgemm_kernels.inc", "kColPixels"): INT8_COLUMNS_PIXELS,
 }
 
 GEMM = "gemm 6x8 tile"
 DEPTHWISE = {1: "depthwise 3x3 stride 1", 2: "depthwise 3x3 stride 2"}
 WINOGRAD4_OUTPUT = "winograd 4x4 output"
-COSTED = (GEMM, *DEPTHWISE.values(), WINOGRAD4_OUTPUT)
+INT8_COLUMNS = int8_mca.COLUMNS
+INT8_TILE = "int8 sdot 4x4 tile"
+# Each int8 loop's llvm-mca estimate: int8_mca's kernel of that name.
+INT8_MCA = {INT8_COLUMNS: int8_mca.COLUMNS, INT8_TILE: "dotprod (sdot)"}
+FLOAT_COSTED = (GEMM, *DEPTHWISE.values(), WINOGRAD4_OUTPUT)
+COSTED = (*FLOAT_COSTED, *INT8_MCA)
 
 # The zoo models the table covers: the CNNs whose work is float convolutions.
 DEFAULT_MODELS = (
@@ -114,6 +151,11 @@ DEFAULT_MODELS = (
     "regnet_x_400mf",
     "googlenet",
     "mobilenet_v2_int8",
+    "mobilenet_v3_small_int8",
+    "resnet18_int8",
+    "resnet50_int8",
+    "efficientnet_b0_int8",
+    "shufflenet_v2_x1_0_int8",
 )
 # What CI recomputes (tests/bench/test_arm64_cost.py): small inputs, every costed loop.
 CHECKED_MODELS = ("squeezenet1_1", "mobilenet_v2")
@@ -318,6 +360,80 @@ def conv_count(c: Conv, few_rows: tuple[int, ...] = (1, 2)) -> Count:
     return out
 
 
+def int8_conv_count(c: Conv) -> Count:
+    """The iterations one run of int8 convolution `c`
+    (pare::qconv2d_prepacked, qconv.cc) takes on arm64. One input channel
+    per group: the portable depthwise plane (not costed). Else per (image,
+    group) gemm_columns(og, pixels, k) over the image (1x1, stride 1,
+    unpadded) or its im2col matrix, in chunks of output rows of at most
+    64 KB when cg < 4: no arm64 micro-kernel, the portable columns_block:
+    per 4 output channels and 16 pixels, one iteration per depth k. The
+    last og % 4 channels (one at a time) and the last pixels % 16 of a
+    chunk (a narrower loop) are not costed."""
+    out = Count(macs=c.macs)
+    if c.cg == 1:
+        out.uncosted["int8 depthwise"] += 1
+        return out
+    k = c.depth
+    chunk = c.out_h
+    if not c.pointwise:
+        out.uncosted["int8 im2col (packing)"] += 1
+        if c.cg < 4:
+            chunk = min(max(INT8_CHUNK_BYTES // (k * c.out_w), 1), c.out_h)
+    blocks = c.og // INT8_COLUMNS_CHANNELS
+    for oy0 in range(0, c.out_h, chunk):
+        pixels = min(chunk, c.out_h - oy0) * c.out_w
+        tiles = pixels // INT8_COLUMNS_PIXELS
+        if blocks * tiles * k:
+            out.iterations[INT8_COLUMNS] += c.batch * c.groups * blocks * tiles * k
+        out.costed_macs += c.batch * c.groups * blocks * INT8_COLUMNS_CHANNELS * tiles * INT8_COLUMNS_PIXELS * k
+        if pixels % INT8_COLUMNS_PIXELS:
+            out.uncosted["int8 columns pixel tail"] += 1
+    if c.og % INT8_COLUMNS_CHANNELS:
+        out.uncosted["int8 columns channel tail"] += 1
+    return out
+
+
+def int8_linear_count(rows: int, in_features: int, out_features: int) -> Count:
+    """The iterations one run of an int8 linear layer
+    (pare::qlinear_prepacked, qlinear.cc) takes on arm64: gemm_rows(out,
+    rows, in) on qgemm_arm64_tile.inc's tile (SDOT on ARMv8.2), per 4
+    output channels and 4 rows floor(in / 16) steps of 16 bytes. The last
+    rows % 4 rows (dot_tile<4, 1>) and out % 4 channels (dot_tile<1, 4>)
+    and a depth's last in % 16 bytes (one zero-padded step) are not costed."""
+    out = Count(macs=rows * in_features * out_features)
+    blocks, tiles, steps = out_features // INT8_TILE_CHANNELS, rows // INT8_TILE_PIXELS, in_features // INT8_STEP
+    if blocks * tiles * steps:
+        out.iterations[INT8_TILE] += blocks * tiles * steps
+    out.costed_macs += blocks * tiles * steps * INT8_TILE_CHANNELS * INT8_TILE_PIXELS * INT8_STEP
+    if rows % INT8_TILE_PIXELS:
+        out.uncosted["int8 tile row tail"] += 1
+    if out_features % INT8_TILE_CHANNELS:
+        out.uncosted["int8 tile channel tail"] += 1
+    if in_features % INT8_STEP:
+        out.uncosted["int8 tile depth tail"] += 1
+    return out
+
+
+_VIEWS = {
+    f"aten.{op}" for op in ("view.default", "_unsafe_view.default", "t.default", "transpose.int", "permute.default")
+}
+
+
+def _dequantized(node, static: bool = False) -> bool:
+    """Whether `node` is a PT2E dequantize (static: of a per-tensor
+    quantized activation or a weight, not a dynamic choose_qparams one),
+    through views and transposes."""
+    for _ in range(4):
+        target = str(getattr(node, "target", ""))
+        if "dequantize" in target:
+            return not (static and target.endswith(".tensor"))
+        if target not in _VIEWS or not getattr(node, "args", None):
+            return False
+        node = node.args[0]
+    return False
+
+
 # Ops with multiply-adds the costed loops do not run, by their multiply-adds.
 def _matmul_macs(target: str, args: list, shapes: dict) -> int | None:
     def shape(a):
@@ -378,10 +494,10 @@ def graph_count(ep, example: tuple, layouts: list[tuple[tuple[int, ...], int]], 
         if target == "aten.convolution.default":
             x, w = shapes[n.args[0]], shapes[n.args[1]]
             stride, padding, dilation, transposed, _, groups = n.args[3:9]
-            if any("dequantize" in str(getattr(a, "target", "")) for a in n.args[:2]):
+            if any(_dequantized(a) for a in n.args[:2]) and not transposed and len(w) == 4:
                 # A PT2E int8 convolution (dequantize -> convolution -> quantize): pare::qconv2d_prepacked.
-                total.macs += math.prod(shapes[n]) * math.prod(w[1:])
-                total.uncosted["int8 convolution"] += 1
+                window = (w[2], w[3]), tuple(stride), tuple(padding), tuple(dilation)
+                total.add(int8_conv_count(Conv(x[0], x[1], w[0], groups, x[2], x[3], *window)))
                 continue
             if transposed or len(w) != 4:
                 # Each input element (transposed) or output element (1-d, 3-d) meets a weight slice.
@@ -395,6 +511,13 @@ def graph_count(ep, example: tuple, layouts: list[tuple[tuple[int, ...], int]], 
             convs.append(Conv(x[0], x[1], w[0], groups, x[2], x[3], *window, layout))
             continue
         macs = _matmul_macs(target, list(n.args), shapes)
+        if target in ("aten.addmm.default", "aten.mm.default"):
+            a, b = (n.args[1], n.args[2]) if target == "aten.addmm.default" else n.args[:2]
+            if _dequantized(a, static=True) and _dequantized(b, static=True):
+                # A PT2E int8 linear layer (dequantize -> addmm / mm -> quantize): pare::qlinear_prepacked.
+                (rows, k), (_, features) = shapes[a], shapes[b]
+                total.add(int8_linear_count(rows, k, features))
+                continue
         if macs is not None:
             total.macs += macs
         if target.startswith("aten.sym_size") or target == "<built-in function getitem>":
@@ -455,10 +578,14 @@ _MCA: dict[tuple[str, str], float] = {}
 
 
 def cycles_per_iteration(kernels, cpus) -> dict[tuple[str, str], float]:
-    missing = [k for k in kernels if any((k, c) not in _MCA for c in cpus)]
+    missing = [k for k in kernels if k in FLOAT_COSTED and any((k, c) not in _MCA for c in cpus)]
     if missing:
         for e in arm64_mca.estimates(tuple(cpus), tuple(missing)):
             _MCA[(e.kernel, e.cpu)] = e.cycles_per_iteration
+    for k in kernels:
+        for c in cpus:
+            if k in INT8_MCA and (k, c) not in _MCA:
+                _MCA[(k, c)] = int8_mca.loop_cycles_per_iteration(INT8_MCA[k], c)
     return {(k, c): _MCA[(k, c)] for k in kernels for c in cpus}
 
 

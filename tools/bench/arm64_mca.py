@@ -158,6 +158,31 @@ def inner_loop(assembly: str, work: tuple[str, ...]) -> str:
     return "\n".join(best) + "\n"
 
 
+def innermost_loop(assembly: str, work: tuple[str, ...]) -> str:
+    """The loop doing the most `work` among the innermost ones: a label
+    and the backward branch to it with no label between (no nested loop,
+    no branch target inside). For a function whose loops nest the one that
+    does the work in others that also hold its tails (inner_loop would
+    take the outer loop)."""
+    lines = [line.split("//")[0].rstrip() for line in assembly.splitlines()]
+    loops, start = [], None
+    for i, line in enumerate(lines):
+        if re.match(r"^\.?L\w+:$", line.strip()):
+            start = i
+            continue
+        m = re.match(r"^\s*b(?:\.\w+)?\s+(\.?L\w+)\s*$", line) or re.match(
+            r"^\s*(?:cbn?z|tbn?z)\s+[^,]+,\s*(?:#\d+,\s*)?(\.?L\w+)\s*$", line
+        )
+        if m and start is not None and lines[start].strip().rstrip(":") == m.group(1):
+            body = [ln.strip() for ln in lines[start + 1 : i + 1] if ln.strip() and not ln.strip().startswith(".")]
+            if any(_mnemonic(ln) in work for ln in body):
+                loops.append(body)
+    if not loops:
+        raise McaError(f"no innermost loop with {'/'.join(work)} in the function's assembly")
+    best = max(loops, key=lambda body: (sum(_mnemonic(ln) in work for ln in body), -len(body)))
+    return "\n".join(best) + "\n"
+
+
 @dataclass(frozen=True)
 class Mca:
     cycles_per_iteration: float

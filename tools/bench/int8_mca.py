@@ -122,6 +122,32 @@ def estimates(cpus=DEFAULT_CPUS, kernels=tuple(KERNELS)) -> list[Estimate]:
     return result
 
 
+# The int8 convolutions' loop on arm64 (tools/bench/arm64_cost.py): qconv.cc
+# runs gemm_columns, which has no arm64 micro-kernel yet; the portable
+# columns_block of qgemm_kernels.inc (arm64_neon's copy, inlined into its
+# gemm_columns) runs, one depth of a 4-channel x 16-pixel tile per
+# iteration of its innermost loop: 64 multiply-adds, 16 MLAs of int32 lanes.
+COLUMNS = "int8 columns 4x16"
+COLUMNS_SOURCE = "runtime/kernels/quantized/qgemm.cc"
+COLUMNS_FUNCTION = "qgemm::arm64_neon::gemm_columns("
+COLUMNS_MACS = 4 * 16
+
+
+def columns_loop() -> str:
+    """The innermost loop of arm64's portable gemm_columns with the most MLAs."""
+    fns = arm64_mca.functions(arm64_mca.compile_to_assembly(REPO_ROOT / COLUMNS_SOURCE))
+    matches = [f for f in fns if COLUMNS_FUNCTION in f]
+    if not matches:
+        raise McaError(f"no function {COLUMNS_FUNCTION!r} in {COLUMNS_SOURCE} for {TARGET}")
+    return arm64_mca.innermost_loop(fns[matches[0]], ("mla",))
+
+
+def loop_cycles_per_iteration(kernel: str, cpu: str) -> float:
+    """llvm-mca's cycles per iteration of `kernel` (a key of KERNELS, or COLUMNS) on `cpu`."""
+    loop = columns_loop() if kernel == COLUMNS else inner_loop(kernel_assembly(kernel))
+    return mca_cycles_per_iteration(loop, cpu)
+
+
 def table(rows: list[Estimate]) -> str:
     head = f"| {'kernel (4x4 tile, 16 B of k)':<30} | {'core':<12} | cycles/iter | MACs/cycle | peak | of peak |"
     lines = [head, "|" + "|".join("-" * (len(c)) for c in head.split("|")[1:-1]) + "|"]
