@@ -163,6 +163,16 @@ def test_a_graph_pairs_no_prepacks_and_lists_the_rest():
         arm64_cost.graph_count(ep, (x,), [((5, 5, 1, 1), fmt.LAYOUT_GEMM_A)], "Net")
 
 
+def test_a_dynamic_batch_counts_the_given_input():
+    # A dynamic batch's SymInt holds torch.export's hint (its example's 2 here): the count is
+    # the given input's (1), the 3x3 of test_a_1x1_and_a_3x3_convolution_by_hand once.
+    net = torch.nn.Conv2d(8, 12, 3, padding=1).eval()
+    x = torch.rand(2, 8, 10, 10)
+    ep = torch.export.export(net, (x,), dynamic_shapes=({0: torch.export.Dim("batch", max=4)},))
+    count = arm64_cost.graph_count(ep.run_decompositions(), (x[:1],), [], "Conv2d")
+    assert count.iterations[GEMM] == 2 * 13 * 36 and count.macs == 12 * 100 * 72
+
+
 def test_a_moved_estimate_is_one_line_naming_the_model_and_kernel():
     old = {"kernels": {GEMM: {"iterations": 100, "cycles": {"cortex-a55": 2700}}}}
     new = {"kernels": {GEMM: {"iterations": 100, "cycles": {"cortex-a55": 2900}}}}

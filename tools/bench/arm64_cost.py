@@ -455,13 +455,9 @@ def _matmul_macs(target: str, args: list, shapes: dict) -> int | None:
 
 
 def _concrete(dims, subs: dict) -> tuple[int, ...]:
-    out = []
-    for d in dims:
-        try:
-            out.append(int(d))
-        except TypeError:
-            out.append(int(d.node.expr.subs(subs)))
-    return tuple(out)
+    # Not int(d) for a SymInt: that is its hint, the size torch.export saw
+    # (a dynamic batch's other example), not the input's.
+    return tuple(d if isinstance(d, int) else int(d.node.expr.subs(subs)) for d in dims)
 
 
 def graph_count(ep, example: tuple, layouts: list[tuple[tuple[int, ...], int]], where: str) -> Count:
