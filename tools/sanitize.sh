@@ -68,8 +68,14 @@ start=$SECONDS
 # the ASan runtime. test_concurrency.py too: it builds its own
 # ThreadSanitizer runtime, which cannot share a process with ASan. The plain
 # `make test` runs both.
-sanitized_pytest "$logs/suite" "${tests[@]}" -q --ignore tests/runtime/test_portability.py \
-  --ignore tests/runtime/test_concurrency.py
+# On every core (pytest-xdist, as tools/run_tests.sh runs the other suites):
+# the sanitized builds compile on every core already, and the tests, about
+# 6,000 under ASan, split over the workers. A report in a worker ends that
+# worker (exit code 86, which pytest-xdist reports as a crashed node) and is
+# in the log directory, checked below. PARE_SANITIZE_WORKERS overrides the count.
+workers="${PARE_SANITIZE_WORKERS:-$(nproc)}"
+sanitized_pytest "$logs/suite" "${tests[@]}" -q -n "$workers" --durations=15 \
+  --ignore tests/runtime/test_portability.py --ignore tests/runtime/test_concurrency.py
 rc=$?
 # Any log file is a report, unless all it says is ASan's note on an
 # impossible allocation: allocator_may_return_null=1 makes one fail as with

@@ -47,6 +47,11 @@ def pytest_configure(config):
         f"{runtime_build.ABSENCE_MARK}: asserts that unselected code is absent from a selective runtime's binary "
         "(deselected under the sanitizers, which keep every instrumented global)",
     )
+    config.addinivalue_line(
+        "markers",
+        f"{runtime_build.ISA_BUILD_MARK}: needs the whole runtime built at one ISA level "
+        "(deselected under the sanitizers: the auto runtime runs those copies capped)",
+    )
     try:
         runtime_build.check_sanitizer_runtime_loaded()
         # Under pytest -n a worker may not run Bazel (BAZEL_TESTS in

@@ -254,15 +254,33 @@ FULL_ONLY_ENV = "PARE_SANITIZE_FULL_ONLY"
 ABSENCE_MARK = "absent_code"
 
 
+# Tests that need the whole runtime built at one ISA level (the v3 and SSE2
+# runtimes: runtime_v3_lib, runtime_baseline_lib, or the mark on a parameter
+# that takes one through getfixturevalue). Under the sanitizers they are
+# deselected: each is one more complete compile under ASan (about 6 minutes
+# of the 2-core CI machine's), for kernels the sanitized auto runtime already
+# runs capped at those levels (tests/runtime/test_isa.py's auto_v3 and
+# auto_sse2 copies, pare_set_max_isa). `make test` runs them plainly.
+ISA_BUILD_MARK = "isa_level_build"
+ISA_BUILD_FIXTURES = frozenset({"runtime_v3_lib", "runtime_baseline_lib"})
+
+
+def _needs_isa_build(item) -> bool:
+    return bool(ISA_BUILD_FIXTURES & set(getattr(item, "fixturenames", ()))) or bool(
+        item.get_closest_marker(ISA_BUILD_MARK)
+    )
+
+
 def deselect_other_builds(config, items) -> None:
-    """Under PARE_SANITIZE, deselects the tests marked ABSENCE_MARK; with
+    """Under PARE_SANITIZE, deselects the tests marked ABSENCE_MARK and those
+    that need a runtime built at one ISA level (ISA_BUILD_MARK); with
     PARE_SANITIZE_FULL_ONLY=1 too, the tests that need another runtime build
     than the full one."""
     if sanitizers():
-        absent = [i for i in items if i.get_closest_marker(ABSENCE_MARK)]
-        if absent:
-            config.hook.pytest_deselected(items=absent)
-            items[:] = [i for i in items if i not in absent]
+        dropped = [i for i in items if i.get_closest_marker(ABSENCE_MARK) or _needs_isa_build(i)]
+        if dropped:
+            config.hook.pytest_deselected(items=dropped)
+            items[:] = [i for i in items if i not in dropped]
     if os.environ.get(FULL_ONLY_ENV) != "1":
         return
     keep = [i for i in items if not OTHER_BUILD_FIXTURES & set(getattr(i, "fixturenames", ()))]

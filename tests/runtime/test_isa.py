@@ -206,7 +206,7 @@ KERNELS = {"v3": "x86_64_v3", "auto_v4": "x86_64_v4", "auto_v3": "x86_64_v3", "a
 
 @pytest.fixture(
     params=[
-        pytest.param("v3", marks=needs_v3_cpu),
+        pytest.param("v3", marks=[needs_v3_cpu, pytest.mark.isa_level_build]),
         pytest.param("auto_v4", marks=needs_v4_cpu),
         pytest.param("auto_v3", marks=needs_v3_cpu),
         "auto_sse2",
