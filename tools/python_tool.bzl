@@ -17,3 +17,27 @@ def python_m_binary(name):
         python_version = "PY3",
         deps = [":" + name + "_lib"],
     )
+
+def python_tool_library(name, deps = [], data = []):
+    """The package's *.py as py_library `name`, on what every model-running tool imports.
+
+    Those are the SDK (//pare), tools/'s shared modules (//tools:tools_pkg),
+    codegen (manifests) and the tracer (//tools/tracer:tracer_lib), which
+    exports the models the tool runs.
+
+    Args:
+      name: the library's name, conventionally <package>_lib.
+      deps: the tool's other libraries, after the four above.
+      data: files the tool reads at run time.
+    """
+    native.py_library(
+        name = name,
+        srcs = native.glob(["*.py"]),
+        data = data,
+        deps = [
+            "//codegen:codegen_lib",
+            "//pare",
+            "//tools:tools_pkg",
+            "//tools/tracer:tracer_lib",
+        ] + deps,
+    )
