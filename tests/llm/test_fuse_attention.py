@@ -14,7 +14,7 @@ import pytest
 import torch
 from torch import nn
 
-from pare.runtime import PareError, Runtime
+from pare.runtime import PareError
 from pare.weight_only import quantize_weights
 from tests.conftest import REPO_ROOT
 from tests.runtime.runtime_testing import run_op
@@ -28,11 +28,6 @@ UNFUSED = ("aten::bmm", "aten::_softmax", "aten::where")
 # Float32 attention against float64: the dot products (16 terms) and the
 # softmax's sums (at most 40) each round by a few ulps of values below 10.
 BOUND = {"rtol": 1e-5, "atol": 1e-5}
-
-
-@pytest.fixture(scope="module")
-def runtime(full_runtime) -> Runtime:
-    return Runtime(full_runtime)
 
 
 def counts(exported) -> dict[str, int]:

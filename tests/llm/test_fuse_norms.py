@@ -13,7 +13,7 @@ import pytest
 import torch
 from torch import nn
 
-from pare.runtime import PareError, Runtime
+from pare.runtime import PareError
 from tests.conftest import REPO_ROOT
 from tests.runtime.runtime_testing import run_op
 from tools.generate import TorchDecoder, compare, tolerance
@@ -25,11 +25,6 @@ LLM = REPO_ROOT / "models" / "llm"
 # Float32 against float64: a row's sum of squares (up to 300 terms) and one
 # product or two a value round by a few ulps of values below 10.
 BOUND = {"rtol": 2e-5, "atol": 2e-6}
-
-
-@pytest.fixture(scope="module")
-def runtime(full_runtime) -> Runtime:
-    return Runtime(full_runtime)
 
 
 def counts(exported) -> dict[str, int]:

@@ -14,7 +14,7 @@ import torch
 from torch import nn
 
 from pare.generate import Sampler, generate
-from pare.runtime import PareError, Runtime
+from pare.runtime import PareError
 from tests.conftest import REPO_ROOT
 from tools.generate import TorchDecoder, compare, tolerance
 from tools.generate.__main__ import main
@@ -23,11 +23,6 @@ from tools.tracer.model_spec import ModelSpec, load_model_spec
 
 LLM = REPO_ROOT / "models" / "llm"
 SMALL = ["llama_small", "gpt2_small", "gqa_small"]
-
-
-@pytest.fixture(scope="module")
-def runtime(full_runtime) -> Runtime:
-    return Runtime(full_runtime)
 
 
 @pytest.fixture(scope="module")

@@ -10,15 +10,9 @@ import numpy as np
 import pytest
 
 from pare.generate import generate
-from pare.runtime import Runtime
 from tests.llm.test_memory import mid_model
 from tools.generate import TorchDecoder, compare, tolerance
 from tools.tracer import export_model
-
-
-@pytest.fixture(scope="module")
-def runtime(full_runtime) -> Runtime:
-    return Runtime(full_runtime)
 
 
 @pytest.mark.parametrize("bits", [None, 8], ids=["fp32", "int8"])

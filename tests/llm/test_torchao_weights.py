@@ -23,7 +23,6 @@ from torchao.quantization.granularity import PerAxis, PerGroup
 
 from pare import program_reader
 from pare._format_table import TENSOR
-from pare.runtime import Runtime
 from pare.weight_only import quantize_weights
 from tests.conftest import REPO_ROOT
 from tools.generate import TorchDecoder, compare, tolerance
@@ -81,11 +80,6 @@ def _weight_only_weights(program: bytes) -> list[tuple[str, tuple[int, ...]]]:
 def _float_constant_bytes(program: bytes) -> int:
     method = program_reader.read(program).methods[0]
     return sum(4 * math.prod(v.sizes) for v in method.values if v.constant and v.kind == TENSOR and v.dtype == "Float")
-
-
-@pytest.fixture(scope="module")
-def runtime(full_runtime) -> Runtime:
-    return Runtime(full_runtime)
 
 
 @pytest.mark.parametrize("name", sorted(CONFIGS) + sorted(DYNAMIC))

@@ -12,7 +12,7 @@ import torch
 from torch import nn
 
 from pare.program import ProgramBuilder
-from pare.runtime import PareError, Runtime
+from pare.runtime import PareError
 from pare.weight_only import WeightOnlyError, WeightOnlyLinear, quantize_weights
 from tests.conftest import REPO_ROOT
 from tools.generate import TorchDecoder, compare, tolerance
@@ -32,11 +32,6 @@ QUANTIZED = {
     "llama_gqa_int4": 43,
 }
 ISAS = ("x86_64_baseline", "x86_64_v3", "x86_64_v4")
-
-
-@pytest.fixture(scope="module")
-def runtime(full_runtime) -> Runtime:
-    return Runtime(full_runtime)
 
 
 @pytest.mark.parametrize("name", sorted(QUANTIZED))
