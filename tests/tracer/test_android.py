@@ -166,9 +166,11 @@ INT8_ARM64_CONFIGS = {
     "neon_capped": (None, "arm64_neon", "arm64_neon"),
     "neon_cortex_a57": ("cortex-a57", None, "arm64_neon"),
 }
-# Layers whose products take the row GEMM (im2col; a linear layer's rows):
-# k = 27, 63, 12, 576 and 300, 33 (full 16-byte steps and zero-padded tails,
-# 4x4 tiles and their edges), batch 2, groups, stride 2, padding.
+# Convolutions, whose products take the columns GEMM (im2col or the image;
+# k = 27, 63, 12, 576: quads of k and a zero-padded last one, 8x12 tiles
+# and their edges), and linear layers, the row GEMM (k = 300, 33: full
+# 16-byte steps and zero-padded tails, 4x4 tiles and their edges); batch
+# 2, groups, stride 2, padding.
 # And a depthwise layer x86_64 runs across channels (37 channels, batch 2):
 # the plane kernel here, the same bits.
 INT8_CONV_CASES = [
@@ -179,6 +181,15 @@ INT8_CONV_CASES = [
     "1x1_stride2",
     "rgb_7x7_chunked_rows",
     "channels_3x3_37_batch2",
+    # gemm_columns' 8x12 tiles (qgemm_arm64_columns.inc): 1x1 layers on the
+    # image itself (k = 19, 12, 32; 13, 16, 40 channels; 63 pixels batch 2,
+    # a last tile of 11 packed byte by byte, 620 pixels), grouped, and two
+    # panels of packed pixels.
+    "1x1",
+    "vnni_1x1_35_pixels",
+    "vnni_1x1_many_tiles",
+    "1x1_grouped",
+    "arm64_3x3_two_panels",
 ]
 INT8_LINEAR_CASES = [((5, 33), 17), ((1, 300), 64), ((2, 3, 40), 9)]
 # aten::max_pool2d's int8 16-byte blocks (NEON), stride 1 and 2, and its scalar loop.
@@ -203,7 +214,7 @@ def _int8_layers_program():
             ),  # -128 weights too: the NEON path's int16 pairs must not overflow
             ql.bias_values(case["w"][0], 60 + i),
             0.02,
-            [-128, 127, 11, 0, -5, 7, -128][i],
+            [-128, 127, 11, 0, -5, 7, -128][i % 7],
             ql.conv_op(case),
             out_zero_point=-3,
             seed=70 + i,

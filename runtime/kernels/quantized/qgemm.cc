@@ -8,7 +8,7 @@
 #include "runtime/kernels/quantized/qgemm.h"
 
 #include "runtime/core/cpu.h"
-// arm64's micro-kernels of gemm_rows (NEON, SDOT); empty elsewhere.
+// arm64's micro-kernels of gemm_rows and gemm_columns (NEON, SDOT); empty elsewhere.
 #include "runtime/kernels/quantized/qgemm_arm64.inc"
 
 // This build's copy of the kernels (ISA PARE_SIMD_ISA).
@@ -79,12 +79,19 @@ void quantize_dynamic(const float* x, int64_t rows, int64_t k, float inv_scale, 
 }
 
 int64_t columns_packed_bytes(int64_t channels, int64_t k) {
+#if defined(__aarch64__)
+  return arm64::packed_quads_bytes(channels, k);
+#endif
   PARE_QGEMM_VNNI(columns_packed_bytes_vnni(channels, k));
   PARE_QGEMM_X86_64_V3(columns_packed_bytes(channels, k));
   return PARE_SIMD_ISA::columns_packed_bytes(channels, k);
 }
 
 void pack_columns(int64_t channels, int64_t k, const int8_t* w, void* packed) {
+#if defined(__aarch64__)
+  arm64::pack_quads(channels, k, w, packed);
+  return;
+#endif
   PARE_QGEMM_VNNI(pack_columns_vnni(channels, k, w, packed));
   PARE_QGEMM_X86_64_V3(pack_columns(channels, k, w, packed));
   PARE_SIMD_ISA::pack_columns(channels, k, w, packed);
@@ -95,6 +102,8 @@ int columns_packing() {
   if (vnni_runs()) return 2;
   if (cpu::kernel_isa() >= cpu::Isa::x86_64_v3) return 1;
   return 0;
+#elif defined(__aarch64__)
+  return 2;  // both arm64 copies read the VNNI copy's quads
 #elif defined(__AVX2__)
   return 1;
 #else
@@ -104,6 +113,15 @@ int columns_packing() {
 
 void gemm_columns(int64_t channels, int64_t pixels, int64_t k, const int8_t* w, const void* packed, const int8_t* x,
                   const Requantization& rq, const Output& out, void* scratch) {
+#if defined(__aarch64__)
+  // arm64: qgemm_arm64.inc's 8x12 tiles (SDOT where the CPU has it), the
+  // shared epilogue.
+  const auto store = [&](const auto& sums, int64_t c0, int64_t p0, int mr, int nr) {
+    PARE_SIMD_ISA::store_tile(sums, c0, p0, mr, nr, rq, out);
+  };
+  arm64::gemm_columns(channels, pixels, k, w, packed, x, scratch, store);
+  return;
+#endif
   PARE_QGEMM_VNNI(gemm_columns_vnni(channels, pixels, k, w, packed, x, rq, out, scratch));
   PARE_QGEMM_X86_64_V3(gemm_columns(channels, pixels, k, w, packed, x, rq, out, scratch));
   PARE_SIMD_ISA::gemm_columns(channels, pixels, k, w, packed, x, rq, out, scratch);

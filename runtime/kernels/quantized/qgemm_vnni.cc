@@ -51,31 +51,9 @@ constexpr int kMaxVectors = 3;  // 16-pixel vectors per tile
 constexpr int kTilePixels = 16 * kMaxVectors;
 static_assert(kMR <= kColumnsScratchChannels, "qgemm.h's scratch size must cover the tile's channels");
 
-PARE_ALWAYS_INLINE int64_t quads(int64_t k) { return (k + 3) / 4; }
-// int32 per channel block: 4 weights per reduction quad, then the block's
-// kMR values -128 sum_k w[c, k].
-PARE_ALWAYS_INLINE int64_t block_ints(int64_t k) { return (quads(k) + 1) * kMR; }
-
-// Channels [0, mr) of w [., k] as the tile reads them: per quad q, per
-// channel r, the bytes w[r, 4q .. 4q + 3] in one int32 (0 past k or mr);
-// then per channel -128 sum_k w[r, k].
-void pack_block(const int8_t* w, int64_t k, int mr, int32_t* packed) {
-  const int64_t nq = quads(k);
-  for (int r = 0; r < kMR; ++r) {
-    int32_t sum = 0;
-    for (int64_t q = 0; q < nq; ++q) {
-      uint32_t bytes = 0;
-      for (int j = 0; j < 4; ++j) {
-        const int64_t i = 4 * q + j;
-        const int8_t v = r < mr && i < k ? w[r * k + i] : 0;
-        sum += v;
-        bytes |= static_cast<uint32_t>(static_cast<uint8_t>(v)) << (8 * j);
-      }
-      packed[q * kMR + r] = static_cast<int32_t>(bytes);
-    }
-    packed[nq * kMR + r] = -128 * sum;  // |sum| <= 128 k <= 2^23
-  }
-}
+// quads(), block_ints() and pack_block(): the quads layout the arm64
+// copies read too.
+#include "runtime/kernels/quantized/qgemm_quads.inc"
 
 // A 16-lane mask moved to 128-bit lane j of 64 bytes, and the address
 // that puts `at` at that lane's first byte (lanes before it never read).
@@ -305,15 +283,10 @@ void tile(int64_t k, const int32_t* PARE_RESTRICT wb, const __m512i* PARE_RESTRI
 
 }  // namespace
 
-int64_t columns_packed_bytes_vnni(int64_t channels, int64_t k) {
-  return (channels + kMR - 1) / kMR * block_ints(k) * 4;
-}
+int64_t columns_packed_bytes_vnni(int64_t channels, int64_t k) { return packed_quads_bytes(channels, k); }
 
 void pack_columns_vnni(int64_t channels, int64_t k, const int8_t* w, void* packed) {
-  for (int64_t c0 = 0; c0 < channels; c0 += kMR) {
-    pack_block(w + c0 * k, k, channels - c0 < kMR ? static_cast<int>(channels - c0) : kMR,
-               static_cast<int32_t*>(packed) + c0 / kMR * block_ints(k));
-  }
+  pack_quads(channels, k, w, packed);
 }
 
 namespace {

@@ -187,6 +187,10 @@ CONV_CASES = {
     "vnni_3x3_48_pixels": conv_case((1, 3, 6, 8), (12, 3, 3, 3), padding=(1, 1)),
     "vnni_3x3_95_pixels": conv_case((2, 10, 5, 19), (24, 10, 3, 3), padding=(1, 1)),
     "vnni_1x1_many_tiles": conv_case((1, 32, 20, 31), (40, 32, 1, 1)),
+    # arm64's 8-channel x 12-pixel tiles (qgemm_arm64_columns.inc) over
+    # panels of 128 KB of packed pixels: k = 576, 400 pixels (18 tiles a
+    # panel, then 16; its last tile of 4 pixels packed byte by byte).
+    "arm64_3x3_two_panels": conv_case((1, 64, 20, 20), (9, 64, 3, 3), padding=(1, 1)),
     # Its tiles packed from the image, no im2col matrix (stride 1 or 2
     # across): a 16-pixel vector over 2 to 4 output rows, padding at both
     # ends of a row, dilation across, stride (1, 2), batch 2 with groups;
