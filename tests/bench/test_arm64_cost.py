@@ -97,23 +97,27 @@ def test_the_int8_im2col_chunk_is_qconvs():
 
 
 def test_an_int8_1x1_and_3x3_convolution_by_hand():
-    # 1x1, 16 -> 10 channels over 6x6: gemm_columns(10, 36, 16): 2 blocks of 4 channels (the
-    # last 2 one at a time), 2 tiles of 16 pixels (the last 4 pixels a narrower loop), 16 depths.
+    # 1x1, 16 -> 10 channels over 6x6: gemm_columns(10, 36, 16): 2 blocks of 8 channels (the
+    # last 2 channels run the whole tile), 3 tiles of 12 pixels, 4 quads of depth.
     one = arm64_cost.int8_conv_count(Conv(1, 16, 10, 1, 6, 6, (1, 1)))
-    assert dict(one.iterations) == {INT8_COLUMNS: 2 * 2 * 16}
-    assert one.macs == 10 * 36 * 16 and one.costed_macs == 8 * 32 * 16
-    assert one.uncosted == {"int8 columns pixel tail": 1, "int8 columns channel tail": 1}
+    assert dict(one.iterations) == {INT8_COLUMNS: 2 * 3 * 4}
+    assert one.macs == 10 * 36 * 16 and one.costed_macs == 10 * 36 * 16
+    assert one.uncosted == {}
     # 3x3, padding 1, 8 -> 12 channels over 10x10, batch 2: per image gemm_columns(12, 100, 72)
-    # on the im2col matrix: 3 blocks, 6 tiles (96 pixels), 72 depths.
+    # on the im2col matrix: 2 blocks, 8 tiles (96 pixels; the last 4 a narrower loop), 18 quads.
     three = arm64_cost.int8_conv_count(Conv(2, 8, 12, 1, 10, 10, (3, 3), padding=(1, 1)))
-    assert dict(three.iterations) == {INT8_COLUMNS: 2 * 3 * 6 * 72}
+    assert dict(three.iterations) == {INT8_COLUMNS: 2 * 2 * 8 * 18}
     assert three.costed_macs == 2 * 12 * 96 * 72
     assert three.uncosted == {"int8 im2col (packing)": 1, "int8 columns pixel tail": 1}
-    # 3 input channels (a stem), 3x3 over 100x25: k = 27, chunks of 65536 // (27 * 25) = 97
-    # output rows: 97 x 25 = 2425 pixels (151 tiles) and 3 x 25 = 75 (4 tiles), not 2500 // 16 = 156.
+    # 3 input channels (a stem), 3x3 over 100x25: k = 27 (7 quads), chunks of 65536 // (27 * 25) = 97
+    # output rows: 97 x 25 = 2425 pixels (202 tiles, 1 left) and 3 x 25 = 75 (6 tiles, 3 left),
+    # not 2500 // 12 = 208.
     stem = arm64_cost.int8_conv_count(Conv(1, 3, 4, 1, 100, 25, (3, 3), padding=(1, 1)))
-    assert dict(stem.iterations) == {INT8_COLUMNS: (151 + 4) * 27}
+    assert dict(stem.iterations) == {INT8_COLUMNS: (202 + 6) * 7}
     assert stem.uncosted["int8 columns pixel tail"] == 2
+    # A last tile of 9-11 pixels runs the whole tile: 1x1 over 5x7 = 35 pixels, 3 tiles.
+    tail = arm64_cost.int8_conv_count(Conv(1, 12, 16, 1, 5, 7, (1, 1)))
+    assert dict(tail.iterations) == {INT8_COLUMNS: 2 * 3 * 3} and not tail.uncosted
     # Depthwise: the portable plane, listed.
     dw = arm64_cost.int8_conv_count(Conv(1, 8, 8, 8, 10, 10, (3, 3), padding=(1, 1)))
     assert not dw.iterations and dw.uncosted == {"int8 depthwise": 1} and dw.macs == 8 * 100 * 9
@@ -136,8 +140,9 @@ def test_an_int8_graph():
     ep = torch.export.export(model, inputs[0]).run_decompositions()
     count = arm64_cost.graph_count(ep, inputs[0], [], "SmallCNN int8")
     # Batch 2 of 3x16x16: the 3 -> 8 stem (k = 27) and the 8 -> 8 body (k = 72), 3x3 padded:
-    # 2 blocks x 16 tiles each; the 8 -> 10 linear on 2 rows: tails only.
-    assert dict(count.iterations) == {INT8_COLUMNS: 2 * 2 * 16 * (27 + 72)}
+    # 1 block x 22 tiles (256 pixels: 21 and a last of 4, not costed) each, 7 and 18 quads; the
+    # 8 -> 10 linear on 2 rows: tails only.
+    assert dict(count.iterations) == {INT8_COLUMNS: 2 * 21 * (7 + 18)}
     assert count.uncosted["int8 im2col (packing)"] == 2 and count.uncosted["int8 tile row tail"] == 1
     assert "int8 convolution" not in count.uncosted and "addmm" not in count.uncosted
 

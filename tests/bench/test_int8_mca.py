@@ -25,16 +25,22 @@ def test_each_kernel_has_its_own_multiply_in_its_inner_loop():
     assert sdot.count("ldr\tq") == 8 and "str" not in sdot
 
 
-def test_the_columns_loop_is_one_depth_of_the_portable_4x16_tile():
-    # arm64_cost's int8 convolutions: per depth, 4 weights broadcast against 16 pixels (4 vectors
-    # of int32 lanes): 16 MLAs, in registers (the loop's outer ones spill the sums to the stack).
-    loop = int8_mca.columns_loop()
-    assert loop.count("mla\t") == 16 and "str" not in loop and "stp" not in loop
+def test_the_columns_loops_are_one_quad_of_the_8x12_tile():
+    # arm64_cost's int8 convolutions: qgemm_arm64_columns.inc's tile, per quad of k. SDOT: 24 by
+    # element (8 channels x 3 vectors of 4 pixels), 2 weight and 3 pixel vectors loaded, no spill.
+    sdot = int8_mca.columns_loop(int8_mca.COLUMNS)
+    assert sdot.count("sdot\t") == 24 and "smull" not in sdot
+    assert "str" not in sdot and "stp" not in sdot
+    # NEON: one vector of 4 pixels against the 8 channels, 16 SMULL(2) and 16 SADALP.
+    neon = int8_mca.columns_loop(int8_mca.COLUMNS_NEON)
+    assert neon.count("smull") == 16 and neon.count("sadalp") == 16 and "sdot" not in neon
+    assert "str" not in neon and "stp" not in neon
     for cpu in ("cortex-a55", "neoverse-n2"):
-        assert (
-            int8_mca.loop_cycles_per_iteration(int8_mca.COLUMNS, cpu)
-            > int8_mca.loop_cycles_per_iteration("dotprod (sdot)", cpu) / int8_mca.TILE_MACS * int8_mca.COLUMNS_MACS
+        sdot_rate = int8_mca.COLUMNS_MACS / int8_mca.loop_cycles_per_iteration(int8_mca.COLUMNS, cpu)
+        neon_rate = int8_mca.COLUMNS_LOOPS[int8_mca.COLUMNS_NEON][2] / int8_mca.loop_cycles_per_iteration(
+            int8_mca.COLUMNS_NEON, cpu
         )
+        assert sdot_rate > 3 * neon_rate
 
 
 def test_estimates_and_table(capsys):
@@ -50,6 +56,7 @@ def test_estimates_and_table(capsys):
     assert int8_mca.main(["--cpus", "cortex-a55"]) == 0
     out = capsys.readouterr().out
     assert "| dotprod (sdot)" in out and "cortex-a55" in out and "MACs/cycle" in out
+    assert f"| {int8_mca.COLUMNS}" in out and f"| {int8_mca.COLUMNS_NEON}" in out
 
 
 def test_unknown_core_is_one_line_error(capsys):

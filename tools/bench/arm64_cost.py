@@ -47,13 +47,15 @@ The costed loops, in arm64_mca's units (its KERNELS):
 The int8 layers' loops (PT2E dequantize -> conv / linear -> quantize, as
 the quantize pass lowers them), in tools/bench/int8_mca.py's units:
 
-- "int8 columns 4x16": an int8 convolution (pare::qconv2d_prepacked) that
-  is no depthwise runs gemm_columns, which on arm64 has no micro-kernel
-  yet: the portable columns_block, per 4 output channels and 16 pixels one
-  iteration per depth (64 multiply-adds), int8_mca.COLUMNS. Per (image,
-  group): floor(og / 4) x floor(pixels / 16) x k, pixels per chunk of
-  output rows (all of them, or at most 64 KB of im2col matrix when the
-  layer has under 4 input channels per group).
+- "int8 columns sdot 8x12": an int8 convolution (pare::qconv2d_prepacked)
+  that is no depthwise runs gemm_columns, qgemm_arm64_columns.inc's tile
+  (SDOT on ARMv8.2, which both cores here have): per 8 output channels
+  (a last partial block runs the whole tile) and 12 pixels one iteration
+  per quad of the depth (384 multiply-adds), int8_mca.COLUMNS. Per (image,
+  group): ceil(og / 8) x tiles x ceil(k / 4), tiles of 12 pixels per chunk
+  of output rows (all of them, or at most 64 KB of im2col matrix when the
+  layer has under 4 input channels per group), a last tile of 9-11 pixels
+  counted (the same loop), one of 1-8 not (a narrower one).
 - "int8 sdot 4x4 tile": an int8 linear layer (pare::qlinear_prepacked)
   runs gemm_rows on qgemm_arm64_tile.inc's tile, SDOT on ARMv8.2 (both
   cores here have it): per 16 bytes of depth of 4 output channels x 4
@@ -107,13 +109,13 @@ NC = 256
 ROW_VECTORS = 4  # depthwise_kernels.inc's kRowVectors on arm64
 WINOGRAD_BLOCK_BYTES = 1 << 18
 # The int8 layers' (runtime/kernels/quantized/): the arm64 SDOT / NEON tile
-# of gemm_rows, the portable gemm_columns tile, and the most bytes of an
+# of gemm_rows, the gemm_columns tile, and the most bytes of an
 # im2col matrix qconv.cc writes at a time for fewer than 4 input channels.
 INT8_TILE_CHANNELS = 4
 INT8_TILE_PIXELS = 4
 INT8_STEP = 16
-INT8_COLUMNS_CHANNELS = 4
-INT8_COLUMNS_PIXELS = 16
+INT8_COLUMNS_CHANNELS = 8
+INT8_COLUMNS_PIXELS = 12
 INT8_CHUNK_BYTES = 64 << 10
 HEADER_CONSTANTS = {
     ("runtime/kernels/common/gemm.h", "kMC"): MC,
@@ -123,8 +125,8 @@ HEADER_CONSTANTS = {
     ("runtime/kernels/quantized/qgemm_arm64.inc", "kTileChannels"): INT8_TILE_CHANNELS,
     ("runtime/kernels/quantized/qgemm_arm64.inc", "kTilePixels"): INT8_TILE_PIXELS,
     ("runtime/kernels/quantized/qgemm_arm64.inc", "kStep"): INT8_STEP,
-    ("runtime/kernels/quantized/qgemm_kernels.inc", "kChannels"): INT8_COLUMNS_CHANNELS,
-    ("runtime/kernels/quantized/qgemm_kernels.inc", "kColPixels"): INT8_COLUMNS_PIXELS,
+    ("runtime/kernels/quantized/qgemm_arm64.inc", "kMR"): INT8_COLUMNS_CHANNELS,
+    ("runtime/kernels/quantized/qgemm_arm64.inc", "kColumnsPixels"): INT8_COLUMNS_PIXELS,
 }
 
 GEMM = "gemm 6x8 tile"
@@ -366,31 +368,33 @@ def int8_conv_count(c: Conv) -> Count:
     per group: the portable depthwise plane (not costed). Else per (image,
     group) gemm_columns(og, pixels, k) over the image (1x1, stride 1,
     unpadded) or its im2col matrix, in chunks of output rows of at most
-    64 KB when cg < 4: no arm64 micro-kernel, the portable columns_block:
-    per 4 output channels and 16 pixels, one iteration per depth k. The
-    last og % 4 channels (one at a time) and the last pixels % 16 of a
-    chunk (a narrower loop) are not costed."""
+    64 KB when cg < 4: qgemm_arm64_columns.inc's SDOT tile, per 8 output
+    channels (the last block whole) and 12 pixels, one iteration per quad
+    of k. A chunk's last pixels % 12 when 8 or fewer (a narrower loop) are
+    not costed; a partial channel block's padding is costed, not counted
+    in costed_macs."""
     out = Count(macs=c.macs)
     if c.cg == 1:
         out.uncosted["int8 depthwise"] += 1
         return out
     k = c.depth
+    quads = -(-k // 4)
     chunk = c.out_h
     if not c.pointwise:
         out.uncosted["int8 im2col (packing)"] += 1
         if c.cg < 4:
             chunk = min(max(INT8_CHUNK_BYTES // (k * c.out_w), 1), c.out_h)
-    blocks = c.og // INT8_COLUMNS_CHANNELS
+    blocks = -(-c.og // INT8_COLUMNS_CHANNELS)
     for oy0 in range(0, c.out_h, chunk):
         pixels = min(chunk, c.out_h - oy0) * c.out_w
-        tiles = pixels // INT8_COLUMNS_PIXELS
-        if blocks * tiles * k:
-            out.iterations[INT8_COLUMNS] += c.batch * c.groups * blocks * tiles * k
-        out.costed_macs += c.batch * c.groups * blocks * INT8_COLUMNS_CHANNELS * tiles * INT8_COLUMNS_PIXELS * k
-        if pixels % INT8_COLUMNS_PIXELS:
+        tiles, tail = divmod(pixels, INT8_COLUMNS_PIXELS)
+        if tail > 8:
+            tiles, tail = tiles + 1, 0
+        if blocks * tiles * quads:
+            out.iterations[INT8_COLUMNS] += c.batch * c.groups * blocks * tiles * quads
+        out.costed_macs += c.batch * c.groups * c.og * min(tiles * INT8_COLUMNS_PIXELS, pixels) * k
+        if tail:
             out.uncosted["int8 columns pixel tail"] += 1
-    if c.og % INT8_COLUMNS_CHANNELS:
-        out.uncosted["int8 columns channel tail"] += 1
     return out
 
 

@@ -6,7 +6,9 @@ Compiles each arm64 micro-kernel of runtime/kernels/quantized/
 qgemm_arm64_tile.inc (the 4x4 tile's steady state: 16 bytes of k for 4
 output channels x 4 pixels, 256 multiply-adds) for aarch64 with clang-16,
 takes its inner loop from the assembly, and runs `llvm-mca-16 -mcpu=CPU` on
-it. The peak is llvm-mca's own throughput for the core's widest int8
+it; likewise the convolutions' columns tiles (qgemm_arm64_columns.inc, cut
+out of qgemm.cc: per quad of k, 8 channels x 12 pixels with SDOT, 8 x 4
+with NEON). The peak is llvm-mca's own throughput for the core's widest int8
 multiply-add, 16 independent SDOTs (4 x 16 bytes -> int32 lanes, 16 MACs
 each): what the scheduling model says the core can do at most. A static
 estimate of a core model, not a measurement: no cache misses, no front-end
@@ -122,34 +124,56 @@ def estimates(cpus=DEFAULT_CPUS, kernels=tuple(KERNELS)) -> list[Estimate]:
     return result
 
 
-# The int8 convolutions' loop on arm64 (tools/bench/arm64_cost.py): qconv.cc
-# runs gemm_columns, which has no arm64 micro-kernel yet; the portable
-# columns_block of qgemm_kernels.inc (arm64_neon's copy, inlined into its
-# gemm_columns) runs, one depth of a 4-channel x 16-pixel tile per
-# iteration of its innermost loop: 64 multiply-adds, 16 MLAs of int32 lanes.
-COLUMNS = "int8 columns 4x16"
+# The int8 convolutions' loops on arm64 (tools/bench/arm64_cost.py):
+# qconv.cc runs gemm_columns, qgemm_arm64_columns.inc's 8-channel x
+# 12-pixel tile over the quads layout, cut out of qgemm.cc's arm64 build
+# (their columns<> instances, inlined with the tile). The SDOT copy's
+# loop: one quad of k of the whole tile (384 multiply-adds, 24 SDOTs by
+# element); the NEON copy's: one quad of k of one vector of 4 pixels (the
+# tile runs its 3 vectors one after another; 128 multiply-adds, 16
+# SMULL(2) and 16 SADALP).
+COLUMNS = "int8 columns sdot 8x12"
+COLUMNS_NEON = "int8 columns neon 8x4"
 COLUMNS_SOURCE = "runtime/kernels/quantized/qgemm.cc"
-COLUMNS_FUNCTION = "qgemm::arm64_neon::gemm_columns("
-COLUMNS_MACS = 4 * 16
+# name -> (the function name's part, the multiply, MACs per iteration).
+COLUMNS_LOOPS = {
+    COLUMNS: ("qgemm::arm64::dotprod::columns<", "sdot", 8 * 12 * 4),
+    COLUMNS_NEON: ("qgemm::arm64::neon::columns<", "smull", 8 * 4 * 4),
+}
+COLUMNS_MACS = COLUMNS_LOOPS[COLUMNS][2]
 
 
-def columns_loop() -> str:
-    """The innermost loop of arm64's portable gemm_columns with the most MLAs."""
+def columns_loop(name: str = COLUMNS) -> str:
+    """The innermost loop of arm64's gemm_columns copy `name` (a key of
+    COLUMNS_LOOPS) with the most multiplies: the full tile's."""
+    function, multiply, _ = COLUMNS_LOOPS[name]
     fns = arm64_mca.functions(arm64_mca.compile_to_assembly(REPO_ROOT / COLUMNS_SOURCE))
-    matches = [f for f in fns if COLUMNS_FUNCTION in f]
+    matches = [f for f in fns if function in f]
     if not matches:
-        raise McaError(f"no function {COLUMNS_FUNCTION!r} in {COLUMNS_SOURCE} for {TARGET}")
-    return arm64_mca.innermost_loop(fns[matches[0]], ("mla",))
+        raise McaError(f"no function {function!r} in {COLUMNS_SOURCE} for {TARGET}")
+    return arm64_mca.innermost_loop(fns[matches[0]], (multiply,))
 
 
 def loop_cycles_per_iteration(kernel: str, cpu: str) -> float:
-    """llvm-mca's cycles per iteration of `kernel` (a key of KERNELS, or COLUMNS) on `cpu`."""
-    loop = columns_loop() if kernel == COLUMNS else inner_loop(kernel_assembly(kernel))
+    """llvm-mca's cycles per iteration of `kernel` (a key of KERNELS or COLUMNS_LOOPS) on `cpu`."""
+    loop = columns_loop(kernel) if kernel in COLUMNS_LOOPS else inner_loop(kernel_assembly(kernel))
     return mca_cycles_per_iteration(loop, cpu)
 
 
+def columns_estimates(cpus=DEFAULT_CPUS) -> list[Estimate]:
+    """The columns loops' estimates, in the units of the table."""
+    loops = {name: columns_loop(name) for name in COLUMNS_LOOPS}
+    result = []
+    for cpu in cpus:
+        peak = peak_macs_per_cycle(cpu)
+        for name, loop in loops.items():
+            cycles = mca_cycles_per_iteration(loop, cpu)
+            result.append(Estimate(name, cpu, cycles, COLUMNS_LOOPS[name][2] / cycles, peak))
+    return result
+
+
 def table(rows: list[Estimate]) -> str:
-    head = f"| {'kernel (4x4 tile, 16 B of k)':<30} | {'core':<12} | cycles/iter | MACs/cycle | peak | of peak |"
+    head = f"| {'kernel (one iteration)':<30} | {'core':<12} | cycles/iter | MACs/cycle | peak | of peak |"
     lines = [head, "|" + "|".join("-" * (len(c)) for c in head.split("|")[1:-1]) + "|"]
     for r in rows:
         lines.append(
@@ -164,7 +188,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tools.bench.int8_mca", description=__doc__.split("\n")[0])
     parser.add_argument("--cpus", default=",".join(DEFAULT_CPUS), help="llvm-mca -mcpu values, comma-separated")
     args = parser.parse_args(argv)
-    print(table(estimates([c for c in args.cpus.split(",") if c])))
+    cpus = [c for c in args.cpus.split(",") if c]
+    print(table(estimates(cpus) + columns_estimates(cpus)))
     return 0
 
 
