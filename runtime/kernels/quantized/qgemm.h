@@ -189,7 +189,7 @@ struct DepthwisePlane {
 // The padded plane's row width and bytes (a row's slack covers a tile's
 // reads past the last output; one more row covers the last row's).
 constexpr int64_t depthwise_padded_width(int64_t width, int64_t pw) { return width + 2 * pw + 48; }
-// The VNNI copy (qgemm_vnni.cc) lays the plane out in rows width + 2 pw
+// The VNNI copy (qgemm_vnni_depthwise.cc) lays the plane out in rows width + 2 pw
 // apart, then 128 bytes of slack and the outputs of every padded column.
 constexpr int64_t depthwise_padded_bytes(int64_t height, int64_t width, int64_t ph, int64_t pw) {
   return (height + 2 * ph + 1) * depthwise_padded_width(width, pw) + (height + 2 * ph) * (width + 2 * pw) + 128;
@@ -239,8 +239,9 @@ namespace x86_64_v3 {
 PARE_QGEMM_KERNELS
 }  // namespace x86_64_v3
 // The AVX-512 VNNI copies, on an x86-64-v4 CPU with VNNI
-// (cpu::x86_64_vnni()): the convolution's columns GEMM and depthwise plane
-// (qgemm_vnni.cc) and the linear layers' GEMMs (qgemm_vnni_linear.cc).
+// (cpu::x86_64_vnni()): the convolution's columns GEMM (qgemm_vnni.cc), the
+// depthwise kernels (qgemm_vnni_depthwise.cc) and the linear layers' GEMMs
+// (qgemm_vnni_linear.cc).
 namespace x86_64_v4 {
 int64_t columns_packed_bytes_vnni(int64_t channels, int64_t k);
 void pack_columns_vnni(int64_t channels, int64_t k, const int8_t* w, void* packed);
@@ -258,7 +259,7 @@ bool depthwise_plane_vnni_runs(const DepthwisePlane& d);
 void depthwise_plane_vnni(const DepthwisePlane& d, const int8_t* plane, const int8_t* filter, int32_t correction,
                           float multiplier, float offset, int32_t output_min, int32_t output_max, int8_t* out);
 // The depthwise layer across channels (vpdpbusd on 16 channels of an
-// output pixel; qgemm_vnni.cc), for the planes
+// output pixel; qgemm_vnni_depthwise.cc), for the planes
 // depthwise_channels_vnni_runs() accepts: dilation 1 across, stride 1 or 2
 // across, at most 32 filter rows x quads of taps. `channels` planes of one
 // image in x and out, one filter of w ([channels, kh, kw]) each, with their

@@ -1,6 +1,7 @@
 #pragma once
 // The AVX-512 pieces the int8 kernels' VNNI copies share: the
-// convolution's (qgemm_vnni.cc) and the linear layers'
+// convolution's (qgemm_vnni.cc), the depthwise kernels'
+// (qgemm_vnni_depthwise.cc) and the linear layers'
 // (qgemm_vnni_linear.cc). Only those files include it, and
 // //runtime/kernels:kernels_v4 compiles them with -march=x86-64-v4: every
 // copy of these inline functions is an AVX-512 one, so none can be the copy

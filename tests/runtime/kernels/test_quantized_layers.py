@@ -213,7 +213,7 @@ CONV_CASES = {
     "vnni_depthwise_stride2_rows": conv_case((1, 2, 9, 81), (2, 1, 3, 3), stride=(2, 2), padding=(1, 1), groups=2),
     "vnni_depthwise_unpadded": conv_case((2, 4, 7, 7), (4, 1, 3, 3), groups=4),
     "vnni_depthwise_7x7_multiplier3": conv_case((1, 2, 14, 14), (6, 1, 7, 7), padding=(3, 3), groups=2),
-    # The depthwise layer across channels (qgemm_vnni.cc's
+    # The depthwise layer across channels (qgemm_vnni_depthwise.cc's
     # depthwise_channels_vnni; conv_plan.h's DepthwiseChannels: channel
     # multiplier 1, 16 channels or more, outputs up to 14x14 from inputs up
     # to 28x28): channels not

@@ -1,0 +1,347 @@
+// The AVX-512 VNNI copies of the int8 depthwise kernels (qgemm.h): the
+// depthwise plane and the depthwise layer across channels, which a runtime
+// at --//runtime:x86_64_isa=auto runs on an x86-64-v4 CPU that also has
+// AVX-512 VNNI (cpu::x86_64_vnni(); qgemm.cc and conv_plan.h choose).
+// //runtime/kernels:kernels_v4 compiles this file as it does qgemm_vnni.cc
+// (the convolution's GEMM); elsewhere it is empty. Only this file's own
+// functions, qgemm_vnni.h's and compiler intrinsics are used here.
+//
+// The input + 128 (x ^ 0x80) is vpdpbusd's unsigned side, padded with the
+// zero point + 128, against 4 taps of a filter row; the sum gains 128 sum w,
+// taken out of the correction (per plane, or per channel across channels).
+// The requantization is requantize16's (qgemm_vnni.h): the same bits as
+// every other copy.
+#if defined(PARE_X86_64_DISPATCH) && defined(__AVX512F__)
+
+#include "runtime/kernels/quantized/qgemm_vnni.h"
+
+#include <immintrin.h>
+
+#pragma clang attribute push(__attribute__((target("avx512vnni"))), apply_to = function)
+
+namespace pare {
+namespace kernels {
+namespace qgemm {
+namespace x86_64_v4 {
+
+// The depthwise plane (qgemm.h's depthwise_plane) on vpdpbusd over 4 taps
+// of a filter row: the plane + 128 (x ^ 0x80) is the unsigned side, padded
+// with the zero point + 128, against the filter's 4 bytes broadcast; the sum
+// gains 128 sum w, taken out of the correction once per plane.
+constexpr int64_t kMaxDepthwiseQuads = 64;  // a depthwise filter's rows x quads of taps
+
+bool depthwise_plane_vnni_runs(const DepthwisePlane& d) {
+  return d.dw == 1 && (d.sw == 1 || d.sw == 2) && d.kh * ((d.kw + 3) / 4) <= kMaxDepthwiseQuads;
+}
+
+void depthwise_plane_vnni(const DepthwisePlane& d, const int8_t* plane, const int8_t* filter, int32_t correction,
+                          float multiplier, float offset, int32_t output_min, int32_t output_max, int8_t* out) {
+  // The plane + 128 (x ^ 0x80) inside a border of the zero point + 128,
+  // rows wp = width + 2 pw apart, then the slack a chunk reads past the
+  // last row; at stride 1, after it, the outputs of every padded column
+  // (qgemm.h's depthwise_padded_bytes covers both).
+  const int64_t wp = d.width + 2 * d.pw;
+  const int64_t rows = d.height + 2 * d.ph;
+  const uint8_t border = static_cast<uint8_t>(d.zero_point) ^ 0x80u;
+  uint8_t* padded = reinterpret_cast<uint8_t*>(d.padded);
+  // Each padded row in 64-byte masked stores: the border, with the image
+  // row's bytes at [pw, pw + width) (no calls: small planes, 7x7 and
+  // 14x14, spend most of their time here).
+  const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
+  const __m512i border_v = _mm512_set1_epi8(static_cast<char>(border));
+  if (wp <= 64) {
+    // A padded row in one vector (every plane of MobileNetV2's at 56x56 and
+    // below): one masked load over the zero point, one flip, one store.
+    const __mmask64 inner = bytes_mask(d.pw + d.width) & ~bytes_mask(d.pw);
+    const __mmask64 row_mask = bytes_mask(wp);
+    const __m512i zero_point = _mm512_set1_epi8(static_cast<char>(d.zero_point));
+    for (int64_t py = 0; py < d.ph; ++py) _mm512_mask_storeu_epi8(padded + py * wp, row_mask, border_v);
+    for (int64_t iy = 0; iy < d.height; ++iy) {
+      // Lane l holds image column l - pw (lanes outside `inner` never read).
+      const uintptr_t lane0 = reinterpret_cast<uintptr_t>(plane + iy * d.width) - static_cast<uintptr_t>(d.pw);
+      const __m512i v = _mm512_mask_loadu_epi8(zero_point, inner, reinterpret_cast<const void*>(lane0));
+      _mm512_mask_storeu_epi8(padded + (iy + d.ph) * wp, row_mask, _mm512_xor_si512(v, flip));
+    }
+    for (int64_t py = d.ph + d.height; py < rows; ++py) _mm512_mask_storeu_epi8(padded + py * wp, row_mask, border_v);
+  }
+  for (int64_t py = 0; py < rows && wp > 64; ++py) {
+    const int64_t iy = py - d.ph;
+    const bool inside = 0 <= iy && iy < d.height;
+    for (int64_t x = 0; x < wp; x += 64) {
+      __m512i v = border_v;
+      const int64_t a = d.pw - x > 0 ? d.pw - x : 0;
+      const int64_t b = d.pw + d.width - x < 64 ? d.pw + d.width - x : 64;
+      if (inside && a < b) {
+        const __mmask64 m = bytes_mask(b) & ~bytes_mask(a);
+        // Lane l holds image column x + l - pw (lanes before a never read).
+        const uintptr_t lane0 =
+            reinterpret_cast<uintptr_t>(plane + iy * d.width + (x + a - d.pw)) - static_cast<uintptr_t>(a);
+        v = _mm512_mask_blend_epi8(
+            m, border_v, _mm512_xor_si512(_mm512_maskz_loadu_epi8(m, reinterpret_cast<const void*>(lane0)), flip));
+      }
+      _mm512_mask_storeu_epi8(padded + py * wp + x, bytes_mask(wp - x), v);
+    }
+  }
+  const int64_t slack = 128;
+  _mm512_storeu_si512(padded + rows * wp, border_v);
+  _mm512_storeu_si512(padded + rows * wp + 64, border_v);
+  // The filter's quads per row (taps past kw 0) and the shift's correction.
+  const int64_t kq = (d.kw + 3) / 4;
+  int32_t wq[kMaxDepthwiseQuads];
+  int32_t sum = 0;
+  for (int64_t ky = 0; ky < d.kh; ++ky) {
+    for (int64_t q = 0; q < kq; ++q) {
+      uint32_t bytes = 0;
+      for (int j = 0; j < 4; ++j) {
+        const int64_t kx = 4 * q + j;
+        const int8_t v = kx < d.kw ? filter[ky * d.kw + kx] : 0;
+        sum += v;
+        bytes |= static_cast<uint32_t>(static_cast<uint8_t>(v)) << (8 * j);
+      }
+      wq[ky * kq + q] = static_cast<int32_t>(bytes);
+    }
+  }
+  const __m512i correction_v =
+      _mm512_set1_epi32(static_cast<int32_t>(static_cast<uint32_t>(correction) - 128u * static_cast<uint32_t>(sum)));
+  const __m512 multiplier_v = _mm512_set1_ps(multiplier);
+  const __m512 offset_v = _mm512_set1_ps(offset);
+  const __m512 lo = _mm512_set1_ps(static_cast<float>(output_min));
+  const __m512 hi = _mm512_set1_ps(static_cast<float>(output_max));
+  const int64_t row_step = d.dh * wp;
+  // Outputs [o0, o0 + 64) (stride 1) or [o0, o0 + 32) (stride 2) of the
+  // outputs whose first tap is at padded[base + sw o]: vector v's lane j is
+  // output 4 j + v (stride 1, its quad of taps the 4 bytes at base + 4 j +
+  // v) or 2 j + v (stride 2, at base + 4 j + 2 v), every tap row ky dh wp
+  // further; requantized and stored in order under `mask`.
+  const auto chunk = [&](const uint8_t* base, int8_t* dst, __mmask64 mask) {
+    const int vectors = d.sw == 1 ? 4 : 2;
+    __m512i acc[4];
+    for (int v = 0; v < 4; ++v) acc[v] = _mm512_setzero_si512();
+    for (int64_t ky = 0; ky < d.kh; ++ky) {
+      const uint8_t* r = base + ky * row_step;
+      for (int64_t q = 0; q < kq; ++q) {
+        const __m512i w = _mm512_set1_epi32(wq[ky * kq + q]);
+        if (vectors == 4) {
+          for (int v = 0; v < 4; ++v) acc[v] = _mm512_dpbusd_epi32(acc[v], _mm512_loadu_si512(r + 4 * q + v), w);
+        } else {
+          for (int v = 0; v < 2; ++v) acc[v] = _mm512_dpbusd_epi32(acc[v], _mm512_loadu_si512(r + 4 * q + 2 * v), w);
+        }
+      }
+    }
+    __m128i b[4];
+    for (int v = 0; v < vectors; ++v) b[v] = requantize16(acc[v], correction_v, multiplier_v, offset_v, lo, hi);
+    if (vectors == 4) {
+      _mm512_mask_storeu_epi8(dst, mask, interleave4(b[0], b[1], b[2], b[3]));
+    } else {
+      const __m256i t = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_unpacklo_epi8(b[0], b[1])),
+                                                _mm_unpackhi_epi8(b[0], b[1]), 1);
+      _mm256_mask_storeu_epi8(dst, static_cast<__mmask32>(mask), t);
+    }
+  };
+  if (d.sw == 1 && d.sh == 1) {
+    // Every padded column's output in flat order (f = oy wp + ox reads
+    // padded[f + ky dh wp + kx]), 64 at a time, into scratch after the
+    // plane; the kw - 1 columns past out_w are computed and dropped when
+    // the rows are copied out (7x7 and 14x14 planes waste no tiles).
+    int8_t* flat = reinterpret_cast<int8_t*>(padded + rows * wp + slack);
+    const int64_t n = (d.out_h - 1) * wp + d.out_w;
+    for (int64_t f0 = 0; f0 < n; f0 += 64) chunk(padded + f0, flat + f0, bytes_mask(n - f0));
+    for (int64_t oy = 0; oy < d.out_h; ++oy) {
+      for (int64_t x = 0; x < d.out_w; x += 64) {
+        const __mmask64 m = bytes_mask(d.out_w - x);
+        _mm512_mask_storeu_epi8(out + oy * d.out_w + x, m, _mm512_maskz_loadu_epi8(m, flat + oy * wp + x));
+      }
+    }
+    return;
+  }
+  // Row by row, 64 (stride 1) or 32 (stride 2) outputs at a time.
+  const int64_t step = d.sw == 1 ? 64 : 32;
+  for (int64_t oy = 0; oy < d.out_h; ++oy) {
+    const uint8_t* row = padded + oy * d.sh * wp;
+    int8_t* o = out + oy * d.out_w;
+    for (int64_t o0 = 0; o0 < d.out_w; o0 += step) chunk(row + o0 * d.sw, o + o0, bytes_mask(d.out_w - o0));
+  }
+}
+
+// The depthwise layer across channels (qgemm.h's depthwise_channels): 16
+// channels of an output pixel per vector, for the small planes whose
+// per-plane work (the padded copy, the filter's broadcasts, rows of 7 or 14
+// outputs in 64-lane vectors) outweighs their taps. Per block of 16
+// channels, each padded input row is turned channels-last (a 16x16 byte
+// transpose of 16 planes' rows, + 128 as in the plane kernel), then into
+// quads: Q[py][px] holds, per channel, the 4 bytes of pixels px .. px + 3,
+// as vpdpbusd reads them against a channel's 4 taps of a filter row. An
+// output pixel is kh * quads(kw) vpdpbusd (3 for a 3x3), its 16 channels
+// requantized at once with their own constants (requantize16: the same
+// bits), then 16 pixels' results transposed back to the planes.
+constexpr int64_t kMaxChannelQuads = 32;  // a filter's rows x quads of taps
+
+// v's 4 128-bit lanes (lane t: 16 bytes, b[t][0..15]) as 4 quads: lane L,
+// byte 4 i + t of the result is b[t][4 L + i] (a dword transpose across the
+// lanes, then a 4x4 byte transpose within each).
+PARE_ALWAYS_INLINE __m512i lane_quads(__m512i v) {
+  const __m512i dwords = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+  const __m512i bytes = _mm512_broadcast_i32x4(_mm_setr_epi8(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15));
+  return _mm512_shuffle_epi8(_mm512_permutexvar_epi32(dwords, v), bytes);
+}
+
+// A 16x16 byte matrix transposed: row r (16 bytes) of m is lane r % 4 of
+// m[r / 4]; the result the same way.
+PARE_ALWAYS_INLINE void transpose16x16(__m512i m[4]) {
+  __m512i b[4];
+  for (int v = 0; v < 4; ++v) b[v] = lane_quads(m[v]);  // lane L of b[v]: block (v, L) transposed
+  const __m512i b01lo = _mm512_shuffle_i32x4(b[0], b[1], _MM_SHUFFLE(1, 0, 1, 0));
+  const __m512i b01hi = _mm512_shuffle_i32x4(b[0], b[1], _MM_SHUFFLE(3, 2, 3, 2));
+  const __m512i b23lo = _mm512_shuffle_i32x4(b[2], b[3], _MM_SHUFFLE(1, 0, 1, 0));
+  const __m512i b23hi = _mm512_shuffle_i32x4(b[2], b[3], _MM_SHUFFLE(3, 2, 3, 2));
+  const __m512i dwords = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+  // Lane k of every b[v], then its dwords transposed.
+  m[0] = _mm512_permutexvar_epi32(dwords, _mm512_shuffle_i32x4(b01lo, b23lo, _MM_SHUFFLE(2, 0, 2, 0)));
+  m[1] = _mm512_permutexvar_epi32(dwords, _mm512_shuffle_i32x4(b01lo, b23lo, _MM_SHUFFLE(3, 1, 3, 1)));
+  m[2] = _mm512_permutexvar_epi32(dwords, _mm512_shuffle_i32x4(b01hi, b23hi, _MM_SHUFFLE(2, 0, 2, 0)));
+  m[3] = _mm512_permutexvar_epi32(dwords, _mm512_shuffle_i32x4(b01hi, b23hi, _MM_SHUFFLE(3, 1, 3, 1)));
+}
+
+// The layout's sizes: quads per padded row (every pixel a chunk of 16
+// outputs, rounded up to 4, reads), pixels of the channels-last row.
+PARE_ALWAYS_INLINE int64_t quads_per_row(const DepthwisePlane& d) {
+  const int64_t reads = (d.out_w + 3) * d.sw + 4 * ((d.kw + 3) / 4);
+  return reads > d.width + 2 * d.pw ? reads : d.width + 2 * d.pw;
+}
+
+bool depthwise_channels_vnni_runs(const DepthwisePlane& d) {
+  return d.dw == 1 && (d.sw == 1 || d.sw == 2) && d.kh * ((d.kw + 3) / 4) <= kMaxChannelQuads;
+}
+
+int64_t depthwise_channels_vnni_bytes(const DepthwisePlane& d) {
+  const int64_t qw = quads_per_row(d);
+  return (d.height + 2 * d.ph) * qw * 64 + (qw + 4) * 16 + 64;
+}
+
+void depthwise_channels_vnni(const DepthwisePlane& d, int64_t channels, const int8_t* x, const int8_t* w,
+                             const int32_t* correction, const float* multiplier, const float* offset,
+                             int32_t output_min, int32_t output_max, int8_t* out) {
+  const int64_t qw = quads_per_row(d);
+  const int64_t rows = d.height + 2 * d.ph;
+  uint8_t* quads = reinterpret_cast<uint8_t*>(d.padded);  // [rows][qw][64]
+  uint8_t* row = quads + rows * qw * 64;                  // [qw + 4][16], channels last
+  const uint8_t border = static_cast<uint8_t>(d.zero_point) ^ 0x80u;
+  const __m512i border_v = _mm512_set1_epi8(static_cast<char>(border));
+  const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
+  // The border rows' quads, and the channels-last row's border, once: the
+  // blocks rewrite the inside only.
+  __builtin_memset(row, border, static_cast<size_t>((qw + 4) * 16));
+  for (int64_t py = 0; py < rows; ++py) {
+    if (py >= d.ph && py < d.ph + d.height) continue;
+    for (int64_t px = 0; px < qw; ++px) _mm512_storeu_si512(quads + (py * qw + px) * 64, border_v);
+  }
+  const int64_t kq = (d.kw + 3) / 4;
+  const int64_t taps = d.kh * d.kw;
+  const int64_t in_plane = d.height * d.width;
+  const int64_t out_plane = d.out_h * d.out_w;
+  const __m512 lo = _mm512_set1_ps(static_cast<float>(output_min));
+  const __m512 hi = _mm512_set1_ps(static_cast<float>(output_max));
+  alignas(64) int8_t filter[kMaxChannelQuads * 64];
+  alignas(64) int32_t sums[16];
+  for (int64_t c0 = 0; c0 < channels; c0 += 16) {
+    const int nc = channels - c0 < 16 ? static_cast<int>(channels - c0) : 16;
+    // Lane j of quad (ky, q): channel c0 + j's taps 4 q .. 4 q + 3 of row
+    // ky (0 past kw and past the last channel), and 128 sum w per channel.
+    __builtin_memset(filter, 0, static_cast<size_t>(d.kh * kq * 64));
+    for (int j = 0; j < 16; ++j) {
+      int32_t sum = 0;
+      const int8_t* f = w + (c0 + j) * taps;
+      for (int64_t ky = 0; j < nc && ky < d.kh; ++ky) {
+        int8_t* dst = filter + ky * kq * 64 + 4 * j;
+        for (int64_t kx = 0; kx < d.kw; ++kx) {
+          const int8_t v = f[ky * d.kw + kx];
+          dst[(kx >> 2) * 64 + (kx & 3)] = v;
+          sum += v;
+        }
+      }
+      sums[j] = sum;
+    }
+    const __mmask16 live = pixel_mask(nc);
+    const __m512i correction_v = _mm512_sub_epi32(_mm512_maskz_loadu_epi32(live, correction + c0),
+                                                  _mm512_slli_epi32(_mm512_load_si512(sums), 7));
+    const __m512 multiplier_v = _mm512_maskz_loadu_ps(live, multiplier + c0);
+    const __m512 offset_v = _mm512_maskz_loadu_ps(live, offset + c0);
+    // The inside rows, channels last, then as quads.
+    const int8_t* planes = x + c0 * in_plane;
+    for (int64_t iy = 0; iy < d.height; ++iy) {
+      for (int64_t x0 = 0; x0 < d.width; x0 += 16) {
+        const int64_t n = d.width - x0 < 16 ? d.width - x0 : 16;
+        __m512i m[4];
+        for (int v = 0; v < 4; ++v) {
+          m[v] = _mm512_setzero_si512();
+          for (int i = 0; i < 4 && 4 * v + i < nc; ++i) {
+            // Lane i holds channel 4 v + i's bytes [x0, x0 + n) of row iy.
+            const uintptr_t lane0 = reinterpret_cast<uintptr_t>(planes + (4 * v + i) * in_plane + iy * d.width + x0) -
+                                    static_cast<uintptr_t>(16 * i);
+            m[v] = _mm512_mask_loadu_epi8(m[v], bytes_mask(n) << (16 * i), reinterpret_cast<const void*>(lane0));
+          }
+        }
+        transpose16x16(m);  // m[k]: pixels x0 + 4 k .. + 3, 16 channels each
+        uint8_t* dst = row + (d.pw + x0) * 16;
+        for (int k = 0; k < 4 && 4 * k < n; ++k) {
+          _mm512_mask_storeu_epi8(dst + 64 * k, bytes_mask((n - 4 * k) * 16), _mm512_xor_si512(m[k], flip));
+        }
+      }
+      uint8_t* q = quads + (iy + d.ph) * qw * 64;
+      for (int64_t px = 0; px < qw; ++px) {
+        _mm512_storeu_si512(q + px * 64, lane_quads(_mm512_loadu_si512(row + px * 16)));
+      }
+    }
+    // 16 outputs of a row at a time, 4 pixels' sums at once.
+    int8_t* block_out = out + c0 * out_plane;
+    for (int64_t oy = 0; oy < d.out_h; ++oy) {
+      const uint8_t* first = quads + oy * d.sh * qw * 64;
+      for (int64_t x0 = 0; x0 < d.out_w; x0 += 16) {
+        const int64_t n = d.out_w - x0 < 16 ? d.out_w - x0 : 16;
+        __m128i b[16];
+        for (int p0 = 0; p0 < 16; p0 += 4) {
+          if (p0 >= n) {
+            for (int u = 0; u < 4; ++u) b[p0 + u] = _mm_setzero_si128();
+            continue;
+          }
+          __m512i acc[4];
+          for (int u = 0; u < 4; ++u) acc[u] = _mm512_setzero_si512();
+          for (int64_t ky = 0; ky < d.kh; ++ky) {
+            const uint8_t* r = first + (ky * d.dh * qw + (x0 + p0) * d.sw) * 64;
+            for (int64_t q = 0; q < kq; ++q) {
+              const __m512i wv = _mm512_load_si512(filter + (ky * kq + q) * 64);
+              for (int u = 0; u < 4; ++u) {
+                acc[u] = _mm512_dpbusd_epi32(acc[u], _mm512_loadu_si512(r + (u * d.sw + 4 * q) * 64), wv);
+              }
+            }
+          }
+          for (int u = 0; u < 4; ++u) {
+            b[p0 + u] = requantize16(acc[u], correction_v, multiplier_v, offset_v, lo, hi);
+          }
+        }
+        __m512i m[4];
+        for (int v = 0; v < 4; ++v) {
+          __m512i t = _mm512_castsi128_si512(b[4 * v]);
+          t = _mm512_inserti32x4(t, b[4 * v + 1], 1);
+          t = _mm512_inserti32x4(t, b[4 * v + 2], 2);
+          m[v] = _mm512_inserti32x4(t, b[4 * v + 3], 3);
+        }
+        transpose16x16(m);  // lane i of m[k]: channel 4 k + i's 16 outputs
+        for (int j = 0; j < nc; ++j) {
+          const uintptr_t lane0 = reinterpret_cast<uintptr_t>(block_out + j * out_plane + oy * d.out_w + x0) -
+                                  static_cast<uintptr_t>(16 * (j % 4));
+          _mm512_mask_storeu_epi8(reinterpret_cast<void*>(lane0), bytes_mask(n) << (16 * (j % 4)), m[j / 4]);
+        }
+      }
+    }
+  }
+}
+
+}  // namespace x86_64_v4
+}  // namespace qgemm
+}  // namespace kernels
+}  // namespace pare
+
+#pragma clang attribute pop
+
+#endif
