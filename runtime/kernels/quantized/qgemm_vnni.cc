@@ -291,6 +291,138 @@ void pack_columns_vnni(int64_t channels, int64_t k, const int8_t* w, void* packe
 
 namespace {
 
+// Small planes (ResNet-18's 7x7: 49 pixels fill 4 vectors of 16) run a
+// tile over output channels instead: 16 channels per vector, the packed
+// weights + 128 (w ^ 0x80) as vpdpbusd's unsigned side and a pixel's 4
+// bytes of x as its broadcast, so no lane is a pixel past the plane. The
+// sum gains 128 sum_k x[k, p], taken back out per pixel; the value is the
+// pixel tile's exactly (int32 additions wrap and the result fits), and
+// requantize16 gives the same bits. x is packed as the pixel tiles read it
+// (x + 128 flipped back to x): every pixel's tiles in scratch at once.
+constexpr int kChannelTilePixels = 12;  // pixels per tile over channels (24 accumulators at 32 channels)
+
+PARE_ALWAYS_INLINE __m512i channel_weights(const int32_t* blocks, int64_t stride, int64_t q) {
+  const __m256i a = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blocks + q * kMR));
+  const __m256i b = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blocks + stride + q * kMR));
+  return _mm512_xor_si512(_mm512_inserti64x4(_mm512_castsi256_si512(a), b, 1),
+                          _mm512_set1_epi8(static_cast<char>(0x80)));
+}
+
+// Channels [c0, c0 + 16 CV) x NP pixels of out: pixel j's quad q is the
+// int32 xq[q * lanes + j] (lanes: its tile's 16 NV), sums[j] its sum_k x.
+template <int CV, int NP>
+void channel_tile(int64_t nq, const int32_t* PARE_RESTRICT blocks, int64_t stride, const int32_t* PARE_RESTRICT xq,
+                  int64_t lanes, const int32_t* sums, int64_t c0, int64_t p, const Requantization& rq,
+                  const Output& out) {
+  // Fully unrolled: the 24 accumulators stay in registers (clang's own
+  // unrolling kept them on the stack, 2.3x slower).
+  __m512i acc[CV][NP];
+#pragma clang loop unroll(full)
+  for (int v = 0; v < CV; ++v) {
+#pragma clang loop unroll(full)
+    for (int j = 0; j < NP; ++j) acc[v][j] = _mm512_setzero_si512();
+  }
+  for (int64_t q = 0; q < nq; ++q) {
+    __m512i wv[CV];
+#pragma clang loop unroll(full)
+    for (int v = 0; v < CV; ++v) wv[v] = channel_weights(blocks + 2 * v * stride, stride, q);
+    const int32_t* x = xq + q * lanes;
+#pragma clang loop unroll(full)
+    for (int j = 0; j < NP; ++j) {
+      const __m512i xb = _mm512_set1_epi32(x[j]);
+#pragma clang loop unroll(full)
+      for (int v = 0; v < CV; ++v) acc[v][j] = _mm512_dpbusd_epi32(acc[v][j], wv[v], xb);
+    }
+  }
+  const __m512 lo = _mm512_set1_ps(static_cast<float>(rq.output_min));
+  const __m512 hi = _mm512_set1_ps(static_cast<float>(rq.output_max));
+  for (int v = 0; v < CV; ++v) {
+    const int64_t c = c0 + 16 * v;
+    const __m512i correction = _mm512_loadu_si512(rq.correction + c);
+    const __m512 multiplier = _mm512_loadu_ps(rq.multiplier + c);
+    const __m512 offset = _mm512_loadu_ps(rq.offset + c);
+    for (int j = 0; j < NP; ++j) {
+      const __m512i shift = _mm512_set1_epi32(static_cast<int32_t>(static_cast<uint32_t>(sums[j]) << 7));
+      alignas(16) int8_t b[16];
+      _mm_store_si128(reinterpret_cast<__m128i*>(b),
+                      requantize16(_mm512_sub_epi32(acc[v][j], shift), correction, multiplier, offset, lo, hi));
+      int8_t* o = out.data + c * out.channel_stride + (p + j) * out.pixel_stride;
+      for (int i = 0; i < 16; ++i) o[i * out.channel_stride] = b[i];
+    }
+  }
+}
+
+template <int CV>
+void channel_tiles(int64_t nq, const int32_t* blocks, int64_t stride, const int32_t* xq, int64_t lanes,
+                   const int32_t* sums, int64_t c0, int64_t p, int n, const Requantization& rq, const Output& out) {
+  int j = 0;
+  for (; j + kChannelTilePixels <= n; j += kChannelTilePixels) {
+    channel_tile<CV, kChannelTilePixels>(nq, blocks, stride, xq + j, lanes, sums + j, c0, p + j, rq, out);
+  }
+  for (; j + 4 <= n; j += 4) channel_tile<CV, 4>(nq, blocks, stride, xq + j, lanes, sums + j, c0, p + j, rq, out);
+  for (; j < n; ++j) channel_tile<CV, 1>(nq, blocks, stride, xq + j, lanes, sums + j, c0, p + j, rq, out);
+}
+
+// The scratch every pixel's packed tiles need (after the weights).
+PARE_ALWAYS_INLINE int64_t channel_scratch(int64_t pixels, int64_t k) {
+  return (pixels + 15) / 16 * quads(k) * 64 + (pixels + 15) / 16 * 64 + 64;
+}
+
+// Whether a layer runs the tile over channels: whole vectors of 16
+// channels, a plane whose pixel vectors waste over an eighth of their
+// lanes, reductions of 512 or more (ResNet-18's 1x1 over 256 channels at
+// 7x7 went from 54 to 65 us: the transposed stores outweigh its taps),
+// and its packed tiles within the scratch the pixel tiles have (qgemm.h's
+// columns_scratch_bytes: kPanelBytes and one tile of 48).
+PARE_ALWAYS_INLINE bool channel_tiles_run(int64_t channels, int64_t pixels, int64_t k) {
+  const int64_t waste = (pixels + 15) / 16 * 16 - pixels;
+  return channels % 16 == 0 && pixels <= 64 && 8 * waste > pixels && k >= 512 &&
+         channel_scratch(pixels, k) <= kPanelBytes + quads(k) * 192;
+}
+
+template <typename Pack>
+void gemm_channel_tiles(int64_t channels, int64_t pixels, int64_t k, const int32_t* packed, const Requantization& rq,
+                        const Output& out, uint8_t* rest, const Pack& pack) {
+  const int64_t nq = quads(k);
+  const int64_t stride = block_ints(k);
+  __m512i* xp = reinterpret_cast<__m512i*>((reinterpret_cast<uintptr_t>(rest) + 63) & ~uintptr_t{63});
+  const int64_t vectors = (pixels + 15) / 16;
+  int32_t* sums = reinterpret_cast<int32_t*>(xp + vectors * nq);
+  // Every pixel's tiles (48 pixels each), flipped back to x, and each
+  // pixel's sum_k x (vpdpbusd of 1s against x).
+  const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
+  const __m512i ones = _mm512_set1_epi8(1);
+  for (int64_t p0 = 0; p0 < pixels; p0 += kTilePixels) {
+    const int nr = pixels - p0 < kTilePixels ? static_cast<int>(pixels - p0) : kTilePixels;
+    const int nv = (nr + 15) / 16;
+    __m512i* dst = xp + p0 / 16 * nq;
+    pack(p0, nr, dst);
+    __m512i s[kMaxVectors];
+    for (int v = 0; v < nv; ++v) s[v] = _mm512_setzero_si512();
+    for (int64_t q = 0; q < nq; ++q) {
+      for (int v = 0; v < nv; ++v) {
+        const __m512i x = _mm512_xor_si512(_mm512_load_si512(dst + q * nv + v), flip);
+        _mm512_store_si512(dst + q * nv + v, x);
+        s[v] = _mm512_dpbusd_epi32(s[v], ones, x);
+      }
+    }
+    for (int v = 0; v < nv; ++v) _mm512_store_si512(sums + p0 + 16 * v, s[v]);
+  }
+  for (int64_t c0 = 0; c0 < channels; c0 += 32) {
+    const int32_t* blocks = packed + c0 / kMR * stride;
+    for (int64_t p0 = 0; p0 < pixels; p0 += kTilePixels) {
+      const int nr = pixels - p0 < kTilePixels ? static_cast<int>(pixels - p0) : kTilePixels;
+      const int64_t lanes = (nr + 15) / 16 * 16;
+      const int32_t* xq = reinterpret_cast<const int32_t*>(xp + p0 / 16 * nq);
+      if (channels - c0 >= 32) {
+        channel_tiles<2>(nq, blocks, stride, xq, lanes, sums + p0, c0, p0, nr, rq, out);
+      } else {
+        channel_tiles<1>(nq, blocks, stride, xq, lanes, sums + p0, c0, p0, nr, rq, out);
+      }
+    }
+  }
+}
+
 // The GEMM over x's packed tiles, pack(p0, nr, dst) packing the tile of
 // pixels [p0, p0 + nr) (NV = ceil(nr / 16) vectors per quad) into dst.
 template <typename Pack>
@@ -307,6 +439,10 @@ void gemm_tiles(int64_t channels, int64_t pixels, int64_t k, const int8_t* w, co
     pack_columns_vnni(channels, k, w, rest);
     packed = reinterpret_cast<const int32_t*>(rest);
     rest += blocks * stride * 4;
+  }
+  if (channel_tiles_run(channels, pixels, k)) {
+    gemm_channel_tiles(channels, pixels, k, packed, rq, out, rest, pack);
+    return;
   }
   __m512i* panel = reinterpret_cast<__m512i*>((reinterpret_cast<uintptr_t>(rest) + 63) & ~uintptr_t{63});
   const int64_t tile_vectors = quads(k) * kMaxVectors;

@@ -204,6 +204,17 @@ CONV_CASES = {
     # batch 2; at stride 1, a 7x7 filter over 5 channels (k = 245).
     "vnni_image_stride2_k63": conv_case((2, 7, 12, 11), (9, 7, 3, 3), stride=(2, 2), padding=(1, 1)),
     "vnni_image_7x7_k245": conv_case((1, 5, 12, 13), (10, 5, 7, 7), padding=(3, 3)),
+    # Its tile over output channels on small planes (16 channels per
+    # vector, a pixel's 4 bytes broadcast: up to 64 pixels wasting over an
+    # eighth of their pixel vectors, reductions of 512 or more): 7x7 (a
+    # 48-pixel tile and a 1-pixel one) over 61 channels (k = 549) with
+    # batch 2, 48 channels (a 32- and a 16-channel block) at stride 2, a 1x1
+    # over 25 pixels (k = 517), groups of 16 channels over 30 pixels (runs
+    # of 12, 4 and 1 pixels).
+    "vnni_channels_7x7_batch2": conv_case((2, 61, 7, 7), (32, 61, 3, 3), padding=(1, 1)),
+    "vnni_channels_48_stride2": conv_case((1, 57, 13, 13), (48, 57, 3, 3), stride=(2, 2), padding=(1, 1)),
+    "vnni_channels_1x1_25_pixels": conv_case((1, 517, 5, 5), (16, 517, 1, 1)),
+    "vnni_channels_groups_30_pixels": conv_case((1, 118, 6, 5), (32, 59, 3, 3), padding=(1, 1), groups=2),
     # Its depthwise plane: stride 1 in flat order over the padded columns
     # (many 64-output chunks, a partial last one), rows of 64 outputs at
     # stride (2, 1), rows of 32 at stride 2 (two chunks), no padding, 7x7
