@@ -406,7 +406,8 @@ def test_one_prepacked_program_for_every_isa(kernels, prepacked_program):
 
 # gemm::blocking_for, the loop blocking chosen from the L2's size (a pure
 # constexpr function, checked at compile time): the Zen 5's constants (1 MB)
-# for 1 MB or less and an unknown cache (0, arm64), wider B blocks above;
+# for 1 MB or less and an unknown cache (0, arm64), wider B blocks and
+# the AVX-512 tile's two A panels a call above;
 # always whole register tiles and A panels, and a wider B block and the A
 # block within half the L2 that chose them.
 BLOCKING_CHECKS = r"""
@@ -417,6 +418,8 @@ static_assert(g::blocking_for(512 << 10).nc == 256, "Zen 3, 512 KB");
 static_assert(g::blocking_for(1 << 20).mc == 72 && g::blocking_for(1 << 20).nc == 256, "Zen 5, 1 MB");
 static_assert(g::blocking_for(1280 << 10).mc == 72 && g::blocking_for(1280 << 10).nc == 512, "Ice Lake SP, 1.25 MB");
 static_assert(g::blocking_for(2 << 20).nc == 512, "Sapphire Rapids, 2 MB");
+static_assert(!g::blocking_for(0).pairs && !g::blocking_for(1 << 20).pairs, "unknown and Zen 5: one A panel a tile");
+static_assert(g::blocking_for(1280 << 10).pairs && g::blocking_for(2 << 20).pairs, "Ice Lake SP and up: two");
 constexpr bool sane(int64_t l2) {
   const g::Blocking b = g::blocking_for(l2);
   return b.mc > 0 && b.mc % g::kMR == 0 && b.nc > 0 && b.nc % g::kTileCols == 0 &&

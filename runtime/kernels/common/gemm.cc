@@ -9,19 +9,57 @@
 namespace pare {
 namespace gemm {
 
+namespace {
+typedef float f4 __attribute__((vector_size(4 * sizeof(float))));
+PARE_ALWAYS_INLINE f4 load4(const float* p) {
+  f4 v;
+  __builtin_memcpy(&v, p, sizeof(v));
+  return v;
+}
+PARE_ALWAYS_INLINE void store4(float* p, f4 v) { __builtin_memcpy(p, &v, sizeof(v)); }
+
+// Depths [p, p + 4) of a whole panel from kMR unit-stride rows: 24 floats,
+// depth by depth, a 4 x 4 transpose of rows 0 to 3 and pairs of rows 4 and
+// 5 (SSE2 or NEON shuffles on every build).
+PARE_ALWAYS_INLINE void pack_a_depths4(const float* const* src, int64_t p, float* out) {
+  static_assert(kMR == 6, "four rows and two");
+  const f4 r0 = load4(src[0] + p), r1 = load4(src[1] + p), r2 = load4(src[2] + p), r3 = load4(src[3] + p);
+  const f4 r4 = load4(src[4] + p), r5 = load4(src[5] + p);
+  const f4 t0 = __builtin_shufflevector(r0, r1, 0, 4, 1, 5), t1 = __builtin_shufflevector(r0, r1, 2, 6, 3, 7);
+  const f4 t2 = __builtin_shufflevector(r2, r3, 0, 4, 1, 5), t3 = __builtin_shufflevector(r2, r3, 2, 6, 3, 7);
+  const f4 u0 = __builtin_shufflevector(r4, r5, 0, 4, 1, 5), u1 = __builtin_shufflevector(r4, r5, 2, 6, 3, 7);
+  const f4 c1 = __builtin_shufflevector(t0, t2, 2, 3, 6, 7), c3 = __builtin_shufflevector(t1, t3, 2, 3, 6, 7);
+  store4(out, __builtin_shufflevector(t0, t2, 0, 1, 4, 5));
+  store4(out + 4, __builtin_shufflevector(u0, c1, 0, 1, 4, 5));
+  store4(out + 8, __builtin_shufflevector(c1, u0, 2, 3, 6, 7));
+  store4(out + 12, __builtin_shufflevector(t1, t3, 0, 1, 4, 5));
+  store4(out + 16, __builtin_shufflevector(u1, c3, 0, 1, 4, 5));
+  store4(out + 20, __builtin_shufflevector(c3, u1, 2, 3, 6, 7));
+}
+}  // namespace
+
 void pack_a(const MatrixView<float>& a, int64_t i0, int64_t mc, int64_t p0, int64_t kc, float* dst) {
   for (int64_t ip = 0; ip < mc; ip += kMR) {
     const int64_t rows = mc - ip < kMR ? mc - ip : kMR;
     float* panel = dst + (ip / kMR) * kc * kMR;
-    // Row by row, each read in order into its lane of the panel: a
-    // row-major A (a linear layer's input, channels-last pixels) streams,
-    // and the loop is one pointer step per element whatever the strides.
+    // A whole panel of a row-major A (mm's input, a linear layer's,
+    // channels-last pixels) four depths at a time: element by element, the
+    // stores kMR floats apart took 13% of mm's time at n = 1,024 on an Ice
+    // Lake Xeon (docs/performance.md, "SGEMM against the core's peak").
+    int64_t done = 0;
+    if (rows == kMR && a.col_stride == 1) {
+      const float* src[kMR];
+      for (int64_t r = 0; r < kMR; ++r) src[r] = a.data + (i0 + ip + r) * a.row_stride + p0;
+      for (; done + 4 <= kc; done += 4) pack_a_depths4(src, done, panel + done * kMR);
+    }
+    // The rest row by row, each read in order into its lane of the panel:
+    // one pointer step per element whatever the strides.
     for (int64_t r = 0; r < kMR; ++r) {
       if (r < rows) {
         const float* src = a.data + (i0 + ip + r) * a.row_stride + p0 * a.col_stride;
-        for (int64_t p = 0; p < kc; ++p) panel[p * kMR + r] = src[p * a.col_stride];
+        for (int64_t p = done; p < kc; ++p) panel[p * kMR + r] = src[p * a.col_stride];
       } else {
-        for (int64_t p = 0; p < kc; ++p) panel[p * kMR + r] = 0.0f;
+        for (int64_t p = done; p < kc; ++p) panel[p * kMR + r] = 0.0f;
       }
     }
   }
@@ -71,6 +109,9 @@ TileKernel tile_kernel() {
     default: return PARE_SIMD_ISA::tile;
   }
 }
+TileKernel pair_tile_kernel(const Blocking& blocks) {
+  return blocks.pairs && cpu::kernel_isa() == cpu::Isa::x86_64_v4 ? x86_64_v4::tile_pair : nullptr;
+}
 #endif
 
 void sgemm_narrow(int64_t m, int64_t n, int64_t k, const float* packed_a, const MatrixView<float>& b, float* c,
@@ -90,6 +131,7 @@ void sgemm_blocks(int64_t m, int64_t n, int64_t k, const BlockPacker& pack_a_blo
   if (m == 0 || n == 0) return;
   const TileKernel tile_fn = tile_kernel();
   const Blocking blocks = blocking();
+  const TileKernel pair_fn = pair_tile_kernel(blocks);
   for (int64_t j0 = 0; j0 < n; j0 += blocks.nc) {
     const int64_t nc = n - j0 < blocks.nc ? n - j0 : blocks.nc;
     // One block of depth 0 when k is 0: the tiles store C as Output says of a zero A B.
@@ -105,18 +147,22 @@ void sgemm_blocks(int64_t m, int64_t n, int64_t k, const BlockPacker& pack_a_blo
       // (No residual code in a runtime without prepacked_residual_kernel.)
       const float* residual =
           last && kernel_dtype_selected(TagId::prepacked_residual_kernel, ScalarType::Float) ? out.residual : nullptr;
+      const bool pairs = pair_fn != nullptr && kc >= kPairMinDepth;
       for (int64_t i0 = 0; i0 < m; i0 += blocks.mc) {
         const int64_t mc = m - i0 < blocks.mc ? m - i0 : blocks.mc;
         const float* a_block = pack_a_block(row0 + i0, mc, p0, kc, a_scratch);
         for (int64_t jr = 0; jr < nc; jr += kTileCols) {
           const int64_t nr = nc - jr < kTileCols ? nc - jr : kTileCols;
           tile.col_bias = first && out.col_bias != nullptr ? out.col_bias + j0 + jr : nullptr;
-          for (int64_t ir = 0; ir < mc; ir += kMR) {
-            const int64_t mr = mc - ir < kMR ? mc - ir : kMR;
+          for (int64_t ir = 0; ir < mc;) {
+            const bool pair = pairs && nr > kPadCols && mc - ir >= 2 * kMR;
+            const int64_t mr = pair ? 2 * kMR : mc - ir < kMR ? mc - ir : kMR;
             tile.row_bias = first && out.row_bias != nullptr ? out.row_bias + i0 + ir : nullptr;
             tile.residual = residual != nullptr ? residual + (i0 + ir) * ldc + j0 + jr : nullptr;
-            tile_fn(kc, a_block + (ir / kMR) * kc * kMR, b_block + (jr / kPanelCols) * kc * kPanelCols,
-                    c + (i0 + ir) * ldc + j0 + jr, ldc, mr, nr, tile);
+            (pair ? pair_fn : tile_fn)(kc, a_block + (ir / kMR) * kc * kMR,
+                                       b_block + (jr / kPanelCols) * kc * kPanelCols, c + (i0 + ir) * ldc + j0 + jr,
+                                       ldc, mr, nr, tile);
+            ir += mr;
           }
         }
       }

@@ -78,12 +78,24 @@ constexpr int64_t kNC = 256;  // multiple of kTileCols; 256 x 256 floats = 256 K
 // at n = 1,024 ran 1.12-1.20x faster (docs/performance.md, "SGEMM against
 // the core's peak"). Unknown caches (0) and other architectures take the
 // Zen's.
+//
+// pairs: whether the AVX-512 tile takes two A panels per call (12 x 32,
+// pair_tile_kernel() below) on the same cores. On an Ice Lake Xeon the 6 x
+// 32 tile spends a port-5 uop per B vector (the insert that joins two
+// 8-column panels), the port of the second 512-bit FMA unit; 12 rows use
+// each B vector twice as often: a copy of the tile's loop on packed
+// panels went from 69-73% to 83-86% of the measured FMA peak. On a Zen 5
+// (1 MB) it lost at n = 768 and 1,024 and on MobileNetV2
+// (docs/performance.md, "On this machine"), so smaller L2s keep the
+// one-panel tile.
 struct Blocking {
   int64_t mc;
   int64_t nc;
+  bool pairs;
 };
 constexpr Blocking blocking_for(int64_t l2_bytes) {
-  return {kMC, l2_bytes >= (int64_t{1280} << 10) ? 2 * kNC : kNC};  // 1.25 MB: Ice Lake SP, Sapphire Rapids
+  const bool large = l2_bytes >= (int64_t{1280} << 10);  // 1.25 MB: Ice Lake SP, Sapphire Rapids
+  return {kMC, large ? 2 * kNC : kNC, large};
 }
 // This CPU's (cpu::l2_cache_bytes(), probed once).
 #if defined(__x86_64__)
@@ -304,6 +316,11 @@ void sgemm_narrow(int64_t m, int64_t n, int64_t k, const float* packed_a, const 
 // of 16 columns in zmm registers; it hands other tiles to x86_64_v3::tile.
 namespace x86_64_v4 {
 void tile(int64_t kc, const float* a, const float* b, float* c, int64_t ldc, int64_t mr, int64_t nr, const Output& out);
+// Two A panels (mr = 2 kMR rows, a's second panel kc * kMR floats after its
+// first) times four B panels (nr over kPadCols): the same sums in the same
+// order as two calls of tile(), so the same bits.
+void tile_pair(int64_t kc, const float* a, const float* b, float* c, int64_t ldc, int64_t mr, int64_t nr,
+               const Output& out);
 }  // namespace x86_64_v4
 #endif
 
@@ -314,6 +331,17 @@ void tile(int64_t kc, const float* a, const float* b, float* c, int64_t ldc, int
 TileKernel tile_kernel();
 #else
 constexpr TileKernel tile_kernel() { return PARE_SIMD_ISA::tile; }
+#endif
+// The kernel for two A panels at once (x86_64_v4::tile_pair) where the
+// blocking asks for pairs and the AVX-512 copy runs, else null (a constant
+// outside auto builds). The driver gives it depth blocks of kPairMinDepth
+// or more: shallower products (MobileNetV2's expand layers, depth 16 to
+// 96) are mostly stores of C, and 12 rows of C are 12 store streams.
+constexpr int64_t kPairMinDepth = 128;
+#if defined(PARE_X86_64_DISPATCH)
+TileKernel pair_tile_kernel(const Blocking& blocks);
+#else
+constexpr TileKernel pair_tile_kernel(const Blocking&) { return nullptr; }
 #endif
 
 // Scratch floats an on-the-fly A or B packer needs (prepacked operands need

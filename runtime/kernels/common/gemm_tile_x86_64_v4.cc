@@ -13,7 +13,9 @@
 // latency, so even and odd depths go to two sets added at the end (a
 // different order of sums from the other copies', within the same
 // dot-product bound: tests/runtime/test_isa.py); one of 17 to 31 as 6 x 32,
-// the columns past nr computed and not stored. One to four rows of 17 to
+// the columns past nr computed and not stored. On cores whose blocking asks
+// for it (gemm::Blocking::pairs) the driver hands full 32-column tiles two
+// A panels at once (tile_pair: 12 x 32, 24 accumulators). One to four rows of 17 to
 // 32 columns run few_rows; five rows, and fewer rows of at most 16
 // columns, are the v3 copy's, which this CPU runs too.
 #if defined(PARE_X86_64_DISPATCH) && defined(__AVX512F__)
@@ -68,18 +70,24 @@ PARE_ALWAYS_INLINE void finish(v16 (&r)[R][V], float* c, int64_t ldc, int64_t nr
   for (int i = 0; i < R; ++i) store_vectors(r[i], c + i * ldc, i, ldc, o);
 }
 
-// C's 6 x 16V tile = out(alpha * A B), B's 2V panels from `b` (columns
-// beyond nr computed, not stored); with V = 1 the even and odd depths in
-// two sets of accumulators.
-template <int V>
+// C's 6P x 16V tile = out(alpha * A B), A's P panels from `a`, B's 2V
+// panels from `b` (columns beyond nr computed, not stored); with V = 1 the
+// even and odd depths in two sets of accumulators. P = 2 (tile_pair, 24
+// accumulators) uses each B vector, and the insert that builds it, for 12
+// rows: the inserts run on port 5, an Ice Lake's second 512-bit FMA port.
+template <int P, int V>
 PARE_ALWAYS_INLINE void rows(int64_t kc, const float* PARE_RESTRICT a, const float* PARE_RESTRICT b, float* c,
                              int64_t ldc, int64_t nr, const Output& out) {
   constexpr int kSets = V == 1 ? 2 : 1;
+  constexpr int kRows = P * kMR;
   const int64_t panel = kc * kPanelCols;
-  v16 acc[kSets][kMR][V] = {};
+  v16 acc[kSets][kRows][V] = {};
   int64_t p = 0;
   for (; p + kSets <= kc; p += kSets) {
-    if ((p & 1) == 0) __builtin_prefetch(a + (p + kPrefetchADepths) * kMR);  // gemm.h
+    if ((p & 1) == 0) {  // gemm.h; the next call's panels
+#pragma clang loop unroll(full)
+      for (int q = 0; q < P; ++q) __builtin_prefetch(a + (p + (P + q) * kPrefetchADepths) * kMR);
+    }
 #pragma clang loop unroll(full)
     for (int s = 0; s < kSets; ++s) {
       v16 bv[V];
@@ -88,9 +96,10 @@ PARE_ALWAYS_INLINE void rows(int64_t kc, const float* PARE_RESTRICT a, const flo
         bv[v] = b_row(b + 2 * v * panel + (p + s) * kPanelCols, b + (2 * v + 1) * panel + (p + s) * kPanelCols);
       }
 #pragma clang loop unroll(full)
-      for (int64_t i = 0; i < kMR; ++i) {
+      for (int64_t i = 0; i < kRows; ++i) {
+        const float ai = a[(i / kMR) * kc * kMR + (p + s) * kMR + i % kMR];
 #pragma clang loop unroll(full)
-        for (int v = 0; v < V; ++v) acc[s][i][v] += a[(p + s) * kMR + i] * bv[v];
+        for (int v = 0; v < V; ++v) acc[s][i][v] += ai * bv[v];
       }
     }
   }
@@ -101,9 +110,9 @@ PARE_ALWAYS_INLINE void rows(int64_t kc, const float* PARE_RESTRICT a, const flo
       for (int64_t i = 0; i < kMR; ++i) acc[0][i][0] += a[p * kMR + i] * b0;
     }
   }
-  v16 r[kMR][V];
+  v16 r[kRows][V];
 #pragma clang loop unroll(full)
-  for (int64_t i = 0; i < kMR; ++i) {
+  for (int64_t i = 0; i < kRows; ++i) {
 #pragma clang loop unroll(full)
     for (int v = 0; v < V; ++v) {
       r[i][v] = acc[0][i][v];
@@ -111,6 +120,11 @@ PARE_ALWAYS_INLINE void rows(int64_t kc, const float* PARE_RESTRICT a, const flo
       r[i][v] = out.alpha * r[i][v];
     }
   }
+  // Twelve rows stored from registers cost the demo's runtime 3,120 B
+  // (every Output case unrolled 12 times); through store_partial's masks
+  // (all lanes on a whole tile) once per depth block, they cost nothing
+  // measurable at depths of kPairMinDepth or more.
+  if constexpr (P == 2) return store_partial<V>(r, kRows, c, ldc, nr, out);
   finish(r, c, ldc, nr, out);
 }
 
@@ -177,7 +191,7 @@ void tile(int64_t kc, const float* a, const float* b, float* c, int64_t ldc, int
   // Over 16 columns the tile reads all four panels (B's columns are padded
   // to 16, so a tile of up to 16 has only two).
   if (nr > 16) {
-    if (mr == kMR) return rows<2>(kc, a, b, c, ldc, nr, out);
+    if (mr == kMR) return rows<1, 2>(kc, a, b, c, ldc, nr, out);
     if (mr == 1) return few_rows<1>(kc, a, b, c, ldc, nr, out);
     if (mr == 2) return few_rows<2>(kc, a, b, c, ldc, nr, out);
     // Three and four rows as the v3 copy has them: only with pixel rows (a
@@ -187,9 +201,14 @@ void tile(int64_t kc, const float* a, const float* b, float* c, int64_t ldc, int
       if (mr == 4) return few_rows<4>(kc, a, b, c, ldc, nr, out);
     }
   } else if (mr == kMR) {
-    return rows<1>(kc, a, b, c, ldc, nr, out);
+    return rows<1, 1>(kc, a, b, c, ldc, nr, out);
   }
   x86_64_v3::tile(kc, a, b, c, ldc, mr, nr, out);
+}
+
+void tile_pair(int64_t kc, const float* a, const float* b, float* c, int64_t ldc, int64_t, int64_t nr,
+               const Output& out) {
+  rows<2, 2>(kc, a, b, c, ldc, nr, out);
 }
 
 }  // namespace x86_64_v4
