@@ -62,16 +62,6 @@ PARE_ALWAYS_INLINE const void* lane_base(const int8_t* at, int j) {
   return reinterpret_cast<const void*>(reinterpret_cast<uintptr_t>(at) - static_cast<uintptr_t>(16 * j));
 }
 
-// interleave4 of the 4 128-bit lanes of rows: byte 4 p + j of the result
-// is byte p of lane j. Two shuffles (AVX-512F/BW only, no VBMI): a 4 x 4
-// transpose of int32 across lanes (lane l's int32 j <- lane j's int32 l:
-// row j's bytes 4 l .. 4 l + 3), then of bytes within each int32 group.
-PARE_ALWAYS_INLINE __m512i interleave_lanes(__m512i rows) {
-  const __m512i across = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
-  const __m512i within = _mm512_broadcast_i32x4(_mm_setr_epi8(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15));
-  return _mm512_shuffle_epi8(_mm512_permutexvar_epi32(across, rows), within);
-}
-
 // NV * 16 columns of x [k, pixels] (rows ldx apart, from x; nr of them
 // real, the rest read as 0) as the tile reads them: per quad q, NV
 // vectors of 16 lanes (x[4q, p], .., x[4q + 3, p]) + 128 as bytes (0x80

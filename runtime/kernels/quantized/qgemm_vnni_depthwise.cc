@@ -176,20 +176,11 @@ void depthwise_plane_vnni(const DepthwisePlane& d, const int8_t* plane, const in
 // bits), then 16 pixels' results transposed back to the planes.
 constexpr int64_t kMaxChannelQuads = 32;  // a filter's rows x quads of taps
 
-// v's 4 128-bit lanes (lane t: 16 bytes, b[t][0..15]) as 4 quads: lane L,
-// byte 4 i + t of the result is b[t][4 L + i] (a dword transpose across the
-// lanes, then a 4x4 byte transpose within each).
-PARE_ALWAYS_INLINE __m512i lane_quads(__m512i v) {
-  const __m512i dwords = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
-  const __m512i bytes = _mm512_broadcast_i32x4(_mm_setr_epi8(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15));
-  return _mm512_shuffle_epi8(_mm512_permutexvar_epi32(dwords, v), bytes);
-}
-
 // A 16x16 byte matrix transposed: row r (16 bytes) of m is lane r % 4 of
 // m[r / 4]; the result the same way.
 PARE_ALWAYS_INLINE void transpose16x16(__m512i m[4]) {
   __m512i b[4];
-  for (int v = 0; v < 4; ++v) b[v] = lane_quads(m[v]);  // lane L of b[v]: block (v, L) transposed
+  for (int v = 0; v < 4; ++v) b[v] = interleave_lanes(m[v]);  // lane L of b[v]: block (v, L) transposed
   const __m512i b01lo = _mm512_shuffle_i32x4(b[0], b[1], _MM_SHUFFLE(1, 0, 1, 0));
   const __m512i b01hi = _mm512_shuffle_i32x4(b[0], b[1], _MM_SHUFFLE(3, 2, 3, 2));
   const __m512i b23lo = _mm512_shuffle_i32x4(b[2], b[3], _MM_SHUFFLE(1, 0, 1, 0));
@@ -289,7 +280,7 @@ void depthwise_channels_vnni(const DepthwisePlane& d, int64_t channels, const in
       }
       uint8_t* q = quads + (iy + d.ph) * qw * 64;
       for (int64_t px = 0; px < qw; ++px) {
-        _mm512_storeu_si512(q + px * 64, lane_quads(_mm512_loadu_si512(row + px * 16)));
+        _mm512_storeu_si512(q + px * 64, interleave_lanes(_mm512_loadu_si512(row + px * 16)));
       }
     }
     // 16 outputs of a row at a time, 4 pixels' sums at once.
