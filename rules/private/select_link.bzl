@@ -24,6 +24,7 @@ links with a PAL (machine code, compiled once).
 load("@bazel_tools//tools/build_defs/cc:action_names.bzl", "ACTION_NAMES")
 load(":link.bzl", "configured_cc_toolchain")
 load(":providers.bzl", "PareBitcodeInfo")
+load(":transitions.bzl", "ALLOWLIST_ATTRS", "plain_kernels_transition")
 
 def _own_objects(target):
     """The object files `target` itself compiled (not its deps')."""
@@ -143,6 +144,8 @@ pare_selected_code = rule(
         "lazy": attr.label_list(
             providers = [PareBitcodeInfo],
             mandatory = True,
+            # An instrumentation runtime's kernels are the plain build's.
+            cfg = plain_kernels_transition,
             doc = "Merged bitcode linked only as far as the roots reach: the kernels.",
         ),
         "selection_unit": attr.label(
@@ -159,7 +162,7 @@ pare_selected_code = rule(
         "_opt": attr.label(default = Label("@pare_llvm//:bin/opt"), executable = True, cfg = "exec", allow_single_file = True),
         "_llvm_nm": attr.label(default = Label("@pare_llvm//:bin/llvm-nm"), executable = True, cfg = "exec", allow_single_file = True),
         "_cc_toolchain": attr.label(default = "@bazel_tools//tools/cpp:current_cc_toolchain"),
-    }, **_LLVM_TOOL_ATTRS),
+    }, **dict(_LLVM_TOOL_ATTRS, **ALLOWLIST_ATTRS)),
     fragments = ["cpp"],
     toolchains = ["@bazel_tools//tools/cpp:toolchain_type"],
     doc = """One app's runtime code for the current platform: shared bitcode + its selection, folded.

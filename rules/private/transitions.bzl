@@ -118,6 +118,24 @@ platform_transition = transition(
     outputs = _SETTINGS,
 )
 
+def _plain_kernels_impl(settings, _attr):
+    # The same five settings, so a plain runtime's kernels and these are
+    # one configuration (Bazel 4 names it after the settings written).
+    plain = {name: settings[name] for name in _SETTINGS}
+    plain[TRACING_SETTING] = False
+    return plain
+
+# For the kernels of an instrumentation runtime: the plain build's. No
+# kernel's code reads PARE_TRACING (the observer's hooks are out of line in
+# the executor; tests/runtime/test_portability.py keeps it so), so the
+# instrumentation build compiles only the layers that record, and a
+# `bazel test //...` compiles the kernels once less.
+plain_kernels_transition = transition(
+    implementation = _plain_kernels_impl,
+    inputs = _SETTINGS,
+    outputs = _SETTINGS,
+)
+
 ALLOWLIST_ATTRS = {
     "_allowlist_function_transition": attr.label(
         default = "@bazel_tools//tools/allowlists/function_transition_allowlist",

@@ -15,7 +15,7 @@
 
 #include "runtime/core/diagnostics.h"
 #include "runtime/registry/custom_class.h"
-#include "runtime/registry/observer.h"
+#include "runtime/registry/inventory.h"
 
 namespace pare {
 
@@ -72,7 +72,9 @@ class KernelContext {
   // Calls kOpTable[slot] as a non-root op; use PARE_CALL_OP.
   Error call_op(size_t slot, ValueSpan inputs, ValueSpan outputs);
 
-  // Observer hooks (no-ops unless PARE_TRACING).
+  // Observer hooks: out of line (runtime/executor/kernel_context.cc), so a
+  // kernel's code is the same in the instrumentation build (PARE_TRACING,
+  // runtime/registry/observer.h), which links the plain build's kernels.
   void record_kernel_dtype(TagId tag, ScalarType t);
   void record_class(ClassId id);
 

@@ -85,6 +85,35 @@ def test_no_function_local_statics():
     assert not problems, "\n".join(problems)
 
 
+def test_kernels_never_see_the_instrumentation_build():
+    # The instrumentation build links the plain build's kernels (the
+    # kernels_transition of rules/private/select_link.bzl, and
+    # runtime_build.library_objects), which is sound only while no kernel's
+    # code depends on PARE_TRACING: no file a kernel includes, directly or
+    # not, reads it (compiler.h only gives it its default) or includes the
+    # observer, whose class it changes (comments may name it).
+    include = re.compile(r'^\s*#\s*include\s+"(runtime/[^"]+)"', re.M)
+    seen: set[Path] = set()
+    todo = [p for p in runtime_build.runtime_files((".cc", ".h", ".inc")) if "kernels" in p.relative_to(REPO).parts]
+    assert todo, "no kernel sources found"
+    while todo:
+        path = todo.pop()
+        if path in seen or not path.is_file():  # generated inventory headers live in bazel-bin
+            continue
+        seen.add(path)
+        todo += [REPO / name for name in include.findall(path.read_text())]
+    observer = REPO / "runtime" / "registry" / "observer.h"
+    readers = sorted(
+        str(p.relative_to(REPO))
+        for p in seen
+        if p == observer or (p.name != "compiler.h" and "PARE_TRACING" in re.sub(r"//.*", "", p.read_text()))
+    )
+    assert not readers, (
+        f"kernels include {', '.join(readers)}, which read PARE_TRACING: keep the instrumentation build's "
+        "differences in the root layers (runtime/executor, the observer), out of the kernels' include closure"
+    )
+
+
 def libm_functions() -> set[str]:
     """The libm functions runtime/pal/libm.def lists, float and double (expf, exp, ...)."""
     text = (REPO / "runtime" / "pal" / "libm.def").read_text()
