@@ -360,9 +360,9 @@ def build(
     options = _Options(selection_dir, defines, pal, opt, sanitize, extra_flags)
     if select:
         objects = selected_objects(cache_root, name, options, kernels)
+        objects_dir = objects[-1].parents[1]
     else:
-        objects = library_objects(cache_root, name, **options._asdict())
-    objects_dir = objects[-1].parents[1]
+        objects, objects_dir = _library_objects(cache_root, name, **options._asdict())
     if sanitize:
         name = "_".join((name, *sanitize))
     lib = objects_dir / (f"libpare_{name}.so" if pal == "posix" else f"libpare_{name}_{pal}.so")
@@ -408,6 +408,14 @@ class _Options(NamedTuple):
     extra_flags: Sequence[str] = ()
 
 
+# Defines only the root layers read (runtime/registry/observer.h): the
+# kernels are compiled without them, so the instrumentation build links the
+# plain build's kernel objects, as Bazel's does (rules/private/transitions.bzl,
+# plain_kernels_transition; tests/runtime/test_portability.py keeps the
+# kernels blind to them).
+ROOT_ONLY_DEFINES = frozenset({"PARE_TRACING"})
+
+
 def library_objects(cache_root: Path, name: str, **options) -> list[Path]:
     """The objects build() links for `options` (_Options' fields; fuzz/build.py
     reuses the sanitized full runtime's kernels from here): the runtime's
@@ -415,21 +423,39 @@ def library_objects(cache_root: Path, name: str, **options) -> list[Path]:
     ("address", "undefined")) and `extra_flags` such as X86_64_V3_FLAGS; at
     level auto (no -march in `extra_flags`, on x86_64), with the v3 and v4
     copies of the dispatched kernels."""
+    return _library_objects(cache_root, name, **options)[0]
+
+
+def _library_objects(cache_root: Path, name: str, **options) -> tuple[list[Path], Path]:
+    """library_objects(), and the directory a library linked from them goes
+    in (keyed by every source and flag of the build)."""
     selection_dir, defines, pal, opt, sanitize, extra_flags = _Options(**options)
     if sanitize:  # its own cache name, so plain and sanitized builds never prune each other
         name = "_".join((name, *sanitize))
+    kernel_defines = [d for d in defines if d.split("=")[0] not in ROOT_ONLY_DEFINES]
     flags = _compile_flags(opt, defines, sanitize, extra_flags) + [f"-I{selection_dir}"]
+    kernel_flags = _compile_flags(opt, kernel_defines, sanitize, extra_flags) + [f"-I{selection_dir}"]
+    # One cache name for every build's kernels: builds whose flags differ
+    # only in ROOT_ONLY_DEFINES share one directory.
+    kernels_name = "_".join(("kernels", *sanitize))
     copies = []
     if _x86_64_auto(extra_flags):
         flags += _isa_flags("auto")
-        copies = _x86_64_copy_objects(Path(cache_root), name, flags, selection_dir)
-    objects_dir = _objects(Path(cache_root), name, flags, selection_dir)
+        kernel_flags += _isa_flags("auto")
+        copies = _x86_64_copy_objects(Path(cache_root), kernels_name, kernel_flags, selection_dir)
+    info = compile_info()
+    kernel_sources = _layer_files(info["kernel_layers"], (".cc",))
+    other_sources = [p for p in runtime_files((".cc", ".c")) if p not in set(kernel_sources)]
+    kernels_dir = _objects(Path(cache_root), kernels_name, kernel_flags, selection_dir, kernel_sources)
+    objects_dir = _objects(Path(cache_root), name, flags, selection_dir, other_sources)
     excluded = {_object_name(REPO / p) for other, p in _pal_sources().items() if other != pal}
     # The copies last, so that the linker keeps the baseline copy of an
-    # inline function several compiled (build() then links the library
-    # beside the last copy's objects, whose directory is keyed by every
-    # source and flag too).
-    return sorted(p for p in (objects_dir / "obj").glob("*.o") if p.name not in excluded) + copies
+    # inline function several compiled.
+    objects = sorted(
+        (p for d in (kernels_dir, objects_dir) for p in (d / "obj").glob("*.o") if p.name not in excluded),
+        key=lambda p: p.name,
+    )
+    return objects + copies, objects_dir
 
 
 def selected_objects(cache_root: Path, name: str, options: _Options, kernels: bool | Sequence[str]) -> list[Path]:
@@ -564,6 +590,7 @@ def _objects(
     PALs) compiled with `flags`."""
     out_dir = cache_root / f"{name}-{_inputs_hash(flags, selection_dir, sources)}"
     if (out_dir / "objects.complete").is_file():
+        _touch(out_dir)  # in use: _prune leaves it for another hour
         return out_dir
     if shutil.which(CXX) is None:
         raise RuntimeError(f"{CXX} not found: install clang-16 or set PARE_RUNTIME_LIB to a prebuilt runtime")
@@ -575,6 +602,13 @@ def _objects(
             _compile_objects(cache_root, out_dir, flags, sources)
     _prune(cache_root, name, keep=out_dir)
     return out_dir
+
+
+def _touch(path: Path) -> None:
+    try:
+        os.utime(path)
+    except FileNotFoundError:  # pruned by another session a moment ago: it compiles again
+        pass
 
 
 @contextlib.contextmanager
