@@ -64,11 +64,12 @@ PARE_ALWAYS_INLINE const void* lane_base(const int8_t* at, int j) {
 
 // NV * 16 columns of x [k, pixels] (rows ldx apart, from x; nr of them
 // real, the rest read as 0) as the tile reads them: per quad q, NV
-// vectors of 16 lanes (x[4q, p], .., x[4q + 3, p]) + 128 as bytes (0x80
-// for a row past k, whose weights are 0).
+// vectors of 16 lanes (x[4q, p], .., x[4q + 3, p]) as bytes, each xor
+// `flip`: 0x80 for the pixel tiles (x + 128; 0x80 for a row past k, whose
+// weights are 0), 0 for the tile over channels (x itself).
 template <int NV>
-void pack_x_tile(int64_t k, const int8_t* x, int64_t ldx, int nr, __m512i* PARE_RESTRICT dst) {
-  const __m128i flip = _mm_set1_epi8(static_cast<char>(0x80));
+void pack_x_tile(int64_t k, const int8_t* x, int64_t ldx, int nr, int8_t flip_byte, __m512i* PARE_RESTRICT dst) {
+  const __m128i flip = _mm_set1_epi8(flip_byte);
   __mmask16 mask[NV];
   for (int v = 0; v < NV; ++v) mask[v] = pixel_mask(nr - 16 * v);
   const int64_t nq = quads(k);
@@ -169,11 +170,13 @@ constexpr int64_t kMaxImageTaps = 49;
 constexpr int kMaxSegments = 4;
 
 // NV * 16 columns (pixels [p0, p0 + nr)) of the im2col matrix of s, read
-// from the image, packed as pack_x_tile packs them. Rows run (c, ky, kx)
+// from the image, packed as pack_x_tile packs them (each byte xor
+// flip_byte). Rows run (c, ky, kx)
 // in the weights' order; each tap's loads are planned once per tile and
 // serve every input channel.
 template <int NV, int64_t kStride>
-void pack_image_tile(const ImageColumns& s, int64_t k, int64_t p0, int nr, __m512i* PARE_RESTRICT dst) {
+void pack_image_tile(const ImageColumns& s, int64_t k, int64_t p0, int nr, int8_t flip_byte,
+                     __m512i* PARE_RESTRICT dst) {
   const int64_t taps = s.kh * s.kw;
   TapLoad loads[kMaxImageTaps][NV][kMaxSegments];
   int8_t count[kMaxImageTaps][NV];
@@ -193,7 +196,7 @@ void pack_image_tile(const ImageColumns& s, int64_t k, int64_t p0, int nr, __m51
   // (stride 2: each in 32 bytes, the 4 put side by side and narrowed to
   // their even bytes), flipped and interleaved at once: a row past k stays
   // the zero point (its weights are 0).
-  const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
+  const __m512i flip = _mm512_set1_epi8(flip_byte);
   const __m512i zero_point = _mm512_set1_epi8(s.zero_point);
   for (int64_t q = 0; q < nq; ++q) {
     __m512i rows[NV];
@@ -287,8 +290,8 @@ namespace {
 // bytes of x as its broadcast, so no lane is a pixel past the plane. The
 // sum gains 128 sum_k x[k, p], taken back out per pixel; the value is the
 // pixel tile's exactly (int32 additions wrap and the result fits), and
-// requantize16 gives the same bits. x is packed as the pixel tiles read it
-// (x + 128 flipped back to x): every pixel's tiles in scratch at once.
+// requantize16 gives the same bits. x is packed by the pixel tiles' packers
+// without their flip (x itself): every pixel's tiles in scratch at once.
 constexpr int kChannelTilePixels = 12;  // pixels per tile over channels (24 accumulators at 32 channels)
 
 PARE_ALWAYS_INLINE __m512i channel_weights(const int32_t* blocks, int64_t stride, int64_t q) {
@@ -378,23 +381,18 @@ void gemm_channel_tiles(int64_t channels, int64_t pixels, int64_t k, const int32
   __m512i* xp = reinterpret_cast<__m512i*>((reinterpret_cast<uintptr_t>(rest) + 63) & ~uintptr_t{63});
   const int64_t vectors = (pixels + 15) / 16;
   int32_t* sums = reinterpret_cast<int32_t*>(xp + vectors * nq);
-  // Every pixel's tiles (48 pixels each), flipped back to x, and each
-  // pixel's sum_k x (vpdpbusd of 1s against x).
-  const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
+  // Every pixel's tiles (48 pixels each, x unflipped), and each pixel's
+  // sum_k x (vpdpbusd of 1s against x).
   const __m512i ones = _mm512_set1_epi8(1);
   for (int64_t p0 = 0; p0 < pixels; p0 += kTilePixels) {
     const int nr = pixels - p0 < kTilePixels ? static_cast<int>(pixels - p0) : kTilePixels;
     const int nv = (nr + 15) / 16;
     __m512i* dst = xp + p0 / 16 * nq;
-    pack(p0, nr, dst);
+    pack(p0, nr, int8_t{0}, dst);
     __m512i s[kMaxVectors];
     for (int v = 0; v < nv; ++v) s[v] = _mm512_setzero_si512();
     for (int64_t q = 0; q < nq; ++q) {
-      for (int v = 0; v < nv; ++v) {
-        const __m512i x = _mm512_xor_si512(_mm512_load_si512(dst + q * nv + v), flip);
-        _mm512_store_si512(dst + q * nv + v, x);
-        s[v] = _mm512_dpbusd_epi32(s[v], ones, x);
-      }
+      for (int v = 0; v < nv; ++v) s[v] = _mm512_dpbusd_epi32(s[v], ones, _mm512_load_si512(dst + q * nv + v));
     }
     for (int v = 0; v < nv; ++v) _mm512_store_si512(sums + p0 + 16 * v, s[v]);
   }
@@ -413,8 +411,9 @@ void gemm_channel_tiles(int64_t channels, int64_t pixels, int64_t k, const int32
   }
 }
 
-// The GEMM over x's packed tiles, pack(p0, nr, dst) packing the tile of
-// pixels [p0, p0 + nr) (NV = ceil(nr / 16) vectors per quad) into dst.
+// The GEMM over x's packed tiles, pack(p0, nr, flip_byte, dst) packing the
+// tile of pixels [p0, p0 + nr) (NV = ceil(nr / 16) vectors per quad), each
+// byte xor flip_byte, into dst.
 template <typename Pack>
 void gemm_tiles(int64_t channels, int64_t pixels, int64_t k, const int8_t* w, const void* packed_w,
                 const Requantization& rq, const Output& out, void* scratch, const Pack& pack) {
@@ -444,7 +443,7 @@ void gemm_tiles(int64_t channels, int64_t pixels, int64_t k, const int8_t* w, co
     for (int64_t t = t0; t < t1; ++t) {
       const int64_t p0 = t * kTilePixels;
       const int nr = pixels - p0 < kTilePixels ? static_cast<int>(pixels - p0) : kTilePixels;
-      pack(p0, nr, panel + (t - t0) * tile_vectors);
+      pack(p0, nr, static_cast<int8_t>(0x80), panel + (t - t0) * tile_vectors);
     }
     for (int64_t b = 0; b < blocks; ++b) {
       const int64_t c0 = b * kMR;
@@ -469,14 +468,15 @@ void gemm_tiles(int64_t channels, int64_t pixels, int64_t k, const int8_t* w, co
 template <int64_t kStride>
 void gemm_image_stride(int64_t channels, int64_t pixels, int64_t k, const int8_t* w, const void* packed_w,
                        const ImageColumns& x, const Requantization& rq, const Output& out, void* scratch) {
-  gemm_tiles(channels, pixels, k, w, packed_w, rq, out, scratch, [&](int64_t p0, int nr, __m512i* dst) {
-    if (nr > 32) {
-      pack_image_tile<3, kStride>(x, k, p0, nr, dst);
-    } else if (nr > 16) {
-      pack_image_tile<2, kStride>(x, k, p0, nr, dst);
-    } else {
-      pack_image_tile<1, kStride>(x, k, p0, nr, dst);
-    }
+  gemm_tiles(channels, pixels, k, w, packed_w, rq, out, scratch,
+             [&](int64_t p0, int nr, int8_t flip_byte, __m512i* dst) {
+               if (nr > 32) {
+                 pack_image_tile<3, kStride>(x, k, p0, nr, flip_byte, dst);
+               } else if (nr > 16) {
+                 pack_image_tile<2, kStride>(x, k, p0, nr, flip_byte, dst);
+               } else {
+                 pack_image_tile<1, kStride>(x, k, p0, nr, flip_byte, dst);
+               }
   });
 }
 
@@ -484,14 +484,15 @@ void gemm_image_stride(int64_t channels, int64_t pixels, int64_t k, const int8_t
 
 void gemm_columns_vnni(int64_t channels, int64_t pixels, int64_t k, const int8_t* w, const void* packed_w,
                        const int8_t* x, const Requantization& rq, const Output& out, void* scratch) {
-  gemm_tiles(channels, pixels, k, w, packed_w, rq, out, scratch, [&](int64_t p0, int nr, __m512i* dst) {
-    if (nr > 32) {
-      pack_x_tile<3>(k, x + p0, pixels, nr, dst);
-    } else if (nr > 16) {
-      pack_x_tile<2>(k, x + p0, pixels, nr, dst);
-    } else {
-      pack_x_tile<1>(k, x + p0, pixels, nr, dst);
-    }
+  gemm_tiles(channels, pixels, k, w, packed_w, rq, out, scratch,
+             [&](int64_t p0, int nr, int8_t flip_byte, __m512i* dst) {
+               if (nr > 32) {
+                 pack_x_tile<3>(k, x + p0, pixels, nr, flip_byte, dst);
+               } else if (nr > 16) {
+                 pack_x_tile<2>(k, x + p0, pixels, nr, flip_byte, dst);
+               } else {
+                 pack_x_tile<1>(k, x + p0, pixels, nr, flip_byte, dst);
+               }
   });
 }
 
