@@ -365,12 +365,11 @@ PARE_ALWAYS_INLINE int64_t channel_scratch(int64_t pixels, int64_t k) {
 // channels, a plane whose pixel vectors waste over an eighth of their
 // lanes, reductions of 512 or more (ResNet-18's 1x1 over 256 channels at
 // 7x7 went from 54 to 65 us: the transposed stores outweigh its taps),
-// and its packed tiles within the scratch the pixel tiles have (qgemm.h's
-// columns_scratch_bytes: kPanelBytes and one tile of 48).
-PARE_ALWAYS_INLINE bool channel_tiles_run(int64_t channels, int64_t pixels, int64_t k) {
+// and its packed tiles within the `room` bytes of scratch left after the
+// packed weights.
+PARE_ALWAYS_INLINE bool channel_tiles_run(int64_t channels, int64_t pixels, int64_t k, int64_t room) {
   const int64_t waste = (pixels + 15) / 16 * 16 - pixels;
-  return channels % 16 == 0 && pixels <= 64 && 8 * waste > pixels && k >= 512 &&
-         channel_scratch(pixels, k) <= kPanelBytes + quads(k) * 192;
+  return channels % 16 == 0 && pixels <= 64 && 8 * waste > pixels && k >= 512 && channel_scratch(pixels, k) <= room;
 }
 
 template <typename Pack>
@@ -429,7 +428,8 @@ void gemm_tiles(int64_t channels, int64_t pixels, int64_t k, const int8_t* w, co
     packed = reinterpret_cast<const int32_t*>(rest);
     rest += blocks * stride * 4;
   }
-  if (channel_tiles_run(channels, pixels, k)) {
+  const int64_t room = columns_scratch_bytes(channels, k) - (rest - static_cast<uint8_t*>(scratch));
+  if (channel_tiles_run(channels, pixels, k, room)) {
     gemm_channel_tiles(channels, pixels, k, packed, rq, out, rest, pack);
     return;
   }
