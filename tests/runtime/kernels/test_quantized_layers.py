@@ -407,6 +407,8 @@ def test_qconv2d_depthwise_across_channels_runs(runtime, name):
         ("depthwise", True, (-128, 100), 200.0),
         ("channels_3x3_37_batch2", False, (-128, 127), 300.0),  # the layer across channels saturating
         ("channels_stride2_odd", True, (-128, 100), 200.0),
+        ("vnni_channels_7x7_batch2", False, (-128, 127), 300.0),  # the VNNI tile over output channels saturating
+        ("vnni_channels_1x1_25_pixels", True, (-128, 127), 300.0),
     ],
 )
 def test_qconv2d_output_range(runtime, name, relu, out_range, steps):
