@@ -477,7 +477,7 @@ void gemm_image_stride(int64_t channels, int64_t pixels, int64_t k, const int8_t
                } else {
                  pack_image_tile<1, kStride>(x, k, p0, nr, flip_byte, dst);
                }
-  });
+             });
 }
 
 }  // namespace
@@ -493,7 +493,7 @@ void gemm_columns_vnni(int64_t channels, int64_t pixels, int64_t k, const int8_t
                } else {
                  pack_x_tile<1>(k, x + p0, pixels, nr, flip_byte, dst);
                }
-  });
+             });
 }
 
 // A vector of 16 pixels spans at most 4 output rows from 5 columns wide.
