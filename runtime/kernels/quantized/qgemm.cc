@@ -8,7 +8,8 @@
 #include "runtime/kernels/quantized/qgemm.h"
 
 #include "runtime/core/cpu.h"
-// arm64's micro-kernels of gemm_rows and gemm_columns (NEON, SDOT); empty elsewhere.
+// arm64's micro-kernels of gemm_rows and gemm_columns (NEON, SDOT) and its
+// depthwise plane (NEON); empty elsewhere.
 #include "runtime/kernels/quantized/qgemm_arm64.inc"
 
 // This build's copy of the kernels (ISA PARE_SIMD_ISA).
@@ -145,6 +146,13 @@ void requantize_channel(const int32_t* acc, int64_t n, int32_t correction, float
 void depthwise_plane(const DepthwisePlane& d, const int8_t* plane, const int8_t* filter, int32_t correction,
                      float multiplier, float offset, int32_t output_min, int32_t output_max, int32_t* acc,
                      int8_t* out) {
+#if defined(__aarch64__)
+  // arm64: qgemm_arm64_depthwise.inc's NEON rows (one copy, ARMv8.0).
+  if (arm64::depthwise_plane_runs(d)) {
+    arm64::depthwise_plane(d, plane, filter, correction, multiplier, offset, output_min, output_max, out);
+    return;
+  }
+#endif
 #if defined(PARE_X86_64_DISPATCH)
   if (vnni_runs() && x86_64_v4::depthwise_plane_vnni_runs(d)) {
     x86_64_v4::depthwise_plane_vnni(d, plane, filter, correction, multiplier, offset, output_min, output_max, out);
