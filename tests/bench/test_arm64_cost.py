@@ -12,7 +12,7 @@ import torch
 
 from pare import _format_table as fmt
 from tests.conftest import REPO_ROOT, require_tool
-from tools.bench import arm64_cost, arm64_mca
+from tools.bench import arm64_cost, arm64_mca, int8_mca
 from tools.bench.arm64_cost import DEPTHWISE, GEMM, INT8_COLUMNS, INT8_TILE, Conv
 
 
@@ -119,8 +119,16 @@ def test_an_int8_1x1_and_3x3_convolution_by_hand():
     tail = arm64_cost.int8_conv_count(Conv(1, 12, 16, 1, 5, 7, (1, 1)))
     assert dict(tail.iterations) == {INT8_COLUMNS: 2 * 3 * 3} and not tail.uncosted
     # Depthwise: the portable plane, listed.
+    # Depthwise: rows under 16 outputs run 8-output blocks (not costed); 3x3
+    # and 5x5 rows of 16 or more, ceil(out_w / 16) blocks per row, one
+    # iteration per filter row; dilation across and 7x7 not costed.
     dw = arm64_cost.int8_conv_count(Conv(1, 8, 8, 8, 10, 10, (3, 3), padding=(1, 1)))
-    assert not dw.iterations and dw.uncosted == {"int8 depthwise": 1} and dw.macs == 8 * 100 * 9
+    assert not dw.iterations and dw.uncosted == {"int8 depthwise rows under 16": 1} and dw.macs == 8 * 100 * 9
+    wide = arm64_cost.int8_conv_count(Conv(2, 6, 6, 6, 20, 40, (5, 5), stride=(2, 2), padding=(2, 2)))
+    assert dict(wide.iterations) == {int8_mca.DEPTHWISE_5X5_S2: 2 * 6 * 10 * 2 * 5} and not wide.uncosted
+    assert wide.costed_macs == wide.macs == 2 * 6 * 10 * 20 * 25
+    dilated = arm64_cost.int8_conv_count(Conv(1, 4, 4, 4, 20, 20, (3, 3), padding=(2, 2), dilation=(2, 2)))
+    assert not dilated.iterations and dilated.uncosted == {"int8 depthwise": 1}
 
 
 def test_an_int8_linear_by_hand():

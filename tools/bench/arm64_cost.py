@@ -56,6 +56,10 @@ the quantize pass lowers them), in tools/bench/int8_mca.py's units:
   of output rows (all of them, or at most 64 KB of im2col matrix when the
   layer has under 4 input channels per group), a last tile of 9-11 pixels
   counted (the same loop), one of 1-8 not (a narrower one).
+- "int8 depthwise neon 3x3 s1" (s2, 5x5): an int8 depthwise convolution
+  runs qgemm_arm64_depthwise.inc's rows (NEON, every arm64 CPU): per
+  output plane and row of 16 or more outputs, ceil(out_w / 16) blocks of
+  16 outputs, one iteration per filter row (16 x taps multiply-adds).
 - "int8 sdot 4x4 tile": an int8 linear layer (pare::qlinear_prepacked)
   runs gemm_rows on qgemm_arm64_tile.inc's tile, SDOT on ARMv8.2 (both
   cores here have it): per 16 bytes of depth of 4 output channels x 4
@@ -68,8 +72,8 @@ loops (im2col panels and rows, pack_b, the int8 im2col), the Winograd
 input transform (and F(2x2, 3x3)'s both), pixel
 rows' transpose, the GEMM's one-depth and few-rows tails, the depthwise
 rows' tails, 5x5 and 7x7 depthwise, the channels-last depthwise, the narrow
-GEMM, float linear layers and matmuls, the int8 depthwise planes (the
-portable loop, no estimate), the int8 tiles' channel, pixel (row) and depth
+GEMM, float linear layers and matmuls, the int8 depthwise rows under 16
+outputs, 7x7 and the portable plane, the int8 tiles' channel, pixel (row) and depth
 tails, dynamically quantized linears, transposed, 1-d and 3-d
 convolutions, and every other op. "coverage" is the share
 of the model's multiply-adds (convolutions, linear layers, matmuls, counted
@@ -136,6 +140,15 @@ INT8_COLUMNS = int8_mca.COLUMNS
 INT8_TILE = "int8 sdot 4x4 tile"
 # Each int8 loop's llvm-mca estimate: int8_mca's kernel of that name.
 INT8_MCA = {INT8_COLUMNS: int8_mca.COLUMNS, INT8_TILE: "dotprod (sdot)"}
+# The int8 depthwise rows (qgemm_arm64_depthwise.inc), by (taps across, stride across).
+INT8_DEPTHWISE = {
+    (3, 1): int8_mca.DEPTHWISE_3X3,
+    (3, 2): int8_mca.DEPTHWISE_3X3_S2,
+    (5, 1): int8_mca.DEPTHWISE_5X5,
+    (5, 2): int8_mca.DEPTHWISE_5X5_S2,
+}
+INT8_DEPTHWISE_BLOCK = 16  # outputs of a row per block
+INT8_MCA.update({name: name for name in INT8_DEPTHWISE.values()})
 FLOAT_COSTED = (GEMM, *DEPTHWISE.values(), WINOGRAD4_OUTPUT)
 COSTED = (*FLOAT_COSTED, *INT8_MCA)
 
@@ -365,7 +378,11 @@ def conv_count(c: Conv, few_rows: tuple[int, ...] = (1, 2)) -> Count:
 def int8_conv_count(c: Conv) -> Count:
     """The iterations one run of int8 convolution `c`
     (pare::qconv2d_prepacked, qconv.cc) takes on arm64. One input channel
-    per group: the portable depthwise plane (not costed). Else per (image,
+    per group: qgemm_arm64_depthwise.inc's rows for 3 or 5 taps across at
+    stride 1 or 2 (dilation 1 across), per output plane and row
+    ceil(out_w / 16) blocks of 16 outputs (the last one overlapping), one
+    iteration per filter row; rows under 16 outputs (8-output blocks), 7
+    taps and the portable plane not costed. Else per (image,
     group) gemm_columns(og, pixels, k) over the image (1x1, stride 1,
     unpadded) or its im2col matrix, in chunks of output rows of at most
     64 KB when cg < 4: qgemm_arm64_columns.inc's SDOT tile, per 8 output
@@ -375,7 +392,16 @@ def int8_conv_count(c: Conv) -> Count:
     in costed_macs."""
     out = Count(macs=c.macs)
     if c.cg == 1:
-        out.uncosted["int8 depthwise"] += 1
+        kh, kw = c.kernel
+        loop = INT8_DEPTHWISE.get((kw, c.stride[1])) if c.dilation[1] == 1 else None
+        if loop is None:
+            out.uncosted["int8 depthwise"] += 1
+        elif c.out_w < INT8_DEPTHWISE_BLOCK:
+            out.uncosted["int8 depthwise rows under 16"] += 1
+        else:
+            blocks = -(-c.out_w // INT8_DEPTHWISE_BLOCK)
+            out.iterations[loop] += c.batch * c.groups * c.og * c.out_h * blocks * kh
+            out.costed_macs += c.macs
         return out
     k = c.depth
     quads = -(-k // 4)

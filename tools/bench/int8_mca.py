@@ -8,9 +8,10 @@ output channels x 4 pixels, 256 multiply-adds) for aarch64 with clang-16,
 takes its inner loop from the assembly, and runs `llvm-mca-16 -mcpu=CPU` on
 it; likewise the convolutions' columns tiles (qgemm_arm64_columns.inc, cut
 out of qgemm.cc: per quad of k, 8 channels x 12 pixels with SDOT, 8 x 4
-with NEON). The peak is llvm-mca's own throughput for the core's widest int8
-multiply-add, 16 independent SDOTs (4 x 16 bytes -> int32 lanes, 16 MACs
-each): what the scheduling model says the core can do at most. A static
+with NEON) and the depthwise rows (qgemm_arm64_depthwise.inc: one filter
+row of a 16-output block, 3x3 and 5x5, stride 1 and 2). The peak is
+llvm-mca's own throughput for the core's widest int8 multiply-add, 16
+independent SDOTs (4 x 16 bytes -> int32 lanes, 16 MACs each): what the scheduling model says the core can do at most. A static
 estimate of a core model, not a measurement: no cache misses, no front-end
 stalls beyond the model's. docs/quantization.md quotes the table.
 """
@@ -142,11 +143,30 @@ COLUMNS_LOOPS = {
 }
 COLUMNS_MACS = COLUMNS_LOOPS[COLUMNS][2]
 
+# The int8 depthwise layers' loops on arm64: qgemm_arm64_depthwise.inc's
+# rows (one ARMv8.0 copy), cut out of qgemm.cc's arm64 build like the
+# columns loops (their depthwise_rows<stride, taps> instances). One
+# iteration: one filter row of a 16-output block, 16 x taps multiply-adds
+# in 4 x taps SMLAL(2) by element.
+DEPTHWISE_3X3 = "int8 depthwise neon 3x3 s1"
+DEPTHWISE_3X3_S2 = "int8 depthwise neon 3x3 s2"
+DEPTHWISE_5X5 = "int8 depthwise neon 5x5 s1"
+DEPTHWISE_5X5_S2 = "int8 depthwise neon 5x5 s2"
+DEPTHWISE_LOOPS = {
+    DEPTHWISE_3X3: ("qgemm::arm64::depthwise_rows<1, 3>", "smlal", 16 * 3),
+    DEPTHWISE_3X3_S2: ("qgemm::arm64::depthwise_rows<2, 3>", "smlal", 16 * 3),
+    DEPTHWISE_5X5: ("qgemm::arm64::depthwise_rows<1, 5>", "smlal", 16 * 5),
+    DEPTHWISE_5X5_S2: ("qgemm::arm64::depthwise_rows<2, 5>", "smlal", 16 * 5),
+}
+# Every loop cut out of qgemm.cc: name -> (function, multiply, MACs per iteration).
+RUNTIME_LOOPS = {**COLUMNS_LOOPS, **DEPTHWISE_LOOPS}
+
 
 def columns_loop(name: str = COLUMNS) -> str:
-    """The innermost loop of arm64's gemm_columns copy `name` (a key of
-    COLUMNS_LOOPS) with the most multiplies: the full tile's."""
-    function, multiply, _ = COLUMNS_LOOPS[name]
+    """The innermost loop of arm64's gemm_columns copy or depthwise rows
+    `name` (a key of RUNTIME_LOOPS) with the most multiplies: the full
+    tile's (block's)."""
+    function, multiply, _ = RUNTIME_LOOPS[name]
     fns = arm64_mca.functions(arm64_mca.compile_to_assembly(REPO_ROOT / COLUMNS_SOURCE))
     matches = [f for f in fns if function in f]
     if not matches:
@@ -155,20 +175,20 @@ def columns_loop(name: str = COLUMNS) -> str:
 
 
 def loop_cycles_per_iteration(kernel: str, cpu: str) -> float:
-    """llvm-mca's cycles per iteration of `kernel` (a key of KERNELS or COLUMNS_LOOPS) on `cpu`."""
-    loop = columns_loop(kernel) if kernel in COLUMNS_LOOPS else inner_loop(kernel_assembly(kernel))
+    """llvm-mca's cycles per iteration of `kernel` (a key of KERNELS or RUNTIME_LOOPS) on `cpu`."""
+    loop = columns_loop(kernel) if kernel in RUNTIME_LOOPS else inner_loop(kernel_assembly(kernel))
     return mca_cycles_per_iteration(loop, cpu)
 
 
-def columns_estimates(cpus=DEFAULT_CPUS) -> list[Estimate]:
-    """The columns loops' estimates, in the units of the table."""
-    loops = {name: columns_loop(name) for name in COLUMNS_LOOPS}
+def columns_estimates(cpus=DEFAULT_CPUS, names=tuple(RUNTIME_LOOPS)) -> list[Estimate]:
+    """The columns and depthwise loops' estimates, in the units of the table."""
+    loops = {name: columns_loop(name) for name in names}
     result = []
     for cpu in cpus:
         peak = peak_macs_per_cycle(cpu)
         for name, loop in loops.items():
             cycles = mca_cycles_per_iteration(loop, cpu)
-            result.append(Estimate(name, cpu, cycles, COLUMNS_LOOPS[name][2] / cycles, peak))
+            result.append(Estimate(name, cpu, cycles, RUNTIME_LOOPS[name][2] / cycles, peak))
     return result
 
 
