@@ -192,11 +192,11 @@ INT8_CONV_CASES = [
     "arm64_3x3_two_panels",
     # The depthwise plane's NEON rows (qgemm_arm64_depthwise.inc): 3x3 and
     # 5x5 at stride 1 and 2, 16-output blocks with an overlapping last one
-    # (rows of 29, 19, 18, 30, 17 outputs), 8-output blocks (9) and rows
-    # under 8 (7, and channels_3x3_37_batch2 above), no padding, stride
-    # (2, 1), 7x7, channel multiplier 2, batch 2; input zero points -5, 7,
-    # -128, 127, 11, 0 (the list's index mod 7 below); and dilation across,
-    # which stays on the portable loop.
+    # (rows of 29, 19, 18, 30 outputs), 8-output blocks (9) and rows under
+    # 8 (7, and channels_3x3_37_batch2 above), no padding, stride (2, 1),
+    # channel multiplier 2, batch 2; input zero points -5, 7, -128, 127, 11,
+    # 0 (the list's index mod 7 below); and 7x7 and dilation across, which
+    # stay on the portable loop.
     "depthwise_wide",
     "depthwise_5x5_stride2_19_wide",
     "depthwise_wide_stride2",
