@@ -445,7 +445,8 @@ def _library_objects(cache_root: Path, name: str, **options) -> tuple[list[Path]
         copies = _x86_64_copy_objects(Path(cache_root), kernels_name, kernel_flags, selection_dir)
     info = compile_info()
     kernel_sources = _layer_files(info["kernel_layers"], (".cc",))
-    other_sources = [p for p in runtime_files((".cc", ".c")) if p not in set(kernel_sources)]
+    kernel_set = set(kernel_sources)
+    other_sources = [p for p in runtime_files((".cc", ".c")) if p not in kernel_set]
     kernels_dir = _objects(Path(cache_root), kernels_name, kernel_flags, selection_dir, kernel_sources)
     objects_dir = _objects(Path(cache_root), name, flags, selection_dir, other_sources)
     excluded = {_object_name(REPO / p) for other, p in _pal_sources().items() if other != pal}
