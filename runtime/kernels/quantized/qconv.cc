@@ -155,12 +155,7 @@ Error QConv2dPackedParams::run(KernelContext& ctx, const Tensor& input, Value& o
   PARE_TRY_ASSIGN(void* gemm_scratch,
                   ctx.allocate_scratch(static_cast<size_t>(kernels::qgemm::columns_scratch_bytes(g.og, k))));
 #if defined(PARE_X86_64_DISPATCH)
-  // The VNNI copy packs its tiles of the im2col matrix from the image:
-  // the matrix is never written. Not for fewer than 4 input channels (an
-  // RGB stem): a tile's load plans then serve too few rows, and writing
-  // the matrix is faster (MobileNetV3-Small's 3x3 stride-2 stem at 224x224
-  // 84 -> 51 us; ResNet-18's 7x7 stem the same either way).
-  if (!pointwise && g.cg >= 4) {
+  if (!pointwise) {
     PARE_TRY_ASSIGN(void* ranges, ctx.allocate_scratch(static_cast<size_t>(2 * g.kw) * sizeof(int64_t)));
     int64_t* lo = static_cast<int64_t*>(ranges);
     for (int64_t kx = 0; kx < g.kw; ++kx)
@@ -168,7 +163,21 @@ Error QConv2dPackedParams::run(KernelContext& ctx, const Tensor& input, Value& o
     kernels::qgemm::ImageColumns cols{nullptr, g.height, g.width, g.kh,      g.kw,
                                       g.sh,    g.sw,     g.ph,    g.pw,      g.dh,
                                       g.dw,    g.out_w,  lo,      lo + g.kw, static_cast<int8_t>(input_zero_point)};
-    if (kernels::qgemm::image_gemm_runs(cols)) {
+    // The VNNI copy packs its tiles of the im2col matrix from the image:
+    // the matrix is never written. Where the output is 16 or more wide, it
+    // packs them from a copy of the image laid out with its padding
+    // (image_padded_bytes): no per-tap plans (the 32x32 block's 3x3 layers
+    // 83 -> 59 us, its RGB stem 17.4 -> 12.4 us). On narrower outputs it
+    // plans each tap's masked loads per tile, which for fewer than 4 input
+    // channels (an RGB stem) serve too few rows: writing the matrix is
+    // faster there (MobileNetV3-Small's 3x3 stride-2 stem at 224x224 84 ->
+    // 51 us before the padded copy).
+    const int64_t padded_bytes = kernels::qgemm::image_padded_bytes(cols, k);
+    if ((g.cg >= 4 || padded_bytes > 0) && kernels::qgemm::image_gemm_runs(cols)) {
+      if (padded_bytes > 0) {
+        PARE_TRY_ASSIGN(void* padded, ctx.allocate_scratch(static_cast<size_t>(padded_bytes)));
+        cols.padded = static_cast<int8_t*>(padded);
+      }
       for (int64_t n = 0; n < g.batch; ++n) {
         for (int64_t grp = 0; grp < groups; ++grp) {
           cols.image = image + g.group_input(n, grp);

@@ -131,6 +131,16 @@ void gemm_columns(int64_t channels, int64_t pixels, int64_t k, const int8_t* w, 
 #if defined(PARE_X86_64_DISPATCH)
 bool image_gemm_runs(const ImageColumns& x) { return vnni_runs() && x86_64_v4::gemm_image_vnni_runs(x); }
 
+int64_t image_padded_bytes(const ImageColumns& x, int64_t k) {
+  int64_t plane = 0, bytes = 0;
+  if ((x.sw != 1 && x.sw != 2) || x.out_w < 16 ||
+      __builtin_mul_overflow(x.height + 2 * x.ph, x.width + 2 * x.pw, &plane) ||
+      __builtin_mul_overflow(k / (x.kh * x.kw), plane, &bytes) || __builtin_add_overflow(bytes, int64_t{64}, &bytes)) {
+    return 0;
+  }
+  return bytes;
+}
+
 void gemm_image(int64_t channels, int64_t pixels, int64_t k, const int8_t* w, const void* packed, const ImageColumns& x,
                 const Requantization& rq, const Output& out, void* scratch) {
   x86_64_v4::gemm_image_vnni(channels, pixels, k, w, packed, x, rq, out, scratch);

@@ -152,6 +152,10 @@ struct ImageColumns {
   const int64_t* lo;
   const int64_t* hi;
   int8_t zero_point;
+  // image_padded_bytes(x, k) bytes of scratch where gemm_image lays the
+  // image out with its padding (the zero point) before packing from it;
+  // nullptr where that is 0.
+  int8_t* padded = nullptr;
 };
 
 #if defined(PARE_X86_64_DISPATCH)
@@ -159,6 +163,15 @@ struct ImageColumns {
 // at stride 1 or 2 across); else the caller writes the im2col matrix and
 // calls gemm_columns. (x86_64 at --//runtime:x86_64_isa=auto only.)
 bool image_gemm_runs(const ImageColumns& x);
+// The scratch gemm_image wants for x's padded copy (ImageColumns::padded)
+// at a reduction of k = channels kh kw: at stride 1 or 2 across with
+// outputs 16 or more wide (a 16-pixel vector in one or two output rows),
+// channels (height + 2 ph) x (width + 2 pw) bytes and 64 for the tiles'
+// loads past the last row; else (or should that overflow) 0, and the tiles
+// are packed from the image in place, each tap's masked loads planned per
+// tile (on narrower outputs every vector spans several rows either way,
+// and the copy did not pay: ResNet-18's 14x14 and 7x7 layers 2-6% slower).
+int64_t image_padded_bytes(const ImageColumns& x, int64_t k);
 // gemm_columns on x's im2col matrix without writing it: the tiles of x are
 // packed from the image (the same sums, the same bits). Only where
 // image_gemm_runs(x).

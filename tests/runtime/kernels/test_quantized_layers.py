@@ -204,6 +204,18 @@ CONV_CASES = {
     # batch 2; at stride 1, a 7x7 filter over 5 channels (k = 245).
     "vnni_image_stride2_k63": conv_case((2, 7, 12, 11), (9, 7, 3, 3), stride=(2, 2), padding=(1, 1)),
     "vnni_image_7x7_k245": conv_case((1, 5, 12, 13), (10, 5, 7, 7), padding=(3, 3)),
+    # On outputs 16 or more wide, from a copy of the image laid out with
+    # its padding: vectors in one output row (32 and 48 wide) as plain
+    # loads, at stride (2, 1); unpadded with a last quad of one row (k =
+    # 45) and batch 2; RGB stems (3 channels, k = 27 and 147: these take
+    # this path too), the 7x7 at stride 2 over 20 columns (vectors over two
+    # rows); borders of 70 bytes (more than one 64-byte store) with
+    # dilation.
+    "vnni_padded_stride_2x1_32_wide": conv_case((1, 8, 9, 32), (12, 8, 3, 3), stride=(2, 1), padding=(1, 1)),
+    "vnni_padded_unpadded_k45_batch2": conv_case((2, 5, 6, 50), (7, 5, 3, 3)),
+    "vnni_padded_rgb_stem": conv_case((1, 3, 16, 32), (8, 3, 3, 3), padding=(1, 1)),
+    "vnni_padded_rgb_7x7_stride2": conv_case((2, 3, 19, 40), (10, 3, 7, 7), stride=(2, 2), padding=(3, 3)),
+    "vnni_padded_wide_border": conv_case((1, 4, 5, 6), (5, 4, 3, 3), padding=(2, 70), dilation=(2, 1)),
     # Its tile over output channels on small planes (16 channels per
     # vector, a pixel's 4 bytes broadcast: up to 64 pixels wasting over an
     # eighth of their pixel vectors, reductions of 512 or more): 7x7 (a
