@@ -62,6 +62,11 @@ BINARY_CASES = {
     "broadcast_rows": ((3, 1, 11), (5, 1), (0.1, 5), (0.2, -3), (0.15, 0), False),
     "zero_points_at_limits": ((1, 4, 5, 5), (1, 4, 5, 5), (0.03, -128), (0.04, 127), (0.05, 127), False),
     "saturating": ((2, 3, 4, 5), (2, 3, 4, 5), (0.5, 0), (0.5, 0), (0.01, -128), False),
+    # Quotients past 2^22, where qaddmul.h's magic-number rounding no
+    # longer applies (it keeps q, which the clamp then saturates): long
+    # enough for the 16-lane loop, both operands and a row broadcast.
+    "quotients_past_2_22": ((1, 4, 9, 9), (1, 4, 9, 9), (0.5, 3), (0.25, -7), (2e-6, 5), True),
+    "row_quotients_past_2_22": ((1, 4, 1, 1), (1, 4, 9, 9), (0.5, 3), (0.25, -7), (3e-6, -5), False),
     # Same-shape contiguous operands take one vectorised loop: long enough
     # for its vector body and an odd tail.
     "same_shape_long_relu": ((1, 8, 29, 31), (1, 8, 29, 31), (0.031, -7), (0.017, 12), (0.043, -3), True),
