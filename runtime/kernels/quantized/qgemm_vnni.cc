@@ -628,33 +628,37 @@ void pack_padded_tile(const ImageColumns& s, int64_t k, int64_t p0, int nr, int8
   }
 }
 
+// f(Vectors<NV>{}) for a tile of nr pixels: NV = ceil(nr / 16) vectors.
+template <int NV>
+struct Vectors {
+  static constexpr int value = NV;
+};
+template <typename F>
+PARE_ALWAYS_INLINE void per_width(int nr, const F& f) {
+  if (nr > 32) {
+    f(Vectors<3>{});
+  } else if (nr > 16) {
+    f(Vectors<2>{});
+  } else {
+    f(Vectors<1>{});
+  }
+}
+
 template <int64_t kStride>
 void gemm_image_stride(int64_t channels, int64_t pixels, int64_t k, const int8_t* w, const void* packed_w,
                        const ImageColumns& x, const Requantization& rq, const Output& out, void* scratch) {
   if (x.padded != nullptr) {
     pad_image(x, k / (x.kh * x.kw));
-    gemm_tiles(channels, pixels, k, w, packed_w, rq, out, scratch,
-               [&](int64_t p0, int nr, int8_t flip_byte, __m512i* dst) {
-                 if (nr > 32) {
-                   pack_padded_tile<3, kStride>(x, k, p0, nr, flip_byte, dst);
-                 } else if (nr > 16) {
-                   pack_padded_tile<2, kStride>(x, k, p0, nr, flip_byte, dst);
-                 } else {
-                   pack_padded_tile<1, kStride>(x, k, p0, nr, flip_byte, dst);
-                 }
-               });
+    gemm_tiles(
+        channels, pixels, k, w, packed_w, rq, out, scratch, [&](int64_t p0, int nr, int8_t flip_byte, __m512i* dst) {
+          per_width(nr, [&](auto nv) { pack_padded_tile<decltype(nv)::value, kStride>(x, k, p0, nr, flip_byte, dst); });
+        });
     return;
   }
-  gemm_tiles(channels, pixels, k, w, packed_w, rq, out, scratch,
-             [&](int64_t p0, int nr, int8_t flip_byte, __m512i* dst) {
-               if (nr > 32) {
-                 pack_image_tile<3, kStride>(x, k, p0, nr, flip_byte, dst);
-               } else if (nr > 16) {
-                 pack_image_tile<2, kStride>(x, k, p0, nr, flip_byte, dst);
-               } else {
-                 pack_image_tile<1, kStride>(x, k, p0, nr, flip_byte, dst);
-               }
-             });
+  gemm_tiles(
+      channels, pixels, k, w, packed_w, rq, out, scratch, [&](int64_t p0, int nr, int8_t flip_byte, __m512i* dst) {
+        per_width(nr, [&](auto nv) { pack_image_tile<decltype(nv)::value, kStride>(x, k, p0, nr, flip_byte, dst); });
+      });
 }
 
 }  // namespace
@@ -663,13 +667,7 @@ void gemm_columns_vnni(int64_t channels, int64_t pixels, int64_t k, const int8_t
                        const int8_t* x, const Requantization& rq, const Output& out, void* scratch) {
   gemm_tiles(channels, pixels, k, w, packed_w, rq, out, scratch,
              [&](int64_t p0, int nr, int8_t flip_byte, __m512i* dst) {
-               if (nr > 32) {
-                 pack_x_tile<3>(k, x + p0, pixels, nr, flip_byte, dst);
-               } else if (nr > 16) {
-                 pack_x_tile<2>(k, x + p0, pixels, nr, flip_byte, dst);
-               } else {
-                 pack_x_tile<1>(k, x + p0, pixels, nr, flip_byte, dst);
-               }
+               per_width(nr, [&](auto nv) { pack_x_tile<decltype(nv)::value>(k, x + p0, pixels, nr, flip_byte, dst); });
              });
 }
 
