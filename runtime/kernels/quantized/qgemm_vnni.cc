@@ -592,29 +592,23 @@ void pack_padded_tile(const ImageColumns& s, int64_t k, int64_t p0, int nr, int8
   const int64_t whole_quads = k / 4;
   bool all_whole = true;
   for (int v = 0; v < NV; ++v) all_whole = all_whole && whole[v];
+  // The whole quads, each row at vector v read(v, at).
+  const auto run = [&](const auto& read) {
+    for (int64_t q = 0; q < whole_quads; ++q) {
+      const int8_t* a0 = next();
+      const int8_t* a1 = next();
+      const int8_t* a2 = next();
+      const int8_t* a3 = next();
+#pragma clang loop unroll(full)
+      for (int v = 0; v < NV; ++v) store(q, v, read(v, a0), read(v, a1), read(v, a2), read(v, a3));
+    }
+  };
   if (all_whole) {
     // Every vector's pixels in one output row (out_w a multiple of 16, or
     // a tile that happens to fall so): 4 plain loads per vector.
-    for (int64_t q = 0; q < whole_quads; ++q) {
-      const int8_t* a0 = next();
-      const int8_t* a1 = next();
-      const int8_t* a2 = next();
-      const int8_t* a3 = next();
-#pragma clang loop unroll(full)
-      for (int v = 0; v < NV; ++v) {
-        const int64_t b = base[v][0];
-        store(q, v, load(a0 + b), load(a1 + b), load(a2 + b), load(a3 + b));
-      }
-    }
+    run([&](int v, const int8_t* at) { return load(at + base[v][0]); });
   } else {
-    for (int64_t q = 0; q < whole_quads; ++q) {
-      const int8_t* a0 = next();
-      const int8_t* a1 = next();
-      const int8_t* a2 = next();
-      const int8_t* a3 = next();
-#pragma clang loop unroll(full)
-      for (int v = 0; v < NV; ++v) store(q, v, row(v, a0), row(v, a1), row(v, a2), row(v, a3));
-    }
+    run(row);
   }
   if (const int64_t left = k - 4 * whole_quads; left > 0) {
     // The last quad's rows past k read as the zero point (their weights
