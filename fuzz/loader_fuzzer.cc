@@ -62,8 +62,8 @@ constexpr int32_t kDtypes[] = {PARE_DTYPE_FLOAT, PARE_DTYPE_DOUBLE, PARE_DTYPE_H
                                PARE_DTYPE_INT,   PARE_DTYPE_LONG,   PARE_DTYPE_SHORT, PARE_DTYPE_CHAR,
                                PARE_DTYPE_BYTE,  PARE_DTYPE_BOOL};
 constexpr size_t kNumDtypes = sizeof(kDtypes) / sizeof(kDtypes[0]);
-// Codes that are no dtype of the C API.
-constexpr int32_t kBadDtypes[] = {8, 9, 10, 12, 13, 14, 16, -1};
+// Codes that are no dtype of the C API (9 is: PARE_DTYPE_COMPLEX_FLOAT).
+constexpr int32_t kBadDtypes[] = {8, 17, 10, 12, 13, 14, 16, -1};
 
 // The C API accepted a misuse, or broke a promise it documents: a crash the
 // fuzzer reports. The line of the failed check is printed first (on an
