@@ -469,36 +469,16 @@ void gemm_tiles(int64_t channels, int64_t pixels, int64_t k, const int8_t* w, co
   }
 }
 
-// n bytes (any count) of `src` to dst, or of the byte `fill` where src is
-// nullptr, 64 at a time under masks (no calls: a row's borders are a
-// byte or two).
-PARE_ALWAYS_INLINE void copy_bytes(int8_t* dst, const int8_t* src, int64_t n, __m512i fill) {
-  for (int64_t i = 0; i < n; i += 64) {
-    const __mmask64 m = n - i >= 64 ? ~__mmask64{0} : (__mmask64{1} << (n - i)) - 1;
-    _mm512_mask_storeu_epi8(dst + i, m, src != nullptr ? _mm512_maskz_loadu_epi8(m, src + i) : fill);
-  }
-}
-
 // x's image laid out with its padding in x.padded (image_padded_bytes):
-// per channel (height + 2 ph) rows of width + 2 pw bytes, the zero point
-// outside the image, and 64 bytes of it after the last row.
+// per channel (height + 2 ph) rows of width + 2 pw bytes (pad_plane), the
+// zero point outside the image, and 64 bytes of it after the last row.
 void pad_image(const ImageColumns& x, int64_t channels) {
-  const int64_t pitch = x.width + 2 * x.pw;
-  const __m512i zero_point = _mm512_set1_epi8(x.zero_point);
-  int8_t* row = x.padded;
-  const int8_t* src = x.image;
+  const int64_t plane_bytes = (x.height + 2 * x.ph) * (x.width + 2 * x.pw);
   for (int64_t c = 0; c < channels; ++c) {
-    copy_bytes(row, nullptr, x.ph * pitch + x.pw, zero_point);  // the rows above and the first row's left border
-    row += x.ph * pitch;
-    for (int64_t iy = 0; iy < x.height; ++iy, row += pitch, src += x.width) {
-      copy_bytes(row + x.pw, src, x.width, zero_point);
-      // This row's right border and the next row's left one.
-      copy_bytes(row + x.pw + x.width, nullptr, iy + 1 < x.height ? 2 * x.pw : x.pw, zero_point);
-    }
-    copy_bytes(row, nullptr, x.ph * pitch, zero_point);  // the rows below
-    row += x.ph * pitch;
+    pad_plane(x.image + c * x.height * x.width, x.height, x.width, x.ph, x.pw, x.zero_point, 0,
+              x.padded + c * plane_bytes);
   }
-  copy_bytes(row, nullptr, 64, zero_point);
+  _mm512_storeu_si512(x.padded + channels * plane_bytes, _mm512_set1_epi8(x.zero_point));
 }
 
 // pack_image_tile from x.padded (pad_image): the same bytes. Every tap of

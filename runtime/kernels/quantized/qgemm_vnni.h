@@ -33,6 +33,54 @@ PARE_ALWAYS_INLINE __mmask16 pixel_mask(int n) {
 // The first n bytes of 64 (all 64 from n >= 64).
 PARE_ALWAYS_INLINE __mmask64 bytes_mask(int64_t n) { return n >= 64 ? ~__mmask64{0} : (__mmask64{1} << n) - 1u; }
 
+// A plane [height, width] laid out with its padding: rows of width + 2 pw
+// bytes, ph rows above and below, each byte xor `flip` and the border
+// zero_point ^ flip, in 64-byte masked stores (no calls: small planes, 7x7
+// and 14x14, spend most of their time here). The int8 depthwise plane
+// (flip 0x80, vpdpbusd's unsigned side) and the convolution's tiles packed
+// from a padded image (flip 0) read such copies.
+PARE_ALWAYS_INLINE void pad_plane(const int8_t* plane, int64_t height, int64_t width, int64_t ph, int64_t pw,
+                                  int8_t zero_point, int8_t flip, int8_t* padded) {
+  const int64_t wp = width + 2 * pw;
+  const int64_t rows = height + 2 * ph;
+  const __m512i flip_v = _mm512_set1_epi8(flip);
+  const __m512i border_v = _mm512_set1_epi8(static_cast<char>(zero_point ^ flip));
+  if (wp <= 64) {
+    // A padded row in one vector (every plane of MobileNetV2's at 56x56 and
+    // below): one masked load over the zero point, one flip, one store.
+    const __mmask64 inner = bytes_mask(pw + width) & ~bytes_mask(pw);
+    const __mmask64 row_mask = bytes_mask(wp);
+    const __m512i zero_point_v = _mm512_set1_epi8(zero_point);
+    for (int64_t py = 0; py < ph; ++py) _mm512_mask_storeu_epi8(padded + py * wp, row_mask, border_v);
+    for (int64_t iy = 0; iy < height; ++iy) {
+      // Lane l holds image column l - pw (lanes outside `inner` never read).
+      const uintptr_t lane0 = reinterpret_cast<uintptr_t>(plane + iy * width) - static_cast<uintptr_t>(pw);
+      const __m512i v = _mm512_mask_loadu_epi8(zero_point_v, inner, reinterpret_cast<const void*>(lane0));
+      _mm512_mask_storeu_epi8(padded + (iy + ph) * wp, row_mask, _mm512_xor_si512(v, flip_v));
+    }
+    for (int64_t py = ph + height; py < rows; ++py) _mm512_mask_storeu_epi8(padded + py * wp, row_mask, border_v);
+    return;
+  }
+  for (int64_t py = 0; py < rows; ++py) {
+    const int64_t iy = py - ph;
+    const bool inside = 0 <= iy && iy < height;
+    for (int64_t x = 0; x < wp; x += 64) {
+      __m512i v = border_v;
+      const int64_t a = pw - x > 0 ? pw - x : 0;
+      const int64_t b = pw + width - x < 64 ? pw + width - x : 64;
+      if (inside && a < b) {
+        const __mmask64 m = bytes_mask(b) & ~bytes_mask(a);
+        // Lane l holds image column x + l - pw (lanes before a never read).
+        const uintptr_t lane0 =
+            reinterpret_cast<uintptr_t>(plane + iy * width + (x + a - pw)) - static_cast<uintptr_t>(a);
+        v = _mm512_mask_blend_epi8(
+            m, border_v, _mm512_xor_si512(_mm512_maskz_loadu_epi8(m, reinterpret_cast<const void*>(lane0)), flip_v));
+      }
+      _mm512_mask_storeu_epi8(padded + py * wp + x, bytes_mask(wp - x), v);
+    }
+  }
+}
+
 // The 16 bytes of b0, .., b3 interleaved, as vpdpbusd reads 4 bytes per
 // int32 lane: byte 4 j + v of the result is bv[j].
 PARE_ALWAYS_INLINE __m512i interleave4(__m128i b0, __m128i b1, __m128i b2, __m128i b3) {

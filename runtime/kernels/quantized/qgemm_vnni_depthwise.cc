@@ -44,44 +44,9 @@ void depthwise_plane_vnni(const DepthwisePlane& d, const int8_t* plane, const in
   const int64_t rows = d.height + 2 * d.ph;
   const uint8_t border = static_cast<uint8_t>(d.zero_point) ^ 0x80u;
   uint8_t* padded = reinterpret_cast<uint8_t*>(d.padded);
-  // Each padded row in 64-byte masked stores: the border, with the image
-  // row's bytes at [pw, pw + width) (no calls: small planes, 7x7 and
-  // 14x14, spend most of their time here).
-  const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
+  pad_plane(plane, d.height, d.width, d.ph, d.pw, static_cast<int8_t>(d.zero_point), static_cast<int8_t>(0x80),
+            d.padded);
   const __m512i border_v = _mm512_set1_epi8(static_cast<char>(border));
-  if (wp <= 64) {
-    // A padded row in one vector (every plane of MobileNetV2's at 56x56 and
-    // below): one masked load over the zero point, one flip, one store.
-    const __mmask64 inner = bytes_mask(d.pw + d.width) & ~bytes_mask(d.pw);
-    const __mmask64 row_mask = bytes_mask(wp);
-    const __m512i zero_point = _mm512_set1_epi8(static_cast<char>(d.zero_point));
-    for (int64_t py = 0; py < d.ph; ++py) _mm512_mask_storeu_epi8(padded + py * wp, row_mask, border_v);
-    for (int64_t iy = 0; iy < d.height; ++iy) {
-      // Lane l holds image column l - pw (lanes outside `inner` never read).
-      const uintptr_t lane0 = reinterpret_cast<uintptr_t>(plane + iy * d.width) - static_cast<uintptr_t>(d.pw);
-      const __m512i v = _mm512_mask_loadu_epi8(zero_point, inner, reinterpret_cast<const void*>(lane0));
-      _mm512_mask_storeu_epi8(padded + (iy + d.ph) * wp, row_mask, _mm512_xor_si512(v, flip));
-    }
-    for (int64_t py = d.ph + d.height; py < rows; ++py) _mm512_mask_storeu_epi8(padded + py * wp, row_mask, border_v);
-  }
-  for (int64_t py = 0; py < rows && wp > 64; ++py) {
-    const int64_t iy = py - d.ph;
-    const bool inside = 0 <= iy && iy < d.height;
-    for (int64_t x = 0; x < wp; x += 64) {
-      __m512i v = border_v;
-      const int64_t a = d.pw - x > 0 ? d.pw - x : 0;
-      const int64_t b = d.pw + d.width - x < 64 ? d.pw + d.width - x : 64;
-      if (inside && a < b) {
-        const __mmask64 m = bytes_mask(b) & ~bytes_mask(a);
-        // Lane l holds image column x + l - pw (lanes before a never read).
-        const uintptr_t lane0 =
-            reinterpret_cast<uintptr_t>(plane + iy * d.width + (x + a - d.pw)) - static_cast<uintptr_t>(a);
-        v = _mm512_mask_blend_epi8(
-            m, border_v, _mm512_xor_si512(_mm512_maskz_loadu_epi8(m, reinterpret_cast<const void*>(lane0)), flip));
-      }
-      _mm512_mask_storeu_epi8(padded + py * wp + x, bytes_mask(wp - x), v);
-    }
-  }
   const int64_t slack = 128;
   _mm512_storeu_si512(padded + rows * wp, border_v);
   _mm512_storeu_si512(padded + rows * wp + 64, border_v);
