@@ -141,6 +141,33 @@ def test_an_int8_linear_by_hand():
     assert not arm64_cost.int8_linear_count(1, 1280, 1000).iterations
 
 
+def test_int8_dynamic_linear_count():
+    # 10 rows x 40 -> 20: 2 blocks of 16 channels (the second partial, run whole) x 2 row tiles x
+    # 2 steps of 4 quads (10 quads: 2 by broadcast, not costed), and 2 rows of the 1-row block.
+    count = arm64_cost.int8_dynamic_linear_count(10, 40, 20)
+    assert dict(count.iterations) == {arm64_cost.INT8_DYNAMIC: 2 * 2 * 2}
+    assert count.macs == 10 * 40 * 20 and count.costed_macs == 20 * 8 * 32
+    assert set(count.uncosted) == {"int8 dynamic row tail", "int8 dynamic depth tail"}
+    whole = arm64_cost.int8_dynamic_linear_count(8, 64, 32)
+    assert whole.costed_macs == whole.macs and not whole.uncosted
+
+
+def test_a_dynamically_quantized_linear_graph():
+    from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
+
+    from pare.quantizer import PareQuantizer
+
+    model = torch.nn.Sequential(torch.nn.Linear(64, 48), torch.nn.ReLU(), torch.nn.Linear(48, 16)).eval()
+    x = (torch.randn(8, 64),)
+    prepared = prepare_pt2e(torch.export.export(model, x).module(), PareQuantizer(dynamic=True))
+    prepared(*x)
+    ep = torch.export.export(convert_pt2e(prepared), x).run_decompositions()
+    count = arm64_cost.graph_count(ep, x, [], "two dynamic linears")
+    # 64 -> 48 on 8 rows: 3 blocks x 2 row tiles x 4 steps; 48 -> 16: 1 x 2 x 3.
+    assert dict(count.iterations) == {arm64_cost.INT8_DYNAMIC: 3 * 2 * 4 + 1 * 2 * 3}
+    assert count.costed_macs == count.macs == 8 * (64 * 48 + 48 * 16)
+
+
 def test_an_int8_graph():
     from tests.tracer.models.quantized_cnn import quantized
 

@@ -43,6 +43,24 @@ def test_the_columns_loops_are_one_quad_of_the_8x12_tile():
         assert sdot_rate > 3 * neon_rate
 
 
+def test_the_dynamic_linear_loops_are_its_16_channel_blocks():
+    # pare::qlinear_dynamic on arm64 (qgemm_arm64_dynamic.inc). SDOT: 4 quads of 4 rows per
+    # iteration, 64 SDOTs by element into 16 accumulators; NEON: one quad of 2 rows, 16 SMULL(2)
+    # and 16 SADALP. Neither spills.
+    sdot = int8_mca.columns_loop(int8_mca.DYNAMIC)
+    assert sdot.count("sdot\t") == 64 and "smull" not in sdot
+    neon = int8_mca.columns_loop(int8_mca.DYNAMIC_NEON)
+    assert neon.count("smull") == 16 and neon.count("sadalp") == 16 and "sdot" not in neon
+    for loop in (sdot, neon):
+        assert "str" not in loop and "stp" not in loop
+    for cpu in ("cortex-a55", "neoverse-n2"):
+        rates = [
+            int8_mca.RUNTIME_LOOPS[n][2] / int8_mca.loop_cycles_per_iteration(n, cpu)
+            for n in (int8_mca.DYNAMIC, int8_mca.DYNAMIC_NEON)
+        ]
+        assert rates[0] > 3 * rates[1], (cpu, rates)
+
+
 def test_estimates_and_table(capsys):
     rows = int8_mca.estimates(["cortex-a55", "neoverse-n2"])
     assert {(r.kernel, r.cpu) for r in rows} == {
@@ -57,6 +75,7 @@ def test_estimates_and_table(capsys):
     out = capsys.readouterr().out
     assert "| dotprod (sdot)" in out and "cortex-a55" in out and "MACs/cycle" in out
     assert f"| {int8_mca.COLUMNS}" in out and f"| {int8_mca.COLUMNS_NEON}" in out
+    assert f"| {int8_mca.DYNAMIC}" in out and f"| {int8_mca.DYNAMIC_NEON}" in out
 
 
 def test_unknown_core_is_one_line_error(capsys):

@@ -307,8 +307,20 @@ def test_int8_layers_on_arm64_sdot_and_neon_match_torch_and_x86_64(android_lib, 
         assert_within_one_step(torch.from_numpy(got.copy()), reference)
 
 
-# pare::qlinear_dynamic on arm64 (qgemm.h's gemm_dynamic, the portable copy).
-DYNAMIC_LINEAR_CASES = ["rows_odd", "deep_no_bias", "batch_3d", "all_positive", "rows_13_channels_40"]
+# pare::qlinear_dynamic on arm64 (qgemm_arm64_dynamic.inc: 4 rows by SDOT, 2 by SMULL on ARMv8.0):
+# row counts with and without a tail of rows, k with and without a tail of quads (a whole number
+# of 4-quad steps: 256), channel blocks with a partial last one, saturation (wide values).
+DYNAMIC_LINEAR_CASES = [
+    "rows_odd",
+    "deep_no_bias",
+    "batch_3d",
+    "all_positive",
+    "rows_13_channels_40",
+    "rows_9_channels_33",
+    "one_row_one_channel",
+    "wide_values",
+    "narrow_range",
+]
 
 
 @pytest.mark.parametrize("config", list(INT8_ARM64_CONFIGS))

@@ -66,6 +66,11 @@ the quantize pass lowers them), in tools/bench/int8_mca.py's units:
   rows, floor(out / 4) x floor(rows / 4) x floor(in / 16) (int8_mca's
   "dotprod (sdot)"). A batch-1 classifier's single row runs the 1-row
   tail only: nothing costed.
+- "int8 dynamic linear sdot 16x4": a dynamically quantized linear layer
+  (pare::qlinear_dynamic) runs qgemm_arm64_dynamic.inc's SDOT block: per
+  16 output channels (a partial last block whole) and 4 rows, one
+  iteration per 4 quads of depth, ceil(out / 16) x floor(rows / 4) x
+  floor(ceil(in / 4) / 4).
 
 Not costed (listed in the record's "uncosted", never dropped): the packing
 loops (im2col panels and rows, pack_b, the int8 im2col), the Winograd
@@ -74,7 +79,7 @@ rows' transpose, the GEMM's one-depth and few-rows tails, the depthwise
 rows' tails, 5x5 and 7x7 depthwise, the channels-last depthwise, the narrow
 GEMM, float linear layers and matmuls, the int8 depthwise rows under 16
 outputs, 7x7 and the portable plane, the int8 tiles' channel, pixel (row) and depth
-tails, dynamically quantized linears, transposed, 1-d and 3-d
+tails, the dynamic linear's row and depth tails, transposed, 1-d and 3-d
 convolutions, and every other op. "coverage" is the share
 of the model's multiply-adds (convolutions, linear layers, matmuls, counted
 as a direct convolution would) that the costed loops perform.
@@ -121,6 +126,11 @@ INT8_STEP = 16
 INT8_COLUMNS_CHANNELS = 8
 INT8_COLUMNS_PIXELS = 12
 INT8_CHUNK_BYTES = 64 << 10
+# pare::qlinear_dynamic's SDOT block (qgemm_arm64_dynamic.inc): 16 channels
+# x 4 rows, 4 quads of depth an iteration.
+INT8_DYNAMIC_CHANNELS = 16
+INT8_DYNAMIC_ROWS = 4
+INT8_DYNAMIC_STEP = 16
 HEADER_CONSTANTS = {
     ("runtime/kernels/common/gemm.h", "kMC"): MC,
     ("runtime/kernels/common/gemm.h", "kNC"): NC,
@@ -131,6 +141,7 @@ HEADER_CONSTANTS = {
     ("runtime/kernels/quantized/qgemm_arm64.inc", "kStep"): INT8_STEP,
     ("runtime/kernels/quantized/qgemm_arm64.inc", "kMR"): INT8_COLUMNS_CHANNELS,
     ("runtime/kernels/quantized/qgemm_arm64.inc", "kColumnsPixels"): INT8_COLUMNS_PIXELS,
+    ("runtime/kernels/quantized/qgemm.h", "kDynamicBlock"): INT8_DYNAMIC_CHANNELS,
 }
 
 GEMM = "gemm 6x8 tile"
@@ -139,7 +150,8 @@ WINOGRAD4_OUTPUT = "winograd 4x4 output"
 INT8_COLUMNS = int8_mca.COLUMNS
 INT8_TILE = "int8 sdot 4x4 tile"
 # Each int8 loop's llvm-mca estimate: int8_mca's kernel of that name.
-INT8_MCA = {INT8_COLUMNS: int8_mca.COLUMNS, INT8_TILE: "dotprod (sdot)"}
+INT8_DYNAMIC = int8_mca.DYNAMIC
+INT8_MCA = {INT8_COLUMNS: int8_mca.COLUMNS, INT8_TILE: "dotprod (sdot)", INT8_DYNAMIC: int8_mca.DYNAMIC}
 # The int8 depthwise rows (qgemm_arm64_depthwise.inc), by (taps across, stride across).
 INT8_DEPTHWISE = {
     (3, 1): int8_mca.DEPTHWISE_3X3,
@@ -445,6 +457,26 @@ def int8_linear_count(rows: int, in_features: int, out_features: int) -> Count:
     return out
 
 
+def int8_dynamic_linear_count(rows: int, in_features: int, out_features: int) -> Count:
+    """The iterations one run of a dynamically quantized linear layer
+    (pare::qlinear_dynamic, qlinear_dynamic.cc) takes on arm64:
+    gemm_dynamic on qgemm_arm64_dynamic.inc's SDOT blocks, per 16 output
+    channels (a last partial block runs whole) and 4 rows floor(ceil(in /
+    4) / 4) steps of 4 quads. The last rows % 4 rows (the 1-row block) and
+    the depth's last ceil(in / 4) % 4 quads (by broadcast) are not costed."""
+    out = Count(macs=rows * in_features * out_features)
+    blocks = -(-out_features // INT8_DYNAMIC_CHANNELS)
+    tiles, steps = rows // INT8_DYNAMIC_ROWS, -(-in_features // 4) // 4
+    if blocks * tiles * steps:
+        out.iterations[INT8_DYNAMIC] += blocks * tiles * steps
+    out.costed_macs += out_features * tiles * INT8_DYNAMIC_ROWS * min(steps * INT8_DYNAMIC_STEP, in_features)
+    if rows % INT8_DYNAMIC_ROWS:
+        out.uncosted["int8 dynamic row tail"] += 1
+    if -(-in_features // 4) % 4:
+        out.uncosted["int8 dynamic depth tail"] += 1
+    return out
+
+
 _VIEWS = {
     f"aten.{op}" for op in ("view.default", "_unsafe_view.default", "t.default", "transpose.int", "permute.default")
 }
@@ -543,6 +575,11 @@ def graph_count(ep, example: tuple, layouts: list[tuple[tuple[int, ...], int]], 
                 # A PT2E int8 linear layer (dequantize -> addmm / mm -> quantize): pare::qlinear_prepacked.
                 (rows, k), (_, features) = shapes[a], shapes[b]
                 total.add(int8_linear_count(rows, k, features))
+                continue
+            if _dequantized(a) and _dequantized(b, static=True):
+                # A dynamically quantized linear (choose_qparams -> dequantize.tensor -> addmm / mm): pare::qlinear_dynamic.
+                (rows, k), (_, features) = shapes[a], shapes[b]
+                total.add(int8_dynamic_linear_count(rows, k, features))
                 continue
         if macs is not None:
             total.macs += macs

@@ -8,8 +8,10 @@ output channels x 4 pixels, 256 multiply-adds) for aarch64 with clang-16,
 takes its inner loop from the assembly, and runs `llvm-mca-16 -mcpu=CPU` on
 it; likewise the convolutions' columns tiles (qgemm_arm64_columns.inc, cut
 out of qgemm.cc: per quad of k, 8 channels x 12 pixels with SDOT, 8 x 4
-with NEON) and the depthwise rows (qgemm_arm64_depthwise.inc: one filter
-row of a 16-output block, 3x3 and 5x5, stride 1 and 2). The peak is
+with NEON), the depthwise rows (qgemm_arm64_depthwise.inc: one filter
+row of a 16-output block, 3x3 and 5x5, stride 1 and 2) and the dynamic
+linear's blocks (qgemm_arm64_dynamic.inc: 16 channels x 4 rows with SDOT,
+x 2 rows with NEON). The peak is
 llvm-mca's own throughput for the core's widest int8 multiply-add, 16
 independent SDOTs (4 x 16 bytes -> int32 lanes, 16 MACs each): what the scheduling model says the core can do at most. A static
 estimate of a core model, not a measurement: no cache misses, no front-end
@@ -158,8 +160,19 @@ DEPTHWISE_LOOPS = {
     DEPTHWISE_5X5: ("qgemm::arm64::depthwise_rows<1, 5>", "smlal", 16 * 5),
     DEPTHWISE_5X5_S2: ("qgemm::arm64::depthwise_rows<2, 5>", "smlal", 16 * 5),
 }
+# pare::qlinear_dynamic's loops on arm64: qgemm_arm64_dynamic.inc's
+# blocks of 16 channels, cut out of qgemm.cc likewise (their
+# dynamic_block<rows> instances). The SDOT copy's iteration: 4 quads of k
+# of 4 rows (1,024 multiply-adds, 64 SDOTs by element); the NEON copy's:
+# one quad of 2 rows (128 multiply-adds, 16 SMULL(2) and 16 SADALP).
+DYNAMIC = "int8 dynamic linear sdot 16x4"
+DYNAMIC_NEON = "int8 dynamic linear neon 16x2"
+DYNAMIC_LOOPS = {
+    DYNAMIC: ("qgemm::arm64::dotprod::dynamic_block<4>", "sdot", 16 * 4 * 16),
+    DYNAMIC_NEON: ("qgemm::arm64::neon::dynamic_block<2>", "smull", 16 * 2 * 4),
+}
 # Every loop cut out of qgemm.cc: name -> (function, multiply, MACs per iteration).
-RUNTIME_LOOPS = {**COLUMNS_LOOPS, **DEPTHWISE_LOOPS}
+RUNTIME_LOOPS = {**COLUMNS_LOOPS, **DEPTHWISE_LOOPS, **DYNAMIC_LOOPS}
 
 
 def columns_loop(name: str = COLUMNS) -> str:

@@ -54,6 +54,15 @@ void gemm_rows(int64_t channels, int64_t pixels, int64_t k, const int8_t* w, con
 
 void gemm_dynamic(int64_t rows, int64_t channels, int64_t k, const uint8_t* u, const int8_t* w,
                   const DynamicEpilogue& e, float* out) {
+#if defined(__aarch64__)
+  // arm64: qgemm_arm64_dynamic.inc's tiles (SDOT where the CPU has it),
+  // sums of the input's signed bytes; the shared epilogue.
+  const auto store = [&](const int32_t* acc, int64_t r, int64_t c0, int nc) {
+    PARE_SIMD_ISA::dynamic_store(acc, c0, nc, e, 0, out + r * channels);
+  };
+  arm64::gemm_dynamic(rows, channels, k, u, w, store);
+  return;
+#endif
   PARE_QGEMM_VNNI(gemm_dynamic_vnni(rows, channels, k, u, w, e, out));
   PARE_QGEMM_X86_64_V3(gemm_dynamic(rows, channels, k, u, w, e, out));
   PARE_SIMD_ISA::gemm_dynamic(rows, channels, k, u, w, e, out);
