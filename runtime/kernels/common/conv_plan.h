@@ -226,7 +226,7 @@ PARE_ALWAYS_INLINE Algorithm choose_packed(const Geometry& g, WeightLayout layou
 // scratch, then the GEMM. Weights as given (layout AsGiven) for all three.
 enum class Int8Algorithm : uint8_t {
   Depthwise,          // direct kernel over NCHW planes
-  DepthwiseChannels,  // direct kernel across 16 channels of an output pixel, small planes (x86_64 VNNI; else Depthwise)
+  DepthwiseChannels,  // across 16 channels of an output pixel, small planes (x86_64 VNNI or AVX2; else Depthwise)
   PointwiseGemm,      // a 1x1, stride 1, unpadded layer: the image [cg, H*W] as it is
   Im2colGemm,         // channel-major im2col [k, pixels], then the same GEMM
 };

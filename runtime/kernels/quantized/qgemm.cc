@@ -184,16 +184,26 @@ void depthwise_plane(const DepthwisePlane& d, const int8_t* plane, const int8_t*
 }
 
 #if defined(PARE_X86_64_DISPATCH)
+// VNNI's copy where it runs, else (AVX2) the x86-64-v3 one; the three
+// functions make the same choice.
 bool depthwise_channels_runs(const DepthwisePlane& d) {
-  return vnni_runs() && x86_64_v4::depthwise_channels_vnni_runs(d);
+  if (vnni_runs()) return x86_64_v4::depthwise_channels_vnni_runs(d);
+  return cpu::kernel_isa() >= cpu::Isa::x86_64_v3 && x86_64_v3::depthwise_channels_avx2_runs(d);
 }
 
-int64_t depthwise_channels_bytes(const DepthwisePlane& d) { return x86_64_v4::depthwise_channels_vnni_bytes(d); }
+int64_t depthwise_channels_bytes(const DepthwisePlane& d) {
+  if (vnni_runs()) return x86_64_v4::depthwise_channels_vnni_bytes(d);
+  return x86_64_v3::depthwise_channels_avx2_bytes(d);
+}
 
 void depthwise_channels(const DepthwisePlane& d, int64_t channels, const int8_t* x, const int8_t* w,
                         const Requantization& rq, int8_t* out) {
-  x86_64_v4::depthwise_channels_vnni(d, channels, x, w, rq.correction, rq.multiplier, rq.offset, rq.output_min,
-                                     rq.output_max, out);
+  if (vnni_runs()) {
+    x86_64_v4::depthwise_channels_vnni(d, channels, x, w, rq.correction, rq.multiplier, rq.offset, rq.output_min,
+                                       rq.output_max, out);
+    return;
+  }
+  x86_64_v3::depthwise_channels_avx2(d, channels, x, w, rq, out);
 }
 #endif
 

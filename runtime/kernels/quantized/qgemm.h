@@ -214,7 +214,7 @@ void depthwise_plane(const DepthwisePlane& d, const int8_t* plane, const int8_t*
 #if defined(PARE_X86_64_DISPATCH)
 // The depthwise layer across channels (conv::Int8Algorithm::
 // DepthwiseChannels): whether it runs on this machine now for d's geometry
-// (the VNNI copy), its scratch (d.padded) and the call over `channels`
+// (the VNNI copy, else the AVX2 one), its scratch (d.padded) and the call over `channels`
 // planes of one image, filter c of w ([channels, kh, kw]) and the
 // requantization's entry c for plane c; the same bits as depthwise_plane
 // plane by plane. (x86_64 at --//runtime:x86_64_isa=auto only.)
@@ -250,6 +250,14 @@ PARE_QGEMM_KERNELS
 #if defined(PARE_X86_64_DISPATCH)
 namespace x86_64_v3 {
 PARE_QGEMM_KERNELS
+// The AVX2 depthwise layer across channels (qgemm_kernels.inc, this copy
+// only): 16 channels of an output pixel per pair of vpmaddwd, for the
+// planes depthwise_channels_avx2_runs() accepts (at most 64 taps); d.padded:
+// depthwise_channels_avx2_bytes(d) of scratch (d.lo, d.hi unused).
+bool depthwise_channels_avx2_runs(const DepthwisePlane& d);
+int64_t depthwise_channels_avx2_bytes(const DepthwisePlane& d);
+void depthwise_channels_avx2(const DepthwisePlane& d, int64_t channels, const int8_t* x, const int8_t* w,
+                             const Requantization& rq, int8_t* out);
 }  // namespace x86_64_v3
 // The AVX-512 VNNI copies, on an x86-64-v4 CPU with VNNI
 // (cpu::x86_64_vnni()): the convolution's columns GEMM (qgemm_vnni.cc), the

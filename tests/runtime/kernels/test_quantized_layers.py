@@ -377,22 +377,18 @@ def test_qconv2d_vnni_cap_between_load_and_run(runtime, name):
         np.testing.assert_array_equal(y, best, err_msg=f"loaded at {load_cap}, run at {run_cap}")
 
 
-@pytest.mark.platform_limit("cpu:avx512_vnni")
-@pytest.mark.parametrize(
-    "name", [n for n in CONV_CASES if n.startswith("channels_")] + ["depthwise", "vnni_depthwise_unpadded"]
-)
-def test_qconv2d_depthwise_across_channels_runs(runtime, name):
-    """The cases named channels_* run the depthwise layer across channels on
-    VNNI (conv_plan.h's DepthwiseChannels), the others the plane kernel: the
-    scratch the method plans says which (its channels-last quads, 64 bytes
-    per padded input pixel, against the plane kernel's copy of one plane),
-    compared with the same layer run capped at x86-64-v3."""
+ACROSS_CHANNELS_NAMES = [n for n in CONV_CASES if n.startswith("channels_")] + ["depthwise", "vnni_depthwise_unpadded"]
+
+
+def across_channels_extra_bytes(runtime, name, cap):
+    """(the scratch the method plans capped at `cap` minus at x86-64
+    baseline, which runs the plane kernel; 64 bytes per padded input pixel)."""
     case = CONV_CASES[name]
     x_q, _, program = calibrated_conv(case, 61, 2)
 
-    def planned(cap):
+    def planned(c):
         try:
-            runtime.set_max_isa(cap)
+            runtime.set_max_isa(c)
             method = runtime.load(program).method()
             method.run(x_q.numpy())
             return method.memory_stats().planned_arena_bytes
@@ -400,12 +396,36 @@ def test_qconv2d_depthwise_across_channels_runs(runtime, name):
             runtime.set_max_isa("x86_64_v4")  # process-wide: leave the other tests uncapped
 
     _, _, h, w = case["x"]
-    quads = (h + 2 * case["padding"][0]) * (w + 2 * case["padding"][1]) * 64
-    extra = planned("x86_64_v4") - planned("x86_64_v3")
+    return planned(cap) - planned("x86_64_baseline"), (h + 2 * case["padding"][0]) * (w + 2 * case["padding"][1]) * 64
+
+
+@pytest.mark.platform_limit("cpu:avx512_vnni")
+@pytest.mark.parametrize("name", ACROSS_CHANNELS_NAMES)
+def test_qconv2d_depthwise_across_channels_runs(runtime, name):
+    """The cases named channels_* run the depthwise layer across channels on
+    VNNI (conv_plan.h's DepthwiseChannels), the others the plane kernel: the
+    scratch the method plans says which (its channels-last quads, 64 bytes
+    per padded input pixel, against the plane kernel's copy of one plane)."""
+    extra, quads = across_channels_extra_bytes(runtime, name, "x86_64_v4")
     if name.startswith("channels_"):
-        assert extra >= quads // 2, f"{extra} more bytes planned at v4: not the layer across channels"
+        assert extra >= quads * 3 // 4, f"{extra} more bytes planned at v4: not VNNI's layer across channels"
     else:
         assert extra == 0, f"{extra} more bytes planned at v4: the layer across channels ran"
+
+
+@pytest.mark.platform_limit("cpu:avx2")
+@pytest.mark.parametrize("name", ACROSS_CHANNELS_NAMES)
+def test_qconv2d_depthwise_across_channels_runs_on_avx2(runtime, name):
+    """Capped at x86-64-v3 the channels_* cases run the AVX2 layer across
+    channels (qgemm_kernels.inc's depthwise_channels_avx2: 16 int16
+    channels per padded pixel, 32 bytes), the others the plane kernel; its
+    bits are test_qconv2d_isa_copies_agree's (against baseline's planes)."""
+    extra, quads = across_channels_extra_bytes(runtime, name, "x86_64_v3")
+    if name.startswith("channels_"):
+        # Its image (half of quads) in place of the plane kernel's copy of one plane, ranges and sums.
+        assert 0 < extra <= quads // 2, f"{extra} more bytes planned at v3: not the AVX2 layer across channels"
+    else:
+        assert extra == 0, f"{extra} more bytes planned at v3: the layer across channels ran"
 
 
 @fp_ops
