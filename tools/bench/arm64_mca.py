@@ -32,6 +32,7 @@ for the int8 micro-kernels with this module's helpers.
 from __future__ import annotations
 
 import argparse
+import functools
 import re
 import subprocess
 import sys
@@ -106,6 +107,14 @@ def compile_to_assembly(source: Path, extra: list[str] = ()) -> str:
     return run(
         [CLANG, f"--target={TARGET}", *FLAGS, f"-I{REPO_ROOT}", f"-I{SELECTION}", *extra, "-S", "-o", "-", str(source)]
     )
+
+
+@functools.cache
+def source_functions(source: Path) -> dict[str, str]:
+    """functions(compile_to_assembly(source)), compiled once per process: a
+    table or a cost model asks for several loops of one file on each core,
+    and one compile of a kernel file takes seconds."""
+    return functions(compile_to_assembly(source))
 
 
 def functions(assembly: str) -> dict[str, str]:
@@ -237,7 +246,7 @@ class Estimate:
 
 def kernel_loop(name: str) -> str:
     kernel = KERNELS[name]
-    fns = functions(compile_to_assembly(REPO_ROOT / kernel.source))
+    fns = source_functions(REPO_ROOT / kernel.source)
     matches = [f for f in fns if re.search(kernel.function, f)]
     if not matches:
         raise McaError(f"no function named like {kernel.function!r} in {kernel.source} for {TARGET}")

@@ -180,7 +180,7 @@ def columns_loop(name: str = COLUMNS) -> str:
     `name` (a key of RUNTIME_LOOPS) with the most multiplies: the full
     tile's (block's)."""
     function, multiply, _ = RUNTIME_LOOPS[name]
-    fns = arm64_mca.functions(arm64_mca.compile_to_assembly(REPO_ROOT / COLUMNS_SOURCE))
+    fns = arm64_mca.source_functions(REPO_ROOT / COLUMNS_SOURCE)
     matches = [f for f in fns if function in f]
     if not matches:
         raise McaError(f"no function {function!r} in {COLUMNS_SOURCE} for {TARGET}")
