@@ -186,3 +186,31 @@ def test_mismatch_compares_as_the_tracer_does():
     assert mismatch([x, x], [x], TOLERANCES, None) == "2 outputs, torch eager gives 1"
     ids = torch.tensor([1, 2, 3])
     assert mismatch([ids + 1], [ids], TOLERANCES, None) == "output 0: 3 elements differ (must be exact)"
+
+
+def test_mismatch_compares_a_quantized_output_in_steps():
+    """A quantized output (a step given) passes within 3 steps on 99.9% of
+    its elements, whatever the step's size or an override's atol, as
+    tools.tracer check compares Pare's; each failure is one line."""
+    step = 0.4
+    expected = torch.arange(2000, dtype=torch.float32) * step
+    off = expected.clone()
+    off[:2] += 3 * step  # 2 of 2,000 elements 3 steps off: within
+    off[2] += 9 * step  # one element 9 steps off: 0.05% of them, allowed
+    assert mismatch([off], [expected], TOLERANCES, {"atol": 0.25}, (step,)) is None
+    # The same output checked as a float (no step): 1.2 > atol 0.25.
+    assert mismatch([off], [expected], TOLERANCES, {"atol": 0.25}).startswith("output 0 max abs err 3.6 ")
+    far = expected.clone()
+    far[:3] += 4 * step  # 0.15% of elements 4 steps off
+    assert mismatch([far], [expected], TOLERANCES, None, (step,)) == (
+        "output 0 (quantized, step 0.4): 99.85% of elements within 3 steps (needs 99.9%), max 4 steps"
+    )
+    nan = expected.clone()
+    nan[0] = float("nan")
+    assert mismatch([nan], [expected], TOLERANCES, None, (step,)) == (
+        "output 0: NaN in 1 elements where the other side has a number"
+    )
+    # Steps name outputs by position; a float output beside a quantized one keeps its tolerance.
+    assert mismatch([expected, expected + 1e-2], [expected, expected], TOLERANCES, None, (step, None)).startswith(
+        "output 1 max abs err 0.01 "
+    )

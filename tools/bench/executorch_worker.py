@@ -92,11 +92,22 @@ def load_spec(path: Path) -> tuple[Any, tuple, dict | None]:
 
 
 def mismatch(
-    actual: list, expected: list, tolerances: dict[str, tuple[float, float]], override: dict | None
+    actual: list,
+    expected: list,
+    tolerances: dict[str, tuple[float, float]],
+    override: dict | None,
+    steps: tuple[float | None, ...] = (),
 ) -> str | None:
     """Why `actual` is not torch eager's `expected` (torch.allclose per output,
-    NaN matching NaN; integer and bool outputs exact), or None."""
+    NaN matching NaN; integer and bool outputs exact), or None. An output
+    with a step in `steps` (numerics.quantized_output_steps of the module: a
+    PT2E model's quantized output) is compared in quantization steps, as
+    tools.tracer check compares Pare's: a peer's int8 kernels round
+    differently from torch's reference graph by a step or a few, whatever
+    the step's size, so no float tolerance fits every model."""
     import torch
+
+    from tools.tracer.numerics import QUANTIZED_MAX_STEPS, QUANTIZED_MIN_FRACTION, within_steps
 
     if len(actual) != len(expected):
         return f"{len(actual)} outputs, torch eager gives {len(expected)}"
@@ -116,6 +127,17 @@ def mismatch(
             bad = int((a != e).sum())
             if bad:
                 return f"output {i}: {bad} elements differ (must be exact)"
+            continue
+        step = steps[i] if i < len(steps) else None
+        if step is not None:
+            check = within_steps(i, "", a.double().numpy(), e.double().numpy(), step)
+            if check.problem:
+                return f"output {i}: {check.problem}"
+            if not check.ok:
+                return (
+                    f"output {i} (quantized, step {step:.3g}): {100 * check.within:.2f}% of elements within "
+                    f"{QUANTIZED_MAX_STEPS} steps (needs {100 * QUANTIZED_MIN_FRACTION:g}%), max {check.max_steps} steps"
+                )
             continue
         rtol, atol = tolerances.get(str(e.dtype).removeprefix("torch."), (0.0, 0.0))
         rtol, atol = (override or {}).get("rtol", rtol), (override or {}).get("atol", atol)
@@ -208,6 +230,9 @@ def prepare(spec_path: Path, tolerances: dict[str, tuple[float, float]], progres
             expected = torch.utils._pytree.tree_leaves(module(*inputs))
     except Exception as e:  # noqa: BLE001
         return prepared.fail_all(f"torch eager failed: {one_line(e)}")
+    from tools.tracer.numerics import quantized_output_steps
+
+    steps = quantized_output_steps(module)
     progress("exporting with torch.export")
     try:
         exported = torch.export.export(module, inputs)
@@ -237,7 +262,7 @@ def prepare(spec_path: Path, tolerances: dict[str, tuple[float, float]], progres
         except Exception as e:  # noqa: BLE001
             prepared.reasons[name] = f"the ExecuTorch runtime failed: {one_line(e)}"
             continue
-        problem = mismatch(actual, expected, tolerances, override)
+        problem = mismatch(actual, expected, tolerances, override, steps)
         if problem:
             prepared.reasons[name] = f"output differs from torch eager: {problem}"
             continue

@@ -36,6 +36,7 @@ import torch
 
 from tools.bench.executorch_peer import Availability, tolerances
 from tools.bench.executorch_worker import REASON_CHARS, mismatch, one_line
+from tools.tracer.numerics import quantized_output_steps
 
 SYSTEM = "onnxruntime"
 SETUP = "tools/setup.sh"
@@ -166,7 +167,13 @@ class OnnxRuntimePeer:
             actual = [torch.from_numpy(a) for a in binding.copy_outputs_to_cpu()]
         except Exception as e:  # noqa: BLE001
             return cls.failed(f"the run failed: {one_line(e)}")
-        problem = mismatch(actual, expected, {k: tuple(v) for k, v in tolerances().items()}, spec.tolerance_override())
+        problem = mismatch(
+            actual,
+            expected,
+            {k: tuple(v) for k, v in tolerances().items()},
+            spec.tolerance_override(),
+            quantized_output_steps(spec.module),
+        )
         if problem:
             return cls.failed(f"output differs from torch eager: {problem}")
         return cls(run, None, (session, binding, arrays))

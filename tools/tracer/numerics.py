@@ -188,7 +188,7 @@ def _compare_one(i: int, a: Any, e: Any, tolerance: Tolerance, step: float | Non
             )
             actual = a.astype(expected.dtype)
         if step is not None:
-            return _within_steps(i, desc, actual, expected, step)
+            return within_steps(i, desc, actual, expected, step)
         rtol, atol = tolerance.for_dtype(dtype.name)
         return _close(i, desc, actual, expected, rtol, atol)
     if isinstance(e, (bool, int, float)) or isinstance(e, (torch.SymInt, torch.SymFloat)):
@@ -237,10 +237,10 @@ def _close(i: int, desc: str, actual: np.ndarray, expected: np.ndarray, rtol: fl
     return OutputCheck(i, desc, ok, max_abs, max_rel, problem, rtol, atol)
 
 
-def _within_steps(i: int, desc: str, actual: np.ndarray, expected: np.ndarray, step: float) -> OutputCheck:
+def within_steps(i: int, desc: str, actual: np.ndarray, expected: np.ndarray, step: float) -> OutputCheck:
     """A quantized output (module doc): both sides are on the grid of `step`
     (up to the float rounding of a dequantize), so differences are counted
-    in whole steps."""
+    in whole steps. The peers' checks (tools/bench) use it too."""
     a, e = actual.astype(np.float64), expected.astype(np.float64)
     a_nan, e_nan = np.isnan(a), np.isnan(e)
     nan_mismatch = int(np.count_nonzero(a_nan != e_nan))
