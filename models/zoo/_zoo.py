@@ -131,13 +131,6 @@ def quantized(
     return convert_pt2e(m), [example]
 
 
-# The TOLERANCE of a static int8 twin (models/bench/*_int8.py). Pare's
-# quantized output is checked in output steps (tools.tracer.numerics); this
-# bound is for the ExecuTorch peers' float check, whose int8 kernels round
-# differently from torch's reference graph by a few output steps.
-STATIC_INT8_PEER_TOLERANCE = {"rtol": 0.0, "atol": 0.25}
-
-
 def quantized_twin(float_twin: str, **kwargs):
     """build() for a spec that is `float_twin` quantized: its FLOAT_TWIN's
     `build()` (same seeded weights, batch-norm statistics and first input
