@@ -4,8 +4,13 @@
 //
 // Padding reads as the input's zero point (the dequantized 0.0), never 0:
 // the exporter's correction subtracts zx sum w over every tap, padded ones
-// included. Build feature threads: not yet; the split would go over
-// (image, group) pairs, or output rows for a single image.
+// included.
+//
+// Build feature threads: the GEMM layers split their output channels at
+// whole blocks of the packed weights (qgemm::columns_channel_block), the
+// depthwise ones their planes (16-channel blocks across channels); every
+// chunk has its own scratch, and a split never changes a bit. The im2col
+// matrix, where one is written, is written before the split.
 
 #include "runtime/core/format.h"
 #include "runtime/kernels/common/convert.h"
@@ -25,27 +30,26 @@ GemmRequantization channels_from(const classes::Requantization& rq, int64_t c0, 
 }
 
 // One input channel per group (conv::Int8Algorithm::Depthwise): output
-// channel o reads input channel o / og with its own kh x kw filter, one
-// plane at a time (qgemm::depthwise_plane). `ranges`: 2 kw int64 of
-// scratch; `padded`: qgemm::depthwise_padded_bytes.
-void depthwise(const conv::Geometry& g, const int8_t* x, const int8_t* w, const classes::Requantization& rq,
-               int32_t zero_point, int32_t output_min, int32_t output_max, int32_t* acc, int64_t* ranges,
-               int8_t* padded, int8_t* out) {
+// plane i (image i / out_channels, channel o = i % out_channels) reads
+// input channel o / og with its own kh x kw filter (qgemm::depthwise_plane),
+// for the planes [begin, end) of a chunk. `d`: the layer's plane with its
+// ranges and this chunk's `padded` (qgemm::depthwise_padded_bytes); `acc`:
+// out_w int32 of this chunk's scratch.
+void depthwise(const conv::Geometry& g, const kernels::qgemm::DepthwisePlane& d, const int8_t* x, const int8_t* w,
+               const classes::Requantization& rq, int32_t output_min, int32_t output_max, int64_t begin, int64_t end,
+               int32_t* acc, int8_t* out) {
   const int64_t taps = g.kh * g.kw;
-  for (int64_t kx = 0; kx < g.kw; ++kx) {
-    conv::valid_range(kx * g.dw - g.pw, g.sw, g.width, g.out_w, &ranges[kx], &ranges[g.kw + kx]);
-  }
-  const kernels::qgemm::DepthwisePlane d{g.height, g.width,       g.kh,       g.kw,  g.sh,    g.sw,
-                                         g.ph,     g.pw,          g.dh,       g.dw,  g.out_h, g.out_w,
-                                         ranges,   ranges + g.kw, zero_point, padded};
-  for (int64_t n = 0; n < g.batch; ++n) {
-    for (int64_t o = 0; o < g.out_channels; ++o) {
-      const int8_t* plane = x + (n * g.in_channels + o / g.og) * g.planes_in();
-      kernels::qgemm::depthwise_plane(d, plane, w + o * taps, rq.correction[o], rq.multiplier[o], rq.offset[o],
-                                      output_min, output_max, acc, out + (n * g.out_channels + o) * g.planes_out());
-    }
+  for (int64_t i = begin; i < end; ++i) {
+    const int64_t n = i / g.out_channels;
+    const int64_t o = i % g.out_channels;
+    const int8_t* plane = x + (n * g.in_channels + o / g.og) * g.planes_in();
+    kernels::qgemm::depthwise_plane(d, plane, w + o * taps, rq.correction[o], rq.multiplier[o], rq.offset[o],
+                                    output_min, output_max, acc, out + i * g.planes_out());
   }
 }
+
+// Bytes of each chunk's scratch, 64-byte aligned.
+size_t chunk_bytes(int64_t bytes) { return align_up(static_cast<size_t>(bytes), 64); }
 
 // d[i] = s[i * stride] for i < n: a copy at stride 1, else a loop the
 // compiler vectorises (restrict: the im2col matrix never overlaps the
@@ -121,74 +125,146 @@ Error QConv2dPackedParams::run(KernelContext& ctx, const Tensor& input, Value& o
   int8_t* y = result->data_as<int8_t>();
 
   const conv::Int8Algorithm algorithm = conv::choose_int8(g);
+  const int64_t taps = g.kh * g.kw;
 #if defined(PARE_X86_64_DISPATCH)
   if (algorithm == conv::Int8Algorithm::DepthwiseChannels) {
     kernels::qgemm::DepthwisePlane d{
         g.height, g.width,          g.kh,   g.kw, g.sh, g.sw, g.ph, g.pw, g.dh, g.dw, g.out_h, g.out_w, nullptr,
         nullptr,  input_zero_point, nullptr};
     if (kernels::qgemm::depthwise_channels_runs(d)) {
-      PARE_TRY_ASSIGN(void* scratch,
-                      ctx.allocate_scratch(static_cast<size_t>(kernels::qgemm::depthwise_channels_bytes(d))));
-      d.padded = static_cast<int8_t*>(scratch);
-      const GemmRequantization rq = channels_from(requantization, 0, output_min, output_max);
+      // Blocks of 16 channels (the kernels' vector) split over the threads.
+      const int64_t c = g.out_channels;
+      const uint32_t chunks = ctx.chunks_for(c, 16, g.batch * c * g.planes_out() * taps);
+      const size_t per_chunk = chunk_bytes(kernels::qgemm::depthwise_channels_bytes(d));
+      PARE_TRY_ASSIGN(void* scratch, ctx.allocate_scratch(per_chunk * chunks));
       for (int64_t n = 0; n < g.batch; ++n) {
-        kernels::qgemm::depthwise_channels(d, g.out_channels, image + n * g.in_channels * g.planes_in(), weight, rq,
-                                           y + n * g.out_channels * g.planes_out());
+        ctx.parallel(chunks, c, 16, [&](uint32_t chunk, int64_t c0, int64_t c1) {
+          kernels::qgemm::DepthwisePlane part = d;
+          part.padded = static_cast<int8_t*>(scratch) + chunk * per_chunk;
+          const int64_t plane = n * c + c0;
+          kernels::qgemm::depthwise_channels(part, c1 - c0, image + plane * g.planes_in(), weight + c0 * taps,
+                                             channels_from(requantization, c0, output_min, output_max),
+                                             y + plane * g.planes_out());
+        });
       }
       return Error::Ok;
     }
   }
 #endif
   if (algorithm == conv::Int8Algorithm::Depthwise || algorithm == conv::Int8Algorithm::DepthwiseChannels) {
-    PARE_TRY_ASSIGN(void* acc, ctx.allocate_scratch(static_cast<size_t>(g.out_w) * sizeof(int32_t)));
+    // Output planes split over the threads, each chunk its accumulators
+    // and padded plane.
+    const int64_t planes = g.batch * g.out_channels;
+    const uint32_t chunks = ctx.chunks_for(planes, 1, planes * g.planes_out() * taps);
+    const size_t acc_bytes = chunk_bytes(g.out_w * static_cast<int64_t>(sizeof(int32_t)));
+    const size_t per_chunk =
+        acc_bytes + chunk_bytes(kernels::qgemm::depthwise_padded_bytes(g.height, g.width, g.ph, g.pw));
+    PARE_TRY_ASSIGN(void* memory, ctx.allocate_scratch(per_chunk * chunks));
     PARE_TRY_ASSIGN(void* ranges, ctx.allocate_scratch(static_cast<size_t>(2 * g.kw) * sizeof(int64_t)));
-    PARE_TRY_ASSIGN(void* padded, ctx.allocate_scratch(static_cast<size_t>(
-                                      kernels::qgemm::depthwise_padded_bytes(g.height, g.width, g.ph, g.pw))));
-    depthwise(g, image, weight, requantization, input_zero_point, output_min, output_max, static_cast<int32_t*>(acc),
-              static_cast<int64_t*>(ranges), static_cast<int8_t*>(padded), y);
+    int64_t* lo = static_cast<int64_t*>(ranges);
+    for (int64_t kx = 0; kx < g.kw; ++kx) {
+      conv::valid_range(kx * g.dw - g.pw, g.sw, g.width, g.out_w, &lo[kx], &lo[g.kw + kx]);
+    }
+    const kernels::qgemm::DepthwisePlane d{
+        g.height,  g.width,          g.kh,   g.kw, g.sh, g.sw, g.ph, g.pw, g.dh, g.dw, g.out_h, g.out_w, lo,
+        lo + g.kw, input_zero_point, nullptr};
+    ctx.parallel(chunks, planes, 1, [&](uint32_t chunk, int64_t begin, int64_t end) {
+      uint8_t* mine = static_cast<uint8_t*>(memory) + chunk * per_chunk;
+      kernels::qgemm::DepthwisePlane part = d;
+      part.padded = reinterpret_cast<int8_t*>(mine + acc_bytes);
+      depthwise(g, part, image, weight, requantization, output_min, output_max, begin, end,
+                reinterpret_cast<int32_t*>(mine), y);
+    });
     return Error::Ok;
   }
   const int64_t k = g.k();
   const int64_t p = g.planes_out();
   const bool pointwise = algorithm == conv::Int8Algorithm::PointwiseGemm;
   const uint8_t* layer_packed = packing == kernels::qgemm::columns_packing() ? packed : nullptr;
-  PARE_TRY_ASSIGN(void* gemm_scratch,
-                  ctx.allocate_scratch(static_cast<size_t>(kernels::qgemm::columns_scratch_bytes(g.og, k))));
+  const int64_t work = g.og * k * p;
 #if defined(PARE_X86_64_DISPATCH)
-  if (!pointwise) {
+  // The VNNI copy packs its tiles of the im2col matrix from the image:
+  // the matrix is never written. Where the output is 16 or more wide, it
+  // packs them from a copy of the image laid out with its padding
+  // (image_padded_bytes): no per-tap plans (the 32x32 block's 3x3 layers
+  // 83 -> 59 us, its RGB stem 17.4 -> 12.4 us). On narrower outputs it
+  // plans each tap's masked loads per tile, which for fewer than 4 input
+  // channels (an RGB stem) serve too few rows: writing the matrix is
+  // faster there (MobileNetV3-Small's 3x3 stride-2 stem at 224x224 84 ->
+  // 51 us before the padded copy).
+  kernels::qgemm::ImageColumns cols{nullptr, g.height, g.width, g.kh,    g.kw,
+                                    g.sh,    g.sw,     g.ph,    g.pw,    g.dh,
+                                    g.dw,    g.out_w,  nullptr, nullptr, static_cast<int8_t>(input_zero_point)};
+  const int64_t padded_bytes = pointwise ? 0 : kernels::qgemm::image_padded_bytes(cols, k);
+  const bool from_image = !pointwise && (g.cg >= 4 || padded_bytes > 0) && kernels::qgemm::image_gemm_runs(cols);
+#else
+  constexpr bool from_image = false;
+#endif
+  // The threads split a group's output channels at whole blocks of the
+  // packed weights; the image GEMM on planes of 16 tiles or more splits
+  // its pixels at whole tiles instead, so no chunk packs the image's tiles
+  // again (ResNet-18's 56x56 layers: 1.37x on 2 threads split by channels).
+  // Each chunk has its own GEMM scratch (and padded image).
+  const bool by_pixels = from_image && p >= 16 * kernels::qgemm::kImageTilePixels;
+  const int64_t block = kernels::qgemm::columns_channel_block();
+  const uint32_t chunks =
+      by_pixels ? ctx.chunks_for(p, kernels::qgemm::kImageTilePixels, work) : ctx.chunks_for(g.og, block, work);
+  const size_t gemm_bytes = chunk_bytes(kernels::qgemm::columns_scratch_bytes(g.og, k));
+  PARE_TRY_ASSIGN(void* gemm_scratch, ctx.allocate_scratch(gemm_bytes * chunks));
+  // Runs gemm(chunk, channels, w, packed, rq, out, first_pixel, pixels,
+  // scratch) on each chunk of group grp of image n: its channels' weights,
+  // packed weights (or nullptr), requantization and output from their
+  // first channel and pixel (all p pixels where the split is by channels).
+  const auto split = [&](int64_t n, int64_t grp, const auto& gemm) {
+    const int8_t* group_weight = weight + grp * g.og * k;
+    const uint8_t* group_packed = layer_packed == nullptr ? nullptr : layer_packed + grp * packed_group_bytes;
+    int8_t* dst = y + g.group_output(n, grp);
+    uint8_t* scratch = static_cast<uint8_t*>(gemm_scratch);
+    if (by_pixels) {
+      const GemmRequantization rq = channels_from(requantization, grp * g.og, output_min, output_max);
+      ctx.parallel(chunks, p, kernels::qgemm::kImageTilePixels, [&](uint32_t chunk, int64_t p0, int64_t p1) {
+        gemm(chunk, g.og, group_weight, group_packed, rq,
+             kernels::qgemm::Output{dst + p0, /*channel_stride=*/p, /*pixel_stride=*/1}, p0, p1 - p0,
+             scratch + chunk * gemm_bytes);
+      });
+      return;
+    }
+    ctx.parallel(chunks, g.og, block, [&](uint32_t chunk, int64_t c0, int64_t c1) {
+      const void* part = group_packed == nullptr ? nullptr : group_packed + kernels::qgemm::columns_packed_bytes(c0, k);
+      gemm(chunk, c1 - c0, group_weight + c0 * k, part,
+           channels_from(requantization, grp * g.og + c0, output_min, output_max),
+           kernels::qgemm::Output{dst + c0 * p, /*channel_stride=*/p, /*pixel_stride=*/1}, int64_t{0}, p,
+           scratch + chunk * gemm_bytes);
+    });
+  };
+#if defined(PARE_X86_64_DISPATCH)
+  if (from_image) {
     PARE_TRY_ASSIGN(void* ranges, ctx.allocate_scratch(static_cast<size_t>(2 * g.kw) * sizeof(int64_t)));
     int64_t* lo = static_cast<int64_t*>(ranges);
     for (int64_t kx = 0; kx < g.kw; ++kx)
       conv::valid_range(kx * g.dw - g.pw, g.sw, g.width, g.out_w, &lo[kx], &lo[g.kw + kx]);
-    kernels::qgemm::ImageColumns cols{nullptr, g.height, g.width, g.kh,      g.kw,
-                                      g.sh,    g.sw,     g.ph,    g.pw,      g.dh,
-                                      g.dw,    g.out_w,  lo,      lo + g.kw, static_cast<int8_t>(input_zero_point)};
-    // The VNNI copy packs its tiles of the im2col matrix from the image:
-    // the matrix is never written. Where the output is 16 or more wide, it
-    // packs them from a copy of the image laid out with its padding
-    // (image_padded_bytes): no per-tap plans (the 32x32 block's 3x3 layers
-    // 83 -> 59 us, its RGB stem 17.4 -> 12.4 us). On narrower outputs it
-    // plans each tap's masked loads per tile, which for fewer than 4 input
-    // channels (an RGB stem) serve too few rows: writing the matrix is
-    // faster there (MobileNetV3-Small's 3x3 stride-2 stem at 224x224 84 ->
-    // 51 us before the padded copy).
-    const int64_t padded_bytes = kernels::qgemm::image_padded_bytes(cols, k);
-    if ((g.cg >= 4 || padded_bytes > 0) && kernels::qgemm::image_gemm_runs(cols)) {
-      if (padded_bytes > 0) {
-        PARE_TRY_ASSIGN(void* padded, ctx.allocate_scratch(static_cast<size_t>(padded_bytes)));
-        cols.padded = static_cast<int8_t*>(padded);
-      }
-      for (int64_t n = 0; n < g.batch; ++n) {
-        for (int64_t grp = 0; grp < groups; ++grp) {
-          cols.image = image + g.group_input(n, grp);
-          const GemmRequantization rq = channels_from(requantization, grp * g.og, output_min, output_max);
-          const kernels::qgemm::Output dst{y + g.group_output(n, grp), /*channel_stride=*/p, /*pixel_stride=*/1};
-          const void* group_packed = layer_packed == nullptr ? nullptr : layer_packed + grp * packed_group_bytes;
-          kernels::qgemm::gemm_image(g.og, p, k, weight + grp * g.og * k, group_packed, cols, rq, dst, gemm_scratch);
-        }
-      }
-      return Error::Ok;
+    cols.lo = lo;
+    cols.hi = lo + g.kw;
+    const size_t per_chunk = padded_bytes > 0 ? chunk_bytes(padded_bytes) : 0;
+    int8_t* padded = nullptr;
+    if (padded_bytes > 0) {
+      PARE_TRY_ASSIGN(void* memory, ctx.allocate_scratch(per_chunk * chunks));
+      padded = static_cast<int8_t*>(memory);
     }
+    for (int64_t n = 0; n < g.batch; ++n) {
+      for (int64_t grp = 0; grp < groups; ++grp) {
+        split(n, grp,
+              [&](uint32_t chunk, int64_t channels, const int8_t* w, const void* part, const GemmRequantization& rq,
+                  const kernels::qgemm::Output& dst, int64_t first_pixel, int64_t pixels, void* scratch) {
+                kernels::qgemm::ImageColumns mine = cols;
+                mine.image = image + g.group_input(n, grp);
+                mine.padded = padded == nullptr ? nullptr : padded + chunk * per_chunk;
+                mine.first_pixel = first_pixel;
+                kernels::qgemm::gemm_image(channels, pixels, k, w, part, mine, rq, dst, scratch);
+              });
+      }
+    }
+    return Error::Ok;
   }
 #endif
   // Output rows per im2col matrix: all of them, but a layer of fewer than
@@ -211,20 +287,24 @@ Error QConv2dPackedParams::run(KernelContext& ctx, const Tensor& input, Value& o
   for (int64_t n = 0; n < g.batch; ++n) {
     for (int64_t grp = 0; grp < groups; ++grp) {
       const int8_t* group_image = image + g.group_input(n, grp);
-      const int8_t* group_weight = weight + grp * g.og * k;
-      const GemmRequantization rq = channels_from(requantization, grp * g.og, output_min, output_max);
-      const kernels::qgemm::Output dst{y + g.group_output(n, grp), /*channel_stride=*/p, /*pixel_stride=*/1};
-      const void* group_packed = layer_packed == nullptr ? nullptr : layer_packed + grp * packed_group_bytes;
       if (pointwise) {
-        kernels::qgemm::gemm_columns(g.og, p, k, group_weight, group_packed, group_image, rq, dst, gemm_scratch);
+        split(n, grp,
+              [&](uint32_t, int64_t channels, const int8_t* w, const void* part, const GemmRequantization& rq,
+                  const kernels::qgemm::Output& dst, int64_t, int64_t, void* scratch) {
+                kernels::qgemm::gemm_columns(channels, p, k, w, part, group_image, rq, dst, scratch);
+              });
         continue;
       }
       for (int64_t oy0 = 0; oy0 < g.out_h; oy0 += chunk_rows) {
         const int64_t oy1 = g.out_h - oy0 < chunk_rows ? g.out_h : oy0 + chunk_rows;
+        const int64_t pixels = (oy1 - oy0) * g.out_w;
         im2col_columns(g, group_image, static_cast<int8_t>(input_zero_point), oy0, oy1, columns);
-        const kernels::qgemm::Output rows{dst.data + oy0 * g.out_w, dst.channel_stride, dst.pixel_stride};
-        kernels::qgemm::gemm_columns(g.og, (oy1 - oy0) * g.out_w, k, group_weight, group_packed, columns, rq, rows,
-                                     gemm_scratch);
+        split(n, grp,
+              [&](uint32_t, int64_t channels, const int8_t* w, const void* part, const GemmRequantization& rq,
+                  const kernels::qgemm::Output& dst, int64_t, int64_t, void* scratch) {
+                const kernels::qgemm::Output rows{dst.data + oy0 * g.out_w, dst.channel_stride, dst.pixel_stride};
+                kernels::qgemm::gemm_columns(channels, pixels, k, w, part, columns, rq, rows, scratch);
+              });
       }
     }
   }

@@ -2,8 +2,10 @@
 // (qgemm_kernels.inc, qgemm_dynamic_kernels.inc) and the choice between
 // the copies.
 //
-// Build feature threads: not yet; the split would go over the tiles'
-// channel blocks (disjoint outputs, the same bits for any split).
+// Build feature threads: the callers split the work (qconv.cc: output
+// channels at whole blocks of the packed weights, columns_channel_block,
+// or gemm_image's pixels at whole tiles; qlinear.cc: rows); every output
+// is one chunk's, so the bits do not depend on the split.
 
 #include "runtime/kernels/quantized/qgemm.h"
 
@@ -119,6 +121,14 @@ int columns_packing() {
 #else
   return 0;
 #endif
+}
+
+int64_t columns_channel_block() {
+  switch (columns_packing()) {
+    case 2: return kQuadsChannelBlock;
+    case 1: return kPairsChannelBlock;
+    default: return kPortableChannelBlock;
+  }
 }
 
 void gemm_columns(int64_t channels, int64_t pixels, int64_t k, const int8_t* w, const void* packed, const int8_t* x,

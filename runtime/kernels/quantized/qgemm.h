@@ -130,6 +130,17 @@ void pack_columns(int64_t channels, int64_t k, const int8_t* w, void* packed);
 // keeps the one it packed at init and passes its packed weights only to a
 // copy that reads that layout (an ISA cap can change the copy).
 int columns_packing();
+// The output channels per block of each packed layout (qgemm_quads.inc's
+// and qgemm_kernels.inc's kMR assert them), and of the portable tile that
+// reads w as it is.
+constexpr int64_t kQuadsChannelBlock = 8;
+constexpr int64_t kPairsChannelBlock = 6;
+constexpr int64_t kPortableChannelBlock = 4;
+// The channel block of the copy gemm_columns runs on this machine now
+// (columns_packing()'s layout). A split of a layer's output channels at
+// multiples of it (qconv.cc's threads) finds the part from channel c0 of
+// the layer's packed weights columns_packed_bytes(c0, k) bytes in.
+int64_t columns_channel_block();
 
 // w [channels, k] and x [k, pixels] (row stride `pixels`): a 1x1,
 // stride-1, unpadded convolution's image as it is in NCHW, no im2col, or
@@ -156,7 +167,14 @@ struct ImageColumns {
   // image out with its padding (the zero point) before packing from it;
   // nullptr where that is 0.
   int8_t* padded = nullptr;
+  // The output pixel (oy out_w + ox) a gemm_image call's pixel 0 is: a
+  // split of the pixels over threads runs [first_pixel, first_pixel +
+  // pixels), out pointing at first_pixel's outputs.
+  int64_t first_pixel = 0;
 };
+// The pixels of gemm_image's tile (the VNNI copy's 3 vectors of 16): a
+// split of its pixels at multiples of it packs no tile twice.
+constexpr int64_t kImageTilePixels = 48;
 
 #if defined(PARE_X86_64_DISPATCH)
 // Whether gemm_image runs on this machine now for x's layer (the VNNI copy,

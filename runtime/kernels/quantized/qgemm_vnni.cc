@@ -53,6 +53,7 @@ namespace {
 constexpr int kMR = 8;          // output channels per tile
 constexpr int kMaxVectors = 3;  // 16-pixel vectors per tile
 constexpr int kTilePixels = 16 * kMaxVectors;
+static_assert(kTilePixels == kImageTilePixels, "qgemm.h's kImageTilePixels names the tile");
 static_assert(kMR <= kColumnsScratchChannels, "qgemm.h's scratch size must cover the tile's channels");
 
 // quads(), block_ints() and pack_block(): the quads layout the arm64
@@ -623,16 +624,20 @@ void gemm_image_stride(int64_t channels, int64_t pixels, int64_t k, const int8_t
                        const ImageColumns& x, const Requantization& rq, const Output& out, void* scratch) {
   if (x.padded != nullptr) {
     pad_image(x, k / (x.kh * x.kw));
-    gemm_tiles(
-        channels, pixels, k, w, packed_w, rq, out, scratch, [&](int64_t p0, int nr, int8_t flip_byte, __m512i* dst) {
-          per_width(nr, [&](auto nv) { pack_padded_tile<decltype(nv)::value, kStride>(x, k, p0, nr, flip_byte, dst); });
-        });
+    gemm_tiles(channels, pixels, k, w, packed_w, rq, out, scratch,
+               [&](int64_t p0, int nr, int8_t flip_byte, __m512i* dst) {
+                 per_width(nr, [&](auto nv) {
+                   pack_padded_tile<decltype(nv)::value, kStride>(x, k, x.first_pixel + p0, nr, flip_byte, dst);
+                 });
+               });
     return;
   }
-  gemm_tiles(
-      channels, pixels, k, w, packed_w, rq, out, scratch, [&](int64_t p0, int nr, int8_t flip_byte, __m512i* dst) {
-        per_width(nr, [&](auto nv) { pack_image_tile<decltype(nv)::value, kStride>(x, k, p0, nr, flip_byte, dst); });
-      });
+  gemm_tiles(channels, pixels, k, w, packed_w, rq, out, scratch,
+             [&](int64_t p0, int nr, int8_t flip_byte, __m512i* dst) {
+               per_width(nr, [&](auto nv) {
+                 pack_image_tile<decltype(nv)::value, kStride>(x, k, x.first_pixel + p0, nr, flip_byte, dst);
+               });
+             });
 }
 
 }  // namespace

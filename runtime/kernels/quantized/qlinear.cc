@@ -1,6 +1,8 @@
 // QLinearPackedParams::run: pare::qlinear_prepacked's int8 linear layer
 // (qpacked_params.h), the int8 GEMM with the input's rows as its pixels.
-// Build feature threads: not yet; the split would go over the rows.
+// Build feature threads: the input's rows split over the threads (whole
+// tiles of 8 rows; every output is one dot product, so the bits do not
+// depend on the split).
 
 #include "runtime/kernels/common/convert.h"
 #include "runtime/kernels/common/linear.h"
@@ -19,8 +21,13 @@ Error QLinearPackedParams::run(KernelContext& ctx, const Tensor& input, Value& o
   PARE_TRY_ASSIGN(const Tensor x, as_contiguous(ctx, input, ScalarType::Char));
   const kernels::qgemm::Requantization rq{requantization.correction, requantization.multiplier, requantization.offset,
                                           output_min, output_max};
-  kernels::qgemm::gemm_rows(out_features, rows, in_features, weight, x.data_as<int8_t>(), rq,
-                            {result->data_as<int8_t>(), /*channel_stride=*/1, /*pixel_stride=*/out_features});
+  const int8_t* xs = x.data_as<int8_t>();
+  int8_t* ys = result->data_as<int8_t>();
+  const uint32_t chunks = ctx.chunks_for(rows, 8, rows * out_features * in_features);
+  ctx.parallel(chunks, rows, 8, [&](uint32_t, int64_t begin, int64_t end) {
+    kernels::qgemm::gemm_rows(out_features, end - begin, in_features, weight, xs + begin * in_features, rq,
+                              {ys + begin * out_features, /*channel_stride=*/1, /*pixel_stride=*/out_features});
+  });
   return Error::Ok;
 }
 

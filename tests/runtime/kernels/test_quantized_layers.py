@@ -645,6 +645,79 @@ def test_qlinear_errors(runtime):
         assert "\n" not in str(e.value).strip()
 
 
+# Layers large enough for the cost model to split them over threads
+# (KernelContext::chunks_for): output channels not a multiple of any copy's
+# block (60 = 7.5 blocks of the quads' 8, 10 of the AVX2 pairs' 6), the
+# image GEMM with its padded copy per chunk, stride 3 (the im2col matrix
+# written before the split), groups with batch 2, an RGB stem (its matrix
+# written in chunks of rows), the depthwise plane per output plane, and
+# across channels in 16-channel blocks (72: a half block last).
+THREAD_CASES = {
+    "threads_1x1_60": conv_case((1, 40, 20, 20), (60, 40, 1, 1)),
+    "threads_3x3_image": conv_case((1, 16, 24, 30), (44, 16, 3, 3), padding=(1, 1)),
+    # 16 image tiles or more: the VNNI copy's pixels split at whole 48-pixel
+    # tiles instead (from the padded copy at strides 1 and 2; planned per
+    # tap on a 10-wide output).
+    "threads_pixels_3x3": conv_case((1, 16, 32, 41), (20, 16, 3, 3), padding=(1, 1)),
+    "threads_pixels_stride2": conv_case((2, 8, 70, 64), (12, 8, 3, 3), stride=(2, 2), padding=(1, 1)),
+    "threads_pixels_narrow": conv_case((1, 8, 200, 20), (9, 8, 3, 3), stride=(2, 2), padding=(1, 1)),
+    "threads_stride3": conv_case((1, 8, 30, 30), (30, 8, 3, 3), stride=(3, 3), padding=(1, 1)),
+    "threads_groups_batch2": conv_case((2, 32, 16, 16), (48, 16, 3, 3), padding=(1, 1), groups=2),
+    "threads_rgb_stem": conv_case((1, 3, 64, 96), (16, 3, 3, 3), stride=(2, 2), padding=(1, 1)),
+    "threads_depthwise_planes": conv_case((2, 24, 40, 40), (24, 1, 3, 3), stride=(2, 2), padding=(1, 1), groups=24),
+    "threads_depthwise_channels": conv_case((1, 72, 14, 14), (72, 1, 3, 3), padding=(1, 1), groups=72),
+}
+
+
+def runs_on_threads(runtime, program, x, threads):
+    method = runtime.load(program).method()
+    method.set_num_threads(threads)
+    (y,) = method.run(x.numpy())
+    method.close()
+    return y
+
+
+@pytest.mark.parametrize("name", list(THREAD_CASES))
+def test_qconv2d_splits_over_threads(runtime, name):
+    """Build feature threads (qconv.cc): 2 to 4 threads give the single
+    thread's bits on every ISA copy (the GEMM's split at its packed
+    weights' blocks: 8 channels in the quads, 6 in the AVX2 pairs, 4
+    unpacked), and that is within one step of torch's reference."""
+    case = THREAD_CASES[name]
+    x_q, layer, program = calibrated_conv(case, 51, -9)
+    caps = ("x86_64_v4", "x86_64_v3", "x86_64_baseline") if runtime.kernel_isa.startswith("x86_64") else (None,)
+    serial = None
+    try:
+        for cap in caps:
+            if cap is not None:
+                runtime.set_max_isa(cap)
+            one = runs_on_threads(runtime, program, x_q, 1)
+            if serial is None:
+                serial = one
+                assert_within_one_step(torch.from_numpy(serial), layer.reference(x_q))
+            np.testing.assert_array_equal(one, serial, err_msg=f"1 thread at {cap}")
+            for threads in (2, 3, 4):
+                np.testing.assert_array_equal(
+                    runs_on_threads(runtime, program, x_q, threads), serial, err_msg=f"{threads} threads at {cap}"
+                )
+    finally:
+        if caps[0] is not None:
+            runtime.set_max_isa("x86_64_v4")  # process-wide: leave the other tests uncapped
+
+
+def test_qlinear_splits_over_threads(runtime):
+    """The int8 linear layer's rows split over the threads (qlinear.cc): the
+    same bits for 1 to 4 threads (61 rows: a partial tile last)."""
+    x_q = int8_tensor((61, 200), 52)
+    w_q = int8_tensor((48, 200), 53, -127, 127)
+    layer = Layer(w_q, bias_values(48, 54), 0.02, 7, F.linear, out_zero_point=-2, seed=55).calibrate(x_q)
+    program = linear_program(layer)
+    serial = runs_on_threads(runtime, program, x_q, 1)
+    assert_within_one_step(torch.from_numpy(serial), layer.reference(x_q))
+    for threads in (2, 3, 4):
+        np.testing.assert_array_equal(runs_on_threads(runtime, program, x_q, threads), serial)
+
+
 def test_tracing_records_the_int8_layers(tracing_runtime):
     # What the manifest of a model with int8 layers selects: the ops, the
     # (tag, Char) kernels and the classes, and nothing float.
