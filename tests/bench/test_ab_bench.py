@@ -20,6 +20,16 @@ def test_one_runtime_against_itself_reports_both_medians_and_the_spread(full_run
     assert 0 < r["p10"] <= r["p90"]
 
 
+def test_a_quantized_output_is_checked_in_quantization_steps(full_runtime):
+    # PT2E's int8 graph ends in a dequantize: its float output is checked
+    # as tools.bench checks it (within 3 steps of the last quantize on
+    # 99.9% of elements), not at the float default's atol 1e-4.
+    runtime = load_runtime(full_runtime)
+    model = REPO_ROOT / "models" / "bench" / "mobilenet_v3_small_224_int8.py"
+    r = ab.compare_model({"base": (runtime, full_runtime), "head": (runtime, full_runtime)}, model, rounds=2)
+    assert r["base"] > 0 and r["head"] > 0
+
+
 def test_the_spread_stays_within_the_measured_ratios():
     # One noisy round of three: exclusive deciles would put p10 below zero.
     p10, p90 = ab.ratio_spread([1.0, 1.0, 1.0], [0.5, 1.0, 3.0])
