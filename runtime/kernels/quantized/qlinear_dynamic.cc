@@ -122,7 +122,15 @@ Error pare_qlinear_dynamic(KernelContext& ctx, ValueSpan inputs, ValueSpan outpu
     const qgemm::DynamicEpilogue e{weight_sums.data_as<int32_t>(), multiplier,
                                    bias != nullptr ? bias->data_as<float>() : nullptr,
                                    static_cast<int32_t>(qp.zero_point)};
-    qgemm::gemm_dynamic(rows, out_features, in_features, u, weight.data_as<int8_t>(), e, out->data_as<float>());
+    // Build feature threads: the rows split over the threads (4 at a time,
+    // arm64's SDOT block); every output is one row's, the same bits.
+    const int8_t* w = weight.data_as<int8_t>();
+    float* y = out->data_as<float>();
+    const uint32_t chunks = ctx.chunks_for(rows, 4, rows * out_features * in_features);
+    ctx.parallel(chunks, rows, 4, [&](uint32_t, int64_t begin, int64_t end) {
+      qgemm::gemm_dynamic(end - begin, out_features, in_features, u + begin * row_bytes, w, e,
+                          y + begin * out_features);
+    });
     return Error::Ok;
   });
 }

@@ -40,14 +40,17 @@ def reference_int8(x, qmin, qmax):
     return qd.quantize_per_tensor.tensor(x, scale, zp, qmin, qmax, torch.int8), scale, zp
 
 
-def run(runtime, x, w, scales, bias, qmin=-128, qmax=127):
+def run(runtime, x, w, scales, bias, qmin=-128, qmax=127, threads=1):
     pb = ProgramBuilder()
     m = pb.method()
     xi = m.input("Float")
     sums = w.to(torch.int32).sum(dim=1, dtype=torch.int32)
     packed = torch.from_numpy(pack_dynamic_weight(w.numpy()))
     m.output(m.op("pare::qlinear_dynamic", xi, packed, sums, scales, bias, qmin, qmax, EPS))
-    (y,) = runtime.load(pb.to_bytes()).method().run(x.numpy())
+    method = runtime.load(pb.to_bytes()).method()
+    method.set_num_threads(threads)
+    (y,) = method.run(x.numpy())
+    method.close()
     return torch.from_numpy(y)
 
 
@@ -166,3 +169,23 @@ def test_qlinear_dynamic_copies_agree(runtime, case):
         finally:
             runtime.set_max_isa("x86_64_v4")  # process-wide: leave the other tests uncapped
         assert torch.equal(capped, best), cap
+
+
+def test_qlinear_dynamic_splits_rows_over_threads(runtime):
+    """Build feature threads (qlinear_dynamic.cc): the rows split over 2 to
+    4 threads, 4 at a time (61 rows: a partial block last), give one
+    thread's bits on every copy."""
+    x = make_input((61, 200), "normal", 21)
+    w, scales = weights(96, 200, 22)
+    bias = torch.randn(96, generator=torch.Generator().manual_seed(23))
+    caps = ("x86_64_v4", "x86_64_v3", "x86_64_baseline") if runtime.kernel_isa.startswith("x86_64") else (None,)
+    serial = run(runtime, x, w, scales, bias)
+    try:
+        for cap in caps:
+            if cap is not None:
+                runtime.set_max_isa(cap)
+            for threads in (1, 2, 3, 4):
+                assert torch.equal(run(runtime, x, w, scales, bias, threads=threads), serial), (cap, threads)
+    finally:
+        if caps[0] is not None:
+            runtime.set_max_isa("x86_64_v4")  # process-wide: leave the other tests uncapped
