@@ -204,12 +204,17 @@ Error QConv2dPackedParams::run(KernelContext& ctx, const Tensor& input, Value& o
   // packed weights; the image GEMM on planes of 16 tiles or more splits
   // its pixels at whole tiles instead, so no chunk packs the image's tiles
   // again (ResNet-18's 56x56 layers: 1.37x on 2 threads split by channels).
-  // Each chunk has its own GEMM scratch (and padded image).
+  // Each chunk has its own GEMM scratch; the padded image, where there is
+  // one, is made once and shared.
   const bool by_pixels = from_image && p >= 16 * kernels::qgemm::kImageTilePixels;
   const int64_t block = kernels::qgemm::columns_channel_block();
   const uint32_t chunks =
       by_pixels ? ctx.chunks_for(p, kernels::qgemm::kImageTilePixels, work) : ctx.chunks_for(g.og, block, work);
-  const size_t gemm_bytes = chunk_bytes(kernels::qgemm::columns_scratch_bytes(g.og, k));
+  // A chunk's scratch covers its own channels only (its weights packed
+  // there should the ISA cap have changed since init, kMR x k bytes a
+  // block): the arena stays about one thread's.
+  const int64_t chunk_channels = by_pixels ? g.og : KernelContext::chunk_size(g.og, block, chunks);
+  const size_t gemm_bytes = chunk_bytes(kernels::qgemm::columns_scratch_bytes(chunk_channels, k));
   PARE_TRY_ASSIGN(void* gemm_scratch, ctx.allocate_scratch(gemm_bytes * chunks));
   // Runs gemm(chunk, channels, w, packed, rq, out, first_pixel, pixels,
   // scratch) on each chunk of group grp of image n: its channels' weights,
@@ -245,20 +250,19 @@ Error QConv2dPackedParams::run(KernelContext& ctx, const Tensor& input, Value& o
       conv::valid_range(kx * g.dw - g.pw, g.sw, g.width, g.out_w, &lo[kx], &lo[g.kw + kx]);
     cols.lo = lo;
     cols.hi = lo + g.kw;
-    const size_t per_chunk = padded_bytes > 0 ? chunk_bytes(padded_bytes) : 0;
-    int8_t* padded = nullptr;
     if (padded_bytes > 0) {
-      PARE_TRY_ASSIGN(void* memory, ctx.allocate_scratch(per_chunk * chunks));
-      padded = static_cast<int8_t*>(memory);
+      PARE_TRY_ASSIGN(void* memory, ctx.allocate_scratch(static_cast<size_t>(padded_bytes)));
+      cols.padded = static_cast<int8_t*>(memory);
+      cols.padded_ready = true;  // made once per group below, every chunk reads it
     }
     for (int64_t n = 0; n < g.batch; ++n) {
       for (int64_t grp = 0; grp < groups; ++grp) {
+        cols.image = image + g.group_input(n, grp);
+        if (cols.padded != nullptr) kernels::qgemm::pad_image(cols, k);
         split(n, grp,
-              [&](uint32_t chunk, int64_t channels, const int8_t* w, const void* part, const GemmRequantization& rq,
+              [&](uint32_t, int64_t channels, const int8_t* w, const void* part, const GemmRequantization& rq,
                   const kernels::qgemm::Output& dst, int64_t first_pixel, int64_t pixels, void* scratch) {
                 kernels::qgemm::ImageColumns mine = cols;
-                mine.image = image + g.group_input(n, grp);
-                mine.padded = padded == nullptr ? nullptr : padded + chunk * per_chunk;
                 mine.first_pixel = first_pixel;
                 kernels::qgemm::gemm_image(channels, pixels, k, w, part, mine, rq, dst, scratch);
               });

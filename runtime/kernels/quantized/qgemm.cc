@@ -164,6 +164,8 @@ void gemm_image(int64_t channels, int64_t pixels, int64_t k, const int8_t* w, co
                 const Requantization& rq, const Output& out, void* scratch) {
   x86_64_v4::gemm_image_vnni(channels, pixels, k, w, packed, x, rq, out, scratch);
 }
+
+void pad_image(const ImageColumns& x, int64_t k) { x86_64_v4::pad_image_vnni(x, k); }
 #endif
 
 void requantize_channel(const int32_t* acc, int64_t n, int32_t correction, float multiplier, float offset,

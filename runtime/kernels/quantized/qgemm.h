@@ -171,6 +171,9 @@ struct ImageColumns {
   // split of the pixels over threads runs [first_pixel, first_pixel +
   // pixels), out pointing at first_pixel's outputs.
   int64_t first_pixel = 0;
+  // Whether `padded` already holds the padded image (pad_image, made once
+  // by the caller for the calls that share it); else gemm_image makes it.
+  bool padded_ready = false;
 };
 // The pixels of gemm_image's tile (the VNNI copy's 3 vectors of 16): a
 // split of its pixels at multiples of it packs no tile twice.
@@ -195,6 +198,10 @@ int64_t image_padded_bytes(const ImageColumns& x, int64_t k);
 // image_gemm_runs(x).
 void gemm_image(int64_t channels, int64_t pixels, int64_t k, const int8_t* w, const void* packed, const ImageColumns& x,
                 const Requantization& rq, const Output& out, void* scratch);
+// gemm_image's padded copy of x's image into x.padded (image_padded_bytes(x,
+// k) bytes, not 0), for calls that share it (ImageColumns::padded_ready:
+// qconv.cc's threads).
+void pad_image(const ImageColumns& x, int64_t k);
 #endif
 
 // out[i * out_stride] = requantized acc[i] + correction, for n values of one
@@ -291,6 +298,7 @@ void gemm_columns_vnni(int64_t channels, int64_t pixels, int64_t k, const int8_t
 bool gemm_image_vnni_runs(const ImageColumns& x);
 void gemm_image_vnni(int64_t channels, int64_t pixels, int64_t k, const int8_t* w, const void* packed,
                      const ImageColumns& x, const Requantization& rq, const Output& out, void* scratch);
+void pad_image_vnni(const ImageColumns& x, int64_t k);
 // The VNNI depthwise plane (vpdpbusd over 4 taps of a filter row, x + 128),
 // for the planes depthwise_plane_vnni_runs() accepts: dilation 1 across,
 // stride 1 or 2 across, at most 64 filter rows x quads of taps.

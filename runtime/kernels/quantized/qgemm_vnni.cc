@@ -33,7 +33,7 @@
 // image) planned once per tile for every input channel. ResNet-18's 3x3
 // layers at 224x224 went from about 410 to 300-360 us each. Where the
 // output is 16 or more wide the image is first laid out with its padding
-// (pad_image) and the tiles packed from that copy (pack_padded_tile): a
+// (pad_channels) and the tiles packed from that copy (pack_padded_tile): a
 // row is then one load per vector in one output row, with no per-tap
 // plans or branches.
 #if defined(PARE_X86_64_DISPATCH) && defined(__AVX512F__)
@@ -473,7 +473,7 @@ void gemm_tiles(int64_t channels, int64_t pixels, int64_t k, const int8_t* w, co
 // x's image laid out with its padding in x.padded (image_padded_bytes):
 // per channel (height + 2 ph) rows of width + 2 pw bytes (pad_plane), the
 // zero point outside the image, and 64 bytes of it after the last row.
-void pad_image(const ImageColumns& x, int64_t channels) {
+void pad_channels(const ImageColumns& x, int64_t channels) {
   const int64_t plane_bytes = (x.height + 2 * x.ph) * (x.width + 2 * x.pw);
   for (int64_t c = 0; c < channels; ++c) {
     pad_plane(x.image + c * x.height * x.width, x.height, x.width, x.ph, x.pw, x.zero_point, 0,
@@ -482,7 +482,7 @@ void pad_image(const ImageColumns& x, int64_t channels) {
   _mm512_storeu_si512(x.padded + channels * plane_bytes, _mm512_set1_epi8(x.zero_point));
 }
 
-// pack_image_tile from x.padded (pad_image): the same bytes. Every tap of
+// pack_image_tile from x.padded (pad_channels): the same bytes. Every tap of
 // a pixel lies inside the padded image, so a row of the im2col matrix at a
 // vector is one load where its pixels sit in one output row (16 bytes at
 // stride 1; at stride 2 32, whose even bytes are the row; its address:
@@ -623,7 +623,7 @@ template <int64_t kStride>
 void gemm_image_stride(int64_t channels, int64_t pixels, int64_t k, const int8_t* w, const void* packed_w,
                        const ImageColumns& x, const Requantization& rq, const Output& out, void* scratch) {
   if (x.padded != nullptr) {
-    pad_image(x, k / (x.kh * x.kw));
+    if (!x.padded_ready) pad_channels(x, k / (x.kh * x.kw));
     gemm_tiles(channels, pixels, k, w, packed_w, rq, out, scratch,
                [&](int64_t p0, int nr, int8_t flip_byte, __m512i* dst) {
                  per_width(nr, [&](auto nv) {
@@ -654,6 +654,8 @@ void gemm_columns_vnni(int64_t channels, int64_t pixels, int64_t k, const int8_t
 bool gemm_image_vnni_runs(const ImageColumns& x) {
   return (x.sw == 1 || x.sw == 2) && x.out_w >= 5 && x.kh * x.kw <= kMaxImageTaps;
 }
+
+void pad_image_vnni(const ImageColumns& x, int64_t k) { pad_channels(x, k / (x.kh * x.kw)); }
 
 void gemm_image_vnni(int64_t channels, int64_t pixels, int64_t k, const int8_t* w, const void* packed_w,
                      const ImageColumns& x, const Requantization& rq, const Output& out, void* scratch) {

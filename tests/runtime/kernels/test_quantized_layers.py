@@ -700,22 +700,44 @@ def test_qconv2d_splits_over_threads(runtime, name):
                 np.testing.assert_array_equal(
                     runs_on_threads(runtime, program, x_q, threads), serial, err_msg=f"{threads} threads at {cap}"
                 )
+        if caps[0] is not None:
+            # Packed at init for the VNNI quads, run on AVX2: each chunk packs
+            # its own channels' pairs into its own scratch.
+            runtime.set_max_isa("x86_64_v4")
+            method = runtime.load(program).method()
+            method.set_num_threads(3)
+            runtime.set_max_isa("x86_64_v3")
+            (capped,) = method.run(x_q.numpy())
+            np.testing.assert_array_equal(capped, serial, err_msg="packed at v4, run at v3 on 3 threads")
     finally:
         if caps[0] is not None:
             runtime.set_max_isa("x86_64_v4")  # process-wide: leave the other tests uncapped
 
 
-def test_qlinear_splits_over_threads(runtime):
-    """The int8 linear layer's rows split over the threads (qlinear.cc): the
-    same bits for 1 to 4 threads (61 rows: a partial tile last)."""
-    x_q = int8_tensor((61, 200), 52)
-    w_q = int8_tensor((48, 200), 53, -127, 127)
-    layer = Layer(w_q, bias_values(48, 54), 0.02, 7, F.linear, out_zero_point=-2, seed=55).calibrate(x_q)
+@pytest.mark.parametrize("rows,in_features,out_features", [(61, 200, 48), (1, 1280, 1000), (3, 576, 1030)])
+def test_qlinear_splits_over_threads(runtime, rows, in_features, out_features):
+    """The int8 linear layer splits over the threads (qlinear.cc) its rows
+    (61: a partial tile last) or, under 16 rows (a classifier's one row;
+    3 rows of 1030 channels, a partial block last), its output channels:
+    the same bits for 1 to 4 threads on every x86_64 copy."""
+    x_q = int8_tensor((rows, in_features), 52)
+    w_q = int8_tensor((out_features, in_features), 53, -127, 127)
+    layer = Layer(w_q, bias_values(out_features, 54), 0.02, 7, F.linear, out_zero_point=-2, seed=55).calibrate(x_q)
     program = linear_program(layer)
     serial = runs_on_threads(runtime, program, x_q, 1)
     assert_within_one_step(torch.from_numpy(serial), layer.reference(x_q))
-    for threads in (2, 3, 4):
-        np.testing.assert_array_equal(runs_on_threads(runtime, program, x_q, threads), serial)
+    caps = ("x86_64_v4", "x86_64_v3", "x86_64_baseline") if runtime.kernel_isa.startswith("x86_64") else (None,)
+    try:
+        for cap in caps:
+            if cap is not None:
+                runtime.set_max_isa(cap)
+            for threads in (1, 2, 3, 4):
+                np.testing.assert_array_equal(
+                    runs_on_threads(runtime, program, x_q, threads), serial, err_msg=f"{threads} threads at {cap}"
+                )
+    finally:
+        if caps[0] is not None:
+            runtime.set_max_isa("x86_64_v4")  # process-wide: leave the other tests uncapped
 
 
 def test_tracing_records_the_int8_layers(tracing_runtime):
