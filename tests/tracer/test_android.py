@@ -307,6 +307,58 @@ def test_int8_layers_on_arm64_sdot_and_neon_match_torch_and_x86_64(android_lib, 
         assert_within_one_step(torch.from_numpy(got.copy()), reference)
 
 
+def _int8_threads_program():
+    """test_quantized_layers.py's THREAD_CASES (layers the cost model splits
+    over threads) and a classifier's one-row linear layer, each on its own
+    input in one method: the inputs and the program."""
+    from pare.program import ProgramBuilder
+    from tests.runtime.kernels import test_quantized_layers as ql
+
+    pb = ProgramBuilder()
+    m = pb.method()
+    inputs, outputs = [], []
+    for i, case in enumerate(ql.THREAD_CASES.values()):
+        x_q, layer, _ = ql.calibrated_conv(case, 140 + 4 * i, [-9, 0, 127, -128][i % 4])
+        x = m.input("Char")
+        packed = m.qconv2d_prepack(
+            layer.w_q, *layer.constants(), case["stride"], case["padding"], case["dilation"], case["groups"], layer.zx
+        )
+        outputs.append(m.op("pare::qconv2d_prepacked", x, packed, *layer.output_bounds()))
+        inputs.append(x_q)
+    x_q = ql.int8_tensor((1, 1280), 190)
+    layer = ql.Layer(
+        ql.int8_tensor((1000, 1280), 191, -127, 127), ql.bias_values(1000, 192), 0.02, 5, torch.nn.functional.linear
+    ).calibrate(x_q)
+    x = m.input("Char")
+    outputs.append(m.op("pare::qlinear_prepacked", x, m.qlinear_prepack(layer.w_q, *layer.constants()), -128, 127))
+    inputs.append(x_q)
+    m.output(*outputs)
+    return inputs, pb.to_bytes()
+
+
+@pytest.mark.parametrize("config", ["sdot", "neon_capped"])
+def test_int8_layers_on_arm64_threads_give_x86_64_bits(android_lib, full_lib, config):
+    """Build feature threads on arm64 (qconv.cc, qlinear.cc): 3 threads split
+    the GEMM's channels at the quads' 8-channel blocks (the layout both
+    arm64 copies read), the depthwise planes, the linear layer's channels;
+    the outputs are one thread's and x86_64's, bit for bit."""
+    from pare.runtime import Runtime
+
+    cpu, cap, want_isa = INT8_ARM64_CONFIGS[config]
+    inputs, program = _int8_threads_program()
+    x86 = Runtime(full_lib).load(program).method().run(*[x.numpy() for x in inputs])
+    tensors = [harness.TensorData(1, tuple(x.shape), x.contiguous().numpy().tobytes()) for x in inputs]  # 1: Char
+    for threads in (1, 3):
+        outputs, kernel_isa = harness.run_program_on(
+            android_lib, program, "forward", tensors, cpu=cpu, max_isa=cap, threads=threads
+        )
+        assert kernel_isa == want_isa
+        assert len(outputs) == len(x86)
+        for k, (out, expected) in enumerate(zip(outputs, x86)):
+            got = np.frombuffer(out.data, dtype=np.int8).reshape(out.sizes)
+            assert np.array_equal(got, expected), (threads, k, np.flatnonzero(got != expected)[:5])
+
+
 # pare::qlinear_dynamic on arm64 (qgemm_arm64_dynamic.inc: 4 rows by SDOT, 2 by SMULL on ARMv8.0):
 # row counts with and without a tail of rows, k with and without a tail of quads (a whole number
 # of 4-quad steps: 256), channel blocks with a partial last one, saturation (wide values).

@@ -233,22 +233,23 @@ static void* find_symbol(void* lib, const char* name) {
 // loaded at run time, so nothing links against it). Each pointer has its
 // function's type from pare.h, so a signature that changes there fails this
 // build instead of miscalling.
-#define HARNESS_API(X)     \
-  X(status_name)           \
-  X(program_load_file)     \
-  X(program_error_message) \
-  X(method_create)         \
-  X(method_error_message)  \
-  X(method_input_count)    \
-  X(method_output_count)   \
-  X(method_set_input)      \
-  X(method_execute)        \
-  X(method_output_kind)    \
-  X(method_output_tensor)  \
-  X(method_output_int)     \
-  X(method_output_double)  \
-  X(method_output_bool)    \
-  X(set_max_isa)           \
+#define HARNESS_API(X)      \
+  X(status_name)            \
+  X(program_load_file)      \
+  X(program_error_message)  \
+  X(method_create)          \
+  X(method_error_message)   \
+  X(method_input_count)     \
+  X(method_output_count)    \
+  X(method_set_input)       \
+  X(method_execute)         \
+  X(method_output_kind)     \
+  X(method_output_tensor)   \
+  X(method_output_int)      \
+  X(method_output_double)   \
+  X(method_output_bool)     \
+  X(method_set_num_threads) \
+  X(set_max_isa)            \
   X(kernel_isa)
 
 typedef struct api {
@@ -371,6 +372,13 @@ static int run(int argc, char** argv) {
   if (status != PARE_OK) {
     pare_failed(&a, "pare_method_create", status,
                 method ? a.method_error_message(method) : a.program_error_message(program));
+  }
+  // $PARE_NUM_THREADS runs the method on that many threads
+  // (pare_method_set_num_threads; build feature threads).
+  const char* threads = getenv("PARE_NUM_THREADS");
+  if (threads && *threads) {
+    status = a.method_set_num_threads(method, (uint32_t)strtoul(threads, NULL, 10));
+    if (status != PARE_OK) pare_failed(&a, "pare_method_set_num_threads", status, a.method_error_message(method));
   }
   for (int first = 6; first <= argc;) {
     int last = first;

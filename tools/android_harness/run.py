@@ -132,13 +132,20 @@ def check_loadable(library: Path) -> None:
 
 
 def run(
-    args: list[str], timeout: float = 300, cpu: str | None = None, max_isa: str | None = None, **kwargs
+    args: list[str],
+    timeout: float = 300,
+    cpu: str | None = None,
+    max_isa: str | None = None,
+    threads: int | None = None,
+    **kwargs,
 ) -> subprocess.CompletedProcess:
     """Runs the harness with ARGS (a mode, then the library) under qemu-aarch64;
     returns the completed process. `cpu` is qemu's CPU model (`-cpu`; its
     default, max, has every extension qemu emulates, the ARMv8.2 dot product
     among them; cortex-a57 is an ARMv8.0 core without it); `max_isa` caps the
-    runtime's kernels (pare_set_max_isa, through $PARE_MAX_ISA)."""
+    runtime's kernels (pare_set_max_isa, through $PARE_MAX_ISA); `threads`
+    runs the method on that many (pare_method_set_num_threads, through
+    $PARE_NUM_THREADS)."""
     check_loadable(Path(args[1]))
     p = paths()
     with tempfile.TemporaryDirectory(prefix="pare-harness-") as tmp:
@@ -148,6 +155,8 @@ def run(
             cmd += ["-cpu", cpu]
         if max_isa:
             cmd += ["-E", f"PARE_MAX_ISA={max_isa}"]
+        if threads:
+            cmd += ["-E", f"PARE_NUM_THREADS={threads}"]
         cmd += [str(p.harness), *args]
         return subprocess.run(cmd, capture_output=True, timeout=timeout, **kwargs)
 
@@ -210,10 +219,12 @@ def run_program_on(
     cpu: str | None = None,
     max_isa: str | None = None,
     earlier: Sequence[list[TensorData]] = (),
+    threads: int | None = None,
 ) -> tuple[list, str]:
     """run_program on qemu's CPU model `cpu`, with the runtime's kernels
-    capped at `max_isa` (run()); returns the outputs and the ISA the kernels
-    ran (pare_kernel_isa after the call)."""
+    capped at `max_isa` and the method on `threads` threads (run());
+    returns the outputs and the ISA the kernels ran (pare_kernel_isa after
+    the call)."""
     with tempfile.TemporaryDirectory(prefix="pare-run-") as tmp:
         root = Path(tmp)
         (root / "program.pare").write_bytes(program)
@@ -233,6 +244,7 @@ def run_program_on(
             text=True,
             cpu=cpu,
             max_isa=max_isa,
+            threads=threads,
         )
         if proc.returncode != 0:
             raise _failed(proc)
