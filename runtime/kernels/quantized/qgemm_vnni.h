@@ -61,23 +61,30 @@ PARE_ALWAYS_INLINE void pad_plane(const int8_t* plane, int64_t height, int64_t w
     for (int64_t py = ph + height; py < rows; ++py) _mm512_mask_storeu_epi8(padded + py * wp, row_mask, border_v);
     return;
   }
+  // Wider rows: the borders in masked stores, the inside in whole
+  // 64-byte loads and stores and a masked last one (a mask per segment and
+  // a blend cost MobileNetV2's 112x112 planes about a third of their time).
+  const auto border = [&](int8_t* dst, int64_t n) {
+    for (int64_t x = 0; x < n; x += 64) _mm512_mask_storeu_epi8(dst + x, bytes_mask(n - x), border_v);
+  };
   for (int64_t py = 0; py < rows; ++py) {
+    int8_t* dst = padded + py * wp;
     const int64_t iy = py - ph;
-    const bool inside = 0 <= iy && iy < height;
-    for (int64_t x = 0; x < wp; x += 64) {
-      __m512i v = border_v;
-      const int64_t a = pw - x > 0 ? pw - x : 0;
-      const int64_t b = pw + width - x < 64 ? pw + width - x : 64;
-      if (inside && a < b) {
-        const __mmask64 m = bytes_mask(b) & ~bytes_mask(a);
-        // Lane l holds image column x + l - pw (lanes before a never read).
-        const uintptr_t lane0 =
-            reinterpret_cast<uintptr_t>(plane + iy * width + (x + a - pw)) - static_cast<uintptr_t>(a);
-        v = _mm512_mask_blend_epi8(
-            m, border_v, _mm512_xor_si512(_mm512_maskz_loadu_epi8(m, reinterpret_cast<const void*>(lane0)), flip_v));
-      }
-      _mm512_mask_storeu_epi8(padded + py * wp + x, bytes_mask(wp - x), v);
+    if (iy < 0 || iy >= height) {
+      border(dst, wp);
+      continue;
     }
+    border(dst, pw);
+    const int8_t* src = plane + iy * width;
+    int64_t x = 0;
+    for (; x + 64 <= width; x += 64) {
+      _mm512_storeu_si512(dst + pw + x, _mm512_xor_si512(_mm512_loadu_si512(src + x), flip_v));
+    }
+    if (x < width) {
+      const __mmask64 m = bytes_mask(width - x);
+      _mm512_mask_storeu_epi8(dst + pw + x, m, _mm512_xor_si512(_mm512_maskz_loadu_epi8(m, src + x), flip_v));
+    }
+    border(dst + pw + width, pw);
   }
 }
 
