@@ -29,7 +29,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from pare.runtime import PareError
-from tools.bench.models import load_runtime
+from tools.bench.models import eager_mismatches, load_runtime
 from tools.bench.timing import BenchError, calls_for, measure, median, pin_to_cpus
 from tools.cli_parser import one_line_errors
 from tools.tracer.errors import TracerError
@@ -61,9 +61,8 @@ def compare_model(runtimes: dict, path: Path, rounds: int, base_tree: Path | Non
     """{"base": µs, "head": µs, "ratio": head / base, "p10": .., "p90": ..} for one model spec."""
     from tools.tracer.exporter import export_model
     from tools.tracer.model_spec import load_model_spec
-    from tools.tracer.numerics import compare, quantized_output_steps
     from tools.tracer.runner import set_inputs
-    from tools.tracer.tracing import eager_outputs, spec_tolerance
+    from tools.tracer.tracing import eager_outputs
 
     spec = load_model_spec(path)
     exported = export_model(spec)
@@ -80,9 +79,7 @@ def compare_model(runtimes: dict, path: Path, rounds: int, base_tree: Path | Non
             actual = [method.output(i) for i in range(method.num_outputs)]
         except PareError as e:
             raise BenchError(f"{path}: the {name} runtime {lib} failed: {e.status_name}: {e}") from None
-        # A quantized output is compared in whole steps, as tools.bench and tools.tracer check do.
-        checks = compare(actual, expected, spec_tolerance(spec, None), quantized_output_steps(spec.module))
-        bad = [c.line() for c in checks if not c.ok]
+        bad = eager_mismatches(spec, actual, expected)
         if bad:
             raise BenchError(f"{path}: the {name} runtime's output differs from torch eager ({bad[0]})")
         methods[name] = method

@@ -272,6 +272,15 @@ def bench_model(
     )
 
 
+def eager_mismatches(spec, actual, expected) -> list[str]:
+    """The lines of `actual` that differ from torch eager's `expected`
+    (tools.tracer.tracing.eager_outputs): a float output within the spec's
+    tolerance, a quantized one in whole steps, as tools.tracer check
+    compares them."""
+    checks = compare(actual, expected, spec_tolerance(spec, None), quantized_output_steps(spec.module))
+    return [c.line() for c in checks if not c.ok]
+
+
 def _checked_method(
     spec,
     runtime: Runtime,
@@ -301,10 +310,7 @@ def _checked_method(
         actual = [method.output(i) for i in range(method.num_outputs)]
     except PareError as e:
         raise BenchError(f"{what}: the runtime {runtime_path} failed: {e.status_name}: {e}") from None
-    # A quantized output is compared in whole steps, as tools.tracer check does.
-    expected = eager_outputs(spec, group.indices[0])
-    checks = compare(actual, expected, spec_tolerance(spec, None), quantized_output_steps(spec.module))
-    bad = [c.line() for c in checks if not c.ok]
+    bad = eager_mismatches(spec, actual, eager_outputs(spec, group.indices[0]))
     if bad:
         raise BenchError(
             f"{what}: Pare's output differs from torch eager ({bad[0]}); run python -m tools.tracer "

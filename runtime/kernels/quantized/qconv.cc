@@ -143,7 +143,7 @@ Error QConv2dPackedParams::run(KernelContext& ctx, const Tensor& input, Value& o
           part.padded = static_cast<int8_t*>(scratch) + chunk * per_chunk;
           const int64_t plane = n * c + c0;
           kernels::qgemm::depthwise_channels(part, c1 - c0, image + plane * g.planes_in(), weight + c0 * taps,
-                                             channels_from(requantization, c0, output_min, output_max),
+                                             channels_from(requantization, 0, output_min, output_max).from(c0),
                                              y + plane * g.planes_out());
         });
       }
@@ -237,7 +237,7 @@ Error QConv2dPackedParams::run(KernelContext& ctx, const Tensor& input, Value& o
     ctx.parallel(chunks, g.og, block, [&](uint32_t chunk, int64_t c0, int64_t c1) {
       const void* part = group_packed == nullptr ? nullptr : group_packed + kernels::qgemm::columns_packed_bytes(c0, k);
       gemm(chunk, c1 - c0, group_weight + c0 * k, part,
-           channels_from(requantization, grp * g.og + c0, output_min, output_max),
+           channels_from(requantization, grp * g.og, output_min, output_max).from(c0),
            kernels::qgemm::Output{dst + c0 * p, /*channel_stride=*/p, /*pixel_stride=*/1}, int64_t{0}, p,
            scratch + chunk * gemm_bytes);
     });
@@ -252,8 +252,7 @@ Error QConv2dPackedParams::run(KernelContext& ctx, const Tensor& input, Value& o
     cols.hi = lo + g.kw;
     if (padded_bytes > 0) {
       PARE_TRY_ASSIGN(void* memory, ctx.allocate_scratch(static_cast<size_t>(padded_bytes)));
-      cols.padded = static_cast<int8_t*>(memory);
-      cols.padded_ready = true;  // made once per group below, every chunk reads it
+      cols.padded = static_cast<int8_t*>(memory);  // laid out once per group below, every chunk reads it
     }
     for (int64_t n = 0; n < g.batch; ++n) {
       for (int64_t grp = 0; grp < groups; ++grp) {

@@ -38,6 +38,10 @@ struct Requantization {
   const float* offset;
   int32_t output_min;
   int32_t output_max;
+  // The requantization of channels [c0, ...) (a split's part).
+  Requantization from(int64_t c0) const {
+    return {correction + c0, multiplier + c0, offset + c0, output_min, output_max};
+  }
 };
 
 // Where out[c, p] goes: out + c * channel_stride + p * pixel_stride (a
@@ -163,17 +167,14 @@ struct ImageColumns {
   const int64_t* lo;
   const int64_t* hi;
   int8_t zero_point;
-  // image_padded_bytes(x, k) bytes of scratch where gemm_image lays the
-  // image out with its padding (the zero point) before packing from it;
-  // nullptr where that is 0.
+  // image_padded_bytes(x, k) bytes of scratch holding the image laid out
+  // with its padding (the zero point) by pad_image, which gemm_image packs
+  // from; nullptr where that is 0 (the tiles are packed from the image).
   int8_t* padded = nullptr;
   // The output pixel (oy out_w + ox) a gemm_image call's pixel 0 is: a
   // split of the pixels over threads runs [first_pixel, first_pixel +
   // pixels), out pointing at first_pixel's outputs.
   int64_t first_pixel = 0;
-  // Whether `padded` already holds the padded image (pad_image, made once
-  // by the caller for the calls that share it); else gemm_image makes it.
-  bool padded_ready = false;
 };
 // The pixels of gemm_image's tile (the VNNI copy's 3 vectors of 16): a
 // split of its pixels at multiples of it packs no tile twice.
@@ -198,9 +199,9 @@ int64_t image_padded_bytes(const ImageColumns& x, int64_t k);
 // image_gemm_runs(x).
 void gemm_image(int64_t channels, int64_t pixels, int64_t k, const int8_t* w, const void* packed, const ImageColumns& x,
                 const Requantization& rq, const Output& out, void* scratch);
-// gemm_image's padded copy of x's image into x.padded (image_padded_bytes(x,
-// k) bytes, not 0), for calls that share it (ImageColumns::padded_ready:
-// qconv.cc's threads).
+// x's image laid out with its padding into x.padded (image_padded_bytes(x,
+// k) bytes, not 0): once per image and group, before the gemm_image calls
+// that read it (qconv.cc's threads share it).
 void pad_image(const ImageColumns& x, int64_t k);
 #endif
 

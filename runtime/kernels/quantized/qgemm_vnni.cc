@@ -623,7 +623,6 @@ template <int64_t kStride>
 void gemm_image_stride(int64_t channels, int64_t pixels, int64_t k, const int8_t* w, const void* packed_w,
                        const ImageColumns& x, const Requantization& rq, const Output& out, void* scratch) {
   if (x.padded != nullptr) {
-    if (!x.padded_ready) pad_channels(x, k / (x.kh * x.kw));
     gemm_tiles(channels, pixels, k, w, packed_w, rq, out, scratch,
                [&](int64_t p0, int nr, int8_t flip_byte, __m512i* dst) {
                  per_width(nr, [&](auto nv) {

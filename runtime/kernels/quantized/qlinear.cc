@@ -28,9 +28,7 @@ Error QLinearPackedParams::run(KernelContext& ctx, const Tensor& input, Value& o
   if (rows < 16) {
     const uint32_t chunks = ctx.chunks_for(out_features, 16, work);
     ctx.parallel(chunks, out_features, 16, [&](uint32_t, int64_t c0, int64_t c1) {
-      const kernels::qgemm::Requantization part{rq.correction + c0, rq.multiplier + c0, rq.offset + c0, output_min,
-                                                output_max};
-      kernels::qgemm::gemm_rows(c1 - c0, rows, in_features, weight + c0 * in_features, xs, part,
+      kernels::qgemm::gemm_rows(c1 - c0, rows, in_features, weight + c0 * in_features, xs, rq.from(c0),
                                 {ys + c0, /*channel_stride=*/1, /*pixel_stride=*/out_features});
     });
     return Error::Ok;
