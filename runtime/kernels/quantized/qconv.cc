@@ -142,7 +142,11 @@ Error QConv2dPackedParams::run(KernelContext& ctx, const Tensor& input, Value& o
           kernels::qgemm::DepthwisePlane part = d;
           part.padded = static_cast<int8_t*>(scratch) + chunk * per_chunk;
           const int64_t plane = n * c + c0;
-          kernels::qgemm::depthwise_channels(part, c1 - c0, image + plane * g.planes_in(), weight + c0 * taps,
+          const void* filters = depthwise_packed == nullptr
+                                    ? nullptr
+                                    : static_cast<const uint8_t*>(depthwise_packed) +
+                                          kernels::qgemm::depthwise_channels_packed_bytes(c0, g.kh, g.kw);
+          kernels::qgemm::depthwise_channels(part, c1 - c0, image + plane * g.planes_in(), weight + c0 * taps, filters,
                                              channels_from(requantization, 0, output_min, output_max).from(c0),
                                              y + plane * g.planes_out());
         });

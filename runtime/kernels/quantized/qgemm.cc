@@ -208,14 +208,27 @@ int64_t depthwise_channels_bytes(const DepthwisePlane& d) {
   return x86_64_v3::depthwise_channels_avx2_bytes(d);
 }
 
-void depthwise_channels(const DepthwisePlane& d, int64_t channels, const int8_t* x, const int8_t* w,
+void depthwise_channels(const DepthwisePlane& d, int64_t channels, const int8_t* x, const int8_t* w, const void* packed,
                         const Requantization& rq, int8_t* out) {
   if (vnni_runs()) {
-    x86_64_v4::depthwise_channels_vnni(d, channels, x, w, rq.correction, rq.multiplier, rq.offset, rq.output_min,
-                                       rq.output_max, out);
+    x86_64_v4::depthwise_channels_vnni(d, channels, x, w, packed, rq.correction, rq.multiplier, rq.offset,
+                                       rq.output_min, rq.output_max, out);
     return;
   }
   x86_64_v3::depthwise_channels_avx2(d, channels, x, w, rq, out);
+}
+
+// A filter too deep for the VNNI copy (more than its kMaxChannelQuads)
+// never runs across channels there: no packing.
+int64_t depthwise_channels_packed_bytes(int64_t channels, int64_t kh, int64_t kw) {
+  if (!vnni_runs()) return 0;
+  const DepthwisePlane d{1, 1, kh, kw, 1, 1, 0, 0, 1, 1, 1, 1, nullptr, nullptr, 0, nullptr};
+  return x86_64_v4::depthwise_channels_vnni_runs(d) ? x86_64_v4::depthwise_channels_vnni_packed_bytes(channels, kh, kw)
+                                                    : 0;
+}
+
+void pack_depthwise_channels(int64_t channels, int64_t kh, int64_t kw, const int8_t* w, void* packed) {
+  x86_64_v4::pack_depthwise_channels_vnni(channels, kh, kw, w, packed);
 }
 #endif
 

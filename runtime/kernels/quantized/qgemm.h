@@ -244,10 +244,19 @@ void depthwise_plane(const DepthwisePlane& d, const int8_t* plane, const int8_t*
 // planes of one image, filter c of w ([channels, kh, kw]) and the
 // requantization's entry c for plane c; the same bits as depthwise_plane
 // plane by plane. (x86_64 at --//runtime:x86_64_isa=auto only.)
+// `packed`: the filters as pack_depthwise_channels laid them out at the
+// layer's init, or nullptr (each call lays out its own).
 bool depthwise_channels_runs(const DepthwisePlane& d);
 int64_t depthwise_channels_bytes(const DepthwisePlane& d);
-void depthwise_channels(const DepthwisePlane& d, int64_t channels, const int8_t* x, const int8_t* w,
+void depthwise_channels(const DepthwisePlane& d, int64_t channels, const int8_t* x, const int8_t* w, const void* packed,
                         const Requantization& rq, int8_t* out);
+// The bytes of a depthwise layer's `channels` kh x kw filters laid out for
+// the layer across channels, 0 where this machine's copy reads w as it is
+// (only the VNNI copy reads a packed filter, so a packing made under one
+// ISA cap serves a call under another); pack_depthwise_channels lays them
+// out.
+int64_t depthwise_channels_packed_bytes(int64_t channels, int64_t kh, int64_t kw);
+void pack_depthwise_channels(int64_t channels, int64_t kh, int64_t kw, const int8_t* w, void* packed);
 #endif
 
 // The kernels of each ISA's copy of qgemm_kernels.inc: this build's
@@ -312,12 +321,15 @@ void depthwise_plane_vnni(const DepthwisePlane& d, const int8_t* plane, const in
 // across, at most 32 filter rows x quads of taps. `channels` planes of one
 // image in x and out, one filter of w ([channels, kh, kw]) each, with their
 // own requantization; d.padded: depthwise_channels_vnni_bytes(d) of
-// scratch (d.lo, d.hi unused).
+// scratch (d.lo, d.hi unused); packed: w as pack_depthwise_channels_vnni
+// laid it out, or nullptr.
 bool depthwise_channels_vnni_runs(const DepthwisePlane& d);
 int64_t depthwise_channels_vnni_bytes(const DepthwisePlane& d);
+int64_t depthwise_channels_vnni_packed_bytes(int64_t channels, int64_t kh, int64_t kw);
+void pack_depthwise_channels_vnni(int64_t channels, int64_t kh, int64_t kw, const int8_t* w, void* packed);
 void depthwise_channels_vnni(const DepthwisePlane& d, int64_t channels, const int8_t* x, const int8_t* w,
-                             const int32_t* correction, const float* multiplier, const float* offset,
-                             int32_t output_min, int32_t output_max, int8_t* out);
+                             const void* packed, const int32_t* correction, const float* multiplier,
+                             const float* offset, int32_t output_min, int32_t output_max, int8_t* out);
 // gemm_rows on vpdpbusd (the weights + 128 against x, 128 sum_k x taken
 // back out per pixel).
 void gemm_rows_vnni(int64_t channels, int64_t pixels, int64_t k, const int8_t* w, const int8_t* x,

@@ -196,9 +196,50 @@ int64_t depthwise_channels_vnni_bytes(const DepthwisePlane& d) {
   return (d.height + 2 * d.ph) * qw * 64 + (qw + 4) * 16 + 64;
 }
 
+namespace {
+
+// A block of 16 channels' filters as the kernel reads them: kh x quads(kw)
+// vectors, lane j of quad (ky, q) channel j's taps 4 q .. 4 q + 3 of row ky
+// (0 past kw and past the last of `nc` channels), then the 16 channels'
+// 128 sum w (int32), which x + 128 adds to each sum.
+int64_t channel_block_bytes(int64_t kh, int64_t kw) { return (kh * ((kw + 3) / 4) + 1) * 64; }
+
+void pack_channel_block(int64_t kh, int64_t kw, int nc, const int8_t* w, int8_t* block) {
+  const int64_t kq = (kw + 3) / 4;
+  __builtin_memset(block, 0, static_cast<size_t>(channel_block_bytes(kh, kw)));
+  int32_t* sums = reinterpret_cast<int32_t*>(block + kh * kq * 64);
+  for (int j = 0; j < nc; ++j) {
+    int32_t sum = 0;
+    const int8_t* f = w + j * kh * kw;
+    for (int64_t ky = 0; ky < kh; ++ky) {
+      int8_t* dst = block + ky * kq * 64 + 4 * j;
+      for (int64_t kx = 0; kx < kw; ++kx) {
+        const int8_t v = f[ky * kw + kx];
+        dst[(kx >> 2) * 64 + (kx & 3)] = v;
+        sum += v;
+      }
+    }
+    sums[j] = sum * 128;
+  }
+}
+
+}  // namespace
+
+int64_t depthwise_channels_vnni_packed_bytes(int64_t channels, int64_t kh, int64_t kw) {
+  return (channels + 15) / 16 * channel_block_bytes(kh, kw);
+}
+
+void pack_depthwise_channels_vnni(int64_t channels, int64_t kh, int64_t kw, const int8_t* w, void* packed) {
+  const int64_t block = channel_block_bytes(kh, kw);
+  for (int64_t c0 = 0; c0 < channels; c0 += 16) {
+    pack_channel_block(kh, kw, channels - c0 < 16 ? static_cast<int>(channels - c0) : 16, w + c0 * kh * kw,
+                       static_cast<int8_t*>(packed) + c0 / 16 * block);
+  }
+}
+
 void depthwise_channels_vnni(const DepthwisePlane& d, int64_t channels, const int8_t* x, const int8_t* w,
-                             const int32_t* correction, const float* multiplier, const float* offset,
-                             int32_t output_min, int32_t output_max, int8_t* out) {
+                             const void* packed, const int32_t* correction, const float* multiplier,
+                             const float* offset, int32_t output_min, int32_t output_max, int8_t* out) {
   const int64_t qw = quads_per_row(d);
   const int64_t rows = d.height + 2 * d.ph;
   uint8_t* quads = reinterpret_cast<uint8_t*>(d.padded);  // [rows][qw][64]
@@ -217,31 +258,19 @@ void depthwise_channels_vnni(const DepthwisePlane& d, int64_t channels, const in
   const int64_t taps = d.kh * d.kw;
   const int64_t in_plane = d.height * d.width;
   const int64_t out_plane = d.out_h * d.out_w;
+  const int64_t block_bytes = channel_block_bytes(d.kh, d.kw);
   const __m512 lo = _mm512_set1_ps(static_cast<float>(output_min));
   const __m512 hi = _mm512_set1_ps(static_cast<float>(output_max));
-  alignas(64) int8_t filter[kMaxChannelQuads * 64];
-  alignas(64) int32_t sums[16];
+  alignas(64) int8_t own[(kMaxChannelQuads + 1) * 64];
   for (int64_t c0 = 0; c0 < channels; c0 += 16) {
     const int nc = channels - c0 < 16 ? static_cast<int>(channels - c0) : 16;
-    // Lane j of quad (ky, q): channel c0 + j's taps 4 q .. 4 q + 3 of row
-    // ky (0 past kw and past the last channel), and 128 sum w per channel.
-    __builtin_memset(filter, 0, static_cast<size_t>(d.kh * kq * 64));
-    for (int j = 0; j < 16; ++j) {
-      int32_t sum = 0;
-      const int8_t* f = w + (c0 + j) * taps;
-      for (int64_t ky = 0; j < nc && ky < d.kh; ++ky) {
-        int8_t* dst = filter + ky * kq * 64 + 4 * j;
-        for (int64_t kx = 0; kx < d.kw; ++kx) {
-          const int8_t v = f[ky * d.kw + kx];
-          dst[(kx >> 2) * 64 + (kx & 3)] = v;
-          sum += v;
-        }
-      }
-      sums[j] = sum;
-    }
+    // The block's filters, packed at the layer's init (pack_depthwise_
+    // channels_vnni) or now.
+    const int8_t* filter = packed != nullptr ? static_cast<const int8_t*>(packed) + c0 / 16 * block_bytes : own;
+    if (packed == nullptr) pack_channel_block(d.kh, d.kw, nc, w + c0 * taps, own);
     const __mmask16 live = pixel_mask(nc);
-    const __m512i correction_v = _mm512_sub_epi32(_mm512_maskz_loadu_epi32(live, correction + c0),
-                                                  _mm512_slli_epi32(_mm512_load_si512(sums), 7));
+    const __m512i correction_v =
+        _mm512_sub_epi32(_mm512_maskz_loadu_epi32(live, correction + c0), _mm512_loadu_si512(filter + d.kh * kq * 64));
     const __m512 multiplier_v = _mm512_maskz_loadu_ps(live, multiplier + c0);
     const __m512 offset_v = _mm512_maskz_loadu_ps(live, offset + c0);
     // The inside rows, channels last, then as quads.
@@ -270,46 +299,77 @@ void depthwise_channels_vnni(const DepthwisePlane& d, int64_t channels, const in
         _mm512_storeu_si512(q + px * 64, interleave_lanes(_mm512_loadu_si512(row + px * 16)));
       }
     }
-    // 16 outputs of a row at a time, 4 pixels' sums at once.
+    // 4 pixels' sums of a row at once (output row oy, from pixel p0), each
+    // pixel's 16 channels requantized into b[at + u].
+    __m128i b[16];
+    const auto four = [&](int64_t oy, int64_t p0, __m128i* at) {
+      const uint8_t* first = quads + (oy * d.sh * qw + p0 * d.sw) * 64;
+      __m512i acc[4];
+      for (int u = 0; u < 4; ++u) acc[u] = _mm512_setzero_si512();
+      for (int64_t ky = 0; ky < d.kh; ++ky) {
+        const uint8_t* r = first + ky * d.dh * qw * 64;
+        for (int64_t q = 0; q < kq; ++q) {
+          const __m512i wv = _mm512_loadu_si512(filter + (ky * kq + q) * 64);
+          for (int u = 0; u < 4; ++u) {
+            acc[u] = _mm512_dpbusd_epi32(acc[u], _mm512_loadu_si512(r + (u * d.sw + 4 * q) * 64), wv);
+          }
+        }
+      }
+      for (int u = 0; u < 4; ++u) at[u] = requantize16(acc[u], correction_v, multiplier_v, offset_v, lo, hi);
+    };
+    // b's 16 pixels transposed back to the planes: `n` outputs of each
+    // channel from pixel `at` of its plane.
     int8_t* block_out = out + c0 * out_plane;
+    const auto store = [&](int64_t at, int64_t n) {
+      __m512i m[4];
+      for (int v = 0; v < 4; ++v) {
+        __m512i t = _mm512_castsi128_si512(b[4 * v]);
+        t = _mm512_inserti32x4(t, b[4 * v + 1], 1);
+        t = _mm512_inserti32x4(t, b[4 * v + 2], 2);
+        m[v] = _mm512_inserti32x4(t, b[4 * v + 3], 3);
+      }
+      transpose16x16(m);  // lane i of m[k]: channel 4 k + i's 16 outputs
+      for (int j = 0; j < nc; ++j) {
+        const uintptr_t lane0 =
+            reinterpret_cast<uintptr_t>(block_out + j * out_plane + at) - static_cast<uintptr_t>(16 * (j % 4));
+        _mm512_mask_storeu_epi8(reinterpret_cast<void*>(lane0), bytes_mask(n) << (16 * (j % 4)), m[j / 4]);
+      }
+    };
+    if (d.out_w < 8) {
+      // Rows narrower than 8: 16 pixels of the plane per transpose, across
+      // rows (a 7x7 plane's 49 in 4, not 7: its layer 0.83x).
+      int staged = 0;
+      int64_t stored = 0;
+      for (int64_t oy = 0; oy < d.out_h; ++oy) {
+        for (int64_t p0 = 0; p0 < d.out_w; p0 += 4) {
+          __m128i results[4];
+          four(oy, p0, results);
+          const int n = d.out_w - p0 < 4 ? static_cast<int>(d.out_w - p0) : 4;
+          for (int u = 0; u < n; ++u) {
+            b[staged++] = results[u];
+            if (staged < 16) continue;
+            store(stored, 16);
+            stored += 16;
+            staged = 0;
+          }
+        }
+      }
+      if (staged > 0) store(stored, staged);
+      continue;
+    }
+    // Wider rows: 16 outputs of a row per transpose (staged across rows,
+    // a 14-wide plane's layer ran 1.10x).
     for (int64_t oy = 0; oy < d.out_h; ++oy) {
-      const uint8_t* first = quads + oy * d.sh * qw * 64;
       for (int64_t x0 = 0; x0 < d.out_w; x0 += 16) {
         const int64_t n = d.out_w - x0 < 16 ? d.out_w - x0 : 16;
-        __m128i b[16];
         for (int p0 = 0; p0 < 16; p0 += 4) {
-          if (p0 >= n) {
+          if (p0 < n) {
+            four(oy, x0 + p0, b + p0);
+          } else {
             for (int u = 0; u < 4; ++u) b[p0 + u] = _mm_setzero_si128();
-            continue;
-          }
-          __m512i acc[4];
-          for (int u = 0; u < 4; ++u) acc[u] = _mm512_setzero_si512();
-          for (int64_t ky = 0; ky < d.kh; ++ky) {
-            const uint8_t* r = first + (ky * d.dh * qw + (x0 + p0) * d.sw) * 64;
-            for (int64_t q = 0; q < kq; ++q) {
-              const __m512i wv = _mm512_load_si512(filter + (ky * kq + q) * 64);
-              for (int u = 0; u < 4; ++u) {
-                acc[u] = _mm512_dpbusd_epi32(acc[u], _mm512_loadu_si512(r + (u * d.sw + 4 * q) * 64), wv);
-              }
-            }
-          }
-          for (int u = 0; u < 4; ++u) {
-            b[p0 + u] = requantize16(acc[u], correction_v, multiplier_v, offset_v, lo, hi);
           }
         }
-        __m512i m[4];
-        for (int v = 0; v < 4; ++v) {
-          __m512i t = _mm512_castsi128_si512(b[4 * v]);
-          t = _mm512_inserti32x4(t, b[4 * v + 1], 1);
-          t = _mm512_inserti32x4(t, b[4 * v + 2], 2);
-          m[v] = _mm512_inserti32x4(t, b[4 * v + 3], 3);
-        }
-        transpose16x16(m);  // lane i of m[k]: channel 4 k + i's 16 outputs
-        for (int j = 0; j < nc; ++j) {
-          const uintptr_t lane0 = reinterpret_cast<uintptr_t>(block_out + j * out_plane + oy * d.out_w + x0) -
-                                  static_cast<uintptr_t>(16 * (j % 4));
-          _mm512_mask_storeu_epi8(reinterpret_cast<void*>(lane0), bytes_mask(n) << (16 * (j % 4)), m[j / 4]);
-        }
+        store(oy * d.out_w + x0, n);
       }
     }
   }

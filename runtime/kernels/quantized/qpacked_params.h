@@ -68,6 +68,9 @@ class QConv2dPackedParams : public ObjectBase, public conv::Layer2d {
   const uint8_t* packed = nullptr;
   int64_t packed_group_bytes = 0;
   int32_t packing = 0;
+  // A depthwise layer's filters as qgemm::pack_depthwise_channels lays
+  // them out (x86_64 with VNNI at init), or nullptr.
+  const void* depthwise_packed = nullptr;
 };
 
 class QLinearPackedParams : public ObjectBase {

@@ -358,12 +358,25 @@ def test_qconv2d_vnni_copy_agrees(runtime, name, zx):
 
 
 @pytest.mark.platform_limit("cpu:avx512_vnni")
-@pytest.mark.parametrize("name", ["vnni_3x3_95_pixels", "1x1_tail9", "groups3_odd", "vnni_1x1_k5_49_pixels"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "vnni_3x3_95_pixels",
+        "1x1_tail9",
+        "groups3_odd",
+        "vnni_1x1_k5_49_pixels",
+        "channels_3x3_37_batch2",
+        "channels_5x5_stride2",
+    ],
+)
 def test_qconv2d_vnni_cap_between_load_and_run(runtime, name):
     """A layer packed at init for the VNNI copy (its quads) and run capped
     at the AVX2 or baseline copy, and one packed for AVX2 (int16 pairs) run
     on VNNI, give the same bits: a call passes the packed weights only to
-    the copy whose layout they are in (QConv2dPackedParams::packing)."""
+    the copy whose layout they are in (QConv2dPackedParams::packing). A
+    depthwise layer's filters packed for VNNI's layer across channels are
+    read by that copy alone; loaded below VNNI, VNNI lays them out per
+    call."""
     case = CONV_CASES[name]
     x_q, _, program = calibrated_conv(case, 51, -9)
     (best,) = runtime.load(program).method().run(x_q.numpy())
