@@ -145,7 +145,7 @@ Error QConv2dPackedParams::run(KernelContext& ctx, const Tensor& input, Value& o
           const void* filters = depthwise_packed == nullptr
                                     ? nullptr
                                     : static_cast<const uint8_t*>(depthwise_packed) +
-                                          kernels::qgemm::depthwise_channels_packed_bytes(c0, g.kh, g.kw);
+                                          c0 / 16 * kernels::qgemm::depthwise_channels_block_bytes(g.kh, g.kw);
           kernels::qgemm::depthwise_channels(part, c1 - c0, image + plane * g.planes_in(), weight + c0 * taps, filters,
                                              channels_from(requantization, 0, output_min, output_max).from(c0),
                                              y + plane * g.planes_out());

@@ -223,8 +223,7 @@ void depthwise_channels(const DepthwisePlane& d, int64_t channels, const int8_t*
 int64_t depthwise_channels_packed_bytes(int64_t channels, int64_t kh, int64_t kw) {
   if (!vnni_runs()) return 0;
   const DepthwisePlane d{1, 1, kh, kw, 1, 1, 0, 0, 1, 1, 1, 1, nullptr, nullptr, 0, nullptr};
-  return x86_64_v4::depthwise_channels_vnni_runs(d) ? x86_64_v4::depthwise_channels_vnni_packed_bytes(channels, kh, kw)
-                                                    : 0;
+  return x86_64_v4::depthwise_channels_vnni_runs(d) ? (channels + 15) / 16 * depthwise_channels_block_bytes(kh, kw) : 0;
 }
 
 void pack_depthwise_channels(int64_t channels, int64_t kh, int64_t kw, const int8_t* w, void* packed) {

@@ -257,6 +257,10 @@ void depthwise_channels(const DepthwisePlane& d, int64_t channels, const int8_t*
 // out.
 int64_t depthwise_channels_packed_bytes(int64_t channels, int64_t kh, int64_t kw);
 void pack_depthwise_channels(int64_t channels, int64_t kh, int64_t kw, const int8_t* w, void* packed);
+// A packing's bytes per block of 16 channels (a chunk of channels from c0,
+// a multiple of 16, starts c0 / 16 blocks in): kh x quads(kw) vectors of
+// taps, then the block's 16 int32 128 sum w.
+constexpr int64_t depthwise_channels_block_bytes(int64_t kh, int64_t kw) { return (kh * ((kw + 3) / 4) + 1) * 64; }
 #endif
 
 // The kernels of each ISA's copy of qgemm_kernels.inc: this build's
@@ -325,7 +329,6 @@ void depthwise_plane_vnni(const DepthwisePlane& d, const int8_t* plane, const in
 // laid it out, or nullptr.
 bool depthwise_channels_vnni_runs(const DepthwisePlane& d);
 int64_t depthwise_channels_vnni_bytes(const DepthwisePlane& d);
-int64_t depthwise_channels_vnni_packed_bytes(int64_t channels, int64_t kh, int64_t kw);
 void pack_depthwise_channels_vnni(int64_t channels, int64_t kh, int64_t kw, const int8_t* w, void* packed);
 void depthwise_channels_vnni(const DepthwisePlane& d, int64_t channels, const int8_t* x, const int8_t* w,
                              const void* packed, const int32_t* correction, const float* multiplier,

@@ -198,15 +198,14 @@ int64_t depthwise_channels_vnni_bytes(const DepthwisePlane& d) {
 
 namespace {
 
-// A block of 16 channels' filters as the kernel reads them: kh x quads(kw)
-// vectors, lane j of quad (ky, q) channel j's taps 4 q .. 4 q + 3 of row ky
-// (0 past kw and past the last of `nc` channels), then the 16 channels'
-// 128 sum w (int32), which x + 128 adds to each sum.
-int64_t channel_block_bytes(int64_t kh, int64_t kw) { return (kh * ((kw + 3) / 4) + 1) * 64; }
-
+// A block of 16 channels' filters as the kernel reads them
+// (depthwise_channels_block_bytes): kh x quads(kw) vectors, lane j of quad
+// (ky, q) channel j's taps 4 q .. 4 q + 3 of row ky (0 past kw and past
+// the last of `nc` channels), then the 16 channels' 128 sum w (int32),
+// which x + 128 adds to each sum.
 void pack_channel_block(int64_t kh, int64_t kw, int nc, const int8_t* w, int8_t* block) {
   const int64_t kq = (kw + 3) / 4;
-  __builtin_memset(block, 0, static_cast<size_t>(channel_block_bytes(kh, kw)));
+  __builtin_memset(block, 0, static_cast<size_t>(depthwise_channels_block_bytes(kh, kw)));
   int32_t* sums = reinterpret_cast<int32_t*>(block + kh * kq * 64);
   for (int j = 0; j < nc; ++j) {
     int32_t sum = 0;
@@ -225,12 +224,8 @@ void pack_channel_block(int64_t kh, int64_t kw, int nc, const int8_t* w, int8_t*
 
 }  // namespace
 
-int64_t depthwise_channels_vnni_packed_bytes(int64_t channels, int64_t kh, int64_t kw) {
-  return (channels + 15) / 16 * channel_block_bytes(kh, kw);
-}
-
 void pack_depthwise_channels_vnni(int64_t channels, int64_t kh, int64_t kw, const int8_t* w, void* packed) {
-  const int64_t block = channel_block_bytes(kh, kw);
+  const int64_t block = depthwise_channels_block_bytes(kh, kw);
   for (int64_t c0 = 0; c0 < channels; c0 += 16) {
     pack_channel_block(kh, kw, channels - c0 < 16 ? static_cast<int>(channels - c0) : 16, w + c0 * kh * kw,
                        static_cast<int8_t*>(packed) + c0 / 16 * block);
@@ -258,7 +253,7 @@ void depthwise_channels_vnni(const DepthwisePlane& d, int64_t channels, const in
   const int64_t taps = d.kh * d.kw;
   const int64_t in_plane = d.height * d.width;
   const int64_t out_plane = d.out_h * d.out_w;
-  const int64_t block_bytes = channel_block_bytes(d.kh, d.kw);
+  const int64_t block_bytes = depthwise_channels_block_bytes(d.kh, d.kw);
   const __m512 lo = _mm512_set1_ps(static_cast<float>(output_min));
   const __m512 hi = _mm512_set1_ps(static_cast<float>(output_max));
   alignas(64) int8_t own[(kMaxChannelQuads + 1) * 64];
