@@ -508,14 +508,16 @@ def test_qlinear(runtime, in_shape, out_features, zx, relu):
 
 
 @pytest.mark.parametrize(
-    "in_shape,out_features", [((1, 1280), 1000), ((5, 33), 17), ((9, 130), 7), ((4, 64), 4), ((3, 200), 6)]
+    "in_shape,out_features",
+    [((1, 1280), 1000), ((5, 33), 17), ((9, 130), 7), ((4, 64), 4), ((3, 200), 6), ((2, 70), 37), ((1, 20), 48)],
 )
 @pytest.mark.parametrize("zx", [-128, 127, 3])
 def test_qlinear_isa_copies_agree(runtime, in_shape, out_features, zx):
     """The row GEMM's copies (qgemm.h's gemm_rows: baseline, x86-64-v3's,
     AVX-512 VNNI's vpdpbusd on the weights + 128) give the same bits, within
     one step of torch's reference: a classifier's one row of 1280, pixel
-    and channel counts around the VNNI tile's 4 x 4, depths around its 64."""
+    and channel counts around the VNNI tiles' 4 x 4 and a single pixel's 16
+    channels, depths around their 64."""
     x_q = int8_tensor(in_shape, 40)
     w_q = int8_tensor((out_features, in_shape[-1]), 41, -128, 127)
     layer = Layer(w_q, bias_values(out_features, 42), 0.02, zx, F.linear, out_zero_point=4, seed=43).calibrate(x_q)
