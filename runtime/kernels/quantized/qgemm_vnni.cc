@@ -237,43 +237,61 @@ void pack_image_tile(const ImageColumns& s, int64_t k, int64_t p0, int nr, int8_
 
 // Channels [c0, c0 + mr) x pixels [p0, p0 + nr) of out from a channel
 // block's packed weights and a tile's packed columns (NV = ceil(nr / 16)).
+// Each row's sums start at its correction (the exporter's and the block's
+// shift, wrapping int32 as the sums do: the same value in any order), and
+// every loop over the rows is unrolled, so the 24 accumulators live in
+// registers from the first step to the stores: with a loop over the mr
+// rows the epilogue indexed them at run time, which kept them on the
+// stack, and the zeroing, spilling and requantization took 74% of a 1x1
+// layer over 16 channels at 112x112 (perf annotate), its vpdpbusd loop 27%.
 template <int NV>
 void tile(int64_t k, const int32_t* PARE_RESTRICT wb, const __m512i* PARE_RESTRICT xp, int64_t c0, int64_t p0, int mr,
           int nr, const Requantization& rq, const Output& out) {
-  __m512i acc[kMR][NV];
-  for (int r = 0; r < kMR; ++r) {
-    for (int v = 0; v < NV; ++v) acc[r][v] = _mm512_setzero_si512();
-  }
   const int64_t nq = quads(k);
+  const int32_t* shift = wb + nq * kMR;
+  __m512i acc[kMR][NV];
+#pragma clang loop unroll(full)
+  for (int r = 0; r < kMR; ++r) {
+    // Rows past mr (past the last channel) sum to nothing that is stored.
+    const uint32_t correction =
+        r < mr ? static_cast<uint32_t>(rq.correction[c0 + r]) + static_cast<uint32_t>(shift[r]) : 0;
+#pragma clang loop unroll(full)
+    for (int v = 0; v < NV; ++v) acc[r][v] = _mm512_set1_epi32(static_cast<int32_t>(correction));
+  }
   for (int64_t q = 0; q < nq; ++q) {
     __m512i xv[NV];
+#pragma clang loop unroll(full)
     for (int v = 0; v < NV; ++v) xv[v] = _mm512_load_si512(xp + q * NV + v);
     const int32_t* wq = wb + q * kMR;
+#pragma clang loop unroll(full)
     for (int r = 0; r < kMR; ++r) {
       const __m512i wv = _mm512_set1_epi32(wq[r]);
+#pragma clang loop unroll(full)
       for (int v = 0; v < NV; ++v) acc[r][v] = _mm512_dpbusd_epi32(acc[r][v], xv[v], wv);
     }
   }
-  const int32_t* shift = wb + nq * kMR;
   const __m512 lo = _mm512_set1_ps(static_cast<float>(rq.output_min));
   const __m512 hi = _mm512_set1_ps(static_cast<float>(rq.output_max));
-  for (int r = 0; r < mr; ++r) {
-    const int64_t c = c0 + r;
-    // Wrapping int32: the exporter's correction and this block's shift.
-    const __m512i correction = _mm512_set1_epi32(
-        static_cast<int32_t>(static_cast<uint32_t>(rq.correction[c]) + static_cast<uint32_t>(shift[r])));
-    const __m512 multiplier = _mm512_set1_ps(rq.multiplier[c]);
-    const __m512 offset = _mm512_set1_ps(rq.offset[c]);
-    int8_t* row = out.data + c * out.channel_stride + p0 * out.pixel_stride;
-    for (int v = 0; v < NV; ++v) {
-      const __m128i b = requantize16(acc[r][v], correction, multiplier, offset, lo, hi);
-      const int n = nr - 16 * v;
-      if (out.pixel_stride == 1) {
-        _mm_mask_storeu_epi8(row + 16 * v, pixel_mask(n), b);
-      } else {
-        alignas(16) int8_t tmp[16];
-        _mm_store_si128(reinterpret_cast<__m128i*>(tmp), b);
-        for (int j = 0; j < n && j < 16; ++j) row[(16 * v + j) * out.pixel_stride] = tmp[j];
+  const __m512i none = _mm512_setzero_si512();
+  const bool contiguous = out.pixel_stride == 1;
+#pragma clang loop unroll(full)
+  for (int r = 0; r < kMR; ++r) {
+    if (r < mr) {
+      const int64_t c = c0 + r;
+      const __m512 multiplier = _mm512_set1_ps(rq.multiplier[c]);
+      const __m512 offset = _mm512_set1_ps(rq.offset[c]);
+      int8_t* row = out.data + c * out.channel_stride + p0 * out.pixel_stride;
+#pragma clang loop unroll(full)
+      for (int v = 0; v < NV; ++v) {
+        const __m128i b = requantize16(acc[r][v], none, multiplier, offset, lo, hi);
+        const int n = nr - 16 * v;
+        if (contiguous) {
+          _mm_mask_storeu_epi8(row + 16 * v, pixel_mask(n), b);
+        } else {
+          alignas(16) int8_t tmp[16];
+          _mm_store_si128(reinterpret_cast<__m128i*>(tmp), b);
+          for (int j = 0; j < n && j < 16; ++j) row[(16 * v + j) * out.pixel_stride] = tmp[j];
+        }
       }
     }
   }
