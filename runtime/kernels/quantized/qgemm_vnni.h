@@ -116,14 +116,17 @@ PARE_ALWAYS_INLINE __m512i interleave_lanes(__m512i rows) {
 
 // 16 sums + correction requantized (qgemm_kernels.inc's requantize8, 16
 // lanes: the product rounded before the addition, round half to even, so
-// every copy gives the same bits) to 16 int8.
+// every copy gives the same bits) to 16 int8. The clamp comes before the
+// rounding here, which is the same value (lo and hi are integers, and
+// rounding is monotone and keeps integers): the rounding then folds into
+// the conversion (embedded rounding, whatever MXCSR says), one instruction
+// where roundscale and a truncating conversion were two.
 PARE_ALWAYS_INLINE __m128i requantize16(__m512i acc, __m512i correction, __m512 multiplier, __m512 offset, __m512 lo,
                                         __m512 hi) {
 #pragma clang fp contract(off)
   __m512 v = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(acc, correction)), multiplier);
-  v = _mm512_roundscale_ps(_mm512_add_ps(v, offset), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  v = _mm512_min_ps(_mm512_max_ps(v, lo), hi);
-  return _mm512_cvtsepi32_epi8(_mm512_cvttps_epi32(v));
+  v = _mm512_min_ps(_mm512_max_ps(_mm512_add_ps(v, offset), lo), hi);
+  return _mm512_cvtsepi32_epi8(_mm512_cvt_roundps_epi32(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
 }
 
 }  // namespace x86_64_v4
