@@ -193,7 +193,7 @@ bool depthwise_channels_vnni_runs(const DepthwisePlane& d) {
 
 int64_t depthwise_channels_vnni_bytes(const DepthwisePlane& d) {
   const int64_t qw = quads_per_row(d);
-  return (d.height + 2 * d.ph) * qw * 64 + (qw + 4) * 16 + 64;
+  return (d.height + 2 * d.ph) * qw * 64 + d.height * (qw + 4) * 16 + 64;
 }
 
 namespace {
@@ -238,13 +238,14 @@ void depthwise_channels_vnni(const DepthwisePlane& d, int64_t channels, const in
   const int64_t qw = quads_per_row(d);
   const int64_t rows = d.height + 2 * d.ph;
   uint8_t* quads = reinterpret_cast<uint8_t*>(d.padded);  // [rows][qw][64]
-  uint8_t* row = quads + rows * qw * 64;                  // [qw + 4][16], channels last
+  uint8_t* lasts = quads + rows * qw * 64;                // [height][qw + 4][16], channels last
+  const int64_t last_row = (qw + 4) * 16;
   const uint8_t border = static_cast<uint8_t>(d.zero_point) ^ 0x80u;
   const __m512i border_v = _mm512_set1_epi8(static_cast<char>(border));
   const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
-  // The border rows' quads, and the channels-last row's border, once: the
+  // The border rows' quads, and the channels-last rows' borders, once: the
   // blocks rewrite the inside only.
-  __builtin_memset(row, border, static_cast<size_t>((qw + 4) * 16));
+  __builtin_memset(lasts, border, static_cast<size_t>(d.height * last_row));
   for (int64_t py = 0; py < rows; ++py) {
     if (py >= d.ph && py < d.ph + d.height) continue;
     for (int64_t px = 0; px < qw; ++px) _mm512_storeu_si512(quads + (py * qw + px) * 64, border_v);
@@ -268,7 +269,9 @@ void depthwise_channels_vnni(const DepthwisePlane& d, int64_t channels, const in
         _mm512_sub_epi32(_mm512_maskz_loadu_epi32(live, correction + c0), _mm512_loadu_si512(filter + d.kh * kq * 64));
     const __m512 multiplier_v = _mm512_maskz_loadu_ps(live, multiplier + c0);
     const __m512 offset_v = _mm512_maskz_loadu_ps(live, offset + c0);
-    // The inside rows, channels last, then as quads.
+    // The inside rows, channels last, then (once all are stored: a quad's
+    // load spans two of the transpose's stores, which a load just after
+    // them cannot take forwarded) as quads.
     const int8_t* planes = x + c0 * in_plane;
     for (int64_t iy = 0; iy < d.height; ++iy) {
       for (int64_t x0 = 0; x0 < d.width; x0 += 16) {
@@ -284,11 +287,14 @@ void depthwise_channels_vnni(const DepthwisePlane& d, int64_t channels, const in
           }
         }
         transpose16x16(m);  // m[k]: pixels x0 + 4 k .. + 3, 16 channels each
-        uint8_t* dst = row + (d.pw + x0) * 16;
+        uint8_t* dst = lasts + iy * last_row + (d.pw + x0) * 16;
         for (int k = 0; k < 4 && 4 * k < n; ++k) {
           _mm512_mask_storeu_epi8(dst + 64 * k, bytes_mask((n - 4 * k) * 16), _mm512_xor_si512(m[k], flip));
         }
       }
+    }
+    for (int64_t iy = 0; iy < d.height; ++iy) {
+      const uint8_t* row = lasts + iy * last_row;
       uint8_t* q = quads + (iy + d.ph) * qw * 64;
       for (int64_t px = 0; px < qw; ++px) {
         _mm512_storeu_si512(q + px * 64, interleave_lanes(_mm512_loadu_si512(row + px * 16)));
