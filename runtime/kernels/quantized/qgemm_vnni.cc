@@ -315,6 +315,9 @@ namespace {
 // pixel tile's exactly (int32 additions wrap and the result fits), and
 // requantize16 gives the same bits. x is packed by the pixel tiles' packers
 // without their flip (x itself): every pixel's tiles in scratch at once.
+// The results, 16 channels of a pixel per vector, are stored channels-last
+// in scratch ([pixels][channels]) and turned into the output's planes 16 x
+// 16 at a time (store_planes).
 constexpr int kChannelTilePixels = 12;  // pixels per tile over channels (24 accumulators at 32 channels)
 
 PARE_ALWAYS_INLINE __m512i channel_weights(const int32_t* blocks, int64_t stride, int64_t q) {
@@ -324,12 +327,13 @@ PARE_ALWAYS_INLINE __m512i channel_weights(const int32_t* blocks, int64_t stride
                           _mm512_set1_epi8(static_cast<char>(0x80)));
 }
 
-// Channels [c0, c0 + 16 CV) x NP pixels of out: pixel j's quad q is the
+// Channels [c0, c0 + 16 CV) x NP pixels, channels-last into `last` (row
+// p + j of `ldc` bytes: pixel p + j's channels): pixel j's quad q is the
 // int32 xq[q * lanes + j] (lanes: its tile's 16 NV), sums[j] its sum_k x.
 template <int CV, int NP>
 void channel_tile(int64_t nq, const int32_t* PARE_RESTRICT blocks, int64_t stride, const int32_t* PARE_RESTRICT xq,
-                  int64_t lanes, const int32_t* sums, int64_t c0, int64_t p, const Requantization& rq,
-                  const Output& out) {
+                  int64_t lanes, const int32_t* sums, int64_t c0, int64_t p, const Requantization& rq, int8_t* last,
+                  int64_t ldc) {
   // Fully unrolled: the 24 accumulators stay in registers (clang's own
   // unrolling kept them on the stack, 2.3x slower).
   __m512i acc[CV][NP];
@@ -359,40 +363,73 @@ void channel_tile(int64_t nq, const int32_t* PARE_RESTRICT blocks, int64_t strid
     const __m512 offset = _mm512_loadu_ps(rq.offset + c);
     for (int j = 0; j < NP; ++j) {
       const __m512i shift = _mm512_set1_epi32(static_cast<int32_t>(static_cast<uint32_t>(sums[j]) << 7));
-      alignas(16) int8_t b[16];
-      _mm_store_si128(reinterpret_cast<__m128i*>(b),
-                      requantize16(_mm512_sub_epi32(acc[v][j], shift), correction, multiplier, offset, lo, hi));
-      int8_t* o = out.data + c * out.channel_stride + (p + j) * out.pixel_stride;
-      for (int i = 0; i < 16; ++i) o[i * out.channel_stride] = b[i];
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(last + (p + j) * ldc + c),
+                       requantize16(_mm512_sub_epi32(acc[v][j], shift), correction, multiplier, offset, lo, hi));
     }
   }
 }
 
 template <int CV>
 void channel_tiles(int64_t nq, const int32_t* blocks, int64_t stride, const int32_t* xq, int64_t lanes,
-                   const int32_t* sums, int64_t c0, int64_t p, int n, const Requantization& rq, const Output& out) {
+                   const int32_t* sums, int64_t c0, int64_t p, int n, const Requantization& rq, int8_t* last,
+                   int64_t ldc) {
   int j = 0;
   for (; j + kChannelTilePixels <= n; j += kChannelTilePixels) {
-    channel_tile<CV, kChannelTilePixels>(nq, blocks, stride, xq + j, lanes, sums + j, c0, p + j, rq, out);
+    channel_tile<CV, kChannelTilePixels>(nq, blocks, stride, xq + j, lanes, sums + j, c0, p + j, rq, last, ldc);
   }
-  for (; j + 4 <= n; j += 4) channel_tile<CV, 4>(nq, blocks, stride, xq + j, lanes, sums + j, c0, p + j, rq, out);
-  for (; j < n; ++j) channel_tile<CV, 1>(nq, blocks, stride, xq + j, lanes, sums + j, c0, p + j, rq, out);
+  for (; j + 4 <= n; j += 4) {
+    channel_tile<CV, 4>(nq, blocks, stride, xq + j, lanes, sums + j, c0, p + j, rq, last, ldc);
+  }
+  for (; j < n; ++j) channel_tile<CV, 1>(nq, blocks, stride, xq + j, lanes, sums + j, c0, p + j, rq, last, ldc);
 }
 
-// The scratch every pixel's packed tiles need (after the weights).
-PARE_ALWAYS_INLINE int64_t channel_scratch(int64_t pixels, int64_t k) {
-  return (pixels + 15) / 16 * quads(k) * 64 + (pixels + 15) / 16 * 64 + 64;
+// last [pixels][channels] (channels-last, channels a multiple of 16) into
+// out's planes (channel c's pixels from out.data + c channel_stride, pixel
+// stride 1), 16 pixels x 16 channels per transpose: 16 vector stores where
+// the results went out one byte each (a 1x1 layer at 7x7 over 256 channels
+// lost to its byte stores).
+void store_planes(const int8_t* last, int64_t channels, int64_t pixels, const Output& out) {
+  for (int64_t p0 = 0; p0 < pixels; p0 += 16) {
+    const int n = pixels - p0 < 16 ? static_cast<int>(pixels - p0) : 16;
+    for (int64_t c = 0; c < channels; c += 16) {
+      __m512i m[4];
+      for (int v = 0; v < 4; ++v) {
+        // Lane i: pixel p0 + 4 v + i's 16 channels (0 past the last pixel).
+        m[v] = _mm512_setzero_si512();
+        for (int i = 0; i < 4 && 4 * v + i < n; ++i) {
+          const int8_t* at = last + (p0 + 4 * v + i) * channels + c;
+          m[v] = _mm512_mask_loadu_epi8(m[v], bytes_mask(16) << (16 * i), lane_base(at, i));
+        }
+      }
+      transpose16x16(m);  // lane i of m[k]: channel c + 4 k + i's 16 pixels
+      for (int j = 0; j < 16; ++j) {
+        const uintptr_t lane0 = reinterpret_cast<uintptr_t>(out.data + (c + j) * out.channel_stride + p0) -
+                                static_cast<uintptr_t>(16 * (j % 4));
+        _mm512_mask_storeu_epi8(reinterpret_cast<void*>(lane0), bytes_mask(n) << (16 * (j % 4)), m[j / 4]);
+      }
+    }
+  }
+}
+
+// The scratch every pixel's packed tiles and the channels-last results
+// need (after the weights).
+PARE_ALWAYS_INLINE int64_t channel_scratch(int64_t channels, int64_t pixels, int64_t k) {
+  return (pixels + 15) / 16 * quads(k) * 64 + (pixels + 15) / 16 * 64 + 64 + pixels * channels;
 }
 
 // Whether a layer runs the tile over channels: whole vectors of 16
-// channels, a plane whose pixel vectors waste over an eighth of their
-// lanes, reductions of 512 or more (ResNet-18's 1x1 over 256 channels at
-// 7x7 went from 54 to 65 us: the transposed stores outweigh its taps),
-// and its packed tiles within the `room` bytes of scratch left after the
-// packed weights.
-PARE_ALWAYS_INLINE bool channel_tiles_run(int64_t channels, int64_t pixels, int64_t k, int64_t room) {
+// channels, planes (pixel stride 1) whose pixel vectors waste over an
+// eighth of their lanes, reductions of kChannelTileDepth or more, and its
+// scratch within the `room` bytes left after the packed weights. The
+// depth, at 7x7 against the pixel tile (interleaved, one core): 1x1 over
+// 160 channels 1.055x (out), 256 0.978x, 320 0.939x (in; at 512 before the
+// results were stored 16 x 16 at a time, when 256 lost 54 -> 65 us).
+constexpr int64_t kChannelTileDepth = 256;
+PARE_ALWAYS_INLINE bool channel_tiles_run(int64_t channels, int64_t pixels, int64_t k, const Output& out,
+                                          int64_t room) {
   const int64_t waste = (pixels + 15) / 16 * 16 - pixels;
-  return channels % 16 == 0 && pixels <= 64 && 8 * waste > pixels && k >= 512 && channel_scratch(pixels, k) <= room;
+  return channels % 16 == 0 && pixels <= 64 && 8 * waste > pixels && k >= kChannelTileDepth && out.pixel_stride == 1 &&
+         channel_scratch(channels, pixels, k) <= room;
 }
 
 template <typename Pack>
@@ -403,6 +440,7 @@ void gemm_channel_tiles(int64_t channels, int64_t pixels, int64_t k, const int32
   __m512i* xp = reinterpret_cast<__m512i*>((reinterpret_cast<uintptr_t>(rest) + 63) & ~uintptr_t{63});
   const int64_t vectors = (pixels + 15) / 16;
   int32_t* sums = reinterpret_cast<int32_t*>(xp + vectors * nq);
+  int8_t* last = reinterpret_cast<int8_t*>(sums + vectors * 16);  // [pixels][channels]
   // Every pixel's tiles (48 pixels each, x unflipped), and each pixel's
   // sum_k x (vpdpbusd of 1s against x).
   const __m512i ones = _mm512_set1_epi8(1);
@@ -425,12 +463,13 @@ void gemm_channel_tiles(int64_t channels, int64_t pixels, int64_t k, const int32
       const int64_t lanes = (nr + 15) / 16 * 16;
       const int32_t* xq = reinterpret_cast<const int32_t*>(xp + p0 / 16 * nq);
       if (channels - c0 >= 32) {
-        channel_tiles<2>(nq, blocks, stride, xq, lanes, sums + p0, c0, p0, nr, rq, out);
+        channel_tiles<2>(nq, blocks, stride, xq, lanes, sums + p0, c0, p0, nr, rq, last, channels);
       } else {
-        channel_tiles<1>(nq, blocks, stride, xq, lanes, sums + p0, c0, p0, nr, rq, out);
+        channel_tiles<1>(nq, blocks, stride, xq, lanes, sums + p0, c0, p0, nr, rq, last, channels);
       }
     }
   }
+  store_planes(last, channels, pixels, out);
 }
 
 // The GEMM over x's packed tiles, pack(p0, nr, flip_byte, dst) packing the
@@ -452,7 +491,7 @@ void gemm_tiles(int64_t channels, int64_t pixels, int64_t k, const int8_t* w, co
     rest += blocks * stride * 4;
   }
   const int64_t room = columns_scratch_bytes(channels, k) - (rest - static_cast<uint8_t*>(scratch));
-  if (channel_tiles_run(channels, pixels, k, room)) {
+  if (channel_tiles_run(channels, pixels, k, out, room)) {
     gemm_channel_tiles(channels, pixels, k, packed, rq, out, rest, pack);
     return;
   }

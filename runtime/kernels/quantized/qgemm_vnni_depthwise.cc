@@ -163,23 +163,6 @@ void depthwise_plane_vnni(const DepthwisePlane& d, const int8_t* plane, const in
 // bits), then 16 pixels' results transposed back to the planes.
 constexpr int64_t kMaxChannelQuads = 32;  // a filter's rows x quads of taps
 
-// A 16x16 byte matrix transposed: row r (16 bytes) of m is lane r % 4 of
-// m[r / 4]; the result the same way.
-PARE_ALWAYS_INLINE void transpose16x16(__m512i m[4]) {
-  __m512i b[4];
-  for (int v = 0; v < 4; ++v) b[v] = interleave_lanes(m[v]);  // lane L of b[v]: block (v, L) transposed
-  const __m512i b01lo = _mm512_shuffle_i32x4(b[0], b[1], _MM_SHUFFLE(1, 0, 1, 0));
-  const __m512i b01hi = _mm512_shuffle_i32x4(b[0], b[1], _MM_SHUFFLE(3, 2, 3, 2));
-  const __m512i b23lo = _mm512_shuffle_i32x4(b[2], b[3], _MM_SHUFFLE(1, 0, 1, 0));
-  const __m512i b23hi = _mm512_shuffle_i32x4(b[2], b[3], _MM_SHUFFLE(3, 2, 3, 2));
-  const __m512i dwords = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
-  // Lane k of every b[v], then its dwords transposed.
-  m[0] = _mm512_permutexvar_epi32(dwords, _mm512_shuffle_i32x4(b01lo, b23lo, _MM_SHUFFLE(2, 0, 2, 0)));
-  m[1] = _mm512_permutexvar_epi32(dwords, _mm512_shuffle_i32x4(b01lo, b23lo, _MM_SHUFFLE(3, 1, 3, 1)));
-  m[2] = _mm512_permutexvar_epi32(dwords, _mm512_shuffle_i32x4(b01hi, b23hi, _MM_SHUFFLE(2, 0, 2, 0)));
-  m[3] = _mm512_permutexvar_epi32(dwords, _mm512_shuffle_i32x4(b01hi, b23hi, _MM_SHUFFLE(3, 1, 3, 1)));
-}
-
 // The layout's sizes: quads per padded row (every pixel a chunk of 16
 // outputs, rounded up to 4, reads), pixels of the channels-last row.
 PARE_ALWAYS_INLINE int64_t quads_per_row(const DepthwisePlane& d) {

@@ -218,15 +218,19 @@ CONV_CASES = {
     "vnni_padded_wide_border": conv_case((1, 4, 5, 6), (5, 4, 3, 3), padding=(2, 70), dilation=(2, 1)),
     # Its tile over output channels on small planes (16 channels per
     # vector, a pixel's 4 bytes broadcast: up to 64 pixels wasting over an
-    # eighth of their pixel vectors, reductions of 512 or more): 7x7 (a
-    # 48-pixel tile and a 1-pixel one) over 61 channels (k = 549) with
-    # batch 2, 48 channels (a 32- and a 16-channel block) at stride 2, a 1x1
-    # over 25 pixels (k = 517), groups of 16 channels over 30 pixels (runs
-    # of 12, 4 and 1 pixels).
+    # eighth of their pixel vectors, reductions of 256 or more; results
+    # turned back to planes 16 x 16 at a time): 7x7 (a 48-pixel tile and a
+    # 1-pixel one) over 61 channels (k = 549) with batch 2, 48 channels (a
+    # 32- and a 16-channel block) at stride 2, a 1x1 over 25 pixels (k =
+    # 517), groups of 16 channels over 30 pixels (runs of 12, 4 and 1
+    # pixels), a 1x1 at the least depth (k = 256, 48 channels at 7x7), 17
+    # pixels in one row (a group of 16 and one of 1 to turn back).
     "vnni_channels_7x7_batch2": conv_case((2, 61, 7, 7), (32, 61, 3, 3), padding=(1, 1)),
     "vnni_channels_48_stride2": conv_case((1, 57, 13, 13), (48, 57, 3, 3), stride=(2, 2), padding=(1, 1)),
     "vnni_channels_1x1_25_pixels": conv_case((1, 517, 5, 5), (16, 517, 1, 1)),
     "vnni_channels_groups_30_pixels": conv_case((1, 118, 6, 5), (32, 59, 3, 3), padding=(1, 1), groups=2),
+    "vnni_channels_1x1_depth256": conv_case((1, 256, 7, 7), (48, 256, 1, 1)),
+    "vnni_channels_17_pixels": conv_case((1, 300, 1, 17), (64, 300, 1, 1)),
     # Its depthwise plane: stride 1 in flat order over the padded columns
     # (many 64-output chunks, a partial last one), rows of 64 outputs at
     # stride (2, 1), rows of 32 at stride 2 (two chunks), no padding, 7x7
@@ -367,6 +371,7 @@ def test_qconv2d_vnni_copy_agrees(runtime, name, zx):
         "vnni_1x1_k5_49_pixels",
         "channels_3x3_37_batch2",
         "channels_5x5_stride2",
+        "vnni_channels_1x1_depth256",
     ],
 )
 def test_qconv2d_vnni_cap_between_load_and_run(runtime, name):
