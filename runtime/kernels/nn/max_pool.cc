@@ -5,9 +5,11 @@
 // 2-d and 3-d, scalar loops at the rows' ends, vectors in between) are in
 // pooling.h.
 
+#include "runtime/core/cpu.h"
 #include "runtime/kernels/common/convert.h"
 #include "runtime/kernels/common/limits.h"
 #include "runtime/kernels/common/math.h"
+#include "runtime/kernels/nn/max_pool_int8.h"
 #include "runtime/kernels/nn/pooling.h"
 
 namespace pare {
@@ -308,9 +310,22 @@ void max_pool_plane_int8(const int8_t* PARE_RESTRICT in, int8_t* PARE_RESTRICT o
   // (Stride 2 reads a window's first column and the byte after it: a span of at least 2.)
   const bool vectors = s == 1 || (s == 2 && span >= 2);
   const int64_t end = !vectors || room < 0 ? begin : max_of(begin, min_of(room / s + 1, p.out[kW]));
+#if defined(PARE_X86_64_DISPATCH)
+  const bool v4 = cpu::kernel_isa() >= cpu::Isa::x86_64_v4;
+#endif
   for (int64_t oh = 0; oh < p.out[kH]; ++oh) {
     const WindowRows w = max_window_rows(0, oh, planes, p);
     int8_t* o = out + oh * p.out[kW];
+#if defined(PARE_X86_64_DISPATCH)
+    // The whole row 32 at a time on an x86-64-v4 CPU (max_pool_int8.h),
+    // the same bits.
+    if (v4 && (s == 1 || s == 2)) {
+      const int64_t rows = (w.rows.end - w.rows.first + p.dilation[kH] - 1) / p.dilation[kH];
+      max_pool_int8::x86_64_v4::row(in + w.rows.first * width, p.dilation[kH] * width, rows > 0 ? rows : 0, width,
+                                    p.kernel[kW], dw, s, p.padding[kW], p.out[kW], o);
+      continue;
+    }
+#endif
     int64_t ow = 0;
     for (; ow < begin; ++ow) max_pool_one<false>(in, w, ow, planes, p, &o[ow], nullptr);
     const auto block = [&](int64_t first) {

@@ -215,6 +215,14 @@ MAX_POOL_CASES = {
     # tap the plane's last byte; a 1-wide window at stride 2 (scalar).
     "2x2_one_block": ((2, 32, 32), [2, 2], [2, 2], [0, 0], [1, 1], False),
     "1x1_stride2": ((1, 2, 7, 35), [1, 1], [2, 2], [0, 0], [1, 1], False),
+    # Rows of 32 outputs or more, which an x86-64-v4 CPU runs 32 at a time
+    # (the last 32 overlapping): 65 at stride 2 (ResNet's stem pool, wider),
+    # exactly 32 whose last tap is the plane's last byte, 68 at stride 1,
+    # 69 at stride 2 with dilation 2 across.
+    "wide_stride2": ((1, 3, 20, 130), [3, 3], [2, 2], [1, 1], [1, 1], False),
+    "wide_2x2_one_block": ((2, 8, 64), [2, 2], [2, 2], [0, 0], [1, 1], False),
+    "wide_stride1": ((1, 2, 9, 70), [3, 3], [1, 1], [0, 0], [1, 1], False),
+    "wide_dilated": ((1, 2, 15, 140), [2, 3], [2, 2], [0, 1], [1, 2], False),
 }
 
 
@@ -229,6 +237,25 @@ def test_int8_max_pool2d_matches_reference(runtime, case):
     expected = quant(y, si, zi)
     actual = run_op(runtime, "aten::max_pool2d", [x], kernel, stride, padding, dilation, ceil_mode)
     assert_equal(actual, expected)
+
+
+@pytest.mark.parametrize("name", [n for n in MAX_POOL_CASES if n.startswith("wide_")])
+def test_int8_max_pool2d_isa_copies_agree(runtime, name):
+    """The int8 max pool's copies (32 outputs at a time on x86-64-v4, 16 on
+    the baseline) give the same bits."""
+    shape, kernel, stride, padding, dilation, ceil_mode = MAX_POOL_CASES[name]
+    x = int8(shape, 9)
+    args = ([x], kernel, stride, padding, dilation, ceil_mode)
+    best = run_op(runtime, "aten::max_pool2d", *args)
+    assert_equal(best, F.max_pool2d(x.float(), kernel, stride, padding, dilation, ceil_mode).to(torch.int8))
+    caps = ["x86_64_v3", "x86_64_baseline"] if runtime.kernel_isa.startswith("x86_64") else []
+    try:
+        for cap in caps:
+            runtime.set_max_isa(cap)
+            assert_equal(run_op(runtime, "aten::max_pool2d", *args), best)
+    finally:
+        if caps:
+            runtime.set_max_isa("x86_64_v4")  # process-wide: leave the other tests uncapped
 
 
 def test_int8_max_pool2d_non_contiguous(runtime):
