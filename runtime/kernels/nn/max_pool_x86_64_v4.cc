@@ -46,10 +46,9 @@ void row_stride(const int8_t* first_row, int64_t row_step, int64_t rows, int64_t
       const __mmask64 mask = inside<kBytes>(x, width);
       const uintptr_t at = reinterpret_cast<uintptr_t>(first_row) + x;
       for (int64_t r = 0; r < rows; ++r) {
-        const __m512i bytes =
-            _mm512_mask_loadu_epi8(lowest, mask, reinterpret_cast<const void*>(at + r * row_step));
-        max = _mm256_max_epi8(max, kStride == 1 ? _mm512_castsi512_si256(bytes)
-                                                : _mm512_cvtepi16_epi8(bytes));  // the even bytes
+        const __m512i bytes = _mm512_mask_loadu_epi8(lowest, mask, reinterpret_cast<const void*>(at + r * row_step));
+        max = _mm256_max_epi8(
+            max, kStride == 1 ? _mm512_castsi512_si256(bytes) : _mm512_cvtepi16_epi8(bytes));  // the even bytes
       }
     }
     const int64_t left = n - j;

@@ -273,27 +273,33 @@ void tile(int64_t k, const int32_t* PARE_RESTRICT wb, const __m512i* PARE_RESTRI
   const __m512 lo = _mm512_set1_ps(static_cast<float>(rq.output_min));
   const __m512 hi = _mm512_set1_ps(static_cast<float>(rq.output_max));
   const __m512i none = _mm512_setzero_si512();
+  // Rows of a plane (pixel stride 1) take masked stores; any other stride
+  // (no caller's today) goes through `strided`, scattered once below, so
+  // that the unrolled loop holds no scalar loop.
   const bool contiguous = out.pixel_stride == 1;
+  alignas(16) int8_t strided[kMR][16 * NV];
 #pragma clang loop unroll(full)
   for (int r = 0; r < kMR; ++r) {
     if (r < mr) {
       const int64_t c = c0 + r;
       const __m512 multiplier = _mm512_set1_ps(rq.multiplier[c]);
       const __m512 offset = _mm512_set1_ps(rq.offset[c]);
-      int8_t* row = out.data + c * out.channel_stride + p0 * out.pixel_stride;
+      int8_t* row = out.data + c * out.channel_stride + p0;
 #pragma clang loop unroll(full)
       for (int v = 0; v < NV; ++v) {
         const __m128i b = requantize16(acc[r][v], none, multiplier, offset, lo, hi);
-        const int n = nr - 16 * v;
         if (contiguous) {
-          _mm_mask_storeu_epi8(row + 16 * v, pixel_mask(n), b);
+          _mm_mask_storeu_epi8(row + 16 * v, pixel_mask(nr - 16 * v), b);
         } else {
-          alignas(16) int8_t tmp[16];
-          _mm_store_si128(reinterpret_cast<__m128i*>(tmp), b);
-          for (int j = 0; j < n && j < 16; ++j) row[(16 * v + j) * out.pixel_stride] = tmp[j];
+          _mm_store_si128(reinterpret_cast<__m128i*>(strided[r] + 16 * v), b);
         }
       }
     }
+  }
+  if (contiguous) return;
+  for (int r = 0; r < mr; ++r) {
+    int8_t* row = out.data + (c0 + r) * out.channel_stride + p0 * out.pixel_stride;
+    for (int j = 0; j < nr; ++j) row[j * out.pixel_stride] = strided[r][j];
   }
 }
 
