@@ -90,7 +90,16 @@ def requantization(
     if b.shape != (out_channels,):
         raise PackingError(f"an int8 layer's bias must have {out_channels} values, got {b.shape[0]}")
     offset = b / float(output_scale) + int(output_zero_point)
-    return correction.astype(np.int32), multiplier.astype(np.float32), offset.astype(np.float32)
+    multiplier32 = multiplier.astype(np.float32)
+    offset32 = offset.astype(np.float32)
+    for name, v in (
+        ("requantization multiplier (input scale x weight scale / output scale)", multiplier32),
+        ("requantization offset (bias / output scale + zero point)", offset32),
+    ):
+        if not np.all(np.isfinite(v)):
+            c = int(np.flatnonzero(~np.isfinite(v))[0])
+            raise PackingError(f"an int8 layer's {name} is not finite in float32 at output channel {c} ({v[c]})")
+    return correction.astype(np.int32), multiplier32, offset32
 
 
 DYNAMIC_BLOCK = 16  # output channels per block of pack_dynamic_weight's layout (qgemm.h, kDynamicBlock)

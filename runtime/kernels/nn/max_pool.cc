@@ -271,7 +271,8 @@ void max_pool_plane_2x2(const float* PARE_RESTRICT in, float* PARE_RESTRICT out,
 // int8 max is the reference's float max quantized, exactly). Each output
 // row runs 16 outputs at a time wherever every tap of the block lies
 // inside the row (stride 1 or 2: a 16-byte load, or every other byte of
-// 32), the scalar loop at the row's ends. A maximum of int8 values is the
+// 32), the scalar loop at the row's ends; on an x86-64-v4 CPU the whole
+// row 32 at a time (max_pool_int8.h). A maximum of int8 values is the
 // same in any order, so every ISA gives the same bits.
 typedef int8_t bytes16 __attribute__((vector_size(16)));
 typedef int8_t bytes32 __attribute__((vector_size(32)));

@@ -18,8 +18,8 @@ namespace x86_64_v4 {
 // max over `rows` input rows (row_step bytes apart, from first_row, all
 // inside the plane) of `kernel` taps (dilation apart) of the row at column
 // j stride - padding + t dilation, taps outside the row's `width` columns
-// left out (every window holds one inside it: padding is at most half the
-// window, as PyTorch requires). 32 outputs at a time.
+// left out (a window with none inside gives -128, as the scalar loop's
+// lowest value does). 32 outputs at a time.
 void row(const int8_t* first_row, int64_t row_step, int64_t rows, int64_t width, int64_t kernel, int64_t dilation,
          int64_t stride, int64_t padding, int64_t n, int8_t* out);
 }  // namespace x86_64_v4

@@ -1,6 +1,6 @@
 // The x86-64-v4 copy of the int8 max pool's row loop (max_pool_int8.h): 32
-// outputs per AVX2-wide register with AVX-512 BW's byte max, word-to-byte
-// narrowing and masked loads, where the baseline copy (SSE2: no signed
+// outputs per AVX2-wide register (byte max), with AVX-512 BW's masked byte
+// loads and word-to-byte narrowing, where the baseline copy (SSE2: no signed
 // byte max, no byte shuffle) ran 16 outputs in about twice the
 // instructions per tap and every output whose window reaches past the row
 // (ResNet's stem pool: the first of each row) in a scalar loop. A maximum

@@ -47,7 +47,9 @@ struct Requantization {
 // Where out[c, p] goes: out + c * channel_stride + p * pixel_stride (a
 // convolution's output plane [channels, pixels]: channel_stride = pixels,
 // pixel_stride = 1; a linear layer's rows [pixels, channels]: 1 and
-// channels).
+// channels). gemm_columns and gemm_image write planes (pixel_stride 1),
+// gemm_rows rows (channel_stride 1): the VNNI copies store 16 outputs
+// along that stride at a time.
 struct Output {
   int8_t* data;
   int64_t channel_stride;
@@ -152,7 +154,9 @@ int64_t columns_channel_block();
 // pack_columns' copy of w, or nullptr (the AVX2 copy then packs w into
 // scratch on every call; the others read w as it is, and ignore `packed`,
 // so a cap of the ISA between init and a call stays correct). `scratch`:
-// columns_scratch_bytes(channels, k) bytes, 4-byte aligned.
+// columns_scratch_bytes(channels, k) bytes, 4-byte aligned (the VNNI
+// copy's tile over output channels also keeps its channels-last results
+// there, and runs only where they fit: qgemm_vnni.cc's channel_tiles_run).
 void gemm_columns(int64_t channels, int64_t pixels, int64_t k, const int8_t* w, const void* packed, const int8_t* x,
                   const Requantization& rq, const Output& out, void* scratch);
 

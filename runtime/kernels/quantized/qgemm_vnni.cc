@@ -273,11 +273,8 @@ void tile(int64_t k, const int32_t* PARE_RESTRICT wb, const __m512i* PARE_RESTRI
   const __m512 lo = _mm512_set1_ps(static_cast<float>(rq.output_min));
   const __m512 hi = _mm512_set1_ps(static_cast<float>(rq.output_max));
   const __m512i none = _mm512_setzero_si512();
-  // Rows of a plane (pixel stride 1) take masked stores; any other stride
-  // (no caller's today) goes through `strided`, scattered once below, so
-  // that the unrolled loop holds no scalar loop.
-  const bool contiguous = out.pixel_stride == 1;
-  alignas(16) int8_t strided[kMR][16 * NV];
+  // A plane's rows (out.pixel_stride is 1: qgemm.h's Output), in masked
+  // stores.
 #pragma clang loop unroll(full)
   for (int r = 0; r < kMR; ++r) {
     if (r < mr) {
@@ -287,19 +284,10 @@ void tile(int64_t k, const int32_t* PARE_RESTRICT wb, const __m512i* PARE_RESTRI
       int8_t* row = out.data + c * out.channel_stride + p0;
 #pragma clang loop unroll(full)
       for (int v = 0; v < NV; ++v) {
-        const __m128i b = requantize16(acc[r][v], none, multiplier, offset, lo, hi);
-        if (contiguous) {
-          _mm_mask_storeu_epi8(row + 16 * v, pixel_mask(nr - 16 * v), b);
-        } else {
-          _mm_store_si128(reinterpret_cast<__m128i*>(strided[r] + 16 * v), b);
-        }
+        _mm_mask_storeu_epi8(row + 16 * v, pixel_mask(nr - 16 * v),
+                             requantize16(acc[r][v], none, multiplier, offset, lo, hi));
       }
     }
-  }
-  if (contiguous) return;
-  for (int r = 0; r < mr; ++r) {
-    int8_t* row = out.data + (c0 + r) * out.channel_stride + p0 * out.pixel_stride;
-    for (int j = 0; j < nr; ++j) row[j * out.pixel_stride] = strided[r][j];
   }
 }
 
@@ -424,17 +412,16 @@ PARE_ALWAYS_INLINE int64_t channel_scratch(int64_t channels, int64_t pixels, int
 }
 
 // Whether a layer runs the tile over channels: whole vectors of 16
-// channels, planes (pixel stride 1) whose pixel vectors waste over an
-// eighth of their lanes, reductions of kChannelTileDepth or more, and its
+// channels, planes whose pixel vectors waste over an eighth of their
+// lanes, reductions of kChannelTileDepth or more, and its
 // scratch within the `room` bytes left after the packed weights. The
 // depth, at 7x7 against the pixel tile (interleaved, one core): 1x1 over
 // 160 channels 1.055x (out), 256 0.978x, 320 0.939x (in; at 512 before the
 // results were stored 16 x 16 at a time, when 256 lost 54 -> 65 us).
 constexpr int64_t kChannelTileDepth = 256;
-PARE_ALWAYS_INLINE bool channel_tiles_run(int64_t channels, int64_t pixels, int64_t k, const Output& out,
-                                          int64_t room) {
+PARE_ALWAYS_INLINE bool channel_tiles_run(int64_t channels, int64_t pixels, int64_t k, int64_t room) {
   const int64_t waste = (pixels + 15) / 16 * 16 - pixels;
-  return channels % 16 == 0 && pixels <= 64 && 8 * waste > pixels && k >= kChannelTileDepth && out.pixel_stride == 1 &&
+  return channels % 16 == 0 && pixels <= 64 && 8 * waste > pixels && k >= kChannelTileDepth &&
          channel_scratch(channels, pixels, k) <= room;
 }
 
@@ -497,7 +484,7 @@ void gemm_tiles(int64_t channels, int64_t pixels, int64_t k, const int8_t* w, co
     rest += blocks * stride * 4;
   }
   const int64_t room = columns_scratch_bytes(channels, k) - (rest - static_cast<uint8_t*>(scratch));
-  if (channel_tiles_run(channels, pixels, k, out, room)) {
+  if (channel_tiles_run(channels, pixels, k, room)) {
     gemm_channel_tiles(channels, pixels, k, packed, rq, out, rest, pack);
     return;
   }

@@ -106,8 +106,7 @@ PARE_ALWAYS_INLINE __m512i interleave4(__m128i b0, __m128i b1, __m128i b2, __m12
 // shuffles (AVX-512F/BW only, no VBMI): a 4 x 4 transpose of int32 across
 // lanes (lane l's int32 j <- lane j's int32 l: row j's bytes 4 l .. 4 l +
 // 3), then of bytes within each int32 group. The image tiles
-// (qgemm_vnni.cc) and the depthwise layer's 16x16 byte transposes
-// (qgemm_vnni_depthwise.cc) use it.
+// (qgemm_vnni.cc) and transpose16x16 use it.
 PARE_ALWAYS_INLINE __m512i interleave_lanes(__m512i rows) {
   const __m512i across = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
   const __m512i within = _mm512_broadcast_i32x4(_mm_setr_epi8(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15));

@@ -33,6 +33,21 @@ Error check_channel_tensor(KernelContext& ctx, const Tensor& t, ScalarType dtype
   return Error::Ok;
 }
 
+// Every value of a Float requantization constant finite: the kernels'
+// clamps take a NaN to output_min in vectors and to 0 in scalar code, so
+// an infinite multiplier (scales whose ratio overflows float32) or a NaN
+// offset would give different bytes on different machines.
+Error check_finite(KernelContext& ctx, const Tensor& t, const char* name) {
+  const float* v = t.data_as<float>();
+  for (int64_t c = 0; c < t.sizes[0]; ++c) {
+    PARE_CHECK_OR_RETURN(ctx, v[c] - v[c] == 0.0f, Error::InvalidArgument,
+                         "argument '%s' is %s at output channel %lld: the layer's scales or bias overflow float32; "
+                         "recalibrate the model or leave this layer float (the quantize pass's blocklist)",
+                         name, v[c] != v[c] ? "NaN" : (v[c] > 0 ? "+inf" : "-inf"), static_cast<long long>(c));
+  }
+  return Error::Ok;
+}
+
 Error check_int8_weight(KernelContext& ctx, const Tensor& weight, size_t dim, const char* what) {
   PARE_CHECK_OR_RETURN(ctx, weight.dtype == ScalarType::Char && weight.dim == dim && weight.is_contiguous(),
                        Error::InvalidArgument,
@@ -49,6 +64,8 @@ Error Requantization::init(KernelContext& ctx, const Tensor& correction_t, const
   PARE_TRY(check_channel_tensor(ctx, correction_t, ScalarType::Int, out_channels, "correction"));
   PARE_TRY(check_channel_tensor(ctx, multiplier_t, ScalarType::Float, out_channels, "multiplier"));
   PARE_TRY(check_channel_tensor(ctx, offset_t, ScalarType::Float, out_channels, "offset"));
+  PARE_TRY(check_finite(ctx, multiplier_t, "multiplier"));
+  PARE_TRY(check_finite(ctx, offset_t, "offset"));
   correction = correction_t.data_as<int32_t>();
   multiplier = multiplier_t.data_as<float>();
   offset = offset_t.data_as<float>();

@@ -20,7 +20,7 @@ import torch.nn.functional as F
 from runtime_testing import make_tensor
 
 from pare.program import ObjectOf, ProgramBuilder
-from pare.quantized_packing import requantization
+from pare.quantized_packing import PackingError, requantization
 from pare.runtime import PareError
 
 qd = torch.ops.quantized_decomposed
@@ -612,6 +612,16 @@ X = int8_tensor((1, 3, 6, 6), 21).numpy()
             r"argument 'correction' must be a contiguous Int tensor .* got Float",
         ),
         (dict(multiplier=np.zeros(4, np.float64)), X, r"argument 'multiplier' must be a contiguous Float tensor"),
+        (
+            dict(multiplier=np.array([0.01, np.inf, 0.01, 0.01], np.float32)),
+            X,
+            r"argument 'multiplier' is \+inf at output channel 1: .* leave this layer float",
+        ),
+        (
+            dict(offset=np.array([0.0, 0.0, 0.0, np.nan], np.float32)),
+            X,
+            r"argument 'offset' is NaN at output channel 3",
+        ),
         (dict(weight=W.astype(np.float32)), X, r"argument 'weight' must be a contiguous 4-D Char \(int8\) tensor"),
         (dict(output_min=10, output_max=-10), X, r"output_min = 10 and output_max = -10 must satisfy"),
         (dict(output_min=-129), X, r"output_min = -129 and output_max = 127 must satisfy"),
@@ -623,6 +633,8 @@ X = int8_tensor((1, 3, 6, 6), 21).numpy()
         "correction_size",
         "correction_dtype",
         "multiplier_dtype",
+        "multiplier_infinite",
+        "offset_nan",
         "weight_dtype",
         "min_above_max",
         "min_below_int8",
@@ -633,6 +645,17 @@ def test_qconv2d_errors(runtime, program, x, message):
     with pytest.raises(PareError, match=message) as e:
         run_raw(runtime, raw_conv_program(**program), x)
     assert "\n" not in str(e.value).strip()
+
+
+def test_requantization_constants_must_be_finite():
+    """Scales whose ratio, or a bias whose quotient by the output scale,
+    overflows float32 fail the export in one line (the runtime's init
+    checks the same: test_qconv2d_errors' multiplier_infinite, offset_nan)."""
+    w = np.ones((2, 3), np.int8)
+    with pytest.raises(PackingError, match=r"multiplier .* not finite in float32 at output channel 0 \(inf\)"):
+        requantization(w, [1e30, 1.0], None, 1e30, 0, 1e-20, 0)
+    with pytest.raises(PackingError, match=r"offset .* not finite in float32 at output channel 1 \(-inf\)"):
+        requantization(w, [0.5, 0.5], np.array([0.0, -1e39]), 0.1, 0, 1.0, 0)
 
 
 def test_qlinear_errors(runtime):

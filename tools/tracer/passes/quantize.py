@@ -480,7 +480,7 @@ def _layer(weight: tuple, bias: Any, source: Node, q: Node, lowering: LoweringSt
             out_scale,
             out_zero_point,
         )
-    except PackingError:  # a scale of 0 or too deep a reduction: the reference path runs it
+    except PackingError:  # a scale of 0, too deep a reduction, constants past float32: the reference path runs it
         return None
     return Int8Layer(
         weight=node,
