@@ -387,20 +387,9 @@ void store_planes(const int8_t* last, int64_t channels, int64_t pixels, const Ou
     const int n = pixels - p0 < 16 ? static_cast<int>(pixels - p0) : 16;
     for (int64_t c = 0; c < channels; c += 16) {
       __m512i m[4];
-      for (int v = 0; v < 4; ++v) {
-        // Lane i: pixel p0 + 4 v + i's 16 channels (0 past the last pixel).
-        m[v] = _mm512_setzero_si512();
-        for (int i = 0; i < 4 && 4 * v + i < n; ++i) {
-          const int8_t* at = last + (p0 + 4 * v + i) * channels + c;
-          m[v] = _mm512_mask_loadu_epi8(m[v], bytes_mask(16) << (16 * i), lane_base(at, i));
-        }
-      }
-      transpose16x16(m);  // lane i of m[k]: channel c + 4 k + i's 16 pixels
-      for (int j = 0; j < 16; ++j) {
-        const uintptr_t lane0 = reinterpret_cast<uintptr_t>(out.data + (c + j) * out.channel_stride + p0) -
-                                static_cast<uintptr_t>(16 * (j % 4));
-        _mm512_mask_storeu_epi8(reinterpret_cast<void*>(lane0), bytes_mask(n) << (16 * (j % 4)), m[j / 4]);
-      }
+      load_rows16(last + p0 * channels + c, channels, n, 16, m);  // row i: pixel p0 + i's 16 channels
+      transpose16x16(m);                                          // row j: channel c + j's n pixels
+      store_rows16(m, 16, n, out.data + c * out.channel_stride + p0, out.channel_stride);
     }
   }
 }

@@ -132,6 +132,29 @@ PARE_ALWAYS_INLINE void transpose16x16(__m512i m[4]) {
   m[3] = _mm512_permutexvar_epi32(dwords, _mm512_shuffle_i32x4(b01hi, b23hi, _MM_SHUFFLE(3, 1, 3, 1)));
 }
 
+// The rows r < count of a 16x16 byte matrix as transpose16x16 takes them:
+// row r's first n bytes (n <= 16) from base + r stride, the rest 0.
+PARE_ALWAYS_INLINE void load_rows16(const int8_t* base, int64_t stride, int count, int64_t n, __m512i m[4]) {
+  for (int v = 0; v < 4; ++v) {
+    m[v] = _mm512_setzero_si512();
+    for (int i = 0; i < 4 && 4 * v + i < count; ++i) {
+      // Lane i from its row: the address that puts the row at the lane's
+      // first byte (the bytes before it are never read).
+      const uintptr_t lane0 = reinterpret_cast<uintptr_t>(base + (4 * v + i) * stride) - static_cast<uintptr_t>(16 * i);
+      m[v] = _mm512_mask_loadu_epi8(m[v], bytes_mask(n) << (16 * i), reinterpret_cast<const void*>(lane0));
+    }
+  }
+}
+
+// The rows r < count of m (as transpose16x16 leaves them): row r's first n
+// bytes to base + r stride.
+PARE_ALWAYS_INLINE void store_rows16(const __m512i m[4], int count, int64_t n, int8_t* base, int64_t stride) {
+  for (int r = 0; r < count; ++r) {
+    const uintptr_t lane0 = reinterpret_cast<uintptr_t>(base + r * stride) - static_cast<uintptr_t>(16 * (r % 4));
+    _mm512_mask_storeu_epi8(reinterpret_cast<void*>(lane0), bytes_mask(n) << (16 * (r % 4)), m[r / 4]);
+  }
+}
+
 // 16 sums + correction requantized (qgemm_kernels.inc's requantize8, 16
 // lanes: the product rounded before the addition, round half to even, so
 // every copy gives the same bits) to 16 int8. The clamp comes before the

@@ -260,16 +260,8 @@ void depthwise_channels_vnni(const DepthwisePlane& d, int64_t channels, const in
       for (int64_t x0 = 0; x0 < d.width; x0 += 16) {
         const int64_t n = d.width - x0 < 16 ? d.width - x0 : 16;
         __m512i m[4];
-        for (int v = 0; v < 4; ++v) {
-          m[v] = _mm512_setzero_si512();
-          for (int i = 0; i < 4 && 4 * v + i < nc; ++i) {
-            // Lane i holds channel 4 v + i's bytes [x0, x0 + n) of row iy.
-            const uintptr_t lane0 = reinterpret_cast<uintptr_t>(planes + (4 * v + i) * in_plane + iy * d.width + x0) -
-                                    static_cast<uintptr_t>(16 * i);
-            m[v] = _mm512_mask_loadu_epi8(m[v], bytes_mask(n) << (16 * i), reinterpret_cast<const void*>(lane0));
-          }
-        }
-        transpose16x16(m);  // m[k]: pixels x0 + 4 k .. + 3, 16 channels each
+        load_rows16(planes + iy * d.width + x0, in_plane, nc, n, m);  // row j: channel j's bytes [x0, x0 + n)
+        transpose16x16(m);                                            // m[k]: pixels x0 + 4 k .. + 3, 16 channels each
         uint8_t* dst = lasts + iy * last_row + (d.pw + x0) * 16;
         for (int k = 0; k < 4 && 4 * k < n; ++k) {
           _mm512_mask_storeu_epi8(dst + 64 * k, bytes_mask((n - 4 * k) * 16), _mm512_xor_si512(m[k], flip));
@@ -312,12 +304,8 @@ void depthwise_channels_vnni(const DepthwisePlane& d, int64_t channels, const in
         t = _mm512_inserti32x4(t, b[4 * v + 2], 2);
         m[v] = _mm512_inserti32x4(t, b[4 * v + 3], 3);
       }
-      transpose16x16(m);  // lane i of m[k]: channel 4 k + i's 16 outputs
-      for (int j = 0; j < nc; ++j) {
-        const uintptr_t lane0 =
-            reinterpret_cast<uintptr_t>(block_out + j * out_plane + at) - static_cast<uintptr_t>(16 * (j % 4));
-        _mm512_mask_storeu_epi8(reinterpret_cast<void*>(lane0), bytes_mask(n) << (16 * (j % 4)), m[j / 4]);
-      }
+      transpose16x16(m);  // row j: channel j's 16 outputs
+      store_rows16(m, nc, n, block_out + at, out_plane);
     };
     if (d.out_w < 8) {
       // Rows narrower than 8: 16 pixels of the plane per transpose, across

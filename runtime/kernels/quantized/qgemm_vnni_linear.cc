@@ -230,7 +230,7 @@ PARE_ALWAYS_INLINE __m512i sum_lanes16(const __m512i* a) {
 // rounds); a software prefetch of the next block's rows as this one runs
 // cost 1.14x.
 void rows_vector_vnni(int64_t k, const int8_t* w, const int8_t* x, int32_t xsum, int64_t c0, const Requantization& rq,
-                      const Output& out) {
+                      int8_t* row) {
   constexpr int kRows = 16;
   const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
   __m512i acc[kRows];
@@ -252,7 +252,7 @@ void rows_vector_vnni(int64_t k, const int8_t* w, const int8_t* x, int32_t xsum,
                                  _mm512_set1_ps(static_cast<float>(rq.output_max)));
   // A row's channels are contiguous (out.channel_stride is 1: qgemm.h's
   // Output).
-  _mm_storeu_si128(reinterpret_cast<__m128i*>(out.data + c0), b);
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(row + c0), b);
 }
 
 template <int NR>
@@ -270,8 +270,8 @@ void rows_pixels_vnni(int64_t channels, int64_t k, const int8_t* w, const int8_t
   }
   int64_t c = 0;
   if (NR == 1) {
-    const Output at{out.data + p0 * out.pixel_stride, out.channel_stride, out.pixel_stride};
-    for (; c + 16 <= channels; c += 16) rows_vector_vnni(k, w + c * k, x, xsum[0], c, rq, at);
+    int8_t* row = out.data + p0 * out.pixel_stride;
+    for (; c + 16 <= channels; c += 16) rows_vector_vnni(k, w + c * k, x, xsum[0], c, rq, row);
   }
   for (; c + 4 <= channels; c += 4) rows_tile_vnni<4, NR>(k, w + c * k, x, xsum, c, p0, rq, out);
   for (; c < channels; ++c) rows_tile_vnni<1, NR>(k, w + c * k, x, xsum, c, p0, rq, out);
