@@ -293,7 +293,10 @@ def test_unselected_code_is_absent_from_the_binary(runtime_lib, selective_lib):
         case.format("qlinear_kernel", "signed char"),
         r"pare::kernels::qgemm::gemm_rows\(",
         # The quantize pass's other int8 ops (qelementwise.cc, qlinear_dynamic.cc).
-        *(kernel.format(op) for op in ("pare_qadd", "pare_qmul", "pare_qmean", "pare_qlut", "pare_qlinear_dynamic")),
+        *(
+            kernel.format(op)
+            for op in ("pare_qadd", "pare_qmul", "pare_qmean", "pare_qavg_pool2d", "pare_qlut", "pare_qlinear_dynamic")
+        ),
     )
     _assert_only_in_full(full, sel, int8_code, "int8 code")
     # Weight-only linears (weight_only_linear.cc and every ISA copy of its row kernel).

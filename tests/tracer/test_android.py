@@ -211,6 +211,8 @@ INT8_CONV_CASES = [
 INT8_LINEAR_CASES = [((5, 33), 17), ((1, 300), 64), ((2, 3, 40), 9)]
 # aten::max_pool2d's int8 16-byte blocks (NEON), stride 1 and 2, and its scalar loop.
 INT8_MAX_POOL_CASES = ["resnet_stem", "3x3_stride1_pad1", "dilated", "stride3_rect"]
+# pare::qavg_pool2d: windows hanging over the input's end, both divisors.
+INT8_AVG_POOL_CASES = ["ceil_mode_exclude_pad", "divisor_override", "rect_no_batch", "relu"]
 
 
 def _int8_layers_program():
@@ -275,6 +277,14 @@ def _int8_layers_program():
         outputs.append(m.op("aten::max_pool2d", x, *window))
         inputs.append(x_q)
         references.append(torch.nn.functional.max_pool2d(x_q.float(), *window).to(torch.int8))
+    for i, name in enumerate(INT8_AVG_POOL_CASES):
+        shape, *window, (si, zi), (so, zo), clamp = qe.AVG_POOL_CASES[name]
+        lo, hi = clamp or (-128, 127)
+        x_q = qe.int8(shape, 130 + i)
+        x = m.input("Char")
+        outputs.append(m.op("pare::qavg_pool2d", x, *window, si, zi, so, zo, lo, hi))
+        inputs.append(x_q)
+        references.append(qe.quant(torch.nn.functional.avg_pool2d(qe.dq(x_q, si, zi), *window), so, zo, lo, hi))
     m.output(*outputs)
     return inputs, pb.to_bytes(), references
 

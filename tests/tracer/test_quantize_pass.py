@@ -501,6 +501,58 @@ def test_mul_cat_and_lookup_tables_of_a_hand_written_graph(full_lib):
     assert all(c.ok for c in checks), [o.line() for c in checks for o in c.outputs]
 
 
+class Pooled(nn.Module):
+    """Inception's pooling branch (conv + relu, a 3x3 average pool at stride
+    1 that counts its padding, a 1x1 conv), an adaptive average pool to
+    half the size (2x2 windows) and a 3x3 one at stride 2, ceil mode,
+    without the padding in its divisor."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 6, 3, padding=1)
+        self.branch = nn.Conv2d(6, 4, 1)
+        self.head = nn.Conv2d(4, 5, 1)
+
+    def forward(self, x):
+        y = self.branch(F.avg_pool2d(F.relu(self.conv(x)), 3, 1, 1))
+        y = F.adaptive_avg_pool2d(y, (6, 5))
+        return self.head(F.avg_pool2d(y, 3, 2, 1, ceil_mode=True, count_include_pad=False))
+
+
+class PooledRequantized(nn.Module):
+    """A hand-written graph: an average pool between a dequantize and a
+    quantize of another scale and zero point, a relu between, as a
+    quantizer that observes the pool's output would write it."""
+
+    def forward(self, x):
+        a = qd.quantize_per_tensor(x, 0.02, -3, -128, 127, torch.int8)
+        y = F.relu(F.avg_pool2d(qd.dequantize_per_tensor(a, 0.02, -3, -128, 127, torch.int8), 2, 2, 0, True))
+        return qd.dequantize_per_tensor(
+            qd.quantize_per_tensor(y, 0.01, -100, -128, 127, torch.int8), 0.01, -100, -128, 127, torch.int8
+        )
+
+
+def test_average_pools_run_on_int8_and_match_torch(full_lib):
+    module = converted(PareQuantizer(), Pooled())
+    exported = export(module)
+    ops = ops_of(exported.program)
+    assert ops.count("pare::qavg_pool2d") == 3 and not {"aten::avg_pool2d", "aten::_adaptive_avg_pool2d"} & set(ops)
+    assert ops.count("quantized_decomposed::quantize_per_tensor") == 1
+    assert counts_of(exported)["quantize"] == layer_counts(3, 0, pool=3)
+    spec = model_spec.ModelSpec(MODELS / "inline.py", module, tuple(inputs()))
+    checks = check_model(spec, full_lib)
+    assert all(c.ok for c in checks), [o.line() for c in checks for o in c.outputs]
+
+    shape = (2, 3, 9, 7)
+    module = torch.export.export(PooledRequantized(), (torch.randn(*shape),)).module()
+    exported = export(module, shape=shape)
+    ops = ops_of(exported.program)
+    assert ops.count("pare::qavg_pool2d") == 1 and not {"aten::avg_pool2d", "aten::relu"} & set(ops)
+    spec = model_spec.ModelSpec(MODELS / "inline.py", module, tuple(inputs(shape)))
+    checks = check_model(spec, full_lib)
+    assert all(c.ok for c in checks), [o.line() for c in checks for o in c.outputs]
+
+
 class Upsampled(nn.Module):
     """A segmentation head's end: conv + relu, conv, bilinear upsampling."""
 

@@ -209,6 +209,51 @@ PARE_ALWAYS_INLINE VectorColumns vector_columns(const Planes<kSpatial>& planes, 
   return c;
 }
 
+// Average pooling (pooling.cc, and the int8 pare::qavg_pool2d of
+// quantized/qelementwise.cc): the taps of a window along one dim: `pool` of them
+// with the padding (for count_include_pad), [first, end) clamped to the
+// input.
+struct AvgTaps {
+  int64_t pool;
+  int64_t first, end;
+
+  int64_t count() const { return end - first; }
+};
+
+template <int kSpatial>
+PARE_ALWAYS_INLINE AvgTaps avg_taps(int64_t o, int d, int64_t in, const PoolParams<kSpatial>& p) {
+  const int64_t i0 = o * p.stride[d] - p.padding[d];
+  const int64_t i1 = min_of(i0 + p.kernel[d], in + p.padding[d]);
+  return {i1 - i0, max_of(i0, int64_t{0}), min_of(i1, in)};
+}
+
+// The planes and rows of one output row's windows.
+struct AvgRows {
+  AvgTaps planes, rows;
+
+  bool empty() const { return planes.first >= planes.end || rows.first >= rows.end; }
+};
+
+// The one plane of a 2-d window is a constant.
+template <int kSpatial>
+PARE_ALWAYS_INLINE AvgRows avg_window_rows(int64_t od, int64_t oh, const Planes<kSpatial>& planes,
+                                           const PoolParams<kSpatial>& p) {
+  return {kSpatial == 3 ? avg_taps(od, kD, planes.depth(), p) : AvgTaps{1, 0, 1}, avg_taps(oh, kH, planes.height, p)};
+}
+
+struct AvgOptions {
+  bool count_include_pad;
+  Optional<int64_t> divisor_override;
+
+  // A window of `pool_w` columns with the padding, `cols` inside the
+  // input, over w's planes and rows (products taken only when needed).
+  int64_t divisor(AvgRows w, int64_t pool_w, int64_t cols) const {
+    return divisor_override.has_value ? divisor_override.value
+           : count_include_pad        ? w.planes.pool * w.rows.pool * pool_w
+                                      : w.planes.count() * w.rows.count() * cols;
+  }
+};
+
 // kLanes consecutive input columns starting at `p`, or every other one.
 PARE_ALWAYS_INLINE simd::vec load_columns(const float* p, int64_t stride) {
   return stride == 1 ? simd::loadv(p) : simd::load_even(p);

@@ -8,7 +8,10 @@
 // dequantize -> add / mul -> quantize. pare::qmean sums int8 values in
 // int64 (exact) and takes the mean in double, then quantizes in float32:
 // torch's float32 sum rounds on the way, so an element near half a step
-// may land one step away. pare::qlut maps each int8 value through a
+// may land one step away. pare::qavg_pool2d sums each window exactly
+// (int32) with aten::avg_pool2d's windows and divisors (nn/pooling.h) and
+// divides in double, then quantizes in float32: one step at most, as
+// pare::qmean. pare::qlut maps each int8 value through a
 // 256-entry table the exporter computed by running torch on every int8
 // value, exact by construction. Every ISA gives the same bits: no
 // floating-point contraction, and round half to even as quantized.h does.
@@ -17,6 +20,7 @@
 #include "runtime/core/format.h"
 #include "runtime/kernels/common/convert.h"
 #include "runtime/kernels/common/elementwise.h"
+#include "runtime/kernels/nn/pooling.h"
 #include "runtime/kernels/quantized/qaddmul.h"
 #include "runtime/kernels/quantized/quantized.h"
 
@@ -310,6 +314,79 @@ Error pare_qmean(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs) {
       }
       const double centered = static_cast<double>(sum - inner * in_zp);
       y[o] = q(static_cast<float>(centered * scale_per_element));
+    }
+    return Error::Ok;
+  });
+}
+
+// pare::qavg_pool2d(Tensor input, int[2] kernel_size, int[2] stride, int[2] padding, bool ceil_mode,
+//   bool count_include_pad, int? divisor_override, float in_scale, int in_zero_point, float out_scale,
+//   int out_zero_point, int output_min, int output_max) -> Tensor
+// aten::avg_pool2d's arguments, then the quantizations. Per output row, the
+// window's rows are added column by column into int32 (a loop the
+// vectoriser takes), then each window's columns; the padding's taps are
+// the input's zero point (float zero), so a window's sum less its taps
+// times the zero point is the reference's sum in input steps.
+Error pare_qavg_pool2d(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs) {
+  using namespace pooling;
+  KernelArgs args(ctx, inputs, outputs, 13, 13, 1);
+  const Tensor& input = args.tensor(0, "input");
+  const bool ceil_mode = args.boolean(4, "ceil_mode");
+  const bool count_include_pad = args.boolean(5, "count_include_pad");
+  const Optional<int64_t> divisor_override = args.optional_int64(6, "divisor_override");
+  const double in_scale = args.real(7, "in_scale");
+  const int64_t in_zp = args.int64(8, "in_zero_point");
+  const double out_scale = args.real(9, "out_scale");
+  const int64_t out_zp = args.int64(10, "out_zero_point");
+  const int64_t output_min = args.int64(11, "output_min");
+  const int64_t output_max = args.int64(12, "output_max");
+  PARE_TRY(args.status());
+  PARE_TRY(check_char(ctx, input, "input"));
+  PARE_CHECK_OR_RETURN(ctx, !divisor_override.has_value || divisor_override.value != 0, Error::InvalidArgument,
+                       "argument 'divisor_override' must not be zero");
+  PARE_TRY(check_scale(ctx, in_scale, "in_scale"));
+  PARE_TRY(check_scale(ctx, out_scale, "out_scale"));
+  PARE_TRY(check_range(ctx, output_min, output_max));
+  Planes<2> planes{};
+  PARE_TRY(read_planes(ctx, input, &planes));
+  PoolParams<2> p;
+  PARE_TRY(read_pool_params(ctx, args, planes, /*with_dilation=*/false, 3, ceil_mode, &p));
+  return PARE_DISPATCH(qavg_pool2d_kernel, ctx, input.dtype, T, {
+    static_assert(is_same_v<T, int8_t>, "int8 ops take int8 inputs");
+    PARE_TRY_ASSIGN(Tensor * out, allocate_pooled(ctx, args.output(0), ScalarType::Char, planes, p.out));
+    if (out->numel() == 0) return Error::Ok;
+    PARE_TRY_ASSIGN(const Tensor in, as_contiguous(ctx, input, ScalarType::Char));
+    PARE_TRY_ASSIGN(void* scratch, ctx.allocate_scratch(static_cast<size_t>(planes.width) * sizeof(int32_t)));
+    int32_t* columns = static_cast<int32_t*>(scratch);
+    const OutputQuant q(out_scale, out_zp, output_min, output_max);
+    const AvgOptions options{count_include_pad, divisor_override};
+    const int64_t width = planes.width;
+    const int64_t in_plane = planes.volume();
+    const int64_t out_plane = p.out_volume();
+    for (int64_t i = 0; i < planes.count; ++i) {
+      const int8_t* x = in.data_as<int8_t>() + i * in_plane;
+      int8_t* y = out->data_as<int8_t>() + i * out_plane;
+      for (int64_t oh = 0; oh < p.out[kH]; ++oh) {
+        const AvgRows w = avg_window_rows<2>(0, oh, planes, p);
+        for (int64_t iw = 0; iw < width; ++iw) columns[iw] = 0;
+        for (int64_t ih = w.rows.first; ih < w.rows.end; ++ih) {
+          const int8_t* row = x + ih * width;
+          for (int64_t iw = 0; iw < width; ++iw) columns[iw] += row[iw];
+        }
+        for (int64_t ow = 0; ow < p.out[kW]; ++ow) {
+          const AvgTaps c = avg_taps(ow, kW, width, p);
+          const int64_t taps = w.rows.count() * c.count();
+          if (w.empty() || taps <= 0) {
+            y[oh * p.out[kW] + ow] = q(0.0f);
+            continue;
+          }
+          int64_t sum = 0;
+          for (int64_t iw = c.first; iw < c.end; ++iw) sum += columns[iw];
+          const double centered = static_cast<double>(sum - taps * in_zp);
+          const double divisor = static_cast<double>(options.divisor(w, c.pool, c.count()));
+          y[oh * p.out[kW] + ow] = q(static_cast<float>(centered / divisor * in_scale));
+        }
+      }
     }
     return Error::Ok;
   });

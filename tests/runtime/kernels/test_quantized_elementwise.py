@@ -1,14 +1,14 @@
 """The quantize pass's int8 ops besides the layers
 (runtime/kernels/quantized/qelementwise.cc): pare::qadd, pare::qmul,
-pare::qmean, pare::qlut, and aten::max_pool2d on int8 (nn/max_pool.cc;
+pare::qmean, pare::qavg_pool2d, pare::qlut, and aten::max_pool2d on int8 (nn/max_pool.cc;
 nn.MaxPool2d(2) takes its 2x2 loop) vs torch eager running PT2E's
 reference graph, dequantize_per_tensor -> float op [-> relu] ->
 quantize_per_tensor.
 
 qadd, qmul and qlut compute what the reference computes (float32, round
-half to even): every element equal. qmean sums exactly and takes the mean
-in double where torch's float32 sum rounds on the way: at most one step
-apart, almost all equal. Awkward shapes: odd sizes, batch 2, broadcasting,
+half to even): every element equal. qmean and qavg_pool2d sum exactly and
+take the mean in double where torch's float32 sum rounds on the way: at
+most one step apart, almost all equal (and equal to a float64 reference). Awkward shapes: odd sizes, batch 2, broadcasting,
 zero points at -128 and 127, saturation, a fused relu, non-contiguous
 inputs; and the one-line errors of bad arguments."""
 
@@ -265,6 +265,82 @@ def test_int8_max_pool2d_non_contiguous(runtime):
     assert_equal(actual, expected)
 
 
+# (input shape, kernel_size, stride, padding, ceil_mode, count_include_pad,
+# divisor_override, input qparams, output qparams, output range).
+AVG_POOL_CASES = {
+    "3x3_stride1_pad1": ((1, 5, 17, 19), [3, 3], [1, 1], [1, 1], False, True, None, (0.05, 3), (0.05, 3), None),
+    "exclude_pad": ((2, 3, 9, 13), [3, 3], [1, 1], [1, 1], False, False, None, (0.02, -10), (0.03, 7), None),
+    "2x2_stride2": ((2, 4, 14, 14), [2, 2], [2, 2], [0, 0], False, True, None, (0.1, -128), (0.1, -128), None),
+    # The last window hangs over the input's end: its divisor counts the
+    # padding inside it only (count_include_pad) or the input's taps alone.
+    "ceil_mode": ((1, 3, 10, 11), [3, 3], [2, 2], [1, 1], True, True, None, (0.04, 5), (0.02, -3), None),
+    "ceil_mode_exclude_pad": ((1, 3, 10, 11), [3, 2], [2, 3], [1, 1], True, False, None, (0.04, 5), (0.02, -3), None),
+    "divisor_override": ((1, 2, 8, 9), [3, 3], [2, 2], [1, 0], False, True, 5, (0.05, 0), (0.09, 1), None),
+    "rect_no_batch": ((6, 7, 23), [2, 5], [1, 3], [1, 2], False, True, None, (0.07, 127), (0.05, -2), None),
+    "saturating": ((1, 4, 6, 6), [2, 2], [1, 1], [0, 0], False, True, None, (0.5, -128), (0.01, 0), None),
+    "relu": ((1, 3, 12, 12), [3, 3], [2, 2], [1, 1], False, True, None, (0.03, 2), (0.02, -9), (-9, 127)),
+}
+
+
+@fp_ops
+@pytest.mark.parametrize("case", AVG_POOL_CASES.values(), ids=AVG_POOL_CASES.keys())
+def test_qavg_pool2d_matches_reference(runtime, case):
+    """Against dequantize -> F.avg_pool2d -> quantize: pare::qavg_pool2d sums
+    exactly where torch's float32 sum rounds, so at most one step apart."""
+    shape, kernel, stride, padding, ceil_mode, include_pad, divisor, (si, zi), (so, zo), clamp = case
+    lo, hi = clamp or (-128, 127)
+    x = int8(shape, 11)
+    x[..., 0] = 127
+    x[..., -1] = -128
+    y = F.avg_pool2d(dq(x, si, zi), kernel, stride, padding, ceil_mode, include_pad, divisor)
+    expected = quant(y, so, zo, lo, hi)
+    actual = run_op(
+        runtime,
+        "pare::qavg_pool2d",
+        [x],
+        kernel,
+        stride,
+        padding,
+        ceil_mode,
+        include_pad,
+        divisor,
+        si,
+        zi,
+        so,
+        zo,
+        lo,
+        hi,
+    )
+    assert tuple(actual.shape) == tuple(expected.shape)
+    diff = (actual.to(torch.int32) - expected.to(torch.int32)).abs()
+    assert int(diff.max()) <= 1
+    assert float((diff == 0).double().mean()) >= 0.95
+
+
+def test_qavg_pool2d_exact_against_float64(runtime):
+    """Each output is the window's exact mean in input steps (float64), times
+    the input scale, quantized as the reference quantizes (float32): every
+    element equal, windows and divisors at the edges included."""
+    x = int8((2, 3, 15, 16), 12)
+    si, zi, so, zo = 0.05, -7, 0.04, 3
+    mean = F.avg_pool2d(x.double() - zi, 3, 2, 1, True, False) * si
+    expected = quant(mean.float(), so, zo)
+    actual = run_op(
+        runtime, "pare::qavg_pool2d", [x], [3, 3], [2, 2], [1, 1], True, False, None, si, zi, so, zo, -128, 127
+    )
+    assert_equal(actual, expected)
+
+
+def test_qavg_pool2d_non_contiguous(runtime):
+    x = int8((1, 20, 9, 10), 13).permute(0, 3, 1, 2)  # (1, 10, 20, 9) viewed as channels-first
+    expected = quant(F.avg_pool2d(dq(x, 0.1, 4), 2, 2), 0.1, 4)
+    actual = run_op(
+        runtime, "pare::qavg_pool2d", [x], [2, 2], [2, 2], [0, 0], False, True, None, 0.1, 4, 0.1, 4, -128, 127
+    )
+    diff = (actual.to(torch.int32) - expected.to(torch.int32)).abs()
+    assert tuple(actual.shape) == tuple(expected.shape) and int(diff.max()) <= 1
+
+
 @pytest.mark.parametrize(
     "name,inputs,scalars,message",
     [
@@ -298,8 +374,42 @@ def test_int8_max_pool2d_non_contiguous(runtime):
             ([3, 3], [2, 2], [2, 2], [1, 1], False),
             r"argument 'padding' \(2\) must be at most half of kernel_size \(3\)",
         ),
+        (
+            "pare::qavg_pool2d",
+            [int8((1, 2, 5, 5), 1)],
+            ([3, 3], [2, 2], [2, 2], False, True, None, 0.1, 0, 0.1, 0, -128, 127),
+            r"argument 'padding' \(2\) must be at most half of kernel_size \(3\)",
+        ),
+        (
+            "pare::qavg_pool2d",
+            [int8((1, 2, 5, 5), 1)],
+            ([3, 3], [2, 2], [1, 1], False, True, 0, 0.1, 0, 0.1, 0, -128, 127),
+            r"argument 'divisor_override' must not be zero",
+        ),
+        (
+            "pare::qavg_pool2d",
+            [int8((2, 5, 5), 1)],
+            ([7, 7], [1, 1], [0, 0], False, True, None, 0.1, 0, 0.1, 0, -128, 127),
+            r"input of 5 x 5 is too small for kernel_size \(7, 7\)",
+        ),
+        (
+            "pare::qavg_pool2d",
+            [int8((5, 5), 1)],
+            ([3, 3], [1, 1], [0, 0], False, True, None, 0.1, 0, 0.1, 0, -128, 127),
+            r"argument 'self' must be 3-d \(C, H, W\) or 4-d \(N, C, H, W\)",
+        ),
     ],
-    ids=["qadd_shapes", "qadd_scale", "qmul_range", "qmean_dims", "max_pool2d_int8_padding"],
+    ids=[
+        "qadd_shapes",
+        "qadd_scale",
+        "qmul_range",
+        "qmean_dims",
+        "max_pool2d_int8_padding",
+        "qavg_pool2d_padding",
+        "qavg_pool2d_divisor",
+        "qavg_pool2d_too_small",
+        "qavg_pool2d_rank",
+    ],
 )
 def test_errors(runtime, name, inputs, scalars, message):
     with pytest.raises(PareError, match=message) as e:

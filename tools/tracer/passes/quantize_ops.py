@@ -11,6 +11,9 @@ to int8 runs on the int8 values:
 * add and mul (broadcasting): pare::qadd / pare::qmul, requantizing;
 * the mean over the last dims (mean.dim over H and W, adaptive average
   pooling to 1x1): pare::qmean;
+* average pooling over windows (avg_pool2d, every argument; adaptive
+  average pooling whose output sizes divide the input's):
+  pare::qavg_pool2d, requantizing;
 * a unary pointwise op (relu, hardtanh, clamp, hardswish, hardsigmoid,
   sigmoid, silu, gelu, tanh, ...): pare::qlut, a 256-entry table computed
   now by running torch's reference on every int8 value.
@@ -38,8 +41,12 @@ def plan(node: Node, lowering: LoweringState) -> Plan | None:
     target = node.target
     if target in (aten.add.Tensor, aten.mul.Tensor):
         return _binary_plan(node, lowering)
+    if target is aten._adaptive_avg_pool2d.default and list(node.args[1]) != [1, 1]:
+        return _adaptive_pool_plan(node, lowering)
     if target in (aten.mean.dim, aten._adaptive_avg_pool2d.default):
         return _mean_plan(node, lowering)
+    if target is aten.avg_pool2d.default:
+        return _avg_pool_plan(node, lowering)
     if target in (aten.max_pool2d_with_indices.default, aten.max_pool2d.default):
         return _max_pool_plan(node, lowering)
     if target is aten.cat.default:
@@ -156,6 +163,57 @@ def _mean_plan(node: Node, lowering: LoweringState) -> Plan | None:
     _fuse(node, fused, lowering)
     args = (x[0], dims, keepdim, *x[1], scale, zero_point, *output_range)
     return Int8OpPlan(deps=(x[0],), op="pare::qmean", args=args, counts=((NAME, "mean"),))
+
+
+def _avg_pool_plan(node: Node, lowering: LoweringState) -> Plan | None:
+    """avg_pool2d(input, kernel_size, stride=[], padding=0, ceil_mode=False,
+    count_include_pad=True, divisor_override=None): its arguments as given
+    (the runtime checks them as aten::avg_pool2d does), then the
+    quantizations. Counted with max pooling, as "pool"."""
+    if any(is_node(v) for v in _flat((*node.args[1:], *node.kwargs.values()))):
+        return None
+    kernel = [int(k) for k in argument(node, 1, "kernel_size")]
+    stride = [int(s) for s in argument(node, 2, "stride", None) or kernel]
+    padding = [int(v) for v in argument(node, 3, "padding", [0, 0])]
+    ceil_mode = bool(argument(node, 4, "ceil_mode", False))
+    count_include_pad = bool(argument(node, 5, "count_include_pad", True))
+    divisor = argument(node, 6, "divisor_override", None)
+    pooling = (kernel, stride, padding, ceil_mode, count_include_pad, None if divisor is None else int(divisor))
+    return _qavg_pool2d(node, pooling, lowering)
+
+
+def _adaptive_pool_plan(node: Node, lowering: LoweringState) -> Plan | None:
+    """Adaptive average pooling to other sizes than 1x1 (pare::qmean's),
+    where each output size divides its input's: windows of input / output,
+    at that stride (VGG's pool to 7x7, an identity on a 7x7 input, or
+    2x2 windows on 14x14). Other sizes (windows that overlap unevenly)
+    stay on the reference path."""
+    import torch
+
+    val = node.args[0].meta.get("val")
+    out_size = list(node.args[1])
+    if not isinstance(val, torch.Tensor) or val.dim() not in (3, 4) or len(out_size) != 2:
+        return None
+    in_size = [val.shape[-2], val.shape[-1]]
+    if not all(isinstance(v, int) and v > 0 for v in (*in_size, *out_size)):
+        return None
+    if any(i % o for i, o in zip(in_size, out_size, strict=True)):
+        return None
+    kernel = [i // o for i, o in zip(in_size, out_size, strict=True)]
+    return _qavg_pool2d(node, (kernel, kernel, [0, 0], False, True, None), lowering)
+
+
+def _qavg_pool2d(node: Node, pooling: tuple, lowering: LoweringState) -> Plan | None:
+    """pare::qavg_pool2d on the int8 input: `pooling` (aten::avg_pool2d's
+    arguments after the input), then the quantizations."""
+    x = _input(node.args[0])
+    out = _output(node) if x is not None else None
+    if out is None:
+        return None
+    q, fused, (scale, zero_point), output_range = out
+    _fuse(node, fused, lowering)
+    args = (x[0], *pooling, *x[1], scale, zero_point, *output_range)
+    return Int8OpPlan(deps=(x[0],), op="pare::qavg_pool2d", args=args, counts=((NAME, "pool"),))
 
 
 def _lut_plan(node: Node, lowering: LoweringState) -> Plan | None:
