@@ -369,6 +369,10 @@ void channel_tiles(int64_t nq, const int32_t* blocks, int64_t stride, const int3
                    int64_t ldc) {
   int j = 0;
   for (; j + kChannelTilePixels <= n; j += kChannelTilePixels) {
+    if (n - j == kChannelTilePixels + 1) {  // 12 + 1: one tile of 13 reads the weights once (26 accumulators)
+      channel_tile<CV, kChannelTilePixels + 1>(nq, blocks, stride, xq + j, lanes, sums + j, c0, p + j, rq, last, ldc);
+      return;
+    }
     channel_tile<CV, kChannelTilePixels>(nq, blocks, stride, xq + j, lanes, sums + j, c0, p + j, rq, last, ldc);
   }
   for (; j + 4 <= n; j += 4) {
@@ -414,6 +418,17 @@ PARE_ALWAYS_INLINE bool channel_tiles_run(int64_t channels, int64_t pixels, int6
          channel_scratch(channels, pixels, k) <= room;
 }
 
+// The pixels of the packed tile from p0: kTilePixels, except that a plane
+// whose last tile would hold one pixel (7x7: 49 = 48 + 1) ends in 36 + 13,
+// so that the tile over channels runs 12 + 12 + 12 + 13 and never one
+// pixel alone, which read a block's every weight for one pixel (7x7 3x3
+// 512 -> 512 and 1x1 960 -> 160, 960 -> 320: 0.95x). Tiles start at ceil(p0 / 16) vectors: every tile but
+// the last is 48 pixels or, just before the last, 36.
+PARE_ALWAYS_INLINE int channel_pack_pixels(int64_t p0, int64_t pixels) {
+  const int64_t rest = pixels - p0;
+  return rest == kTilePixels + 1 ? 3 * kChannelTilePixels : rest < kTilePixels ? static_cast<int>(rest) : kTilePixels;
+}
+
 template <typename Pack>
 void gemm_channel_tiles(int64_t channels, int64_t pixels, int64_t k, const int32_t* packed, const Requantization& rq,
                         const Output& out, uint8_t* rest, const Pack& pack) {
@@ -423,31 +438,32 @@ void gemm_channel_tiles(int64_t channels, int64_t pixels, int64_t k, const int32
   const int64_t vectors = (pixels + 15) / 16;
   int32_t* sums = reinterpret_cast<int32_t*>(xp + vectors * nq);
   int8_t* last = reinterpret_cast<int8_t*>(sums + vectors * 16);  // [pixels][channels]
-  // Every pixel's tiles (48 pixels each, x unflipped), and each pixel's
+  // Every pixel's tiles (channel_pack_pixels, x unflipped), and each pixel's
   // sum_k x (vpdpbusd of 1s against x).
   const __m512i ones = _mm512_set1_epi8(1);
-  for (int64_t p0 = 0; p0 < pixels; p0 += kTilePixels) {
-    const int nr = pixels - p0 < kTilePixels ? static_cast<int>(pixels - p0) : kTilePixels;
-    const int nv = (nr + 15) / 16;
-    __m512i* dst = xp + p0 / 16 * nq;
-    pack(p0, nr, int8_t{0}, dst);
+  for (int64_t p0 = 0, nr; p0 < pixels; p0 += nr) {
+    nr = channel_pack_pixels(p0, pixels);
+    const int nv = static_cast<int>((nr + 15) / 16);
+    __m512i* dst = xp + (p0 + 15) / 16 * nq;
+    pack(p0, static_cast<int>(nr), int8_t{0}, dst);
     __m512i s[kMaxVectors];
     for (int v = 0; v < nv; ++v) s[v] = _mm512_setzero_si512();
     for (int64_t q = 0; q < nq; ++q) {
       for (int v = 0; v < nv; ++v) s[v] = _mm512_dpbusd_epi32(s[v], ones, _mm512_load_si512(dst + q * nv + v));
     }
-    for (int v = 0; v < nv; ++v) _mm512_store_si512(sums + p0 + 16 * v, s[v]);
+    // Unaligned after a tile of 36; its lanes past the 36th, stored first, are the next tile's.
+    for (int v = 0; v < nv; ++v) _mm512_storeu_si512(sums + p0 + 16 * v, s[v]);
   }
   for (int64_t c0 = 0; c0 < channels; c0 += 32) {
     const int32_t* blocks = packed + c0 / kMR * stride;
-    for (int64_t p0 = 0; p0 < pixels; p0 += kTilePixels) {
-      const int nr = pixels - p0 < kTilePixels ? static_cast<int>(pixels - p0) : kTilePixels;
+    for (int64_t p0 = 0, nr; p0 < pixels; p0 += nr) {
+      nr = channel_pack_pixels(p0, pixels);
       const int64_t lanes = (nr + 15) / 16 * 16;
-      const int32_t* xq = reinterpret_cast<const int32_t*>(xp + p0 / 16 * nq);
+      const int32_t* xq = reinterpret_cast<const int32_t*>(xp + (p0 + 15) / 16 * nq);
       if (channels - c0 >= 32) {
-        channel_tiles<2>(nq, blocks, stride, xq, lanes, sums + p0, c0, p0, nr, rq, last, channels);
+        channel_tiles<2>(nq, blocks, stride, xq, lanes, sums + p0, c0, p0, static_cast<int>(nr), rq, last, channels);
       } else {
-        channel_tiles<1>(nq, blocks, stride, xq, lanes, sums + p0, c0, p0, nr, rq, last, channels);
+        channel_tiles<1>(nq, blocks, stride, xq, lanes, sums + p0, c0, p0, static_cast<int>(nr), rq, last, channels);
       }
     }
   }

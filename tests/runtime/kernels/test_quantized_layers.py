@@ -219,10 +219,10 @@ CONV_CASES = {
     # Its tile over output channels on small planes (16 channels per
     # vector, a pixel's 4 bytes broadcast: up to 64 pixels wasting over an
     # eighth of their pixel vectors, reductions of 256 or more; results
-    # turned back to planes 16 x 16 at a time): 7x7 (a 48-pixel tile and a
-    # 1-pixel one) over 61 channels (k = 549) with batch 2, 48 channels (a
-    # 32- and a 16-channel block) at stride 2, a 1x1 over 25 pixels (k =
-    # 517), groups of 16 channels over 30 pixels (runs of 12, 4 and 1
+    # turned back to planes 16 x 16 at a time): 7x7 (packed tiles of 36
+    # and 13 pixels, runs of 12, 12, 12 and 13) over 61 channels (k = 549)
+    # with batch 2, 48 channels (a 32- and a 16-channel block) at stride 2,
+    # a 1x1 over 25 pixels (k = 517; runs of 12 and 13), groups of 16 channels over 30 pixels (runs of 12, 4 and 1
     # pixels), a 1x1 at the least depth (k = 256, 48 channels at 7x7), 17
     # pixels in one row (a group of 16 and one of 1 to turn back).
     "vnni_channels_7x7_batch2": conv_case((2, 61, 7, 7), (32, 61, 3, 3), padding=(1, 1)),
