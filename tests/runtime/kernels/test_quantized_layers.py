@@ -231,6 +231,16 @@ CONV_CASES = {
     "vnni_channels_groups_30_pixels": conv_case((1, 118, 6, 5), (32, 59, 3, 3), padding=(1, 1), groups=2),
     "vnni_channels_1x1_depth256": conv_case((1, 256, 7, 7), (48, 256, 1, 1)),
     "vnni_channels_17_pixels": conv_case((1, 300, 1, 17), (64, 300, 1, 1)),
+    # A pixel tiles' last tile of at most 12 pixels runs the tile over
+    # channels (whole vectors of 16 channels): 14x14 (196 = 4 x 48 + 4) over
+    # 32 channels, and dilated over 16; a 1x1 over 2 x 100 pixels (48 + 48 +
+    # 4 each) and 48 channels (a 32- and a 16-channel block); a last tile of
+    # 12 (60 pixels); 24 channels (not whole vectors: the pixel tile).
+    "vnni_tail_14x14": conv_case((1, 40, 14, 14), (32, 40, 3, 3), padding=(1, 1)),
+    "vnni_tail_14x14_dilated": conv_case((1, 16, 14, 14), (16, 16, 3, 3), padding=(2, 2), dilation=(2, 2)),
+    "vnni_tail_1x1_batch2": conv_case((2, 24, 10, 10), (48, 24, 1, 1)),
+    "vnni_tail_12_pixels": conv_case((1, 16, 6, 10), (16, 16, 3, 3), padding=(1, 1)),
+    "vnni_tail_24_channels": conv_case((1, 40, 14, 14), (24, 40, 3, 3), padding=(1, 1)),
     # Its depthwise plane: stride 1 in flat order over the padded columns
     # (many 64-output chunks, a partial last one), rows of 64 outputs at
     # stride (2, 1), rows of 32 at stride 2 (two chunks), no padding, 7x7
@@ -372,6 +382,7 @@ def test_qconv2d_vnni_copy_agrees(runtime, name, zx):
         "channels_3x3_37_batch2",
         "channels_5x5_stride2",
         "vnni_channels_1x1_depth256",
+        "vnni_tail_14x14",
     ],
 )
 def test_qconv2d_vnni_cap_between_load_and_run(runtime, name):
