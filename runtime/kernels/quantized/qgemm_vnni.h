@@ -1,6 +1,7 @@
 #pragma once
 // The AVX-512 pieces the int8 kernels' VNNI copies share: the
-// convolution's (qgemm_vnni.cc), the depthwise kernels'
+// convolution's (qgemm_vnni.cc, its tile over output channels
+// qgemm_vnni_channels.cc), the depthwise kernels'
 // (qgemm_vnni_depthwise.cc) and the linear layers'
 // (qgemm_vnni_linear.cc). Only those files include it, and
 // //runtime/kernels:kernels_v4 compiles them with -march=x86-64-v4: every
@@ -169,6 +170,35 @@ PARE_ALWAYS_INLINE __m128i requantize16(__m512i acc, __m512i correction, __m512 
   v = _mm512_min_ps(_mm512_max_ps(_mm512_add_ps(v, offset), lo), hi);
   return _mm512_cvtsepi32_epi8(_mm512_cvt_roundps_epi32(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
 }
+
+// The tile over output channels (qgemm_vnni_channels.cc), which the pixel
+// tiles of qgemm_vnni.cc hand small planes and last tiles of a few pixels.
+// Pixels per run of the tile (24 accumulators at 32 channels).
+constexpr int kChannelTilePixels = 12;
+
+// Packs the tile of pixels [p0, p0 + nr) (nr <= qgemm.h's
+// kImageTilePixels; ceil(nr / 16) vectors per quad of k), each byte xor
+// flip_byte, into dst: one of qgemm_vnni.cc's packers, through a pointer
+// (a call per tile).
+struct PackTiles {
+  void (*pack)(const void* packer, int64_t p0, int nr, int8_t flip_byte, __m512i* dst);
+  const void* packer;
+
+  void operator()(int64_t p0, int nr, int8_t flip_byte, __m512i* dst) const { pack(packer, p0, nr, flip_byte, dst); }
+};
+
+// The scratch the tile over channels needs for `pixels` (after the
+// weights), and whether a layer runs it on all its pixels (small planes
+// whose pixel vectors waste over an eighth of their lanes, deep enough,
+// whole vectors of 16 channels, its scratch within `room` bytes).
+int64_t channel_scratch(int64_t channels, int64_t pixels, int64_t k);
+bool channel_tiles_run(int64_t channels, int64_t pixels, int64_t k, int64_t room);
+
+// out [channels, pixels] = the GEMM of the packed weights (qgemm_quads.inc)
+// and x's tiles as pack writes them, requantized by rq; `rest`: scratch of
+// channel_scratch(channels, pixels, k) bytes. channels a multiple of 16.
+void gemm_channel_tiles(int64_t channels, int64_t pixels, int64_t k, const int32_t* packed, const Requantization& rq,
+                        const Output& out, uint8_t* rest, const PackTiles& pack);
 
 }  // namespace x86_64_v4
 }  // namespace qgemm
