@@ -553,6 +553,49 @@ def test_average_pools_run_on_int8_and_match_torch(full_lib):
     assert all(c.ok for c in checks), [o.line() for c in checks for o in c.outputs]
 
 
+class Requantizing(nn.Module):
+    """A hand-written graph whose max pool and cats change quantization (a
+    quantizer that observes their outputs would write them): a max pool
+    then a relu, quantized to another scale and zero point; a cat of two
+    tensors of different quantizations; a cat of one tensor with itself,
+    clamped; max_pool2d_with_indices' values, requantized."""
+
+    def forward(self, x):
+        a = qd.quantize_per_tensor(x, 0.02, -3, -128, 127, torch.int8)
+        b = qd.quantize_per_tensor(x * 2.0, 0.05, 10, -128, 127, torch.int8)
+        fa = qd.dequantize_per_tensor(a, 0.02, -3, -128, 127, torch.int8)
+        fb = qd.dequantize_per_tensor(b, 0.05, 10, -128, 127, torch.int8)
+        p = qd.quantize_per_tensor(F.relu(F.max_pool2d(fa, 3, 2, 1)), 0.01, -100, -128, 127, torch.int8)
+        c = qd.quantize_per_tensor(torch.cat([fa, fb], 1), 0.04, 0, -128, 127, torch.int8)
+        d = qd.quantize_per_tensor(torch.cat([fb, fb], 1).clamp(-1.0, 1.0), 0.05, 10, -128, 127, torch.int8)
+        values = torch.ops.aten.max_pool2d_with_indices(fb, [2, 2], [2, 2])[0]  # as PT2E's graphs hold it
+        e = qd.quantize_per_tensor(values, 0.1, 127, -128, 127, torch.int8)
+        return tuple(
+            qd.dequantize_per_tensor(t, sc, zp, -128, 127, torch.int8)
+            for t, sc, zp in ((p, 0.01, -100), (c, 0.04, 0), (d, 0.05, 10), (e, 0.1, 127))
+        )
+
+
+def test_a_max_pool_or_cat_that_changes_quantization_maps_its_inputs_by_tables(full_lib):
+    shape = (2, 3, 9, 7)
+    module = torch.export.export(Requantizing(), (torch.randn(*shape),)).module()
+    exported = export(module, shape=shape)
+    ops = ops_of(exported.program)
+    # a's values for the pool, a's and b's for the first cat, b's (clamped) for the second, b's for the last pool.
+    assert ops.count("pare::qlut") == 5
+    assert ops.count("aten::max_pool2d") == 2 and ops.count("aten::cat") == 2
+    assert "aten::max_pool2d_with_indices" not in ops
+    assert not {"aten::relu", "aten::clamp"} & set(ops)
+    assert ops.count("quantized_decomposed::quantize_per_tensor") == 2  # the model's two inputs' quantizations
+    assert counts_of(exported)["quantize"] == layer_counts(0, 0, pool=2, cat=2, lut=5)
+    spec = model_spec.ModelSpec(MODELS / "inline.py", module, tuple(inputs(shape)))
+    checks = check_model(spec, full_lib)
+    assert all(c.ok for c in checks), [o.line() for c in checks for o in c.outputs]
+    # Exact: the tables are torch's own quantization of every int8 value, and max and cat commute with them.
+    lines = [o.line() for c in checks for o in c.outputs]
+    assert len(lines) == 4 and all("max 0 steps apart" in line for line in lines), lines
+
+
 class Upsampled(nn.Module):
     """A segmentation head's end: conv + relu, conv, bilinear upsampling."""
 

@@ -79,7 +79,7 @@ from tools.tracer.arguments import (
 from tools.tracer.delegation import META_KEY as DELEGATE_META_KEY
 from tools.tracer.delegation import delegate_call
 from tools.tracer.errors import OpUse, TracerError
-from tools.tracer.lowering_int8 import lower_int8_layer, lower_int8_op
+from tools.tracer.lowering_int8 import lower_int8_layer, lower_int8_op, lower_int8_requantized
 from tools.tracer.nodes import VIEW_OPS, nodes_in
 from tools.tracer.plans import (
     Alias,
@@ -95,6 +95,7 @@ from tools.tracer.plans import (
     Int8LayerPlan,
     Int8MaxPoolValues,
     Int8OpPlan,
+    Int8Requantized,
     LinearPrepack,
     MaxPoolValues,
     OpPlan,
@@ -459,7 +460,7 @@ class MethodLowering:
     def _lower_node(self, node: Node, plan: Plan) -> None:
         use = source_of(node, self.model_file)
         HANDLERS[type(plan)](self, node, plan, use)
-        if isinstance(plan, (PrepackedPlan, Int8LayerPlan, Int8AtenPlan, Int8OpPlan)):
+        if isinstance(plan, (PrepackedPlan, Int8LayerPlan, Int8AtenPlan, Int8OpPlan, Int8Requantized)):
             for name, what in plan.counts:
                 self.passes.count(name, what)
 
@@ -624,6 +625,7 @@ HANDLERS: dict[type[Plan], Callable[[MethodLowering, Node, Any, OpUse], None]] =
     Int8AtenPlan: MethodLowering._lower_op,
     Int8MaxPoolValues: MethodLowering._lower_max_pool_values,
     Int8OpPlan: lower_int8_op,
+    Int8Requantized: lower_int8_requantized,
 }
 
 

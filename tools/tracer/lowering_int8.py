@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from tools.tracer.plans import Int8LayerPlan, Int8OpPlan, QConv2dPrepack
+from tools.tracer.plans import Int8LayerPlan, Int8OpPlan, Int8Requantized, QConv2dPrepack
 
 if TYPE_CHECKING:
     from torch.fx import Node
@@ -21,6 +21,7 @@ QLINEAR_PREPACK = "pare::qlinear_prepack"
 QLINEAR_PREPACKED = "pare::qlinear_prepacked"
 QCONV2D_PREPACK = "pare::qconv2d_prepack"
 QCONV2D_PREPACKED = "pare::qconv2d_prepacked"
+QLUT = "pare::qlut"
 
 
 def lower_int8_layer(lowering: MethodLowering, node: Node, plan: Int8LayerPlan, use: OpUse) -> None:
@@ -54,3 +55,20 @@ def lower_int8_op(lowering: MethodLowering, node: Node, plan: Int8OpPlan, use: O
 
     lowering.env[node] = lowering.mb.op(plan.op, *map(value, plan.args))
     lowering.report.uses[plan.op].append(use)
+
+
+def lower_int8_requantized(lowering: MethodLowering, node: Node, plan: Int8Requantized, use: OpUse) -> None:
+    """pare::qlut on each input with a table, then plan.inner on the
+    results: the inputs' values are the mapped ones while inner is
+    lowered, and their own again after (other users read those)."""
+    from tools.tracer.lowering import HANDLERS
+
+    own = {}
+    for source, table in plan.tables:
+        own[source] = lowering.env[source]
+        lowering.env[source] = lowering.mb.op(QLUT, lowering._value_of(source), lowering.mb.constant(table))
+        lowering.report.uses[QLUT].append(use)
+    try:
+        HANDLERS[type(plan.inner)](lowering, node, plan.inner, use)
+    finally:
+        lowering.env.update(own)

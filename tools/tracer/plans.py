@@ -229,6 +229,20 @@ class Int8MaxPoolValues(Int8AtenPlan):
 
 
 @dataclass(frozen=True, kw_only=True)
+class Int8Requantized(Plan):
+    """`inner` (an Int8AtenPlan: max pooling or cat) between int8 tensors
+    whose quantizations differ (the quantize pass): each (input, table) of
+    `tables` first mapped onto the output's quantization by pare::qlut, the
+    256-entry table computed at export. Exact: the ops commute with any
+    monotonic map. `counts` as PrepackedPlan's (inner's, and "lut" per
+    table)."""
+
+    inner: Plan
+    tables: tuple[tuple[Node, Any], ...]
+    counts: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True, kw_only=True)
 class Int8OpPlan(Plan):
     """A pare:: int8 op of the quantize pass (pare::qadd, qmul, qmean, qlut)
     on `args`: graph nodes (their int8 values), torch tensors (stored as

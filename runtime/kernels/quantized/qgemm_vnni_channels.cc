@@ -27,7 +27,7 @@ namespace qgemm {
 namespace x86_64_v4 {
 namespace {
 
-constexpr int kMR = kQuadsChannelBlock;  // output channels per block of the packed weights
+constexpr int kMR = kQuadsChannelBlock;        // output channels per block of the packed weights
 constexpr int kTilePixels = kImageTilePixels;  // pixels per packed tile of x
 constexpr int kMaxVectors = kTilePixels / 16;
 

@@ -49,8 +49,8 @@ class Quantize(GraphPass):
         "pare::qconv2d_prepacked / pare::qlinear_prepacked (int8 weights and requantization "
         "computed at export); a dynamically quantized linear (choose_qparams) -> pare::qlinear_dynamic (its weight "
         "packed at export); add / mul (+ relu) -> pare::qadd / pare::qmul, global average pooling "
-        "(mean over H and W) -> pare::qmean, average pooling -> pare::qavg_pool2d, max_pool2d / cat / views with shared quantization -> the "
-        "aten op on int8, a unary pointwise op -> pare::qlut (a 256-entry table computed at export)"
+        "(mean over H and W) -> pare::qmean, average pooling -> pare::qavg_pool2d, views with shared quantization, max_pool2d / cat -> the "
+        "aten op on int8 (inputs of other quantizations mapped by pare::qlut), a unary pointwise op -> pare::qlut (a 256-entry table computed at export)"
     )
     counters = ("conv2d", "linear", "add", "mul", "mean", "pool", "cat", "view", "lut")
 

@@ -7,7 +7,10 @@ to int8 runs on the int8 values:
 * max_pool2d, cat and views, which commute with quantization when every
   input and the output share scale and zero point (and the output's range
   is int8's): their own aten kernels on the int8 tensors (Char), max
-  pooling as aten::max_pool2d (without the indices no one reads);
+  pooling as aten::max_pool2d (without the indices no one reads); max
+  pooling and cat between other quantizations too, each input whose
+  quantization differs first mapped onto the output's by pare::qlut (they
+  commute with any monotonic map);
 * add and mul (broadcasting): pare::qadd / pare::qmul, requantizing;
 * the mean over the last dims (mean.dim over H and W, adaptive average
   pooling to 1x1): pare::qmean;
@@ -26,7 +29,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from tools.tracer.passes.base import LoweringState, argument, is_node
-from tools.tracer.plans import Int8AtenPlan, Int8MaxPoolValues, Int8OpPlan, Plan
+from tools.tracer.plans import Int8AtenPlan, Int8MaxPoolValues, Int8OpPlan, Int8Requantized, Plan
 
 if TYPE_CHECKING:
     from torch.fx import Node
@@ -276,7 +279,8 @@ def _max_pool_plan(node: Node, lowering: LoweringState) -> Plan | None:
         if len(users) != 1 or users[0].target is not operator.getitem or users[0].args[1] != 0:
             return None
         values = users[0]
-    if not _same_output(node, values, x[1], lowering):
+    tables = () if _same_output(node, values, x[1], lowering) else _requantize(values, [x], lowering)
+    if tables is None:
         return None
     kernel = [int(k) for k in argument(node, 1, "kernel_size")]
     stride = [int(s) for s in argument(node, 2, "stride", None) or kernel]
@@ -285,24 +289,60 @@ def _max_pool_plan(node: Node, lowering: LoweringState) -> Plan | None:
     ceil_mode = bool(argument(node, 5, "ceil_mode", False))
     args = (x[0], kernel, stride, padding, dilation, ceil_mode)
     if values is node:
-        return Int8AtenPlan(deps=(x[0],), args=args, kwargs={}, counts=((NAME, "pool"),))
+        return _requantized(Int8AtenPlan(deps=(x[0],), args=args, kwargs={}, counts=((NAME, "pool"),)), tables)
     lowering.fuse(values, node)  # the values' getitem: aten::max_pool2d returns them alone
-    return Int8MaxPoolValues(deps=(x[0],), args=args, kwargs={}, counts=((NAME, "pool"),))
+    return _requantized(Int8MaxPoolValues(deps=(x[0],), args=args, kwargs={}, counts=((NAME, "pool"),)), tables)
+
+
+def _requantize(last: Node, inputs: list[tuple[Node, tuple[float, int]]], lowering: LoweringState):
+    """When `last`'s only user (through a relu / clamp) is a quantize to
+    int8 with another scale or zero point than some of `inputs` (or a
+    narrower range): that quantize fused, and per such input (the int8
+    tensor, the 256-entry table mapping its values onto the output's
+    quantization, computed by torch's reference ops). None when no quantize
+    to int8 follows."""
+    import torch
+
+    from tools.tracer.passes.quantize import _static_per_tensor
+
+    out = _output(last)
+    if out is None:
+        return None
+    q, fused, (scale, zero_point), (lo, hi) = out
+    _, _, qmin, qmax = _static_per_tensor(q)
+    _fuse(last, fused, lowering)
+    values = torch.arange(-128, 128, dtype=torch.int32).to(torch.int8)
+    tables = []
+    for source, (s_in, z_in) in dict(inputs).items():  # a tensor cat with itself: mapped once
+        if (s_in, z_in) == (scale, zero_point) and (lo, hi) == (-128, 127):
+            continue
+        x = torch.ops.quantized_decomposed.dequantize_per_tensor(values, s_in, z_in, -128, 127, torch.int8)
+        table = torch.ops.quantized_decomposed.quantize_per_tensor(x, scale, zero_point, qmin, qmax, torch.int8)
+        tables.append((source, table.clamp(lo, hi).contiguous()))
+    return tuple(tables)
+
+
+def _requantized(plan: Plan, tables: tuple) -> Plan:
+    """plan, its inputs first mapped through `tables` (_requantize) if any."""
+    if not tables:
+        return plan
+    counts = (*plan.counts, *[(NAME, "lut")] * len(tables))
+    return Int8Requantized(deps=plan.deps, inner=plan, tables=tables, counts=counts)
 
 
 def _cat_plan(node: Node, lowering: LoweringState) -> Plan | None:
     inputs = [_input(t) for t in node.args[0]]
-    if not inputs or any(i is None for i in inputs) or len({i[1] for i in inputs}) != 1:
-        return None
-    if not _same_output(node, node, inputs[0][1], lowering):
+    if not inputs or any(i is None for i in inputs) or len(dict(inputs)) != len(set(inputs)):
+        return None  # (one int8 tensor dequantized twice, otherwise)
+    if len({i[1] for i in inputs}) == 1 and _same_output(node, node, inputs[0][1], lowering):
+        tables = ()
+    elif (tables := _requantize(node, inputs, lowering)) is None:
         return None
     sources = [i[0] for i in inputs]
-    return Int8AtenPlan(
-        deps=tuple(sources),
-        args=(sources, *node.args[1:]),
-        kwargs=dict(node.kwargs),
-        counts=((NAME, "cat"),),
+    plan = Int8AtenPlan(
+        deps=tuple(sources), args=(sources, *node.args[1:]), kwargs=dict(node.kwargs), counts=((NAME, "cat"),)
     )
+    return _requantized(plan, tables)
 
 
 def _view_plan(node: Node, lowering: LoweringState) -> Plan | None:
