@@ -157,7 +157,8 @@ void depthwise_plane_vnni(const DepthwisePlane& d, const int8_t* plane, const in
 // channels, each padded input row is turned channels-last (a 16x16 byte
 // transpose of 16 planes' rows, + 128 as in the plane kernel), then into
 // quads: Q[py][px] holds, per channel, the 4 bytes of pixels px .. px + 3,
-// as vpdpbusd reads them against a channel's 4 taps of a filter row. An
+// as vpdpbusd reads them against a channel's 4 taps of a filter row
+// (dilated: pixels px, px + dw, px + 2 dw, px + 3 dw). An
 // output pixel is kh * quads(kw) vpdpbusd (3 for a 3x3), its 16 channels
 // requantized at once with their own constants (requantize16: the same
 // bits), then 16 pixels' results transposed back to the planes.
@@ -166,17 +167,20 @@ constexpr int64_t kMaxChannelQuads = 32;  // a filter's rows x quads of taps
 // The layout's sizes: quads per padded row (every pixel a chunk of 16
 // outputs, rounded up to 4, reads), pixels of the channels-last row.
 PARE_ALWAYS_INLINE int64_t quads_per_row(const DepthwisePlane& d) {
-  const int64_t reads = (d.out_w + 3) * d.sw + 4 * ((d.kw + 3) / 4);
+  const int64_t reads = (d.out_w + 3) * d.sw + 4 * ((d.kw + 3) / 4) * d.dw;
   return reads > d.width + 2 * d.pw ? reads : d.width + 2 * d.pw;
 }
 
+// Pixels of a channels-last row: every quad's 4 pixels, the last 3 dw
+// past the last quad's first.
+PARE_ALWAYS_INLINE int64_t pixels_per_last_row(const DepthwisePlane& d) { return quads_per_row(d) + 3 * d.dw + 1; }
+
 bool depthwise_channels_vnni_runs(const DepthwisePlane& d) {
-  return d.dw == 1 && (d.sw == 1 || d.sw == 2) && d.kh * ((d.kw + 3) / 4) <= kMaxChannelQuads;
+  return (d.sw == 1 || d.sw == 2) && d.kh * ((d.kw + 3) / 4) <= kMaxChannelQuads;
 }
 
 int64_t depthwise_channels_vnni_bytes(const DepthwisePlane& d) {
-  const int64_t qw = quads_per_row(d);
-  return (d.height + 2 * d.ph) * qw * 64 + d.height * (qw + 4) * 16 + 64;
+  return (d.height + 2 * d.ph) * quads_per_row(d) * 64 + d.height * pixels_per_last_row(d) * 16 + 64;
 }
 
 namespace {
@@ -221,8 +225,8 @@ void depthwise_channels_vnni(const DepthwisePlane& d, int64_t channels, const in
   const int64_t qw = quads_per_row(d);
   const int64_t rows = d.height + 2 * d.ph;
   uint8_t* quads = reinterpret_cast<uint8_t*>(d.padded);  // [rows][qw][64]
-  uint8_t* lasts = quads + rows * qw * 64;                // [height][qw + 4][16], channels last
-  const int64_t last_row = (qw + 4) * 16;
+  uint8_t* lasts = quads + rows * qw * 64;                // [height][pixels_per_last_row][16], channels last
+  const int64_t last_row = pixels_per_last_row(d) * 16;
   const uint8_t border = static_cast<uint8_t>(d.zero_point) ^ 0x80u;
   const __m512i border_v = _mm512_set1_epi8(static_cast<char>(border));
   const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
@@ -271,8 +275,21 @@ void depthwise_channels_vnni(const DepthwisePlane& d, int64_t channels, const in
     for (int64_t iy = 0; iy < d.height; ++iy) {
       const uint8_t* row = lasts + iy * last_row;
       uint8_t* q = quads + (iy + d.ph) * qw * 64;
+      if (d.dw == 1) {
+        for (int64_t px = 0; px < qw; ++px) {
+          _mm512_storeu_si512(q + px * 64, interleave_lanes(_mm512_loadu_si512(row + px * 16)));
+        }
+        continue;
+      }
+      // Dilated: pixels px, px + dw, px + 2 dw, px + 3 dw.
+      const int64_t step = d.dw * 16;
       for (int64_t px = 0; px < qw; ++px) {
-        _mm512_storeu_si512(q + px * 64, interleave_lanes(_mm512_loadu_si512(row + px * 16)));
+        const uint8_t* at = row + px * 16;
+        __m512i v = _mm512_castsi128_si512(_mm_loadu_si128(reinterpret_cast<const __m128i*>(at)));
+        v = _mm512_inserti32x4(v, _mm_loadu_si128(reinterpret_cast<const __m128i*>(at + step)), 1);
+        v = _mm512_inserti32x4(v, _mm_loadu_si128(reinterpret_cast<const __m128i*>(at + 2 * step)), 2);
+        v = _mm512_inserti32x4(v, _mm_loadu_si128(reinterpret_cast<const __m128i*>(at + 3 * step)), 3);
+        _mm512_storeu_si512(q + px * 64, interleave_lanes(v));
       }
     }
     // 4 pixels' sums of a row at once (output row oy, from pixel p0), each
@@ -287,7 +304,7 @@ void depthwise_channels_vnni(const DepthwisePlane& d, int64_t channels, const in
         for (int64_t q = 0; q < kq; ++q) {
           const __m512i wv = _mm512_loadu_si512(filter + (ky * kq + q) * 64);
           for (int u = 0; u < 4; ++u) {
-            acc[u] = _mm512_dpbusd_epi32(acc[u], _mm512_loadu_si512(r + (u * d.sw + 4 * q) * 64), wv);
+            acc[u] = _mm512_dpbusd_epi32(acc[u], _mm512_loadu_si512(r + (u * d.sw + 4 * q * d.dw) * 64), wv);
           }
         }
       }

@@ -256,7 +256,10 @@ CONV_CASES = {
     # to 28x28): channels not
     # a multiple of its 16 (a 5-channel last block) with batch 2, stride 2,
     # stride (2, 1), 5x5 and 7x7 (two quads of taps per filter row), rows
-    # of more than 16 outputs, 28x28 at stride 2, dilation down, no padding.
+    # of more than 16 outputs, 28x28 at stride 2, dilation down, no padding;
+    # dilated across (quads of pixels dw apart): LR-ASPP's 5x5 at dilation
+    # 2 on an 8x8 plane (two blocks and a partial one), 3x3 at dilation 2
+    # and stride 2, dilation 3 across only on rows narrower than 8.
     "channels_3x3_37_batch2": conv_case((2, 37, 7, 7), (37, 1, 3, 3), padding=(1, 1), groups=37),
     "channels_stride2_odd": conv_case((1, 20, 14, 13), (20, 1, 3, 3), stride=(2, 2), padding=(1, 1), groups=20),
     "channels_stride_2x1": conv_case((1, 18, 8, 19), (18, 1, 3, 3), stride=(2, 1), padding=(1, 1), groups=18),
@@ -266,6 +269,11 @@ CONV_CASES = {
     "channels_28_stride2": conv_case((1, 24, 28, 28), (24, 1, 3, 3), stride=(2, 2), padding=(1, 1), groups=24),
     "channels_dilated_rows": conv_case((1, 17, 9, 10), (17, 1, 3, 3), padding=(2, 1), dilation=(2, 1), groups=17),
     "channels_unpadded": conv_case((1, 16, 9, 10), (16, 1, 3, 3), groups=16),
+    "channels_dilated_5x5": conv_case((1, 40, 8, 8), (40, 1, 5, 5), padding=(4, 4), dilation=(2, 2), groups=40),
+    "channels_dilated_stride2": conv_case(
+        (2, 32, 13, 13), (32, 1, 3, 3), stride=(2, 2), padding=(2, 2), dilation=(2, 2), groups=32
+    ),
+    "channels_dilated_across": conv_case((1, 16, 6, 7), (16, 1, 3, 3), padding=(1, 3), dilation=(1, 3), groups=16),
 }
 
 
@@ -383,6 +391,7 @@ def test_qconv2d_vnni_copy_agrees(runtime, name, zx):
         "channels_5x5_stride2",
         "vnni_channels_1x1_depth256",
         "vnni_tail_14x14",
+        "channels_dilated_5x5",
     ],
 )
 def test_qconv2d_vnni_cap_between_load_and_run(runtime, name):
