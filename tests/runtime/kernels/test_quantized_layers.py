@@ -236,6 +236,14 @@ CONV_CASES = {
     # 32 channels, and dilated over 16; a 1x1 over 2 x 100 pixels (48 + 48 +
     # 4 each) and 48 channels (a 32- and a 16-channel block); a last tile of
     # 12 (60 pixels); 24 channels (not whole vectors: the pixel tile).
+    # Outputs up to 8x8 through the im2col matrix, each tap's source per
+    # pixel planned once for all channels (qconv.cc's im2col_columns): 2x2
+    # (ResNet-50's last stage at 64x64), stride 2 with dilation down and
+    # batch 2, two groups on 5x5 (below VNNI's image tiles on the
+    # baseline and AVX2 copies).
+    "gathered_2x2": conv_case((1, 64, 2, 2), (32, 64, 3, 3), padding=(1, 1)),
+    "gathered_stride2_dilated": conv_case((2, 6, 9, 8), (8, 6, 3, 3), stride=(2, 2), padding=(2, 1), dilation=(2, 1)),
+    "gathered_groups": conv_case((1, 8, 5, 5), (8, 4, 3, 3), padding=(1, 1), groups=2),
     "vnni_tail_14x14": conv_case((1, 40, 14, 14), (32, 40, 3, 3), padding=(1, 1)),
     "vnni_tail_14x14_dilated": conv_case((1, 16, 14, 14), (16, 16, 3, 3), padding=(2, 2), dilation=(2, 2)),
     "vnni_tail_1x1_batch2": conv_case((2, 24, 10, 10), (48, 24, 1, 1)),
