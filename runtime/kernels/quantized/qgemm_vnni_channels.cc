@@ -1,18 +1,18 @@
 // The AVX-512 VNNI tile over output channels, the int8 convolution's GEMM
 // (qgemm_vnni.cc) where its pixel tiles would leave lanes idle: small
 // planes (ResNet-18's 7x7: 49 pixels fill 4 vectors of 16) and a pixel
-// tiles' last few pixels (14x14: 196 = 4 x 48 + 4). 16 channels per vector,
-// the packed weights + 128 (w ^ 0x80) as vpdpbusd's unsigned side and a
-// pixel's 4 bytes of x as its broadcast, so no lane is a pixel past the
-// plane. The sum gains 128 sum_k x[k, p], taken back out per pixel; the
-// value is the pixel tile's exactly (int32 additions wrap and the result
-// fits), and requantize16 gives the same bits. x is packed by the pixel
-// tiles' packers (qgemm_vnni.h's PackTiles) without their flip (x
-// itself): every pixel's tiles in scratch at once. The results, 16
-// channels of a pixel per vector, are stored channels-last in scratch
-// ([pixels][channels]) and turned into the output's planes 16 x 16 at a
-// time (store_planes). Compiled with the x86-64-v4 copy, its functions for
-// avx512vnni too, as qgemm_vnni.cc is; empty elsewhere.
+// tiles' last few pixels (14x14: 196 = 4 x 48 + 4). 16 channels per vector:
+// a pixel's 4 bytes of x + 128, packed by the pixel tiles' packers
+// (qgemm_vnni.h's PackTiles) with their flip, broadcast as vpdpbusd's
+// unsigned side against the packed weights as they are, so no lane is a
+// pixel past the plane; the blocks' -128 sum_k w (pack_block's) take the
+// 128 back out, as in the pixel tile. The value is the pixel tile's
+// exactly (int32 additions wrap and the result fits), and requantize16
+// gives the same bits. Every pixel's tiles are packed in scratch at once.
+// The results, 16 channels of a pixel per vector, are stored channels-last
+// in scratch ([pixels][channels]) and turned into the output's planes 16 x
+// 16 at a time (store_planes). Compiled with the x86-64-v4 copy, its
+// functions for avx512vnni too, as qgemm_vnni.cc is; empty elsewhere.
 #if defined(PARE_X86_64_DISPATCH) && defined(__AVX512F__)
 
 #include "runtime/kernels/quantized/qgemm_vnni.h"
@@ -29,25 +29,26 @@ namespace {
 
 constexpr int kMR = kQuadsChannelBlock;        // output channels per block of the packed weights
 constexpr int kTilePixels = kImageTilePixels;  // pixels per packed tile of x
-constexpr int kMaxVectors = kTilePixels / 16;
 
 // quads() and block_ints(): the packed weights' layout.
 #include "runtime/kernels/quantized/qgemm_quads.inc"
 
-PARE_ALWAYS_INLINE __m512i channel_weights(const int32_t* blocks, int64_t stride, int64_t q) {
+// 16 channels' packed weights at quad q (or their -128 sum_k w at q = nq):
+// the 8 of the block at `blocks` and the 8 of the next, `stride` ints on.
+PARE_ALWAYS_INLINE __m512i channel_quads(const int32_t* blocks, int64_t stride, int64_t q) {
   const __m256i a = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blocks + q * kMR));
   const __m256i b = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blocks + stride + q * kMR));
-  return _mm512_xor_si512(_mm512_inserti64x4(_mm512_castsi256_si512(a), b, 1),
-                          _mm512_set1_epi8(static_cast<char>(0x80)));
+  return _mm512_inserti64x4(_mm512_castsi256_si512(a), b, 1);
 }
 
 // Channels [c0, c0 + 16 CV) x NP pixels, channels-last into `last` (row
-// p + j of `ldc` bytes: pixel p + j's channels): pixel j's quad q is the
-// int32 xq[q * lanes + j] (lanes: its tile's 16 NV), sums[j] its sum_k x.
+// p + j of `ldc` bytes: pixel p + j's channels): pixel j's quad q (x + 128,
+// as the pixel tiles pack it) is the int32 xq[q * lanes + j] (lanes: its
+// tile's 16 NV), broadcast as vpdpbusd's unsigned side against the
+// weights as they are; the blocks' -128 sum_k w take the 128 back out.
 template <int CV, int NP>
 void channel_tile(int64_t nq, const int32_t* PARE_RESTRICT blocks, int64_t stride, const int32_t* PARE_RESTRICT xq,
-                  int64_t lanes, const int32_t* sums, int64_t c0, int64_t p, const Requantization& rq, int8_t* last,
-                  int64_t ldc) {
+                  int64_t lanes, int64_t c0, int64_t p, const Requantization& rq, int8_t* last, int64_t ldc) {
   // Fully unrolled: the 24 accumulators stay in registers (clang's own
   // unrolling kept them on the stack, 2.3x slower).
   __m512i acc[CV][NP];
@@ -59,46 +60,45 @@ void channel_tile(int64_t nq, const int32_t* PARE_RESTRICT blocks, int64_t strid
   for (int64_t q = 0; q < nq; ++q) {
     __m512i wv[CV];
 #pragma clang loop unroll(full)
-    for (int v = 0; v < CV; ++v) wv[v] = channel_weights(blocks + 2 * v * stride, stride, q);
+    for (int v = 0; v < CV; ++v) wv[v] = channel_quads(blocks + 2 * v * stride, stride, q);
     const int32_t* x = xq + q * lanes;
 #pragma clang loop unroll(full)
     for (int j = 0; j < NP; ++j) {
       const __m512i xb = _mm512_set1_epi32(x[j]);
 #pragma clang loop unroll(full)
-      for (int v = 0; v < CV; ++v) acc[v][j] = _mm512_dpbusd_epi32(acc[v][j], wv[v], xb);
+      for (int v = 0; v < CV; ++v) acc[v][j] = _mm512_dpbusd_epi32(acc[v][j], xb, wv[v]);
     }
   }
   const __m512 lo = _mm512_set1_ps(static_cast<float>(rq.output_min));
   const __m512 hi = _mm512_set1_ps(static_cast<float>(rq.output_max));
   for (int v = 0; v < CV; ++v) {
     const int64_t c = c0 + 16 * v;
-    const __m512i correction = _mm512_loadu_si512(rq.correction + c);
+    const __m512i correction =
+        _mm512_add_epi32(_mm512_loadu_si512(rq.correction + c), channel_quads(blocks + 2 * v * stride, stride, nq));
     const __m512 multiplier = _mm512_loadu_ps(rq.multiplier + c);
     const __m512 offset = _mm512_loadu_ps(rq.offset + c);
     for (int j = 0; j < NP; ++j) {
-      const __m512i shift = _mm512_set1_epi32(static_cast<int32_t>(static_cast<uint32_t>(sums[j]) << 7));
       _mm_storeu_si128(reinterpret_cast<__m128i*>(last + (p + j) * ldc + c),
-                       requantize16(_mm512_sub_epi32(acc[v][j], shift), correction, multiplier, offset, lo, hi));
+                       requantize16(acc[v][j], correction, multiplier, offset, lo, hi));
     }
   }
 }
 
 template <int CV>
-void channel_tiles(int64_t nq, const int32_t* blocks, int64_t stride, const int32_t* xq, int64_t lanes,
-                   const int32_t* sums, int64_t c0, int64_t p, int n, const Requantization& rq, int8_t* last,
-                   int64_t ldc) {
+void channel_tiles(int64_t nq, const int32_t* blocks, int64_t stride, const int32_t* xq, int64_t lanes, int64_t c0,
+                   int64_t p, int n, const Requantization& rq, int8_t* last, int64_t ldc) {
   int j = 0;
   for (; j + kChannelTilePixels <= n; j += kChannelTilePixels) {
     if (n - j == kChannelTilePixels + 1) {  // 12 + 1: one tile of 13 reads the weights once (26 accumulators)
-      channel_tile<CV, kChannelTilePixels + 1>(nq, blocks, stride, xq + j, lanes, sums + j, c0, p + j, rq, last, ldc);
+      channel_tile<CV, kChannelTilePixels + 1>(nq, blocks, stride, xq + j, lanes, c0, p + j, rq, last, ldc);
       return;
     }
-    channel_tile<CV, kChannelTilePixels>(nq, blocks, stride, xq + j, lanes, sums + j, c0, p + j, rq, last, ldc);
+    channel_tile<CV, kChannelTilePixels>(nq, blocks, stride, xq + j, lanes, c0, p + j, rq, last, ldc);
   }
   for (; j + 4 <= n; j += 4) {
-    channel_tile<CV, 4>(nq, blocks, stride, xq + j, lanes, sums + j, c0, p + j, rq, last, ldc);
+    channel_tile<CV, 4>(nq, blocks, stride, xq + j, lanes, c0, p + j, rq, last, ldc);
   }
-  for (; j < n; ++j) channel_tile<CV, 1>(nq, blocks, stride, xq + j, lanes, sums + j, c0, p + j, rq, last, ldc);
+  for (; j < n; ++j) channel_tile<CV, 1>(nq, blocks, stride, xq + j, lanes, c0, p + j, rq, last, ldc);
 }
 
 // last [pixels][channels] (channels-last, channels a multiple of 16) into
@@ -123,7 +123,7 @@ void store_planes(const int8_t* last, int64_t channels, int64_t pixels, const Ou
 }  // namespace
 
 int64_t channel_scratch(int64_t channels, int64_t pixels, int64_t k) {
-  return (pixels + 15) / 16 * quads(k) * 64 + (pixels + 15) / 16 * 64 + 64 + pixels * channels;
+  return (pixels + 15) / 16 * quads(k) * 64 + 64 + pixels * channels;
 }
 
 // Whether a layer runs the tile over channels: whole vectors of 16
@@ -160,24 +160,11 @@ void gemm_channel_tiles(int64_t channels, int64_t pixels, int64_t k, const int32
   const int64_t nq = quads(k);
   const int64_t stride = block_ints(k);
   __m512i* xp = reinterpret_cast<__m512i*>((reinterpret_cast<uintptr_t>(rest) + 63) & ~uintptr_t{63});
-  const int64_t vectors = (pixels + 15) / 16;
-  int32_t* sums = reinterpret_cast<int32_t*>(xp + vectors * nq);
-  int8_t* last = reinterpret_cast<int8_t*>(sums + vectors * 16);  // [pixels][channels]
-  // Every pixel's tiles (channel_pack_pixels, x unflipped), and each pixel's
-  // sum_k x (vpdpbusd of 1s against x).
-  const __m512i ones = _mm512_set1_epi8(1);
+  int8_t* last = reinterpret_cast<int8_t*>(xp + (pixels + 15) / 16 * nq);  // [pixels][channels]
+  // Every pixel's tiles (channel_pack_pixels), x + 128 as the pixel tiles pack it.
   for (int64_t p0 = 0, nr; p0 < pixels; p0 += nr) {
     nr = channel_pack_pixels(p0, pixels);
-    const int nv = static_cast<int>((nr + 15) / 16);
-    __m512i* dst = xp + (p0 + 15) / 16 * nq;
-    pack(p0, static_cast<int>(nr), int8_t{0}, dst);
-    __m512i s[kMaxVectors];
-    for (int v = 0; v < nv; ++v) s[v] = _mm512_setzero_si512();
-    for (int64_t q = 0; q < nq; ++q) {
-      for (int v = 0; v < nv; ++v) s[v] = _mm512_dpbusd_epi32(s[v], ones, _mm512_load_si512(dst + q * nv + v));
-    }
-    // Unaligned after a tile of 36; its lanes past the 36th, stored first, are the next tile's.
-    for (int v = 0; v < nv; ++v) _mm512_storeu_si512(sums + p0 + 16 * v, s[v]);
+    pack(p0, static_cast<int>(nr), static_cast<int8_t>(0x80), xp + (p0 + 15) / 16 * nq);
   }
   for (int64_t c0 = 0; c0 < channels; c0 += 32) {
     const int32_t* blocks = packed + c0 / kMR * stride;
@@ -186,9 +173,9 @@ void gemm_channel_tiles(int64_t channels, int64_t pixels, int64_t k, const int32
       const int64_t lanes = (nr + 15) / 16 * 16;
       const int32_t* xq = reinterpret_cast<const int32_t*>(xp + (p0 + 15) / 16 * nq);
       if (channels - c0 >= 32) {
-        channel_tiles<2>(nq, blocks, stride, xq, lanes, sums + p0, c0, p0, static_cast<int>(nr), rq, last, channels);
+        channel_tiles<2>(nq, blocks, stride, xq, lanes, c0, p0, static_cast<int>(nr), rq, last, channels);
       } else {
-        channel_tiles<1>(nq, blocks, stride, xq, lanes, sums + p0, c0, p0, static_cast<int>(nr), rq, last, channels);
+        channel_tiles<1>(nq, blocks, stride, xq, lanes, c0, p0, static_cast<int>(nr), rq, last, channels);
       }
     }
   }
