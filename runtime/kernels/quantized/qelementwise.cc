@@ -71,6 +71,26 @@ struct OutputQuant {
   }
 };
 
+// An op's last four arguments, from `first`: out_scale, out_zero_point,
+// output_min, output_max (read before the KernelArgs' status is checked,
+// checked by check()).
+struct OutputArgs {
+  double scale;
+  int64_t zero_point, min, max;
+
+  OutputArgs(KernelArgs& args, size_t first)
+      : scale(args.real(first, "out_scale")),
+        zero_point(args.int64(first + 1, "out_zero_point")),
+        min(args.int64(first + 2, "output_min")),
+        max(args.int64(first + 3, "output_max")) {}
+
+  Error check(KernelContext& ctx) const {
+    PARE_TRY(check_scale(ctx, scale, "out_scale"));
+    return check_range(ctx, min, max);
+  }
+  OutputQuant quant() const { return OutputQuant(scale, zero_point, min, max); }
+};
+
 struct InputQuant {
   float scale, zero_point;
   InputQuant(double s, int64_t zp) : scale(static_cast<float>(s)), zero_point(static_cast<float>(zp)) {}
@@ -220,20 +240,16 @@ Error qbinary(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs, Binary ki
   const int64_t a_zp = args.int64(3, "a_zero_point");
   const double b_scale = args.real(4, "b_scale");
   const int64_t b_zp = args.int64(5, "b_zero_point");
-  const double out_scale = args.real(6, "out_scale");
-  const int64_t out_zp = args.int64(7, "out_zero_point");
-  const int64_t output_min = args.int64(8, "output_min");
-  const int64_t output_max = args.int64(9, "output_max");
+  const OutputArgs output(args, 6);
   PARE_TRY(args.status());
   PARE_TRY(check_char(ctx, a, "a"));
   PARE_TRY(check_char(ctx, b, "b"));
   PARE_TRY(check_scale(ctx, a_scale, "a_scale"));
   PARE_TRY(check_scale(ctx, b_scale, "b_scale"));
-  PARE_TRY(check_scale(ctx, out_scale, "out_scale"));
-  PARE_TRY(check_range(ctx, output_min, output_max));
+  PARE_TRY(output.check(ctx));
   const InputQuant da(a_scale, a_zp);
   const InputQuant db(b_scale, b_zp);
-  const OutputQuant q(out_scale, out_zp, output_min, output_max);
+  const OutputQuant q = output.quant();
   Elementwise<2> op(ctx);
   op.add_input(Operand::of(a), "a");
   op.add_input(Operand::of(b), "b");
@@ -264,18 +280,14 @@ Error pare_qmean(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs) {
   const bool keepdim = args.boolean(2, "keepdim");
   const double in_scale = args.real(3, "in_scale");
   const int64_t in_zp = args.int64(4, "in_zero_point");
-  const double out_scale = args.real(5, "out_scale");
-  const int64_t out_zp = args.int64(6, "out_zero_point");
-  const int64_t output_min = args.int64(7, "output_min");
-  const int64_t output_max = args.int64(8, "output_max");
+  const OutputArgs output(args, 5);
   PARE_TRY(args.status());
   PARE_TRY(check_char(ctx, input, "input"));
   PARE_CHECK_OR_RETURN(ctx, dims >= 1 && static_cast<size_t>(dims) <= input.dim, Error::InvalidArgument,
                        "argument 'dims' = %lld must be between 1 and the input's %d dims", static_cast<long long>(dims),
                        static_cast<int>(input.dim));
   PARE_TRY(check_scale(ctx, in_scale, "in_scale"));
-  PARE_TRY(check_scale(ctx, out_scale, "out_scale"));
-  PARE_TRY(check_range(ctx, output_min, output_max));
+  PARE_TRY(output.check(ctx));
   const size_t kept = input.dim - static_cast<size_t>(dims);
   int64_t sizes[kMaxDim];
   int64_t inner = 1;
@@ -297,7 +309,7 @@ Error pare_qmean(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs) {
     const int64_t outer = static_cast<int64_t>(out->numel());
     if (outer == 0) return Error::Ok;
     PARE_TRY_ASSIGN(const Tensor in, as_contiguous(ctx, input, ScalarType::Char));
-    const OutputQuant q(out_scale, out_zp, output_min, output_max);
+    const OutputQuant q = output.quant();
     const double scale_per_element = in_scale / static_cast<double>(inner);
     const int8_t* x = in.data_as<int8_t>();
     int8_t* y = out->data_as<int8_t>();
@@ -336,17 +348,13 @@ Error pare_qavg_pool2d(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs) 
   const Optional<int64_t> divisor_override = args.optional_int64(6, "divisor_override");
   const double in_scale = args.real(7, "in_scale");
   const int64_t in_zp = args.int64(8, "in_zero_point");
-  const double out_scale = args.real(9, "out_scale");
-  const int64_t out_zp = args.int64(10, "out_zero_point");
-  const int64_t output_min = args.int64(11, "output_min");
-  const int64_t output_max = args.int64(12, "output_max");
+  const OutputArgs output(args, 9);
   PARE_TRY(args.status());
   PARE_TRY(check_char(ctx, input, "input"));
   PARE_CHECK_OR_RETURN(ctx, !divisor_override.has_value || divisor_override.value != 0, Error::InvalidArgument,
                        "argument 'divisor_override' must not be zero");
   PARE_TRY(check_scale(ctx, in_scale, "in_scale"));
-  PARE_TRY(check_scale(ctx, out_scale, "out_scale"));
-  PARE_TRY(check_range(ctx, output_min, output_max));
+  PARE_TRY(output.check(ctx));
   Planes<2> planes{};
   PARE_TRY(read_planes(ctx, input, &planes));
   PoolParams<2> p;
@@ -358,7 +366,7 @@ Error pare_qavg_pool2d(KernelContext& ctx, ValueSpan inputs, ValueSpan outputs) 
     PARE_TRY_ASSIGN(const Tensor in, as_contiguous(ctx, input, ScalarType::Char));
     PARE_TRY_ASSIGN(void* scratch, ctx.allocate_scratch(static_cast<size_t>(planes.width) * sizeof(int32_t)));
     int32_t* columns = static_cast<int32_t*>(scratch);
-    const OutputQuant q(out_scale, out_zp, output_min, output_max);
+    const OutputQuant q = output.quant();
     const AvgOptions options{count_include_pad, divisor_override};
     const int64_t width = planes.width;
     const int64_t in_plane = planes.volume();
