@@ -558,7 +558,15 @@ class Requantizing(nn.Module):
     quantizer that observes their outputs would write them): a max pool
     then a relu, quantized to another scale and zero point; a cat of two
     tensors of different quantizations; a cat of one tensor with itself,
-    clamped; max_pool2d_with_indices' values, requantized."""
+    clamped; max_pool2d_with_indices' values, requantized; a cat with a
+    constant int8 tensor of another quantization (the reference path: no
+    table is made for a constant)."""
+
+    def __init__(self):
+        super().__init__()
+        self.register_buffer(
+            "c", torch.randint(-128, 128, (2, 3, 9, 7), generator=torch.Generator().manual_seed(0)).to(torch.int8)
+        )
 
     def forward(self, x):
         a = qd.quantize_per_tensor(x, 0.02, -3, -128, 127, torch.int8)
@@ -570,9 +578,11 @@ class Requantizing(nn.Module):
         d = qd.quantize_per_tensor(torch.cat([fb, fb], 1).clamp(-1.0, 1.0), 0.05, 10, -128, 127, torch.int8)
         values = torch.ops.aten.max_pool2d_with_indices(fb, [2, 2], [2, 2])[0]  # as PT2E's graphs hold it
         e = qd.quantize_per_tensor(values, 0.1, 127, -128, 127, torch.int8)
+        fc = qd.dequantize_per_tensor(self.c, 0.03, 1, -128, 127, torch.int8)
+        f = qd.quantize_per_tensor(torch.cat([fa, fc], 1), 0.04, 0, -128, 127, torch.int8)
         return tuple(
             qd.dequantize_per_tensor(t, sc, zp, -128, 127, torch.int8)
-            for t, sc, zp in ((p, 0.01, -100), (c, 0.04, 0), (d, 0.05, 10), (e, 0.1, 127))
+            for t, sc, zp in ((p, 0.01, -100), (c, 0.04, 0), (d, 0.05, 10), (e, 0.1, 127), (f, 0.04, 0))
         )
 
 
@@ -583,17 +593,18 @@ def test_a_max_pool_or_cat_that_changes_quantization_maps_its_inputs_by_tables(f
     ops = ops_of(exported.program)
     # a's values for the pool, a's and b's for the first cat, b's (clamped) for the second, b's for the last pool.
     assert ops.count("pare::qlut") == 5
-    assert ops.count("aten::max_pool2d") == 2 and ops.count("aten::cat") == 2
+    assert ops.count("aten::max_pool2d") == 2 and ops.count("aten::cat") == 3  # one on the reference path
     assert "aten::max_pool2d_with_indices" not in ops
     assert not {"aten::relu", "aten::clamp"} & set(ops)
-    assert ops.count("quantized_decomposed::quantize_per_tensor") == 2  # the model's two inputs' quantizations
+    # The model's two inputs' quantizations, and the reference path's cat's.
+    assert ops.count("quantized_decomposed::quantize_per_tensor") == 3
     assert counts_of(exported)["quantize"] == layer_counts(0, 0, pool=2, cat=2, lut=5)
     spec = model_spec.ModelSpec(MODELS / "inline.py", module, tuple(inputs(shape)))
     checks = check_model(spec, full_lib)
     assert all(c.ok for c in checks), [o.line() for c in checks for o in c.outputs]
     # Exact: the tables are torch's own quantization of every int8 value, and max and cat commute with them.
     lines = [o.line() for c in checks for o in c.outputs]
-    assert len(lines) == 4 and all("max 0 steps apart" in line for line in lines), lines
+    assert len(lines) == 5 and all("max 0 steps apart" in line for line in lines), lines
 
 
 class Upsampled(nn.Module):

@@ -64,11 +64,11 @@ def lower_int8_requantized(lowering: MethodLowering, node: Node, plan: Int8Requa
     from tools.tracer.lowering import HANDLERS
 
     own = {}
-    for source, table in plan.tables:
-        own[source] = lowering.env[source]
-        lowering.env[source] = lowering.mb.op(QLUT, lowering._value_of(source), lowering.mb.constant(table))
-        lowering.report.uses[QLUT].append(use)
     try:
+        for source, table in plan.tables:  # graph values (the pass maps no constant)
+            own[source] = lowering.env[source]
+            lowering.env[source] = lowering.mb.op(QLUT, own[source], lowering.mb.constant(table))
+            lowering.report.uses[QLUT].append(use)
         HANDLERS[type(plan.inner)](lowering, node, plan.inner, use)
     finally:
         lowering.env.update(own)

@@ -325,8 +325,8 @@ void depthwise_plane_vnni(const DepthwisePlane& d, const int8_t* plane, const in
                           float multiplier, float offset, int32_t output_min, int32_t output_max, int8_t* out);
 // The depthwise layer across channels (vpdpbusd on 16 channels of an
 // output pixel; qgemm_vnni_depthwise.cc), for the planes
-// depthwise_channels_vnni_runs() accepts: dilation 1 across, stride 1 or 2
-// across, at most 32 filter rows x quads of taps. `channels` planes of one
+// depthwise_channels_vnni_runs() accepts: stride 1 or 2 across (any
+// dilation), at most 32 filter rows x quads of taps. `channels` planes of one
 // image in x and out, one filter of w ([channels, kh, kw]) each, with their
 // own requantization; d.padded: depthwise_channels_vnni_bytes(d) of
 // scratch (d.lo, d.hi unused); packed: w as pack_depthwise_channels_vnni

@@ -70,8 +70,8 @@ PARE_ALWAYS_INLINE const void* lane_base(const int8_t* at, int j) {
 // NV * 16 columns of x [k, pixels] (rows ldx apart, from x; nr of them
 // real, the rest read as 0) as the tile reads them: per quad q, NV
 // vectors of 16 lanes (x[4q, p], .., x[4q + 3, p]) as bytes, each xor
-// `flip`: 0x80 for the pixel tiles (x + 128; 0x80 for a row past k, whose
-// weights are 0), 0 for the tile over channels (x itself).
+// `flip`: 0x80 (x + 128; 0x80 for a row past k, whose weights are 0), for
+// the pixel tiles and the tile over channels alike.
 template <int NV>
 void pack_x_tile(int64_t k, const int8_t* x, int64_t ldx, int nr, int8_t flip_byte, __m512i* PARE_RESTRICT dst) {
   const __m128i flip = _mm_set1_epi8(flip_byte);

@@ -300,7 +300,8 @@ def _requantize(last: Node, inputs: list[tuple[Node, tuple[float, int]]], loweri
     narrower range): that quantize fused, and per such input (the int8
     tensor, the 256-entry table mapping its values onto the output's
     quantization, computed by torch's reference ops). None when no quantize
-    to int8 follows."""
+    to int8 follows, or when an input to map is a constant (lowering maps
+    graph values only; the op stays on the reference path)."""
     import torch
 
     from tools.tracer.passes.quantize import _static_per_tensor
@@ -310,15 +311,17 @@ def _requantize(last: Node, inputs: list[tuple[Node, tuple[float, int]]], loweri
         return None
     q, fused, (scale, zero_point), (lo, hi) = out
     _, _, qmin, qmax = _static_per_tensor(q)
-    _fuse(last, fused, lowering)
     values = torch.arange(-128, 128, dtype=torch.int32).to(torch.int8)
     tables = []
     for source, (s_in, z_in) in dict(inputs).items():  # a tensor cat with itself: mapped once
         if (s_in, z_in) == (scale, zero_point) and (lo, hi) == (-128, 127):
             continue
+        if lowering.is_constant(source):
+            return None
         x = torch.ops.quantized_decomposed.dequantize_per_tensor(values, s_in, z_in, -128, 127, torch.int8)
         table = torch.ops.quantized_decomposed.quantize_per_tensor(x, scale, zero_point, qmin, qmax, torch.int8)
         tables.append((source, table.clamp(lo, hi).contiguous()))
+    _fuse(last, fused, lowering)
     return tuple(tables)
 
 
