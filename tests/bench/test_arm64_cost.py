@@ -12,7 +12,7 @@ import torch
 
 from pare import _format_table as fmt
 from tests.conftest import REPO_ROOT, require_tool
-from tools.bench import arm64_cost, arm64_mca, int8_mca
+from tools.bench import arm64_cost, arm64_graph, arm64_mca, int8_mca
 from tools.bench.arm64_cost import DEPTHWISE, GEMM, INT8_COLUMNS, INT8_TILE, Conv
 
 
@@ -162,7 +162,7 @@ def test_a_dynamically_quantized_linear_graph():
     prepared = prepare_pt2e(torch.export.export(model, x).module(), PareQuantizer(dynamic=True))
     prepared(*x)
     ep = torch.export.export(convert_pt2e(prepared), x).run_decompositions()
-    count = arm64_cost.graph_count(ep, x, [], "two dynamic linears")
+    count = arm64_graph.graph_count(ep, x, [], "two dynamic linears")
     # 64 -> 48 on 8 rows: 3 blocks x 2 row tiles x 4 steps; 48 -> 16: 1 x 2 x 3.
     assert dict(count.iterations) == {arm64_cost.INT8_DYNAMIC: 3 * 2 * 4 + 1 * 2 * 3}
     assert count.costed_macs == count.macs == 8 * (64 * 48 + 48 * 16)
@@ -173,7 +173,7 @@ def test_an_int8_graph():
 
     model, inputs = quantized()
     ep = torch.export.export(model, inputs[0]).run_decompositions()
-    count = arm64_cost.graph_count(ep, inputs[0], [], "SmallCNN int8")
+    count = arm64_graph.graph_count(ep, inputs[0], [], "SmallCNN int8")
     # Batch 2 of 3x16x16: the 3 -> 8 stem (k = 27) and the 8 -> 8 body (k = 72), 3x3 padded:
     # 1 block x 22 tiles (256 pixels: 21 and a last of 4, not costed) each, 7 and 18 quads; the
     # 8 -> 10 linear on 2 rows: tails only.
@@ -194,13 +194,13 @@ def test_a_graph_pairs_no_prepacks_and_lists_the_rest():
 
     x = torch.rand(1, 8, 10, 10)
     ep = torch.export.export(Net().eval(), (x,)).run_decompositions()  # aten.convolution, as the exporter's
-    count = arm64_cost.graph_count(ep, (x,), [], "Net")
+    count = arm64_graph.graph_count(ep, (x,), [], "Net")
     # The 3x3 as above (936); the 1x1: C [16, 100] = A [16, 12] B [12, 100]: 2 whole panels and a
     # 4-row one that takes the full tile (no pixel rows here), 13 column tiles, 6 steps.
     assert count.iterations[GEMM] == 2 * 13 * 36 + 3 * 13 * 6
     assert count.uncosted["relu"] == 1
     with pytest.raises(arm64_cost.CostError, match="pair with no convolution"):
-        arm64_cost.graph_count(ep, (x,), [((5, 5, 1, 1), fmt.LAYOUT_GEMM_A)], "Net")
+        arm64_graph.graph_count(ep, (x,), [((5, 5, 1, 1), fmt.LAYOUT_GEMM_A)], "Net")
 
 
 def test_a_dynamic_batch_counts_the_given_input():
@@ -209,7 +209,7 @@ def test_a_dynamic_batch_counts_the_given_input():
     net = torch.nn.Conv2d(8, 12, 3, padding=1).eval()
     x = torch.rand(2, 8, 10, 10)
     ep = torch.export.export(net, (x,), dynamic_shapes=({0: torch.export.Dim("batch", max=4)},))
-    count = arm64_cost.graph_count(ep.run_decompositions(), (x[:1],), [], "Conv2d")
+    count = arm64_graph.graph_count(ep.run_decompositions(), (x[:1],), [], "Conv2d")
     assert count.iterations[GEMM] == 2 * 13 * 36 and count.macs == 12 * 100 * 72
 
 
@@ -242,7 +242,7 @@ def test_recorded_estimate_is_current(model):
     require_tool("llvm-mca-16", package="llvm-16")
     require_tool("llvm-cxxfilt-16", package="llvm-16")
     recorded = arm64_cost.load_record()["models"][model].get("arm64")
-    fresh = arm64_cost.estimate(*arm64_cost.model_count(model))
+    fresh = arm64_cost.estimate(*arm64_graph.model_count(model))
     problems = arm64_cost.compare(model, recorded, fresh, arm64_cost.DEFAULT_TOLERANCE)
     assert not problems, problems[0]
     assert fresh["uncosted"] == recorded["uncosted"] and fresh["coverage"] == recorded["coverage"]
