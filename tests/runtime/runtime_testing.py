@@ -9,6 +9,7 @@ from collections.abc import Mapping
 import numpy as np
 import pytest
 import torch
+from torch import nn
 
 import pare.runtime
 from pare import dtypes
@@ -422,3 +423,21 @@ def symbolic_view_program():
     n = m.op("aten::sym_size.int", x, 0, returns="int")
     m.output(m.op("aten::view", x, [n, 2, 2]))
     return pb.to_bytes()
+
+
+class MutatedBuffers(nn.Module):
+    """Two buffers forward mutates, the two ways the exporter writes state
+    back: a counter updated elementwise (written in place) and a history
+    replaced with copy_ after its old value was read (copied back at the
+    end of a run)."""
+
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("count", torch.zeros(1))
+        self.register_buffer("history", torch.zeros(4))
+
+    def forward(self, x):
+        self.count.add_(1)
+        old = self.history.clone()
+        self.history.copy_(x * 2)
+        return x * self.count + old

@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from runtime_testing import MutatedBuffers
 from torch import nn
 
 from pare import _format_table as fmt
@@ -311,24 +312,8 @@ def test_a_repeated_sequence_length_reuses_its_plan(runtime, kv_model):
     assert method.memory_stats().num_plans == 2
 
 
-class Running(nn.Module):
-    """A counter updated elementwise (written in place) and a history
-    replaced with copy_ after its old value was read (copied back at the end)."""
-
-    def __init__(self):
-        super().__init__()
-        self.register_buffer("count", torch.zeros(1))
-        self.register_buffer("history", torch.zeros(4))
-
-    def forward(self, x):
-        self.count.add_(1)
-        old = self.history.clone()
-        self.history.copy_(x * 2)
-        return x * self.count + old
-
-
 def test_in_place_and_copied_updates_match_torch_over_a_sequence(runtime):
-    module = Running()
+    module = MutatedBuffers()
     calls = [(torch.randn(4, generator=torch.Generator().manual_seed(k)),) for k in range(4)]
     program = export_model(ModelSpec(Path(__file__), copy.deepcopy(module), tuple(calls[:1]))).program
     states = {name: in_place for name, _, _, in_place in read(program).methods[0].states}

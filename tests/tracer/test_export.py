@@ -11,6 +11,7 @@ from tracer_testlib import exported, spec_from, spec_of
 
 from pare import packing
 from pare import program as pp
+from tests.runtime.runtime_testing import MutatedBuffers
 from tools.tracer import MissingOpsError, TracerError, export_model, group_inputs
 
 
@@ -271,19 +272,7 @@ def test_unexportable_model_is_summarised():
 
 
 def test_a_mutated_buffer_becomes_state():
-    class Counter(nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.register_buffer("count", torch.zeros(1))
-            self.register_buffer("history", torch.zeros(4))
-
-        def forward(self, x):
-            self.count.add_(1)
-            old = self.history.clone()
-            self.history.copy_(x * 2)
-            return x + self.count + old
-
-    info = pp.read(export_model(spec_from(Counter(), [(torch.rand(4),)])).program)
+    info = pp.read(export_model(spec_from(MutatedBuffers(), [(torch.rand(4),)])).program)
     assert info.version == (1, 2)
     (method,) = info.methods
     states = {name: (method.values[value], update, in_place) for name, value, update, in_place in method.states}
